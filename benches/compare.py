@@ -11,10 +11,10 @@ once, then timed in interleaved rounds -- autoclust, tf, tf_xla, jax_jit, autocl
 drift in machine load hits every engine alike; each figure is the median over the rounds.
 
 Engines:
-  autoclust   `autoclust bench --json` (a fresh process per round): unclustered (plain executor) and
-              clustered (auto-clustered, JIT) steps/s, measured in alternation inside the process, and
-              compile_ms (the clustered mode's first compiles). Steps per round are calibrated so one
-              round takes about 2 x --seconds.
+  autoclust   `autoclust bench --json --only MODE`, a fresh process per mode and round: unclustered
+              (plain executor) and clustered (auto-clustered, JIT) steps/s, and compile_ms (the
+              clustered mode's first compiles). Steps per round are calibrated so that each mode
+              takes about --seconds per round.
   tf          TensorFlow's plain executor (global_jit_level OFF) on the same GraphDef
   tf_xla      XLA auto-clustering: TF_XLA_FLAGS=--tf_xla_cpu_global_jit, global_jit_level ON_2;
               compile_ms = sum(3 first steps) - 3 x steady step (as benches/tf/tf_baseline.py)
@@ -73,23 +73,34 @@ def bench_args(binary, manifest, steps):
 
 
 class Autoclust:
-    """Rounds of `autoclust bench --json`, each calibrated to take about 2 x seconds."""
+    """Rounds of `autoclust bench --json --only MODE`: each mode in a process of its own (as a user
+    runs one mode, not both in one process: the plain executor's thread pool would otherwise still be
+    spinning when a clustered step starts), each calibrated to take about `seconds`."""
+
+    MODES = (("unclustered", "unclustered_steps_per_s"), ("clustered", "clustered_steps_per_s"))
 
     def __init__(self, binary, manifest, seconds):
         self.binary, self.manifest = binary, manifest
-        probe = self.bench(2)
-        # Both modes run `steps` steps: time ~ steps * (1/u + 1/c).
-        per_step = 1.0 / probe["unclustered_steps_per_s"] + 1.0 / probe["clustered_steps_per_s"]
-        self.steps = max(3, int(2 * seconds / per_step))
+        self.steps = {}
+        for mode, key in self.MODES:
+            probe = self.bench(mode, 3)
+            self.steps[mode] = max(3, int(seconds * probe[key]))
 
-    def bench(self, steps):
-        res = subprocess.run(bench_args(self.binary, self.manifest, steps), capture_output=True, text=True)
+    def bench(self, mode, steps):
+        args = bench_args(self.binary, self.manifest, steps) + ["--only", mode]
+        res = subprocess.run(args, capture_output=True, text=True)
         if res.returncode != 0:
             raise RuntimeError(f"autoclust bench failed: {res.stderr.strip()}")
         return json.loads(res.stdout)
 
     def measure(self):
-        return self.bench(self.steps)
+        row = {}
+        for mode, key in self.MODES:
+            out = self.bench(mode, self.steps[mode])
+            row[key] = out[key]
+            if mode == "clustered":
+                row["compile_ms"] = out["compile_ms"]
+        return row
 
 
 # ---------------------------------------------------------------------------------------------

@@ -38,6 +38,18 @@ pub struct Args {
     /// Override the format implied by the extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// Time only one mode (for profiling); the other's figures are null.
+    #[arg(long, value_enum)]
+    pub only: Option<Mode>,
+}
+
+/// One of the two execution modes `bench` compares.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// The plain executor (`run --no-cluster`).
+    Unclustered,
+    /// Auto-clustered and JIT-compiled (`run`).
+    Clustered,
 }
 
 fn step(p: &Prepared) -> Result<Duration, CliError> {
@@ -62,16 +74,40 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let (mut t_plain, mut t_clustered) = (Duration::ZERO, Duration::ZERO);
     for r in 0..rounds {
         let n = args.steps / rounds + u64::from(r < args.steps % rounds);
-        for _ in 0..n {
-            t_plain += step(&plain)?;
+        if args.only != Some(Mode::Clustered) {
+            for _ in 0..n {
+                t_plain += step(&plain)?;
+            }
         }
-        for _ in 0..n {
-            t_clustered += step(&clustered)?;
+        if args.only != Some(Mode::Unclustered) {
+            for _ in 0..n {
+                t_clustered += step(&clustered)?;
+            }
         }
     }
     let rate = |t: Duration| args.steps as f64 / t.as_secs_f64().max(1e-9);
     let (u, c) = (rate(t_plain), rate(t_clustered));
     let speedup = c / u;
+    if let Some(only) = args.only {
+        let (name, rate) = match only {
+            Mode::Unclustered => ("unclustered_steps_per_s", u),
+            Mode::Clustered => ("clustered_steps_per_s", c),
+        };
+        if args.json {
+            let mut out = serde_json::json!({
+                "unclustered_steps_per_s": null,
+                "clustered_steps_per_s": null,
+                "speedup": null,
+                "compile_ms": compile_ms,
+            });
+            out[name] = serde_json::json!(rate);
+            println!("{out}");
+        } else {
+            println!("{name}: {rate:.1}");
+            println!("compile:     {compile_ms:.2} ms");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.json {
         println!(
             "{}",

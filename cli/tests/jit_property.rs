@@ -19,7 +19,8 @@
 //! Comparison: float32 within 1e-5 relative plus 1e-5 absolute (values near
 //! 0; `|a - b| <= rtol * (max(|a|, |b|) + 1)`), equal infinities, NaN only against NaN; int32 and bool exactly. Values
 //! derived from variables (and the variables) get 1e-4 relative: each step's
-//! last-ulp differences feed the next step. Divisions and logarithms only take
+//! last-ulp differences feed the next step. Inexact values (see `Val::exact`)
+//! may also differ by 1e-5 of their tensor's largest magnitude, for cancellations. Divisions and logarithms only take
 //! exact operands, and Exp's argument goes through Tanh, so a legitimate
 //! rounding difference is never amplified past the tolerance; MatMul inner
 //! dimensions stay ≤ 128 and Sum/Mean ≤ 1024 summands per output for the
@@ -377,8 +378,10 @@ impl Builder {
                     ("Rsqrt", false),
                 ];
                 let (mut op, exact) = ops[m.b as usize % ops.len()];
-                // Log's absolute error is its argument's relative error: same concern.
-                if op == "Log" && !self.stable(x) {
+                // Log's absolute error is its argument's relative error, and Rsqrt is a
+                // division (1/√x of a cancelled, inexact x amplifies its error; seed 7):
+                // same concern.
+                if matches!(op, "Log" | "Rsqrt") && !self.stable(x) {
                     op = "Sigmoid";
                 }
                 // Usually keep Log/Sqrt/Rsqrt in their domain (NaN stays possible).
@@ -765,9 +768,15 @@ fn close(what: &str, got: &Tensor, want: &Tensor, rtol: f64) -> Result<(), Strin
     let (Some(g), Some(w)) = (got.to_f64_vec(), want.to_f64_vec()) else {
         return Err(format!("{what}: {} is not numeric", got.dtype));
     };
+    // Inexact values (through a transcendental or a reassociated sum, or derived from a
+    // variable) also get RTOL of the tensor's largest finite magnitude: a cancellation such
+    // as x + exp(tanh x) ≈ 0 turns the approximations' last-ulp differences into a large
+    // *relative* difference of that element, legitimately (found with seed 7: 3e-4 relative
+    // on an element 1e-4 of the tensor's largest).
+    let norm = if rtol > RTOL { w.iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max(x.abs())) } else { 0.0 };
     for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
         let ok = if got.dtype == DType::Float32 {
-            a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= rtol * (a.abs().max(b.abs()) + 1.0)
+            a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= rtol * (a.abs().max(b.abs()) + 1.0) + RTOL * norm
         } else {
             a == b
         };
@@ -894,9 +903,10 @@ fn case_strategy() -> impl Strategy<Value = Case> {
 #[test]
 fn random_graphs_clustered_match_plain() {
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(3000);
-    // A fixed seed keeps CI deterministic; set PROPTEST_RNG_SEED to explore others. Open, found
-    // with other seeds (issue 5): seed 7, a MatMul fetch of shape [35937, 1] differs by 3e-4
-    // relative; seed 9, a MatMul over inf operands gives NaN clustered and inf plain.
+    // A fixed seed keeps CI deterministic; set PROPTEST_RNG_SEED to explore others (seeds 1-12
+    // pass). Seed 9 found that the interpreter and the JIT broke ±0 ties of Maximum/Minimum
+    // differently (x / max(0, -0) then had opposite infinities); seed 7 found the cancellation
+    // the normwise tolerance in `close` allows.
     let seed = std::env::var("PROPTEST_RNG_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
     let config = ProptestConfig {
         cases,
@@ -925,10 +935,15 @@ fn random_graphs_clustered_match_plain() {
 
 /// The plain executor's and the clustered run's fetches for a native graph with no inputs.
 fn both_fetches(text: &str, fetches: &[&str]) -> (Vec<Tensor>, Vec<Tensor>) {
+    both_fetches_fed(text, vec![], fetches)
+}
+
+/// [`both_fetches`] with placeholder values.
+fn both_fetches_fed(text: &str, feeds: Vec<(String, Tensor)>, fetches: &[&str]) -> (Vec<Tensor>, Vec<Tensor>) {
     let built = Built {
         text: text.to_string(),
         vars: vec![],
-        feeds: vec![],
+        feeds,
         fetches: fetches.iter().map(|s| s.to_string()).collect(),
         fetch_rtol: vec![RTOL; fetches.len()],
         targets: vec![],
@@ -970,4 +985,45 @@ fn constant_int32_overflow_wraps() {
     let (plain, clustered) = both_fetches(text, &["s", "n"]);
     assert_eq!(plain[0].to_f64_vec().unwrap(), [-2.0, 10.0]);
     assert_eq!(clustered, plain);
+}
+
+/// A ±0 tie in `Maximum`/`Minimum` returns the second operand and `Relu(-0)` is +0, as
+/// TensorFlow's vectorised (Eigen packet) kernels do for all but a tensor's last few elements
+/// (checked with TensorFlow 2.21 on float32[16]: max(+0, -0) = -0, max(-0, +0) = +0,
+/// min(+0, -0) = -0, relu(-0) = +0); both modes must agree, element for element and sign for
+/// sign. The fed operands keep the JIT from folding them (seed 9 of the property test found
+/// the two modes breaking these ties differently).
+#[test]
+fn signed_zero_ties_match_tensorflow() {
+    let text = "a = Placeholder() {dtype = float32, shape = shape[8]}\n\
+                b = Placeholder() {dtype = float32, shape = shape[8]}\n\
+                z = Const() {dtype = float32, value = float32[]{0.0}}\n\
+                mx = Maximum(a, b) {T = float32}\n\
+                mn = Minimum(a, b) {T = float32}\n\
+                r = Relu(a) {T = float32}\n\
+                mz = Maximum(a, z) {T = float32}\n\
+                zm = Maximum(z, a) {T = float32}\n";
+    let a = [0.0f32, -0.0, 0.0, -0.0, 1.0, -1.0, f32::NAN, 2.0];
+    let b = [-0.0f32, 0.0, 0.0, -0.0, 1.0, -1.0, 1.0, f32::NAN];
+    let feeds = vec![
+        ("a".to_string(), Tensor::from_f32(vec![8], a.to_vec()).unwrap()),
+        ("b".to_string(), Tensor::from_f32(vec![8], b.to_vec()).unwrap()),
+    ];
+    let (plain, clustered) = both_fetches_fed(text, feeds, &["mx", "mn", "r", "mz", "zm"]);
+    let bits = |t: &Tensor| {
+        t.as_f32().unwrap().iter().map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() }).collect::<Vec<_>>()
+    };
+    let expect = |v: &[f32]| v.iter().map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() }).collect::<Vec<_>>();
+    let nan = f32::NAN;
+    let want: [&[f32]; 5] = [
+        &[-0.0, 0.0, 0.0, -0.0, 1.0, -1.0, nan, nan],
+        &[-0.0, 0.0, 0.0, -0.0, 1.0, -1.0, nan, nan],
+        &[0.0, 0.0, 0.0, 0.0, 1.0, 0.0, nan, 2.0],
+        &[0.0, 0.0, 0.0, 0.0, 1.0, 0.0, nan, 2.0],
+        &[0.0, -0.0, 0.0, -0.0, 1.0, 0.0, nan, 2.0],
+    ];
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(bits(&plain[i]), expect(w), "plain fetch {i}: {:?}", plain[i].as_f32());
+        assert_eq!(bits(&clustered[i]), expect(w), "clustered fetch {i}: {:?}", clustered[i].as_f32());
+    }
 }

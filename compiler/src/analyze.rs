@@ -1149,21 +1149,24 @@ macro_rules! fold_float {
                 }
             }
             fn maximum(self, o: Self) -> Self {
+                // TensorFlow's vectorised kernels (Eigen's packet max): the second
+                // operand on a tie, so max(+0, -0) = -0; NaN propagates.
                 if self.is_nan() || o.is_nan() {
                     <$t>::NAN
-                } else if self < o {
-                    o
-                } else {
+                } else if self > o {
                     self
+                } else {
+                    o
                 }
             }
             fn minimum(self, o: Self) -> Self {
+                // The second operand on a tie, as `maximum`.
                 if self.is_nan() || o.is_nan() {
                     <$t>::NAN
-                } else if o < self {
-                    o
-                } else {
+                } else if self < o {
                     self
+                } else {
+                    o
                 }
             }
             fn floor(self) -> Self {
@@ -1353,13 +1356,7 @@ fn num_eval<T: FoldNum>(ew: EwOp, a: &[T], real_div: bool) -> Option<Scalar> {
         EwOp::Square => x.mul(x),
         EwOp::Maximum => x.maximum(y()?),
         EwOp::Minimum => x.minimum(y()?),
-        EwOp::Relu => {
-            if x < T::zero() {
-                T::zero()
-            } else {
-                x
-            }
-        }
+        EwOp::Relu => x.maximum(T::zero()),
         EwOp::Floor => x.floor(),
         EwOp::Ceil => x.ceil(),
         EwOp::Sign => x.sign(),

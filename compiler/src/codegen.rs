@@ -532,11 +532,13 @@ fn eval_members(
                 arg_dt.push(dt);
             }
             let v = match (m.op, &m.args[..]) {
-                // max/min with a non-NaN float32 constant: one maxps/minps, NaN x passes.
+                // max/min with a non-NaN, non-zero float32 constant: one maxps/minps, NaN x
+                // passes (a zero constant takes the general path, which picks the second
+                // operand on a ±0 tie as TensorFlow does).
                 (
                     EwOp::Maximum | EwOp::Minimum,
                     [_x, Operand::Scalar(DType::Float32, c)] | [Operand::Scalar(DType::Float32, c), _x],
-                ) if !c.is_nan() && m.dtype == DType::Float32 && !matches!(_x, Operand::Scalar(..)) => {
+                ) if !c.is_nan() && *c != 0.0 && m.dtype == DType::Float32 && !matches!(_x, Operand::Scalar(..)) => {
                     // The non-constant operand (two constants were folded at compile time).
                     let xv = if matches!(m.args[0], Operand::Scalar(..)) { args[1] } else { args[0] };
                     let ty = if vector { types::F32X4 } else { types::F32 };
@@ -611,8 +613,13 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
         EwOp::Tanh => f.tanh(a[0]),
         EwOp::Sigmoid => f.sigmoid(a[0]),
         EwOp::Pow => f.pow(a[0], a[1]),
-        // `x < 0 ? 0 : x`: NaN passes through, one maxps.
-        EwOp::Relu => f.max_const(a[0], 0.0),
+        // `x < 0 ? 0 : x` (one maxps; NaN passes through), then + 0 turns −0 into +0 as
+        // TensorFlow's vectorised max(x, 0) does.
+        EwOp::Relu => {
+            let r = f.max_const(a[0], 0.0);
+            let z = f.c(0.0);
+            f.b.ins().fadd(r, z)
+        }
         EwOp::Maximum => f.max_nan(a[0], a[1]),
         EwOp::Minimum => f.min_nan(a[0], a[1]),
         EwOp::SquaredDifference => {

@@ -32,18 +32,24 @@ fn bshape(a: &[usize], b: &[usize]) -> Vec<usize> {
         .collect()
 }
 
+/// TensorFlow's (vectorised) Maximum: NaN propagates, a ±0 tie gives the second operand.
 fn nan_max(a: f32, b: f32) -> f32 {
     if a.is_nan() || b.is_nan() {
         f32::NAN
+    } else if a > b {
+        a
     } else {
-        a.max(b)
+        b
     }
 }
+/// TensorFlow's (vectorised) Minimum: NaN propagates, a ±0 tie gives the second operand.
 fn nan_min(a: f32, b: f32) -> f32 {
     if a.is_nan() || b.is_nan() {
         f32::NAN
+    } else if a < b {
+        a
     } else {
-        a.min(b)
+        b
     }
 }
 
@@ -461,7 +467,8 @@ fn maximum_minimum_relu_with_constants_propagate_nan() {
     };
     same(got[0].as_f32().unwrap(), &x.iter().map(|&v| nan_max(v, 0.5)).collect::<Vec<_>>(), "max");
     same(got[1].as_f32().unwrap(), &x.iter().map(|&v| nan_min(0.5, v)).collect::<Vec<_>>(), "min");
-    let relu: Vec<f32> = x.iter().map(|&v| if v < 0.0 { 0.0 } else { v }).collect();
+    // max(x, +0): relu(-0) = +0 as TensorFlow's vectorised kernel gives.
+    let relu: Vec<f32> = x.iter().map(|&v| nan_max(v, 0.0)).collect();
     same(got[2].as_f32().unwrap(), &relu, "relu");
     same(got[3].as_f32().unwrap(), &x.iter().map(|&v| nan_max(v, nan_max(v, 0.5))).collect::<Vec<_>>(), "max-nan");
 }

@@ -336,21 +336,24 @@ macro_rules! float_num {
                 self % o
             }
             fn maximum(self, o: Self) -> Self {
+                // TensorFlow's vectorised kernels (Eigen's packet max): the second
+                // operand on a tie, so max(+0, -0) = -0; NaN propagates.
                 if self.is_nan() || o.is_nan() {
                     <$t>::NAN
-                } else if self < o {
-                    o
-                } else {
+                } else if self > o {
                     self
+                } else {
+                    o
                 }
             }
             fn minimum(self, o: Self) -> Self {
+                // The second operand on a tie, as `maximum`.
                 if self.is_nan() || o.is_nan() {
                     <$t>::NAN
-                } else if o < self {
-                    o
-                } else {
+                } else if self < o {
                     self
+                } else {
+                    o
                 }
             }
             fn pow(self, o: Self) -> Self {
@@ -610,18 +613,11 @@ fn unary_num<T: Num>(op: Unary, t: Tensor) -> KResult<Tensor> {
         Unary::Abs => map_same(t, T::abs),
         Unary::Square => map_same(t, |x: T| x.mul(x)),
         Unary::Sign => map_same(t, T::sign),
-        Unary::Relu => map_same(t, |x: T| if x < T::zero() { T::zero() } else { x }),
+        // max(x, 0) as TensorFlow's vectorised kernels: relu(-0) = +0, NaN stays NaN.
+        Unary::Relu => map_same(t, |x: T| x.maximum(T::zero())),
         Unary::Relu6 => {
             let six = T::from_i64(6);
-            map_same(t, move |x: T| {
-                if x < T::zero() {
-                    T::zero()
-                } else if x > six {
-                    six
-                } else {
-                    x
-                }
-            })
+            map_same(t, move |x: T| x.maximum(T::zero()).minimum(six))
         }
         _ => unreachable!("unary_num called with a float-only op"),
     })
