@@ -307,3 +307,75 @@ fn uninitialised_variable_error_names_the_original_read() {
     assert_eq!(plain, format!("error: {want}"));
     assert!(clustered.ends_with(want), "clustered: {clustered}");
 }
+
+/// `AssignAddVariableOp` requires the delta to have the variable's shape (no broadcasting):
+/// a [1] delta to a [3] variable fails in both modes with the plain kernel's words, even
+/// though the cluster body computes the update with a broadcasting `AddV2`.
+const BROADCAST_DELTA: &str = r#"
+x = VarHandleOp() {dtype = float32, shape = shape[3], shared_name = "x", container = ""}
+p = Placeholder() {dtype = float32, shape = shape[?]}
+r = ReadVariableOp(x) {dtype = float32}
+d = Mul(p, p) {T = float32}
+inc = AssignAddVariableOp(x, d, ^r) {dtype = float32}
+"#;
+
+#[test]
+fn assign_add_refuses_a_broadcasting_delta_in_both_modes() {
+    let args = ["--feed", "p=[2]", "--vars", "", "--target", "inc"];
+    let dir = tempfile::tempdir().unwrap();
+    let vars = dir.path().join("v.safetensors");
+    let x = Tensor::from_f32(vec![3], vec![1.0, 2.0, 3.0]).unwrap();
+    std::fs::write(&vars, write_safetensors(&[("x".to_string(), x)]).unwrap()).unwrap();
+    let mut args: Vec<&str> = args.to_vec();
+    let v = vars.to_str().unwrap();
+    args[3] = v;
+    let (plain, clustered) = both_modes(BROADCAST_DELTA, &args);
+    let want = "node 'inc' (AssignAddVariableOp): Cannot update variable 'x' with shape [3] using a Tensor with \
+                shape [1], shapes must be equal";
+    assert_eq!(plain, format!("error: {want}"));
+    assert!(clustered.ends_with(want), "clustered: {clustered}");
+    // A delta of the right shape runs in both modes.
+    args[1] = "p=[1,2,3]";
+    assert_eq!(both_modes(BROADCAST_DELTA, &args), (String::new(), String::new()));
+}
+
+/// Ops with an unknown batch dimension cluster (as in XLA, the cluster is compiled for the
+/// shapes it is called with): a `[?, 3]` placeholder feeds a clustered chain, and runs with two
+/// batch sizes in one session give the plain executor's numbers, each compiled once.
+#[test]
+fn dynamic_batch_clusters_and_recompiles_per_shape() {
+    use autoclust_graph::Output;
+    use autoclust_passes::cluster::ClusterConfig;
+    use autoclust_passes::pipeline::clustered_program;
+    use autoclust_runtime::call::CompilerOptions;
+    use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
+    let text = "p = Placeholder() {dtype = float32, shape = shape[?,3]}\n\
+                t = Tanh(p) {T = float32}\n\
+                e = Exp(t) {T = float32}\n\
+                k = Const() {dtype = int32, value = int32[1]{1}}\n\
+                s = Sum(e, k) {T = float32, Tidx = int32, keep_dims = false}\n";
+    let graph = Arc::new(autoclust_graph::text::parse(text).unwrap());
+    let out = |g: &autoclust_graph::Graph, n: &str| Output { node: g.find(n).unwrap(), port: 0 };
+    let program =
+        clustered_program(&graph, &[out(&graph, "p")], &[out(&graph, "s")], &[], ClusterConfig::default()).unwrap();
+    assert_eq!(program.clusters.len(), 1, "the dynamic-shape chain must cluster");
+    let cg = Arc::new(program.graph);
+    let options = SessionOptions { threads: 1, schedule_seed: None };
+    let clustered = Session::with_jit(cg.clone(), options.clone(), Jit::new(CompilerOptions::default(), true));
+    let plain = Session::new(graph.clone(), options);
+    for (i, batch) in [2usize, 5, 2].into_iter().enumerate() {
+        let x = Tensor::from_f32(vec![batch, 3], (0..batch * 3).map(|v| v as f32 * 0.1 - 0.4).collect()).unwrap();
+        let req = |g: &autoclust_graph::Graph, fetch: &str| RunRequest {
+            feeds: vec![(out(g, "p"), x.clone())],
+            fetches: vec![out(g, fetch)],
+            targets: vec![],
+        };
+        let want = plain.run(&req(&graph, "s")).unwrap().fetches;
+        let got = clustered.run(&req(&cg, &program.fetch_anchors[0])).unwrap().fetches;
+        close("s", &got[0], &want[0]).unwrap();
+        assert_eq!(got[0].shape, vec![batch]);
+        // Batch 2, then 5: two compiles; batch 2 again comes from the cache.
+        assert_eq!(clustered.jit().compile_count(), if i == 0 { 1 } else { 2 }, "batch {batch}");
+        assert!(!clustered.jit().compile_time().is_zero(), "compiled, not declined");
+    }
+}

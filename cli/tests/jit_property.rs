@@ -12,7 +12,7 @@
 //! without `keep_dims`), `MatMul` (with `transpose_a/b`), `BiasAdd`,
 //! `Reshape` and `Transpose`, reads and writes of resource variables
 //! (`ReadVariableOp`, `AssignVariableOp`, `AssignAddVariableOp`) and
-//! placeholders. Variable ops on one variable are chained by control edges
+//! placeholders (a third of them declared with an unknown first dimension). Variable ops on one variable are chained by control edges
 //! (as TensorFlow's automatic control dependencies do), so both modes are
 //! deterministic.
 //!
@@ -171,6 +171,17 @@ fn dims(shape: &[usize]) -> String {
     shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")
 }
 
+/// A placeholder's declared shape: usually `shape`, one time in three with the first dimension
+/// unknown (`?`, a batch dimension), which clusters all the same and is compiled for the fed
+/// shape.
+fn declared_dims(shape: &[usize], rng: &mut Rng) -> String {
+    if shape.is_empty() || rng.below(3) != 0 {
+        return dims(shape);
+    }
+    let rest: Vec<String> = shape[1..].iter().map(|d| d.to_string()).collect();
+    std::iter::once("?".to_string()).chain(rest).collect::<Vec<_>>().join(",")
+}
+
 fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
@@ -230,7 +241,8 @@ impl Builder {
             );
             return self.push(name, Ty::F32, shape.to_vec(), true);
         }
-        let name = self.node("c", format!("Placeholder() {{dtype = float32, shape = shape[{}]}}", dims(shape)));
+        let declared = declared_dims(shape, &mut self.rng);
+        let name = self.node("c", format!("Placeholder() {{dtype = float32, shape = shape[{declared}]}}"));
         self.feeds.push((name.clone(), Tensor::from_f32(shape.to_vec(), data).unwrap()));
         self.push(name, Ty::F32, shape.to_vec(), true)
     }
@@ -672,7 +684,8 @@ fn build(case: &Case) -> Built {
     for i in 0..case.placeholders {
         let shape = if i == 0 && case.vars == 0 { case.base.clone() } else { sub_shape(&mut b.rng) };
         let name = format!("p{i}");
-        b.lines.push(format!("{name} = Placeholder() {{dtype = float32, shape = shape[{}]}}", dims(&shape)));
+        let declared = declared_dims(&shape, &mut b.rng);
+        b.lines.push(format!("{name} = Placeholder() {{dtype = float32, shape = shape[{declared}]}}"));
         let values: Vec<f32> = (0..numel(&shape)).map(|_| b.rng.value()).collect();
         feeds.push((name.clone(), Tensor::from_f32(shape.clone(), values).unwrap()));
         b.push(name, Ty::F32, shape, true);

@@ -542,6 +542,19 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
         return Ok(NodeInfo { kind: NodeKind::Elementwise(ew), outputs: vec![vi(dtype, shape)] });
     }
     match op {
+        // Encapsulation's check of a variable write (value, current): decided here, at the
+        // shapes being compiled for; a mismatch leaves the call to the interpreter, whose
+        // kernel reports it as the plain executor does.
+        "_AutoclustSameShape" => {
+            need(2)?;
+            if ins[0].shape != ins[1].shape {
+                return Err(CompileError::unsupported(
+                    node,
+                    format!("a variable write of shape {:?} to a variable of shape {:?}", ins[0].shape, ins[1].shape),
+                ));
+            }
+            Ok(NodeInfo { kind: NodeKind::View, outputs: vec![vi(ins[0].dtype, ins[0].shape.clone())] })
+        }
         "Reshape" => {
             need(2)?;
             let want = int_const(node, &ins[1], "shape")?;

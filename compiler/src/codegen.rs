@@ -228,7 +228,7 @@ impl<'d> CodeGen<'d> {
             let pool_base = b.ins().load(types::I64, flags, ptrs, (nptr * 8) as i32);
             // Constants are loaded once before the loops; the register allocator keeps the
             // hot ones in registers and reloads the rest from its spill slots.
-            let hoist_to = Some(entry);
+            let hoist_to = if std::env::var_os("AC_NOHOIST").is_some() { None } else { Some(entry) };
             let em = Emitter {
                 spec,
                 pool: RefCell::new(ConstPool { base: Some(pool_base), hoist_to, ..Default::default() }),

@@ -5,11 +5,16 @@
 //! reductions, shape ops, softmax/loss and their gradients, identities,
 //! constants, and the variable ops the bridge can snapshot and write back),
 //! it calls no function, every output and every data input has a known
-//! numeric dtype (float32, float64, int32, int64, bool) and a fully static
-//! shape, and — for resource ops — every resource-handle input is traceable
+//! numeric dtype (float32, float64, int32, int64, bool), and — for resource ops — every resource-handle input is traceable
 //! (directly or through `Identity`) to a `VarHandleOp`, so the bridge knows
 //! which variable it snapshots. Never feeds (`Placeholder*`), variable
 //! handles, unknown ops, strings, calls, or other side effects.
+//!
+//! Shapes need not be static (a batch dimension of `?` is the rule in real
+//! graphs): as in XLA, a cluster is compiled for the shapes it is called with,
+//! and the compile cache recompiles for new ones; what the compiler cannot
+//! handle at those shapes (a `Reshape` whose target is not a constant, say)
+//! runs the cluster in the interpreter instead.
 //!
 //! Soundness: leaving a node out of every cluster is always sound (it runs
 //! in the plain executor); this module only has to avoid admitting a node
@@ -20,7 +25,7 @@
 use std::fmt;
 
 use autoclust_graph::infer::TypeInfo;
-use autoclust_graph::{AttrValue, DType, Graph, NodeId, Shape};
+use autoclust_graph::{AttrValue, DType, Graph, NodeId};
 
 /// Whether the JIT compiles `op` (given supported dtypes and static shapes).
 pub fn is_jit_op(op: &str) -> bool {
@@ -90,14 +95,10 @@ pub enum NotCompilable {
     UnknownOutput { port: u32 },
     /// An output has a dtype the JIT does not handle.
     UnsupportedOutputDType { port: u32, dtype: DType },
-    /// An output's shape is not fully static.
-    DynamicOutputShape { port: u32, shape: Shape },
     /// A data input's dtype or shape is unknown.
     UnknownInput { slot: u32 },
     /// A data input has a dtype the JIT does not handle.
     UnsupportedInputDType { slot: u32, dtype: DType },
-    /// A data input's shape is not fully static.
-    DynamicInputShape { slot: u32, shape: Shape },
     /// A resource input that does not come (through `Identity`) from a `VarHandleOp`.
     UntracedHandle { slot: u32 },
     /// Downstream of a v1 `Switch` or `Enter`: may be dead or run per iteration.
@@ -118,14 +119,10 @@ impl fmt::Display for NotCompilable {
             NotCompilable::UnsupportedOutputDType { port, dtype } => {
                 write!(f, "output {port} has unsupported dtype {}", dtype.name())
             }
-            NotCompilable::DynamicOutputShape { port, shape } => {
-                write!(f, "output {port} has non-static shape {shape}")
-            }
             NotCompilable::UnknownInput { slot } => write!(f, "dtype of input {slot} is unknown"),
             NotCompilable::UnsupportedInputDType { slot, dtype } => {
                 write!(f, "input {slot} has unsupported dtype {}", dtype.name())
             }
-            NotCompilable::DynamicInputShape { slot, shape } => write!(f, "input {slot} has non-static shape {shape}"),
             NotCompilable::UntracedHandle { slot } => {
                 write!(f, "resource input {slot} is not traceable to a VarHandleOp")
             }
@@ -229,13 +226,10 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     if matches!(node.attr("_XlaCompile"), Some(AttrValue::B(false))) {
         return Some(NotCompilable::DisabledByAttribute);
     }
-    for (port, (dtype, shape)) in types.outputs(id).iter().enumerate() {
+    for (port, (dtype, _)) in types.outputs(id).iter().enumerate() {
         let port = port as u32;
         if !is_supported_dtype(*dtype) {
             return Some(NotCompilable::UnsupportedOutputDType { port, dtype: *dtype });
-        }
-        if !shape.is_fully_known() {
-            return Some(NotCompilable::DynamicOutputShape { port, shape: shape.clone() });
         }
     }
     // Every output must be inferred: a consumer reading a port inference
@@ -246,7 +240,7 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     }
     for (slot, input) in node.inputs.iter().enumerate() {
         let slot = slot as u32;
-        let Some((dtype, shape)) = types.output(*input) else { return Some(NotCompilable::UnknownInput { slot }) };
+        let Some((dtype, _)) = types.output(*input) else { return Some(NotCompilable::UnknownInput { slot }) };
         if *dtype == DType::Resource && is_variable_op(op) {
             if !traces_to_var_handle(graph, input.node) {
                 return Some(NotCompilable::UntracedHandle { slot });
@@ -255,9 +249,6 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
         }
         if !is_supported_dtype(*dtype) {
             return Some(NotCompilable::UnsupportedInputDType { slot, dtype: *dtype });
-        }
-        if !shape.is_fully_known() {
-            return Some(NotCompilable::DynamicInputShape { slot, shape: shape.clone() });
         }
     }
     None
@@ -294,8 +285,8 @@ mod tests {
     fn reasons_display() {
         assert_eq!(NotCompilable::UnsupportedOp { op: "Foo".into() }.to_string(), "op Foo is not supported by the JIT");
         assert_eq!(
-            NotCompilable::DynamicOutputShape { port: 0, shape: Shape::with_dims(vec![None, Some(3)]) }.to_string(),
-            "output 0 has non-static shape [?,3]"
+            NotCompilable::UntracedHandle { slot: 1 }.to_string(),
+            "resource input 1 is not traceable to a VarHandleOp"
         );
     }
 }

@@ -40,7 +40,7 @@
 //! `ResourceScatterAdd`/`Sub`/`Update`/`Max`/`Min` → TensorFlow's pure
 //! `TensorScatterAdd`/`Sub`/`Update`/`Max`/`Min` on the SSA value with the
 //! indices given a trailing axis by `ExpandDims(indices, -1)` (the same
-//! element mapping); `ResourceGather` → `GatherV2(value, indices, 0)`;
+//! element mapping); `ResourceGather` → `GatherV2(value, indices, batch_dims)`;
 //! `VariableShape` → `Shape`. Other resource ops (calls, stateful random
 //! ops, `VarIsInitializedOp`) cannot be expressed and are a typed error.
 //! Control edges between members are dropped: the body is pure.
@@ -535,7 +535,15 @@ impl LowerCtx<'_> {
                 }
                 "AssignVariableOp" => {
                     let v = var(0);
-                    let (value, ta) = (arg(1), t_attr(vars[v].dtype));
+                    let (mut value, ta) = (arg(1), t_attr(vars[v].dtype));
+                    // A shape-validating write after an earlier write in this body: check
+                    // the new value against that one (the bridge checks a first write
+                    // against the snapshot).
+                    if vars[v].written && node.attr("validate_shape").and_then(AttrValue::as_bool) == Some(true) {
+                        let cur = vars[v].current.clone().expect("written");
+                        value =
+                            same_shape_check(&mut body, node, value, cur, vars[v].dtype, &variable_name(g, &vars[v]));
+                    }
                     write(&mut vars, &mut body, v, "Identity", vec![value], ta);
                 }
                 "AssignAddVariableOp" | "AssignSubVariableOp" => {
@@ -543,7 +551,17 @@ impl LowerCtx<'_> {
                     let cur = read(&mut vars, &mut body, v);
                     let compute = if op == "AssignAddVariableOp" { "AddV2" } else { "Sub" };
                     let ta = t_attr(vars[v].dtype);
-                    write(&mut vars, &mut body, v, compute, vec![cur, arg(1)], ta);
+                    // The delta must have the variable's shape (no broadcasting), as the
+                    // plain kernel requires.
+                    let delta = same_shape_check(
+                        &mut body,
+                        node,
+                        arg(1),
+                        cur.clone(),
+                        vars[v].dtype,
+                        &variable_name(g, &vars[v]),
+                    );
+                    write(&mut vars, &mut body, v, compute, vec![cur, delta], ta);
                 }
                 "VariableShape" => {
                     let v = var(0);
@@ -560,13 +578,19 @@ impl LowerCtx<'_> {
                     let v = var(0);
                     let cur = read(&mut vars, &mut body, v);
                     let tindices = self.attr(n, "Tindices")?;
+                    // ResourceGather gathers along axis `batch_dims` (tf.gather's default axis).
+                    let batch_dims = node.attr("batch_dims").cloned().unwrap_or(AttrValue::I(0));
+                    let axis_value = match batch_dims {
+                        AttrValue::I(b) => b as i32,
+                        _ => 0,
+                    };
                     let axis = body.op(
                         &format!("{name}/axis"),
                         "Const",
                         vec![],
                         attrs(&[
                             ("dtype", AttrValue::Type(DType::Int32)),
-                            ("value", AttrValue::Tensor(Tensor::scalar_i32(0))),
+                            ("value", AttrValue::Tensor(Tensor::scalar_i32(axis_value))),
                         ]),
                     );
                     let mut a = attrs(&[
@@ -574,7 +598,7 @@ impl LowerCtx<'_> {
                         ("Tindices", tindices),
                         ("Taxis", AttrValue::Type(DType::Int32)),
                     ]);
-                    a.insert("batch_dims".into(), node.attr("batch_dims").cloned().unwrap_or(AttrValue::I(0)));
+                    a.insert("batch_dims".into(), batch_dims);
                     let r = body.push(name.into(), "GatherV2", vec![cur, arg(1), axis], a);
                     body.values.insert(Output { node: n, port: 0 }, r);
                 }
@@ -873,6 +897,33 @@ fn read(vars: &mut [Variable], body: &mut Body, v: usize) -> String {
     body.snapshot_args.push((v, name.clone()));
     vars[v].current = Some(name.clone());
     name
+}
+
+/// The variable's name as the runtime reports it: the handle's `shared_name`, else its node name.
+fn variable_name(graph: &Graph, var: &Variable) -> String {
+    let h = graph.node(var.handle_node);
+    h.attr("shared_name").and_then(AttrValue::as_str).filter(|s| !s.is_empty()).unwrap_or(&h.name).to_string()
+}
+
+/// `_AutoclustSameShape(value, current)`, named after the user's write `node` (which has no
+/// body node of its own) so a failure names it; returns the checked value's reference.
+fn same_shape_check(
+    body: &mut Body,
+    node: &autoclust_graph::Node,
+    value: String,
+    current: String,
+    dtype: DType,
+    var: &str,
+) -> String {
+    // Members' names are reserved in `body.taken`, and a write has no other body node
+    // under its own name.
+    let name = node.name.clone();
+    let a = attrs(&[
+        ("T", AttrValue::Type(dtype)),
+        ("variable", AttrValue::S(var.as_bytes().to_vec())),
+        (autoclust_graph::ORIGIN_OP_ATTR, AttrValue::S(node.op.as_bytes().to_vec())),
+    ]);
+    body.push(name, "_AutoclustSameShape", vec![value, current], a)
 }
 
 /// A new SSA value `v_ssa_k = op(inputs)` of a variable; returns its reference.
@@ -1203,7 +1254,9 @@ mod tests {
         let nodes = ["d", "inc", "lr", "sgd"].iter().map(|n| g.find(n).unwrap()).collect();
         let e = encapsulate(&g, &[ClusterSpec { name: "c".into(), nodes }]).unwrap();
         let f = e.graph.library.function("c_fn").unwrap();
-        assert_eq!(body_line(f, "v_ssa_1"), "v_ssa_1 = AddV2(v_ssa_0, d:0)");
+        // The delta is checked to have the variable's shape (named after the user's node).
+        assert_eq!(body_line(f, "inc"), "inc = _AutoclustSameShape(d:0, v_ssa_0)");
+        assert_eq!(body_line(f, "v_ssa_1"), "v_ssa_1 = AddV2(v_ssa_0, inc:0)");
         assert_eq!(body_line(f, "sgd/step"), "sgd/step = Mul(lr:0, d:0)");
         assert_eq!(body_line(f, "v_ssa_2"), "v_ssa_2 = Sub(v_ssa_1:0, sgd/step:0)");
         assert_eq!(f.ret, vec![("v_ssa_2".into(), "v_ssa_2:0".into())]);

@@ -156,6 +156,8 @@ impl Body {
                     .filter(|o| !o.is_empty() && *o != op)
                     .map(str::to_string);
                 let op = match origin {
+                    // Internal ops (encapsulation's shape checks) stand for the user's op.
+                    Some(o) if op.starts_with("_Autoclust") => o,
                     Some(o) => format!("{o}\u{2192}{op}"),
                     None => op,
                 };
@@ -166,9 +168,7 @@ impl Body {
     }
 }
 
-/// Attribute of a body node naming the user's op it was rewritten from (e.g.
-/// `ResourceGather` for a `GatherV2`), when the encapsulation pass records it.
-pub const ORIGIN_OP_ATTR: &str = "_autoclust_origin_op";
+pub use autoclust_graph::ORIGIN_OP_ATTR;
 
 /// What a call site last ran: its signature and the compiled function (`None`:
 /// the compiler declined this signature, so the interpreter runs it).

@@ -20,6 +20,11 @@ pub mod text;
 pub mod verify;
 
 pub use attr::{AttrValue, Attrs, FuncAttr, ListValue};
+
+/// Attribute of a node in a cluster body naming the user's op it was rewritten from
+/// (`ResourceGather` for a `GatherV2`, `AssignVariableOp` for a shape check), so errors
+/// inside a cluster name what the user wrote. Written by encapsulation, read by the runtime.
+pub const ORIGIN_OP_ATTR: &str = "_autoclust_origin_op";
 pub use dtype::{DType, RefBase};
 pub use effects::ResourceKind;
 pub use graph::{

@@ -61,7 +61,8 @@ fn check_dtype(store: &VariableStore, id: VarId, t: &Tensor, want: Option<DType>
     Ok(())
 }
 
-fn same_shape(name: &str, var: &Tensor, t: &Tensor) -> KResult<()> {
+/// TensorFlow's check (and words) for a write that must keep a variable's shape.
+pub(crate) fn same_shape(name: &str, var: &Tensor, t: &Tensor) -> KResult<()> {
     if var.shape != t.shape {
         return Err(KernelError::invalid(format!(
             "Cannot update variable '{name}' with shape {:?} using a Tensor with shape {:?}, shapes must be equal",

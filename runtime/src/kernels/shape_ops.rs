@@ -62,6 +62,19 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 .ok_or_else(|| KernelError::Attr("value".into()))?;
             Box::new(move |_inp: Inputs| one(value.clone()))
         }
+        "_AutoclustSameShape" => {
+            let variable = node.attr("variable").and_then(|a| a.as_str()).unwrap_or("").to_string();
+            Box::new(move |mut inp: Inputs| {
+                if inp.len() != 2 {
+                    return Err(KernelError::Arity { expected: 2, got: inp.len() });
+                }
+                let current = inp.pop().expect("two inputs");
+                let value = inp.pop().expect("two inputs");
+                // The plain executor's check and words for the same write.
+                super::resource::same_shape(&variable, &current, &value)?;
+                one(value)
+            })
+        }
         "Identity" | "StopGradient" | "Snapshot" | "PreventGradient" | "EnsureShape" | "CheckNumerics" => {
             let ensure_shape = node.op == "EnsureShape";
             let check_numerics = node.op == "CheckNumerics";

@@ -705,6 +705,17 @@ pub(super) static OPS: &[OpSchema] = &[
     )),
     // ---- Identities and control.
     identity("Identity"),
+    // Internal, written by encapsulation into cluster bodies: `value`, or a failure unless
+    // `value` and `current` have equal shapes (the check a variable write makes; the message
+    // names the attribute `variable`).
+    op(
+        "_AutoclustSameShape",
+        OpFamily::Control,
+        &[a("value", T), a("current", T)],
+        OUTPUT_T,
+        &[tattr("T", None), opt("variable", AttrKind::String)],
+        s::same_as_0,
+    ),
     identity("StopGradient"),
     identity("Snapshot"),
     valued(
