@@ -54,6 +54,9 @@ pub enum EwOp {
     Floor,
     Ceil,
     Sign,
+    /// Integer `FloorDiv`/`FloorMod`: folded when constant (shape arithmetic), never generated.
+    FloorDiv,
+    FloorMod,
     /// Identity, StopGradient, Snapshot inside a group: no code.
     Copy,
     /// AddN: n-ary sum.
@@ -100,6 +103,8 @@ impl EwOp {
             "Floor" => EwOp::Floor,
             "Ceil" => EwOp::Ceil,
             "Sign" => EwOp::Sign,
+            "FloorDiv" => EwOp::FloorDiv,
+            "FloorMod" => EwOp::FloorMod,
             "Identity" | "StopGradient" | "Snapshot" | "PreventGradient" => EwOp::Copy,
             "AddN" => EwOp::AddN,
             _ => return None,
@@ -623,7 +628,8 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
         "Sum" | "Mean" | "Max" | "Min" | "Prod" => {
             need(2)?;
             let x = &ins[0];
-            if x.dtype != DType::Float32 {
+            let int_constant = matches!(x.dtype, DType::Int32 | DType::Int64) && x.konst.is_some();
+            if x.dtype != DType::Float32 && !int_constant {
                 return Err(CompileError::unsupported(node, format!("{op} on {}", x.dtype)));
             }
             let r = x.shape.len();
@@ -640,7 +646,30 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
                 "Min" => ReduceKind::Min,
                 _ => ReduceKind::Prod,
             };
+            if let (true, Some(t)) = (int_constant, &x.konst) {
+                // Shape arithmetic (`Prod(Shape(x))` and friends, everywhere in TF2 gradients):
+                // the shapes are known at compile time, so fold it.
+                let folded = fold_int_reduce(t, &axes, kind, shape)
+                    .ok_or_else(|| CompileError::unsupported(node, format!("{op} on {}", x.dtype)))?;
+                return Ok(NodeInfo { kind: NodeKind::Constant, outputs: vec![konst(folded)] });
+            }
             Ok(kernel(KernelOp::Reduce { kind, axes }, vec![0], vec![vi(x.dtype, shape)]))
+        }
+        "ArgMax" | "ArgMin" => {
+            need(2)?;
+            let x = &ins[0];
+            let out = attr_type(node, "output_type").unwrap_or(DType::Int64);
+            if x.dtype != DType::Float32 || x.shape.is_empty() || !matches!(out, DType::Int32 | DType::Int64) {
+                return Err(CompileError::unsupported(node, format!("{op} of {} to {out}", x.dtype)));
+            }
+            let a = int_const(node, &ins[1], "dimension")?;
+            let axis = norm_axis(node, a.first().copied().unwrap_or(0), x.shape.len())?;
+            if x.shape[axis] == 0 {
+                return Err(CompileError::unsupported(node, "an empty dimension (the interpreter reports it)"));
+            }
+            let mut shape = x.shape.clone();
+            shape.remove(axis);
+            Ok(kernel(KernelOp::ArgExtreme { axis, min: op == "ArgMin", out }, vec![0], vec![vi(out, shape)]))
         }
         "BiasAddGrad" => {
             need(1)?;
@@ -870,6 +899,63 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
 
 fn kernel(op: KernelOp, data_inputs: Vec<usize>, outputs: Vec<ValueInfo>) -> NodeInfo {
     NodeInfo { kind: NodeKind::Kernel { op, data_inputs }, outputs }
+}
+
+/// An integer reduction of a constant with TensorFlow's integer semantics (wrapping
+/// arithmetic; `Mean` divides truncating, and an empty mean is 0), in the input's dtype.
+fn fold_int_reduce(t: &Tensor, axes: &[usize], kind: ReduceKind, out_shape: Vec<usize>) -> Option<Tensor> {
+    let v = t.to_i64_vec()?;
+    let shape = &t.shape;
+    let out_len: usize = out_shape.iter().product();
+    let mut acc: Vec<Option<i64>> = vec![None; out_len];
+    let mut count = vec![0i64; out_len];
+    let kept: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
+    for (flat, &x) in v.iter().enumerate() {
+        // The output position: the kept coordinates of `flat`, row-major.
+        let (mut rem, mut coords) = (flat, vec![0usize; shape.len()]);
+        for d in (0..shape.len()).rev() {
+            coords[d] = rem % shape[d].max(1);
+            rem /= shape[d].max(1);
+        }
+        let o = kept.iter().fold(0usize, |o, &d| o * shape[d] + coords[d]);
+        let wrap = |y: i64| if t.dtype == DType::Int32 { y as i32 as i64 } else { y };
+        acc[o] = Some(match (acc[o], kind) {
+            (None, _) => x,
+            (Some(a), ReduceKind::Sum | ReduceKind::Mean) => wrap(a.wrapping_add(x)),
+            (Some(a), ReduceKind::Prod) => wrap(a.wrapping_mul(x)),
+            (Some(a), ReduceKind::Max) => a.max(x),
+            (Some(a), ReduceKind::Min) => a.min(x),
+        });
+        count[o] += 1;
+    }
+    let values: Vec<i64> = acc
+        .iter()
+        .zip(&count)
+        .map(|(a, &n)| match (a, kind) {
+            (Some(a), ReduceKind::Mean) => a / n,
+            (Some(a), _) => *a,
+            (None, ReduceKind::Prod) => 1,
+            (None, ReduceKind::Max) => {
+                if t.dtype == DType::Int32 {
+                    i32::MIN as i64
+                } else {
+                    i64::MIN
+                }
+            }
+            (None, ReduceKind::Min) => {
+                if t.dtype == DType::Int32 {
+                    i32::MAX as i64
+                } else {
+                    i64::MAX
+                }
+            }
+            (None, _) => 0,
+        })
+        .collect();
+    match t.dtype {
+        DType::Int32 => Tensor::from_i32(out_shape, values.into_iter().map(|x| x as i32).collect()).ok(),
+        _ => Tensor::from_i64(out_shape, values).ok(),
+    }
 }
 
 fn reduced_shape(shape: &[usize], axes: &[usize], keep: bool) -> Vec<usize> {
@@ -1317,6 +1403,23 @@ fn scalar_eval(ew: EwOp, a: &[Scalar], out: DType, real_div: bool) -> Option<Sca
     }
     if ew.is_predicate() {
         return compare(ew, *a.first()?, *a.get(1)?).map(Scalar::Bool);
+    }
+    if matches!(ew, EwOp::FloorDiv | EwOp::FloorMod) {
+        // Python's (and TensorFlow's) floor division of integers; a zero divisor is left to
+        // the run-time kernel's error.
+        let floor = |x: i64, y: i64| -> Option<(i64, i64)> {
+            let (q, r) = (x.checked_div(y)?, x.checked_rem(y)?);
+            Some(if r != 0 && ((r < 0) != (y < 0)) { (q - 1, r + y) } else { (q, r) })
+        };
+        let pick = |(q, r): (i64, i64)| if ew == EwOp::FloorDiv { q } else { r };
+        return match (*a.first()?, *a.get(1)?) {
+            (Scalar::I32(x), Scalar::I32(y)) => {
+                let v = pick(floor(x as i64, y as i64)?);
+                Some(Scalar::I32(i32::try_from(v).ok()?))
+            }
+            (Scalar::I64(x), Scalar::I64(y)) => Some(Scalar::I64(pick(floor(x, y)?))),
+            _ => None,
+        };
     }
     match a {
         [Scalar::F32(_), ..] => num_eval(ew, &a.iter().filter_map(|s| unwrap_f32(*s)).collect::<Vec<_>>(), real_div),

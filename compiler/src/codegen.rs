@@ -645,6 +645,7 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
         }
         EwOp::Floor => f.b.ins().floor(a[0]),
         EwOp::Ceil => f.b.ins().ceil(a[0]),
+        EwOp::FloorDiv | EwOp::FloorMod => unreachable!("scalar_ok and vector_ok exclude {:?}", m.op),
         EwOp::Sign => {
             let z = f.c(0.0);
             let one = f.c(1.0);
@@ -702,6 +703,9 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
 
 /// Whether an op with these operand dtypes and result can run in the vector loop.
 pub(crate) fn vector_ok(m: &Member, adt: &[DType]) -> bool {
+    if matches!(m.op, EwOp::FloorDiv | EwOp::FloorMod) {
+        return false;
+    }
     let fb = |d: DType| matches!(d, DType::Float32 | DType::Bool);
     if !fb(m.dtype) || !adt.iter().all(|&d| fb(d)) {
         return false;
@@ -716,6 +720,9 @@ pub(crate) fn vector_ok(m: &Member, adt: &[DType]) -> bool {
 
 /// Whether the scalar lowering handles this op at these dtypes.
 pub(crate) fn scalar_ok(m: &Member, adt: &[DType]) -> bool {
+    if matches!(m.op, EwOp::FloorDiv | EwOp::FloorMod) {
+        return false; // folded when constant, otherwise the interpreter's
+    }
     let data = if matches!(m.op, EwOp::Select) { adt[1] } else { adt[0] };
     match data {
         DType::Float32 => true,

@@ -37,6 +37,9 @@ pub enum KernelOp {
     Concat { axis: usize },
     /// Pack along `axis`.
     Pack { axis: usize },
+    /// ArgMax/ArgMin of float32 along `axis` (the first index of the extreme; a NaN never
+    /// replaces the running best, as TensorFlow's CPU kernel), as int32 or int64 `out`.
+    ArgExtreme { axis: usize, min: bool, out: DType },
     /// GatherV2 with batch_dims 0: (params, indices) along `axis`.
     Gather { axis: usize },
     /// TensorScatter{Add,Sub,Update,Max,Min}: (tensor, indices `[..., K]`, updates) — a copy
@@ -263,6 +266,36 @@ impl KernelOp {
                 let dtype = inputs[0].dtype;
                 let data = concat_data(inputs, outer, &blocks)?;
                 Ok(vec![Tensor { dtype, shape: out_shape, data }])
+            }
+            KernelOp::ArgExtreme { axis, min, out } => {
+                let x = inputs[0];
+                let v = f32_of(x)?;
+                let r = x.shape[*axis];
+                if r == 0 {
+                    return Err(err("ArgMax/ArgMin over an empty dimension"));
+                }
+                let outer: usize = x.shape[..*axis].iter().product();
+                let inner: usize = x.shape[*axis + 1..].iter().product();
+                let mut idx = Vec::with_capacity(outer * inner);
+                for o in 0..outer {
+                    for i in 0..inner {
+                        let (mut best, mut bv) = (0usize, v[o * r * inner + i]);
+                        for j in 1..r {
+                            let x = v[o * r * inner + j * inner + i];
+                            if (!*min && x > bv) || (*min && x < bv) {
+                                best = j;
+                                bv = x;
+                            }
+                        }
+                        idx.push(best);
+                    }
+                }
+                let shape = out_shapes[0].clone();
+                let t = match out {
+                    DType::Int32 => Tensor::from_i32(shape, idx.into_iter().map(|i| i as i32).collect()),
+                    _ => Tensor::from_i64(shape, idx.into_iter().map(|i| i as i64).collect()),
+                };
+                Ok(vec![t.map_err(|e| err(e.to_string()))?])
             }
             KernelOp::Gather { axis } => {
                 let params = inputs[0];

@@ -48,6 +48,9 @@ pub fn is_jit_op(op: &str) -> bool {
             // Losses, activations and their gradients.
             | "Softmax" | "LogSoftmax" | "SoftmaxCrossEntropyWithLogits" | "SparseSoftmaxCrossEntropyWithLogits"
             | "ReluGrad" | "TanhGrad" | "SigmoidGrad" | "BroadcastGradientArgs"
+            // Shape arithmetic, compiled only when its value is known at compile time (see
+            // [`compile_time_known`]): TF2 gradients compute reduction indices with these.
+            | "FloorDiv" | "FloorMod"
             // Plumbing.
             | "Identity" | "IdentityN" | "StopGradient" | "Const" | "NoOp"
             // Variable ops the bridge snapshots and writes back.
@@ -143,10 +146,18 @@ impl Compilability {
     pub fn compute(graph: &Graph, types: &TypeInfo) -> Compilability {
         let _span = tracing::debug_span!("compilability", nodes = graph.len()).entered();
         let control_flow = v1_control_flow(graph);
+        let known = compile_time_known(graph);
         let refusals = graph
             .node_ids()
             .map(|id| match &control_flow[id.index()] {
                 Some(via) => Some(NotCompilable::InsideV1ControlFlow { via: via.clone() }),
+                None if FOLD_ONLY.contains(&graph.node(id).op.as_str())
+                    && !graph.node(id).inputs.iter().all(|o| known[o.node.index()]) =>
+                {
+                    Some(NotCompilable::Excluded {
+                        why: format!("{} is compiled only on values known at compile time", graph.node(id).op),
+                    })
+                }
                 None => refusal(graph, types, id),
             })
             .collect();
@@ -178,6 +189,30 @@ impl Compilability {
     pub fn is_empty(&self) -> bool {
         self.refusals.is_empty()
     }
+}
+
+/// Ops the compiler folds but never generates code for (integer shape arithmetic).
+const FOLD_ONLY: &[&str] = &["FloorDiv", "FloorMod"];
+
+/// For every node: whether its outputs are known when a cluster is compiled for given input
+/// shapes — constants, the shapes of anything, and integer shape arithmetic on such values.
+/// TensorFlow 2 gradients compute reduction indices so (`FloorMod(Add(rank, axis), rank)`).
+fn compile_time_known(graph: &Graph) -> Vec<bool> {
+    let mut known = vec![false; graph.len()];
+    let Ok(order) = graph.topo_order() else { return known };
+    for id in order {
+        let n = graph.node(id);
+        let inputs_known = n.inputs.iter().all(|o| known[o.node.index()]);
+        known[id.index()] = match n.op.as_str() {
+            "Const" => true,
+            "Shape" | "Size" | "Rank" | "ShapeN" | "BroadcastGradientArgs" => true,
+            "Add" | "AddV2" | "Sub" | "Mul" | "FloorDiv" | "FloorMod" | "Maximum" | "Minimum" | "Neg" | "Prod"
+            | "Sum" | "Pack" | "ConcatV2" | "Reshape" | "ExpandDims" | "Squeeze" | "GatherV2" | "StridedSlice"
+            | "Slice" | "Cast" | "Identity" | "Range" | "Fill" => inputs_known,
+            _ => false,
+        };
+    }
+    known
 }
 
 /// For every node downstream of a `Switch` or `Enter` (over forward edges):
@@ -254,12 +289,15 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     None
 }
 
-/// Whether a handle comes from a `VarHandleOp`, directly or through `Identity` chains.
+/// Whether a handle comes from a `VarHandleOp` (or a resource `Placeholder`, TF2's captured
+/// variable), directly or through `Identity` chains.
 fn traces_to_var_handle(graph: &Graph, mut id: NodeId) -> bool {
     for _ in 0..graph.len() + 1 {
         let n = graph.node(id);
+        if autoclust_graph::effects::names_variable(n) {
+            return true;
+        }
         match n.op.as_str() {
-            "VarHandleOp" => return true,
             "Identity" if n.inputs.len() == 1 => id = n.inputs[0].node,
             _ => return false,
         }

@@ -339,6 +339,9 @@ fn handle_slots(op: &str) -> Option<&'static [usize]> {
     })
 }
 
+/// The largest outside `Const` copied into a cluster body rather than passed in.
+pub const INLINE_CONST_ELEMENTS: usize = 1024;
+
 /// Builds one function body.
 struct Body {
     nodes: Vec<RawNode>,
@@ -349,6 +352,8 @@ struct Body {
     /// Outside value → argument name (after the snapshot arguments).
     external_args: Vec<(Output, String, DType)>,
     external_index: HashMap<Output, usize>,
+    /// Outside constants copied into the body ([`LowerCtx::inline_constant`]) → body reference.
+    inlined: HashMap<Output, String>,
     /// Snapshot arguments: (variable index, name).
     snapshot_args: Vec<(usize, String)>,
 }
@@ -431,7 +436,7 @@ impl LowerCtx<'_> {
                         vi
                     }
                     None => {
-                        let dtype = h.attr("dtype").and_then(AttrValue::as_type).ok_or_else(|| {
+                        let dtype = autoclust_graph::effects::variable_dtype(g, handle_node).ok_or_else(|| {
                             EncapsulateError::MissingAttr {
                                 node: h.name.clone(),
                                 op: h.op.clone(),
@@ -462,6 +467,7 @@ impl LowerCtx<'_> {
             values: HashMap::new(),
             external_args: Vec::new(),
             external_index: HashMap::new(),
+            inlined: HashMap::new(),
             snapshot_args: Vec::new(),
         };
         let mut deps: Vec<NodeId> = Vec::new();
@@ -488,6 +494,10 @@ impl LowerCtx<'_> {
                 } else {
                     if self.is_handle(input) {
                         return Err(self.escaped_handle(n, input));
+                    }
+                    if let Some(r) = self.inline_constant(&mut body, input) {
+                        data.push(Some(r));
+                        continue;
                     }
                     add_dep(input.node, &mut deps);
                     data.push(Some(self.external_arg(&mut body, n, input)?));
@@ -788,8 +798,10 @@ impl LowerCtx<'_> {
             if self.of_node[input.node.index()].is_some() {
                 return Err(fail(format!("'{}' is itself clustered", p.name)));
             }
+            if autoclust_graph::effects::names_variable(p) {
+                return Ok(input.node);
+            }
             match p.op.as_str() {
-                "VarHandleOp" => return Ok(input.node),
                 "Identity" if !p.inputs.is_empty() => input = p.inputs[0],
                 other => return Err(fail(format!("it comes from '{}' ({other})", p.name))),
             }
@@ -802,8 +814,10 @@ impl LowerCtx<'_> {
         let g = self.graph;
         for _ in 0..g.len() + 1 {
             let p = g.node(o.node);
+            if autoclust_graph::effects::names_variable(p) {
+                return true;
+            }
             match p.op.as_str() {
-                "VarHandleOp" => return true,
                 "Identity" if !p.inputs.is_empty() => o = p.inputs[0],
                 _ => break,
             }
@@ -825,6 +839,30 @@ impl LowerCtx<'_> {
             op: node.op.clone(),
             attr: name.into(),
         })
+    }
+
+    /// A small outside `Const` (at most [`INLINE_CONST_ELEMENTS`] elements, no control inputs)
+    /// copied into the body instead of passed as an argument, as XLA's clone-constants pass
+    /// does: the compiler then sees it as a compile-time constant (a reduction's axes, a
+    /// reshape's shape), and the call no longer depends on another cluster that also uses it.
+    /// Sound: a `Const` without control inputs has no effect and no ordering to keep.
+    fn inline_constant(&self, body: &mut Body, input: Output) -> Option<String> {
+        let p = self.graph.node(input.node);
+        if p.op != "Const" || input.port != 0 || !p.control_inputs.is_empty() {
+            return None;
+        }
+        if p.attr("value")?.as_tensor()?.num_elements() > INLINE_CONST_ELEMENTS {
+            return None;
+        }
+        if let Some(r) = body.inlined.get(&input) {
+            return Some(r.clone());
+        }
+        let name = body.fresh(&p.name);
+        let mut a = p.attrs.clone();
+        a.remove(CLUSTER_ATTR);
+        let r = body.push(name, "Const", vec![], a);
+        body.inlined.insert(input, r.clone());
+        Some(r)
     }
 
     /// The argument carrying an outside value (created on first use).

@@ -142,7 +142,7 @@ pub fn clustered_program(
 pub fn prune(graph: &Graph, fetches: &[Output], targets: &[NodeId]) -> Result<Graph, GraphError> {
     let mut needed = vec![fetches.is_empty() && targets.is_empty(); graph.len()];
     let mut stack: Vec<NodeId> = fetches.iter().map(|o| o.node).chain(targets.iter().copied()).collect();
-    stack.extend(graph.node_ids().filter(|&id| graph.node(id).op == "VarHandleOp"));
+    stack.extend(graph.node_ids().filter(|&id| autoclust_graph::effects::names_variable(graph.node(id))));
     while let Some(id) = stack.pop() {
         if std::mem::replace(&mut needed[id.index()], true) {
             continue;

@@ -295,7 +295,13 @@ fn node_kernel(
     match node.op.as_str() {
         bridge::SNAPSHOT_OP => return Ok(NodeKernel::Stateful(bridge::snapshot_for(node))),
         bridge::WRITE_BACK_OP => return Ok(NodeKernel::Stateful(bridge::write_back_for(node))),
-        "Placeholder" => return Ok(NodeKernel::Fed(Vec::new())),
+        "Placeholder" if !autoclust_graph::effects::names_variable(node) => return Ok(NodeKernel::Fed(Vec::new())),
+        // A resource placeholder stands for a captured variable (TF2 function graphs).
+        "Placeholder" => {
+            let var = crate::session::register_variable_node(store, graph, id);
+            let h = resource::handle_tensor(var);
+            return Ok(NodeKernel::Pure(Box::new(move |_inp: Inputs| kernels::one(h.clone()))));
+        }
         "PlaceholderWithDefault" => {
             return Ok(NodeKernel::Pure(Box::new(|mut inp: Inputs| {
                 kernels::arity(&inp, 1)?;

@@ -61,6 +61,18 @@ pub struct Session {
     jit: Arc<Jit>,
 }
 
+/// Registers (or finds) the variable node `id` of `graph` names: a `VarHandleOp`, or a resource
+/// `Placeholder` (a TensorFlow 2 function graph's captured variable), named after the node, of
+/// the dtype its users declare (see `autoclust_graph::effects::names_variable`).
+pub(crate) fn register_variable_node(store: &VariableStore, graph: &Graph, id: autoclust_graph::NodeId) -> VarId {
+    let node = graph.node(id);
+    if node.op == "Placeholder" {
+        let dtype = autoclust_graph::effects::variable_dtype(graph, id).unwrap_or(autoclust_graph::DType::Float32);
+        return store.get_or_create("", &node.name, dtype, autoclust_graph::Shape::unknown());
+    }
+    register_var_handle(store, node)
+}
+
 /// Registers (or finds) the variable a `VarHandleOp` names.
 pub(crate) fn register_var_handle(store: &VariableStore, node: &Node) -> VarId {
     let container = node.attr("container").and_then(|a| a.as_str()).unwrap_or("");
@@ -80,9 +92,9 @@ impl Session {
     /// interpreter only).
     pub fn with_jit(graph: Arc<Graph>, options: SessionOptions, jit: Jit) -> Session {
         let store = VariableStore::new();
-        for node in graph.nodes() {
-            if node.op == "VarHandleOp" {
-                register_var_handle(&store, node);
+        for id in graph.node_ids() {
+            if autoclust_graph::effects::names_variable(graph.node(id)) {
+                register_variable_node(&store, &graph, id);
             }
         }
         crate::function_call::register_body_variables(&store, &graph.library);

@@ -8,7 +8,51 @@
 
 use std::fmt;
 
-use crate::{Library, Node};
+use crate::{AttrValue, DType, Graph, Library, Node, NodeId};
+
+/// Whether `node` names a resource variable: a `VarHandleOp`, or a `Placeholder` of dtype
+/// `resource` — how a TensorFlow 2 function graph (a `tf.function`'s FuncGraph) captures a
+/// variable. A placeholder's variable is named after the node (CONTRACT.md §3's rule for a
+/// handle without a `shared_name`), so `--vars` can initialise it.
+pub fn names_variable(node: &Node) -> bool {
+    match node.op.as_str() {
+        "VarHandleOp" => true,
+        "Placeholder" => node.attr("dtype").and_then(AttrValue::as_type) == Some(DType::Resource),
+        _ => false,
+    }
+}
+
+/// The element dtype of the variable node `id` names ([`names_variable`]): a `VarHandleOp`'s
+/// `dtype`; for a resource placeholder (which declares none), the `dtype` — else `T` —
+/// attribute of the first op using the handle, directly or through `Identity` (every op
+/// touching a variable declares its element type so; a bridge node, in its `dtypes` list).
+pub fn variable_dtype(graph: &Graph, id: NodeId) -> Option<DType> {
+    let node = graph.node(id);
+    if node.op == "VarHandleOp" {
+        return node.attr("dtype").and_then(AttrValue::as_type);
+    }
+    let mut handles = vec![id];
+    let mut seen = vec![false; graph.len()];
+    while let Some(h) = handles.pop() {
+        if std::mem::replace(&mut seen[h.index()], true) {
+            continue;
+        }
+        for (i, user) in graph.nodes().iter().enumerate() {
+            let Some(slot) = user.inputs.iter().position(|o| o.node == h) else { continue };
+            if user.op == "Identity" {
+                handles.push(NodeId(i as u32));
+                continue;
+            }
+            // Encapsulation's bridge nodes list one dtype per handle input (`dtypes`).
+            let listed = user.attr("dtypes").and_then(AttrValue::as_type_list).and_then(|l| l.get(slot).copied());
+            let t = listed.or_else(|| user.attr("dtype").or_else(|| user.attr("T")).and_then(AttrValue::as_type));
+            if let Some(t) = t.filter(|t| *t != DType::Resource) {
+                return Some(t);
+            }
+        }
+    }
+    None
+}
 
 /// How a resource op touches variables (`XlaResourceOpKind`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

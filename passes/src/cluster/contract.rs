@@ -307,6 +307,7 @@ impl<'a> Engine<'a> {
     /// Whether `p` is a lone node whose outputs are resource handles.
     fn shares_no_data(&self, p: u32) -> bool {
         matches!(self.single_op(p), Some("VarHandleOp" | "_VarHandlesOp" | "VariableV2" | "Variable"))
+            || matches!(self.members[p as usize].as_slice(), [only] if autoclust_graph::effects::names_variable(self.graph.node(*only)))
     }
 
     /// Merges two live candidate clusters if legal; returns the survivor.

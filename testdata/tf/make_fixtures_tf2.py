@@ -1,0 +1,134 @@
+"""Writes the TensorFlow 2 function-graph fixtures (run by hand, never by CI):
+
+    TF_ENABLE_ONEDNN_OPTS=0 /work/venv-tf/bin/python testdata/tf/make_fixtures_tf2.py
+
+Each graph is a `tf.function`'s concrete FuncGraph as TensorFlow 2 exports it
+(`get_concrete_function(...).graph.as_graph_def()`): its variables are *captured*, so they appear
+as `Placeholder`s of dtype `resource` named after their first use (e.g.
+`MatMul/ReadVariableOp/resource`), not as VarHandleOps; stateful ops are ordered by automatic
+control dependencies; the input signature leaves the batch dimension unknown (`[?, n]`). autoclust
+names such a variable after the placeholder node (CONTRACT.md §3, a handle without `shared_name`),
+so the `.vars.safetensors` files use those names.
+
+Expected values come from calling the same concrete function eagerly, `steps` times with the same
+feeds, on tf.Variables holding the initial values (the last step's outputs, and every variable
+after the last step). File layout and manifest: README.md.
+
+- tf2_linear_step: y = x·w + b, loss = Σ tanh(y); w -= 0.1·loss, b += mean(y, 0). 3 steps, batch 4.
+- tf2_mlp_sgd: a 8-16-3 MLP (relu) with sparse softmax cross-entropy, gradients by
+  tf.GradientTape (BroadcastGradientArgs, Shape-driven Reshapes, ReluGrad, ...), plain SGD with
+  assign_sub, and an int64 step counter. 3 steps, batch 5.
+"""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+from safetensors.numpy import save_file
+
+OUT = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(name, cf, variables, feeds, steps):
+    """Exports `cf`'s graph and writes the fixture; `variables` are (tf.Variable, initial value)."""
+    graph_def = cf.graph.as_graph_def()
+    path = tf.io.write_graph(graph_def, OUT, name + ".pbtxt", as_text=True)
+    # The capture placeholder of each variable, by the variable's handle.
+    names = {}
+    for external, internal in cf.graph.captures:
+        for var, _ in variables:
+            if external is var.handle:
+                names[var.name] = internal.op.name
+    assert len(names) == len(variables), f"{name}: not every variable is captured ({names})"
+    for var, init in variables:
+        var.assign(init)
+    inputs = [tf.constant(feeds[s.name]) for s in cf.structured_input_signature[0]]
+    out = None
+    for _ in range(steps):
+        out = cf(*inputs)
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    fetch = [t.name for t in cf.outputs]
+    assert len(fetch) == len(outs)
+    save_file({k: np.asarray(v) for k, v in feeds.items()}, os.path.join(OUT, name + ".feeds.safetensors"))
+    arr = lambda v: np.array(v, order="C")  # noqa: E731  (0-d values become arrays too)
+    save_file({names[v.name]: arr(init) for v, init in variables}, os.path.join(OUT, name + ".vars.safetensors"))
+    save_file({f: arr(o.numpy()) for f, o in zip(fetch, outs)}, os.path.join(OUT, name + ".expected.safetensors"))
+    save_file({names[v.name]: arr(v.numpy()) for v, _ in variables}, os.path.join(OUT, name + ".expected_vars.safetensors"))
+    manifest = {
+        "graph": name + ".pbtxt",
+        "feeds": name + ".feeds.safetensors",
+        "vars": name + ".vars.safetensors",
+        "fetch": fetch,
+        "target": [],
+        "steps": steps,
+        "expected_fetches": name + ".expected.safetensors",
+        "expected_vars": name + ".expected_vars.safetensors",
+        "racy": False,
+        "outcomes": None,
+    }
+    with open(os.path.join(OUT, name + ".json"), "w") as fh:
+        json.dump(manifest, fh, indent=1)
+        fh.write("\n")
+    print(name, os.path.basename(path), sorted({n.op for n in graph_def.node}), "vars:", names)
+
+
+def tf2_linear_step():
+    w = tf.Variable(np.zeros((2, 3), np.float32), name="w")
+    b = tf.Variable(np.zeros(3, np.float32), name="b")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="x")])
+    def step(x):
+        y = tf.matmul(x, w) + b
+        loss = tf.reduce_sum(tf.tanh(y))
+        w.assign_sub(0.1 * tf.ones_like(w) * loss)
+        b.assign_add(tf.reduce_mean(y, axis=0))
+        return loss
+
+    rng = np.random.default_rng(11)
+    variables = [(w, rng.standard_normal((2, 3)).astype(np.float32) * 0.5),
+                 (b, np.array([0.1, -0.2, 0.3], np.float32))]
+    feeds = {"x": rng.standard_normal((4, 2)).astype(np.float32)}
+    write("tf2_linear_step", step.get_concrete_function(), variables, feeds, 3)
+
+
+def tf2_mlp_sgd():
+    w1 = tf.Variable(np.zeros((8, 16), np.float32), name="w1")
+    b1 = tf.Variable(np.zeros(16, np.float32), name="b1")
+    w2 = tf.Variable(np.zeros((16, 3), np.float32), name="w2")
+    b2 = tf.Variable(np.zeros(3, np.float32), name="b2")
+    steps = tf.Variable(np.int64(0), name="steps")
+    params = [w1, b1, w2, b2]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 8], tf.float32, name="x"),
+                                  tf.TensorSpec([None], tf.int32, name="labels")])
+    def train(x, labels):
+        with tf.GradientTape() as tape:
+            h = tf.nn.relu(tf.matmul(x, w1) + b1)
+            logits = tf.matmul(h, w2) + b2
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+        grads = tape.gradient(loss, params)
+        for p, g in zip(params, grads):
+            p.assign_sub(0.5 * g)
+        steps.assign_add(1)
+        return loss, tf.argmax(logits, axis=1, output_type=tf.int32)
+
+    rng = np.random.default_rng(12)
+    variables = [(w1, rng.standard_normal((8, 16)).astype(np.float32) * 0.4),
+                 (b1, np.full(16, 0.05, np.float32)),
+                 (w2, rng.standard_normal((16, 3)).astype(np.float32) * 0.4),
+                 (b2, np.zeros(3, np.float32)),
+                 (steps, np.int64(0))]
+    feeds = {"x": rng.standard_normal((5, 8)).astype(np.float32),
+             "labels": np.array([0, 2, 1, 2, 0], np.int32)}
+    write("tf2_mlp_sgd", train.get_concrete_function(), variables, feeds, 3)
+
+
+def main():
+    print("TensorFlow", tf.__version__)
+    tf2_linear_step()
+    tf2_mlp_sgd()
+
+
+if __name__ == "__main__":
+    main()
