@@ -55,6 +55,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Writing to a closed pipe (`autoclust cluster G | head`) ends the process quietly, as
+    // for any Unix filter, instead of panicking in `println!`.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())

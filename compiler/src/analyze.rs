@@ -22,6 +22,8 @@ pub enum EwOp {
     Sub,
     Mul,
     Div,
+    /// `y == 0 ? 0 : x / y` (float only).
+    DivNoNan,
     Neg,
     Abs,
     Exp,
@@ -71,6 +73,7 @@ impl EwOp {
             "Sub" => EwOp::Sub,
             "Mul" => EwOp::Mul,
             "RealDiv" | "Div" => EwOp::Div,
+            "DivNoNan" => EwOp::DivNoNan,
             "Neg" => EwOp::Neg,
             "Abs" => EwOp::Abs,
             "Exp" => EwOp::Exp,
@@ -1466,6 +1469,17 @@ fn num_eval<T: FoldNum>(ew: EwOp, a: &[T], real_div: bool) -> Option<Scalar> {
                 return None;
             }
             x.div(d)
+        }
+        EwOp::DivNoNan => {
+            let d = y()?;
+            if T::IS_INT {
+                return None;
+            }
+            if d.is_zero() {
+                T::zero()
+            } else {
+                x.div(d)
+            }
         }
         EwOp::Neg => x.neg(),
         EwOp::Abs => x.abs(),

@@ -595,6 +595,12 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
         EwOp::Sub => f.b.ins().fsub(a[0], a[1]),
         EwOp::Mul => f.b.ins().fmul(a[0], a[1]),
         EwOp::Div => f.b.ins().fdiv(a[0], a[1]),
+        EwOp::DivNoNan => {
+            let q = f.b.ins().fdiv(a[0], a[1]);
+            let z = f.c(0.0);
+            let zero = f.b.ins().fcmp(FloatCC::Equal, a[1], z);
+            f.sel(zero, z, q)
+        }
         EwOp::Neg => f.neg(a[0]),
         EwOp::Abs => f.abs(a[0]),
         EwOp::Sqrt => f.b.ins().sqrt(a[0]),
@@ -802,6 +808,12 @@ fn f64_op(b: &mut FunctionBuilder<'_>, m: &Member, a: &[Value], adt: &[DType]) -
         EwOp::Reciprocal => {
             let one = c(b, 1.0);
             b.ins().fdiv(one, a[0])
+        }
+        EwOp::DivNoNan => {
+            let z = c(b, 0.0);
+            let q = b.ins().fdiv(a[0], a[1]);
+            let zero = b.ins().fcmp(FloatCC::Equal, a[1], z);
+            b.ins().select(zero, z, q)
         }
         EwOp::Relu => {
             let z = c(b, 0.0);

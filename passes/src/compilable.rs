@@ -32,7 +32,7 @@ pub fn is_jit_op(op: &str) -> bool {
     matches!(
         op,
         // Elementwise arithmetic and math.
-        "Add" | "AddV2" | "Sub" | "Mul" | "RealDiv" | "Div" | "Neg" | "Abs" | "Exp" | "Log" | "Sqrt" | "Rsqrt"
+        "Add" | "AddV2" | "Sub" | "Mul" | "RealDiv" | "Div" | "DivNoNan" | "Neg" | "Abs" | "Exp" | "Log" | "Sqrt" | "Rsqrt"
             | "Square" | "Tanh" | "Sigmoid" | "Relu" | "Maximum" | "Minimum" | "Pow" | "Cast" | "Select"
             | "SelectV2" | "Reciprocal" | "SquaredDifference"
             // Comparisons and logic.
@@ -251,6 +251,7 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
         return Some(NotCompilable::FunctionCall);
     }
     match op {
+        "Placeholder" if autoclust_graph::effects::names_variable(node) => return Some(NotCompilable::VariableHandle),
         "Placeholder" | "PlaceholderWithDefault" | "PlaceholderV2" => return Some(NotCompilable::Feed),
         "VarHandleOp" | "_VarHandlesOp" | "VariableV2" | "Variable" => return Some(NotCompilable::VariableHandle),
         _ => {}

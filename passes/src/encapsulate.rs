@@ -518,6 +518,17 @@ impl LowerCtx<'_> {
                         op: node.op.clone(),
                     });
                 }
+                if node.op == "IdentityN" {
+                    // One `Identity` per output (the compiler aliases those), so consumers of
+                    // output k read `name/k`.
+                    let types = node.attr("T").and_then(AttrValue::as_type_list).map(<[DType]>::to_vec);
+                    for (k, input) in data.into_iter().flatten().enumerate() {
+                        let dtype = types.as_ref().and_then(|t| t.get(k).copied()).unwrap_or(DType::Float32);
+                        let r = body.op(&format!("{}/{k}", node.name), "Identity", vec![input], t_attr(dtype));
+                        body.values.insert(Output { node: n, port: k as u32 }, r);
+                    }
+                    continue;
+                }
                 let mut a = node.attrs.clone();
                 a.remove(CLUSTER_ATTR);
                 body.nodes.push(RawNode {

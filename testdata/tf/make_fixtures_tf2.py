@@ -18,6 +18,9 @@ after the last step). File layout and manifest: README.md.
 - tf2_mlp_sgd: a 8-16-3 MLP (relu) with sparse softmax cross-entropy, gradients by
   tf.GradientTape (BroadcastGradientArgs, Shape-driven Reshapes, ReluGrad, ...), plain SGD with
   assign_sub, and an int64 step counter. 3 steps, batch 5.
+- tf2_keras_adam: the same kind of step written with Keras 3 (Sequential Dense layers,
+  SparseCategoricalCrossentropy, keras.optimizers.Adam): DivNoNan, Pow, Sqrt, IdentityN, the
+  optimizer's iteration counter and moment variables. 3 steps, batch 6.
 """
 
 import json
@@ -39,7 +42,7 @@ def write(name, cf, variables, feeds, steps):
     for external, internal in cf.graph.captures:
         for var, _ in variables:
             if external is var.handle:
-                names[var.name] = internal.op.name
+                names[id(var)] = internal.op.name
     assert len(names) == len(variables), f"{name}: not every variable is captured ({names})"
     for var, init in variables:
         var.assign(init)
@@ -52,9 +55,10 @@ def write(name, cf, variables, feeds, steps):
     assert len(fetch) == len(outs)
     save_file({k: np.asarray(v) for k, v in feeds.items()}, os.path.join(OUT, name + ".feeds.safetensors"))
     arr = lambda v: np.array(v, order="C")  # noqa: E731  (0-d values become arrays too)
-    save_file({names[v.name]: arr(init) for v, init in variables}, os.path.join(OUT, name + ".vars.safetensors"))
+    save_file({names[id(v)]: arr(init) for v, init in variables}, os.path.join(OUT, name + ".vars.safetensors"))
     save_file({f: arr(o.numpy()) for f, o in zip(fetch, outs)}, os.path.join(OUT, name + ".expected.safetensors"))
-    save_file({names[v.name]: arr(v.numpy()) for v, _ in variables}, os.path.join(OUT, name + ".expected_vars.safetensors"))
+    save_file({names[id(v)]: arr(v.numpy()) for v, _ in variables},
+              os.path.join(OUT, name + ".expected_vars.safetensors"))
     manifest = {
         "graph": name + ".pbtxt",
         "feeds": name + ".feeds.safetensors",
@@ -70,7 +74,7 @@ def write(name, cf, variables, feeds, steps):
     with open(os.path.join(OUT, name + ".json"), "w") as fh:
         json.dump(manifest, fh, indent=1)
         fh.write("\n")
-    print(name, os.path.basename(path), sorted({n.op for n in graph_def.node}), "vars:", names)
+    print(name, os.path.basename(path), sorted({n.op for n in graph_def.node}), "vars:", sorted(names.values()))
 
 
 def tf2_linear_step():
@@ -124,10 +128,38 @@ def tf2_mlp_sgd():
     write("tf2_mlp_sgd", train.get_concrete_function(), variables, feeds, 3)
 
 
+def tf2_keras_adam():
+    import keras
+
+    keras.utils.set_random_seed(13)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(3)])
+    opt = keras.optimizers.Adam(0.01)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    opt.build(model.trainable_variables)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 8], tf.float32, name="x"),
+                                  tf.TensorSpec([None], tf.int32, name="labels")])
+    def train(x, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    cf = train.get_concrete_function()
+    captured = {id(e) for e, _ in cf.graph.captures}
+    variables = [(v, v.numpy()) for v in model.variables + opt.variables if id(v.handle) in captured]
+    rng = np.random.default_rng(13)
+    feeds = {"x": rng.standard_normal((6, 8)).astype(np.float32),
+             "labels": np.array([0, 2, 1, 2, 0, 1], np.int32)}
+    write("tf2_keras_adam", cf, variables, feeds, 3)
+
+
 def main():
     print("TensorFlow", tf.__version__)
     tf2_linear_step()
     tf2_mlp_sgd()
+    tf2_keras_adam()
 
 
 if __name__ == "__main__":
