@@ -120,3 +120,36 @@ fn missing_file() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: /nonexistent/x.pbtxt: cannot read"));
 }
+
+/// A reader that stops early (`autoclust cluster G | head -1`) ends the process quietly, as
+/// for any Unix filter: no panic message, no "failed printing to stdout".
+#[cfg(unix)]
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::Stdio;
+    // A graph whose `analyze` printout (8000 lines, ~300 KB) overflows any pipe buffer.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.graph");
+    let mut text = String::from("v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n");
+    for i in 0..8000 {
+        text.push_str(&format!("read_{i} = ReadVariableOp(v) {{dtype = float32}}\n"));
+    }
+    std::fs::write(&path, text).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_autoclust"))
+        .args(["analyze"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one byte, then close the pipe while the CLI still has lines to print.
+    let mut out = child.stdout.take().unwrap();
+    let mut one = [0u8; 1];
+    out.read_exact(&mut one).unwrap();
+    drop(out);
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child.wait().unwrap();
+    assert!(!err.contains("panicked"), "stderr: {err}");
+}
