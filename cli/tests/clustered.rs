@@ -383,7 +383,7 @@ fn dynamic_batch_clusters_and_recompiles_per_shape() {
 /// TensorFlow 2 function graphs (`tf.function` FuncGraphs: variables captured as resource
 /// `Placeholder`s, batch dimension unknown, gradients full of shape arithmetic) cluster whole —
 /// the Keras Adam step in two, split where the optimizer's iteration counter is written and
-/// then read — and run compiled (no call falls back to the interpreter) with TensorFlow's
+/// then read; the Keras CNN around its convolutions — and run compiled (no call falls back to the interpreter) with TensorFlow's
 /// numbers (the variables are named after their placeholders).
 #[test]
 fn tf2_function_graphs_cluster_whole_and_compile() {
@@ -393,7 +393,9 @@ fn tf2_function_graphs_cluster_whole_and_compile() {
     use autoclust_runtime::call::CompilerOptions;
     use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
     let d = root().join("tf");
-    for (name, clusters) in [("tf2_linear_step", 1), ("tf2_mlp_sgd", 1), ("tf2_keras_adam", 2)] {
+    // The CNN's Conv2D and MaxPool ops stay outside clusters (the JIT has no lowering for them),
+    // so its step is several clusters around them.
+    for (name, clusters) in [("tf2_linear_step", 1), ("tf2_mlp_sgd", 1), ("tf2_keras_adam", 2), ("tf2_keras_cnn", 0)] {
         let m: serde_json::Value =
             serde_json::from_slice(&std::fs::read(d.join(format!("{name}.json"))).unwrap()).unwrap();
         let graph = autoclust_graphdef::parse_pbtxt(&std::fs::read_to_string(d.join(format!("{name}.pbtxt"))).unwrap())
@@ -409,7 +411,11 @@ fn tf2_function_graphs_cluster_whole_and_compile() {
         let fed: Vec<Output> = feeds.iter().map(|(n, _)| out(&graph, n)).collect();
         let fetches: Vec<Output> = fetch.iter().map(|f| out(&graph, f)).collect();
         let program = clustered_program(&graph, &fed, &fetches, &[], ClusterConfig::default()).unwrap();
-        assert_eq!(program.clusters.len(), clusters, "{name}: clusters");
+        if clusters > 0 {
+            assert_eq!(program.clusters.len(), clusters, "{name}: clusters");
+        } else {
+            assert!(program.clusters.len() >= 2, "{name}: clusters {:?}", program.clusters);
+        }
         let cg = Arc::new(program.graph);
         let session =
             Session::with_jit(cg.clone(), SessionOptions::default(), Jit::new(CompilerOptions::default(), true));

@@ -278,6 +278,24 @@ pub fn encapsulate(graph: &Graph, clusters: &[ClusterSpec]) -> Result<Encapsulat
         }
     }
 
+    // The values other clusters need to recompute an outside shape op (see `shape_source`):
+    // their clusters export them.
+    let mut extra_exports: HashSet<Output> = HashSet::new();
+    for (ci, c) in clusters.iter().enumerate() {
+        for &n in &c.nodes {
+            for &o in &graph.node(n).inputs {
+                if of_node[o.node.index()] == Some(ci) {
+                    continue;
+                }
+                if let Some(x) = shape_source(graph, types.as_ref(), o) {
+                    if matches!(of_node[x.node.index()], Some(owner) if owner != ci) {
+                        extra_exports.insert(x);
+                    }
+                }
+            }
+        }
+    }
+
     let mut function_names: HashSet<String> =
         graph.library.functions.iter().map(|f| f.signature.name.clone()).collect();
     let mut lowered: Vec<Option<Lowered>> = Vec::with_capacity(clusters.len());
@@ -290,7 +308,7 @@ pub fn encapsulate(graph: &Graph, clusters: &[ClusterSpec]) -> Result<Encapsulat
         let members = ssa_order(graph, &spec.nodes, &position);
         let spec = ClusterSpec { name: spec.name.clone(), nodes: members };
         let fname = fresh_name(&format!("{}_fn", spec.name), &mut function_names);
-        let ctx = LowerCtx { graph, types: types.as_ref(), of_node: &of_node, me: ci };
+        let ctx = LowerCtx { graph, types: types.as_ref(), of_node: &of_node, me: ci, extra_exports: &extra_exports };
         match ctx.lower(spec, fname)? {
             Ok(l) => lowered.push(Some(l)),
             Err(d) => {
@@ -316,6 +334,23 @@ struct LowerCtx<'a> {
     types: Option<&'a TypeInfo>,
     of_node: &'a [Option<usize>],
     me: usize,
+    /// Values a cluster exports only so another can recompute a shape op from them
+    /// ([`shape_source`]).
+    extra_exports: &'a HashSet<Output>,
+}
+
+/// For an output of a `Shape`/`Size`/`Rank` node with no control inputs, of a value `x` that is
+/// not a resource handle: `x`. Clusters consuming such a value from outside recompute it from
+/// `x` ([`LowerCtx::rematerialize_shape`]).
+fn shape_source(graph: &Graph, types: Option<&TypeInfo>, o: Output) -> Option<Output> {
+    let p = graph.node(o.node);
+    if !matches!(p.op.as_str(), "Shape" | "Size" | "Rank") || o.port != 0 || !p.control_inputs.is_empty() {
+        return None;
+    }
+    let [x] = p.inputs[..] else { return None };
+    let handle = autoclust_graph::effects::names_variable(graph.node(x.node))
+        || matches!(types.and_then(|t| t.output(x)), Some((DType::Resource, _)));
+    (!handle).then_some(x)
 }
 
 /// Which inputs of a supported resource op are variable handles.
@@ -352,7 +387,8 @@ struct Body {
     /// Outside value → argument name (after the snapshot arguments).
     external_args: Vec<(Output, String, DType)>,
     external_index: HashMap<Output, usize>,
-    /// Outside constants copied into the body ([`LowerCtx::inline_constant`]) → body reference.
+    /// Outside constants and shape ops copied into the body ([`LowerCtx::inline_constant`],
+    /// [`LowerCtx::rematerialize_shape`]) → body reference.
     inlined: HashMap<Output, String>,
     /// Snapshot arguments: (variable index, name).
     snapshot_args: Vec<(usize, String)>,
@@ -497,6 +533,18 @@ impl LowerCtx<'_> {
                     }
                     if let Some(r) = self.inline_constant(&mut body, input) {
                         data.push(Some(r));
+                        continue;
+                    }
+                    if let Some(x) = self.rematerializable_shape(input) {
+                        // `Shape(x)` computed outside: compute it here from `x`, so the
+                        // compiler knows it at compile time (a BroadcastTo/Reshape target).
+                        let xr = if in_me(x.node) {
+                            body.values.get(&x).cloned().ok_or_else(|| self.escaped_handle(n, x))?
+                        } else {
+                            add_dep(x.node, &mut deps);
+                            self.external_arg(&mut body, n, x)?
+                        };
+                        data.push(Some(self.rematerialize_shape(&mut body, input, xr)));
                         continue;
                     }
                     add_dep(input.node, &mut deps);
@@ -752,6 +800,9 @@ impl LowerCtx<'_> {
                 .filter(|(consumer, _, _)| !in_me(*consumer))
                 .map(|&(_, port, _)| port)
                 .collect();
+            used.extend(
+                (0..self.output_count(n)).filter(|&port| self.extra_exports.contains(&Output { node: n, port })),
+            );
             used.sort_unstable();
             used.dedup();
             external_outputs.extend(used.into_iter().map(|port| Output { node: n, port }));
@@ -876,6 +927,28 @@ impl LowerCtx<'_> {
         Some(r)
     }
 
+    /// For an outside `Shape`/`Size`/`Rank` of a non-handle value `x` (no control inputs):
+    /// `x`. Such an op is recomputed in the body instead of passed in (XLA would need the
+    /// value as a compile-time constant); sound because it is a pure function of `x`, and the
+    /// call already depended on `x`'s producer through it.
+    fn rematerializable_shape(&self, input: Output) -> Option<Output> {
+        shape_source(self.graph, self.types, input)
+    }
+
+    /// The body node recomputing the outside shape op `input` from `x_ref` (once per body).
+    fn rematerialize_shape(&self, body: &mut Body, input: Output, x_ref: String) -> String {
+        if let Some(r) = body.inlined.get(&input) {
+            return r.clone();
+        }
+        let p = self.graph.node(input.node);
+        let name = body.fresh(&p.name);
+        let mut a = p.attrs.clone();
+        a.remove(CLUSTER_ATTR);
+        let r = body.push(name, &p.op, vec![x_ref], a);
+        body.inlined.insert(input, r.clone());
+        r
+    }
+
     /// The argument carrying an outside value (created on first use).
     fn external_arg(&self, body: &mut Body, consumer: NodeId, input: Output) -> Result<String, EncapsulateError> {
         if let Some(&i) = body.external_index.get(&input) {
@@ -910,7 +983,9 @@ impl LowerCtx<'_> {
         if let Some(AttrValue::List(ListValue::Type(ts))) = p.attr("Tout").or_else(|| p.attr("dtypes")) {
             return ts.get(o.port as usize).copied();
         }
-        ["dtype", "T", "out_type", "DstT", "Tout", "Tparams"]
+        // Output-type attributes first: `T` is usually an input's type (Shape has T = float32
+        // and out_type = int32).
+        ["out_type", "DstT", "Tout", "dtype", "T", "Tparams"]
             .iter()
             .find_map(|a| p.attr(a).and_then(AttrValue::as_type))
     }

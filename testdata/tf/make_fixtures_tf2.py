@@ -21,6 +21,9 @@ after the last step). File layout and manifest: README.md.
 - tf2_keras_adam: the same kind of step written with Keras 3 (Sequential Dense layers,
   SparseCategoricalCrossentropy, keras.optimizers.Adam): DivNoNan, Pow, Sqrt, IdentityN, the
   optimizer's iteration counter and moment variables. 3 steps, batch 6.
+- tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
+  averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
+  broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
 """
 
 import json
@@ -155,11 +158,46 @@ def tf2_keras_adam():
     write("tf2_keras_adam", cf, variables, feeds, 3)
 
 
+def tf2_keras_cnn():
+    import keras
+
+    keras.utils.set_random_seed(14)
+    model = keras.Sequential([
+        keras.Input((12, 12, 3)),
+        keras.layers.Conv2D(8, 3, activation="relu"),
+        keras.layers.BatchNormalization(),
+        keras.layers.MaxPooling2D(),
+        keras.layers.Flatten(),
+        keras.layers.Dense(4),
+    ])
+    opt = keras.optimizers.SGD(0.05, momentum=0.9)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    opt.build(model.trainable_variables)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 12, 12, 3], tf.float32, name="x"),
+                                  tf.TensorSpec([None], tf.int32, name="labels")])
+    def train(x, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    cf = train.get_concrete_function()
+    captured = {id(e) for e, _ in cf.graph.captures}
+    variables = [(v, v.numpy()) for v in model.variables + opt.variables if id(v.handle) in captured]
+    rng = np.random.default_rng(14)
+    feeds = {"x": rng.standard_normal((5, 12, 12, 3)).astype(np.float32),
+             "labels": np.array([0, 1, 2, 3, 0], np.int32)}
+    write("tf2_keras_cnn", cf, variables, feeds, 2)
+
+
 def main():
     print("TensorFlow", tf.__version__)
     tf2_linear_step()
     tf2_mlp_sgd()
     tf2_keras_adam()
+    tf2_keras_cnn()
 
 
 if __name__ == "__main__":
