@@ -17,7 +17,7 @@ use autoclust_runtime::call::CompilerOptions;
 use autoclust_runtime::SessionOptions;
 
 use crate::cmd_run::{clustered_session, prepare, InputArgs, Prepared};
-use crate::io::{load_graph, Format};
+use crate::io::{load_graph_to_run, Format};
 use crate::CliError;
 
 #[derive(clap::Args)]
@@ -62,7 +62,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.steps == 0 {
         return Err(CliError::usage("--steps must be at least 1"));
     }
-    let graph = Arc::new(load_graph(&args.graph, args.format)?);
+    let graph = Arc::new(load_graph_to_run(&args.graph, args.format)?);
     let options = SessionOptions { threads: args.threads.unwrap_or(0), schedule_seed: None };
     let plain = prepare(graph.clone(), &args.inputs, options.clone())?;
     let clustered = clustered_session(graph, &args.inputs, options, CompilerOptions::default())?;

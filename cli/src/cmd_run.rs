@@ -26,7 +26,7 @@ use autoclust_runtime::call::CompilerOptions;
 use autoclust_runtime::tensor_io::{read_safetensors, tensor_from_json, tensors_to_json_object, write_safetensors};
 use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
 
-use crate::io::{load_graph, write_atomic, Format};
+use crate::io::{load_graph_to_run, write_atomic, Format};
 use crate::CliError;
 
 /// The inputs shared by `run`, `explore`, `verify` and `bench`.
@@ -193,7 +193,7 @@ pub fn clustered_session(
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let graph = Arc::new(load_graph(&args.graph, args.format)?);
+    let graph = Arc::new(load_graph_to_run(&args.graph, args.format)?);
     let options = SessionOptions { threads: args.threads.unwrap_or(0), schedule_seed: args.schedule_seed };
     let prepared = if args.no_cluster {
         prepare(graph.clone(), &args.inputs, options)?

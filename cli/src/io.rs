@@ -87,6 +87,18 @@ fn sniff(bytes: &[u8]) -> Format {
 /// Reads a graph; `-` is standard input. The format follows from the
 /// extension unless `format` overrides it (standard input is sniffed).
 /// Errors name the file and line. The graph is checked to be a DAG.
+/// [`load_graph`] for the commands that execute a graph (`run`, `bench`): reference variables
+/// (`VariableV2`, TF1's default) are turned into resource variables first
+/// ([`autoclust_passes::ref_variables`]); other commands see the graph as written.
+pub fn load_graph_to_run(path: &Path, format: Option<Format>) -> Result<Graph, CliError> {
+    let graph = load_graph(path, format)?;
+    match autoclust_passes::ref_variables::ref_to_resource(&graph) {
+        Ok(Some(rewritten)) => Ok(rewritten),
+        Ok(None) => Ok(graph),
+        Err(e) => Err(CliError::input(format!("{}: {e}", shown(path)))),
+    }
+}
+
 pub fn load_graph(path: &Path, format: Option<Format>) -> Result<Graph, CliError> {
     let _span = tracing::info_span!("load_graph", path = %path.display()).entered();
     let file = shown(path);

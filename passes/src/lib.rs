@@ -4,4 +4,5 @@ pub mod compilable;
 pub mod encapsulate;
 pub mod pass;
 pub mod pipeline;
+pub mod ref_variables;
 pub mod safety;

@@ -1,0 +1,281 @@
+//! Reference variables → resource variables, so TF1 graphs written with
+//! `VariableV2` (the default before TensorFlow 2, or under
+//! `tf.compat.v1.disable_resource_variables()`) run.
+//!
+//! What it transforms:
+//! - `VariableV2` → `VarHandleOp` with the same name, `dtype`, `shape`,
+//!   `container` and `shared_name` (so the variable keeps its CONTRACT.md §3
+//!   name and `--vars` initialises it);
+//! - every op that takes a variable *by reference* becomes its resource
+//!   counterpart on the handle: `Assign` → `AssignVariableOp`,
+//!   `AssignAdd`/`AssignSub` → `Assign{Add,Sub}VariableOp`, `Apply*` /
+//!   `SparseApply*` → `ResourceApply*` / `ResourceSparseApply*`, `Scatter*` →
+//!   `ResourceScatter*`, `IsVariableInitialized` → `VarIsInitializedOp`;
+//! - every *value* use of a reference (the usual `w/read` Identity, or any op
+//!   reading `w` directly, or a use of an `Assign`'s output) reads the
+//!   variable through a new `ReadVariableOp` of its own.
+//!
+//! Why it is sound: TensorFlow dereferences a reference when the consuming
+//! kernel runs, i.e. after all of that consumer's inputs and control inputs.
+//! Each inserted read carries those same producers as control inputs (and the
+//! writing op, when the reference is a write's output), so it reads no
+//! earlier than TensorFlow's dereference could and adds no other ordering.
+//! The resource ops have the reference ops' semantics element for element
+//! (same kernels in TensorFlow). Reading through a snapshot instead of an
+//! alias is TensorFlow's own resource-variable semantics; the difference is
+//! observable only in racy graphs, whose outcomes are any serialisation.
+//! Graphs without `VariableV2` are returned unchanged (`None`).
+
+use std::collections::{HashMap, HashSet};
+
+use autoclust_graph::{AttrValue, Attrs, CycleError, DType, Graph, GraphError, NodeId, Output, RawNode};
+
+/// Why the rewrite failed (the input graph was malformed).
+#[derive(Debug, thiserror::Error)]
+pub enum RefVariablesError {
+    #[error(transparent)]
+    Cycle(#[from] CycleError),
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+}
+
+/// The resource op standing for a reference-taking op, and which of its inputs are references.
+fn resource_form(op: &str) -> Option<(String, &'static [usize])> {
+    let refs: &'static [usize] = match op {
+        "Assign" | "AssignAdd" | "AssignSub" | "IsVariableInitialized" => &[0],
+        "ScatterUpdate" | "ScatterAdd" | "ScatterSub" | "ScatterMul" | "ScatterDiv" | "ScatterMax" | "ScatterMin"
+        | "ScatterNdUpdate" | "ScatterNdAdd" | "ScatterNdSub" => &[0],
+        "ApplyGradientDescent" | "ApplyProximalGradientDescent" => &[0],
+        "ApplyMomentum"
+        | "SparseApplyMomentum"
+        | "ApplyAdagrad"
+        | "SparseApplyAdagrad"
+        | "ApplyAdagradV2"
+        | "SparseApplyAdagradV2"
+        | "ApplyProximalAdagrad"
+        | "SparseApplyProximalAdagrad"
+        | "ApplyAddSign"
+        | "ApplyPowerSign" => &[0, 1],
+        "ApplyAdam"
+        | "ApplyAdaMax"
+        | "ApplyRMSProp"
+        | "SparseApplyRMSProp"
+        | "ApplyAdadelta"
+        | "SparseApplyAdadelta"
+        | "ApplyFtrl"
+        | "SparseApplyFtrl"
+        | "ApplyFtrlV2"
+        | "SparseApplyFtrlV2"
+        | "ApplyAdagradDA"
+        | "SparseApplyAdagradDA" => &[0, 1, 2],
+        "ApplyCenteredRMSProp" | "SparseApplyCenteredRMSProp" => &[0, 1, 2, 3],
+        _ => return None,
+    };
+    let name = match op {
+        "Assign" => "AssignVariableOp".to_string(),
+        "AssignAdd" => "AssignAddVariableOp".to_string(),
+        "AssignSub" => "AssignSubVariableOp".to_string(),
+        "IsVariableInitialized" => "VarIsInitializedOp".to_string(),
+        _ => format!("Resource{op}"),
+    };
+    Some((name, refs))
+}
+
+/// The attributes of the resource form: the element type is `dtype` on the
+/// assign/scatter ops (`T` on the reference ops), `T` on the optimizers.
+fn resource_attrs(op: &str, attrs: &Attrs) -> Attrs {
+    let mut out = Attrs::new();
+    let t = attrs.get("T").cloned();
+    match op {
+        "Assign" => {
+            if let Some(t) = t {
+                out.insert("dtype".into(), t);
+            }
+            if let Some(v) = attrs.get("validate_shape") {
+                out.insert("validate_shape".into(), v.clone());
+            }
+        }
+        "AssignAdd" | "AssignSub" => {
+            if let Some(t) = t {
+                out.insert("dtype".into(), t);
+            }
+        }
+        "IsVariableInitialized" => {
+            if let Some(d) = attrs.get("dtype") {
+                out.insert("dtype".into(), d.clone());
+            }
+        }
+        _ if op.starts_with("Scatter") => {
+            if let Some(t) = t {
+                out.insert("dtype".into(), t);
+            }
+            for k in ["Tindices", "use_locking"] {
+                if let Some(v) = attrs.get(k) {
+                    out.insert(k.into(), v.clone());
+                }
+            }
+        }
+        _ => out = attrs.clone(),
+    }
+    out
+}
+
+/// `graph` with its reference variables turned into resource variables (module doc), or `None`
+/// when it has no `VariableV2`.
+pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError> {
+    let is_var = |id: NodeId| matches!(graph.node(id).op.as_str(), "VariableV2" | "Variable");
+    if !graph.node_ids().any(is_var) {
+        return Ok(None);
+    }
+    let _span = tracing::debug_span!("ref_to_resource", nodes = graph.len()).entered();
+    // The variable (its node) a reference output stands for: a variable's output, or the output
+    // of an op that took that variable by reference (Assign returns the reference).
+    let mut ref_of: HashMap<Output, NodeId> = HashMap::new();
+    let order = graph.topo_order()?;
+    for &id in &order {
+        let n = graph.node(id);
+        if is_var(id) {
+            ref_of.insert(Output { node: id, port: 0 }, id);
+        } else if let Some((_, refs)) = resource_form(&n.op) {
+            if let Some(&v) = refs.first().and_then(|&s| n.inputs.get(s)).and_then(|o| ref_of.get(o)) {
+                if n.op != "IsVariableInitialized" {
+                    ref_of.insert(Output { node: id, port: 0 }, v);
+                }
+            }
+        } else if n.op == "RefIdentity" {
+            if let Some(&v) = n.inputs.first().and_then(|o| ref_of.get(o)) {
+                ref_of.insert(Output { node: id, port: 0 }, v);
+            }
+        }
+    }
+    let mut taken: HashSet<String> = graph.nodes().iter().map(|n| n.name.clone()).collect();
+    let mut fresh = |base: String| {
+        let mut name = base.clone();
+        let mut k = 1;
+        while taken.contains(&name) {
+            name = format!("{base}_{k}");
+            k += 1;
+        }
+        taken.insert(name.clone());
+        name
+    };
+    let mut raw: Vec<RawNode> = Vec::with_capacity(graph.len() + 8);
+    for id in graph.node_ids() {
+        let n = graph.node(id);
+        let mut node = RawNode {
+            name: n.name.clone(),
+            op: n.op.clone(),
+            inputs: Vec::new(),
+            attrs: n.attrs.clone(),
+            device: n.device.clone(),
+            span: n.span,
+        };
+        if is_var(id) {
+            node.op = "VarHandleOp".into();
+            node.attrs = Attrs::new();
+            for k in ["dtype", "shape", "container", "shared_name"] {
+                if let Some(v) = n.attrs.get(k) {
+                    node.attrs.insert(k.into(), v.clone());
+                }
+            }
+            node.attrs.entry("container".into()).or_insert(AttrValue::S(Vec::new()));
+            node.attrs.entry("shared_name".into()).or_insert(AttrValue::S(Vec::new()));
+            raw.push(node);
+            continue;
+        }
+        let form = resource_form(&n.op)
+            .filter(|(_, refs)| refs.iter().all(|&s| n.inputs.get(s).is_some_and(|o| ref_of.contains_key(o))));
+        let ref_slots: &[usize] = form.as_ref().map(|(_, r)| *r).unwrap_or(&[]);
+        // Producers the consumer waits for: a dereference happens no earlier.
+        let waits: Vec<String> = n
+            .inputs
+            .iter()
+            .filter(|o| !ref_of.contains_key(o))
+            .map(|o| graph.name(o.node).to_string())
+            .chain(n.control_inputs.iter().map(|&c| graph.name(c).to_string()))
+            .collect();
+        for (slot, o) in n.inputs.iter().enumerate() {
+            let Some(&v) = ref_of.get(o) else {
+                node.inputs.push(graph.output_name(*o));
+                continue;
+            };
+            let handle = graph.name(v).to_string();
+            if ref_slots.contains(&slot) {
+                node.inputs.push(handle);
+                continue;
+            }
+            // A value use: read the variable when this consumer would dereference it.
+            let mut inputs = vec![handle];
+            if o.node != v {
+                inputs.push(format!("^{}", graph.name(o.node)));
+            }
+            inputs.extend(waits.iter().map(|w| format!("^{w}")));
+            let dtype = graph.node(v).attrs.get("dtype").cloned().unwrap_or(AttrValue::Type(DType::Float32));
+            let read = fresh(format!("{}/_autoclust_read", n.name));
+            raw.push(RawNode {
+                name: read.clone(),
+                op: "ReadVariableOp".into(),
+                inputs,
+                attrs: [("dtype".to_string(), dtype)].into_iter().collect(),
+                device: String::new(),
+                span: None,
+            });
+            node.inputs.push(read);
+        }
+        node.inputs.extend(n.control_inputs.iter().map(|&c| format!("^{}", graph.name(c))));
+        if let Some((op, _)) = form {
+            node.attrs = resource_attrs(&n.op, &n.attrs);
+            node.op = op;
+        } else if n.op == "RefIdentity" {
+            node.op = "Identity".into();
+        }
+        raw.push(node);
+    }
+    Ok(Some(Graph::from_raw(raw, graph.library.clone(), graph.versions.clone())?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Graph {
+        autoclust_graph::text::parse(text).unwrap()
+    }
+
+    #[test]
+    fn graphs_without_reference_variables_are_unchanged() {
+        let g = parse("x = Const() {dtype = float32, value = float32[]{1.0}}\n");
+        assert!(ref_to_resource(&g).unwrap().is_none());
+    }
+
+    #[test]
+    fn variable_reads_assigns_and_optimizers_become_resource_ops() {
+        let g = parse(
+            "w = VariableV2() {dtype = float32, shape = shape[2], container = \"\", shared_name = \"\"}\n\
+             init = Const() {dtype = float32, value = float32[2]{1.0, 2.0}}\n\
+             a = Assign(w, init) {T = float32, validate_shape = true, use_locking = true}\n\
+             r = Identity(w) {T = float32}\n\
+             lr = Const() {dtype = float32, value = float32[]{0.5}}\n\
+             g = Neg(r) {T = float32}\n\
+             sgd = ApplyGradientDescent(w, lr, g) {T = float32, use_locking = false}\n\
+             after = Mul(sgd, lr) {T = float32}\n",
+        );
+        let out = ref_to_resource(&g).unwrap().unwrap();
+        let node = |n: &str| out.node(out.find(n).unwrap());
+        assert_eq!(node("w").op, "VarHandleOp");
+        assert_eq!(node("a").op, "AssignVariableOp");
+        assert_eq!(node("a").attrs.get("dtype"), Some(&AttrValue::Type(DType::Float32)));
+        assert_eq!(node("sgd").op, "ResourceApplyGradientDescent");
+        assert_eq!(out.name(node("sgd").inputs[0].node), "w");
+        // `r` reads through its own ReadVariableOp of w.
+        let read = node("r").inputs[0].node;
+        assert_eq!(out.node(read).op, "ReadVariableOp");
+        assert_eq!(out.name(out.node(read).inputs[0].node), "w");
+        // The use of ApplyGradientDescent's output reads after it, and after `after`'s other input.
+        let read = out.node(node("after").inputs[0].node);
+        assert_eq!(read.op, "ReadVariableOp");
+        let waits: Vec<&str> = read.control_inputs.iter().map(|&c| out.name(c)).collect();
+        assert!(waits.contains(&"sgd") && waits.contains(&"lr"), "{waits:?}");
+        autoclust_graph::verify::verify(&out).unwrap();
+    }
+}

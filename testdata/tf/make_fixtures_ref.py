@@ -1,0 +1,87 @@
+"""Writes the reference-variable (TF1 `VariableV2`) fixtures (run by hand, never by CI):
+
+    TF_ENABLE_ONEDNN_OPTS=0 /work/venv-tf/bin/python testdata/tf/make_fixtures_ref.py
+
+Graphs built the way TensorFlow 1 code did by default — `tf.compat.v1.disable_resource_variables()`
+— so variables are `VariableV2` nodes read through `Identity` (`w/read`) and updated by `Assign`,
+`AssignAdd` and the optimizers' ref-taking `Apply*` ops. autoclust runs them by turning them into
+resource variables (passes/src/ref_variables.rs); the variables keep their names (the node name:
+TF1 leaves `shared_name` empty). Expected values come from a tf.compat.v1.Session on the same
+graph, with the variables loaded from the `.vars.safetensors` values. File layout: README.md.
+
+- ref_mlp_momentum: 6-10-3 tanh MLP, softmax cross-entropy, MomentumOptimizer (ApplyMomentum: two
+  references) with a global step (`AssignAdd` on an int64 `VariableV2`), and `loss` fetched. 3 steps.
+"""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+from safetensors.numpy import save_file
+
+OUT = os.path.dirname(os.path.abspath(__file__))
+v1 = tf.compat.v1
+
+
+def ref_mlp_momentum():
+    v1.disable_eager_execution()
+    v1.disable_resource_variables()
+    rng = np.random.default_rng(21)
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [None, 6], name="x")
+        t = v1.placeholder(tf.float32, [None, 3], name="t")
+        w1 = v1.Variable(np.zeros((6, 10), np.float32), name="w1")
+        b1 = v1.Variable(np.zeros(10, np.float32), name="b1")
+        w2 = v1.Variable(np.zeros((10, 3), np.float32), name="w2")
+        step = v1.Variable(np.int64(0), name="global_step", trainable=False)
+        h = tf.tanh(tf.matmul(x, w1) + b1)
+        logits = tf.matmul(h, w2)
+        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=t, logits=logits), name="loss")
+        opt = v1.train.MomentumOptimizer(0.2, momentum=0.9)
+        train = opt.minimize(loss, global_step=step, name="train")
+        variables = [w1, b1, w2, step] + [opt.get_slot(v, "momentum") for v in (w1, b1, w2)]
+        init = v1.global_variables_initializer()
+    assert all(v.op.type == "VariableV2" for v in variables), [v.op.type for v in variables]
+    graph_def = g.as_graph_def()
+    tf.io.write_graph(graph_def, OUT, "ref_mlp_momentum.pbtxt", as_text=True)
+    values = {
+        "w1": rng.standard_normal((6, 10)).astype(np.float32) * 0.5,
+        "b1": np.full(10, 0.1, np.float32),
+        "w2": rng.standard_normal((10, 3)).astype(np.float32) * 0.5,
+        "global_step": np.array(0, np.int64),
+    }
+    for v in variables[4:]:
+        values[v.op.name] = np.zeros(v.shape, np.float32)
+    feeds = {"x": rng.standard_normal((7, 6)).astype(np.float32),
+             "t": np.eye(3, dtype=np.float32)[[0, 1, 2, 1, 0, 2, 2]]}
+    steps = 3
+    with v1.Session(graph=g) as s:
+        s.run(init)
+        for v in variables:
+            v.load(values[v.op.name], s)
+        for _ in range(steps):
+            out = s.run([loss, train], {x: feeds["x"], t: feeds["t"]})[0]
+        final = {v.op.name: s.run(v) for v in variables}
+    arr = lambda v: np.array(v, order="C")  # noqa: E731
+    name = "ref_mlp_momentum"
+    save_file({k: arr(v) for k, v in feeds.items()}, os.path.join(OUT, name + ".feeds.safetensors"))
+    save_file({k: arr(v) for k, v in values.items()}, os.path.join(OUT, name + ".vars.safetensors"))
+    save_file({"loss:0": arr(out)}, os.path.join(OUT, name + ".expected.safetensors"))
+    save_file({k: arr(v) for k, v in final.items()}, os.path.join(OUT, name + ".expected_vars.safetensors"))
+    manifest = {
+        "graph": name + ".pbtxt", "feeds": name + ".feeds.safetensors", "vars": name + ".vars.safetensors",
+        "fetch": ["loss:0"], "target": ["train"], "steps": steps,
+        "expected_fetches": name + ".expected.safetensors", "expected_vars": name + ".expected_vars.safetensors",
+        "racy": False, "outcomes": None,
+    }
+    with open(os.path.join(OUT, name + ".json"), "w") as fh:
+        json.dump(manifest, fh, indent=1)
+        fh.write("\n")
+    print(name, sorted({n.op for n in graph_def.node}), sorted(values))
+
+
+if __name__ == "__main__":
+    print("TensorFlow", tf.__version__)
+    ref_mlp_momentum()
