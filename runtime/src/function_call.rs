@@ -306,6 +306,8 @@ impl FunctionBody {
         let _span = tracing::debug_span!("instantiate_call", function = %name).entered();
         let graph = autoclust_graph::function::instantiate_with(function, library, attrs)
             .map_err(|e| KernelError::invalid(format!("cannot instantiate: {e}")))?;
+        let graph = crate::kernels::random::scope_random_ops(graph, &name)
+            .map_err(|e| KernelError::invalid(format!("cannot instantiate: {e}")))?;
         let index = |id: NodeId| graph.node(id).attr("index").and_then(AttrValue::as_int).unwrap_or(-1);
         let dtype = |id: NodeId| graph.node(id).attr("T").and_then(AttrValue::as_type).unwrap_or(DType::Float32);
         let args: Vec<NodeId> = graph.node_ids().filter(|&id| graph.node(id).op == "_Arg").collect();
@@ -526,6 +528,26 @@ c2 = StatefulPartitionedCall(v, one, ^c1) {{Tin = [resource, float32], Tout = [f
         assert_eq!(inst.bodies.len(), 1);
         s.set_variable("v", Tensor::scalar_f32(0.0)).unwrap();
         assert_eq!(f32s(&run(&s, &[], &["c2"]).unwrap()[0]), vec![2.0]);
+    }
+
+    /// A random op in a function body and one in the main graph with the same name and seeds
+    /// have generators of their own (TensorFlow: one kernel each), so both draw the same first
+    /// numbers; two calls of the function share the body op's generator.
+    #[test]
+    fn random_ops_in_bodies_have_their_own_generators() {
+        let src = "shape = Const() {dtype = int32, value = int32[1]{4}}
+r = RandomUniform(shape) {dtype = float32, T = int32, seed = 7, seed2 = 3}
+c1 = StatefulPartitionedCall(shape) {Tin = [int32], Tout = [float32], f = @draw}
+c2 = StatefulPartitionedCall(shape, ^c1) {Tin = [int32], Tout = [float32], f = @draw}
+function draw(s: int32) -> (y: float32) stateful {
+  r = RandomUniform(s) {dtype = float32, T = int32, seed = 7, seed2 = 3}
+  return y = r:output:0
+}
+";
+        let s = session(src, 1);
+        let out = run(&s, &[], &["r", "c1", "c2"]).unwrap();
+        assert_eq!(f32s(&out[0]), f32s(&out[1]), "the body's op starts its own sequence");
+        assert_ne!(f32s(&out[1]), f32s(&out[2]), "the second call continues the body op's sequence");
     }
 
     #[test]

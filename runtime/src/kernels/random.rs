@@ -339,7 +339,33 @@ fn output_shape(t: &Tensor) -> KResult<Vec<usize>> {
 
 /// Prepares a random op's kernel around the node's generator in `states`, or `None` if
 /// `node` is not a random op.
+/// Attribute naming a random op's generator in the session's [`RandomStates`] when the node's
+/// name alone would not be unique (ops in function bodies: `function/node`).
+pub(crate) const RANDOM_KEY_ATTR: &str = "_autoclust_random_key";
+
+/// `body` (an instantiated function) with its random ops keyed `function/node`, so a body op
+/// never shares a generator with a main-graph op (or another function's op) of the same name;
+/// every call of one function shares its ops' generators, as TensorFlow's one kernel per
+/// function instantiation does.
+pub(crate) fn scope_random_ops(
+    body: autoclust_graph::Graph,
+    function: &str,
+) -> Result<autoclust_graph::Graph, autoclust_graph::GraphError> {
+    let is_random =
+        |op: &str| matches!(op, "RandomUniform" | "RandomStandardNormal" | "TruncatedNormal" | "RandomUniformInt");
+    if !body.nodes().iter().any(|n| is_random(&n.op)) {
+        return Ok(body);
+    }
+    let mut raw = body.to_raw();
+    for n in raw.iter_mut().filter(|n| is_random(&n.op)) {
+        let key = format!("{function}/{}", n.name);
+        n.attrs.insert(RANDOM_KEY_ATTR.into(), autoclust_graph::AttrValue::S(key.into_bytes()));
+    }
+    autoclust_graph::Graph::from_raw(raw, body.library.clone(), body.versions.clone())
+}
+
 pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<PureFn>> {
+    let key = node.attr(RANDOM_KEY_ATTR).and_then(|a| a.as_str()).unwrap_or(&node.name).to_string();
     let dist = match node.op.as_str() {
         "RandomUniform" => Some(Dist::Uniform),
         "RandomStandardNormal" => Some(Dist::Normal),
@@ -355,7 +381,7 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
             if !matches!(dtype, DType::Float32 | DType::Float64) {
                 return Err(KernelError::DType(dtype));
             }
-            let gen = states.get(&node.name, seed, seed2);
+            let gen = states.get(&key, seed, seed2);
             Box::new(move |inp: Inputs| {
                 arity(&inp, 1)?;
                 let shape = output_shape(&inp[0])?;
@@ -372,7 +398,7 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
             if !matches!(tout, DType::Int32 | DType::Int64) {
                 return Err(KernelError::DType(tout));
             }
-            let gen = states.get(&node.name, seed, seed2);
+            let gen = states.get(&key, seed, seed2);
             Box::new(move |inp: Inputs| {
                 arity(&inp, 3)?;
                 let shape = output_shape(&inp[0])?;
