@@ -21,6 +21,9 @@ after the last step). File layout and manifest: README.md.
 - tf2_keras_adam: the same kind of step written with Keras 3 (Sequential Dense layers,
   SparseCategoricalCrossentropy, keras.optimizers.Adam): DivNoNan, Pow, Sqrt, IdentityN, the
   optimizer's iteration counter and moment variables. 3 steps, batch 6.
+- tf2_control_flow: autograph `if` and `while` on tensors become `If` and `While` whose inputs
+  include the captured variables' resource placeholders; the variables' element types are found
+  in the branch and loop bodies. 2 steps.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -192,8 +195,34 @@ def tf2_keras_cnn():
     write("tf2_keras_cnn", cf, variables, feeds, 2)
 
 
+def tf2_control_flow():
+    w = tf.Variable(np.ones(3, np.float32), name="w")
+    n = tf.Variable(np.int32(0), name="n")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x"),
+                                  tf.TensorSpec([], tf.int32, name="k")])
+    def step(x, k):
+        s = tf.reduce_sum(x, 0)
+        if tf.reduce_sum(s) > 0:  # autograph: If with the captured variable as an input
+            w.assign_add(s)
+        else:
+            w.assign_sub(s * 0.5)
+        i = tf.constant(0)
+        acc = tf.zeros(3)
+        while i < k:  # autograph: While carrying both variables' handles
+            acc = acc + tf.tanh(w * tf.cast(i, tf.float32))
+            n.assign_add(1)
+            i += 1
+        return acc
+
+    variables = [(w, np.array([1.0, -0.5, 0.25], np.float32)), (n, np.int32(0))]
+    feeds = {"x": np.array([[1, 2, -0.5], [0.5, -1, 0.25]], np.float32), "k": np.array(4, np.int32)}
+    write("tf2_control_flow", step.get_concrete_function(), variables, feeds, 2)
+
+
 def main():
     print("TensorFlow", tf.__version__)
+    tf2_control_flow()
     tf2_linear_step()
     tf2_mlp_sgd()
     tf2_keras_adam()

@@ -10,6 +10,57 @@ use std::fmt;
 
 use crate::{AttrValue, DType, Graph, Library, Node, NodeId};
 
+/// The functions a call node passes its input `slot` to, with the argument index there.
+fn call_targets(graph: &Graph, node: &Node, slot: usize) -> Vec<(String, usize)> {
+    call_targets_in(&graph.library, node.op.as_str(), |k| node.attr(k), slot)
+}
+
+fn call_targets_in<'a>(
+    library: &Library,
+    op: &str,
+    attr: impl Fn(&str) -> Option<&'a AttrValue>,
+    slot: usize,
+) -> Vec<(String, usize)> {
+    let func = |k: &str| attr(k).and_then(AttrValue::as_func).map(|f| f.name.clone());
+    let funcs = |k: &str| match attr(k) {
+        Some(AttrValue::List(crate::ListValue::Func(fs))) => fs.iter().map(|f| f.name.clone()).collect(),
+        _ => Vec::new(),
+    };
+    match op {
+        "If" | "StatelessIf" if slot > 0 => {
+            [func("then_branch"), func("else_branch")].into_iter().flatten().map(|f| (f, slot - 1)).collect()
+        }
+        "While" | "StatelessWhile" => [func("body"), func("cond")].into_iter().flatten().map(|f| (f, slot)).collect(),
+        "Case" | "StatelessCase" if slot > 0 => funcs("branches").into_iter().map(|f| (f, slot - 1)).collect(),
+        "PartitionedCall" | "StatefulPartitionedCall" => func("f").into_iter().map(|f| (f, slot)).collect(),
+        _ if library.function(op).is_some() => vec![(op.to_string(), slot)],
+        _ => Vec::new(),
+    }
+}
+
+/// The element dtype a function body gives its resource argument `arg` (see
+/// [`variable_dtype`]), looking through nested calls up to `depth` levels.
+fn dtype_in_function(library: &Library, name: &str, arg: usize, depth: usize) -> Option<DType> {
+    let f = library.function(name)?;
+    let arg_name = &f.signature.inputs.get(arg)?.name;
+    let refers = |input: &str| input == arg_name || input.split(':').next() == Some(arg_name.as_str());
+    for node in &f.nodes {
+        let Some(slot) = node.inputs.iter().position(|i| refers(i)) else { continue };
+        let attr = |k: &str| node.attrs.get(k);
+        let own = attr("dtype").or_else(|| attr("T")).and_then(AttrValue::as_type).filter(|t| *t != DType::Resource);
+        if own.is_some() {
+            return own;
+        }
+        if depth > 0 {
+            let nested = call_targets_in(library, &node.op, attr, slot);
+            if let Some(t) = nested.into_iter().find_map(|(g, a)| dtype_in_function(library, &g, a, depth - 1)) {
+                return Some(t);
+            }
+        }
+    }
+    None
+}
+
 /// Whether `node` names a resource variable: a `VarHandleOp`, or a `Placeholder` of dtype
 /// `resource` — how a TensorFlow 2 function graph (a `tf.function`'s FuncGraph) captures a
 /// variable. A placeholder's variable is named after the node (CONTRACT.md §3's rule for a
@@ -42,6 +93,13 @@ pub fn variable_dtype(graph: &Graph, id: NodeId) -> Option<DType> {
             if user.op == "Identity" {
                 handles.push(NodeId(i as u32));
                 continue;
+            }
+            // A call (If, While, PartitionedCall, …): what its body does with the argument.
+            if let Some(t) = call_targets(graph, user, slot)
+                .into_iter()
+                .find_map(|(f, arg)| dtype_in_function(&graph.library, &f, arg, 4))
+            {
+                return Some(t);
             }
             // Encapsulation's bridge nodes list one dtype per handle input (`dtypes`).
             let listed = user.attr("dtypes").and_then(AttrValue::as_type_list).and_then(|l| l.get(slot).copied());
