@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use autoclust_graph::arith::TfArith;
 use autoclust_graph::{AttrValue, DType, Graph, Node, NodeId, Output, Tensor, TensorData};
 
 use crate::kernels::{strides_of, KernelOp, ReduceKind, ScatterKind};
@@ -1145,19 +1146,11 @@ impl Scalar {
 
 /// Arithmetic with the run-time kernels' semantics (`runtime/src/kernels/elementwise.rs`):
 /// integers wrap in two's complement, float `Maximum`/`Minimum` propagate NaN.
-trait FoldNum: Copy + PartialOrd {
-    const IS_INT: bool;
+/// What constant folding needs beyond TensorFlow's arithmetic, which it takes from
+/// [`TfArith`] — the same definitions the interpreter's kernels use, so folding cannot drift
+/// from them.
+trait FoldNum: TfArith {
     fn zero() -> Self;
-    fn add(self, o: Self) -> Self;
-    fn sub(self, o: Self) -> Self;
-    fn mul(self, o: Self) -> Self;
-    /// Truncating for integers; callers rule out a zero integer divisor.
-    fn div(self, o: Self) -> Self;
-    fn neg(self) -> Self;
-    fn abs(self) -> Self;
-    fn sign(self) -> Self;
-    fn maximum(self, o: Self) -> Self;
-    fn minimum(self, o: Self) -> Self;
     fn floor(self) -> Self;
     fn ceil(self) -> Self;
     fn is_zero(self) -> bool;
@@ -1167,36 +1160,8 @@ trait FoldNum: Copy + PartialOrd {
 macro_rules! fold_int {
     ($t:ty, $variant:ident) => {
         impl FoldNum for $t {
-            const IS_INT: bool = true;
             fn zero() -> Self {
                 0
-            }
-            fn add(self, o: Self) -> Self {
-                self.wrapping_add(o)
-            }
-            fn sub(self, o: Self) -> Self {
-                self.wrapping_sub(o)
-            }
-            fn mul(self, o: Self) -> Self {
-                self.wrapping_mul(o)
-            }
-            fn div(self, o: Self) -> Self {
-                self.wrapping_div(o)
-            }
-            fn neg(self) -> Self {
-                self.wrapping_neg()
-            }
-            fn abs(self) -> Self {
-                self.wrapping_abs()
-            }
-            fn sign(self) -> Self {
-                self.signum()
-            }
-            fn maximum(self, o: Self) -> Self {
-                self.max(o)
-            }
-            fn minimum(self, o: Self) -> Self {
-                self.min(o)
             }
             fn floor(self) -> Self {
                 self
@@ -1219,57 +1184,8 @@ fold_int!(i64, I64);
 macro_rules! fold_float {
     ($t:ty, $variant:ident) => {
         impl FoldNum for $t {
-            const IS_INT: bool = false;
             fn zero() -> Self {
                 0.0
-            }
-            fn add(self, o: Self) -> Self {
-                self + o
-            }
-            fn sub(self, o: Self) -> Self {
-                self - o
-            }
-            fn mul(self, o: Self) -> Self {
-                self * o
-            }
-            fn div(self, o: Self) -> Self {
-                self / o
-            }
-            fn neg(self) -> Self {
-                -self
-            }
-            fn abs(self) -> Self {
-                <$t>::abs(self)
-            }
-            fn sign(self) -> Self {
-                if self > 0.0 {
-                    1.0
-                } else if self < 0.0 {
-                    -1.0
-                } else {
-                    self
-                }
-            }
-            fn maximum(self, o: Self) -> Self {
-                // TensorFlow's vectorised kernels (Eigen's packet max): the second
-                // operand on a tie, so max(+0, -0) = -0; NaN propagates.
-                if self.is_nan() || o.is_nan() {
-                    <$t>::NAN
-                } else if self > o {
-                    self
-                } else {
-                    o
-                }
-            }
-            fn minimum(self, o: Self) -> Self {
-                // The second operand on a tie, as `maximum`.
-                if self.is_nan() || o.is_nan() {
-                    <$t>::NAN
-                } else if self < o {
-                    self
-                } else {
-                    o
-                }
             }
             fn floor(self) -> Self {
                 <$t>::floor(self)

@@ -7,6 +7,7 @@
 //! effects); [`verify`] checks a graph against it; [`text`] is the native
 //! text format.
 
+pub mod arith;
 mod attr;
 mod dtype;
 pub mod effects;
