@@ -24,6 +24,8 @@ after the last step). File layout and manifest: README.md.
 - tf2_control_flow: autograph `if` and `while` on tensors become `If` and `While` whose inputs
   include the captured variables' resource placeholders; the variables' element types are found
   in the branch and loop bodies. 2 steps.
+- tf2_pad_clip_erf: `Pad`, `PadV2` and `MirrorPad` (REFLECT, SYMMETRIC), `ClipByValue` with scalar and
+  tensor bounds, `Erf` (GELU) and `Selu`, with a variable clipped in place. 2 steps.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -220,8 +222,31 @@ def tf2_control_flow():
     write("tf2_control_flow", step.get_concrete_function(), variables, feeds, 2)
 
 
+def tf2_pad_clip_erf():
+    w = tf.Variable(np.zeros((3, 4), np.float32), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3, 4], tf.float32, name="x")])
+    def step(x):
+        p0 = tf.pad(x, [[0, 0], [1, 2], [2, 1]])
+        p1 = tf.pad(x, [[0, 0], [2, 1], [1, 3]], mode="REFLECT")
+        p2 = tf.pad(x, [[1, 0], [3, 0], [0, 4]], mode="SYMMETRIC")
+        p3 = tf.pad(x, [[0, 1], [0, 0], [1, 1]], constant_values=-2.5)
+        gelu = 0.5 * x * (1.0 + tf.math.erf(x / np.sqrt(2.0).astype(np.float32)))
+        act = tf.nn.selu(x * 3.0) + tf.clip_by_value(x * 4.0, -1.5, 2.0)
+        upd = tf.reduce_mean(gelu + act, axis=0)
+        w.assign(tf.clip_by_value(w + upd, -0.75, tf.ones_like(w)))
+        return (tf.reduce_sum(p0, [1, 2]), tf.reduce_sum(p1, [1, 2]) + tf.reduce_sum(p2), tf.reduce_sum(p3),
+                gelu, act)
+
+    rng = np.random.default_rng(15)
+    variables = [(w, rng.standard_normal((3, 4)).astype(np.float32))]
+    feeds = {"x": rng.standard_normal((2, 3, 4)).astype(np.float32)}
+    write("tf2_pad_clip_erf", step.get_concrete_function(), variables, feeds, 2)
+
+
 def main():
     print("TensorFlow", tf.__version__)
+    tf2_pad_clip_erf()
     tf2_control_flow()
     tf2_linear_step()
     tf2_mlp_sgd()

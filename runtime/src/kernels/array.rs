@@ -387,6 +387,92 @@ fn tile(t: &Tensor, multiples: &[i64]) -> KResult<Tensor> {
     dispatch_all!(t.dtype, go(t, out_shape))
 }
 
+/// How `Pad`/`PadV2` (constant) and `MirrorPad` fill the border.
+#[derive(Clone, Copy, PartialEq)]
+enum PadMode {
+    Constant,
+    /// Mirror without the edge element (`[1,2,3]` → `3,2,|1,2,3|,2,1`).
+    Reflect,
+    /// Mirror with the edge element (`[1,2,3]` → `2,1,|1,2,3|,3,2`).
+    Symmetric,
+}
+
+/// `t` grown by `paddings` (`[rank, 2]`, row `d` = before/after of dimension `d`).
+fn pad(t: &Tensor, paddings: &[i64], mode: PadMode, fill: Option<&Tensor>) -> KResult<Tensor> {
+    let r = t.rank();
+    if paddings.len() != 2 * r || paddings.iter().any(|&p| p < 0) {
+        return Err(KernelError::invalid(format!(
+            "paddings {paddings:?} do not fit shape {:?} (need [{r}, 2], >= 0)",
+            t.shape
+        )));
+    }
+    for d in 0..r {
+        let (a, b, n) = (paddings[2 * d] as usize, paddings[2 * d + 1] as usize, t.shape[d]);
+        let limit = match mode {
+            PadMode::Constant => usize::MAX,
+            PadMode::Reflect => n.saturating_sub(1),
+            PadMode::Symmetric => n,
+        };
+        if a > limit || b > limit {
+            return Err(KernelError::invalid(format!(
+                "paddings must be no greater than the dimension size ({n}, minus one for REFLECT): [{a}, {b}]"
+            )));
+        }
+    }
+    if let Some(f) = fill {
+        if f.rank() != 0 || f.dtype != t.dtype {
+            return Err(KernelError::invalid("constant_values must be a scalar of the input's dtype"));
+        }
+    }
+    let out_shape: Vec<usize> =
+        (0..r).map(|d| t.shape[d] + paddings[2 * d] as usize + paddings[2 * d + 1] as usize).collect();
+    fn go<T: Elem>(
+        t: &Tensor,
+        paddings: &[i64],
+        mode: PadMode,
+        fill: Option<&Tensor>,
+        out_shape: Vec<usize>,
+    ) -> KResult<Tensor> {
+        let x = T::slice(t);
+        let c = fill.map(|f| T::slice(f)[0]).unwrap_or_else(T::zero);
+        let st = strides(&t.shape);
+        let n: usize = out_shape.iter().product();
+        let r = out_shape.len();
+        let mut v = Vec::with_capacity(n);
+        let mut idx = vec![0usize; r];
+        for _ in 0..n {
+            let mut off = Some(0usize);
+            for d in 0..r {
+                let (before, len) = (paddings[2 * d], t.shape[d] as i64);
+                let i = idx[d] as i64 - before;
+                let src = if (0..len).contains(&i) {
+                    Some(i)
+                } else {
+                    match mode {
+                        PadMode::Constant => None,
+                        PadMode::Reflect => Some(if i < 0 { -i } else { 2 * (len - 1) - i }),
+                        PadMode::Symmetric => Some(if i < 0 { -i - 1 } else { 2 * len - 1 - i }),
+                    }
+                };
+                off = match (off, src) {
+                    (Some(o), Some(s)) => Some(o + s as usize * st[d]),
+                    _ => None,
+                };
+            }
+            v.push(off.map(|o| x[o]).unwrap_or(c));
+            for d in (0..r).rev() {
+                idx[d] += 1;
+                if idx[d] < out_shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        Ok(tensor_of(out_shape, v))
+    }
+    dispatch_all!(t.dtype, go(t, paddings, mode, fill, out_shape))
+}
+
 /// `GatherV2(params, indices, axis)` with `batch_dims = 0`.
 pub(crate) fn gather(params: &Tensor, indices: &Tensor, axis: usize) -> KResult<Tensor> {
     gather_batched(params, indices, axis as i64, 0)
@@ -830,6 +916,28 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(strided_slice_grad(&shape, &b, &e, &s, m, &inp[4])?)
             })
         }
+        "Pad" | "PadV2" | "MirrorPad" => {
+            let mode = match node.op.as_str() {
+                "MirrorPad" => match node.attr("mode").and_then(|a| a.as_str()) {
+                    Some("REFLECT") => PadMode::Reflect,
+                    Some("SYMMETRIC") => PadMode::Symmetric,
+                    other => {
+                        return Err(KernelError::invalid(format!(
+                            "MirrorPad: mode {other:?} is not REFLECT or SYMMETRIC"
+                        )))
+                    }
+                },
+                _ => PadMode::Constant,
+            };
+            Box::new(move |inp: Inputs| {
+                let fill = match inp.len() {
+                    2 => None,
+                    3 => Some(&inp[2]),
+                    n => return Err(KernelError::Arity { expected: 2, got: n }),
+                };
+                one(pad(&inp[0], &int_values(&inp[1], "paddings")?, mode, fill)?)
+            })
+        }
         "Tile" => Box::new(|inp: Inputs| {
             arity(&inp, 2)?;
             one(tile(&inp[0], &int_values(&inp[1], "multiples")?)?)
@@ -934,6 +1042,53 @@ mod tests {
     }
     fn v(x: &[i32]) -> Tensor {
         Tensor::from_i32(vec![x.len()], x.to_vec()).unwrap()
+    }
+
+    /// The examples of TensorFlow's `tf.pad` documentation, and the errors.
+    #[test]
+    fn pad_constant_reflect_symmetric() {
+        let t = Tensor::from_i32(vec![2, 3], vec![1, 2, 3, 4, 5, 6]).unwrap();
+        let p = Tensor::from_i32(vec![2, 2], vec![1, 1, 2, 2]).unwrap();
+        let mirror = |mode: &str| {
+            let n = node("MirrorPad", &[("mode", AttrValue::S(mode.as_bytes().to_vec()))]);
+            run1(&n, &[t.clone(), p.clone()]).unwrap()
+        };
+        let reflect = mirror("REFLECT");
+        assert_eq!(reflect.shape, vec![4, 7]);
+        assert_eq!(
+            reflect.as_i32().unwrap(),
+            &[6, 5, 4, 5, 6, 5, 4, 3, 2, 1, 2, 3, 2, 1, 6, 5, 4, 5, 6, 5, 4, 3, 2, 1, 2, 3, 2, 1]
+        );
+        assert_eq!(
+            mirror("SYMMETRIC").as_i32().unwrap(),
+            &[2, 1, 1, 2, 3, 3, 2, 2, 1, 1, 2, 3, 3, 2, 5, 4, 4, 5, 6, 6, 5, 5, 4, 4, 5, 6, 6, 5]
+        );
+        let c = run1(&node("PadV2", &[]), &[t.clone(), p.clone(), Tensor::scalar_i32(9)]).unwrap();
+        assert_eq!(&c.as_i32().unwrap()[..9], &[9, 9, 9, 9, 9, 9, 9, 9, 9]);
+        assert_eq!(&c.as_i32().unwrap()[9..12], &[1, 2, 3]);
+        let z = run1(&node("Pad", &[]), &[t.clone(), p.clone()]).unwrap();
+        assert_eq!(z.as_i32().unwrap().iter().sum::<i32>(), 21);
+        // REFLECT may not pad by the whole dimension; negative paddings are refused.
+        let big = Tensor::from_i32(vec![2, 2], vec![0, 0, 3, 0]).unwrap();
+        let n = node("MirrorPad", &[("mode", AttrValue::S(b"REFLECT".to_vec()))]);
+        assert!(run1(&n, &[t.clone(), big]).is_err());
+        let neg = Tensor::from_i32(vec![2, 2], vec![0, -1, 0, 0]).unwrap();
+        assert!(run1(&node("Pad", &[]), &[t, neg]).is_err());
+    }
+
+    #[test]
+    fn clip_by_value_with_scalar_and_tensor_bounds() {
+        let t = Tensor::from_f32(vec![4], vec![-3.0, 0.5, 2.0, f32::NAN]).unwrap();
+        let r =
+            run1(&node("ClipByValue", &[]), &[t.clone(), Tensor::scalar_f32(-1.0), Tensor::scalar_f32(1.0)]).unwrap();
+        let got = r.as_f32().unwrap();
+        assert_eq!(&got[..3], &[-1.0, 0.5, 1.0]);
+        assert!(got[3].is_nan());
+        let lo = Tensor::from_f32(vec![4], vec![-4.0, 1.0, 0.0, 0.0]).unwrap();
+        let r = run1(&node("ClipByValue", &[]), &[t.clone(), lo, Tensor::scalar_f32(1.5)]).unwrap();
+        assert_eq!(&r.as_f32().unwrap()[..3], &[-3.0, 1.0, 1.5]);
+        let bad = Tensor::from_f32(vec![2], vec![0.0, 1.0]).unwrap();
+        assert!(run1(&node("ClipByValue", &[]), &[t, bad, Tensor::scalar_f32(1.0)]).is_err());
     }
 
     #[test]

@@ -213,12 +213,33 @@ pub(crate) use autoclust_graph::arith::TfArith;
 pub(crate) trait Num: Elem + TfArith {}
 impl<T: Elem + TfArith> Num for T {}
 
+/// `ClipByValue(t, lo, hi)`: `max(min(t, hi), lo)` elementwise (TensorFlow's order), with `lo`
+/// and `hi` scalars or of `t`'s shape.
+fn clip_by_value<T: Num>(t: &Tensor, lo: &Tensor, hi: &Tensor) -> KResult<Tensor> {
+    for (what, b) in [("clip_value_min", lo), ("clip_value_max", hi)] {
+        if b.dtype != t.dtype || (b.rank() != 0 && b.shape != t.shape) {
+            return Err(KernelError::invalid(format!(
+                "{what} must be a scalar or have the shape of t {:?}, got {} {:?}",
+                t.shape, b.dtype, b.shape
+            )));
+        }
+    }
+    let (lo, hi) = (broadcast_to::<T>(lo, &t.shape)?, broadcast_to::<T>(hi, &t.shape)?);
+    let v: Vec<T> = T::slice(t)
+        .iter()
+        .zip(T::slice(&lo).iter().zip(T::slice(&hi)))
+        .map(|(&x, (&l, &h))| x.minimum(h).maximum(l))
+        .collect();
+    Ok(tensor_of(t.shape.clone(), v))
+}
+
 /// Float-only math.
 pub(crate) trait Float: Num {
     fn exp(self) -> Self;
     fn ln(self) -> Self;
     fn ln_1p(self) -> Self;
     fn exp_m1(self) -> Self;
+    fn erf(self) -> Self;
     fn sqrt(self) -> Self;
     fn tanh(self) -> Self;
     fn sin(self) -> Self;
@@ -233,7 +254,7 @@ pub(crate) trait Float: Num {
 }
 
 macro_rules! float_impl {
-    ($t:ty) => {
+    ($t:ty, $erf:path) => {
         impl Float for $t {
             fn exp(self) -> Self {
                 <$t>::exp(self)
@@ -246,6 +267,9 @@ macro_rules! float_impl {
             }
             fn exp_m1(self) -> Self {
                 <$t>::exp_m1(self)
+            }
+            fn erf(self) -> Self {
+                $erf(self)
             }
             fn sqrt(self) -> Self {
                 <$t>::sqrt(self)
@@ -283,8 +307,8 @@ macro_rules! float_impl {
         }
     };
 }
-float_impl!(f32);
-float_impl!(f64);
+float_impl!(f32, libm::erff);
+float_impl!(f64, libm::erf);
 
 /// The logistic function, computed so that it neither overflows nor loses
 /// precision for large |x|.
@@ -414,6 +438,8 @@ pub(crate) enum Unary {
     Round,
     Reciprocal,
     Softplus,
+    Erf,
+    Selu,
     Softsign,
     Elu,
     LeakyRelu(f32),
@@ -473,6 +499,13 @@ fn unary_float<T: Float>(op: Unary, t: Tensor) -> KResult<Tensor> {
             }
         }),
         Unary::Softsign => map_same(t, move |x: T| x.div(one.add(x.abs()))),
+        Unary::Erf => map_same(t, T::erf),
+        Unary::Selu => {
+            // TensorFlow's constants and form: scale·x above 0, scale·alpha·(e^x − 1) below.
+            let scale = T::from_f32(1.050_701);
+            let scale_alpha = T::from_f32(1.758_099_4);
+            map_same(t, move |x: T| if x < T::zero() { scale_alpha.mul(x.exp().sub(one)) } else { scale.mul(x) })
+        }
         Unary::Elu => map_same(t, move |x: T| if x < T::zero() { x.exp_m1() } else { x }),
         Unary::LeakyRelu(alpha) => {
             let a = T::from_f32(alpha);
@@ -633,6 +666,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Round" | "Rint" => Some(Unary::Round),
         "Reciprocal" | "Inv" => Some(Unary::Reciprocal),
         "Softplus" => Some(Unary::Softplus),
+        "Erf" => Some(Unary::Erf),
+        "Selu" => Some(Unary::Selu),
         "Softsign" => Some(Unary::Softsign),
         "Elu" => Some(Unary::Elu),
         "LeakyRelu" => Some(Unary::LeakyRelu(attr_float_or(node, "alpha", 0.2)?)),
@@ -645,6 +680,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         })));
     }
     let f: PureFn = match node.op.as_str() {
+        "ClipByValue" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            one(dispatch_num!(inp[0].dtype, clip_by_value(&inp[0], &inp[1], &inp[2]))?)
+        }),
         "IsNan" | "IsInf" | "IsFinite" => {
             let which = match node.op.as_str() {
                 "IsNan" => 0u8,

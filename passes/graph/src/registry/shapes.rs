@@ -901,6 +901,31 @@ pub(super) fn value_fill(c: &InferCtx<'_>) -> Values {
     vec![Some(vec![x[0]; n as usize])]
 }
 
+/// `Pad`/`PadV2`/`MirrorPad`: each dimension grows by its row `[before, after]` of `paddings`.
+pub(super) fn pad(c: &InferCtx<'_>) -> Shapes {
+    let input = &c.shape(0).dims;
+    let Some(p) = c.value(1) else {
+        return one(input.as_ref().map(|d| unknown_dims(d.len())).unwrap_or_default());
+    };
+    if p.len() % 2 != 0 {
+        return Err(format!("paddings has {} elements, not [rank, 2]", p.len()));
+    }
+    let r = p.len() / 2;
+    if let Some(d) = input {
+        if d.len() != r {
+            return Err(format!("paddings has {r} rows but the input has rank {}", d.len()));
+        }
+    }
+    let out = (0..r)
+        .map(|i| match (input.as_ref().and_then(|d| d[i]), p[2 * i], p[2 * i + 1]) {
+            (_, Some(a), Some(b)) if a < 0 || b < 0 => Err(format!("negative padding [{a}, {b}]")),
+            (Some(x), Some(a), Some(b)) => Ok(Some(x + a + b)),
+            _ => Ok(None),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    one(Shape::with_dims(out))
+}
+
 pub(super) fn tile(c: &InferCtx<'_>) -> Shapes {
     if c.shape(1).rank().is_some_and(|r| r != 1) {
         return Err(rank_err("multiples", c.shape(1), "a vector"));
