@@ -26,6 +26,8 @@ after the last step). File layout and manifest: README.md.
   in the branch and loop bodies. 2 steps.
 - tf2_pad_clip_erf: `Pad`, `PadV2` and `MirrorPad` (REFLECT, SYMMETRIC), `ClipByValue` with scalar and
   tensor bounds, `Erf` (GELU) and `Selu`, with a variable clipped in place. 2 steps.
+- tf2_scan_split_where: `Cumsum` (plain, exclusive + reverse), `Cumprod`, `SplitV` with an inferred
+  size, and one-argument `Where` (data-dependent output shape). 2 steps.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -244,8 +246,28 @@ def tf2_pad_clip_erf():
     write("tf2_pad_clip_erf", step.get_concrete_function(), variables, feeds, 2)
 
 
+def tf2_scan_split_where():
+    acc = tf.Variable(np.zeros(6, np.float32), name="acc")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 6], tf.float32, name="x")])
+    def step(x):
+        c0 = tf.cumsum(x, axis=1)
+        c1 = tf.cumsum(x, axis=1, exclusive=True, reverse=True)
+        c2 = tf.math.cumprod(x * 0.5 + 1.0, axis=0)
+        a, b, c = tf.split(x, [1, -1, 2], axis=1)
+        where = tf.where(x > 0.3)
+        acc.assign_add(tf.reduce_sum(c0 + c1, axis=0))
+        return c2, tf.reduce_sum(a) + tf.reduce_sum(b * 2.0) + tf.reduce_sum(c * 3.0), where
+
+    rng = np.random.default_rng(16)
+    variables = [(acc, rng.standard_normal(6).astype(np.float32))]
+    feeds = {"x": rng.standard_normal((4, 6)).astype(np.float32)}
+    write("tf2_scan_split_where", step.get_concrete_function(), variables, feeds, 2)
+
+
 def main():
     print("TensorFlow", tf.__version__)
+    tf2_scan_split_where()
     tf2_pad_clip_erf()
     tf2_control_flow()
     tf2_linear_step()

@@ -387,6 +387,72 @@ fn tile(t: &Tensor, multiples: &[i64]) -> KResult<Tensor> {
     dispatch_all!(t.dtype, go(t, out_shape))
 }
 
+/// `SplitV`'s sizes: at most one `-1`, filled in so the sizes add up to the dimension `n`.
+fn split_sizes(sizes: &[i64], n: usize) -> KResult<Vec<usize>> {
+    let known: i64 = sizes.iter().filter(|&&s| s >= 0).sum();
+    let unknown = sizes.iter().filter(|&&s| s < 0).count();
+    let bad = || KernelError::invalid(format!("size_splits {sizes:?} do not add up to the split dimension {n}"));
+    if unknown > 1 || sizes.iter().any(|&s| s < -1) {
+        return Err(bad());
+    }
+    let rest = n as i64 - known;
+    if (unknown == 0 && rest != 0) || rest < 0 {
+        return Err(bad());
+    }
+    Ok(sizes.iter().map(|&s| if s < 0 { rest as usize } else { s as usize }).collect())
+}
+
+/// `Cumsum`/`Cumprod` along `axis`, `exclusive` (start from the identity) and/or `reverse`.
+fn cumulative<T: Num>(t: &Tensor, axis: usize, prod: bool, exclusive: bool, reverse: bool) -> KResult<Tensor> {
+    let x = T::slice(t);
+    if t.rank() == 0 {
+        return Ok(t.clone());
+    }
+    let n = t.shape[axis];
+    let inner: usize = t.shape[axis + 1..].iter().product();
+    let outer: usize = t.shape[..axis].iter().product();
+    let identity = if prod { T::from_i64(1) } else { T::zero() };
+    let mut v = vec![identity; x.len()];
+    for o in 0..outer {
+        for i in 0..inner {
+            let mut acc = identity;
+            for k in 0..n {
+                let j = if reverse { n - 1 - k } else { k };
+                let at = (o * n + j) * inner + i;
+                let next = if prod { acc.mul(x[at]) } else { acc.add(x[at]) };
+                v[at] = if exclusive { acc } else { next };
+                acc = next;
+            }
+        }
+    }
+    Ok(tensor_of(t.shape.clone(), v))
+}
+
+/// `Where(condition)`: the coordinates of the true (non-zero) elements, int64 `[count, rank]`,
+/// in row-major order.
+fn where_true(t: &Tensor) -> KResult<Tensor> {
+    let truth: Vec<bool> = match t.as_bool() {
+        Some(b) => b.to_vec(),
+        None => t
+            .to_f64_vec()
+            .ok_or_else(|| KernelError::invalid(format!("Where: unsupported dtype {}", t.dtype)))?
+            .iter()
+            .map(|&x| x != 0.0)
+            .collect(),
+    };
+    let st = strides(&t.shape);
+    let mut coords = Vec::new();
+    for (flat, _) in truth.iter().enumerate().filter(|(_, &b)| b) {
+        let mut rem = flat;
+        for &s in &st {
+            coords.push((rem / s.max(1)) as i64);
+            rem %= s.max(1);
+        }
+    }
+    let count = truth.iter().filter(|&&b| b).count();
+    Tensor::from_i64(vec![count, t.rank()], coords).map_err(|e| KernelError::invalid(e.to_string()))
+}
+
 /// How `Pad`/`PadV2` (constant) and `MirrorPad` fill the border.
 #[derive(Clone, Copy, PartialEq)]
 enum PadMode {
@@ -881,6 +947,28 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 split(t, ax as i64, &vec![t.shape[ax] / num; num])
             })
         }
+        "SplitV" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            let t = &inp[0];
+            let ax = norm_axis(int_scalar(&inp[2], "axis")?, t.rank(), "split axis")?;
+            let sizes = split_sizes(&int_values(&inp[1], "size_splits")?, t.shape[ax])?;
+            split(t, ax as i64, &sizes)
+        }),
+        "Cumsum" | "Cumprod" => {
+            let prod = node.op == "Cumprod";
+            let exclusive = node.attr("exclusive").and_then(|a| a.as_bool()).unwrap_or(false);
+            let reverse = node.attr("reverse").and_then(|a| a.as_bool()).unwrap_or(false);
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let t = &inp[0];
+                let ax = norm_axis(int_scalar(&inp[1], "axis")?, t.rank().max(1), "cumulative axis")?;
+                one(dispatch_num!(t.dtype, cumulative(t, ax, prod, exclusive, reverse))?)
+            })
+        }
+        "Where" => Box::new(|inp: Inputs| {
+            arity(&inp, 1)?;
+            one(where_true(&inp[0])?)
+        }),
         "Slice" => Box::new(|inp: Inputs| {
             arity(&inp, 3)?;
             one(slice(&inp[0], &int_values(&inp[1], "begin")?, &int_values(&inp[2], "size")?)?)
