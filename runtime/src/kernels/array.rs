@@ -124,6 +124,31 @@ pub(crate) struct SliceMasks {
     pub shrink: i64,
 }
 
+impl SliceMasks {
+    /// The masks of a `StridedSlice`/`StridedSliceGrad` node (0 when absent).
+    fn of(node: &Node) -> KResult<SliceMasks> {
+        Ok(SliceMasks {
+            begin: attr_int_or(node, "begin_mask", 0)?,
+            end: attr_int_or(node, "end_mask", 0)?,
+            ellipsis: attr_int_or(node, "ellipsis_mask", 0)?,
+            new_axis: attr_int_or(node, "new_axis_mask", 0)?,
+            shrink: attr_int_or(node, "shrink_axis_mask", 0)?,
+        })
+    }
+}
+
+/// Advances a row-major multi-index over `shape` by one element (wrapping to all zeros after
+/// the last).
+fn next_index(idx: &mut [usize], shape: &[usize]) {
+    for d in (0..idx.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < shape[d] {
+            return;
+        }
+        idx[d] = 0;
+    }
+}
+
 /// The dense box and final shape of a strided slice: `(begin, stride, sizes, final_shape)`.
 #[allow(clippy::type_complexity)]
 pub(crate) fn strided_slice_spec(
@@ -277,13 +302,7 @@ fn strided_slice_grad(
         for &x in src {
             let off: i64 = (0..r).map(|d| (b[d] + idx[d] as i64 * s[d]) * st[d] as i64).sum();
             v[off as usize] = x;
-            for d in (0..r).rev() {
-                idx[d] += 1;
-                if idx[d] < sizes[d] {
-                    break;
-                }
-                idx[d] = 0;
-            }
+            next_index(&mut idx, sizes);
         }
         Ok(tensor_of(shape.to_vec(), v))
     }
@@ -374,13 +393,7 @@ fn tile(t: &Tensor, multiples: &[i64]) -> KResult<Tensor> {
         for _ in 0..n {
             let off: usize = (0..r).map(|d| (idx[d] % t.shape[d]) * st[d]).sum();
             v.push(x[off]);
-            for d in (0..r).rev() {
-                idx[d] += 1;
-                if idx[d] < out_shape[d] {
-                    break;
-                }
-                idx[d] = 0;
-            }
+            next_index(&mut idx, &out_shape);
         }
         Ok(tensor_of(out_shape, v))
     }
@@ -526,13 +539,7 @@ fn pad(t: &Tensor, paddings: &[i64], mode: PadMode, fill: Option<&Tensor>) -> KR
                 };
             }
             v.push(off.map(|o| x[o]).unwrap_or(c));
-            for d in (0..r).rev() {
-                idx[d] += 1;
-                if idx[d] < out_shape[d] {
-                    break;
-                }
-                idx[d] = 0;
-            }
+            next_index(&mut idx, &out_shape);
         }
         Ok(tensor_of(out_shape, v))
     }
@@ -974,13 +981,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             one(slice(&inp[0], &int_values(&inp[1], "begin")?, &int_values(&inp[2], "size")?)?)
         }),
         "StridedSlice" => {
-            let m = SliceMasks {
-                begin: attr_int_or(node, "begin_mask", 0)?,
-                end: attr_int_or(node, "end_mask", 0)?,
-                ellipsis: attr_int_or(node, "ellipsis_mask", 0)?,
-                new_axis: attr_int_or(node, "new_axis_mask", 0)?,
-                shrink: attr_int_or(node, "shrink_axis_mask", 0)?,
-            };
+            let m = SliceMasks::of(node)?;
             Box::new(move |inp: Inputs| {
                 arity(&inp, 4)?;
                 let (b, e, s) =
@@ -989,13 +990,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             })
         }
         "StridedSliceGrad" => {
-            let m = SliceMasks {
-                begin: attr_int_or(node, "begin_mask", 0)?,
-                end: attr_int_or(node, "end_mask", 0)?,
-                ellipsis: attr_int_or(node, "ellipsis_mask", 0)?,
-                new_axis: attr_int_or(node, "new_axis_mask", 0)?,
-                shrink: attr_int_or(node, "shrink_axis_mask", 0)?,
-            };
+            let m = SliceMasks::of(node)?;
             Box::new(move |inp: Inputs| {
                 arity(&inp, 5)?;
                 let shape = shape_values(&inp[0], "shape")?;
