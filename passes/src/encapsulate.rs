@@ -90,6 +90,7 @@
 //! cluster is *declustered*: its nodes stay as they were, which is always
 //! sound, and [`Encapsulated::declustered`] reports why.
 
+use autoclust_graph::function::fresh_name;
 use std::collections::{HashMap, HashSet};
 
 use autoclust_graph::effects::{resource_kind, ResourceKind};
@@ -414,17 +415,6 @@ impl Body {
         let name = self.fresh(base);
         self.push(name, op, inputs, attrs)
     }
-}
-
-fn fresh_name(base: &str, taken: &mut HashSet<String>) -> String {
-    let mut name = base.to_string();
-    let mut k = 1;
-    while taken.contains(&name) {
-        name = format!("{base}_{k}");
-        k += 1;
-    }
-    taken.insert(name.clone());
-    name
 }
 
 fn attrs(pairs: &[(&str, AttrValue)]) -> Attrs {

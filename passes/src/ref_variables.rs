@@ -149,16 +149,7 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
         }
     }
     let mut taken: HashSet<String> = graph.nodes().iter().map(|n| n.name.clone()).collect();
-    let mut fresh = |base: String| {
-        let mut name = base.clone();
-        let mut k = 1;
-        while taken.contains(&name) {
-            name = format!("{base}_{k}");
-            k += 1;
-        }
-        taken.insert(name.clone());
-        name
-    };
+    let mut fresh = |base: String| autoclust_graph::function::fresh_name(&base, &mut taken);
     let mut raw: Vec<RawNode> = Vec::with_capacity(graph.len() + 8);
     for id in graph.node_ids() {
         let n = graph.node(id);

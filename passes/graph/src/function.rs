@@ -23,6 +23,18 @@ use std::collections::{HashMap, HashSet};
 
 use crate::{ArgDef, AttrValue, Attrs, DType, FunctionDef, Graph, GraphError, Library, ListValue, RawNode};
 
+/// `base`, or `base_1`, `base_2`, … — the first name not in `taken`, which it then joins.
+pub fn fresh_name(base: &str, taken: &mut HashSet<String>) -> String {
+    let mut name = base.to_string();
+    let mut k = 1;
+    while taken.contains(&name) {
+        name = format!("{base}_{k}");
+        k += 1;
+    }
+    taken.insert(name.clone());
+    name
+}
+
 /// Why a function body could not be instantiated. Every variant names the
 /// function and, where there is one, the body node at fault.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -86,16 +98,7 @@ pub fn instantiate_with(function: &FunctionDef, library: &Library, call_attrs: &
     // Graph-wide names: body nodes keep theirs; `_Arg`/`_Retval` nodes take
     // the argument's name when it is free, else a numbered variant.
     let mut taken: HashSet<String> = function.nodes.iter().map(|n| n.name.clone()).collect();
-    let mut fresh = |base: &str| -> String {
-        let mut name = base.to_string();
-        let mut k = 1;
-        while taken.contains(&name) {
-            name = format!("{base}_{k}");
-            k += 1;
-        }
-        taken.insert(name.clone());
-        name
-    };
+    let mut fresh = |base: &str| fresh_name(base, &mut taken);
 
     let mut raw = Vec::with_capacity(function.nodes.len() + function.signature.inputs.len() + function.ret.len());
     let mut arg_nodes: HashMap<&str, String> = HashMap::new();
