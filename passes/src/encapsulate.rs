@@ -90,10 +90,10 @@
 //! cluster is *declustered*: its nodes stay as they were, which is always
 //! sound, and [`Encapsulated::declustered`] reports why.
 
-use autoclust_graph::function::fresh_name;
 use std::collections::{HashMap, HashSet};
 
 use autoclust_graph::effects::{resource_kind, ResourceKind};
+use autoclust_graph::function::fresh_name;
 use autoclust_graph::infer::TypeInfo;
 use autoclust_graph::{
     ArgDef, AttrValue, Attrs, CycleError, DType, FunctionDef, Graph, GraphError, ListValue, NodeId, Output, RawNode,
