@@ -68,9 +68,12 @@ pub(crate) struct GemmSpec {
     pub n: usize,
     pub a_strides: (isize, isize),
     pub b_strides: (isize, isize),
+    /// Threads the product may be split over (see [`crate::gemm`]).
+    pub threads: usize,
 }
 
-/// `C = A·B` for the JIT: a C-ABI wrapper around `matrixmultiply::sgemm`.
+/// `C = A·B` for the JIT: a C-ABI wrapper around [`crate::gemm::gemm`] (matrixmultiply's
+/// kernel, split over up to `threads` threads of the calling rayon pool).
 ///
 /// # Safety
 /// Pointers must address matrices of the given sizes and strides; `c` must be writable
@@ -87,28 +90,23 @@ pub(crate) unsafe extern "C" fn autoclust_sgemm(
     rsb: i64,
     csb: i64,
     c: *mut f32,
+    threads: i64,
 ) {
-    if m == 0 || n == 0 {
-        return;
-    }
     // SAFETY: the caller promises the sizes and strides describe valid buffers.
     unsafe {
-        matrixmultiply::sgemm(
+        crate::gemm::gemm(
             m as usize,
             k as usize,
             n as usize,
-            1.0,
             a,
             rsa as isize,
             csa as isize,
             b,
             rsb as isize,
             csb as isize,
-            0.0,
             c,
-            n as isize,
-            1,
-        );
+            threads.max(1) as usize,
+        )
     }
 }
 
@@ -166,7 +164,19 @@ impl<'d> CodeGen<'d> {
         let mut module = JITModule::new(jb);
         let ptr = module.target_config().pointer_type();
         let mut sig = module.make_signature();
-        for t in [types::I64, types::I64, types::I64, ptr, types::I64, types::I64, ptr, types::I64, types::I64, ptr] {
+        for t in [
+            types::I64,
+            types::I64,
+            types::I64,
+            ptr,
+            types::I64,
+            types::I64,
+            ptr,
+            types::I64,
+            types::I64,
+            ptr,
+            types::I64,
+        ] {
             sig.params.push(AbiParam::new(t));
         }
         let sgemm = module.declare_function("autoclust_sgemm", Linkage::Import, &sig).map_err(cg_err)?;
@@ -257,7 +267,7 @@ impl<'d> CodeGen<'d> {
             let a = b.ins().load(types::I64, flags, ptrs, 0);
             let bb = b.ins().load(types::I64, flags, ptrs, 8);
             let c = b.ins().load(types::I64, flags, ptrs, 16);
-            let mut args: Vec<Value> = Vec::with_capacity(10);
+            let mut args: Vec<Value> = Vec::with_capacity(11);
             for x in [g.m as i64, g.k as i64, g.n as i64] {
                 args.push(b.ins().iconst(types::I64, x));
             }
@@ -270,6 +280,7 @@ impl<'d> CodeGen<'d> {
                 args.push(b.ins().iconst(types::I64, x));
             }
             args.push(c);
+            args.push(b.ins().iconst(types::I64, g.threads as i64));
             b.ins().call(callee, &args);
             b.ins().return_(&[]);
             b.seal_all_blocks();

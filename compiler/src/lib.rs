@@ -66,6 +66,7 @@
 pub mod analyze;
 mod buffers;
 mod codegen;
+pub mod gemm;
 pub mod kernels;
 pub mod math;
 pub mod plan;
@@ -148,6 +149,11 @@ impl Compiler {
         let program = plan::build(body, &analysis, &self.options, name)?;
         let compile_time = start.elapsed();
         tracing::debug!(?compile_time, steps = program.steps.len(), "compiled");
+        if tracing::enabled!(tracing::Level::TRACE) {
+            for (i, step) in program.describe().iter().enumerate() {
+                tracing::trace!("step {i}: {step}");
+            }
+        }
         Ok(CompiledFunction { inputs: inputs.to_vec(), program: Arc::new(program), compile_time })
     }
 }

@@ -121,6 +121,11 @@ pub(crate) fn build(
     name: &str,
 ) -> Result<Program, CompileError> {
     let n = body.len();
+    let threads = if options.threads == 0 {
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    } else {
+        options.threads
+    };
     // Value ids.
     let mut vid: Vec<Vec<ValueId>> = vec![Vec::new(); n];
     let mut types = Vec::new();
@@ -234,8 +239,13 @@ pub(crate) fn build(
                 },
             )),
             NodeKind::MatMul { transpose_a, transpose_b } => {
-                let spec =
-                    gemm_spec(&types[val(node.inputs[0])].1, &types[val(node.inputs[1])].1, *transpose_a, *transpose_b);
+                let spec = gemm_spec(
+                    &types[val(node.inputs[0])].1,
+                    &types[val(node.inputs[1])].1,
+                    *transpose_a,
+                    *transpose_b,
+                    threads,
+                );
                 let func = cg.gemm(&spec)?;
                 if prologue_of[id.index()].is_none() {
                     steps.push((
@@ -264,6 +274,25 @@ pub(crate) fn build(
                     continue;
                 }
                 group_done[g] = true;
+                if groups[g].members.len() == 1
+                    && groups[g].gemm.is_none()
+                    && matches!(kind(id), NodeKind::Elementwise(EwOp::Copy))
+                    && node.inputs.len() == 1
+                {
+                    // A lone Identity (a ReadVariableOp of the original graph, say, whose value
+                    // feeds a GEMM) aliases its operand: tensors are immutable, so a copy would
+                    // only cost time (a 784×256 weight copy was 10% of the MLP step).
+                    steps.push((
+                        pos,
+                        Step {
+                            name: node.name.clone(),
+                            kind: StepKind::View,
+                            inputs: vec![val(node.inputs[0])],
+                            outputs: outs,
+                        },
+                    ));
+                    continue;
+                }
                 let (spec, ext, live) = fused_spec(body, an, &groups[g], &group_of, g, &vid, &consumers)?;
                 let (func, table) = cg.fused(&spec)?;
                 let consts = table.into_iter().map(ConstLanes).collect();
@@ -350,20 +379,15 @@ pub(crate) fn build(
             }
         }
     }
-    let threads = if options.threads == 0 {
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-    } else {
-        options.threads
-    };
     let pools = (0..types.len()).map(|_| BufferPool::default()).collect();
     Ok(Program { steps, fns, types, args, constants, retvals, free_after, threads, pools, _code: code })
 }
 
-fn gemm_spec(a: &[usize], b: &[usize], ta: bool, tb: bool) -> GemmSpec {
+fn gemm_spec(a: &[usize], b: &[usize], ta: bool, tb: bool, threads: usize) -> GemmSpec {
     // Row-major A is [r, c] with strides (c, 1); its transpose swaps them.
     let (m, k, a_strides) = if ta { (a[1], a[0], (1, a[1] as isize)) } else { (a[0], a[1], (a[1] as isize, 1)) };
     let (n, b_strides) = if tb { (b[0], (1, b[1] as isize)) } else { (b[1], (b[1] as isize, 1)) };
-    GemmSpec { m, k, n, a_strides, b_strides }
+    GemmSpec { m, k, n, a_strides, b_strides, threads }
 }
 
 /// Builds the loop-nest spec of a group; returns it with the external input values (in

@@ -76,7 +76,7 @@ fn log_is_accurate_everywhere() {
 
 #[test]
 fn tanh_is_accurate_everywhere() {
-    check("Tanh", |x| (x as f64).tanh() as f32, 2, 0.0);
+    check("Tanh", |x| (x as f64).tanh() as f32, 5, 0.0);
 }
 
 #[test]
@@ -124,10 +124,11 @@ fn pow_matches_reference() {
     assert_close(out[0].as_f32().unwrap(), &want, 1e-5, "pow");
 }
 
-/// Every float in [0.55, 2.5] (both signs): where tanh's large branch is least accurate.
+/// Every float in [0.5, 10] (every 7th negative one): where the rational tanh is least
+/// accurate, and where it meets the clamps (tanh rounds to 1 from about 9.01 on).
 #[test]
-fn tanh_is_accurate_at_every_float_near_the_branch_cut() {
-    let (lo, hi) = (0.55f32.to_bits(), 2.5f32.to_bits());
+fn tanh_is_accurate_at_every_float_where_it_bends_and_saturates() {
+    let (lo, hi) = (0.5f32.to_bits(), 10f32.to_bits());
     let mut xs: Vec<f32> = (lo..=hi).map(f32::from_bits).collect();
     xs.extend((lo..=hi).step_by(7).map(|b| -f32::from_bits(b)));
     let out = unary("Tanh", xs.len()).call(&[f32t(&[xs.len()], xs.clone())]).unwrap();
@@ -137,5 +138,5 @@ fn tanh_is_accurate_at_every_float_near_the_branch_cut() {
         .map(|(&x, &g)| (ulps(g, (x as f64).tanh() as f32), x))
         .max_by_key(|w| w.0);
     let (u, x) = worst.unwrap();
-    assert!(u <= 2, "tanh: {u} ulps at {x:e}");
+    assert!(u <= 5, "tanh: {u} ulps at {x:e}");
 }

@@ -1,5 +1,6 @@
-//! `MatMul` and `BatchMatMul{,V2,V3}` through `matrixmultiply`'s sgemm/dgemm
-//! (strided, so transposes cost nothing); integer matmuls use a plain loop.
+//! `MatMul` and `BatchMatMul{,V2,V3}` through `autoclust_compiler::gemm` (matrixmultiply's
+//! sgemm/dgemm split over the executor's pool; strided, so transposes cost nothing); integer
+//! matmuls use a plain loop.
 
 use autoclust_graph::{DType, Node, Tensor};
 
@@ -32,81 +33,45 @@ pub(crate) trait Gemm: Sized {
     );
 }
 
-impl Gemm for f32 {
-    fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: &[f32],
-        rsa: isize,
-        csa: isize,
-        b: &[f32],
-        rsb: isize,
-        csb: isize,
-        c: &mut [f32],
-    ) {
-        if m == 0 || n == 0 {
-            return;
+/// Floats go through the compiler's GEMM (matrixmultiply's kernels, split across the
+/// executor's rayon pool for large products — the same routine compiled clusters call).
+macro_rules! float_gemm {
+    ($($t:ty),*) => {$(
+        impl Gemm for $t {
+            fn gemm(
+                m: usize,
+                k: usize,
+                n: usize,
+                a: &[$t],
+                rsa: isize,
+                csa: isize,
+                b: &[$t],
+                rsb: isize,
+                csb: isize,
+                c: &mut [$t],
+            ) {
+                // SAFETY: `a` holds m*k elements, `b` k*n and `c` m*n (checked by the
+                // caller); the strides address exactly those row-major layouts.
+                unsafe {
+                    autoclust_compiler::gemm::gemm(
+                        m,
+                        k,
+                        n,
+                        a.as_ptr(),
+                        rsa,
+                        csa,
+                        b.as_ptr(),
+                        rsb,
+                        csb,
+                        c.as_mut_ptr(),
+                        rayon::current_num_threads(),
+                    )
+                }
+            }
         }
-        // SAFETY: `a` holds m*k elements, `b` k*n and `c` m*n (checked by the
-        // caller); the strides address exactly those row-major layouts.
-        unsafe {
-            matrixmultiply::sgemm(
-                m,
-                k,
-                n,
-                1.0,
-                a.as_ptr(),
-                rsa,
-                csa,
-                b.as_ptr(),
-                rsb,
-                csb,
-                0.0,
-                c.as_mut_ptr(),
-                n as isize,
-                1,
-            )
-        }
-    }
+    )*};
 }
-impl Gemm for f64 {
-    fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: &[f64],
-        rsa: isize,
-        csa: isize,
-        b: &[f64],
-        rsb: isize,
-        csb: isize,
-        c: &mut [f64],
-    ) {
-        if m == 0 || n == 0 {
-            return;
-        }
-        // SAFETY: as for f32.
-        unsafe {
-            matrixmultiply::dgemm(
-                m,
-                k,
-                n,
-                1.0,
-                a.as_ptr(),
-                rsa,
-                csa,
-                b.as_ptr(),
-                rsb,
-                csb,
-                0.0,
-                c.as_mut_ptr(),
-                n as isize,
-                1,
-            )
-        }
-    }
-}
+float_gemm!(f32, f64);
 macro_rules! int_gemm {
     ($t:ty) => {
         impl Gemm for $t {

@@ -1,0 +1,229 @@
+//! GEMM for compiled clusters and the interpreter: `matrixmultiply`'s single-threaded
+//! kernels, split across the calling rayon pool.
+//!
+//! `matrixmultiply` can thread itself (its `threading` feature), but with a pool of its own:
+//! on a 2-core machine that pool and rayon's (the executor's and the JIT's loop splitting)
+//! then fight for the cores — profiles of the MLP step showed a quarter of the time in
+//! scheduler wake-ups and `sched_yield` between them. Here a large product is instead cut
+//! into one block of rows (or of columns, whichever side is longer) per thread and the
+//! blocks run as rayon tasks, so one pool serves everything.
+//!
+//! Invariant: the blocks partition C — each element of C is written by exactly one
+//! single-threaded kernel call, with the same k-order of accumulation as an unsplit call,
+//! so the result does not depend on the thread count.
+
+/// An element type `matrixmultiply` multiplies.
+pub trait GemmElem: Copy + Send + Sync + 'static {
+    /// `C = A·B` (alpha 1, beta 0) on the calling thread; C is row-major with row stride `rsc`.
+    ///
+    /// # Safety
+    /// The pointers and strides must describe valid `m×k`, `k×n` and `m×n` matrices; C must
+    /// be writable and not alias A or B.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn kernel(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const Self,
+        rsa: isize,
+        csa: isize,
+        b: *const Self,
+        rsb: isize,
+        csb: isize,
+        c: *mut Self,
+        rsc: isize,
+    );
+}
+
+impl GemmElem for f32 {
+    unsafe fn kernel(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        csb: isize,
+        c: *mut f32,
+        rsc: isize,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1) }
+    }
+}
+
+impl GemmElem for f64 {
+    unsafe fn kernel(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f64,
+        rsa: isize,
+        csa: isize,
+        b: *const f64,
+        rsb: isize,
+        csb: isize,
+        c: *mut f64,
+        rsc: isize,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1) }
+    }
+}
+
+/// Multiply-adds below which a product runs on the calling thread (a rayon task costs a
+/// few microseconds; 2^18 multiply-adds take about that long on one core).
+pub const PARALLEL_MACS: usize = 1 << 18;
+
+/// Rows of a block are a multiple of this (a register tile of the kernels) ...
+const ROW_TILE: usize = 8;
+/// ... and columns a multiple of this.
+const COL_TILE: usize = 16;
+
+/// One block of C: rows `r0..r1`, columns `c0..c1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Block {
+    r0: usize,
+    r1: usize,
+    c0: usize,
+    c1: usize,
+}
+
+/// Cuts an `m×n` product into at most `parts` blocks along its longer side, each a whole
+/// number of register tiles except the last.
+fn blocks(m: usize, n: usize, parts: usize) -> Vec<Block> {
+    let (len, tile) = if m >= n { (m, ROW_TILE) } else { (n, COL_TILE) };
+    let step = len.div_ceil(parts.max(1)).div_ceil(tile) * tile;
+    (0..len)
+        .step_by(step.max(1))
+        .map(|s| {
+            let e = (s + step).min(len);
+            if m >= n {
+                Block { r0: s, r1: e, c0: 0, c1: n }
+            } else {
+                Block { r0: 0, r1: m, c0: s, c1: e }
+            }
+        })
+        .collect()
+}
+
+/// Pointers shared with the worker tasks (the matrices outlive the scope; blocks write
+/// disjoint parts of C).
+#[derive(Clone, Copy)]
+struct Shared<T>(*const T, *const T, *mut T);
+// SAFETY: see the type's comment.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+/// `C = A·B` with C row-major and dense (row stride `n`), using up to `threads` threads of
+/// the current rayon pool when the product is large enough.
+///
+/// # Safety
+/// As [`GemmElem::kernel`], with `rsc = n`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm<T: GemmElem>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: *const T,
+    rsa: isize,
+    csa: isize,
+    b: *const T,
+    rsb: isize,
+    csb: isize,
+    c: *mut T,
+    threads: usize,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let macs = m.saturating_mul(k).saturating_mul(n);
+    let parts = if threads > 1 && macs >= PARALLEL_MACS { threads } else { 1 };
+    let blocks = blocks(m, n, parts);
+    let run = |p: Shared<T>, blk: Block| {
+        let (r0, c0) = (blk.r0 as isize, blk.c0 as isize);
+        // SAFETY: the block lies inside the matrices the caller described; blocks are
+        // disjoint in C.
+        unsafe {
+            T::kernel(
+                blk.r1 - blk.r0,
+                k,
+                blk.c1 - blk.c0,
+                p.0.offset(r0 * rsa),
+                rsa,
+                csa,
+                p.1.offset(c0 * csb),
+                rsb,
+                csb,
+                p.2.offset(r0 * n as isize + c0),
+                n as isize,
+            )
+        }
+    };
+    let shared = Shared(a, b, c);
+    if blocks.len() == 1 {
+        run(shared, blocks[0]);
+        return;
+    }
+    rayon::scope(|sc| {
+        for &blk in &blocks[1..] {
+            sc.spawn(move |_| run(shared, blk));
+        }
+        run(shared, blocks[0]);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_partition_the_longer_side_in_whole_tiles() {
+        let b = blocks(784, 256, 2);
+        assert_eq!(b, vec![Block { r0: 0, r1: 392, c0: 0, c1: 256 }, Block { r0: 392, r1: 784, c0: 0, c1: 256 }]);
+        let b = blocks(64, 250, 2);
+        assert_eq!(b, vec![Block { r0: 0, r1: 64, c0: 0, c1: 128 }, Block { r0: 0, r1: 64, c0: 128, c1: 250 }]);
+        // Fewer blocks than asked when the side is short.
+        assert_eq!(blocks(5, 3, 4).len(), 1);
+        assert_eq!(blocks(1, 1, 1), vec![Block { r0: 0, r1: 1, c0: 0, c1: 1 }]);
+    }
+
+    /// Split and unsplit products agree bit for bit, for both layouts of A and B, split by
+    /// rows (tall C) and by columns (wide C).
+    #[test]
+    fn split_products_equal_the_single_threaded_product() {
+        for (m, k, n) in [(130, 70, 90), (40, 70, 300)] {
+            assert!(m * k * n >= PARALLEL_MACS, "large enough to split");
+            let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 97) as f32 / 13.0 - 3.0).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 89) as f32 / 11.0 - 4.0).collect();
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
+                let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
+                let mut one = vec![0f32; m * n];
+                // SAFETY: the vectors hold the described matrices.
+                unsafe {
+                    f32::kernel(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, one.as_mut_ptr(), n as isize)
+                };
+                for threads in [2, 3] {
+                    let mut split = vec![f32::NAN; m * n];
+                    // SAFETY: as above.
+                    unsafe { gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, split.as_mut_ptr(), threads) };
+                    assert_eq!(one, split, "{m}x{k}x{n} ta={ta} tb={tb} threads={threads}");
+                }
+                // One element against the definition.
+                let (i, j) = (m - 1, n - 1);
+                let want: f64 = (0..k)
+                    .map(|p| {
+                        let ai = if ta { p * m + i } else { i * k + p };
+                        let bi = if tb { j * k + p } else { p * n + j };
+                        f64::from(a[ai]) * f64::from(b[bi])
+                    })
+                    .sum();
+                let got = f64::from(one[i * n + j]);
+                assert!((got - want).abs() <= 1e-4 * want.abs().max(1.0), "{got} vs {want}");
+            }
+        }
+    }
+}
