@@ -28,6 +28,12 @@ after the last step). File layout and manifest: README.md.
   tensor bounds, `Erf` (GELU) and `Selu`, with a variable clipped in place. 2 steps.
 - tf2_scan_split_where: `Cumsum` (plain, exclusive + reverse), `Cumprod`, `SplitV` with an inferred
   size, and one-argument `Where` (data-dependent output shape). 2 steps.
+- tf2_einsum_attention: Keras MultiHeadAttention's einsums written out (EinsumDense projections,
+  "aecd,abcd->acbe" scores, softmax, context, output projection) in a training step whose gradients
+  are einsums too, plus an ellipsis-broadcast, an implicit-output and a one-operand equation.
+  2 steps, batch 3.
+- tf2_segment_topk_assert: sorted `Segment{Sum,Mean,Max,Min,Prod}` with an empty segment, `TopKV2`
+  with ties, and the `Assert` ops of `tf.debugging.assert_*` (passing). 2 steps.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -265,15 +271,75 @@ def tf2_scan_split_where():
     write("tf2_scan_split_where", step.get_concrete_function(), variables, feeds, 2)
 
 
+def tf2_einsum_attention():
+    wq = tf.Variable(np.zeros((8, 2, 4), np.float32), name="wq")
+    wk = tf.Variable(np.zeros((8, 2, 4), np.float32), name="wk")
+    wv = tf.Variable(np.zeros((8, 2, 4), np.float32), name="wv")
+    wo = tf.Variable(np.zeros((2, 4, 8), np.float32), name="wo")
+    params = [wq, wk, wv, wo]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 5, 8], tf.float32, name="x")])
+    def step(x):
+        with tf.GradientTape() as tape:
+            # Keras MultiHeadAttention's einsums: EinsumDense projections, scores, context, output.
+            q = tf.einsum("abc,cde->abde", x, wq) * 0.5
+            k = tf.einsum("abc,cde->abde", x, wk)
+            v = tf.einsum("abc,cde->abde", x, wv)
+            scores = tf.nn.softmax(tf.einsum("aecd,abcd->acbe", k, q), axis=-1)
+            ctx = tf.einsum("acbe,aecd->abcd", scores, v)
+            out = tf.einsum("abcd,cde->abe", ctx, wo)
+            loss = tf.reduce_mean(tf.square(out - x))
+        grads = tape.gradient(loss, params)
+        for p, g in zip(params, grads):
+            p.assign_sub(0.2 * g)
+        # Ellipsis broadcasting, an implicit-output equation and a one-operand sum.
+        extra = tf.einsum("...ij,...jk->...ik", scores, tf.ones([1, 5, 3])) + tf.einsum("ij,jk", x[0], wq[:, 0, :2])[None, :, :1]
+        return loss, out, extra, tf.einsum("abcd->ad", ctx)
+
+    rng = np.random.default_rng(17)
+    variables = [(w, rng.standard_normal(w.shape).astype(np.float32) * 0.3) for w in params]
+    feeds = {"x": rng.standard_normal((3, 5, 8)).astype(np.float32)}
+    write("tf2_einsum_attention", step.get_concrete_function(), variables, feeds, 2)
+
+
+def tf2_segment_topk_assert():
+    table = tf.Variable(np.zeros((4, 3), np.float32), name="table")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x"),
+                                  tf.TensorSpec([None], tf.int32, name="ids")])
+    def step(x, ids):
+        tf.debugging.assert_non_negative(ids, message="ids must be non-negative")
+        tf.debugging.assert_equal(tf.shape(x)[0], tf.shape(ids)[0])
+        s = tf.math.segment_sum(x, ids)
+        m = tf.math.segment_mean(x, ids)
+        mx = tf.math.segment_max(x, ids)
+        mn = tf.math.segment_min(x * 2.0, ids)
+        p = tf.math.segment_prod(x + 1.0, ids)
+        values, indices = tf.math.top_k(tf.reshape(x, [-1]) + table[0, 0], k=4)
+        v2, i2 = tf.math.top_k(table, k=2)
+        table.assign_add(tf.pad(s, [[0, 4 - tf.shape(s)[0]], [0, 0]]) * 0.5)
+        return s, m, mx, mn, p, values, indices, v2, i2
+
+    rng = np.random.default_rng(18)
+    variables = [(table, rng.standard_normal((4, 3)).astype(np.float32))]
+    # Segment 1 is empty (Max/Min/Mean give 0 there); ties in x exercise TopK's index order.
+    x = rng.standard_normal((6, 3)).astype(np.float32)
+    x[4, 1] = x[2, 0]
+    feeds = {"x": x, "ids": np.array([0, 0, 2, 2, 2, 3], np.int32)}
+    write("tf2_segment_topk_assert", step.get_concrete_function(), variables, feeds, 2)
+
+
+FIXTURES = [tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
+            tf2_keras_cnn, tf2_einsum_attention, tf2_segment_topk_assert]
+
+
 def main():
+    """Writes every fixture, or only those named on the command line."""
     print("TensorFlow", tf.__version__)
-    tf2_scan_split_where()
-    tf2_pad_clip_erf()
-    tf2_control_flow()
-    tf2_linear_step()
-    tf2_mlp_sgd()
-    tf2_keras_adam()
-    tf2_keras_cnn()
+    import sys
+    for f in FIXTURES:
+        if len(sys.argv) == 1 or f.__name__ in sys.argv[1:]:
+            f()
 
 
 if __name__ == "__main__":

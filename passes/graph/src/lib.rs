@@ -11,6 +11,7 @@ pub mod arith;
 mod attr;
 mod dtype;
 pub mod effects;
+pub mod einsum;
 pub mod function;
 mod graph;
 pub mod infer;

@@ -785,6 +785,134 @@ fn unsorted_segment<T: Num>(r: SegmentReduce, data: &Tensor, ids: &Tensor, num: 
     Ok(tensor_of(shape, v))
 }
 
+/// `Segment{Sum,Prod,Max,Min,Mean}`: like the unsorted ops over `last id + 1` segments, but
+/// the ids must be a non-decreasing vector of non-negative values (TensorFlow's checks),
+/// and empty segments are 0 for Max, Min and Mean (Sum 0, Prod 1 as before).
+fn sorted_segment<T: Num>(r: SegmentReduce, mean: bool, data: &Tensor, ids: &Tensor) -> KResult<Tensor> {
+    if ids.rank() != 1 {
+        return Err(KernelError::invalid(format!(
+            "segment_ids should be a vector, not shape {}",
+            super::shape_ops::debug_shape(&ids.shape)
+        )));
+    }
+    if data.rank() == 0 || data.shape[0] != ids.shape[0] {
+        return Err(KernelError::invalid(format!(
+            "segment_ids should be the same size as dimension 0 of input: {} vs {}",
+            ids.shape[0],
+            super::shape_ops::debug_shape(&data.shape)
+        )));
+    }
+    let seg = int_values(ids, "segment_ids")?;
+    for (i, w) in seg.windows(2).enumerate() {
+        if w[1] < w[0] {
+            return Err(KernelError::invalid(format!(
+                "segment ids are not increasing: segment_ids[{}] = {} after {}",
+                i + 1,
+                w[1],
+                w[0]
+            )));
+        }
+    }
+    if let Some(&s) = seg.first().filter(|&&s| s < 0) {
+        return Err(KernelError::invalid(format!("segment ids must be >= 0, got {s}")));
+    }
+    let num = seg.last().map_or(0, |&l| l as usize + 1);
+    let mut out = unsorted_segment::<T>(r, data, ids, num)?;
+    let inner: usize = data.shape[1..].iter().product();
+    let mut count = vec![0usize; num];
+    for &s in &seg {
+        count[s as usize] += 1;
+    }
+    let v = T::vec_mut(&mut out.data);
+    for (k, &c) in count.iter().enumerate() {
+        let row = &mut v[k * inner..(k + 1) * inner];
+        if c == 0 && matches!(r, SegmentReduce::Max | SegmentReduce::Min) {
+            row.iter_mut().for_each(|x| *x = T::zero());
+        } else if mean && c > 0 {
+            let n = T::from_i64(c as i64);
+            row.iter_mut().for_each(|x| *x = x.div(n));
+        }
+    }
+    Ok(out)
+}
+
+/// `TopKV2`: the `k` largest entries of each innermost row, largest first, ties by lower
+/// index (TensorFlow's stable order; NaN counts as larger than every number), and their
+/// indices as `index_type`.
+fn top_k<T: Elem>(x: &Tensor, k: usize, index_type: autoclust_graph::DType) -> KResult<Outputs> {
+    let Some(&n) = x.shape.last() else {
+        return Err(KernelError::invalid("input must be at least 1-D"));
+    };
+    if k > n {
+        return Err(KernelError::invalid(format!("input must have at least k columns. Had {n}, needed {k}")));
+    }
+    let rows = x.num_elements().checked_div(n).unwrap_or(0);
+    let v = T::slice(x);
+    let mut vals = Vec::with_capacity(rows * k);
+    let mut idx: Vec<i64> = Vec::with_capacity(rows * k);
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    for r in 0..rows {
+        let row = &v[r * n..(r + 1) * n];
+        order.clear();
+        order.extend(0..n);
+        let key = |i: usize| {
+            let f = row[i].to_f64();
+            if f.is_nan() {
+                f64::INFINITY
+            } else {
+                f
+            }
+        };
+        order.sort_by(|&a, &b| {
+            let (ka, kb) = (key(a), key(b));
+            let nan = |i: usize| row[i].to_f64().is_nan();
+            kb.partial_cmp(&ka).unwrap_or(std::cmp::Ordering::Equal).then(nan(b).cmp(&nan(a))).then(a.cmp(&b))
+        });
+        for &i in &order[..k] {
+            vals.push(row[i]);
+            idx.push(i as i64);
+        }
+    }
+    let mut shape = x.shape.clone();
+    *shape.last_mut().expect("rank >= 1") = k;
+    let indices = match index_type {
+        autoclust_graph::DType::Int64 => tensor_of(shape.clone(), idx),
+        autoclust_graph::DType::Int32 => {
+            tensor_of(shape.clone(), idx.into_iter().map(|i| i as i32).collect::<Vec<_>>())
+        }
+        d => return Err(KernelError::DType(d)),
+    };
+    Ok(Outputs::from_vec(vec![tensor_of(shape, vals), indices]))
+}
+
+/// The text of a failed `Assert`: each data tensor as TensorFlow prints it — strings as
+/// they are, other tensors as their first `summarize` elements in brackets.
+fn assert_message(data: &[Tensor], summarize: usize) -> String {
+    data.iter()
+        .map(|t| match &t.data {
+            autoclust_graph::TensorData::Str(v) => {
+                v.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect::<Vec<_>>().join(" ")
+            }
+            d => {
+                use autoclust_graph::TensorData as D;
+                let n = t.num_elements();
+                let shown: Vec<String> = (0..n.min(summarize))
+                    .map(|i| match d {
+                        D::F32(v) => v[i].to_string(),
+                        D::F64(v) => v[i].to_string(),
+                        D::I32(v) => v[i].to_string(),
+                        D::I64(v) => v[i].to_string(),
+                        D::Bool(v) => (if v[i] { "1" } else { "0" }).to_string(),
+                        _ => "?".to_string(),
+                    })
+                    .collect();
+                format!("[{}{}]", shown.join(" "), if n > summarize { "..." } else { "" })
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `Unique`: the distinct elements of a vector in order of first occurrence, and
 /// for each element the position of its value in that list.
 fn unique<T: Elem>(x: &Tensor, out_idx: autoclust_graph::DType) -> KResult<Outputs> {
@@ -1096,6 +1224,59 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(dispatch_num!(inp[0].dtype, unsorted_segment(r, &inp[0], &inp[1], num as usize))?)
             })
         }
+        "SegmentSum" | "SegmentProd" | "SegmentMax" | "SegmentMin" | "SegmentMean" => {
+            let (r, mean) = match node.op.as_str() {
+                "SegmentSum" => (SegmentReduce::Sum, false),
+                "SegmentMean" => (SegmentReduce::Sum, true),
+                "SegmentProd" => (SegmentReduce::Prod, false),
+                "SegmentMax" => (SegmentReduce::Max, false),
+                _ => (SegmentReduce::Min, false),
+            };
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                one(dispatch_num!(inp[0].dtype, sorted_segment(r, mean, &inp[0], &inp[1]))?)
+            })
+        }
+        "TopKV2" | "TopK" => {
+            let index_type = super::attr_type_or(node, "index_type", autoclust_graph::DType::Int32)?;
+            let k_attr = (node.op == "TopK").then(|| super::attr_int_or(node, "k", 0)).transpose()?;
+            Box::new(move |inp: Inputs| {
+                let k = match k_attr {
+                    Some(k) => {
+                        arity(&inp, 1)?;
+                        k
+                    }
+                    None => {
+                        arity(&inp, 2)?;
+                        if inp[1].rank() != 0 {
+                            return Err(KernelError::invalid("k must be a scalar"));
+                        }
+                        int_scalar(&inp[1], "k")?
+                    }
+                };
+                if k < 0 {
+                    return Err(KernelError::invalid(format!("Need k >= 0, got {k}")));
+                }
+                dispatch_num!(inp[0].dtype, top_k(&inp[0], k as usize, index_type))
+            })
+        }
+        "Assert" => {
+            let summarize = super::attr_int_or(node, "summarize", 3)?.max(0) as usize;
+            Box::new(move |inp: Inputs| {
+                let Some(cond) = inp.first() else { return Err(KernelError::invalid("Assert needs a condition")) };
+                if cond.dtype != autoclust_graph::DType::Bool || cond.num_elements() != 1 {
+                    return Err(KernelError::invalid(format!(
+                        "In[0] should be a scalar bool, got {} of shape {}",
+                        cond.dtype,
+                        super::shape_ops::debug_shape(&cond.shape)
+                    )));
+                }
+                if cond.as_bool().is_some_and(|b| b[0]) {
+                    return Ok(Outputs::new());
+                }
+                Err(KernelError::invalid(format!("assertion failed: {}", assert_message(&inp[1..], summarize))))
+            })
+        }
         "Unique" => {
             let out_idx = super::attr_type_or(node, "out_idx", autoclust_graph::DType::Int32)?;
             Box::new(move |inp: Inputs| {
@@ -1125,6 +1306,61 @@ mod tests {
     }
     fn v(x: &[i32]) -> Tensor {
         Tensor::from_i32(vec![x.len()], x.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn sorted_segments_fill_empty_segments_with_zero_and_check_the_ids() {
+        let data = Tensor::from_f32(vec![4, 2], vec![1., -2., 3., -4., 5., 6., -7., 8.]).unwrap();
+        let ids = v(&[0, 0, 2, 2]);
+        let run = |op: &str| run1(&node(op, &[]), &[data.clone(), ids.clone()]);
+        assert_eq!(run("SegmentSum").unwrap().as_f32().unwrap(), &[4., -6., 0., 0., -2., 14.]);
+        assert_eq!(run("SegmentMean").unwrap().as_f32().unwrap(), &[2., -3., 0., 0., -1., 7.]);
+        assert_eq!(run("SegmentMax").unwrap().as_f32().unwrap(), &[3., -2., 0., 0., 5., 8.]);
+        assert_eq!(run("SegmentMin").unwrap().as_f32().unwrap(), &[1., -4., 0., 0., -7., 6.]);
+        assert_eq!(run("SegmentProd").unwrap().as_f32().unwrap(), &[3., 8., 1., 1., -35., 48.]);
+        let e = run1(&node("SegmentSum", &[]), &[data.clone(), v(&[0, 2, 1, 3])]).unwrap_err().to_string();
+        assert!(e.contains("not increasing"), "{e}");
+        let e = run1(&node("SegmentSum", &[]), &[data, v(&[0, 1])]).unwrap_err().to_string();
+        assert!(e.contains("same size as dimension 0"), "{e}");
+    }
+
+    #[test]
+    fn top_k_takes_the_largest_first_and_breaks_ties_by_index() {
+        let x = Tensor::from_f32(vec![2, 4], vec![1., 3., 3., 2., f32::NAN, -1., 5., 5.]).unwrap();
+        let out =
+            prepare(&node("TopKV2", &[])).unwrap().unwrap()(smallvec::smallvec![x.clone(), Tensor::scalar_i32(3)])
+                .unwrap();
+        let vals = out[0].as_f32().unwrap();
+        assert_eq!(&vals[..3], &[3., 3., 2.]);
+        assert!(vals[3].is_nan() && vals[4] == 5. && vals[5] == 5.);
+        assert_eq!(out[1].as_i32().unwrap(), &[1, 2, 3, 0, 2, 3]);
+        let e =
+            prepare(&node("TopKV2", &[])).unwrap().unwrap()(smallvec::smallvec![x, Tensor::scalar_i32(5)]).unwrap_err();
+        assert!(e.to_string().contains("at least k columns"), "{e}");
+    }
+
+    #[test]
+    fn a_false_assert_fails_with_its_data() {
+        let f = prepare(&node("Assert", &[("summarize", AttrValue::I(2))])).unwrap().unwrap();
+        let msg = Tensor {
+            dtype: DType::String,
+            shape: vec![],
+            data: autoclust_graph::TensorData::Str(std::sync::Arc::new(vec![b"x must be positive".to_vec()])),
+        };
+        let x = Tensor::from_f32(vec![3], vec![-1., 2., 3.]).unwrap();
+        let ok = Tensor {
+            dtype: DType::Bool,
+            shape: vec![],
+            data: autoclust_graph::TensorData::Bool(std::sync::Arc::new(vec![true])),
+        };
+        assert!(f(smallvec::smallvec![ok, msg.clone(), x.clone()]).unwrap().is_empty());
+        let no = Tensor {
+            dtype: DType::Bool,
+            shape: vec![],
+            data: autoclust_graph::TensorData::Bool(std::sync::Arc::new(vec![false])),
+        };
+        let e = f(smallvec::smallvec![no, msg, x]).unwrap_err().to_string();
+        assert!(e.contains("assertion failed: x must be positive [-1 2...]"), "{e}");
     }
 
     /// The examples of TensorFlow's `tf.pad` documentation, and the errors.

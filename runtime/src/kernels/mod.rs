@@ -21,6 +21,7 @@ use crate::error::{KResult, KernelError};
 pub(crate) mod array;
 pub(crate) mod batchnorm;
 pub(crate) mod conv;
+pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod matmul;
 pub(crate) mod nn;
@@ -64,6 +65,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = matmul::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = einsum::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = reduce::prepare(node)? {

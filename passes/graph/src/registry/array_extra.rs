@@ -1,7 +1,8 @@
 //! More array ops that TensorFlow's training graphs emit: the sparse-gradient ops of
 //! embedding lookups (`Unique`, `UnsortedSegment{Sum,Max,Min,Prod}`), `InvertPermutation`
 //! (transpose gradients), `OneHot`, and the N-d resource scatters
-//! (`ResourceScatterNd{Add,Sub,Update}`). Signatures and shape functions follow the ops'
+//! (`ResourceScatterNd{Add,Sub,Update}`), `Einsum` (Keras attention and `EinsumDense`), the
+//! sorted `Segment*` reductions, `TopKV2`/`TopK` and `Assert`. Signatures and shape functions follow the ops'
 //! `REGISTER_OP`s in TensorFlow's `array_ops.cc`, `math_ops.cc` and `state_ops.cc`:
 //! unknown ranks and dimensions stay unknown, and a shape function fails only where
 //! TensorFlow's would.
@@ -170,6 +171,56 @@ fn scatter_nd(c: &InferCtx<'_>) -> Shapes {
     Ok(Vec::new())
 }
 
+/// `Einsum`: the output axes of the equation, sized from the operands (see [`crate::einsum`]).
+fn einsum(c: &InferCtx<'_>) -> Shapes {
+    let eq = c.node.attr("equation").and_then(|a| a.as_str()).ok_or("the 'equation' attribute is missing")?;
+    let dims: Option<Vec<&[Dim]>> = (0..c.inputs.len()).map(|i| dims_of(c.shape(i))).collect();
+    let Some(dims) = dims else { return one(Shape::unknown()) };
+    let ranks: Vec<usize> = dims.iter().map(|d| d.len()).collect();
+    let e = crate::einsum::Equation::parse(eq, &ranks)?;
+    let sizes = e.sizes(&dims)?;
+    one(Shape::with_dims(e.output_dims(&sizes)))
+}
+
+/// `Segment*` (sorted ids): `[?] + data.shape[1:]` — the segment count is the last id + 1.
+fn sorted_segment(c: &InferCtx<'_>) -> Shapes {
+    let Some(d) = dims_of(c.shape(0)) else { return one(Shape::unknown()) };
+    if d.is_empty() {
+        return Err("data must have rank at least 1".into());
+    }
+    if let Some(i) = dims_of(c.shape(1)) {
+        if i.len() != 1 {
+            return Err(format!("segment_ids must be a vector, got {}", c.shape(1)));
+        }
+    }
+    let mut out = vec![None];
+    out.extend(&d[1..]);
+    one(Shape::with_dims(out))
+}
+
+/// `TopKV2` / `TopK`: values and indices of shape `input.shape[:-1] + [k]`.
+fn top_k(c: &InferCtx<'_>) -> Shapes {
+    let k: Dim = if c.node.op == "TopK" {
+        c.node.attr("k").and_then(|a| a.as_int())
+    } else {
+        c.value(1).and_then(|v| v.first().copied().flatten())
+    };
+    let Some(d) = dims_of(c.shape(0)) else { return Ok(vec![Shape::unknown(), Shape::unknown()]) };
+    let Some((&last, outer)) = d.split_last() else { return Err("input must be at least 1-D".into()) };
+    if let (Some(n), Some(k)) = (last, k) {
+        if k > n {
+            return Err(format!("input must have at least k columns. Had {n}, needed {k}"));
+        }
+    }
+    let mut out = outer.to_vec();
+    out.push(k);
+    Ok(vec![Shape::with_dims(out.clone()), Shape::with_dims(out)])
+}
+
+fn no_outputs(_: &InferCtx<'_>) -> Shapes {
+    Ok(Vec::new())
+}
+
 // ---------------------------------------------------------------- the table
 
 const SEGMENT_IN: &[ArgSpec] = &[a("data", T), a("segment_ids", ty("Tindices")), a("num_segments", ty("Tnumsegments"))];
@@ -181,6 +232,14 @@ const SEGMENT_MINMAX_ATTRS: &[AttrSpec] =
 const SCATTER_ND_IN: &[ArgSpec] = &[a("ref", TypeRule::Fixed(Resource)), a("indices", ty("Tindices")), a("updates", T)];
 const SCATTER_ND_ATTRS: &[AttrSpec] = &[tattr("T", None), tattr("Tindices", Some(INDEX)), bdef("use_locking", true)];
 
+const SORTED_SEGMENT_IN: &[ArgSpec] = &[a("data", T), a("segment_ids", ty("Tindices"))];
+const SORTED_SUM_ATTRS: &[AttrSpec] = &[tattr("T", Some(NUMBER)), tattr("Tindices", Some(INDEX))];
+const SORTED_MINMAX_ATTRS: &[AttrSpec] = &[tattr("T", Some(REAL)), tattr("Tindices", Some(INDEX))];
+const TOPK_OUT: &[ArgSpec] = &[a("values", T), a("indices", ty("index_type"))];
+
+const fn sorted_segment_op(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
+    op(name, OpFamily::Reduction, SORTED_SEGMENT_IN, SEGMENT_OUT, attrs, sorted_segment)
+}
 const fn segment(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
     op(name, OpFamily::Reduction, SEGMENT_IN, SEGMENT_OUT, attrs, unsorted_segment)
 }
@@ -219,6 +278,65 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("output", T)],
         &[idef("axis", -1), tattr("T", None), tdef("TI", Int64, ONE_HOT_INDEX)],
         one_hot,
+    ),
+    sorted_segment_op("SegmentSum", SORTED_SUM_ATTRS),
+    sorted_segment_op("SegmentProd", SORTED_SUM_ATTRS),
+    sorted_segment_op("SegmentMean", SORTED_SUM_ATTRS),
+    sorted_segment_op("SegmentMax", SORTED_MINMAX_ATTRS),
+    sorted_segment_op("SegmentMin", SORTED_MINMAX_ATTRS),
+    op(
+        "TopKV2",
+        OpFamily::Shape,
+        &[a("input", T), a("k", ty("Tk"))],
+        TOPK_OUT,
+        &[
+            bdef("sorted", true),
+            tattr("T", Some(REAL)),
+            tdef("Tk", Int32, &[Int16, Int32, Int64]),
+            tdef("index_type", Int32, &[Int16, Int32, Int64]),
+        ],
+        top_k,
+    ),
+    op(
+        "TopK",
+        OpFamily::Shape,
+        &[a("input", T)],
+        TOPK_OUT,
+        &[
+            AttrSpec { name: "k", kind: AttrKind::Int, default: AttrDefault::Required, allowed: None },
+            bdef("sorted", true),
+            tattr("T", Some(REAL)),
+            tdef("index_type", Int32, &[Int16, Int32, Int64]),
+        ],
+        top_k,
+    ),
+    // `Assert` is stateful in TensorFlow (it must not be pruned or reordered past its
+    // control edges); a false condition fails the run with the data as its message.
+    OpSchema {
+        is_stateful: true,
+        ..op(
+            "Assert",
+            OpFamily::Control,
+            &[a("condition", TypeRule::Fixed(crate::DType::Bool)), a("data", TypeRule::ListAttr("T"))],
+            &[],
+            &[
+                AttrSpec { name: "T", kind: AttrKind::ListType, default: AttrDefault::Required, allowed: None },
+                idef("summarize", 3),
+            ],
+            no_outputs,
+        )
+    },
+    op(
+        "Einsum",
+        OpFamily::Shape,
+        &[ArgSpec { name: "inputs", ty: T, number_attr: Some("N") }],
+        &[a("output", T)],
+        &[
+            AttrSpec { name: "equation", kind: AttrKind::String, default: AttrDefault::Required, allowed: None },
+            AttrSpec { name: "N", kind: AttrKind::Int, default: AttrDefault::Required, allowed: None },
+            tattr("T", Some(NUMBER)),
+        ],
+        einsum,
     ),
     scatter_nd_op("ResourceScatterNdAdd"),
     scatter_nd_op("ResourceScatterNdSub"),
