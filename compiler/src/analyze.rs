@@ -846,6 +846,26 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             shape.insert(axis, ins.len());
             Ok(kernel(KernelOp::Pack { axis }, (0..ins.len()).collect(), vec![vi(first.dtype, shape)]))
         }
+        "Einsum" => {
+            let eq = node
+                .attr("equation")
+                .and_then(|a| a.as_str())
+                .ok_or_else(|| CompileError::unsupported(node, "the 'equation' attribute is missing"))?;
+            let ranks: Vec<usize> = ins.iter().map(|v| v.shape.len()).collect();
+            let equation = autoclust_graph::einsum::Equation::parse(eq, &ranks)
+                .map_err(|e| CompileError::Invalid(format!("node '{}': {e}", node.name)))?;
+            let first = ins.first().ok_or_else(|| CompileError::unsupported(node, "Einsum needs an operand"))?;
+            if !matches!(first.dtype, DType::Float32 | DType::Float64) || ins.iter().any(|v| v.dtype != first.dtype) {
+                return Err(CompileError::unsupported(node, "Einsum is compiled for float32 and float64 operands"));
+            }
+            let dims: Vec<Vec<Option<i64>>> =
+                ins.iter().map(|v| v.shape.iter().map(|&d| Some(d as i64)).collect()).collect();
+            let refs: Vec<&[Option<i64>]> = dims.iter().map(Vec::as_slice).collect();
+            let sizes =
+                equation.sizes(&refs).map_err(|e| CompileError::Invalid(format!("node '{}': {e}", node.name)))?;
+            let shape: Vec<usize> = equation.output_dims(&sizes).iter().map(|d| d.unwrap_or(1) as usize).collect();
+            Ok(kernel(KernelOp::Einsum { equation }, (0..ins.len()).collect(), vec![vi(first.dtype, shape)]))
+        }
         "GatherV2" | "Gather" => {
             need(2)?;
             let (p, idx) = (&ins[0], &ins[1]);
@@ -983,81 +1003,42 @@ pub fn broadcast_strides(from: &[usize], to: &[usize]) -> Vec<isize> {
     (0..to.len()).map(|d| if d < off || from[d - off] == 1 && to[d] != 1 { 0 } else { st[d - off] as isize }).collect()
 }
 
+/// StridedSlice as a strided view (TensorFlow's index arithmetic, ellipsis and new-axis
+/// masks included, from the graph crate's [`autoclust_graph::registry::strided_slice`], the
+/// same code the shape function runs): one loop dimension per input dimension (an indexed
+/// one has size 1, a new axis none — it only reshapes the output).
 fn strided_slice(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileError> {
     let x = &ins[0];
-    let begin = int_const(node, &ins[1], "begin")?;
-    let end = int_const(node, &ins[2], "end")?;
-    let strides = int_const(node, &ins[3], "strides")?;
     let mask = |n: &str| attr_int(node, n).unwrap_or(0);
-    if mask("ellipsis_mask") != 0 || mask("new_axis_mask") != 0 {
-        return Err(CompileError::unsupported(node, "StridedSlice with ellipsis or new-axis masks"));
-    }
-    let (bm, em, sm) = (mask("begin_mask"), mask("end_mask"), mask("shrink_axis_mask"));
-    let r = x.shape.len();
-    if begin.len() > r || end.len() != begin.len() || strides.len() != begin.len() {
-        return Err(CompileError::Invalid(format!("node '{}': bad StridedSlice operands", node.name)));
-    }
+    let spec = autoclust_graph::registry::SliceSpec {
+        begin: int_const(node, &ins[1], "begin")?,
+        end: int_const(node, &ins[2], "end")?,
+        strides: int_const(node, &ins[3], "strides")?,
+        begin_mask: mask("begin_mask"),
+        end_mask: mask("end_mask"),
+        ellipsis_mask: mask("ellipsis_mask"),
+        new_axis_mask: mask("new_axis_mask"),
+        shrink_axis_mask: mask("shrink_axis_mask"),
+    };
+    let input: Vec<Option<i64>> = x.shape.iter().map(|&d| Some(d as i64)).collect();
+    let out = autoclust_graph::registry::strided_slice(&input, &spec)
+        .map_err(|e| CompileError::Invalid(format!("node '{}': {e}", node.name)))?;
     let st = strides_of(&x.shape);
-    let mut dims = Vec::new();
-    let mut out_shape = Vec::new();
-    let mut kstrides = Vec::new();
+    let mut dims = Vec::with_capacity(out.dense.len());
+    let mut kstrides = Vec::with_capacity(out.dense.len());
     let mut offset = 0isize;
-    for d in 0..r {
-        let n = x.shape[d] as i64;
-        if d >= begin.len() {
-            dims.push(n as usize);
-            out_shape.push(n as usize);
-            kstrides.push(st[d] as isize);
-            continue;
-        }
-        let s = strides[d];
-        if s == 0 {
-            return Err(CompileError::Invalid(format!("node '{}': stride 0", node.name)));
-        }
-        let norm = |i: i64| if i < 0 { i + n } else { i };
-        let (lo, hi) = if s > 0 { (0, n) } else { (-1, n - 1) };
-        let shrink = sm & (1 << d) != 0;
-        let mut b = if bm & (1 << d) != 0 && !shrink {
-            if s > 0 {
-                lo
-            } else {
-                hi
-            }
-        } else {
-            norm(begin[d]).clamp(lo, hi)
+    for (d, ds) in out.dense.iter().enumerate() {
+        let (Some(b), Some(count)) = (ds.begin, ds.size) else {
+            return Err(CompileError::Invalid(format!("node '{}': slice of an unknown dimension", node.name)));
         };
-        let e = if shrink {
-            b = norm(begin[d]);
-            if b < 0 || b >= n {
-                return Err(CompileError::Invalid(format!("node '{}': index out of range", node.name)));
-            }
-            b + 1
-        } else if em & (1 << d) != 0 {
-            if s > 0 {
-                hi
-            } else {
-                lo
-            }
-        } else {
-            norm(end[d]).clamp(lo, hi)
-        };
-        let count = if shrink {
-            1
-        } else if s > 0 {
-            ((e - b).max(0) + s - 1) / s
-        } else {
-            ((b - e).max(0) + (-s) - 1) / (-s)
-        } as usize;
         offset += b.max(0) as isize * st[d] as isize;
-        dims.push(count);
-        kstrides.push(s as isize * st[d] as isize);
-        if !shrink {
-            out_shape.push(count);
-        }
+        dims.push(count as usize);
+        kstrides.push(ds.stride as isize * st[d] as isize);
     }
     if dims.contains(&0) {
         offset = 0;
     }
+    let out_shape = out.shape.iter().map(|d| d.unwrap_or(1) as usize).collect();
     Ok(kernel(KernelOp::Strided { dims, strides: kstrides, offset }, vec![0], vec![vi(x.dtype, out_shape)]))
 }
 

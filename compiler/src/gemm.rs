@@ -1,5 +1,5 @@
 //! GEMM for compiled clusters and the interpreter: `matrixmultiply`'s single-threaded
-//! kernels, split across the calling rayon pool.
+//! kernels (a plain wrapping loop for int32/int64), split across the calling rayon pool.
 //!
 //! `matrixmultiply` can thread itself (its `threading` feature), but with a pool of its own:
 //! on a 2-core machine that pool and rayon's (the executor's and the JIT's loop splitting)
@@ -72,6 +72,42 @@ impl GemmElem for f64 {
         unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1) }
     }
 }
+
+/// Integers multiply in a plain loop with wrapping arithmetic (TensorFlow's int MatMul is
+/// Eigen's, which wraps in practice; integer products are small and rare).
+macro_rules! int_kernel {
+    ($($t:ty),*) => {$(
+        impl GemmElem for $t {
+            unsafe fn kernel(
+                m: usize,
+                k: usize,
+                n: usize,
+                a: *const $t,
+                rsa: isize,
+                csa: isize,
+                b: *const $t,
+                rsb: isize,
+                csb: isize,
+                c: *mut $t,
+                rsc: isize,
+            ) {
+                for i in 0..m as isize {
+                    for j in 0..n as isize {
+                        let mut acc: $t = 0;
+                        for p in 0..k as isize {
+                            // SAFETY: the indices stay inside the matrices the caller described.
+                            let (x, y) = unsafe { (*a.offset(i * rsa + p * csa), *b.offset(p * rsb + j * csb)) };
+                            acc = acc.wrapping_add(x.wrapping_mul(y));
+                        }
+                        // SAFETY: as above, for C.
+                        unsafe { *c.offset(i * rsc + j) = acc };
+                    }
+                }
+            }
+        }
+    )*};
+}
+int_kernel!(i32, i64);
 
 /// Multiply-adds below which a product runs on the calling thread (a rayon task costs a
 /// few microseconds; 2^18 multiply-adds take about that long on one core).

@@ -45,6 +45,8 @@ pub enum KernelOp {
     /// TensorScatter{Add,Sub,Update,Max,Min}: (tensor, indices `[..., K]`, updates) — a copy
     /// of `tensor` with each indexed slice `tensor[i_0..i_K-1, ...]` combined with its update.
     Scatter { kind: ScatterKind },
+    /// Einsum of one or two operands (see [`crate::einsum`]).
+    Einsum { equation: autoclust_graph::einsum::Equation },
 }
 
 /// How a TensorScatter op combines an update with the existing slice.
@@ -297,6 +299,7 @@ impl KernelOp {
                 };
                 Ok(vec![t.map_err(|e| err(e.to_string()))?])
             }
+            KernelOp::Einsum { equation } => Ok(vec![crate::einsum::einsum(equation, inputs).map_err(err)?]),
             KernelOp::Gather { axis } => {
                 let params = inputs[0];
                 let idx = inputs[1].to_i64_vec().ok_or_else(|| err("indices must be int32 or int64"))?;

@@ -66,6 +66,7 @@
 pub mod analyze;
 mod buffers;
 mod codegen;
+pub mod einsum;
 pub mod gemm;
 pub mod kernels;
 pub mod math;

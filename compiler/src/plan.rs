@@ -220,15 +220,7 @@ pub(crate) fn build(
                     constants.push((*v, o.konst.clone().expect("constant")));
                 }
             }
-            NodeKind::View => steps.push((
-                pos,
-                Step {
-                    name: node.name.clone(),
-                    kind: StepKind::View,
-                    inputs: vec![val(node.inputs[0])],
-                    outputs: outs,
-                },
-            )),
+            NodeKind::View => steps.push((pos, view_step(&node.name, val(node.inputs[0]), outs))),
             NodeKind::Kernel { op, data_inputs } => steps.push((
                 pos,
                 Step {
@@ -282,15 +274,7 @@ pub(crate) fn build(
                     // A lone Identity (a ReadVariableOp of the original graph, say, whose value
                     // feeds a GEMM) aliases its operand: tensors are immutable, so a copy would
                     // only cost time (a 784×256 weight copy was 10% of the MLP step).
-                    steps.push((
-                        pos,
-                        Step {
-                            name: node.name.clone(),
-                            kind: StepKind::View,
-                            inputs: vec![val(node.inputs[0])],
-                            outputs: outs,
-                        },
-                    ));
+                    steps.push((pos, view_step(&node.name, val(node.inputs[0]), outs)));
                     continue;
                 }
                 let (spec, ext, live) = fused_spec(body, an, &groups[g], &group_of, g, &vid, &consumers)?;
@@ -381,6 +365,11 @@ pub(crate) fn build(
     }
     let pools = (0..types.len()).map(|_| BufferPool::default()).collect();
     Ok(Program { steps, fns, types, args, constants, retvals, free_after, threads, pools, _code: code })
+}
+
+/// A step whose output shares its input's buffer (tensors are immutable).
+fn view_step(name: &str, input: ValueId, outputs: Vec<ValueId>) -> Step {
+    Step { name: name.to_string(), kind: StepKind::View, inputs: vec![input], outputs }
 }
 
 fn gemm_spec(a: &[usize], b: &[usize], ta: bool, tb: bool, threads: usize) -> GemmSpec {

@@ -406,3 +406,61 @@ fn tile_repeats_along_every_axis() {
         assert_eq!(got[0].as_f32().unwrap(), want.as_slice(), "multiples {multiples:?}");
     }
 }
+
+/// `x[None, ..., 1:3]` (new axis + ellipsis), `x[..., 0]` (ellipsis + shrink) and a compiled
+/// two-operand Einsum, against values computed here.
+#[test]
+fn strided_slice_masks_and_einsum() {
+    let x = rand_f32(2 * 3 * 4, 9, -1.0, 1.0);
+    let y = rand_f32(4 * 5, 10, -1.0, 1.0);
+    let eq = |s: &str| ("equation", AttrValue::S(s.as_bytes().to_vec()));
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        arg("y", 1, DType::Float32),
+        ints("b1", &[0, 0, 1]),
+        ints("e1", &[0, 0, 3]),
+        ints("s1", &[1, 1, 1]),
+        node(
+            "na",
+            "StridedSlice",
+            &["x", "b1", "e1", "s1"],
+            vec![("new_axis_mask", AttrValue::I(1)), ("ellipsis_mask", AttrValue::I(2))],
+        ),
+        ints("b2", &[0, 0]),
+        ints("e2", &[0, 1]),
+        ints("s2", &[1, 1]),
+        node(
+            "el",
+            "StridedSlice",
+            &["x", "b2", "e2", "s2"],
+            vec![("ellipsis_mask", AttrValue::I(1)), ("shrink_axis_mask", AttrValue::I(2))],
+        ),
+        node("es", "Einsum", &["x", "y"], vec![eq("abc,cd->bad"), ("N", AttrValue::I(2))]),
+        ret("r0", "na", 0),
+        ret("r1", "el", 1),
+        ret("r2", "es", 2),
+    ]);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![2, 3, 4]), (DType::Float32, vec![4, 5])]).unwrap();
+    assert!(f.describe().iter().any(|s| s.contains("Einsum")), "{:?}", f.describe());
+    let got = f.call(&[f32t(&[2, 3, 4], x.clone()), f32t(&[4, 5], y.clone())]).unwrap();
+    let at = |i: usize, j: usize, k: usize| x[i * 12 + j * 4 + k];
+    assert_eq!(got[0].shape, vec![1, 2, 3, 2]);
+    let na: Vec<f32> = (0..2)
+        .flat_map(|i| (0..3).flat_map(move |j| (1..3).map(move |k| (i, j, k))))
+        .map(|(i, j, k)| at(i, j, k))
+        .collect();
+    assert_eq!(got[0].as_f32().unwrap(), &na[..]);
+    assert_eq!(got[1].shape, vec![2, 3]);
+    let el: Vec<f32> = (0..2).flat_map(|i| (0..3).map(move |j| (i, j))).map(|(i, j)| at(i, j, 0)).collect();
+    assert_eq!(got[1].as_f32().unwrap(), &el[..]);
+    assert_eq!(got[2].shape, vec![3, 2, 5]);
+    let mut es = Vec::new();
+    for b in 0..3 {
+        for a in 0..2 {
+            for d in 0..5 {
+                es.push((0..4).map(|c| at(a, b, c) * y[c * 5 + d]).sum::<f32>());
+            }
+        }
+    }
+    assert_close(got[2].as_f32().unwrap(), &es, 1e-5, "einsum");
+}

@@ -1,7 +1,7 @@
 //! Which nodes the clusterer may put in a cluster, and why the others may not.
 //!
 //! A node is a *candidate* iff the JIT can compile it as part of a pure
-//! function: its op is in [`is_jit_op`]'s set (elementwise math, matmul,
+//! function: its op is in [`is_jit_op`]'s set (elementwise math, matmul, einsum,
 //! reductions, shape ops, softmax/loss and their gradients, identities,
 //! constants, and the variable ops the bridge can snapshot and write back),
 //! it calls no function, every output and every data input has a known
@@ -39,7 +39,7 @@ pub fn is_jit_op(op: &str) -> bool {
             | "Equal" | "NotEqual" | "Less" | "LessEqual" | "Greater" | "GreaterEqual" | "LogicalAnd"
             | "LogicalOr" | "LogicalNot"
             // Linear algebra.
-            | "MatMul" | "BiasAdd" | "BiasAddGrad"
+            | "MatMul" | "BiasAdd" | "BiasAddGrad" | "Einsum"
             // Reductions.
             | "Sum" | "Mean" | "Max" | "Min" | "Prod" | "ArgMax"
             // Shapes and data movement.

@@ -33,9 +33,10 @@ pub(crate) trait Gemm: Sized {
     );
 }
 
-/// Floats go through the compiler's GEMM (matrixmultiply's kernels, split across the
+/// Every element type goes through the compiler's GEMM (`autoclust_compiler::gemm`:
+/// matrixmultiply's kernels for floats, a wrapping loop for integers, split across the
 /// executor's rayon pool for large products — the same routine compiled clusters call).
-macro_rules! float_gemm {
+macro_rules! gemm_via_compiler {
     ($($t:ty),*) => {$(
         impl Gemm for $t {
             fn gemm(
@@ -71,39 +72,7 @@ macro_rules! float_gemm {
         }
     )*};
 }
-float_gemm!(f32, f64);
-macro_rules! int_gemm {
-    ($t:ty) => {
-        impl Gemm for $t {
-            fn gemm(
-                m: usize,
-                k: usize,
-                n: usize,
-                a: &[$t],
-                rsa: isize,
-                csa: isize,
-                b: &[$t],
-                rsb: isize,
-                csb: isize,
-                c: &mut [$t],
-            ) {
-                for i in 0..m {
-                    for j in 0..n {
-                        let mut acc: $t = 0;
-                        for p in 0..k {
-                            let x = a[(i as isize * rsa + p as isize * csa) as usize];
-                            let y = b[(p as isize * rsb + j as isize * csb) as usize];
-                            acc = acc.wrapping_add(x.wrapping_mul(y));
-                        }
-                        c[i * n + j] = acc;
-                    }
-                }
-            }
-        }
-    };
-}
-int_gemm!(i32);
-int_gemm!(i64);
+gemm_via_compiler!(f32, f64, i32, i64);
 
 fn matmul_typed<T: Elem + Gemm>(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> KResult<Tensor> {
     if a.rank() != 2 || b.rank() != 2 {
