@@ -78,6 +78,39 @@ pub(crate) struct Plan {
     pub initial_ready: Vec<u32>,
     /// The deterministic order (lowest `NodeId` first among ready nodes).
     pub order: Vec<u32>,
+    /// The expensive (not [`PlanNode::cheap`]) nodes lie on one dependency chain, so no two
+    /// of them could ever run at once: a parallel schedule would only add thread hand-offs
+    /// (on a clustered training step — snapshot, cluster call, write-back — those cost
+    /// two thirds of the step), and the session runs such a plan on the calling thread.
+    pub sequential: bool,
+}
+
+/// Whether the expensive nodes of `nodes` (given in topological `order`) form one chain:
+/// each one depends, transitively, on every expensive node before it in `order`. Bounded
+/// at 64 expensive nodes (one bitset word of ancestors per node); longer plans count as
+/// parallel.
+fn expensive_nodes_form_a_chain(nodes: &[PlanNode], order: &[u32]) -> bool {
+    let mut ancestors = vec![0u64; nodes.len()];
+    let mut seen = 0u32;
+    for &i in order {
+        let i = i as usize;
+        let mut mine = ancestors[i];
+        if !nodes[i].cheap {
+            if seen == 64 {
+                return false;
+            }
+            // Every earlier expensive node must be an ancestor.
+            if mine.count_ones() != seen {
+                return false;
+            }
+            mine |= 1u64 << seen;
+            seen += 1;
+        }
+        for &s in &nodes[i].succ {
+            ancestors[s as usize] |= mine;
+        }
+    }
+    true
 }
 
 fn is_cheap(op: &str) -> bool {
@@ -279,7 +312,8 @@ impl Plan {
                 }
             })
             .collect();
-        Ok(Plan { nodes, slot_uses, fetch_slots, feeds, initial_ready, order })
+        let sequential = expensive_nodes_form_a_chain(&nodes, &order);
+        Ok(Plan { nodes, slot_uses, fetch_slots, feeds, initial_ready, order, sequential })
     }
 }
 
@@ -540,5 +574,45 @@ impl<'a> Parallel<'a, '_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nodes `0..n` with the given edges; `heavy` marks the expensive ones.
+    fn plan_nodes(n: usize, edges: &[(u32, u32)], heavy: &[u32]) -> Vec<PlanNode> {
+        (0..n as u32)
+            .map(|i| PlanNode {
+                id: NodeId(i),
+                kernel: NodeKernel::Fed(Vec::new()),
+                inputs: SmallVec::new(),
+                out_start: 0,
+                out_count: 0,
+                succ: edges.iter().filter(|e| e.0 == i).map(|e| e.1).collect(),
+                pending: edges.iter().filter(|e| e.1 == i).count() as u32,
+                cheap: !heavy.contains(&i),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_chain_of_expensive_nodes_runs_inline_and_a_fork_does_not() {
+        // snapshot(1) -> call(2) -> write-back(3), with cheap nodes 0 and 4 around them.
+        let chain = plan_nodes(5, &[(0, 1), (1, 2), (2, 3), (3, 4), (0, 2)], &[1, 2, 3]);
+        assert!(expensive_nodes_form_a_chain(&chain, &[0, 1, 2, 3, 4]));
+        // Two expensive nodes fed by one cheap node are independent.
+        let fork = plan_nodes(3, &[(0, 1), (0, 2)], &[1, 2]);
+        assert!(!expensive_nodes_form_a_chain(&fork, &[0, 1, 2]));
+        // Connected only through a cheap node still counts as a chain.
+        let via_cheap = plan_nodes(3, &[(0, 1), (1, 2)], &[0, 2]);
+        assert!(expensive_nodes_form_a_chain(&via_cheap, &[0, 1, 2]));
+        // More than 64 expensive nodes: assumed parallel.
+        let long: Vec<(u32, u32)> = (0..69).map(|i| (i, i + 1)).collect();
+        let heavy: Vec<u32> = (0..70).collect();
+        let order: Vec<u32> = (0..70).collect();
+        assert!(!expensive_nodes_form_a_chain(&plan_nodes(70, &long, &heavy), &order));
+        assert!(expensive_nodes_form_a_chain(&plan_nodes(60, &long[..59], &heavy[..60]), &order[..60]));
     }
 }

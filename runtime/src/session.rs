@@ -179,6 +179,7 @@ impl Session {
         let schedule = match (self.options.schedule_seed, self.threads) {
             (Some(seed), _) => Schedule::Seeded(seed),
             (None, 1) => Schedule::Deterministic,
+            (None, _) if plan.sequential => Schedule::Deterministic,
             (None, n) => {
                 let pool = self.pool.get_or_init(|| {
                     rayon::ThreadPoolBuilder::new()
