@@ -34,6 +34,9 @@ after the last step). File layout and manifest: README.md.
   2 steps, batch 3.
 - tf2_segment_topk_assert: sorted `Segment{Sum,Mean,Max,Min,Prod}` with an empty segment, `TopKV2`
   with ties, and the `Assert` ops of `tf.debugging.assert_*` (passing). 2 steps.
+- tf2_gather_scatter_nd: `GatherNd` (rows and elements of a variable) whose gradient is a `ScatterNd`,
+  `ScatterNd` with duplicate indices, `ReverseV2` on one and two axes, and `tf.linspace` (which
+  computes `BroadcastArgs`). 2 steps.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -329,8 +332,32 @@ def tf2_segment_topk_assert():
     write("tf2_segment_topk_assert", step.get_concrete_function(), variables, feeds, 2)
 
 
+def tf2_gather_scatter_nd():
+    table = tf.Variable(np.zeros((5, 4), np.float32), name="table")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.int32, name="idx"),
+                                  tf.TensorSpec([None, 4], tf.float32, name="x")])
+    def step(idx, x):
+        with tf.GradientTape() as tape:
+            picked = tf.gather_nd(table, idx)  # its gradient is a ScatterNd
+            rows = tf.gather_nd(table, idx[:, :1])
+            loss = tf.reduce_sum(tf.square(picked - x[:, 0])) + tf.reduce_sum(rows * tf.reverse(x, [1]))
+        g = tape.gradient(loss, table)
+        table.assign_sub(0.1 * tf.convert_to_tensor(g))
+        scattered = tf.scatter_nd(idx, x[:, 1] * 2.0, [5, 4])  # duplicate index pairs accumulate
+        ramp = tf.linspace(0.0, 1.0, tf.shape(x)[0] + 1)  # BroadcastArgs inside
+        return loss, scattered, tf.reverse(x, [0, 1]), ramp
+
+    rng = np.random.default_rng(19)
+    variables = [(table, rng.standard_normal((5, 4)).astype(np.float32))]
+    feeds = {"idx": np.array([[0, 1], [3, 2], [0, 1], [4, 3]], np.int32),
+             "x": rng.standard_normal((4, 4)).astype(np.float32)}
+    write("tf2_gather_scatter_nd", step.get_concrete_function(), variables, feeds, 2)
+
+
 FIXTURES = [tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
-            tf2_keras_cnn, tf2_einsum_attention, tf2_segment_topk_assert]
+            tf2_keras_cnn, tf2_einsum_attention, tf2_segment_topk_assert,
+            tf2_gather_scatter_nd]
 
 
 def main():

@@ -913,6 +913,106 @@ fn assert_message(data: &[Tensor], summarize: usize) -> String {
         .join(" ")
 }
 
+/// Row-major strides of `shape`.
+fn row_strides(shape: &[usize]) -> Vec<usize> {
+    let mut st = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        st[d] = st[d + 1] * shape[d + 1];
+    }
+    st
+}
+
+/// `ReverseV2`: `x` with the order of elements reversed along each axis in `axes`.
+fn reverse<T: Elem>(x: &Tensor, axes: &[usize]) -> KResult<Tensor> {
+    let v = T::slice(x);
+    let st = row_strides(&x.shape);
+    let mut out = Vec::with_capacity(v.len());
+    let mut idx = vec![0usize; x.shape.len()];
+    for _ in 0..v.len() {
+        let src: usize =
+            idx.iter().enumerate().map(|(d, &i)| if axes.contains(&d) { x.shape[d] - 1 - i } else { i } * st[d]).sum();
+        out.push(v[src]);
+        next_index(&mut idx, &x.shape);
+    }
+    Ok(tensor_of(x.shape.clone(), out))
+}
+
+/// The flat offset of each index tuple of `indices` (`[..., K]`) into the first K
+/// dimensions of `shape`, checked as TensorFlow checks them; and the slice size after them.
+fn nd_offsets(shape: &[usize], indices: &Tensor, what: &str) -> KResult<(Vec<usize>, usize, usize)> {
+    let Some(&k) = indices.shape.last() else {
+        return Err(KernelError::invalid("indices must be at least a vector"));
+    };
+    if k > shape.len() {
+        return Err(KernelError::invalid(format!(
+            "index innermost dimension length must be <= {what} rank; saw: {k} vs. {}",
+            shape.len()
+        )));
+    }
+    let idx = int_values(indices, "indices")?;
+    let st = row_strides(shape);
+    let slice: usize = shape[k..].iter().product();
+    let n: usize = indices.shape[..indices.rank() - 1].iter().product();
+    let mut offsets = Vec::with_capacity(n);
+    for t in 0..n {
+        let mut off = 0usize;
+        for d in 0..k {
+            let i = idx[t * k + d];
+            if i < 0 || i as usize >= shape[d] {
+                let tuple: Vec<String> = idx[t * k..(t + 1) * k].iter().map(|i| i.to_string()).collect();
+                return Err(KernelError::invalid(format!(
+                    "indices[{}] = [{}] does not index into {what} shape {}",
+                    index_string(&indices.shape[..indices.rank() - 1], t),
+                    tuple.join(", "),
+                    super::shape_ops::debug_shape(shape)
+                )));
+            }
+            off += i as usize * st[d];
+        }
+        offsets.push(off);
+    }
+    Ok((offsets, slice, k))
+}
+
+/// `GatherNd`: `params` sliced at each index tuple: shape `indices.shape[:-1] + params.shape[K:]`.
+/// `GatherNd` of any native dtype (also `ResourceGatherNd`'s, on the variable's value).
+pub(crate) fn gather_nd_any(params: &Tensor, indices: &Tensor) -> KResult<Tensor> {
+    dispatch_all!(params.dtype, gather_nd(params, indices))
+}
+
+fn gather_nd<T: Elem>(params: &Tensor, indices: &Tensor) -> KResult<Tensor> {
+    let (offsets, slice, k) = nd_offsets(&params.shape, indices, "params")?;
+    let v = T::slice(params);
+    let mut out = Vec::with_capacity(offsets.len() * slice);
+    for &o in &offsets {
+        out.extend_from_slice(&v[o..o + slice]);
+    }
+    let mut shape = indices.shape[..indices.rank() - 1].to_vec();
+    shape.extend(&params.shape[k..]);
+    Ok(tensor_of(shape, out))
+}
+
+/// `ScatterNd`: zeros of `shape` with each update slice added at its index tuple
+/// (duplicates accumulate).
+fn scatter_nd<T: Num>(indices: &Tensor, updates: &Tensor, shape: &[usize]) -> KResult<Tensor> {
+    let (offsets, slice, _) = nd_offsets(shape, indices, "output")?;
+    let u = T::slice(updates);
+    if u.len() != offsets.len() * slice {
+        return Err(KernelError::invalid(format!(
+            "updates must have shape indices.shape[:-1] + shape[K:]; got updates {} for indices {}",
+            super::shape_ops::debug_shape(&updates.shape),
+            super::shape_ops::debug_shape(&indices.shape)
+        )));
+    }
+    let mut out = vec![T::zero(); shape.iter().product()];
+    for (t, &o) in offsets.iter().enumerate() {
+        for j in 0..slice {
+            out[o + j] = out[o + j].add(u[t * slice + j]);
+        }
+    }
+    Ok(tensor_of(shape.to_vec(), out))
+}
+
 /// `Unique`: the distinct elements of a vector in order of first occurrence, and
 /// for each element the position of its value in that list.
 fn unique<T: Elem>(x: &Tensor, out_idx: autoclust_graph::DType) -> KResult<Outputs> {
@@ -1224,6 +1324,56 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(dispatch_num!(inp[0].dtype, unsorted_segment(r, &inp[0], &inp[1], num as usize))?)
             })
         }
+        "ReverseV2" => Box::new(|inp: Inputs| {
+            arity(&inp, 2)?;
+            let r = inp[0].rank() as i64;
+            let mut axes = Vec::new();
+            for a in int_values(&inp[1], "axis")? {
+                let ax = if a < 0 { a + r } else { a };
+                if ax < 0 || ax >= r.max(1) {
+                    return Err(KernelError::invalid(format!("'axis'[..] = {a} is out of valid range [-{r}, {r})")));
+                }
+                if axes.contains(&(ax as usize)) {
+                    return Err(KernelError::invalid(format!("axis {ax} specified more than once")));
+                }
+                axes.push(ax as usize);
+            }
+            one(dispatch_all!(inp[0].dtype, reverse(&inp[0], &axes))?)
+        }),
+        "GatherNd" => Box::new(|inp: Inputs| {
+            arity(&inp, 2)?;
+            one(gather_nd_any(&inp[0], &inp[1])?)
+        }),
+        "ScatterNd" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            let shape = int_values(&inp[2], "shape")?;
+            if shape.iter().any(|&d| d < 0) {
+                return Err(KernelError::invalid(format!("shape must be non-negative, got {shape:?}")));
+            }
+            let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+            one(dispatch_num!(inp[1].dtype, scatter_nd(&inp[0], &inp[1], &shape))?)
+        }),
+        "BroadcastArgs" => Box::new(|inp: Inputs| {
+            arity(&inp, 2)?;
+            let (a, b) = (int_values(&inp[0], "s0")?, int_values(&inp[1], "s1")?);
+            let n = a.len().max(b.len());
+            let mut out = vec![0i64; n];
+            for (i, o) in out.iter_mut().enumerate() {
+                let x = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+                let y = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+                *o = if x == y || y == 1 {
+                    x
+                } else if x == 1 {
+                    y
+                } else {
+                    return Err(KernelError::invalid(format!("Incompatible shapes: {a:?} vs. {b:?}")));
+                };
+            }
+            one(match inp[0].dtype {
+                autoclust_graph::DType::Int64 => tensor_of(vec![n], out),
+                _ => tensor_of(vec![n], out.into_iter().map(|x| x as i32).collect::<Vec<_>>()),
+            })
+        }),
         "SegmentSum" | "SegmentProd" | "SegmentMax" | "SegmentMin" | "SegmentMean" => {
             let (r, mean) = match node.op.as_str() {
                 "SegmentSum" => (SegmentReduce::Sum, false),
@@ -1306,6 +1456,31 @@ mod tests {
     }
     fn v(x: &[i32]) -> Tensor {
         Tensor::from_i32(vec![x.len()], x.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn nd_gathers_and_scatters_reverse_and_broadcast_args() {
+        let x = iota(vec![3, 4]);
+        let idx = Tensor::from_i32(vec![2, 2], vec![0, 1, 2, 3]).unwrap();
+        assert_eq!(run1(&node("GatherNd", &[]), &[x.clone(), idx.clone()]).unwrap().as_i32().unwrap(), &[1, 11]);
+        let rows = run1(&node("GatherNd", &[]), &[x.clone(), Tensor::from_i32(vec![1, 1], vec![2]).unwrap()]).unwrap();
+        assert_eq!((rows.shape.clone(), rows.as_i32().unwrap().to_vec()), (vec![1, 4], vec![8, 9, 10, 11]));
+        let bad = Tensor::from_i32(vec![1, 2], vec![3, 0]).unwrap();
+        let e = run1(&node("GatherNd", &[]), &[x.clone(), bad]).unwrap_err().to_string();
+        assert!(e.contains("indices[0] = [3, 0] does not index into params shape [3,4]"), "{e}");
+        // Duplicate tuples accumulate.
+        let dup = Tensor::from_i32(vec![3, 1], vec![1, 0, 1]).unwrap();
+        let upd = Tensor::from_i32(vec![3, 2], vec![1, 2, 3, 4, 5, 6]).unwrap();
+        let sc = run1(&node("ScatterNd", &[]), &[dup, upd, v(&[2, 2])]).unwrap();
+        assert_eq!(sc.as_i32().unwrap(), &[3, 4, 6, 8]);
+        let r = run1(&node("ReverseV2", &[]), &[x.clone(), v(&[-1, 0])]).unwrap();
+        assert_eq!(r.as_i32().unwrap(), &[11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+        assert!(run1(&node("ReverseV2", &[]), &[x, v(&[2])]).is_err());
+        assert_eq!(
+            run1(&node("BroadcastArgs", &[]), &[v(&[2, 1, 3]), v(&[4, 1])]).unwrap().as_i32().unwrap(),
+            &[2, 4, 3]
+        );
+        assert!(run1(&node("BroadcastArgs", &[]), &[v(&[2, 3]), v(&[4])]).is_err());
     }
 
     #[test]

@@ -303,6 +303,12 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
                 one(super::array::gather_batched(&t, &inp[1], bd, bd)?)
             })
         }
+        "ResourceGatherNd" => Box::new(move |store: &VariableStore, inp: Inputs| {
+            arity(&inp, 2)?;
+            let id = handle_var(&inp[0])?;
+            let t = store.get(id).read().ok_or_else(|| uninit(store, id))?;
+            one(super::array::gather_nd_any(&t, &inp[1])?)
+        }),
         "ResourceScatterNdAdd" => scatter_nd_kernel(Scatter::Add),
         "ResourceScatterNdSub" => scatter_nd_kernel(Scatter::Sub),
         "ResourceScatterNdUpdate" => scatter_nd_kernel(Scatter::Update),
@@ -371,6 +377,7 @@ pub fn is_resource_op(op: &str) -> bool {
             | "VarIsInitializedOp"
             | "VariableShape"
             | "ResourceGather"
+            | "ResourceGatherNd"
             | "ResourceScatterAdd"
             | "ResourceScatterSub"
             | "ResourceScatterMul"

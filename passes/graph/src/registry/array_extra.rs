@@ -2,7 +2,8 @@
 //! embedding lookups (`Unique`, `UnsortedSegment{Sum,Max,Min,Prod}`), `InvertPermutation`
 //! (transpose gradients), `OneHot`, and the N-d resource scatters
 //! (`ResourceScatterNd{Add,Sub,Update}`), `Einsum` (Keras attention and `EinsumDense`), the
-//! sorted `Segment*` reductions, `TopKV2`/`TopK` and `Assert`. Signatures and shape functions follow the ops'
+//! sorted `Segment*` reductions, `TopKV2`/`TopK`, `Assert`, `GatherNd`/`ResourceGatherNd`/`ScatterNd`, `ReverseV2` and
+//! `BroadcastArgs`. Signatures and shape functions follow the ops'
 //! `REGISTER_OP`s in TensorFlow's `array_ops.cc`, `math_ops.cc` and `state_ops.cc`:
 //! unknown ranks and dimensions stay unknown, and a shape function fails only where
 //! TensorFlow's would.
@@ -217,6 +218,49 @@ fn top_k(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::with_dims(out.clone()), Shape::with_dims(out)])
 }
 
+/// `GatherNd`: `indices.shape[:-1] + params.shape[K:]` with K = `indices.shape[-1]`.
+fn gather_nd(c: &InferCtx<'_>) -> Shapes {
+    gather_nd_shape(dims_of(c.shape(0)), dims_of(c.shape(1)))
+}
+
+/// `ResourceGatherNd`: as `GatherNd`, with the variable's shape when it is known.
+fn resource_gather_nd(c: &InferCtx<'_>) -> Shapes {
+    gather_nd_shape(c.inputs[0].handle.and_then(|(_, s)| dims_of(s)), dims_of(c.shape(1)))
+}
+
+fn gather_nd_shape(p: Option<&[Dim]>, i: Option<&[Dim]>) -> Shapes {
+    let (Some(p), Some(i)) = (p, i) else { return one(Shape::unknown()) };
+    let Some((&k, outer)) = i.split_last() else { return Err("indices must be at least a vector".into()) };
+    let Some(k) = k else { return one(Shape::unknown()) };
+    if k as usize > p.len() {
+        return Err(format!("index innermost dimension length must be <= params rank; saw: {k} vs. {}", p.len()));
+    }
+    let mut out = outer.to_vec();
+    out.extend(&p[k as usize..]);
+    one(Shape::with_dims(out))
+}
+
+/// `ScatterNd`: the shape operand's value.
+fn scatter_nd_shape(c: &InferCtx<'_>) -> Shapes {
+    match c.value(2) {
+        Some(v) => one(Shape::with_dims(v.to_vec())),
+        None => one(Shape::unknown()),
+    }
+}
+
+/// `BroadcastArgs`: a vector as long as the longer operand.
+fn broadcast_args(c: &InferCtx<'_>) -> Shapes {
+    let len = |i: usize| dims_of(c.shape(i)).and_then(|d| d.first().copied().flatten());
+    one(Shape::with_dims(vec![match (len(0), len(1)) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        _ => None,
+    }]))
+}
+
+fn same_as_input(c: &InferCtx<'_>) -> Shapes {
+    one(c.shape(0).clone())
+}
+
 fn no_outputs(_: &InferCtx<'_>) -> Shapes {
     Ok(Vec::new())
 }
@@ -326,6 +370,58 @@ pub(super) static OPS: &[OpSchema] = &[
             no_outputs,
         )
     },
+    op(
+        "ReverseV2",
+        OpFamily::Shape,
+        &[a("tensor", T), a("axis", ty("Tidx"))],
+        &[a("output", T)],
+        &[tdef("Tidx", Int32, INDEX), tattr("T", None)],
+        same_as_input,
+    ),
+    op(
+        "GatherNd",
+        OpFamily::Shape,
+        &[a("params", ty("Tparams")), a("indices", ty("Tindices"))],
+        &[a("output", ty("Tparams"))],
+        &[
+            tattr("Tparams", None),
+            tattr("Tindices", Some(&[Int16, Int32, Int64])),
+            AttrSpec {
+                name: "bad_indices_policy",
+                kind: AttrKind::String,
+                default: AttrDefault::Optional,
+                allowed: None,
+            },
+        ],
+        gather_nd,
+    ),
+    OpSchema {
+        is_stateful: true,
+        ..op(
+            "ResourceGatherNd",
+            OpFamily::Resource,
+            &[a("resource", TypeRule::Fixed(Resource)), a("indices", ty("Tindices"))],
+            &[a("output", ty("dtype"))],
+            &[tattr("dtype", None), tattr("Tindices", Some(INDEX))],
+            resource_gather_nd,
+        )
+    },
+    op(
+        "ScatterNd",
+        OpFamily::Shape,
+        &[a("indices", ty("Tindices")), a("updates", T), a("shape", ty("Tindices"))],
+        &[a("output", T)],
+        &[tattr("T", None), tattr("Tindices", Some(&[Int16, Int32, Int64]))],
+        scatter_nd_shape,
+    ),
+    op(
+        "BroadcastArgs",
+        OpFamily::Shape,
+        &[a("s0", T), a("s1", T)],
+        &[a("r0", T)],
+        &[tdef("T", Int32, INDEX)],
+        broadcast_args,
+    ),
     op(
         "Einsum",
         OpFamily::Shape,
