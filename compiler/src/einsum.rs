@@ -99,12 +99,7 @@ fn arrange<T: EinsumElem>(
     order: &[Label],
     size: &dyn Fn(Label) -> usize,
 ) -> Vec<T> {
-    let mut strides = vec![0usize; shape.len()];
-    let mut acc = 1;
-    for a in (0..shape.len()).rev() {
-        strides[a] = acc;
-        acc *= shape[a];
-    }
+    let strides = crate::kernels::strides_of(shape);
     let stride_of = |l: Label| match labels.iter().position(|x| *x == l) {
         Some(a) if shape[a] != 1 => strides[a],
         _ => 0,
@@ -129,24 +124,13 @@ fn arrange<T: EinsumElem>(
             for _ in 0..sum_total {
                 let off: usize = sidx.iter().zip(&sum_strides).map(|(i, s)| i * s).sum();
                 v = v.plus(src[base + off]);
-                step(&mut sidx, &sum_dims);
+                crate::kernels::next_index(&mut sidx, &sum_dims);
             }
             out.push(v);
         }
-        step(&mut idx, &out_dims);
+        crate::kernels::next_index(&mut idx, &out_dims);
     }
     out
-}
-
-/// Advances a row-major multi-index.
-fn step(idx: &mut [usize], dims: &[usize]) {
-    for a in (0..idx.len()).rev() {
-        idx[a] += 1;
-        if idx[a] < dims[a] {
-            return;
-        }
-        idx[a] = 0;
-    }
 }
 
 fn einsum_typed<T: EinsumElem>(

@@ -155,6 +155,18 @@ pub fn strides_of(shape: &[usize]) -> Vec<usize> {
     s
 }
 
+/// Advances a row-major multi-index over `shape` by one element (wrapping to all zeros after
+/// the last).
+pub fn next_index(idx: &mut [usize], shape: &[usize]) {
+    for d in (0..idx.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < shape[d] {
+            return;
+        }
+        idx[d] = 0;
+    }
+}
+
 fn err(reason: impl Into<String>) -> String {
     reason.into()
 }

@@ -5,6 +5,7 @@
 //! `Unique`, `InvertPermutation`, `DynamicStitch`; `GatherV2` with `batch_dims`.
 //! Out-of-range indices are errors, never reads past a buffer.
 
+use autoclust_compiler::kernels::next_index;
 use autoclust_graph::{Node, Tensor};
 
 use super::elementwise::Num;
@@ -134,18 +135,6 @@ impl SliceMasks {
             new_axis: attr_int_or(node, "new_axis_mask", 0)?,
             shrink: attr_int_or(node, "shrink_axis_mask", 0)?,
         })
-    }
-}
-
-/// Advances a row-major multi-index over `shape` by one element (wrapping to all zeros after
-/// the last).
-fn next_index(idx: &mut [usize], shape: &[usize]) {
-    for d in (0..idx.len()).rev() {
-        idx[d] += 1;
-        if idx[d] < shape[d] {
-            return;
-        }
-        idx[d] = 0;
     }
 }
 
@@ -913,19 +902,10 @@ fn assert_message(data: &[Tensor], summarize: usize) -> String {
         .join(" ")
 }
 
-/// Row-major strides of `shape`.
-fn row_strides(shape: &[usize]) -> Vec<usize> {
-    let mut st = vec![1usize; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        st[d] = st[d + 1] * shape[d + 1];
-    }
-    st
-}
-
 /// `ReverseV2`: `x` with the order of elements reversed along each axis in `axes`.
 fn reverse<T: Elem>(x: &Tensor, axes: &[usize]) -> KResult<Tensor> {
     let v = T::slice(x);
-    let st = row_strides(&x.shape);
+    let st = super::strides(&x.shape);
     let mut out = Vec::with_capacity(v.len());
     let mut idx = vec![0usize; x.shape.len()];
     for _ in 0..v.len() {
@@ -950,7 +930,7 @@ fn nd_offsets(shape: &[usize], indices: &Tensor, what: &str) -> KResult<(Vec<usi
         )));
     }
     let idx = int_values(indices, "indices")?;
-    let st = row_strides(shape);
+    let st = super::strides(shape);
     let slice: usize = shape[k..].iter().product();
     let n: usize = indices.shape[..indices.rank() - 1].iter().product();
     let mut offsets = Vec::with_capacity(n);
