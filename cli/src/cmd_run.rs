@@ -198,7 +198,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let prepared = if args.no_cluster {
         prepare(graph.clone(), &args.inputs, options)?
     } else {
-        let compiler = CompilerOptions { dump_clif_dir: args.dump_clif.clone(), threads: 0 };
+        let compiler = CompilerOptions { dump_clif_dir: args.dump_clif.clone(), ..Default::default() };
         clustered_session(graph.clone(), &args.inputs, options, compiler)?
     };
     let Prepared { session, request, fetch_names } = prepared;

@@ -759,7 +759,7 @@ fn clustered_mode(graph: &Graph, plain: &Mode, built: &Built, threads: usize) ->
     let session = Session::with_jit(
         g.clone(),
         SessionOptions { threads, schedule_seed: None },
-        Jit::new(CompilerOptions { dump_clif_dir: None, threads: 2 }, true),
+        Jit::new(CompilerOptions { threads: 2, ..Default::default() }, true),
     );
     for (n, t) in &built.vars {
         session.set_variable(n, t.clone()).map_err(|e| e.to_string())?;

@@ -90,7 +90,7 @@ fn input() -> Tensor {
 }
 
 fn compiled(threads: usize) -> CompiledFunction {
-    Compiler::new(CompilerOptions { dump_clif_dir: None, threads })
+    Compiler::new(CompilerOptions { threads, ..Default::default() })
         .compile(&chain(OPS), &[(DType::Float32, vec![N])])
         .unwrap()
 }

@@ -11,7 +11,10 @@ use std::cell::RefCell;
 use std::path::Path;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, AbiParam, BlockArg, InstBuilder, MemFlagsData, Type, UserFuncName, Value};
+use cranelift_codegen::ir::{
+    types, AbiParam, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Type,
+    UserFuncName, Value,
+};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -22,6 +25,7 @@ use autoclust_graph::DType;
 
 use crate::analyze::EwOp;
 use crate::math::{ConstPool, FMath};
+use crate::wide::{self, TILE};
 use crate::CompileError;
 
 /// The ABI of every generated function.
@@ -58,6 +62,16 @@ pub(crate) struct FusedSpec {
     pub outputs: Vec<usize>,
     /// f32x4 inner loop (all external values float32).
     pub vector: bool,
+}
+
+/// What [`CodeGen::fused`] defined.
+pub(crate) struct FusedCode {
+    /// The function's index.
+    pub func: usize,
+    /// Its constant table, whose address the caller passes after the outputs in `ptrs`.
+    pub consts: Vec<[u32; 4]>,
+    /// The ops its tiles compute with the AVX-512 routines (empty: f32x4 code only).
+    pub tile_ops: Vec<EwOp>,
 }
 
 /// A GEMM: C[m,n] = op(A)·op(B) with the strides of the (possibly transposed) operands.
@@ -143,10 +157,14 @@ pub(crate) struct CodeGen<'d> {
     prefix: String,
     funcs: Vec<FuncId>,
     sgemm: FuncId,
+    /// The AVX-512 tile routines (`wide.rs`) when the host has them and they are enabled.
+    tile_routines: Vec<(EwOp, FuncId)>,
 }
 
 impl<'d> CodeGen<'d> {
-    pub fn new(prefix: &str, dump: Option<&'d Path>) -> Result<CodeGen<'d>, CompileError> {
+    /// `tiles`: whether fused loops may call the AVX-512 tile routines (used only when the
+    /// host has AVX-512F; see `wide.rs`).
+    pub fn new(prefix: &str, dump: Option<&'d Path>, tiles: bool) -> Result<CodeGen<'d>, CompileError> {
         let mut flags = settings::builder();
         flags.set("use_colocated_libcalls", "false").map_err(cg_err)?;
         flags.set("is_pic", "false").map_err(cg_err)?;
@@ -161,6 +179,12 @@ impl<'d> CodeGen<'d> {
         let isa = isa_builder.finish(settings::Flags::new(flags)).map_err(cg_err)?;
         let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
         jb.symbol("autoclust_sgemm", autoclust_sgemm as *const u8);
+        let tiles = tiles && wide::available();
+        if tiles {
+            for op in wide::WIDE_OPS {
+                jb.symbol(wide::symbol(op), wide::address(op));
+            }
+        }
         let mut module = JITModule::new(jb);
         let ptr = module.target_config().pointer_type();
         let mut sig = module.make_signature();
@@ -180,10 +204,30 @@ impl<'d> CodeGen<'d> {
             sig.params.push(AbiParam::new(t));
         }
         let sgemm = module.declare_function("autoclust_sgemm", Linkage::Import, &sig).map_err(cg_err)?;
+        let mut tile_routines = Vec::new();
+        if tiles {
+            let mut sig = module.make_signature();
+            for t in [ptr, ptr, types::I64] {
+                sig.params.push(AbiParam::new(t));
+            }
+            for op in wide::WIDE_OPS {
+                let id = module.declare_function(wide::symbol(op), Linkage::Import, &sig).map_err(cg_err)?;
+                tile_routines.push((op, id));
+            }
+        }
         let ctx = module.make_context();
         let prefix: String =
             prefix.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
-        Ok(CodeGen { module, ctx, fctx: FunctionBuilderContext::new(), dump, prefix, funcs: Vec::new(), sgemm })
+        Ok(CodeGen {
+            module,
+            ctx,
+            fctx: FunctionBuilderContext::new(),
+            dump,
+            prefix,
+            funcs: Vec::new(),
+            sgemm,
+            tile_routines,
+        })
     }
 
     fn begin(&mut self) -> Result<(String, FuncId), CompileError> {
@@ -218,11 +262,20 @@ impl<'d> CodeGen<'d> {
         Ok(self.funcs.len() - 1)
     }
 
-    /// Defines a fused loop nest; returns its function index and its constant table, whose
-    /// address the caller passes after the outputs in `ptrs`.
-    pub fn fused(&mut self, spec: &FusedSpec) -> Result<(usize, Vec<[u32; 4]>), CompileError> {
+    /// Defines a fused loop nest.
+    pub fn fused(&mut self, spec: &FusedSpec) -> Result<FusedCode, CompileError> {
         let (name, id) = self.begin()?;
         let cfg = self.module.target_config();
+        let tile_plan = if self.tile_routines.is_empty() { None } else { TilePlan::new(spec) };
+        let mut tile_funcs = Vec::new();
+        if let Some(tp) = &tile_plan {
+            for (op, fid) in &self.tile_routines {
+                if tp.calls(*op) {
+                    tile_funcs.push((*op, self.module.declare_func_in_func(*fid, &mut self.ctx.func)));
+                }
+            }
+        }
+        let tile_ops = tile_plan.as_ref().map(|p| p.called.clone()).unwrap_or_default();
         let pool;
         {
             let mut b = FunctionBuilder::new(&mut self.ctx.func, &mut self.fctx);
@@ -239,9 +292,15 @@ impl<'d> CodeGen<'d> {
             // Constants are loaded once before the loops; the register allocator keeps the
             // hot ones in registers and reloads the rest from its spill slots.
             let hoist_to = if std::env::var_os("AC_NOHOIST").is_some() { None } else { Some(entry) };
+            let tiles = tile_plan.map(|plan| {
+                let bytes = (plan.buffers * TILE * 4) as u32;
+                let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 6));
+                Tiles { plan, funcs: tile_funcs, slot }
+            });
             let em = Emitter {
                 spec,
                 pool: RefCell::new(ConstPool { base: Some(pool_base), hoist_to, ..Default::default() }),
+                tiles,
             };
             em.level(&mut b, &bases, 0, vec![None; nin], None, start, end);
             b.ins().return_(&[]);
@@ -249,7 +308,7 @@ impl<'d> CodeGen<'d> {
             b.finalize(cfg);
             pool = em.pool.into_inner().entries;
         }
-        Ok((self.end(&name, id)?, pool))
+        Ok(FusedCode { func: self.end(&name, id)?, consts: pool, tile_ops })
     }
 
     /// Defines a GEMM call: `ptrs` = [A, B, C].
@@ -357,6 +416,148 @@ fn counted_loop(
 struct Emitter<'s> {
     spec: &'s FusedSpec,
     pool: RefCell<ConstPool>,
+    /// Set when the innermost loop runs in tiles calling the AVX-512 routines.
+    tiles: Option<Tiles>,
+}
+
+/// Where a member's value lives for the rest of its tile.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Home {
+    /// The k-th tile buffer of the function's stack slot.
+    Buffer(usize),
+    /// The j-th output row (the member is a live output).
+    Output(usize),
+}
+
+/// One step of a tile.
+#[derive(Debug)]
+enum Segment {
+    /// An f32x4 loop over the tile computing these members (in order); members of other
+    /// segments they use are loaded from their homes, and members used later are stored.
+    Loop(Vec<usize>),
+    /// One tile-routine call computing this member from its operand's home (or input row)
+    /// into its own home.
+    Call(usize),
+}
+
+/// How one fused loop is cut into tiles: the members in order, split at every member with
+/// a tile routine; values crossing a cut live in per-tile stack buffers (reused once dead)
+/// or in the output rows they are written to anyway.
+#[derive(Debug)]
+struct TilePlan {
+    segments: Vec<Segment>,
+    home: Vec<Option<Home>>,
+    buffers: usize,
+    /// The ops whose routines the tiles call.
+    called: Vec<EwOp>,
+}
+
+impl TilePlan {
+    /// A plan when tiling pays: a vector loop whose rows hold at least one tile, with a
+    /// member the tile routines compute.
+    fn new(spec: &FusedSpec) -> Option<TilePlan> {
+        if !spec.vector || *spec.dims.last()? < TILE {
+            return None;
+        }
+        // A routine writes one home; a member written to two outputs keeps the plain loop.
+        if spec.outputs.iter().enumerate().any(|(j, m)| spec.outputs[..j].contains(m)) {
+            return None;
+        }
+        let n = spec.members.len();
+        let routine = |m: &Member| {
+            wide::WIDE_OPS.contains(&m.op)
+                && m.dtype == DType::Float32
+                && match m.args[..] {
+                    [Operand::Member(j)] => spec.members[j].dtype == DType::Float32,
+                    [Operand::Input(k)] => {
+                        let (dt, st) = &spec.inputs[k];
+                        *dt == DType::Float32 && *st.last().expect("rank >= 1") != 0
+                    }
+                    _ => false,
+                }
+        };
+        if !spec.members.iter().any(routine) {
+            return None;
+        }
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut seg_of = vec![0usize; n];
+        for (i, m) in spec.members.iter().enumerate() {
+            if routine(m) {
+                segments.push(Segment::Call(i));
+            } else if let Some(Segment::Loop(ms)) = segments.last_mut() {
+                ms.push(i);
+            } else {
+                segments.push(Segment::Loop(vec![i]));
+            }
+            seg_of[i] = segments.len() - 1;
+        }
+        // The last segment using each member (a routine's result always needs a home).
+        let mut last_use: Vec<Option<usize>> = vec![None; n];
+        for (i, m) in spec.members.iter().enumerate() {
+            for a in &m.args {
+                if let Operand::Member(j) = a {
+                    if seg_of[*j] != seg_of[i] || matches!(segments[seg_of[i]], Segment::Call(_)) {
+                        last_use[*j] = Some(last_use[*j].map_or(seg_of[i], |s: usize| s.max(seg_of[i])));
+                    }
+                }
+            }
+        }
+        let mut home: Vec<Option<Home>> = vec![None; n];
+        for (j, &m) in spec.outputs.iter().enumerate() {
+            if home[m].is_none() {
+                home[m] = Some(Home::Output(j));
+            }
+        }
+        // Buffers, reused once their value's last user has run.
+        let mut free: Vec<usize> = Vec::new();
+        let mut busy: Vec<(usize, usize)> = Vec::new(); // (buffer, last segment)
+        let mut buffers = 0;
+        for (s, seg) in segments.iter().enumerate() {
+            busy.retain(|&(k, last)| {
+                if last < s {
+                    free.push(k);
+                    false
+                } else {
+                    true
+                }
+            });
+            let defs: Vec<usize> = match seg {
+                Segment::Loop(ms) => ms.clone(),
+                Segment::Call(m) => vec![*m],
+            };
+            for m in defs {
+                let needed = last_use[m].is_some() || matches!(seg, Segment::Call(_));
+                if home[m].is_none() && needed {
+                    let k = free.pop().unwrap_or_else(|| {
+                        buffers += 1;
+                        buffers - 1
+                    });
+                    busy.push((k, last_use[m].unwrap_or(s)));
+                    home[m] = Some(Home::Buffer(k));
+                }
+            }
+        }
+        let mut called: Vec<EwOp> = Vec::new();
+        for seg in &segments {
+            if let Segment::Call(m) = seg {
+                if !called.contains(&spec.members[*m].op) {
+                    called.push(spec.members[*m].op);
+                }
+            }
+        }
+        Some(TilePlan { segments, home, buffers, called })
+    }
+
+    fn calls(&self, op: EwOp) -> bool {
+        self.called.contains(&op)
+    }
+}
+
+/// A tile plan with what its code needs.
+struct Tiles {
+    plan: TilePlan,
+    funcs: Vec<(EwOp, FuncRef)>,
+    slot: StackSlot,
 }
 
 impl Emitter<'_> {
@@ -488,12 +689,146 @@ impl Emitter<'_> {
             }
         };
         let mut i = lo;
+        if let Some(tiles) = &self.tiles {
+            i = counted_loop(b, i, hi, TILE as i64, |b, i| self.tile(b, tiles, i, &row, &hoisted, &orow));
+        }
         if spec.vector {
             let u = vector_unroll(spec);
             i = counted_loop(b, i, hi, 4 * u as i64, |b, i| body(b, i, true, u));
             i = counted_loop(b, i, hi, 4, |b, i| body(b, i, true, 1));
         }
         counted_loop(b, i, hi, 1, |b, i| body(b, i, false, 1));
+    }
+
+    /// One tile `[t, t + TILE)` of the innermost loop: the plan's segments in order (see
+    /// [`TilePlan`]). Every member is computed by the same operations as in the f32x4 loop
+    /// (the routines' invariant), so a row's results do not depend on where tiles end.
+    fn tile(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        tiles: &Tiles,
+        t: Value,
+        row: &[Value],
+        hoisted: &[Option<(Value, Option<Value>)>],
+        orow: &[Value],
+    ) {
+        const UNROLL: usize = 8;
+        let spec = self.spec;
+        let plan = &tiles.plan;
+        let flags = MemFlagsData::new().with_notrap();
+        let tile_bytes = (TILE * 4) as i64;
+        // The address of element `e` (a Value, relative to the tile start when `in_tile`)
+        // of member m's home.
+        let home_addr = |b: &mut FunctionBuilder<'_>, m: usize, j: Value| -> Value {
+            match plan.home[m].expect("a home for every value crossing a segment") {
+                Home::Buffer(k) => {
+                    let base = b.ins().stack_addr(types::I64, tiles.slot, (k as i64 * tile_bytes) as i32);
+                    let off = b.ins().ishl_imm_s(j, 2);
+                    b.ins().iadd(base, off)
+                }
+                Home::Output(o) => {
+                    let e = b.ins().iadd(t, j);
+                    let off = b.ins().ishl_imm_s(e, 2);
+                    b.ins().iadd(orow[o], off)
+                }
+            }
+        };
+        for (s, seg) in plan.segments.iter().enumerate() {
+            match seg {
+                Segment::Call(m) => {
+                    let member = &spec.members[*m];
+                    let zero = b.ins().iconst(types::I64, 0);
+                    let src = match member.args[0] {
+                        Operand::Member(j) => home_addr(b, j, zero),
+                        Operand::Input(k) => {
+                            let off = b.ins().ishl_imm_s(t, 2);
+                            b.ins().iadd(row[k], off)
+                        }
+                        Operand::Scalar(..) => unreachable!("TilePlan::new routes only member or row operands"),
+                    };
+                    let dst = home_addr(b, *m, zero);
+                    let n = b.ins().iconst(types::I64, TILE as i64);
+                    let f = tiles.funcs.iter().find(|f| f.0 == member.op).expect("declared for the plan").1;
+                    b.ins().call(f, &[src, dst, n]);
+                }
+                Segment::Loop(ms) => {
+                    // Operands from outside the segment: inputs and earlier members.
+                    let mut inputs: Vec<usize> = Vec::new();
+                    let mut loads: Vec<usize> = Vec::new();
+                    for &mi in ms {
+                        for a in &spec.members[mi].args {
+                            match a {
+                                Operand::Input(k) if !inputs.contains(k) => inputs.push(*k),
+                                Operand::Member(j) if !ms.contains(j) && !loads.contains(j) => loads.push(*j),
+                                _ => {}
+                            }
+                        }
+                    }
+                    let lo = b.ins().iconst(types::I64, 0);
+                    let hi = b.ins().iconst(types::I64, TILE as i64);
+                    counted_loop(b, lo, hi, (4 * UNROLL) as i64, |b, j| {
+                        let e = b.ins().iadd(t, j);
+                        let eoff = b.ins().ishl_imm_s(e, 2);
+                        let ins: Vec<Vec<Value>> = (0..UNROLL)
+                            .map(|u| {
+                                (0..spec.inputs.len())
+                                    .map(|k| {
+                                        if !inputs.contains(&k) {
+                                            // Unused here; any value of the right type.
+                                            return lo;
+                                        }
+                                        match hoisted[k] {
+                                            Some((_, v)) => v.expect("vector splat"),
+                                            None => {
+                                                let addr = b.ins().iadd(row[k], eoff);
+                                                b.ins().load(types::F32X4, flags, addr, (u * 16) as i32)
+                                            }
+                                        }
+                                    })
+                                    .collect()
+                            })
+                            .collect();
+                        let mut vals = vec![vec![None; spec.members.len()]; UNROLL];
+                        for &m in &loads {
+                            let addr = home_addr(b, m, j);
+                            for (u, copy) in vals.iter_mut().enumerate() {
+                                copy[m] = Some(b.ins().load(types::F32X4, flags, addr, (u * 16) as i32));
+                            }
+                        }
+                        eval_some_members(b, spec, ms, &ins, &mut vals, true, &mut self.pool.borrow_mut());
+                        for &m in ms {
+                            // Outputs, then values later segments read from a buffer.
+                            let mut dests: Vec<Value> = Vec::new();
+                            for (o, &om) in spec.outputs.iter().enumerate() {
+                                if om == m {
+                                    dests.push(b.ins().iadd(orow[o], eoff));
+                                }
+                            }
+                            if let Some(Home::Buffer(_)) = plan.home[m] {
+                                if plan.segments[s + 1..].iter().any(|later| later_uses(spec, later, m)) {
+                                    dests.push(home_addr(b, m, j));
+                                }
+                            }
+                            for d in dests {
+                                for (u, copy) in vals.iter().enumerate() {
+                                    let v = copy[m].expect("evaluated");
+                                    b.ins().store(flags, v, d, (u * 16) as i32);
+                                }
+                            }
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Whether segment `seg` reads member `m`.
+fn later_uses(spec: &FusedSpec, seg: &Segment, m: usize) -> bool {
+    let reads = |i: usize| spec.members[i].args.contains(&Operand::Member(m));
+    match seg {
+        Segment::Loop(ms) => ms.iter().any(|&i| reads(i)),
+        Segment::Call(i) => reads(*i),
     }
 }
 
@@ -528,15 +863,34 @@ fn eval_members(
     vector: bool,
     pool: &mut ConstPool,
 ) -> Vec<Vec<Value>> {
-    let mut vals: Vec<Vec<Value>> = vec![Vec::with_capacity(spec.members.len()); ins.len()];
-    for m in &spec.members {
+    let all: Vec<usize> = (0..spec.members.len()).collect();
+    let mut vals = vec![vec![None; spec.members.len()]; ins.len()];
+    eval_some_members(b, spec, &all, ins, &mut vals, vector, pool);
+    vals.into_iter().map(|copy| copy.into_iter().map(|v| v.expect("every member evaluated")).collect()).collect()
+}
+
+/// Computes the members `which` (in order) for each unrolled copy into `vals[u][member]`;
+/// their operands are copy u's inputs `ins[u]` and members already in `vals[u]`.
+fn eval_some_members(
+    b: &mut FunctionBuilder<'_>,
+    spec: &FusedSpec,
+    which: &[usize],
+    ins: &[Vec<Value>],
+    vals: &mut [Vec<Option<Value>>],
+    vector: bool,
+    pool: &mut ConstPool,
+) {
+    for &mi in which {
+        let m = &spec.members[mi];
         for (u, copy_ins) in ins.iter().enumerate() {
             let mut args = Vec::with_capacity(m.args.len());
             let mut arg_dt = Vec::with_capacity(m.args.len());
             for a in &m.args {
                 let (v, dt) = match a {
                     Operand::Input(k) => (copy_ins[*k], spec.inputs[*k].0),
-                    Operand::Member(j) => (vals[u][*j], spec.members[*j].dtype),
+                    Operand::Member(j) => {
+                        (vals[u][*j].expect("operand computed before its user"), spec.members[*j].dtype)
+                    }
                     Operand::Scalar(dt, x) => (scalar_const(b, *dt, *x, vector, pool), *dt),
                 };
                 args.push(v);
@@ -563,10 +917,9 @@ fn eval_members(
                 _ if vector => vec_op(b, m, &args, &arg_dt, pool),
                 _ => scalar_op(b, m, &args, &arg_dt),
             };
-            vals[u].push(v);
+            vals[u][mi] = Some(v);
         }
     }
-    vals
 }
 
 fn scalar_const(b: &mut FunctionBuilder<'_>, dt: DType, x: f64, vector: bool, pool: &mut ConstPool) -> Value {

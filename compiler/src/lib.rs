@@ -71,6 +71,7 @@ pub mod gemm;
 pub mod kernels;
 pub mod math;
 pub mod plan;
+mod wide;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -114,6 +115,11 @@ pub struct CompilerOptions {
     pub dump_clif_dir: Option<PathBuf>,
     /// Threads for splitting large elementwise loops; 0 means all available cores.
     pub threads: usize,
+    /// Never call the AVX-512 tile routines from fused loops, only Cranelift's own f32x4
+    /// code (results are bit-identical either way; for A/B measurements and tests). The
+    /// routines are used only on hosts with AVX-512F; `AUTOCLUST_NO_AVX512=1` also turns
+    /// them off.
+    pub no_tile_routines: bool,
 }
 
 /// Compiles cluster bodies. Cheap to create; holds only options.

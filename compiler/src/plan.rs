@@ -14,7 +14,9 @@ use autoclust_graph::{DType, Graph, NodeId, Tensor, TensorData};
 
 use crate::analyze::{broadcast_strides, Analysis, EwOp, NodeKind};
 use crate::buffers::{fresh_stamp, BufferPool, Derived, Pooled, POOL_MIN_BYTES};
-use crate::codegen::{scalar_ok, vector_ok, CodeGen, FusedSpec, GemmSpec, JitCode, KernelFn, Member, Operand};
+use crate::codegen::{
+    scalar_ok, vector_ok, CodeGen, FusedCode, FusedSpec, GemmSpec, JitCode, KernelFn, Member, Operand,
+};
 use crate::kernels::{KernelOp, ScatterBase};
 use crate::{CompileError, CompilerOptions};
 
@@ -44,6 +46,8 @@ pub(crate) enum StepKind {
         ext: Vec<ValueId>,
         /// The loop's constants; their address is passed after the outputs.
         consts: Vec<ConstLanes>,
+        /// The ops its tiles compute with AVX-512 routines (empty: f32x4 code only).
+        tile_ops: Vec<EwOp>,
     },
     Gemm {
         func: usize,
@@ -197,7 +201,7 @@ pub(crate) fn build(
     if let Some(d) = dump {
         std::fs::create_dir_all(d).map_err(|e| CompileError::Codegen(format!("creating {}: {e}", d.display())))?;
     }
-    let mut cg = CodeGen::new(name, dump)?;
+    let mut cg = CodeGen::new(name, dump, !options.no_tile_routines)?;
     let mut steps: Vec<(usize, Step)> = Vec::new(); // (position in topo order, step)
     let mut args: Vec<Option<ValueId>> = Vec::new();
     let mut constants = Vec::new();
@@ -278,8 +282,8 @@ pub(crate) fn build(
                     continue;
                 }
                 let (spec, ext, live) = fused_spec(body, an, &groups[g], &group_of, g, &vid, &consumers)?;
-                let (func, table) = cg.fused(&spec)?;
-                let consts = table.into_iter().map(ConstLanes).collect();
+                let FusedCode { func, consts, tile_ops } = cg.fused(&spec)?;
+                let consts = consts.into_iter().map(ConstLanes).collect();
                 let gemm = prologues.iter().find(|x| x.0 == g).map(|x| x.1.clone());
                 let mut inputs = ext.clone();
                 if let Some(gp) = &gemm {
@@ -299,6 +303,7 @@ pub(crate) fn build(
                             ops: spec.members.len(),
                             ext,
                             consts,
+                            tile_ops,
                         },
                         inputs,
                         outputs: live,
@@ -622,13 +627,14 @@ impl Program {
         self.steps
             .iter()
             .map(|s| match &s.kind {
-                StepKind::Fused { dims, gemm, ops, .. } => format!(
-                    "fused {} ops over {:?} ({} in, {} out{}) at {}",
+                StepKind::Fused { dims, gemm, ops, tile_ops, .. } => format!(
+                    "fused {} ops over {:?} ({} in, {} out{}{}) at {}",
                     ops,
                     dims,
                     s.inputs.len(),
                     s.outputs.len(),
                     if gemm.is_some() { ", gemm prologue" } else { "" },
+                    if tile_ops.is_empty() { String::new() } else { format!(", AVX-512 tiles for {tile_ops:?}") },
                     s.name
                 ),
                 StepKind::Gemm { m, n, .. } => format!("gemm [{m},{n}] at {}", s.name),
@@ -787,7 +793,7 @@ impl Program {
                     let b = get(&vals, step.inputs[1], &step.name)?;
                     vals[step.outputs[0]] = Some(self.gemm_call(*func, &a, &b, step.outputs[0], &step.name)?);
                 }
-                StepKind::Fused { func, dims, gemm, ops, ext, consts } => {
+                StepKind::Fused { func, dims, gemm, ops, ext, consts, .. } => {
                     if let Some(gp) = gemm {
                         let a = get(&vals, gp.a, &step.name)?;
                         let b = get(&vals, gp.b, &step.name)?;

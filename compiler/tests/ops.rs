@@ -365,7 +365,7 @@ fn unsupported_ops_and_dtypes_are_reported_with_the_node() {
 fn dump_clif_writes_ir_and_disassembly_per_function() {
     let dir = std::env::temp_dir().join(format!("autoclust-clif-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let c = Compiler::new(CompilerOptions { dump_clif_dir: Some(dir.clone()), threads: 1 });
+    let c = Compiler::new(CompilerOptions { dump_clif_dir: Some(dir.clone()), threads: 1, ..Default::default() });
     let g = graph(vec![
         arg("a", 0, DType::Float32),
         arg("b", 1, DType::Float32),

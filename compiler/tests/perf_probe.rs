@@ -42,6 +42,7 @@ fn per_element_cost() {
         let f = Compiler::new(CompilerOptions {
             dump_clif_dir: Some(std::env::temp_dir().join(format!("probe-{op}{depth}"))),
             threads: 1,
+            ..Default::default()
         })
         .compile(&graph(nodes), &[(DType::Float32, vec![n])])
         .unwrap();
@@ -110,7 +111,7 @@ fn chain_32_cpu_time() {
     nodes.push(ret("r", &prev, 0));
     let g = graph(nodes);
     let dump = std::env::var_os("CHAIN_DUMP").map(std::path::PathBuf::from);
-    let c = Compiler::new(CompilerOptions { dump_clif_dir: dump, threads: 1 });
+    let c = Compiler::new(CompilerOptions { dump_clif_dir: dump, threads: 1, ..Default::default() });
     let mut compile = u64::MAX;
     for _ in 0..5 {
         let t = cpu_ns();
@@ -148,7 +149,7 @@ fn chain_32_cpu_time() {
     assert_close(out[0].as_f32().unwrap(), &v, 1e-5, "chain_32");
     // Wall clock, all cores (best of 10; noisy on a loaded machine).
     for threads in [1, 0] {
-        let fa = Compiler::new(CompilerOptions { dump_clif_dir: None, threads })
+        let fa = Compiler::new(CompilerOptions { threads, ..Default::default() })
             .compile(&g, &[(DType::Float32, vec![n])])
             .unwrap();
         let mut wall = f64::MAX;
@@ -206,7 +207,7 @@ fn variable_step_loop() {
         for threads in [1, 0] {
             let dump =
                 std::env::var_os("CHAIN_DUMP").map(|d| std::path::PathBuf::from(d).join(format!("chain_{depth}")));
-            let f = Compiler::new(CompilerOptions { dump_clif_dir: dump, threads })
+            let f = Compiler::new(CompilerOptions { dump_clif_dir: dump, threads, ..Default::default() })
                 .compile(&g, &[(DType::Float32, vec![n])])
                 .unwrap();
             let mut var = f32t(&[n], rand_f32(n, 3, -1.0, 1.0));

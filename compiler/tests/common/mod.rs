@@ -41,7 +41,7 @@ pub fn graph(nodes: Vec<RawNode>) -> Graph {
 }
 
 pub fn compiler() -> Compiler {
-    Compiler::new(CompilerOptions { dump_clif_dir: None, threads: 2 })
+    Compiler::new(CompilerOptions { threads: 2, ..Default::default() })
 }
 
 /// Deterministic pseudo-random floats in [lo, hi).
