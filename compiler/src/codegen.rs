@@ -427,6 +427,9 @@ enum Home {
     Buffer(usize),
     /// The j-th output row (the member is a live output).
     Output(usize),
+    /// The k-th input's row: the member copies that input (a variable read, say), so
+    /// later segments read the input again instead of a buffered copy of it.
+    Input(usize),
 }
 
 /// One step of a tile.
@@ -506,6 +509,14 @@ impl TilePlan {
         for (j, &m) in spec.outputs.iter().enumerate() {
             if home[m].is_none() {
                 home[m] = Some(Home::Output(j));
+            }
+        }
+        for (m, member) in spec.members.iter().enumerate() {
+            if let (None, EwOp::Copy, [Operand::Input(k)]) = (home[m], member.op, &member.args[..]) {
+                let (dt, st) = &spec.inputs[*k];
+                if *dt == member.dtype && *st.last().expect("rank >= 1") != 0 {
+                    home[m] = Some(Home::Input(*k));
+                }
             }
         }
         // Buffers, reused once their value's last user has run.
@@ -730,6 +741,11 @@ impl Emitter<'_> {
                     let e = b.ins().iadd(t, j);
                     let off = b.ins().ishl_imm_s(e, 2);
                     b.ins().iadd(orow[o], off)
+                }
+                Home::Input(k) => {
+                    let e = b.ins().iadd(t, j);
+                    let off = b.ins().ishl_imm_s(e, 2);
+                    b.ins().iadd(row[k], off)
                 }
             }
         };

@@ -71,7 +71,7 @@ fn tile_routines_match_the_f32x4_code_bit_for_bit() {
 }
 
 /// A DAG whose values cross the tile segments in every way: a routine reading an input row
-/// directly and another reading a buffered member, a routine result that is both an output
+/// directly and another reading a buffered member, a copied input read again from its row, a routine result that is both an output
 /// and an operand of later members, a buffered value read two segments later, broadcast
 /// operands (a per-column bias and a scalar), and rows of 1000 (three tiles and a tail) so
 /// each row also runs the f32x4 loop and the scalar tail after its tiles.
@@ -86,7 +86,8 @@ fn tiled_dags_match_untiled_ones() {
         node("a2", "BiasAdd", &["a", "bias"], vec![]),
         node("t", "Tanh", &["a2"], vec![]),
         node("s", "Sigmoid", &["x"], vec![]),
-        node("m", "Mul", &["t", "x"], vec![]),
+        node("xi", "Identity", &["x"], vec![]),
+        node("m", "Mul", &["t", "xi"], vec![]),
         node("e", "Exp", &["m"], vec![]),
         node("d", "Sub", &["e", "a2"], vec![]),
         node("u", "Mul", &["d", "s"], vec![]),
