@@ -203,12 +203,7 @@ pub unsafe fn gemm<T: GemmElem>(
         run(shared, blocks[0]);
         return;
     }
-    rayon::scope(|sc| {
-        for &blk in &blocks[1..] {
-            sc.spawn(move |_| run(shared, blk));
-        }
-        run(shared, blocks[0]);
-    });
+    crate::team::run(blocks.len(), &|i| run(shared, blocks[i]));
 }
 
 #[cfg(test)]

@@ -71,6 +71,7 @@ pub mod gemm;
 pub mod kernels;
 pub mod math;
 pub mod plan;
+mod team;
 mod wide;
 
 use std::collections::HashMap;

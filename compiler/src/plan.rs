@@ -852,26 +852,20 @@ impl Program {
                 // Split the outermost dimension into a few chunks per thread, so a worker
                 // that starts late (another process holds its core) still takes a share
                 // instead of finding one half-sized chunk already claimed; a rank-1 nest
-                // splits at multiples of 32 (the unrolled vector step) so only the last
-                // chunk runs the tails. Chunks are claimed by work stealing.
+                // splits at multiples of a tile (and so of the unrolled vector step) so only
+                // the last chunk runs the tails. Chunks are claimed dynamically (`team`).
                 let parts = (self.threads * CHUNKS_PER_THREAD).min(outer);
                 let mut chunk = outer.div_ceil(parts);
                 if dims.len() == 1 {
-                    chunk = chunk.div_ceil(32) * 32;
+                    chunk = chunk.div_ceil(crate::wide::TILE) * crate::wide::TILE;
                 }
                 let ranges: Vec<(usize, usize)> =
                     (0..outer).step_by(chunk.max(1)).map(|s| (s, (s + chunk).min(outer))).collect();
-                rayon::scope(|sc| {
-                    for &(s, e) in &ranges[1..] {
-                        sc.spawn(move |_| {
-                            let p = shared;
-                            // SAFETY: see SharedPtrs; each range writes disjoint output elements.
-                            unsafe { f(p.0, s as i64, e as i64) };
-                        });
-                    }
-                    let (s, e) = ranges[0];
-                    // SAFETY: as above.
-                    unsafe { f(shared.0, s as i64, e as i64) };
+                crate::team::run(ranges.len(), &|k| {
+                    let (s, e) = ranges[k];
+                    let p = shared;
+                    // SAFETY: see SharedPtrs; each range writes disjoint output elements.
+                    unsafe { f(p.0, s as i64, e as i64) };
                 });
             } else {
                 // SAFETY: the kernel was generated for these dtypes and shapes; outputs have

@@ -1,0 +1,249 @@
+//! A fork-join team for splitting one compiled step (a large fused loop, a GEMM) across
+//! the cores, with helper threads that spin between steps instead of sleeping.
+//!
+//! A clustered training step is a handful of parallel sections a few tens of
+//! microseconds apart (forward GEMM, backward GEMM, weight update), repeated every few
+//! hundred microseconds. Handing each section to rayon's pool put its workers to sleep
+//! in between, and on a 2-vCPU VM the futex wake-ups cost more than the second core
+//! gained: the MLP step ran faster pinned to one core. The helpers here spin (with
+//! `spin_loop` hints and periodic yields) for [`SPIN`] after their last part before they
+//! park — OpenMP runtimes' "blocktime", which Intel's sets to 200 ms — so the sections of
+//! one step, and the steps of a training loop, find them awake.
+//!
+//! The team serves one parallel section at a time. A caller that finds it busy (another
+//! thread's section, or a section nested in a part) runs all its parts itself. A caller
+//! on a rayon worker thread (the interpreter's parallel executor) splits its parts over
+//! that pool instead, as before, so the two never compete for the same section.
+//!
+//! Invariant: [`run`] returns only after every part ran exactly once and no helper can
+//! touch the section's closure any more (helpers join a section under the team's lock
+//! while it is published and leave it by decrementing its reference count; the caller
+//! unpublishes it under the same lock and then waits for the count to reach zero).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long an idle helper spins before it parks.
+const SPIN: Duration = Duration::from_millis(2);
+
+/// One parallel section, on its caller's stack.
+struct Section<'f> {
+    f: &'f (dyn Fn(usize) + Sync),
+    parts: usize,
+    next: AtomicUsize,
+    done: AtomicUsize,
+    /// Helpers currently inside the section.
+    refs: AtomicUsize,
+    /// A part panicked on a helper (the caller re-raises it).
+    panicked: AtomicBool,
+}
+
+impl Section<'_> {
+    /// Claims and runs parts until none are left.
+    fn work(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.parts {
+                return;
+            }
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.f)(i))).is_err() {
+                self.panicked.store(true, Ordering::Relaxed);
+            }
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+/// A published section's address (its lifetime erased; see the module invariant).
+#[derive(Clone, Copy)]
+struct Published(*const Section<'static>);
+// SAFETY: the section is `Sync` data (atomics and a `Sync` closure) that outlives every
+// helper's use of it (module invariant).
+unsafe impl Send for Published {}
+
+struct State {
+    section: Option<Published>,
+    /// Incremented for every published section.
+    epoch: u64,
+    sleepers: usize,
+}
+
+struct Team {
+    state: Mutex<State>,
+    wake: Condvar,
+    /// `State::epoch`, readable without the lock by spinning helpers.
+    epoch: AtomicU64,
+    busy: AtomicBool,
+    helpers: usize,
+}
+
+fn team() -> &'static Team {
+    static TEAM: OnceLock<&'static Team> = OnceLock::new();
+    TEAM.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let t: &'static Team = Box::leak(Box::new(Team {
+            state: Mutex::new(State { section: None, epoch: 0, sleepers: 0 }),
+            wake: Condvar::new(),
+            epoch: AtomicU64::new(0),
+            busy: AtomicBool::new(false),
+            helpers: cores.saturating_sub(1),
+        }));
+        for k in 0..t.helpers {
+            // A helper that cannot be spawned only means fewer hands; parts still all run.
+            let _ = std::thread::Builder::new().name(format!("autoclust-team-{k}")).spawn(move || helper(t));
+        }
+        t
+    })
+}
+
+fn helper(t: &'static Team) {
+    let mut seen = 0u64;
+    loop {
+        // Spin until a new section is published or the spin time is up.
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while t.epoch.load(Ordering::Acquire) == seen {
+            std::hint::spin_loop();
+            spins += 1;
+            if spins.is_multiple_of(256) {
+                if start.elapsed() > SPIN {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
+        let mut st = t.state.lock().unwrap_or_else(|e| e.into_inner());
+        while st.epoch == seen {
+            st.sleepers += 1;
+            st = t.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.sleepers -= 1;
+        }
+        seen = st.epoch;
+        let Some(p) = st.section else { continue };
+        // SAFETY: the section is published, so its caller is still waiting in `run`, and it
+        // cannot return before `refs` drops back (module invariant).
+        let section = unsafe { &*p.0 };
+        section.refs.fetch_add(1, Ordering::Relaxed);
+        drop(st);
+        section.work();
+        section.refs.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// How many threads a section may use here (the caller and the helpers).
+#[cfg(test)]
+fn threads() -> usize {
+    team().helpers + 1
+}
+
+/// Runs `f(0), …, f(parts − 1)`, each exactly once, on the calling thread and the team's
+/// helpers; returns when all are done. Parts must be independent.
+pub(crate) fn run(parts: usize, f: &(dyn Fn(usize) + Sync)) {
+    if parts > 1 && rayon::current_thread_index().is_some() {
+        // On the interpreter's pool: split there, as its other nodes do.
+        rayon::scope(|sc| {
+            for i in 1..parts {
+                sc.spawn(move |_| f(i));
+            }
+            f(0);
+        });
+        return;
+    }
+    let t = team();
+    let alone = parts <= 1
+        || t.helpers == 0
+        || t.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err();
+    if alone {
+        (0..parts).for_each(f);
+        return;
+    }
+    let section = Section {
+        f,
+        parts,
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        refs: AtomicUsize::new(0),
+        panicked: AtomicBool::new(false),
+    };
+    {
+        let mut st = t.state.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY (lifetime erasure): unpublished below before `section` goes out of scope.
+        let p: *const Section<'static> = (&section as *const Section<'_>).cast();
+        st.section = Some(Published(p));
+        st.epoch += 1;
+        t.epoch.store(st.epoch, Ordering::Release);
+        if st.sleepers > 0 {
+            t.wake.notify_all();
+        }
+    }
+    section.work();
+    {
+        let mut st = t.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.section = None;
+    }
+    while section.done.load(Ordering::Acquire) < parts || section.refs.load(Ordering::Acquire) > 0 {
+        std::hint::spin_loop();
+    }
+    t.busy.store(false, Ordering::Release);
+    if section.panicked.load(Ordering::Relaxed) {
+        panic!("a part of a parallel section panicked");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    #[test]
+    fn every_part_runs_exactly_once() {
+        for parts in [0, 1, 2, 7, 64] {
+            let counts: Vec<AtomicU32> = (0..parts).map(|_| AtomicU32::new(0)).collect();
+            run(parts, &|i| {
+                counts[i].fetch_add(1, Ordering::Relaxed);
+            });
+            assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1), "{parts} parts");
+        }
+    }
+
+    /// Sections from several threads at once, and sections nested in parts, all complete
+    /// (a busy team makes the caller run its parts alone).
+    #[test]
+    fn concurrent_and_nested_sections_complete() {
+        let total = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..200 {
+                        run(4, &|_| {
+                            run(3, &|_| {
+                                total.fetch_add(1, Ordering::Relaxed);
+                            })
+                        });
+                    }
+                });
+            }
+        });
+        assert_eq!(total.load(Ordering::Relaxed), 4 * 200 * 4 * 3);
+    }
+
+    /// A helper that parked (no section for longer than the spin time) wakes up for the next.
+    #[test]
+    fn parked_helpers_wake_up() {
+        run(2, &|_| {});
+        std::thread::sleep(SPIN * 3);
+        let seen = Mutex::new(std::collections::HashSet::new());
+        // Other tests may hold the team for a while (their caller then runs alone).
+        for _ in 0..400 {
+            run(64, &|_| {
+                seen.lock().unwrap().insert(std::thread::current().id());
+                std::thread::sleep(Duration::from_micros(20));
+            });
+            if seen.lock().unwrap().len() == threads() {
+                break;
+            }
+        }
+        assert_eq!(seen.lock().unwrap().len(), threads(), "every thread of the team took part");
+    }
+}
