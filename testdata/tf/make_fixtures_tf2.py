@@ -37,6 +37,10 @@ after the last step). File layout and manifest: README.md.
 - tf2_gather_scatter_nd: `GatherNd` (rows and elements of a variable) whose gradient is a `ScatterNd`,
   `ScatterNd` with duplicate indices, `ReverseV2` on one and two axes, and `tf.linspace` (which
   computes `BroadcastArgs`). 2 steps.
+- tf2_keras_dropout: a Keras 3 training step with `Dropout` (its mask comes from
+  `StatelessRandomGetKeyCounter` + `StatelessRandomUniformV2` seeded by the layer's seed-generator
+  variable), plus every stateless sampler (V2 through `tf.random.stateless_*`, V1 through raw ops;
+  float32/float64, int32/int64, int32 and int64 seeds) seeded from a counter variable. 3 steps.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -355,7 +359,54 @@ def tf2_gather_scatter_nd():
     write("tf2_gather_scatter_nd", step.get_concrete_function(), variables, feeds, 2)
 
 
-FIXTURES = [tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
+def tf2_keras_dropout():
+    import keras
+
+    keras.utils.set_random_seed(21)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
+                              keras.layers.Dropout(0.5), keras.layers.Dense(3)])
+    opt = keras.optimizers.SGD(0.1)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    opt.build(model.trainable_variables)
+    counter = tf.Variable(np.int64(3), name="counter")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 8], tf.float32, name="x"),
+                                  tf.TensorSpec([None], tf.int32, name="labels")])
+    def train(x, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        seed = tf.stack([counter, counter * 7 - 100])
+        counter.assign_add(1)
+        s32 = tf.cast(seed, tf.int32)
+        return (loss,
+                tf.random.stateless_uniform([3, 5], seed),
+                tf.random.stateless_normal([4, 3], seed, dtype=tf.float64),
+                tf.random.stateless_truncated_normal([9], s32),
+                tf.random.stateless_uniform([6], seed, minval=-5, maxval=9, dtype=tf.int32),
+                tf.raw_ops.StatelessRandomUniform(shape=[5], seed=seed),
+                tf.raw_ops.StatelessRandomNormal(shape=[3], seed=s32),
+                tf.raw_ops.StatelessTruncatedNormal(shape=[2, 3], seed=seed, dtype=tf.float64),
+                tf.raw_ops.StatelessRandomUniformInt(shape=[4], seed=seed, minval=tf.constant(0, tf.int64),
+                                                     maxval=tf.constant(1 << 40, tf.int64)))
+
+    cf = train.get_concrete_function()
+    captured = {id(e) for e, _ in cf.graph.captures}
+    candidates = model.variables + opt.variables + [counter]
+    candidates += [layer.seed_generator.state for layer in model.layers if hasattr(layer, "seed_generator")]
+    variables, seen = [], set()
+    for v in candidates:
+        if id(v.handle) in captured and id(v) not in seen:
+            seen.add(id(v))
+            variables.append((v, v.numpy()))
+    rng = np.random.default_rng(21)
+    feeds = {"x": rng.standard_normal((6, 8)).astype(np.float32),
+             "labels": np.array([0, 2, 1, 2, 0, 1], np.int32)}
+    write("tf2_keras_dropout", cf, variables, feeds, 3)
+
+
+FIXTURES = [tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
             tf2_keras_cnn, tf2_einsum_attention, tf2_segment_topk_assert,
             tf2_gather_scatter_nd]
 

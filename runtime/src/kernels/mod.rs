@@ -85,6 +85,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
     if let Some(f) = crate::call::prepare_tensor_scatter(node)? {
         return Ok(f);
     }
+    if let Some(f) = random::prepare_stateless(node)? {
+        return Ok(f);
+    }
     Err(KernelError::NoKernel(node.op.clone()))
 }
 

@@ -433,6 +433,164 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
     Ok(Some(f))
 }
 
+/// TensorFlow's `GenerateKey`: a stateless op's key and counter from its 64-bit seed pair.
+/// The seed is scrambled by one Philox block under a fixed key, so the user need not care
+/// which half of the seed is strong: the block's first two words become the key, its last
+/// two the counter's upper half.
+pub fn key_counter_from_seed(s0: u64, s1: u64) -> Philox {
+    let mut scramble = Philox {
+        counter: [s0 as u32, (s0 >> 32) as u32, s1 as u32, (s1 >> 32) as u32],
+        key: [0x3ec8_f720, 0x0246_1e29],
+    };
+    let mix = scramble.next_block();
+    Philox { counter: [0, 0, mix[2], mix[3]], key: [mix[0], mix[1]] }
+}
+
+/// The uint64 little-endian words of a `Raw` uint64 tensor.
+fn u64_words(t: &Tensor, what: &str, len: usize) -> KResult<Vec<u64>> {
+    let bytes = match (&t.data, t.dtype) {
+        (autoclust_graph::TensorData::Raw(b), DType::UInt64) => b,
+        _ => return Err(KernelError::invalid(format!("{what} must be uint64, got {}", t.dtype))),
+    };
+    if t.num_elements() != len || t.rank() != 1 {
+        return Err(KernelError::invalid(format!(
+            "{what} must be a vector of {len} uint64, got shape {}",
+            super::shape_ops::debug_shape(&t.shape)
+        )));
+    }
+    Ok(bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+}
+
+/// A uint64 vector tensor.
+fn u64_tensor(v: &[u64]) -> Tensor {
+    let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    Tensor::from_raw(DType::UInt64, vec![v.len()], bytes).expect("length matches the shape")
+}
+
+/// The generator of a V2 stateless op from its `key`, `counter` and `alg` operands
+/// (TensorFlow's `GetKeyCounterAlgFromInputs`; only Philox, algorithm 1 — what
+/// `StatelessRandomGetAlg` and auto-selection give on CPU — is supported).
+fn generator_v2(key: &Tensor, counter: &Tensor, alg: &Tensor) -> KResult<Philox> {
+    let alg = super::int_scalar(alg, "alg")?;
+    if alg != 1 && alg != 3 {
+        return Err(KernelError::invalid(format!(
+            "unsupported random algorithm {alg} (only Philox, 1, and auto-select, 3, are implemented)"
+        )));
+    }
+    let k = u64_words(key, "key", 1)?[0];
+    let c = u64_words(counter, "counter", 2)?;
+    Ok(Philox {
+        counter: [c[0] as u32, (c[0] >> 32) as u32, c[1] as u32, (c[1] >> 32) as u32],
+        key: [k as u32, (k >> 32) as u32],
+    })
+}
+
+/// The generator of a V1 stateless op from its `seed` operand (int32 or int64, 2 elements).
+fn generator_v1(seed: &Tensor) -> KResult<Philox> {
+    let s = super::int_values(seed, "seed")?;
+    if seed.rank() != 1 || s.len() != 2 {
+        return Err(KernelError::invalid(format!(
+            "seed must have shape [2], not {}",
+            super::shape_ops::debug_shape(&seed.shape)
+        )));
+    }
+    Ok(key_counter_from_seed(s[0] as u64, s[1] as u64))
+}
+
+/// `lo + bits % (hi − lo)` after TensorFlow's checks of the bounds.
+fn uniform_ints(gen: Philox, dtype: DType, shape: Vec<usize>, lo: &Tensor, hi: &Tensor) -> KResult<Tensor> {
+    for (t, what) in [(lo, "minval"), (hi, "maxval")] {
+        if t.rank() != 0 {
+            return Err(KernelError::invalid(format!(
+                "{what} must be 0-D, got shape {}",
+                super::shape_ops::debug_shape(&t.shape)
+            )));
+        }
+    }
+    let n: usize = shape.iter().product();
+    if n == 0 {
+        return super::int_tensor(dtype, shape, Vec::new());
+    }
+    let (lo, hi) = (super::int_scalar(lo, "minval")?, super::int_scalar(hi, "maxval")?);
+    if lo >= hi {
+        return Err(KernelError::invalid(format!("Need minval < maxval, got {lo} >= {hi}")));
+    }
+    Ok(match dtype {
+        DType::Int32 => tensor_of(shape, uniform_int32(gen, n, lo as i32, hi as i32)),
+        _ => tensor_of(shape, uniform_int64(gen, n, lo, hi)),
+    })
+}
+
+/// The kernels of TensorFlow's stateless random ops — pure functions of their operands:
+/// `StatelessRandomGetKeyCounter`, `StatelessRandomGetAlg`, the V2 samplers
+/// (`StatelessRandom{Uniform,Normal}V2`, `StatelessTruncatedNormalV2`,
+/// `StatelessRandomUniformIntV2`, from a key and counter: what Keras 3's dropout and
+/// initializers emit) and the V1 samplers (`StatelessRandomUniform`, … from a seed). The
+/// samplers are the stateful ops' distributions on a generator built from the operands,
+/// so they give TensorFlow's numbers bit for bit. `None` if `node` is none of these.
+pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
+    let dist = match node.op.as_str() {
+        "StatelessRandomGetKeyCounter" => {
+            return Ok(Some(Box::new(|inp: Inputs| {
+                arity(&inp, 1)?;
+                let gen = generator_v1(&inp[0])?;
+                let mut o = super::Outputs::new();
+                o.push(u64_tensor(&[u64::from(gen.key[0]) | u64::from(gen.key[1]) << 32]));
+                o.push(u64_tensor(&[
+                    u64::from(gen.counter[0]) | u64::from(gen.counter[1]) << 32,
+                    u64::from(gen.counter[2]) | u64::from(gen.counter[3]) << 32,
+                ]));
+                Ok(o)
+            })));
+        }
+        "StatelessRandomGetAlg" => {
+            return Ok(Some(Box::new(|inp: Inputs| {
+                arity(&inp, 0)?;
+                one(Tensor::scalar_i32(1))
+            })));
+        }
+        "StatelessRandomUniformV2" | "StatelessRandomUniform" => Some(Dist::Uniform),
+        "StatelessRandomNormalV2" | "StatelessRandomNormal" => Some(Dist::Normal),
+        "StatelessTruncatedNormalV2" | "StatelessTruncatedNormal" => Some(Dist::Truncated),
+        "StatelessRandomUniformIntV2" | "StatelessRandomUniformInt" => None,
+        _ => return Ok(None),
+    };
+    let v2 = node.op.ends_with("V2");
+    let dtype = match dist {
+        Some(_) => attr_type(node, "dtype").unwrap_or(DType::Float32),
+        None => attr_type(node, "dtype")?,
+    };
+    let ok = match dist {
+        Some(_) => matches!(dtype, DType::Float32 | DType::Float64),
+        None => matches!(dtype, DType::Int32 | DType::Int64),
+    };
+    if !ok {
+        return Err(KernelError::DType(dtype));
+    }
+    Ok(Some(Box::new(move |inp: Inputs| {
+        let operands = match (v2, dist) {
+            (true, Some(_)) => 4,
+            (true, None) => 6,
+            (false, Some(_)) => 2,
+            (false, None) => 4,
+        };
+        arity(&inp, operands)?;
+        let shape = output_shape(&inp[0])?;
+        let gen = if v2 { generator_v2(&inp[1], &inp[2], &inp[3])? } else { generator_v1(&inp[1])? };
+        let n: usize = shape.iter().product();
+        match dist {
+            Some(dist) => one(match dtype {
+                DType::Float32 => tensor_of(shape, sample_f32(dist, gen, n)),
+                _ => tensor_of(shape, sample_f64(dist, gen, n)),
+            }),
+            None => {
+                let (lo, hi) = if v2 { (&inp[4], &inp[5]) } else { (&inp[2], &inp[3]) };
+                one(uniform_ints(gen, dtype, shape, lo, hi)?)
+            }
+        }
+    })))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,5 +742,31 @@ mod tests {
         assert_eq!(e.to_string(), "Need minval < maxval, got 3 >= 3");
         let g = prepare(&random_node("RandomUniform", DType::Float32, 1), &states).unwrap().unwrap();
         assert!(g([Tensor::scalar_i32(3)].into_iter().collect()).unwrap_err().to_string().contains("vector"));
+    }
+
+    /// `tf.raw_ops.StatelessRandomGetKeyCounter(seed=[1, 2])` and
+    /// `StatelessRandomUniformV2` on its key and counter, from TensorFlow 2.21 (the fixture
+    /// `tf2_keras_dropout` covers every sampler end to end).
+    #[test]
+    fn stateless_ops_match_tensorflow() {
+        let kc = prepare_stateless(&node("StatelessRandomGetKeyCounter", &[])).unwrap().unwrap();
+        let seed = Tensor::from_i64(vec![2], vec![1, 2]).unwrap();
+        let out = kc([seed.clone()].into_iter().collect()).unwrap();
+        assert_eq!(u64_words(&out[0], "key", 1).unwrap(), vec![0x9085_02c9_6d2f_7fba]);
+        assert_eq!(u64_words(&out[1], "counter", 2).unwrap(), vec![0, 0xf773_4320_619c_b60b]);
+        let uniform = prepare_stateless(&node("StatelessRandomUniformV2", &[])).unwrap().unwrap();
+        let u = uniform([shape(&[6]), out[0].clone(), out[1].clone(), Tensor::scalar_i32(1)].into_iter().collect())
+            .unwrap();
+        let want = [0.844_060_4f32, 0.192_045_33, 0.996_223_2, 0.160_387_4, 0.271_990_18, 0.649_346];
+        assert_eq!(u[0].as_f32().unwrap(), &want);
+        // V1 from the same seed: the same numbers.
+        let v1 = prepare_stateless(&node("StatelessRandomUniform", &[])).unwrap().unwrap();
+        let u1 = v1([shape(&[4]), seed.clone()].into_iter().collect()).unwrap();
+        assert_eq!(u1[0].as_f32().unwrap(), &want[..4]);
+        // Errors: a seed of the wrong length, an unsupported algorithm.
+        let bad = Tensor::from_i64(vec![3], vec![1, 2, 3]).unwrap();
+        assert!(kc([bad].into_iter().collect()).unwrap_err().to_string().contains("shape [2]"));
+        let e = uniform([shape(&[2]), out[0].clone(), out[1].clone(), Tensor::scalar_i32(2)].into_iter().collect());
+        assert!(e.unwrap_err().to_string().contains("unsupported random algorithm 2"));
     }
 }

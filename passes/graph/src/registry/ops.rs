@@ -122,6 +122,22 @@ const RANDOM_OUT: &[ArgSpec] = &[a("output", ty("dtype"))];
 const fn random(name: &'static str) -> OpSchema {
     stateful(op(name, OpFamily::Random, RANDOM_IN, RANDOM_OUT, RANDOM_ATTRS, s::shape_from_value_0))
 }
+const STATELESS_V2_IN: &[ArgSpec] = &[
+    a("shape", ty("Tshape")),
+    a("key", TypeRule::Fixed(UInt64)),
+    a("counter", TypeRule::Fixed(UInt64)),
+    a("alg", TypeRule::Fixed(Int32)),
+];
+const STATELESS_V2_ATTRS: &[AttrSpec] = &[tdef("dtype", Float32, FLOATS), tdef("Tshape", Int32, INDEX)];
+const STATELESS_V1_ATTRS: &[AttrSpec] =
+    &[tdef("dtype", Float32, FLOATS), tattr("T", Some(INDEX)), tdef("Tseed", Int64, INDEX)];
+const fn stateless_v2(name: &'static str) -> OpSchema {
+    op(name, OpFamily::Random, STATELESS_V2_IN, RANDOM_OUT, STATELESS_V2_ATTRS, s::shape_from_value_0)
+}
+const STATELESS_V1_IN: &[ArgSpec] = &[a("shape", T), a("seed", ty("Tseed"))];
+const fn stateless_v1(name: &'static str) -> OpSchema {
+    op(name, OpFamily::Random, STATELESS_V1_IN, RANDOM_OUT, STATELESS_V1_ATTRS, s::shape_from_value_0)
+}
 const fn identity(name: &'static str) -> OpSchema {
     valued(op(name, OpFamily::Control, INPUT_T, OUTPUT_T, T_ANY, s::same_as_0), s::value_identity)
 }
@@ -737,6 +753,45 @@ pub(super) static OPS: &[OpSchema] = &[
         &[tattr("Tout", Some(INDEX)), tattr("T", Some(INDEX)), idef("seed", 0), idef("seed2", 0)],
         s::shape_from_value_0,
     )),
+    // ---- Stateless random numbers (pure: the same key, counter or seed, the same numbers).
+    op(
+        "StatelessRandomGetKeyCounter",
+        OpFamily::Random,
+        &[a("seed", ty("Tseed"))],
+        &[a("key", TypeRule::Fixed(UInt64)), a("counter", TypeRule::Fixed(UInt64))],
+        &[tdef("Tseed", Int64, INDEX)],
+        s::key_counter,
+    ),
+    op("StatelessRandomGetAlg", OpFamily::Random, &[], &[a("alg", TypeRule::Fixed(Int32))], &[], s::scalar),
+    stateless_v2("StatelessRandomUniformV2"),
+    stateless_v2("StatelessRandomNormalV2"),
+    stateless_v2("StatelessTruncatedNormalV2"),
+    op(
+        "StatelessRandomUniformIntV2",
+        OpFamily::Random,
+        &[
+            a("shape", ty("Tshape")),
+            a("key", TypeRule::Fixed(UInt64)),
+            a("counter", TypeRule::Fixed(UInt64)),
+            a("alg", TypeRule::Fixed(Int32)),
+            a("minval", ty("dtype")),
+            a("maxval", ty("dtype")),
+        ],
+        &[a("output", ty("dtype"))],
+        &[tattr("dtype", Some(INDEX)), tdef("Tshape", Int32, INDEX)],
+        s::shape_from_value_0,
+    ),
+    stateless_v1("StatelessRandomUniform"),
+    stateless_v1("StatelessRandomNormal"),
+    stateless_v1("StatelessTruncatedNormal"),
+    op(
+        "StatelessRandomUniformInt",
+        OpFamily::Random,
+        &[a("shape", T), a("seed", ty("Tseed")), a("minval", ty("dtype")), a("maxval", ty("dtype"))],
+        &[a("output", ty("dtype"))],
+        &[tattr("dtype", Some(INDEX)), tattr("T", Some(INDEX)), tdef("Tseed", Int64, INDEX)],
+        s::shape_from_value_0,
+    ),
     // ---- Identities and control.
     identity("Identity"),
     // Internal, written by encapsulation into cluster bodies: `value`, or a failure unless

@@ -97,6 +97,15 @@ pub(super) fn none(_: &InferCtx<'_>) -> Shapes {
     Ok(Vec::new())
 }
 
+/// `StatelessRandomGetKeyCounter`: a uint64 key `[1]` and counter `[2]` from a seed `[2]`.
+pub(super) fn key_counter(c: &InferCtx<'_>) -> Shapes {
+    let seed = c.shape(0);
+    if seed.rank().is_some_and(|r| r != 1) || seed.dims.as_ref().is_some_and(|d| d[0].is_some_and(|n| n != 2)) {
+        return Err(rank_err("seed", c.shape(0), "a vector of 2 elements"));
+    }
+    Ok(vec![Shape::known(&[1]), Shape::known(&[2])])
+}
+
 pub(super) fn scalar(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::scalar(); c.out_types.len()])
 }
