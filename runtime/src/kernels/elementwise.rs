@@ -240,6 +240,7 @@ pub(crate) trait Float: Num {
     fn ln_1p(self) -> Self;
     fn exp_m1(self) -> Self;
     fn erf(self) -> Self;
+    fn erfc(self) -> Self;
     fn sqrt(self) -> Self;
     fn tanh(self) -> Self;
     fn sin(self) -> Self;
@@ -254,7 +255,7 @@ pub(crate) trait Float: Num {
 }
 
 macro_rules! float_impl {
-    ($t:ty, $erf:path) => {
+    ($t:ty, $erf:path, $erfc:path) => {
         impl Float for $t {
             fn exp(self) -> Self {
                 <$t>::exp(self)
@@ -270,6 +271,9 @@ macro_rules! float_impl {
             }
             fn erf(self) -> Self {
                 $erf(self)
+            }
+            fn erfc(self) -> Self {
+                $erfc(self)
             }
             fn sqrt(self) -> Self {
                 <$t>::sqrt(self)
@@ -307,8 +311,8 @@ macro_rules! float_impl {
         }
     };
 }
-float_impl!(f32, libm::erff);
-float_impl!(f64, libm::erf);
+float_impl!(f32, libm::erff, libm::erfcf);
+float_impl!(f64, libm::erf, libm::erfc);
 
 /// The logistic function, computed so that it neither overflows nor loses
 /// precision for large |x|.
@@ -439,6 +443,8 @@ pub(crate) enum Unary {
     Reciprocal,
     Softplus,
     Erf,
+    /// 1 − erf(x) without the cancellation (exact gelu in Keras 3 is `0.5·x·erfc(−x/√2)`).
+    Erfc,
     Selu,
     Softsign,
     Elu,
@@ -500,6 +506,7 @@ fn unary_float<T: Float>(op: Unary, t: Tensor) -> KResult<Tensor> {
         }),
         Unary::Softsign => map_same(t, move |x: T| x.div(one.add(x.abs()))),
         Unary::Erf => map_same(t, T::erf),
+        Unary::Erfc => map_same(t, T::erfc),
         Unary::Selu => {
             // TensorFlow's constants and form: scale·x above 0, scale·alpha·(e^x − 1) below.
             let scale = T::from_f32(1.050_701);
@@ -667,6 +674,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Reciprocal" | "Inv" => Some(Unary::Reciprocal),
         "Softplus" => Some(Unary::Softplus),
         "Erf" => Some(Unary::Erf),
+        "Erfc" => Some(Unary::Erfc),
         "Selu" => Some(Unary::Selu),
         "Softsign" => Some(Unary::Softsign),
         "Elu" => Some(Unary::Elu),

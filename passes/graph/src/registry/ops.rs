@@ -284,6 +284,7 @@ pub(super) static OPS: &[OpSchema] = &[
     unary("Round", T_NUMBER),
     unary("Softplus", T_FLOATS),
     unary("Erf", T_FLOATS),
+    unary("Erfc", T_FLOATS),
     op("Selu", OpFamily::Unary, &[a("features", T)], &[a("activations", T)], &[tattr("T", Some(FLOATS))], s::same_as_0),
     op(
         "ClipByValue",
