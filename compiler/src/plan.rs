@@ -529,7 +529,7 @@ fn data_ptr(t: &Tensor) -> *mut u8 {
         TensorData::I64(v) => v.as_ptr() as *mut u8,
         TensorData::Bool(v) => v.as_ptr() as *mut u8,
         TensorData::Raw(v) => v.as_ptr() as *mut u8,
-        TensorData::Str(_) => std::ptr::null_mut(),
+        TensorData::Str(_) | TensorData::List(_) => std::ptr::null_mut(),
     }
 }
 

@@ -290,6 +290,14 @@ pub fn tensor_to_json(t: &Tensor) -> String {
             sep(&mut out, i);
             let _ = write!(out, "{x}");
         }),
+        // A TensorList: its elements as tensors (null for a slot never set).
+        TensorData::List(l) => l.items.iter().enumerate().for_each(|(i, x)| {
+            sep(&mut out, i);
+            match x {
+                Some(t) => out.push_str(&tensor_to_json(t)),
+                None => out.push_str("null"),
+            }
+        }),
     }
     out.push_str("]}");
     out

@@ -597,6 +597,15 @@ pub(crate) fn hash_tensor(t: &Tensor, h: &mut impl Hasher) {
         TensorData::Bool(v) => v.hash(h),
         TensorData::Str(v) => v.hash(h),
         TensorData::Raw(v) => v.hash(h),
+        TensorData::List(l) => {
+            l.element_dtype.to_tf().hash(h);
+            for x in &l.items {
+                x.is_some().hash(h);
+                if let Some(t) = x {
+                    hash_tensor(t, h);
+                }
+            }
+        }
     }
 }
 
@@ -619,6 +628,16 @@ fn cmp_tensor(a: &Tensor, b: &Tensor) -> std::cmp::Ordering {
         (TensorData::F64(x), TensorData::F64(y)) => {
             x.iter().zip(y.iter()).map(|(p, q)| p.total_cmp(q)).find(|c| c.is_ne()).unwrap_or(x.len().cmp(&y.len()))
         }
+        (TensorData::List(x), TensorData::List(y)) => x
+            .items
+            .iter()
+            .zip(&y.items)
+            .map(|(p, q)| match (p, q) {
+                (Some(p), Some(q)) => cmp_tensor(p, q),
+                _ => p.is_some().cmp(&q.is_some()),
+            })
+            .find(|c| c.is_ne())
+            .unwrap_or(x.items.len().cmp(&y.items.len())),
         _ => Ordering::Equal,
     }
 }

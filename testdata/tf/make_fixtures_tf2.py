@@ -43,6 +43,9 @@ after the last step). File layout and manifest: README.md.
   float32/float64, int32/int64, int32 and int64 seeds) seeded from a counter variable. 3 steps.
 - tf2_keras_layernorm_gelu: Keras 3 Embedding (its gradient: UnsortedSegmentSum), LayerNormalization,
   Dense with exact `gelu` (`Erfc`), GlobalAveragePooling1D and AdamW. 2 steps, batch 4.
+- tf2_keras_lstm_gru: Keras 3 LSTM (return_sequences) into GRU into Dense, SGD: `While` loops over
+  TensorLists (`TensorListFromTensor`/`Reserve`/`GetItem`/`SetItem`/`Stack`) whose gradient loops
+  accumulate with `EmptyTensorList`/`TensorListPushBack`/`TensorListPopBack`. 2 steps, batch 4.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -436,7 +439,34 @@ def tf2_keras_layernorm_gelu():
     write("tf2_keras_layernorm_gelu", cf, variables, feeds, 2)
 
 
-FIXTURES = [tf2_keras_layernorm_gelu, tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
+def tf2_keras_lstm_gru():
+    import keras
+
+    keras.utils.set_random_seed(8)
+    L = keras.layers
+    model = keras.Sequential([keras.Input((5, 6)), L.LSTM(8, return_sequences=True), L.GRU(4), L.Dense(3)])
+    opt = keras.optimizers.SGD(0.05)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    opt.build(model.trainable_variables)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 5, 6], tf.float32, name="x"),
+                                  tf.TensorSpec([None], tf.int32, name="labels")])
+    def train(x, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    cf = train.get_concrete_function()
+    captured = {id(e) for e, _ in cf.graph.captures}
+    variables = [(v, v.numpy()) for v in model.variables + opt.variables if id(v.handle) in captured]
+    rng = np.random.default_rng(8)
+    feeds = {"x": rng.standard_normal((4, 5, 6)).astype(np.float32), "labels": np.array([0, 2, 1, 2], np.int32)}
+    write("tf2_keras_lstm_gru", cf, variables, feeds, 2)
+
+
+FIXTURES = [tf2_keras_lstm_gru, tf2_keras_layernorm_gelu, tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
             tf2_keras_cnn, tf2_einsum_attention, tf2_segment_topk_assert,
             tf2_gather_scatter_nd]
 

@@ -210,6 +210,14 @@ impl InputResolver<'_> {
         if let Some(args) = multi_output_args(op) {
             return args.iter().position(|a| *a == arg).map(|p| p as u32);
         }
+        // A registered op with several output args, those before `arg` single tensors.
+        if let Some(schema) = crate::registry::lookup(op).filter(|s| s.outputs.len() > 1) {
+            let k = schema.outputs.iter().position(|o| o.name == arg)?;
+            let single = |o: &crate::registry::ArgSpec| {
+                o.number_attr.is_none() && !matches!(o.ty, crate::registry::TypeRule::ListAttr(_))
+            };
+            return schema.outputs[..k].iter().all(single).then_some(k as u32);
+        }
         // An op with one output arg (possibly a list, indexed by `index`).
         Some(0)
     }

@@ -34,4 +34,4 @@ pub use graph::{
     NodeId, Output, RawNode, Signature, Span, Successors, Versions,
 };
 pub use shape::{Dim, Shape};
-pub use tensor::{Tensor, TensorData, TensorError};
+pub use tensor::{Tensor, TensorData, TensorError, TensorList};

@@ -24,6 +24,21 @@ pub enum TensorData {
     /// Any other fixed-width type (uint8, float16, complex64, …) as its
     /// little-endian bytes, so constants of those types survive a round trip.
     Raw(Arc<Vec<u8>>),
+    /// A `DT_VARIANT` scalar holding a TensorList.
+    List(Arc<TensorList>),
+}
+
+/// TensorFlow's `TensorList`, the value of a `DT_VARIANT` scalar: what `tf.TensorArray`,
+/// Keras RNN loops and while-loop gradient accumulators are made of. Immutable like every
+/// tensor value: list ops build a new list (sharing the element tensors).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorList {
+    pub element_dtype: DType,
+    /// What is known of the elements' shape: `None` for an unknown rank, −1 for an
+    /// unknown dimension.
+    pub element_shape: Option<Vec<i64>>,
+    /// The elements; `None` for a slot reserved but not yet set.
+    pub items: Vec<Option<Tensor>>,
 }
 
 impl TensorData {
@@ -65,6 +80,7 @@ impl TensorData {
             TensorData::Bool(v) => Arc::strong_count(v) == 1,
             TensorData::Str(v) => Arc::strong_count(v) == 1,
             TensorData::Raw(v) => Arc::strong_count(v) == 1,
+            TensorData::List(v) => Arc::strong_count(v) == 1,
         }
     }
 }
@@ -87,6 +103,19 @@ pub enum TensorError {
 }
 
 impl Tensor {
+    /// A `DT_VARIANT` scalar holding `list`.
+    pub fn from_list(list: TensorList) -> Tensor {
+        Tensor { dtype: DType::Variant, shape: Vec::new(), data: TensorData::List(Arc::new(list)) }
+    }
+
+    /// The TensorList this variant scalar holds.
+    pub fn as_list(&self) -> Option<&TensorList> {
+        match &self.data {
+            TensorData::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
     pub fn num_elements(&self) -> usize {
         self.shape.iter().product()
     }

@@ -472,6 +472,8 @@ fn tensor_to_proto(t: &Tensor) -> pb::TensorProto {
         },
         TensorData::Str(v) => out.string_val = v.to_vec(),
         TensorData::Raw(bytes) => raw_to_proto(t.dtype, bytes, &mut out),
+        // Run-time values only: no graph holds a TensorList constant, so nothing to write.
+        TensorData::List(_) => {}
     }
     out
 }

@@ -334,7 +334,7 @@ fn concat(values: &[Tensor], axis: i64) -> KResult<Tensor> {
     dispatch_all!(first.dtype, go(values, ax, out_shape))
 }
 
-fn pack(values: &[Tensor], axis: i64) -> KResult<Tensor> {
+pub(crate) fn pack(values: &[Tensor], axis: i64) -> KResult<Tensor> {
     let first = values.first().ok_or_else(|| KernelError::invalid("Pack needs at least one value"))?;
     let ax = norm_axis(axis, first.rank() + 1, "pack axis")?;
     let mut expanded = Vec::with_capacity(values.len());
@@ -352,7 +352,7 @@ fn pack(values: &[Tensor], axis: i64) -> KResult<Tensor> {
     concat(&expanded, ax as i64)
 }
 
-fn split(t: &Tensor, axis: i64, sizes: &[usize]) -> KResult<Outputs> {
+pub(crate) fn split(t: &Tensor, axis: i64, sizes: &[usize]) -> KResult<Outputs> {
     let ax = norm_axis(axis, t.rank(), "split axis")?;
     let mut out = Outputs::new();
     let mut start = 0usize;
@@ -644,6 +644,13 @@ fn fill(dims: &[usize], value: &Tensor) -> KResult<Tensor> {
 }
 
 fn filled_like(t: &Tensor, one_value: bool) -> KResult<Tensor> {
+    if let (Some(list), false) = (t.as_list(), one_value) {
+        // TensorFlow's zeros_like of a TensorList (in RNN gradients): the same slots, each
+        // set element replaced by zeros of its shape.
+        let items =
+            list.items.iter().map(|x| x.as_ref().map(|e| filled_like(e, false)).transpose()).collect::<KResult<_>>()?;
+        return Ok(Tensor::from_list(autoclust_graph::TensorList { items, ..list.clone() }));
+    }
     fn go<T: Elem>(t: &Tensor, one_value: bool) -> KResult<Tensor> {
         Ok(tensor_of(t.shape.clone(), vec![if one_value { T::one() } else { T::zero() }; t.num_elements()]))
     }

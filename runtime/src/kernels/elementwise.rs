@@ -594,7 +594,7 @@ fn select<T: Elem>(cond: &Tensor, a: &Tensor, b: &Tensor, v2: bool) -> KResult<T
     Ok(tensor_of(out, v))
 }
 
-fn add_n<T: Num>(inputs: Inputs) -> KResult<Tensor> {
+pub(crate) fn add_n<T: Num>(inputs: Inputs) -> KResult<Tensor> {
     let mut it = inputs.into_iter();
     let mut acc = it.next().ok_or_else(|| KernelError::invalid("AddN needs at least one input"))?;
     for t in it {
@@ -745,6 +745,9 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             let dt = inp.first().map(|t| t.dtype).ok_or_else(|| KernelError::invalid("AddN needs inputs"))?;
             if inp.iter().any(|t| t.dtype != dt) {
                 return Err(KernelError::invalid("AddN inputs have different dtypes"));
+            }
+            if dt == DType::Variant {
+                return one(super::list::add_lists(&inp)?);
             }
             one(dispatch_num!(dt, add_n(inp))?)
         }),

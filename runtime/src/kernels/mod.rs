@@ -23,6 +23,7 @@ pub(crate) mod batchnorm;
 pub(crate) mod conv;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
+pub(crate) mod list;
 pub(crate) mod matmul;
 pub(crate) mod nn;
 pub(crate) mod optimizer;
@@ -86,6 +87,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = random::prepare_stateless(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = list::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))

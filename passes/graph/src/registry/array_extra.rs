@@ -294,6 +294,57 @@ const fn scatter_nd_op(name: &'static str) -> OpSchema {
 }
 
 /// The ops of this table.
+/// A TensorList op's `element_shape` operand as a shape: a vector whose −1 entries are
+/// unknown dimensions; a scalar (−1) or an unknown value is an unknown shape.
+fn list_element_shape(c: &InferCtx<'_>, i: usize) -> Shape {
+    match (c.shape(i).rank(), c.value(i)) {
+        (Some(1), Some(v)) => Shape::with_dims(v.iter().map(|d| d.filter(|&x| x >= 0)).collect()),
+        _ => Shape::unknown(),
+    }
+}
+
+fn list_handle(_c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![Shape::scalar()])
+}
+
+/// `TensorListElementShape`: a vector, or the scalar −1 for an unknown rank.
+fn list_element_shape_out(_c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![Shape::unknown()])
+}
+
+fn list_length(_c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![Shape::scalar()])
+}
+
+/// `TensorListGetItem`: an element (`element_shape` is operand 2).
+fn list_get_item(c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![list_element_shape(c, 2)])
+}
+
+/// `TensorListPopBack`: the shorter list and the element.
+fn list_pop_back(c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![Shape::scalar(), list_element_shape(c, 1)])
+}
+
+/// `TensorListStack`: `[num_elements] + element_shape`.
+fn list_stack(c: &InferCtx<'_>) -> Shapes {
+    let elem = list_element_shape(c, 1);
+    let n = c.attr_int("num_elements", -1);
+    Ok(vec![match elem.dims {
+        Some(d) => {
+            let mut dims: Vec<Dim> = vec![(n >= 0).then_some(n)];
+            dims.extend(d);
+            Shape::with_dims(dims)
+        }
+        None => Shape::unknown(),
+    }])
+}
+
+const VARIANT: TypeRule = TypeRule::Fixed(crate::DType::Variant);
+const I32: TypeRule = TypeRule::Fixed(Int32);
+const LIST_ATTRS: &[AttrSpec] = &[tattr("element_dtype", None), tattr("shape_type", Some(INDEX))];
+const ELEMENT_DTYPE: &[AttrSpec] = &[tattr("element_dtype", None)];
+
 pub(super) static OPS: &[OpSchema] = &[
     op(
         "Unique",
@@ -437,6 +488,81 @@ pub(super) static OPS: &[OpSchema] = &[
     scatter_nd_op("ResourceScatterNdAdd"),
     scatter_nd_op("ResourceScatterNdSub"),
     scatter_nd_op("ResourceScatterNdUpdate"),
+    // TensorLists (DT_VARIANT scalars): Keras RNN loops, tf.TensorArray, while-loop
+    // gradient accumulators (list_ops.cc).
+    op(
+        "EmptyTensorList",
+        OpFamily::Shape,
+        &[a("element_shape", ty("shape_type")), a("max_num_elements", I32)],
+        &[a("handle", VARIANT)],
+        LIST_ATTRS,
+        list_handle,
+    ),
+    op(
+        "TensorListReserve",
+        OpFamily::Shape,
+        &[a("element_shape", ty("shape_type")), a("num_elements", I32)],
+        &[a("handle", VARIANT)],
+        LIST_ATTRS,
+        list_handle,
+    ),
+    op(
+        "TensorListFromTensor",
+        OpFamily::Shape,
+        &[a("tensor", ty("element_dtype")), a("element_shape", ty("shape_type"))],
+        &[a("output_handle", VARIANT)],
+        LIST_ATTRS,
+        list_handle,
+    ),
+    op(
+        "TensorListGetItem",
+        OpFamily::Shape,
+        &[a("input_handle", VARIANT), a("index", I32), a("element_shape", I32)],
+        &[a("item", ty("element_dtype"))],
+        ELEMENT_DTYPE,
+        list_get_item,
+    ),
+    op(
+        "TensorListSetItem",
+        OpFamily::Shape,
+        &[a("input_handle", VARIANT), a("index", I32), a("item", ty("element_dtype"))],
+        &[a("output_handle", VARIANT)],
+        &[tattr("element_dtype", None), bdef("resize_if_index_out_of_bounds", false)],
+        list_handle,
+    ),
+    op(
+        "TensorListPushBack",
+        OpFamily::Shape,
+        &[a("input_handle", VARIANT), a("tensor", ty("element_dtype"))],
+        &[a("output_handle", VARIANT)],
+        ELEMENT_DTYPE,
+        list_handle,
+    ),
+    op(
+        "TensorListPopBack",
+        OpFamily::Shape,
+        &[a("input_handle", VARIANT), a("element_shape", I32)],
+        &[a("output_handle", VARIANT), a("tensor", ty("element_dtype"))],
+        ELEMENT_DTYPE,
+        list_pop_back,
+    ),
+    op(
+        "TensorListStack",
+        OpFamily::Shape,
+        &[a("input_handle", VARIANT), a("element_shape", I32)],
+        &[a("tensor", ty("element_dtype"))],
+        &[tattr("element_dtype", None), idef("num_elements", -1)],
+        list_stack,
+    ),
+    op(
+        "TensorListElementShape",
+        OpFamily::Shape,
+        &[a("input_handle", VARIANT)],
+        &[a("element_shape", ty("shape_type"))],
+        &[tattr("shape_type", Some(INDEX))],
+        list_element_shape_out,
+    ),
+    op("TensorListLength", OpFamily::Shape, &[a("input_handle", VARIANT)], &[a("length", I32)], &[], list_length),
 ];
 
 #[cfg(test)]

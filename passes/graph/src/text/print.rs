@@ -362,6 +362,10 @@ fn tensor(out: &mut String, t: &Tensor) {
             out.push_str(" bytes ");
             quote(out, b);
         }
+        // Run-time values only (no graph holds one in a constant); shown for diagnostics.
+        TensorData::List(l) => {
+            write!(out, " list of {} {}", l.items.len(), l.element_dtype.name()).expect("write to String")
+        }
     }
 }
 

@@ -1,0 +1,398 @@
+//! TensorFlow's TensorList ops (`list_kernels.cc`): the `DT_VARIANT` lists that Keras RNN
+//! loops (`TensorListFromTensor` to unstack the time steps, `TensorListReserve` +
+//! `TensorListSetItem` + `TensorListStack` for the outputs), `tf.TensorArray` and the
+//! while-loop gradient accumulators (`EmptyTensorList`, `TensorListPushBack`,
+//! `TensorListPopBack`) are made of.
+//!
+//! A list is an immutable value ([`TensorList`] in a variant scalar): every op returns a new
+//! list sharing the element tensors, so a list seen by another op never changes. A slot
+//! reserved but never set reads as zeros of the element shape, which must then be known —
+//! from the list, the op's `element_shape` operand or (for a stack) the other elements —
+//! as in TensorFlow. Errors use TensorFlow's messages.
+
+use autoclust_graph::{DType, Node, Tensor, TensorList};
+
+use super::elementwise::add_n;
+use super::shape_ops::debug_shape;
+use super::{arity, attr_type, int_scalar, int_values, one, Inputs, Outputs, PureFn};
+use crate::error::{KResult, KernelError};
+
+fn list_of<'t>(t: &'t Tensor, what: &str) -> KResult<&'t TensorList> {
+    t.as_list().ok_or_else(|| KernelError::invalid(format!("{what} must be a TensorList (variant), got {}", t.dtype)))
+}
+
+/// An `element_shape` operand: a scalar −1 is an unknown rank, −1 entries unknown dims.
+fn element_shape(t: &Tensor) -> KResult<Option<Vec<i64>>> {
+    let v = int_values(t, "element_shape")?;
+    match t.rank() {
+        0 if v == [-1] => Ok(None),
+        1 => Ok(Some(v)),
+        _ => Err(KernelError::invalid(format!(
+            "element_shape must be a vector or the scalar -1, got shape {}",
+            debug_shape(&t.shape)
+        ))),
+    }
+}
+
+/// The most specific shape both describe, or an error if they conflict.
+fn merge(a: &Option<Vec<i64>>, b: &Option<Vec<i64>>) -> KResult<Option<Vec<i64>>> {
+    match (a, b) {
+        (None, x) | (x, None) => Ok(x.clone()),
+        (Some(x), Some(y)) => {
+            if x.len() != y.len() {
+                return Err(KernelError::invalid(format!("Incompatible shapes during merge: {x:?} vs. {y:?}")));
+            }
+            x.iter()
+                .zip(y)
+                .map(|(&p, &q)| match (p, q) {
+                    (-1, d) | (d, -1) => Ok(d),
+                    (p, q) if p == q => Ok(p),
+                    _ => Err(KernelError::invalid(format!("Incompatible shapes during merge: {x:?} vs. {y:?}"))),
+                })
+                .collect::<KResult<Vec<i64>>>()
+                .map(Some)
+        }
+    }
+}
+
+/// Zeros for an unset slot; the shape must be fully known.
+fn zeros(dtype: DType, shape: &Option<Vec<i64>>) -> KResult<Tensor> {
+    match shape {
+        Some(d) if d.iter().all(|&x| x >= 0) => Tensor::zeros(dtype, d.iter().map(|&x| x as usize).collect())
+            .map_err(|e| KernelError::invalid(e.to_string())),
+        _ => Err(KernelError::invalid(format!(
+            "Trying to read an uninitialized tensor but element_shape: {} is not fully defined",
+            shape_text(shape)
+        ))),
+    }
+}
+
+fn shape_text(s: &Option<Vec<i64>>) -> String {
+    match s {
+        None => "<unknown>".into(),
+        Some(d) => format!(
+            "[{}]",
+            d.iter().map(|x| if *x < 0 { "?".into() } else { x.to_string() }).collect::<Vec<_>>().join(",")
+        ),
+    }
+}
+
+/// An element that is about to enter a list: the list's dtype, a compatible shape.
+fn check_element(list: &TensorList, t: &Tensor) -> KResult<()> {
+    if t.dtype != list.element_dtype {
+        return Err(KernelError::invalid(format!(
+            "Invalid data types; list elements {} but tried to append {}",
+            list.element_dtype, t.dtype
+        )));
+    }
+    let have = Some(t.shape.iter().map(|&d| d as i64).collect());
+    merge(&list.element_shape, &have).map_err(|_| {
+        KernelError::invalid(format!(
+            "Tried to append a tensor with incompatible shape to a list. Op element shape: {} list shape: {}",
+            debug_shape(&t.shape),
+            shape_text(&list.element_shape)
+        ))
+    })?;
+    Ok(())
+}
+
+fn index_of(t: &Tensor, len: usize, what: &str) -> KResult<usize> {
+    let i = int_scalar(t, "index")?;
+    if i < 0 || i as usize >= len {
+        return Err(KernelError::invalid(format!("Trying to {what} element {i} in a list with {len} elements.")));
+    }
+    Ok(i as usize)
+}
+
+/// `[n, ...element]` from the elements, unset ones as zeros of the known element shape.
+fn stack(list: &TensorList, shape_hint: &Option<Vec<i64>>) -> KResult<Tensor> {
+    let mut shape = merge(&list.element_shape, shape_hint)?;
+    for t in list.items.iter().flatten() {
+        shape = merge(&shape, &Some(t.shape.iter().map(|&d| d as i64).collect()))?;
+    }
+    if list.items.is_empty() {
+        let z = zeros(list.element_dtype, &shape).map_err(|_| {
+            KernelError::invalid(format!(
+                "Tried to stack elements of an empty list with non-fully-defined element_shape: {}",
+                shape_text(&shape)
+            ))
+        })?;
+        let mut dims = vec![0usize];
+        dims.extend(&z.shape);
+        return Tensor::zeros(list.element_dtype, dims).map_err(|e| KernelError::invalid(e.to_string()));
+    }
+    let items: Vec<Tensor> = list
+        .items
+        .iter()
+        .map(|x| match x {
+            Some(t) => Ok(t.clone()),
+            None => zeros(list.element_dtype, &shape),
+        })
+        .collect::<KResult<_>>()?;
+    super::array::pack(&items, 0)
+}
+
+/// `AddN` of TensorLists (TensorFlow's `TensorListBinaryAdd`, met where RNN gradients
+/// meet): slot by slot, an unset slot taking the other list's element.
+pub(crate) fn add_lists(lists: &[Tensor]) -> KResult<Tensor> {
+    let first = list_of(&lists[0], "AddN input")?;
+    let mut items = first.items.clone();
+    for t in &lists[1..] {
+        let other = list_of(t, "AddN input")?;
+        if other.element_dtype != first.element_dtype {
+            return Err(KernelError::invalid(format!(
+                "Trying to add two lists of tensors of different dtypes. One is {} and the other is {}",
+                first.element_dtype, other.element_dtype
+            )));
+        }
+        if other.items.len() != items.len() {
+            return Err(KernelError::invalid(format!(
+                "Trying to add two lists of tensors with different lengths. One is {} and the other is {}",
+                items.len(),
+                other.items.len()
+            )));
+        }
+        for (acc, x) in items.iter_mut().zip(&other.items) {
+            *acc = match (acc.take(), x) {
+                (Some(a), Some(b)) => {
+                    let pair: Inputs = [a, b.clone()].into_iter().collect();
+                    Some(super::dispatch_num!(first.element_dtype, add_n(pair))?)
+                }
+                (a, b) => a.or_else(|| b.clone()),
+            };
+        }
+    }
+    Ok(Tensor::from_list(TensorList { items, ..first.clone() }))
+}
+
+/// Prepares a TensorList kernel, or `None` if `node` is not a TensorList op.
+pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
+    let op = node.op.as_str();
+    if !matches!(
+        op,
+        "EmptyTensorList"
+            | "TensorListReserve"
+            | "TensorListFromTensor"
+            | "TensorListGetItem"
+            | "TensorListSetItem"
+            | "TensorListPushBack"
+            | "TensorListPopBack"
+            | "TensorListStack"
+            | "TensorListLength"
+            | "TensorListElementShape"
+    ) {
+        return Ok(None);
+    }
+    let dtype = match op {
+        "TensorListLength" => DType::Int32,
+        "TensorListElementShape" => attr_type(node, "shape_type")?,
+        _ => attr_type(node, "element_dtype")?,
+    };
+    let resize = node.attr("resize_if_index_out_of_bounds").and_then(|a| a.as_bool()).unwrap_or(false);
+    let num_elements = node.attr("num_elements").and_then(|a| a.as_int()).unwrap_or(-1);
+    let f: PureFn = match op {
+        "EmptyTensorList" => Box::new(move |inp: Inputs| {
+            arity(&inp, 2)?;
+            let element_shape = element_shape(&inp[0])?;
+            one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape, items: Vec::new() }))
+        }),
+        "TensorListReserve" => Box::new(move |inp: Inputs| {
+            arity(&inp, 2)?;
+            let element_shape = element_shape(&inp[0])?;
+            let n = int_scalar(&inp[1], "num_elements")?;
+            if n < 0 {
+                return Err(KernelError::invalid(format!(
+                    "The num_elements to reserve must be a non negative number, but got {n}"
+                )));
+            }
+            one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape, items: vec![None; n as usize] }))
+        }),
+        "TensorListFromTensor" => Box::new(move |inp: Inputs| {
+            arity(&inp, 2)?;
+            let t = &inp[0];
+            if t.rank() == 0 {
+                return Err(KernelError::invalid("Tensor must be at least a vector, but saw shape: []"));
+            }
+            let hint = element_shape(&inp[1])?;
+            let elem: Vec<i64> = t.shape[1..].iter().map(|&d| d as i64).collect();
+            let element_shape = merge(&hint, &Some(elem)).map_err(|_| {
+                KernelError::invalid(format!(
+                    "Specified a list with shape {} from a tensor with shape {}",
+                    shape_text(&hint),
+                    debug_shape(&t.shape)
+                ))
+            })?;
+            let rows = super::array::split(t, 0, &vec![1; t.shape[0]])?;
+            let items = rows
+                .into_iter()
+                .map(|mut r| {
+                    r.shape.remove(0);
+                    Some(r)
+                })
+                .collect();
+            one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape: hint.or(element_shape), items }))
+        }),
+        "TensorListGetItem" => Box::new(move |inp: Inputs| {
+            arity(&inp, 3)?;
+            let list = list_of(&inp[0], "input_handle")?;
+            let i = index_of(&inp[1], list.items.len(), "access")?;
+            match &list.items[i] {
+                Some(t) => one(t.clone()),
+                None => one(zeros(dtype, &merge(&list.element_shape, &element_shape(&inp[2])?)?)?),
+            }
+        }),
+        "TensorListSetItem" => Box::new(move |inp: Inputs| {
+            arity(&inp, 3)?;
+            let list = list_of(&inp[0], "input_handle")?;
+            check_element(list, &inp[2])?;
+            let i = int_scalar(&inp[1], "index")?;
+            let mut items = list.items.clone();
+            if i < 0 || (i as usize >= items.len() && !resize) {
+                return Err(KernelError::invalid(format!(
+                    "Trying to modify element {i} in a list with {} elements.",
+                    items.len()
+                )));
+            }
+            if i as usize >= items.len() {
+                items.resize(i as usize + 1, None);
+            }
+            items[i as usize] = Some(inp[2].clone());
+            one(Tensor::from_list(TensorList { items, ..list.clone() }))
+        }),
+        "TensorListPushBack" => Box::new(move |inp: Inputs| {
+            arity(&inp, 2)?;
+            let list = list_of(&inp[0], "input_handle")?;
+            check_element(list, &inp[1])?;
+            let mut items = list.items.clone();
+            items.push(Some(inp[1].clone()));
+            one(Tensor::from_list(TensorList { items, ..list.clone() }))
+        }),
+        "TensorListPopBack" => Box::new(move |inp: Inputs| {
+            arity(&inp, 2)?;
+            let list = list_of(&inp[0], "input_handle")?;
+            let mut items = list.items.clone();
+            let last = items.pop().ok_or_else(|| KernelError::invalid("Trying to pop from an empty list."))?;
+            let t = match last {
+                Some(t) => t,
+                None => zeros(dtype, &merge(&list.element_shape, &element_shape(&inp[1])?)?)?,
+            };
+            let mut o = Outputs::new();
+            o.push(Tensor::from_list(TensorList { items, ..list.clone() }));
+            o.push(t);
+            Ok(o)
+        }),
+        "TensorListStack" => Box::new(move |inp: Inputs| {
+            arity(&inp, 2)?;
+            let list = list_of(&inp[0], "input_handle")?;
+            if list.element_dtype != dtype {
+                return Err(KernelError::invalid(format!(
+                    "Invalid data types; op elements {dtype} but list elements {}",
+                    list.element_dtype
+                )));
+            }
+            if num_elements >= 0 && num_elements as usize != list.items.len() {
+                return Err(KernelError::invalid(format!(
+                    "Operation expected a list with {num_elements} elements but got a list with {} elements.",
+                    list.items.len()
+                )));
+            }
+            one(stack(list, &element_shape(&inp[1])?)?)
+        }),
+        "TensorListElementShape" => Box::new(move |inp: Inputs| {
+            arity(&inp, 1)?;
+            let list = list_of(&inp[0], "input_handle")?;
+            one(match &list.element_shape {
+                None => super::int_tensor(dtype, Vec::new(), vec![-1])?,
+                Some(d) => super::int_tensor(dtype, vec![d.len()], d.clone())?,
+            })
+        }),
+        _ => Box::new(move |inp: Inputs| {
+            arity(&inp, 1)?;
+            let list = list_of(&inp[0], "input_handle")?;
+            one(Tensor::scalar_i32(list.items.len() as i32))
+        }),
+    };
+    Ok(Some(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::tests_support::node;
+    use autoclust_graph::AttrValue;
+
+    fn kernel(op: &str) -> PureFn {
+        prepare(&node(op, &[("element_dtype", AttrValue::Type(DType::Float32))])).unwrap().unwrap()
+    }
+    fn ints(v: &[i32]) -> Tensor {
+        Tensor::from_i32(vec![v.len()], v.to_vec()).unwrap()
+    }
+    fn run(f: &PureFn, inp: Vec<Tensor>) -> KResult<Outputs> {
+        f(inp.into_iter().collect())
+    }
+
+    /// An RNN's life cycle: unstack the inputs, reserve the outputs, set them in a loop,
+    /// stack them; and a gradient accumulator's: push, then pop in reverse.
+    #[test]
+    fn unstack_set_stack_push_pop() {
+        let x = Tensor::from_f32(vec![3, 2], vec![1., 2., 3., 4., 5., 6.]).unwrap();
+        let xs = run(&kernel("TensorListFromTensor"), vec![x.clone(), ints(&[2])]).unwrap().remove(0);
+        let row = run(&kernel("TensorListGetItem"), vec![xs.clone(), Tensor::scalar_i32(1), ints(&[2])]).unwrap();
+        assert_eq!(row[0].as_f32().unwrap(), &[3., 4.]);
+        let mut out = run(&kernel("TensorListReserve"), vec![ints(&[-1]), Tensor::scalar_i32(3)]).unwrap().remove(0);
+        for i in [2, 0] {
+            let item = Tensor::from_f32(vec![1], vec![i as f32 + 10.]).unwrap();
+            out = run(&kernel("TensorListSetItem"), vec![out, Tensor::scalar_i32(i), item]).unwrap().remove(0);
+        }
+        // Slot 1 was never set: zeros of the shape the other elements give.
+        let stacked = run(&kernel("TensorListStack"), vec![out.clone(), ints(&[-1])]).unwrap();
+        assert_eq!(stacked[0].shape, vec![3, 1]);
+        assert_eq!(stacked[0].as_f32().unwrap(), &[10., 0., 12.]);
+        // The list before the last SetItem is unchanged (values are immutable).
+        let len = prepare(&node("TensorListLength", &[])).unwrap().unwrap();
+        assert_eq!(run(&len, vec![out]).unwrap()[0].as_i32().unwrap(), &[3]);
+        let es = prepare(&node("TensorListElementShape", &[("shape_type", AttrValue::Type(DType::Int32))])).unwrap();
+        assert_eq!(run(&es.unwrap(), vec![xs]).unwrap()[0].as_i32().unwrap(), &[2]);
+
+        let mut acc = run(&kernel("EmptyTensorList"), vec![ints(&[2]), Tensor::scalar_i32(-1)]).unwrap().remove(0);
+        for k in 0..3 {
+            let t = Tensor::from_f32(vec![2], vec![k as f32, -(k as f32)]).unwrap();
+            acc = run(&kernel("TensorListPushBack"), vec![acc, t]).unwrap().remove(0);
+        }
+        let popped = run(&kernel("TensorListPopBack"), vec![acc, ints(&[2])]).unwrap();
+        assert_eq!(popped[1].as_f32().unwrap(), &[2., -2.]);
+        assert_eq!(popped[0].as_list().unwrap().items.len(), 2);
+    }
+
+    /// AddN of lists: slot by slot; an unset slot takes the other's element.
+    #[test]
+    fn lists_add_slot_by_slot() {
+        let f = |v: f32| Some(Tensor::from_f32(vec![1], vec![v]).unwrap());
+        let list = |items| {
+            Tensor::from_list(TensorList { element_dtype: DType::Float32, element_shape: Some(vec![1]), items })
+        };
+        let sum = add_lists(&[list(vec![f(1.), None, None]), list(vec![f(2.), f(5.), None])]).unwrap();
+        let items = &sum.as_list().unwrap().items;
+        assert_eq!(items[0].as_ref().unwrap().as_f32().unwrap(), &[3.]);
+        assert_eq!(items[1].as_ref().unwrap().as_f32().unwrap(), &[5.]);
+        assert!(items[2].is_none());
+        let e = add_lists(&[list(vec![f(1.)]), list(vec![])]).unwrap_err();
+        assert!(e.to_string().contains("different lengths"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let empty = run(&kernel("EmptyTensorList"), vec![ints(&[-1]), Tensor::scalar_i32(-1)]).unwrap().remove(0);
+        let e = run(&kernel("TensorListPopBack"), vec![empty.clone(), ints(&[-1])]).unwrap_err();
+        assert!(e.to_string().contains("pop from an empty list"), "{e}");
+        let e = run(&kernel("TensorListGetItem"), vec![empty.clone(), Tensor::scalar_i32(0), ints(&[-1])]).unwrap_err();
+        assert!(e.to_string().contains("element 0 in a list with 0 elements"), "{e}");
+        let e = run(&kernel("TensorListStack"), vec![empty.clone(), ints(&[-1])]).unwrap_err();
+        assert!(e.to_string().contains("non-fully-defined"), "{e}");
+        let ok = run(&kernel("TensorListStack"), vec![empty.clone(), ints(&[4])]).unwrap();
+        assert_eq!(ok[0].shape, vec![0, 4]);
+        let wrong = Tensor::from_i32(vec![1], vec![1]).unwrap();
+        let e = run(&kernel("TensorListPushBack"), vec![empty, wrong]).unwrap_err();
+        assert!(e.to_string().contains("Invalid data types"), "{e}");
+    }
+}
