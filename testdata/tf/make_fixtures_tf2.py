@@ -46,6 +46,9 @@ after the last step). File layout and manifest: README.md.
 - tf2_keras_lstm_gru: Keras 3 LSTM (return_sequences) into GRU into Dense, SGD: `While` loops over
   TensorLists (`TensorListFromTensor`/`Reserve`/`GetItem`/`SetItem`/`Stack`) whose gradient loops
   accumulate with `EmptyTensorList`/`TensorListPushBack`/`TensorListPopBack`. 2 steps, batch 4.
+- tf2_keras_activations: Keras 3 activations and their gradient ops — softsign (`SoftsignGrad`), PReLU,
+  selu (`SeluGrad`), elu (`EluGrad`), LeakyReLU (`LeakyReluGrad`), softplus (`SoftplusGrad`), mish,
+  hard_sigmoid — with an L2 kernel regularizer, SGD. 2 steps, batch 5.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -466,7 +469,39 @@ def tf2_keras_lstm_gru():
     write("tf2_keras_lstm_gru", cf, variables, feeds, 2)
 
 
-FIXTURES = [tf2_keras_lstm_gru, tf2_keras_layernorm_gelu, tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
+def tf2_keras_activations():
+    import keras
+
+    keras.utils.set_random_seed(9)
+    L = keras.layers
+    model = keras.Sequential([
+        keras.Input((6,)),
+        L.Dense(8, activation="softsign", kernel_regularizer=keras.regularizers.l2(0.01)), L.PReLU(),
+        L.Dense(8, activation="selu"), L.Dense(8, activation="elu"), L.LeakyReLU(0.1),
+        L.Dense(8, activation="softplus"), L.Dense(8, activation="mish"), L.Dense(8, activation="hard_sigmoid"),
+        L.Dense(3)])
+    opt = keras.optimizers.SGD(0.05)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    opt.build(model.trainable_variables)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 6], tf.float32, name="x"),
+                                  tf.TensorSpec([None], tf.int32, name="labels")])
+    def train(x, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(x, training=True)) + tf.add_n(model.losses)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    cf = train.get_concrete_function()
+    captured = {id(e) for e, _ in cf.graph.captures}
+    variables = [(v, v.numpy()) for v in model.variables + opt.variables if id(v.handle) in captured]
+    rng = np.random.default_rng(9)
+    feeds = {"x": rng.standard_normal((5, 6)).astype(np.float32), "labels": np.array([0, 2, 1, 2, 0], np.int32)}
+    write("tf2_keras_activations", cf, variables, feeds, 2)
+
+
+FIXTURES = [tf2_keras_activations, tf2_keras_lstm_gru, tf2_keras_layernorm_gelu, tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
             tf2_keras_cnn, tf2_einsum_attention, tf2_segment_topk_assert,
             tf2_gather_scatter_nd]
 

@@ -126,10 +126,20 @@ fn bias_add_grad<T: Num>(grad: &Tensor, nchw: bool) -> KResult<Tensor> {
     super::reduce::reduce(super::reduce::Reduce::Sum, grad, &axes, false)
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq)]
 enum Grad {
     Relu,
     Relu6,
+    /// (gradients, features): `features > 0 ? dy : dy·alpha`.
+    LeakyRelu(f32),
+    /// (gradients, outputs): `y < 0 ? dy·(y + 1) : dy`.
+    Elu,
+    /// (gradients, outputs): `y < 0 ? dy·(y + scale·alpha) : dy·scale`.
+    Selu,
+    /// (gradients, features): `dy / (1 + e^−x)`.
+    Softplus,
+    /// (gradients, features): `dy / (1 + |x|)²`.
+    Softsign,
     Tanh,
     Sigmoid,
     Sqrt,
@@ -150,6 +160,26 @@ fn activation_grad<T: Float>(g: Grad, a: &Tensor, b: &Tensor) -> KResult<Tensor>
             let six = T::from_f64(6.0);
             zip_map::<T, T, T>(a, b, move |dy, x| if x > T::zero() && x < six { dy } else { T::zero() })
         }
+        Grad::LeakyRelu(alpha) => {
+            let alpha = T::from_f32(alpha);
+            zip_map::<T, T, T>(a, b, move |dy, x| if x > T::zero() { dy } else { dy.mul(alpha) })
+        }
+        Grad::Elu => zip_map::<T, T, T>(a, b, move |dy, y| if y < T::zero() { dy.mul(y.add(one)) } else { dy }),
+        Grad::Selu => {
+            // TensorFlow's constants (relu_op_functor.h), as float32 for float32.
+            let scale = T::from_f64(1.050_700_987_355_480_5);
+            let scale_alpha = T::from_f64(1.758_099_340_847_376_9);
+            zip_map::<T, T, T>(
+                a,
+                b,
+                move |dy, y| if y < T::zero() { dy.mul(y.add(scale_alpha)) } else { dy.mul(scale) },
+            )
+        }
+        Grad::Softplus => zip_map::<T, T, T>(a, b, move |dy, x| dy.div(x.neg().exp().add(one))),
+        Grad::Softsign => zip_map::<T, T, T>(a, b, move |dy, x| {
+            let d = one.add(x.abs());
+            dy.div(d.mul(d))
+        }),
         // (y, dy)
         Grad::Tanh => zip_map::<T, T, T>(a, b, move |y, dy| dy.mul(one.sub(y.mul(y)))),
         Grad::Sigmoid => zip_map::<T, T, T>(a, b, move |y, dy| dy.mul(y.mul(one.sub(y)))),
@@ -221,6 +251,11 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let grad = match node.op.as_str() {
         "ReluGrad" => Some(Grad::Relu),
         "Relu6Grad" => Some(Grad::Relu6),
+        "LeakyReluGrad" => Some(Grad::LeakyRelu(super::attr_float_or(node, "alpha", 0.2)?)),
+        "EluGrad" => Some(Grad::Elu),
+        "SeluGrad" => Some(Grad::Selu),
+        "SoftplusGrad" => Some(Grad::Softplus),
+        "SoftsignGrad" => Some(Grad::Softsign),
         "TanhGrad" => Some(Grad::Tanh),
         "SigmoidGrad" => Some(Grad::Sigmoid),
         "SqrtGrad" => Some(Grad::Sqrt),
@@ -352,6 +387,21 @@ mod tests {
         let x = Tensor::from_f32(vec![3], vec![-1.0, 0.0, 0.5]).unwrap();
         let r = run1(&node("ReluGrad", &[]), &[dy.clone(), x.clone()]).unwrap();
         assert_eq!(r.as_f32().unwrap(), &[0.0, 0.0, 3.0]);
+        // (gradients, features) and (gradients, outputs) forms of Keras's activations.
+        let alpha = [("alpha", autoclust_graph::AttrValue::F(0.1))];
+        let r = run1(&node("LeakyReluGrad", &alpha), &[dy.clone(), x.clone()]).unwrap();
+        assert_eq!(r.as_f32().unwrap(), &[0.1, 0.2, 3.0]);
+        let r = run1(&node("EluGrad", &[]), &[dy.clone(), x.clone()]).unwrap();
+        assert_eq!(r.as_f32().unwrap(), &[0.0, 2.0, 3.0]);
+        let r = run1(&node("SeluGrad", &[]), &[dy.clone(), x.clone()]).unwrap();
+        let (scale, scale_alpha) = (1.050_700_987_355_480_5f64 as f32, 1.758_099_340_847_376_9f64 as f32);
+        assert_eq!(r.as_f32().unwrap(), &[-1.0 + scale_alpha, 2.0 * scale, 3.0 * scale]);
+        let r = run1(&node("SoftplusGrad", &[]), &[dy.clone(), x.clone()]).unwrap();
+        let want: Vec<f32> =
+            [(1.0f32, -1.0f32), (2.0, 0.0), (3.0, 0.5)].iter().map(|&(g, x)| g / ((-x).exp() + 1.0)).collect();
+        assert_eq!(r.as_f32().unwrap(), &want[..]);
+        let r = run1(&node("SoftsignGrad", &[]), &[dy.clone(), x.clone()]).unwrap();
+        assert_eq!(r.as_f32().unwrap(), &[0.25, 2.0, 3.0 / 2.25]);
         let t = run1(&node("TanhGrad", &[]), &[x.clone(), dy.clone()]).unwrap();
         assert_eq!(t.as_f32().unwrap(), &[0.0, 2.0, 2.25]);
         let inv = run1(&node("ReciprocalGrad", &[]), &[x.clone(), dy.clone()]).unwrap();

@@ -106,6 +106,15 @@ const fn logical2(name: &'static str) -> OpSchema {
 const fn grad2(name: &'static str) -> OpSchema {
     op(name, OpFamily::NeuralNet, Y_DY_T, Z_T, T_FLOAT_COMPLEX, s::merge_01)
 }
+/// `(gradients, features|outputs) -> backprops` of an activation (`nn_ops.cc`).
+const fn activation_grad(name: &'static str, second: &'static str) -> OpSchema {
+    let inputs: &'static [ArgSpec] = if second.len() == 7 { ACT_GRAD_OUTPUTS } else { ACT_GRAD_FEATURES };
+    op(name, OpFamily::NeuralNet, inputs, BACKPROPS, T_FLOATS, s::merge_01)
+}
+const BACKPROPS: &[ArgSpec] = &[a("backprops", T)];
+const LEAKY_ATTRS: &[AttrSpec] = &[tattr("T", Some(FLOATS)), opt("alpha", AttrKind::Float)];
+const ACT_GRAD_OUTPUTS: &[ArgSpec] = &[a("gradients", T), a("outputs", T)];
+const ACT_GRAD_FEATURES: &[ArgSpec] = &[a("gradients", T), a("features", T)];
 const fn reduction(name: &'static str) -> OpSchema {
     valued(op(name, OpFamily::Reduction, REDUCE_IN, OUTPUT_T, REDUCE_ATTRS, s::reduction), s::value_reduction)
 }
@@ -430,6 +439,19 @@ pub(super) static OPS: &[OpSchema] = &[
         &[tattr("T", Some(REAL))],
         s::merge_01,
     ),
+    activation_grad("EluGrad", "outputs"),
+    activation_grad("SeluGrad", "outputs"),
+    activation_grad("SoftplusGrad", "features"),
+    activation_grad("SoftsignGrad", "features"),
+    op(
+        "LeakyReluGrad",
+        OpFamily::NeuralNet,
+        &[a("gradients", T), a("features", T)],
+        &[a("backprops", T)],
+        LEAKY_ATTRS,
+        s::merge_01,
+    ),
+    op("LeakyRelu", OpFamily::Unary, &[a("features", T)], &[a("activations", T)], LEAKY_ATTRS, s::same_as_0),
     grad2("TanhGrad"),
     grad2("SigmoidGrad"),
     grad2("SqrtGrad"),
