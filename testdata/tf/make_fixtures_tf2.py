@@ -43,7 +43,8 @@ after the last step). File layout and manifest: README.md.
   float32/float64, int32/int64, int32 and int64 seeds) seeded from a counter variable. 3 steps.
 - tf2_keras_layernorm_gelu: Keras 3 Embedding (its gradient: UnsortedSegmentSum), LayerNormalization,
   Dense with exact `gelu` (`Erfc`), GlobalAveragePooling1D and AdamW. 2 steps, batch 4.
-- tf2_keras_lstm_gru: Keras 3 LSTM (return_sequences) into GRU into Dense, SGD: `While` loops over
+- tf2_keras_lstm_gru: Keras 3 LSTM (return_sequences) into a Bidirectional SimpleRNN (`ReverseV2`,
+  `ConcatOffset` in its gradient) into GRU into Dense, SGD: `While` loops over
   TensorLists (`TensorListFromTensor`/`Reserve`/`GetItem`/`SetItem`/`Stack`) whose gradient loops
   accumulate with `EmptyTensorList`/`TensorListPushBack`/`TensorListPopBack`. 2 steps, batch 4.
 - tf2_keras_activations: Keras 3 activations and their gradient ops — softsign (`SoftsignGrad`), PReLU,
@@ -447,7 +448,8 @@ def tf2_keras_lstm_gru():
 
     keras.utils.set_random_seed(8)
     L = keras.layers
-    model = keras.Sequential([keras.Input((5, 6)), L.LSTM(8, return_sequences=True), L.GRU(4), L.Dense(3)])
+    model = keras.Sequential([keras.Input((5, 6)), L.LSTM(8, return_sequences=True),
+                              L.Bidirectional(L.SimpleRNN(3, return_sequences=True)), L.GRU(4), L.Dense(3)])
     opt = keras.optimizers.SGD(0.05)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     opt.build(model.trainable_variables)

@@ -122,6 +122,37 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(shape_of(&inp[0], out)?)
             })
         }
+        "ConcatOffset" => Box::new(|inp: Inputs| {
+            if inp.len() < 3 {
+                return Err(KernelError::invalid(format!(
+                    "ConcatOffset needs at least 2 shapes, got {}",
+                    inp.len().saturating_sub(1)
+                )));
+            }
+            let shapes: Vec<Vec<i64>> = inp[1..].iter().map(|t| int_values(t, "shape")).collect::<KResult<_>>()?;
+            let rank = shapes[0].len();
+            let dim = int_scalar(&inp[0], "concat_dim")?;
+            let axis = if dim < 0 { dim + rank as i64 } else { dim };
+            if axis < 0 || axis as usize >= rank {
+                return Err(KernelError::invalid(format!("Concat dim is out of range: {dim} vs. {rank}")));
+            }
+            let axis = axis as usize;
+            let mut offset = 0i64;
+            let mut out = Outputs::new();
+            for (k, s) in shapes.iter().enumerate() {
+                if s.len() != rank || s.iter().enumerate().any(|(d, &x)| d != axis && x != shapes[0][d]) {
+                    return Err(KernelError::invalid(format!(
+                        "input dimensions should match: shape[0] = {:?} vs. shape[{k}] = {s:?}",
+                        shapes[0]
+                    )));
+                }
+                let mut o = vec![0i64; rank];
+                o[axis] = offset;
+                offset += s[axis];
+                out.push(int_tensor(inp[k + 1].dtype, vec![rank], o)?);
+            }
+            Ok(out)
+        }),
         "ShapeN" => {
             let out = attr_type_or(node, "out_type", DType::Int32)?;
             Box::new(move |inp: Inputs| inp.iter().map(|t| shape_of(t, out)).collect())
@@ -183,6 +214,17 @@ mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::AttrValue;
+
+    #[test]
+    fn concat_offsets_accumulate_along_the_axis() {
+        let f = prepare(&node("ConcatOffset", &[])).unwrap().unwrap();
+        let v = |x: &[i32]| Tensor::from_i32(vec![x.len()], x.to_vec()).unwrap();
+        let out = f([Tensor::scalar_i32(-1), v(&[2, 3]), v(&[2, 5]), v(&[2, 1])].into_iter().collect()).unwrap();
+        let got: Vec<&[i32]> = out.iter().map(|t| t.as_i32().unwrap()).collect();
+        assert_eq!(got, vec![&[0, 0][..], &[0, 3][..], &[0, 8][..]]);
+        let e = f([Tensor::scalar_i32(1), v(&[2, 3]), v(&[3, 5])].into_iter().collect()).unwrap_err();
+        assert!(e.to_string().contains("should match"), "{e}");
+    }
 
     #[test]
     fn reshape_infers_and_shares_buffer() {

@@ -530,6 +530,16 @@ pub(super) static OPS: &[OpSchema] = &[
         ),
         s::value_shape_of,
     ),
+    // The offsets of each input in a concatenation (ConcatV2's gradient when shapes are
+    // only known at run time, e.g. in Bidirectional RNNs).
+    op(
+        "ConcatOffset",
+        OpFamily::Shape,
+        &[a("concat_dim", TypeRule::Fixed(Int32)), an("shape", ty("shape_type"), "N")],
+        &[an("offset", ty("shape_type"), "N")],
+        &[iattr("N"), tdef("shape_type", Int32, INDEX)],
+        s::concat_offset,
+    ),
     valued(
         op(
             "ShapeN",

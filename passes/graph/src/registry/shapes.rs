@@ -625,6 +625,11 @@ pub(super) fn value_shape_of(c: &InferCtx<'_>) -> Values {
     vec![c.shape(0).dims.clone()]
 }
 
+/// `ConcatOffset`: one offset vector per shape operand, as long as that operand.
+pub(super) fn concat_offset(c: &InferCtx<'_>) -> Shapes {
+    Ok(c.inputs[1..].iter().map(|i| i.shape.clone()).collect())
+}
+
 pub(super) fn shape_n(c: &InferCtx<'_>) -> Shapes {
     Ok(c.inputs.iter().map(|i| Shape::with_dims(vec![i.shape.rank().map(|r| r as i64)])).collect())
 }
