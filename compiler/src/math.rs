@@ -34,6 +34,25 @@ use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{types, Block, Endianness, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 
+/// e^r on |r| ≤ ln2/2, highest degree first (minimax, relative error 1.8e-8). Shared with
+/// the AVX-512 tile routines (`wide.rs`), which must compute bit for bit the same.
+pub(crate) const EXP_POLY: [f32; 7] =
+    [0.001_384_360_5, 0.008_374_197, 0.041_668_005, 0.166_664_3, 0.499_999_94, 1.0, 1.0];
+
+/// tanh(x) = x·P(x²)/Q(x²): P (degree 6 in x²) and Q (degree 3), highest degree first,
+/// fitted by `compiler/tools/fit_tanh.py`. Shared with `wide.rs`.
+pub(crate) const TANH_P: [f32; 7] = [
+    -9.174_849_465_234_947e-14,
+    5.551_923_851_210_283e-11,
+    -2.079_898_209_217_39e-8,
+    1.129_583_870_351_780_2e-5,
+    3.117_481_013_759_970_7e-3,
+    1.309_612_244_367_599_5e-1,
+    1.0,
+];
+pub(crate) const TANH_Q: [f32; 4] =
+    [2.565_843_169_577_42e-4, 2.454_904_466_867_447e-2, 4.642_945_230_007_171_6e-1, 1.0];
+
 /// The vector constants of one generated function, read through a pointer the caller
 /// passes as the last entry of `ptrs`. Each use is a separate single-use load, which x64
 /// folds into the consuming instruction as a memory operand: constants then cost neither
@@ -231,7 +250,7 @@ impl FMath<'_, '_> {
         let r = self.b.ins().fma(n, mln2_hi, x);
         let mln2_lo = self.c(2.121_944_4e-4);
         let r = self.b.ins().fma(n, mln2_lo, r);
-        let p = self.horner(r, &[0.001_384_360_5, 0.008_374_197, 0.041_668_005, 0.166_664_3, 0.499_999_94, 1.0, 1.0]);
+        let p = self.horner(r, &EXP_POLY);
         let tb = self.int_bits_of(t);
         let scale = self.b.ins().ishl_imm_u(tb, 23);
         let pb = self.int_bits_of(p);
@@ -344,19 +363,8 @@ impl FMath<'_, '_> {
         let xc = self.min_const(x, 9.2);
         let xc = self.max_const(xc, -9.2);
         let z = self.mul(xc, xc);
-        let p = self.horner(
-            z,
-            &[
-                -9.174_849_465_234_947e-14,
-                5.551_923_851_210_283e-11,
-                -2.079_898_209_217_39e-8,
-                1.129_583_870_351_780_2e-5,
-                3.117_481_013_759_970_7e-3,
-                1.309_612_244_367_599_5e-1,
-                1.0,
-            ],
-        );
-        let q = self.horner(z, &[2.565_843_169_577_42e-4, 2.454_904_466_867_447e-2, 4.642_945_230_007_171_6e-1, 1.0]);
+        let p = self.horner(z, &TANH_P);
+        let q = self.horner(z, &TANH_Q);
         let num = self.mul(xc, p);
         let r = self.b.ins().fdiv(num, q);
         let r = self.min_const(r, 1.0);

@@ -71,9 +71,11 @@ pub(crate) fn address(op: EwOp) -> *const u8 {
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     //! Each function mirrors the `FMath` method of the same name (see the module invariant).
-    #![allow(clippy::excessive_precision)] // Coefficients as printed in math.rs.
+    //! The polynomial coefficients are `math.rs`'s own constants.
 
     use std::arch::x86_64::*;
+
+    use crate::math::{EXP_POLY, TANH_P, TANH_Q};
 
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -115,7 +117,7 @@ mod avx512 {
         let n = _mm512_sub_ps(t, c(12_582_912.0));
         let r = _mm512_fmadd_ps(n, c(-0.693_359_4), x);
         let r = _mm512_fmadd_ps(n, c(2.121_944_4e-4), r);
-        let p = horner(r, &[0.001_384_360_5, 0.008_374_197, 0.041_668_005, 0.166_664_3, 0.499_999_94, 1.0, 1.0]);
+        let p = horner(r, &EXP_POLY);
         let scale = _mm512_slli_epi32::<23>(_mm512_castps_si512(t));
         let e = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), scale));
         // Range and NaN selects.
@@ -133,19 +135,8 @@ mod avx512 {
         let xc = min_const(x, 9.2);
         let xc = max_const(xc, -9.2);
         let z = _mm512_mul_ps(xc, xc);
-        let p = horner(
-            z,
-            &[
-                -9.174_849_465_234_947e-14,
-                5.551_923_851_210_283e-11,
-                -2.079_898_209_217_39e-8,
-                1.129_583_870_351_780_2e-5,
-                3.117_481_013_759_970_7e-3,
-                1.309_612_244_367_599_5e-1,
-                1.0,
-            ],
-        );
-        let q = horner(z, &[2.565_843_169_577_42e-4, 2.454_904_466_867_447e-2, 4.642_945_230_007_171_6e-1, 1.0]);
+        let p = horner(z, &TANH_P);
+        let q = horner(z, &TANH_Q);
         let num = _mm512_mul_ps(xc, p);
         let r = _mm512_div_ps(num, q);
         let r = min_const(r, 1.0);

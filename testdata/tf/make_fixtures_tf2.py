@@ -109,6 +109,39 @@ def write(name, cf, variables, feeds, steps):
     print(name, os.path.basename(path), sorted({n.op for n in graph_def.node}), "vars:", sorted(names.values()))
 
 
+def captured_variables(cf, candidates):
+    """(variable, initial value) for each candidate `cf` captures, once each, in order."""
+    captured = {id(e) for e, _ in cf.graph.captures}
+    out, seen = [], set()
+    for v in candidates:
+        if id(v.handle) in captured and id(v) not in seen:
+            seen.add(id(v))
+            out.append((v, v.numpy()))
+    return out
+
+
+def keras_train_fixture(name, model, opt, x_spec, feeds, steps):
+    """Writes a Keras training step: sparse softmax cross-entropy on logits (plus the model's
+    regularization losses), gradients by tf.GradientTape, `opt.apply_gradients`."""
+    import keras
+
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    opt.build(model.trainable_variables)
+
+    @tf.function(input_signature=[x_spec, tf.TensorSpec([None], tf.int32, name="labels")])
+    def train(x, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(x, training=True))
+            if model.losses:
+                loss = loss + tf.add_n(model.losses)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    cf = train.get_concrete_function()
+    write(name, cf, captured_variables(cf, model.variables + opt.variables), feeds, steps)
+
+
 def tf2_linear_step():
     w = tf.Variable(np.zeros((2, 3), np.float32), name="w")
     b = tf.Variable(np.zeros(3, np.float32), name="b")
@@ -165,26 +198,12 @@ def tf2_keras_adam():
 
     keras.utils.set_random_seed(13)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(3)])
-    opt = keras.optimizers.Adam(0.01)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    opt.build(model.trainable_variables)
-
-    @tf.function(input_signature=[tf.TensorSpec([None, 8], tf.float32, name="x"),
-                                  tf.TensorSpec([None], tf.int32, name="labels")])
-    def train(x, labels):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(labels, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    cf = train.get_concrete_function()
-    captured = {id(e) for e, _ in cf.graph.captures}
-    variables = [(v, v.numpy()) for v in model.variables + opt.variables if id(v.handle) in captured]
     rng = np.random.default_rng(13)
     feeds = {"x": rng.standard_normal((6, 8)).astype(np.float32),
              "labels": np.array([0, 2, 1, 2, 0, 1], np.int32)}
-    write("tf2_keras_adam", cf, variables, feeds, 3)
+    keras_train_fixture("tf2_keras_adam", model, keras.optimizers.Adam(0.01),
+                        tf.TensorSpec([None, 8], tf.float32, name="x"), feeds, 3)
+
 
 
 def tf2_keras_cnn():
@@ -199,26 +218,12 @@ def tf2_keras_cnn():
         keras.layers.Flatten(),
         keras.layers.Dense(4),
     ])
-    opt = keras.optimizers.SGD(0.05, momentum=0.9)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    opt.build(model.trainable_variables)
-
-    @tf.function(input_signature=[tf.TensorSpec([None, 12, 12, 3], tf.float32, name="x"),
-                                  tf.TensorSpec([None], tf.int32, name="labels")])
-    def train(x, labels):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(labels, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    cf = train.get_concrete_function()
-    captured = {id(e) for e, _ in cf.graph.captures}
-    variables = [(v, v.numpy()) for v in model.variables + opt.variables if id(v.handle) in captured]
     rng = np.random.default_rng(14)
     feeds = {"x": rng.standard_normal((5, 12, 12, 3)).astype(np.float32),
              "labels": np.array([0, 1, 2, 3, 0], np.int32)}
-    write("tf2_keras_cnn", cf, variables, feeds, 2)
+    keras_train_fixture("tf2_keras_cnn", model, keras.optimizers.SGD(0.05, momentum=0.9),
+                        tf.TensorSpec([None, 12, 12, 3], tf.float32, name="x"), feeds, 2)
+
 
 
 def tf2_control_flow():
@@ -401,14 +406,9 @@ def tf2_keras_dropout():
                                                      maxval=tf.constant(1 << 40, tf.int64)))
 
     cf = train.get_concrete_function()
-    captured = {id(e) for e, _ in cf.graph.captures}
     candidates = model.variables + opt.variables + [counter]
     candidates += [layer.seed_generator.state for layer in model.layers if hasattr(layer, "seed_generator")]
-    variables, seen = [], set()
-    for v in candidates:
-        if id(v.handle) in captured and id(v) not in seen:
-            seen.add(id(v))
-            variables.append((v, v.numpy()))
+    variables = captured_variables(cf, candidates)
     rng = np.random.default_rng(21)
     feeds = {"x": rng.standard_normal((6, 8)).astype(np.float32),
              "labels": np.array([0, 2, 1, 2, 0, 1], np.int32)}
@@ -422,25 +422,11 @@ def tf2_keras_layernorm_gelu():
     L = keras.layers
     model = keras.Sequential([keras.Input((7,), dtype="int32"), L.Embedding(50, 16), L.LayerNormalization(),
                               L.Dense(16, activation="gelu"), L.GlobalAveragePooling1D(), L.Dense(4)])
-    opt = keras.optimizers.AdamW(0.01)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    opt.build(model.trainable_variables)
-
-    @tf.function(input_signature=[tf.TensorSpec([None, 7], tf.int32, name="x"),
-                                  tf.TensorSpec([None], tf.int32, name="labels")])
-    def train(x, labels):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(labels, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    cf = train.get_concrete_function()
-    captured = {id(e) for e, _ in cf.graph.captures}
-    variables = [(v, v.numpy()) for v in model.variables + opt.variables if id(v.handle) in captured]
     rng = np.random.default_rng(5)
     feeds = {"x": rng.integers(0, 50, (4, 7)).astype(np.int32), "labels": np.array([0, 3, 1, 2], np.int32)}
-    write("tf2_keras_layernorm_gelu", cf, variables, feeds, 2)
+    keras_train_fixture("tf2_keras_layernorm_gelu", model, keras.optimizers.AdamW(0.01),
+                        tf.TensorSpec([None, 7], tf.int32, name="x"), feeds, 2)
+
 
 
 def tf2_keras_lstm_gru():
@@ -450,25 +436,11 @@ def tf2_keras_lstm_gru():
     L = keras.layers
     model = keras.Sequential([keras.Input((5, 6)), L.LSTM(8, return_sequences=True),
                               L.Bidirectional(L.SimpleRNN(3, return_sequences=True)), L.GRU(4), L.Dense(3)])
-    opt = keras.optimizers.SGD(0.05)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    opt.build(model.trainable_variables)
-
-    @tf.function(input_signature=[tf.TensorSpec([None, 5, 6], tf.float32, name="x"),
-                                  tf.TensorSpec([None], tf.int32, name="labels")])
-    def train(x, labels):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(labels, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    cf = train.get_concrete_function()
-    captured = {id(e) for e, _ in cf.graph.captures}
-    variables = [(v, v.numpy()) for v in model.variables + opt.variables if id(v.handle) in captured]
     rng = np.random.default_rng(8)
     feeds = {"x": rng.standard_normal((4, 5, 6)).astype(np.float32), "labels": np.array([0, 2, 1, 2], np.int32)}
-    write("tf2_keras_lstm_gru", cf, variables, feeds, 2)
+    keras_train_fixture("tf2_keras_lstm_gru", model, keras.optimizers.SGD(0.05),
+                        tf.TensorSpec([None, 5, 6], tf.float32, name="x"), feeds, 2)
+
 
 
 def tf2_keras_activations():
@@ -482,25 +454,10 @@ def tf2_keras_activations():
         L.Dense(8, activation="selu"), L.Dense(8, activation="elu"), L.LeakyReLU(0.1),
         L.Dense(8, activation="softplus"), L.Dense(8, activation="mish"), L.Dense(8, activation="hard_sigmoid"),
         L.Dense(3)])
-    opt = keras.optimizers.SGD(0.05)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    opt.build(model.trainable_variables)
-
-    @tf.function(input_signature=[tf.TensorSpec([None, 6], tf.float32, name="x"),
-                                  tf.TensorSpec([None], tf.int32, name="labels")])
-    def train(x, labels):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(labels, model(x, training=True)) + tf.add_n(model.losses)
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    cf = train.get_concrete_function()
-    captured = {id(e) for e, _ in cf.graph.captures}
-    variables = [(v, v.numpy()) for v in model.variables + opt.variables if id(v.handle) in captured]
     rng = np.random.default_rng(9)
     feeds = {"x": rng.standard_normal((5, 6)).astype(np.float32), "labels": np.array([0, 2, 1, 2, 0], np.int32)}
-    write("tf2_keras_activations", cf, variables, feeds, 2)
+    keras_train_fixture("tf2_keras_activations", model, keras.optimizers.SGD(0.05),
+                        tf.TensorSpec([None, 6], tf.float32, name="x"), feeds, 2)
 
 
 FIXTURES = [tf2_keras_activations, tf2_keras_lstm_gru, tf2_keras_layernorm_gelu, tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
