@@ -807,8 +807,10 @@ impl Emitter<'_> {
                         let mut vals = vec![vec![None; spec.members.len()]; UNROLL];
                         for &m in &loads {
                             let addr = home_addr(b, m, j);
+                            // Booleans live as i32x4 lane masks in the vector loops.
+                            let ty = if spec.members[m].dtype == DType::Bool { types::I32X4 } else { types::F32X4 };
                             for (u, copy) in vals.iter_mut().enumerate() {
-                                copy[m] = Some(b.ins().load(types::F32X4, flags, addr, (u * 16) as i32));
+                                copy[m] = Some(b.ins().load(ty, flags, addr, (u * 16) as i32));
                             }
                         }
                         eval_some_members(b, spec, ms, &ins, &mut vals, true, &mut self.pool.borrow_mut());

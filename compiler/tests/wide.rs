@@ -70,6 +70,31 @@ fn tile_routines_match_the_f32x4_code_bit_for_bit() {
     }
 }
 
+/// A boolean mask computed before a routine and used after it crosses the tile buffer as
+/// a lane mask.
+#[test]
+fn masks_cross_tile_segments() {
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        konst("half", autoclust_graph::Tensor::scalar_f32(0.5)),
+        node("g", "Greater", &["x", "half"], vec![]),
+        node("t", "Tanh", &["x"], vec![]),
+        node("e", "Exp", &["t"], vec![]),
+        node("s", "SelectV2", &["g", "e", "x"], vec![]),
+        ret("r", "s", 0),
+    ]);
+    let n = 1000;
+    let (tiled, plain) = both(&g, &[(DType::Float32, vec![n])]);
+    let xs = rand_f32(n, 3, -2.0, 2.0);
+    let a = tiled.call(&[f32t(&[n], xs.clone())]).unwrap();
+    let b = plain.call(&[f32t(&[n], xs.clone())]).unwrap();
+    assert_same_bits(a[0].as_f32().unwrap(), b[0].as_f32().unwrap(), &xs, "select");
+    for (i, (&x, &y)) in xs.iter().zip(a[0].as_f32().unwrap()).enumerate() {
+        let want = if x > 0.5 { (x as f64).tanh().exp() } else { x as f64 };
+        assert!((y as f64 - want).abs() <= 1e-5 * want.abs().max(1.0), "element {i}: {y} vs {want}");
+    }
+}
+
 /// A DAG whose values cross the tile segments in every way: a routine reading an input row
 /// directly and another reading a buffered member, a copied input read again from its row, a routine result that is both an output
 /// and an operand of later members, a buffered value read two segments later, broadcast
