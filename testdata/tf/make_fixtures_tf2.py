@@ -50,6 +50,9 @@ after the last step). File layout and manifest: README.md.
 - tf2_keras_activations: Keras 3 activations and their gradient ops — softsign (`SoftsignGrad`), PReLU,
   selu (`SeluGrad`), elu (`EluGrad`), LeakyReLU (`LeakyReluGrad`), softplus (`SoftplusGrad`), mish,
   hard_sigmoid — with an L2 kernel regularizer, SGD. 2 steps, batch 5.
+- tf2_band_atan2_bucketize: `MatrixBandPart` (a causal mask, its own gradient, bands (1, 1) and (0, 0)),
+  `Atan2` with broadcasting and its gradient, `Bucketize` of floats (a value on a boundary) and of int64.
+  2 steps.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -460,7 +463,31 @@ def tf2_keras_activations():
                         tf.TensorSpec([None, 6], tf.float32, name="x"), feeds, 2)
 
 
-FIXTURES = [tf2_keras_activations, tf2_keras_lstm_gru, tf2_keras_layernorm_gelu, tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
+def tf2_band_atan2_bucketize():
+    w = tf.Variable(np.zeros((4, 4), np.float32), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x"),
+                                  tf.TensorSpec([None], tf.int64, name="ids")])
+    def step(x, ids):
+        with tf.GradientTape() as tape:
+            causal = tf.linalg.band_part(tf.matmul(x, w), -1, 0)  # lower triangle: a causal mask
+            angle = tf.math.atan2(w, x[:1] - 0.5)  # broadcasting, both signs
+            loss = tf.reduce_sum(causal) + tf.reduce_sum(angle * angle)
+        g = tape.gradient(loss, w)  # band_part's gradient is a band_part; atan2's divides
+        w.assign_sub(0.1 * g)
+        buckets = tf.raw_ops.Bucketize(input=x, boundaries=[-1.0, 0.0, 0.5, 2.0])
+        int_buckets = tf.raw_ops.Bucketize(input=ids, boundaries=[1.0, 3.0, 3.0, 10.0])
+        return loss, tf.linalg.band_part(x, 1, 1), tf.linalg.band_part(x, 0, 0), buckets, int_buckets
+
+    rng = np.random.default_rng(23)
+    variables = [(w, rng.standard_normal((4, 4)).astype(np.float32))]
+    x = rng.standard_normal((4, 4)).astype(np.float32)
+    x[0, 1] = 0.5  # on a boundary: upper_bound puts it in the next bucket
+    feeds = {"x": x, "ids": np.array([0, 1, 3, 4, 10, 11], np.int64)}
+    write("tf2_band_atan2_bucketize", step.get_concrete_function(), variables, feeds, 2)
+
+
+FIXTURES = [tf2_band_atan2_bucketize, tf2_keras_activations, tf2_keras_lstm_gru, tf2_keras_layernorm_gelu, tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
             tf2_keras_cnn, tf2_einsum_attention, tf2_segment_topk_assert,
             tf2_gather_scatter_nd]
 

@@ -643,6 +643,36 @@ fn fill(dims: &[usize], value: &Tensor) -> KResult<Tensor> {
     dispatch_all!(value.dtype, go(dims, value))
 }
 
+/// `tf.linalg.band_part`: keeps element (i, j) of each innermost matrix when
+/// `i − j ≤ num_lower` and `j − i ≤ num_upper` (a negative bound keeps that whole triangle).
+fn band_part<T: Elem>(t: &Tensor, lower: i64, upper: i64) -> KResult<Tensor> {
+    let r = t.rank();
+    if r < 2 {
+        return Err(KernelError::invalid(format!("input must be at least 2-dim, received shape: {:?}", t.shape)));
+    }
+    let (m, n) = (t.shape[r - 2] as i64, t.shape[r - 1] as i64);
+    if lower > m || upper > n {
+        return Err(KernelError::invalid(format!(
+            "num_lower must be negative or less or equal to number of rows ({m}) got: {lower}; num_upper must be negative or less or equal to number of columns ({n}) got: {upper}"
+        )));
+    }
+    let zero = T::slice(&Tensor::zeros(T::DTYPE, vec![1]).map_err(|e| KernelError::invalid(e.to_string()))?)[0];
+    let v: Vec<T> = T::slice(t)
+        .iter()
+        .enumerate()
+        .map(|(k, &x)| {
+            let (i, j) = ((k as i64 / n) % m, k as i64 % n);
+            let keep = (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper);
+            if keep {
+                x
+            } else {
+                zero
+            }
+        })
+        .collect();
+    Ok(tensor_of(t.shape.clone(), v))
+}
+
 fn filled_like(t: &Tensor, one_value: bool) -> KResult<Tensor> {
     if let (Some(list), false) = (t.as_list(), one_value) {
         // TensorFlow's zeros_like of a TensorList (in RNN gradients): the same slots, each
@@ -1176,6 +1206,32 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             let sizes = split_sizes(&int_values(&inp[1], "size_splits")?, t.shape[ax])?;
             split(t, ax as i64, &sizes)
         }),
+        "MatrixBandPart" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            let lower = int_scalar(&inp[1], "num_lower")?;
+            let upper = int_scalar(&inp[2], "num_upper")?;
+            one(dispatch_all!(inp[0].dtype, band_part(&inp[0], lower, upper))?)
+        }),
+        "Bucketize" => {
+            let boundaries: Vec<f32> = match node.attr("boundaries") {
+                Some(autoclust_graph::AttrValue::List(autoclust_graph::ListValue::F(v))) => v.clone(),
+                Some(autoclust_graph::AttrValue::List(autoclust_graph::ListValue::Empty)) => Vec::new(),
+                _ => return Err(KernelError::Attr("boundaries".into())),
+            };
+            if boundaries.windows(2).any(|w| w[0] > w[1]) {
+                return Err(KernelError::invalid("Expected sorted boundaries"));
+            }
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let t = &inp[0];
+                let v = t.to_f64_vec().ok_or(KernelError::DType(t.dtype))?;
+                // The index of the first boundary above the value (std::upper_bound), the
+                // comparison in TensorFlow's: the value against float boundaries.
+                let idx: Vec<i32> =
+                    v.iter().map(|&x| boundaries.partition_point(|&b| f64::from(b) <= x) as i32).collect();
+                one(tensor_of(t.shape.clone(), idx))
+            })
+        }
         "Cumsum" | "Cumprod" => {
             let prod = node.op == "Cumprod";
             let exclusive = node.attr("exclusive").and_then(|a| a.as_bool()).unwrap_or(false);

@@ -346,6 +346,8 @@ pub(crate) enum Arith {
     SquaredDifference,
     DivNoNan,
     MulNoNan,
+    /// `atan2(y, x)`: floats only.
+    Atan2,
 }
 
 fn same_dtype(a: &Tensor, b: &Tensor) -> KResult<()> {
@@ -379,7 +381,8 @@ fn arith<T: Num>(op: Arith, a: Tensor, b: Tensor) -> KResult<Tensor> {
         Sub => zip_same(a, b, T::sub),
         Mul => zip_same(a, b, T::mul),
         Div | TruncateDiv => zip_same(a, b, T::div),
-        RealDiv if T::IS_INT => Err(KernelError::DType(T::DTYPE)),
+        RealDiv | Atan2 if T::IS_INT => Err(KernelError::DType(T::DTYPE)),
+        Atan2 => zip_same(a, b, |y: T, x: T| T::from_f64(y.to_f64().atan2(x.to_f64()))),
         RealDiv => zip_same(a, b, T::div),
         FloorDiv => zip_same(a, b, T::floordiv),
         FloorMod => zip_same(a, b, T::floormod),
@@ -621,6 +624,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Maximum" => Some(Arith::Maximum),
         "Minimum" => Some(Arith::Minimum),
         "Pow" => Some(Arith::Pow),
+        "Atan2" => Some(Arith::Atan2),
         "SquaredDifference" => Some(Arith::SquaredDifference),
         "DivNoNan" => Some(Arith::DivNoNan),
         "MulNoNan" => Some(Arith::MulNoNan),

@@ -23,6 +23,7 @@ mod strided;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use crate::ListValue;
 use crate::{AttrValue, DType, Dim, Node, ResourceKind, Shape};
 
 pub use strided::{strided_slice, SliceSpec};
@@ -59,6 +60,7 @@ pub enum AttrKind {
     Tensor,
     ListInt,
     ListType,
+    ListFloat,
 }
 
 impl AttrKind {
@@ -73,6 +75,7 @@ impl AttrKind {
             AttrKind::Tensor => "a tensor",
             AttrKind::ListInt => "a list of ints",
             AttrKind::ListType => "a list of types",
+            AttrKind::ListFloat => "a list of floats",
         }
     }
 
@@ -87,6 +90,7 @@ impl AttrKind {
             AttrKind::Tensor => v.as_tensor().is_some(),
             AttrKind::ListInt => v.as_int_list().is_some(),
             AttrKind::ListType => v.as_type_list().is_some(),
+            AttrKind::ListFloat => matches!(v, AttrValue::List(ListValue::F(_) | ListValue::Empty)),
         }
     }
 }
