@@ -53,6 +53,9 @@ after the last step). File layout and manifest: README.md.
 - tf2_band_atan2_bucketize: `MatrixBandPart` (a causal mask, its own gradient, bands (1, 1) and (0, 0)),
   `Atan2` with broadcasting and its gradient, `Bucketize` of floats (a value on a boundary) and of int64.
   2 steps.
+- tf2_tensor_array: a `tf.TensorArray` written in a `While` loop, then gathered, concatenated and stacked
+  (`TensorListGather`, `TensorListConcatV2`), with its gradient (`TensorListSplit`,
+  `TensorListScatterIntoExistingList`, `TensorListResize`), and a scattered array read back. 2 steps.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -487,7 +490,28 @@ def tf2_band_atan2_bucketize():
     write("tf2_band_atan2_bucketize", step.get_concrete_function(), variables, feeds, 2)
 
 
-FIXTURES = [tf2_band_atan2_bucketize, tf2_keras_activations, tf2_keras_lstm_gru, tf2_keras_layernorm_gelu, tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
+def tf2_tensor_array():
+    w = tf.Variable(np.zeros((3,), np.float32), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    def step(x):
+        with tf.GradientTape() as tape:
+            ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[3])
+            for i in tf.range(tf.shape(x)[0]):  # a While loop writing a growing TensorArray
+                ta = ta.write(i, x[i] * w + tf.cast(i, tf.float32))
+            loss = (tf.reduce_sum(ta.gather([0, 2])) + tf.reduce_sum(tf.square(ta.concat()))
+                    + tf.reduce_sum(ta.stack()))
+        grad = tape.gradient(loss, w)  # TensorListSplit, ScatterIntoExistingList, Resize, ...
+        w.assign_sub(0.01 * grad)
+        tb = tf.TensorArray(tf.float32, size=4).scatter([3, 0], tf.ones((2, 2)))
+        return loss, tb.read(3), tb.read(1), ta.size()
+
+    variables = [(w, np.array([1.0, -0.5, 2.0], np.float32))]
+    feeds = {"x": np.arange(12, dtype=np.float32).reshape(4, 3) / 4.0}
+    write("tf2_tensor_array", step.get_concrete_function(), variables, feeds, 2)
+
+
+FIXTURES = [tf2_tensor_array, tf2_band_atan2_bucketize, tf2_keras_activations, tf2_keras_lstm_gru, tf2_keras_layernorm_gelu, tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
             tf2_keras_cnn, tf2_einsum_attention, tf2_segment_topk_assert,
             tf2_gather_scatter_nd]
 

@@ -298,7 +298,7 @@ fn strided_slice_grad(
     dispatch_all!(dy.dtype, go(shape, &b, &s, &sizes, dy))
 }
 
-fn concat(values: &[Tensor], axis: i64) -> KResult<Tensor> {
+pub(crate) fn concat(values: &[Tensor], axis: i64) -> KResult<Tensor> {
     let first = values.first().ok_or_else(|| KernelError::invalid("Concat needs at least one value"))?;
     let rank = first.rank();
     if rank == 0 {

@@ -180,11 +180,16 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             | "TensorListStack"
             | "TensorListLength"
             | "TensorListElementShape"
+            | "TensorListGather"
+            | "TensorListConcatV2"
+            | "TensorListSplit"
+            | "TensorListResize"
+            | "TensorListScatterIntoExistingList"
     ) {
         return Ok(None);
     }
     let dtype = match op {
-        "TensorListLength" => DType::Int32,
+        "TensorListLength" | "TensorListResize" => DType::Int32,
         "TensorListElementShape" => attr_type(node, "shape_type")?,
         _ => attr_type(node, "element_dtype")?,
     };
@@ -298,6 +303,120 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             }
             one(stack(list, &element_shape(&inp[1])?)?)
         }),
+        "TensorListGather" => Box::new(move |inp: Inputs| {
+            arity(&inp, 3)?;
+            let list = list_of(&inp[0], "input_handle")?;
+            let hint = element_shape(&inp[2])?;
+            let mut picked = Vec::new();
+            for i in int_values(&inp[1], "indices")? {
+                let k = index_of(&Tensor::scalar_i64(i), list.items.len(), "gather")?;
+                picked.push(list.items[k].clone());
+            }
+            one(stack(&TensorList { items: picked, ..list.clone() }, &hint)?)
+        }),
+        "TensorListConcatV2" => Box::new(move |inp: Inputs| {
+            arity(&inp, 3)?;
+            let list = list_of(&inp[0], "input_handle")?;
+            let hint = element_shape(&inp[1])?;
+            let leading = int_values(&inp[2], "leading_dims")?;
+            // Unset elements are zeros of [leading_dims[i]] + the element shape after dim 0.
+            let rest = merge(&list.element_shape, &hint)?.map(|d| d[1..].to_vec());
+            let mut pieces = Vec::with_capacity(list.items.len());
+            for (i, x) in list.items.iter().enumerate() {
+                pieces.push(match x {
+                    Some(t) if t.rank() == 0 => {
+                        return Err(KernelError::invalid(
+                            "Concat requires elements to be at least vectors, found scalars instead.",
+                        ));
+                    }
+                    Some(t) => t.clone(),
+                    None => {
+                        let mut d = vec![*leading.get(i).ok_or_else(|| {
+                            KernelError::invalid("Cannot concat an uninitialized element without leading_dims")
+                        })?];
+                        d.extend(rest.clone().unwrap_or_default());
+                        zeros(dtype, &Some(d))?
+                    }
+                });
+            }
+            let lengths: Vec<i64> = pieces.iter().map(|t| t.shape[0] as i64).collect();
+            let tensor = if pieces.is_empty() {
+                let mut d = vec![0i64];
+                d.extend(rest.unwrap_or_default());
+                zeros(dtype, &Some(d))?
+            } else {
+                super::array::concat(&pieces, 0)?
+            };
+            let mut o = Outputs::new();
+            o.push(tensor);
+            o.push(Tensor::from_i64(vec![lengths.len()], lengths).expect("vector"));
+            Ok(o)
+        }),
+        "TensorListSplit" => Box::new(move |inp: Inputs| {
+            arity(&inp, 3)?;
+            let t = &inp[0];
+            if t.rank() == 0 {
+                return Err(KernelError::invalid("Tensor must be at least a vector, but saw shape: []"));
+            }
+            let lengths = int_values(&inp[2], "lengths")?;
+            if lengths.iter().any(|&l| l < 0) || lengths.iter().sum::<i64>() != t.shape[0] as i64 {
+                return Err(KernelError::invalid(format!(
+                    "Unused values in tensor. Length of tensor: {} Values used: {}",
+                    t.shape[0],
+                    lengths.iter().sum::<i64>()
+                )));
+            }
+            let sizes: Vec<usize> = lengths.iter().map(|&l| l as usize).collect();
+            let items = super::array::split(t, 0, &sizes)?.into_iter().map(Some).collect();
+            let mut elem: Vec<i64> = t.shape.iter().map(|&d| d as i64).collect();
+            elem[0] = -1;
+            let element_shape = merge(&element_shape(&inp[1])?, &Some(elem))?;
+            if t.dtype != dtype {
+                return Err(KernelError::invalid(format!(
+                    "Invalid data types; list elements {dtype} but tensor is {}",
+                    t.dtype
+                )));
+            }
+            one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape, items }))
+        }),
+        "TensorListResize" => Box::new(move |inp: Inputs| {
+            arity(&inp, 2)?;
+            let list = list_of(&inp[0], "input_handle")?;
+            let n = int_scalar(&inp[1], "size")?;
+            if n < 0 {
+                return Err(KernelError::invalid(format!("TensorListSlice expects size to be non-negative. Got: {n}")));
+            }
+            let mut items = list.items.clone();
+            items.resize(n as usize, None);
+            one(Tensor::from_list(TensorList { items, ..list.clone() }))
+        }),
+        "TensorListScatterIntoExistingList" => Box::new(move |inp: Inputs| {
+            arity(&inp, 3)?;
+            let list = list_of(&inp[0], "input_handle")?;
+            let t = &inp[1];
+            let indices = int_values(&inp[2], "indices")?;
+            if t.rank() == 0 || t.shape[0] != indices.len() {
+                return Err(KernelError::invalid(format!(
+                    "Number of indices ({}) does not match the leading dimension of the tensor ({})",
+                    indices.len(),
+                    debug_shape(&t.shape)
+                )));
+            }
+            let rows = super::array::split(t, 0, &vec![1; t.shape[0]])?;
+            let mut items = list.items.clone();
+            for (&i, mut row) in indices.iter().zip(rows) {
+                row.shape.remove(0);
+                check_element(list, &row)?;
+                if i < 0 || i as usize >= items.len() {
+                    return Err(KernelError::invalid(format!(
+                        "Trying to scatter at index {i} in list with size {}",
+                        items.len()
+                    )));
+                }
+                items[i as usize] = Some(row);
+            }
+            one(Tensor::from_list(TensorList { items, ..list.clone() }))
+        }),
         "TensorListElementShape" => Box::new(move |inp: Inputs| {
             arity(&inp, 1)?;
             let list = list_of(&inp[0], "input_handle")?;
@@ -362,6 +481,29 @@ mod tests {
         let popped = run(&kernel("TensorListPopBack"), vec![acc, ints(&[2])]).unwrap();
         assert_eq!(popped[1].as_f32().unwrap(), &[2., -2.]);
         assert_eq!(popped[0].as_list().unwrap().items.len(), 2);
+    }
+
+    /// tf.TensorArray's gather, concat (with lengths), split, resize and scatter.
+    #[test]
+    fn gather_concat_split_resize_scatter() {
+        let x = Tensor::from_f32(vec![3, 2], vec![1., 2., 3., 4., 5., 6.]).unwrap();
+        let xs = run(&kernel("TensorListFromTensor"), vec![x.clone(), ints(&[2])]).unwrap().remove(0);
+        let g = run(&kernel("TensorListGather"), vec![xs.clone(), ints(&[2, 0]), ints(&[2])]).unwrap();
+        assert_eq!(g[0].as_f32().unwrap(), &[5., 6., 1., 2.]);
+        let longs = |v: &[i64]| Tensor::from_i64(vec![v.len()], v.to_vec()).unwrap();
+        let c = run(&kernel("TensorListConcatV2"), vec![xs.clone(), ints(&[-1]), longs(&[])]).unwrap();
+        assert_eq!((c[0].shape.clone(), c[1].as_i64().unwrap()), (vec![6], &[2i64, 2, 2][..]));
+        let sp = run(&kernel("TensorListSplit"), vec![x.clone(), ints(&[-1, 2]), longs(&[1, 2])]).unwrap().remove(0);
+        assert_eq!(sp.as_list().unwrap().items[1].as_ref().unwrap().shape, vec![2, 2]);
+        assert!(run(&kernel("TensorListSplit"), vec![x.clone(), ints(&[-1, 2]), longs(&[1, 1])]).is_err());
+        let resize = prepare(&node("TensorListResize", &[])).unwrap().unwrap();
+        let r = run(&resize, vec![xs.clone(), Tensor::scalar_i32(5)]).unwrap().remove(0);
+        assert_eq!(r.as_list().unwrap().items.len(), 5);
+        let rows = Tensor::from_f32(vec![1, 2], vec![9., 9.]).unwrap();
+        let sc = run(&kernel("TensorListScatterIntoExistingList"), vec![r, rows.clone(), ints(&[4])]).unwrap();
+        assert_eq!(sc[0].as_list().unwrap().items[4].as_ref().unwrap().as_f32().unwrap(), &[9., 9.]);
+        let e = run(&kernel("TensorListScatterIntoExistingList"), vec![xs, rows, ints(&[7])]).unwrap_err();
+        assert!(e.to_string().contains("scatter at index 7"), "{e}");
     }
 
     /// AddN of lists: slot by slot; an unset slot takes the other's element.

@@ -307,6 +307,25 @@ fn list_handle(_c: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::scalar()])
 }
 
+/// `TensorListGather`: `[len(indices)] + element_shape`.
+fn list_gather(c: &InferCtx<'_>) -> Shapes {
+    let n = c.shape(1).dims.as_ref().and_then(|d| d.first().copied().flatten());
+    let elem = list_element_shape(c, 2);
+    Ok(vec![match elem.dims {
+        Some(d) => {
+            let mut dims: Vec<Dim> = vec![n];
+            dims.extend(d);
+            Shape::with_dims(dims)
+        }
+        None => Shape::unknown(),
+    }])
+}
+
+/// `TensorListConcatV2`: the concatenation and the int64 lengths of its pieces.
+fn list_concat(_c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![Shape::unknown(), Shape::with_dims(vec![None])])
+}
+
 /// `TensorListElementShape`: a vector, or the scalar −1 for an unknown rank.
 fn list_element_shape_out(_c: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::unknown()])
@@ -553,6 +572,46 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("tensor", ty("element_dtype"))],
         &[tattr("element_dtype", None), idef("num_elements", -1)],
         list_stack,
+    ),
+    op(
+        "TensorListGather",
+        OpFamily::Shape,
+        &[a("input_handle", VARIANT), a("indices", I32), a("element_shape", I32)],
+        &[a("values", ty("element_dtype"))],
+        ELEMENT_DTYPE,
+        list_gather,
+    ),
+    op(
+        "TensorListConcatV2",
+        OpFamily::Shape,
+        &[a("input_handle", VARIANT), a("element_shape", ty("shape_type")), a("leading_dims", TypeRule::Fixed(Int64))],
+        &[a("tensor", ty("element_dtype")), a("lengths", TypeRule::Fixed(Int64))],
+        LIST_ATTRS,
+        list_concat,
+    ),
+    op(
+        "TensorListSplit",
+        OpFamily::Shape,
+        &[a("tensor", ty("element_dtype")), a("element_shape", ty("shape_type")), a("lengths", TypeRule::Fixed(Int64))],
+        &[a("output_handle", VARIANT)],
+        LIST_ATTRS,
+        list_handle,
+    ),
+    op(
+        "TensorListResize",
+        OpFamily::Shape,
+        &[a("input_handle", VARIANT), a("size", I32)],
+        &[a("output_handle", VARIANT)],
+        &[],
+        list_handle,
+    ),
+    op(
+        "TensorListScatterIntoExistingList",
+        OpFamily::Shape,
+        &[a("input_handle", VARIANT), a("tensor", ty("element_dtype")), a("indices", I32)],
+        &[a("output_handle", VARIANT)],
+        ELEMENT_DTYPE,
+        list_handle,
     ),
     op(
         "TensorListElementShape",
