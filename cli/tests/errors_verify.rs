@@ -24,6 +24,14 @@ fn fails(cmd: &str, path: &PathBuf, needle: &str) {
     assert!(!stderr.contains("panicked"), "{cmd}: {stderr}");
 }
 
+/// Removes a case's file, and its directory once the last case is gone.
+fn done(path: &PathBuf) {
+    let _ = std::fs::remove_file(path);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::remove_dir(dir); // fails while the other test's file is still there
+    }
+}
+
 const ARITY: &str = "a = Const() {dtype = float32, value = float32[]{1.0}}\nb = AddV2(a) {T = float32}\n";
 const DTYPE: &str = "a = Const() {dtype = float32, value = float32[]{1.0}}\n\
 i = Const() {dtype = int32, value = int32[]{1}}\n\
@@ -34,6 +42,7 @@ fn wrong_arity_is_reported_with_its_line() {
     let p = case("arity.graph", ARITY);
     fails("cluster", &p, "arity.graph: 2:1: node 'b'");
     fails("run", &p, "node 'b'");
+    done(&p);
 }
 
 #[test]
@@ -42,4 +51,5 @@ fn wrong_dtype_is_reported_with_its_line() {
     fails("cluster", &p, "dtype.graph: 3:1: node 'b'");
     fails("run", &p, "node 'b'");
     fails("run", &p, "int32");
+    done(&p);
 }
