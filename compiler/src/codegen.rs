@@ -749,7 +749,7 @@ impl Emitter<'_> {
                 }
             }
         };
-        for (s, seg) in plan.segments.iter().enumerate() {
+        for seg in &plan.segments {
             match seg {
                 Segment::Call(m) => {
                     let member = &spec.members[*m];
@@ -822,10 +822,9 @@ impl Emitter<'_> {
                                     dests.push(b.ins().iadd(orow[o], eoff));
                                 }
                             }
+                            // A buffer home is only given to a value a later segment reads.
                             if let Some(Home::Buffer(_)) = plan.home[m] {
-                                if plan.segments[s + 1..].iter().any(|later| later_uses(spec, later, m)) {
-                                    dests.push(home_addr(b, m, j));
-                                }
+                                dests.push(home_addr(b, m, j));
                             }
                             for d in dests {
                                 for (u, copy) in vals.iter().enumerate() {
@@ -838,15 +837,6 @@ impl Emitter<'_> {
                 }
             }
         }
-    }
-}
-
-/// Whether segment `seg` reads member `m`.
-fn later_uses(spec: &FusedSpec, seg: &Segment, m: usize) -> bool {
-    let reads = |i: usize| spec.members[i].args.contains(&Operand::Member(m));
-    match seg {
-        Segment::Loop(ms) => ms.iter().any(|&i| reads(i)),
-        Segment::Call(i) => reads(*i),
     }
 }
 

@@ -656,7 +656,7 @@ fn band_part<T: Elem>(t: &Tensor, lower: i64, upper: i64) -> KResult<Tensor> {
             "num_lower must be negative or less or equal to number of rows ({m}) got: {lower}; num_upper must be negative or less or equal to number of columns ({n}) got: {upper}"
         )));
     }
-    let zero = T::slice(&Tensor::zeros(T::DTYPE, vec![1]).map_err(|e| KernelError::invalid(e.to_string()))?)[0];
+    let zero = T::zero();
     let v: Vec<T> = T::slice(t)
         .iter()
         .enumerate()

@@ -96,8 +96,8 @@ fn check_element(list: &TensorList, t: &Tensor) -> KResult<()> {
     Ok(())
 }
 
-fn index_of(t: &Tensor, len: usize, what: &str) -> KResult<usize> {
-    let i = int_scalar(t, "index")?;
+/// Index `i` checked against a list of `len` elements.
+fn index_of(i: i64, len: usize, what: &str) -> KResult<usize> {
     if i < 0 || i as usize >= len {
         return Err(KernelError::invalid(format!("Trying to {what} element {i} in a list with {len} elements.")));
     }
@@ -240,7 +240,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "TensorListGetItem" => Box::new(move |inp: Inputs| {
             arity(&inp, 3)?;
             let list = list_of(&inp[0], "input_handle")?;
-            let i = index_of(&inp[1], list.items.len(), "access")?;
+            let i = index_of(int_scalar(&inp[1], "index")?, list.items.len(), "access")?;
             match &list.items[i] {
                 Some(t) => one(t.clone()),
                 None => one(zeros(dtype, &merge(&list.element_shape, &element_shape(&inp[2])?)?)?),
@@ -309,7 +309,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             let hint = element_shape(&inp[2])?;
             let mut picked = Vec::new();
             for i in int_values(&inp[1], "indices")? {
-                let k = index_of(&Tensor::scalar_i64(i), list.items.len(), "gather")?;
+                let k = index_of(i, list.items.len(), "gather")?;
                 picked.push(list.items[k].clone());
             }
             one(stack(&TensorList { items: picked, ..list.clone() }, &hint)?)
