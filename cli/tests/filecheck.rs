@@ -24,6 +24,18 @@
 //! `# XFAIL: reason` marks a case that is known to fail (lit's rule): it
 //! passes while the case fails and fails once the case passes, so the mark
 //! is removed when the gap is closed.
+//!
+//! **Lowering cases** (`testdata/compile/`, Cranelift's filetests in spirit)
+//! run `autoclust run … --dump-clif %t`: the checked text is then the dump
+//! directory — every `.plan` file (the compiled body's steps: fused loops,
+//! GEMMs, reductions, folded constants) and then every function's `.clif`,
+//! each under a `== FILE` line, in name order (numbers compared as numbers).
+//! Machine code (`.s`) is not checked, and tile routines are turned off
+//! (`AUTOCLUST_NO_TILES=1`), so the text does not depend on the host's ISA.
+//! A case may also hold the exact plan as `# PLAN:` lines; it must match
+//! line for line, and `AUTOCLUST_BLESS=1 cargo test -p autoclust --test
+//! filecheck` rewrites those lines from the actual output (then review the
+//! diff), as Cranelift's precise-output tests are blessed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,6 +60,8 @@ struct Case {
     directives: Vec<Directive>,
     /// Why the case is expected to fail (`# XFAIL:`).
     xfail: Option<String>,
+    /// The exact expected `.plan` output of a lowering case (`# PLAN:` lines).
+    plan: Option<Vec<String>>,
 }
 
 /// Which LLVM directive a comment holds, and its `filecheck` equivalent.
@@ -96,6 +110,7 @@ fn translate_pattern(pattern: &str) -> Result<String, String> {
 fn parse_case(text: &str) -> Result<Case, String> {
     let mut run: Option<(Vec<String>, bool)> = None;
     let mut xfail = None;
+    let mut plan: Option<Vec<String>> = None;
     let mut directives = Vec::new();
     let mut first_comment_lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -111,6 +126,10 @@ fn parse_case(text: &str) -> Result<Case, String> {
         };
         if let Some(reason) = comment.strip_prefix("XFAIL:") {
             xfail = Some(reason.trim().to_string());
+            continue;
+        }
+        if let Some(line) = comment.strip_prefix("PLAN:") {
+            plan.get_or_insert_with(Vec::new).push(line.strip_prefix(' ').unwrap_or(line).to_string());
             continue;
         }
         if let Some(cmd) = is_run {
@@ -139,10 +158,13 @@ fn parse_case(text: &str) -> Result<Case, String> {
         [(1, r), (2, purpose)] if r.starts_with("RUN") && !purpose.is_empty() && !purpose.starts_with("CHECK") => {}
         _ => return Err("a case opens with its RUN line, then a one-sentence purpose comment".into()),
     }
-    if directives.is_empty() {
-        return Err("no CHECK lines".into());
+    if directives.is_empty() && plan.is_none() {
+        return Err("no CHECK or PLAN lines".into());
     }
-    Ok(Case { run, expect_failure, directives, xfail })
+    if plan.is_some() && !run.iter().any(|a| a == "--dump-clif") {
+        return Err("PLAN lines need a RUN line with --dump-clif %t".into());
+    }
+    Ok(Case { run, expect_failure, directives, xfail, plan })
 }
 
 /// Checks `output` against the directives; the error explains the mismatch.
@@ -191,10 +213,13 @@ fn execute(root: &Path, rel: &str, case: &Case) -> Result<(), Failed> {
     let tmp_str = tmp_file.to_string_lossy().to_string();
     let args: Vec<String> = case.run[1..].iter().map(|a| a.replace("%s", rel).replace("%t", &tmp_str)).collect();
     let output_to_file = case.run.iter().any(|a| a.contains("%t"));
+    let dump_dir = case.run.windows(2).any(|w| w[0] == "--dump-clif" && w[1] == "%t");
     let result = Command::new(env!("CARGO_BIN_EXE_autoclust"))
         .args(&args)
         .current_dir(root)
         .env_remove("RUST_LOG")
+        .env_remove("AUTOCLUST_NO_AVX512")
+        .env("AUTOCLUST_NO_TILES", "1")
         .output()
         .map_err(|e| format!("cannot run autoclust: {e}"))?;
     let stdout = String::from_utf8_lossy(&result.stdout).to_string();
@@ -216,13 +241,115 @@ fn execute(root: &Path, rel: &str, case: &Case) -> Result<(), Failed> {
         if code != Some(0) {
             return Err(format!("{command}: expected exit 0, got {code:?}\n--- stderr ---\n{stderr}").into());
         }
-        if output_to_file {
+        if dump_dir {
+            let (plans, dump) = read_dump(&tmp_file).map_err(|e| format!("{command}: {e}"))?;
+            if let Some(want) = &case.plan {
+                check_plan(root, rel, want, &plans).map_err(|e| format!("{rel}\n$ {command}\n{e}"))?;
+            }
+            dump
+        } else if output_to_file {
             std::fs::read_to_string(&tmp_file).map_err(|e| format!("{command}: no output file: {e}"))?
         } else {
             stdout
         }
     };
+    if case.directives.is_empty() {
+        return Ok(());
+    }
     check_output(&case.directives, &checked).map_err(|e| format!("{rel}\n$ {command}\n{e}").into())
+}
+
+/// A dump file's name as a sort key: runs of digits compare as numbers, so
+/// `f_2` comes before `f_10`.
+fn natural_key(name: &str) -> Vec<(String, u64)> {
+    let mut key = Vec::new();
+    let mut text = String::new();
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            let mut n = c.to_digit(10).unwrap_or(0) as u64;
+            while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+                n = n.saturating_mul(10).saturating_add(d as u64);
+                chars.next();
+            }
+            key.push((std::mem::take(&mut text), n));
+        } else {
+            text.push(c);
+        }
+    }
+    key.push((text, u64::MAX));
+    key
+}
+
+/// The `.plan` lines of a `--dump-clif` directory, and the checked text: every
+/// `.plan` file, then every `.clif` file, each under a `== FILE` line.
+fn read_dump(dir: &Path) -> Result<(Vec<String>, String), String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("no dump directory {}: {e}", dir.display()))?;
+    let mut names: Vec<String> =
+        entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into()).collect();
+    names.sort_by_key(|n| natural_key(n));
+    let (mut plans, mut text) = (Vec::new(), String::new());
+    for ext in [".plan", ".clif"] {
+        for name in names.iter().filter(|n| n.ends_with(ext)) {
+            let body = std::fs::read_to_string(dir.join(name)).map_err(|e| format!("{name}: {e}"))?;
+            if ext == ".plan" {
+                plans.extend(body.lines().map(str::to_string));
+            }
+            text.push_str(&format!("== {name}\n{body}"));
+            if !body.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+    }
+    if plans.is_empty() {
+        return Err(format!("nothing was compiled: no .plan file in {}", dir.display()));
+    }
+    Ok((plans, text))
+}
+
+/// Compares a case's `# PLAN:` lines with the actual plan; under
+/// `AUTOCLUST_BLESS=1` rewrites them instead.
+fn check_plan(root: &Path, rel: &str, want: &[String], got: &[String]) -> Result<(), String> {
+    if want == got {
+        return Ok(());
+    }
+    if std::env::var_os("AUTOCLUST_BLESS").is_some() {
+        let path = root.join(rel);
+        let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+        let mut out = String::new();
+        let mut written = false;
+        for line in text.lines() {
+            if line.trim_start().starts_with("# PLAN:") {
+                if !written {
+                    for g in got {
+                        out.push_str(&format!("# PLAN: {g}\n"));
+                    }
+                    written = true;
+                }
+                continue;
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+        std::fs::write(&path, out).map_err(|e| e.to_string())?;
+        eprintln!("{rel}: blessed {} PLAN lines", got.len());
+        return Ok(());
+    }
+    let mut msg = String::from("the plan differs from the case's PLAN lines (AUTOCLUST_BLESS=1 rewrites them)\n");
+    for i in 0..want.len().max(got.len()) {
+        match (want.get(i), got.get(i)) {
+            (Some(w), Some(g)) if w == g => msg.push_str(&format!("  {w}\n")),
+            (w, g) => {
+                if let Some(w) = w {
+                    msg.push_str(&format!("- {w}\n"));
+                }
+                if let Some(g) = g {
+                    msg.push_str(&format!("+ {g}\n"));
+                }
+            }
+        }
+    }
+    Err(msg)
 }
 
 fn collect_cases(dir: &Path, root: &Path, out: &mut Vec<String>) {
@@ -260,6 +387,26 @@ fn self_tests() -> Vec<Trial> {
         Trial::test("harness/check_and_next_pass", case("# CHECK: a = Const\n# CHECK-NEXT: b = Neg(a)\n", true)),
         Trial::test("harness/next_fails_on_gap", case("# CHECK: a = Const\n# CHECK-NEXT: c = Neg\n", false)),
         Trial::test("harness/missing_text_fails", case("# CHECK: d = Neg\n", false)),
+        Trial::test("harness/plan_mismatch_fails", || {
+            if std::env::var_os("AUTOCLUST_BLESS").is_some() {
+                return Ok(()); // blessing would rewrite the (absent) case file
+            }
+            let want = vec!["step 0: a".to_string()];
+            match check_plan(&workspace_root(), "unused", &want, &["step 0: b".to_string()]) {
+                Err(e) if e.contains("- step 0: a") && e.contains("+ step 0: b") => Ok(()),
+                Err(e) => Err(e.into()),
+                Ok(()) => Err("a wrong plan passed".into()),
+            }
+        }),
+        Trial::test("harness/dump_files_in_natural_order", || {
+            let mut names = vec!["f_10.clif", "f_2.clif", "f_1.clif", "a.plan"];
+            names.sort_by_key(|n| natural_key(n));
+            if names == ["a.plan", "f_1.clif", "f_2.clif", "f_10.clif"] {
+                Ok(())
+            } else {
+                Err(format!("{names:?}").into())
+            }
+        }),
         Trial::test(
             "harness/not_fails_when_present",
             case("# CHECK: a = Const\n# CHECK-NOT: Neg(a)\n# CHECK: c =\n", false),

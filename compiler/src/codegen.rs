@@ -219,8 +219,7 @@ impl<'d> CodeGen<'d> {
             }
         }
         let ctx = module.make_context();
-        let prefix: String =
-            prefix.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+        let prefix = file_stem(prefix);
         Ok(CodeGen {
             module,
             ctx,
@@ -1296,4 +1295,10 @@ fn cast(b: &mut FunctionBuilder<'_>, from: DType, to: DType, x: Value) -> Value 
         (DType::Int64, DType::Int32) => b.ins().ireduce(types::I32, x),
         _ => x,
     }
+}
+
+/// `name` as a file-name stem and symbol prefix: every character other than an ASCII
+/// letter, digit or `_` becomes `_`.
+pub(crate) fn file_stem(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
 }

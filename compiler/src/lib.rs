@@ -114,7 +114,8 @@ impl CompileError {
 #[derive(Clone, Debug, Default)]
 pub struct CompilerOptions {
     /// When set, the Cranelift IR of every generated function is written here as
-    /// `<name>.clif`, and its machine code (Cranelift's disassembly) as `<name>.s`.
+    /// `<name>.clif`, its machine code (Cranelift's disassembly) as `<name>.s`, and each
+    /// compiled body's step plan (fused loops, GEMMs, reductions) as `<body>.plan`.
     pub dump_clif_dir: Option<PathBuf>,
     /// Threads for splitting large elementwise loops; 0 means all available cores.
     pub threads: usize,
@@ -165,6 +166,17 @@ impl Compiler {
             for (i, step) in program.describe().iter().enumerate() {
                 tracing::trace!("step {i}: {step}");
             }
+        }
+        if let Some(dir) = &self.options.dump_clif_dir {
+            // The step plan beside the functions' `.clif`: what the lowering filetests
+            // (`testdata/compile/`) check first.
+            let mut text = format!("plan {name} for {inputs:?}\n");
+            for (i, step) in program.describe().iter().enumerate() {
+                text.push_str(&format!("step {i}: {step}\n"));
+            }
+            let file = dir.join(format!("{}.plan", codegen::file_stem(name)));
+            std::fs::write(&file, text)
+                .map_err(|e| CompileError::Codegen(format!("writing {}: {e}", file.display())))?;
         }
         Ok(CompiledFunction { inputs: inputs.to_vec(), program: Arc::new(program), compile_time })
     }
