@@ -18,6 +18,7 @@ mod cmd_run;
 mod cmd_verify;
 mod error;
 mod io;
+mod model;
 
 pub use error::CliError;
 

@@ -36,6 +36,7 @@ pub mod call;
 mod error;
 mod executor;
 mod function_call;
+pub mod numpy;
 pub mod kernels;
 mod session;
 pub mod tensor_io;
