@@ -250,9 +250,16 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     };
     let Prepared { session, request, fetch_names } = prepared;
     let mut last = Vec::new();
-    for _ in 0..args.steps {
-        last = session.run(&request).map_err(|e| CliError::input(e.to_string()))?.fetches;
+    let mut progress = crate::progress::Progress::new(args.steps);
+    for done in 1..=args.steps {
+        let result = session.run(&request);
+        if result.is_err() {
+            progress.finish();
+        }
+        last = result.map_err(|e| CliError::input(e.to_string()))?.fetches;
+        progress.step(done);
     }
+    progress.finish();
     let names = fetch_names;
     let mut fetched: Vec<(String, Tensor)> = Vec::new();
     for (n, t) in names.into_iter().zip(last) {

@@ -138,7 +138,9 @@ pub fn load_graph(path: &Path, format: Option<Format>) -> Result<Graph, CliError
             autoclust_graph::text::parse_graph(&text(&bytes)?).map_err(|e| located(&file, e.span(), &e))?
         }
         Format::SavedModel => {
-            return Err(CliError::usage(format!("{file}: a SavedModel is a directory; it cannot come from standard input")))
+            return Err(CliError::usage(format!(
+                "{file}: a SavedModel is a directory; it cannot come from standard input"
+            )))
         }
     };
     check_acyclic(&graph, &file)?;

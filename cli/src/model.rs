@@ -187,7 +187,7 @@ pub fn checkpoint_files(
     if let Some(og) = model.and_then(|m| m.object_graph.clone()) {
         tensors.push((OBJECT_GRAPH_KEY.to_string(), og));
     }
-    let (index, data) = tensor_bundle::checkpoint_bytes(&tensors)
-        .map_err(|e| CliError::input(format!("{}: {e}", prefix.display())))?;
+    let (index, data) =
+        tensor_bundle::checkpoint_bytes(&tensors).map_err(|e| CliError::input(format!("{}: {e}", prefix.display())))?;
     Ok(vec![(tensor_bundle::data_path(prefix, 0, 1), data), (tensor_bundle::index_path(prefix), index)])
 }

@@ -231,7 +231,11 @@ mod tests {
             b.extend_from_slice(data);
             b
         };
-        let t = read_npy(&npy("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0])).unwrap();
+        let t = read_npy(&npy(
+            "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
+            &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0],
+        ))
+        .unwrap();
         assert_eq!(t.as_i64().unwrap(), &[1, 2]);
         let s = read_npy(&npy("{'descr': '|b1', 'fortran_order': False, 'shape': (), }", &[1])).unwrap();
         assert_eq!((s.as_bool().unwrap(), s.shape.len()), (&[true][..], 0));

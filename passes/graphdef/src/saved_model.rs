@@ -26,9 +26,7 @@ use std::path::{Path, PathBuf};
 use autoclust_graph::{DType, Graph, Tensor, TensorData};
 use protobuf::Message;
 
-use crate::proto::saved_model::{
-    SavedModel as SavedModelProto, SavedObjectGraph, TensorInfo, TrackableObjectGraph,
-};
+use crate::proto::saved_model::{SavedModel as SavedModelProto, SavedObjectGraph, TensorInfo, TrackableObjectGraph};
 use crate::tensor_bundle::{read_checkpoint, CheckpointError, OBJECT_GRAPH_KEY};
 use crate::{graph_from_proto, GraphDefError};
 
@@ -96,7 +94,8 @@ pub fn load_saved_model(dir: &Path) -> Result<SavedModel, SavedModelError> {
     let _span = tracing::info_span!("load_saved_model", dir = %dir.display()).entered();
     let pb_path = dir.join("saved_model.pb");
     let shown = pb_path.display().to_string();
-    let bytes = std::fs::read(&pb_path).map_err(|e| SavedModelError::Io { path: shown.clone(), message: e.to_string() })?;
+    let bytes =
+        std::fs::read(&pb_path).map_err(|e| SavedModelError::Io { path: shown.clone(), message: e.to_string() })?;
     let proto_err = |message: String| SavedModelError::Proto { path: shown.clone(), message };
     let sm = SavedModelProto::parse_from_bytes(&bytes).map_err(|e| proto_err(e.to_string()))?;
     let mut metas = sm.meta_graphs;
@@ -113,22 +112,25 @@ pub fn load_saved_model(dir: &Path) -> Result<SavedModel, SavedModelError> {
         if name.starts_with("__") {
             continue;
         }
-        let side = |m: &std::collections::HashMap<String, TensorInfo>| -> Result<Vec<SignatureTensor>, SavedModelError> {
-            let mut v = Vec::new();
-            for (key, info) in m {
-                if info.name.is_empty() {
-                    return Err(proto_err(format!("signature '{name}': '{key}' is not a dense tensor")));
+        let side =
+            |m: &std::collections::HashMap<String, TensorInfo>| -> Result<Vec<SignatureTensor>, SavedModelError> {
+                let mut v = Vec::new();
+                for (key, info) in m {
+                    if info.name.is_empty() {
+                        return Err(proto_err(format!("signature '{name}': '{key}' is not a dense tensor")));
+                    }
+                    let tensor = if info.name.contains(':') { info.name.clone() } else { format!("{}:0", info.name) };
+                    let node = tensor.rsplit_once(':').map_or(tensor.as_str(), |(n, _)| n);
+                    if graph.find(node).is_none() {
+                        return Err(proto_err(format!(
+                            "signature '{name}': '{key}' names '{tensor}', not in the graph"
+                        )));
+                    }
+                    v.push(SignatureTensor { key: key.clone(), tensor, dtype: DType::from_tf(info.dtype.value()) });
                 }
-                let tensor = if info.name.contains(':') { info.name.clone() } else { format!("{}:0", info.name) };
-                let node = tensor.rsplit_once(':').map_or(tensor.as_str(), |(n, _)| n);
-                if graph.find(node).is_none() {
-                    return Err(proto_err(format!("signature '{name}': '{key}' names '{tensor}', not in the graph")));
-                }
-                v.push(SignatureTensor { key: key.clone(), tensor, dtype: DType::from_tf(info.dtype.value()) });
-            }
-            v.sort_by(|a, b| a.key.cmp(&b.key));
-            Ok(v)
-        };
+                v.sort_by(|a, b| a.key.cmp(&b.key));
+                Ok(v)
+            };
         signatures.insert(name.clone(), Signature { inputs: side(&def.inputs)?, outputs: side(&def.outputs)? });
     }
 

@@ -106,7 +106,8 @@ pub fn read_checkpoint(prefix: &Path) -> Result<Vec<(String, Tensor)>, Checkpoin
     let _span = tracing::debug_span!("read_checkpoint", prefix = %prefix.display()).entered();
     let index = index_path(prefix);
     let ipath = index.display().to_string();
-    let bytes = std::fs::read(&index).map_err(|e| CheckpointError::Io { path: ipath.clone(), message: e.to_string() })?;
+    let bytes =
+        std::fs::read(&index).map_err(|e| CheckpointError::Io { path: ipath.clone(), message: e.to_string() })?;
     let entries = read_table(&bytes).map_err(|source| CheckpointError::Table { path: ipath.clone(), source })?;
     let bundle = |message: String| CheckpointError::Bundle { path: ipath.clone(), message };
     let Some((first_key, header)) = entries.first() else {
@@ -119,9 +120,10 @@ pub fn read_checkpoint(prefix: &Path) -> Result<Vec<(String, Tensor)>, Checkpoin
     if header.endianness.value() != 0 {
         return Err(bundle("big-endian checkpoints are not supported".into()));
     }
-    let shards = u32::try_from(header.num_shards).ok().filter(|&n| n >= 1).ok_or_else(|| {
-        bundle(format!("bad shard count {}", header.num_shards))
-    })?;
+    let shards = u32::try_from(header.num_shards)
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| bundle(format!("bad shard count {}", header.num_shards)))?;
     let mut data: Vec<Option<Vec<u8>>> = vec![None; shards as usize];
     let mut out = Vec::with_capacity(entries.len());
     for (key, value) in &entries[1..] {
@@ -133,13 +135,15 @@ pub fn read_checkpoint(prefix: &Path) -> Result<Vec<(String, Tensor)>, Checkpoin
         }
         let dtype = DType::from_tf(entry.dtype.value()).ok_or_else(|| entry_err("unknown dtype".into()))?;
         let shape = entry.shape.as_ref().and_then(shape_dims).ok_or_else(|| entry_err("bad shape".into()))?;
-        let shard = u32::try_from(entry.shard_id).ok().filter(|&s| s < shards).ok_or_else(|| {
-            entry_err(format!("shard {} of {shards}", entry.shard_id))
-        })?;
+        let shard = u32::try_from(entry.shard_id)
+            .ok()
+            .filter(|&s| s < shards)
+            .ok_or_else(|| entry_err(format!("shard {} of {shards}", entry.shard_id)))?;
         let dpath = data_path(prefix, shard, shards);
         let shown = dpath.display().to_string();
         if data[shard as usize].is_none() {
-            let d = std::fs::read(&dpath).map_err(|e| CheckpointError::Io { path: shown.clone(), message: e.to_string() })?;
+            let d = std::fs::read(&dpath)
+                .map_err(|e| CheckpointError::Io { path: shown.clone(), message: e.to_string() })?;
             data[shard as usize] = Some(d);
         }
         let d = data[shard as usize].as_deref().expect("just read");
@@ -155,10 +159,17 @@ pub fn read_checkpoint(prefix: &Path) -> Result<Vec<(String, Tensor)>, Checkpoin
             })?;
         let bytes = &d[range];
         let (tensor, computed) = if dtype == DType::String {
-            decode_strings(shape, bytes).map_err(|m| CheckpointError::Entry { path: shown.clone(), key: key.clone(), message: m })?
+            decode_strings(shape, bytes).map_err(|m| CheckpointError::Entry {
+                path: shown.clone(),
+                key: key.clone(),
+                message: m,
+            })?
         } else {
-            let t = tensor_from_le(dtype, shape, bytes)
-                .map_err(|m| CheckpointError::Entry { path: shown.clone(), key: key.clone(), message: m })?;
+            let t = tensor_from_le(dtype, shape, bytes).map_err(|m| CheckpointError::Entry {
+                path: shown.clone(),
+                key: key.clone(),
+                message: m,
+            })?;
             (t, crc32c::value(bytes))
         };
         if computed != crc32c::unmask(entry.crc32c) {
