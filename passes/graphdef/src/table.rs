@@ -29,6 +29,9 @@ pub enum TableError {
     Compressed { offset: u64, kind: u8 },
 }
 
+/// One key/value pair of a table.
+pub type Entry = (Vec<u8>, Vec<u8>);
+
 fn bad(m: impl Into<String>) -> TableError {
     TableError::Format(m.into())
 }
@@ -85,7 +88,7 @@ fn block(file: &[u8], h: Handle) -> Result<&[u8], TableError> {
 }
 
 /// The key/value entries of one block, in order.
-fn entries(block: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TableError> {
+fn entries(block: &[u8]) -> Result<Vec<Entry>, TableError> {
     if block.len() < 4 {
         return Err(bad("block shorter than its restart count"));
     }
@@ -94,7 +97,7 @@ fn entries(block: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TableError> {
         .checked_mul(4)
         .and_then(|r| block.len().checked_sub(4 + r))
         .ok_or_else(|| bad("restart array larger than its block"))?;
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut out: Vec<Entry> = Vec::new();
     let mut key: Vec<u8> = Vec::new();
     let mut pos = 0;
     while pos < data_end {
@@ -116,7 +119,7 @@ fn entries(block: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TableError> {
 }
 
 /// Every key/value pair of a table, in key order.
-pub fn read_table(file: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TableError> {
+pub fn read_table(file: &[u8]) -> Result<Vec<Entry>, TableError> {
     if file.len() < FOOTER_LEN {
         return Err(bad(format!("{} bytes is shorter than a table footer", file.len())));
     }
@@ -141,7 +144,7 @@ pub fn read_table(file: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TableError> {
 }
 
 /// Builds a table from `entries`, which must be sorted by key with no duplicates.
-pub fn write_table(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+pub fn write_table(entries: &[Entry]) -> Vec<u8> {
     assert!(entries.windows(2).all(|w| w[0].0 < w[1].0), "table keys must be sorted and unique");
     let mut file = Vec::new();
     // Appends a block (entries + restarts) and its trailer; returns its handle.
@@ -202,7 +205,7 @@ pub fn write_table(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    fn kv(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn kv(n: usize) -> Vec<Entry> {
         (0..n).map(|i| (format!("key{i:05}").into_bytes(), vec![i as u8; i % 300])).collect()
     }
 
