@@ -25,7 +25,7 @@ use autoclust_graph::DType;
 
 use crate::analyze::EwOp;
 use crate::math::{ConstPool, FMath};
-use crate::wide::{self, TILE};
+use crate::tile_routines::{self, TileTier, TILE};
 use crate::CompileError;
 
 /// The ABI of every generated function.
@@ -70,8 +70,10 @@ pub(crate) struct FusedCode {
     pub func: usize,
     /// Its constant table, whose address the caller passes after the outputs in `ptrs`.
     pub consts: Vec<[u32; 4]>,
-    /// The ops its tiles compute with the AVX-512 routines (empty: f32x4 code only).
+    /// The ops its tiles compute with the tile routines (empty: f32x4 code only).
     pub tile_ops: Vec<EwOp>,
+    /// The tier of those routines.
+    pub tile_tier: Option<TileTier>,
 }
 
 /// A GEMM: C[m,n] = op(A)·op(B) with the strides of the (possibly transposed) operands.
@@ -157,14 +159,15 @@ pub(crate) struct CodeGen<'d> {
     prefix: String,
     funcs: Vec<FuncId>,
     sgemm: FuncId,
-    /// The AVX-512 tile routines (`wide.rs`) when the host has them and they are enabled.
+    /// The tile routines (`tile_routines.rs`) of the selected tier, if any.
     tile_routines: Vec<(EwOp, FuncId)>,
+    tile_tier: Option<TileTier>,
 }
 
 impl<'d> CodeGen<'d> {
-    /// `tiles`: whether fused loops may call the AVX-512 tile routines (used only when the
-    /// host has AVX-512F; see `wide.rs`).
-    pub fn new(prefix: &str, dump: Option<&'d Path>, tiles: bool) -> Result<CodeGen<'d>, CompileError> {
+    /// `tier`: the tile routines fused loops may call (`tile_routines.rs`; `None`: f32x4
+    /// code only). The caller picks it with [`TileTier::select`], so the host has it.
+    pub fn new(prefix: &str, dump: Option<&'d Path>, tier: Option<TileTier>) -> Result<CodeGen<'d>, CompileError> {
         let mut flags = settings::builder();
         flags.set("use_colocated_libcalls", "false").map_err(cg_err)?;
         flags.set("is_pic", "false").map_err(cg_err)?;
@@ -179,10 +182,9 @@ impl<'d> CodeGen<'d> {
         let isa = isa_builder.finish(settings::Flags::new(flags)).map_err(cg_err)?;
         let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
         jb.symbol("autoclust_sgemm", autoclust_sgemm as *const u8);
-        let tiles = tiles && wide::available();
-        if tiles {
-            for op in wide::WIDE_OPS {
-                jb.symbol(wide::symbol(op), wide::address(op));
+        if let Some(tier) = tier {
+            for op in tile_routines::WIDE_OPS {
+                jb.symbol(tile_routines::symbol(tier, op), tile_routines::address(tier, op));
             }
         }
         let mut module = JITModule::new(jb);
@@ -205,13 +207,14 @@ impl<'d> CodeGen<'d> {
         }
         let sgemm = module.declare_function("autoclust_sgemm", Linkage::Import, &sig).map_err(cg_err)?;
         let mut tile_routines = Vec::new();
-        if tiles {
+        if let Some(tier) = tier {
             let mut sig = module.make_signature();
             for t in [ptr, ptr, types::I64] {
                 sig.params.push(AbiParam::new(t));
             }
-            for op in wide::WIDE_OPS {
-                let id = module.declare_function(wide::symbol(op), Linkage::Import, &sig).map_err(cg_err)?;
+            for op in tile_routines::WIDE_OPS {
+                let id =
+                    module.declare_function(tile_routines::symbol(tier, op), Linkage::Import, &sig).map_err(cg_err)?;
                 tile_routines.push((op, id));
             }
         }
@@ -227,6 +230,7 @@ impl<'d> CodeGen<'d> {
             funcs: Vec::new(),
             sgemm,
             tile_routines,
+            tile_tier: tier,
         })
     }
 
@@ -308,7 +312,8 @@ impl<'d> CodeGen<'d> {
             b.finalize(cfg);
             pool = em.pool.into_inner().entries;
         }
-        Ok(FusedCode { func: self.end(&name, id)?, consts: pool, tile_ops })
+        let tile_tier = if tile_ops.is_empty() { None } else { self.tile_tier };
+        Ok(FusedCode { func: self.end(&name, id)?, consts: pool, tile_ops, tile_tier })
     }
 
     /// Defines a GEMM call: `ptrs` = [A, B, C].
@@ -416,7 +421,7 @@ fn counted_loop(
 struct Emitter<'s> {
     spec: &'s FusedSpec,
     pool: RefCell<ConstPool>,
-    /// Set when the innermost loop runs in tiles calling the AVX-512 routines.
+    /// Set when the innermost loop runs in tiles calling the tile routines.
     tiles: Option<Tiles>,
 }
 
@@ -468,7 +473,7 @@ impl TilePlan {
         }
         let n = spec.members.len();
         let routine = |m: &Member| {
-            wide::WIDE_OPS.contains(&m.op)
+            tile_routines::WIDE_OPS.contains(&m.op)
                 && m.dtype == DType::Float32
                 && match m.args[..] {
                     [Operand::Member(j)] => spec.members[j].dtype == DType::Float32,

@@ -72,7 +72,9 @@ pub mod kernels;
 pub mod math;
 pub mod plan;
 mod team;
-mod wide;
+mod tile_routines;
+
+pub use tile_routines::TileTier;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -116,11 +118,13 @@ pub struct CompilerOptions {
     pub dump_clif_dir: Option<PathBuf>,
     /// Threads for splitting large elementwise loops; 0 means all available cores.
     pub threads: usize,
-    /// Never call the AVX-512 tile routines from fused loops, only Cranelift's own f32x4
-    /// code (results are bit-identical either way; for A/B measurements and tests). The
-    /// routines are used only on hosts with AVX-512F; `AUTOCLUST_NO_AVX512=1` also turns
-    /// them off.
+    /// Never call the tile routines (`tile_routines.rs`) from fused loops, only
+    /// Cranelift's own f32x4 code (results are bit-identical either way; for A/B
+    /// measurements). `AUTOCLUST_NO_TILES=1` does the same.
     pub no_tile_routines: bool,
+    /// The widest tier of tile routines to use (`None`: the widest the host has).
+    /// `AUTOCLUST_NO_AVX512=1` caps at [`TileTier::Avx2`].
+    pub max_tile_tier: Option<TileTier>,
 }
 
 /// Compiles cluster bodies. Cheap to create; holds only options.

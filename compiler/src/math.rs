@@ -35,12 +35,12 @@ use cranelift_codegen::ir::{types, Block, Endianness, InstBuilder, MemFlagsData,
 use cranelift_frontend::FunctionBuilder;
 
 /// e^r on |r| ≤ ln2/2, highest degree first (minimax, relative error 1.8e-8). Shared with
-/// the AVX-512 tile routines (`wide.rs`), which must compute bit for bit the same.
+/// the tile routines (`tile_routines.rs`), which must compute bit for bit the same.
 pub(crate) const EXP_POLY: [f32; 7] =
     [0.001_384_360_5, 0.008_374_197, 0.041_668_005, 0.166_664_3, 0.499_999_94, 1.0, 1.0];
 
 /// tanh(x) = x·P(x²)/Q(x²): P (degree 6 in x²) and Q (degree 3), highest degree first,
-/// fitted by `compiler/tools/fit_tanh.py`. Shared with `wide.rs`.
+/// fitted by `compiler/tools/fit_tanh.py`. Shared with `tile_routines.rs`.
 pub(crate) const TANH_P: [f32; 7] = [
     -9.174_849_465_234_947e-14,
     5.551_923_851_210_283e-11,

@@ -46,8 +46,10 @@ pub(crate) enum StepKind {
         ext: Vec<ValueId>,
         /// The loop's constants; their address is passed after the outputs.
         consts: Vec<ConstLanes>,
-        /// The ops its tiles compute with AVX-512 routines (empty: f32x4 code only).
+        /// The ops its tiles compute with tile routines (empty: f32x4 code only).
         tile_ops: Vec<EwOp>,
+        /// The tier of those routines.
+        tile_tier: Option<crate::TileTier>,
     },
     Gemm {
         func: usize,
@@ -201,7 +203,8 @@ pub(crate) fn build(
     if let Some(d) = dump {
         std::fs::create_dir_all(d).map_err(|e| CompileError::Codegen(format!("creating {}: {e}", d.display())))?;
     }
-    let mut cg = CodeGen::new(name, dump, !options.no_tile_routines)?;
+    let tier = if options.no_tile_routines { None } else { crate::TileTier::select(options.max_tile_tier) };
+    let mut cg = CodeGen::new(name, dump, tier)?;
     let mut steps: Vec<(usize, Step)> = Vec::new(); // (position in topo order, step)
     let mut args: Vec<Option<ValueId>> = Vec::new();
     let mut constants = Vec::new();
@@ -282,7 +285,7 @@ pub(crate) fn build(
                     continue;
                 }
                 let (spec, ext, live) = fused_spec(body, an, &groups[g], &group_of, g, &vid, &consumers)?;
-                let FusedCode { func, consts, tile_ops } = cg.fused(&spec)?;
+                let FusedCode { func, consts, tile_ops, tile_tier } = cg.fused(&spec)?;
                 let consts = consts.into_iter().map(ConstLanes).collect();
                 let gemm = prologues.iter().find(|x| x.0 == g).map(|x| x.1.clone());
                 let mut inputs = ext.clone();
@@ -304,6 +307,7 @@ pub(crate) fn build(
                             ext,
                             consts,
                             tile_ops,
+                            tile_tier,
                         },
                         inputs,
                         outputs: live,
@@ -627,14 +631,17 @@ impl Program {
         self.steps
             .iter()
             .map(|s| match &s.kind {
-                StepKind::Fused { dims, gemm, ops, tile_ops, .. } => format!(
+                StepKind::Fused { dims, gemm, ops, tile_ops, tile_tier, .. } => format!(
                     "fused {} ops over {:?} ({} in, {} out{}{}) at {}",
                     ops,
                     dims,
                     s.inputs.len(),
                     s.outputs.len(),
                     if gemm.is_some() { ", gemm prologue" } else { "" },
-                    if tile_ops.is_empty() { String::new() } else { format!(", AVX-512 tiles for {tile_ops:?}") },
+                    match tile_tier {
+                        Some(t) if !tile_ops.is_empty() => format!(", {} tiles for {tile_ops:?}", t.name()),
+                        _ => String::new(),
+                    },
                     s.name
                 ),
                 StepKind::Gemm { m, n, .. } => format!("gemm [{m},{n}] at {}", s.name),
@@ -857,7 +864,7 @@ impl Program {
                 let parts = (self.threads * CHUNKS_PER_THREAD).min(outer);
                 let mut chunk = outer.div_ceil(parts);
                 if dims.len() == 1 {
-                    chunk = chunk.div_ceil(crate::wide::TILE) * crate::wide::TILE;
+                    chunk = chunk.div_ceil(crate::tile_routines::TILE) * crate::tile_routines::TILE;
                 }
                 let ranges: Vec<(usize, usize)> =
                     (0..outer).step_by(chunk.max(1)).map(|s| (s, (s + chunk).min(outer))).collect();
