@@ -14,7 +14,7 @@ use crate::CliError;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The graph file (.pbtxt, .pb, .graph, or - for standard input).
+    /// The graph file (.pbtxt, .pb, .graph, a SavedModel directory, or - for standard input).
     pub graph: PathBuf,
     /// Print the contract's JSON.
     #[arg(long)]

@@ -17,12 +17,13 @@ use autoclust_runtime::call::CompilerOptions;
 use autoclust_runtime::SessionOptions;
 
 use crate::cmd_run::{clustered_session, prepare, InputArgs, Prepared};
-use crate::io::{load_graph_to_run, Format};
+use crate::io::Format;
+use crate::model::load_to_run;
 use crate::CliError;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The graph file (.pbtxt, .pb, .graph, or - for standard input).
+    /// The graph file (.pbtxt, .pb, .graph, a SavedModel directory, or - for standard input).
     pub graph: PathBuf,
     #[command(flatten)]
     pub inputs: InputArgs,
@@ -58,11 +59,13 @@ fn step(p: &Prepared) -> Result<Duration, CliError> {
     Ok(start.elapsed())
 }
 
-pub fn run(args: Args) -> Result<ExitCode, CliError> {
+pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     if args.steps == 0 {
         return Err(CliError::usage("--steps must be at least 1"));
     }
-    let graph = Arc::new(load_graph_to_run(&args.graph, args.format)?);
+    let (graph, model) = load_to_run(&args.graph, args.format, args.inputs.signature.as_deref())?;
+    let graph = Arc::new(graph);
+    args.inputs.model = model.map(Arc::new);
     let options = SessionOptions { threads: args.threads.unwrap_or(0), schedule_seed: None };
     let plain = prepare(graph.clone(), &args.inputs, options.clone())?;
     let clustered = clustered_session(graph, &args.inputs, options, CompilerOptions::default())?;

@@ -11,7 +11,7 @@ use crate::CliError;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The graph file (.pbtxt, .pb, .graph, or - for standard input).
+    /// The graph file (.pbtxt, .pb, .graph, a SavedModel directory, or - for standard input).
     pub graph: PathBuf,
     /// The output file; its extension picks the format (- for standard output).
     #[arg(short = 'o', long = "output")]

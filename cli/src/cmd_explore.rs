@@ -138,7 +138,7 @@ fn read_tensors(path: &std::path::Path) -> Result<HashMap<String, Tensor>, CliEr
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The graph file (.pbtxt, .pb, .graph, or - for standard input).
+    /// The graph file (.pbtxt, .pb, .graph, a SavedModel directory, or - for standard input).
     pub graph: PathBuf,
     #[command(flatten)]
     pub common: Common,

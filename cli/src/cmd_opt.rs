@@ -18,7 +18,7 @@ use crate::CliError;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The graph file (.pbtxt, .pb, .graph, or - for standard input).
+    /// The graph file (.pbtxt, .pb, .graph, a SavedModel directory, or - for standard input).
     #[arg(required_unless_present = "list_passes")]
     pub graph: Option<PathBuf>,
     /// Comma-separated passes to run in order (see --list-passes).

@@ -23,21 +23,31 @@ use autoclust_graph::{Graph, NodeId, Output, Tensor};
 use autoclust_passes::cluster::ClusterConfig;
 use autoclust_passes::pipeline::{clustered_program, ClusteredProgram};
 use autoclust_runtime::call::CompilerOptions;
-use autoclust_runtime::tensor_io::{read_safetensors, tensor_from_json, tensors_to_json_object, write_safetensors};
+use autoclust_runtime::tensor_io::{tensor_from_json, tensors_to_json_object, write_safetensors};
 use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
 
-use crate::io::{load_graph_to_run, write_atomic, Format};
+use crate::io::{write_atomic, Format};
+use crate::model::{checkpoint_files, load_to_run, only_input, read_feed_file, read_vars, ModelContext};
 use crate::CliError;
 
 /// The inputs shared by `run`, `explore`, `verify` and `bench`.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct InputArgs {
-    /// Placeholder values: a safetensors file, tensors named after the Placeholder nodes.
+    /// Placeholder values: safetensors or .npz (tensors named after the Placeholder nodes, or
+    /// the signature's inputs), or .npy (the one input).
     #[arg(long, value_name = "F")]
     pub feeds: Option<PathBuf>,
-    /// Initial variable values: a safetensors file, tensors named after the variables.
+    /// Initial variable values: a safetensors file (tensors named after the variables) or a
+    /// TensorFlow checkpoint prefix.
     #[arg(long, value_name = "F")]
     pub vars: Option<PathBuf>,
+    /// The SavedModel signature to run (default serving_default): feeds keyed by its input
+    /// names, fetches by its output keys (all of them by default).
+    #[arg(long, value_name = "NAME")]
+    pub signature: Option<String>,
+    /// The SavedModel the graph came from (set by the command, not a flag).
+    #[arg(skip)]
+    pub model: Option<Arc<ModelContext>>,
     /// A small placeholder value: NAME=JSON (a number or nested lists).
     #[arg(long = "feed", value_name = "NAME=JSON")]
     pub feed: Vec<String>,
@@ -51,7 +61,7 @@ pub struct InputArgs {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The graph file (.pbtxt, .pb, .graph, or - for standard input).
+    /// The graph file (.pbtxt, .pb, .graph, a SavedModel directory, or - for standard input).
     pub graph: PathBuf,
     #[command(flatten)]
     pub inputs: InputArgs,
@@ -64,6 +74,10 @@ pub struct Args {
     /// Write every variable after the last step here (safetensors).
     #[arg(long, value_name = "F")]
     pub save_vars: Option<PathBuf>,
+    /// Write every variable after the last step as a TensorFlow checkpoint
+    /// (PREFIX.index, PREFIX.data-00000-of-00001).
+    #[arg(long, value_name = "PREFIX")]
+    pub save_checkpoint: Option<PathBuf>,
     /// Run the plain executor (the reference), without clustering.
     #[arg(long)]
     pub no_cluster: bool,
@@ -96,30 +110,49 @@ fn show(p: &std::path::Path) -> String {
     p.display().to_string()
 }
 
+fn model_dir(model: Option<&ModelContext>) -> String {
+    model.map(|m| m.dir.clone()).unwrap_or_default()
+}
+
 /// Builds a session for `graph`, sets `--vars`, and resolves feeds, fetches and targets.
 pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -> Result<Prepared, CliError> {
     let session = Session::new(graph.clone(), options);
+    let model = inputs.model.as_deref();
+    for (name, t) in model.map(|m| m.variables.as_slice()).unwrap_or_default() {
+        session.set_variable(name, t.clone()).map_err(|e| CliError::input(format!("{}: {e}", model_dir(model))))?;
+    }
     if let Some(path) = &inputs.vars {
-        let bytes = std::fs::read(path).map_err(|e| CliError::input(format!("{}: cannot read: {e}", show(path))))?;
-        let tensors = read_safetensors(&bytes).map_err(|e| CliError::input(format!("{}: {e}", show(path))))?;
-        for (name, t) in tensors {
+        for (name, t) in read_vars(path, model)? {
             session.set_variable(&name, t).map_err(|e| CliError::input(format!("{}: {e}", show(path))))?;
         }
     }
+    // With a signature, feeds and fetches are named by its keys; `graph_name` finds the tensor.
+    let feed_tensor = |name: &str, what: &str| -> Result<String, CliError> {
+        match model {
+            Some(m) => m.feed_tensor(name, what),
+            None => Ok(name.to_string()),
+        }
+    };
+    let mut fed_keys: Vec<String> = Vec::new();
     let mut feeds: Vec<(Output, Tensor)> = Vec::new();
     if let Some(path) = &inputs.feeds {
-        let bytes = std::fs::read(path).map_err(|e| CliError::input(format!("{}: cannot read: {e}", show(path))))?;
-        let tensors = read_safetensors(&bytes).map_err(|e| CliError::input(format!("{}: {e}", show(path))))?;
-        for (name, t) in tensors {
-            let o = session.output(&name).map_err(|e| CliError::input(format!("{}: feed {e}", show(path))))?;
+        for (name, t) in read_feed_file(path)? {
+            let name = match name {
+                Some(n) => n,
+                None => only_input(&graph, model, path)?,
+            };
+            let tensor = feed_tensor(&name, &show(path))?;
+            let o = session.output(&tensor).map_err(|e| CliError::input(format!("{}: feed {e}", show(path))))?;
             feeds.retain(|(x, _)| *x != o);
             feeds.push((o, t));
+            fed_keys.push(name);
         }
     }
     for spec in &inputs.feed {
         let (name, json) =
             spec.split_once('=').ok_or_else(|| CliError::usage(format!("--feed '{spec}': expected NAME=JSON")))?;
-        let o = session.output(name).map_err(|e| CliError::input(format!("--feed {e}")))?;
+        let tensor = feed_tensor(name, "--feed")?;
+        let o = session.output(&tensor).map_err(|e| CliError::input(format!("--feed {e}")))?;
         let node = graph.node(o.node);
         let dtype = node.attr("dtype").and_then(|a| a.as_type()).ok_or_else(|| {
             CliError::input(format!(
@@ -130,20 +163,32 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         let t = tensor_from_json(json, dtype).map_err(|e| CliError::input(format!("--feed '{name}': {e}")))?;
         feeds.retain(|(x, _)| *x != o);
         feeds.push((o, t));
+        fed_keys.push(name.to_string());
     }
-    let fetches = inputs
-        .fetch
+    let mut fetch_names: Vec<String> = inputs.fetch.iter().filter(|s| !s.is_empty()).cloned().collect();
+    let fetch_tensors: Vec<String> = match model {
+        Some(m) => {
+            m.check_all_fed(&fed_keys)?;
+            if fetch_names.is_empty() && inputs.target.iter().all(|t| t.is_empty()) {
+                fetch_names = m.signature.outputs.iter().map(|o| o.key.clone()).collect();
+            }
+            fetch_names.iter().map(|k| m.fetch_tensor(k)).collect::<Result<_, _>>()?
+        }
+        None => fetch_names.clone(),
+    };
+    let fetches = fetch_tensors
         .iter()
-        .filter(|s| !s.is_empty())
         .map(|s| session.output(s).map_err(|e| CliError::input(format!("--fetch {e}"))))
         .collect::<Result<Vec<Output>, _>>()?;
+    if model.is_none() {
+        fetch_names = fetches.iter().map(|o| format!("{}:{}", graph.name(o.node), o.port)).collect();
+    }
     let targets = inputs
         .target
         .iter()
         .filter(|s| !s.is_empty())
         .map(|s| session.node(s).map_err(|e| CliError::input(format!("--target {e}"))))
         .collect::<Result<Vec<NodeId>, _>>()?;
-    let fetch_names = fetches.iter().map(|o| format!("{}:{}", graph.name(o.node), o.port)).collect();
     Ok(Prepared { session, request: RunRequest { feeds, fetches, targets }, fetch_names })
 }
 
@@ -192,8 +237,10 @@ pub fn clustered_session(
     Ok(Prepared { session, request: RunRequest { feeds, fetches, targets }, fetch_names: plain.fetch_names })
 }
 
-pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let graph = Arc::new(load_graph_to_run(&args.graph, args.format)?);
+pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
+    let (graph, model) = load_to_run(&args.graph, args.format, args.inputs.signature.as_deref())?;
+    let graph = Arc::new(graph);
+    args.inputs.model = model.map(Arc::new);
     let options = SessionOptions { threads: args.threads.unwrap_or(0), schedule_seed: args.schedule_seed };
     let prepared = if args.no_cluster {
         prepare(graph.clone(), &args.inputs, options)?
@@ -203,9 +250,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     let Prepared { session, request, fetch_names } = prepared;
     let mut last = Vec::new();
-    for _ in 0..args.steps {
-        last = session.run(&request).map_err(|e| CliError::input(e.to_string()))?.fetches;
+    let mut progress = crate::progress::Progress::new(args.steps);
+    for done in 1..=args.steps {
+        let result = session.run(&request);
+        if result.is_err() {
+            progress.finish();
+        }
+        last = result.map_err(|e| CliError::input(e.to_string()))?.fetches;
+        progress.step(done);
     }
+    progress.finish();
     let names = fetch_names;
     let mut fetched: Vec<(String, Tensor)> = Vec::new();
     for (n, t) in names.into_iter().zip(last) {
@@ -223,6 +277,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Some(p) => Some((p, write_safetensors(&variables).map_err(|e| CliError::input(format!("{}: {e}", show(p))))?)),
         None => None,
     };
+    let checkpoint = match &args.save_checkpoint {
+        Some(prefix) => checkpoint_files(prefix, &variables, args.inputs.model.as_deref())?,
+        None => Vec::new(),
+    };
+    if let Some(dir) = args.save_checkpoint.as_ref().and_then(|p| p.parent()).filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;
+    }
+    for (p, b) in &checkpoint {
+        write_atomic(p, b)?;
+    }
     if let Some((p, b)) = out_bytes {
         write_atomic(p, &b)?;
     }

@@ -22,6 +22,9 @@ pub enum Format {
     Pb,
     /// The native text format (`.graph`).
     Native,
+    /// A SavedModel directory (`saved_model.pb` + `variables/`).
+    #[value(name = "savedmodel")]
+    SavedModel,
 }
 
 impl Format {
@@ -35,11 +38,13 @@ impl Format {
         }
     }
 
-    /// The format of `path`: `over` if given, else its extension.
+    /// The format of `path`: `over` if given, else SavedModel for a
+    /// directory, else its extension.
     pub fn for_path(path: &Path, over: Option<Format>) -> Result<Format, CliError> {
-        over.or_else(|| Format::from_extension(path)).ok_or_else(|| {
+        let dir = || (!is_stdin(path) && path.is_dir()).then_some(Format::SavedModel);
+        over.or_else(dir).or_else(|| Format::from_extension(path)).ok_or_else(|| {
             CliError::usage(format!(
-                "{}: cannot tell the format from the extension (use .pbtxt, .pb or .graph, or --format pbtxt|pb|native)",
+                "{}: cannot tell the format from the extension (use .pbtxt, .pb, .graph or a SavedModel directory, or --format pbtxt|pb|native|savedmodel)",
                 path.display()
             ))
         })
@@ -102,6 +107,11 @@ pub fn load_graph_to_run(path: &Path, format: Option<Format>) -> Result<Graph, C
 pub fn load_graph(path: &Path, format: Option<Format>) -> Result<Graph, CliError> {
     let _span = tracing::info_span!("load_graph", path = %path.display()).entered();
     let file = shown(path);
+    if !is_stdin(path) && Format::for_path(path, format)? == Format::SavedModel {
+        let graph = load_saved_model(path)?.graph;
+        check_acyclic(&graph, &file)?;
+        return Ok(graph);
+    }
     let bytes = if is_stdin(path) {
         let mut b = Vec::new();
         std::io::stdin().read_to_end(&mut b).map_err(|e| CliError::input(format!("{file}: cannot read: {e}")))?;
@@ -127,7 +137,24 @@ pub fn load_graph(path: &Path, format: Option<Format>) -> Result<Graph, CliError
         Format::Native => {
             autoclust_graph::text::parse_graph(&text(&bytes)?).map_err(|e| located(&file, e.span(), &e))?
         }
+        Format::SavedModel => {
+            return Err(CliError::usage(format!(
+                "{file}: a SavedModel is a directory; it cannot come from standard input"
+            )))
+        }
     };
+    check_acyclic(&graph, &file)?;
+    tracing::debug!(nodes = graph.len(), functions = graph.library.functions.len(), "loaded");
+    Ok(graph)
+}
+
+/// Reads the SavedModel directory `dir` (graph, signatures, variables from its checkpoint).
+pub fn load_saved_model(dir: &Path) -> Result<autoclust_graphdef::saved_model::SavedModel, CliError> {
+    autoclust_graphdef::saved_model::load_saved_model(dir).map_err(|e| CliError::input(e.to_string()))
+}
+
+/// The DAG check every loaded graph passes: a cycle is reported with its nodes.
+fn check_acyclic(graph: &Graph, file: &str) -> Result<(), CliError> {
     if let Err(cycle) = graph.topo_order() {
         let span = cycle.nodes.first().and_then(|n| graph.find(n)).and_then(|id| graph.node(id).span);
         return Err(match span {
@@ -135,8 +162,7 @@ pub fn load_graph(path: &Path, format: Option<Format>) -> Result<Graph, CliError
             None => CliError::input(format!("{file}: {cycle}")),
         });
     }
-    tracing::debug!(nodes = graph.len(), functions = graph.library.functions.len(), "loaded");
-    Ok(graph)
+    Ok(())
 }
 
 /// A graph written in `format`.
@@ -145,6 +171,9 @@ pub fn graph_to_bytes(graph: &Graph, format: Format) -> Result<Vec<u8>, CliError
         Format::Pbtxt => autoclust_graphdef::to_pbtxt(graph).into_bytes(),
         Format::Pb => autoclust_graphdef::to_pb(graph),
         Format::Native => autoclust_graph::text::print_graph(graph).into_bytes(),
+        Format::SavedModel => {
+            return Err(CliError::usage("writing a SavedModel is not supported (write .pbtxt, .pb or .graph)"))
+        }
     })
 }
 

@@ -18,6 +18,8 @@ mod cmd_run;
 mod cmd_verify;
 mod error;
 mod io;
+mod model;
+mod progress;
 
 pub use error::CliError;
 

@@ -37,6 +37,7 @@ mod error;
 mod executor;
 mod function_call;
 pub mod kernels;
+pub mod numpy;
 mod session;
 pub mod tensor_io;
 pub mod variables;

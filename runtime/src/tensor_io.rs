@@ -21,6 +21,8 @@ pub enum TensorIoError {
     Json(String),
     #[error("{0}")]
     Value(String),
+    #[error("not a readable .npy/.npz file: {0}")]
+    Numpy(String),
 }
 
 fn st_dtype(d: DType) -> Option<StDtype> {

@@ -12,6 +12,10 @@
 //! graph has no place for.
 
 mod convert;
+pub mod crc32c;
+pub mod saved_model;
+pub mod table;
+pub mod tensor_bundle;
 pub mod text;
 
 /// The generated GraphDef messages (package `tensorflow`).

@@ -1,0 +1,193 @@
+//! What `run` and `bench` add for SavedModels, checkpoints and numpy files
+//! (CONTRACT.md §2–3): the selected signature (feeds keyed by its input
+//! names, fetches by its output keys), the variables restored from the
+//! SavedModel's checkpoint, `--vars` from a checkpoint prefix, feeds from
+//! `.npy`/`.npz`, and `--save-checkpoint`, which writes the variables under
+//! the SavedModel's checkpoint keys (with its object graph, so
+//! `tf.train.Checkpoint` restores it as well as `tf.train.load_checkpoint`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use autoclust_graph::{DType, Graph, Tensor};
+use autoclust_graphdef::saved_model::Signature;
+use autoclust_graphdef::tensor_bundle::{self, OBJECT_GRAPH_KEY};
+use autoclust_runtime::numpy::{read_npy, read_npz};
+use autoclust_runtime::tensor_io::read_safetensors;
+
+use crate::io::{load_graph_to_run, load_saved_model, Format};
+use crate::CliError;
+
+/// The SavedModel a graph came from, with the signature `--signature` picked.
+#[derive(Clone, Debug, Default)]
+pub struct ModelContext {
+    /// The directory, as errors show it.
+    pub dir: String,
+    pub signature_name: String,
+    pub signature: Signature,
+    /// Initial variable values, named as the session names them.
+    pub variables: Vec<(String, Tensor)>,
+    /// Session variable name → checkpoint key.
+    pub keys: BTreeMap<String, String>,
+    pub object_graph: Option<Tensor>,
+}
+
+impl ModelContext {
+    fn inputs_list(&self) -> String {
+        self.signature.inputs.iter().map(|i| i.key.as_str()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The graph tensor of the signature input `key`.
+    pub fn feed_tensor(&self, key: &str, what: &str) -> Result<String, CliError> {
+        let found = self.signature.inputs.iter().find(|i| i.key == key);
+        found.map(|i| i.tensor.clone()).ok_or_else(|| {
+            CliError::input(format!(
+                "{what}: '{key}' is not an input of signature '{}' of {} (inputs: {})",
+                self.signature_name,
+                self.dir,
+                self.inputs_list()
+            ))
+        })
+    }
+
+    /// The graph tensor of the signature output `key`.
+    pub fn fetch_tensor(&self, key: &str) -> Result<String, CliError> {
+        let found = self.signature.outputs.iter().find(|o| o.key == key);
+        found.map(|o| o.tensor.clone()).ok_or_else(|| {
+            let outs: Vec<&str> = self.signature.outputs.iter().map(|o| o.key.as_str()).collect();
+            CliError::input(format!(
+                "--fetch: '{key}' is not an output of signature '{}' of {} (outputs: {})",
+                self.signature_name,
+                self.dir,
+                outs.join(", ")
+            ))
+        })
+    }
+
+    /// An error when a signature input has no value among `fed` (input keys).
+    pub fn check_all_fed(&self, fed: &[String]) -> Result<(), CliError> {
+        match self.signature.inputs.iter().find(|i| !fed.contains(&i.key)) {
+            Some(i) => Err(CliError::input(format!(
+                "signature '{}' of {}: input '{}' is not fed (use --feeds F.npz or --feed {}=JSON)",
+                self.signature_name, self.dir, i.key, i.key
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Loads a graph for `run`/`bench`; for a SavedModel also its signature
+/// (`signature`, default `serving_default`) and variables.
+pub fn load_to_run(
+    path: &Path,
+    format: Option<Format>,
+    signature: Option<&str>,
+) -> Result<(Graph, Option<ModelContext>), CliError> {
+    let is_saved = path.as_os_str() != "-" && Format::for_path(path, format)? == Format::SavedModel;
+    if !is_saved {
+        if signature.is_some() {
+            return Err(CliError::usage(format!("{}: --signature needs a SavedModel directory", path.display())));
+        }
+        return Ok((load_graph_to_run(path, format)?, None));
+    }
+    let graph = load_graph_to_run(path, format)?;
+    let mut sm = load_saved_model(path)?;
+    let dir = path.display().to_string();
+    let name = signature.unwrap_or("serving_default");
+    let Some(sig) = sm.signatures.remove(name) else {
+        let names: Vec<&str> = sm.signatures.keys().map(String::as_str).collect();
+        let available = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        return Err(CliError::input(format!("{dir}: no signature '{name}' (available: {available})")));
+    };
+    let keys = sm.variables.iter().map(|v| (v.name.clone(), v.key.clone())).collect();
+    let variables = sm.variables.into_iter().map(|v| (v.name, v.value)).collect();
+    let model = ModelContext {
+        dir,
+        signature_name: name.to_string(),
+        signature: sig,
+        variables,
+        keys,
+        object_graph: sm.object_graph,
+    };
+    Ok((graph, Some(model)))
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| CliError::input(format!("{}: cannot read: {e}", path.display())))
+}
+
+/// The tensors of a feeds file: safetensors, `.npz` (keyed by member
+/// name) or `.npy` (one tensor, keyed `None`: the only input).
+pub fn read_feed_file(path: &Path) -> Result<Vec<(Option<String>, Tensor)>, CliError> {
+    let bytes = read_file(path)?;
+    let err = |e: autoclust_runtime::tensor_io::TensorIoError| CliError::input(format!("{}: {e}", path.display()));
+    Ok(match path.extension().and_then(|e| e.to_str()) {
+        Some("npy") => vec![(None, read_npy(&bytes).map_err(err)?)],
+        Some("npz") => read_npz(&bytes).map_err(err)?.into_iter().map(|(n, t)| (Some(n), t)).collect(),
+        _ => read_safetensors(&bytes).map_err(err)?.into_iter().map(|(n, t)| (Some(n), t)).collect(),
+    })
+}
+
+/// The one input a `.npy` feed goes to: the signature's only input, else the graph's only
+/// (non-resource) `Placeholder`.
+pub fn only_input(graph: &Graph, model: Option<&ModelContext>, path: &Path) -> Result<String, CliError> {
+    let candidates: Vec<String> = match model {
+        Some(m) => m.signature.inputs.iter().map(|i| i.key.clone()).collect(),
+        None => graph
+            .nodes()
+            .iter()
+            .filter(|n| n.op == "Placeholder" && n.attr("dtype").and_then(|a| a.as_type()) != Some(DType::Resource))
+            .map(|n| n.name.clone())
+            .collect(),
+    };
+    match candidates.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(CliError::input(format!(
+            "{}: a .npy file feeds one input, but there are {} ({}); use .npz keyed by name",
+            path.display(),
+            candidates.len(),
+            candidates.join(", ")
+        ))),
+    }
+}
+
+/// Whether `path` names a checkpoint prefix (`PATH.index` exists) rather than a file.
+fn is_checkpoint_prefix(path: &Path) -> bool {
+    !path.is_file() && tensor_bundle::index_path(path).is_file()
+}
+
+/// `--vars`: a safetensors file, or a checkpoint prefix whose keys are
+/// session variable names or (for a SavedModel) its checkpoint keys.
+pub fn read_vars(path: &Path, model: Option<&ModelContext>) -> Result<Vec<(String, Tensor)>, CliError> {
+    if !is_checkpoint_prefix(path) {
+        let bytes = read_file(path)?;
+        return read_safetensors(&bytes).map_err(|e| CliError::input(format!("{}: {e}", path.display())));
+    }
+    let tensors = tensor_bundle::read_checkpoint(path).map_err(|e| CliError::input(e.to_string()))?;
+    let by_key: BTreeMap<&str, &str> =
+        model.map(|m| m.keys.iter().map(|(n, k)| (k.as_str(), n.as_str())).collect()).unwrap_or_default();
+    Ok(tensors
+        .into_iter()
+        .filter(|(k, _)| k != OBJECT_GRAPH_KEY)
+        .map(|(k, t)| (by_key.get(k.as_str()).map_or(k, |n| n.to_string()), t))
+        .collect())
+}
+
+/// The files of `--save-checkpoint PREFIX`: the index and the one data
+/// shard, with SavedModel variables under their checkpoint keys.
+pub fn checkpoint_files(
+    prefix: &Path,
+    variables: &[(String, Tensor)],
+    model: Option<&ModelContext>,
+) -> Result<Vec<(PathBuf, Vec<u8>)>, CliError> {
+    let mut tensors: Vec<(String, Tensor)> = variables
+        .iter()
+        .map(|(n, t)| (model.and_then(|m| m.keys.get(n)).cloned().unwrap_or_else(|| n.clone()), t.clone()))
+        .collect();
+    if let Some(og) = model.and_then(|m| m.object_graph.clone()) {
+        tensors.push((OBJECT_GRAPH_KEY.to_string(), og));
+    }
+    let (index, data) =
+        tensor_bundle::checkpoint_bytes(&tensors).map_err(|e| CliError::input(format!("{}: {e}", prefix.display())))?;
+    Ok(vec![(tensor_bundle::data_path(prefix, 0, 1), data), (tensor_bundle::index_path(prefix), index)])
+}

@@ -1,0 +1,256 @@
+//! numpy's files as feeds (CONTRACT.md §3): `.npy` (one array: magic,
+//! version, a Python-literal header with `descr`, `fortran_order` and
+//! `shape`, then the elements in C order) and `.npz` (a zip archive of
+//! `NAME.npy` members, stored by `np.savez` or deflated by
+//! `np.savez_compressed`; zip64 size fields are understood and each
+//! member's CRC-32 is checked).
+//!
+//! Little-endian (and byte-sized) numeric and bool dtypes are read;
+//! Fortran-ordered, big-endian, string and object arrays are refused with
+//! an error naming the member.
+
+use autoclust_graph::{DType, Tensor};
+
+use crate::tensor_io::TensorIoError;
+
+fn bad(m: impl Into<String>) -> TensorIoError {
+    TensorIoError::Numpy(m.into())
+}
+
+fn dtype_of(descr: &str) -> Result<DType, TensorIoError> {
+    let (order, kind) = descr.split_at(1.min(descr.len()));
+    if order == ">" && !kind.ends_with('1') {
+        return Err(bad(format!("big-endian dtype '{descr}' is not supported")));
+    }
+    Ok(match kind {
+        "f4" => DType::Float32,
+        "f8" => DType::Float64,
+        "f2" => DType::Float16,
+        "i1" => DType::Int8,
+        "i2" => DType::Int16,
+        "i4" => DType::Int32,
+        "i8" => DType::Int64,
+        "u1" => DType::UInt8,
+        "u2" => DType::UInt16,
+        "u4" => DType::UInt32,
+        "u8" => DType::UInt64,
+        "b1" => DType::Bool,
+        _ => return Err(bad(format!("dtype '{descr}' is not supported"))),
+    })
+}
+
+/// The value of `'key':` in a numpy header dict, up to the next top-level comma.
+fn header_field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
+    let at = header.find(&format!("'{key}'"))? + key.len() + 2;
+    let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
+    let mut depth = 0;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' | '}' if depth == 0 => return Some(rest[..i].trim()),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Reads one `.npy` array.
+pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorIoError> {
+    let magic = b"\x93NUMPY";
+    if bytes.len() < 10 || &bytes[..6] != magic {
+        return Err(bad("no .npy magic"));
+    }
+    let (header_len, start) = match bytes[6] {
+        1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
+        2 | 3 if bytes.len() >= 12 => (u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize, 12),
+        v => return Err(bad(format!("unknown .npy version {v}"))),
+    };
+    let header = bytes.get(start..start + header_len).ok_or_else(|| bad("truncated header"))?;
+    let header = std::str::from_utf8(header).map_err(|_| bad("header is not text"))?;
+    let descr = header_field(header, "descr").ok_or_else(|| bad("header has no 'descr'"))?;
+    let descr = descr.trim_matches(|c| c == '\'' || c == '"');
+    if header_field(header, "fortran_order") != Some("False") {
+        return Err(bad("Fortran-ordered arrays are not supported"));
+    }
+    let shape_text = header_field(header, "shape").ok_or_else(|| bad("header has no 'shape'"))?;
+    let shape = shape_text
+        .trim_start_matches('(')
+        .trim_end_matches(')')
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.trim_end_matches('L').parse::<usize>().map_err(|_| bad(format!("bad shape {shape_text}"))))
+        .collect::<Result<Vec<usize>, _>>()?;
+    let dtype = dtype_of(descr)?;
+    let data = &bytes[start + header_len..];
+    let width = dtype.size_of().expect("numeric dtype");
+    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| bad("shape too large"))?;
+    if data.len() != n * width {
+        return Err(bad(format!("{} data bytes for shape {shape:?} of {descr}", data.len())));
+    }
+    autoclust_graph_tensor(dtype, shape, data)
+}
+
+fn autoclust_graph_tensor(dtype: DType, shape: Vec<usize>, b: &[u8]) -> Result<Tensor, TensorIoError> {
+    fn arr<const N: usize>(c: &[u8]) -> [u8; N] {
+        c.try_into().expect("chunk width")
+    }
+    let t = match dtype {
+        DType::Float32 => Tensor::from_f32(shape, b.chunks_exact(4).map(|c| f32::from_le_bytes(arr(c))).collect()),
+        DType::Float64 => Tensor::from_f64(shape, b.chunks_exact(8).map(|c| f64::from_le_bytes(arr(c))).collect()),
+        DType::Int32 => Tensor::from_i32(shape, b.chunks_exact(4).map(|c| i32::from_le_bytes(arr(c))).collect()),
+        DType::Int64 => Tensor::from_i64(shape, b.chunks_exact(8).map(|c| i64::from_le_bytes(arr(c))).collect()),
+        DType::Bool => Tensor::from_bool(shape, b.iter().map(|&x| x != 0).collect()),
+        d => Tensor::from_raw(d, shape, b.to_vec()),
+    };
+    t.map_err(|e| bad(e.to_string()))
+}
+
+/// CRC-32 (IEEE), the zip member checksum.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in bytes {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 != 0 { (c >> 1) ^ 0xedb8_8320 } else { c >> 1 };
+        }
+    }
+    !c
+}
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// Reads every array of an `.npz`, keyed by member name without `.npy`, sorted by name.
+pub fn read_npz(bytes: &[u8]) -> Result<Vec<(String, Tensor)>, TensorIoError> {
+    let trunc = || bad("truncated zip archive");
+    // End of central directory: the last "PK\5\6" record.
+    let eocd = (0..bytes.len().saturating_sub(21))
+        .rev()
+        .find(|&i| bytes[i..i + 4] == [0x50, 0x4b, 0x05, 0x06])
+        .ok_or_else(|| bad("not a zip archive (no end-of-central-directory record)"))?;
+    let count = usize::from(u16_at(bytes, eocd + 10).ok_or_else(trunc)?);
+    let mut pos = u32_at(bytes, eocd + 16).ok_or_else(trunc)? as usize;
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        if u32_at(bytes, pos) != Some(0x0201_4b50) {
+            return Err(bad("bad central directory entry"));
+        }
+        let method = u16_at(bytes, pos + 10).ok_or_else(trunc)?;
+        let crc = u32_at(bytes, pos + 16).ok_or_else(trunc)?;
+        let mut csize = u64::from(u32_at(bytes, pos + 20).ok_or_else(trunc)?);
+        let mut usize_ = u64::from(u32_at(bytes, pos + 24).ok_or_else(trunc)?);
+        let name_len = usize::from(u16_at(bytes, pos + 28).ok_or_else(trunc)?);
+        let extra_len = usize::from(u16_at(bytes, pos + 30).ok_or_else(trunc)?);
+        let comment_len = usize::from(u16_at(bytes, pos + 32).ok_or_else(trunc)?);
+        let mut local = u64::from(u32_at(bytes, pos + 42).ok_or_else(trunc)?);
+        let name = bytes.get(pos + 46..pos + 46 + name_len).ok_or_else(trunc)?;
+        let name = String::from_utf8_lossy(name).into_owned();
+        // Zip64: the fields that read 0xffffffff follow in order in extra block 0x0001.
+        let extra = bytes.get(pos + 46 + name_len..pos + 46 + name_len + extra_len).ok_or_else(trunc)?;
+        let mut e = 0;
+        while e + 4 <= extra.len() {
+            let (id, len) = (u16_at(extra, e).unwrap_or(0), usize::from(u16_at(extra, e + 2).unwrap_or(0)));
+            if id == 1 {
+                let mut f = e + 4;
+                for field in [&mut usize_, &mut csize, &mut local] {
+                    if *field == 0xffff_ffff {
+                        *field = u64_at(extra, f).ok_or_else(trunc)?;
+                        f += 8;
+                    }
+                }
+            }
+            e += 4 + len;
+        }
+        pos += 46 + name_len + extra_len + comment_len;
+        let local = usize::try_from(local).map_err(|_| trunc())?;
+        if u32_at(bytes, local) != Some(0x0403_4b50) {
+            return Err(bad(format!("member '{name}': bad local header")));
+        }
+        let lname = usize::from(u16_at(bytes, local + 26).ok_or_else(trunc)?);
+        let lextra = usize::from(u16_at(bytes, local + 28).ok_or_else(trunc)?);
+        let start = local + 30 + lname + lextra;
+        let raw = usize::try_from(csize)
+            .ok()
+            .and_then(|c| bytes.get(start..start.checked_add(c)?))
+            .ok_or_else(|| bad(format!("member '{name}': data runs past the end of the archive")))?;
+        let data = match method {
+            0 => raw.to_vec(),
+            8 => miniz_oxide::inflate::decompress_to_vec_with_limit(raw, usize::try_from(usize_).unwrap_or(usize::MAX))
+                .map_err(|e| bad(format!("member '{name}': bad deflate data: {e:?}")))?,
+            m => return Err(bad(format!("member '{name}': compression method {m} is not supported"))),
+        };
+        if data.len() as u64 != usize_ || crc32(&data) != crc {
+            return Err(bad(format!("member '{name}': CRC-32 or size mismatch")));
+        }
+        let t = read_npy(&data).map_err(|e| bad(format!("member '{name}': {e}")))?;
+        out.push((name.strip_suffix(".npy").unwrap_or(&name).to_string(), t));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/savedmodel").join(name))
+            .unwrap()
+    }
+
+    #[test]
+    fn reads_npy_and_both_npz_kinds() {
+        let x = read_npy(&fixture("dense2.x.npy")).unwrap();
+        assert_eq!((x.dtype, x.shape.clone()), (DType::Float32, vec![5, 4]));
+        let z = read_npz(&fixture("dense2.feeds.npz")).unwrap();
+        assert_eq!(z.len(), 1);
+        assert_eq!(z[0].0, "x");
+        assert!(z[0].1.bit_eq(&x), "np.savez stores the same array");
+        // np.savez_compressed deflates.
+        let c = read_npz(&fixture("cnn.feeds.npz")).unwrap();
+        assert_eq!(c[0].1.shape, vec![2, 8, 8, 1]);
+        let t = read_npz(&fixture("train.feeds.npz")).unwrap();
+        assert_eq!(t.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["x", "y"]);
+    }
+
+    #[test]
+    fn hand_made_headers_and_errors() {
+        let npy = |header: &str, data: &[u8]| {
+            let mut b = b"\x93NUMPY\x01\x00".to_vec();
+            b.extend_from_slice(&(header.len() as u16).to_le_bytes());
+            b.extend_from_slice(header.as_bytes());
+            b.extend_from_slice(data);
+            b
+        };
+        let t = read_npy(&npy(
+            "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
+            &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0],
+        ))
+        .unwrap();
+        assert_eq!(t.as_i64().unwrap(), &[1, 2]);
+        let s = read_npy(&npy("{'descr': '|b1', 'fortran_order': False, 'shape': (), }", &[1])).unwrap();
+        assert_eq!((s.as_bool().unwrap(), s.shape.len()), (&[true][..], 0));
+        let e = |h: &str, d: &[u8]| read_npy(&npy(h, d)).unwrap_err().to_string();
+        assert!(e("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }", &[0; 4]).contains("Fortran"));
+        assert!(e("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", &[0; 4]).contains("big-endian"));
+        assert!(e("{'descr': '<U3', 'fortran_order': False, 'shape': (1,), }", &[0; 12]).contains("not supported"));
+        assert!(e("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", &[0; 4]).contains("4 data bytes"));
+        assert!(read_npy(b"PK\x03\x04").is_err());
+        let mut z = fixture("dense2.feeds.npz");
+        let n = z.len();
+        assert!(read_npz(&z[..n - 30]).is_err());
+        // A flipped data byte in a stored member fails its CRC-32.
+        let at = z.windows(6).position(|w| w == b"\x93NUMPY").unwrap() + 140;
+        z[at] ^= 1;
+        assert!(read_npz(&z).unwrap_err().to_string().contains("CRC-32"));
+    }
+}

@@ -1,0 +1,150 @@
+"""Makes the SavedModel fixtures of testdata/savedmodel/ with TensorFlow (run by hand, never by CI).
+
+    TF_ENABLE_ONEDNN_OPTS=0 /work/tfenv/bin/python testdata/savedmodel/make_fixtures.py
+
+Each fixture NAME is a SavedModel directory NAME/ plus:
+  NAME.feeds.npz          the batch, keyed by the signature's input names
+  NAME.expected.npz       TensorFlow's outputs, keyed by the signature's output keys
+                          (for train_step: the loss after STEPS steps, and every
+                          variable after them keyed by its checkpoint key)
+With --check-checkpoint PREFIX NPZ it instead loads a checkpoint (one
+autoclust wrote) with tf.train.load_checkpoint and compares it with the npz.
+"""
+import os
+import sys
+
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
+import tensorflow as tf
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN_STEPS = 5
+
+
+class Dense2(tf.Module):
+    """Two dense layers (relu, then linear); a serving signature with a None batch dim."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(1)
+        self.w1 = tf.Variable(rng.standard_normal((4, 8)).astype(np.float32) * 0.5, name="w1")
+        self.b1 = tf.Variable(rng.standard_normal((8,)).astype(np.float32) * 0.1, name="b1")
+        self.w2 = tf.Variable(rng.standard_normal((8, 3)).astype(np.float32) * 0.5, name="w2")
+        self.b2 = tf.Variable(rng.standard_normal((3,)).astype(np.float32) * 0.1, name="b2")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
+    def __call__(self, x):
+        h = tf.nn.relu(tf.matmul(x, self.w1) + self.b1)
+        return {"logits": tf.matmul(h, self.w2) + self.b2, "hidden": h}
+
+
+class Trainer(tf.Module):
+    """A linear regression whose train_step(x, y) applies SGD and returns the loss."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(2)
+        self.w = tf.Variable(rng.standard_normal((3, 2)).astype(np.float32), name="w")
+        self.b = tf.Variable(np.zeros((2,), np.float32), name="b")
+        self.lr = 0.1
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    def predict(self, x):
+        return {"y": tf.matmul(x, self.w) + self.b}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x"),
+                                  tf.TensorSpec([None, 2], tf.float32, name="y")])
+    def train_step(self, x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, self.w) + self.b - y))
+        gw, gb = tape.gradient(loss, [self.w, self.b])
+        self.w.assign_sub(self.lr * gw)
+        self.b.assign_sub(self.lr * gb)
+        return {"loss": loss}
+
+
+def dense2():
+    m = Dense2()
+    path = os.path.join(HERE, "dense2")
+    tf.saved_model.save(m, path, signatures={"serving_default": m.__call__})
+    x = np.random.default_rng(3).standard_normal((5, 4)).astype(np.float32)
+    loaded = tf.saved_model.load(path)
+    out = loaded.signatures["serving_default"](x=tf.constant(x))
+    np.savez(os.path.join(HERE, "dense2.feeds.npz"), x=x)
+    np.savez(os.path.join(HERE, "dense2.expected.npz"), **{k: v.numpy() for k, v in out.items()})
+    np.save(os.path.join(HERE, "dense2.x.npy"), x)
+
+
+def cnn():
+    tf.keras.utils.set_random_seed(4)
+    inp = tf.keras.Input((8, 8, 1), name="image")
+    h = tf.keras.layers.Conv2D(4, 3, activation="relu", name="conv")(inp)
+    h = tf.keras.layers.MaxPooling2D(2, name="pool")(h)
+    h = tf.keras.layers.Flatten(name="flat")(h)
+    out = tf.keras.layers.Dense(3, name="dense")(h)
+    model = tf.keras.Model(inp, out)
+    path = os.path.join(HERE, "cnn")
+    model.export(path, verbose=False)
+    x = np.random.default_rng(5).standard_normal((2, 8, 8, 1)).astype(np.float32)
+    loaded = tf.saved_model.load(path)
+    sig = loaded.signatures["serving_default"]
+    (in_name,) = sig.structured_input_signature[1].keys()
+    out = sig(**{in_name: tf.constant(x)})
+    # Deflated members: the npz reader must inflate.
+    np.savez_compressed(os.path.join(HERE, "cnn.feeds.npz"), **{in_name: x})
+    np.savez(os.path.join(HERE, "cnn.expected.npz"), **{k: v.numpy() for k, v in out.items()})
+
+
+def train():
+    m = Trainer()
+    path = os.path.join(HERE, "train")
+    tf.saved_model.save(m, path, signatures={"serving_default": m.predict, "train_step": m.train_step})
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((8, 3)).astype(np.float32)
+    y = (x @ np.array([[1, -1], [2, 0], [0.5, 3]], np.float32) + 0.25).astype(np.float32)
+    loaded = tf.saved_model.load(path)
+    step = loaded.signatures["train_step"]
+    for _ in range(TRAIN_STEPS):
+        out = step(x=tf.constant(x), y=tf.constant(y))
+    np.savez(os.path.join(HERE, "train.feeds.npz"), x=x, y=y)
+    expected = {"loss": out["loss"].numpy()}
+    expected["w/.ATTRIBUTES/VARIABLE_VALUE"] = loaded.w.numpy()
+    expected["b/.ATTRIBUTES/VARIABLE_VALUE"] = loaded.b.numpy()
+    np.savez(os.path.join(HERE, "train.expected.npz"), **expected)
+
+
+def check_checkpoint(prefix, expect):
+    """Loads `prefix` with TensorFlow and compares every tensor in `expect` (an npz)."""
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    want = np.load(expect)
+    bad = 0
+    keys = [k for k in want.files if "/.ATTRIBUTES/" in k]
+    for key in keys:
+        if key not in shapes:
+            print(f"missing {key}; checkpoint has {sorted(shapes)}")
+            bad += 1
+            continue
+        got = reader.get_tensor(key)
+        if not np.allclose(got, want[key], rtol=1e-5, atol=1e-6):
+            print(f"{key}: {got} != {want[key]}")
+            bad += 1
+    # tf.train.Checkpoint restores it into a fresh module too (through the object graph).
+    if "w/.ATTRIBUTES/VARIABLE_VALUE" in shapes:
+        m = Trainer()
+        tf.train.Checkpoint(m).restore(prefix).expect_partial()
+        if not (np.array_equal(m.w.numpy(), reader.get_tensor("w/.ATTRIBUTES/VARIABLE_VALUE"))
+                and np.array_equal(m.b.numpy(), reader.get_tensor("b/.ATTRIBUTES/VARIABLE_VALUE"))):
+            print("tf.train.Checkpoint restored different values")
+            bad += 1
+    print("checked", len(keys), "tensors;", "OK" if not bad else f"{bad} bad")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--check-checkpoint":
+        sys.exit(check_checkpoint(sys.argv[2], sys.argv[3]))
+    dense2()
+    cnn()
+    train()
