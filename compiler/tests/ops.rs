@@ -377,7 +377,12 @@ fn dump_clif_writes_ir_and_disassembly_per_function() {
     let mut files: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     files.sort();
-    assert_eq!(files, ["my_cluster_0.clif", "my_cluster_0.s", "my_cluster_1.clif", "my_cluster_1.s"]);
+    assert_eq!(
+        files,
+        ["my_cluster.plan", "my_cluster_0.clif", "my_cluster_0.s", "my_cluster_1.clif", "my_cluster_1.s"]
+    );
+    let plan = std::fs::read_to_string(dir.join("my_cluster.plan")).unwrap();
+    assert!(plan.contains("MatMul") || plan.contains("mm"), "{plan}");
     let text = std::fs::read_to_string(dir.join("my_cluster_1.clif")).unwrap();
     assert!(text.contains("f32x4") && text.contains("function"), "{text}");
     let text = std::fs::read_to_string(dir.join("my_cluster_0.clif")).unwrap();
