@@ -45,6 +45,7 @@ def check_captures(name, cf, variables):
 def keras_transformer_block():
     import keras
 
+    keras.backend.clear_session()  # layer names (hence placeholder names) independent of order
     keras.utils.set_random_seed(31)
     L = keras.layers
     tokens = keras.Input((8,), dtype="int32")
@@ -64,6 +65,7 @@ def keras_transformer_block():
 def keras_resnet_cnn():
     import keras
 
+    keras.backend.clear_session()  # layer names (hence placeholder names) independent of order
     keras.utils.set_random_seed(32)
     L = keras.layers
 
@@ -86,6 +88,7 @@ def keras_resnet_cnn():
 def keras_lstm_classifier():
     import keras
 
+    keras.backend.clear_session()  # layer names (hence placeholder names) independent of order
     keras.utils.set_random_seed(33)
     L = keras.layers
     model = keras.Sequential([keras.Input((6,), dtype="int32"), L.Embedding(30, 8), L.LSTM(12), L.Dense(3)])
@@ -98,6 +101,7 @@ def keras_lstm_classifier():
 def keras_wide_deep():
     import keras
 
+    keras.backend.clear_session()  # layer names (hence placeholder names) independent of order
     keras.utils.set_random_seed(34)
     L = keras.layers
     wide_ids = keras.Input((3,), dtype="int32", name="wide_ids")
@@ -136,6 +140,7 @@ def keras_wide_deep():
 def keras_vae():
     import keras
 
+    keras.backend.clear_session()  # layer names (hence placeholder names) independent of order
     keras.utils.set_random_seed(35)
     L = keras.layers
     latent = 4
@@ -175,6 +180,7 @@ def keras_vae():
 def keras_mlp_inference():
     import keras
 
+    keras.backend.clear_session()  # layer names (hence placeholder names) independent of order
     keras.utils.set_random_seed(36)
     L = keras.layers
     model = keras.Sequential([keras.Input((32,)), L.Dense(256, activation="relu"), L.Dense(256, activation="relu"),
