@@ -78,7 +78,7 @@ pub fn context(min_cluster_size: u64, dump_after: Vec<String>) -> PassContext {
             }
         }))
     };
-    PassContext { cluster_config, after_pass }
+    PassContext { cluster_config, after_pass, ..PassContext::default() }
 }
 
 /// Runs a pipeline; errors name the input file (and line, when the node has one).

@@ -261,7 +261,8 @@ pub fn encapsulate(graph: &Graph, clusters: &[ClusterSpec]) -> Result<Encapsulat
     for (i, id) in order.iter().enumerate() {
         position[id.index()] = i;
     }
-    let types = autoclust_graph::infer::infer(graph).ok();
+    // Partial inference: one node it cannot type must not leave the whole graph untyped.
+    let types = autoclust_graph::infer::infer_partial(graph).ok().map(|(types, _)| types);
 
     let mut of_node: Vec<Option<usize>> = vec![None; graph.len()];
     for (ci, c) in clusters.iter().enumerate() {
@@ -945,10 +946,16 @@ impl LowerCtx<'_> {
             return Ok(body.external_args[i].1.clone());
         }
         let g = self.graph;
-        let dtype = self.value_dtype(input).ok_or_else(|| EncapsulateError::UnknownDType {
-            node: g.name(consumer).to_string(),
-            input: g.output_name(input),
-        })?;
+        let declared = || {
+            // The dtype the consumer's own signature gives this input.
+            let c = g.node(consumer);
+            let slot = c.inputs.iter().position(|&o| o == input)?;
+            autoclust_graph::infer::attr_input_dtypes(c)?.get(slot).copied()
+        };
+        let dtype =
+            self.value_dtype(input).or_else(declared).or_else(|| self.guessed_dtype(input)).ok_or_else(|| {
+                EncapsulateError::UnknownDType { node: g.name(consumer).to_string(), input: g.output_name(input) }
+            })?;
         let base = if input.port == 0 {
             g.name(input.node).to_string()
         } else {
@@ -970,11 +977,22 @@ impl LowerCtx<'_> {
         if let Some(f) = g.library.function(&p.op) {
             return f.signature.outputs.get(o.port as usize).and_then(|a| a.dtype);
         }
+        if let Some(ts) = autoclust_graph::infer::attr_output_dtypes(p) {
+            return ts.get(o.port as usize).copied();
+        }
         if let Some(AttrValue::List(ListValue::Type(ts))) = p.attr("Tout").or_else(|| p.attr("dtypes")) {
             return ts.get(o.port as usize).copied();
         }
-        // Output-type attributes first: `T` is usually an input's type (Shape has T = float32
-        // and out_type = int32).
+        None
+    }
+
+    /// A guess at the dtype of an output of an op nobody knows, from its
+    /// attributes (output-type attributes first: `T` is usually an *input's*
+    /// type — `Where` has `T = bool` and int64 outputs). Used last, after the
+    /// consumer's own signature; a wrong guess makes the compiler decline the
+    /// body (the `_Arg` does not match its input), never a wrong result.
+    fn guessed_dtype(&self, o: Output) -> Option<DType> {
+        let p = self.graph.node(o.node);
         ["out_type", "DstT", "Tout", "dtype", "T", "Tparams"]
             .iter()
             .find_map(|a| p.attr(a).and_then(AttrValue::as_type))
