@@ -462,7 +462,7 @@ struct Gather {
 impl Gather {
     fn run<T: Copy>(&self, v: &[T], idx: &[i64]) -> Vec<T> {
         let Gather { batch, outer, n, inner } = *self;
-        let per_batch = if batch == 0 { 0 } else { idx.len() / batch };
+        let per_batch = idx.len().checked_div(batch).unwrap_or(0);
         let mut out = Vec::with_capacity(outer * idx.len() * inner);
         for b in 0..batch {
             for o in 0..outer {
