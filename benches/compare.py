@@ -5,10 +5,18 @@ Run by hand (never by CI), from anywhere, with a release build of the CLI:
     cargo build --release -p autoclust
     /work/venv-tf/bin/python benches/compare.py [--seconds 1] [--rounds 3] [--only chain_32,mlp_784]
         [--autoclust PATH] [--engines autoclust,tf,tf_xla,jax_jit] [--jsonl rows.jsonl]
+        [--workloads DIR]
 
-For each workload testdata/bench/NAME.json (graph, vars, feeds, fetch, target), every engine is set up
-once, then timed in interleaved rounds -- autoclust, tf, tf_xla, jax_jit, autoclust, tf, ... -- so that
-drift in machine load hits every engine alike; each figure is the median over the rounds.
+For each workload DIR/NAME.json (default DIR testdata/bench; manifest keys graph, vars, feeds, fetch,
+target, paths relative to DIR), every engine is set up once, then timed in interleaved rounds --
+autoclust, tf, tf_xla, jax_jit, autoclust, tf, ... -- so that drift in machine load hits every engine
+alike; each figure is the median over the rounds. `--only` takes names or shell patterns.
+
+The Keras model steps of testdata/tf (issue 20), with the tf.function columns:
+
+    TF_ENABLE_ONEDNN_OPTS=0 CUDA_VISIBLE_DEVICES=-1 /work/tfenv/bin/python benches/compare.py \
+        --workloads testdata/tf --only 'keras_*' \
+        --engines autoclust,tf,tf_xla,tf_function,tf_function_xla
 
 Engines:
   autoclust   `autoclust bench --json --only MODE`, a fresh process per mode and round: unclustered
@@ -20,6 +28,16 @@ Engines:
               compile_ms = sum(3 first steps) - 3 x steady step (as benches/tf/tf_baseline.py)
   jax_jit     the same math in JAX (benches/tf/tf_baseline.py's jax_workload), jax.jit with donated
               variables; compile_ms = lower + compile. No JAX version of scalar_10k.
+  tf_function, tf_function_xla  (not run by default; keras_* workloads of testdata/tf only) the Keras
+              step itself, rebuilt by testdata/tf/make_fixtures_keras_models.py's builder (same seeds,
+              nothing written), called eagerly as the concrete tf.function the fixture exported, and
+              as tf.function(jit_compile=True) around it; compile_ms = first call - steady step.
+
+A TF2 export (tf.function's FuncGraph) holds its variables as captured `Placeholder`s of dtype
+resource; for the Session engines (tf, tf_xla) each becomes a VarHandleOp whose shared_name is the
+placeholder's name (autoclust's name for it, CONTRACT.md section 3), typed from the vars file.
+autoclust's columns include bench --json's cluster counts (clusters compiled+interpreted, clustered
+nodes of total nodes).
 
 The TensorFlow and JAX parts reuse benches/tf/tf_baseline.py (graph configs, TfRunner, steady_rate,
 jax_workload); they are skipped, with a note, when TensorFlow or JAX is not installed. The table
@@ -29,6 +47,7 @@ is faster), compile times, and the 1-minute load average before and after each w
 """
 
 import argparse
+import fnmatch
 import importlib.util
 import json
 import os
@@ -41,7 +60,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BENCH_DIR = os.path.join(ROOT, "testdata", "bench")
-ENGINES = ["autoclust", "tf", "tf_xla", "jax_jit"]
+ENGINES = ["autoclust", "tf", "tf_xla", "jax_jit", "tf_function", "tf_function_xla"]
+DEFAULT_ENGINES = ["autoclust", "tf", "tf_xla", "jax_jit"]
+CLUSTER_KEYS = ("clusters", "compiled_clusters", "interpreted_clusters", "clustered_nodes", "total_nodes")
 
 
 def load():
@@ -61,11 +82,11 @@ def default_binary():
     return os.path.join(target, "release", "autoclust")
 
 
-def bench_args(binary, manifest, steps):
-    args = [binary, "bench", os.path.join(BENCH_DIR, manifest["graph"]), "--steps", str(steps), "--json"]
+def bench_args(binary, manifest, steps, directory):
+    args = [binary, "bench", os.path.join(directory, manifest["graph"]), "--steps", str(steps), "--json"]
     for flag, key in (("--vars", "vars"), ("--feeds", "feeds")):
         if manifest.get(key):
-            args += [flag, os.path.join(BENCH_DIR, manifest[key])]
+            args += [flag, os.path.join(directory, manifest[key])]
     for flag, key in (("--fetch", "fetch"), ("--target", "target")):
         if manifest.get(key):
             args += [flag, ",".join(manifest[key])]
@@ -79,15 +100,15 @@ class Autoclust:
 
     MODES = (("unclustered", "unclustered_steps_per_s"), ("clustered", "clustered_steps_per_s"))
 
-    def __init__(self, binary, manifest, seconds):
-        self.binary, self.manifest = binary, manifest
+    def __init__(self, binary, manifest, seconds, directory):
+        self.binary, self.manifest, self.directory = binary, manifest, directory
         self.steps = {}
         for mode, key in self.MODES:
             probe = self.bench(mode, 3)
             self.steps[mode] = max(3, int(seconds * probe[key]))
 
     def bench(self, mode, steps):
-        args = bench_args(self.binary, self.manifest, steps) + ["--only", mode]
+        args = bench_args(self.binary, self.manifest, steps, self.directory) + ["--only", mode]
         res = subprocess.run(args, capture_output=True, text=True)
         if res.returncode != 0:
             raise RuntimeError(f"autoclust bench failed: {res.stderr.strip()}")
@@ -100,6 +121,7 @@ class Autoclust:
             row[key] = out[key]
             if mode == "clustered":
                 row["compile_ms"] = out["compile_ms"]
+                row.update({k: out[k] for k in CLUSTER_KEYS if k in out})
         return row
 
 
@@ -119,21 +141,35 @@ def import_baseline():
     return tf_baseline
 
 
-def read_inputs(manifest):
+def read_inputs(manifest, directory):
     from safetensors.numpy import load_file
 
     def read(key):
-        return dict(load_file(os.path.join(BENCH_DIR, manifest[key]))) if manifest.get(key) else {}
+        return dict(load_file(os.path.join(directory, manifest[key]))) if manifest.get(key) else {}
 
     return read("vars"), read("feeds")
 
 
-def read_graph_def(manifest):
+def read_graph_def(manifest, directory, variables):
+    """The manifest's GraphDef, with every captured-variable resource Placeholder (a TF2 export)
+    turned into a VarHandleOp named as autoclust names it, so that TfRunner can load and run it."""
     import tensorflow as tf
     from google.protobuf import text_format
 
-    with open(os.path.join(BENCH_DIR, manifest["graph"])) as fh:
-        return text_format.Parse(fh.read(), tf.compat.v1.GraphDef())
+    with open(os.path.join(directory, manifest["graph"])) as fh:
+        graph_def = text_format.Parse(fh.read(), tf.compat.v1.GraphDef())
+    for node in graph_def.node:
+        if node.op == "Placeholder" and node.attr["dtype"].type == tf.resource.as_datatype_enum:
+            if node.name not in variables:
+                raise RuntimeError(f"resource placeholder {node.name} has no value in {manifest['vars']}")
+            value = variables[node.name]
+            node.op = "VarHandleOp"
+            node.ClearField("attr")
+            node.attr["dtype"].type = tf.as_dtype(value.dtype).as_datatype_enum
+            node.attr["shape"].shape.CopyFrom(tf.TensorShape(value.shape).as_proto())
+            node.attr["shared_name"].s = node.name.encode()
+            node.attr["container"].s = b""
+    return graph_def
 
 
 class TfEngine:
@@ -158,8 +194,75 @@ class TfEngine:
             return None
         return max(0.0, sum(self.first) - len(self.first) * 1e3 / rate)
 
+    def first_ms(self):
+        return self.first[0]
+
     def close(self):
         self.runner.session.close()
+
+
+class TfFunctionEngine:
+    """The Keras step as the user calls it: the concrete tf.function that make_fixtures_keras_models.py
+    exports for this workload (rebuilt with the same seeds; its writer swapped for a capture, so no
+    file is touched), called eagerly; with xla, wrapped in tf.function(jit_compile=True)."""
+
+    _built = {}
+
+    @classmethod
+    def build(cls, name):
+        """(concrete function, inputs) for keras workload `name`, or None when no builder exists."""
+        if name not in cls._built:
+            sys.path.insert(0, os.path.join(ROOT, "testdata", "tf"))
+            import make_fixtures_keras_models as builders  # noqa: E402
+            import make_fixtures_tf2  # noqa: E402
+            import tensorflow as tf
+
+            captured = {}
+
+            def capture(fixture, cf, variables, feeds, steps):
+                captured[fixture] = (cf, variables, feeds)
+
+            builder = getattr(builders, name, None)
+            if builder not in builders.FIXTURES:
+                return None
+            saved = (builders.write, make_fixtures_tf2.write)
+            builders.write = make_fixtures_tf2.write = capture
+            try:
+                builder()
+            finally:
+                builders.write, make_fixtures_tf2.write = saved
+            cf, variables, feeds = captured[name]
+            for var, init in variables:
+                var.assign(init)
+            inputs = [tf.constant(feeds[s.name]) for s in cf.structured_input_signature[0]]
+            # The variables (and the model owning them) must outlive the function: it holds only weak
+            # references to what it captures.
+            cls._built[name] = (cf, inputs, variables)
+        return cls._built[name][:2]
+
+    def __init__(self, tb, name, xla):
+        import tensorflow as tf
+
+        self.tb = tb
+        cf, self.inputs = self.build(name)
+        self.fn = tf.function(lambda *a: cf(*a), jit_compile=True) if xla else cf
+        t0 = time.perf_counter()
+        self.step()
+        self.first = (time.perf_counter() - t0) * 1e3
+
+    def step(self):
+        out = self.fn(*self.inputs)
+        for t in out if isinstance(out, (list, tuple)) else [out]:
+            t.numpy()
+
+    def measure(self, seconds):
+        return {"steps_per_s": self.tb.steady_rate(self.step, seconds)}
+
+    def compile_ms(self, rate):
+        return max(0.0, self.first - 1e3 / rate)
+
+    def first_ms(self):
+        return self.first
 
 
 class JaxEngine:
@@ -199,14 +302,15 @@ def median(rows, key):
 
 
 def run_workload(name, manifest, args, tb, engines):
-    """{engine: {"steps_per_s", "compile_ms", ...}} for one workload."""
+    """{engine: {"steps_per_s", "compile_ms", ...}} for one workload; a failed engine's entry is
+    {"error": message}."""
     setup, results = {}, {}
     load_before = load()
     if "autoclust" in engines:
-        setup["autoclust"] = Autoclust(args.autoclust, manifest, args.seconds)
+        setup["autoclust"] = Autoclust(args.autoclust, manifest, args.seconds, args.workloads)
     if tb is not None and any(e in engines for e in ("tf", "tf_xla", "jax_jit")):
-        variables, feeds = read_inputs(manifest)
-        graph_def = read_graph_def(manifest)
+        variables, feeds = read_inputs(manifest, args.workloads)
+        graph_def = read_graph_def(manifest, args.workloads, variables)
         if "tf" in engines:
             setup["tf"] = TfEngine(tb, graph_def, variables, feeds, manifest, xla=False)
         if "tf_xla" in engines:
@@ -214,6 +318,16 @@ def run_workload(name, manifest, args, tb, engines):
         if "jax_jit" in engines and importlib.util.find_spec("jax") is not None:
             if tb.jax_workload(name, variables, feeds) is not None:
                 setup["jax_jit"] = JaxEngine(tb, name, variables, feeds)
+    for engine, xla in (("tf_function", False), ("tf_function_xla", True)):
+        if tb is not None and engine in engines and TfFunctionEngine.build(name) is not None:
+            try:
+                setup[engine] = TfFunctionEngine(tb, name, xla)
+            except Exception as e:  # noqa: BLE001  (XLA refusing a step is a result, reported)
+                lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+                # TensorFlow's "in user code:" traceback first; its error is the first line naming one.
+                message = next((ln for ln in lines if "Error" in ln or "must be" in ln), lines[0] if lines else "")[:300]
+                note(f"{name}: {engine} failed: {message}")
+                results[engine] = {"error": message}
     rows = {e: [] for e in setup}
     for _ in range(args.rounds):
         for engine, runner in setup.items():
@@ -225,10 +339,13 @@ def run_workload(name, manifest, args, tb, engines):
                 "clustered_steps_per_s": median(rs, "clustered_steps_per_s"),
                 "compile_ms": median(rs, "compile_ms"),
                 "steps_per_round": setup[engine].steps,
+                **{k: rs[-1][k] for k in CLUSTER_KEYS if k in rs[-1]},
             }
         else:
             rate = median(rs, "steps_per_s")
             results[engine] = {"steps_per_s": rate, "compile_ms": setup[engine].compile_ms(rate)}
+            if hasattr(setup[engine], "first_ms"):
+                results[engine]["first_ms"] = setup[engine].first_ms()
             if hasattr(setup[engine], "close"):
                 setup[engine].close()
     results["load"] = (load_before, load())
@@ -247,22 +364,42 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "–"
 
 
-def table(all_results):
-    lines = [
-        "| workload | autoclust unclustered | autoclust clustered | tf | tf_xla | jax_jit "
-        "| clustered/unclustered | clustered/tf | clustered/tf_xla | clustered/jax_jit "
-        "| compile ms: autoclust / xla / jax | load before→after |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
-    ]
+def table(all_results, engines):
+    others = [e for e in engines if e != "autoclust"]
+    compiled = [e for e in others if e in ("tf_xla", "jax_jit", "tf_function_xla")]
+    clusters = any("clusters" in r.get("autoclust", {}) for r in all_results.values())
+    head = ["workload", "autoclust unclustered", "autoclust clustered", *others, "clustered/unclustered",
+            *(f"clustered/{e}" for e in others),
+            "compile ms: " + " / ".join(["autoclust", *(e for e in compiled)])]
+    if any(e in engines for e in ("tf_xla", "tf_function_xla")):
+        head.append("first step ms: " + " / ".join(e for e in ("tf_xla", "tf_function_xla") if e in engines))
+    if clusters:
+        head += ["clusters (compiled+interpreted)", "clustered nodes"]
+    head.append("load before→after")
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 2) + "---|"]
     for name, r in all_results.items():
         a = r.get("autoclust", {})
         u, c = a.get("unclustered_steps_per_s"), a.get("clustered_steps_per_s")
-        rate = {e: r.get(e, {}).get("steps_per_s") for e in ("tf", "tf_xla", "jax_jit")}
-        comp = [a.get("compile_ms")] + [r.get(e, {}).get("compile_ms") for e in ("tf_xla", "jax_jit")]
-        lines.append(
-            f"| {name} | {fmt(u)} | {fmt(c)} | {fmt(rate['tf'])} | {fmt(rate['tf_xla'])} | {fmt(rate['jax_jit'])} "
-            f"| {ratio(c, u)} | {ratio(c, rate['tf'])} | {ratio(c, rate['tf_xla'])} | {ratio(c, rate['jax_jit'])} "
-            f"| {' / '.join(fmt(x) for x in comp)} | {r['load'][0]}→{r['load'][1]} |")
+
+        def rate(e):
+            return r.get(e, {}).get("steps_per_s")
+
+        def shown(e, key="steps_per_s"):
+            return "failed" if "error" in r.get(e, {}) else fmt(r.get(e, {}).get(key))
+
+        cells = [name, fmt(u), fmt(c), *(shown(e) for e in others), ratio(c, u),
+                 *(ratio(c, rate(e)) for e in others),
+                 " / ".join([fmt(a.get("compile_ms"))] + [shown(e, "compile_ms") for e in compiled])]
+        if any(e in engines for e in ("tf_xla", "tf_function_xla")):
+            cells.append(" / ".join(shown(e, "first_ms") for e in ("tf_xla", "tf_function_xla") if e in engines))
+        if clusters:
+            if "clusters" in a:
+                cells += [f"{a['clusters']} ({a['compiled_clusters']}+{a['interpreted_clusters']})",
+                          f"{a['clustered_nodes']}/{a['total_nodes']}"]
+            else:
+                cells += ["–", "–"]
+        cells.append(f"{r['load'][0]}→{r['load'][1]}")
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -271,7 +408,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=1.0, help="timed seconds per engine per round")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (figures are medians)")
     parser.add_argument("--only", default="", help="comma-separated workload names")
-    parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--engines", default=",".join(DEFAULT_ENGINES), help=f"of {','.join(ENGINES)}")
+    parser.add_argument("--workloads", default=BENCH_DIR, help="directory of workload manifests NAME.json")
     parser.add_argument("--autoclust", default=default_binary(), help="the release autoclust binary")
     parser.add_argument("--jsonl", help="also write one JSON line per workload here")
     args = parser.parse_args()
@@ -281,10 +419,10 @@ def main():
         parser.error(f"bad --engines/--rounds/--seconds ({', '.join(sorted(unknown))})")
     if "autoclust" in engines and not os.access(args.autoclust, os.X_OK):
         parser.error(f"no autoclust binary at {args.autoclust} (cargo build --release -p autoclust, or --autoclust)")
-    names = sorted(f[:-5] for f in os.listdir(BENCH_DIR) if f.endswith(".json"))
+    names = sorted(f[:-5] for f in os.listdir(args.workloads) if f.endswith(".json"))
     if args.only:
         wanted = args.only.split(",")
-        names = [n for n in names if n in wanted]
+        names = [n for n in names if any(fnmatch.fnmatchcase(n, w) for w in wanted)]
     tb = import_baseline() if any(e != "autoclust" for e in engines) else None
     versions = {"python": platform.python_version()}
     if tb is not None:
@@ -301,7 +439,7 @@ def main():
     all_results = {}
     out = open(args.jsonl, "w") if args.jsonl else None
     for name in names:
-        with open(os.path.join(BENCH_DIR, name + ".json")) as fh:
+        with open(os.path.join(args.workloads, name + ".json")) as fh:
             manifest = json.load(fh)
         note(f"{name} (load {load()})")
         all_results[name] = run_workload(name, manifest, args, tb, engines)
@@ -310,7 +448,7 @@ def main():
             out.flush()
     if out:
         out.close()
-    print(table(all_results))
+    print(table(all_results, engines))
     print(f"\nsteps/s are medians of {args.rounds} interleaved rounds; ratios > 1 mean autoclust clustered is "
           f"faster. Load average (1 min) at the end: {load()}.")
 
