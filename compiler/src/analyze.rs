@@ -54,6 +54,12 @@ pub enum EwOp {
     ReluGrad,
     TanhGrad,
     SigmoidGrad,
+    /// `RsqrtGrad(y, dy)`: -(y·y·y·dy·0.5), in the interpreter's order.
+    RsqrtGrad,
+    /// `SqrtGrad(y, dy)`: dy·0.5 / y.
+    SqrtGrad,
+    /// `ReciprocalGrad(y, dy)` (`InvGrad`): -(dy·y·y).
+    ReciprocalGrad,
     Floor,
     Ceil,
     Sign,
@@ -104,6 +110,9 @@ impl EwOp {
             "ReluGrad" => EwOp::ReluGrad,
             "TanhGrad" => EwOp::TanhGrad,
             "SigmoidGrad" => EwOp::SigmoidGrad,
+            "RsqrtGrad" => EwOp::RsqrtGrad,
+            "SqrtGrad" => EwOp::SqrtGrad,
+            "ReciprocalGrad" | "InvGrad" => EwOp::ReciprocalGrad,
             "Floor" => EwOp::Floor,
             "Ceil" => EwOp::Ceil,
             "Sign" => EwOp::Sign,

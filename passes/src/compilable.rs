@@ -47,7 +47,8 @@ pub fn is_jit_op(op: &str) -> bool {
             | "Slice" | "StridedSlice" | "Fill" | "ZerosLike" | "OnesLike" | "Tile" | "BroadcastTo" | "GatherV2" | "Gather"
             // Losses, activations and their gradients.
             | "Softmax" | "LogSoftmax" | "SoftmaxCrossEntropyWithLogits" | "SparseSoftmaxCrossEntropyWithLogits"
-            | "ReluGrad" | "TanhGrad" | "SigmoidGrad" | "BroadcastGradientArgs"
+            | "ReluGrad" | "TanhGrad" | "SigmoidGrad" | "RsqrtGrad" | "SqrtGrad" | "ReciprocalGrad" | "InvGrad"
+            | "BroadcastGradientArgs"
             // Shape arithmetic, compiled only when its value is known at compile time (see
             // [`compile_time_known`]): TF2 gradients compute reduction indices with these.
             | "FloorDiv" | "FloorMod" | "Range" | "InvertPermutation"
