@@ -54,6 +54,12 @@ pub enum EwOp {
     ReluGrad,
     TanhGrad,
     SigmoidGrad,
+    /// `RsqrtGrad(y, dy)`: -(y·y·y·dy·0.5), in the interpreter's order.
+    RsqrtGrad,
+    /// `SqrtGrad(y, dy)`: dy·0.5 / y.
+    SqrtGrad,
+    /// `ReciprocalGrad(y, dy)` (`InvGrad`): -(dy·y·y).
+    ReciprocalGrad,
     Floor,
     Ceil,
     Sign,
@@ -104,6 +110,9 @@ impl EwOp {
             "ReluGrad" => EwOp::ReluGrad,
             "TanhGrad" => EwOp::TanhGrad,
             "SigmoidGrad" => EwOp::SigmoidGrad,
+            "RsqrtGrad" => EwOp::RsqrtGrad,
+            "SqrtGrad" => EwOp::SqrtGrad,
+            "ReciprocalGrad" | "InvGrad" => EwOp::ReciprocalGrad,
             "Floor" => EwOp::Floor,
             "Ceil" => EwOp::Ceil,
             "Sign" => EwOp::Sign,
@@ -979,6 +988,25 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
                 .map_err(|e| CompileError::unsupported(node, format!("batch dimensions do not match: {e}")))?;
             let shape: Vec<usize> = equation.output_dims(&sizes).iter().map(|d| d.unwrap_or(1) as usize).collect();
             Ok(kernel(KernelOp::Einsum { equation }, vec![0, 1], vec![vi(x.dtype, shape)]))
+        }
+        "UnsortedSegmentSum" => {
+            need(3)?;
+            let (data, ids) = (&ins[0], &ins[1]);
+            let num = match int_const(node, &ins[2], "num_segments")?[..] {
+                [n] if n >= 0 => n as usize,
+                _ => return Err(CompileError::unsupported(node, "num_segments is not a non-negative scalar")),
+            };
+            if !matches!(data.dtype, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64)
+                || !matches!(ids.dtype, DType::Int32 | DType::Int64)
+                || data.shape.len() < ids.shape.len()
+                || data.shape[..ids.shape.len()] != ids.shape[..]
+            {
+                return Err(CompileError::unsupported(node, "operands the kernel checks (the interpreter reports)"));
+            }
+            let inner: usize = data.shape[ids.shape.len()..].iter().product();
+            let mut shape = vec![num];
+            shape.extend_from_slice(&data.shape[ids.shape.len()..]);
+            Ok(kernel(KernelOp::SegmentSum { num, inner }, vec![0, 1], vec![vi(data.dtype, shape)]))
         }
         "GatherV2" | "Gather" => {
             need(2)?;

@@ -40,6 +40,10 @@ pub enum KernelOp {
     /// ArgMax/ArgMin of float32 along `axis` (the first index of the extreme; a NaN never
     /// replaces the running best, as TensorFlow's CPU kernel), as int32 or int64 `out`.
     ArgExtreme { axis: usize, min: bool, out: DType },
+    /// `UnsortedSegmentSum(data, segment_ids, num_segments)`: rows of `data`
+    /// (its trailing `inner` elements after the ids' dimensions) summed into
+    /// `num` segments; negative ids drop their rows, as in TensorFlow.
+    SegmentSum { num: usize, inner: usize },
     /// GatherV2: (params, indices) along `axis`, the first `batch_dims`
     /// dimensions shared by params and indices (gathered batch by batch).
     Gather { axis: usize, batch_dims: usize },
@@ -327,6 +331,22 @@ impl KernelOp {
                 let data = map_data!(params, |v| g.run(v, &idx));
                 Ok(vec![Tensor { dtype: params.dtype, shape: out_shapes[0].clone(), data }])
             }
+            KernelOp::SegmentSum { num, inner } => {
+                let (data, ids) = (inputs[0], inputs[1]);
+                let seg = ids.to_i64_vec().ok_or_else(|| err("segment_ids must be int32 or int64"))?;
+                if let Some(bad) = seg.iter().find(|&&s| s >= 0 && s as usize >= *num) {
+                    return Err(err(format!("segment id {bad} is out of range [0, {num})")));
+                }
+                let (num, inner) = (*num, *inner);
+                let data = match &data.data {
+                    TensorData::F32(v) => TensorData::F32(Arc::new(segment_sum(v, &seg, num, inner))),
+                    TensorData::F64(v) => TensorData::F64(Arc::new(segment_sum(v, &seg, num, inner))),
+                    TensorData::I32(v) => TensorData::I32(Arc::new(segment_sum(v, &seg, num, inner))),
+                    TensorData::I64(v) => TensorData::I64(Arc::new(segment_sum(v, &seg, num, inner))),
+                    _ => return Err(err(format!("UnsortedSegmentSum of {}", data.dtype))),
+                };
+                Ok(vec![Tensor { dtype: inputs[0].dtype, shape: out_shapes[0].clone(), data }])
+            }
             KernelOp::Scatter { kind } => {
                 let (x, indices, updates) = (inputs[0], inputs[1], inputs[2]);
                 let (offsets, slice) = scatter_rows(x, indices, updates)?;
@@ -448,6 +468,27 @@ pub(crate) fn scatter_into(
         DType::Int64 => arm!(I64),
         _ => false,
     }
+}
+
+/// Sums the `inner`-element rows of `v` into `num` segments by `seg` (row i
+/// into segment `seg[i]`, in row order; negative ids dropped).
+fn segment_sum<T: Copy + Default + std::ops::Add<Output = T>>(
+    v: &[T],
+    seg: &[i64],
+    num: usize,
+    inner: usize,
+) -> Vec<T> {
+    let mut out = vec![T::default(); num * inner];
+    for (i, &s) in seg.iter().enumerate() {
+        if s < 0 {
+            continue;
+        }
+        let dst = &mut out[s as usize * inner..(s as usize + 1) * inner];
+        for (d, &x) in dst.iter_mut().zip(&v[i * inner..(i + 1) * inner]) {
+            *d = *d + x;
+        }
+    }
+    out
 }
 
 /// The sizes of a gather: `batch` blocks each of `outer` rows of `n`

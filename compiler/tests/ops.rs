@@ -521,3 +521,24 @@ fn shape_operands_from_arguments_compile_as_constants() {
     }
     assert_eq!(cache.compile_count(), 2);
 }
+
+/// UnsortedSegmentSum (embedding gradients): rows summed into their segments, a negative
+/// id dropped, against values computed here; an id out of range is a run-time error.
+#[test]
+fn unsorted_segment_sum() {
+    let g = graph(vec![
+        arg("d", 0, DType::Float32),
+        arg("ids", 1, DType::Int32),
+        ints("n", &[3]),
+        node("s", "UnsortedSegmentSum", &["d", "ids", "n"], vec![]),
+        ret("r", "s", 0),
+    ]);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![4, 2]), (DType::Int32, vec![4])]).unwrap();
+    let d = f32t(&[4, 2], vec![1., 2., 3., 4., 5., 6., 7., 8.]);
+    let ids = Tensor::from_i32(vec![4], vec![2, 0, -1, 2]).unwrap();
+    let got = f.call(&[d.clone(), ids]).unwrap();
+    assert_eq!(got[0].shape, vec![3, 2]);
+    assert_eq!(got[0].as_f32().unwrap(), &[3., 4., 0., 0., 8., 10.]);
+    let bad = Tensor::from_i32(vec![4], vec![0, 3, 0, 0]).unwrap();
+    assert!(matches!(f.call(&[d, bad]), Err(CompileError::Runtime { .. })));
+}

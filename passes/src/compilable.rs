@@ -45,9 +45,11 @@ pub fn is_jit_op(op: &str) -> bool {
             // Shapes and data movement.
             | "Reshape" | "Shape" | "ShapeN" | "Size" | "Rank" | "ExpandDims" | "Squeeze" | "Transpose" | "ConcatV2" | "Pack"
             | "Slice" | "StridedSlice" | "Fill" | "ZerosLike" | "OnesLike" | "Tile" | "BroadcastTo" | "GatherV2" | "Gather"
+            | "UnsortedSegmentSum"
             // Losses, activations and their gradients.
             | "Softmax" | "LogSoftmax" | "SoftmaxCrossEntropyWithLogits" | "SparseSoftmaxCrossEntropyWithLogits"
-            | "ReluGrad" | "TanhGrad" | "SigmoidGrad" | "BroadcastGradientArgs"
+            | "ReluGrad" | "TanhGrad" | "SigmoidGrad" | "RsqrtGrad" | "SqrtGrad" | "ReciprocalGrad" | "InvGrad"
+            | "BroadcastGradientArgs"
             // Shape arithmetic, compiled only when its value is known at compile time (see
             // [`compile_time_known`]): TF2 gradients compute reduction indices with these.
             | "FloorDiv" | "FloorMod" | "Range" | "InvertPermutation"

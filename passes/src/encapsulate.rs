@@ -298,6 +298,17 @@ pub fn encapsulate(graph: &Graph, clusters: &[ClusterSpec]) -> Result<Encapsulat
         }
     }
 
+    // Whole-graph facts every cluster's lowering needs, computed once (encapsulation
+    // stays linear in the graph, whatever the number of clusters).
+    let successors = graph.successors();
+    let mut ports_used = vec![0u32; graph.len()];
+    for n in graph.nodes() {
+        for o in &n.inputs {
+            let p = &mut ports_used[o.node.index()];
+            *p = (*p).max(o.port + 1);
+        }
+    }
+
     let mut function_names: HashSet<String> =
         graph.library.functions.iter().map(|f| f.signature.name.clone()).collect();
     let mut lowered: Vec<Option<Lowered>> = Vec::with_capacity(clusters.len());
@@ -310,7 +321,15 @@ pub fn encapsulate(graph: &Graph, clusters: &[ClusterSpec]) -> Result<Encapsulat
         let members = ssa_order(graph, &spec.nodes, &position);
         let spec = ClusterSpec { name: spec.name.clone(), nodes: members };
         let fname = fresh_name(&format!("{}_fn", spec.name), &mut function_names);
-        let ctx = LowerCtx { graph, types: types.as_ref(), of_node: &of_node, me: ci, extra_exports: &extra_exports };
+        let ctx = LowerCtx {
+            graph,
+            types: types.as_ref(),
+            of_node: &of_node,
+            me: ci,
+            extra_exports: &extra_exports,
+            successors: &successors,
+            ports_used: &ports_used,
+        };
         match ctx.lower(spec, fname)? {
             Ok(l) => lowered.push(Some(l)),
             Err(d) => {
@@ -339,6 +358,10 @@ struct LowerCtx<'a> {
     /// Values a cluster exports only so another can recompute a shape op from them
     /// ([`shape_source`]).
     extra_exports: &'a HashSet<Output>,
+    /// Every node's consumers, computed once for all clusters.
+    successors: &'a autoclust_graph::Successors,
+    /// Per node: one past the highest output port any node reads (0: none).
+    ports_used: &'a [u32],
 }
 
 /// For an output of a `Shape`/`Size`/`Rank` node with no control inputs, of a value `x` that is
@@ -783,7 +806,7 @@ impl LowerCtx<'_> {
         }
 
         // Outputs: member values used outside, then the written variables' final values.
-        let succ = g.successors();
+        let succ = self.successors;
         let mut external_outputs: Vec<Output> = Vec::new();
         for &n in &spec.nodes {
             let mut used: Vec<u32> = succ.data[n.index()]
@@ -1001,15 +1024,7 @@ impl LowerCtx<'_> {
     /// How many outputs of a member are referenced (at least 1 for body values).
     fn output_count(&self, n: NodeId) -> u32 {
         let from_types = self.types.map(|t| t.outputs(n).len() as u32).unwrap_or(0);
-        let used = self
-            .graph
-            .node_ids()
-            .flat_map(|c| self.graph.node(c).inputs.iter())
-            .filter(|o| o.node == n)
-            .map(|o| o.port + 1)
-            .max()
-            .unwrap_or(0);
-        from_types.max(used).max(1)
+        from_types.max(self.ports_used[n.index()]).max(1)
     }
 }
 

@@ -15,7 +15,9 @@
 //!   clusterer first. Clusters left alone because one variable is reached
 //!   through two handles get [`DECLUSTERED_ATTR`] on their members.
 //!
-//! Pipelines are data: `inline,cluster,encapsulate` is the `compile` pipeline
+//! Pipelines are data: `default` names the graph-optimization passes that
+//! `run`, `bench` and `compile` apply before clustering ([`DEFAULT_PIPELINE`]);
+//! `inline,cluster,encapsulate` is the `compile` pipeline
 //! ([`Pipeline::compile`]); `encapsulate` must follow `cluster` when both
 //! are given, since it consumes the annotations.
 
@@ -130,6 +132,10 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
     ]
 }
 
+/// The graph-optimization passes `run`, `bench` and `compile` apply before
+/// clustering, in order; `--passes default` names them.
+pub const DEFAULT_PIPELINE: &[&str] = &["inline"];
+
 /// The registered pass called `name`.
 pub fn lookup(name: &str) -> Option<Box<dyn Pass>> {
     registry().into_iter().find(|p| p.name() == name)
@@ -150,7 +156,14 @@ impl Pipeline {
     /// Parses `p1,p2,…` (names of registered passes; spaces ignored).
     pub fn parse(spec: &str) -> Result<Pipeline, PassError> {
         let mut passes = Vec::new();
-        for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let names = spec.split(',').map(str::trim).filter(|s| !s.is_empty()).flat_map(|name| {
+            if name == "default" {
+                DEFAULT_PIPELINE.to_vec()
+            } else {
+                vec![name]
+            }
+        });
+        for name in names {
             let pass = lookup(name).ok_or_else(|| PassError::UnknownPass {
                 name: name.to_string(),
                 known: registry().iter().map(|p| p.name()).collect::<Vec<_>>().join(", "),
@@ -175,11 +188,24 @@ impl Pipeline {
 
     /// Verifies `graph`, then runs every pass, re-verifying after each.
     pub fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
+        self.run_timed(graph, ctx).map(|(g, _)| g)
+    }
+
+    /// As [`Pipeline::run`], also returning each pass's name, the graph's
+    /// node count after it, and the time it took (verification excluded).
+    pub fn run_timed(
+        &self,
+        graph: Graph,
+        ctx: &PassContext,
+    ) -> Result<(Graph, Vec<(&'static str, usize, std::time::Duration)>), PassError> {
         verify(&graph).map_err(|e| PassError::InvalidInput(Box::new(e)))?;
         let mut graph = graph;
+        let mut stats = Vec::new();
         for pass in &self.passes {
             let _span = tracing::info_span!("pass", name = pass.name(), nodes = graph.len()).entered();
+            let start = std::time::Instant::now();
             graph = pass.run(graph, ctx)?;
+            stats.push((pass.name(), graph.len(), start.elapsed()));
             verify(&graph)
                 .map_err(|source| PassError::Invalid { pass: pass.name().to_string(), source: Box::new(source) })?;
             tracing::debug!(nodes = graph.len(), functions = graph.library.functions.len(), "pass done");
@@ -187,7 +213,7 @@ impl Pipeline {
                 hook(pass.name(), &graph);
             }
         }
-        Ok(graph)
+        Ok((graph, stats))
     }
 }
 
@@ -345,6 +371,7 @@ mod tests {
         assert!(e.is_usage());
         assert_eq!(Pipeline::parse(" , ").unwrap_err(), PassError::EmptyPipeline);
         assert_eq!(Pipeline::compile().names(), ["inline", "cluster", "encapsulate"]);
+        assert_eq!(Pipeline::parse("default,cluster").unwrap().names(), ["inline", "cluster"]);
     }
 
     #[test]
