@@ -141,6 +141,10 @@ pub fn lookup(name: &str) -> Option<Box<dyn Pass>> {
     registry().into_iter().find(|p| p.name() == name)
 }
 
+/// One pass of a [`Pipeline::run_timed`]: its name, the graph's node count
+/// after it, and the time it took.
+pub type PassStat = (&'static str, usize, std::time::Duration);
+
 /// A list of passes run in order by one driver.
 pub struct Pipeline {
     passes: Vec<Box<dyn Pass>>,
@@ -193,11 +197,7 @@ impl Pipeline {
 
     /// As [`Pipeline::run`], also returning each pass's name, the graph's
     /// node count after it, and the time it took (verification excluded).
-    pub fn run_timed(
-        &self,
-        graph: Graph,
-        ctx: &PassContext,
-    ) -> Result<(Graph, Vec<(&'static str, usize, std::time::Duration)>), PassError> {
+    pub fn run_timed(&self, graph: Graph, ctx: &PassContext) -> Result<(Graph, Vec<PassStat>), PassError> {
         verify(&graph).map_err(|e| PassError::InvalidInput(Box::new(e)))?;
         let mut graph = graph;
         let mut stats = Vec::new();
