@@ -15,6 +15,7 @@ pub mod einsum;
 pub mod function;
 mod graph;
 pub mod infer;
+pub mod limits;
 pub mod registry;
 mod shape;
 mod tensor;
