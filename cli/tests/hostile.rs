@@ -53,7 +53,7 @@ fn huge_constants_are_refused_at_load() {
                 args.extend(["-o", "out.graph"]);
             }
             let e = refused(&format!("{cmd} {dims:?}"), &run_on("c.pbtxt", &g, &args));
-            assert!(e.starts_with("error: c.pbtxt:1:1: node 'big': attribute 'value': a float32 tensor"), "{e}");
+            assert!(e.starts_with("error: c.pbtxt:1:1: node 'big': attribute 'value': tensor float32["), "{e}");
         }
     }
     // The limit is the flag's: a 4 KB constant passes by default and is refused under 1 KB.
@@ -74,6 +74,73 @@ fn huge_binary_constant_names_the_file_and_node() {
     // Readable under the default budget, refused under a 32-byte one.
     let out = bin().current_dir(dir.path()).args(["analyze", "s.pb", "--max-tensor-bytes", "32"]).output().unwrap();
     let e = refused("binary", &out);
-    assert!(e.starts_with("error: s.pb: node 'big': attribute 'value': a float32 tensor of shape [4, 4]"), "{e}");
+    assert!(e.starts_with("error: s.pb: node 'big': attribute 'value': tensor float32[4, 4] needs 64 bytes"), "{e}");
     assert!(Path::new(&dir.path().join("s.pb")).exists());
+}
+
+/// Runs `graph` (native format) fetching `fetch`, clustered and with `--no-cluster`; both
+/// must refuse with an error line naming `node` and containing `what`.
+fn run_refused(graph: &str, fetch: &str, extra: &[&str], node: &str, what: &str) {
+    for plain in [false, true] {
+        let mut args = vec!["run", "{}", "--fetch", fetch];
+        args.extend(extra);
+        if plain {
+            args.push("--no-cluster");
+        }
+        let mode = if plain { "plain" } else { "clustered" };
+        let e = refused(&format!("{mode} {fetch}"), &run_on("g.graph", graph, &args));
+        assert!(e.contains(&format!("node '{node}'")), "{mode}: names the node: {e}");
+        assert!(e.contains(what), "{mode}: {e}");
+    }
+}
+
+const TOO_LARGE: &str = "--max-tensor-bytes";
+const UNCOUNTABLE: &str = "more elements than can be counted";
+
+#[test]
+fn run_time_sizes_are_refused_in_both_modes() {
+    // Fill: 4 TB; and 2^62 * 4 elements, which wrap to 0 in 64 bits.
+    let fill = |dims: &str| {
+        format!(
+            "x = Placeholder() {{dtype = float32, shape = shape[]}}\n\
+             d = Const() {{dtype = int64, value = int64[{n}]{{{dims}}}}}\n\
+             f = Fill(d, x) {{T = float32, index_type = int64}}\n\
+             y = Neg(f) {{T = float32}}\n",
+            n = dims.split(',').count()
+        )
+    };
+    run_refused(&fill("1000000, 1000000"), "y", &["--feed", "x=1"], "f", TOO_LARGE);
+    run_refused(&fill("4611686018427387904, 4, 1"), "y", &["--feed", "x=1"], "f", UNCOUNTABLE);
+    // The dims fed at run time.
+    let fed = "x = Placeholder() {dtype = float32, shape = shape[]}\n\
+               d = Placeholder() {dtype = int64, shape = shape[3]}\n\
+               f = Fill(d, x) {T = float32, index_type = int64}\n\
+               y = Sum(f, r) {T = float32, Tidx = int32, keep_dims = false}\n\
+               r = Const() {dtype = int32, value = int32[3]{0, 1, 2}}\n";
+    run_refused(fed, "y", &["--feed", "x=1", "--feed", "d=[4611686018427387904, 4, 1]"], "f", UNCOUNTABLE);
+    // Tile.
+    let tile = "x = Placeholder() {dtype = float32, shape = shape[2]}\n\
+                m = Const() {dtype = int32, value = int32[1]{2000000000}}\n\
+                t = Tile(x, m) {T = float32, Tmultiples = int32}\n\
+                y = Neg(t) {T = float32}\n";
+    run_refused(tile, "y", &["--feed", "x=[1, 2]"], "t", TOO_LARGE);
+    // Range to i64::MAX.
+    let range = "s = Const() {dtype = int64, value = int64[]{0}}\n\
+                 l = Const() {dtype = int64, value = int64[]{9223372036854775807}}\n\
+                 k = Const() {dtype = int64, value = int64[]{1}}\n\
+                 r = Range(s, l, k) {Tidx = int64}\n\
+                 y = Neg(r) {T = int64}\n";
+    run_refused(range, "y", &[], "r", UNCOUNTABLE);
+    let range = range.replace("9223372036854775807", "1000000000000");
+    run_refused(&range, "y", &[], "r", TOO_LARGE);
+    // RandomUniform of 4 TB.
+    let random = "d = Const() {dtype = int32, value = int32[2]{1000000, 1000000}}\n\
+                  u = RandomUniform(d) {T = int32, dtype = float32, seed = 1, seed2 = 2}\n\
+                  y = Neg(u) {T = float32}\n";
+    run_refused(random, "y", &[], "u", TOO_LARGE);
+    // The budget is the flag's: a 4 KB Fill runs by default and is refused under 1 KB.
+    let small = fill("1024");
+    let ok = run_on("g.graph", &small, &["run", "{}", "--fetch", "y", "--feed", "x=1"]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    run_refused(&small, "y", &["--feed", "x=1", "--max-tensor-bytes", "1000"], "f", "needs 4096 bytes");
 }

@@ -37,12 +37,10 @@ pub fn set_max_tensor_bytes(bytes: u64) {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {
     /// The element count or byte count does not fit in 64 bits.
-    #[error("a {dtype} tensor of shape {shape:?} has more elements than can be counted")]
+    #[error("tensor {dtype}{shape:?} has more elements than can be counted")]
     Overflow { dtype: DType, shape: Vec<u64> },
     /// The buffer would exceed the budget.
-    #[error(
-        "a {dtype} tensor of shape {shape:?} needs {bytes} bytes, more than the limit of {limit} bytes (--max-tensor-bytes)"
-    )]
+    #[error("tensor {dtype}{shape:?} needs {bytes} bytes, more than the limit of {limit} bytes (--max-tensor-bytes)")]
     TooLarge { dtype: DType, shape: Vec<u64>, bytes: u64, limit: u64 },
 }
 
