@@ -144,3 +144,62 @@ fn run_time_sizes_are_refused_in_both_modes() {
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
     run_refused(&small, "y", &["--feed", "x=1", "--max-tensor-bytes", "1000"], "f", "needs 4096 bytes");
 }
+
+const FEED: &str = "x = Placeholder() {dtype = float32, shape = shape[]}\ny = Neg(x) {T = float32}\n";
+
+#[test]
+fn fetch_ports_are_checked_in_both_modes() {
+    // Port 2^32 - 1 used to wrap to another output's slot (the feed's value, exit 0);
+    // 2^31 - 1 to allocate a slot table of 8 GB.
+    for fetch in ["y:4294967295", "x:4294967295", "y:2147483647", "y:1"] {
+        for plain in [false, true] {
+            let mut args = vec!["run", "{}", "--feed", "x=2", "--fetch", fetch];
+            if plain {
+                args.push("--no-cluster");
+            }
+            let e = refused(fetch, &run_on("g.graph", FEED, &args));
+            let node = fetch.split(':').next().unwrap();
+            assert!(e.starts_with(&format!("error: --fetch '{fetch}': node '{node}' (")), "{e}");
+            assert!(e.ends_with("has 1 output(s)"), "{e}");
+        }
+    }
+    let ok = run_on("g.graph", FEED, &["run", "{}", "--feed", "x=2", "--fetch", "y:0"]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+}
+
+#[test]
+fn input_ports_are_checked_at_load_for_every_command() {
+    let consts = "a = Const() {dtype = float32, value = float32[]{1.0}}\nb = Neg(a:99) {T = float32}\n";
+    let fed = "x = Placeholder() {dtype = float32, shape = shape[]}\ny = Neg(x:4294967295) {T = float32}\n";
+    let call = "function f(a: float32) -> (out: float32) {\n  n = Neg(a) {T = float32}\n  return out = n:0\n}\n\
+                x = Placeholder() {dtype = float32, shape = shape[]}\n\
+                c = f(x)\n\
+                y = Neg(c:4294967295) {T = float32}\n";
+    for (graph, line, input, producer) in [
+        (consts, 2, "a:99", "'a' (Const) has 1 output(s)"),
+        (fed, 2, "x:4294967295", "'x' (Placeholder) has 1 output(s)"),
+        (call, 7, "c:4294967295", "'c' (f) has 1 output(s)"),
+    ] {
+        for cmd in [&["analyze", "{}"][..], &["cluster", "{}"], &["run", "{}", "--feed", "x=1", "--no-cluster"]] {
+            let e = refused(&format!("{cmd:?} {input}"), &run_on("g.graph", graph, cmd));
+            assert!(e.starts_with(&format!("error: g.graph:{line}:1: node '")), "{e}");
+            assert!(e.contains(&format!("input '{input}' reads output")) && e.ends_with(producer), "{e}");
+        }
+    }
+}
+
+#[test]
+fn opaque_producer_ports_are_bounded_by_the_executor() {
+    // An op that does not declare its outputs: its ports pass the load check, and the
+    // executor bounds them before sizing its slot table (this once allocated 8 GB).
+    let g =
+        "x = Placeholder() {dtype = float32, shape = shape[]}\nu = NoSuchOp(x)\ny = Neg(u:2147483647) {T = float32}\n";
+    for plain in [false, true] {
+        let mut args = vec!["run", "{}", "--feed", "x=1", "--fetch", "y"];
+        if plain {
+            args.push("--no-cluster");
+        }
+        let e = refused("opaque", &run_on("g.graph", g, &args));
+        assert!(e.contains("node 'y' (Neg): input 'u:2147483647' reads output 2147483647 of 'u' (NoSuchOp)"), "{e}");
+    }
+}

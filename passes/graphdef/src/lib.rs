@@ -59,7 +59,8 @@ impl GraphDefError {
                 GraphError::DuplicateNode { span, .. }
                 | GraphError::UnknownInput { span, .. }
                 | GraphError::MalformedInput { span, .. }
-                | GraphError::DataAfterControl { span, .. } => *span,
+                | GraphError::DataAfterControl { span, .. }
+                | GraphError::PortOutOfRange { span, .. } => *span,
             },
         }
     }

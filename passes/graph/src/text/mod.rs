@@ -46,7 +46,8 @@ impl ParseError {
                 GraphError::DuplicateNode { span, .. }
                 | GraphError::UnknownInput { span, .. }
                 | GraphError::MalformedInput { span, .. }
-                | GraphError::DataAfterControl { span, .. },
+                | GraphError::DataAfterControl { span, .. }
+                | GraphError::PortOutOfRange { span, .. },
             ) => *span,
         }
     }
