@@ -158,11 +158,7 @@ pub fn load_saved_model(dir: &Path) -> Result<autoclust_graphdef::saved_model::S
 /// is reported with its nodes).
 fn check_acyclic(graph: &Graph, file: &str) -> Result<(), CliError> {
     if let Err(e) = graph.check_ports() {
-        let span = match &e {
-            autoclust_graph::GraphError::PortOutOfRange { span, .. } => *span,
-            _ => None,
-        };
-        return Err(located(file, span, e));
+        return Err(located(file, e.span(), e));
     }
     if let Err(cycle) = graph.topo_order() {
         let span = cycle.nodes.first().and_then(|n| graph.find(n)).and_then(|id| graph.node(id).span);

@@ -177,16 +177,35 @@ pub enum GraphError {
     #[error("{}node '{node}': data input '{input}' follows a control input", at(.span))]
     DataAfterControl { node: String, input: String, span: Option<Span> },
     /// A `node:port` whose port is past the producer's outputs (when its op says how many).
-    #[error("{}node '{node}': input '{input}' reads output {port} but '{producer}' ({op}) has {outputs} output(s)", at(.span))]
-    PortOutOfRange {
-        node: String,
-        input: String,
-        port: u32,
-        producer: String,
-        op: String,
-        outputs: usize,
-        span: Option<Span>,
-    },
+    #[error(transparent)]
+    PortOutOfRange(Box<PortOutOfRange>),
+}
+
+impl GraphError {
+    /// Where the error is, when the node has a position.
+    pub fn span(&self) -> Option<Span> {
+        match self {
+            GraphError::DuplicateNode { span, .. }
+            | GraphError::UnknownInput { span, .. }
+            | GraphError::MalformedInput { span, .. }
+            | GraphError::DataAfterControl { span, .. } => *span,
+            GraphError::PortOutOfRange(p) => p.span,
+        }
+    }
+}
+
+/// [`GraphError::PortOutOfRange`]: node `node`'s input `input` reads output `port` of
+/// `producer`, whose op `op` has `outputs` outputs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}node '{node}': input '{input}' reads output {port} but '{producer}' ({op}) has {outputs} output(s)", at(.span))]
+pub struct PortOutOfRange {
+    pub node: String,
+    pub input: String,
+    pub port: u32,
+    pub producer: String,
+    pub op: String,
+    pub outputs: usize,
+    pub span: Option<Span>,
 }
 
 fn at(span: &Option<Span>) -> String {
@@ -272,7 +291,7 @@ impl Graph {
                 let count = *counts[o.node.index()].get_or_insert_with(|| self.output_count(o.node));
                 if let Some(outputs) = count.filter(|&c| o.port as usize >= c) {
                     let p = self.node(o.node);
-                    return Err(GraphError::PortOutOfRange {
+                    return Err(GraphError::PortOutOfRange(Box::new(PortOutOfRange {
                         node: n.name.clone(),
                         input: self.output_name(o),
                         port: o.port,
@@ -280,7 +299,7 @@ impl Graph {
                         op: p.op.clone(),
                         outputs,
                         span: n.span,
-                    });
+                    })));
                 }
             }
         }
