@@ -19,6 +19,7 @@ use autoclust_runtime::SessionOptions;
 use crate::cmd_run::{clustered_session, prepare, InputArgs, Prepared};
 use crate::io::Format;
 use crate::model::load_to_run;
+use crate::notes::print_notes;
 use crate::CliError;
 
 #[derive(clap::Args)]
@@ -30,7 +31,8 @@ pub struct Args {
     /// Timed steps per mode.
     #[arg(long, default_value_t = 100)]
     pub steps: u64,
-    /// Print {"unclustered_steps_per_s", "clustered_steps_per_s", "speedup", "compile_ms"}.
+    /// Print {"unclustered_steps_per_s", "clustered_steps_per_s", "speedup", "compile_ms", "clusters",
+    /// "compiled_clusters", "interpreted_clusters", "clustered_nodes", "total_nodes"}.
     #[arg(long)]
     pub json: bool,
     /// Inter-op threads (default: the machine's cores).
@@ -69,10 +71,28 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     let options = SessionOptions { threads: args.threads.unwrap_or(0), schedule_seed: None };
     let plain = prepare(graph.clone(), &args.inputs, options.clone())?;
     let clustered = clustered_session(graph, &args.inputs, options, CompilerOptions::default())?;
+    let report = clustered.report.clone().unwrap_or_default();
     // Warm-up: plans, kernels, and the clustered mode's compiles.
     step(&plain)?;
     step(&clustered)?;
-    let compile_ms = clustered.session.jit().compile_time().as_secs_f64() * 1e3;
+    let jit = clustered.session.jit();
+    print_notes(&report.notes);
+    print_notes(&report.interpreted_notes(&jit.function_status()));
+    let counts = report.counts(jit);
+    let compile_ms = jit.compile_time().as_secs_f64() * 1e3;
+    let cluster_fields = serde_json::json!({
+        "clusters": report.clusters.len(),
+        "compiled_clusters": counts.compiled,
+        "interpreted_clusters": counts.interpreted,
+        "clustered_nodes": report.clustered_nodes,
+        "total_nodes": report.total_nodes,
+    });
+    let with_clusters = |mut out: serde_json::Value| {
+        for (k, v) in cluster_fields.as_object().expect("an object") {
+            out[k] = v.clone();
+        }
+        out
+    };
     let rounds = args.steps.min(10);
     let (mut t_plain, mut t_clustered) = (Duration::ZERO, Duration::ZERO);
     for r in 0..rounds {
@@ -104,7 +124,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
                 "compile_ms": compile_ms,
             });
             out[name] = serde_json::json!(rate);
-            println!("{out}");
+            println!("{}", with_clusters(out));
         } else {
             println!("{name}: {rate:.1}");
             println!("compile:     {compile_ms:.2} ms");
@@ -114,18 +134,26 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     if args.json {
         println!(
             "{}",
-            serde_json::json!({
+            with_clusters(serde_json::json!({
                 "unclustered_steps_per_s": u,
                 "clustered_steps_per_s": c,
                 "speedup": speedup,
                 "compile_ms": compile_ms,
-            })
+            }))
         );
     } else {
         println!("unclustered: {u:.1} steps/s");
         println!("clustered:   {c:.1} steps/s");
         println!("speedup:     {speedup:.2}x");
         println!("compile:     {compile_ms:.2} ms");
+        println!(
+            "clusters:    {} ({} compiled, {} interpreted), {} of {} nodes",
+            report.clusters.len(),
+            counts.compiled,
+            counts.interpreted,
+            report.clustered_nodes,
+            report.total_nodes
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

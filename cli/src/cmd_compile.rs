@@ -1,9 +1,10 @@
 //! `autoclust compile GRAPH -o OUT [--min-cluster-size N]` (CONTRACT.md §4):
-//! runs the compile pipeline (`cluster`, then `encapsulate`) and writes the
+//! runs the compile pipeline (`inline`, `cluster`, then `encapsulate`) and writes the
 //! clustered program — each cluster replaced by its bridge (snapshot-read,
 //! call of the cluster's pure function, write-back), the cluster bodies in
 //! the function library — in the native format. The output is written
-//! atomically: a failed command leaves no file.
+//! atomically: a failed command leaves no file. Shortfalls (nodes declined
+//! for want of types, clusters not encapsulated) are `note:` lines on stderr.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +39,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let graph = load_graph(&args.graph, args.format)?;
     let ctx = context(args.min_cluster_size, args.dump_after);
     let out = run_pipeline(&Pipeline::compile(), graph, &ctx, &args.graph)?;
+    crate::notes::print_notes(&ctx.take_notes());
     write_atomic(&args.output, native_text(&out).as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

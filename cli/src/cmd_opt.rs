@@ -3,7 +3,10 @@
 //! native format on stdout. `--list-passes` lists the registered passes;
 //! `--dump-after PASS` (or `all`) prints the graph after that pass on
 //! stderr, so a dump can become a test case. The FileCheck cases in
-//! `testdata/` are built on this command.
+//! `testdata/` are built on this command. `--passes default` is the
+//! optimization pipeline `run`/`bench`/`compile` apply before clustering;
+//! `--fetch`/`--target` prune the graph first, as `run` does; `--stats`
+//! prints a Grappler-style JSON summary instead of the graph.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,6 +39,16 @@ pub struct Args {
     /// Input format, overriding the file extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// Prune to what these outputs need first (node:port or node, comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "T,..")]
+    pub fetch: Vec<String>,
+    /// Prune to what these nodes need first (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "N,..")]
+    pub target: Vec<String>,
+    /// Print {"nodes_before", "nodes_after", "function_nodes_before", "function_nodes_after",
+    /// "passes": [{"pass", "nodes_after", "ms"}]} instead of the graph.
+    #[arg(long)]
+    pub stats: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -56,11 +69,54 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             return Err(CliError::usage(format!("--dump-after {d}: '{d}' is not in the pipeline ({passes})")));
         }
     }
-    let graph = load_graph(&path, args.format)?;
+    let mut graph = load_graph(&path, args.format)?;
+    let fetch: Vec<&String> = args.fetch.iter().filter(|s| !s.is_empty()).collect();
+    let target: Vec<&String> = args.target.iter().filter(|s| !s.is_empty()).collect();
+    if !fetch.is_empty() || !target.is_empty() {
+        graph = pruned(&graph, &fetch, &target)?;
+    }
     let ctx = context(args.min_cluster_size, args.dump_after);
-    let out = run_pipeline(&pipeline, graph, &ctx, &path)?;
-    print_stdout(&native_text(&out))?;
+    let function_nodes = |g: &Graph| -> usize { g.library.functions.iter().map(|f| f.nodes.len()).sum() };
+    let (nodes_before, function_nodes_before) = (graph.len(), function_nodes(&graph));
+    let (out, stats) = pipeline.run_timed(graph, &ctx).map_err(|e| pass_error(&e, &path))?;
+    if args.stats {
+        let passes: Vec<serde_json::Value> = stats
+            .iter()
+            .map(
+                |(name, nodes, t)| serde_json::json!({"pass": name, "nodes_after": nodes, "ms": t.as_secs_f64() * 1e3}),
+            )
+            .collect();
+        let summary = serde_json::json!({
+            "nodes_before": nodes_before,
+            "nodes_after": out.len(),
+            "function_nodes_before": function_nodes_before,
+            "function_nodes_after": function_nodes(&out),
+            "passes": passes,
+        });
+        print_stdout(&format!("{summary}\n"))?;
+    } else {
+        print_stdout(&native_text(&out))?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `graph` pruned to what the fetches and targets need (`run`'s pruning).
+fn pruned(graph: &Graph, fetch: &[&String], target: &[&String]) -> Result<Graph, CliError> {
+    let find = |flag: &str, s: &str, name: &str| {
+        graph.find(name).ok_or_else(|| CliError::input(format!("{flag} '{s}': names no node in the graph")))
+    };
+    let fetches = fetch
+        .iter()
+        .map(|s| match autoclust_graph::parse_input(s) {
+            Some(autoclust_graph::InputRef::Data { node, port }) => {
+                let id = find("--fetch", s, node)?;
+                Ok(autoclust_graph::Output { node: id, port })
+            }
+            _ => Err(CliError::input(format!("--fetch '{s}': expected NODE or NODE:PORT"))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let targets = target.iter().map(|s| find("--target", s, s)).collect::<Result<Vec<_>, _>>()?;
+    autoclust_passes::pipeline::prune(graph, &fetches, &targets).map_err(|e| CliError::input(e.to_string()))
 }
 
 /// The pass context for a minimum cluster size and `--dump-after` list.
@@ -78,7 +134,7 @@ pub fn context(min_cluster_size: u64, dump_after: Vec<String>) -> PassContext {
             }
         }))
     };
-    PassContext { cluster_config, after_pass }
+    PassContext { cluster_config, after_pass, ..PassContext::default() }
 }
 
 /// Runs a pipeline; errors name the input file (and line, when the node has one).

@@ -12,8 +12,10 @@
 //!
 //! Whenever that path cannot apply — a feed of a non-`Placeholder` output,
 //! a clustering or encapsulation error, a name that does not survive the
-//! rewrite — the run uses the plain executor instead (logged with
-//! `tracing`), so clustering never fails a run the reference can do.
+//! rewrite — the run uses the plain executor instead, so clustering never
+//! fails a run the reference can do; it says so in a `note:` line on stderr
+//! ([`crate::notes`]), as it does for every node declined for want of types
+//! and, after the first step, every cluster the interpreter ran.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,13 +23,14 @@ use std::sync::Arc;
 
 use autoclust_graph::{Graph, NodeId, Output, Tensor};
 use autoclust_passes::cluster::ClusterConfig;
-use autoclust_passes::pipeline::{clustered_program, ClusteredProgram};
+use autoclust_passes::pipeline::{clustered_program, ClusteredProgram, PipelineError};
 use autoclust_runtime::call::CompilerOptions;
 use autoclust_runtime::tensor_io::{tensor_from_json, tensors_to_json_object, write_safetensors};
 use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
 
 use crate::io::{write_atomic, Format};
 use crate::model::{checkpoint_files, load_to_run, only_input, read_feed_file, read_vars, ModelContext};
+use crate::notes::{print_notes, ClusterReport};
 use crate::CliError;
 
 /// The inputs shared by `run`, `explore`, `verify` and `bench`.
@@ -104,6 +107,8 @@ pub struct Prepared {
     pub request: RunRequest,
     /// The user's name (`node:port`) of each fetch, in request order.
     pub fetch_names: Vec<String>,
+    /// What the clustered path did (`None` for the plain executor).
+    pub report: Option<ClusterReport>,
 }
 
 fn show(p: &std::path::Path) -> String {
@@ -189,7 +194,7 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         .filter(|s| !s.is_empty())
         .map(|s| session.node(s).map_err(|e| CliError::input(format!("--target {e}"))))
         .collect::<Result<Vec<NodeId>, _>>()?;
-    Ok(Prepared { session, request: RunRequest { feeds, fetches, targets }, fetch_names })
+    Ok(Prepared { session, request: RunRequest { feeds, fetches, targets }, fetch_names, report: None })
 }
 
 /// The clustered path (module doc): auto-cluster, encapsulate, JIT.
@@ -206,18 +211,32 @@ pub fn clustered_session(
     let fed: Vec<Output> = request.feeds.iter().map(|(o, _)| *o).collect();
     let program = match clustered_program(&graph, &fed, &request.fetches, &request.targets, ClusterConfig::default()) {
         Ok(p) => p,
+        Err(PipelineError::NoClusters { notes }) => {
+            tracing::info!("no clusters; running the plain executor");
+            return Ok(unclustered(plain, notes));
+        }
         Err(why) => {
             tracing::info!(reason = %why, "not clustering; running the plain executor");
-            return Ok(plain);
+            return Ok(unclustered(plain, vec![format!("running unclustered: {why}")]));
         }
     };
-    let ClusteredProgram { graph: new_graph, fetch_anchors, target_anchors, .. } = program;
+    let ClusteredProgram {
+        graph: new_graph,
+        fetch_anchors,
+        target_anchors,
+        bridges,
+        clustered_nodes,
+        total_nodes,
+        notes,
+        ..
+    } = program;
     let new_graph = Arc::new(new_graph);
     let session = Session::with_jit(new_graph.clone(), options, Jit::new(compiler, true));
     for (name, value) in plain.session.variables() {
         if let Err(e) = session.set_variable(&name, value) {
             tracing::info!(error = %e, "not clustering: a variable does not carry over");
-            return Ok(plain);
+            let why = format!("running unclustered: variable '{name}' does not carry over ({e})");
+            return Ok(unclustered(plain, vec![why]));
         }
     }
     let mut feeds = Vec::with_capacity(request.feeds.len());
@@ -232,9 +251,30 @@ pub fn clustered_session(
         fetch_anchors.iter().map(|n| find(n).map(|node| Output { node, port: 0 })).collect::<Option<Vec<_>>>(),
         target_anchors.iter().map(find).collect::<Option<Vec<_>>>(),
     ) else {
-        return Ok(plain);
+        return Ok(unclustered(
+            plain,
+            vec!["running unclustered: a fetch or target did not survive the rewrite".into()],
+        ));
     };
-    Ok(Prepared { session, request: RunRequest { feeds, fetches, targets }, fetch_names: plain.fetch_names })
+    let report = ClusterReport {
+        clusters: bridges.into_iter().map(|b| (b.cluster, b.function)).collect(),
+        clustered_nodes,
+        total_nodes,
+        notes,
+    };
+    Ok(Prepared {
+        session,
+        request: RunRequest { feeds, fetches, targets },
+        fetch_names: plain.fetch_names,
+        report: Some(report),
+    })
+}
+
+/// The plain executor standing in for the clustered path, with why.
+fn unclustered(mut plain: Prepared, notes: Vec<String>) -> Prepared {
+    let total_nodes = plain.session.graph().len();
+    plain.report = Some(ClusterReport { total_nodes, notes, ..ClusterReport::default() });
+    plain
 }
 
 pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
@@ -248,7 +288,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         let compiler = CompilerOptions { dump_clif_dir: args.dump_clif.clone(), ..Default::default() };
         clustered_session(graph.clone(), &args.inputs, options, compiler)?
     };
-    let Prepared { session, request, fetch_names } = prepared;
+    let Prepared { session, request, fetch_names, report } = prepared;
     let mut last = Vec::new();
     let mut progress = crate::progress::Progress::new(args.steps);
     for done in 1..=args.steps {
@@ -257,6 +297,14 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
             progress.finish();
         }
         last = result.map_err(|e| CliError::input(e.to_string()))?.fetches;
+        // Notes once the first step has run: a graph that cannot run at all gets
+        // its error alone, and which clusters the interpreter ran is known now.
+        if done == 1 {
+            if let Some(r) = &report {
+                print_notes(&r.notes);
+                print_notes(&r.interpreted_notes(&session.jit().function_status()));
+            }
+        }
         progress.step(done);
     }
     progress.finish();

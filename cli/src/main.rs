@@ -19,6 +19,7 @@ mod cmd_verify;
 mod error;
 mod io;
 mod model;
+mod notes;
 mod progress;
 
 pub use error::CliError;

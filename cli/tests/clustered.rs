@@ -233,7 +233,25 @@ fn bench_json_has_the_contract_keys() {
     let obj = v.as_object().unwrap();
     let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
     keys.sort();
-    assert_eq!(keys, ["clustered_steps_per_s", "compile_ms", "speedup", "unclustered_steps_per_s"]);
+    assert_eq!(
+        keys,
+        [
+            "clustered_nodes",
+            "clustered_steps_per_s",
+            "clusters",
+            "compile_ms",
+            "compiled_clusters",
+            "interpreted_clusters",
+            "speedup",
+            "total_nodes",
+            "unclustered_steps_per_s"
+        ]
+    );
+    assert!(obj["clustered_nodes"].as_u64() <= obj["total_nodes"].as_u64());
+    assert_eq!(
+        obj["compiled_clusters"].as_u64().unwrap() + obj["interpreted_clusters"].as_u64().unwrap(),
+        obj["clusters"].as_u64().unwrap()
+    );
     for (k, x) in obj {
         let x = x.as_f64().unwrap_or_else(|| panic!("{k} is a number"));
         assert!(x.is_finite() && x >= 0.0, "{k} = {x}");

@@ -4,6 +4,14 @@
 //! results TensorFlow stored next to it (testdata/tf/README.md): float32
 //! within 1e-5 relative (absolute floor 1e-6), integers and bools exactly;
 //! for racy graphs the result must be one of TensorFlow's `outcomes`.
+//!
+//! Each manifest also records how the clustered run must go, as
+//! `"clusters": {"compiled": C, "interpreted": I, "notes": N}` — clusters
+//! that ran compiled, clusters the interpreter ran, and `note:` lines
+//! (CONTRACT.md, "Never silent") — checked with `autoclust bench --json`
+//! and the clustered run's stderr, so a regression to interpretation or to
+//! an unclustered run fails here. `AUTOCLUST_BLESS=1` rewrites the records
+//! from what the current build does (review the diff: it is the claim).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,6 +84,14 @@ fn run_fixture(manifest: &Path, clustered: bool) -> Result<(), String> {
     if !res.status.success() {
         return Err(format!("run failed: {}", String::from_utf8_lossy(&res.stderr)));
     }
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("note: ")).collect();
+    if !clustered && !notes.is_empty() {
+        return Err(format!("--no-cluster printed notes: {notes:?}"));
+    }
+    if clustered {
+        check_cluster_record(manifest, &m, &args, &notes)?;
+    }
     let got_f = read_safetensors(&std::fs::read(&out).unwrap()).unwrap();
     let got_v = read_safetensors(&std::fs::read(&saved).unwrap()).unwrap();
     if m["racy"].as_bool().unwrap_or(false) {
@@ -101,6 +117,54 @@ fn run_fixture(manifest: &Path, clustered: bool) -> Result<(), String> {
             let g = got.iter().find(|(n, _)| n == name).ok_or_else(|| format!("{key}: '{name}' missing"))?;
             close(name, &g.1, w)?;
         }
+    }
+    Ok(())
+}
+
+/// Checks (or with `AUTOCLUST_BLESS=1` rewrites) the manifest's `"clusters"`
+/// record against `bench --json` on the same inputs and the run's notes.
+fn check_cluster_record(
+    manifest: &Path,
+    m: &serde_json::Value,
+    run_args: &[String],
+    notes: &[&str],
+) -> Result<(), String> {
+    // The run's inputs without its outputs and step count.
+    let mut args: Vec<String> = vec!["bench".into()];
+    let mut i = 1;
+    while i < run_args.len() {
+        match run_args[i].as_str() {
+            "--out" | "--save-vars" | "--steps" => i += 2,
+            a => {
+                args.push(a.to_string());
+                i += 1;
+            }
+        }
+    }
+    args.extend(["--steps".into(), "1".into(), "--json".into()]);
+    let res = Command::new(env!("CARGO_BIN_EXE_autoclust")).args(&args).output().unwrap();
+    if !res.status.success() {
+        return Err(format!("bench failed: {}", String::from_utf8_lossy(&res.stderr)));
+    }
+    let bench: serde_json::Value = serde_json::from_slice(&res.stdout).map_err(|e| format!("bench --json: {e}"))?;
+    let got = serde_json::json!({
+        "compiled": bench["compiled_clusters"],
+        "interpreted": bench["interpreted_clusters"],
+        "notes": notes.len(),
+    });
+    if std::env::var_os("AUTOCLUST_BLESS").is_some() {
+        let mut m = m.clone();
+        m["clusters"] = got;
+        let text = serde_json::to_string_pretty(&m).unwrap() + "\n";
+        std::fs::write(manifest, text).unwrap();
+        return Ok(());
+    }
+    let want = &m["clusters"];
+    if want.is_null() {
+        return Err(format!("no \"clusters\" record (run with AUTOCLUST_BLESS=1 to write {got})"));
+    }
+    if *want != got {
+        return Err(format!("clusters: got {got}, the manifest records {want}; notes: {notes:?}"));
     }
     Ok(())
 }

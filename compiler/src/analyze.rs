@@ -54,6 +54,12 @@ pub enum EwOp {
     ReluGrad,
     TanhGrad,
     SigmoidGrad,
+    /// `RsqrtGrad(y, dy)`: -(y·y·y·dy·0.5), in the interpreter's order.
+    RsqrtGrad,
+    /// `SqrtGrad(y, dy)`: dy·0.5 / y.
+    SqrtGrad,
+    /// `ReciprocalGrad(y, dy)` (`InvGrad`): -(dy·y·y).
+    ReciprocalGrad,
     Floor,
     Ceil,
     Sign,
@@ -104,6 +110,9 @@ impl EwOp {
             "ReluGrad" => EwOp::ReluGrad,
             "TanhGrad" => EwOp::TanhGrad,
             "SigmoidGrad" => EwOp::SigmoidGrad,
+            "RsqrtGrad" => EwOp::RsqrtGrad,
+            "SqrtGrad" => EwOp::SqrtGrad,
+            "ReciprocalGrad" | "InvGrad" => EwOp::ReciprocalGrad,
             "Floor" => EwOp::Floor,
             "Ceil" => EwOp::Ceil,
             "Sign" => EwOp::Sign,
@@ -196,7 +205,13 @@ impl Analysis {
 const FOLD_LIMIT: usize = 1 << 16;
 
 /// Analyses `body` for the given input signature.
-pub fn analyze(body: &Graph, inputs: &[(DType, Vec<usize>)]) -> Result<Analysis, CompileError> {
+/// `constants` fixes the values of some arguments (`(index, value)`): they
+/// are compile-time constants like a `Const` (see [`crate::constant_args`]).
+pub fn analyze(
+    body: &Graph,
+    inputs: &[(DType, Vec<usize>)],
+    constants: &[(usize, Tensor)],
+) -> Result<Analysis, CompileError> {
     let order = live_order(body)?;
     let mut nodes: Vec<Option<NodeInfo>> = vec![None; body.len()];
     let mut retvals: Vec<Option<Output>> = Vec::new();
@@ -213,7 +228,7 @@ pub fn analyze(body: &Graph, inputs: &[(DType, Vec<usize>)]) -> Result<Analysis,
                     .ok_or_else(|| CompileError::Invalid(format!("node '{}' reads a missing output", node.name)))
             })
             .collect::<Result<_, _>>()?;
-        let info = analyze_node(node, &ins, inputs)?;
+        let info = analyze_node(node, &ins, inputs, constants)?;
         for o in &info.outputs {
             within_budget(node, o.dtype, &o.shape)?;
         }
@@ -335,7 +350,12 @@ fn konst(t: Tensor) -> ValueInfo {
     ValueInfo { dtype: t.dtype, shape: t.shape.clone(), konst: Some(t) }
 }
 
-fn analyze_node(node: &Node, ins: &[ValueInfo], sig: &[(DType, Vec<usize>)]) -> Result<NodeInfo, CompileError> {
+fn analyze_node(
+    node: &Node,
+    ins: &[ValueInfo],
+    sig: &[(DType, Vec<usize>)],
+    constants: &[(usize, Tensor)],
+) -> Result<NodeInfo, CompileError> {
     let need = |n: usize| -> Result<(), CompileError> {
         if ins.len() < n {
             Err(CompileError::Invalid(format!(
@@ -364,6 +384,9 @@ fn analyze_node(node: &Node, ins: &[ValueInfo], sig: &[(DType, Vec<usize>)]) -> 
                     return Err(CompileError::Invalid(format!("_Arg '{}' is {t} but input {i} is {d}", node.name)));
                 }
             }
+            if let Some((_, t)) = constants.iter().find(|(k, _)| *k == i) {
+                return Ok(NodeInfo { kind: NodeKind::Constant, outputs: vec![konst(t.clone())] });
+            }
             return Ok(NodeInfo { kind: NodeKind::Arg(i), outputs: vec![vi(*d, s.clone())] });
         }
         "_Retval" => {
@@ -381,6 +404,81 @@ fn analyze_node(node: &Node, ins: &[ValueInfo], sig: &[(DType, Vec<usize>)]) -> 
             return Ok(constant(vec![t.clone()]));
         }
         "NoOp" => return Ok(NodeInfo { kind: NodeKind::Constant, outputs: vec![] }),
+        // Integer shape arithmetic, folded: the operands must be known at compile time
+        // (constants, shapes, or arguments compiled as constants).
+        // TensorFlow's Range, folded: start, limit and delta must be known at compile time.
+        // Invalid bounds decline, so the interpreter's kernel reports TensorFlow's error.
+        "Range" => {
+            need(3)?;
+            let d = ins[0].dtype;
+            let scalar = |i: usize, what: &str| -> Result<f64, CompileError> {
+                match ins[i].konst.as_ref().filter(|t| t.dtype == d).and_then(Tensor::to_f64_vec).as_deref() {
+                    Some([v]) => Ok(*v),
+                    _ => Err(CompileError::unsupported(node, format!("{what} is not a compile-time scalar"))),
+                }
+            };
+            let (start, limit, delta) = (scalar(0, "start")?, scalar(1, "limit")?, scalar(2, "delta")?);
+            if delta == 0.0 || (delta > 0.0 && start > limit) || (delta < 0.0 && start < limit) {
+                return Err(CompileError::unsupported(node, "invalid bounds (the kernel reports them)"));
+            }
+            let t = match d {
+                DType::Int32 | DType::Int64 => {
+                    let int = |i: usize, what: &str| -> Result<i128, CompileError> {
+                        Ok(i128::from(int_const(node, &ins[i], what)?.first().copied().unwrap_or(0)))
+                    };
+                    let (s0, l0, d0) = (int(0, "start")?, int(1, "limit")?, int(2, "delta")?);
+                    let n = ((l0 - s0).abs() + d0.abs() - 1) / d0.abs();
+                    if n > FOLD_LIMIT as i128 {
+                        return Err(CompileError::unsupported(node, format!("Range of {n} elements is not folded")));
+                    }
+                    let v: Vec<i64> = (0..n).map(|i| (s0 + i * d0) as i64).collect();
+                    shape_tensor(d, v)
+                }
+                DType::Float32 => {
+                    let (s0, l0, d0) = (start as f32, limit as f32, delta as f32);
+                    let n = ((l0 - s0) / d0).abs().ceil() as f64;
+                    if n > FOLD_LIMIT as f64 {
+                        return Err(CompileError::unsupported(node, format!("Range of {n} elements is not folded")));
+                    }
+                    let mut v = Vec::with_capacity(n as usize);
+                    let mut x = s0;
+                    for _ in 0..n as usize {
+                        v.push(x);
+                        x += d0;
+                    }
+                    Tensor::from_f32(vec![v.len()], v).map_err(|e| CompileError::Invalid(e.to_string()))?
+                }
+                DType::Float64 => {
+                    let n = ((limit - start) / delta).abs().ceil();
+                    if n > FOLD_LIMIT as f64 {
+                        return Err(CompileError::unsupported(node, format!("Range of {n} elements is not folded")));
+                    }
+                    let mut v = Vec::with_capacity(n as usize);
+                    let mut x = start;
+                    for _ in 0..n as usize {
+                        v.push(x);
+                        x += delta;
+                    }
+                    Tensor::from_f64(vec![v.len()], v).map_err(|e| CompileError::Invalid(e.to_string()))?
+                }
+                _ => return Err(CompileError::unsupported(node, format!("Range of {d}"))),
+            };
+            return Ok(constant(vec![t]));
+        }
+        "InvertPermutation" => {
+            need(1)?;
+            let p = int_const(node, &ins[0], "the permutation")?;
+            let mut inv = vec![-1i64; p.len()];
+            for (i, &x) in p.iter().enumerate() {
+                match usize::try_from(x).ok().and_then(|x| inv.get_mut(x)) {
+                    Some(slot) if *slot < 0 => *slot = i as i64,
+                    _ => {
+                        return Err(CompileError::Invalid(format!("node '{}': {p:?} is not a permutation", node.name)))
+                    }
+                }
+            }
+            return Ok(constant(vec![shape_tensor(ins[0].dtype, inv)]));
+        }
         "Shape" => {
             need(1)?;
             let d = attr_type(node, "out_type").unwrap_or(DType::Int32);
@@ -898,6 +996,50 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             let shape: Vec<usize> = equation.output_dims(&sizes).iter().map(|d| d.unwrap_or(1) as usize).collect();
             Ok(kernel(KernelOp::Einsum { equation }, (0..ins.len()).collect(), vec![vi(first.dtype, shape)]))
         }
+        "BatchMatMul" | "BatchMatMulV2" => {
+            // A batched matmul is the einsum `...ij,...jk->...ik` (transposed operands
+            // swap their last two letters), batch dimensions broadcast.
+            need(2)?;
+            let (x, y) = (&ins[0], &ins[1]);
+            if x.shape.len() < 2 || y.shape.len() < 2 {
+                return Err(CompileError::Invalid(format!("node '{}': operands of rank < 2", node.name)));
+            }
+            if !matches!(x.dtype, DType::Float32 | DType::Float64) || y.dtype != x.dtype {
+                return Err(CompileError::unsupported(node, "BatchMatMul is compiled for float32 and float64"));
+            }
+            let a = if attr_bool(node, "adj_x") { "...ji" } else { "...ij" };
+            let b = if attr_bool(node, "adj_y") { "...kj" } else { "...jk" };
+            let eq = format!("{a},{b}->...ik");
+            let equation = autoclust_graph::einsum::Equation::parse(&eq, &[x.shape.len(), y.shape.len()])
+                .map_err(|e| CompileError::Invalid(format!("node '{}': {e}", node.name)))?;
+            let dims: Vec<Vec<Option<i64>>> =
+                ins[..2].iter().map(|v| v.shape.iter().map(|&d| Some(d as i64)).collect()).collect();
+            let refs: Vec<&[Option<i64>]> = dims.iter().map(Vec::as_slice).collect();
+            let sizes = equation
+                .sizes(&refs)
+                .map_err(|e| CompileError::unsupported(node, format!("batch dimensions do not match: {e}")))?;
+            let shape: Vec<usize> = equation.output_dims(&sizes).iter().map(|d| d.unwrap_or(1) as usize).collect();
+            Ok(kernel(KernelOp::Einsum { equation }, vec![0, 1], vec![vi(x.dtype, shape)]))
+        }
+        "UnsortedSegmentSum" => {
+            need(3)?;
+            let (data, ids) = (&ins[0], &ins[1]);
+            let num = match int_const(node, &ins[2], "num_segments")?[..] {
+                [n] if n >= 0 => n as usize,
+                _ => return Err(CompileError::unsupported(node, "num_segments is not a non-negative scalar")),
+            };
+            if !matches!(data.dtype, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64)
+                || !matches!(ids.dtype, DType::Int32 | DType::Int64)
+                || data.shape.len() < ids.shape.len()
+                || data.shape[..ids.shape.len()] != ids.shape[..]
+            {
+                return Err(CompileError::unsupported(node, "operands the kernel checks (the interpreter reports)"));
+            }
+            let inner: usize = data.shape[ids.shape.len()..].iter().product();
+            let mut shape = vec![num];
+            shape.extend_from_slice(&data.shape[ids.shape.len()..]);
+            Ok(kernel(KernelOp::SegmentSum { num, inner }, vec![0, 1], vec![vi(data.dtype, shape)]))
+        }
         "GatherV2" | "Gather" => {
             need(2)?;
             let (p, idx) = (&ins[0], &ins[1]);
@@ -908,16 +1050,24 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             } else {
                 0
             };
-            if attr_int(node, "batch_dims").unwrap_or(0) != 0 {
-                return Err(CompileError::unsupported(node, "batch_dims != 0"));
-            }
             if !matches!(idx.dtype, DType::Int32 | DType::Int64) || p.shape.is_empty() {
                 return Err(CompileError::unsupported(node, "gather needs integer indices into a tensor of rank >= 1"));
             }
+            // batch_dims b: params and indices share their first b dimensions.
+            let mut b = attr_int(node, "batch_dims").unwrap_or(0);
+            if b < 0 {
+                b += idx.shape.len() as i64;
+            }
+            let b = usize::try_from(b)
+                .ok()
+                .filter(|&b| b <= idx.shape.len() && b <= axis && p.shape[..b] == idx.shape[..b])
+                .ok_or_else(|| {
+                    CompileError::Invalid(format!("node '{}': batch_dims does not fit the shapes", node.name))
+                })?;
             let mut shape = p.shape[..axis].to_vec();
-            shape.extend_from_slice(&idx.shape);
+            shape.extend_from_slice(&idx.shape[b..]);
             shape.extend_from_slice(&p.shape[axis + 1..]);
-            Ok(kernel(KernelOp::Gather { axis }, vec![0, 1], vec![vi(p.dtype, shape)]))
+            Ok(kernel(KernelOp::Gather { axis, batch_dims: b }, vec![0, 1], vec![vi(p.dtype, shape)]))
         }
         _ if ScatterKind::from_tf(op).is_some() => {
             need(3)?;

@@ -1025,6 +1025,24 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
             let t = f.b.ins().fmul(a[0], t);
             f.b.ins().fmul(a[1], t)
         }
+        EwOp::RsqrtGrad => {
+            let half = f.c(0.5);
+            let t = f.b.ins().fmul(a[0], a[0]);
+            let t = f.b.ins().fmul(t, a[0]);
+            let t = f.b.ins().fmul(t, a[1]);
+            let t = f.b.ins().fmul(t, half);
+            f.b.ins().fneg(t)
+        }
+        EwOp::SqrtGrad => {
+            let half = f.c(0.5);
+            let t = f.b.ins().fmul(a[1], half);
+            f.b.ins().fdiv(t, a[0])
+        }
+        EwOp::ReciprocalGrad => {
+            let t = f.b.ins().fmul(a[1], a[0]);
+            let t = f.b.ins().fmul(t, a[0]);
+            f.b.ins().fneg(t)
+        }
         EwOp::Floor => f.b.ins().floor(a[0]),
         EwOp::Ceil => f.b.ins().ceil(a[0]),
         EwOp::FloorDiv | EwOp::FloorMod => unreachable!("scalar_ok and vector_ok exclude {:?}", m.op),
@@ -1211,6 +1229,24 @@ fn f64_op(b: &mut FunctionBuilder<'_>, m: &Member, a: &[Value], adt: &[DType]) -
             let t = b.ins().fsub(one, a[0]);
             let t = b.ins().fmul(a[0], t);
             b.ins().fmul(a[1], t)
+        }
+        EwOp::RsqrtGrad => {
+            let half = c(b, 0.5);
+            let t = b.ins().fmul(a[0], a[0]);
+            let t = b.ins().fmul(t, a[0]);
+            let t = b.ins().fmul(t, a[1]);
+            let t = b.ins().fmul(t, half);
+            b.ins().fneg(t)
+        }
+        EwOp::SqrtGrad => {
+            let half = c(b, 0.5);
+            let t = b.ins().fmul(a[1], half);
+            b.ins().fdiv(t, a[0])
+        }
+        EwOp::ReciprocalGrad => {
+            let t = b.ins().fmul(a[1], a[0]);
+            let t = b.ins().fmul(t, a[0]);
+            b.ins().fneg(t)
         }
         EwOp::Sign => {
             let z = c(b, 0.0);

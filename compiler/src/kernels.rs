@@ -40,8 +40,13 @@ pub enum KernelOp {
     /// ArgMax/ArgMin of float32 along `axis` (the first index of the extreme; a NaN never
     /// replaces the running best, as TensorFlow's CPU kernel), as int32 or int64 `out`.
     ArgExtreme { axis: usize, min: bool, out: DType },
-    /// GatherV2 with batch_dims 0: (params, indices) along `axis`.
-    Gather { axis: usize },
+    /// `UnsortedSegmentSum(data, segment_ids, num_segments)`: rows of `data`
+    /// (its trailing `inner` elements after the ids' dimensions) summed into
+    /// `num` segments; negative ids drop their rows, as in TensorFlow.
+    SegmentSum { num: usize, inner: usize },
+    /// GatherV2: (params, indices) along `axis`, the first `batch_dims`
+    /// dimensions shared by params and indices (gathered batch by batch).
+    Gather { axis: usize, batch_dims: usize },
     /// TensorScatter{Add,Sub,Update,Max,Min}: (tensor, indices `[..., K]`, updates) — a copy
     /// of `tensor` with each indexed slice `tensor[i_0..i_K-1, ...]` combined with its update.
     Scatter { kind: ScatterKind },
@@ -312,17 +317,35 @@ impl KernelOp {
                 Ok(vec![t.map_err(|e| err(e.to_string()))?])
             }
             KernelOp::Einsum { equation } => Ok(vec![crate::einsum::einsum(equation, inputs).map_err(err)?]),
-            KernelOp::Gather { axis } => {
+            KernelOp::Gather { axis, batch_dims } => {
                 let params = inputs[0];
                 let idx = inputs[1].to_i64_vec().ok_or_else(|| err("indices must be int32 or int64"))?;
-                let outer: usize = params.shape[..*axis].iter().product();
+                let batch: usize = params.shape[..*batch_dims].iter().product();
+                let outer: usize = params.shape[*batch_dims..*axis].iter().product();
                 let n = params.shape[*axis];
                 let inner: usize = params.shape[*axis + 1..].iter().product();
                 if let Some(bad) = idx.iter().find(|&&i| i < 0 || i as usize >= n) {
                     return Err(err(format!("index {bad} is not in [0, {n})")));
                 }
-                let data = map_data!(params, |v| gather(v, outer, n, inner, &idx));
+                let g = Gather { batch, outer, n, inner };
+                let data = map_data!(params, |v| g.run(v, &idx));
                 Ok(vec![Tensor { dtype: params.dtype, shape: out_shapes[0].clone(), data }])
+            }
+            KernelOp::SegmentSum { num, inner } => {
+                let (data, ids) = (inputs[0], inputs[1]);
+                let seg = ids.to_i64_vec().ok_or_else(|| err("segment_ids must be int32 or int64"))?;
+                if let Some(bad) = seg.iter().find(|&&s| s >= 0 && s as usize >= *num) {
+                    return Err(err(format!("segment id {bad} is out of range [0, {num})")));
+                }
+                let (num, inner) = (*num, *inner);
+                let data = match &data.data {
+                    TensorData::F32(v) => TensorData::F32(Arc::new(segment_sum(v, &seg, num, inner))),
+                    TensorData::F64(v) => TensorData::F64(Arc::new(segment_sum(v, &seg, num, inner))),
+                    TensorData::I32(v) => TensorData::I32(Arc::new(segment_sum(v, &seg, num, inner))),
+                    TensorData::I64(v) => TensorData::I64(Arc::new(segment_sum(v, &seg, num, inner))),
+                    _ => return Err(err(format!("UnsortedSegmentSum of {}", data.dtype))),
+                };
+                Ok(vec![Tensor { dtype: inputs[0].dtype, shape: out_shapes[0].clone(), data }])
             }
             KernelOp::Scatter { kind } => {
                 let (x, indices, updates) = (inputs[0], inputs[1], inputs[2]);
@@ -447,15 +470,51 @@ pub(crate) fn scatter_into(
     }
 }
 
-fn gather<T: Copy>(v: &[T], outer: usize, n: usize, inner: usize, idx: &[i64]) -> Vec<T> {
-    let mut out = Vec::with_capacity(outer * idx.len() * inner);
-    for o in 0..outer {
-        for &i in idx {
-            let start = (o * n + i as usize) * inner;
-            out.extend_from_slice(&v[start..start + inner]);
+/// Sums the `inner`-element rows of `v` into `num` segments by `seg` (row i
+/// into segment `seg[i]`, in row order; negative ids dropped).
+fn segment_sum<T: Copy + Default + std::ops::Add<Output = T>>(
+    v: &[T],
+    seg: &[i64],
+    num: usize,
+    inner: usize,
+) -> Vec<T> {
+    let mut out = vec![T::default(); num * inner];
+    for (i, &s) in seg.iter().enumerate() {
+        if s < 0 {
+            continue;
+        }
+        let dst = &mut out[s as usize * inner..(s as usize + 1) * inner];
+        for (d, &x) in dst.iter_mut().zip(&v[i * inner..(i + 1) * inner]) {
+            *d = *d + x;
         }
     }
     out
+}
+
+/// The sizes of a gather: `batch` blocks each of `outer` rows of `n`
+/// entries of `inner` elements; the indices split evenly over the batches.
+struct Gather {
+    batch: usize,
+    outer: usize,
+    n: usize,
+    inner: usize,
+}
+
+impl Gather {
+    fn run<T: Copy>(&self, v: &[T], idx: &[i64]) -> Vec<T> {
+        let Gather { batch, outer, n, inner } = *self;
+        let per_batch = idx.len().checked_div(batch).unwrap_or(0);
+        let mut out = Vec::with_capacity(outer * idx.len() * inner);
+        for b in 0..batch {
+            for o in 0..outer {
+                for &i in &idx[b * per_batch..(b + 1) * per_batch] {
+                    let start = ((b * outer + o) * n + i as usize) * inner;
+                    out.extend_from_slice(&v[start..start + inner]);
+                }
+            }
+        }
+        out
+    }
 }
 
 fn concat_data(inputs: &[&Tensor], outer: usize, blocks: &[usize]) -> Result<TensorData, String> {

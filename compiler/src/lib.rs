@@ -66,6 +66,7 @@
 pub mod analyze;
 mod buffers;
 mod codegen;
+pub mod constant_args;
 pub mod einsum;
 pub mod gemm;
 pub mod kernels;
@@ -74,6 +75,7 @@ pub mod plan;
 mod team;
 mod tile_routines;
 
+pub use constant_args::constant_args;
 pub use tile_routines::TileTier;
 
 use std::collections::HashMap;
@@ -155,10 +157,29 @@ impl Compiler {
         inputs: &[(DType, Vec<usize>)],
         name: &str,
     ) -> Result<CompiledFunction, CompileError> {
+        self.compile_with_constants(body, inputs, &[], name)
+    }
+
+    /// As [`Compiler::compile_named`], with the values of some arguments
+    /// fixed at compile time (`(index, value)`; see [`constant_args`]). The
+    /// result may only be called with those values for those arguments.
+    pub fn compile_with_constants(
+        &self,
+        body: &Graph,
+        inputs: &[(DType, Vec<usize>)],
+        constants: &[(usize, Tensor)],
+        name: &str,
+    ) -> Result<CompiledFunction, CompileError> {
         let span = tracing::debug_span!("compile", function = name, nodes = body.len());
         let _guard = span.enter();
         let start = Instant::now();
-        let analysis = analyze::analyze(body, inputs)?;
+        for (i, t) in constants {
+            match inputs.get(*i) {
+                Some((d, s)) if *d == t.dtype && *s == t.shape => {}
+                _ => return Err(CompileError::Invalid(format!("constant argument {i} does not match the signature"))),
+            }
+        }
+        let analysis = analyze::analyze(body, inputs, constants)?;
         let program = plan::build(body, &analysis, &self.options, name)?;
         let compile_time = start.elapsed();
         tracing::debug!(?compile_time, steps = program.steps.len(), "compiled");
@@ -178,7 +199,12 @@ impl Compiler {
             std::fs::write(&file, text)
                 .map_err(|e| CompileError::Codegen(format!("writing {}: {e}", file.display())))?;
         }
-        Ok(CompiledFunction { inputs: inputs.to_vec(), program: Arc::new(program), compile_time })
+        Ok(CompiledFunction {
+            inputs: inputs.to_vec(),
+            constants: constants.to_vec(),
+            program: Arc::new(program),
+            compile_time,
+        })
     }
 }
 
@@ -186,6 +212,8 @@ impl Compiler {
 #[derive(Clone)]
 pub struct CompiledFunction {
     inputs: Vec<(DType, Vec<usize>)>,
+    /// Arguments compiled as constants: calls must pass these values.
+    constants: Vec<(usize, Tensor)>,
     program: Arc<plan::Program>,
     compile_time: Duration,
 }
@@ -219,6 +247,15 @@ impl CompiledFunction {
                 });
             }
         }
+        for (i, t) in &self.constants {
+            if !inputs[*i].bit_eq(t) {
+                return Err(CompileError::InputMismatch {
+                    index: *i,
+                    expected: format!("the value compiled in ({:?})", t.to_i64_vec().unwrap_or_default()),
+                    got: format!("{:?}", inputs[*i].to_i64_vec().unwrap_or_default()),
+                });
+            }
+        }
         self.program.run(inputs)
     }
 
@@ -238,8 +275,14 @@ impl CompiledFunction {
     }
 }
 
-/// The cache key: a function name plus the input dtypes and shapes.
-pub type CacheKey = (String, Vec<(DType, Vec<usize>)>);
+/// The cache key: a function name, the input dtypes and shapes, and the
+/// values of the arguments compiled as constants (`(index, elements)`).
+pub type CacheKey = (String, Vec<(DType, Vec<usize>)>, Vec<(usize, Vec<i64>)>);
+
+/// The key form of constant arguments.
+pub fn constant_key(constants: &[(usize, Tensor)]) -> Vec<(usize, Vec<i64>)> {
+    constants.iter().map(|(i, t)| (*i, t.to_i64_vec().unwrap_or_default())).collect()
+}
 
 /// A compile cache keyed by function name and input signature, like tf.function's trace
 /// cache and XLA's compilation cache. Failed compiles are cached too (so an unsupported
@@ -263,16 +306,17 @@ impl CompileCache {
         name: &str,
         body: &Graph,
         inputs: &[(DType, Vec<usize>)],
+        constants: &[(usize, Tensor)],
     ) -> Result<CompiledFunction, CompileError> {
-        let key: CacheKey = (name.to_string(), inputs.to_vec());
+        let key: CacheKey = (name.to_string(), inputs.to_vec(), constant_key(constants));
         // The lock is held across the compile so two threads never compile the same key.
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(hit) = entries.get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return hit.clone();
         }
-        let earlier = entries.keys().filter(|(n, _)| n == name).count();
-        let result = self.compiler.compile_named(body, inputs, name);
+        let earlier = entries.keys().filter(|(n, _, _)| n == name).count();
+        let result = self.compiler.compile_with_constants(body, inputs, constants, name);
         self.compiles.fetch_add(1, Ordering::Relaxed);
         let sig: Vec<String> = inputs.iter().map(|(d, s)| format!("{d}{s:?}")).collect();
         match &result {

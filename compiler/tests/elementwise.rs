@@ -71,6 +71,10 @@ fn ref_binary(op: &str, a: f32, b: f32) -> f32 {
         }
         "TanhGrad" => b * (1.0 - a * a),
         "SigmoidGrad" => b * a * (1.0 - a),
+        // TensorFlow's gradient formulas (y = a, dy = b).
+        "RsqrtGrad" => -0.5 * b * a * a * a,
+        "SqrtGrad" => 0.5 * b / a,
+        "ReciprocalGrad" | "InvGrad" => -b * a * a,
         "Pow" => a.powf(b),
         _ => panic!("{op}"),
     }
@@ -133,6 +137,10 @@ fn every_binary_op_with_every_broadcast() {
         "ReluGrad",
         "TanhGrad",
         "SigmoidGrad",
+        "RsqrtGrad",
+        "SqrtGrad",
+        "ReciprocalGrad",
+        "InvGrad",
         "Pow",
     ];
     for op in ops {

@@ -323,20 +323,20 @@ fn broadcast_gradient_args_feed_a_sum() {
 fn cache_hits_same_signature_and_recompiles_new_shapes() {
     let g = graph(vec![arg("x", 0, DType::Float32), node("e", "Exp", &["x"], vec![]), ret("r", "e", 0)]);
     let cache = CompileCache::new(compiler());
-    let f1 = cache.get_or_compile("f", &g, &[(DType::Float32, vec![8])]).unwrap();
-    let _ = cache.get_or_compile("f", &g, &[(DType::Float32, vec![8])]).unwrap();
+    let f1 = cache.get_or_compile("f", &g, &[(DType::Float32, vec![8])], &[]).unwrap();
+    let _ = cache.get_or_compile("f", &g, &[(DType::Float32, vec![8])], &[]).unwrap();
     assert_eq!((cache.compile_count(), cache.hit_count()), (1, 1));
-    let f2 = cache.get_or_compile("f", &g, &[(DType::Float32, vec![9])]).unwrap();
+    let f2 = cache.get_or_compile("f", &g, &[(DType::Float32, vec![9])], &[]).unwrap();
     assert_eq!((cache.compile_count(), cache.len()), (2, 2));
-    let _ = cache.get_or_compile("other", &g, &[(DType::Float32, vec![8])]).unwrap();
+    let _ = cache.get_or_compile("other", &g, &[(DType::Float32, vec![8])], &[]).unwrap();
     assert_eq!(cache.compile_count(), 3);
     assert_eq!(f2.call(&[f32t(&[9], vec![0.0; 9])]).unwrap()[0].as_f32().unwrap(), &[1.0; 9]);
     // A compiled function rejects inputs of another shape.
     assert!(matches!(f1.call(&[f32t(&[9], vec![0.0; 9])]), Err(CompileError::InputMismatch { index: 0, .. })));
     // Failures are cached too.
     let bad = graph(vec![arg("x", 0, DType::Float32), node("u", "Unique", &["x"], vec![]), ret("r", "u", 0)]);
-    assert!(cache.get_or_compile("bad", &bad, &[(DType::Float32, vec![3])]).is_err());
-    assert!(cache.get_or_compile("bad", &bad, &[(DType::Float32, vec![3])]).is_err());
+    assert!(cache.get_or_compile("bad", &bad, &[(DType::Float32, vec![3])], &[]).is_err());
+    assert!(cache.get_or_compile("bad", &bad, &[(DType::Float32, vec![3])], &[]).is_err());
     assert_eq!(cache.compile_count(), 4);
 }
 
@@ -468,4 +468,77 @@ fn strided_slice_masks_and_einsum() {
         }
     }
     assert_close(got[2].as_f32().unwrap(), &es, 1e-5, "einsum");
+}
+
+/// GatherV2 with batch_dims 1 (TensorFlow's `tf.gather(params, idx, axis=1, batch_dims=1)`):
+/// out[b, i] = params[b, idx[b, i]], against values computed here.
+#[test]
+fn gather_with_batch_dims() {
+    let params: Vec<f32> = (0..2 * 4 * 3).map(|v| v as f32).collect(); // [2, 4, 3]
+    let idx = Tensor::from_i32(vec![2, 2], vec![3, 0, 1, 1]).unwrap();
+    let g = graph(vec![
+        arg("p", 0, DType::Float32),
+        arg("i", 1, DType::Int32),
+        ints("axis", &[1]),
+        node("g", "GatherV2", &["p", "i", "axis"], vec![("batch_dims", AttrValue::I(1))]),
+        ret("r", "g", 0),
+    ]);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![2, 4, 3]), (DType::Int32, vec![2, 2])]).unwrap();
+    let got = f.call(&[f32t(&[2, 4, 3], params.clone()), idx]).unwrap();
+    assert_eq!(got[0].shape, vec![2, 2, 3]);
+    let row = |b: usize, i: usize| params[(b * 4 + i) * 3..(b * 4 + i) * 3 + 3].to_vec();
+    let want: Vec<f32> = [row(0, 3), row(0, 0), row(1, 1), row(1, 1)].concat();
+    assert_eq!(got[0].as_f32().unwrap(), want.as_slice());
+}
+
+/// A reduction whose axes arrive as an argument (computed outside the cluster, as TF2
+/// gradients do with `Range(0, Rank(x), 1)`) compiles once the argument is a constant,
+/// and the compiled code refuses other values for it.
+#[test]
+fn shape_operands_from_arguments_compile_as_constants() {
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        arg("axes", 1, DType::Int32),
+        node("s", "Sum", &["x", "axes"], vec![("keep_dims", AttrValue::B(false))]),
+        ret("r", "s", 0),
+    ]);
+    assert_eq!(autoclust_compiler::constant_args(&g), [1]);
+    let sig = [(DType::Float32, vec![2, 3]), (DType::Int32, vec![1])];
+    let err = compiler().compile(&g, &sig).unwrap_err();
+    assert!(err.to_string().contains("not a compile-time integer constant"), "{err}");
+    let axes = Tensor::from_i32(vec![1], vec![1]).unwrap();
+    let f = compiler().compile_with_constants(&g, &sig, &[(1, axes.clone())], "sum").unwrap();
+    let x = f32t(&[2, 3], vec![1., 2., 3., 4., 5., 6.]);
+    let got = f.call(&[x.clone(), axes]).unwrap();
+    assert_eq!(got[0].as_f32().unwrap(), &[6.0, 15.0]);
+    let other = Tensor::from_i32(vec![1], vec![0]).unwrap();
+    assert!(matches!(f.call(&[x, other]), Err(CompileError::InputMismatch { index: 1, .. })));
+    // The cache keys on the constant's value.
+    let cache = CompileCache::new(compiler());
+    for a in [0, 1, 0] {
+        let axes = Tensor::from_i32(vec![1], vec![a]).unwrap();
+        cache.get_or_compile("sum", &g, &sig, &[(1, axes)]).unwrap();
+    }
+    assert_eq!(cache.compile_count(), 2);
+}
+
+/// UnsortedSegmentSum (embedding gradients): rows summed into their segments, a negative
+/// id dropped, against values computed here; an id out of range is a run-time error.
+#[test]
+fn unsorted_segment_sum() {
+    let g = graph(vec![
+        arg("d", 0, DType::Float32),
+        arg("ids", 1, DType::Int32),
+        ints("n", &[3]),
+        node("s", "UnsortedSegmentSum", &["d", "ids", "n"], vec![]),
+        ret("r", "s", 0),
+    ]);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![4, 2]), (DType::Int32, vec![4])]).unwrap();
+    let d = f32t(&[4, 2], vec![1., 2., 3., 4., 5., 6., 7., 8.]);
+    let ids = Tensor::from_i32(vec![4], vec![2, 0, -1, 2]).unwrap();
+    let got = f.call(&[d.clone(), ids]).unwrap();
+    assert_eq!(got[0].shape, vec![3, 2]);
+    assert_eq!(got[0].as_f32().unwrap(), &[3., 4., 0., 0., 8., 10.]);
+    let bad = Tensor::from_i32(vec![4], vec![0, 3, 0, 0]).unwrap();
+    assert!(matches!(f.call(&[d, bad]), Err(CompileError::Runtime { .. })));
 }

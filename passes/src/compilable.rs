@@ -32,27 +32,29 @@ pub fn is_jit_op(op: &str) -> bool {
     matches!(
         op,
         // Elementwise arithmetic and math.
-        "Add" | "AddV2" | "Sub" | "Mul" | "RealDiv" | "Div" | "DivNoNan" | "Neg" | "Abs" | "Exp" | "Log" | "Sqrt" | "Rsqrt"
-            | "Square" | "Tanh" | "Sigmoid" | "Relu" | "Maximum" | "Minimum" | "Pow" | "Cast" | "Select"
-            | "SelectV2" | "Reciprocal" | "SquaredDifference"
+        "Add" | "AddV2" | "AddN" | "Sub" | "Mul" | "RealDiv" | "Div" | "DivNoNan" | "Neg" | "Abs" | "Exp" | "Log"
+            | "Sqrt" | "Rsqrt" | "Square" | "Tanh" | "Sigmoid" | "Relu" | "Maximum" | "Minimum" | "Pow" | "Cast"
+            | "Select" | "SelectV2" | "Reciprocal" | "Inv" | "SquaredDifference" | "Floor" | "Ceil" | "Sign"
             // Comparisons and logic.
             | "Equal" | "NotEqual" | "Less" | "LessEqual" | "Greater" | "GreaterEqual" | "LogicalAnd"
             | "LogicalOr" | "LogicalNot"
             // Linear algebra.
-            | "MatMul" | "BiasAdd" | "BiasAddGrad" | "Einsum"
+            | "MatMul" | "BatchMatMul" | "BatchMatMulV2" | "BiasAdd" | "BiasAddV1" | "BiasAddGrad" | "Einsum"
             // Reductions.
-            | "Sum" | "Mean" | "Max" | "Min" | "Prod" | "ArgMax"
+            | "Sum" | "Mean" | "Max" | "Min" | "Prod" | "ArgMax" | "ArgMin"
             // Shapes and data movement.
-            | "Reshape" | "Shape" | "Size" | "ExpandDims" | "Squeeze" | "Transpose" | "ConcatV2" | "Pack"
-            | "Slice" | "StridedSlice" | "Fill" | "ZerosLike" | "OnesLike" | "Tile" | "BroadcastTo" | "GatherV2"
+            | "Reshape" | "Shape" | "ShapeN" | "Size" | "Rank" | "ExpandDims" | "Squeeze" | "Transpose" | "ConcatV2" | "Pack"
+            | "Slice" | "StridedSlice" | "Fill" | "ZerosLike" | "OnesLike" | "Tile" | "BroadcastTo" | "GatherV2" | "Gather"
+            | "UnsortedSegmentSum"
             // Losses, activations and their gradients.
             | "Softmax" | "LogSoftmax" | "SoftmaxCrossEntropyWithLogits" | "SparseSoftmaxCrossEntropyWithLogits"
-            | "ReluGrad" | "TanhGrad" | "SigmoidGrad" | "BroadcastGradientArgs"
+            | "ReluGrad" | "TanhGrad" | "SigmoidGrad" | "RsqrtGrad" | "SqrtGrad" | "ReciprocalGrad" | "InvGrad"
+            | "BroadcastGradientArgs"
             // Shape arithmetic, compiled only when its value is known at compile time (see
             // [`compile_time_known`]): TF2 gradients compute reduction indices with these.
-            | "FloorDiv" | "FloorMod"
+            | "FloorDiv" | "FloorMod" | "Range" | "InvertPermutation"
             // Plumbing.
-            | "Identity" | "IdentityN" | "StopGradient" | "Const" | "NoOp"
+            | "Identity" | "IdentityN" | "StopGradient" | "Snapshot" | "PreventGradient" | "Const" | "NoOp"
             // Variable ops the bridge snapshots and writes back.
             | "ReadVariableOp" | "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp"
             | "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterUpdate" | "ResourceApplyGradientDescent"
@@ -108,6 +110,21 @@ pub enum NotCompilable {
     InsideV1ControlFlow { via: String },
     /// Excluded by the caller (e.g. left in a cluster below the minimum size).
     Excluded { why: String },
+    /// Type and shape inference failed on this node (see [`crate::cluster::Clusterer::run_partial`]).
+    Untyped { message: String },
+}
+
+impl NotCompilable {
+    /// Whether this refusal is a shortfall of the analysis rather than a
+    /// decision by design: the node might have been clustered had its types
+    /// been worked out. `run`, `bench` and `compile` report these as `note:`
+    /// lines (CONTRACT.md, "Never silent").
+    pub fn is_shortfall(&self) -> bool {
+        matches!(
+            self,
+            NotCompilable::Untyped { .. } | NotCompilable::UnknownOutput { .. } | NotCompilable::UnknownInput { .. }
+        )
+    }
 }
 
 impl fmt::Display for NotCompilable {
@@ -131,6 +148,7 @@ impl fmt::Display for NotCompilable {
             }
             NotCompilable::InsideV1ControlFlow { via } => write!(f, "inside v1 control flow (after {via})"),
             NotCompilable::Excluded { why } => f.write_str(why),
+            NotCompilable::Untyped { message } => write!(f, "its types could not be inferred: {message}"),
         }
     }
 }
@@ -192,7 +210,7 @@ impl Compilability {
 }
 
 /// Ops the compiler folds but never generates code for (integer shape arithmetic).
-const FOLD_ONLY: &[&str] = &["FloorDiv", "FloorMod"];
+const FOLD_ONLY: &[&str] = &["FloorDiv", "FloorMod", "Range", "InvertPermutation"];
 
 /// For every node: whether its outputs are known when a cluster is compiled for given input
 /// shapes — constants, the shapes of anything, and integer shape arithmetic on such values.
@@ -208,7 +226,7 @@ fn compile_time_known(graph: &Graph) -> Vec<bool> {
             "Shape" | "Size" | "Rank" | "ShapeN" | "BroadcastGradientArgs" => true,
             "Add" | "AddV2" | "Sub" | "Mul" | "FloorDiv" | "FloorMod" | "Maximum" | "Minimum" | "Neg" | "Prod"
             | "Sum" | "Pack" | "ConcatV2" | "Reshape" | "ExpandDims" | "Squeeze" | "GatherV2" | "StridedSlice"
-            | "Slice" | "Cast" | "Identity" | "Range" | "Fill" => inputs_known,
+            | "Slice" | "Cast" | "Identity" | "Range" | "Fill" | "InvertPermutation" => inputs_known,
             _ => false,
         };
     }
@@ -274,9 +292,19 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
         Some(n) if types.outputs(id).len() >= n => {}
         _ => return Some(NotCompilable::UnknownOutput { port: types.outputs(id).len() as u32 }),
     }
+    // An input whose producer inference could not type (an op the registry
+    // does not know) still has the dtype this node's own signature and
+    // attributes give it: TensorFlow's graphs are type-checked when built.
+    let declared = autoclust_graph::infer::attr_input_dtypes(node);
     for (slot, input) in node.inputs.iter().enumerate() {
+        let dtype = match types.output(*input) {
+            Some((dtype, _)) => dtype,
+            None => match declared.as_ref().and_then(|d| d.get(slot)) {
+                Some(d) => d,
+                None => return Some(NotCompilable::UnknownInput { slot: slot as u32 }),
+            },
+        };
         let slot = slot as u32;
-        let Some((dtype, _)) = types.output(*input) else { return Some(NotCompilable::UnknownInput { slot }) };
         if *dtype == DType::Resource && is_variable_op(op) {
             if !traces_to_var_handle(graph, input.node) {
                 return Some(NotCompilable::UntracedHandle { slot });

@@ -261,7 +261,8 @@ pub fn encapsulate(graph: &Graph, clusters: &[ClusterSpec]) -> Result<Encapsulat
     for (i, id) in order.iter().enumerate() {
         position[id.index()] = i;
     }
-    let types = autoclust_graph::infer::infer(graph).ok();
+    // Partial inference: one node it cannot type must not leave the whole graph untyped.
+    let types = autoclust_graph::infer::infer_partial(graph).ok().map(|(types, _)| types);
 
     let mut of_node: Vec<Option<usize>> = vec![None; graph.len()];
     for (ci, c) in clusters.iter().enumerate() {
@@ -297,6 +298,17 @@ pub fn encapsulate(graph: &Graph, clusters: &[ClusterSpec]) -> Result<Encapsulat
         }
     }
 
+    // Whole-graph facts every cluster's lowering needs, computed once (encapsulation
+    // stays linear in the graph, whatever the number of clusters).
+    let successors = graph.successors();
+    let mut ports_used = vec![0u32; graph.len()];
+    for n in graph.nodes() {
+        for o in &n.inputs {
+            let p = &mut ports_used[o.node.index()];
+            *p = (*p).max(o.port + 1);
+        }
+    }
+
     let mut function_names: HashSet<String> =
         graph.library.functions.iter().map(|f| f.signature.name.clone()).collect();
     let mut lowered: Vec<Option<Lowered>> = Vec::with_capacity(clusters.len());
@@ -309,7 +321,15 @@ pub fn encapsulate(graph: &Graph, clusters: &[ClusterSpec]) -> Result<Encapsulat
         let members = ssa_order(graph, &spec.nodes, &position);
         let spec = ClusterSpec { name: spec.name.clone(), nodes: members };
         let fname = fresh_name(&format!("{}_fn", spec.name), &mut function_names);
-        let ctx = LowerCtx { graph, types: types.as_ref(), of_node: &of_node, me: ci, extra_exports: &extra_exports };
+        let ctx = LowerCtx {
+            graph,
+            types: types.as_ref(),
+            of_node: &of_node,
+            me: ci,
+            extra_exports: &extra_exports,
+            successors: &successors,
+            ports_used: &ports_used,
+        };
         match ctx.lower(spec, fname)? {
             Ok(l) => lowered.push(Some(l)),
             Err(d) => {
@@ -338,6 +358,10 @@ struct LowerCtx<'a> {
     /// Values a cluster exports only so another can recompute a shape op from them
     /// ([`shape_source`]).
     extra_exports: &'a HashSet<Output>,
+    /// Every node's consumers, computed once for all clusters.
+    successors: &'a autoclust_graph::Successors,
+    /// Per node: one past the highest output port any node reads (0: none).
+    ports_used: &'a [u32],
 }
 
 /// For an output of a `Shape`/`Size`/`Rank` node with no control inputs, of a value `x` that is
@@ -782,7 +806,7 @@ impl LowerCtx<'_> {
         }
 
         // Outputs: member values used outside, then the written variables' final values.
-        let succ = g.successors();
+        let succ = self.successors;
         let mut external_outputs: Vec<Output> = Vec::new();
         for &n in &spec.nodes {
             let mut used: Vec<u32> = succ.data[n.index()]
@@ -945,10 +969,16 @@ impl LowerCtx<'_> {
             return Ok(body.external_args[i].1.clone());
         }
         let g = self.graph;
-        let dtype = self.value_dtype(input).ok_or_else(|| EncapsulateError::UnknownDType {
-            node: g.name(consumer).to_string(),
-            input: g.output_name(input),
-        })?;
+        let declared = || {
+            // The dtype the consumer's own signature gives this input.
+            let c = g.node(consumer);
+            let slot = c.inputs.iter().position(|&o| o == input)?;
+            autoclust_graph::infer::attr_input_dtypes(c)?.get(slot).copied()
+        };
+        let dtype =
+            self.value_dtype(input).or_else(declared).or_else(|| self.guessed_dtype(input)).ok_or_else(|| {
+                EncapsulateError::UnknownDType { node: g.name(consumer).to_string(), input: g.output_name(input) }
+            })?;
         let base = if input.port == 0 {
             g.name(input.node).to_string()
         } else {
@@ -970,11 +1000,22 @@ impl LowerCtx<'_> {
         if let Some(f) = g.library.function(&p.op) {
             return f.signature.outputs.get(o.port as usize).and_then(|a| a.dtype);
         }
+        if let Some(ts) = autoclust_graph::infer::attr_output_dtypes(p) {
+            return ts.get(o.port as usize).copied();
+        }
         if let Some(AttrValue::List(ListValue::Type(ts))) = p.attr("Tout").or_else(|| p.attr("dtypes")) {
             return ts.get(o.port as usize).copied();
         }
-        // Output-type attributes first: `T` is usually an input's type (Shape has T = float32
-        // and out_type = int32).
+        None
+    }
+
+    /// A guess at the dtype of an output of an op nobody knows, from its
+    /// attributes (output-type attributes first: `T` is usually an *input's*
+    /// type — `Where` has `T = bool` and int64 outputs). Used last, after the
+    /// consumer's own signature; a wrong guess makes the compiler decline the
+    /// body (the `_Arg` does not match its input), never a wrong result.
+    fn guessed_dtype(&self, o: Output) -> Option<DType> {
+        let p = self.graph.node(o.node);
         ["out_type", "DstT", "Tout", "dtype", "T", "Tparams"]
             .iter()
             .find_map(|a| p.attr(a).and_then(AttrValue::as_type))
@@ -983,15 +1024,7 @@ impl LowerCtx<'_> {
     /// How many outputs of a member are referenced (at least 1 for body values).
     fn output_count(&self, n: NodeId) -> u32 {
         let from_types = self.types.map(|t| t.outputs(n).len() as u32).unwrap_or(0);
-        let used = self
-            .graph
-            .node_ids()
-            .flat_map(|c| self.graph.node(c).inputs.iter())
-            .filter(|o| o.node == n)
-            .map(|o| o.port + 1)
-            .max()
-            .unwrap_or(0);
-        from_types.max(used).max(1)
+        from_types.max(self.ports_used[n.index()]).max(1)
     }
 }
 

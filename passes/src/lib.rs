@@ -2,6 +2,7 @@
 pub mod cluster;
 pub mod compilable;
 pub mod encapsulate;
+pub mod inline;
 pub mod pass;
 pub mod pipeline;
 pub mod ref_variables;

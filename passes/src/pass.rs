@@ -7,6 +7,7 @@
 //! - `verify` — nothing but the driver's verification;
 //! - `safety-annotate` — the safety analysis written onto the resource ops
 //!   ([`KIND_ATTR`], [`UNSAFE_TO_ATTR`]), so FileCheck cases can test it;
+//! - `inline` — function calls replaced by their bodies ([`crate::inline`]);
 //! - `cluster` — auto-clustering; every member of an emitted cluster gets
 //!   [`CLUSTER_ATTR`] = its cluster's name (earlier annotations are dropped);
 //! - `encapsulate` — each annotated cluster becomes snapshot, call and
@@ -14,7 +15,9 @@
 //!   clusterer first. Clusters left alone because one variable is reached
 //!   through two handles get [`DECLUSTERED_ATTR`] on their members.
 //!
-//! Pipelines are data: `cluster,encapsulate` is the `compile` pipeline
+//! Pipelines are data: `default` names the graph-optimization passes that
+//! `run`, `bench` and `compile` apply before clustering ([`DEFAULT_PIPELINE`]);
+//! `inline,cluster,encapsulate` is the `compile` pipeline
 //! ([`Pipeline::compile`]); `encapsulate` must follow `cluster` when both
 //! are given, since it consumes the annotations.
 
@@ -46,6 +49,21 @@ pub struct PassContext {
     /// Called after each pass (and its verification) with the pass name and
     /// the graph; the CLI uses it for `--dump-after`.
     pub after_pass: Option<AfterPassHook>,
+    /// Shortfalls passes found (CONTRACT.md, "Never silent"), one line per
+    /// cause naming the node, for the driver to print as `note:` lines: nodes
+    /// the clusterer declined for want of types, clusters not encapsulated.
+    pub notes: std::sync::Mutex<Vec<String>>,
+}
+
+impl PassContext {
+    fn note(&self, lines: impl IntoIterator<Item = String>) {
+        self.notes.lock().unwrap_or_else(|e| e.into_inner()).extend(lines);
+    }
+
+    /// The notes recorded so far, emptying the list.
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 impl fmt::Debug for PassContext {
@@ -67,6 +85,8 @@ pub enum PassError {
     Invalid { pass: String, source: Box<VerifyError> },
     #[error(transparent)]
     Cycle(#[from] CycleError),
+    #[error(transparent)]
+    Graph(#[from] autoclust_graph::GraphError),
     #[error(transparent)]
     Cluster(Box<ClusterError>),
     #[error(transparent)]
@@ -103,8 +123,18 @@ pub trait Pass {
 
 /// Every registered pass, in `--list-passes` order.
 pub fn registry() -> Vec<Box<dyn Pass>> {
-    vec![Box::new(VerifyPass), Box::new(SafetyAnnotatePass), Box::new(ClusterPass), Box::new(EncapsulatePass)]
+    vec![
+        Box::new(VerifyPass),
+        Box::new(SafetyAnnotatePass),
+        Box::new(InlinePass),
+        Box::new(ClusterPass),
+        Box::new(EncapsulatePass),
+    ]
 }
+
+/// The graph-optimization passes `run`, `bench` and `compile` apply before
+/// clustering, in order; `--passes default` names them.
+pub const DEFAULT_PIPELINE: &[&str] = &["inline"];
 
 /// The registered pass called `name`.
 pub fn lookup(name: &str) -> Option<Box<dyn Pass>> {
@@ -126,7 +156,14 @@ impl Pipeline {
     /// Parses `p1,p2,…` (names of registered passes; spaces ignored).
     pub fn parse(spec: &str) -> Result<Pipeline, PassError> {
         let mut passes = Vec::new();
-        for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let names = spec.split(',').map(str::trim).filter(|s| !s.is_empty()).flat_map(|name| {
+            if name == "default" {
+                DEFAULT_PIPELINE.to_vec()
+            } else {
+                vec![name]
+            }
+        });
+        for name in names {
             let pass = lookup(name).ok_or_else(|| PassError::UnknownPass {
                 name: name.to_string(),
                 known: registry().iter().map(|p| p.name()).collect::<Vec<_>>().join(", "),
@@ -139,9 +176,10 @@ impl Pipeline {
         Ok(Pipeline { passes })
     }
 
-    /// The pipeline `autoclust compile` runs: cluster, then encapsulate.
+    /// The pipeline `autoclust compile` runs: inline, cluster, then encapsulate
+    /// (what `run` does before it executes).
     pub fn compile() -> Pipeline {
-        Pipeline { passes: vec![Box::new(ClusterPass), Box::new(EncapsulatePass)] }
+        Pipeline { passes: vec![Box::new(InlinePass), Box::new(ClusterPass), Box::new(EncapsulatePass)] }
     }
 
     pub fn names(&self) -> Vec<&'static str> {
@@ -150,11 +188,24 @@ impl Pipeline {
 
     /// Verifies `graph`, then runs every pass, re-verifying after each.
     pub fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
+        self.run_timed(graph, ctx).map(|(g, _)| g)
+    }
+
+    /// As [`Pipeline::run`], also returning each pass's name, the graph's
+    /// node count after it, and the time it took (verification excluded).
+    pub fn run_timed(
+        &self,
+        graph: Graph,
+        ctx: &PassContext,
+    ) -> Result<(Graph, Vec<(&'static str, usize, std::time::Duration)>), PassError> {
         verify(&graph).map_err(|e| PassError::InvalidInput(Box::new(e)))?;
         let mut graph = graph;
+        let mut stats = Vec::new();
         for pass in &self.passes {
             let _span = tracing::info_span!("pass", name = pass.name(), nodes = graph.len()).entered();
+            let start = std::time::Instant::now();
             graph = pass.run(graph, ctx)?;
+            stats.push((pass.name(), graph.len(), start.elapsed()));
             verify(&graph)
                 .map_err(|source| PassError::Invalid { pass: pass.name().to_string(), source: Box::new(source) })?;
             tracing::debug!(nodes = graph.len(), functions = graph.library.functions.len(), "pass done");
@@ -162,7 +213,7 @@ impl Pipeline {
                 hook(pass.name(), &graph);
             }
         }
-        Ok(graph)
+        Ok((graph, stats))
     }
 }
 
@@ -225,6 +276,23 @@ impl Pass for SafetyAnnotatePass {
     }
 }
 
+/// `inline`: every inlinable function call replaced by its body.
+struct InlinePass;
+
+impl Pass for InlinePass {
+    fn name(&self) -> &'static str {
+        "inline"
+    }
+    fn description(&self) -> &'static str {
+        "replace PartitionedCall/StatefulPartitionedCall and library-function calls by their bodies (control \
+         inputs gate the body; the call's name stays as an IdentityN after the body's effects; _noinline kept)"
+    }
+    fn run(&self, graph: Graph, _ctx: &PassContext) -> Result<Graph, PassError> {
+        let (graph, _report) = crate::inline::inline_calls(&graph)?;
+        Ok(graph)
+    }
+}
+
 /// `cluster`: auto-clustering recorded in [`CLUSTER_ATTR`].
 struct ClusterPass;
 
@@ -237,6 +305,7 @@ impl Pass for ClusterPass {
     }
     fn run(&self, mut graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         let clustering = Clusterer::new(ctx.cluster_config.clone()).run(&graph)?;
+        ctx.note(crate::pipeline::shortfalls(&graph, &clustering));
         let ids: Vec<_> = graph.node_ids().collect();
         for &id in &ids {
             graph.attrs_mut(id).remove(CLUSTER_ATTR);
@@ -265,6 +334,7 @@ impl Pass for EncapsulatePass {
         let mut specs = clusters_from_attrs(&graph);
         if specs.is_empty() {
             let clustering = Clusterer::new(ctx.cluster_config.clone()).run(&graph)?;
+            ctx.note(crate::pipeline::shortfalls(&graph, &clustering));
             specs = clustering.clusters.into_iter().map(|c| ClusterSpec { name: c.name, nodes: c.nodes }).collect();
         }
         let done = encapsulate(&graph, &specs)?;
@@ -274,6 +344,7 @@ impl Pass for EncapsulatePass {
                 "{}: variable {} reached through two handles ({}, {})",
                 d.cluster, d.variable, d.handles.0, d.handles.1
             );
+            ctx.note([format!("cluster '{}' is not encapsulated: {why}", d.cluster)]);
             if let Some(spec) = specs.iter().find(|s| s.name == d.cluster) {
                 for &id in &spec.nodes {
                     // Declustered members keep their names; find them in the rebuilt graph.
@@ -296,10 +367,11 @@ mod tests {
         let p = Pipeline::parse("cluster, encapsulate").unwrap();
         assert_eq!(p.names(), ["cluster", "encapsulate"]);
         let e = Pipeline::parse("cluster,nope").unwrap_err();
-        assert_eq!(e.to_string(), "unknown pass 'nope' (known: verify, safety-annotate, cluster, encapsulate)");
+        assert_eq!(e.to_string(), "unknown pass 'nope' (known: verify, safety-annotate, inline, cluster, encapsulate)");
         assert!(e.is_usage());
         assert_eq!(Pipeline::parse(" , ").unwrap_err(), PassError::EmptyPipeline);
-        assert_eq!(Pipeline::compile().names(), ["cluster", "encapsulate"]);
+        assert_eq!(Pipeline::compile().names(), ["inline", "cluster", "encapsulate"]);
+        assert_eq!(Pipeline::parse("default,cluster").unwrap().names(), ["inline", "cluster"]);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The clustered-run pipeline: what `autoclust run` (and `bench`) do to a
 //! graph before running it clustered, in one place.
 //!
+//! 0. **Inline** every function call ([`crate::inline`]), as TensorFlow's
+//!    function optimizer does before clustering.
 //! 1. **Prune** to what the fetches and targets need (every `VarHandleOp`
 //!    is kept, so every variable still exists): a cluster never runs a node
 //!    the request does not need.
@@ -23,7 +25,8 @@
 //!    `validate_shape = true`; every read-modify-write op always), which is
 //!    the check the plain executor's kernel makes.
 //!
-//! Why it is sound: pruning removes only nodes no fetch, target or variable
+//! Why it is sound: inlining keeps every order the call imposed
+//! ([`crate::inline`]); pruning removes only nodes no fetch, target or variable
 //! depends on (the plain executor would not run them either); anchors are
 //! `Identity`/`NoOp` nodes that change no value; encapsulation's soundness
 //! is argued in [`crate::encapsulate`]; the origin attributes are
@@ -34,8 +37,10 @@ use std::collections::HashMap;
 use autoclust_graph::effects::resource_kind;
 use autoclust_graph::{AttrValue, Graph, GraphError, ListValue, Node, NodeId, Output};
 
-use crate::cluster::{ClusterConfig, ClusterError, Clusterer};
-use crate::encapsulate::{encapsulate, ClusterSpec, Declustered, EncapsulateError};
+use autoclust_graph::infer::attr_output_dtypes;
+
+use crate::cluster::{ClusterConfig, ClusterError, Clusterer, Clustering, Refusal};
+use crate::encapsulate::{encapsulate, Bridge, ClusterSpec, Declustered, EncapsulateError};
 
 /// Per variable of a bridge node: the original node it stands for.
 pub const ORIGINS_ATTR: &str = "_autoclust_origins";
@@ -51,8 +56,9 @@ pub enum PipelineError {
     FeedNotPlaceholder(String),
     #[error("'{0}' does not survive pruning")]
     Pruned(String),
+    /// Nothing to cluster; `notes` are the shortfalls that may be why (see [`ClusteredProgram::notes`]).
     #[error("no clusters")]
-    NoClusters,
+    NoClusters { notes: Vec<String> },
     #[error(transparent)]
     Graph(#[from] GraphError),
     #[error(transparent)]
@@ -73,6 +79,17 @@ pub struct ClusteredProgram {
     pub clusters: Vec<String>,
     /// Clusters left unencapsulated (see [`crate::encapsulate`]).
     pub declustered: Vec<Declustered>,
+    /// The bridge of every encapsulated cluster (its function's name included).
+    pub bridges: Vec<Bridge>,
+    /// Nodes in the encapsulated clusters.
+    pub clustered_nodes: usize,
+    /// Nodes of the pruned graph (what the request runs), anchors excluded.
+    pub total_nodes: usize,
+    /// Where the program falls short of what the graph allows, one line per
+    /// cause naming the node (without the `note: ` prefix the CLI adds):
+    /// nodes declined because their types could not be worked out, clusters
+    /// left unencapsulated. Nodes kept out by design are not listed.
+    pub notes: Vec<String>,
 }
 
 /// Runs the pipeline (module doc) for a request on `graph`: `feeds` are the
@@ -92,10 +109,36 @@ pub fn clustered_program(
             return Err(PipelineError::FeedNotPlaceholder(graph.name(o.node).to_string()));
         }
     }
+    // Function calls become their bodies first (TensorFlow's function optimizer
+    // does the same before clustering): clusters no longer stop at every call.
+    // Inlining keeps every node name of the caller (the call stays as an
+    // `IdentityN` of its results), so the request carries over by name.
+    let inlined;
+    let (graph, fetches, targets) = if graph.nodes().iter().any(|n| crate::inline::is_call(graph, n)) {
+        let (g, report) = crate::inline::inline_calls(graph)?;
+        tracing::debug!(inlined = report.inlined, "inlined function calls");
+        inlined = g;
+        let by_name = |o: &Output| -> Result<Output, PipelineError> {
+            let name = graph.name(o.node);
+            let node = inlined.find(name).ok_or_else(|| PipelineError::Pruned(name.to_string()))?;
+            Ok(Output { node, port: o.port })
+        };
+        let fetches = fetches.iter().map(by_name).collect::<Result<Vec<_>, _>>()?;
+        let targets = targets
+            .iter()
+            .map(|&t| by_name(&Output { node: t, port: 0 }).map(|o| o.node))
+            .collect::<Result<Vec<_>, _>>()?;
+        (&inlined, fetches, targets)
+    } else {
+        (graph, fetches.to_vec(), targets.to_vec())
+    };
+    let (fetches, targets) = (&fetches[..], &targets[..]);
     let mut pruned = prune(graph, fetches, targets)?;
-    let clustering = Clusterer::new(config).run(&pruned)?;
+    let total_nodes = pruned.len();
+    let clustering = Clusterer::new(config).run_partial(&pruned)?;
+    let mut notes = shortfalls(&pruned, &clustering);
     if clustering.clusters.is_empty() {
-        return Err(PipelineError::NoClusters);
+        return Err(PipelineError::NoClusters { notes });
     }
     let specs: Vec<ClusterSpec> =
         clustering.clusters.iter().map(|c| ClusterSpec { name: c.name.clone(), nodes: c.nodes.clone() }).collect();
@@ -106,7 +149,11 @@ pub fn clustered_program(
             let name = graph.name(o.node);
             let node = pruned.find(name).ok_or_else(|| PipelineError::Pruned(name.to_string()))?;
             let anchor = fresh_name(&pruned, &format!("_autoclust_fetch_{k}"));
-            pruned.add_node(anchor_node(&anchor, "Identity", vec![Output { node, port: o.port }], vec![]))?;
+            let mut identity = anchor_node(&anchor, "Identity", vec![Output { node, port: o.port }], vec![]);
+            if let Some(t) = attr_output_dtypes(pruned.node(node)).and_then(|ts| ts.get(o.port as usize).copied()) {
+                identity.attrs.insert("T".into(), AttrValue::Type(t));
+            }
+            pruned.add_node(identity)?;
             Ok(anchor)
         })
         .collect::<Result<Vec<_>, PipelineError>>()?;
@@ -128,13 +175,41 @@ pub fn clustered_program(
         declustered = encapsulated.declustered.len(),
         "clustered for run"
     );
+    for d in &encapsulated.declustered {
+        notes.push(format!(
+            "cluster '{}' is not encapsulated: variable '{}' is reached through two handles ('{}' and '{}')",
+            d.cluster, d.variable, d.handles.0, d.handles.1
+        ));
+    }
+    let clustered_nodes =
+        specs.iter().filter(|s| encapsulated.bridges.iter().any(|b| b.cluster == s.name)).map(|s| s.nodes.len()).sum();
     Ok(ClusteredProgram {
         graph: encapsulated.graph,
         fetch_anchors,
         target_anchors,
         clusters: encapsulated.bridges.iter().map(|b| b.cluster.clone()).collect(),
         declustered: encapsulated.declustered,
+        bridges: encapsulated.bridges,
+        clustered_nodes,
+        total_nodes,
+        notes,
     })
+}
+
+/// One note per node the clusterer declined for a shortfall of the analysis
+/// ([`NotCompilable::is_shortfall`]), in node order.
+pub fn shortfalls(graph: &Graph, clustering: &Clustering) -> Vec<String> {
+    clustering
+        .explanations
+        .iter()
+        .filter_map(|r| match r {
+            Refusal::NotCompilable { node, reason } if reason.is_shortfall() => {
+                let n = graph.node(*node);
+                Some(format!("node '{}' ({}) is not clustered: {reason}", n.name, n.op))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// `graph` without the nodes no fetch, target or `VarHandleOp` needs (all
@@ -303,7 +378,127 @@ unused = Neg(c) {T = float32}
         let c = Output { node: g.find("c").unwrap(), port: 0 };
         assert_eq!(
             clustered_program(&g, &[], &[c], &[], ClusterConfig::default()).unwrap_err(),
-            PipelineError::NoClusters
+            PipelineError::NoClusters { notes: vec![] }
+        );
+    }
+
+    /// The Keras LSTM's `Max(x, range)`: a cluster reads a value made by an op
+    /// outside it (`Range` of a run-time limit) whose dtype only its `Tidx`
+    /// attribute gives. This
+    /// used to leave the whole graph unclustered ("cannot tell the dtype").
+    #[test]
+    fn inputs_from_outside_are_typed_from_attributes() {
+        let g = parse(
+            r#"
+x = Placeholder() {dtype = int32, shape = shape[4]}
+s = Const() {dtype = int32, value = int32[]{0}}
+l = Placeholder() {dtype = int32, shape = shape[]}
+d = Const() {dtype = int32, value = int32[]{1}}
+r = Range(s, l, d) {Tidx = int32}
+m = Maximum(x, r) {T = int32}
+n = Mul(m, m) {T = int32}
+"#,
+        );
+        let fetch = Output { node: g.find("n").unwrap(), port: 0 };
+        let feeds: Vec<Output> = ["x", "l"].iter().map(|n| Output { node: g.find(n).unwrap(), port: 0 }).collect();
+        let p = clustered_program(&g, &feeds, &[fetch], &[], ClusterConfig::default()).unwrap();
+        assert_eq!(p.clusters.len(), 1);
+        assert_eq!(p.clustered_nodes, 2);
+        assert_eq!(p.total_nodes, 7);
+        assert!(p.notes.is_empty(), "{:?}", p.notes);
+        let anchor = p.graph.node(p.graph.find(&p.fetch_anchors[0]).unwrap());
+        assert_eq!(anchor.attr("T"), Some(&AttrValue::Type(autoclust_graph::DType::Int32)));
+    }
+
+    /// A call is inlined before clustering, so one cluster spans the caller's
+    /// nodes and the callee's body.
+    #[test]
+    fn clusters_span_inlined_calls() {
+        let g = parse(
+            r#"
+function scale(x: float32) -> (y: float32) {
+  two = Const() {dtype = float32, value = float32[]{2.0}}
+  m = Mul(x, two:0) {T = float32}
+  return y = m:0
+}
+a = Placeholder() {dtype = float32, shape = shape[3]}
+t = Tanh(a) {T = float32}
+c = StatefulPartitionedCall(t) {Tin = [float32], Tout = [float32], f = @scale}
+e = Exp(c) {T = float32}
+"#,
+        );
+        let feed = Output { node: g.find("a").unwrap(), port: 0 };
+        let fetch = Output { node: g.find("e").unwrap(), port: 0 };
+        let p = clustered_program(&g, &[feed], &[fetch], &[], ClusterConfig::default()).unwrap();
+        assert_eq!(p.clusters.len(), 1, "{}", autoclust_graph::text::print(&p.graph));
+        let body = &p.graph.library.functions.last().unwrap();
+        let ops: Vec<&str> = body.nodes.iter().map(|n| n.op.as_str()).collect();
+        for op in ["Tanh", "Mul", "Exp"] {
+            assert!(ops.contains(&op), "{op} not in the cluster: {ops:?}");
+        }
+        assert!(p.graph.nodes().iter().all(|n| n.op != "StatefulPartitionedCall"));
+    }
+
+    /// TensorFlow's `Chains` case: A(unknown) → B → C → D(unknown) → E → F
+    /// gives {B, C} and {E, F}: B and E are typed by their own attributes.
+    #[test]
+    fn nodes_after_unknown_ops_are_typed_by_their_attributes() {
+        let g = parse(
+            r#"
+a = MysteryOp() {}
+b = Relu(a) {T = float32}
+c = Tanh(b) {T = float32}
+d = MysteryOp(c) {}
+e = Relu(d) {T = float32}
+f = Tanh(e) {T = float32}
+"#,
+        );
+        let clustering = Clusterer::new(ClusterConfig::default()).run_partial(&g).unwrap();
+        let mut got: Vec<Vec<&str>> = clustering
+            .clusters
+            .iter()
+            .map(|c| {
+                let mut v: Vec<&str> = c.nodes.iter().map(|&n| g.name(n)).collect();
+                v.sort();
+                v
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, [["b", "c"], ["e", "f"]]);
+        let fetch = Output { node: g.find("f").unwrap(), port: 0 };
+        let p = clustered_program(&g, &[], &[fetch], &[], ClusterConfig::default()).unwrap();
+        assert_eq!(p.clusters.len(), 2, "{}", autoclust_graph::text::print(&p.graph));
+        assert!(p.notes.is_empty(), "{:?}", p.notes);
+    }
+
+    /// A node whose inference fails is declined alone, with a note naming it;
+    /// the rest clusters.
+    #[test]
+    fn an_untypable_node_is_declined_alone_with_a_note() {
+        let g = parse(
+            r#"
+x = Placeholder() {dtype = float32, shape = shape[2, 3]}
+y = Placeholder() {dtype = float32, shape = shape[2, 3]}
+bad = MatMul(x, y) {T = float32}
+t = Tanh(x) {T = float32}
+u = Exp(t) {T = float32}
+"#,
+        );
+        let feeds: Vec<Output> = ["x", "y"].iter().map(|n| Output { node: g.find(n).unwrap(), port: 0 }).collect();
+        let fetches: Vec<Output> = ["bad", "u"].iter().map(|n| Output { node: g.find(n).unwrap(), port: 0 }).collect();
+        let clustering = Clusterer::new(ClusterConfig::default()).run_partial(&g).unwrap();
+        let bad = g.find("bad").unwrap();
+        assert!(
+            clustering.explanations.iter().any(|r| matches!(r,
+            Refusal::NotCompilable { node, reason: crate::compilable::NotCompilable::Untyped { .. } } if *node == bad))
+        );
+        let p = clustered_program(&g, &feeds, &fetches, &[], ClusterConfig::default()).unwrap();
+        assert_eq!(p.clusters.len(), 1);
+        assert_eq!(p.notes.len(), 1, "{:?}", p.notes);
+        assert!(
+            p.notes[0].starts_with("node 'bad' (MatMul) is not clustered: its types could not be inferred"),
+            "{}",
+            p.notes[0]
         );
     }
 }

@@ -22,7 +22,7 @@
 //! cache lookup; the shared [`CompileCache`] is consulted only when the
 //! signature changes.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -44,6 +44,18 @@ pub struct Jit {
     seen: Mutex<HashSet<CacheKey>>,
     compile_nanos: AtomicU64,
     fallbacks: AtomicU64,
+    /// Per function that ran: compiled code, or the first reason it was interpreted.
+    status: Mutex<BTreeMap<String, FunctionStatus>>,
+}
+
+/// How a cluster function has run so far (see [`Jit::function_status`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FunctionStatus {
+    /// Every call so far ran compiled code.
+    Compiled,
+    /// At least one call ran in the interpreter; why (the first reason seen,
+    /// naming the node inside the cluster when the compiler gave one).
+    Interpreted { reason: String },
 }
 
 impl Jit {
@@ -55,6 +67,7 @@ impl Jit {
             seen: Mutex::new(HashSet::new()),
             compile_nanos: AtomicU64::new(0),
             fallbacks: AtomicU64::new(0),
+            status: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -71,6 +84,21 @@ impl Jit {
     /// Calls run by the interpreter so far.
     pub fn interpreted_calls(&self) -> u64 {
         self.fallbacks.load(Ordering::Relaxed)
+    }
+
+    /// Every cluster function called so far, by name, and how it ran. A
+    /// function compiled for one signature and interpreted for another (or
+    /// whose compiled code failed at run time) counts as interpreted.
+    pub fn function_status(&self) -> BTreeMap<String, FunctionStatus> {
+        self.status.lock().clone()
+    }
+
+    fn record(&self, function: &str, interpreted: Option<String>) {
+        let mut status = self.status.lock();
+        let entry = status.entry(function.to_string()).or_insert(FunctionStatus::Compiled);
+        if let (FunctionStatus::Compiled, Some(reason)) = (&*entry, interpreted) {
+            *entry = FunctionStatus::Interpreted { reason };
+        }
     }
 }
 
@@ -95,6 +123,9 @@ struct Body {
     feed_arg: Vec<usize>,
     /// The value each `_Retval` returns, in output order.
     fetches: Vec<Output>,
+    /// Arguments whose values the compiler needs as constants (shape operands
+    /// computed outside the cluster; [`autoclust_compiler::constant_args`]).
+    constant_args: Vec<usize>,
     plan: OnceLock<Result<Arc<Plan>, RunError>>,
 }
 
@@ -122,6 +153,7 @@ impl Body {
             feeds: args.iter().map(|a| Output { node: a.0, port: 0 }).collect(),
             feed_arg: args.iter().map(|a| a.1 as usize).collect(),
             fetches: rets.into_iter().map(|r| r.1).collect(),
+            constant_args: autoclust_compiler::constant_args(&graph),
             graph,
             plan: OnceLock::new(),
         })
@@ -174,13 +206,32 @@ pub use autoclust_graph::ORIGIN_OP_ATTR;
 /// the compiler declined this signature, so the interpreter runs it).
 struct SiteCache {
     sig: Vec<(DType, Vec<usize>)>,
+    /// The values of the arguments compiled as constants.
+    constants: Vec<(usize, Tensor)>,
     compiled: Option<Arc<CompiledFunction>>,
 }
 
 impl SiteCache {
     fn matches(&self, inputs: &[Tensor]) -> bool {
-        self.sig.len() == inputs.len() && self.sig.iter().zip(inputs).all(|((d, s), t)| *d == t.dtype && *s == t.shape)
+        self.sig.len() == inputs.len()
+            && self.sig.iter().zip(inputs).all(|((d, s), t)| *d == t.dtype && *s == t.shape)
+            && self.constants.iter().all(|(i, t)| inputs[*i].bit_eq(t))
     }
+}
+
+/// The values of `body`'s constant arguments in this call: small integer
+/// tensors only (others stay run-time values; the compiler declines if it
+/// needed them).
+fn constant_values(body: &Body, inputs: &[Tensor]) -> Vec<(usize, Tensor)> {
+    body.constant_args
+        .iter()
+        .filter_map(|&i| inputs.get(i).map(|t| (i, t)))
+        .filter(|(_, t)| {
+            matches!(t.dtype, DType::Int32 | DType::Int64)
+                && t.num_elements() <= autoclust_compiler::constant_args::MAX_CONSTANT_ARG_ELEMENTS
+        })
+        .map(|(i, t)| (i, t.clone()))
+        .collect()
 }
 
 /// The compiled function for this signature (`None`: interpret), from the call
@@ -195,22 +246,26 @@ fn lookup(
         return hit.compiled.clone();
     }
     let sig: Vec<(DType, Vec<usize>)> = inputs.iter().map(|t| (t.dtype, t.shape.clone())).collect();
-    let compiled = match jit.cache.get_or_compile(&body.name, &body.graph, &sig) {
+    let constants = constant_values(body, inputs);
+    let compiled = match jit.cache.get_or_compile(&body.name, &body.graph, &sig, &constants) {
         Ok(f) => {
             let mut seen = jit.seen.lock();
-            let key: CacheKey = (body.name.clone(), sig.clone());
+            let key: CacheKey = (body.name.clone(), sig.clone(), autoclust_compiler::constant_key(&constants));
             if !seen.contains(&key) {
                 jit.compile_nanos.fetch_add(f.compile_time().as_nanos() as u64, Ordering::Relaxed);
                 seen.insert(key);
             }
+            drop(seen);
+            jit.record(&body.name, None);
             Some(Arc::new(f))
         }
         Err(e) => {
             tracing::trace!(function = %body.name, error = %e, "interpreting");
+            jit.record(&body.name, Some(e.to_string()));
             None
         }
     };
-    *site.write() = Some(SiteCache { sig, compiled: compiled.clone() });
+    *site.write() = Some(SiteCache { sig, constants, compiled: compiled.clone() });
     compiled
 }
 
@@ -224,10 +279,13 @@ pub(crate) fn prepare(function: &FunctionDef, library: &Library, jit: Arc<Jit>) 
                 match f.call(&inputs) {
                     Ok(out) => return Ok(out.into_iter().collect()),
                     Err(e) => {
-                        tracing::debug!(function = %body.name, error = %e, "compiled call failed; interpreting")
+                        tracing::debug!(function = %body.name, error = %e, "compiled call failed; interpreting");
+                        jit.record(&body.name, Some(format!("the compiled code failed at run time ({e})")));
                     }
                 }
             }
+        } else {
+            jit.record(&body.name, Some("the JIT is disabled".into()));
         }
         jit.fallbacks.fetch_add(1, Ordering::Relaxed);
         Ok(body.interpret(&inputs)?.into_iter().collect())

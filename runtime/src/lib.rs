@@ -42,7 +42,7 @@ mod session;
 pub mod tensor_io;
 pub mod variables;
 
-pub use call::Jit;
+pub use call::{FunctionStatus, Jit};
 pub use error::{KernelError, RunError};
 pub use kernels::compute;
 pub use session::{RunOutputs, RunRequest, Session, SessionOptions};

@@ -98,6 +98,55 @@ pub fn infer(graph: &Graph) -> Result<TypeInfo, VerifyError> {
     Ok(info)
 }
 
+/// Like [`infer`], but a node whose inference fails does not stop the rest:
+/// its error is returned beside the others (with the node's id), its outputs
+/// are typed from its attributes alone when its op's signature allows it
+/// (shapes unknown), and inference goes on downstream. For clients that
+/// decline such nodes one by one instead of giving up on the whole graph
+/// (the clusterer, encapsulation). Fails only on a cycle.
+pub fn infer_partial(graph: &Graph) -> Result<(TypeInfo, Vec<(NodeId, VerifyError)>), VerifyError> {
+    let _span = tracing::debug_span!("infer_partial", nodes = graph.len()).entered();
+    let order = match topological_order(graph) {
+        Some(order) => order,
+        None => graph.topo_order()?,
+    };
+    let mut info = TypeInfo::empty(graph.len());
+    let mut errors = Vec::new();
+    for id in order {
+        if let Err(e) = infer_node(graph, id, &mut info) {
+            let node = graph.node(id);
+            if info.slots[id.index()].1 == 0 {
+                if let Some(types) = attr_output_dtypes(node) {
+                    info.out_counts[id.index()] = Some(types.len() as u32);
+                    info.set_outputs(id, types.into_iter().map(|t| (t, Shape::unknown())));
+                }
+            }
+            errors.push((id, e));
+        }
+    }
+    Ok((info, errors))
+}
+
+/// The dtypes a node's outputs have according to its op's signature and the
+/// node's own attributes alone (`T`, `dtype`, `out_type`, `Tidx`, `DstT`,
+/// `Tout`, … wherever the OpDef ties an output to an attribute), without
+/// looking at any input. `None` for ops the registry does not know (except
+/// calls typed by a `Tout` list) or when an attribute the rule needs is missing.
+pub fn attr_output_dtypes(node: &Node) -> Option<SmallVec<[DType; 4]>> {
+    match registry::lookup(&node.op) {
+        Some(schema) => expand_args(node, schema, schema.outputs).ok(),
+        None => node.attr("Tout").and_then(AttrValue::as_type_list).map(|t| t.iter().copied().collect()),
+    }
+}
+
+/// The dtypes a node's data inputs must have according to its op's signature
+/// and its attributes (what a producer the registry does not know must have
+/// given it). `None` for ops the registry does not know.
+pub fn attr_input_dtypes(node: &Node) -> Option<SmallVec<[DType; 4]>> {
+    let schema = registry::lookup(&node.op)?;
+    expand_args(node, schema, schema.inputs).ok()
+}
+
 /// The static shape of one output (unknown when not inferable). Infers only
 /// the output's data ancestors, so it is cheap on a big graph.
 pub fn static_shape(graph: &Graph, output: Output) -> Shape {

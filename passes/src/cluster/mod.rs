@@ -79,7 +79,7 @@ mod tests;
 
 use std::fmt;
 
-use autoclust_graph::infer::infer;
+use autoclust_graph::infer::{infer, infer_partial};
 use autoclust_graph::verify::VerifyError;
 use autoclust_graph::{CycleError, Graph, NodeId};
 
@@ -194,6 +194,24 @@ impl Clusterer {
         let safety = SafetyAnalysis::compute(graph)?;
         let types = infer(graph)?;
         let compilability = Compilability::compute(graph, &types);
+        Ok(self.run_with(graph, &safety, &compilability))
+    }
+
+    /// Clusters `graph` without giving up on it when a node cannot be typed:
+    /// each node whose inference fails is declined alone
+    /// ([`NotCompilable::Untyped`], with the inference error), its outputs
+    /// typed from its attributes where possible, and the rest clusters. What
+    /// `run`, `bench` and `compile` use: the graph is theirs to run, and a
+    /// node the registry's shape functions reject may still run. Fails only
+    /// on a cycle.
+    pub fn run_partial(&self, graph: &Graph) -> Result<Clustering, ClusterError> {
+        let safety = SafetyAnalysis::compute(graph)?;
+        let (types, errors) = infer_partial(graph)?;
+        let mut compilability = Compilability::compute(graph, &types);
+        for (id, e) in errors {
+            tracing::debug!(node = %graph.name(id), error = %e, "declined: inference failed");
+            compilability.exclude(id, NotCompilable::Untyped { message: e.to_string() });
+        }
         Ok(self.run_with(graph, &safety, &compilability))
     }
 

@@ -78,6 +78,11 @@ fn unique(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::with_dims(vec![None]), Shape::with_dims(vec![n])])
 }
 
+/// `Where` (one input): the coordinates of the true elements, `[?, rank]`.
+fn where_coords(c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![Shape::with_dims(vec![None, c.shape(0).rank().map(|r| r as i64)])])
+}
+
 /// `UnsortedSegment*`: `[num_segments] + data.shape[segment_ids.rank..]`.
 fn unsorted_segment(c: &InferCtx<'_>) -> Shapes {
     let (data, ids) = (c.shape(0), c.shape(1));
@@ -365,6 +370,14 @@ const LIST_ATTRS: &[AttrSpec] = &[tattr("element_dtype", None), tattr("shape_typ
 const ELEMENT_DTYPE: &[AttrSpec] = &[tattr("element_dtype", None)];
 
 pub(super) static OPS: &[OpSchema] = &[
+    op(
+        "Where",
+        OpFamily::Shape,
+        &[a("input", T)],
+        &[a("index", TypeRule::Fixed(Int64))],
+        &[AttrSpec { name: "T", kind: AttrKind::Type, default: AttrDefault::Type(DType::Bool), allowed: None }],
+        where_coords,
+    ),
     op(
         "Unique",
         OpFamily::Shape,

@@ -394,8 +394,14 @@ const DEPTHWISE_ATTRS: &[AttrSpec] = &[
     opt("data_format", AttrKind::String),
     opt("dilations", AttrKind::ListInt),
 ];
+/// `MaxPool`/`MaxPoolGrad`: TensorFlow's OpDef defaults `T` to float32, so graphs
+/// with default attributes stripped (SavedModel function bodies) omit it.
 const POOL_ATTRS: &[AttrSpec] = &[
-    tattr("T", &[Float16, BFloat16, Float32, Float64, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64]),
+    tdef(
+        "T",
+        Float32,
+        &[Float16, BFloat16, Float32, Float64, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+    ),
     req("ksize", AttrKind::ListInt),
     req("strides", AttrKind::ListInt),
     req("padding", AttrKind::String),

@@ -393,6 +393,22 @@ pub(super) static OPS: &[OpSchema] = &[
         s::matmul,
     ),
     op(
+        "BatchMatMulV2",
+        OpFamily::MatMul,
+        &[a("x", T), a("y", T)],
+        &[a("output", T)],
+        &[tattr("T", Some(NUMBER)), bdef("adj_x", false), bdef("adj_y", false)],
+        s::batch_matmul,
+    ),
+    op(
+        "BatchMatMul",
+        OpFamily::MatMul,
+        &[a("x", T), a("y", T)],
+        &[a("output", T)],
+        &[tattr("T", Some(NUMBER)), bdef("adj_x", false), bdef("adj_y", false)],
+        s::batch_matmul,
+    ),
+    op(
         "BiasAdd",
         OpFamily::NeuralNet,
         &[a("value", T), a("bias", T)],

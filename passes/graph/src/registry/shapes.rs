@@ -383,6 +383,38 @@ pub(super) fn matmul(c: &InferCtx<'_>) -> Shapes {
     one(Shape::with_dims(vec![m, n]))
 }
 
+/// `BatchMatMul`/`BatchMatMulV2`: the batch dimensions (all but the last two)
+/// broadcast (V1 requires them equal), the matrices multiply like `MatMul`
+/// with `adj_x`/`adj_y`.
+pub(super) fn batch_matmul(c: &InferCtx<'_>) -> Shapes {
+    let (a, b) = (c.shape(0), c.shape(1));
+    let (Some(da), Some(db)) = (a.dims.as_deref(), b.dims.as_deref()) else { return one(Shape::unknown()) };
+    for (d, s, what) in [(da, a, "x"), (db, b, "y")] {
+        if d.len() < 2 {
+            return Err(rank_err(what, s, "of rank >= 2"));
+        }
+    }
+    let (ra, rb) = (da.len(), db.len());
+    let (ax, ay) = (c.attr_bool("adj_x", false), c.attr_bool("adj_y", false));
+    let (m, k1) = if ax { (da[ra - 1], da[ra - 2]) } else { (da[ra - 2], da[ra - 1]) };
+    let (k2, n) = if ay { (db[rb - 1], db[rb - 2]) } else { (db[rb - 2], db[rb - 1]) };
+    if let (Some(p), Some(q)) = (k1, k2) {
+        if p != q {
+            return Err(format!("inner dimensions must be equal, but are {p} and {q} (shapes {a} and {b})"));
+        }
+    }
+    let batch_a = Shape::with_dims(da[..ra - 2].to_vec());
+    let batch_b = Shape::with_dims(db[..rb - 2].to_vec());
+    let batch = if c.node.op == "BatchMatMul" {
+        merge_shapes(&batch_a, &batch_b)?
+    } else {
+        broadcast_shapes(&batch_a, &batch_b)?
+    };
+    let mut dims = batch.dims.unwrap_or_default();
+    dims.extend([m, n]);
+    one(Shape::with_dims(dims))
+}
+
 fn channel_axis(c: &InferCtx<'_>, rank: usize) -> usize {
     let nchw = c.node.attr("data_format").and_then(AttrValue::as_str) == Some("NCHW");
     if nchw && rank >= 3 {

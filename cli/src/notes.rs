@@ -1,0 +1,84 @@
+//! `note:` lines (CONTRACT.md, "Never silent"): when `run`, `bench` or
+//! `compile` fall short of what the graph allows, they say so on stderr, one
+//! line per cause naming the node, whatever `RUST_LOG` says.
+//!
+//! Causes: a node the clusterer declined because its types could not be
+//! worked out, a cluster left unencapsulated, the whole graph left
+//! unclustered for a reason other than "nothing to cluster", and a cluster
+//! that ran in the interpreter instead of compiled code (known only once it
+//! has been called, so reported after the first step). Nodes kept out by
+//! design (feeds, handles, ops with no lowering) give no note: `cluster
+//! --explain` lists those. Stdout is never touched.
+
+use std::collections::BTreeMap;
+
+use autoclust_runtime::{FunctionStatus, Jit};
+
+/// Most notes printed for one cause family before summarising the rest.
+const MAX_NOTES: usize = 40;
+
+/// What the clustered path did with a graph: the clusters it runs and what
+/// it left out, for `note:` lines and `bench --json`.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterReport {
+    /// `(cluster, function)` of every encapsulated cluster.
+    pub clusters: Vec<(String, String)>,
+    /// Nodes in encapsulated clusters.
+    pub clustered_nodes: usize,
+    /// Nodes of the graph the request runs (after pruning).
+    pub total_nodes: usize,
+    /// Shortfalls found before running (without the `note: ` prefix).
+    pub notes: Vec<String>,
+}
+
+/// How the clusters of a report ran so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClusterCounts {
+    pub compiled: usize,
+    pub interpreted: usize,
+}
+
+impl ClusterReport {
+    /// Counts the clusters that ran compiled and those that (at least once)
+    /// ran in the interpreter; clusters never called count as neither.
+    pub fn counts(&self, jit: &Jit) -> ClusterCounts {
+        let status = jit.function_status();
+        let mut counts = ClusterCounts::default();
+        for (_, function) in &self.clusters {
+            match status.get(function) {
+                Some(FunctionStatus::Compiled) => counts.compiled += 1,
+                Some(FunctionStatus::Interpreted { .. }) => counts.interpreted += 1,
+                None => {}
+            }
+        }
+        counts
+    }
+
+    /// One line per interpreted cluster, naming the cluster and the reason
+    /// (which names the node inside it).
+    pub fn interpreted_notes(&self, status: &BTreeMap<String, FunctionStatus>) -> Vec<String> {
+        self.clusters
+            .iter()
+            .filter_map(|(cluster, function)| match status.get(function) {
+                Some(FunctionStatus::Interpreted { reason }) => {
+                    Some(format!("cluster '{cluster}' runs in the interpreter, not compiled: {reason}"))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Prints `note: LINE` on stderr for each line, at most [`MAX_NOTES`] of
+/// them, then how many more there were.
+pub fn print_notes(lines: &[String]) {
+    for line in lines.iter().take(MAX_NOTES) {
+        eprintln!("note: {line}");
+    }
+    if lines.len() > MAX_NOTES {
+        eprintln!(
+            "note: … and {} more like these (`autoclust cluster --explain` lists every node)",
+            lines.len() - MAX_NOTES
+        );
+    }
+}

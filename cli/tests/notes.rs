@@ -1,0 +1,113 @@
+//! "Never silent" (CONTRACT.md): `run`, `bench` and `compile` say on stderr,
+//! as `note:` lines naming the node, when they fall short of what the graph
+//! allows — whatever RUST_LOG says — and print nothing extra when they do
+//! not. `bench --json` reports the clusters it ran and how.
+
+use std::process::{Command, Output};
+
+fn autoclust(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_autoclust")).args(args).env_remove("RUST_LOG").output().expect("the binary runs")
+}
+
+fn notes(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("note: ")).map(String::from).collect()
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+/// A cluster the compiler fully lowers: `tanh(x) * x + x`.
+const COMPILED: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[2, 3]}
+t = Tanh(x) {T = float32}
+m = Mul(t, x) {T = float32}
+a = AddV2(m, x) {T = float32}
+"#;
+
+/// TensorFlow 1's `Select` with a vector condition picking rows: the
+/// clusterer admits it, the compiler does not lower that form, so the
+/// cluster runs in the interpreter.
+const INTERPRETED: &str = r#"
+c = Placeholder() {dtype = bool, shape = shape[2]}
+x = Placeholder() {dtype = float32, shape = shape[2, 3]}
+y = Neg(x) {T = float32}
+s = Select(c, x, y) {T = float32}
+e = Exp(s) {T = float32}
+"#;
+
+#[test]
+fn a_fully_compiled_run_prints_no_note_and_bench_counts_its_clusters() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "g.graph", COMPILED);
+    let feed = "x=[[1,2,3],[4,5,6]]";
+    let out = autoclust(&["run", &g, "--feed", feed, "--fetch", "a"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(notes(&out).is_empty(), "{:?}", notes(&out));
+    let out = autoclust(&["bench", &g, "--feed", feed, "--fetch", "a", "--steps", "2", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(notes(&out).is_empty(), "{:?}", notes(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["clusters"], 1, "{j}");
+    assert_eq!(j["compiled_clusters"], 1, "{j}");
+    assert_eq!(j["interpreted_clusters"], 0, "{j}");
+    assert_eq!(j["clustered_nodes"], 3, "{j}");
+    assert_eq!(j["total_nodes"], 4, "{j}");
+    for k in ["unclustered_steps_per_s", "clustered_steps_per_s", "speedup", "compile_ms"] {
+        assert!(j[k].is_number(), "{k}: {j}");
+    }
+}
+
+#[test]
+fn an_interpreted_cluster_is_named_on_stderr_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "g.graph", INTERPRETED);
+    let feeds = ["--feed", "c=[true,false]", "--feed", "x=[[1,2,3],[4,5,6]]", "--fetch", "e"];
+    let mut args = vec!["run", &g];
+    args.extend(feeds);
+    let out = autoclust(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let n = notes(&out);
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert!(n[0].starts_with("note: cluster 'cluster_0' runs in the interpreter"), "{}", n[0]);
+    assert!(n[0].contains("node 's' (Select)"), "{}", n[0]);
+    // Stdout carries the fetch only, equal to the plain executor's.
+    let mut plain = args.clone();
+    plain.push("--no-cluster");
+    let reference = autoclust(&plain);
+    assert_eq!(out.stdout, reference.stdout);
+    assert!(notes(&reference).is_empty(), "{:?}", notes(&reference));
+    let mut bench = vec!["bench", &g];
+    bench.extend(feeds);
+    bench.extend(["--steps", "1", "--json"]);
+    let out = autoclust(&bench);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(notes(&out).len(), 1, "{:?}", notes(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((j["clusters"].as_u64(), j["compiled_clusters"].as_u64()), (Some(1), Some(0)), "{j}");
+    assert_eq!(j["interpreted_clusters"], 1, "{j}");
+}
+
+#[test]
+fn running_unclustered_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(
+        &dir,
+        "g.graph",
+        r#"
+x = Placeholder() {dtype = float32, shape = shape[3]}
+k = Const() {dtype = float32, value = float32[3]{1.0, 1.0, 1.0}}
+m = Mul(x, k) {T = float32}
+a = AddV2(m, x) {T = float32}
+"#,
+    );
+    // Feeding a constant (not a placeholder) rules the clustered path out.
+    let out = autoclust(&["run", &g, "--feed", "x=[1,2,3]", "--feed", "k=[2,2,2]", "--fetch", "a"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let n = notes(&out);
+    assert_eq!(n, ["note: running unclustered: feed of 'k', which is not a Placeholder"], "{n:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("a:0 = ") && stdout.contains("[3.0, 6.0, 9.0]"), "{stdout}");
+}

@@ -1,0 +1,138 @@
+//! Which arguments of a body must be known when it is compiled (XLA's
+//! "compile-time constant inputs", its backwards constant analysis).
+//!
+//! Some operands fix the *shape* of a result, not its values: a `Reshape`'s
+//! shape, a reduction's axes, a `Transpose`'s permutation, `Fill`'s dims,
+//! `Range`'s bounds, … The compiler lowers code for fixed shapes, so these
+//! operands must be compile-time constants. Inside a cluster they usually
+//! are (constants, `Shape` of an input, integer arithmetic on those), but in
+//! TensorFlow 2 gradient graphs they are often computed *outside* the
+//! cluster — by a `Range` over a rank, a `Shape` of a loop output, an
+//! `InvertPermutation` — and reach the body as an `_Arg`.
+//!
+//! [`constant_args`] walks backwards from every such operand through the
+//! integer arithmetic that computes it (any op but `Shape`/`Size`/`Rank`/
+//! `ShapeN`, whose outputs depend only on shapes, which the compiler always
+//! knows) and returns the `_Arg` indices it reaches. The runtime compiles a
+//! body with those arguments' *values* baked in and makes the values part of
+//! the compile-cache key, as XLA does: a new value means a new compile, the
+//! same value reuses the code.
+//!
+//! Soundness: the compiled function is only ever called with the argument
+//! values it was compiled for (the cache key and the call site both compare
+//! them), so treating them as constants changes nothing observable.
+
+use autoclust_graph::{AttrValue, DType, Graph};
+
+/// Largest constant argument baked into a compile (elements); bigger ones
+/// stay run-time values (and the compile declines if it needed them).
+pub const MAX_CONSTANT_ARG_ELEMENTS: usize = 64;
+
+/// The operand slots of `op` that fix a result's shape (must be constants).
+fn shape_operands(op: &str, inputs: usize) -> Vec<usize> {
+    match op {
+        "Reshape" | "Tile" | "BroadcastTo" | "ExpandDims" | "Transpose" | "Sum" | "Mean" | "Max" | "Min" | "Prod"
+        | "All" | "Any" | "ArgMax" | "ArgMin" | "EuclideanNorm" | "Cumsum" | "Cumprod" | "ReverseV2" => vec![1],
+        "Fill" | "InvertPermutation" | "Empty" => vec![0],
+        "Range" | "BroadcastGradientArgs" | "BroadcastArgs" => (0..inputs).collect(),
+        "Slice" => vec![1, 2],
+        "StridedSlice" => vec![1, 2, 3],
+        "ConcatV2" if inputs > 0 => vec![inputs - 1],
+        "GatherV2" => vec![2],
+        "Split" => vec![0],
+        "SplitV" => vec![1, 2],
+        "Pad" | "PadV2" | "MirrorPad" => vec![1],
+        "OneHot" => vec![1],
+        "UnsortedSegmentSum" | "UnsortedSegmentMax" | "UnsortedSegmentMin" | "UnsortedSegmentProd" => vec![2],
+        "ScatterNd" => vec![2],
+        _ => vec![],
+    }
+}
+
+/// Ops whose outputs depend only on their inputs' shapes: the walk stops there.
+fn shape_only(op: &str) -> bool {
+    matches!(op, "Shape" | "Size" | "Rank" | "ShapeN" | "ZerosLike" | "OnesLike")
+}
+
+/// The indices of the `_Arg` nodes whose values must be compile-time
+/// constants (module doc), sorted. Arguments typed other than int32/int64
+/// are never listed.
+pub fn constant_args(body: &Graph) -> Vec<usize> {
+    let mut needed = vec![false; body.len()];
+    let mut stack = Vec::new();
+    for id in body.node_ids() {
+        let n = body.node(id);
+        for slot in shape_operands(&n.op, n.inputs.len()) {
+            if let Some(o) = n.inputs.get(slot) {
+                stack.push(o.node);
+            }
+        }
+    }
+    let mut args = Vec::new();
+    while let Some(id) = stack.pop() {
+        if std::mem::replace(&mut needed[id.index()], true) {
+            continue;
+        }
+        let n = body.node(id);
+        if n.op == "_Arg" {
+            // Without a `T` the caller decides from the value it passes.
+            let integer = matches!(n.attr("T").and_then(AttrValue::as_type), None | Some(DType::Int32 | DType::Int64));
+            if let (true, Some(i)) = (integer, n.attr("index").and_then(AttrValue::as_int)) {
+                args.push(i as usize);
+            }
+            continue;
+        }
+        if shape_only(&n.op) {
+            continue;
+        }
+        stack.extend(n.inputs.iter().map(|o| o.node));
+    }
+    args.sort_unstable();
+    args.dedup();
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(src: &str) -> Graph {
+        autoclust_graph::text::parse(src).unwrap()
+    }
+
+    #[test]
+    fn reaches_arguments_through_integer_arithmetic_not_through_shape() {
+        let g = body(
+            r#"
+x = _Arg() {T = float32, index = 0}
+r = _Arg() {T = int32, index = 1}
+k = _Arg() {T = int32, index = 2}
+data = _Arg() {T = int32, index = 3}
+one = Const() {dtype = int32, value = int32[]{1}}
+rk = AddV2(r, one) {T = int32}
+m = Max(x, rk) {T = float32, Tidx = int32}
+s = Shape(x) {T = float32, out_type = int32}
+t = Reshape(m, s) {T = float32, Tshape = int32}
+d = Mul(data, k) {T = int32}
+o = _Retval(t) {T = float32, index = 0}
+p = _Retval(d) {T = int32, index = 1}
+"#,
+        );
+        // r feeds the axes through AddV2; x only through Shape; k and data are data.
+        assert_eq!(constant_args(&g), [1]);
+    }
+
+    #[test]
+    fn float_arguments_are_never_baked() {
+        let g = body(
+            r#"
+x = _Arg() {T = float32, index = 0}
+c = Cast(x) {SrcT = float32, DstT = int32}
+y = _Arg() {T = float32, index = 1}
+f = Fill(c, y) {T = float32, index_type = int32}
+o = _Retval(f) {T = float32, index = 0}
+"#,
+        );
+        assert!(constant_args(&g).is_empty());
+    }
+}
