@@ -153,8 +153,13 @@ pub fn load_saved_model(dir: &Path) -> Result<autoclust_graphdef::saved_model::S
     autoclust_graphdef::saved_model::load_saved_model(dir).map_err(|e| CliError::input(e.to_string()))
 }
 
-/// The DAG check every loaded graph passes: a cycle is reported with its nodes.
+/// The checks every loaded graph passes: every `node:port` input names an output its
+/// producer has (where the producer's op says how many), and the graph is a DAG (a cycle
+/// is reported with its nodes).
 fn check_acyclic(graph: &Graph, file: &str) -> Result<(), CliError> {
+    if let Err(e) = graph.check_ports() {
+        return Err(located(file, e.span(), e));
+    }
     if let Err(cycle) = graph.topo_order() {
         let span = cycle.nodes.first().and_then(|n| graph.find(n)).and_then(|id| graph.node(id).span);
         return Err(match span {

@@ -33,6 +33,11 @@ pub use error::CliError;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Refuse, with an error naming the node, any tensor whose buffer would take more than
+    /// BYTES: constants as they are read, and every size computed at run time (Fill, Tile,
+    /// Range, random ops, …) before it is allocated. Default 2147483648 (2 GiB).
+    #[arg(long, global = true, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    max_tensor_bytes: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -66,6 +71,9 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
+    if let Some(bytes) = cli.max_tensor_bytes {
+        autoclust_graph::limits::set_max_tensor_bytes(bytes);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)

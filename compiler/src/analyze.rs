@@ -229,6 +229,9 @@ pub fn analyze(
             })
             .collect::<Result<_, _>>()?;
         let info = analyze_node(node, &ins, inputs, constants)?;
+        for o in &info.outputs {
+            within_budget(node, o.dtype, &o.shape)?;
+        }
         if let NodeKind::Retval(i) = info.kind {
             if retvals.len() <= i {
                 retvals.resize(i + 1, None);
@@ -243,6 +246,27 @@ pub fn analyze(
         .map(|(i, r)| r.ok_or_else(|| CompileError::Invalid(format!("no _Retval with index {i}"))))
         .collect::<Result<_, _>>()?;
     Ok(Analysis { order, nodes, retvals })
+}
+
+/// Declines (so the interpreter runs the body and its kernel reports the error, naming the
+/// node) an output past the tensor budget (`autoclust_graph::limits`), before a folded
+/// constant or a buffer is sized from it. Checked for every node's outputs, so the shapes
+/// the rest of the analysis multiplies out never overflow.
+fn within_budget(node: &Node, dtype: DType, shape: &[usize]) -> Result<(), CompileError> {
+    autoclust_graph::limits::tensor_elements(dtype, shape)
+        .map(drop)
+        .map_err(|e| CompileError::unsupported(node, e.to_string()))
+}
+
+/// Dimensions from an operand's value (`Fill`'s dims, `BroadcastTo`'s shape); a negative one
+/// declines, so the interpreter's kernel reports it.
+fn dims_of(node: &Node, dims: &[i64], what: &str) -> Result<Vec<usize>, CompileError> {
+    dims.iter()
+        .map(|&d| {
+            usize::try_from(d)
+                .map_err(|_| CompileError::unsupported(node, format!("{what} has negative dimension {d}")))
+        })
+        .collect()
 }
 
 /// The body's topological order restricted to the nodes a `_Retval` needs (plus every
@@ -496,7 +520,8 @@ fn analyze_node(
         "Fill" => {
             need(2)?;
             let dims = int_const(node, &ins[0], "dims")?;
-            let shape: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
+            let shape = dims_of(node, &dims, "dims")?;
+            within_budget(node, ins[1].dtype, &shape)?;
             if let Some(v) = &ins[1].konst {
                 // Repeat the value's own element (no f64 round trip, which would lose large int64s).
                 if let Some(x) = Scalar::at(v, 0) {
@@ -526,6 +551,9 @@ fn analyze_node(
     }
 
     let info = analyze_compute(node, ins)?;
+    for o in &info.outputs {
+        within_budget(node, o.dtype, &o.shape)?;
+    }
     // Fold when every input is a constant and the result is small.
     let all_const = ins.iter().all(|v| v.konst.is_some());
     let small = info.outputs.iter().all(|o| o.elements() <= FOLD_LIMIT);
@@ -666,10 +694,12 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             need(2)?;
             let want = int_const(node, &ins[1], "shape")?;
             let n = ins[0].elements();
-            let known: usize = want.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
-            let shape: Vec<usize> =
-                want.iter().map(|&d| if d < 0 { n.checked_div(known).unwrap_or(0) } else { d as usize }).collect();
-            if shape.iter().product::<usize>() != n {
+            let known = want.iter().filter(|&&d| d >= 0).try_fold(1usize, |a, &d| a.checked_mul(d as usize));
+            let shape: Vec<usize> = want
+                .iter()
+                .map(|&d| if d < 0 { known.and_then(|k| n.checked_div(k)).unwrap_or(0) } else { d as usize })
+                .collect();
+            if shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) != Some(n) {
                 return Err(CompileError::Invalid(format!(
                     "node '{}': cannot reshape {:?} to {want:?}",
                     node.name, ins[0].shape
@@ -897,14 +927,16 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             for (d, &k) in m.iter().enumerate() {
                 dims.extend([k as usize, x.shape[d]]);
                 strides.extend([0isize, st[d] as isize]);
-                out.push(k as usize * x.shape[d]);
+                out.push((k as usize).checked_mul(x.shape[d]).ok_or_else(|| {
+                    CompileError::unsupported(node, format!("Tile multiples {m:?} of {:?} overflow", x.shape))
+                })?);
             }
             Ok(kernel(KernelOp::Strided { dims, strides, offset: 0 }, vec![0], vec![vi(x.dtype, out)]))
         }
         "BroadcastTo" => {
             need(2)?;
             let x = &ins[0];
-            let want: Vec<usize> = int_const(node, &ins[1], "shape")?.iter().map(|&d| d.max(0) as usize).collect();
+            let want = dims_of(node, &int_const(node, &ins[1], "shape")?, "shape")?;
             let out = broadcast_shapes(&x.shape, &want).filter(|s| *s == want).ok_or_else(|| {
                 CompileError::Invalid(format!("node '{}': cannot broadcast {:?} to {want:?}", node.name, x.shape))
             })?;

@@ -22,6 +22,9 @@ pub enum KernelError {
     /// Bad input values or shapes (TensorFlow's `InvalidArgument`).
     #[error("{0}")]
     Invalid(String),
+    /// An output past the tensor size budget (`--max-tensor-bytes`), refused before allocating.
+    #[error(transparent)]
+    TooLarge(#[from] autoclust_graph::limits::SizeError),
     /// A variable read before it was assigned.
     #[error("variable '{0}' is uninitialised")]
     Uninitialized(String),

@@ -35,6 +35,10 @@ use crate::kernels::resource::{self, StatefulFn};
 use crate::kernels::{self, Inputs, PureFn};
 use crate::variables::VariableStore;
 
+/// The most outputs a node of an op that does not declare its output count may have
+/// (a bound on hostile ports; TensorFlow's ops and functions declare theirs).
+const MAX_OPAQUE_OUTPUTS: usize = 1 << 16;
+
 /// How a planned node produces its outputs.
 pub(crate) enum NodeKernel {
     Pure(PureFn),
@@ -189,14 +193,41 @@ impl Plan {
             plan_index[id.index()] = i as u32;
         }
         // Output slots: as many as the highest port used (by a planned consumer or a fetch).
+        // Every port is checked first against what its producer's op declares (an opaque
+        // op's against a generous bound), so a hostile port is an error, not a wrapped
+        // slot index (another output's value) or a slot table of billions of entries.
+        let port_error = |o: &Output| -> Option<String> {
+            let p = graph.node(o.node);
+            match graph.output_count(o.node) {
+                Some(n) => (o.port as usize >= n)
+                    .then(|| format!("reads output {} but '{}' ({}) has {n} output(s)", o.port, p.name, p.op)),
+                None => (o.port as usize >= MAX_OPAQUE_OUTPUTS).then(|| {
+                    format!(
+                        "reads output {} of '{}' ({}), an op that does not declare its outputs; at most {MAX_OPAQUE_OUTPUTS} are allowed",
+                        o.port, p.name, p.op
+                    )
+                }),
+            }
+        };
         let mut out_count = vec![0u32; ids.len()];
         for &id in &ids {
             if !fed_ports[id.index()].is_empty() {
                 continue;
             }
-            for o in &graph.node(id).inputs {
+            let node = graph.node(id);
+            for o in &node.inputs {
+                if let Some(m) = port_error(o) {
+                    let error = KernelError::invalid(format!("input '{}' {m}", graph.output_name(*o)));
+                    return Err(RunError::Node { node: node.name.clone(), op: node.op.clone(), error });
+                }
                 let p = plan_index[o.node.index()] as usize;
                 out_count[p] = out_count[p].max(o.port + 1);
+            }
+        }
+        for o in fetches.iter().chain(feeds) {
+            if let Some(m) = port_error(o) {
+                let name = format!("{}:{}", graph.name(o.node), o.port);
+                return Err(RunError::BadRequest { name, message: m });
             }
         }
         for o in fetches {
@@ -207,7 +238,10 @@ impl Plan {
         let mut total = 0u32;
         for &c in &out_count {
             out_start.push(total);
-            total += c;
+            total = total.checked_add(c).ok_or_else(|| RunError::BadRequest {
+                name: String::new(),
+                message: "the plan needs more than 2^32 output slots".into(),
+            })?;
         }
         let slot = |o: &Output| out_start[plan_index[o.node.index()] as usize] + o.port;
         let mut slot_uses = vec![0u32; total as usize];

@@ -133,6 +133,10 @@ impl Session {
         match parse_input(name) {
             Some(InputRef::Data { node, port }) => {
                 let id = self.graph.find(node).ok_or_else(|| bad("names no node in the graph"))?;
+                if let Some(n) = self.graph.output_count(id).filter(|&n| port as usize >= n) {
+                    let op = &self.graph.node(id).op;
+                    return Err(bad(&format!("node '{node}' ({op}) has {n} output(s)")));
+                }
                 Ok(Output { node: id, port })
             }
             _ => Err(bad("expected NODE or NODE:PORT")),

@@ -176,6 +176,36 @@ pub enum GraphError {
     MalformedInput { node: String, input: String, span: Option<Span> },
     #[error("{}node '{node}': data input '{input}' follows a control input", at(.span))]
     DataAfterControl { node: String, input: String, span: Option<Span> },
+    /// A `node:port` whose port is past the producer's outputs (when its op says how many).
+    #[error(transparent)]
+    PortOutOfRange(Box<PortOutOfRange>),
+}
+
+impl GraphError {
+    /// Where the error is, when the node has a position.
+    pub fn span(&self) -> Option<Span> {
+        match self {
+            GraphError::DuplicateNode { span, .. }
+            | GraphError::UnknownInput { span, .. }
+            | GraphError::MalformedInput { span, .. }
+            | GraphError::DataAfterControl { span, .. } => *span,
+            GraphError::PortOutOfRange(p) => p.span,
+        }
+    }
+}
+
+/// [`GraphError::PortOutOfRange`]: node `node`'s input `input` reads output `port` of
+/// `producer`, whose op `op` has `outputs` outputs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}node '{node}': input '{input}' reads output {port} but '{producer}' ({op}) has {outputs} output(s)", at(.span))]
+pub struct PortOutOfRange {
+    pub node: String,
+    pub input: String,
+    pub port: u32,
+    pub producer: String,
+    pub op: String,
+    pub outputs: usize,
+    pub span: Option<Span>,
 }
 
 fn at(span: &Option<Span>) -> String {
@@ -229,9 +259,9 @@ impl Graph {
                 return Err(GraphError::DuplicateNode { name: n.name.clone(), span: n.span });
             }
         }
+        let resolved = raw.iter().map(|n| resolve_inputs(n, &index)).collect::<Result<Vec<_>, _>>()?;
         let mut nodes = Vec::with_capacity(raw.len());
-        for n in raw {
-            let (inputs, control_inputs) = resolve_inputs(&n, &index)?;
+        for (n, (inputs, control_inputs)) in raw.into_iter().zip(resolved) {
             nodes.push(Node {
                 name: n.name,
                 op: n.op,
@@ -243,6 +273,37 @@ impl Graph {
             });
         }
         Ok(Graph { nodes, index, library, versions })
+    }
+
+    /// How many outputs node `id` has, when its op says (see [`crate::registry::output_count`]).
+    pub fn output_count(&self, id: NodeId) -> Option<usize> {
+        let n = self.node(id);
+        crate::registry::output_count(&n.op, &n.attrs, &self.library)
+    }
+
+    /// Checks that every data input reads an output its producer has, where the producer's
+    /// op says how many (an opaque op's ports are not checked). The loaders' check, so no
+    /// command works on a `node:port` that cannot exist; `verify` says the same with types.
+    pub fn check_ports(&self) -> Result<(), GraphError> {
+        let mut counts: Vec<Option<Option<usize>>> = vec![None; self.nodes.len()];
+        for n in &self.nodes {
+            for &o in &n.inputs {
+                let count = *counts[o.node.index()].get_or_insert_with(|| self.output_count(o.node));
+                if let Some(outputs) = count.filter(|&c| o.port as usize >= c) {
+                    let p = self.node(o.node);
+                    return Err(GraphError::PortOutOfRange(Box::new(PortOutOfRange {
+                        node: n.name.clone(),
+                        input: self.output_name(o),
+                        port: o.port,
+                        producer: p.name.clone(),
+                        op: p.op.clone(),
+                        outputs,
+                        span: n.span,
+                    })));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Adds a node whose inputs already exist. Fails on a duplicate name.
@@ -489,6 +550,39 @@ mod tests {
             attrs: Attrs::new(),
             device: String::new(),
             span: None,
+        }
+    }
+
+    #[test]
+    fn ports_are_checked_against_declared_outputs() {
+        let mut split = raw("s", "ConcatOffset", &["axis", "x"]);
+        split.attrs.insert("N".into(), crate::AttrValue::I(3));
+        let nodes = |port: &str| {
+            vec![
+                raw("x", "Placeholder", &[]),
+                raw("axis", "Const", &[]),
+                split.clone(),
+                raw("y", "Neg", &[port]),
+                raw("z", "NoSuchOp", &["x"]),
+                raw("w", "Neg", &["z:7"]),
+            ]
+        };
+        let g = Graph::from_raw(nodes("s:2"), Library::default(), None).unwrap();
+        assert_eq!(g.output_count(g.find("s").unwrap()), Some(3));
+        assert_eq!(g.output_count(g.find("x").unwrap()), Some(1));
+        // An opaque op declares nothing: its ports are not checked here.
+        assert_eq!(g.output_count(g.find("z").unwrap()), None);
+        assert_eq!(g.check_ports(), Ok(()));
+        for (port, n) in [("s:3", 3), ("x:4294967295", 1), ("axis:1", 1)] {
+            let g = Graph::from_raw(nodes(port), Library::default(), None).unwrap();
+            let e = g.check_ports().unwrap_err();
+            let producer = port.split(':').next().unwrap();
+            assert!(e.to_string().starts_with(&format!("node 'y': input '{port}' reads output")), "{e}");
+            assert!(
+                e.to_string().contains(&format!("'{producer}'"))
+                    && e.to_string().ends_with(&format!("has {n} output(s)")),
+                "{e}"
+            );
         }
     }
 

@@ -15,6 +15,7 @@ pub mod einsum;
 pub mod function;
 mod graph;
 pub mod infer;
+pub mod limits;
 pub mod registry;
 mod shape;
 mod tensor;
@@ -31,7 +32,7 @@ pub use dtype::{DType, RefBase};
 pub use effects::ResourceKind;
 pub use graph::{
     parse_input, ArgDef, AttrDef, CycleError, FunctionDef, GradientDef, Graph, GraphError, InputRef, Library, Node,
-    NodeId, Output, RawNode, Signature, Span, Successors, Versions,
+    NodeId, Output, PortOutOfRange, RawNode, Signature, Span, Successors, Versions,
 };
 pub use shape::{Dim, Shape};
 pub use tensor::{Tensor, TensorData, TensorError, TensorList};

@@ -36,8 +36,9 @@ impl Shape {
     pub fn is_fully_known(&self) -> bool {
         self.to_known().is_some()
     }
+    /// The element count, if the shape is fully known and the count fits in a `usize`.
     pub fn num_elements(&self) -> Option<usize> {
-        self.to_known().map(|d| d.iter().product())
+        self.to_known()?.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
     }
 }
 

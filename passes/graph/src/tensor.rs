@@ -100,6 +100,9 @@ pub enum TensorError {
     ElementCount { shape: Vec<usize>, expected: usize, got: usize },
     #[error("dtype {dtype} cannot hold these values")]
     DTypeMismatch { dtype: DType },
+    /// The tensor would be past the size budget ([`crate::limits`]).
+    #[error(transparent)]
+    TooLarge(#[from] crate::limits::SizeError),
 }
 
 impl Tensor {
@@ -151,8 +154,9 @@ impl Tensor {
     /// A tensor of a type held as raw little-endian bytes.
     pub fn from_raw(dtype: DType, shape: Vec<usize>, bytes: Vec<u8>) -> Result<Tensor, TensorError> {
         let width = dtype.size_of().ok_or(TensorError::DTypeMismatch { dtype })?;
-        let n: usize = shape.iter().product();
-        if bytes.len() != n * width {
+        let n = crate::limits::checked_elements(shape.iter().map(|&d| d as u64)).and_then(|n| usize::try_from(n).ok());
+        if n.and_then(|n| n.checked_mul(width)) != Some(bytes.len()) {
+            let n = n.unwrap_or(usize::MAX);
             return Err(TensorError::ElementCount { shape, expected: n, got: bytes.len() / width });
         }
         Ok(Tensor { dtype, shape, data: TensorData::Raw(Arc::new(bytes)) })
@@ -172,8 +176,9 @@ impl Tensor {
     }
 
     /// A tensor of `shape` filled with zeros of `dtype` (false for bool, "" for string).
+    /// Refused, before allocating, past the size budget ([`crate::limits`]).
     pub fn zeros(dtype: DType, shape: Vec<usize>) -> Result<Tensor, TensorError> {
-        let n: usize = shape.iter().product();
+        let n = crate::limits::tensor_elements(dtype, &shape)?;
         let data = match dtype {
             DType::Float32 => TensorData::F32(Arc::new(vec![0.0; n])),
             DType::Float64 => TensorData::F64(Arc::new(vec![0.0; n])),
@@ -187,8 +192,9 @@ impl Tensor {
     }
 
     fn check(shape: &[usize], got: usize) -> Result<(), TensorError> {
-        let expected: usize = shape.iter().product();
-        if expected != got {
+        let expected = crate::limits::checked_elements(shape.iter().map(|&d| d as u64));
+        if expected != Some(got as u64) {
+            let expected = expected.and_then(|n| usize::try_from(n).ok()).unwrap_or(usize::MAX);
             return Err(TensorError::ElementCount { shape: shape.to_vec(), expected, got });
         }
         Ok(())

@@ -176,8 +176,9 @@ fn tensor_from_proto(t: &pb::TensorProto, name: &str, ctx: Ctx<'_>) -> Result<Te
         Some(s) => shape_from_proto(s, name, ctx)?,
     };
     let dims = shape.to_known().ok_or_else(|| ctx.err(name, format!("tensor shape {shape} is not fully known")))?;
-    let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| ctx.err(name, "tensor too large"))?;
     let bad = |m: String| ctx.err(name, m);
+    // Checked before any buffer exists: a declared shape is only a few bytes of the file.
+    let n = autoclust_graph::limits::tensor_elements(dtype, &dims).map_err(|e| bad(e.to_string()))?;
     if !t.tensor_content.is_empty() {
         let width = dtype.size_of().ok_or_else(|| bad(format!("tensor_content is not allowed for {dtype}")))?;
         let c = &t.tensor_content;
@@ -615,6 +616,26 @@ mod tests {
         assert_eq!(z.as_i64().unwrap(), &[0, 0, 0]);
         t.float_val = vec![0.0; 7];
         assert!(tensor_from_proto(&t, "value", ctx()).is_err());
+    }
+
+    #[test]
+    fn refuses_hostile_sizes_before_allocating() {
+        // 4 TB declared by a few bytes: refused, no allocation attempted.
+        let mut t = tensor(pb::DataType::DT_FLOAT, &[1_000_000, 1_000_000]);
+        t.float_val = vec![1.0];
+        let e = tensor_from_proto(&t, "value", ctx()).unwrap_err().to_string();
+        assert!(e.starts_with("node 'c': attribute 'value': tensor float32[1000000, 1000000] needs"), "{e}");
+        assert!(e.contains("--max-tensor-bytes"), "{e}");
+        // 2^61 elements (the old splat's "capacity overflow") and 2^62 (its bytes overflow).
+        let e = tensor_from_proto(&tensor(pb::DataType::DT_FLOAT, &[1 << 61]), "value", ctx()).unwrap_err();
+        assert!(e.to_string().contains("needs 9223372036854775808 bytes"), "{e}");
+        let e = tensor_from_proto(&tensor(pb::DataType::DT_FLOAT, &[1 << 62]), "value", ctx()).unwrap_err();
+        assert!(e.to_string().contains("more elements than can be counted"), "{e}");
+        let e = tensor_from_proto(&tensor(pb::DataType::DT_STRING, &[1 << 40]), "value", ctx()).unwrap_err();
+        assert!(e.to_string().contains("bytes, more than the limit"), "{e}");
+        // An empty tensor with a huge other dimension is fine.
+        let z = tensor_from_proto(&tensor(pb::DataType::DT_FLOAT, &[0, 1 << 62]), "value", ctx()).unwrap();
+        assert_eq!(z.num_elements(), 0);
     }
 
     #[test]

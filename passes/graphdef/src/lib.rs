@@ -55,12 +55,7 @@ impl GraphDefError {
             GraphDefError::Text(t) => Some(t.span),
             GraphDefError::Binary(_) => None,
             GraphDefError::Attr { span, .. } => *span,
-            GraphDefError::Graph(g) => match g {
-                GraphError::DuplicateNode { span, .. }
-                | GraphError::UnknownInput { span, .. }
-                | GraphError::MalformedInput { span, .. }
-                | GraphError::DataAfterControl { span, .. } => *span,
-            },
+            GraphDefError::Graph(g) => g.span(),
         }
     }
 }

@@ -72,8 +72,8 @@ pub fn tensor_from_le(dtype: DType, shape: Vec<usize>, b: &[u8]) -> Result<Tenso
         c.try_into().expect("chunk width")
     }
     let width = dtype.size_of().ok_or_else(|| format!("unsupported dtype {}", dtype.name()))?;
-    let n: usize = shape.iter().product();
-    if b.len() != n * width {
+    let n = autoclust_graph::limits::tensor_elements(dtype, &shape).map_err(|e| e.to_string())?;
+    if n.checked_mul(width) != Some(b.len()) {
         return Err(format!("{} bytes for {} elements of {}", b.len(), n, dtype.name()));
     }
     let t = match dtype {
@@ -183,9 +183,10 @@ pub fn read_checkpoint(prefix: &Path) -> Result<Vec<(String, Tensor)>, Checkpoin
 
 /// A string tensor in bundle layout, and the entry checksum TensorFlow computes for it.
 fn decode_strings(shape: Vec<usize>, b: &[u8]) -> Result<(Tensor, u32), String> {
-    let n: usize = shape.iter().product();
+    let n = autoclust_graph::limits::tensor_elements(DType::String, &shape).map_err(|e| e.to_string())?;
     let mut pos = 0;
-    let mut lens = Vec::with_capacity(n);
+    // Each length takes at least one byte: a shape the bytes cannot hold reserves nothing.
+    let mut lens = Vec::with_capacity(n.min(b.len()));
     let mut crc = 0;
     for _ in 0..n {
         let l = get_varint(b, &mut pos).ok_or("truncated string lengths")?;
@@ -199,7 +200,7 @@ fn decode_strings(shape: Vec<usize>, b: &[u8]) -> Result<(Tensor, u32), String> 
     }
     crc = crc32c::extend(crc, stored);
     pos += 4;
-    let mut items = Vec::with_capacity(n);
+    let mut items = Vec::with_capacity(lens.len());
     for l in lens {
         let s = b.get(pos..pos + l).ok_or("truncated string data")?;
         crc = crc32c::extend(crc, s);

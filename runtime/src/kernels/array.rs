@@ -10,8 +10,8 @@ use autoclust_graph::{Node, Tensor};
 
 use super::elementwise::Num;
 use super::{
-    arity, attr_int_or, dispatch_all, dispatch_num, int_scalar, int_values, norm_axis, one, shape_values, strides,
-    tensor_of, Elem, Inputs, Outputs, PureFn,
+    arity, attr_int_or, budget, dispatch_all, dispatch_num, int_scalar, int_values, norm_axis, one, shape_values,
+    strides, tensor_of, Elem, Inputs, Outputs, PureFn,
 };
 use crate::error::{KResult, KernelError};
 
@@ -371,7 +371,16 @@ fn tile(t: &Tensor, multiples: &[i64]) -> KResult<Tensor> {
     if multiples.len() != t.rank() || multiples.iter().any(|&m| m < 0) {
         return Err(KernelError::invalid(format!("Tile: multiples {multiples:?} do not fit shape {:?}", t.shape)));
     }
-    let out_shape: Vec<usize> = t.shape.iter().zip(multiples).map(|(&d, &m)| d * m as usize).collect();
+    let out_shape = t
+        .shape
+        .iter()
+        .zip(multiples)
+        .map(|(&d, &m)| d.checked_mul(m as usize))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| {
+            KernelError::invalid(format!("Tile: multiples {multiples:?} of shape {:?} overflow", t.shape))
+        })?;
+    budget(t.dtype, &out_shape)?;
     fn go<T: Elem>(t: &Tensor, out_shape: Vec<usize>) -> KResult<Tensor> {
         let x = T::slice(t);
         let st = strides(&t.shape);
@@ -492,8 +501,11 @@ fn pad(t: &Tensor, paddings: &[i64], mode: PadMode, fill: Option<&Tensor>) -> KR
             return Err(KernelError::invalid("constant_values must be a scalar of the input's dtype"));
         }
     }
-    let out_shape: Vec<usize> =
-        (0..r).map(|d| t.shape[d] + paddings[2 * d] as usize + paddings[2 * d + 1] as usize).collect();
+    let out_shape = (0..r)
+        .map(|d| t.shape[d].checked_add(paddings[2 * d] as usize)?.checked_add(paddings[2 * d + 1] as usize))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| KernelError::invalid(format!("paddings {paddings:?} of shape {:?} overflow", t.shape)))?;
+    budget(t.dtype, &out_shape)?;
     fn go<T: Elem>(
         t: &Tensor,
         paddings: &[i64],
@@ -637,10 +649,11 @@ fn fill(dims: &[usize], value: &Tensor) -> KResult<Tensor> {
     if value.num_elements() != 1 || value.rank() != 0 {
         return Err(KernelError::invalid("Fill: value must be a scalar"));
     }
-    fn go<T: Elem>(dims: &[usize], value: &Tensor) -> KResult<Tensor> {
-        Ok(tensor_of(dims.to_vec(), vec![T::slice(value)[0]; dims.iter().product()]))
+    let n = budget(value.dtype, dims)?;
+    fn go<T: Elem>(dims: &[usize], n: usize, value: &Tensor) -> KResult<Tensor> {
+        Ok(tensor_of(dims.to_vec(), vec![T::slice(value)[0]; n]))
     }
-    dispatch_all!(value.dtype, go(dims, value))
+    dispatch_all!(value.dtype, go(dims, n, value))
 }
 
 /// `tf.linalg.band_part`: keeps element (i, j) of each innermost matrix when
@@ -718,7 +731,8 @@ fn range<T: Num>(start: &Tensor, limit: &Tensor, delta: &Tensor) -> KResult<Tens
     } else {
         l0.sub(s0).div(d0).abs().to_f64().ceil() as i128
     };
-    let n = usize::try_from(n).map_err(|_| KernelError::invalid("Requires the range size to fit in int64"))?;
+    let n = u64::try_from(n).map_err(|_| KernelError::invalid("Requires the range size to fit in int64"))?;
+    let n = autoclust_graph::limits::check_count(T::DTYPE, n)?;
     let mut v = Vec::with_capacity(n);
     let mut x = s0;
     for _ in 0..n {
@@ -732,6 +746,9 @@ fn one_hot<T: Elem>(indices: &Tensor, depth: usize, on: &Tensor, off: &Tensor, a
     let idx = int_values(indices, "indices")?;
     let ax = if axis == -1 { indices.rank() } else { norm_axis(axis, indices.rank() + 1, "axis")? };
     let (on, off) = (T::slice(on)[0], T::slice(off)[0]);
+    let mut shape = indices.shape.clone();
+    shape.insert(ax, depth);
+    budget(T::DTYPE, &shape)?;
     let outer: usize = indices.shape[..ax].iter().product();
     let inner: usize = indices.shape[ax..].iter().product();
     let mut v = vec![off; outer * depth * inner];
@@ -743,8 +760,6 @@ fn one_hot<T: Elem>(indices: &Tensor, depth: usize, on: &Tensor, off: &Tensor, a
             }
         }
     }
-    let mut shape = indices.shape.clone();
-    shape.insert(ax, depth);
     Ok(tensor_of(shape, v))
 }
 
@@ -1265,6 +1280,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             Box::new(move |inp: Inputs| {
                 arity(&inp, 5)?;
                 let shape = shape_values(&inp[0], "shape")?;
+                budget(inp[4].dtype, &shape)?;
                 let (b, e, s) =
                     (int_values(&inp[1], "begin")?, int_values(&inp[2], "end")?, int_values(&inp[3], "strides")?);
                 one(strided_slice_grad(&shape, &b, &e, &s, m, &inp[4])?)
@@ -1780,5 +1796,45 @@ mod tests {
         let e = run1(&node("Range", &[]), &[Tensor::scalar_i32(5), Tensor::scalar_i32(1), Tensor::scalar_i32(1)])
             .unwrap_err();
         assert_eq!(e.to_string(), "Requires start <= limit when delta > 0: 5/1");
+    }
+
+    /// Sizes from operand values are checked before allocating: past the budget or past
+    /// 64 bits is a `TooLarge` error, never an abort, a capacity-overflow panic or a
+    /// wrapped element count.
+    #[test]
+    fn hostile_sizes_are_refused_before_allocating() {
+        let too_large = |e: KernelError| matches!(e, KernelError::TooLarge(_)) || panic!("{e}");
+        let dims = |d: &[i64]| Tensor::from_i64(vec![d.len()], d.to_vec()).unwrap();
+        let fill = |d: &[i64]| run1(&node("Fill", &[]), &[dims(d), Tensor::scalar_f32(1.0)]);
+        assert!(too_large(fill(&[1_000_000, 1_000_000]).unwrap_err()));
+        // 2^62 * 4 wraps to 0 in 64 bits: the old kernel made a "tensor" with no data.
+        let e = fill(&[1 << 62, 4, 1]).unwrap_err();
+        assert!(e.to_string().contains("more elements than can be counted"), "{e}");
+        assert_eq!(fill(&[0, 1 << 62, 4]).unwrap().num_elements(), 0);
+        let tile = |m: &[i64]| run1(&node("Tile", &[]), &[iota(vec![2, 3]), dims(m)]);
+        assert!(too_large(tile(&[1_000_000, 1_000_000]).unwrap_err()));
+        assert!(tile(&[1, i64::MAX]).unwrap_err().to_string().contains("overflow"));
+        let range =
+            |l: i64| run1(&node("Range", &[]), &[Tensor::scalar_i64(0), Tensor::scalar_i64(l), Tensor::scalar_i64(1)]);
+        assert!(too_large(range(i64::MAX).unwrap_err()));
+        assert_eq!(range(5).unwrap().as_i64().unwrap(), &[0, 1, 2, 3, 4]);
+        let e = run1(
+            &node("Range", &[]),
+            &[Tensor::scalar_f32(0.0), Tensor::scalar_f32(f32::MAX), Tensor::scalar_f32(f32::MIN_POSITIVE)],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("int64") || matches!(e, KernelError::TooLarge(_)), "{e}");
+        let bcast = run1(&node("BroadcastTo", &[]), &[Tensor::scalar_f32(1.0), dims(&[1 << 40, 1 << 10])]);
+        assert!(too_large(bcast.unwrap_err()));
+        let pad = run1(&node("Pad", &[]), &[iota(vec![2]), Tensor::from_i64(vec![1, 2], vec![0, 1 << 40]).unwrap()]);
+        assert!(too_large(pad.unwrap_err()));
+        let onehot = run1(
+            &node("OneHot", &[]),
+            &[v(&[0, 1]), Tensor::scalar_i32(i32::MAX), Tensor::scalar_f32(1.0), Tensor::scalar_f32(0.0)],
+        );
+        assert!(too_large(onehot.unwrap_err()));
+        // Elementwise broadcasting of two small operands to a huge result.
+        let (col, row) = (iota(vec![1 << 16, 1]), iota(vec![1, 1 << 16]));
+        assert!(too_large(run1(&node("AddV2", &[]), &[col, row]).unwrap_err()));
     }
 }

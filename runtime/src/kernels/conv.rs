@@ -295,13 +295,16 @@ fn check_out_backprop(dy: &Tensor, n: usize, win: &Window, depth: usize) -> KRes
     Ok(())
 }
 
-fn sizes4(t: &Tensor, what: &str) -> KResult<[usize; 4]> {
+/// A 4-element size operand of a gradient (`input_sizes`, `filter_sizes`): the shape of a
+/// `T` output, checked against the tensor budget before anything is allocated.
+fn sizes4<T: super::Elem>(t: &Tensor, what: &str) -> KResult<[usize; 4]> {
     let v = shape_values(t, what)?;
+    super::budget(T::DTYPE, &v)?;
     <[usize; 4]>::try_from(v).map_err(|v| KernelError::invalid(format!("{what} must have 4 elements, got {v:?}")))
 }
 
 fn conv2d_backprop_input<T: Float + Gemm>(a: &WindowAttrs, sizes: &Tensor, f: &Tensor, dy: &Tensor) -> KResult<Tensor> {
-    let (xd, fd) = (sizes4(sizes, "input_sizes")?, filter_dims(f)?);
+    let (xd, fd) = (sizes4::<T>(sizes, "input_sizes")?, filter_dims(f)?);
     let win = conv_window(a, xd, fd)?;
     let [n, h, w, c] = xd;
     let o = fd[3];
@@ -324,7 +327,7 @@ fn conv2d_backprop_filter<T: Float + Gemm>(
     sizes: &Tensor,
     dy: &Tensor,
 ) -> KResult<Tensor> {
-    let (xd, fd) = (nhwc(x, "input")?, sizes4(sizes, "filter_sizes")?);
+    let (xd, fd) = (nhwc(x, "input")?, sizes4::<T>(sizes, "filter_sizes")?);
     let win = conv_window(a, xd, fd)?;
     let [n, h, w, c] = xd;
     let o = fd[3];
@@ -384,7 +387,7 @@ fn depthwise<T: Float>(a: &WindowAttrs, x: &Tensor, f: &Tensor) -> KResult<Tenso
 }
 
 fn depthwise_backprop_input<T: Float>(a: &WindowAttrs, sizes: &Tensor, f: &Tensor, dy: &Tensor) -> KResult<Tensor> {
-    let (xd, fd) = (sizes4(sizes, "input_sizes")?, filter_dims(f)?);
+    let (xd, fd) = (sizes4::<T>(sizes, "input_sizes")?, filter_dims(f)?);
     let win = conv_window(a, xd, fd)?;
     check_out_backprop(dy, xd[0], &win, xd[3] * fd[3])?;
     let (dys, fs) = (T::slice(dy), T::slice(f));
@@ -394,7 +397,7 @@ fn depthwise_backprop_input<T: Float>(a: &WindowAttrs, sizes: &Tensor, f: &Tenso
 }
 
 fn depthwise_backprop_filter<T: Float>(a: &WindowAttrs, x: &Tensor, sizes: &Tensor, dy: &Tensor) -> KResult<Tensor> {
-    let (xd, fd) = (nhwc(x, "input")?, sizes4(sizes, "filter_sizes")?);
+    let (xd, fd) = (nhwc(x, "input")?, sizes4::<T>(sizes, "filter_sizes")?);
     let win = conv_window(a, xd, fd)?;
     check_out_backprop(dy, xd[0], &win, xd[3] * fd[3])?;
     let (xs, dys) = (T::slice(x), T::slice(dy));

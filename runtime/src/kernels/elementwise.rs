@@ -88,6 +88,7 @@ pub(crate) fn for_each_bcast2(out: &[usize], sa: &[usize], sb: &[usize], mut f: 
 /// Materialises `t` broadcast to `shape`.
 pub(crate) fn broadcast_to<T: Elem>(t: &Tensor, shape: &[usize]) -> KResult<Tensor> {
     let out = broadcast_shape(&t.shape, shape)?;
+    super::budget(T::DTYPE, &out)?;
     if out != shape {
         return Err(KernelError::invalid(format!("cannot broadcast {:?} to {:?}", t.shape, shape)));
     }
@@ -140,6 +141,7 @@ pub(crate) fn zip_map<A: Elem, B: Elem, O: Elem>(
     f: impl Fn(A, B) -> O + Sync + Send,
 ) -> KResult<Tensor> {
     let out = broadcast_shape(&a.shape, &b.shape)?;
+    super::budget(O::DTYPE, &out)?;
     let (x, y) = (A::slice(a), B::slice(b));
     let n: usize = out.iter().product();
     let v: Vec<O> = if a.shape == b.shape {

@@ -166,6 +166,12 @@ pub(crate) fn add_lists(lists: &[Tensor]) -> KResult<Tensor> {
 }
 
 /// Prepares a TensorList kernel, or `None` if `node` is not a TensorList op.
+/// A list length taken from an operand's value, checked against the tensor budget (a
+/// slot costs what a variant handle does) before the slots are allocated.
+fn slots(n: u64) -> KResult<usize> {
+    Ok(autoclust_graph::limits::check_count(DType::Variant, n)?)
+}
+
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let op = node.op.as_str();
     if !matches!(
@@ -210,7 +216,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                     "The num_elements to reserve must be a non negative number, but got {n}"
                 )));
             }
-            one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape, items: vec![None; n as usize] }))
+            let n = slots(n as u64)?;
+            one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape, items: vec![None; n] }))
         }),
         "TensorListFromTensor" => Box::new(move |inp: Inputs| {
             arity(&inp, 2)?;
@@ -259,7 +266,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 )));
             }
             if i as usize >= items.len() {
-                items.resize(i as usize + 1, None);
+                items.resize(slots(i as u64 + 1)?, None);
             }
             items[i as usize] = Some(inp[2].clone());
             one(Tensor::from_list(TensorList { items, ..list.clone() }))
@@ -387,7 +394,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 return Err(KernelError::invalid(format!("TensorListSlice expects size to be non-negative. Got: {n}")));
             }
             let mut items = list.items.clone();
-            items.resize(n as usize, None);
+            items.resize(slots(n as u64)?, None);
             one(Tensor::from_list(TensorList { items, ..list.clone() }))
         }),
         "TensorListScatterIntoExistingList" => Box::new(move |inp: Inputs| {

@@ -86,7 +86,7 @@ fn matmul_typed<T: Elem + Gemm>(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> K
             a.shape, b.shape
         )));
     }
-    let mut c = vec![T::zero(); m * n];
+    let mut c = vec![T::zero(); super::budget(T::DTYPE, &[m, n])?];
     gemm(T::slice(a), T::slice(b), m, k, n, ta, tb, &mut c);
     Ok(tensor_of(vec![m, n], c))
 }
@@ -120,7 +120,9 @@ fn batch_matmul_typed<T: Elem + Gemm>(a: &Tensor, b: &Tensor, adj_x: bool, adj_y
         )));
     }
     let batch = super::elementwise::broadcast_shape(&a.shape[..ra - 2], &b.shape[..rb - 2])?;
-    let nb: usize = batch.iter().product();
+    // A `k = 0` product is as large as its batch, m and n say, whatever its operands hold.
+    let nb = super::budget(T::DTYPE, &batch)?;
+    super::budget(T::DTYPE, &[&batch[..], &[m, n]].concat())?;
     let sa = super::elementwise::bcast_strides(&a.shape[..ra - 2], &batch);
     let sb = super::elementwise::bcast_strides(&b.shape[..rb - 2], &batch);
     let mut offsets = Vec::with_capacity(nb);

@@ -182,6 +182,14 @@ elem_impl!(i64, DType::Int64, I64, 0, 1, |x| x as f64, |x| x, |x| x as i64, |x| 
 elem_impl!(bool, DType::Bool, Bool, false, true, |x| x as u8 as f64, |x| x as i64, |x| x != 0.0, |x| x != 0, |x| x);
 
 /// A tensor of element type `T`.
+/// Checks, before allocating, that a `dtype` output of `shape` fits the tensor size
+/// budget (`autoclust_graph::limits`, `--max-tensor-bytes`); returns its element count.
+/// Every kernel whose output size comes from operand *values* (dims, multiples, bounds,
+/// paddings, depths) or from broadcasting calls this first.
+pub(crate) fn budget(dtype: DType, shape: &[usize]) -> KResult<usize> {
+    Ok(autoclust_graph::limits::tensor_elements(dtype, shape)?)
+}
+
 pub(crate) fn tensor_of<T: Elem>(shape: Vec<usize>, v: Vec<T>) -> Tensor {
     debug_assert_eq!(shape.iter().product::<usize>(), v.len());
     Tensor { dtype: T::DTYPE, shape, data: T::wrap(v) }

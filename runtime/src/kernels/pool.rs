@@ -148,9 +148,10 @@ fn avg_pool<T: Float>(a: &PoolAttrs, x: &Tensor) -> KResult<Tensor> {
 }
 
 fn avg_pool_grad<T: Float>(a: &PoolAttrs, sizes: &Tensor, dy: &Tensor) -> KResult<Tensor> {
-    let d: [usize; 4] = shape_values(sizes, "orig_input_shape")?
-        .try_into()
-        .map_err(|v| KernelError::invalid(format!("orig_input_shape must have 4 elements, got {v:?}")))?;
+    let d = shape_values(sizes, "orig_input_shape")?;
+    super::budget(T::DTYPE, &d)?;
+    let d: [usize; 4] =
+        d.try_into().map_err(|v| KernelError::invalid(format!("orig_input_shape must have 4 elements, got {v:?}")))?;
     let win = a.window(d)?;
     let [n, h, w, c] = d;
     let want = [n, win.h.output, win.w.output, c];

@@ -385,7 +385,7 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
             Box::new(move |inp: Inputs| {
                 arity(&inp, 1)?;
                 let shape = output_shape(&inp[0])?;
-                let n: usize = shape.iter().product();
+                let n = super::budget(dtype, &shape)?;
                 let local = gen.reserve(n);
                 one(match dtype {
                     DType::Float32 => tensor_of(shape, sample_f32(dist, local, n)),
@@ -413,7 +413,7 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
                         return Err(KernelError::invalid(format!("{what} must have dtype {tout}, got {}", t.dtype)));
                     }
                 }
-                let n: usize = shape.iter().product();
+                let n = super::budget(tout, &shape)?;
                 if n == 0 {
                     return one(super::int_tensor(tout, shape, Vec::new())?);
                 }
@@ -507,7 +507,7 @@ fn uniform_ints(gen: Philox, dtype: DType, shape: Vec<usize>, lo: &Tensor, hi: &
             )));
         }
     }
-    let n: usize = shape.iter().product();
+    let n = super::budget(dtype, &shape)?;
     if n == 0 {
         return super::int_tensor(dtype, shape, Vec::new());
     }
@@ -577,7 +577,7 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
         arity(&inp, operands)?;
         let shape = output_shape(&inp[0])?;
         let gen = if v2 { generator_v2(&inp[1], &inp[2], &inp[3])? } else { generator_v1(&inp[1])? };
-        let n: usize = shape.iter().product();
+        let n = super::budget(dtype, &shape)?;
         match dist {
             Some(dist) => one(match dtype {
                 DType::Float32 => tensor_of(shape, sample_f32(dist, gen, n)),
@@ -742,6 +742,14 @@ mod tests {
         assert_eq!(e.to_string(), "Need minval < maxval, got 3 >= 3");
         let g = prepare(&random_node("RandomUniform", DType::Float32, 1), &states).unwrap().unwrap();
         assert!(g([Tensor::scalar_i32(3)].into_iter().collect()).unwrap_err().to_string().contains("vector"));
+        // Huge shapes are refused before the generator reserves or anything is allocated.
+        let e = g([shape(&[1_000_000, 1_000_000])].into_iter().collect()).unwrap_err();
+        assert!(matches!(e, KernelError::TooLarge(_)), "{e}");
+        let e = f([shape(&[1 << 30, 1 << 30]), Tensor::scalar_i32(0), Tensor::scalar_i32(3)].into_iter().collect());
+        assert!(matches!(e.unwrap_err(), KernelError::TooLarge(_)));
+        let s = prepare_stateless(&node("StatelessRandomUniform", &[])).unwrap().unwrap();
+        let e = s([shape(&[1 << 30, 1 << 30]), Tensor::from_i32(vec![2], vec![1, 2]).unwrap()].into_iter().collect());
+        assert!(matches!(e.unwrap_err(), KernelError::TooLarge(_)));
     }
 
     /// `tf.raw_ops.StatelessRandomGetKeyCounter(seed=[1, 2])` and

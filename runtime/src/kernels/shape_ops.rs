@@ -23,7 +23,9 @@ pub fn reshape(t: Tensor, spec: &[i64]) -> KResult<Tensor> {
         } else if d < 0 {
             return Err(KernelError::invalid(format!("Reshape: size {i} must be non-negative, not {d}")));
         } else {
-            known *= d as usize;
+            known = known.checked_mul(d as usize).ok_or_else(|| {
+                KernelError::invalid(format!("Reshape: shape {spec:?} has more elements than can be counted"))
+            })?;
         }
     }
     let mut shape: Vec<usize> = spec.iter().map(|&d| d.max(0) as usize).collect();
@@ -235,6 +237,12 @@ mod tests {
         assert_eq!(r.as_f32().unwrap().as_ptr(), t.as_f32().unwrap().as_ptr());
         let bad = Tensor::from_i32(vec![1], vec![4]).unwrap();
         assert!(run1(&node("Reshape", &[]), &[t, bad]).is_err());
+        // An empty tensor to a shape whose other dimensions overflow: an error, not a
+        // wrapped count that matches 0.
+        let empty = Tensor::from_f32(vec![0], vec![]).unwrap();
+        let huge = Tensor::from_i64(vec![3], vec![1 << 62, 4, 1]).unwrap();
+        let e = run1(&node("Reshape", &[]), &[empty, huge]).unwrap_err();
+        assert!(e.to_string().contains("more elements than can be counted"), "{e}");
     }
 
     #[test]

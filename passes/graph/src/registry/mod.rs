@@ -259,6 +259,27 @@ pub fn lookup(op: &str) -> Option<&'static OpSchema> {
     index().get(op).copied()
 }
 
+/// How many outputs a node of `op` with `attrs` has: from the op's schema (list and
+/// number attributes expanded), or from the signature of the `library` function the op
+/// names. `None` when that is not known: an op the registry does not know (opaque), an
+/// attribute the count depends on missing or malformed, a function output of list type.
+pub fn output_count(op: &str, attrs: &crate::Attrs, library: &crate::Library) -> Option<usize> {
+    let Some(schema) = lookup(op) else {
+        let sig = &library.function(op)?.signature;
+        let single = |a: &crate::ArgDef| a.number_attr.is_empty() && a.type_list_attr.is_empty();
+        return sig.outputs.iter().all(single).then_some(sig.outputs.len());
+    };
+    let mut n = 0usize;
+    for arg in schema.outputs {
+        n = n.checked_add(match (arg.ty, arg.number_attr) {
+            (TypeRule::ListAttr(name), _) => attrs.get(name)?.as_type_list()?.len(),
+            (_, Some(name)) => usize::try_from(attrs.get(name)?.as_int()?).ok()?,
+            (_, None) => 1,
+        })?;
+    }
+    Some(n)
+}
+
 /// Whether the registry knows `op`.
 pub fn is_known(op: &str) -> bool {
     lookup(op).is_some()

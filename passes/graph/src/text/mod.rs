@@ -42,12 +42,7 @@ impl ParseError {
     pub fn span(&self) -> Option<Span> {
         match self {
             ParseError::Syntax { span, .. } => Some(*span),
-            ParseError::Graph(
-                GraphError::DuplicateNode { span, .. }
-                | GraphError::UnknownInput { span, .. }
-                | GraphError::MalformedInput { span, .. }
-                | GraphError::DataAfterControl { span, .. },
-            ) => *span,
+            ParseError::Graph(g) => g.span(),
         }
     }
 }

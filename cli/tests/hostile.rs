@@ -1,0 +1,205 @@
+//! Hostile inputs (issue 13): tiny files declaring absurd sizes or ports. Each
+//! must give one `error:` line naming the file or node, exit status 1 — not 101
+//! (a panic) and not a signal (an abort on a failed allocation) — in both the
+//! clustered and the plain (`--no-cluster`) mode.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_autoclust"))
+}
+
+/// Writes `content` as `name` in a fresh directory and runs `args` there (`{}` is the file).
+fn run_on(name: &str, content: &str, args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), content).unwrap();
+    let args: Vec<String> = args.iter().map(|a| a.replace("{}", name)).collect();
+    // A 4 GB address-space limit, as the fuzzing that found these used, would make an
+    // attempted multi-terabyte allocation abort; the checks must come first anyway.
+    bin().current_dir(dir.path()).args(&args).output().unwrap()
+}
+
+/// Checks the error contract; returns the error line.
+fn refused(what: &str, out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{what}: panic: {stderr}");
+    assert_eq!(out.status.code(), Some(1), "{what}: exit status {:?}: {stderr}", out.status);
+    assert!(stderr.starts_with("error: "), "{what}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{what}: one line: {stderr}");
+    stderr.trim_end().to_string()
+}
+
+fn pbtxt_const(dims: &[u64], vals: &str) -> String {
+    let dims: String = dims.iter().map(|d| format!("dim {{ size: {d} }} ")).collect();
+    format!(
+        "node {{ name: \"big\" op: \"Const\" attr {{ key: \"dtype\" value {{ type: DT_FLOAT }} }} \
+         attr {{ key: \"value\" value {{ tensor {{ dtype: DT_FLOAT tensor_shape {{ {dims}}} {vals} }} }} }} }}\n"
+    )
+}
+
+#[test]
+fn huge_constants_are_refused_at_load() {
+    for (dims, vals) in [
+        (vec![1_000_000u64, 1_000_000], "float_val: 1"),
+        (vec![1_000_000, 1_000_000], ""),
+        (vec![1 << 61], "float_val: 1"),
+        (vec![1 << 62, 4], "float_val: 1"),
+    ] {
+        let g = pbtxt_const(&dims, vals);
+        for cmd in ["analyze", "convert", "cluster"] {
+            let mut args = vec![cmd, "{}"];
+            if cmd == "convert" {
+                args.extend(["-o", "out.graph"]);
+            }
+            let e = refused(&format!("{cmd} {dims:?}"), &run_on("c.pbtxt", &g, &args));
+            assert!(e.starts_with("error: c.pbtxt:1:1: node 'big': attribute 'value': tensor float32["), "{e}");
+        }
+    }
+    // The limit is the flag's: a 4 KB constant passes by default and is refused under 1 KB.
+    let g = pbtxt_const(&[1024], "float_val: 1");
+    assert!(run_on("c.pbtxt", &g, &["analyze", "{}"]).status.success());
+    let e = refused("1 KB limit", &run_on("c.pbtxt", &g, &["analyze", "{}", "--max-tensor-bytes", "1000"]));
+    assert!(e.contains("needs 4096 bytes, more than the limit of 1000 bytes"), "{e}");
+}
+
+#[test]
+fn huge_binary_constant_names_the_file_and_node() {
+    // The same node as a binary GraphDef, made by `convert` from a small instance.
+    let dir = tempfile::tempdir().unwrap();
+    let small = pbtxt_const(&[4, 4], "float_val: 1");
+    std::fs::write(dir.path().join("s.pbtxt"), small).unwrap();
+    let out = bin().current_dir(dir.path()).args(["convert", "s.pbtxt", "-o", "s.pb"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Readable under the default budget, refused under a 32-byte one.
+    let out = bin().current_dir(dir.path()).args(["analyze", "s.pb", "--max-tensor-bytes", "32"]).output().unwrap();
+    let e = refused("binary", &out);
+    assert!(e.starts_with("error: s.pb: node 'big': attribute 'value': tensor float32[4, 4] needs 64 bytes"), "{e}");
+    assert!(Path::new(&dir.path().join("s.pb")).exists());
+}
+
+/// Runs `graph` (native format) fetching `fetch`, clustered and with `--no-cluster`; both
+/// must refuse with an error line naming `node` and containing `what`.
+fn run_refused(graph: &str, fetch: &str, extra: &[&str], node: &str, what: &str) {
+    for plain in [false, true] {
+        let mut args = vec!["run", "{}", "--fetch", fetch];
+        args.extend(extra);
+        if plain {
+            args.push("--no-cluster");
+        }
+        let mode = if plain { "plain" } else { "clustered" };
+        let e = refused(&format!("{mode} {fetch}"), &run_on("g.graph", graph, &args));
+        assert!(e.contains(&format!("node '{node}'")), "{mode}: names the node: {e}");
+        assert!(e.contains(what), "{mode}: {e}");
+    }
+}
+
+const TOO_LARGE: &str = "--max-tensor-bytes";
+const UNCOUNTABLE: &str = "more elements than can be counted";
+
+#[test]
+fn run_time_sizes_are_refused_in_both_modes() {
+    // Fill: 4 TB; and 2^62 * 4 elements, which wrap to 0 in 64 bits.
+    let fill = |dims: &str| {
+        format!(
+            "x = Placeholder() {{dtype = float32, shape = shape[]}}\n\
+             d = Const() {{dtype = int64, value = int64[{n}]{{{dims}}}}}\n\
+             f = Fill(d, x) {{T = float32, index_type = int64}}\n\
+             y = Neg(f) {{T = float32}}\n",
+            n = dims.split(',').count()
+        )
+    };
+    run_refused(&fill("1000000, 1000000"), "y", &["--feed", "x=1"], "f", TOO_LARGE);
+    run_refused(&fill("4611686018427387904, 4, 1"), "y", &["--feed", "x=1"], "f", UNCOUNTABLE);
+    // The dims fed at run time.
+    let fed = "x = Placeholder() {dtype = float32, shape = shape[]}\n\
+               d = Placeholder() {dtype = int64, shape = shape[3]}\n\
+               f = Fill(d, x) {T = float32, index_type = int64}\n\
+               y = Sum(f, r) {T = float32, Tidx = int32, keep_dims = false}\n\
+               r = Const() {dtype = int32, value = int32[3]{0, 1, 2}}\n";
+    run_refused(fed, "y", &["--feed", "x=1", "--feed", "d=[4611686018427387904, 4, 1]"], "f", UNCOUNTABLE);
+    // Tile.
+    let tile = "x = Placeholder() {dtype = float32, shape = shape[2]}\n\
+                m = Const() {dtype = int32, value = int32[1]{2000000000}}\n\
+                t = Tile(x, m) {T = float32, Tmultiples = int32}\n\
+                y = Neg(t) {T = float32}\n";
+    run_refused(tile, "y", &["--feed", "x=[1, 2]"], "t", TOO_LARGE);
+    // Range to i64::MAX.
+    let range = "s = Const() {dtype = int64, value = int64[]{0}}\n\
+                 l = Const() {dtype = int64, value = int64[]{9223372036854775807}}\n\
+                 k = Const() {dtype = int64, value = int64[]{1}}\n\
+                 r = Range(s, l, k) {Tidx = int64}\n\
+                 y = Neg(r) {T = int64}\n";
+    run_refused(range, "y", &[], "r", UNCOUNTABLE);
+    let range = range.replace("9223372036854775807", "1000000000000");
+    run_refused(&range, "y", &[], "r", TOO_LARGE);
+    // RandomUniform of 4 TB.
+    let random = "d = Const() {dtype = int32, value = int32[2]{1000000, 1000000}}\n\
+                  u = RandomUniform(d) {T = int32, dtype = float32, seed = 1, seed2 = 2}\n\
+                  y = Neg(u) {T = float32}\n";
+    run_refused(random, "y", &[], "u", TOO_LARGE);
+    // The budget is the flag's: a 4 KB Fill runs by default and is refused under 1 KB.
+    let small = fill("1024");
+    let ok = run_on("g.graph", &small, &["run", "{}", "--fetch", "y", "--feed", "x=1"]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    run_refused(&small, "y", &["--feed", "x=1", "--max-tensor-bytes", "1000"], "f", "needs 4096 bytes");
+}
+
+const FEED: &str = "x = Placeholder() {dtype = float32, shape = shape[]}\ny = Neg(x) {T = float32}\n";
+
+#[test]
+fn fetch_ports_are_checked_in_both_modes() {
+    // Port 2^32 - 1 used to wrap to another output's slot (the feed's value, exit 0);
+    // 2^31 - 1 to allocate a slot table of 8 GB.
+    for fetch in ["y:4294967295", "x:4294967295", "y:2147483647", "y:1"] {
+        for plain in [false, true] {
+            let mut args = vec!["run", "{}", "--feed", "x=2", "--fetch", fetch];
+            if plain {
+                args.push("--no-cluster");
+            }
+            let e = refused(fetch, &run_on("g.graph", FEED, &args));
+            let node = fetch.split(':').next().unwrap();
+            assert!(e.starts_with(&format!("error: --fetch '{fetch}': node '{node}' (")), "{e}");
+            assert!(e.ends_with("has 1 output(s)"), "{e}");
+        }
+    }
+    let ok = run_on("g.graph", FEED, &["run", "{}", "--feed", "x=2", "--fetch", "y:0"]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+}
+
+#[test]
+fn input_ports_are_checked_at_load_for_every_command() {
+    let consts = "a = Const() {dtype = float32, value = float32[]{1.0}}\nb = Neg(a:99) {T = float32}\n";
+    let fed = "x = Placeholder() {dtype = float32, shape = shape[]}\ny = Neg(x:4294967295) {T = float32}\n";
+    let call = "function f(a: float32) -> (out: float32) {\n  n = Neg(a) {T = float32}\n  return out = n:0\n}\n\
+                x = Placeholder() {dtype = float32, shape = shape[]}\n\
+                c = f(x)\n\
+                y = Neg(c:4294967295) {T = float32}\n";
+    for (graph, line, input, producer) in [
+        (consts, 2, "a:99", "'a' (Const) has 1 output(s)"),
+        (fed, 2, "x:4294967295", "'x' (Placeholder) has 1 output(s)"),
+        (call, 7, "c:4294967295", "'c' (f) has 1 output(s)"),
+    ] {
+        for cmd in [&["analyze", "{}"][..], &["cluster", "{}"], &["run", "{}", "--feed", "x=1", "--no-cluster"]] {
+            let e = refused(&format!("{cmd:?} {input}"), &run_on("g.graph", graph, cmd));
+            assert!(e.starts_with(&format!("error: g.graph:{line}:1: node '")), "{e}");
+            assert!(e.contains(&format!("input '{input}' reads output")) && e.ends_with(producer), "{e}");
+        }
+    }
+}
+
+#[test]
+fn opaque_producer_ports_are_bounded_by_the_executor() {
+    // An op that does not declare its outputs: its ports pass the load check, and the
+    // executor bounds them before sizing its slot table (this once allocated 8 GB).
+    let g =
+        "x = Placeholder() {dtype = float32, shape = shape[]}\nu = NoSuchOp(x)\ny = Neg(u:2147483647) {T = float32}\n";
+    for plain in [false, true] {
+        let mut args = vec!["run", "{}", "--feed", "x=1", "--fetch", "y"];
+        if plain {
+            args.push("--no-cluster");
+        }
+        let e = refused("opaque", &run_on("g.graph", g, &args));
+        assert!(e.contains("node 'y' (Neg): input 'u:2147483647' reads output 2147483647 of 'u' (NoSuchOp)"), "{e}");
+    }
+}
