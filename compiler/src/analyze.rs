@@ -301,6 +301,25 @@ fn attr_bool(node: &Node, name: &str) -> bool {
     node.attr(name).and_then(AttrValue::as_bool).unwrap_or(false)
 }
 
+/// A float `Range`, as TensorFlow's kernel computes it in the element type:
+/// `ceil(|(limit - start) / delta|)` elements, each the previous plus `delta`.
+fn float_range<F>(node: &Node, start: F, limit: F, delta: F) -> Result<Vec<F>, CompileError>
+where
+    F: Copy + Into<f64> + std::ops::Sub<Output = F> + std::ops::Div<Output = F> + std::ops::AddAssign,
+{
+    let n = ((limit - start) / delta).into().abs().ceil();
+    if n > FOLD_LIMIT as f64 {
+        return Err(CompileError::unsupported(node, format!("Range of {n} elements is not folded")));
+    }
+    let mut v = Vec::with_capacity(n as usize);
+    let mut x = start;
+    for _ in 0..n as usize {
+        v.push(x);
+        x += delta;
+    }
+    Ok(v)
+}
+
 fn int_const(node: &Node, v: &ValueInfo, what: &str) -> Result<Vec<i64>, CompileError> {
     v.konst
         .as_ref()
@@ -435,30 +454,11 @@ fn analyze_node(
                     shape_tensor(d, v)
                 }
                 DType::Float32 => {
-                    let (s0, l0, d0) = (start as f32, limit as f32, delta as f32);
-                    let n = ((l0 - s0) / d0).abs().ceil() as f64;
-                    if n > FOLD_LIMIT as f64 {
-                        return Err(CompileError::unsupported(node, format!("Range of {n} elements is not folded")));
-                    }
-                    let mut v = Vec::with_capacity(n as usize);
-                    let mut x = s0;
-                    for _ in 0..n as usize {
-                        v.push(x);
-                        x += d0;
-                    }
+                    let v = float_range(node, start as f32, limit as f32, delta as f32)?;
                     Tensor::from_f32(vec![v.len()], v).map_err(|e| CompileError::Invalid(e.to_string()))?
                 }
                 DType::Float64 => {
-                    let n = ((limit - start) / delta).abs().ceil();
-                    if n > FOLD_LIMIT as f64 {
-                        return Err(CompileError::unsupported(node, format!("Range of {n} elements is not folded")));
-                    }
-                    let mut v = Vec::with_capacity(n as usize);
-                    let mut x = start;
-                    for _ in 0..n as usize {
-                        v.push(x);
-                        x += delta;
-                    }
+                    let v = float_range(node, start, limit, delta)?;
                     Tensor::from_f64(vec![v.len()], v).map_err(|e| CompileError::Invalid(e.to_string()))?
                 }
                 _ => return Err(CompileError::unsupported(node, format!("Range of {d}"))),

@@ -1000,13 +1000,14 @@ impl LowerCtx<'_> {
         if let Some(f) = g.library.function(&p.op) {
             return f.signature.outputs.get(o.port as usize).and_then(|a| a.dtype);
         }
+        // Registry ops and calls typed by `Tout` (attr_output_dtypes covers both), then `dtypes` lists.
         if let Some(ts) = autoclust_graph::infer::attr_output_dtypes(p) {
             return ts.get(o.port as usize).copied();
         }
-        if let Some(AttrValue::List(ListValue::Type(ts))) = p.attr("Tout").or_else(|| p.attr("dtypes")) {
-            return ts.get(o.port as usize).copied();
+        match p.attr("dtypes") {
+            Some(AttrValue::List(ListValue::Type(ts))) => ts.get(o.port as usize).copied(),
+            _ => None,
         }
-        None
     }
 
     /// A guess at the dtype of an output of an op nobody knows, from its

@@ -59,6 +59,14 @@ const fn op(
 ) -> OpSchema {
     OpSchema { name, family, inputs, outputs, attrs, is_stateful: false, shape_fn, value_fn: None }
 }
+/// `BatchMatMul` and `BatchMatMulV2`: one signature (V1 requires equal batch
+/// dimensions, V2 broadcasts them; the shape function tells them apart).
+const fn batch_matmul(name: &'static str) -> OpSchema {
+    const INPUTS: &[ArgSpec] = &[a("x", T), a("y", T)];
+    const OUTPUTS: &[ArgSpec] = &[a("output", T)];
+    const ATTRS: &[AttrSpec] = &[tattr("T", Some(NUMBER)), bdef("adj_x", false), bdef("adj_y", false)];
+    op(name, OpFamily::MatMul, INPUTS, OUTPUTS, ATTRS, s::batch_matmul)
+}
 const fn stateful(mut o: OpSchema) -> OpSchema {
     o.is_stateful = true;
     o
@@ -392,22 +400,8 @@ pub(super) static OPS: &[OpSchema] = &[
         &[tattr("T", Some(NUMBER)), bdef("transpose_a", false), bdef("transpose_b", false)],
         s::matmul,
     ),
-    op(
-        "BatchMatMulV2",
-        OpFamily::MatMul,
-        &[a("x", T), a("y", T)],
-        &[a("output", T)],
-        &[tattr("T", Some(NUMBER)), bdef("adj_x", false), bdef("adj_y", false)],
-        s::batch_matmul,
-    ),
-    op(
-        "BatchMatMul",
-        OpFamily::MatMul,
-        &[a("x", T), a("y", T)],
-        &[a("output", T)],
-        &[tattr("T", Some(NUMBER)), bdef("adj_x", false), bdef("adj_y", false)],
-        s::batch_matmul,
-    ),
+    batch_matmul("BatchMatMulV2"),
+    batch_matmul("BatchMatMul"),
     op(
         "BiasAdd",
         OpFamily::NeuralNet,
