@@ -28,7 +28,7 @@ use autoclust_runtime::call::CompilerOptions;
 use autoclust_runtime::tensor_io::{tensor_from_json, tensors_to_json_object, write_safetensors};
 use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
 
-use crate::io::{write_atomic, Format};
+use crate::io::{write_all_atomic, Format};
 use crate::model::{checkpoint_files, load_to_run, only_input, read_feed_file, read_vars, ModelContext};
 use crate::notes::{print_notes, ClusterReport};
 use crate::CliError;
@@ -277,7 +277,30 @@ fn unclustered(mut plain: Prepared, notes: Vec<String>) -> Prepared {
     plain
 }
 
+/// The output files `run` was given, checked before any step runs (usage
+/// errors): no two options naming one file, every directory present except
+/// the checkpoint's, which `run` creates.
+fn check_run_outputs(args: &Args) -> Result<(), CliError> {
+    let mut outputs: Vec<(&str, PathBuf)> = Vec::new();
+    if let Some(p) = &args.out {
+        outputs.push(("--out", p.clone()));
+    }
+    if let Some(p) = &args.save_vars {
+        outputs.push(("--save-vars", p.clone()));
+    }
+    let mut created = Vec::new();
+    if let Some(prefix) = &args.save_checkpoint {
+        outputs.push(("--save-checkpoint", autoclust_graphdef::tensor_bundle::index_path(prefix)));
+        outputs.push(("--save-checkpoint", autoclust_graphdef::tensor_bundle::data_path(prefix, 0, 1)));
+        created.extend(prefix.parent().map(|d| d.to_path_buf()));
+    }
+    let named: Vec<(&str, &std::path::Path)> = outputs.iter().map(|(o, p)| (*o, p.as_path())).collect();
+    let created: Vec<&std::path::Path> = created.iter().map(|p| p.as_path()).collect();
+    crate::io::check_outputs(&named, &created)
+}
+
 pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
+    check_run_outputs(&args)?;
     let (graph, model) = load_to_run(&args.graph, args.format, args.inputs.signature.as_deref())?;
     let graph = Arc::new(graph);
     args.inputs.model = model.map(Arc::new);
@@ -332,15 +355,14 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     if let Some(dir) = args.save_checkpoint.as_ref().and_then(|p| p.parent()).filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;
     }
-    for (p, b) in &checkpoint {
-        write_atomic(p, b)?;
-    }
-    if let Some((p, b)) = out_bytes {
-        write_atomic(p, &b)?;
-    }
-    if let Some((p, b)) = vars_bytes {
-        write_atomic(p, &b)?;
-    }
+    // All or nothing: no output file is left behind when another cannot be written.
+    let files: Vec<(&std::path::Path, &[u8])> = checkpoint
+        .iter()
+        .map(|(p, b)| (p.as_path(), b.as_slice()))
+        .chain(out_bytes.iter().map(|(p, b)| (p.as_path(), b.as_slice())))
+        .chain(vars_bytes.iter().map(|(p, b)| (p.as_path(), b.as_slice())))
+        .collect();
+    write_all_atomic(&files)?;
     if args.json {
         println!(
             "{{\"fetches\": {}, \"variables\": {}}}",

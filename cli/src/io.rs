@@ -7,7 +7,7 @@
 //! a DAG: a cycle is reported with its nodes, at the first one's line.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use autoclust_graph::{Graph, Span};
 
@@ -207,6 +207,91 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
         let _ = std::fs::remove_file(&tmp);
         CliError::input(format!("{}: cannot write: {e}", path.display()))
     })
+}
+
+/// Writes every `(path, bytes)` or none: each file goes to a temporary
+/// beside its destination first, and only when all of them are written are
+/// they renamed into place, so a failure (a missing directory, a full disk)
+/// leaves no output file behind, not even the ones that could be written.
+pub fn write_all_atomic(files: &[(&Path, &[u8])]) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut staged: Vec<(PathBuf, &Path)> = Vec::with_capacity(files.len());
+    let discard = |staged: &[(PathBuf, &Path)]| {
+        for (tmp, _) in staged {
+            let _ = std::fs::remove_file(tmp);
+        }
+    };
+    for &(path, bytes) in files {
+        if is_stdin(path) {
+            continue;
+        }
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let Some(file_name) = path.file_name() else {
+            discard(&staged);
+            return Err(CliError::input(format!("{}: not a file path", path.display())));
+        };
+        let tmp = dir.join(format!(".{}.tmp{}", file_name.to_string_lossy(), std::process::id()));
+        let written = std::fs::File::create(&tmp).and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        });
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            discard(&staged);
+            return Err(CliError::input(format!("{}: cannot write: {e}", path.display())));
+        }
+        staged.push((tmp, path));
+    }
+    for (i, (tmp, path)) in staged.iter().enumerate() {
+        if let Err(e) = std::fs::rename(tmp, path) {
+            discard(&staged[i..]);
+            return Err(CliError::input(format!("{}: cannot write: {e}", path.display())));
+        }
+    }
+    for &(path, bytes) in files.iter().filter(|(p, _)| is_stdin(p)) {
+        write_atomic(path, bytes)?;
+    }
+    Ok(())
+}
+
+/// Checks, before anything runs, that the output files a command was given
+/// can be written and do not collide: two options naming one file (which
+/// would silently keep only the last) is a usage error, and so is a
+/// destination whose directory does not exist (unless `created` says the
+/// command creates it). `outputs` pairs each path with the option that named it.
+pub fn check_outputs(outputs: &[(&str, &Path)], created: &[&Path]) -> Result<(), CliError> {
+    let key = |p: &Path| -> PathBuf {
+        let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        match (abs.parent().and_then(|d| std::fs::canonicalize(d).ok()), abs.file_name()) {
+            (Some(dir), Some(name)) => dir.join(name),
+            _ => abs,
+        }
+    };
+    for (i, &(opt_a, a)) in outputs.iter().enumerate() {
+        if is_stdin(a) {
+            continue;
+        }
+        for &(opt_b, b) in &outputs[..i] {
+            if !is_stdin(b) && key(a) == key(b) {
+                return Err(CliError::usage(format!(
+                    "{opt_b} and {opt_a} both name {}: give each its own file",
+                    a.display()
+                )));
+            }
+        }
+        let dir = a.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if !dir.is_dir() && !created.contains(&dir) {
+            return Err(CliError::usage(format!(
+                "{opt_a} {}: directory {} does not exist",
+                a.display(),
+                dir.display()
+            )));
+        }
+        if a.is_dir() {
+            return Err(CliError::usage(format!("{opt_a} {}: is a directory", a.display())));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

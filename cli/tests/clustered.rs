@@ -154,6 +154,7 @@ fn run_cases_same_clustered_and_plain() {
             ("b", Tensor::from_f32(vec![2], vec![0.5, 0.5]).unwrap()),
         ],
     );
+    let loop_vars = write("l.safetensors", &[("v", Tensor::scalar_f32(0.25))]);
     let affine_feeds = write("f.safetensors", &[("x", Tensor::from_f32(vec![1, 2], vec![2.0, 3.0]).unwrap())]);
     let cases: Vec<Vec<String>> = vec![
         vec![g("counter.graph"), "--vars".into(), counter_vars, "--feed".into(), "step=3".into()]
@@ -165,6 +166,10 @@ fn run_cases_same_clustered_and_plain() {
             .chain(["--fetch", "relu:0,y,mm"].map(String::from))
             .collect(),
         vec![g("seed000_simplest.graph"), "--target".into(), "wy".into()],
+        vec![g("loop_body.graph"), "--vars".into(), loop_vars, "--feed".into(), "n=5".into()]
+            .into_iter()
+            .chain(["--fetch", "loop:1,loop:0", "--steps", "3"].map(String::from))
+            .collect(),
     ];
     for args in &cases {
         let plain = run(args, true).unwrap_or_else(|e| panic!("{args:?}: plain failed: {e}"));
@@ -469,4 +474,28 @@ fn tf2_function_graphs_cluster_whole_and_compile() {
             close(&format!("{name} variable {v}"), &g, w).unwrap();
         }
     }
+}
+
+/// A loop body's arithmetic is clustered and compiled (not run op by op, not
+/// interpreted): `bench --json` counts the body's clusters as compiled.
+#[test]
+fn loop_body_clusters_are_compiled() {
+    let dir = tempfile::tempdir().unwrap();
+    let vars = dir.path().join("v.safetensors");
+    std::fs::write(&vars, write_safetensors(&[("v".to_string(), Tensor::scalar_f32(0.25))]).unwrap()).unwrap();
+    let res = Command::new(env!("CARGO_BIN_EXE_autoclust"))
+        .arg("bench")
+        .arg(root().join("run/loop_body.graph"))
+        .arg("--vars")
+        .arg(&vars)
+        .args(["--feed", "n=4", "--fetch", "loop:1", "--steps", "3", "--json"])
+        .output()
+        .unwrap();
+    assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&res.stdout).unwrap();
+    let count = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    assert!(count("clusters") >= 2, "{v}");
+    assert_eq!(count("compiled_clusters"), count("clusters"), "{v}");
+    assert_eq!(count("interpreted_clusters"), 0, "{v}");
+    assert!(count("clustered_nodes") >= 6, "{v}");
 }

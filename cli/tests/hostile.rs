@@ -203,3 +203,58 @@ fn opaque_producer_ports_are_bounded_by_the_executor() {
         assert!(e.contains("node 'y' (Neg): input 'u:2147483647' reads output 2147483647 of 'u' (NoSuchOp)"), "{e}");
     }
 }
+
+/// Runs `autoclust run` on a one-variable graph in a fresh directory with
+/// `outputs` (output options); returns the result and the files left there.
+fn run_with_outputs(outputs: &[&str]) -> (Output, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = "v = VarHandleOp() {container = \"\", dtype = float32, shape = shape[], shared_name = \"v\"}\n\
+                 one = Const() {dtype = float32, value = float32[]{1.0}}\n\
+                 init = AssignVariableOp(v, one) {dtype = float32}\n\
+                 r = ReadVariableOp(v, ^init) {dtype = float32}\n";
+    std::fs::write(dir.path().join("g.graph"), graph).unwrap();
+    let mut args = vec!["run", "g.graph", "--fetch", "r:0"];
+    args.extend_from_slice(outputs);
+    let out = bin().current_dir(dir.path()).args(&args).output().unwrap();
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "g.graph")
+        .collect();
+    left.sort();
+    (out, left)
+}
+
+#[test]
+fn output_files_are_all_written_or_none() {
+    // Two options naming one file would keep only one of them: a usage error, before running.
+    for (outputs, says) in [
+        (
+            &["--out", "o.safetensors", "--save-vars", "o.safetensors"][..],
+            "--out and --save-vars both name o.safetensors",
+        ),
+        (
+            &["--out", "o.safetensors", "--save-vars", "./o.safetensors"][..],
+            "--out and --save-vars both name ./o.safetensors",
+        ),
+        (&["--out", "o.safetensors", "--save-vars", "missing/v.safetensors"][..], "directory missing does not exist"),
+        (&["--out", "missing/o.safetensors", "--save-vars", "v.safetensors"][..], "directory missing does not exist"),
+        (&["--out", ".", "--save-vars", "v.safetensors"][..], "is a directory"),
+        (&["--out", "c.index", "--save-checkpoint", "c"][..], "--out and --save-checkpoint both name c.index"),
+    ] {
+        for mode in [&[][..], &["--no-cluster"][..]] {
+            let mut args = outputs.to_vec();
+            args.extend_from_slice(mode);
+            let (out, left) = run_with_outputs(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(stderr.starts_with("error: ") && stderr.contains(says), "{args:?}: {stderr}");
+            assert!(left.is_empty(), "{args:?} left {left:?}");
+        }
+    }
+    // The good case writes both, and a checkpoint directory is created.
+    let (out, left) =
+        run_with_outputs(&["--out", "o.safetensors", "--save-vars", "v.safetensors", "--save-checkpoint", "ck/step"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(left, ["ck", "o.safetensors", "v.safetensors"]);
+}

@@ -1,4 +1,5 @@
 //! autoclust-passes
+pub mod body_clusters;
 pub mod cluster;
 pub mod compilable;
 pub mod encapsulate;

@@ -13,7 +13,10 @@
 //! - `encapsulate` — each annotated cluster becomes snapshot, call and
 //!   write-back ([`crate::encapsulate`]); with no annotation it runs the
 //!   clusterer first. Clusters left alone because one variable is reached
-//!   through two handles get [`DECLUSTERED_ATTR`] on their members.
+//!   through two handles get [`DECLUSTERED_ATTR`] on their members;
+//! - `cluster-bodies` — the bodies of the functions the graph's nodes call
+//!   (`While`/`If`/`Case` bodies, calls left in place) clustered and
+//!   encapsulated under their own names ([`crate::body_clusters`]).
 //!
 //! Pipelines are data: `default` names the graph-optimization passes that
 //! `run`, `bench` and `compile` apply before clustering ([`DEFAULT_PIPELINE`]);
@@ -129,6 +132,7 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
         Box::new(InlinePass),
         Box::new(ClusterPass),
         Box::new(EncapsulatePass),
+        Box::new(ClusterBodiesPass),
     ]
 }
 
@@ -180,10 +184,17 @@ impl Pipeline {
         Ok(Pipeline { passes })
     }
 
-    /// The pipeline `autoclust compile` runs: inline, cluster, then encapsulate
-    /// (what `run` does before it executes).
+    /// The pipeline `autoclust compile` runs: inline, cluster, encapsulate,
+    /// then the function bodies (what `run` does before it executes).
     pub fn compile() -> Pipeline {
-        Pipeline { passes: vec![Box::new(InlinePass), Box::new(ClusterPass), Box::new(EncapsulatePass)] }
+        Pipeline {
+            passes: vec![
+                Box::new(InlinePass),
+                Box::new(ClusterPass),
+                Box::new(EncapsulatePass),
+                Box::new(ClusterBodiesPass),
+            ],
+        }
     }
 
     pub fn names(&self) -> Vec<&'static str> {
@@ -358,6 +369,24 @@ impl Pass for EncapsulatePass {
     }
 }
 
+/// `cluster-bodies`: pure clusters inside the functions the graph calls.
+struct ClusterBodiesPass;
+
+impl Pass for ClusterBodiesPass {
+    fn name(&self) -> &'static str {
+        "cluster-bodies"
+    }
+    fn description(&self) -> &'static str {
+        "cluster and encapsulate the bodies of the functions nodes call (While/If/Case bodies, calls left in \
+         place), each under its own name and signature; only pure clusters"
+    }
+    fn run(&self, mut graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
+        let report = crate::body_clusters::cluster_function_bodies(&mut graph, ctx.cluster_config.clone());
+        ctx.note(report.notes);
+        Ok(graph)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,10 +396,13 @@ mod tests {
         let p = Pipeline::parse("cluster, encapsulate").unwrap();
         assert_eq!(p.names(), ["cluster", "encapsulate"]);
         let e = Pipeline::parse("cluster,nope").unwrap_err();
-        assert_eq!(e.to_string(), "unknown pass 'nope' (known: verify, safety-annotate, inline, cluster, encapsulate)");
+        assert_eq!(
+            e.to_string(),
+            "unknown pass 'nope' (known: verify, safety-annotate, inline, cluster, encapsulate, cluster-bodies)"
+        );
         assert!(e.is_usage());
         assert_eq!(Pipeline::parse(" , ").unwrap_err(), PassError::EmptyPipeline);
-        assert_eq!(Pipeline::compile().names(), ["inline", "cluster", "encapsulate"]);
+        assert_eq!(Pipeline::compile().names(), ["inline", "cluster", "encapsulate", "cluster-bodies"]);
         assert_eq!(Pipeline::parse("default,cluster").unwrap().names(), ["inline", "cluster"]);
     }
 

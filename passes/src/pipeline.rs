@@ -135,11 +135,8 @@ pub fn clustered_program(
     let (fetches, targets) = (&fetches[..], &targets[..]);
     let mut pruned = prune(graph, fetches, targets)?;
     let total_nodes = pruned.len();
-    let clustering = Clusterer::new(config).run_partial(&pruned)?;
+    let clustering = Clusterer::new(config.clone()).run_partial(&pruned)?;
     let mut notes = shortfalls(&pruned, &clustering);
-    if clustering.clusters.is_empty() {
-        return Err(PipelineError::NoClusters { notes });
-    }
     let specs: Vec<ClusterSpec> =
         clustering.clusters.iter().map(|c| ClusterSpec { name: c.name.clone(), nodes: c.nodes.clone() }).collect();
     let fetch_anchors = fetches
@@ -181,17 +178,25 @@ pub fn clustered_program(
             d.cluster, d.variable, d.handles.0, d.handles.1
         ));
     }
-    let clustered_nodes =
+    let clustered_nodes: usize =
         specs.iter().filter(|s| encapsulated.bridges.iter().any(|b| b.cluster == s.name)).map(|s| s.nodes.len()).sum();
+    // The bodies of loops, branches and the calls left in place get their own (pure) clusters.
+    let bodies = crate::body_clusters::cluster_function_bodies(&mut encapsulated.graph, config);
+    notes.extend(bodies.notes);
+    let mut bridges = encapsulated.bridges;
+    bridges.extend(bodies.bridges);
+    if bridges.is_empty() {
+        return Err(PipelineError::NoClusters { notes });
+    }
     Ok(ClusteredProgram {
         graph: encapsulated.graph,
         fetch_anchors,
         target_anchors,
-        clusters: encapsulated.bridges.iter().map(|b| b.cluster.clone()).collect(),
+        clusters: bridges.iter().map(|b| b.cluster.clone()).collect(),
         declustered: encapsulated.declustered,
-        bridges: encapsulated.bridges,
-        clustered_nodes,
-        total_nodes,
+        bridges,
+        clustered_nodes: clustered_nodes + bodies.clustered_nodes,
+        total_nodes: total_nodes + bodies.body_nodes,
         notes,
     })
 }

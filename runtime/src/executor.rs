@@ -389,7 +389,7 @@ fn node_kernel(
         let function = graph.library.function(&node.op).expect("is_call checked the library");
         return Ok(NodeKernel::Pure(call::prepare(function, &graph.library, jit.clone())?));
     }
-    if let Some(f) = function_call::prepare(graph, store, id, inst)? {
+    if let Some(f) = function_call::prepare(graph, store, jit, id, inst)? {
         return Ok(NodeKernel::Stateful(f));
     }
     if autoclust_graph::effects::may_call_function(node, &graph.library) {

@@ -39,6 +39,7 @@ use autoclust_graph::{
     Tensor, TensorData,
 };
 
+use crate::call::Jit;
 use crate::error::{KResult, KernelError, RunError};
 use crate::executor::{Plan, RunContext, Schedule};
 use crate::kernels::resource::StatefulFn;
@@ -158,13 +159,14 @@ fn call_kind<'a>(node: &'a Node, library: &Library) -> KResult<Option<CallKind<'
 pub(crate) fn prepare(
     graph: &Graph,
     store: &VariableStore,
+    jit: Option<&Arc<Jit>>,
     id: NodeId,
     inst: &mut Instantiations,
 ) -> KResult<Option<StatefulFn>> {
     let node = graph.node(id);
     let library = &graph.library;
     let Some(kind) = call_kind(node, library)? else { return Ok(None) };
-    let mut body = |f: &FuncAttr| instantiate(&f.name, &f.attrs, library, store, inst);
+    let mut body = |f: &FuncAttr| instantiate(&f.name, &f.attrs, library, store, jit, inst);
     Ok(Some(match kind {
         CallKind::Call { name, attrs } => {
             let f = body(&FuncAttr { name: name.to_string(), attrs: attrs.clone() })?;
@@ -251,6 +253,7 @@ fn instantiate(
     attrs: &Attrs,
     library: &Library,
     store: &VariableStore,
+    jit: Option<&Arc<Jit>>,
     inst: &mut Instantiations,
 ) -> KResult<Arc<FunctionBody>> {
     let function = library
@@ -276,7 +279,7 @@ fn instantiate(
         return Ok(b.clone());
     }
     inst.stack.push(name.to_string());
-    let body = FunctionBody::build(function, &bound, library, store, inst);
+    let body = FunctionBody::build(function, &bound, library, store, jit, inst);
     inst.stack.pop();
     let body = Arc::new(body?);
     inst.bodies.insert(key, body.clone());
@@ -300,6 +303,7 @@ impl FunctionBody {
         attrs: &Attrs,
         library: &Library,
         store: &VariableStore,
+        jit: Option<&Arc<Jit>>,
         inst: &mut Instantiations,
     ) -> KResult<FunctionBody> {
         let name = function.signature.name.clone();
@@ -336,7 +340,7 @@ impl FunctionBody {
                     && (control_ret.contains(&n.name.as_str()) || has_effect(n, library))
             })
             .collect();
-        let plan = Plan::build_with(&graph, store, None, &feeds, &fetches, &targets, inst)
+        let plan = Plan::build_with(&graph, store, jit, &feeds, &fetches, &targets, inst)
             .map_err(|e| KernelError::invalid(format!("in function '{name}': {e}")))?;
         Ok(FunctionBody { name, graph, plan, feed_arg, arg_types, ret_types })
     }

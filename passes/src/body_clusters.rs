@@ -1,0 +1,314 @@
+//! Clusters inside function bodies: the functions a functional `While`,
+//! `If` or `Case` (or a call the inliner left alone) runs are clustered and
+//! encapsulated like the main graph, so a loop body runs its arithmetic as
+//! one compiled call per iteration instead of op by op.
+//!
+//! What it transforms: every library function named by a function-valued
+//! attribute of a node of the graph — or, transitively, of a node of such a
+//! function — is instantiated (`_Arg`/`_Retval` around the body), clustered
+//! ([`Clusterer::run_partial`]) and encapsulated ([`encapsulate`]); the
+//! result is written back under the function's own name and signature, with
+//! the new cluster functions added to the library. A function with a
+//! polymorphic signature (type attributes), list arguments, or nothing to
+//! cluster is left as it was. The node that calls the function (its
+//! attributes included) is never touched.
+//!
+//! Why it is sound: a body runs against the session's variables one op at a
+//! time, and any of its resource handles may alias any other (they are
+//! arguments), so this pass clusters only what needs no bridge: a resource
+//! op inside a body is never compilable (its handle does not trace to a
+//! `VarHandleOp`, `compilable.rs`), hence every body cluster is a pure
+//! function of values, and replacing pure nodes by a call of their SSA body
+//! changes no value and no order of effects. The body's outputs keep their
+//! values (each `_Retval` reads the call's output where it read a member),
+//! each control output is anchored by a `NoOp` outside every cluster (so the
+//! name the signature lists survives and still waits for what it waited
+//! for), and stateful nodes stay where they were. The cycle and safety
+//! rules are the main graph's, applied within the body.
+
+use std::collections::{HashMap, HashSet};
+
+use autoclust_graph::function::{fresh_name, instantiate};
+use autoclust_graph::{AttrValue, Attrs, FunctionDef, Graph, ListValue, Node, NodeId, Output, RawNode};
+
+use crate::cluster::{ClusterConfig, Clusterer};
+use crate::encapsulate::{encapsulate, Bridge, ClusterSpec};
+use crate::pipeline::shortfalls;
+
+/// What [`cluster_function_bodies`] did.
+#[derive(Clone, Debug, Default)]
+pub struct BodyClusters {
+    /// The bridge of every cluster encapsulated inside a function body.
+    pub bridges: Vec<Bridge>,
+    /// Nodes in those clusters.
+    pub clustered_nodes: usize,
+    /// Nodes of the bodies examined (`_Arg`/`_Retval` excluded).
+    pub body_nodes: usize,
+    /// Shortfalls, one line per cause, naming the function and the node.
+    pub notes: Vec<String>,
+}
+
+/// The names of the functions `node`'s attributes call (`f`, `body`, `cond`,
+/// `then_branch`, `else_branch`, `branches`, …).
+fn called_functions(attrs: &Attrs) -> impl Iterator<Item = &str> {
+    attrs.values().flat_map(|a| -> Vec<&str> {
+        match a {
+            AttrValue::Func(f) => vec![f.name.as_str()],
+            AttrValue::List(ListValue::Func(fs)) => fs.iter().map(|f| f.name.as_str()).collect(),
+            _ => Vec::new(),
+        }
+    })
+}
+
+/// Clusters the bodies of every function `graph`'s nodes call (module doc),
+/// rewriting `graph.library` in place.
+pub fn cluster_function_bodies(graph: &mut Graph, config: ClusterConfig) -> BodyClusters {
+    let _span = tracing::debug_span!("cluster_function_bodies").entered();
+    let mut report = BodyClusters::default();
+    let mut queue: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    for n in graph.nodes() {
+        for f in called_functions(&n.attrs) {
+            if seen.insert(f.to_string()) {
+                queue.push(f.to_string());
+            }
+        }
+    }
+    let mut k = 0;
+    while k < queue.len() {
+        let name = queue[k].clone();
+        k += 1;
+        let Some(function) = graph.library.function(&name).cloned() else { continue };
+        for n in &function.nodes {
+            for f in called_functions(&n.attrs) {
+                if seen.insert(f.to_string()) {
+                    queue.push(f.to_string());
+                }
+            }
+        }
+        if !function.signature.attrs.is_empty() {
+            continue;
+        }
+        match cluster_body(&function, graph, config.clone()) {
+            Ok(Some(done)) => {
+                report.body_nodes += function.nodes.len();
+                report.clustered_nodes += done.clustered_nodes;
+                report.notes.extend(done.notes.into_iter().map(|l| format!("in function '{name}': {l}")));
+                report.bridges.extend(done.bridges);
+                let mut library = done.library;
+                if let Some(slot) = library.functions.iter_mut().find(|f| f.signature.name == name) {
+                    *slot = done.function;
+                }
+                graph.library = library;
+            }
+            Ok(None) => report.body_nodes += function.nodes.len(),
+            Err(why) => {
+                tracing::debug!(function = %name, reason = %why, "function body left unclustered");
+                report.body_nodes += function.nodes.len();
+            }
+        }
+    }
+    report
+}
+
+/// One clustered body: the rewritten function and the library holding its
+/// cluster functions.
+struct Done {
+    function: FunctionDef,
+    library: autoclust_graph::Library,
+    bridges: Vec<Bridge>,
+    clustered_nodes: usize,
+    notes: Vec<String>,
+}
+
+fn cluster_body(function: &FunctionDef, graph: &Graph, config: ClusterConfig) -> Result<Option<Done>, String> {
+    let fname = &function.signature.name;
+    let mut body = instantiate(function, &graph.library).map_err(|e| e.to_string())?;
+    // An argument whose name is also a body node's would make `^name` ambiguous
+    // in the rewritten body: leave such a function alone.
+    let node_names: HashSet<&str> = function.nodes.iter().map(|n| n.name.as_str()).collect();
+    if function.signature.inputs.iter().any(|a| node_names.contains(a.name.as_str())) {
+        return Ok(None);
+    }
+    // Control outputs keep their names: each is anchored outside every cluster.
+    let mut taken: HashSet<String> = body.nodes().iter().map(|n| n.name.clone()).collect();
+    let mut control_ret = Vec::with_capacity(function.control_ret.len());
+    for (out, node) in &function.control_ret {
+        let id = body.find(node).ok_or_else(|| format!("control output '{out}' names no node"))?;
+        let anchor = fresh_name(&format!("{node}/_autoclust_control"), &mut taken);
+        body.add_node(Node {
+            name: anchor.clone(),
+            op: "NoOp".into(),
+            inputs: vec![],
+            control_inputs: vec![id],
+            attrs: Attrs::new(),
+            device: String::new(),
+            span: None,
+        })
+        .map_err(|e| e.to_string())?;
+        control_ret.push((out.clone(), anchor));
+    }
+    let clustering = Clusterer::new(config).run_partial(&body).map_err(|e| e.to_string())?;
+    let mut notes = shortfalls(&body, &clustering);
+    if clustering.clusters.is_empty() {
+        return Ok(None);
+    }
+    let specs: Vec<ClusterSpec> = clustering
+        .clusters
+        .iter()
+        .map(|c| ClusterSpec { name: fresh_name(&format!("{fname}_{}", c.name), &mut taken), nodes: c.nodes.clone() })
+        .collect();
+    let encapsulated = encapsulate(&body, &specs).map_err(|e| e.to_string())?;
+    if encapsulated.bridges.is_empty() {
+        return Ok(None);
+    }
+    for d in &encapsulated.declustered {
+        notes.push(format!(
+            "cluster '{}' is not encapsulated: variable '{}' is reached through two handles",
+            d.cluster, d.variable
+        ));
+    }
+    let clustered_nodes =
+        specs.iter().filter(|s| encapsulated.bridges.iter().any(|b| b.cluster == s.name)).map(|s| s.nodes.len()).sum();
+    let mut rewritten = to_function_def(&encapsulated.graph, function)?;
+    rewritten.control_ret = control_ret;
+    Ok(Some(Done {
+        function: rewritten,
+        library: encapsulated.graph.library.clone(),
+        bridges: encapsulated.bridges,
+        clustered_nodes,
+        notes,
+    }))
+}
+
+/// Writes an instantiated (and rewritten) body back as `original`'s
+/// FunctionDef: same signature and attributes, `_Arg` outputs spelled by the
+/// argument's name, every other value `node:port`.
+fn to_function_def(body: &Graph, original: &FunctionDef) -> Result<FunctionDef, String> {
+    let index = |id: NodeId| body.node(id).attr("index").and_then(AttrValue::as_int);
+    let mut arg_name: HashMap<NodeId, &str> = HashMap::new();
+    for id in body.node_ids().filter(|&id| body.node(id).op == "_Arg") {
+        let i = index(id).and_then(|i| usize::try_from(i).ok()).ok_or("malformed _Arg index")?;
+        let arg = original.signature.inputs.get(i).ok_or("_Arg index out of range")?;
+        arg_name.insert(id, &arg.name);
+    }
+    let data = |o: &Output| -> String {
+        match arg_name.get(&o.node) {
+            Some(a) => a.to_string(),
+            None => format!("{}:{}", body.name(o.node), o.port),
+        }
+    };
+    let control = |c: &NodeId| -> String {
+        match arg_name.get(c) {
+            Some(a) => format!("^{a}"),
+            None => format!("^{}", body.name(*c)),
+        }
+    };
+    let mut nodes = Vec::with_capacity(body.len());
+    let mut ret = Vec::with_capacity(original.signature.outputs.len());
+    for id in body.node_ids() {
+        let n = body.node(id);
+        match n.op.as_str() {
+            "_Arg" => {}
+            "_Retval" => {
+                let i = index(id).and_then(|i| usize::try_from(i).ok()).ok_or("malformed _Retval index")?;
+                let out = original.signature.outputs.get(i).ok_or("_Retval index out of range")?;
+                ret.push((out.name.clone(), data(&n.inputs[0])));
+            }
+            _ => nodes.push(RawNode {
+                name: n.name.clone(),
+                op: n.op.clone(),
+                inputs: n.inputs.iter().map(data).chain(n.control_inputs.iter().map(control)).collect(),
+                attrs: n.attrs.clone(),
+                device: n.device.clone(),
+                span: n.span,
+            }),
+        }
+    }
+    Ok(FunctionDef {
+        signature: original.signature.clone(),
+        attrs: original.attrs.clone(),
+        nodes,
+        ret,
+        control_ret: original.control_ret.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// for i in 0..n: v += float(i); s = tanh(s * 2 + 1)
+    const LOOP: &str = "v = VarHandleOp() {container = \"\", dtype = float32, shape = shape[], shared_name = \"v\"}
+n = Placeholder() {dtype = int32, shape = shape[]}
+zero = Const() {dtype = int32, value = int32[]{0}}
+s0 = Const() {dtype = float32, value = float32[]{1.0}}
+loop = While(zero, s0, v, n) {T = [int32, float32, resource, int32], cond = @cond, body = @body, parallel_iterations = 10}
+function cond(i: int32, s: float32, h: resource, n: int32) -> (c: bool) {
+  l = Less(i, n) {T = int32}
+  return c = l:z:0
+}
+function body(i: int32, s: float32, h: resource, n: int32) -> (i2: int32, s2: float32, h2: resource, n2: int32) stateful {
+  f = Cast(i) {SrcT = int32, DstT = float32}
+  add = AssignAddVariableOp(h, f:y:0) {dtype = float32}
+  one = Const() {dtype = int32, value = int32[]{1}}
+  next = AddV2(i, one:output:0) {T = int32}
+  two = Const() {dtype = float32, value = float32[]{2.0}}
+  dbl = Mul(s, two:output:0) {T = float32}
+  onef = Const() {dtype = float32, value = float32[]{1.0}}
+  inc = AddV2(dbl:z:0, onef:output:0) {T = float32}
+  t = Tanh(inc:z:0) {T = float32}
+  return i2 = next:z:0
+  return s2 = t:y:0
+  return h2 = h
+  return n2 = n
+  control_return done = add
+}
+";
+
+    fn parse(src: &str) -> Graph {
+        autoclust_graph::text::parse(src).unwrap_or_else(|e| panic!("{e}\n{src}"))
+    }
+
+    #[test]
+    fn loop_bodies_get_pure_clusters_and_keep_their_signature() {
+        let mut g = parse(LOOP);
+        let before = g.library.function("body").unwrap().clone();
+        let report = cluster_function_bodies(&mut g, ClusterConfig::default());
+        let body = g.library.function("body").unwrap();
+        assert_eq!(body.signature, before.signature);
+        // The float arithmetic became one cluster; the variable update stayed a node.
+        let calls: Vec<&RawNode> = body.nodes.iter().filter(|n| g.library.function(&n.op).is_some()).collect();
+        assert!(!calls.is_empty(), "{body:#?}");
+        assert!(body.nodes.iter().any(|n| n.op == "AssignAddVariableOp"));
+        assert!(!body.nodes.iter().any(|n| n.op == "Tanh"), "Tanh should be inside a cluster");
+        for b in &report.bridges {
+            assert!(b.snapshot.is_none() && b.write_back.is_none(), "body clusters are pure: {b:?}");
+            assert!(g.library.function(&b.function).is_some());
+        }
+        assert!(report.clustered_nodes >= 4, "{report:?}");
+        // The control output still names a node of the body, which waits for the update.
+        let (_, anchor) = &body.control_ret[0];
+        let anchor = body.nodes.iter().find(|n| &n.name == anchor).unwrap();
+        assert_eq!(anchor.inputs, vec!["^add".to_string()]);
+        // The rewritten body instantiates, and the loop node is untouched.
+        autoclust_graph::function::instantiate(body, &g.library).unwrap();
+        assert_eq!(g.node(g.find("loop").unwrap()).attrs, parse(LOOP).node(parse(LOOP).find("loop").unwrap()).attrs);
+    }
+
+    #[test]
+    fn nothing_to_cluster_leaves_the_library_alone() {
+        let src = "x = Placeholder() {dtype = float32, shape = shape[]}
+c = StatefulPartitionedCall(x) {Tin = [float32], Tout = [float32], f = @f}
+function f(a: float32) -> (b: float32) {
+  n = Neg(a) {T = float32}
+  return b = n:y:0
+}
+";
+        let mut g = parse(src);
+        let before = g.library.clone();
+        let report = cluster_function_bodies(&mut g, ClusterConfig::default());
+        assert!(report.bridges.is_empty());
+        assert_eq!(g.library, before);
+    }
+}
