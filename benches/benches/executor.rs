@@ -33,7 +33,7 @@ fn konst(name: &str, t: Tensor) -> RawNode {
 fn session(nodes: Vec<RawNode>, threads: usize) -> Session {
     Session::new(
         Arc::new(Graph::from_raw(nodes, Library::default(), None).unwrap()),
-        SessionOptions { threads, schedule_seed: None },
+        SessionOptions { threads, schedule_seed: None, ..Default::default() },
     )
 }
 

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use autoclust_runtime::call::CompilerOptions;
-use autoclust_runtime::SessionOptions;
 
 use crate::cmd_run::{clustered_session, prepare, InputArgs, Prepared};
 use crate::io::Format;
@@ -38,6 +37,9 @@ pub struct Args {
     /// Inter-op threads (default: the machine's cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Iterations after which a While loop fails the step (default 10000000).
+    #[arg(long, value_name = "N")]
+    pub max_loop_iterations: Option<u64>,
     /// Override the format implied by the extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -68,7 +70,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     let (graph, model) = load_to_run(&args.graph, args.format, args.inputs.signature.as_deref())?;
     let graph = Arc::new(graph);
     args.inputs.model = model.map(Arc::new);
-    let options = SessionOptions { threads: args.threads.unwrap_or(0), schedule_seed: None };
+    let options = crate::cmd_run::session_options(args.threads, None, args.max_loop_iterations)?;
     let plain = prepare(graph.clone(), &args.inputs, options.clone())?;
     let clustered = clustered_session(graph, &args.inputs, options, CompilerOptions::default())?;
     let report = clustered.report.clone().unwrap_or_default();

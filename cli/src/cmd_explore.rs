@@ -84,6 +84,15 @@ impl Common {
         if let Some(p) = &self.vars {
             inputs.vars = read_tensors(p)?;
         }
+        let mut given: Vec<String> = Vec::new();
+        for spec in self.feed.iter().map(|s| ("--feed", s)).chain(self.var.iter().map(|s| ("--var", s))) {
+            let (name, _) = split_spec(spec.0, spec.1)?;
+            let key = format!("{} {name}", spec.0);
+            if given.contains(&key) {
+                return Err(CliError::usage(format!("{} '{name}' is given twice", spec.0)));
+            }
+            given.push(key);
+        }
         for spec in &self.feed {
             let (name, json) = split_spec("--feed", spec)?;
             let node = graph

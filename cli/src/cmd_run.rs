@@ -93,6 +93,9 @@ pub struct Args {
     /// Seeded-random schedule among ready nodes (single-threaded).
     #[arg(long, value_name = "N")]
     pub schedule_seed: Option<u64>,
+    /// Iterations after which a While loop fails the step (default 10000000).
+    #[arg(long, value_name = "N")]
+    pub max_loop_iterations: Option<u64>,
     /// Override the format implied by the extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -153,11 +156,17 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
             fed_keys.push(name);
         }
     }
+    // A `--feed` replaces the same tensor's value from `--feeds`; two `--feed`s for one tensor are a mistake.
+    let mut feed_specs: Vec<Output> = Vec::new();
     for spec in &inputs.feed {
         let (name, json) =
             spec.split_once('=').ok_or_else(|| CliError::usage(format!("--feed '{spec}': expected NAME=JSON")))?;
         let tensor = feed_tensor(name, "--feed")?;
         let o = session.output(&tensor).map_err(|e| CliError::input(format!("--feed {e}")))?;
+        if feed_specs.contains(&o) {
+            return Err(CliError::usage(format!("--feed '{name}' is given twice")));
+        }
+        feed_specs.push(o);
         let node = graph.node(o.node);
         let dtype = node.attr("dtype").and_then(|a| a.as_type()).ok_or_else(|| {
             CliError::input(format!(
@@ -277,6 +286,27 @@ fn unclustered(mut plain: Prepared, notes: Vec<String>) -> Prepared {
     plain
 }
 
+/// More inter-op threads than this is a usage error (thousands of idle
+/// threads cost seconds of start-up and help nothing).
+pub const MAX_THREADS: usize = 1024;
+
+/// The session options of `run` and `bench`, checked: `--threads` at most
+/// [`MAX_THREADS`], `--max-loop-iterations` at least 1.
+pub fn session_options(
+    threads: Option<usize>,
+    schedule_seed: Option<u64>,
+    max_loop_iterations: Option<u64>,
+) -> Result<SessionOptions, CliError> {
+    let threads = threads.unwrap_or(0);
+    if threads > MAX_THREADS {
+        return Err(CliError::usage(format!("--threads {threads}: at most {MAX_THREADS}")));
+    }
+    if max_loop_iterations == Some(0) {
+        return Err(CliError::usage("--max-loop-iterations must be at least 1"));
+    }
+    Ok(SessionOptions { threads, schedule_seed, max_loop_iterations })
+}
+
 /// The output files `run` was given, checked before any step runs (usage
 /// errors): no two options naming one file, every directory present except
 /// the checkpoint's, which `run` creates.
@@ -300,11 +330,14 @@ fn check_run_outputs(args: &Args) -> Result<(), CliError> {
 }
 
 pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
+    if args.steps == 0 {
+        return Err(CliError::usage("--steps must be at least 1"));
+    }
     check_run_outputs(&args)?;
     let (graph, model) = load_to_run(&args.graph, args.format, args.inputs.signature.as_deref())?;
     let graph = Arc::new(graph);
     args.inputs.model = model.map(Arc::new);
-    let options = SessionOptions { threads: args.threads.unwrap_or(0), schedule_seed: args.schedule_seed };
+    let options = session_options(args.threads, args.schedule_seed, args.max_loop_iterations)?;
     let prepared = if args.no_cluster {
         prepare(graph.clone(), &args.inputs, options)?
     } else {
@@ -319,7 +352,12 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         if result.is_err() {
             progress.finish();
         }
-        last = result.map_err(|e| CliError::input(e.to_string()))?.fetches;
+        last = result
+            .map_err(|e| match args.steps {
+                1 => CliError::input(e.to_string()),
+                k => CliError::input(format!("step {done} of {k}: {e}")),
+            })?
+            .fetches;
         // Notes once the first step has run: a graph that cannot run at all gets
         // its error alone, and which clusters the interpreter ran is known now.
         if done == 1 {

@@ -383,7 +383,7 @@ fn dynamic_batch_clusters_and_recompiles_per_shape() {
         clustered_program(&graph, &[out(&graph, "p")], &[out(&graph, "s")], &[], ClusterConfig::default()).unwrap();
     assert_eq!(program.clusters.len(), 1, "the dynamic-shape chain must cluster");
     let cg = Arc::new(program.graph);
-    let options = SessionOptions { threads: 1, schedule_seed: None };
+    let options = SessionOptions { threads: 1, schedule_seed: None, ..Default::default() };
     let clustered = Session::with_jit(cg.clone(), options.clone(), Jit::new(CompilerOptions::default(), true));
     let plain = Session::new(graph.clone(), options);
     for (i, batch) in [2usize, 5, 2].into_iter().enumerate() {

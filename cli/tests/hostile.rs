@@ -258,3 +258,90 @@ fn output_files_are_all_written_or_none() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(left, ["ck", "o.safetensors", "v.safetensors"]);
 }
+
+/// Runs `args` in a fresh directory holding `g.graph` = `graph`; returns (exit code, stderr).
+fn probe(graph: &str, args: &[&str]) -> (Option<i32>, String) {
+    let out = run_on("g.graph", graph, args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{args:?}: panic: {stderr}");
+    (out.status.code(), stderr.trim_end().to_string())
+}
+
+const NEG: &str = "x = Placeholder() {dtype = float32, shape = shape[]}\ny = Neg(x) {T = float32}\n";
+
+#[test]
+fn usage_mistakes_are_refused_not_guessed() {
+    for (args, code, says) in [
+        (&["run", "{}", "--feed", "x=2", "--feed", "x=3", "--fetch", "y"][..], 2, "error: --feed 'x' is given twice"),
+        (&["run", "{}", "--feed", "x=2", "--fetch", "y", "--steps", "0"][..], 2, "error: --steps must be at least 1"),
+        (
+            &["run", "{}", "--feed", "x=2", "--fetch", "y", "--threads", "100000"][..],
+            2,
+            "error: --threads 100000: at most 1024",
+        ),
+        (
+            &["bench", "{}", "--feed", "x=2", "--fetch", "y", "--threads", "100000"][..],
+            2,
+            "error: --threads 100000: at most 1024",
+        ),
+        (
+            &["run", "{}", "--feed", "x=true", "--fetch", "y"][..],
+            1,
+            "error: --feed 'x': true is a bool, not a float32 number",
+        ),
+        (
+            &["run", "{}", "--feed", "x=[1, false]", "--fetch", "y"][..],
+            1,
+            "error: --feed 'x': false is a bool, not a float32 number",
+        ),
+        (
+            &["explore", "{}", "--feed", "x=2", "--feed", "x=3", "--fetch", "y"][..],
+            2,
+            "error: --feed 'x' is given twice",
+        ),
+    ] {
+        let (got, stderr) = probe(NEG, args);
+        assert_eq!(got, Some(code), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().next(), Some(says), "{args:?}");
+    }
+}
+
+/// `for (;;) i += 1` — a loop whose condition never turns false.
+const ENDLESS: &str = "zero = Const() {dtype = int32, value = int32[]{0}}
+loop = While(zero) {T = [int32], cond = @cond, body = @body, parallel_iterations = 10}
+function cond(i: int32) -> (c: bool) {
+  t = Const() {dtype = bool, value = bool[]{true}}
+  return c = t:output:0
+}
+function body(i: int32) -> (i2: int32) {
+  one = Const() {dtype = int32, value = int32[]{1}}
+  next = AddV2(i, one:output:0) {T = int32}
+  return i2 = next:z:0
+}
+";
+
+#[test]
+fn endless_loops_stop_at_the_iteration_bound_naming_the_loop_and_step() {
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut args = vec!["run", "{}", "--fetch", "loop", "--max-loop-iterations", "500", "--steps", "2"];
+        args.extend_from_slice(mode);
+        let (code, stderr) = probe(ENDLESS, &args);
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr,
+            "error: step 1 of 2: node 'loop' (While): the loop ran 500 iterations and its condition 'cond' is \
+             still true: --max-loop-iterations 500 reached (raise it if the loop is meant to run longer)",
+            "{args:?}"
+        );
+    }
+    // A bound the loop stays under changes nothing: `i < 7` ends at 7.
+    let bounded = ENDLESS.replace(
+        "t = Const() {dtype = bool, value = bool[]{true}}\n  return c = t:output:0",
+        "seven = Const() {dtype = int32, value = int32[]{7}}\n  l = Less(i, seven:output:0) {T = int32}\n  return c = l:z:0",
+    );
+    let out = run_on("g.graph", &bounded, &["run", "{}", "--fetch", "loop", "--max-loop-iterations", "7", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"data\": [7]"), "{}", String::from_utf8_lossy(&out.stdout));
+    let (code, stderr) = probe(NEG, &["run", "{}", "--feed", "x=1", "--fetch", "y", "--max-loop-iterations", "0"]);
+    assert_eq!((code, stderr.as_str()), (Some(2), "error: --max-loop-iterations must be at least 1"));
+}

@@ -733,7 +733,7 @@ struct Mode {
 }
 
 fn plain_mode(graph: &Arc<Graph>, built: &Built, threads: usize) -> Result<Mode, String> {
-    let session = Session::new(graph.clone(), SessionOptions { threads, schedule_seed: None });
+    let session = Session::new(graph.clone(), SessionOptions { threads, schedule_seed: None, ..Default::default() });
     for (n, t) in &built.vars {
         session.set_variable(n, t.clone()).map_err(|e| e.to_string())?;
     }
@@ -758,7 +758,7 @@ fn clustered_mode(graph: &Graph, plain: &Mode, built: &Built, threads: usize) ->
     let g = Arc::new(program.graph);
     let session = Session::with_jit(
         g.clone(),
-        SessionOptions { threads, schedule_seed: None },
+        SessionOptions { threads, schedule_seed: None, ..Default::default() },
         Jit::new(CompilerOptions { threads: 2, ..Default::default() }, true),
     );
     for (n, t) in &built.vars {

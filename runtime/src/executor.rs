@@ -156,6 +156,19 @@ impl Plan {
         Plan::build_with(graph, store, jit, feeds, fetches, targets, &mut Instantiations::default())
     }
 
+    /// [`Plan::build`] with a bound on every `While`'s iterations.
+    pub fn build_limited(
+        graph: &Graph,
+        store: &VariableStore,
+        jit: Option<&Arc<Jit>>,
+        (feeds, fetches, targets): (&[Output], &[Output], &[NodeId]),
+        max_loop_iterations: u64,
+    ) -> Result<Plan, RunError> {
+        let mut inst = Instantiations::default();
+        inst.max_loop_iterations = max_loop_iterations;
+        Plan::build_with(graph, store, jit, feeds, fetches, targets, &mut inst)
+    }
+
     /// [`Plan::build`], sharing the function bodies `inst` has instantiated
     /// (a function body's plan is built inside its caller's).
     pub(crate) fn build_with(

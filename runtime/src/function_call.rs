@@ -52,11 +52,24 @@ const CALL_OPS: &[&str] = &["PartitionedCall", "StatefulPartitionedCall"];
 /// The functions instantiated while one top-level plan is built: each
 /// (function, instantiation attributes) once, and the chain of functions
 /// being instantiated, to reject recursion.
-#[derive(Default)]
 pub(crate) struct Instantiations {
     stack: Vec<String>,
     bodies: HashMap<String, Arc<FunctionBody>>,
+    /// Iterations after which a `While` is an error ([`DEFAULT_MAX_LOOP_ITERATIONS`]).
+    pub(crate) max_loop_iterations: u64,
 }
+
+impl Default for Instantiations {
+    fn default() -> Instantiations {
+        Instantiations { stack: Vec::new(), bodies: HashMap::new(), max_loop_iterations: DEFAULT_MAX_LOOP_ITERATIONS }
+    }
+}
+
+/// How many iterations a `While` may run before the step fails (TensorFlow
+/// has no bound; a loop whose condition never turns false would hang).
+/// `SessionOptions::max_loop_iterations` (the CLI's `--max-loop-iterations`)
+/// overrides it.
+pub const DEFAULT_MAX_LOOP_ITERATIONS: u64 = 10_000_000;
 
 /// Whether `node` is the call of a cluster function written by the
 /// encapsulation pass, which [`crate::call`] runs (JIT first).
@@ -166,6 +179,7 @@ pub(crate) fn prepare(
     let node = graph.node(id);
     let library = &graph.library;
     let Some(kind) = call_kind(node, library)? else { return Ok(None) };
+    let limit = inst.max_loop_iterations;
     let mut body = |f: &FuncAttr| instantiate(&f.name, &f.attrs, library, store, jit, inst);
     Ok(Some(match kind {
         CallKind::Call { name, attrs } => {
@@ -219,12 +233,21 @@ pub(crate) fn prepare(
             }
             Box::new(move |store: &VariableStore, inputs: Inputs| -> KResult<Outputs> {
                 let mut values = inputs.into_vec();
+                let mut done: u64 = 0;
                 loop {
                     let c = cond_f.invoke(store, values.clone())?;
                     if !to_bool(&c[0], "the loop condition")? {
                         return Ok(values.into_iter().collect());
                     }
+                    if done == limit {
+                        return Err(KernelError::invalid(format!(
+                            "the loop ran {limit} iterations and its condition '{}' is still true: \
+                             --max-loop-iterations {limit} reached (raise it if the loop is meant to run longer)",
+                            cond_f.name
+                        )));
+                    }
                     values = body_f.invoke(store, values)?;
+                    done += 1;
                 }
             })
         }
@@ -428,7 +451,7 @@ mod tests {
 
     fn session(src: &str, threads: usize) -> Session {
         let graph = text::parse(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
-        Session::new(Arc::new(graph), SessionOptions { threads, schedule_seed: None })
+        Session::new(Arc::new(graph), SessionOptions { threads, schedule_seed: None, ..Default::default() })
     }
 
     fn run(s: &Session, feeds: &[(&str, Tensor)], fetches: &[&str]) -> Result<Vec<Tensor>, RunError> {

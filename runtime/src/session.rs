@@ -28,6 +28,9 @@ pub struct SessionOptions {
     /// Seeded-random schedule (single-threaded): each step picks uniformly
     /// among the ready nodes. Overrides `threads`.
     pub schedule_seed: Option<u64>,
+    /// Iterations after which a `While` fails the step; `None` =
+    /// [`crate::function_call::DEFAULT_MAX_LOOP_ITERATIONS`].
+    pub max_loop_iterations: Option<u64>,
 }
 
 /// One step's request.
@@ -207,7 +210,9 @@ impl Session {
             return Ok(p.clone());
         }
         let _span = tracing::debug_span!("build_plan", fetches = key.1.len(), targets = key.2.len()).entered();
-        let plan = Arc::new(Plan::build(&self.graph, &self.store, Some(&self.jit), &key.0, &key.1, &key.2)?);
+        let limit = self.options.max_loop_iterations.unwrap_or(crate::function_call::DEFAULT_MAX_LOOP_ITERATIONS);
+        let plan =
+            Arc::new(Plan::build_limited(&self.graph, &self.store, Some(&self.jit), (&key.0, &key.1, &key.2), limit)?);
         self.plans.lock().insert(key, plan.clone());
         Ok(plan)
     }

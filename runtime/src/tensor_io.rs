@@ -166,7 +166,7 @@ fn build(dtype: DType, shape: Vec<usize>, flat: &[&serde_json::Value]) -> Result
     let num = |v: &serde_json::Value| -> Result<f64, TensorIoError> {
         match v {
             serde_json::Value::Number(n) => n.as_f64().ok_or_else(|| TensorIoError::Value(format!("bad number {n}"))),
-            serde_json::Value::Bool(b) => Ok(*b as u8 as f64),
+            serde_json::Value::Bool(b) => Err(TensorIoError::Value(format!("{b} is a bool, not a {dtype} number"))),
             serde_json::Value::String(s) => match s.as_str() {
                 "NaN" | "nan" => Ok(f64::NAN),
                 "Infinity" | "inf" => Ok(f64::INFINITY),
@@ -181,7 +181,7 @@ fn build(dtype: DType, shape: Vec<usize>, flat: &[&serde_json::Value]) -> Result
             serde_json::Value::Number(n) => {
                 n.as_i64().ok_or_else(|| TensorIoError::Value(format!("not an integer: {n}")))
             }
-            serde_json::Value::Bool(b) => Ok(*b as i64),
+            serde_json::Value::Bool(b) => Err(TensorIoError::Value(format!("{b} is a bool, not a {dtype} integer"))),
             other => Err(TensorIoError::Value(format!("not an integer: {other}"))),
         }
     };
@@ -349,6 +349,10 @@ mod tests {
         assert_eq!((t.shape.clone(), t.as_i64().unwrap().to_vec()), (vec![], vec![5]));
         assert!(tensor_from_json("1.5", DType::Int32).is_err());
         assert!(tensor_from_json("[[1], [2, 3]]", DType::Int32).is_err());
+        for dtype in [DType::Float32, DType::Float64, DType::Int32, DType::Int64] {
+            let e = tensor_from_json("[1, true]", dtype).unwrap_err().to_string();
+            assert!(e.contains("true is a bool, not a"), "{dtype}: {e}");
+        }
         let t = tensor_from_json("[true, false]", DType::Bool).unwrap();
         assert_eq!(t.as_bool().unwrap(), &[true, false]);
         let t = tensor_from_json("[]", DType::Float32).unwrap();

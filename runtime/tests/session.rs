@@ -51,7 +51,7 @@ fn graph(nodes: Vec<RawNode>) -> Arc<Graph> {
 }
 
 fn session(g: &Arc<Graph>, threads: usize) -> Session {
-    Session::new(g.clone(), SessionOptions { threads, schedule_seed: None })
+    Session::new(g.clone(), SessionOptions { threads, schedule_seed: None, ..Default::default() })
 }
 
 fn fetch(s: &Session, names: &[&str], targets: &[&str]) -> Result<Vec<Tensor>, RunError> {
@@ -81,7 +81,7 @@ fn seed_example() -> Arc<Graph> {
 fn control_dependencies_order_reads_and_writes() {
     let g = seed_example();
     for seed in 0..50 {
-        let s = Session::new(g.clone(), SessionOptions { threads: 1, schedule_seed: Some(seed) });
+        let s = Session::new(g.clone(), SessionOptions { threads: 1, schedule_seed: Some(seed), ..Default::default() });
         s.set_variable("x", Tensor::scalar_f32(0.0)).unwrap();
         s.set_variable("y", Tensor::scalar_f32(0.0)).unwrap();
         let out = fetch(&s, &["r0", "r1"], &["wy"]).unwrap();
@@ -97,7 +97,10 @@ fn seeded_schedules_differ_and_repeat() {
     for seed in 0..64 {
         let results: Vec<(u32, u32)> = (0..2)
             .map(|_| {
-                let s = Session::new(g.clone(), SessionOptions { threads: 1, schedule_seed: Some(seed) });
+                let s = Session::new(
+                    g.clone(),
+                    SessionOptions { threads: 1, schedule_seed: Some(seed), ..Default::default() },
+                );
                 s.set_variable("x", Tensor::scalar_f32(0.0)).unwrap();
                 s.set_variable("y", Tensor::scalar_f32(0.0)).unwrap();
                 let out = fetch(&s, &["r0", "r1"], &["wy"]).unwrap();
