@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use autoclust_runtime::call::CompilerOptions;
 use autoclust_runtime::SessionOptions;
 
-use crate::cmd_run::{clustered_session, prepare, InputArgs, Prepared};
+use crate::cmd_run::{clustered_session, optimized, prepare, InputArgs, Prepared};
 use crate::io::Format;
 use crate::model::load_to_run;
 use crate::notes::print_notes;
@@ -41,6 +41,10 @@ pub struct Args {
     /// Override the format implied by the extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// Skip the graph-optimization pipeline in both modes (function calls are
+    /// still inlined before clustering).
+    #[arg(long)]
+    pub no_optimize: bool,
     /// Time only one mode (for profiling); the other's figures are null.
     #[arg(long, value_enum)]
     pub only: Option<Mode>,
@@ -70,12 +74,14 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     args.inputs.model = model.map(Arc::new);
     let options = SessionOptions { threads: args.threads.unwrap_or(0), schedule_seed: None };
     let plain = prepare(graph.clone(), &args.inputs, options.clone())?;
-    let clustered = clustered_session(graph, &args.inputs, options, CompilerOptions::default())?;
+    let plain = if args.no_optimize { plain } else { optimized(plain, options.clone())? };
+    let clustered = clustered_session(graph, &args.inputs, options, CompilerOptions::default(), !args.no_optimize)?;
     let report = clustered.report.clone().unwrap_or_default();
     // Warm-up: plans, kernels, and the clustered mode's compiles.
     step(&plain)?;
     step(&clustered)?;
     let jit = clustered.session.jit();
+    print_notes(&plain.notes);
     print_notes(&report.notes);
     print_notes(&report.interpreted_notes(&jit.function_status()));
     let counts = report.counts(jit);
