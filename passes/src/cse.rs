@@ -81,6 +81,22 @@ pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate
     Ok((out, report))
 }
 
+/// `cse`: [`cse`] as a registered pass.
+pub(crate) struct CsePass;
+
+impl crate::pass::Pass for CsePass {
+    fn name(&self) -> &'static str {
+        "cse"
+    }
+    fn description(&self) -> &'static str {
+        "merge identical pure nodes (same op, attributes, inputs, control inputs); never stateful, resource, random \
+         or fetched nodes"
+    }
+    fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, crate::pass::PassError> {
+        Ok(cse(&graph, ctx)?.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,8 +141,10 @@ mod tests {
              t = AddV2(u1, u2) {T = float32}\n\
              p = AddV2(r1, r2) {T = float32}\n",
         );
-        let mut ctx = PassContext::default();
-        ctx.preserve = Some(["s", "t", "p"].iter().map(|s| s.to_string()).collect());
+        let ctx = PassContext {
+            preserve: Some(["s", "t", "p"].iter().map(|s| s.to_string()).collect()),
+            ..PassContext::default()
+        };
         let (out, r) = cse(&g, &ctx).unwrap();
         assert_eq!(r.merged, 0);
         assert_eq!(out.len(), g.len());
@@ -144,21 +162,5 @@ mod tests {
         let (out, r) = cse(&g, &PassContext::default()).unwrap();
         assert_eq!(r.merged, 0);
         assert_eq!(out.len(), 5);
-    }
-}
-
-/// `cse`: [`cse`] as a registered pass.
-pub(crate) struct CsePass;
-
-impl crate::pass::Pass for CsePass {
-    fn name(&self) -> &'static str {
-        "cse"
-    }
-    fn description(&self) -> &'static str {
-        "merge identical pure nodes (same op, attributes, inputs, control inputs); never stateful, resource, random \
-         or fetched nodes"
-    }
-    fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, crate::pass::PassError> {
-        Ok(cse(&graph, ctx)?.0)
     }
 }
