@@ -174,13 +174,25 @@ fn optimized_outcomes_are_a_subset_of_the_originals() {
         ("problem.graph", PROBLEM),
         (
             "training_step.graph",
-            &["--var", "w=1.0", "--var", "step=0", "--feed", "x=2.0", "--fetch", "rw2:0", "--target", "update,inc,inc2"],
+            &[
+                "--var",
+                "w=1.0",
+                "--var",
+                "step=0",
+                "--feed",
+                "x=2.0",
+                "--fetch",
+                "rw2:0",
+                "--target",
+                "update,inc,inc2",
+            ],
         ),
     ];
     let dir = tempfile::tempdir().unwrap();
     for (file, args) in cases {
         // The request's fetches and targets, for opt to keep.
-        let mut opt: Vec<String> = vec!["opt".into(), case(file).display().to_string(), "--passes".into(), "default".into()];
+        let mut opt: Vec<String> =
+            vec!["opt".into(), case(file).display().to_string(), "--passes".into(), "default".into()];
         for flag in ["--fetch", "--target"] {
             if let Some(i) = args.iter().position(|a| *a == flag) {
                 opt.extend([flag.to_string(), args[i + 1].to_string()]);
@@ -200,7 +212,10 @@ fn optimized_outcomes_are_a_subset_of_the_originals() {
             let rows = explore(path.to_str().unwrap(), &a);
             assert!(!rows.is_empty(), "{file}");
             for r in &rows {
-                assert!(original.contains(r), "{file} (atomic {atomic}): optimized outcome {r:?} not among {original:?}");
+                assert!(
+                    original.contains(r),
+                    "{file} (atomic {atomic}): optimized outcome {r:?} not among {original:?}"
+                );
             }
         }
     }
