@@ -9,7 +9,8 @@
 //!   dead-node removal;
 //! - `Shape`, `Size` and `Rank` of a value whose static shape inference
 //!   knows fully become `Const`s whatever the value (so `BroadcastGradientArgs`
-//!   of two such shapes folds in turn);
+//!   of two such shapes folds in turn) — not of a fed node, whose value may
+//!   not have the shape the graph gives it;
 //! - afterwards, pure nodes and `Const`s nothing consumes any more are
 //!   removed (unless the request fetches, targets or feeds them).
 //!
@@ -113,6 +114,7 @@ pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldRep
         if matches!(node.op.as_str(), "Shape" | "Size" | "Rank")
             && node.inputs.len() == 1
             && !is_control_flow(graph, node.inputs[0].node)
+            && !ctx.fed.contains(graph.name(node.inputs[0].node))
         {
             let Some(dims) = info.output(node.inputs[0]).and_then(|(_, s)| s.to_known()) else { continue };
             let Some(value) = materialise(&node.op, outs[0].0, &dims) else { continue };
