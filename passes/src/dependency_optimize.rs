@@ -9,7 +9,8 @@
 //!   hubs stay);
 //! - **redundant control edges dropped**: a control input `a` of `b` is
 //!   dropped when another input of `b` already depends on `a` (a path of data
-//!   or control edges `a ⇝ p` with `p` an input of `b`), searched up to
+//!   or control edges `a ⇝ p` with `p` an input of `b`, not through a v1
+//!   `Merge`, which waits for one input only), searched up to
 //!   [`SEARCH_LIMIT`] nodes per edge;
 //! - nodes nothing consumes any more (pure ones and `Const`s) are removed.
 //!
@@ -141,6 +142,10 @@ fn reaches_any(graph: &Graph, a: NodeId, targets: &[NodeId], pos: &[usize]) -> b
         if pos[n.index()] <= pos[a.index()] || !seen.insert(n) {
             continue;
         }
+        // A Merge runs when *one* input is ready: a path through it implies no order.
+        if matches!(graph.node(n).op.as_str(), "Merge" | "RefMerge") {
+            continue;
+        }
         if seen.len() > SEARCH_LIMIT {
             return false;
         }
@@ -213,5 +218,21 @@ mod tests {
         assert_eq!(rep.edges, 3);
         assert_eq!(controls(&out, "w3"), ["w2"]);
         assert_eq!(controls(&out, "h"), ["w3"]);
+    }
+
+    #[test]
+    fn a_path_through_a_merge_implies_no_order() {
+        let g = parse(
+            "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\
+             c = Const() {dtype = float32, value = float32[]{1.0}}\n\
+             x = Placeholder() {dtype = float32, shape = shape[]}\n\
+             w = AssignVariableOp(v, c) {dtype = float32}\n\
+             i = Identity(c, ^w) {T = float32}\n\
+             m = Merge(x, i) {N = 2, T = float32}\n\
+             r = ReadVariableOp(v, ^w, ^m) {dtype = float32}\n",
+        );
+        let (out, rep) = dependency_optimize(&g, &PassContext::default()).unwrap();
+        assert_eq!(rep.edges, 0);
+        assert_eq!(controls(&out, "r"), ["w", "m"]);
     }
 }
