@@ -12,6 +12,10 @@
 //!   or control edges `a ⇝ p` with `p` an input of `b`, not through a v1
 //!   `Merge`, which waits for one input only), searched up to
 //!   [`SEARCH_LIMIT`] nodes per edge;
+//! - **gated identities bypassed**: `Identity(x, ^g…)` (TensorFlow's
+//!   `tuple/control_dependency`) is removed; its data users read `x` and get
+//!   the control inputs `^g…`, its control users wait for `x`'s producer and
+//!   `g…` — when that adds at most one edge (`gates × users ≤ gates + users + 1`);
 //! - nodes nothing consumes any more (pure ones and `Const`s) are removed.
 //!
 //! Never removed: the nodes the request fetches, targets or feeds, and
@@ -20,12 +24,15 @@
 //! Soundness: every happens-before survives. A relay `r` with inputs `P` and
 //! control users `S` ordered each `s ∈ S` after each `p ∈ P`; the new edges
 //! `p → s` say exactly that, and `r` itself has no observable value. A
+//! bypassed `Identity(x, ^g)` gave its users `x`'s value once `x` and `g`
+//! were done; reading `x` with `^g` gives the same value at the same
+//! earliest time. A
 //! dropped edge `a → b` is implied by the path `a ⇝ p → b`, which stays (only
 //! edges into `b` are considered, one at a time against the current graph).
 
 use std::collections::HashSet;
 
-use autoclust_graph::{Graph, NodeId};
+use autoclust_graph::{Graph, NodeId, Output};
 
 use crate::pass::{PassContext, PassError};
 use crate::rewrite::{is_control_flow, is_pure, pinned, pinned_names, remove_dead, Rewrite};
@@ -40,6 +47,8 @@ pub struct DependencyReport {
     pub relays: usize,
     /// Control edges dropped as implied by other paths.
     pub edges: usize,
+    /// Gated identities bypassed.
+    pub identities: usize,
 }
 
 /// Removes control relays and redundant control edges (module doc).
@@ -48,6 +57,7 @@ pub fn dependency_optimize(graph: &Graph, ctx: &PassContext) -> Result<(Graph, D
     let keep = pinned_names(graph, ctx);
     let mut report = DependencyReport::default();
     let graph = remove_relays(graph, ctx, &mut report)?;
+    let graph = bypass_gated_identities(&graph, ctx, &mut report)?;
     let graph = drop_redundant(&graph, &mut report)?;
     let out = remove_dead(graph, &keep, ctx)?;
     tracing::debug!(relays = report.relays, edges = report.edges, nodes = out.len(), "dependency-optimize done");
@@ -91,6 +101,58 @@ fn remove_relays(graph: &Graph, ctx: &PassContext, report: &mut DependencyReport
         }
         rw.remove(id, preds);
         report.relays += 1;
+    }
+    Ok(rw.apply(graph)?)
+}
+
+/// `Identity(x, ^g…)` (TensorFlow's `tuple/control_dependency`): its data
+/// users read `x` and get `^g…` instead, its control users wait for `x`'s
+/// producer and `g…`; when that adds no edges (Grappler's rule).
+fn bypass_gated_identities(
+    graph: &Graph,
+    ctx: &PassContext,
+    report: &mut DependencyReport,
+) -> Result<Graph, PassError> {
+    let pin = pinned(graph, ctx);
+    let succ = graph.successors();
+    let mut rw = Rewrite::default();
+    for id in graph.topo_order()? {
+        let node = graph.node(id);
+        if pin[id.index()]
+            || node.control_inputs.is_empty()
+            || node.inputs.len() != 1
+            || !matches!(node.op.as_str(), "Identity" | "Snapshot" | "StopGradient")
+            || !is_pure(graph, node)
+            || node
+                .inputs
+                .iter()
+                .map(|o| o.node)
+                .chain(node.control_inputs.iter().copied())
+                .any(|p| is_control_flow(graph, p))
+        {
+            continue;
+        }
+        let mut data_users: Vec<NodeId> = succ.data[id.index()].iter().map(|&(u, _, _)| u).collect();
+        data_users.sort();
+        data_users.dedup();
+        let users = data_users.len() + succ.control[id.index()].len();
+        // Its own gates and those an earlier bypass (of its input) handed it.
+        let mut gates: Vec<NodeId> = node.control_inputs.clone();
+        gates.extend(rw.added_controls(id).iter().copied());
+        if users == 0 || gates.len() * users > gates.len() + users + 1 {
+            continue;
+        }
+        let x = node.inputs[0];
+        rw.redirect(Output { node: id, port: 0 }, x);
+        for &u in &data_users {
+            for &g in &gates {
+                rw.add_control(u, g);
+            }
+        }
+        let mut to = vec![rw.resolve(x).node];
+        to.extend(gates.iter().copied());
+        rw.remove(id, to);
+        report.identities += 1;
     }
     Ok(rw.apply(graph)?)
 }
@@ -162,8 +224,8 @@ impl crate::pass::Pass for DependencyOptimizePass {
         "dependency-optimize"
     }
     fn description(&self) -> &'static str {
-        "remove NoOp/pure nodes that only relay control (rewiring their control users), drop control edges implied \
-         by other paths, remove dead pure nodes"
+        "remove NoOp/pure nodes that only relay control (rewiring their control users), bypass Identity(x, ^g) \
+         (users read x with ^g), drop control edges implied by other paths, remove dead pure nodes"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         Ok(dependency_optimize(&graph, ctx)?.0)
@@ -234,5 +296,26 @@ mod tests {
         let (out, rep) = dependency_optimize(&g, &PassContext::default()).unwrap();
         assert_eq!(rep.edges, 0);
         assert_eq!(controls(&out, "r"), ["w", "m"]);
+    }
+
+    #[test]
+    fn gated_identities_are_bypassed_keeping_every_gate() {
+        let g = parse(
+            "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\
+             x = Placeholder() {dtype = float32, shape = shape[]}\n\
+             w1 = AssignVariableOp(v, x) {dtype = float32}\n\
+             w2 = AssignVariableOp(v, x) {dtype = float32}\n\
+             i1 = Identity(x, ^w1) {T = float32}\n\
+             i2 = Identity(i1, ^w2) {T = float32}\n\
+             e = Exp(i2) {T = float32}\n",
+        );
+        let (out, rep) = dependency_optimize(&g, &PassContext::default()).unwrap();
+        assert_eq!(rep.identities, 2);
+        assert!(out.find("i1").is_none() && out.find("i2").is_none());
+        let e = out.node(out.find("e").unwrap());
+        assert_eq!(e.inputs[0].node, out.find("x").unwrap());
+        let mut c = controls(&out, "e");
+        c.sort();
+        assert_eq!(c, ["w1", "w2"]);
     }
 }

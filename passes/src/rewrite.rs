@@ -129,6 +129,8 @@ pub(crate) struct Rewrite {
     replaced: HashMap<NodeId, RawNode>,
     /// Control inputs to drop from a node.
     drop_control: HashSet<(NodeId, NodeId)>,
+    /// Control inputs to add to a node (resolved like the others).
+    add_control: HashMap<NodeId, Vec<NodeId>>,
     /// New nodes (appended; inputs already written as strings).
     added: Vec<RawNode>,
     /// Data uses of an output that now read a new node's output (by name).
@@ -142,6 +144,15 @@ impl Rewrite {
             && self.replaced.is_empty()
             && self.drop_control.is_empty()
             && self.added.is_empty()
+            && self.add_control.is_empty()
+    }
+    /// The control inputs [`Rewrite::add_control`] gave `node` so far.
+    pub fn added_controls(&self, node: NodeId) -> &[NodeId] {
+        self.add_control.get(&node).map(Vec::as_slice).unwrap_or_default()
+    }
+    /// Gives `node` the control input `input` (or what stands for it).
+    pub fn add_control(&mut self, node: NodeId, input: NodeId) {
+        self.add_control.entry(node).or_default().push(input);
     }
     /// Adds a node (its inputs are final strings).
     pub fn add(&mut self, node: RawNode) {
@@ -226,6 +237,9 @@ impl Rewrite {
                 if self.drop_control.contains(&(id, c)) {
                     continue;
                 }
+                self.resolve_control(c, &mut controls);
+            }
+            for &c in self.add_control.get(&id).into_iter().flatten() {
                 self.resolve_control(c, &mut controls);
             }
             controls.retain(|&c| c != id && !data_preds.contains(&c));
