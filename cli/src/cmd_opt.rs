@@ -55,7 +55,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.list_passes {
         let mut out = String::new();
         for p in registry() {
-            out.push_str(&format!("{:<16} {}\n", p.name(), p.description()));
+            out.push_str(&format!("{:<20} {}\n", p.name(), p.description()));
         }
         print_stdout(&out)?;
         return Ok(ExitCode::SUCCESS);
