@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use autoclust_runtime::call::CompilerOptions;
 
-use crate::cmd_run::{clustered_session, prepare, InputArgs, Prepared};
+use crate::cmd_run::{clustered_session, optimized, prepare, InputArgs, Prepared};
 use crate::io::Format;
 use crate::model::load_to_run;
 use crate::notes::print_notes;
@@ -43,6 +43,10 @@ pub struct Args {
     /// Override the format implied by the extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// Skip the graph-optimization pipeline in both modes (function calls are
+    /// still inlined before clustering).
+    #[arg(long)]
+    pub no_optimize: bool,
     /// Time only one mode (for profiling); the other's figures are null.
     #[arg(long, value_enum)]
     pub only: Option<Mode>,
@@ -72,12 +76,14 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     args.inputs.model = model.map(Arc::new);
     let options = crate::cmd_run::session_options(args.threads, None, args.max_loop_iterations)?;
     let plain = prepare(graph.clone(), &args.inputs, options.clone())?;
-    let clustered = clustered_session(graph, &args.inputs, options, CompilerOptions::default())?;
+    let plain = if args.no_optimize { plain } else { optimized(plain, options.clone())? };
+    let clustered = clustered_session(graph, &args.inputs, options, CompilerOptions::default(), !args.no_optimize)?;
     let report = clustered.report.clone().unwrap_or_default();
     // Warm-up: plans, kernels, and the clustered mode's compiles.
     step(&plain)?;
     step(&clustered)?;
     let jit = clustered.session.jit();
+    print_notes(&plain.notes);
     print_notes(&report.notes);
     print_notes(&report.interpreted_notes(&jit.function_status()));
     let counts = report.counts(jit);

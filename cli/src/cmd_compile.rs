@@ -1,5 +1,6 @@
 //! `autoclust compile GRAPH -o OUT [--min-cluster-size N]` (CONTRACT.md §4):
-//! runs the compile pipeline (`inline`, `cluster`, then `encapsulate`) and writes the
+//! runs the graph-optimization pipeline (`opt --passes default`; `--no-optimize`
+//! skips it), then `cluster` and `encapsulate`, and writes the
 //! clustered program — each cluster replaced by its bridge (snapshot-read,
 //! call of the cluster's pure function, write-back), the cluster bodies in
 //! the function library — in the native format. The output is written
@@ -29,6 +30,9 @@ pub struct Args {
     /// Print the graph on stderr after this pass (`cluster`, `encapsulate` or `all`).
     #[arg(long, value_name = "PASS")]
     pub dump_after: Vec<String>,
+    /// Skip the graph-optimization passes (compile with `inline,cluster,encapsulate` only).
+    #[arg(long)]
+    pub no_optimize: bool,
     /// Input format, overriding the file extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -38,7 +42,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let _span = tracing::info_span!("compile", graph = %args.graph.display()).entered();
     let graph = load_graph(&args.graph, args.format)?;
     let ctx = context(args.min_cluster_size, args.dump_after);
-    let out = run_pipeline(&Pipeline::compile(), graph, &ctx, &args.graph)?;
+    let pipeline = if args.no_optimize {
+        Pipeline::compile()
+    } else {
+        Pipeline::parse("default,cluster,encapsulate").map_err(|e| CliError::input(e.to_string()))?
+    };
+    let out = run_pipeline(&pipeline, graph, &ctx, &args.graph)?;
     crate::notes::print_notes(&ctx.take_notes());
     write_atomic(&args.output, native_text(&out).as_bytes())?;
     Ok(ExitCode::SUCCESS)

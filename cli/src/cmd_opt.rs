@@ -55,7 +55,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.list_passes {
         let mut out = String::new();
         for p in registry() {
-            out.push_str(&format!("{:<16} {}\n", p.name(), p.description()));
+            out.push_str(&format!("{:<20} {}\n", p.name(), p.description()));
         }
         print_stdout(&out)?;
         return Ok(ExitCode::SUCCESS);
@@ -75,7 +75,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if !fetch.is_empty() || !target.is_empty() {
         graph = pruned(&graph, &fetch, &target)?;
     }
-    let ctx = context(args.min_cluster_size, args.dump_after);
+    let mut ctx = context(args.min_cluster_size, args.dump_after);
+    if !fetch.is_empty() || !target.is_empty() {
+        let node_of = |s: &str| match autoclust_graph::parse_input(s) {
+            Some(autoclust_graph::InputRef::Data { node, .. }) => node.to_string(),
+            _ => s.to_string(),
+        };
+        ctx.preserve = Some(fetch.iter().chain(&target).map(|s| node_of(s)).collect());
+    }
     let function_nodes = |g: &Graph| -> usize { g.library.functions.iter().map(|f| f.nodes.len()).sum() };
     let (nodes_before, function_nodes_before) = (graph.len(), function_nodes(&graph));
     let (out, stats) = pipeline.run_timed(graph, &ctx).map_err(|e| pass_error(&e, &path))?;
@@ -134,7 +141,12 @@ pub fn context(min_cluster_size: u64, dump_after: Vec<String>) -> PassContext {
             }
         }))
     };
-    PassContext { cluster_config, after_pass, ..PassContext::default() }
+    PassContext {
+        cluster_config,
+        after_pass,
+        evaluator: Some(crate::cmd_run::kernel_evaluator()),
+        ..PassContext::default()
+    }
 }
 
 /// Runs a pipeline; errors name the input file (and line, when the node has one).

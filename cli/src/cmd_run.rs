@@ -3,6 +3,9 @@
 //! (`--save-vars`, `--json`). Inputs: `--feeds F.safetensors`, `--vars
 //! F.safetensors`, `--feed NAME=JSON` (typed by the placeholder's dtype).
 //!
+//! Both modes first run the graph-optimization pipeline ([`optimized`],
+//! `opt --passes default`) unless `--no-optimize` is given.
+//!
 //! `--no-cluster` runs the plain executor, the reference. The default mode
 //! auto-clusters and JIT-compiles ([`clustered_session`]): the graph goes
 //! through [`autoclust_passes::pipeline::clustered_program`] (prune →
@@ -23,6 +26,7 @@ use std::sync::Arc;
 
 use autoclust_graph::{Graph, NodeId, Output, Tensor};
 use autoclust_passes::cluster::ClusterConfig;
+use autoclust_passes::pass::{Evaluator, PassContext, Pipeline};
 use autoclust_passes::pipeline::{clustered_program, ClusteredProgram, PipelineError};
 use autoclust_runtime::call::CompilerOptions;
 use autoclust_runtime::tensor_io::{tensor_from_json, tensors_to_json_object, write_safetensors};
@@ -84,6 +88,11 @@ pub struct Args {
     /// Run the plain executor (the reference), without clustering.
     #[arg(long)]
     pub no_cluster: bool,
+    /// Skip the graph-optimization pipeline (constant folding, arithmetic
+    /// simplification, CSE, dependency optimization); function calls are
+    /// still inlined before clustering.
+    #[arg(long)]
+    pub no_optimize: bool,
     /// Print {"fetches": {..}, "variables": {..}}.
     #[arg(long)]
     pub json: bool,
@@ -112,6 +121,9 @@ pub struct Prepared {
     pub fetch_names: Vec<String>,
     /// What the clustered path did (`None` for the plain executor).
     pub report: Option<ClusterReport>,
+    /// Why the graph-optimization pipeline was not applied, if it failed
+    /// (printed as `note:` lines after the first step).
+    pub notes: Vec<String>,
 }
 
 fn show(p: &std::path::Path) -> String {
@@ -203,7 +215,73 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         .filter(|s| !s.is_empty())
         .map(|s| session.node(s).map_err(|e| CliError::input(format!("--target {e}"))))
         .collect::<Result<Vec<NodeId>, _>>()?;
-    Ok(Prepared { session, request: RunRequest { feeds, fetches, targets }, fetch_names, report: None })
+    Ok(Prepared {
+        session,
+        request: RunRequest { feeds, fetches, targets },
+        fetch_names,
+        report: None,
+        notes: Vec::new(),
+    })
+}
+
+/// The evaluator `constant-fold` uses: the runtime's stateless kernels.
+pub fn kernel_evaluator() -> Evaluator {
+    Arc::new(|node, inputs| autoclust_runtime::compute(node, inputs).map_err(|e| e.to_string()))
+}
+
+/// `plain` with its graph run through the graph-optimization pipeline
+/// (`opt --passes default`: inline, constant-fold, arithmetic-simplify, cse,
+/// dependency-optimize) for its request: fetched, targeted and fed nodes are
+/// kept under their names, so the request carries over by name, and the
+/// variables set so far carry over to the new session. When the pipeline
+/// fails, `plain` is returned as it was with a note saying why.
+pub fn optimized(plain: Prepared, options: SessionOptions) -> Result<Prepared, CliError> {
+    let graph = plain.session.graph().clone();
+    let request = &plain.request;
+    let name = |id: NodeId| graph.name(id).to_string();
+    let ctx = PassContext {
+        preserve: Some(
+            request.fetches.iter().map(|o| name(o.node)).chain(request.targets.iter().map(|&t| name(t))).collect(),
+        ),
+        fed: request.feeds.iter().map(|(o, _)| name(o.node)).collect(),
+        evaluator: Some(kernel_evaluator()),
+        ..PassContext::default()
+    };
+    let keep_plain = |mut plain: Prepared, why: String| {
+        tracing::info!(reason = %why, "not optimizing");
+        plain.notes.push(format!("running unoptimized: {why}"));
+        Ok(plain)
+    };
+    let pipeline = Pipeline::parse("default").map_err(|e| CliError::input(e.to_string()))?;
+    let optimized = match pipeline.run(Graph::clone(&graph), &ctx) {
+        Ok(g) => Arc::new(g),
+        Err(e) => return keep_plain(plain, e.to_string()),
+    };
+    let session = Session::new(optimized.clone(), options);
+    for (var, value) in plain.session.variables() {
+        if let Err(e) = session.set_variable(&var, value) {
+            return keep_plain(plain, format!("variable '{var}' does not carry over ({e})"));
+        }
+    }
+    let find = |id: NodeId| optimized.find(graph.name(id));
+    let feeds: Option<Vec<(Output, Tensor)>> = request
+        .feeds
+        .iter()
+        .map(|(o, t)| find(o.node).map(|node| (Output { node, port: o.port }, t.clone())))
+        .collect();
+    let fetches: Option<Vec<Output>> =
+        request.fetches.iter().map(|o| find(o.node).map(|node| Output { node, port: o.port })).collect();
+    let targets: Option<Vec<NodeId>> = request.targets.iter().map(|&t| find(t)).collect();
+    let (Some(feeds), Some(fetches), Some(targets)) = (feeds, fetches, targets) else {
+        return keep_plain(plain, "a feed, fetch or target did not survive optimization".into());
+    };
+    Ok(Prepared {
+        session,
+        request: RunRequest { feeds, fetches, targets },
+        fetch_names: plain.fetch_names,
+        report: plain.report,
+        notes: plain.notes,
+    })
 }
 
 /// The clustered path (module doc): auto-cluster, encapsulate, JIT.
@@ -212,10 +290,13 @@ pub fn clustered_session(
     inputs: &InputArgs,
     options: SessionOptions,
     compiler: CompilerOptions,
+    optimize: bool,
 ) -> Result<Prepared, CliError> {
     // Resolve and check every input against the original graph first, so
     // errors name the user's nodes.
-    let plain = prepare(graph.clone(), inputs, options.clone())?;
+    let plain = prepare(graph, inputs, options.clone())?;
+    let plain = if optimize { optimized(plain, options.clone())? } else { plain };
+    let graph = plain.session.graph().clone();
     let request = &plain.request;
     let fed: Vec<Output> = request.feeds.iter().map(|(o, _)| *o).collect();
     let program = match clustered_program(&graph, &fed, &request.fetches, &request.targets, ClusterConfig::default()) {
@@ -276,6 +357,7 @@ pub fn clustered_session(
         request: RunRequest { feeds, fetches, targets },
         fetch_names: plain.fetch_names,
         report: Some(report),
+        notes: plain.notes,
     })
 }
 
@@ -339,12 +421,17 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     args.inputs.model = model.map(Arc::new);
     let options = session_options(args.threads, args.schedule_seed, args.max_loop_iterations)?;
     let prepared = if args.no_cluster {
-        prepare(graph.clone(), &args.inputs, options)?
+        let plain = prepare(graph.clone(), &args.inputs, options.clone())?;
+        if args.no_optimize {
+            plain
+        } else {
+            optimized(plain, options)?
+        }
     } else {
         let compiler = CompilerOptions { dump_clif_dir: args.dump_clif.clone(), ..Default::default() };
-        clustered_session(graph.clone(), &args.inputs, options, compiler)?
+        clustered_session(graph.clone(), &args.inputs, options, compiler, !args.no_optimize)?
     };
-    let Prepared { session, request, fetch_names, report } = prepared;
+    let Prepared { session, request, fetch_names, report, notes } = prepared;
     let mut last = Vec::new();
     let mut progress = crate::progress::Progress::new(args.steps);
     for done in 1..=args.steps {
@@ -361,6 +448,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         // Notes once the first step has run: a graph that cannot run at all gets
         // its error alone, and which clusters the interpreter ran is known now.
         if done == 1 {
+            print_notes(&notes);
             if let Some(r) = &report {
                 print_notes(&r.notes);
                 print_notes(&r.interpreted_notes(&session.jit().function_status()));

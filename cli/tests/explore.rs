@@ -160,3 +160,63 @@ fn errors_name_the_node_and_exit_1() {
     let (code, _, _) = autoclust(&["explore", p, "--var", "X0"], &[]);
     assert_eq!(code, 2);
 }
+
+/// The graph-optimization pipeline (`opt --passes default`, what `run`
+/// applies first) adds no behaviour: on each seed example, every outcome of
+/// the optimized program is an outcome of the original (and with
+/// `--atomic-rmw`, the executor's model).
+#[test]
+fn optimized_outcomes_are_a_subset_of_the_originals() {
+    let cases: &[(&str, &[&str])] = &[
+        ("simplest.graph", &["--var", "X=0", "--var", "Y=0", "--fetch", "r0:0,r1:0", "--target", "wy"]),
+        ("load_store.graph", &["--var", "X=0", "--var", "Y=0", "--fetch", "r0:0", "--target", "wx2"]),
+        ("increments.graph", &["--var", "X=0"]),
+        ("problem.graph", PROBLEM),
+        (
+            "training_step.graph",
+            &[
+                "--var",
+                "w=1.0",
+                "--var",
+                "step=0",
+                "--feed",
+                "x=2.0",
+                "--fetch",
+                "rw2:0",
+                "--target",
+                "update,inc,inc2",
+            ],
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (file, args) in cases {
+        // The request's fetches and targets, for opt to keep.
+        let mut opt: Vec<String> =
+            vec!["opt".into(), case(file).display().to_string(), "--passes".into(), "default".into()];
+        for flag in ["--fetch", "--target"] {
+            if let Some(i) = args.iter().position(|a| *a == flag) {
+                opt.extend([flag.to_string(), args[i + 1].to_string()]);
+            }
+        }
+        let opt: Vec<&str> = opt.iter().map(String::as_str).collect();
+        let (code, optimized, stderr) = autoclust(&opt, &[]);
+        assert_eq!(code, 0, "{file}: {stderr}");
+        let path = dir.path().join(file);
+        std::fs::write(&path, optimized).unwrap();
+        for atomic in [false, true] {
+            let mut a = args.to_vec();
+            if atomic {
+                a.push("--atomic-rmw");
+            }
+            let original = explore(file, &a);
+            let rows = explore(path.to_str().unwrap(), &a);
+            assert!(!rows.is_empty(), "{file}");
+            for r in &rows {
+                assert!(
+                    original.contains(r),
+                    "{file} (atomic {atomic}): optimized outcome {r:?} not among {original:?}"
+                );
+            }
+        }
+    }
+}

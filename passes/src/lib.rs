@@ -1,10 +1,15 @@
 //! autoclust-passes
+pub mod arithmetic_simplify;
 pub mod body_clusters;
 pub mod cluster;
 pub mod compilable;
+pub mod constant_fold;
+pub mod cse;
+pub mod dependency_optimize;
 pub mod encapsulate;
 pub mod inline;
 pub mod pass;
 pub mod pipeline;
 pub mod ref_variables;
+pub(crate) mod rewrite;
 pub mod safety;

@@ -8,6 +8,11 @@
 //! - `safety-annotate` — the safety analysis written onto the resource ops
 //!   ([`KIND_ATTR`], [`UNSAFE_TO_ATTR`]), so FileCheck cases can test it;
 //! - `inline` — function calls replaced by their bodies ([`crate::inline`]);
+//! - `constant-fold`, `arithmetic-simplify`, `cse`, `dependency-optimize` —
+//!   Grappler's graph optimizations ([`crate::constant_fold`],
+//!   [`crate::arithmetic_simplify`], [`crate::cse`],
+//!   [`crate::dependency_optimize`]); they keep the nodes of
+//!   [`PassContext::preserve`] and [`PassContext::fed`] and never touch a stateful op;
 //! - `cluster` — auto-clustering; every member of an emitted cluster gets
 //!   [`CLUSTER_ATTR`] = its cluster's name (earlier annotations are dropped);
 //! - `encapsulate` — each annotated cluster becomes snapshot, call and
@@ -56,7 +61,25 @@ pub struct PassContext {
     /// cause naming the node, for the driver to print as `note:` lines: nodes
     /// the clusterer declined for want of types, clusters not encapsulated.
     pub notes: std::sync::Mutex<Vec<String>>,
+    /// The nodes the request fetches or targets, by name: the optimization
+    /// passes keep them under their names with the same values. `None` (no
+    /// request known, as in `opt` without `--fetch`/`--target`): every node
+    /// nothing consumes is kept.
+    pub preserve: Option<std::collections::HashSet<String>>,
+    /// The nodes the request feeds: their values are not the graph's, so no
+    /// pass folds, merges or removes them.
+    pub fed: std::collections::HashSet<String>,
+    /// Runs one pure node on constant inputs, for `constant-fold` (the CLI
+    /// fills it with the runtime's kernels; without it nothing but shapes is folded).
+    pub evaluator: Option<Evaluator>,
 }
+
+/// Evaluates one pure node on its constant inputs (see [`PassContext::evaluator`]).
+pub type Evaluator = std::sync::Arc<
+    dyn Fn(&autoclust_graph::Node, &[autoclust_graph::Tensor]) -> Result<Vec<autoclust_graph::Tensor>, String>
+        + Send
+        + Sync,
+>;
 
 impl PassContext {
     fn note(&self, lines: impl IntoIterator<Item = String>) {
@@ -130,6 +153,10 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
         Box::new(VerifyPass),
         Box::new(SafetyAnnotatePass),
         Box::new(InlinePass),
+        Box::new(crate::constant_fold::ConstantFoldPass),
+        Box::new(crate::arithmetic_simplify::ArithmeticSimplifyPass),
+        Box::new(crate::cse::CsePass),
+        Box::new(crate::dependency_optimize::DependencyOptimizePass),
         Box::new(ClusterPass),
         Box::new(EncapsulatePass),
         Box::new(ClusterBodiesPass),
@@ -138,7 +165,7 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
 
 /// The graph-optimization passes `run`, `bench` and `compile` apply before
 /// clustering, in order; `--passes default` names them.
-pub const DEFAULT_PIPELINE: &[&str] = &["inline"];
+pub const DEFAULT_PIPELINE: &[&str] = &["inline", "constant-fold", "arithmetic-simplify", "cse", "dependency-optimize"];
 
 /// The registered pass called `name`.
 pub fn lookup(name: &str) -> Option<Box<dyn Pass>> {
@@ -398,12 +425,16 @@ mod tests {
         let e = Pipeline::parse("cluster,nope").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown pass 'nope' (known: verify, safety-annotate, inline, cluster, encapsulate, cluster-bodies)"
+            "unknown pass 'nope' (known: verify, safety-annotate, inline, constant-fold, arithmetic-simplify, cse, \
+             dependency-optimize, cluster, encapsulate, cluster-bodies)"
         );
         assert!(e.is_usage());
         assert_eq!(Pipeline::parse(" , ").unwrap_err(), PassError::EmptyPipeline);
         assert_eq!(Pipeline::compile().names(), ["inline", "cluster", "encapsulate", "cluster-bodies"]);
-        assert_eq!(Pipeline::parse("default,cluster").unwrap().names(), ["inline", "cluster"]);
+        assert_eq!(
+            Pipeline::parse("default,cluster").unwrap().names(),
+            ["inline", "constant-fold", "arithmetic-simplify", "cse", "dependency-optimize", "cluster"]
+        );
     }
 
     #[test]

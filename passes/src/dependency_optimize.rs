@@ -1,0 +1,321 @@
+//! Dependency optimization (`opt --passes dependency-optimize`), Grappler's
+//! `dependency_optimizer`:
+//! - **relay nodes removed**: a `NoOp`, or a pure node
+//!   ([`crate::rewrite::is_pure`], e.g. an `Identity`) whose value nobody
+//!   reads, exists only to order its control users after its inputs. It is
+//!   removed and each control user gets the node's data producers and control
+//!   inputs as control inputs instead — when that adds no edges
+//!   (`inputs × users ≤ inputs + users`, Grappler's rule, so fan-in/fan-out
+//!   hubs stay);
+//! - **redundant control edges dropped**: a control input `a` of `b` is
+//!   dropped when another input of `b` already depends on `a` (a path of data
+//!   or control edges `a ⇝ p` with `p` an input of `b`, not through a v1
+//!   `Merge`, which waits for one input only), searched up to
+//!   [`SEARCH_LIMIT`] nodes per edge;
+//! - **gated identities bypassed**: `Identity(x, ^g…)` (TensorFlow's
+//!   `tuple/control_dependency`) is removed; its data users read `x` and get
+//!   the control inputs `^g…`, its control users wait for `x`'s producer and
+//!   `g…` — when that adds at most one edge (`gates × users ≤ gates + users + 1`);
+//! - nodes nothing consumes any more (pure ones and `Const`s) are removed.
+//!
+//! Never removed: the nodes the request fetches, targets or feeds, and
+//! stateful, resource, random or unknown ops.
+//!
+//! Soundness: every happens-before survives. A relay `r` with inputs `P` and
+//! control users `S` ordered each `s ∈ S` after each `p ∈ P`; the new edges
+//! `p → s` say exactly that, and `r` itself has no observable value. A
+//! bypassed `Identity(x, ^g)` gave its users `x`'s value once `x` and `g`
+//! were done; reading `x` with `^g` gives the same value at the same
+//! earliest time. A
+//! dropped edge `a → b` is implied by the path `a ⇝ p → b`, which stays (only
+//! edges into `b` are considered, one at a time against the current graph).
+
+use std::collections::HashSet;
+
+use autoclust_graph::{Graph, NodeId, Output};
+
+use crate::pass::{PassContext, PassError};
+use crate::rewrite::{is_control_flow, is_pure, pinned, pinned_names, remove_dead, Rewrite};
+
+/// Most nodes one redundancy search visits before giving up (keeping the edge).
+pub const SEARCH_LIMIT: usize = 4096;
+
+/// What one run of [`dependency_optimize`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DependencyReport {
+    /// Relay nodes removed.
+    pub relays: usize,
+    /// Control edges dropped as implied by other paths.
+    pub edges: usize,
+    /// Gated identities bypassed.
+    pub identities: usize,
+}
+
+/// Removes control relays and redundant control edges (module doc).
+pub fn dependency_optimize(graph: &Graph, ctx: &PassContext) -> Result<(Graph, DependencyReport), PassError> {
+    let _span = tracing::debug_span!("dependency_optimize", nodes = graph.len()).entered();
+    let keep = pinned_names(graph, ctx);
+    let mut report = DependencyReport::default();
+    let graph = remove_relays(graph, ctx, &mut report)?;
+    let graph = bypass_gated_identities(&graph, ctx, &mut report)?;
+    let graph = drop_redundant(&graph, &mut report)?;
+    let out = remove_dead(graph, &keep, ctx)?;
+    tracing::debug!(relays = report.relays, edges = report.edges, nodes = out.len(), "dependency-optimize done");
+    Ok((out, report))
+}
+
+fn remove_relays(graph: &Graph, ctx: &PassContext, report: &mut DependencyReport) -> Result<Graph, PassError> {
+    let pin = pinned(graph, ctx);
+    let succ = graph.successors();
+    let mut rw = Rewrite::default();
+    for id in graph.topo_order()? {
+        let node = graph.node(id);
+        if pin[id.index()] || !succ.data[id.index()].is_empty() {
+            continue;
+        }
+        if node.op != "NoOp" && !is_pure(graph, node) {
+            continue;
+        }
+        // A control edge out of a Switch (the pivot Identity's input) would carry deadness.
+        if node
+            .inputs
+            .iter()
+            .map(|o| o.node)
+            .chain(node.control_inputs.iter().copied())
+            .any(|p| is_control_flow(graph, p))
+        {
+            continue;
+        }
+        let users = succ.control[id.index()].len();
+        if users == 0 {
+            continue;
+        }
+        // The node's predecessors, as its control users will see them.
+        let mut preds: Vec<NodeId> = Vec::new();
+        for p in node.inputs.iter().map(|o| o.node).chain(node.control_inputs.iter().copied()) {
+            rw.resolve_control(p, &mut preds);
+        }
+        let n = preds.len();
+        if n * users > n + users {
+            continue;
+        }
+        rw.remove(id, preds);
+        report.relays += 1;
+    }
+    Ok(rw.apply(graph)?)
+}
+
+/// `Identity(x, ^g…)` (TensorFlow's `tuple/control_dependency`): its data
+/// users read `x` and get `^g…` instead, its control users wait for `x`'s
+/// producer and `g…`; when that adds no edges (Grappler's rule).
+fn bypass_gated_identities(
+    graph: &Graph,
+    ctx: &PassContext,
+    report: &mut DependencyReport,
+) -> Result<Graph, PassError> {
+    let pin = pinned(graph, ctx);
+    let succ = graph.successors();
+    let mut rw = Rewrite::default();
+    for id in graph.topo_order()? {
+        let node = graph.node(id);
+        if pin[id.index()]
+            || node.control_inputs.is_empty()
+            || node.inputs.len() != 1
+            || !matches!(node.op.as_str(), "Identity" | "Snapshot" | "StopGradient")
+            || !is_pure(graph, node)
+            || node
+                .inputs
+                .iter()
+                .map(|o| o.node)
+                .chain(node.control_inputs.iter().copied())
+                .any(|p| is_control_flow(graph, p))
+        {
+            continue;
+        }
+        let mut data_users: Vec<NodeId> = succ.data[id.index()].iter().map(|&(u, _, _)| u).collect();
+        data_users.sort();
+        data_users.dedup();
+        let users = data_users.len() + succ.control[id.index()].len();
+        // Its own gates and those an earlier bypass (of its input) handed it.
+        let mut gates: Vec<NodeId> = node.control_inputs.clone();
+        gates.extend(rw.added_controls(id).iter().copied());
+        if users == 0 || gates.len() * users > gates.len() + users + 1 {
+            continue;
+        }
+        let x = node.inputs[0];
+        rw.redirect(Output { node: id, port: 0 }, x);
+        for &u in &data_users {
+            for &g in &gates {
+                rw.add_control(u, g);
+            }
+        }
+        let mut to = vec![rw.resolve(x).node];
+        to.extend(gates.iter().copied());
+        rw.remove(id, to);
+        report.identities += 1;
+    }
+    Ok(rw.apply(graph)?)
+}
+
+fn drop_redundant(graph: &Graph, report: &mut DependencyReport) -> Result<Graph, PassError> {
+    let order = graph.topo_order()?;
+    let mut pos = vec![0usize; graph.len()];
+    for (i, id) in order.iter().enumerate() {
+        pos[id.index()] = i;
+    }
+    let mut rw = Rewrite::default();
+    for &b in &order {
+        let node = graph.node(b);
+        if node.control_inputs.is_empty() {
+            continue;
+        }
+        let mut dropped: HashSet<NodeId> = HashSet::new();
+        for &a in &node.control_inputs {
+            // Other inputs of b (not yet dropped) that might depend on a.
+            let others: Vec<NodeId> = node
+                .inputs
+                .iter()
+                .map(|o| o.node)
+                .chain(node.control_inputs.iter().copied())
+                .filter(|&p| p != a && !dropped.contains(&p))
+                .collect();
+            if others.is_empty() {
+                continue;
+            }
+            if node.inputs.iter().any(|o| o.node == a) || reaches_any(graph, a, &others, &pos) {
+                rw.drop_control(b, a);
+                dropped.insert(a);
+                report.edges += 1;
+            }
+        }
+    }
+    Ok(rw.apply(graph)?)
+}
+
+/// Whether some node of `targets` depends on `a` (searching backwards from
+/// the targets, only through nodes after `a` in topological order).
+fn reaches_any(graph: &Graph, a: NodeId, targets: &[NodeId], pos: &[usize]) -> bool {
+    let mut seen: HashSet<NodeId> = HashSet::new();
+    let mut stack: Vec<NodeId> = targets.to_vec();
+    while let Some(n) = stack.pop() {
+        if n == a {
+            return true;
+        }
+        if pos[n.index()] <= pos[a.index()] || !seen.insert(n) {
+            continue;
+        }
+        // A Merge runs when *one* input is ready: a path through it implies no order.
+        if matches!(graph.node(n).op.as_str(), "Merge" | "RefMerge") {
+            continue;
+        }
+        if seen.len() > SEARCH_LIMIT {
+            return false;
+        }
+        stack.extend(graph.forward_predecessors(n));
+    }
+    false
+}
+
+/// `dependency-optimize`: [`dependency_optimize`] as a registered pass.
+pub(crate) struct DependencyOptimizePass;
+
+impl crate::pass::Pass for DependencyOptimizePass {
+    fn name(&self) -> &'static str {
+        "dependency-optimize"
+    }
+    fn description(&self) -> &'static str {
+        "remove NoOp/pure nodes that only relay control (rewiring their control users), bypass Identity(x, ^g) \
+         (users read x with ^g), drop control edges implied by other paths, remove dead pure nodes"
+    }
+    fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
+        Ok(dependency_optimize(&graph, ctx)?.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> Graph {
+        autoclust_graph::text::parse(src).unwrap()
+    }
+
+    fn controls(g: &Graph, name: &str) -> Vec<String> {
+        g.node(g.find(name).unwrap()).control_inputs.iter().map(|&c| g.name(c).to_string()).collect()
+    }
+
+    #[test]
+    fn relays_are_removed_and_their_order_kept() {
+        let g = parse(
+            "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\
+             c = Const() {dtype = float32, value = float32[]{1.0}}\n\
+             w = AssignVariableOp(v, c) {dtype = float32}\n\
+             n = NoOp(^w)\n\
+             i = Identity(c, ^n) {T = float32}\n\
+             r = ReadVariableOp(v, ^i) {dtype = float32}\n",
+        );
+        let (out, rep) = dependency_optimize(&g, &PassContext::default()).unwrap();
+        assert_eq!(rep.relays, 2);
+        assert!(out.find("n").is_none() && out.find("i").is_none());
+        // r still waits for w (and c, which w already waits for, is dropped).
+        assert_eq!(controls(&out, "r"), ["w"]);
+    }
+
+    #[test]
+    fn implied_control_edges_are_dropped_and_hubs_kept() {
+        let g = parse(
+            "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\
+             c = Const() {dtype = float32, value = float32[]{1.0}}\n\
+             w1 = AssignVariableOp(v, c) {dtype = float32}\n\
+             w2 = AssignVariableOp(v, c, ^w1) {dtype = float32}\n\
+             w3 = AssignVariableOp(v, c, ^w1, ^w2) {dtype = float32}\n\
+             h = NoOp(^w1, ^w2, ^w3)\n\
+             r1 = ReadVariableOp(v, ^h) {dtype = float32}\n\
+             r2 = ReadVariableOp(v, ^h) {dtype = float32}\n\
+             r3 = ReadVariableOp(v, ^h) {dtype = float32}\n",
+        );
+        let (out, rep) = dependency_optimize(&g, &PassContext::default()).unwrap();
+        // h relays 3 inputs to 3 users: kept (9 > 6); its w1, w2 inputs and w3's w1 are implied.
+        assert!(out.find("h").is_some());
+        assert_eq!(rep.edges, 3);
+        assert_eq!(controls(&out, "w3"), ["w2"]);
+        assert_eq!(controls(&out, "h"), ["w3"]);
+    }
+
+    #[test]
+    fn a_path_through_a_merge_implies_no_order() {
+        let g = parse(
+            "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\
+             c = Const() {dtype = float32, value = float32[]{1.0}}\n\
+             x = Placeholder() {dtype = float32, shape = shape[]}\n\
+             w = AssignVariableOp(v, c) {dtype = float32}\n\
+             i = Identity(c, ^w) {T = float32}\n\
+             m = Merge(x, i) {N = 2, T = float32}\n\
+             r = ReadVariableOp(v, ^w, ^m) {dtype = float32}\n",
+        );
+        let (out, rep) = dependency_optimize(&g, &PassContext::default()).unwrap();
+        assert_eq!(rep.edges, 0);
+        assert_eq!(controls(&out, "r"), ["w", "m"]);
+    }
+
+    #[test]
+    fn gated_identities_are_bypassed_keeping_every_gate() {
+        let g = parse(
+            "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\
+             x = Placeholder() {dtype = float32, shape = shape[]}\n\
+             w1 = AssignVariableOp(v, x) {dtype = float32}\n\
+             w2 = AssignVariableOp(v, x) {dtype = float32}\n\
+             i1 = Identity(x, ^w1) {T = float32}\n\
+             i2 = Identity(i1, ^w2) {T = float32}\n\
+             e = Exp(i2) {T = float32}\n",
+        );
+        let (out, rep) = dependency_optimize(&g, &PassContext::default()).unwrap();
+        assert_eq!(rep.identities, 2);
+        assert!(out.find("i1").is_none() && out.find("i2").is_none());
+        let e = out.node(out.find("e").unwrap());
+        assert_eq!(e.inputs[0].node, out.find("x").unwrap());
+        let mut c = controls(&out, "e");
+        c.sort();
+        assert_eq!(c, ["w1", "w2"]);
+    }
+}

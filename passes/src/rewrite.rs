@@ -1,0 +1,318 @@
+//! What the graph-optimization passes (`constant-fold`, `dependency-optimize`,
+//! `arithmetic-simplify`, `cse`) share: which nodes are *pure* (may be merged,
+//! folded or removed), which nodes the request pins, and [`Rewrite`], an edit
+//! list (uses redirected, nodes removed or replaced) applied in one rebuild.
+//!
+//! Invariant every user keeps: a stateful node (registry `is_stateful`, a
+//! resource op, a call, an unknown op, a random op) is never removed, merged
+//! or replaced, and keeps every control input it had (or one implying it).
+
+use std::collections::{HashMap, HashSet};
+
+use autoclust_graph::{effects, registry, AttrValue, DType, Graph, GraphError, Node, NodeId, Output, RawNode};
+
+use crate::pass::PassContext;
+
+/// Ops that are not pure whatever the registry says: graph sources whose
+/// value is supplied at run time, v1 control flow (its nodes are not values
+/// but frames), and nodes that exist only for their control edges.
+const NEVER_PURE: &[&str] = &[
+    "Placeholder",
+    "PlaceholderWithDefault",
+    "VarHandleOp",
+    "_Arg",
+    "_Retval",
+    "NoOp",
+    "ControlTrigger",
+    "Switch",
+    "RefSwitch",
+    "Merge",
+    "RefMerge",
+    "Enter",
+    "RefEnter",
+    "Exit",
+    "RefExit",
+    "NextIteration",
+    "RefNextIteration",
+    "LoopCond",
+];
+
+/// v1 control-flow ops: a control edge out of one of them carries branch
+/// deadness, so no pass adds one or rewires a use onto one.
+const CONTROL_FLOW: &[&str] = &[
+    "Switch",
+    "RefSwitch",
+    "Merge",
+    "RefMerge",
+    "Enter",
+    "RefEnter",
+    "Exit",
+    "RefExit",
+    "NextIteration",
+    "RefNextIteration",
+    "LoopCond",
+];
+
+/// Whether `id` is a v1 control-flow node ([`CONTROL_FLOW`]).
+pub(crate) fn is_control_flow(graph: &Graph, id: NodeId) -> bool {
+    CONTROL_FLOW.contains(&graph.node(id).op.as_str())
+}
+
+/// Whether `node` computes its outputs from its inputs alone, with no effect:
+/// a known, non-stateful op that touches no resource, calls no function, and
+/// handles no resource value.
+pub(crate) fn is_pure(graph: &Graph, node: &Node) -> bool {
+    if NEVER_PURE.contains(&node.op.as_str())
+        || effects::resource_kind(node, &graph.library).is_some()
+        || effects::may_call_function(node, &graph.library)
+        || node.attrs.values().any(|a| a.is_func())
+        || handles_resource(node)
+    {
+        return false;
+    }
+    match registry::lookup(&node.op) {
+        Some(schema) => !schema.is_stateful && schema.family != registry::OpFamily::Random,
+        None => false,
+    }
+}
+
+fn handles_resource(node: &Node) -> bool {
+    node.attrs.values().any(|a| match a {
+        AttrValue::Type(t) => matches!(t, DType::Resource),
+        AttrValue::List(autoclust_graph::ListValue::Type(ts)) => ts.iter().any(|t| matches!(t, DType::Resource)),
+        _ => false,
+    })
+}
+
+/// The nodes a pass must keep under their name with the same outputs: the
+/// request's fetches and targets and the fed nodes when the context names
+/// them, otherwise every node nothing consumes (what a caller may fetch).
+pub(crate) fn pinned(graph: &Graph, ctx: &PassContext) -> Vec<bool> {
+    let mut pin = vec![false; graph.len()];
+    match &ctx.preserve {
+        Some(names) => {
+            for n in names.iter().chain(ctx.fed.iter()) {
+                if let Some(id) = graph.find(n) {
+                    pin[id.index()] = true;
+                }
+            }
+        }
+        None => {
+            let mut used = vec![false; graph.len()];
+            for n in graph.nodes() {
+                for p in n.inputs.iter().map(|o| o.node).chain(n.control_inputs.iter().copied()) {
+                    used[p.index()] = true;
+                }
+            }
+            for (i, u) in used.iter().enumerate() {
+                pin[i] = !u;
+            }
+            for n in &ctx.fed {
+                if let Some(id) = graph.find(n) {
+                    pin[id.index()] = true;
+                }
+            }
+        }
+    }
+    pin
+}
+
+/// Edits to apply to a graph in one rebuild ([`Rewrite::apply`]).
+#[derive(Default)]
+pub(crate) struct Rewrite {
+    /// Data uses of an output become uses of another (followed transitively).
+    data: HashMap<Output, Output>,
+    /// Removed nodes; a control use of one becomes control uses of these
+    /// nodes (expanded transitively when they are removed too).
+    removed: HashMap<NodeId, Vec<NodeId>>,
+    /// Nodes replaced in place (same name): their new op, inputs and attributes.
+    replaced: HashMap<NodeId, RawNode>,
+    /// Control inputs to drop from a node.
+    drop_control: HashSet<(NodeId, NodeId)>,
+    /// Control inputs to add to a node (resolved like the others).
+    add_control: HashMap<NodeId, Vec<NodeId>>,
+    /// New nodes (appended; inputs already written as strings).
+    added: Vec<RawNode>,
+    /// Data uses of an output that now read a new node's output (by name).
+    named: HashMap<Output, String>,
+}
+
+impl Rewrite {
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+            && self.removed.is_empty()
+            && self.replaced.is_empty()
+            && self.drop_control.is_empty()
+            && self.added.is_empty()
+            && self.add_control.is_empty()
+    }
+    /// The control inputs [`Rewrite::add_control`] gave `node` so far.
+    pub fn added_controls(&self, node: NodeId) -> &[NodeId] {
+        self.add_control.get(&node).map(Vec::as_slice).unwrap_or_default()
+    }
+    /// Gives `node` the control input `input` (or what stands for it).
+    pub fn add_control(&mut self, node: NodeId, input: NodeId) {
+        self.add_control.entry(node).or_default().push(input);
+    }
+    /// Adds a node (its inputs are final strings).
+    pub fn add(&mut self, node: RawNode) {
+        self.added.push(node);
+    }
+    /// Data uses of `from` read the output `to` of an added node instead.
+    pub fn redirect_named(&mut self, from: Output, to: String) {
+        self.named.insert(from, to);
+    }
+    /// The input string a data use of `o` becomes.
+    pub fn output_string(&self, graph: &Graph, o: Output) -> String {
+        let r = self.resolve(o);
+        match self.named.get(&r) {
+            Some(s) => s.clone(),
+            None => graph.output_name(r),
+        }
+    }
+    pub fn redirect(&mut self, from: Output, to: Output) {
+        self.data.insert(from, to);
+    }
+    /// The output a use of `o` reads after the edits so far.
+    pub fn resolve(&self, mut o: Output) -> Output {
+        let mut hops = 0;
+        while let Some(&next) = self.data.get(&o) {
+            o = next;
+            hops += 1;
+            if hops > self.data.len() {
+                break;
+            }
+        }
+        o
+    }
+    pub fn remove(&mut self, id: NodeId, control_to: Vec<NodeId>) {
+        self.removed.insert(id, control_to);
+    }
+    pub fn replace(&mut self, id: NodeId, node: RawNode) {
+        self.replaced.insert(id, node);
+    }
+    pub fn drop_control(&mut self, node: NodeId, input: NodeId) {
+        self.drop_control.insert((node, input));
+    }
+
+    /// The control inputs standing for a control use of `id`.
+    pub fn resolve_control(&self, id: NodeId, out: &mut Vec<NodeId>) {
+        let mut stack = vec![id];
+        let mut seen = HashSet::new();
+        while let Some(c) = stack.pop() {
+            if !seen.insert(c) {
+                continue;
+            }
+            match self.removed.get(&c) {
+                Some(to) => stack.extend(to.iter().rev().copied()),
+                None => {
+                    if !out.contains(&c) {
+                        out.push(c)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The graph with every edit applied; node order and names kept.
+    pub fn apply(&self, graph: &Graph) -> Result<Graph, GraphError> {
+        if self.is_empty() {
+            return Ok(graph.clone());
+        }
+        let out_name = |o: Output| self.output_string(graph, o);
+        let mut raw = Vec::with_capacity(graph.len());
+        for id in graph.node_ids() {
+            if self.removed.contains_key(&id) {
+                continue;
+            }
+            let n = graph.node(id);
+            if let Some(r) = self.replaced.get(&id) {
+                raw.push(r.clone());
+                continue;
+            }
+            let mut inputs: Vec<String> = n.inputs.iter().map(|&o| out_name(o)).collect();
+            let data_preds: HashSet<NodeId> = n.inputs.iter().map(|&o| self.resolve(o).node).collect();
+            let mut controls = Vec::new();
+            for &c in &n.control_inputs {
+                if self.drop_control.contains(&(id, c)) {
+                    continue;
+                }
+                self.resolve_control(c, &mut controls);
+            }
+            for &c in self.add_control.get(&id).into_iter().flatten() {
+                self.resolve_control(c, &mut controls);
+            }
+            controls.retain(|&c| c != id && !data_preds.contains(&c));
+            inputs.extend(controls.iter().map(|&c| format!("^{}", graph.name(c))));
+            raw.push(RawNode {
+                name: n.name.clone(),
+                op: n.op.clone(),
+                inputs,
+                attrs: n.attrs.clone(),
+                device: n.device.clone(),
+                span: n.span,
+            });
+        }
+        raw.extend(self.added.iter().cloned());
+        Graph::from_raw(raw, graph.library.clone(), graph.versions.clone())
+    }
+}
+
+/// The input strings of a replacement node: data inputs resolved through
+/// `rw`, then the control inputs (resolved) after them.
+pub(crate) fn input_strings(graph: &Graph, rw: &Rewrite, data: &[Output], control: &[NodeId]) -> Vec<String> {
+    let mut inputs: Vec<String> = data.iter().map(|&o| rw.output_string(graph, o)).collect();
+    let mut controls = Vec::new();
+    for &c in control {
+        rw.resolve_control(c, &mut controls);
+    }
+    let data_preds: HashSet<NodeId> = data.iter().map(|&o| rw.resolve(o).node).collect();
+    controls.retain(|c| !data_preds.contains(c));
+    inputs.extend(controls.iter().map(|&c| format!("^{}", graph.name(c))));
+    inputs
+}
+
+/// Removes every pure node ([`is_pure`], or a `Const`) that nothing consumes
+/// and the request does not pin, repeatedly: its value is never observed.
+/// A removed node's control inputs are not needed by anyone (it had no
+/// consumers), so no ordering is lost.
+pub(crate) fn remove_dead(graph: Graph, keep: &HashSet<String>, ctx: &PassContext) -> Result<Graph, GraphError> {
+    let pin: Vec<bool> = graph.nodes().iter().map(|n| keep.contains(&n.name)).collect();
+    let mut uses = vec![0usize; graph.len()];
+    for n in graph.nodes() {
+        for p in n.inputs.iter().map(|o| o.node).chain(n.control_inputs.iter().copied()) {
+            uses[p.index()] += 1;
+        }
+    }
+    let removable = |id: NodeId| {
+        let n = graph.node(id);
+        !pin[id.index()] && (is_pure(&graph, n) || (n.op == "Const" && !ctx.fed.contains(&n.name)))
+    };
+    let mut dead = vec![false; graph.len()];
+    let mut stack: Vec<NodeId> = graph.node_ids().filter(|&id| uses[id.index()] == 0 && removable(id)).collect();
+    while let Some(id) = stack.pop() {
+        if dead[id.index()] {
+            continue;
+        }
+        dead[id.index()] = true;
+        let n = graph.node(id);
+        for p in n.inputs.iter().map(|o| o.node).chain(n.control_inputs.iter().copied()) {
+            uses[p.index()] -= 1;
+            if uses[p.index()] == 0 && removable(p) {
+                stack.push(p);
+            }
+        }
+    }
+    if !dead.iter().any(|&d| d) {
+        return Ok(graph);
+    }
+    let raw: Vec<RawNode> = graph.to_raw().into_iter().zip(&dead).filter(|(_, &d)| !d).map(|(r, _)| r).collect();
+    Graph::from_raw(raw, graph.library.clone(), graph.versions.clone())
+}
+
+/// The names of the nodes [`pinned`] keeps, computed on a pass's input graph
+/// (so nodes a rewrite orphans stay removable).
+pub(crate) fn pinned_names(graph: &Graph, ctx: &PassContext) -> HashSet<String> {
+    let pin = pinned(graph, ctx);
+    graph.node_ids().filter(|id| pin[id.index()]).map(|id| graph.name(id).to_string()).collect()
+}
