@@ -30,7 +30,7 @@ pub struct Args {
     /// Print the graph on stderr after this pass (`cluster`, `encapsulate` or `all`).
     #[arg(long, value_name = "PASS")]
     pub dump_after: Vec<String>,
-    /// Skip the graph-optimization passes (compile with `inline,cluster,encapsulate` only).
+    /// Skip the graph-optimization passes (compile with `inline,cluster,encapsulate,cluster-bodies` only).
     #[arg(long)]
     pub no_optimize: bool,
     /// Input format, overriding the file extension.
@@ -45,7 +45,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let pipeline = if args.no_optimize {
         Pipeline::compile()
     } else {
-        Pipeline::parse("default,cluster,encapsulate").map_err(|e| CliError::input(e.to_string()))?
+        Pipeline::parse("default,cluster,encapsulate,cluster-bodies").map_err(|e| CliError::input(e.to_string()))?
     };
     let out = run_pipeline(&pipeline, graph, &ctx, &args.graph)?;
     crate::notes::print_notes(&ctx.take_notes());
