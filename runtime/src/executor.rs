@@ -90,28 +90,27 @@ pub(crate) struct Plan {
 }
 
 /// Whether the expensive nodes of `nodes` (given in topological `order`) form one chain:
-/// each one depends, transitively, on every expensive node before it in `order`. Bounded
-/// at 64 expensive nodes (one bitset word of ancestors per node); longer plans count as
-/// parallel.
+/// each one depends, transitively, on every expensive node before it in `order`. By
+/// transitivity it is enough that each depends on the one just before it, which holds
+/// exactly when the latest (in `order`) expensive ancestor it inherits is that one; one
+/// pass over the edges, for plans of any length.
 fn expensive_nodes_form_a_chain(nodes: &[PlanNode], order: &[u32]) -> bool {
-    let mut ancestors = vec![0u64; nodes.len()];
-    let mut seen = 0u32;
+    // The sequence number of the latest expensive ancestor (or self), -1 for none.
+    let mut latest = vec![-1i64; nodes.len()];
+    let mut seen: i64 = 0;
     for &i in order {
         let i = i as usize;
-        let mut mine = ancestors[i];
+        let mut mine = latest[i];
         if !nodes[i].cheap {
-            if seen == 64 {
+            if mine != seen - 1 {
                 return false;
             }
-            // Every earlier expensive node must be an ancestor.
-            if mine.count_ones() != seen {
-                return false;
-            }
-            mine |= 1u64 << seen;
+            mine = seen;
             seen += 1;
         }
         for &s in &nodes[i].succ {
-            ancestors[s as usize] |= mine;
+            let l = &mut latest[s as usize];
+            *l = (*l).max(mine);
         }
     }
     true
@@ -655,11 +654,18 @@ mod tests {
         // Connected only through a cheap node still counts as a chain.
         let via_cheap = plan_nodes(3, &[(0, 1), (1, 2)], &[0, 2]);
         assert!(expensive_nodes_form_a_chain(&via_cheap, &[0, 1, 2]));
-        // More than 64 expensive nodes: assumed parallel.
-        let long: Vec<(u32, u32)> = (0..69).map(|i| (i, i + 1)).collect();
-        let heavy: Vec<u32> = (0..70).collect();
-        let order: Vec<u32> = (0..70).collect();
-        assert!(!expensive_nodes_form_a_chain(&plan_nodes(70, &long, &heavy), &order));
-        assert!(expensive_nodes_form_a_chain(&plan_nodes(60, &long[..59], &heavy[..60]), &order[..60]));
+        // A long chain (scalar_10k after cse: 1,000 kernels in a row) is one chain ...
+        let long: Vec<(u32, u32)> = (0..999).map(|i| (i, i + 1)).collect();
+        let heavy: Vec<u32> = (0..1000).collect();
+        let order: Vec<u32> = (0..1000).collect();
+        assert!(expensive_nodes_form_a_chain(&plan_nodes(1000, &long, &heavy), &order));
+        // ... but not with one more kernel hanging off its middle, nor with a diamond.
+        let mut branch = long.clone();
+        branch.push((500, 1000));
+        let heavy_b: Vec<u32> = (0..1001).collect();
+        let order_b: Vec<u32> = (0..1001).collect();
+        assert!(!expensive_nodes_form_a_chain(&plan_nodes(1001, &branch, &heavy_b), &order_b));
+        let diamond = plan_nodes(4, &[(0, 1), (0, 2), (1, 3), (2, 3)], &[0, 1, 2, 3]);
+        assert!(!expensive_nodes_form_a_chain(&diamond, &[0, 1, 2, 3]));
     }
 }

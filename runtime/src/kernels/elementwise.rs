@@ -23,6 +23,13 @@ pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 const CHUNK: usize = 1 << 13;
 
 /// TensorFlow's broadcast of two shapes.
+/// Shape equality without a `memcmp` call: shapes are a handful of dims, and
+/// on scalar-heavy graphs the library call dominated each kernel (perf, scalar_10k).
+#[inline]
+pub(crate) fn same_shape(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 pub fn broadcast_shape(a: &[usize], b: &[usize]) -> KResult<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
@@ -92,7 +99,7 @@ pub(crate) fn broadcast_to<T: Elem>(t: &Tensor, shape: &[usize]) -> KResult<Tens
     if out != shape {
         return Err(KernelError::invalid(format!("cannot broadcast {:?} to {:?}", t.shape, shape)));
     }
-    if t.shape == shape {
+    if same_shape(&t.shape, shape) {
         return Ok(t.clone());
     }
     let x = T::slice(t);
@@ -144,7 +151,7 @@ pub(crate) fn zip_map<A: Elem, B: Elem, O: Elem>(
     super::budget(O::DTYPE, &out)?;
     let (x, y) = (A::slice(a), B::slice(b));
     let n: usize = out.iter().product();
-    let v: Vec<O> = if a.shape == b.shape {
+    let v: Vec<O> = if same_shape(&a.shape, &b.shape) {
         if n >= PARALLEL_MIN_ELEMENTS {
             x.par_iter().with_min_len(CHUNK).zip(y.par_iter()).map(|(&p, &q)| f(p, q)).collect()
         } else {
@@ -169,11 +176,11 @@ pub(crate) fn zip_map<A: Elem, B: Elem, O: Elem>(
 /// that already has the output's shape.
 pub(crate) fn zip_same<T: Elem>(mut a: Tensor, mut b: Tensor, f: impl Fn(T, T) -> T + Sync + Send) -> KResult<Tensor> {
     let out = broadcast_shape(&a.shape, &b.shape)?;
-    if a.shape == out && a.data.is_unique() {
+    if same_shape(&a.shape, &out) && a.data.is_unique() {
         zip_into(&mut a, &b, &out, &f, false);
         return Ok(a);
     }
-    if b.shape == out && b.data.is_unique() {
+    if same_shape(&b.shape, &out) && b.data.is_unique() {
         zip_into(&mut b, &a, &out, &f, true);
         return Ok(b);
     }
@@ -185,7 +192,7 @@ fn zip_into<T: Elem>(dst: &mut Tensor, other: &Tensor, out: &[usize], f: &(impl 
     let g = |d: T, o: T| if swapped { f(o, d) } else { f(d, o) };
     let y = T::slice(other);
     let y_len = y.len();
-    let same = dst.shape == other.shape;
+    let same = same_shape(&dst.shape, &other.shape);
     let sb = if same || y_len == 1 { Vec::new() } else { bcast_strides(&other.shape, out) };
     let x = T::vec_mut(&mut dst.data);
     let n = x.len();
