@@ -9,8 +9,9 @@
 //! ([`Clusterer::run_partial`]) and encapsulated ([`encapsulate`]); the
 //! result is written back under the function's own name and signature, with
 //! the new cluster functions added to the library. A function with a
-//! polymorphic signature (type attributes), list arguments, or nothing to
-//! cluster is left as it was. The node that calls the function (its
+//! polymorphic signature (type attributes), one whose body cannot be
+//! instantiated, or one with nothing to cluster is left as it was (the first
+//! two with a note naming the function: never silent). The node that calls the function (its
 //! attributes included) is never touched.
 //!
 //! Why it is sound: a body runs against the session's variables one op at a
@@ -87,6 +88,11 @@ pub fn cluster_function_bodies(graph: &mut Graph, config: ClusterConfig) -> Body
             }
         }
         if !function.signature.attrs.is_empty() {
+            report.body_nodes += function.nodes.len();
+            report.notes.push(format!(
+                "function '{name}' is not clustered: its signature has type attributes ({}), so its body runs op by op",
+                function.signature.attrs.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+            ));
             continue;
         }
         match cluster_body(&function, graph, config.clone()) {
@@ -103,7 +109,8 @@ pub fn cluster_function_bodies(graph: &mut Graph, config: ClusterConfig) -> Body
             }
             Ok(None) => report.body_nodes += function.nodes.len(),
             Err(why) => {
-                tracing::debug!(function = %name, reason = %why, "function body left unclustered");
+                // Never silent (CONTRACT.md): the body still runs, op by op.
+                report.notes.push(format!("function '{name}' is not clustered ({why}), so its body runs op by op"));
                 report.body_nodes += function.nodes.len();
             }
         }
@@ -127,8 +134,8 @@ fn cluster_body(function: &FunctionDef, graph: &Graph, config: ClusterConfig) ->
     // An argument whose name is also a body node's would make `^name` ambiguous
     // in the rewritten body: leave such a function alone.
     let node_names: HashSet<&str> = function.nodes.iter().map(|n| n.name.as_str()).collect();
-    if function.signature.inputs.iter().any(|a| node_names.contains(a.name.as_str())) {
-        return Ok(None);
+    if let Some(a) = function.signature.inputs.iter().find(|a| node_names.contains(a.name.as_str())) {
+        return Err(format!("argument '{}' has the name of a node of the body", a.name));
     }
     // Control outputs keep their names: each is anchored outside every cluster.
     let mut taken: HashSet<String> = body.nodes().iter().map(|n| n.name.clone()).collect();
@@ -294,6 +301,36 @@ function body(i: int32, s: float32, h: resource, n: int32) -> (i2: int32, s2: fl
         // The rewritten body instantiates, and the loop node is untouched.
         autoclust_graph::function::instantiate(body, &g.library).unwrap();
         assert_eq!(g.node(g.find("loop").unwrap()).attrs, parse(LOOP).node(parse(LOOP).find("loop").unwrap()).attrs);
+    }
+
+    #[test]
+    fn bodies_left_unclustered_are_noted_by_name() {
+        let src = "x = Placeholder() {dtype = float32, shape = shape[]}
+c = PartitionedCall(x) {Tin = [float32], Tout = [float32], f = @poly{T = float32}}
+d = PartitionedCall(x) {Tin = [float32], Tout = [float32], f = @clash}
+function poly(a: T) -> (b: T) attrs {T: type} {
+  n = Neg(a) {T = float32}
+  t = Tanh(n:y:0) {T = float32}
+  return b = t:y:0
+}
+function clash(n: float32) -> (b: float32) {
+  n = Neg(n) {T = float32}
+  t = Tanh(n:y:0) {T = float32}
+  return b = t:y:0
+}
+";
+        let mut g = parse(src);
+        let before = g.library.clone();
+        let report = cluster_function_bodies(&mut g, ClusterConfig::default());
+        assert_eq!(g.library, before);
+        assert_eq!(
+            report.notes,
+            [
+                "function 'poly' is not clustered: its signature has type attributes (T), so its body runs op by op",
+                "function 'clash' is not clustered (argument 'n' has the name of a node of the body), so its body \
+                 runs op by op",
+            ]
+        );
     }
 
     #[test]
