@@ -171,7 +171,8 @@ impl Body {
             .clone()
             .map_err(|e| KernelError::invalid(format!("in function '{}': {e}", self.name)))?;
         let feeds: Vec<Tensor> = self.feed_arg.iter().map(|&i| inputs[i].clone()).collect();
-        let ctx = RunContext { graph: &self.graph, store: &store, plan: &plan, feeds: &feeds };
+        let ctx =
+            RunContext { graph: &self.graph, store: &store, plan: &plan, feeds: crate::executor::feed_values(feeds) };
         ctx.run(Schedule::Deterministic).map_err(|e| self.blame(e))
     }
 

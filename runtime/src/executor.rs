@@ -439,8 +439,15 @@ pub(crate) struct RunContext<'a> {
     pub graph: &'a Graph,
     pub store: &'a VariableStore,
     pub plan: &'a Plan,
-    /// Feed values in plan-feed order.
-    pub feeds: &'a [Tensor],
+    /// Feed values in plan-feed order, each moved out by the one node port it
+    /// feeds (so a value passed in by its last owner — a loop's list, a
+    /// body's argument — can be updated in place by the kernel that consumes it last).
+    pub feeds: Vec<Mutex<Option<Tensor>>>,
+}
+
+/// The `feeds` of a [`RunContext`].
+pub(crate) fn feed_values(values: Vec<Tensor>) -> Vec<Mutex<Option<Tensor>>> {
+    values.into_iter().map(|t| Mutex::new(Some(t))).collect()
 }
 
 /// The schedule of one run.
@@ -525,7 +532,10 @@ impl RunContext<'_> {
             NodeKernel::Fed(map) => {
                 for (port, &k) in map.iter().enumerate() {
                     if k != u32::MAX {
-                        self.store_output(state, pn.out_start + port as u32, self.feeds[k as usize].clone());
+                        let t = self.feeds[k as usize].lock().take().ok_or_else(|| {
+                            err(KernelError::invalid(format!("internal error: feed {k} was taken twice")))
+                        })?;
+                        self.store_output(state, pn.out_start + port as u32, t);
                     }
                 }
                 return Ok(());

@@ -389,7 +389,8 @@ impl FunctionBody {
         let mut slots: Vec<Option<Tensor>> = args.into_iter().map(Some).collect();
         let feeds: Vec<Tensor> =
             self.feed_arg.iter().map(|&i| slots[i].take().expect("each argument feeds one _Arg")).collect();
-        let ctx = RunContext { graph: &self.graph, store, plan: &self.plan, feeds: &feeds };
+        let ctx =
+            RunContext { graph: &self.graph, store, plan: &self.plan, feeds: crate::executor::feed_values(feeds) };
         let out = ctx.run(Schedule::Deterministic).map_err(|e| self.inner_error(e))?;
         for (i, (t, &want)) in out.iter().zip(&self.ret_types).enumerate() {
             if t.dtype != want {

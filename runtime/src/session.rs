@@ -182,7 +182,12 @@ impl Session {
         for (spec, t) in plan.feeds.iter().zip(&values) {
             check_feed(&self.output_name(spec.output), spec.dtype, &spec.shape, t)?;
         }
-        let ctx = RunContext { graph: &self.graph, store: &self.store, plan: &plan, feeds: &values };
+        let ctx = RunContext {
+            graph: &self.graph,
+            store: &self.store,
+            plan: &plan,
+            feeds: crate::executor::feed_values(values),
+        };
         let schedule = match (self.options.schedule_seed, self.threads) {
             (Some(seed), _) => Schedule::Seeded(seed),
             (None, 1) => Schedule::Deterministic,

@@ -10,12 +10,23 @@
 //! from the list, the op's `element_shape` operand or (for a stack) the other elements —
 //! as in TensorFlow. Errors use TensorFlow's messages.
 
-use autoclust_graph::{DType, Node, Tensor, TensorList};
+use autoclust_graph::{DType, Node, Tensor, TensorData, TensorList};
 
 use super::elementwise::add_n;
 use super::shape_ops::debug_shape;
 use super::{arity, attr_type, int_scalar, int_values, one, Inputs, Outputs, PureFn};
 use crate::error::{KResult, KernelError};
+
+/// The list `t` holds, owned: moved out when `t` is its only reference (the
+/// executor moves a value to its last use and a body's feed to its `_Arg`, so
+/// a loop threading a list through `TensorListSetItem`/`PushBack` updates it in
+/// place instead of copying every item each iteration), copied otherwise.
+fn into_list(t: Tensor, what: &str) -> KResult<TensorList> {
+    match t.data {
+        TensorData::List(l) => Ok(std::sync::Arc::try_unwrap(l).unwrap_or_else(|l| (*l).clone())),
+        _ => Err(KernelError::invalid(format!("{what} must be a TensorList (variant), got {}", t.dtype))),
+    }
+}
 
 fn list_of<'t>(t: &'t Tensor, what: &str) -> KResult<&'t TensorList> {
     t.as_list().ok_or_else(|| KernelError::invalid(format!("{what} must be a TensorList (variant), got {}", t.dtype)))
@@ -253,43 +264,43 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 None => one(zeros(dtype, &merge(&list.element_shape, &element_shape(&inp[2])?)?)?),
             }
         }),
-        "TensorListSetItem" => Box::new(move |inp: Inputs| {
+        "TensorListSetItem" => Box::new(move |mut inp: Inputs| {
             arity(&inp, 3)?;
-            let list = list_of(&inp[0], "input_handle")?;
-            check_element(list, &inp[2])?;
+            check_element(list_of(&inp[0], "input_handle")?, &inp[2])?;
             let i = int_scalar(&inp[1], "index")?;
-            let mut items = list.items.clone();
-            if i < 0 || (i as usize >= items.len() && !resize) {
+            let len = list_of(&inp[0], "input_handle")?.items.len();
+            if i < 0 || (i as usize >= len && !resize) {
                 return Err(KernelError::invalid(format!(
-                    "Trying to modify element {i} in a list with {} elements.",
-                    items.len()
+                    "Trying to modify element {i} in a list with {len} elements."
                 )));
             }
-            if i as usize >= items.len() {
-                items.resize(slots(i as u64 + 1)?, None);
+            let item = inp.pop().expect("three inputs");
+            let mut list = into_list(inp.swap_remove(0), "input_handle")?;
+            if i as usize >= list.items.len() {
+                list.items.resize(slots(i as u64 + 1)?, None);
             }
-            items[i as usize] = Some(inp[2].clone());
-            one(Tensor::from_list(TensorList { items, ..list.clone() }))
+            list.items[i as usize] = Some(item);
+            one(Tensor::from_list(list))
         }),
-        "TensorListPushBack" => Box::new(move |inp: Inputs| {
+        "TensorListPushBack" => Box::new(move |mut inp: Inputs| {
             arity(&inp, 2)?;
-            let list = list_of(&inp[0], "input_handle")?;
-            check_element(list, &inp[1])?;
-            let mut items = list.items.clone();
-            items.push(Some(inp[1].clone()));
-            one(Tensor::from_list(TensorList { items, ..list.clone() }))
+            check_element(list_of(&inp[0], "input_handle")?, &inp[1])?;
+            let item = inp.pop().expect("two inputs");
+            let mut list = into_list(inp.pop().expect("two inputs"), "input_handle")?;
+            list.items.push(Some(item));
+            one(Tensor::from_list(list))
         }),
-        "TensorListPopBack" => Box::new(move |inp: Inputs| {
+        "TensorListPopBack" => Box::new(move |mut inp: Inputs| {
             arity(&inp, 2)?;
-            let list = list_of(&inp[0], "input_handle")?;
-            let mut items = list.items.clone();
-            let last = items.pop().ok_or_else(|| KernelError::invalid("Trying to pop from an empty list."))?;
+            let shape_operand = inp.pop().expect("two inputs");
+            let mut list = into_list(inp.pop().expect("two inputs"), "input_handle")?;
+            let last = list.items.pop().ok_or_else(|| KernelError::invalid("Trying to pop from an empty list."))?;
             let t = match last {
                 Some(t) => t,
-                None => zeros(dtype, &merge(&list.element_shape, &element_shape(&inp[1])?)?)?,
+                None => zeros(dtype, &merge(&list.element_shape, &element_shape(&shape_operand)?)?)?,
             };
             let mut o = Outputs::new();
-            o.push(Tensor::from_list(TensorList { items, ..list.clone() }));
+            o.push(Tensor::from_list(list));
             o.push(t);
             Ok(o)
         }),
