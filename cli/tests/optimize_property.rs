@@ -84,7 +84,8 @@ fn build(steps: &[Step]) -> (String, Vec<String>, Vec<String>) {
 
 /// Runs two steps; the fetches of each and the variable after each.
 fn outcomes(graph: Graph, fetches: &[String], targets: &[String]) -> Vec<Tensor> {
-    let session = Session::new(Arc::new(graph), SessionOptions { threads: 1, schedule_seed: None });
+    let session =
+        Session::new(Arc::new(graph), SessionOptions { threads: 1, schedule_seed: None, ..Default::default() });
     session.set_variable("v", Tensor::from_f32(vec![2], vec![0.5, -1.25]).unwrap()).unwrap();
     let request = RunRequest {
         feeds: vec![],
