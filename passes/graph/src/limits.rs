@@ -48,6 +48,13 @@ pub const MAX_ATTR_DEPTH: usize = 100;
 /// and a bound on the other recursive messages (`FullTypeDef`).
 pub const MAX_MESSAGE_DEPTH: usize = 400;
 
+/// How deeply function calls may nest: a node calling `f` whose body calls `g` is
+/// two levels. The runtime, the inliner and the body clusterer each descend once per
+/// level, so a deeper chain (found by fuzzing: 10,000 functions each calling the
+/// next) is refused when the graph is loaded ([`crate::Graph::check_call_depth`]).
+/// TensorFlow's own graphs nest a few levels.
+pub const MAX_CALL_DEPTH: usize = 1000;
+
 /// Why a tensor of some shape may not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {
