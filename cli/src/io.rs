@@ -154,10 +154,10 @@ pub fn load_saved_model(dir: &Path) -> Result<autoclust_graphdef::saved_model::S
 }
 
 /// The checks every loaded graph passes: every `node:port` input names an output its
-/// producer has (where the producer's op says how many), and the graph is a DAG (a cycle
-/// is reported with its nodes).
+/// producer has (where the producer's op says how many), function calls nest at most
+/// `limits::MAX_CALL_DEPTH` levels, and the graph is a DAG (a cycle is reported with its nodes).
 fn check_acyclic(graph: &Graph, file: &str) -> Result<(), CliError> {
-    if let Err(e) = graph.check_ports() {
+    if let Err(e) = graph.check_ports().and_then(|()| graph.check_call_depth()) {
         return Err(located(file, e.span(), e));
     }
     if let Err(cycle) = graph.topo_order() {

@@ -12,6 +12,11 @@ fn bin() -> Command {
 
 /// Writes `content` as `name` in a fresh directory and runs `args` there (`{}` is the file).
 fn run_on(name: &str, content: &str, args: &[&str]) -> Output {
+    run_on_bytes(name, content.as_bytes(), args)
+}
+
+/// [`run_on`] for any bytes (a binary GraphDef).
+fn run_on_bytes(name: &str, content: &[u8], args: &[&str]) -> Output {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(name), content).unwrap();
     let args: Vec<String> = args.iter().map(|a| a.replace("{}", name)).collect();
@@ -344,4 +349,177 @@ fn endless_loops_stop_at_the_iteration_bound_naming_the_loop_and_step() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"data\": [7]"), "{}", String::from_utf8_lossy(&out.stdout));
     let (code, stderr) = probe(NEG, &["run", "{}", "--feed", "x=1", "--fetch", "y", "--max-loop-iterations", "0"]);
     assert_eq!((code, stderr.as_str()), (Some(2), "error: --max-loop-iterations must be at least 1"));
+}
+
+/// `levels` nested attribute values in the native format, `@f{a = @f{a = … 1 …}}`, as
+/// attribute `f` of a `NoOp` `x` beside a constant `c`.
+fn native_nested_funcs(levels: usize) -> String {
+    let mut v = "1".to_string();
+    for _ in 1..levels {
+        v = format!("@f{{a = {v}}}");
+    }
+    format!("c = Const() {{dtype = float32, value = float32[]{{1.0}}}}\nx = NoOp() {{f = {v}}}\n")
+}
+
+/// The same graph as a `.pbtxt`: `func { name: "f" attr { key: "a" value { … } } }`.
+fn pbtxt_nested_funcs(levels: usize) -> String {
+    let mut v = "i: 1".to_string();
+    for _ in 1..levels {
+        v = format!("func {{ name: \"f\" attr {{ key: \"a\" value {{ {v} }} }} }}");
+    }
+    format!(
+        "node {{ name: \"c\" op: \"Const\" attr {{ key: \"dtype\" value {{ type: DT_FLOAT }} }} \
+         attr {{ key: \"value\" value {{ tensor {{ dtype: DT_FLOAT float_val: 1 }} }} }} }}\n\
+         node {{ name: \"x\" op: \"NoOp\"\n  attr {{ key: \"f\" value {{ {v} }} }}\n}}\n"
+    )
+}
+
+/// The same graph as a binary GraphDef, written field by field (no encoder
+/// would build a message this deep).
+fn pb_nested_funcs(levels: usize) -> Vec<u8> {
+    fn field(number: u32, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for mut n in [u64::from(number << 3 | 2), payload.len() as u64] {
+            while n >= 0x80 {
+                out.push(n as u8 | 0x80);
+                n >>= 7;
+            }
+            out.push(n as u8);
+        }
+        out.extend_from_slice(payload);
+        out
+    }
+    let entry = |key: &[u8], value: &[u8]| [field(1, key), field(2, value)].concat();
+    let mut v = vec![3 << 3, 1]; // AttrValue { i: 1 }
+    for _ in 1..levels {
+        let func = [field(1, b"f"), field(2, &entry(b"a", &v))].concat();
+        v = field(10, &func); // AttrValue { func: NameAttrList { name: "f", attr { "a": v } } }
+    }
+    // c = Const { dtype: DT_FLOAT, value: tensor { dtype: DT_FLOAT float_val: 1 } }
+    let tensor = [&[1 << 3, 1][..], &field(5, &1f32.to_le_bytes())].concat();
+    let c = [
+        field(1, b"c"),
+        field(2, b"Const"),
+        field(5, &entry(b"dtype", &[6 << 3, 1])),
+        field(5, &entry(b"value", &field(8, &tensor))),
+    ];
+    [field(1, &c.concat()), field(1, &[field(1, b"x"), field(2, b"NoOp"), field(5, &entry(b"f", &v))].concat())]
+        .concat()
+}
+
+/// The commands that read a graph, each on `{}`.
+const READERS: [&[&str]; 5] = [
+    &["analyze", "{}"],
+    &["convert", "{}", "-o", "out.graph"],
+    &["cluster", "{}"],
+    &["run", "{}", "--fetch", "c"],
+    &["run", "{}", "--fetch", "c", "--no-cluster"],
+];
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    // Found by fuzzing: ~3,400 nested func attributes in a .pbtxt, ~11,300 nested lists or
+    // ~7,400 nested `@f{…}` in the native format overflowed the stack (SIGABRT).
+    let lists = format!("x = NoOp() {{f = {}1{}}}\n", "[".repeat(20_000), "]".repeat(20_000));
+    let cases: [(&str, Vec<u8>, &str); 5] = [
+        (
+            "d.pbtxt",
+            pbtxt_nested_funcs(5_000).into_bytes(),
+            "error: d.pbtxt:3:4125: node 'x': attribute 'f': nested deeper than 100 levels",
+        ),
+        (
+            "d.graph",
+            native_nested_funcs(10_000).into_bytes(),
+            "error: d.graph:2:717: node 'x': attribute 'f': nested deeper than 100 levels",
+        ),
+        (
+            "d.graph",
+            lists.into_bytes(),
+            "error: d.graph:1:18: lists hold strings, ints, floats, bools, types, shapes, tensors or functions",
+        ),
+        ("d.pb", pb_nested_funcs(5_000), "error: d.pb: not a binary GraphDef: messages nested deeper than 400 levels"),
+        ("d.pb", pb_nested_funcs(101), "error: d.pb: node 'x': attribute 'f': nested deeper than 100 levels"),
+    ];
+    for (name, content, says) in cases {
+        for args in READERS {
+            let e = refused(&format!("{args:?} {name}"), &run_on_bytes(name, &content, args));
+            assert_eq!(e, says, "{args:?}");
+        }
+    }
+}
+
+#[test]
+fn nesting_up_to_the_limit_is_read_printed_and_run() {
+    for (name, content) in [
+        ("n.pbtxt", pbtxt_nested_funcs(100).into_bytes()),
+        ("n.graph", native_nested_funcs(100).into_bytes()),
+        ("n.pb", pb_nested_funcs(100)),
+    ] {
+        for args in
+            READERS.iter().chain([&["convert", "{}", "-o", "out.pbtxt"][..], &["convert", "{}", "-o", "out.pb"]].iter())
+        {
+            let out = run_on_bytes(name, &content, args);
+            assert!(out.status.success(), "{args:?} {name}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    // What `convert` writes at the limit reads back, in every format.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("n.graph"), native_nested_funcs(100)).unwrap();
+    for (from, to) in [("n.graph", "a.pbtxt"), ("a.pbtxt", "b.pb"), ("b.pb", "c.graph")] {
+        let out = bin().current_dir(dir.path()).args(["convert", from, "-o", to]).output().unwrap();
+        assert!(out.status.success(), "{from} -> {to}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let back = std::fs::read_to_string(dir.path().join("c.graph")).unwrap();
+    assert_eq!(back, native_nested_funcs(100));
+}
+
+/// `levels` functions, each calling the next; `y = f0(x)` with the last one `-a`.
+fn call_chain(levels: usize) -> String {
+    let mut src = String::new();
+    for i in 0..levels {
+        src.push_str(&format!("function f{i}(a: float32) -> (out: float32) {{\n"));
+        if i + 1 == levels {
+            src.push_str("  m = Neg(a) {T = float32}\n  return out = m:y:0\n}\n");
+        } else {
+            src.push_str(&format!("  m = f{}(a)\n  return out = m:out:0\n}}\n", i + 1));
+        }
+    }
+    src + "x = Placeholder() {dtype = float32, shape = shape[]}\ny = f0(x)\n"
+}
+
+#[test]
+fn call_chains_deeper_than_the_limit_are_refused_at_load() {
+    // Found by fuzzing: 10,000 functions each calling the next took 23 GB (plan building
+    // descends once per level, and each level's body held a copy of the library).
+    let chain = call_chain(10_000);
+    let line = 4 * 10_000 + 2;
+    for args in [
+        &["analyze", "{}"][..],
+        &["convert", "{}", "-o", "out.pbtxt"],
+        &["cluster", "{}"],
+        &["run", "{}", "--feed", "x=2", "--fetch", "y"],
+        &["run", "{}", "--feed", "x=2", "--fetch", "y", "--no-cluster", "--no-optimize"],
+    ] {
+        let e = refused(&format!("{args:?}"), &run_on("g.graph", &chain, args));
+        assert_eq!(
+            e,
+            format!(
+                "error: g.graph:{line}:1: node 'y': function calls nested deeper than 1000 levels \
+                 (f0 -> f1 -> f2 -> …: 10000 levels)"
+            ),
+            "{args:?}"
+        );
+    }
+    // At the limit the graph loads; a chain of 100 calls also runs, in both modes.
+    for args in [&["analyze", "{}"][..], &["cluster", "{}"]] {
+        let out = run_on("g.graph", &call_chain(1000), args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    for mode in [&[][..], &["--no-cluster", "--no-optimize"]] {
+        let mut args = vec!["run", "{}", "--feed", "x=2", "--fetch", "y", "--json"];
+        args.extend_from_slice(mode);
+        let out = run_on("g.graph", &call_chain(100), &args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("\"data\": [-2.0]"), "{args:?}");
+    }
 }

@@ -291,6 +291,15 @@ fn instantiate(
             chain[start..].join(" -> ")
         )));
     }
+    // Loaders refuse deeper chains (`Graph::check_call_depth`); this bounds the descent
+    // (plan building here, invocation at run time) for graphs built in memory too.
+    let limit = autoclust_graph::limits::MAX_CALL_DEPTH;
+    if inst.stack.len() >= limit {
+        return Err(KernelError::invalid(format!(
+            "function '{name}': function calls nested deeper than {limit} levels (the chain starts at '{}')",
+            inst.stack[0]
+        )));
+    }
     // Only the attributes the signature declares select an instantiation.
     let bound: Attrs = attrs
         .iter()

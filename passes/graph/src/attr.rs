@@ -130,6 +130,25 @@ impl AttrValue {
         matches!(self, AttrValue::Func(_) | AttrValue::List(ListValue::Func(_)))
     }
 
+    /// How many attribute values the longest path through this one holds:
+    /// 1 for a scalar, a list or a function without attributes; one more per
+    /// function attribute (also in a list) whose attributes hold values.
+    /// Iterative, so any depth can be measured (see [`crate::limits::MAX_ATTR_DEPTH`]).
+    pub fn depth(&self) -> usize {
+        let mut max = 0;
+        let mut stack = vec![(self, 1usize)];
+        while let Some((v, d)) = stack.pop() {
+            max = max.max(d);
+            let funcs = match v {
+                AttrValue::Func(f) => std::slice::from_ref(f),
+                AttrValue::List(ListValue::Func(fs)) => fs.as_slice(),
+                _ => &[],
+            };
+            stack.extend(funcs.iter().flat_map(|f| f.attrs.values()).map(|a| (a, d + 1)));
+        }
+        max
+    }
+
     /// Structural equality that compares floats and tensors bit for bit.
     pub fn bit_eq(&self, other: &AttrValue) -> bool {
         match (self, other) {

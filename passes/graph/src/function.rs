@@ -55,6 +55,12 @@ pub enum FunctionError {
     UnknownReturn { function: String, output: String },
     #[error("function '{function}': node '{node}': attribute placeholder '${placeholder}' has no value")]
     UnboundPlaceholder { function: String, node: String, placeholder: String },
+    #[error(
+        "function '{function}': node '{node}': attribute '{attr}' nests deeper than {} levels once its \
+         placeholders are filled",
+        crate::limits::MAX_ATTR_DEPTH
+    )]
+    NestedTooDeep { function: String, node: String, attr: String },
     #[error("function '{function}': {source}")]
     Graph { function: String, source: GraphError },
 }
@@ -121,6 +127,16 @@ pub fn instantiate_with(function: &FunctionDef, library: &Library, call_attrs: &
             node: n.name.clone(),
             placeholder,
         })?;
+        // A placeholder inside a function attribute nests the caller's value one level
+        // deeper per call: bounded like the values the readers accept, so a chain of calls
+        // cannot build a value too deep to print, compare or drop.
+        if let Some((k, _)) = attrs.iter().find(|(_, v)| v.depth() > crate::limits::MAX_ATTR_DEPTH) {
+            return Err(FunctionError::NestedTooDeep {
+                function: fname.clone(),
+                node: n.name.clone(),
+                attr: k.clone(),
+            });
+        }
         raw.push(RawNode {
             name: n.name.clone(),
             op: n.op.clone(),
@@ -278,7 +294,7 @@ fn substitute_value(v: &AttrValue, bound: &HashMap<&str, &AttrValue>) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AttrDef, Output, Signature};
+    use crate::{AttrDef, FuncAttr, Output, Signature};
 
     fn node(name: &str, op: &str, inputs: &[&str], attrs: Attrs) -> RawNode {
         RawNode {
@@ -398,5 +414,30 @@ mod tests {
         let g = instantiate(&caller, &lib).unwrap();
         let o = g.node(g.find("o_retval").unwrap());
         assert_eq!(o.inputs, vec![Output { node: g.find("call").unwrap(), port: 1 }]);
+    }
+
+    #[test]
+    fn placeholders_cannot_nest_values_past_the_limit() {
+        // `h = @k{x = $F}`: the bound value one level deeper.
+        let nested = |levels: usize| {
+            let mut v = AttrValue::I(1);
+            for _ in 1..levels {
+                v = AttrValue::Func(FuncAttr { name: "k".into(), attrs: [("x".to_string(), v)].into_iter().collect() });
+            }
+            v
+        };
+        let mut f = sample();
+        f.signature.attrs = vec![AttrDef { name: "F".into(), ty: "func".into(), ..AttrDef::default() }];
+        let template =
+            FuncAttr { name: "k".into(), attrs: [("x".to_string(), AttrValue::Placeholder("F".into()))].into() };
+        f.nodes[0].attrs.insert("h".into(), AttrValue::Func(template));
+        let bind = |levels| [("F".to_string(), nested(levels))].into_iter().collect::<Attrs>();
+        let g = instantiate_with(&f, &Library::default(), &bind(99)).unwrap();
+        assert_eq!(g.node(g.find("add").unwrap()).attr("h").unwrap().depth(), 100);
+        let e = instantiate_with(&f, &Library::default(), &bind(100)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "function 'f': node 'add': attribute 'h' nests deeper than 100 levels once its placeholders are filled"
+        );
     }
 }

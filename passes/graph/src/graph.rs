@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::Attrs;
+use crate::{AttrValue, Attrs, ListValue};
 
 /// Index of a node in its [`Graph`], in creation order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -179,6 +179,15 @@ pub enum GraphError {
     /// A `node:port` whose port is past the producer's outputs (when its op says how many).
     #[error(transparent)]
     PortOutOfRange(Box<PortOutOfRange>),
+    /// A chain of function calls nested deeper than [`crate::limits::MAX_CALL_DEPTH`]
+    /// levels; `site` is `node 'n'` (or `function 'f'` for a chain no node starts),
+    /// `chain` the first functions of the longest chain.
+    #[error(
+        "{}{site}: function calls nested deeper than {} levels ({chain}: {depth} levels)",
+        at(.span),
+        crate::limits::MAX_CALL_DEPTH
+    )]
+    CallsTooDeep { site: String, chain: String, depth: usize, span: Option<Span> },
 }
 
 impl GraphError {
@@ -188,7 +197,8 @@ impl GraphError {
             GraphError::DuplicateNode { span, .. }
             | GraphError::UnknownInput { span, .. }
             | GraphError::MalformedInput { span, .. }
-            | GraphError::DataAfterControl { span, .. } => *span,
+            | GraphError::DataAfterControl { span, .. }
+            | GraphError::CallsTooDeep { span, .. } => *span,
             GraphError::PortOutOfRange(p) => p.span,
         }
     }
@@ -302,6 +312,94 @@ impl Graph {
                     })));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Checks that no chain of function calls nests deeper than
+    /// [`crate::limits::MAX_CALL_DEPTH`] levels. A node calls the library functions its
+    /// op or any of its function attributes (`f`, `then_branch`, `body`, …, also
+    /// inside lists and other functions' attributes) names; a function calls what its
+    /// body's nodes call. Linear in the library's size and iterative, so any chain can
+    /// be measured; recursion (a function reaching itself) is left to the runtime,
+    /// which reports it with its cycle.
+    pub fn check_call_depth(&self) -> Result<(), GraphError> {
+        use crate::limits::MAX_CALL_DEPTH;
+        let functions = &self.library.functions;
+        let index: HashMap<&str, usize> =
+            functions.iter().enumerate().map(|(i, f)| (f.signature.name.as_str(), i)).collect();
+        let calls_of = |nodes: &mut dyn Iterator<Item = (&str, &Attrs)>| {
+            let mut out: Vec<usize> = Vec::new();
+            for (op, attrs) in nodes {
+                out.extend(index.get(op));
+                let mut values: Vec<&AttrValue> = attrs.values().collect();
+                while let Some(v) = values.pop() {
+                    let funcs = match v {
+                        AttrValue::Func(f) => std::slice::from_ref(f),
+                        AttrValue::List(ListValue::Func(fs)) => fs.as_slice(),
+                        _ => &[],
+                    };
+                    for f in funcs {
+                        out.extend(index.get(f.name.as_str()));
+                        values.extend(f.attrs.values());
+                    }
+                }
+            }
+            out.sort_unstable();
+            out.dedup();
+            out
+        };
+        let calls: Vec<Vec<usize>> = functions
+            .iter()
+            .map(|f| calls_of(&mut f.nodes.iter().map(|n| (n.op.as_str(), &n.attrs)).chain([("", &f.attrs)])))
+            .collect();
+        // depth[f]: functions in the longest chain starting at f (itself included);
+        // next[f]: the callee that chain continues with. Post-order, back edges skipped.
+        let n = functions.len();
+        let (mut depth, mut next, mut state) = (vec![0usize; n], vec![usize::MAX; n], vec![0u8; n]);
+        for root in 0..n {
+            if state[root] != 0 {
+                continue;
+            }
+            state[root] = 1;
+            let mut stack = vec![(root, 0usize)];
+            while let Some(top) = stack.last_mut() {
+                let (f, k) = *top;
+                if let Some(&c) = calls[f].get(k) {
+                    top.1 += 1;
+                    if state[c] == 0 {
+                        state[c] = 1;
+                        stack.push((c, 0));
+                    }
+                } else {
+                    let best = calls[f].iter().copied().filter(|&c| state[c] == 2).max_by_key(|&c| depth[c]);
+                    depth[f] = 1 + best.map_or(0, |c| depth[c]);
+                    next[f] = best.unwrap_or(usize::MAX);
+                    state[f] = 2;
+                    stack.pop();
+                }
+            }
+        }
+        let too_deep = |site: String, start: usize, levels: usize, span: Option<Span>| {
+            let mut names = Vec::new();
+            let mut f = start;
+            while f != usize::MAX && names.len() < 3 {
+                names.push(functions[f].signature.name.as_str());
+                f = next[f];
+            }
+            let more = if f != usize::MAX { " -> …" } else { "" };
+            GraphError::CallsTooDeep { site, chain: format!("{}{more}", names.join(" -> ")), depth: levels, span }
+        };
+        for node in &self.nodes {
+            let deepest =
+                calls_of(&mut std::iter::once((node.op.as_str(), &node.attrs))).into_iter().max_by_key(|&c| depth[c]);
+            if let Some(c) = deepest.filter(|&c| depth[c] > MAX_CALL_DEPTH) {
+                return Err(too_deep(format!("node '{}'", node.name), c, depth[c], node.span));
+            }
+        }
+        if let Some(f) = (0..n).filter(|&f| depth[f] > MAX_CALL_DEPTH).max_by_key(|&f| depth[f]) {
+            let site = format!("function '{}'", functions[f].signature.name);
+            return Err(too_deep(site, f, depth[f], None));
         }
         Ok(())
     }
@@ -644,5 +742,58 @@ mod tests {
         assert!(matches!(e, GraphError::DuplicateNode { .. }));
         let e = Graph::from_raw(vec![raw("a", "X", &["zz:1"])], Library::default(), None).unwrap_err();
         assert_eq!(e.to_string(), "node 'a': input 'zz:1' names no node in the graph");
+    }
+
+    /// `levels` functions `f0 … f{levels-1}`, each calling the next (directly, or through
+    /// a `PartitionedCall`'s `f` when `partitioned`), and `y = f0(x)` unless `unused`.
+    fn call_chain(levels: usize, partitioned: bool, unused: bool) -> String {
+        let mut src = String::new();
+        for i in 0..levels {
+            src.push_str(&format!("function f{i}(a: float32) -> (out: float32) {{\n"));
+            if i + 1 == levels {
+                src.push_str("  m = Neg(a) {T = float32}\n  return out = m:y:0\n}\n");
+            } else if partitioned {
+                let next = i + 1;
+                src.push_str(&format!(
+                    "  m = PartitionedCall(a) {{Tin = [float32], Tout = [float32], f = @f{next}}}\n  return out = m:output:0\n}}\n"
+                ));
+            } else {
+                src.push_str(&format!("  m = f{}(a)\n  return out = m:out:0\n}}\n", i + 1));
+            }
+        }
+        src.push_str("x = Placeholder() {dtype = float32, shape = shape[]}\n");
+        if !unused {
+            src.push_str("y = f0(x)\n");
+        }
+        src
+    }
+
+    #[test]
+    fn call_chains_deeper_than_the_limit_are_refused() {
+        use crate::text::parse_graph;
+        for partitioned in [false, true] {
+            assert_eq!(parse_graph(&call_chain(1000, partitioned, false)).unwrap().check_call_depth(), Ok(()));
+            let e = parse_graph(&call_chain(1001, partitioned, false)).unwrap().check_call_depth().unwrap_err();
+            assert!(e.span().is_some_and(|s| s.column == 1), "{e}");
+            assert!(
+                e.to_string().ends_with(
+                    "node 'y': function calls nested deeper than 1000 levels (f0 -> f1 -> f2 -> …: 1001 levels)"
+                ),
+                "{e}"
+            );
+        }
+        // Measured iteratively: 10,000 levels (found by fuzzing) are no problem to measure.
+        let e = parse_graph(&call_chain(10_000, false, false)).unwrap().check_call_depth().unwrap_err();
+        assert!(e.to_string().contains("(f0 -> f1 -> f2 -> …: 10000 levels)"), "{e}");
+        // A chain no node starts is named by its first function.
+        let e = parse_graph(&call_chain(1001, true, true)).unwrap().check_call_depth().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "function 'f0': function calls nested deeper than 1000 levels (f0 -> f1 -> f2 -> …: 1001 levels)"
+        );
+        // Recursion is not a depth: the runtime reports it with its cycle.
+        let rec = "function f(a: float32) -> (out: float32) {\n  m = f(a)\n  return out = m:out:0\n}\n\
+                   x = Placeholder() {dtype = float32, shape = shape[]}\ny = f(x)\n";
+        assert_eq!(parse_graph(rec).unwrap().check_call_depth(), Ok(()));
     }
 }

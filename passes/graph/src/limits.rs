@@ -33,6 +33,28 @@ pub fn set_max_tensor_bytes(bytes: u64) {
     MAX_TENSOR_BYTES.store(bytes, Ordering::Relaxed);
 }
 
+/// How deeply attribute values may nest: an attribute's value is level 1, a value
+/// inside a function attribute's attributes (`@f{a = …}`, `func { attr { … } }`,
+/// also inside a list of functions) one level deeper. TensorFlow never emits
+/// more than a few levels; its own protobuf parser stops at 100 nested
+/// messages. The readers refuse deeper values with an error naming the node
+/// and attribute, so no printer, comparison or walk over a value ever recurses
+/// deeper than this.
+pub const MAX_ATTR_DEPTH: usize = 100;
+
+/// How deeply the messages of a `GraphDef` (`.pbtxt` or `.pb`) may nest:
+/// room for [`MAX_ATTR_DEPTH`] levels of attributes (up to three messages
+/// each: `AttrValue`, `ListValue`, `NameAttrList`) inside a function library,
+/// and a bound on the other recursive messages (`FullTypeDef`).
+pub const MAX_MESSAGE_DEPTH: usize = 400;
+
+/// How deeply function calls may nest: a node calling `f` whose body calls `g` is
+/// two levels. The runtime, the inliner and the body clusterer each descend once per
+/// level, so a deeper chain (found by fuzzing: 10,000 functions each calling the
+/// next) is refused when the graph is loaded ([`crate::Graph::check_call_depth`]).
+/// TensorFlow's own graphs nest a few levels.
+pub const MAX_CALL_DEPTH: usize = 1000;
+
 /// Why a tensor of some shape may not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use autoclust_graph::limits::MAX_ATTR_DEPTH;
 use autoclust_graph::{
     ArgDef, AttrDef, AttrValue, Attrs, DType, FuncAttr, FunctionDef, GradientDef, Graph, Library, ListValue, RawNode,
     Shape, Signature, Span, Tensor, TensorData, Versions,
@@ -78,7 +79,7 @@ fn attrs_from_proto(
 ) -> Result<Attrs, GraphDefError> {
     let mut attrs = Attrs::new();
     for (k, v) in map {
-        let v = attr_from_proto(v, &k, ctx)?;
+        let v = attr_from_proto(v, &k, ctx, 1)?;
         attrs.insert(k, v);
     }
     Ok(attrs)
@@ -88,8 +89,15 @@ fn dtype_from_proto(t: EnumOrUnknown<pb::DataType>, attr: &str, ctx: Ctx<'_>) ->
     DType::from_tf(t.value()).ok_or_else(|| ctx.err(attr, "invalid dtype DT_INVALID"))
 }
 
-fn attr_from_proto(v: pb::AttrValue, name: &str, ctx: Ctx<'_>) -> Result<AttrValue, GraphDefError> {
+/// Decodes an attribute value at `depth` (1 for a node's attribute), refusing
+/// values nested deeper than [`MAX_ATTR_DEPTH`] as the text readers do (a message
+/// built in memory can nest deeper than any file this crate reads).
+fn attr_from_proto(v: pb::AttrValue, name: &str, ctx: Ctx<'_>, depth: usize) -> Result<AttrValue, GraphDefError> {
     use pb::attr_value::Value;
+    if depth > MAX_ATTR_DEPTH {
+        let outermost = name.split('.').next().unwrap_or(name);
+        return Err(ctx.err(outermost, format!("nested deeper than {MAX_ATTR_DEPTH} levels")));
+    }
     Ok(match v.value {
         None => return Err(ctx.err(name, "attribute has no value")),
         Some(Value::S(s)) => AttrValue::S(s),
@@ -100,12 +108,17 @@ fn attr_from_proto(v: pb::AttrValue, name: &str, ctx: Ctx<'_>) -> Result<AttrVal
         Some(Value::Shape(s)) => AttrValue::Shape(shape_from_proto(&s, name, ctx)?),
         Some(Value::Tensor(t)) => AttrValue::Tensor(tensor_from_proto(&t, name, ctx)?),
         Some(Value::Placeholder(p)) => AttrValue::Placeholder(p),
-        Some(Value::Func(f)) => AttrValue::Func(func_from_proto(f, name, ctx)?),
-        Some(Value::List(l)) => AttrValue::List(list_from_proto(l, name, ctx)?),
+        Some(Value::Func(f)) => AttrValue::Func(func_from_proto(f, name, ctx, depth)?),
+        Some(Value::List(l)) => AttrValue::List(list_from_proto(l, name, ctx, depth)?),
     })
 }
 
-fn list_from_proto(l: pb::attr_value::ListValue, name: &str, ctx: Ctx<'_>) -> Result<ListValue, GraphDefError> {
+fn list_from_proto(
+    l: pb::attr_value::ListValue,
+    name: &str,
+    ctx: Ctx<'_>,
+    depth: usize,
+) -> Result<ListValue, GraphDefError> {
     let kinds = [
         !l.s.is_empty(),
         !l.i.is_empty(),
@@ -134,16 +147,17 @@ fn list_from_proto(l: pb::attr_value::ListValue, name: &str, ctx: Ctx<'_>) -> Re
     } else if !l.tensor.is_empty() {
         ListValue::Tensor(l.tensor.iter().map(|t| tensor_from_proto(t, name, ctx)).collect::<Result<_, _>>()?)
     } else if !l.func.is_empty() {
-        ListValue::Func(l.func.into_iter().map(|f| func_from_proto(f, name, ctx)).collect::<Result<_, _>>()?)
+        ListValue::Func(l.func.into_iter().map(|f| func_from_proto(f, name, ctx, depth)).collect::<Result<_, _>>()?)
     } else {
         ListValue::Empty
     })
 }
 
-fn func_from_proto(f: pb::NameAttrList, name: &str, ctx: Ctx<'_>) -> Result<FuncAttr, GraphDefError> {
+/// A function attribute whose value is at `depth`: its attributes are one level deeper.
+fn func_from_proto(f: pb::NameAttrList, name: &str, ctx: Ctx<'_>, depth: usize) -> Result<FuncAttr, GraphDefError> {
     let mut attrs = BTreeMap::new();
     for (k, v) in f.attr {
-        let v = attr_from_proto(v, &format!("{name}.{k}"), ctx)?;
+        let v = attr_from_proto(v, &format!("{name}.{k}"), ctx, depth + 1)?;
         attrs.insert(k, v);
     }
     Ok(FuncAttr { name: f.name, attrs })
@@ -280,11 +294,11 @@ fn function_from_proto(f: pb::FunctionDef) -> Result<FunctionDef, GraphDefError>
     let mut attr_defs = Vec::with_capacity(sig.attr.len());
     for a in sig.attr {
         let default = match a.default_value.into_option() {
-            Some(v) => Some(attr_from_proto(v, &a.name, ctx)?),
+            Some(v) => Some(attr_from_proto(v, &a.name, ctx, 1)?),
             None => None,
         };
         let allowed_values = match a.allowed_values.into_option() {
-            Some(v) => Some(attr_from_proto(v, &a.name, ctx)?),
+            Some(v) => Some(attr_from_proto(v, &a.name, ctx, 1)?),
             None => None,
         };
         attr_defs.push(AttrDef {

@@ -23,6 +23,7 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/protos/mod.rs"));
 }
 
+use autoclust_graph::limits::MAX_MESSAGE_DEPTH;
 use autoclust_graph::{Graph, GraphError, Span};
 use protobuf::{Message, MessageFull};
 
@@ -85,8 +86,26 @@ pub fn parse_pbtxt(text: &str) -> Result<Graph, GraphDefError> {
 /// Reads a binary `.pb` GraphDef.
 pub fn parse_pb(bytes: &[u8]) -> Result<Graph, GraphDefError> {
     let _span = tracing::debug_span!("parse_pb", bytes = bytes.len()).entered();
-    let gd = GraphDef::parse_from_bytes(bytes).map_err(|e| GraphDefError::Binary(e.to_string()))?;
-    graph_from_proto(gd, &[])
+    graph_from_proto(decode_pb(bytes)?, &[])
+}
+
+/// Decodes a binary `GraphDef`, its messages nested at most [`MAX_MESSAGE_DEPTH`]
+/// deep (rust-protobuf's default, TensorFlow's 100, would refuse attributes
+/// nested the [`MAX_ATTR_DEPTH`] levels the text formats read).
+///
+/// [`MAX_ATTR_DEPTH`]: autoclust_graph::limits::MAX_ATTR_DEPTH
+fn decode_pb(bytes: &[u8]) -> Result<GraphDef, GraphDefError> {
+    let mut input = protobuf::CodedInputStream::from_bytes(bytes);
+    input.set_recursion_limit(MAX_MESSAGE_DEPTH as u32);
+    let gd = GraphDef::parse_from(&mut input).and_then(|gd| input.check_eof().map(|()| gd));
+    gd.map_err(|e| {
+        let e = e.to_string();
+        GraphDefError::Binary(if e.contains("recursion limit") {
+            format!("messages nested deeper than {MAX_MESSAGE_DEPTH} levels")
+        } else {
+            e
+        })
+    })
 }
 
 /// Writes a graph as a text-format GraphDef in TensorFlow's layout.
@@ -151,5 +170,97 @@ versions { producer: 12 }
         let back = parse_pb(&to_pb(&g)).unwrap();
         assert_eq!(back.node(back.find("a").unwrap()).attr("f"), Some(&AttrValue::F(0.1)));
         assert!(matches!(parse_pb(&[0xff, 0xff, 0xff]), Err(GraphDefError::Binary(_))));
+    }
+
+    /// `levels` nested `AttrValue`s: `func { … attr { key: "a" value { … i: 1 } } }`.
+    fn nested_pbtxt(levels: usize) -> String {
+        let mut v = "i: 1".to_string();
+        for _ in 1..levels {
+            v = format!("func {{ name: \"f\" attr {{ key: \"a\" value {{ {v} }} }} }}");
+        }
+        format!("node {{\n  name: \"x\" op: \"NoOp\"\n  attr {{ key: \"f\" value {{ {v} }} }}\n}}\n")
+    }
+
+    /// The same in the binary format, written field by field.
+    fn nested_pb(levels: usize) -> Vec<u8> {
+        fn field(number: u32, payload: &[u8]) -> Vec<u8> {
+            let mut out = Vec::new();
+            for mut n in [u64::from(number << 3 | 2), payload.len() as u64] {
+                while n >= 0x80 {
+                    out.push(n as u8 | 0x80);
+                    n >>= 7;
+                }
+                out.push(n as u8);
+            }
+            out.extend_from_slice(payload);
+            out
+        }
+        let entry = |key: &[u8], value: &[u8]| [field(1, key), field(2, value)].concat();
+        let mut v = vec![3 << 3, 1]; // AttrValue { i: 1 }
+        for _ in 1..levels {
+            let func = [field(1, b"f"), field(2, &entry(b"a", &v))].concat();
+            v = field(10, &func); // AttrValue { func: NameAttrList { name, attr } }
+        }
+        let node = [field(1, b"x"), field(2, b"NoOp"), field(5, &entry(b"f", &v))].concat();
+        field(1, &node)
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        // Found by fuzzing: ~3,400 nested func attributes overflowed the stack.
+        let e = parse_pbtxt(&nested_pbtxt(5_000)).unwrap_err();
+        // The 101st `AttrValue` opens after the 100th `value ` on line 3.
+        let level = "{ func { name: \"f\" attr { key: \"a\" value ".len();
+        let column = "  attr { key: \"f\" value ".len() + 100 * level + 1;
+        assert_eq!(e.span(), Some(Span { line: 3, column: column as u32 }), "{e}");
+        assert!(e.to_string().ends_with(": node 'x': attribute 'f': nested deeper than 100 levels"), "{e}");
+        // The same in a function's body, signature and attributes.
+        let deep = nested_pbtxt(101);
+        let value = &deep[deep.find("value {").unwrap() + 6..deep.rfind('}').unwrap() - 2];
+        for (text, says) in [
+            (
+                format!("library {{ function {{ signature {{ name: \"fn1\" }} node_def {{ name: \"n\" attr {{ key: \"a\" value {value} }} }} }} }}"),
+                "node 'fn1/n': attribute 'a': nested deeper than 100 levels",
+            ),
+            (
+                format!("library {{ function {{ signature {{ name: \"fn1\" attr {{ name: \"T\" type: \"func\" default_value {value} }} }} }} }}"),
+                "node 'fn1': attribute 'T': nested deeper than 100 levels",
+            ),
+            (
+                format!("library {{ function {{ signature {{ name: \"fn1\" }} attr {{ key: \"q\" value {value} }} }} }}"),
+                "node 'fn1': attribute 'q': nested deeper than 100 levels",
+            ),
+        ] {
+            let e = parse_pbtxt(&text).unwrap_err().to_string();
+            assert!(e.ends_with(says), "{e}");
+        }
+        // Other recursive messages are bounded too.
+        let mut t = "type_id: 1".to_string();
+        for _ in 0..5_000 {
+            t = format!("args {{ {t} }}");
+        }
+        let e = parse_pbtxt(&format!("node {{ name: \"x\" experimental_type {{ {t} }} }}")).unwrap_err();
+        assert!(e.to_string().ends_with("node 'x': messages nested deeper than 400 levels"), "{e}");
+        // Binary: deeper than the attribute limit, and deeper than the message limit.
+        let e = parse_pb(&nested_pb(101)).unwrap_err();
+        assert_eq!(e.to_string(), "node 'x': attribute 'f': nested deeper than 100 levels");
+        let e = parse_pb(&nested_pb(5_000)).unwrap_err();
+        assert_eq!(e.to_string(), "not a binary GraphDef: messages nested deeper than 400 levels");
+    }
+
+    #[test]
+    fn nesting_up_to_the_limit_reads_and_writes_back() {
+        let g = parse_pbtxt(&nested_pbtxt(100)).unwrap();
+        assert_eq!(g.node(g.find("x").unwrap()).attr("f").unwrap().depth(), 100);
+        let from_pb = parse_pb(&nested_pb(100)).unwrap();
+        assert_eq!(from_pb.node(from_pb.find("x").unwrap()).attr("f"), g.node(g.find("x").unwrap()).attr("f"));
+        // A list of functions nests three messages per level: still within the message limit.
+        let list = nested_pbtxt(100).replace("value { func {", "value { list { func {").replace("} } }", "} } } }");
+        let g = parse_pbtxt(&list).unwrap();
+        let f = g.node(g.find("x").unwrap()).attr("f").unwrap();
+        assert!(matches!(f, AttrValue::List(ListValue::Func(_))) && f.depth() == 100, "{f:?}");
+        for back in [parse_pbtxt(&to_pbtxt(&g)).unwrap(), parse_pb(&to_pb(&g)).unwrap()] {
+            assert_eq!(back.node(back.find("x").unwrap()).attr("f"), Some(f));
+        }
     }
 }

@@ -12,6 +12,7 @@
 
 use std::fmt::Write as _;
 
+use autoclust_graph::limits::{MAX_ATTR_DEPTH, MAX_MESSAGE_DEPTH};
 use autoclust_graph::Span;
 use protobuf::reflect::{
     EnumDescriptor, FieldDescriptor, MessageDescriptor, ReflectFieldRef, ReflectValueBox, ReflectValueRef,
@@ -225,7 +226,16 @@ pub fn parse_message(
     descriptor: &MessageDescriptor,
     track: &str,
 ) -> Result<(Box<dyn MessageDyn>, Vec<Span>), TextError> {
-    let mut p = Parser { lx: Lexer::new(text), peeked: None, track_spans: Vec::new() };
+    let mut p = Parser {
+        lx: Lexer::new(text),
+        peeked: None,
+        track_spans: Vec::new(),
+        depth: 0,
+        attr_depth: 0,
+        function: None,
+        node: None,
+        attr: None,
+    };
     let mut msg = descriptor.new_instance();
     p.fields(&mut *msg, descriptor, None, Some(track))?;
     Ok((msg, p.track_spans))
@@ -235,6 +245,15 @@ struct Parser<'a> {
     lx: Lexer<'a>,
     peeked: Option<(Token<'a>, usize)>,
     track_spans: Vec<Span>,
+    /// Messages enclosing the one being read (at most [`MAX_MESSAGE_DEPTH`]).
+    depth: usize,
+    /// `AttrValue` messages enclosing the one being read (at most [`MAX_ATTR_DEPTH`]).
+    attr_depth: usize,
+    /// Where the parser is, for the depth errors: the enclosing function
+    /// (its signature's name), node and outermost attribute, when known.
+    function: Option<String>,
+    node: Option<String>,
+    attr: Option<String>,
 }
 
 impl<'a> Parser<'a> {
@@ -292,11 +311,40 @@ impl<'a> Parser<'a> {
                 self.track_spans.push(self.lx.span_at(at));
             }
             self.field_value(msg, &field)?;
+            if name == "name" {
+                self.note_name(msg, desc, &field);
+            }
             // Optional separators.
             if !self.eat(b',')? {
                 self.eat(b';')?;
             }
         }
+    }
+
+    /// Records the name of a node, function or attribute definition just read.
+    fn note_name(&mut self, msg: &dyn MessageDyn, desc: &MessageDescriptor, field: &FieldDescriptor) {
+        let Some(ReflectValueRef::String(s)) = field.get_singular(msg) else { return };
+        match desc.full_name() {
+            "tensorflow.NodeDef" => self.node = Some(s.to_string()),
+            "tensorflow.OpDef" => self.function = Some(s.to_string()),
+            "tensorflow.OpDef.AttrDef" if self.attr_depth == 0 => self.attr = Some(s.to_string()),
+            _ => {}
+        }
+    }
+
+    /// `node 'f/n': attribute 'a': `, as much of it as is known.
+    fn place(&self) -> String {
+        let mut s = String::new();
+        match (&self.function, &self.node) {
+            (Some(f), Some(n)) => write!(s, "node '{f}/{n}': "),
+            (None, Some(n)) | (Some(n), None) => write!(s, "node '{n}': "),
+            (None, None) => Ok(()),
+        }
+        .expect("write to String");
+        if let Some(a) = self.attr.as_ref().filter(|_| self.attr_depth > 0) {
+            write!(s, "attribute '{a}': ").expect("write to String");
+        }
+        s
     }
 
     fn field_value(&mut self, msg: &mut dyn MessageDyn, field: &FieldDescriptor) -> Result<(), TextError> {
@@ -363,7 +411,16 @@ impl<'a> Parser<'a> {
             let (tok, at) = self.next()?;
             match tok {
                 Token::Symbol(c) if c == close => break,
-                Token::Ident("key") => key = Some(self.value_after_name(k)?),
+                Token::Ident("key") => {
+                    let kv = self.value_after_name(k)?;
+                    // The outermost attribute's name, for the depth errors.
+                    if let (ReflectValueBox::String(name), RuntimeType::Message(m)) = (&kv, v) {
+                        if self.attr_depth == 0 && m.full_name() == "tensorflow.AttrValue" {
+                            self.attr = Some(name.clone());
+                        }
+                    }
+                    key = Some(kv);
+                }
                 Token::Ident("value") => value = Some(self.value_after_name(v)?),
                 Token::Ident(other) => return self.lx.err(at, format!("unknown field '{other}' in a map entry")),
                 Token::Eof => return self.lx.err(at, "unexpected end of input (a '}' is missing)"),
@@ -391,8 +448,7 @@ impl<'a> Parser<'a> {
                             .err(at, format!("expected '{{' to open {}, found {}", d.name(), describe(&other)))
                     }
                 };
-                let mut m = d.new_instance();
-                self.fields(&mut *m, d, Some(close), None)?;
+                let m = self.message(d, close, at)?;
                 ReflectValueBox::Message(m)
             }
             RuntimeType::Enum(e) => ReflectValueBox::Enum(e.clone(), self.enum_value(e)?),
@@ -412,6 +468,36 @@ impl<'a> Parser<'a> {
             RuntimeType::U32 => ReflectValueBox::U32(self.int(0, u32::MAX as i128)? as u32),
             RuntimeType::U64 => ReflectValueBox::U64(self.int(0, u64::MAX as i128)? as u64),
         })
+    }
+
+    /// A message's fields up to `close`, nested at most [`MAX_MESSAGE_DEPTH`]
+    /// messages and [`MAX_ATTR_DEPTH`] attribute values deep, so that no input
+    /// can make this descent (or any walk over what it builds) overflow the stack.
+    fn message(&mut self, d: &MessageDescriptor, close: u8, at: usize) -> Result<Box<dyn MessageDyn>, TextError> {
+        let kind = d.full_name();
+        let is_attr = kind == "tensorflow.AttrValue";
+        if is_attr && self.attr_depth >= MAX_ATTR_DEPTH {
+            return self.lx.err(at, format!("{}nested deeper than {MAX_ATTR_DEPTH} levels", self.place()));
+        }
+        if self.depth >= MAX_MESSAGE_DEPTH {
+            return self.lx.err(at, format!("{}messages nested deeper than {MAX_MESSAGE_DEPTH} levels", self.place()));
+        }
+        // A node or function starts with no name known; the enclosing one's is restored after it.
+        let saved_node = if kind == "tensorflow.NodeDef" { Some(self.node.take()) } else { None };
+        let saved_function = if kind == "tensorflow.FunctionDef" { Some(self.function.take()) } else { None };
+        self.depth += 1;
+        self.attr_depth += usize::from(is_attr);
+        let mut m = d.new_instance();
+        let r = self.fields(&mut *m, d, Some(close), None);
+        self.depth -= 1;
+        self.attr_depth -= usize::from(is_attr);
+        if let Some(n) = saved_node {
+            self.node = n;
+        }
+        if let Some(f) = saved_function {
+            self.function = f;
+        }
+        r.map(|()| m)
     }
 
     fn string(&mut self) -> Result<(Vec<u8>, usize), TextError> {

@@ -9,13 +9,22 @@ use std::sync::Arc;
 use super::print::{has_native_buffer, is_ident_byte, is_type_string};
 use super::ParseError;
 use crate::{
-    ArgDef, AttrDef, AttrValue, Attrs, DType, FuncAttr, FunctionDef, GradientDef, Graph, Library, ListValue, RawNode,
-    Shape, Signature, Span, Tensor, TensorData, Versions,
+    limits::MAX_ATTR_DEPTH, ArgDef, AttrDef, AttrValue, Attrs, DType, FuncAttr, FunctionDef, GradientDef, Graph,
+    Library, ListValue, RawNode, Shape, Signature, Span, Tensor, TensorData, Versions,
 };
 
 /// Parses a whole native-format file into a graph.
 pub fn parse_graph(src: &str) -> Result<Graph, ParseError> {
-    let mut p = Parser { src: src.as_bytes(), text: src, pos: 0, line: 1, line_start: 0 };
+    let mut p = Parser {
+        src: src.as_bytes(),
+        text: src,
+        pos: 0,
+        line: 1,
+        line_start: 0,
+        depth: 0,
+        node: String::new(),
+        attr: String::new(),
+    };
     let mut nodes = Vec::new();
     let mut library = Library::default();
     let mut versions: Option<Versions> = None;
@@ -29,6 +38,7 @@ pub fn parse_graph(src: &str) -> Result<Graph, ParseError> {
         let word = p.name()?;
         p.skip_ws();
         if p.peek() == Some(b'=') {
+            p.node.clone_from(&word);
             nodes.push(p.node_rest(word, span)?);
             continue;
         }
@@ -61,6 +71,11 @@ struct Parser<'a> {
     pos: usize,
     line: u32,
     line_start: usize,
+    /// How many attribute values enclose the one being read (at most [`MAX_ATTR_DEPTH`]).
+    depth: usize,
+    /// The node (or function) and the attribute being read, for the depth error.
+    node: String,
+    attr: String,
 }
 
 type R<T> = Result<T, ParseError>;
@@ -303,6 +318,9 @@ impl Parser<'_> {
             let span = self.span();
             let key = self.name()?;
             self.expect(b'=')?;
+            if self.depth == 0 {
+                self.attr.clone_from(&key);
+            }
             let v = self.value()?;
             if attrs.insert(key.clone(), v).is_some() {
                 return Err(self.err_at(span, format!("attribute '{key}' given twice")));
@@ -314,9 +332,25 @@ impl Parser<'_> {
         }
     }
 
+    /// An attribute value, at most [`MAX_ATTR_DEPTH`] levels deep (values
+    /// inside a function's attributes are one level deeper), so that no
+    /// input can make this descent overflow the stack.
     fn value(&mut self) -> R<AttrValue> {
         self.skip_ws();
         let span = self.span();
+        if self.depth >= MAX_ATTR_DEPTH {
+            return Err(self.err_at(
+                span,
+                format!("node '{}': attribute '{}': nested deeper than {MAX_ATTR_DEPTH} levels", self.node, self.attr),
+            ));
+        }
+        self.depth += 1;
+        let v = self.value_at(span);
+        self.depth -= 1;
+        v
+    }
+
+    fn value_at(&mut self, span: Span) -> R<AttrValue> {
         match self.peek() {
             Some(b'"') => Ok(AttrValue::S(self.string()?)),
             Some(b'[') => Ok(AttrValue::List(self.list()?)),
@@ -564,7 +598,13 @@ impl Parser<'_> {
         let mut items = Vec::new();
         loop {
             self.skip_ws();
-            items.push((self.span(), self.value()?));
+            let span = self.span();
+            // Items are at the list's own level; a list never holds a list (so
+            // this does not recurse without going through `value`'s depth count).
+            if self.peek() == Some(b'[') {
+                return Err(self.err_at(span, NOT_A_LIST_ITEM));
+            }
+            items.push((span, self.value_at(span)?));
             if self.eat(b']') {
                 break;
             }
@@ -593,12 +633,7 @@ impl Parser<'_> {
             AttrValue::Shape(_) => collect!(Shape, AttrValue::Shape(s) => s, "shapes"),
             AttrValue::Tensor(_) => collect!(Tensor, AttrValue::Tensor(t) => t, "tensors"),
             AttrValue::Func(_) => collect!(Func, AttrValue::Func(f) => f, "functions"),
-            AttrValue::Placeholder(_) | AttrValue::List(_) => {
-                return Err(self.err_at(
-                    items[0].0,
-                    "lists hold strings, ints, floats, bools, types, shapes, tensors or functions",
-                ))
-            }
+            AttrValue::Placeholder(_) | AttrValue::List(_) => return Err(self.err_at(items[0].0, NOT_A_LIST_ITEM)),
         })
     }
 
@@ -655,6 +690,8 @@ impl Parser<'_> {
     /// The rest of a `function NAME(…) -> (…) … { … }` block, after `function`.
     fn function(&mut self) -> R<FunctionDef> {
         let mut sig = Signature { name: self.name()?, ..Signature::default() };
+        // Signature attributes' values and the function's attributes are the function's.
+        self.node.clone_from(&sig.name);
         sig.inputs = self.arg_list()?;
         self.skip_ws();
         if !(self.eat(b'-') && self.peek() == Some(b'>')) {
@@ -715,6 +752,7 @@ impl Parser<'_> {
             let word = self.name()?;
             self.skip_ws();
             if self.peek() == Some(b'=') {
+                self.node = format!("{}/{word}", f.signature.name);
                 f.nodes.push(self.node_rest(word, span)?);
                 continue;
             }
@@ -792,6 +830,7 @@ impl Parser<'_> {
     /// `NAME: TYPE [>= MIN] [in VALUE] [= DEFAULT] ["description"]`.
     fn attr_def(&mut self) -> R<AttrDef> {
         let mut a = AttrDef { name: self.name()?, ..AttrDef::default() };
+        self.attr.clone_from(&a.name);
         self.expect(b':')?;
         self.skip_ws();
         let span = self.span();
@@ -834,6 +873,8 @@ impl Parser<'_> {
         Ok(a)
     }
 }
+
+const NOT_A_LIST_ITEM: &str = "lists hold strings, ints, floats, bools, types, shapes, tensors or functions";
 
 enum Number {
     Int(i64),

@@ -408,3 +408,58 @@ fn large_graphs_parse_quickly_enough_for_a_debug_test() {
     let g = parse_graph(&src).unwrap();
     assert_eq!(g.len(), 20_001);
 }
+
+/// `@f{a = @f{a = … 1 …}}`: `levels` attribute values, the innermost an int.
+fn nested_funcs(levels: usize) -> String {
+    let mut v = "1".to_string();
+    for _ in 1..levels {
+        v = format!("@f{{a = {v}}}");
+    }
+    v
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    // Found by fuzzing: ~7,400 nested function attributes or ~11,300 nested lists overflowed the stack.
+    let src = format!(
+        "c = Const() {{dtype = float32, value = float32[]{{1.0}}}}\nx = NoOp() {{f = {}}}\n",
+        nested_funcs(10_000)
+    );
+    let e = parse_graph(&src).unwrap_err();
+    // The 101st level starts after 100 `@f{a = ` (7 characters each) and `x = NoOp() {f = ` (16).
+    assert_eq!(e.to_string(), "2:717: node 'x': attribute 'f': nested deeper than 100 levels");
+    let src = format!("x = NoOp() {{f = {}1{}}}", "[".repeat(20_000), "]".repeat(20_000));
+    let e = parse_graph(&src).unwrap_err();
+    assert_eq!(e.span(), Some(Span { line: 1, column: 18 }));
+    assert!(e.to_string().contains("lists hold strings"), "{e}");
+    // A list of functions: the list's items are at its own level.
+    let src = format!("x = NoOp() {{l = [{}]}}", nested_funcs(10_000).replacen("@f{a = ", "@g{b = ", 1));
+    let e = parse_graph(&src).unwrap_err();
+    assert!(e.to_string().ends_with("node 'x': attribute 'l': nested deeper than 100 levels"), "{e}");
+    // In a function: the body node is named as the converters name it; signature defaults and
+    // the function's attributes by the function.
+    let deep = nested_funcs(101);
+    for ((src, line), name) in [
+        (format!("function fn1() -> () {{\n  n = NoOp() {{a = {deep}}}\n}}\n"), "2:"),
+        (format!("function fn1() -> () attrs {{T: func = {deep}}} {{\n}}\n"), "1:"),
+        (format!("function fn1() -> () {{q = {deep}}} {{\n}}\n"), "1:"),
+    ]
+    .into_iter()
+    .zip(["node 'fn1/n': attribute 'a'", "node 'fn1': attribute 'T'", "node 'fn1': attribute 'q'"])
+    {
+        let e = parse_graph(&src).unwrap_err().to_string();
+        assert!(e.starts_with(line) && e.contains(name), "{e}");
+        assert!(e.ends_with("nested deeper than 100 levels"), "{e}");
+    }
+}
+
+#[test]
+fn nesting_up_to_the_limit_parses_and_prints_back() {
+    let src = format!("x = NoOp() {{f = {}, l = [{}]}}\n", nested_funcs(100), nested_funcs(100));
+    let g = parse_graph(&src).unwrap();
+    let x = g.node(g.find("x").unwrap());
+    assert_eq!(x.attr("f").unwrap().depth(), crate::limits::MAX_ATTR_DEPTH);
+    assert_eq!(x.attr("l").unwrap().depth(), crate::limits::MAX_ATTR_DEPTH);
+    let back = parse_graph(&print_graph(&g)).unwrap();
+    same(&g, &back).unwrap();
+}
