@@ -10,8 +10,9 @@ For every fixture testdata/tf/NAME.json (graph, fetch, target), TensorFlow's met
 the GraphDef with the manifest's fetches and targets as the item's fetch nodes (the `train_op`
 collection, as `tf.compat.v1.train.export_meta_graph` + `tf_optimizer.OptimizeGraph` do for a
 Session), default RewriterConfig (what a Session applies before running); autoclust runs `opt GRAPH
---fetch .. --target .. --passes default --stats`. Both counts are top-level nodes after
-optimization (function bodies apart, a function inlined into the graph counts at top level).
+--fetch .. --target .. --passes default`. Both are counted alike: top-level nodes plus the nodes of
+every library function the optimized graph still calls, transitively (TensorFlow keeps a
+`StatefulPartitionedCall` as one node with its body in the library; autoclust inlines it).
 """
 
 import argparse
@@ -20,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -39,11 +41,51 @@ def grappler_nodes(graph_path, fetch_nodes):
         mg.collection_def["train_op"].node_list.value.append(n)
     cfg = config_pb2.ConfigProto()
     out = tf_optimizer.OptimizeGraph(cfg, mg)
-    return len(out.node)
+    return count(out)
+
+
+def called(attr_values):
+    """Names of the functions a node's attributes call (func, list of func, nested attrs)."""
+    for v in attr_values:
+        if v.HasField("func"):
+            yield v.func.name
+            yield from called(v.func.attr.values())
+        if v.HasField("list"):
+            for f in v.list.func:
+                yield f.name
+                yield from called(f.attr.values())
+
+
+def count(gd):
+    """Top-level nodes plus the nodes of every library function the graph still calls (transitively)."""
+    lib = {f.signature.name: f for f in gd.library.function}
+    todo = []
+    for n in gd.node:
+        todo.extend(called(n.attr.values()))
+        if n.op in lib:
+            todo.append(n.op)
+    seen = set()
+    body = 0
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in lib:
+            continue
+        seen.add(name)
+        f = lib[name]
+        body += len(f.node_def)
+        for n in f.node_def:
+            todo.extend(called(n.attr.values()))
+            if n.op in lib:
+                todo.append(n.op)
+    return len(gd.node) + body
 
 
 def autoclust_nodes(exe, graph_path, fetch, target):
-    args = [exe, "opt", graph_path, "--passes", "default", "--stats"]
+    """The same count on `opt --passes default`'s output (converted to a GraphDef by `convert`)."""
+    from google.protobuf import text_format
+    from tensorflow.core.framework import graph_pb2
+
+    args = [exe, "opt", graph_path, "--passes", "default"]
     if fetch:
         args += ["--fetch", ",".join(fetch)]
     if target:
@@ -51,7 +93,16 @@ def autoclust_nodes(exe, graph_path, fetch, target):
     res = subprocess.run(args, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(res.stderr.strip())
-    return json.loads(res.stdout)["nodes_after"]
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "opt.pbtxt")
+        conv = subprocess.run([exe, "convert", "-", "--format", "native", "-o", out], input=res.stdout,
+                              capture_output=True, text=True)
+        if conv.returncode != 0:
+            raise RuntimeError(conv.stderr.strip())
+        gd = graph_pb2.GraphDef()
+        with open(out) as f:
+            text_format.Parse(f.read(), gd)
+    return count(gd)
 
 
 def main():
