@@ -103,19 +103,30 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     };
     let rounds = args.steps.min(10);
     let (mut t_plain, mut t_clustered) = (Duration::ZERO, Duration::ZERO);
+    // Steps of both modes (or the one timed), on a terminal only.
+    let modes = if args.only.is_some() { 1 } else { 2 };
+    let mut progress = crate::progress::Progress::new(args.steps * modes);
+    let mut done = 0;
+    let mut timed = |prepared: &Prepared, progress: &mut crate::progress::Progress| -> Result<Duration, CliError> {
+        let t = step(prepared).inspect_err(|_| progress.finish())?;
+        done += 1;
+        progress.step(done);
+        Ok(t)
+    };
     for r in 0..rounds {
         let n = args.steps / rounds + u64::from(r < args.steps % rounds);
         if args.only != Some(Mode::Clustered) {
             for _ in 0..n {
-                t_plain += step(&plain)?;
+                t_plain += timed(&plain, &mut progress)?;
             }
         }
         if args.only != Some(Mode::Unclustered) {
             for _ in 0..n {
-                t_clustered += step(&clustered)?;
+                t_clustered += timed(&clustered, &mut progress)?;
             }
         }
     }
+    progress.finish();
     let rate = |t: Duration| args.steps as f64 / t.as_secs_f64().max(1e-9);
     let (u, c) = (rate(t_plain), rate(t_clustered));
     let speedup = c / u;
