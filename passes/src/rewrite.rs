@@ -14,28 +14,11 @@ use autoclust_graph::{effects, registry, AttrValue, DType, Graph, GraphError, No
 use crate::pass::PassContext;
 
 /// Ops that are not pure whatever the registry says: graph sources whose
-/// value is supplied at run time, v1 control flow (its nodes are not values
-/// but frames), and nodes that exist only for their control edges.
-const NEVER_PURE: &[&str] = &[
-    "Placeholder",
-    "PlaceholderWithDefault",
-    "VarHandleOp",
-    "_Arg",
-    "_Retval",
-    "NoOp",
-    "ControlTrigger",
-    "Switch",
-    "RefSwitch",
-    "Merge",
-    "RefMerge",
-    "Enter",
-    "RefEnter",
-    "Exit",
-    "RefExit",
-    "NextIteration",
-    "RefNextIteration",
-    "LoopCond",
-];
+/// value is supplied at run time and nodes that exist only for their control
+/// edges — and v1 control flow ([`CONTROL_FLOW`]: its nodes are not values
+/// but frames).
+const NEVER_PURE: &[&str] =
+    &["Placeholder", "PlaceholderWithDefault", "VarHandleOp", "_Arg", "_Retval", "NoOp", "ControlTrigger"];
 
 /// v1 control-flow ops: a control edge out of one of them carries branch
 /// deadness, so no pass adds one or rewires a use onto one.
@@ -63,6 +46,7 @@ pub(crate) fn is_control_flow(graph: &Graph, id: NodeId) -> bool {
 /// handles no resource value.
 pub(crate) fn is_pure(graph: &Graph, node: &Node) -> bool {
     if NEVER_PURE.contains(&node.op.as_str())
+        || CONTROL_FLOW.contains(&node.op.as_str())
         || effects::resource_kind(node, &graph.library).is_some()
         || effects::may_call_function(node, &graph.library)
         || node.attrs.values().any(|a| a.is_func())
