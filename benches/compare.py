@@ -207,6 +207,7 @@ class TfFunctionEngine:
     file is touched), called eagerly; with xla, wrapped in tf.function(jit_compile=True)."""
 
     _built = {}
+    size = "small"  # make_fixtures_keras_models.SIZE: --keras-size
 
     @classmethod
     def build(cls, name):
@@ -222,6 +223,7 @@ class TfFunctionEngine:
             def capture(fixture, cf, variables, feeds, steps):
                 captured[fixture] = (cf, variables, feeds)
 
+            builders.SIZE = cls.size
             builder = getattr(builders, name, None)
             if builder not in builders.FIXTURES:
                 return None
@@ -412,7 +414,10 @@ def main():
     parser.add_argument("--workloads", default=BENCH_DIR, help="directory of workload manifests NAME.json")
     parser.add_argument("--autoclust", default=default_binary(), help="the release autoclust binary")
     parser.add_argument("--jsonl", help="also write one JSON line per workload here")
+    parser.add_argument("--keras-size", default="small", choices=["small", "bench"],
+                        help="the sizes tf_function rebuilds Keras steps at (bench: benches/keras/out)")
     args = parser.parse_args()
+    TfFunctionEngine.size = args.keras_size
     engines = [e for e in args.engines.split(",") if e]
     unknown = set(engines) - set(ENGINES)
     if unknown or args.rounds < 1 or args.seconds <= 0:

@@ -14,7 +14,8 @@
 
 /// An element type `matrixmultiply` multiplies.
 pub trait GemmElem: Copy + Send + Sync + 'static {
-    /// `C = A·B` (alpha 1, beta 0) on the calling thread; C is row-major with row stride `rsc`.
+    /// `C = A·B` (alpha 1, beta 0) on the calling thread; C's element `(i, j)` is at
+    /// `c + i·rsc + j·csc`.
     ///
     /// # Safety
     /// The pointers and strides must describe valid `m×k`, `k×n` and `m×n` matrices; C must
@@ -32,6 +33,7 @@ pub trait GemmElem: Copy + Send + Sync + 'static {
         csb: isize,
         c: *mut Self,
         rsc: isize,
+        csc: isize,
     );
 }
 
@@ -48,9 +50,10 @@ impl GemmElem for f32 {
         csb: isize,
         c: *mut f32,
         rsc: isize,
+        csc: isize,
     ) {
         // SAFETY: forwarded from the caller.
-        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1) }
+        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
     }
 }
 
@@ -67,9 +70,10 @@ impl GemmElem for f64 {
         csb: isize,
         c: *mut f64,
         rsc: isize,
+        csc: isize,
     ) {
         // SAFETY: forwarded from the caller.
-        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1) }
+        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
     }
 }
 
@@ -90,6 +94,7 @@ macro_rules! int_kernel {
                 csb: isize,
                 c: *mut $t,
                 rsc: isize,
+                csc: isize,
             ) {
                 for i in 0..m as isize {
                     for j in 0..n as isize {
@@ -100,7 +105,7 @@ macro_rules! int_kernel {
                             acc = acc.wrapping_add(x.wrapping_mul(y));
                         }
                         // SAFETY: as above, for C.
-                        unsafe { *c.offset(i * rsc + j) = acc };
+                        unsafe { *c.offset(i * rsc + j * csc) = acc };
                     }
                 }
             }
@@ -172,6 +177,31 @@ pub unsafe fn gemm<T: GemmElem>(
     c: *mut T,
     threads: usize,
 ) {
+    // SAFETY: forwarded from the caller, C dense row-major.
+    unsafe { gemm_strided(m, k, n, a, rsa, csa, b, rsb, csb, c, n as isize, 1, threads) }
+}
+
+/// [`gemm`] with C's element `(i, j)` at `c + i·rsc + j·csc` (a transposed or interleaved
+/// output written in place).
+///
+/// # Safety
+/// As [`GemmElem::kernel`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_strided<T: GemmElem>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: *const T,
+    rsa: isize,
+    csa: isize,
+    b: *const T,
+    rsb: isize,
+    csb: isize,
+    c: *mut T,
+    rsc: isize,
+    csc: isize,
+    threads: usize,
+) {
     if m == 0 || n == 0 {
         return;
     }
@@ -193,8 +223,9 @@ pub unsafe fn gemm<T: GemmElem>(
                 p.1.offset(c0 * csb),
                 rsb,
                 csb,
-                p.2.offset(r0 * n as isize + c0),
-                n as isize,
+                p.2.offset(r0 * rsc + c0 * csc),
+                rsc,
+                csc,
             )
         }
     };
@@ -235,7 +266,7 @@ mod tests {
                 let mut one = vec![0f32; m * n];
                 // SAFETY: the vectors hold the described matrices.
                 unsafe {
-                    f32::kernel(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, one.as_mut_ptr(), n as isize)
+                    f32::kernel(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, one.as_mut_ptr(), n as isize, 1)
                 };
                 for threads in [2, 3] {
                     let mut split = vec![f32::NAN; m * n];

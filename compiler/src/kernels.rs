@@ -550,48 +550,7 @@ fn concat_data(inputs: &[&Tensor], outer: usize, blocks: &[usize]) -> Result<Ten
     })
 }
 
-/// Copies a strided view: an odometer over `dims`, innermost loop tight.
-pub fn strided_copy<T: Copy>(v: &[T], dims: &[usize], strides: &[isize], offset: isize) -> Vec<T> {
-    let n: usize = dims.iter().product();
-    let mut out = Vec::with_capacity(n);
-    if n == 0 {
-        return out;
-    }
-    if dims.is_empty() {
-        out.push(v[offset as usize]);
-        return out;
-    }
-    let r = dims.len();
-    let (inner, istride) = (dims[r - 1], strides[r - 1]);
-    let mut idx = vec![0usize; r];
-    let mut base = offset;
-    loop {
-        if istride == 1 {
-            out.extend_from_slice(&v[base as usize..base as usize + inner]);
-        } else {
-            let mut p = base;
-            for _ in 0..inner {
-                out.push(v[p as usize]);
-                p += istride;
-            }
-        }
-        // Advance the outer odometer.
-        let mut d = r - 1;
-        loop {
-            if d == 0 {
-                return out;
-            }
-            d -= 1;
-            idx[d] += 1;
-            base += strides[d];
-            if idx[d] < dims[d] {
-                break;
-            }
-            base -= strides[d] * dims[d] as isize;
-            idx[d] = 0;
-        }
-    }
-}
+pub use crate::layout::strided_copy;
 
 fn softmax_row(row: &[f32], out: &mut [f32], log: bool) {
     let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -675,6 +634,66 @@ fn fold_row(acc: f64, row: &[f32], kind: ReduceKind) -> f64 {
     }
 }
 
+/// The identity of `kind`'s combine.
+fn reduce_init(kind: ReduceKind) -> f64 {
+    match kind {
+        ReduceKind::Sum | ReduceKind::Mean => 0.0,
+        ReduceKind::Prod => 1.0,
+        ReduceKind::Max => f64::NEG_INFINITY,
+        ReduceKind::Min => f64::INFINITY,
+    }
+}
+
+/// `a` combined with `x` (NaN wins for Max/Min, as in TensorFlow).
+#[inline(always)]
+fn reduce_combine(kind: ReduceKind, a: f64, x: f64) -> f64 {
+    match kind {
+        ReduceKind::Sum | ReduceKind::Mean => a + x,
+        ReduceKind::Prod => a * x,
+        ReduceKind::Max => {
+            if x.is_nan() || a.is_nan() {
+                f64::NAN
+            } else {
+                a.max(x)
+            }
+        }
+        ReduceKind::Min => {
+            if x.is_nan() || a.is_nan() {
+                f64::NAN
+            } else {
+                a.min(x)
+            }
+        }
+    }
+}
+
+/// `acc[i] ⊕= row[i]`: one loop per kind, so that each vectorises (the kind is not
+/// re-examined per element).
+fn combine_rows(acc: &mut [f64], row: &[f32], kind: ReduceKind) {
+    match kind {
+        ReduceKind::Sum | ReduceKind::Mean => acc.iter_mut().zip(row).for_each(|(a, &x)| *a += x as f64),
+        ReduceKind::Prod => acc.iter_mut().zip(row).for_each(|(a, &x)| *a *= x as f64),
+        ReduceKind::Max => {
+            acc.iter_mut().zip(row).for_each(|(a, &x)| *a = reduce_combine(ReduceKind::Max, *a, x as f64))
+        }
+        ReduceKind::Min => {
+            acc.iter_mut().zip(row).for_each(|(a, &x)| *a = reduce_combine(ReduceKind::Min, *a, x as f64))
+        }
+    }
+}
+
+/// Elements below which a reduction runs on one thread.
+const PARALLEL_REDUCE: usize = 1 << 16;
+
+/// Reduces `axes` of a row-major float32 tensor of `shape`, accumulating in f64.
+///
+/// The shape is first collapsed into alternating runs of kept and reduced dimensions
+/// (size-1 dimensions dropped), then walked in memory order without any transpose: a
+/// reduced innermost run folds each contiguous row with eight accumulators
+/// ([`fold_row`]); a kept innermost run adds whole rows into the accumulators (the
+/// bias-gradient and BatchNorm pattern, `[N·H·W, C] → [C]`). Large inputs are split over
+/// the team along the outermost run: kept → disjoint output slices; reduced → one partial
+/// accumulator per part, combined in part order (a reassociation of the sum only).
 pub fn reduce(v: &[f32], shape: &[usize], axes: &[usize], kind: ReduceKind) -> Vec<f32> {
     // Collapse into runs of kept (K) / reduced (R) dimensions, dropping size-1 dims.
     let mut runs: Vec<(bool, usize)> = Vec::new();
@@ -693,51 +712,80 @@ pub fn reduce(v: &[f32], shape: &[usize], axes: &[usize], kind: ReduceKind) -> V
         .len()
         .checked_div(reduced)
         .unwrap_or_else(|| shape.iter().enumerate().filter(|(d, _)| !axes.contains(d)).map(|(_, &n)| n).product());
-    let init = match kind {
-        ReduceKind::Sum | ReduceKind::Mean => 0.0f64,
-        ReduceKind::Prod => 1.0,
-        ReduceKind::Max => f64::NEG_INFINITY,
-        ReduceKind::Min => f64::INFINITY,
-    };
-    let combine = |a: f64, x: f32| -> f64 {
-        let x = x as f64;
-        match kind {
-            ReduceKind::Sum | ReduceKind::Mean => a + x,
-            ReduceKind::Prod => a * x,
-            ReduceKind::Max => {
-                if x.is_nan() || a.is_nan() {
-                    f64::NAN
-                } else {
-                    a.max(x)
-                }
-            }
-            ReduceKind::Min => {
-                if x.is_nan() || a.is_nan() {
-                    f64::NAN
-                } else {
-                    a.min(x)
-                }
-            }
-        }
-    };
-    let finish = |a: f64| -> f32 {
-        match kind {
-            ReduceKind::Mean => (a / reduced as f64) as f32,
-            _ => a as f32,
-        }
-    };
+    let init = reduce_init(kind);
     let mut acc = vec![init; out_len];
-    match runs.as_slice() {
-        [] => {
-            // Everything has size 1 (or the tensor is a scalar).
-            for (a, &x) in acc.iter_mut().zip(v) {
-                *a = combine(*a, x);
+    let parts = rayon::current_num_threads().min(runs.first().map_or(1, |r| r.1));
+    if v.len() >= PARALLEL_REDUCE && parts > 1 && runs.len() > 1 {
+        let (red0, n0) = runs[0];
+        let inner: usize = runs[1..].iter().map(|r| r.1).product();
+        let span = |p: usize| (p * n0 / parts, (p + 1) * n0 / parts);
+        if !red0 {
+            // Disjoint output slices: kept outer rows own their accumulators.
+            let out_inner = out_len / n0;
+            struct Out(*mut f64);
+            // SAFETY: each part writes only its own rows of `acc`.
+            unsafe impl Send for Out {}
+            unsafe impl Sync for Out {}
+            let out = Out(acc.as_mut_ptr());
+            crate::team::run(parts, &|p| {
+                let out = &out;
+                let (r0, r1) = span(p);
+                let mut sub = runs.clone();
+                sub[0].1 = r1 - r0;
+                // SAFETY: rows r0..r1 of the output, disjoint from every other part's.
+                let a = unsafe { std::slice::from_raw_parts_mut(out.0.add(r0 * out_inner), (r1 - r0) * out_inner) };
+                accumulate(&v[r0 * inner..r1 * inner], &sub, kind, a);
+            });
+        } else {
+            let partial: Vec<std::sync::Mutex<Vec<f64>>> =
+                (0..parts).map(|_| std::sync::Mutex::new(Vec::new())).collect();
+            crate::team::run(parts, &|p| {
+                let (r0, r1) = span(p);
+                let mut sub = runs.clone();
+                sub[0].1 = r1 - r0;
+                let mut a = vec![init; out_len];
+                accumulate(&v[r0 * inner..r1 * inner], &sub, kind, &mut a);
+                *partial[p].lock().unwrap_or_else(|e| e.into_inner()) = a;
+            });
+            for part in partial {
+                let part = part.into_inner().unwrap_or_else(|e| e.into_inner());
+                for (a, x) in acc.iter_mut().zip(part) {
+                    *a = reduce_combine(kind, *a, x);
+                }
             }
         }
-        [(true, _)] => acc[0] = fold_row(init, v, kind),
-        [(false, _)] => {
+    } else {
+        accumulate(v, &runs, kind, &mut acc);
+    }
+    match kind {
+        ReduceKind::Mean => acc.into_iter().map(|a| (a / reduced as f64) as f32).collect(),
+        _ => acc.into_iter().map(|a| a as f32).collect(),
+    }
+}
+
+/// Folds `v` (collapsed into `runs`) into `acc` (one accumulator per kept element).
+fn accumulate(v: &[f32], runs: &[(bool, usize)], kind: ReduceKind, acc: &mut [f64]) {
+    if v.is_empty() {
+        return; // Empty reductions keep the identity (TensorFlow: 0, 1, −inf, +inf; Mean NaN).
+    }
+    match runs {
+        [] | [(false, _)] => {
+            // Nothing reduced (or everything has size 1).
             for (a, &x) in acc.iter_mut().zip(v) {
-                *a = combine(*a, x);
+                *a = reduce_combine(kind, *a, x as f64);
+            }
+        }
+        [(true, _)] => acc[0] = fold_row(acc[0], v, kind),
+        [(false, _), (true, inner)] => {
+            // [K, R]: one contiguous row per output element.
+            for (a, row) in acc.iter_mut().zip(v.chunks_exact(*inner)) {
+                *a = fold_row(*a, row, kind);
+            }
+        }
+        [(true, _), (false, inner)] => {
+            // [R, K]: add whole rows.
+            for row in v.chunks_exact(*inner) {
+                combine_rows(acc, row, kind);
             }
         }
         _ => {
@@ -747,7 +795,7 @@ pub fn reduce(v: &[f32], shape: &[usize], axes: &[usize], kind: ReduceKind) -> V
             let kept_strides = strides_of(&kept_dims);
             let mut ostr = Vec::with_capacity(runs.len());
             let mut k = 0;
-            for r in &runs {
+            for r in runs {
                 if r.0 {
                     ostr.push(0usize);
                 } else {
@@ -766,9 +814,7 @@ pub fn reduce(v: &[f32], shape: &[usize], axes: &[usize], kind: ReduceKind) -> V
                 if inner_reduced {
                     acc[obase] = fold_row(acc[obase], row, kind);
                 } else {
-                    for (a, &x) in acc[obase..obase + inner].iter_mut().zip(row) {
-                        *a = combine(*a, x);
-                    }
+                    combine_rows(&mut acc[obase..obase + inner], row, kind);
                 }
                 ibase += inner;
                 let mut d = r - 1;
@@ -788,7 +834,6 @@ pub fn reduce(v: &[f32], shape: &[usize], axes: &[usize], kind: ReduceKind) -> V
             }
         }
     }
-    acc.into_iter().map(finish).collect()
 }
 
 #[cfg(test)]
@@ -815,6 +860,46 @@ mod tests {
                 with_nan[n / 2] = f32::NAN;
                 assert!(fold_row(f64::NEG_INFINITY, &with_nan, ReduceKind::Max).is_nan(), "max n={n}");
                 assert!(fold_row(f64::INFINITY, &with_nan, ReduceKind::Min).is_nan(), "min n={n}");
+            }
+        }
+    }
+
+    /// Every subset of axes of rank-3 and rank-4 tensors, small and above the parallel
+    /// threshold (both splits: a kept and a reduced outermost run), every kind, against a
+    /// serial f64 fold by multi-index.
+    #[test]
+    fn reduce_matches_the_definition_for_every_axis_subset() {
+        for shape in [vec![3usize, 1, 4, 5], vec![64, 33, 40], vec![5, 0, 3], vec![70, 1000, 2]] {
+            let n: usize = shape.iter().product();
+            let v: Vec<f32> = (0..n).map(|i| ((i * 7919 % 1013) as f32 - 500.0) / 64.0).collect();
+            let r = shape.len();
+            for bits in 0..(1u32 << r) {
+                let axes: Vec<usize> = (0..r).filter(|&d| bits & (1 << d) != 0).collect();
+                let kept: Vec<usize> = (0..r).filter(|d| !axes.contains(d)).map(|d| shape[d]).collect();
+                let out_len: usize = kept.iter().product();
+                let count: usize = axes.iter().map(|&a| shape[a]).product();
+                for kind in [ReduceKind::Sum, ReduceKind::Mean, ReduceKind::Max, ReduceKind::Min, ReduceKind::Prod] {
+                    if kind == ReduceKind::Prod && n > 1000 {
+                        continue; // products of thousands of terms over/underflow either way
+                    }
+                    let mut want = vec![reduce_init(kind); out_len];
+                    let mut idx = vec![0usize; r];
+                    for &x in &v {
+                        let o = (0..r).filter(|d| !axes.contains(d)).fold(0, |o, d| o * shape[d] + idx[d]);
+                        want[o] = reduce_combine(kind, want[o], x as f64);
+                        next_index(&mut idx, &shape);
+                    }
+                    let want: Vec<f32> = want
+                        .into_iter()
+                        .map(|a| if kind == ReduceKind::Mean { (a / count as f64) as f32 } else { a as f32 })
+                        .collect();
+                    let got = reduce(&v, &shape, &axes, kind);
+                    assert_eq!(got.len(), want.len(), "{shape:?} {axes:?} {kind:?}");
+                    for (g, w) in got.iter().zip(&want) {
+                        let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 1e-6 * w.abs().max(1.0);
+                        assert!(ok, "{shape:?} axes {axes:?} {kind:?}: {g} vs {w}");
+                    }
+                }
             }
         }
     }

@@ -70,6 +70,7 @@ pub mod constant_args;
 pub mod einsum;
 pub mod gemm;
 pub mod kernels;
+pub mod layout;
 pub mod math;
 pub mod plan;
 mod team;

@@ -37,7 +37,32 @@ import numpy as np
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_fixtures_tf2  # noqa: E402
 from make_fixtures_tf2 import captured_variables, keras_train_fixture, write  # noqa: E402
+
+# "small": the test fixtures of this directory. "bench": the sizes of issue 18's table, written by
+# benches/keras/make_benches.py into benches/keras/out (never committed, never run by CI).
+SIZE = "small"
+SIZES = {
+    "keras_transformer_block": {"small": dict(batch=4, seq=8, vocab=40, d=16, heads=2, key_dim=8, ffn=32, classes=4),
+                                "bench": dict(batch=16, seq=32, vocab=1000, d=64, heads=4, key_dim=16, ffn=256,
+                                              classes=10)},
+    "keras_resnet_cnn": {"small": dict(batch=4, hw=8, filters=8, classes=4),
+                         "bench": dict(batch=32, hw=32, filters=32, classes=10)},
+    "keras_lstm_classifier": {"small": dict(batch=4, seq=6, vocab=30, emb=8, units=12, classes=3),
+                              "bench": dict(batch=32, seq=20, vocab=1000, emb=32, units=64, classes=5)},
+    "keras_wide_deep": {"small": dict(batch=8, wide_vocab=25, deep_vocab=20, emb=8, h1=16, h2=8),
+                        "bench": dict(batch=256, wide_vocab=1000, deep_vocab=1000, emb=16, h1=64, h2=32)},
+    "keras_vae": {"small": dict(batch=6, features=12, hidden=16, latent=4),
+                  "bench": dict(batch=64, features=784, hidden=256, latent=32)},
+    "keras_mlp_inference": {"small": dict(batch=8, features=32, width=256, classes=10),
+                            "bench": dict(batch=128, features=1024, width=1024, classes=10)},
+}
+
+
+def size(name):
+    """The dimensions of fixture `name` at the current SIZE."""
+    return SIZES[name][SIZE]
 
 
 def check_captures(name, cf, variables):
@@ -52,18 +77,21 @@ def keras_transformer_block():
     keras.backend.clear_session()  # layer names (hence placeholder names) independent of order
     keras.utils.set_random_seed(31)
     L = keras.layers
-    tokens = keras.Input((8,), dtype="int32")
-    h = L.Embedding(40, 16)(tokens)
-    att = L.MultiHeadAttention(num_heads=2, key_dim=8)(h, h)
+    z = size("keras_transformer_block")
+    tokens = keras.Input((z["seq"],), dtype="int32")
+    h = L.Embedding(z["vocab"], z["d"])(tokens)
+    att = L.MultiHeadAttention(num_heads=z["heads"], key_dim=z["key_dim"])(h, h)
     h = L.LayerNormalization()(L.Add()([h, att]))
-    ffn = L.Dense(16)(L.Dense(32, activation="gelu")(h))
+    ffn = L.Dense(z["d"])(L.Dense(z["ffn"], activation="gelu")(h))
     h = L.LayerNormalization()(L.Add()([h, ffn]))
-    logits = L.Dense(4)(L.GlobalAveragePooling1D()(h))
+    logits = L.Dense(z["classes"])(L.GlobalAveragePooling1D()(h))
     model = keras.Model(tokens, logits)
     rng = np.random.default_rng(31)
-    feeds = {"x": rng.integers(0, 40, (4, 8)).astype(np.int32), "labels": np.array([0, 3, 1, 2], np.int32)}
+    x = rng.integers(0, z["vocab"], (z["batch"], z["seq"])).astype(np.int32)
+    labels = np.array([0, 3, 1, 2], np.int32) if SIZE == "small" else rng.integers(0, z["classes"], z["batch"])
+    feeds = {"x": x, "labels": labels.astype(np.int32)}
     keras_train_fixture("keras_transformer_block", model, keras.optimizers.AdamW(0.01, epsilon=1e-3),
-                        tf.TensorSpec([None, 8], tf.int32, name="x"), feeds, 2)
+                        tf.TensorSpec([None, z["seq"]], tf.int32, name="x"), feeds, 2)
 
 
 def keras_resnet_cnn():
@@ -73,20 +101,25 @@ def keras_resnet_cnn():
     keras.utils.set_random_seed(32)
     L = keras.layers
 
+    z = size("keras_resnet_cnn")
+
     def conv_bn(x, relu=True):
-        x = L.BatchNormalization()(L.Conv2D(8, 3, padding="same", use_bias=False)(x))
+        x = L.BatchNormalization()(L.Conv2D(z["filters"], 3, padding="same", use_bias=False)(x))
         return L.ReLU()(x) if relu else x
 
-    images = keras.Input((8, 8, 3))
+    hw = z["hw"]
+    images = keras.Input((hw, hw, 3))
     h = conv_bn(images)
     r = conv_bn(conv_bn(h), relu=False)
     h = L.ReLU()(L.Add()([h, r]))
-    logits = L.Dense(4)(L.GlobalAveragePooling2D()(h))
+    logits = L.Dense(z["classes"])(L.GlobalAveragePooling2D()(h))
     model = keras.Model(images, logits)
     rng = np.random.default_rng(32)
-    feeds = {"x": rng.standard_normal((4, 8, 8, 3)).astype(np.float32), "labels": np.array([0, 1, 2, 3], np.int32)}
+    x = rng.standard_normal((z["batch"], hw, hw, 3)).astype(np.float32)
+    labels = np.array([0, 1, 2, 3], np.int32) if SIZE == "small" else rng.integers(0, z["classes"], z["batch"])
+    feeds = {"x": x, "labels": labels.astype(np.int32)}
     keras_train_fixture("keras_resnet_cnn", model, keras.optimizers.SGD(0.05, momentum=0.9),
-                        tf.TensorSpec([None, 8, 8, 3], tf.float32, name="x"), feeds, 2)
+                        tf.TensorSpec([None, hw, hw, 3], tf.float32, name="x"), feeds, 2)
 
 
 def keras_lstm_classifier():
@@ -95,11 +128,15 @@ def keras_lstm_classifier():
     keras.backend.clear_session()  # layer names (hence placeholder names) independent of order
     keras.utils.set_random_seed(33)
     L = keras.layers
-    model = keras.Sequential([keras.Input((6,), dtype="int32"), L.Embedding(30, 8), L.LSTM(12), L.Dense(3)])
+    z = size("keras_lstm_classifier")
+    model = keras.Sequential([keras.Input((z["seq"],), dtype="int32"), L.Embedding(z["vocab"], z["emb"]),
+                              L.LSTM(z["units"]), L.Dense(z["classes"])])
     rng = np.random.default_rng(33)
-    feeds = {"x": rng.integers(0, 30, (4, 6)).astype(np.int32), "labels": np.array([0, 2, 1, 2], np.int32)}
+    x = rng.integers(0, z["vocab"], (z["batch"], z["seq"])).astype(np.int32)
+    labels = np.array([0, 2, 1, 2], np.int32) if SIZE == "small" else rng.integers(0, z["classes"], z["batch"])
+    feeds = {"x": x, "labels": labels.astype(np.int32)}
     keras_train_fixture("keras_lstm_classifier", model, keras.optimizers.Adam(0.01),
-                        tf.TensorSpec([None, 6], tf.int32, name="x"), feeds, 2)
+                        tf.TensorSpec([None, z["seq"]], tf.int32, name="x"), feeds, 2)
 
 
 def keras_wide_deep():
@@ -111,10 +148,11 @@ def keras_wide_deep():
     wide_ids = keras.Input((3,), dtype="int32", name="wide_ids")
     deep_ids = keras.Input((2,), dtype="int32", name="deep_ids")
     # Wide: Σ of a 1-wide embedding over the ids = a linear model on their one-hot encoding.
-    wide = L.Flatten()(L.Embedding(25, 1)(wide_ids))
+    z = size("keras_wide_deep")
+    wide = L.Flatten()(L.Embedding(z["wide_vocab"], 1)(wide_ids))
     wide = L.Lambda(lambda t: tf.reduce_sum(t, axis=1, keepdims=True))(wide)
-    deep = L.Flatten()(L.Embedding(20, 8)(deep_ids))
-    deep = L.Dense(8, activation="relu")(L.Dense(16, activation="relu")(deep))
+    deep = L.Flatten()(L.Embedding(z["deep_vocab"], z["emb"])(deep_ids))
+    deep = L.Dense(z["h2"], activation="relu")(L.Dense(z["h1"], activation="relu")(deep))
     logit = L.Dense(1)(L.Concatenate()([wide, deep]))
     model = keras.Model([wide_ids, deep_ids], logit)
     opt = keras.optimizers.Adagrad(0.1)
@@ -135,9 +173,11 @@ def keras_wide_deep():
     variables = captured_variables(cf, model.variables + opt.variables)
     check_captures("keras_wide_deep", cf, variables)
     rng = np.random.default_rng(34)
-    feeds = {"wide_ids": rng.integers(0, 25, (8, 3)).astype(np.int32),
-             "deep_ids": rng.integers(0, 20, (8, 2)).astype(np.int32),
-             "labels": np.array([[0], [1], [1], [0], [1], [0], [0], [1]], np.float32)}
+    b = z["batch"]
+    feeds = {"wide_ids": rng.integers(0, z["wide_vocab"], (b, 3)).astype(np.int32),
+             "deep_ids": rng.integers(0, z["deep_vocab"], (b, 2)).astype(np.int32),
+             "labels": (np.array([[0], [1], [1], [0], [1], [0], [0], [1]]) if SIZE == "small"
+                        else rng.integers(0, 2, (b, 1))).astype(np.float32)}
     write("keras_wide_deep", cf, variables, feeds, 2)
 
 
@@ -147,10 +187,11 @@ def keras_vae():
     keras.backend.clear_session()  # layer names (hence placeholder names) independent of order
     keras.utils.set_random_seed(35)
     L = keras.layers
-    latent = 4
-    enc_hidden, enc_mean, enc_logvar = L.Dense(16, activation="relu"), L.Dense(latent), L.Dense(latent)
-    dec_hidden, dec_out = L.Dense(16, activation="relu"), L.Dense(12)
-    x_in = keras.Input((12,))
+    z = size("keras_vae")
+    latent, features = z["latent"], z["features"]
+    enc_hidden, enc_mean, enc_logvar = L.Dense(z["hidden"], activation="relu"), L.Dense(latent), L.Dense(latent)
+    dec_hidden, dec_out = L.Dense(z["hidden"], activation="relu"), L.Dense(features)
+    x_in = keras.Input((features,))
     h = enc_hidden(x_in)
     encoder = keras.Model(x_in, [enc_mean(h), enc_logvar(h)])
     decoder = keras.Sequential([keras.Input((latent,)), dec_hidden, dec_out])
@@ -158,7 +199,7 @@ def keras_vae():
     opt = keras.optimizers.Adam(0.01)
     opt.build(params)
 
-    @tf.function(input_signature=[tf.TensorSpec([None, 12], tf.float32, name="x"),
+    @tf.function(input_signature=[tf.TensorSpec([None, features], tf.float32, name="x"),
                                   tf.TensorSpec([2], tf.int32, name="seed")])
     def train(x, seed):
         with tf.GradientTape() as tape:
@@ -177,7 +218,7 @@ def keras_vae():
     variables = captured_variables(cf, encoder.variables + decoder.variables + opt.variables)
     check_captures("keras_vae", cf, variables)
     rng = np.random.default_rng(35)
-    feeds = {"x": rng.uniform(0.0, 1.0, (6, 12)).astype(np.float32), "seed": np.array([7, 42], np.int32)}
+    feeds = {"x": rng.uniform(0.0, 1.0, (z["batch"], features)).astype(np.float32), "seed": np.array([7, 42], np.int32)}
     write("keras_vae", cf, variables, feeds, 2)
 
 
@@ -187,10 +228,11 @@ def keras_mlp_inference():
     keras.backend.clear_session()  # layer names (hence placeholder names) independent of order
     keras.utils.set_random_seed(36)
     L = keras.layers
-    model = keras.Sequential([keras.Input((32,)), L.Dense(256, activation="relu"), L.Dense(256, activation="relu"),
-                              L.Dense(10)])
+    z = size("keras_mlp_inference")
+    model = keras.Sequential([keras.Input((z["features"],)), L.Dense(z["width"], activation="relu"),
+                              L.Dense(z["width"], activation="relu"), L.Dense(z["classes"])])
 
-    @tf.function(input_signature=[tf.TensorSpec([None, 32], tf.float32, name="x")])
+    @tf.function(input_signature=[tf.TensorSpec([None, z["features"]], tf.float32, name="x")])
     def infer(x):
         return model(x, training=False)
 
@@ -198,7 +240,8 @@ def keras_mlp_inference():
     variables = captured_variables(cf, model.variables)
     check_captures("keras_mlp_inference", cf, variables)
     rng = np.random.default_rng(36)
-    write("keras_mlp_inference", cf, variables, {"x": rng.standard_normal((8, 32)).astype(np.float32)}, 2)
+    x = rng.standard_normal((z["batch"], z["features"])).astype(np.float32)
+    write("keras_mlp_inference", cf, variables, {"x": x}, 2)
 
 
 FIXTURES = [keras_transformer_block, keras_resnet_cnn, keras_lstm_classifier, keras_wide_deep, keras_vae,

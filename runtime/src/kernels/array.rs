@@ -17,13 +17,10 @@ use crate::error::{KResult, KernelError};
 
 /// `t` with its dimensions permuted: output dim `i` is input dim `perm[i]`.
 pub(crate) fn transpose_typed<T: Elem>(t: &Tensor, perm: &[usize]) -> Tensor {
-    let x = T::slice(t);
     let in_strides = strides(&t.shape);
     let out_shape: Vec<usize> = perm.iter().map(|&p| t.shape[p]).collect();
-    let st: Vec<usize> = perm.iter().map(|&p| in_strides[p]).collect();
-    let mut v = Vec::with_capacity(x.len());
-    let zero = vec![0; out_shape.len()];
-    super::elementwise::for_each_bcast2(&out_shape, &st, &zero, |i, _| v.push(x[i]));
+    let st: Vec<isize> = perm.iter().map(|&p| in_strides[p] as isize).collect();
+    let v = autoclust_compiler::layout::strided_copy(T::slice(t), &out_shape, &st, 0);
     tensor_of(out_shape, v)
 }
 
@@ -54,42 +51,13 @@ fn transpose(t: &Tensor, perm: &[i64]) -> KResult<Tensor> {
 
 /// Copies the box `begin + k*stride` (k < sizes) out of `t`.
 fn strided_copy<T: Elem>(t: &Tensor, begin: &[i64], stride: &[i64], sizes: &[usize]) -> Vec<T> {
-    let x = T::slice(t);
     let st = strides(&t.shape);
-    let n: usize = sizes.iter().product();
-    let mut v = Vec::with_capacity(n);
-    if n == 0 {
-        return v;
+    if sizes.iter().product::<usize>() == 0 {
+        return Vec::new();
     }
     let base: i64 = begin.iter().zip(&st).map(|(&b, &s)| b * s as i64).sum();
-    let step: Vec<i64> = stride.iter().zip(&st).map(|(&k, &s)| k * s as i64).collect();
-    let r = sizes.len();
-    if r == 0 {
-        v.push(x[base as usize]);
-        return v;
-    }
-    let mut idx = vec![0usize; r];
-    let mut off = base;
-    loop {
-        let (last, ls) = (sizes[r - 1], step[r - 1]);
-        for j in 0..last as i64 {
-            v.push(x[(off + j * ls) as usize]);
-        }
-        let mut d = r - 1;
-        loop {
-            if d == 0 {
-                return v;
-            }
-            d -= 1;
-            idx[d] += 1;
-            off += step[d];
-            if idx[d] < sizes[d] {
-                break;
-            }
-            off -= step[d] * sizes[d] as i64;
-            idx[d] = 0;
-        }
-    }
+    let step: Vec<isize> = stride.iter().zip(&st).map(|(&k, &s)| (k * s as i64) as isize).collect();
+    autoclust_compiler::layout::strided_copy(T::slice(t), sizes, &step, base as isize)
 }
 
 fn slice(t: &Tensor, begin: &[i64], size: &[i64]) -> KResult<Tensor> {

@@ -102,10 +102,8 @@ pub(crate) fn broadcast_to<T: Elem>(t: &Tensor, shape: &[usize]) -> KResult<Tens
     if same_shape(&t.shape, shape) {
         return Ok(t.clone());
     }
-    let x = T::slice(t);
-    let sa = bcast_strides(&t.shape, shape);
-    let mut v = Vec::with_capacity(shape.iter().product());
-    for_each_bcast2(shape, &sa, &sa, |i, _| v.push(x[i]));
+    let sa: Vec<isize> = bcast_strides(&t.shape, shape).into_iter().map(|s| s as isize).collect();
+    let v = autoclust_compiler::layout::strided_copy(T::slice(t), shape, &sa, 0);
     Ok(tensor_of(shape.to_vec(), v))
 }
 

@@ -7,6 +7,7 @@
 //! the lowest value (−inf for floats), as in TensorFlow; `Mean` of an empty
 //! set is NaN for floats.
 
+use autoclust_compiler::kernels::ReduceKind;
 use autoclust_graph::{DType, Node, Tensor};
 
 use super::elementwise::Num;
@@ -25,6 +26,20 @@ pub(crate) enum Reduce {
     Min,
     All,
     Any,
+}
+
+impl Reduce {
+    /// The compiled kernels' name for a float reduction.
+    fn kind(self) -> Option<ReduceKind> {
+        Some(match self {
+            Reduce::Sum => ReduceKind::Sum,
+            Reduce::Mean => ReduceKind::Mean,
+            Reduce::Prod => ReduceKind::Prod,
+            Reduce::Max => ReduceKind::Max,
+            Reduce::Min => ReduceKind::Min,
+            Reduce::All | Reduce::Any => return None,
+        })
+    }
 }
 
 /// Which dimensions an axis operand reduces.
@@ -72,6 +87,13 @@ fn fold<T: Elem, A: Copy>(
     f: impl Fn(A, T) -> A,
     fin: impl Fn(A) -> T,
 ) -> Vec<T> {
+    if inner == 1 {
+        // One contiguous row per output element.
+        if r == 0 {
+            return vec![fin(init); outer];
+        }
+        return x.chunks_exact(r).map(|row| fin(row.iter().fold(init, |a, &v| f(a, v)))).collect();
+    }
     let mut out = Vec::with_capacity(outer * inner);
     let mut acc = vec![init; inner];
     for o in 0..outer {
@@ -93,6 +115,17 @@ fn out_shape(shape: &[usize], mask: &[bool], keep_dims: bool) -> Vec<usize> {
 }
 
 fn reduce_num<T: Num>(op: Reduce, t: &Tensor, mask: &[bool], keep_dims: bool) -> KResult<Tensor> {
+    if let (DType::Float32, Some(kind)) = (T::DTYPE, op.kind()) {
+        // The compiled clusters' kernel: no transpose, row folds, split across cores.
+        let axes: Vec<usize> = (0..mask.len()).filter(|&i| mask[i]).collect();
+        let v = autoclust_compiler::kernels::reduce(
+            t.as_f32().ok_or(KernelError::DType(DType::Float32))?,
+            &t.shape,
+            &axes,
+            kind,
+        );
+        return Ok(tensor_of(out_shape(&t.shape, mask, keep_dims), v));
+    }
     let (src, outer, r, inner) = layout::<T>(t, mask)?;
     let x = T::slice(&src);
     let is_float = !T::IS_INT;
