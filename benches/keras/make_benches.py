@@ -13,7 +13,7 @@ git ignores (the variables of the MLP alone are 8 MB). Time them with
         --workloads benches/keras/out --keras-size bench \
         --engines autoclust,tf_function,tf_function_xla
 
-and check autoclust's results against TensorFlow's with `benches/keras/check.sh`.
+and check autoclust's results against TensorFlow's (both modes) with `benches/keras/check.py`.
 """
 
 import os
