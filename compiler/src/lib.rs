@@ -77,7 +77,7 @@ mod team;
 mod tile_routines;
 
 pub use constant_args::constant_args;
-pub use tile_routines::TileTier;
+pub use tile_routines::{map_wide, TileTier, Wide};
 
 use std::collections::HashMap;
 use std::path::PathBuf;

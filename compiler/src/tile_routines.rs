@@ -115,6 +115,55 @@ pub(crate) fn address(tier: TileTier, op: EwOp) -> *const u8 {
     }
 }
 
+/// A transcendental the interpreter evaluates with the tile routines ([`map_wide`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wide {
+    Exp,
+    Tanh,
+    Sigmoid,
+}
+
+/// Elements per parallel part of [`map_wide`].
+const WIDE_PART: usize = 1 << 14;
+
+/// `x[i] = op(x[i])` over the whole slice with the widest tile routine this host has — bit
+/// for bit what compiled clusters compute (module invariant), so the interpreter and the
+/// JIT agree exactly; large slices are split over the calling rayon pool. Returns false,
+/// leaving `x` untouched, when no tier is available (the caller then maps a scalar
+/// function).
+pub fn map_wide(op: Wide, x: &mut [f32]) -> bool {
+    let Some(tier) = TileTier::select(None) else {
+        return false;
+    };
+    let ew = match op {
+        Wide::Exp => EwOp::Exp,
+        Wide::Tanh => EwOp::Tanh,
+        Wide::Sigmoid => EwOp::Sigmoid,
+    };
+    // SAFETY: `address` gives a routine with this C signature, for a tier the host has.
+    let f: unsafe extern "C" fn(*const f32, *mut f32, i64) = unsafe { std::mem::transmute(address(tier, ew)) };
+    let run = |c: &mut [f32]| {
+        let bulk = c.len() / 16 * 16;
+        // SAFETY: `bulk` is a multiple of 16 within `c`; the routine allows src == dst.
+        unsafe { f(c.as_ptr(), c.as_mut_ptr(), bulk as i64) };
+        if bulk < c.len() {
+            let mut tail = [0f32; 16];
+            let rest = c.len() - bulk;
+            tail[..rest].copy_from_slice(&c[bulk..]);
+            // SAFETY: one whole tile of 16 in a local buffer.
+            unsafe { f(tail.as_ptr(), tail.as_mut_ptr(), 16) };
+            c[bulk..].copy_from_slice(&tail[..rest]);
+        }
+    };
+    if x.len() >= 4 * WIDE_PART {
+        use rayon::prelude::*;
+        x.par_chunks_mut(WIDE_PART).for_each(run);
+    } else {
+        run(x);
+    }
+    true
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     //! The AVX-512F tier: each function mirrors the `FMath` method of the same name (see
