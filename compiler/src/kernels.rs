@@ -712,6 +712,11 @@ pub fn reduce(v: &[f32], shape: &[usize], axes: &[usize], kind: ReduceKind) -> V
         .len()
         .checked_div(reduced)
         .unwrap_or_else(|| shape.iter().enumerate().filter(|(d, _)| !axes.contains(d)).map(|(_, &n)| n).product());
+    if reduced == 1 {
+        // Only size-1 axes reduced: a copy, as TensorFlow's reduction kernels special-case
+        // it (−0.0 stays −0.0, where 0 + −0.0 would give +0.0).
+        return v.to_vec();
+    }
     let init = reduce_init(kind);
     let mut acc = vec![init; out_len];
     let parts = rayon::current_num_threads().min(runs.first().map_or(1, |r| r.1));
@@ -869,6 +874,12 @@ mod tests {
     /// serial f64 fold by multi-index.
     #[test]
     fn reduce_matches_the_definition_for_every_axis_subset() {
+        // Reducing only size-1 axes is a copy (TensorFlow's special case): −0.0 survives.
+        let neg_zero = reduce(&[-0.0, 2.0], &[1, 2], &[0], ReduceKind::Sum);
+        assert_eq!(
+            neg_zero.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            vec![(-0.0f32).to_bits(), 2.0f32.to_bits()]
+        );
         for shape in [vec![3usize, 1, 4, 5], vec![64, 33, 40], vec![5, 0, 3], vec![70, 1000, 2]] {
             let n: usize = shape.iter().product();
             let v: Vec<f32> = (0..n).map(|i| ((i * 7919 % 1013) as f32 - 500.0) / 64.0).collect();
