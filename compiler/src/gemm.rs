@@ -52,6 +52,13 @@ impl GemmElem for f32 {
         rsc: isize,
         csc: isize,
     ) {
+        #[cfg(target_arch = "x86_64")]
+        if csb == 1 && csc == 1 && rsc >= n as isize && n >= 8 && m.saturating_mul(k).saturating_mul(n) <= SMALL_MACS {
+            // SAFETY: forwarded from the caller; the rows of C are disjoint (rsc ≥ n).
+            if unsafe { small::sgemm(m, k, n, a, rsa, csa, b, rsb, c, rsc) } {
+                return;
+            }
+        }
         // SAFETY: forwarded from the caller.
         unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
     }
@@ -74,6 +81,138 @@ impl GemmElem for f64 {
     ) {
         // SAFETY: forwarded from the caller.
         unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
+    }
+}
+
+/// Float32 products of at most this many multiply-adds whose B and C rows are contiguous go
+/// through [`small::sgemm`] instead of `matrixmultiply`.
+const SMALL_MACS: usize = 1 << 20;
+
+/// Small float32 products without packing. `matrixmultiply` copies ("packs") both operands
+/// into its panel layout on every call; for the products of a recurrent cell or an
+/// attention head (`[32, 64]·[64, 256]`, every loop iteration) the packing costs about as
+/// much as the arithmetic. Here C is built four rows at a time straight from B's rows:
+/// `C[i..i+4, :] += A[i..i+4, p] ⊗ B[p, :]` for each `p`, so each row of B is read once per
+/// four rows of C while those rows stay in L1, and the inner loop over a row is fused
+/// multiply-adds the compiler vectorises for the host's widest tier. Each element of C is
+/// accumulated over `p` in order with fused multiply-adds, from zero — what
+/// `matrixmultiply`'s kernel computes too.
+#[cfg(target_arch = "x86_64")]
+mod small {
+    /// `C = A·B` with B's and C's rows contiguous (`csb = csc = 1`, `rsc ≥ n`); false (C
+    /// untouched) when the host has neither AVX-512F nor AVX2+FMA.
+    ///
+    /// # Safety
+    /// As [`super::GemmElem::kernel`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn sgemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        c: *mut f32,
+        rsc: isize,
+    ) -> bool {
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the features are present; the rest is forwarded from the caller.
+            unsafe { avx512(m, k, n, a, rsa, csa, b, rsb, c, rsc) };
+            true
+        } else if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: as above.
+            unsafe { avx2(m, k, n, a, rsa, csa, b, rsb, c, rsc) };
+            true
+        } else {
+            false
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f,fma")]
+    unsafe fn avx512(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        c: *mut f32,
+        rsc: isize,
+    ) {
+        // SAFETY: forwarded.
+        unsafe { rows(m, k, n, a, rsa, csa, b, rsb, c, rsc) }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        c: *mut f32,
+        rsc: isize,
+    ) {
+        // SAFETY: forwarded.
+        unsafe { rows(m, k, n, a, rsa, csa, b, rsb, c, rsc) }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn rows(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        c: *mut f32,
+        rsc: isize,
+    ) {
+        // SAFETY (whole body): the caller's matrices; rows of C are disjoint (rsc ≥ n).
+        let row = |i: usize| unsafe { std::slice::from_raw_parts_mut(c.offset(i as isize * rsc), n) };
+        let brow = |p: usize| unsafe { std::slice::from_raw_parts(b.offset(p as isize * rsb), n) };
+        let at = |i: usize, p: usize| unsafe { *a.offset(i as isize * rsa + p as isize * csa) };
+        let mut i = 0;
+        while i + 4 <= m {
+            let (c0, c1, c2, c3) = (row(i), row(i + 1), row(i + 2), row(i + 3));
+            for r in [&mut *c0, &mut *c1, &mut *c2, &mut *c3] {
+                r.fill(0.0);
+            }
+            for p in 0..k {
+                let (a0, a1, a2, a3) = (at(i, p), at(i + 1, p), at(i + 2, p), at(i + 3, p));
+                let rows4 = c0.iter_mut().zip(c1.iter_mut()).zip(c2.iter_mut()).zip(c3.iter_mut());
+                for ((((x0, x1), x2), x3), &y) in rows4.zip(brow(p)) {
+                    *x0 = a0.mul_add(y, *x0);
+                    *x1 = a1.mul_add(y, *x1);
+                    *x2 = a2.mul_add(y, *x2);
+                    *x3 = a3.mul_add(y, *x3);
+                }
+            }
+            i += 4;
+        }
+        while i < m {
+            let c0 = row(i);
+            c0.fill(0.0);
+            for p in 0..k {
+                let a0 = at(i, p);
+                for (x0, &y) in c0.iter_mut().zip(brow(p)) {
+                    *x0 = a0.mul_add(y, *x0);
+                }
+            }
+            i += 1;
+        }
     }
 }
 
@@ -285,6 +424,64 @@ mod tests {
                     .sum();
                 let got = f64::from(one[i * n + j]);
                 assert!((got - want).abs() <= 1e-4 * want.abs().max(1.0), "{got} vs {want}");
+            }
+        }
+    }
+
+    /// The unpacked small-product path (four rows at a time plus a remainder, A plain or
+    /// transposed, C with a row stride wider than n) against an f64 definition, and against
+    /// `matrixmultiply` on the same operands.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn small_products_match_the_definition() {
+        for (m, k, n) in [(32, 64, 256), (7, 5, 9), (1, 1, 8), (13, 0, 16), (5, 33, 17)] {
+            let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 97) as f32 / 13.0 - 3.0).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 89) as f32 / 11.0 - 4.0).collect();
+            for ta in [false, true] {
+                let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
+                let rsc = n + 3;
+                let mut got = vec![f32::NAN; m * rsc];
+                // SAFETY: the vectors hold the described matrices; C rows are rsc ≥ n apart.
+                let ran = unsafe {
+                    small::sgemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), n as isize, got.as_mut_ptr(), rsc as isize)
+                };
+                if !ran {
+                    return; // neither AVX-512F nor AVX2+FMA on this host
+                }
+                let mut mm = vec![0f32; m * n];
+                // SAFETY: as above.
+                unsafe {
+                    matrixmultiply::sgemm(
+                        m,
+                        k,
+                        n,
+                        1.0,
+                        a.as_ptr(),
+                        rsa,
+                        csa,
+                        b.as_ptr(),
+                        n as isize,
+                        1,
+                        0.0,
+                        mm.as_mut_ptr(),
+                        n as isize,
+                        1,
+                    )
+                };
+                for i in 0..m {
+                    for j in 0..n {
+                        let terms = (0..k).map(|p| {
+                            let ai = if ta { p * m + i } else { i * k + p };
+                            f64::from(a[ai]) * f64::from(b[p * n + j])
+                        });
+                        let want: f64 = terms.clone().sum();
+                        // float32 rounding of each of k terms: relative to Σ|term|.
+                        let scale = terms.map(f64::abs).sum::<f64>().max(1.0);
+                        let g = got[i * rsc + j];
+                        assert!((f64::from(g) - want).abs() <= 1e-6 * scale, "{m}x{k}x{n} ({i},{j}): {g} vs {want}");
+                        assert!(f64::from((g - mm[i * n + j]).abs()) <= 1e-6 * scale, "vs matrixmultiply at ({i},{j})");
+                    }
+                }
             }
         }
     }
