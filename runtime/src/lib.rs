@@ -35,6 +35,7 @@ pub mod bridge;
 pub mod call;
 mod error;
 mod executor;
+mod frames;
 mod function_call;
 pub mod kernels;
 pub mod numpy;

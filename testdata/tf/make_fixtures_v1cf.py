@@ -1,0 +1,181 @@
+"""Writes the TensorFlow-made fixtures of TF1 dynamic control flow (control flow v1) (run by hand,
+never by CI):
+
+    TF_ENABLE_ONEDNN_OPTS=0 /work/tfenv/bin/python testdata/tf/make_fixtures_v1cf.py
+
+Control flow v2 is disabled before any graph is built, so tf.compat.v1.cond and
+tf.compat.v1.while_loop build `Switch`/`Merge`/`Enter`/`Exit`/`NextIteration`/`LoopCond` nodes
+(frames and dead tensors, seed 002), and their gradients save forward values on `StackV2`s
+(`StackPushV2`/`StackPopV2`); dynamic_rnn and map_fn use `TensorArrayV3`. Variables are resource
+variables (VarHandleOp). File layout and manifest: README.md (via tf_harness.write_fixture).
+
+- v1cf_cond: tf.compat.v1.cond on a fed predicate, both branches pure, plus a cond whose branches
+  read different variables; fetched after the Merge. 2 steps (the second with the same feeds).
+- v1cf_while: a while loop (counter, accumulator) whose trip count is fed. 1 step.
+- v1cf_nested_while: a while loop inside a while loop (the inner trip count depends on the outer
+  counter). 1 step.
+- v1cf_while_var: a while loop whose body does AssignAddVariableOp on a variable each iteration
+  and reads it (ordered after the update). 2 steps.
+- v1cf_grad_cond: tf.gradients through tf.compat.v1.cond. 1 step.
+- v1cf_grad_while: tf.gradients through tf.compat.v1.while_loop (forward values saved on
+  StackV2). 1 step.
+"""
+
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+tf.compat.v1.disable_control_flow_v2()
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tf_harness import export, write_fixture  # noqa: E402
+
+OUT = os.path.dirname(os.path.abspath(__file__))
+v1 = tf.compat.v1
+raw = tf.raw_ops
+
+
+def var(name, dtype, shape):
+    return raw.VarHandleOp(dtype=dtype, shape=shape, shared_name=name, name=name)
+
+
+def ops_of(graph_def):
+    return {n.op for n in graph_def.node}
+
+
+def check_v1(name, gd):
+    ops = ops_of(gd)
+    assert "Switch" in ops or "Enter" in ops, f"{name}: no v1 control flow ({sorted(ops)})"
+    assert not ops & {"If", "StatelessIf", "While", "StatelessWhile"}, f"{name}: v2 control flow"
+
+
+def v1cf_cond():
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [3], name="x")
+        p = v1.placeholder(tf.bool, [], name="p")
+        a = var("a", tf.float32, [3])
+        b = var("b", tf.float32, [3])
+        y = v1.cond(p, lambda: tf.tanh(x) * 2.0 + 1.0, lambda: x * x - 3.0)
+        tf.identity(y, name="y")
+        z = v1.cond(tf.reduce_sum(x) > 0.0,
+                    lambda: raw.ReadVariableOp(resource=a, dtype=tf.float32) * x,
+                    lambda: raw.ReadVariableOp(resource=b, dtype=tf.float32) + x)
+        tf.identity(tf.reduce_sum(z * y), name="s")
+    gd = export(g, OUT, "v1cf_cond")
+    check_v1("v1cf_cond", gd)
+    variables = {"a": np.array([1.0, 2.0, 3.0], np.float32), "b": np.array([-1.0, 0.5, 4.0], np.float32)}
+    feeds = {"x": np.array([0.5, -1.5, 2.0], np.float32), "p": np.array(False)}
+    write_fixture(OUT, "v1cf_cond", gd, variables, feeds, ["y:0", "s:0"], [], 2)
+
+
+def v1cf_while():
+    g = tf.Graph()
+    with g.as_default():
+        n = v1.placeholder(tf.int32, [], name="n")
+        x = v1.placeholder(tf.float32, [4], name="x")
+        i, acc = v1.while_loop(lambda i, acc: i < n,
+                               lambda i, acc: (i + 1, acc * 0.9 + tf.sin(x * tf.cast(i, tf.float32))),
+                               [tf.constant(0), tf.zeros([4])])
+        tf.identity(i, name="i_out")
+        tf.identity(acc, name="acc_out")
+    gd = export(g, OUT, "v1cf_while")
+    check_v1("v1cf_while", gd)
+    feeds = {"n": np.array(7, np.int32), "x": np.array([0.1, 0.2, -0.3, 1.0], np.float32)}
+    write_fixture(OUT, "v1cf_while", gd, {}, feeds, ["i_out:0", "acc_out:0"], [], 1)
+
+
+def v1cf_nested_while():
+    g = tf.Graph()
+    with g.as_default():
+        n = v1.placeholder(tf.int32, [], name="n")
+        x = v1.placeholder(tf.float32, [2], name="x")
+
+        def outer_body(i, acc):
+            def inner_body(j, a):
+                return j + 1, a + x * tf.cast(i * 10 + j, tf.float32)
+            _, a = v1.while_loop(lambda j, a: j < i + 1, inner_body, [tf.constant(0), acc])
+            return i + 1, a * 0.5
+
+        i, acc = v1.while_loop(lambda i, acc: i < n, outer_body, [tf.constant(0), tf.zeros([2])])
+        tf.identity(i, name="i_out")
+        tf.identity(acc, name="acc_out")
+    gd = export(g, OUT, "v1cf_nested_while")
+    check_v1("v1cf_nested_while", gd)
+    feeds = {"n": np.array(4, np.int32), "x": np.array([1.0, -2.0], np.float32)}
+    write_fixture(OUT, "v1cf_nested_while", gd, {}, feeds, ["i_out:0", "acc_out:0"], [], 1)
+
+
+def v1cf_while_var():
+    g = tf.Graph()
+    with g.as_default():
+        n = v1.placeholder(tf.int32, [], name="n")
+        v = var("v", tf.float32, [2])
+
+        def body(i, s):
+            upd = raw.AssignAddVariableOp(resource=v, value=tf.fill([2], tf.cast(i, tf.float32) + 0.5))
+            with tf.control_dependencies([upd]):
+                r = raw.ReadVariableOp(resource=v, dtype=tf.float32)
+            return i + 1, s + tf.reduce_sum(r)
+
+        i, s = v1.while_loop(lambda i, s: i < n, body, [tf.constant(0), tf.constant(0.0)],
+                             parallel_iterations=1)
+        tf.identity(s, name="s_out")
+        tf.identity(i, name="i_out")
+    gd = export(g, OUT, "v1cf_while_var")
+    check_v1("v1cf_while_var", gd)
+    variables = {"v": np.array([1.0, -1.0], np.float32)}
+    feeds = {"n": np.array(5, np.int32)}
+    write_fixture(OUT, "v1cf_while_var", gd, variables, feeds, ["s_out:0", "i_out:0"], [], 2)
+
+
+def v1cf_grad_cond():
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [3], name="x")
+        p = v1.placeholder(tf.bool, [], name="p")
+        w = var("w", tf.float32, [3])
+        wv = raw.ReadVariableOp(resource=w, dtype=tf.float32)
+        y = v1.cond(p, lambda: tf.tanh(x * wv), lambda: tf.square(x) * wv)
+        loss = tf.reduce_sum(y * y)
+        gx, gw = tf.gradients(loss, [x, wv])
+        tf.identity(loss, name="loss")
+        tf.identity(gx, name="gx")
+        tf.identity(gw, name="gw")
+    gd = export(g, OUT, "v1cf_grad_cond")
+    check_v1("v1cf_grad_cond", gd)
+    variables = {"w": np.array([0.5, -1.0, 2.0], np.float32)}
+    feeds = {"x": np.array([0.3, 0.7, -1.2], np.float32), "p": np.array(True)}
+    write_fixture(OUT, "v1cf_grad_cond", gd, variables, feeds, ["loss:0", "gx:0", "gw:0"], [], 1)
+
+
+def v1cf_grad_while():
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [3], name="x")
+        w = var("w", tf.float32, [3])
+        wv = raw.ReadVariableOp(resource=w, dtype=tf.float32)
+        _, h = v1.while_loop(lambda i, h: i < 4, lambda i, h: (i + 1, tf.tanh(h * wv + x)),
+                             [tf.constant(0), tf.zeros([3])])
+        loss = tf.reduce_sum(h * h)
+        gx, gw = tf.gradients(loss, [x, wv])
+        tf.identity(loss, name="loss")
+        tf.identity(gx, name="gx")
+        tf.identity(gw, name="gw")
+    gd = export(g, OUT, "v1cf_grad_while")
+    check_v1("v1cf_grad_while", gd)
+    variables = {"w": np.array([0.5, -1.0, 0.8], np.float32)}
+    feeds = {"x": np.array([0.3, 0.7, -1.2], np.float32)}
+    write_fixture(OUT, "v1cf_grad_while", gd, variables, feeds, ["loss:0", "gx:0", "gw:0"], [], 1)
+
+
+FIXTURES = [v1cf_cond, v1cf_while, v1cf_nested_while, v1cf_while_var, v1cf_grad_cond, v1cf_grad_while]
+
+if __name__ == "__main__":
+    only = sys.argv[1:]
+    for f in FIXTURES:
+        if not only or f.__name__ in only:
+            f()
+            print("wrote", f.__name__)
