@@ -449,6 +449,9 @@ fn node_kernel(
     if autoclust_graph::effects::may_call_function(node, &graph.library) {
         return Err(KernelError::NoKernel(node.op.clone()));
     }
+    if let Some(f) = crate::containers::prepare(node)? {
+        return Ok(NodeKernel::Stateful(f));
+    }
     if let Some(f) = resource::prepare(node)? {
         return Ok(NodeKernel::Stateful(f));
     }

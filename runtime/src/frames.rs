@@ -680,6 +680,13 @@ impl<'a, 'c> Run<'a, 'c> {
 
 /// Runs a frame-aware plan; returns the fetched values in fetch order.
 pub(crate) fn run(ctx: &RunContext<'_>, plan: &FramePlan, schedule: Schedule<'_>) -> Result<Vec<Tensor>, RunError> {
+    let outer = crate::containers::begin_run();
+    let result = run_frames(ctx, plan, schedule);
+    crate::containers::end_run(outer);
+    result
+}
+
+fn run_frames(ctx: &RunContext<'_>, plan: &FramePlan, schedule: Schedule<'_>) -> Result<Vec<Tensor>, RunError> {
     let mut run = Run {
         ctx,
         plan,

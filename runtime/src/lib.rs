@@ -34,6 +34,7 @@
 pub mod bridge;
 pub mod call;
 mod error;
+mod containers;
 mod executor;
 mod frames;
 mod function_call;
