@@ -19,6 +19,11 @@ variables (VarHandleOp). File layout and manifest: README.md (via tf_harness.wri
 - v1cf_grad_cond: tf.gradients through tf.compat.v1.cond. 1 step.
 - v1cf_grad_while: tf.gradients through tf.compat.v1.while_loop (forward values saved on
   StackV2). 1 step.
+- v1cf_dynamic_rnn: a tf.compat.v1.nn.dynamic_rnn training step (BasicRNNCell, batch 4, 5 steps,
+  8 units, squared loss on the last output, GradientDescentOptimizer on resource variables):
+  TensorArrayV3 + while loop forward, TensorArrayGradV3 + StackV2 backward. 3 steps.
+- v1cf_map_fn: tf.map_fn with parallel_iterations=3 over 6 rows (TensorArrayV3 scatter/read/
+  write/gather inside a while loop). 1 step.
 """
 
 import os
@@ -171,7 +176,78 @@ def v1cf_grad_while():
     write_fixture(OUT, "v1cf_grad_while", gd, variables, feeds, ["loss:0", "gx:0", "gw:0"], [], 1)
 
 
-FIXTURES = [v1cf_cond, v1cf_while, v1cf_nested_while, v1cf_while_var, v1cf_grad_cond, v1cf_grad_while]
+class BasicRNNCell:
+    """TF1's BasicRNNCell (tanh(concat(x, h) @ kernel + bias)), written out because
+    tf.compat.v1.nn.rnn_cell.BasicRNNCell needs Keras 2; dynamic_rnn takes any object that
+    behaves like an RNNCell."""
+
+    def __init__(self, units):
+        self.units = units
+        self.kernel = None
+
+    @property
+    def state_size(self):
+        return self.units
+
+    @property
+    def output_size(self):
+        return self.units
+
+    def zero_state(self, batch_size, dtype):
+        return tf.zeros([batch_size, self.units], dtype)
+
+    def __call__(self, inputs, state, scope=None):
+        if self.kernel is None:
+            depth = int(inputs.shape[-1]) + self.units
+            self.kernel = v1.get_variable("kernel", [depth, self.units], use_resource=True)
+            self.bias = v1.get_variable("bias", [self.units], use_resource=True,
+                                        initializer=v1.zeros_initializer())
+        h = tf.tanh(tf.matmul(tf.concat([inputs, state], 1), self.kernel) + self.bias)
+        return h, h
+
+
+def v1cf_dynamic_rnn():
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [4, 5, 3], name="x")
+        t = v1.placeholder(tf.float32, [4, 8], name="t")
+        with v1.variable_scope("rnn_model", use_resource=True):
+            cell = BasicRNNCell(8)
+            outputs, state = v1.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        last = outputs[:, -1, :]
+        loss = tf.reduce_mean(tf.square(last - t))
+        train = v1.train.GradientDescentOptimizer(0.1).minimize(loss, name="train")
+        tf.identity(loss, name="loss")
+        tf.identity(state, name="state")
+    gd = export(g, OUT, "v1cf_dynamic_rnn")
+    check_v1("v1cf_dynamic_rnn", gd)
+    rng = np.random.default_rng(15)
+    names = sorted(n.attr["shared_name"].s.decode() or n.name for n in gd.node if n.op == "VarHandleOp")
+    shapes = {"kernel": (11, 8), "bias": (8,)}
+    variables = {}
+    for nm in names:
+        shape = shapes[nm.rsplit("/", 1)[-1]]
+        variables[nm] = (rng.standard_normal(shape) * 0.4).astype(np.float32)
+    feeds = {"x": rng.standard_normal((4, 5, 3)).astype(np.float32),
+             "t": rng.standard_normal((4, 8)).astype(np.float32)}
+    write_fixture(OUT, "v1cf_dynamic_rnn", gd, variables, feeds, ["loss:0", "state:0"], [train.name], 3)
+
+
+def v1cf_map_fn():
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [6, 4], name="x")
+        y = tf.map_fn(lambda r: tf.reduce_sum(tf.tanh(r) * r) + r[0], x, parallel_iterations=3)
+        tf.identity(y, name="y")
+    gd = export(g, OUT, "v1cf_map_fn")
+    check_v1("v1cf_map_fn", gd)
+    rng = np.random.default_rng(16)
+    feeds = {"x": rng.standard_normal((6, 4)).astype(np.float32)}
+    write_fixture(OUT, "v1cf_map_fn", gd, {}, feeds, ["y:0"], [], 1)
+
+
+FIXTURES = [v1cf_cond, v1cf_while, v1cf_nested_while, v1cf_while_var, v1cf_grad_cond, v1cf_grad_while,
+            v1cf_dynamic_rnn, v1cf_map_fn]
 
 if __name__ == "__main__":
     only = sys.argv[1:]
