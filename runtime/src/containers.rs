@@ -158,9 +158,9 @@ fn zeros(dtype: DType, shape: &Option<Vec<i64>>, what: &str) -> KResult<Tensor> 
             crate::kernels::budget(dtype, &dims)?;
             Tensor::zeros(dtype, dims).map_err(|e| KernelError::invalid(e.to_string()))
         }
-        _ => Err(KernelError::invalid(format!(
-            "{what}: the element was never written and its shape is not fully known"
-        ))),
+        _ => {
+            Err(KernelError::invalid(format!("{what}: the element was never written and its shape is not fully known")))
+        }
     }
 }
 
@@ -203,13 +203,13 @@ impl TensorArray {
             }
         }
         self.element_shape = Some(shape);
+        if self.items[i].is_some() && !self.aggregate {
+            return Err(KernelError::invalid(format!(
+                "could not write to TensorArray index {i} because it has already been written to"
+            )));
+        }
         self.items[i] = match self.items[i].take() {
-            Some(old) if self.aggregate => Some(add(old, v)?),
-            Some(_) => {
-                return Err(KernelError::invalid(format!(
-                    "could not write to TensorArray index {i} because it has already been written to"
-                )))
-            }
+            Some(old) => Some(add(old, v)?),
             None => Some(v),
         };
         Ok(())
@@ -264,9 +264,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
         }),
         "StackPopV2" => Box::new(|_, inp: Inputs| {
             crate::kernels::arity(&inp, 1)?;
-            let v = with_stack(&inp[0], |s| {
-                s.items.pop().ok_or_else(|| KernelError::invalid("the stack is empty"))
-            })?;
+            let v = with_stack(&inp[0], |s| s.items.pop().ok_or_else(|| KernelError::invalid("the stack is empty")))?;
             outs(vec![v])
         }),
         "StackCloseV2" | "TensorArrayCloseV3" => Box::new(|_, inp: Inputs| {
@@ -468,7 +466,7 @@ mod tests {
         use autoclust_graph::AttrValue;
         let store = VariableStore::default();
         let outer = begin_run();
-        let ta = node("TensorArrayV3", &[("dtype", AttrValue::Type(DType::F32))]);
+        let ta = node("TensorArrayV3", &[("dtype", AttrValue::Type(DType::Float32))]);
         let h = call(&ta, &store, vec![Tensor::scalar_i32(2)]).unwrap().remove(0);
         let w = node("TensorArrayWriteV3", &[]);
         let v = |a: f32, b: f32| Tensor::from_f32(vec![2], vec![a, b]).unwrap();
@@ -476,7 +474,7 @@ mod tests {
         call(&w, &store, vec![h.clone(), Tensor::scalar_i32(0), v(1.0, 2.0), flow()]).unwrap();
         let err = call(&w, &store, vec![h.clone(), Tensor::scalar_i32(0), v(1.0, 2.0), flow()]).unwrap_err();
         assert!(err.to_string().contains("already been written"), "{err}");
-        let g = node("TensorArrayGatherV3", &[("dtype", AttrValue::Type(DType::F32))]);
+        let g = node("TensorArrayGatherV3", &[("dtype", AttrValue::Type(DType::Float32))]);
         let idx = Tensor::from_i32(vec![2], vec![0, 1]).unwrap();
         let got = call(&g, &store, vec![h.clone(), idx.clone(), flow()]).unwrap().remove(0);
         assert_eq!(got, Tensor::from_f32(vec![2, 2], vec![1.0, 2.0, 3.0, 4.0]).unwrap());

@@ -64,7 +64,11 @@ pub(crate) enum Kind {
     Forward,
     Switch,
     Merge,
-    Enter { frame: u32, constant: bool, parallel: u32 },
+    Enter {
+        frame: u32,
+        constant: bool,
+        parallel: u32,
+    },
     Exit,
     NextIteration,
     ControlTrigger,
@@ -156,7 +160,8 @@ impl FramePlan {
                     }
                     _ => match kernel(id)? {
                         NodeKernel::Fed(_) => {
-                            let dtype = node.attr("dtype").and_then(|a| a.as_type()).map(|d| d.name()).unwrap_or_default();
+                            let dtype =
+                                node.attr("dtype").and_then(|a| a.as_type()).map(|d| d.name()).unwrap_or_default();
                             return Err(RunError::MissingFeed { node: node.name.clone(), dtype });
                         }
                         k => Kind::Kernel(k),
@@ -191,7 +196,9 @@ impl FramePlan {
             total_inputs += n_data;
         }
         for i in 0..nodes.len() {
-            if nodes[i].n_data == 0 && nodes[i].pending == 0 && matches!(nodes[i].kind, Kind::Kernel(NodeKernel::Fed(_)))
+            if nodes[i].n_data == 0
+                && nodes[i].pending == 0
+                && matches!(nodes[i].kind, Kind::Kernel(NodeKernel::Fed(_)))
             {
                 continue;
             }
@@ -218,15 +225,7 @@ impl FramePlan {
                 n.n_data == 0 && n.pending == 0
             })
             .collect();
-        Ok(FramePlan {
-            nodes,
-            roots,
-            total_inputs,
-            fetches: fetch_idx,
-            frame_names,
-            frame_inputs,
-            max_loop_iterations,
-        })
+        Ok(FramePlan { nodes, roots, total_inputs, fetches: fetch_idx, frame_names, frame_inputs, max_loop_iterations })
     }
 }
 
@@ -265,6 +264,12 @@ struct Run<'a, 'c> {
 }
 
 const ROOT_FRAME: u32 = u32::MAX;
+
+#[cfg(test)]
+thread_local! {
+    /// The most iterations of one frame in flight during this thread's last run (tests).
+    static PEAK_ITERATIONS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
 
 impl<'a, 'c> Run<'a, 'c> {
     fn new_iteration(&self) -> IterState {
@@ -381,7 +386,9 @@ impl<'a, 'c> Run<'a, 'c> {
         let next = self.frame(f).iteration_count + 1;
         if next > limit {
             let name = self.frame_name(f);
-            let i = self.plan.nodes.iter().position(|n| matches!(n.kind, Kind::Enter { frame, .. } if self.plan.frame_names[frame as usize] == name));
+            let i = self.plan.nodes.iter().position(
+                |n| matches!(n.kind, Kind::Enter { frame, .. } if self.plan.frame_names[frame as usize] == name),
+            );
             let msg = format!(
                 "the while loop of frame '{name}' ran {limit} iterations and is still going: \
                  --max-loop-iterations {limit} reached (raise it if the loop is meant to run longer)"
@@ -396,6 +403,11 @@ impl<'a, 'c> Run<'a, 'c> {
         fr.iteration_count = next;
         fr.iterations.insert(next, st);
         fr.outstanding_iterations += 1;
+        #[cfg(test)]
+        {
+            let n = fr.outstanding_iterations;
+            PEAK_ITERATIONS.with(|p| p.set(p.get().max(n)));
+        }
         fr.dead_exits.clear();
         let roots = std::mem::take(&mut fr.next_iter_roots);
         for (i, v) in roots {
@@ -536,11 +548,8 @@ impl<'a, 'c> Run<'a, 'c> {
                 Kind::ControlTrigger => Vec::new(),
                 Kind::Switch => {
                     let pred = inputs[1].take().ok_or_else(|| self.missing(i, 1))?;
-                    let p = pred
-                        .as_bool()
-                        .filter(|b| b.len() == 1 && pred.shape.is_empty())
-                        .map(|b| b[0])
-                        .ok_or_else(|| {
+                    let p = pred.as_bool().filter(|b| b.len() == 1 && pred.shape.is_empty()).map(|b| b[0]).ok_or_else(
+                        || {
                             self.node_error(
                                 i,
                                 KernelError::invalid(format!(
@@ -548,7 +557,8 @@ impl<'a, 'c> Run<'a, 'c> {
                                     pred.dtype, pred.shape
                                 )),
                             )
-                        })?;
+                        },
+                    )?;
                     let v = inputs[0].take().ok_or_else(|| self.missing(i, 0))?;
                     if p {
                         vec![None, Some(v)]
@@ -603,12 +613,8 @@ impl<'a, 'c> Run<'a, 'c> {
                 }
             }
         };
-        if self.frames[f].as_ref().is_some_and(|fr| fr.parent.is_none()) {
-            for (k, &(fi, port)) in plan.fetches.iter().enumerate() {
-                if fi == i {
-                    self.fetched[k] = Some(outputs.get(port as usize).cloned().flatten());
-                }
-            }
+        if !matches!(node.kind, Kind::Exit) {
+            self.record_fetches(i, f, &outputs, true);
         }
         let frame_done = match node.kind {
             Kind::Enter { frame, constant, parallel } => {
@@ -636,6 +642,9 @@ impl<'a, 'c> Run<'a, 'c> {
             }
             Kind::Exit => {
                 if is_dead {
+                    if let Some((pf, _)) = self.frame(f).parent {
+                        self.record_fetches(i, pf, &[], false);
+                    }
                     let fr = self.frame(f);
                     if iter == fr.iteration_count {
                         fr.dead_exits.push(i);
@@ -644,6 +653,7 @@ impl<'a, 'c> Run<'a, 'c> {
                     let (pf, piter) = self.frame(f).parent.ok_or_else(|| {
                         self.node_error(i, KernelError::invalid("Exit outside of any while loop frame"))
                     })?;
+                    self.record_fetches(i, pf, &outputs, true);
                     self.activate(i, pf, piter, &outputs, false);
                 }
                 self.decrement_outstanding(f, iter)?
@@ -655,8 +665,7 @@ impl<'a, 'c> Run<'a, 'c> {
                         let v = outputs.into_iter().next().flatten();
                         fr.next_iter_roots.push((i, v));
                     } else {
-                        let out_iter =
-                            if iter == fr.iteration_count { self.increment_iteration(f)? } else { iter + 1 };
+                        let out_iter = if iter == fr.iteration_count { self.increment_iteration(f)? } else { iter + 1 };
                         self.activate(i, f, out_iter, &outputs, false);
                     }
                 }
@@ -673,6 +682,20 @@ impl<'a, 'c> Run<'a, 'c> {
         Ok(())
     }
 
+    /// Keeps the fetched outputs of node `i` whose values land in frame `f` if that is
+    /// the root frame. A dead value (an `Exit` of an earlier iteration) never replaces
+    /// a live one; `overwrite` is false for those.
+    fn record_fetches(&mut self, i: u32, f: usize, outputs: &[Option<Tensor>], overwrite: bool) {
+        if !self.frames[f].as_ref().is_some_and(|fr| fr.parent.is_none()) {
+            return;
+        }
+        for (k, &(fi, port)) in self.plan.fetches.iter().enumerate() {
+            if fi == i && (overwrite || self.fetched[k].is_none()) {
+                self.fetched[k] = Some(outputs.get(port as usize).cloned().flatten());
+            }
+        }
+    }
+
     fn missing(&self, i: u32, k: usize) -> RunError {
         self.node_error(i, KernelError::invalid(format!("internal error: input {k} has no value when the node ran")))
     }
@@ -680,6 +703,8 @@ impl<'a, 'c> Run<'a, 'c> {
 
 /// Runs a frame-aware plan; returns the fetched values in fetch order.
 pub(crate) fn run(ctx: &RunContext<'_>, plan: &FramePlan, schedule: Schedule<'_>) -> Result<Vec<Tensor>, RunError> {
+    #[cfg(test)]
+    PEAK_ITERATIONS.with(|p| p.set(0));
     let outer = crate::containers::begin_run();
     let result = run_frames(ctx, plan, schedule);
     crate::containers::end_run(outer);
@@ -753,4 +778,228 @@ fn run_frames(ctx: &RunContext<'_>, plan: &FramePlan, schedule: Schedule<'_>) ->
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use autoclust_graph::{text, Tensor};
+
+    use crate::{RunError, RunRequest, Session, SessionOptions};
+
+    const VAR: &str = "v = VarHandleOp() {container = \"\", dtype = float32, shape = shape[], shared_name = \"v\"}\n";
+
+    fn session(src: &str, options: SessionOptions) -> Session {
+        let graph = text::parse(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        Session::new(Arc::new(graph), options)
+    }
+
+    fn run(s: &Session, feeds: &[(&str, Tensor)], fetches: &[&str]) -> Result<Vec<Tensor>, RunError> {
+        let req = RunRequest {
+            feeds: feeds.iter().map(|(n, t)| (s.output(n).unwrap(), t.clone())).collect(),
+            fetches: fetches.iter().map(|n| s.output(n).unwrap()).collect(),
+            targets: Vec::new(),
+        };
+        s.run(&req).map(|o| o.fetches)
+    }
+
+    fn var(s: &Session) -> f32 {
+        s.variables().iter().find(|(n, _)| n == "v").unwrap().1.as_f32().unwrap()[0]
+    }
+
+    /// `x` through a Switch on `p`: the false branch negates, the true branch
+    /// adds one to the variable and doubles `x`; a Merge joins them.
+    const COND: &str = "x = Placeholder() {dtype = float32, shape = shape[]}
+p = Placeholder() {dtype = bool, shape = shape[]}
+sw = Switch(x, p) {T = float32}
+neg = Neg(sw:0) {T = float32}
+dbl = AddV2(sw:1, sw:1) {T = float32}
+pivot = Identity(sw:1) {T = float32}
+one = Const(^pivot) {dtype = float32, value = float32[]{1.0}}
+bump = AssignAddVariableOp(v, one) {dtype = float32}
+after = Identity(dbl, ^bump) {T = float32}
+m = Merge(neg, after) {N = 2, T = float32}
+c = Const() {dtype = float32, value = float32[]{7.0}}
+gated = Identity(c, ^dbl) {T = float32}
+trigger = ControlTrigger(^dbl)
+triggered = Identity(c, ^trigger) {T = float32}
+";
+
+    #[test]
+    fn switch_kills_one_branch_and_merge_takes_the_live_input() {
+        for threads in [1, 4] {
+            let s = session(&format!("{VAR}{COND}"), SessionOptions { threads, ..Default::default() });
+            s.set_variable("v", Tensor::scalar_f32(0.0)).unwrap();
+            let f = |p: bool| vec![("x", Tensor::scalar_f32(3.0)), ("p", Tensor::scalar_bool(p))];
+            let out = run(&s, &f(false), &["m:0", "m:1"]).unwrap();
+            assert_eq!(out, vec![Tensor::scalar_f32(-3.0), Tensor::scalar_i32(0)]);
+            // The dead branch's kernels did not run: the variable is untouched.
+            assert_eq!(var(&s), 0.0);
+            let out = run(&s, &f(true), &["m:0", "m:1"]).unwrap();
+            assert_eq!(out, vec![Tensor::scalar_f32(6.0), Tensor::scalar_i32(1)]);
+            assert_eq!(var(&s), 1.0);
+        }
+    }
+
+    #[test]
+    fn deadness_flows_over_control_edges_but_not_into_a_control_trigger() {
+        let s = session(&format!("{VAR}{COND}"), SessionOptions::default());
+        s.set_variable("v", Tensor::scalar_f32(0.0)).unwrap();
+        let feeds = [("x", Tensor::scalar_f32(3.0)), ("p", Tensor::scalar_bool(false))];
+        // `gated` waits on the dead `dbl` through a control edge: dead, so fetching it fails.
+        let err = run(&s, &feeds, &["gated:0"]).unwrap_err().to_string();
+        assert!(err.contains("'gated:0'") && err.contains("Retval[0] does not have value"), "{err}");
+        // A dead output fetched directly, the error names the node.
+        let err = run(&s, &feeds, &["m:0", "dbl:0"]).unwrap_err().to_string();
+        assert!(err.contains("'dbl:0'") && err.contains("Retval[1]"), "{err}");
+        // A ControlTrigger is live even when its inputs are dead.
+        assert_eq!(run(&s, &feeds, &["triggered:0"]).unwrap(), vec![Tensor::scalar_f32(7.0)]);
+    }
+
+    /// `while i < n: i += 1; x = x + x` with `parallel_iterations = par`; `n` and `one`
+    /// enter as loop constants; `x` goes through a chain of identities (so the counter can
+    /// run ahead of it); `x_source` may put the loop on a branch.
+    fn while_loop(par: u32, x_source: &str) -> String {
+        format!(
+            "n = Placeholder() {{dtype = int32, shape = shape[]}}
+zero = Const() {{dtype = int32, value = int32[]{{0}}}}
+one = Const() {{dtype = int32, value = int32[]{{1}}}}
+i_enter = Enter(zero) {{T = int32, frame_name = \"L\", is_constant = false, parallel_iterations = {par}}}
+x_enter = Enter({x_source}) {{T = float32, frame_name = \"L\", is_constant = false, parallel_iterations = {par}}}
+n_enter = Enter(n) {{T = int32, frame_name = \"L\", is_constant = true, parallel_iterations = {par}}}
+one_enter = Enter(one) {{T = int32, frame_name = \"L\", is_constant = true, parallel_iterations = {par}}}
+i_merge = Merge(i_enter, i_next) {{N = 2, T = int32}}
+x_merge = Merge(x_enter, x_next) {{N = 2, T = float32}}
+less = Less(i_merge, n_enter) {{T = int32}}
+cond = LoopCond(less)
+i_sw = Switch(i_merge, cond) {{T = int32}}
+x_sw = Switch(x_merge, cond) {{T = float32}}
+i_body = AddV2(i_sw:1, one_enter) {{T = int32}}
+x_body = AddV2(x_sw:1, x_sw:1) {{T = float32}}
+x_b1 = Identity(x_body) {{T = float32}}
+x_b2 = Identity(x_b1) {{T = float32}}
+x_b3 = Identity(x_b2) {{T = float32}}
+x_b4 = Identity(x_b3) {{T = float32}}
+x_b5 = Identity(x_b4) {{T = float32}}
+i_next = NextIteration(i_body) {{T = int32}}
+x_next = NextIteration(x_b5) {{T = float32}}
+i_exit = Exit(i_sw:0) {{T = int32}}
+x_exit = Exit(x_sw:0) {{T = float32}}
+"
+        )
+    }
+
+    #[test]
+    fn while_loops_iterate_in_frames_under_every_schedule() {
+        let src = format!("x = Placeholder() {{dtype = float32, shape = shape[]}}\n{}", while_loop(10, "x"));
+        for options in [
+            SessionOptions::default(),
+            SessionOptions { threads: 1, ..Default::default() },
+            SessionOptions { schedule_seed: Some(3), ..Default::default() },
+        ] {
+            let s = session(&src, options);
+            for (n, want) in [(0, 1.5), (1, 3.0), (5, 48.0)] {
+                let feeds = [("x", Tensor::scalar_f32(1.5)), ("n", Tensor::scalar_i32(n))];
+                let out = run(&s, &feeds, &["i_exit:0", "x_exit:0"]).unwrap();
+                assert_eq!(out, vec![Tensor::scalar_i32(n), Tensor::scalar_f32(want)], "n = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn parallel_iterations_bounds_the_iterations_in_flight() {
+        let src = format!("x = Placeholder() {{dtype = float32, shape = shape[]}}\n{}", while_loop(2, "x"));
+        let s = session(&src, SessionOptions::default());
+        let feeds = [("x", Tensor::scalar_f32(1.0)), ("n", Tensor::scalar_i32(20))];
+        let out = run(&s, &feeds, &["x_exit:0"]).unwrap();
+        assert_eq!(out, vec![Tensor::scalar_f32(1048576.0)]);
+        assert!(super::PEAK_ITERATIONS.with(|p| p.get()) <= 2);
+        let src = format!("x = Placeholder() {{dtype = float32, shape = shape[]}}\n{}", while_loop(10, "x"));
+        let s = session(&src, SessionOptions::default());
+        run(&s, &feeds, &["x_exit:0"]).unwrap();
+        // The counter runs ahead of the body when the window allows it.
+        assert!(super::PEAK_ITERATIONS.with(|p| p.get()) > 2);
+    }
+
+    #[test]
+    fn the_loop_iteration_limit_names_the_frame() {
+        let src = format!("x = Placeholder() {{dtype = float32, shape = shape[]}}\n{}", while_loop(10, "x"));
+        let s = session(&src, SessionOptions { max_loop_iterations: Some(4), ..Default::default() });
+        let ok = [("x", Tensor::scalar_f32(1.0)), ("n", Tensor::scalar_i32(4))];
+        assert_eq!(run(&s, &ok, &["i_exit:0"]).unwrap(), vec![Tensor::scalar_i32(4)]);
+        let over = [("x", Tensor::scalar_f32(1.0)), ("n", Tensor::scalar_i32(5))];
+        let err = run(&s, &over, &["i_exit:0"]).unwrap_err().to_string();
+        assert!(err.contains("frame 'L'") && err.contains("--max-loop-iterations 4"), "{err}");
+    }
+
+    #[test]
+    fn a_loop_on_an_untaken_branch_is_dead_and_its_exits_reach_the_merge() {
+        // TensorFlow's rule: a dead Enter makes the loop's Merge dead, the frame's dead
+        // exits reach the parent once the frame is done.
+        let src = format!(
+            "x = Placeholder() {{dtype = float32, shape = shape[]}}
+p = Placeholder() {{dtype = bool, shape = shape[]}}
+sw = Switch(x, p) {{T = float32}}
+other = Neg(sw:0) {{T = float32}}
+{}
+m = Merge(other, x_exit) {{N = 2, T = float32}}
+",
+            while_loop(10, "sw:1")
+        );
+        let s = session(&src, SessionOptions::default());
+        let f =
+            |p: bool| vec![("x", Tensor::scalar_f32(2.0)), ("p", Tensor::scalar_bool(p)), ("n", Tensor::scalar_i32(3))];
+        assert_eq!(run(&s, &f(true), &["m:0"]).unwrap(), vec![Tensor::scalar_f32(16.0)]);
+        assert_eq!(run(&s, &f(false), &["m:0"]).unwrap(), vec![Tensor::scalar_f32(-2.0)]);
+        let err = run(&s, &f(false), &["x_exit:0"]).unwrap_err().to_string();
+        assert!(err.contains("Retval[0] does not have value"), "{err}");
+    }
+
+    #[test]
+    fn nested_loops_get_one_frame_per_outer_iteration() {
+        // for i in 0..n: for j in 0..i: acc += 1  (acc = n(n-1)/2)
+        let src = "n = Placeholder() {dtype = int32, shape = shape[]}
+zero = Const() {dtype = int32, value = int32[]{0}}
+one = Const() {dtype = int32, value = int32[]{1}}
+i_enter = Enter(zero) {T = int32, frame_name = \"outer\", parallel_iterations = 10}
+a_enter = Enter(zero) {T = int32, frame_name = \"outer\", parallel_iterations = 10}
+n_enter = Enter(n) {T = int32, frame_name = \"outer\", is_constant = true, parallel_iterations = 10}
+one_o = Enter(one) {T = int32, frame_name = \"outer\", is_constant = true, parallel_iterations = 10}
+i_m = Merge(i_enter, i_next) {N = 2, T = int32}
+a_m = Merge(a_enter, a_next) {N = 2, T = int32}
+lc = LoopCond(lt)
+lt = Less(i_m, n_enter) {T = int32}
+i_sw = Switch(i_m, lc) {T = int32}
+a_sw = Switch(a_m, lc) {T = int32}
+pivot = Identity(i_sw:1) {T = int32}
+j0 = Const(^pivot) {dtype = int32, value = int32[]{0}}
+j_enter = Enter(j0) {T = int32, frame_name = \"inner\", parallel_iterations = 10}
+b_enter = Enter(a_sw:1) {T = int32, frame_name = \"inner\", parallel_iterations = 10}
+lim = Enter(i_sw:1) {T = int32, frame_name = \"inner\", is_constant = true, parallel_iterations = 10}
+one_i = Enter(one_o) {T = int32, frame_name = \"inner\", is_constant = true, parallel_iterations = 10}
+j_m = Merge(j_enter, j_next) {N = 2, T = int32}
+b_m = Merge(b_enter, b_next) {N = 2, T = int32}
+ilt = Less(j_m, lim) {T = int32}
+ilc = LoopCond(ilt)
+j_sw = Switch(j_m, ilc) {T = int32}
+b_sw = Switch(b_m, ilc) {T = int32}
+j_b = AddV2(j_sw:1, one_i) {T = int32}
+b_b = AddV2(b_sw:1, one_i) {T = int32}
+j_next = NextIteration(j_b) {T = int32}
+b_next = NextIteration(b_b) {T = int32}
+b_exit = Exit(b_sw:0) {T = int32}
+i_b = AddV2(i_sw:1, one_o) {T = int32}
+i_next = NextIteration(i_b) {T = int32}
+a_next = NextIteration(b_exit) {T = int32}
+a_exit = Exit(a_sw:0) {T = int32}
+";
+        for options in [SessionOptions::default(), SessionOptions { schedule_seed: Some(9), ..Default::default() }] {
+            let s = session(src, options);
+            for n in [0, 1, 6] {
+                let out = run(&s, &[("n", Tensor::scalar_i32(n))], &["a_exit:0"]).unwrap();
+                assert_eq!(out, vec![Tensor::scalar_i32(n * (n - 1) / 2)], "n = {n}");
+            }
+        }
+    }
 }

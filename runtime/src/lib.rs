@@ -33,8 +33,8 @@
 
 pub mod bridge;
 pub mod call;
-mod error;
 mod containers;
+mod error;
 mod executor;
 mod frames;
 mod function_call;
