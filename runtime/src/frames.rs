@@ -628,7 +628,7 @@ impl<'a, 'c> Run<'a, 'c> {
                         it
                     };
                     for it in iters {
-                        self.activate(i, child, it, &[v.clone()], v.is_none());
+                        self.activate(i, child, it, std::slice::from_ref(&v), v.is_none());
                     }
                 } else {
                     let dead = v.is_none();
@@ -686,7 +686,7 @@ impl<'a, 'c> Run<'a, 'c> {
     /// the root frame. A dead value (an `Exit` of an earlier iteration) never replaces
     /// a live one; `overwrite` is false for those.
     fn record_fetches(&mut self, i: u32, f: usize, outputs: &[Option<Tensor>], overwrite: bool) {
-        if !self.frames[f].as_ref().is_some_and(|fr| fr.parent.is_none()) {
+        if self.frames[f].as_ref().is_none_or(|fr| fr.parent.is_some()) {
             return;
         }
         for (k, &(fi, port)) in self.plan.fetches.iter().enumerate() {
