@@ -22,6 +22,10 @@ variables (VarHandleOp). File layout and manifest: README.md (via tf_harness.wri
 - v1cf_dynamic_rnn: a tf.compat.v1.nn.dynamic_rnn training step (BasicRNNCell, batch 4, 5 steps,
   8 units, squared loss on the last output, GradientDescentOptimizer on resource variables):
   TensorArrayV3 + while loop forward, TensorArrayGradV3 + StackV2 backward. 3 steps.
+- v1cf_ref_loop: reference variables (`VariableV2`, as TF1 made them by default) used in a while
+  loop: the body does `AssignAdd` on a counter through a `RefEnter` and reads a weight through an
+  `Enter` of `w/read`; then one GradientDescent step on the weight from the loop's result.
+  Written last (it turns resource variables off for the process). 2 steps.
 - v1cf_map_fn: tf.map_fn with parallel_iterations=3 over 6 rows (TensorArrayV3 scatter/read/
   write/gather inside a while loop). 1 step.
 """
@@ -246,8 +250,60 @@ def v1cf_map_fn():
     write_fixture(OUT, "v1cf_map_fn", gd, {}, feeds, ["y:0"], [], 1)
 
 
+def v1cf_ref_loop():
+    import json
+    from safetensors.numpy import save_file
+    v1.disable_resource_variables()
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [3], name="x")
+        w = v1.Variable(np.zeros(3, np.float32), name="w")
+        count = v1.Variable(np.float32(0), name="count", trainable=False)
+
+        def body(i, h):
+            bump = v1.assign_add(count, 1.0)
+            with tf.control_dependencies([bump]):
+                return i + 1, tf.tanh(h * w + x)
+
+        _, h = v1.while_loop(lambda i, h: i < 3, body, [tf.constant(0), tf.zeros([3])])
+        loss = tf.reduce_sum(h * h, name="loss")
+        train = v1.train.GradientDescentOptimizer(0.1).minimize(loss, var_list=[w], name="train")
+        variables = [w, count]
+    gd = g.as_graph_def()
+    assert all(v.op.type == "VariableV2" for v in variables)
+    ops = ops_of(gd)
+    assert "RefEnter" in ops, sorted(ops)
+    check_v1("v1cf_ref_loop", gd)
+    tf.io.write_graph(gd, OUT, "v1cf_ref_loop.pbtxt", as_text=True)
+    values = {"w": np.array([0.5, -0.4, 0.9], np.float32), "count": np.array(0, np.float32)}
+    feeds = {"x": np.array([0.2, 0.1, -0.3], np.float32)}
+    steps = 2
+    with v1.Session(graph=g) as s:
+        s.run(v1.global_variables_initializer())
+        for v in variables:
+            v.load(values[v.op.name], s)
+        for _ in range(steps):
+            out = s.run([loss, train], {x: feeds["x"]})[0]
+        final = {v.op.name: s.run(v) for v in variables}
+    arr = lambda v: np.array(v, order="C")  # noqa: E731
+    name = "v1cf_ref_loop"
+    save_file({k: arr(v) for k, v in feeds.items()}, os.path.join(OUT, name + ".feeds.safetensors"))
+    save_file({k: arr(v) for k, v in values.items()}, os.path.join(OUT, name + ".vars.safetensors"))
+    save_file({"loss:0": arr(out)}, os.path.join(OUT, name + ".expected.safetensors"))
+    save_file({k: arr(v) for k, v in final.items()}, os.path.join(OUT, name + ".expected_vars.safetensors"))
+    manifest = {
+        "graph": name + ".pbtxt", "feeds": name + ".feeds.safetensors", "vars": name + ".vars.safetensors",
+        "fetch": ["loss:0"], "target": ["train"], "steps": steps,
+        "expected_fetches": name + ".expected.safetensors", "expected_vars": name + ".expected_vars.safetensors",
+        "racy": False, "outcomes": None,
+    }
+    with open(os.path.join(OUT, name + ".json"), "w") as fh:
+        json.dump(manifest, fh, indent=1)
+        fh.write("\n")
+
+
 FIXTURES = [v1cf_cond, v1cf_while, v1cf_nested_while, v1cf_while_var, v1cf_grad_cond, v1cf_grad_while,
-            v1cf_dynamic_rnn, v1cf_map_fn]
+            v1cf_dynamic_rnn, v1cf_map_fn, v1cf_ref_loop]
 
 if __name__ == "__main__":
     only = sys.argv[1:]
