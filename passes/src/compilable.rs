@@ -458,4 +458,33 @@ mod tests {
             "resource input 1 is not traceable to a VarHandleOp"
         );
     }
+
+    #[test]
+    fn v1_control_flow_refuses_frames_dead_values_and_loop_producers_only() {
+        let g = autoclust_graph::text::parse(
+            "x = Placeholder() {dtype = float32, shape = shape[]}
+p = Placeholder() {dtype = bool, shape = shape[]}
+pre = Neg(x) {T = float32}
+enter = Enter(pre) {T = float32, frame_name = \"L\"}
+merge = Merge(enter, next) {N = 2, T = float32}
+cond = LoopCond(p)
+sw = Switch(merge, cond) {T = float32}
+body = Neg(sw:1) {T = float32}
+next = NextIteration(body) {T = float32}
+exit = Exit(sw) {T = float32}
+after = Neg(exit) {T = float32}
+sw2 = Switch(after, p) {T = float32}
+branch = Neg(sw2:1) {T = float32}
+unrelated = Neg(x) {T = float32}
+",
+        )
+        .unwrap();
+        let v = v1_control_flow(&g);
+        let of = |n: &str| v[g.find(n).unwrap().index()].clone();
+        assert_eq!(of("pre").as_deref(), Some("enter"), "feeds the loop");
+        assert_eq!(of("body").as_deref(), Some("enter"), "inside the frame");
+        assert_eq!(of("after"), None, "after a top-level loop: always live in the root frame");
+        assert_eq!(of("branch").as_deref(), Some("sw2"), "maybe dead");
+        assert_eq!(of("unrelated"), None);
+    }
 }
