@@ -233,31 +233,133 @@ fn compile_time_known(graph: &Graph) -> Vec<bool> {
     known
 }
 
-/// For every node downstream of a `Switch` or `Enter` (over forward edges):
-/// the name of the first such op found.
+/// For every node that may be dead or runs inside a v1 loop frame, the name of the
+/// control-flow op that makes it so (`Switch` or `Enter`).
+///
+/// Frames are assigned statically as TensorFlow's `BuildControlFlowInfo` does (an `Enter`
+/// and what follows it are in the frame `frame_name`, an `Exit`'s consumers in the frame's
+/// parent). A node in a loop frame is refused (no cluster spans frames and a cluster call
+/// in a frame would run once per iteration); a node of the root frame is refused when it
+/// may be dead: downstream of a root-frame `Switch` (a `Merge` joining both branches is
+/// still counted dead: conservative), or of an `Exit` of a loop one of whose `Enter`s takes
+/// such a value, or when it feeds a loop (below). Every other node — the code after
+/// top-level loops, say the loss of a `dynamic_rnn` and its optimizer updates — is always
+/// live in the root frame and may cluster.
 fn v1_control_flow(graph: &Graph) -> Vec<Option<String>> {
-    let mut out: Vec<Option<String>> = vec![None; graph.len()];
+    let n = graph.len();
+    let mut out: Vec<Option<String>> = vec![None; n];
     if !graph.nodes().iter().any(|n| matches!(n.op.as_str(), "Switch" | "RefSwitch" | "Enter" | "RefEnter")) {
         return out;
     }
-    let Ok(order) = crate::safety::topological_order(graph) else { return out };
-    for id in order {
-        let mut via = None;
-        for p in graph.predecessors(id) {
-            if crate::safety::is_back_edge(graph, p, id) {
-                continue;
+    let Ok(order) = crate::safety::topological_order(graph) else {
+        // Without an order, refuse everything downstream of nothing in particular: all of it.
+        let first =
+            graph.nodes().iter().find(|n| matches!(n.op.as_str(), "Switch" | "RefSwitch" | "Enter" | "RefEnter"));
+        let via = first.map(|n| n.name.clone());
+        return vec![via; n];
+    };
+    let is_enter = |id: NodeId| matches!(graph.node(id).op.as_str(), "Enter" | "RefEnter");
+    let is_exit = |id: NodeId| matches!(graph.node(id).op.as_str(), "Exit" | "RefExit");
+    let is_switch = |id: NodeId| matches!(graph.node(id).op.as_str(), "Switch" | "RefSwitch");
+    // Frame of each node: None = root, Some(frame name).
+    let mut frame: Vec<Option<String>> = vec![None; n];
+    let mut parent: std::collections::HashMap<String, Option<String>> = std::collections::HashMap::new();
+    // A loop frame's first Enter (for messages) and whether one of its Enters takes a maybe-dead value.
+    let mut frame_enter: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let mut frame_dead: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let mut dead: Vec<Option<String>> = vec![None; n];
+    // Taints only grow, so repeating the pass reaches the fixed point (an Exit may come
+    // before some Enter of its frame in the order).
+    let mut passes = 0;
+    loop {
+        passes += 1;
+        if passes > 64 {
+            // Not settled (it always does on TensorFlow's graphs): refuse everything.
+            let via = frame_enter.values().next().cloned().unwrap_or_default();
+            return vec![Some(via); n];
+        }
+        let mut changed = false;
+        for &id in &order {
+            let node = graph.node(id);
+            let preds: Vec<NodeId> =
+                graph.predecessors(id).filter(|&p| !crate::safety::is_back_edge(graph, p, id)).collect();
+            let out_frame = |p: NodeId, frame: &[Option<String>]| -> Option<String> {
+                if is_exit(p) {
+                    frame[p.index()].as_ref().and_then(|f| parent.get(f).cloned().flatten())
+                } else {
+                    frame[p.index()].clone()
+                }
+            };
+            let my_frame = if is_enter(id) {
+                node.attr("frame_name").and_then(|a| a.as_str()).map(str::to_string).or(Some(node.name.clone()))
+            } else {
+                preds.first().and_then(|&p| out_frame(p, &frame))
+            };
+            // Whether a value from `p` may be dead here (root-frame reasoning).
+            let mut via: Option<String> = None;
+            for &p in &preds {
+                let v = if is_switch(p) {
+                    Some(graph.node(p).name.clone())
+                } else if is_exit(p) {
+                    frame[p.index()].as_ref().and_then(|f| frame_dead.get(f).cloned())
+                } else {
+                    dead[p.index()].clone()
+                };
+                if v.is_some() {
+                    via = v;
+                    break;
+                }
             }
-            let pn = graph.node(p);
-            if matches!(pn.op.as_str(), "Switch" | "RefSwitch" | "Enter" | "RefEnter") {
-                via = Some(pn.name.clone());
-                break;
+            if is_enter(id) {
+                let f = my_frame.clone().unwrap_or_default();
+                let outer = node.inputs.first().and_then(|o| out_frame(o.node, &frame));
+                parent.entry(f.clone()).or_insert(outer);
+                frame_enter.entry(f.clone()).or_insert_with(|| node.name.clone());
+                if let Some(v) = &via {
+                    if !frame_dead.contains_key(&f) {
+                        frame_dead.insert(f.clone(), v.clone());
+                        changed = true;
+                    }
+                }
             }
-            if let Some(v) = &out[p.index()] {
-                via = Some(v.clone());
-                break;
+            if frame[id.index()] != my_frame {
+                frame[id.index()] = my_frame;
+                changed = true;
+            }
+            if dead[id.index()].is_none() && via.is_some() {
+                dead[id.index()] = via;
+                changed = true;
             }
         }
-        out[id.index()] = via;
+        if !changed {
+            break;
+        }
+    }
+    // A root-frame node that feeds a loop (an ancestor of an `Enter`) stays out too: the
+    // cycle detection drops loop back edges, so it cannot see that a cluster holding such a
+    // node and a node after the loop's `Exit` would wait for itself (the loop needs the
+    // first, the second needs the loop). TensorFlow collapses each frame into one
+    // cycle-detection node instead; refusing the loop's producers is the simple sound form.
+    let mut feeds_loop: Vec<Option<String>> = vec![None; n];
+    for &id in order.iter().rev() {
+        if is_enter(id) {
+            let name = graph.node(id).name.clone();
+            for p in graph.predecessors(id) {
+                feeds_loop[p.index()].get_or_insert_with(|| name.clone());
+            }
+        } else if let Some(v) = feeds_loop[id.index()].clone() {
+            for p in graph.predecessors(id) {
+                if !crate::safety::is_back_edge(graph, p, id) {
+                    feeds_loop[p.index()].get_or_insert_with(|| v.clone());
+                }
+            }
+        }
+    }
+    for &id in &order {
+        out[id.index()] = match &frame[id.index()] {
+            Some(f) => Some(frame_enter.get(f).cloned().unwrap_or_else(|| f.clone())),
+            None => dead[id.index()].clone().or_else(|| feeds_loop[id.index()].clone()),
+        };
     }
     out
 }
@@ -355,5 +457,34 @@ mod tests {
             NotCompilable::UntracedHandle { slot: 1 }.to_string(),
             "resource input 1 is not traceable to a VarHandleOp"
         );
+    }
+
+    #[test]
+    fn v1_control_flow_refuses_frames_dead_values_and_loop_producers_only() {
+        let g = autoclust_graph::text::parse(
+            "x = Placeholder() {dtype = float32, shape = shape[]}
+p = Placeholder() {dtype = bool, shape = shape[]}
+pre = Neg(x) {T = float32}
+enter = Enter(pre) {T = float32, frame_name = \"L\"}
+merge = Merge(enter, next) {N = 2, T = float32}
+cond = LoopCond(p)
+sw = Switch(merge, cond) {T = float32}
+body = Neg(sw:1) {T = float32}
+next = NextIteration(body) {T = float32}
+exit = Exit(sw) {T = float32}
+after = Neg(exit) {T = float32}
+sw2 = Switch(after, p) {T = float32}
+branch = Neg(sw2:1) {T = float32}
+unrelated = Neg(x) {T = float32}
+",
+        )
+        .unwrap();
+        let v = v1_control_flow(&g);
+        let of = |n: &str| v[g.find(n).unwrap().index()].clone();
+        assert_eq!(of("pre").as_deref(), Some("enter"), "feeds the loop");
+        assert_eq!(of("body").as_deref(), Some("enter"), "inside the frame");
+        assert_eq!(of("after"), None, "after a top-level loop: always live in the root frame");
+        assert_eq!(of("branch").as_deref(), Some("sw2"), "maybe dead");
+        assert_eq!(of("unrelated"), None);
     }
 }

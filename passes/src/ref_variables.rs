@@ -120,6 +120,16 @@ fn resource_attrs(op: &str, attrs: &Attrs) -> Attrs {
     out
 }
 
+/// The outputs of a v1 control-flow op that forward a reference given as its input 0
+/// (`RefSwitch` both, `RefMerge` its value); `None` for any other op.
+fn ref_control_flow(op: &str) -> Option<&'static [u32]> {
+    match op {
+        "RefEnter" | "RefExit" | "RefNextIteration" | "RefMerge" => Some(&[0]),
+        "RefSwitch" => Some(&[0, 1]),
+        _ => None,
+    }
+}
+
 /// `graph` with its reference variables turned into resource variables (module doc), or `None`
 /// when it has no `VariableV2`.
 pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError> {
@@ -130,12 +140,16 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
     let _span = tracing::debug_span!("ref_to_resource", nodes = graph.len()).entered();
     // The variable (its node) a reference output stands for: a variable's output, or the output
     // of an op that took that variable by reference (Assign returns the reference).
-    let mut ref_of: HashMap<Output, NodeId> = HashMap::new();
+    // With each reference, the output that carries its variable's handle once rewritten: the
+    // variable itself, or a v1 control-flow op forwarding the reference (`RefEnter`, ...),
+    // which becomes its plain form on the handle so the handle enters the loop's frame.
+    let mut ref_of: HashMap<Output, (NodeId, Output)> = HashMap::new();
     let order = graph.topo_order()?;
     for &id in &order {
         let n = graph.node(id);
         if is_var(id) {
-            ref_of.insert(Output { node: id, port: 0 }, id);
+            let o = Output { node: id, port: 0 };
+            ref_of.insert(o, (id, o));
         } else if let Some((_, refs)) = resource_form(&n.op) {
             if let Some(&v) = refs.first().and_then(|&s| n.inputs.get(s)).and_then(|o| ref_of.get(o)) {
                 if n.op != "IsVariableInitialized" {
@@ -145,6 +159,13 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
         } else if n.op == "RefIdentity" {
             if let Some(&v) = n.inputs.first().and_then(|o| ref_of.get(o)) {
                 ref_of.insert(Output { node: id, port: 0 }, v);
+            }
+        } else if let Some(ports) = ref_control_flow(&n.op) {
+            if let Some(&(v, _)) = n.inputs.first().and_then(|o| ref_of.get(o)) {
+                for &port in ports {
+                    let o = Output { node: id, port };
+                    ref_of.insert(o, (v, o));
+                }
             }
         }
     }
@@ -185,19 +206,20 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
             .map(|o| graph.name(o.node).to_string())
             .chain(n.control_inputs.iter().map(|&c| graph.name(c).to_string()))
             .collect();
+        let forwards = ref_control_flow(&n.op).is_some() && n.inputs.first().is_some_and(|o| ref_of.contains_key(o));
         for (slot, o) in n.inputs.iter().enumerate() {
-            let Some(&v) = ref_of.get(o) else {
+            let Some(&(v, h)) = ref_of.get(o) else {
                 node.inputs.push(graph.output_name(*o));
                 continue;
             };
-            let handle = graph.name(v).to_string();
-            if ref_slots.contains(&slot) {
+            let handle = graph.output_name(h);
+            if ref_slots.contains(&slot) || forwards {
                 node.inputs.push(handle);
                 continue;
             }
             // A value use: read the variable when this consumer would dereference it.
             let mut inputs = vec![handle];
-            if o.node != v {
+            if o.node != v && o.node != h.node {
                 inputs.push(format!("^{}", graph.name(o.node)));
             }
             inputs.extend(waits.iter().map(|w| format!("^{w}")));
@@ -219,6 +241,9 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
             node.op = op;
         } else if n.op == "RefIdentity" {
             node.op = "Identity".into();
+        } else if forwards {
+            node.op = n.op.trim_start_matches("Ref").to_string();
+            node.attrs.insert("T".into(), AttrValue::Type(DType::Resource));
         }
         raw.push(node);
     }
@@ -268,5 +293,30 @@ mod tests {
         let waits: Vec<&str> = read.control_inputs.iter().map(|&c| out.name(c)).collect();
         assert!(waits.contains(&"sgd") && waits.contains(&"lr"), "{waits:?}");
         autoclust_graph::verify::verify(&out).unwrap();
+    }
+
+    #[test]
+    fn references_entering_a_loop_frame_carry_the_handle() {
+        // TF1 `while_loop` whose body does `AssignAdd` on a reference variable: the
+        // reference enters the frame through `RefEnter`, which must carry the handle.
+        let g = parse(
+            "c = VariableV2() {dtype = float32, shape = shape[], container = \"\", shared_name = \"\"}\n\
+             one = Const() {dtype = float32, value = float32[]{1.0}}\n\
+             e = RefEnter(c) {T = float32, frame_name = \"L\", is_constant = true}\n\
+             one_e = Enter(one) {T = float32, frame_name = \"L\", is_constant = true}\n\
+             add = AssignAdd(e, one_e) {T = float32, use_locking = false}\n\
+             v = Identity(e) {T = float32}\n",
+        );
+        let out = ref_to_resource(&g).unwrap().unwrap();
+        let node = |n: &str| out.node(out.find(n).unwrap());
+        assert_eq!(node("e").op, "Enter");
+        assert_eq!(node("e").attrs.get("T"), Some(&AttrValue::Type(DType::Resource)));
+        assert_eq!(out.name(node("e").inputs[0].node), "c");
+        assert_eq!(node("add").op, "AssignAddVariableOp");
+        assert_eq!(out.name(node("add").inputs[0].node), "e");
+        // A value use inside the frame reads through the entered handle.
+        let read = out.node(node("v").inputs[0].node);
+        assert_eq!(read.op, "ReadVariableOp");
+        assert_eq!(out.name(read.inputs[0].node), "e");
     }
 }

@@ -30,6 +30,7 @@ use smallvec::SmallVec;
 use crate::bridge;
 use crate::call::{self, Jit};
 use crate::error::{KernelError, RunError};
+use crate::frames::{self, FramePlan};
 use crate::function_call::{self, Instantiations};
 use crate::kernels::resource::{self, StatefulFn};
 use crate::kernels::{self, Inputs, PureFn};
@@ -87,6 +88,10 @@ pub(crate) struct Plan {
     /// (on a clustered training step — snapshot, cluster call, write-back — those cost
     /// two thirds of the step), and the session runs such a plan on the calling thread.
     pub sequential: bool,
+    /// Set when the planned nodes hold TensorFlow 1 control flow (`Switch`, `Merge`,
+    /// `Enter`, ...): the run goes to the frame-aware executor ([`crate::frames`]) and
+    /// the fields above (but `feeds`) are empty.
+    pub frames: Option<Box<FramePlan>>,
 }
 
 /// Whether the expensive nodes of `nodes` (given in topological `order`) form one chain:
@@ -246,6 +251,39 @@ impl Plan {
             let p = plan_index[o.node.index()] as usize;
             out_count[p] = out_count[p].max(o.port + 1);
         }
+        if ids.iter().any(|&id| fed_ports[id.index()].is_empty() && frames::is_v1_control_flow(&graph.node(id).op)) {
+            let fed = |id: NodeId| -> Option<Vec<u32>> {
+                let fed = &fed_ports[id.index()];
+                (!fed.is_empty()).then(|| {
+                    let len = fed.iter().map(|&(p, _)| p as usize + 1).max().unwrap_or(0);
+                    let mut map = vec![u32::MAX; len];
+                    for &(port, k) in fed {
+                        map[port as usize] = k;
+                    }
+                    map
+                })
+            };
+            let max = inst.max_loop_iterations;
+            let mut kernel = |id: NodeId| {
+                let node = graph.node(id);
+                node_kernel(graph, store, jit, id, inst).map_err(|error| RunError::Node {
+                    node: node.name.clone(),
+                    op: node.op.clone(),
+                    error,
+                })
+            };
+            let fp = FramePlan::build(graph, &ids, &plan_index, &fed, &mut kernel, fetches, max)?;
+            return Ok(Plan {
+                nodes: Vec::new(),
+                slot_uses: Vec::new(),
+                fetch_slots: Vec::new(),
+                feeds: feed_specs(graph, feeds),
+                initial_ready: Vec::new(),
+                order: Vec::new(),
+                sequential: true,
+                frames: Some(Box::new(fp)),
+            });
+        }
         let mut out_start = Vec::with_capacity(ids.len());
         let mut total = 0u32;
         for &c in &out_count {
@@ -342,25 +380,29 @@ impl Plan {
                 Ok(_) => RunError::BadRequest { name: String::new(), message: "the planned nodes form a cycle".into() },
             });
         }
-        let feeds = feeds
-            .iter()
-            .map(|&o| {
-                let node = graph.node(o.node);
-                let is_placeholder = node.op == "Placeholder" || node.op == "PlaceholderWithDefault";
-                FeedSpec {
-                    output: o,
-                    dtype: if is_placeholder { node.attr("dtype").and_then(|a| a.as_type()) } else { None },
-                    shape: if is_placeholder {
-                        node.attr("shape").and_then(|a| a.as_shape()).cloned().unwrap_or_default()
-                    } else {
-                        Shape::unknown()
-                    },
-                }
-            })
-            .collect();
+        let feeds = feed_specs(graph, feeds);
         let sequential = expensive_nodes_form_a_chain(&nodes, &order);
-        Ok(Plan { nodes, slot_uses, fetch_slots, feeds, initial_ready, order, sequential })
+        Ok(Plan { nodes, slot_uses, fetch_slots, feeds, initial_ready, order, sequential, frames: None })
     }
+}
+
+fn feed_specs(graph: &Graph, feeds: &[Output]) -> Vec<FeedSpec> {
+    feeds
+        .iter()
+        .map(|&o| {
+            let node = graph.node(o.node);
+            let is_placeholder = node.op == "Placeholder" || node.op == "PlaceholderWithDefault";
+            FeedSpec {
+                output: o,
+                dtype: if is_placeholder { node.attr("dtype").and_then(|a| a.as_type()) } else { None },
+                shape: if is_placeholder {
+                    node.attr("shape").and_then(|a| a.as_shape()).cloned().unwrap_or_default()
+                } else {
+                    Shape::unknown()
+                },
+            }
+        })
+        .collect()
 }
 
 /// The kernel of one node (not fed). `Fed(vec![])` marks an unfed `Placeholder`.
@@ -406,6 +448,9 @@ fn node_kernel(
     }
     if autoclust_graph::effects::may_call_function(node, &graph.library) {
         return Err(KernelError::NoKernel(node.op.clone()));
+    }
+    if let Some(f) = crate::containers::prepare(node)? {
+        return Ok(NodeKernel::Stateful(f));
     }
     if let Some(f) = resource::prepare(node)? {
         return Ok(NodeKernel::Stateful(f));
@@ -462,6 +507,9 @@ impl RunContext<'_> {
     /// Runs the plan; returns the fetched values in fetch order.
     pub fn run(&self, schedule: Schedule<'_>) -> Result<Vec<Tensor>, RunError> {
         let plan = self.plan;
+        if let Some(fp) = &plan.frames {
+            return frames::run(self, fp, schedule);
+        }
         let state = RunState {
             slots: plan.slot_uses.iter().map(|&uses| Mutex::new(Slot { value: None, remaining: uses })).collect(),
         };

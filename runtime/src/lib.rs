@@ -33,8 +33,10 @@
 
 pub mod bridge;
 pub mod call;
+mod containers;
 mod error;
 mod executor;
+mod frames;
 mod function_call;
 pub mod kernels;
 pub mod numpy;

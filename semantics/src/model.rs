@@ -237,6 +237,17 @@ impl<'g> Program<'g> {
         clusters: Option<&[ClusterSpec]>,
     ) -> Result<Program<'g>, SemanticsError> {
         let _span = tracing::debug_span!("semantics_model", nodes = graph.len()).entered();
+        // Frames and dead tensors (TensorFlow 1 control flow) are outside the model: each
+        // node fires exactly once here, which a loop or an untaken branch breaks.
+        if let Some(n) = graph.nodes().iter().find(|n| is_v1_control_flow(&n.op)) {
+            return Err(SemanticsError::Unsupported {
+                node: n.name.clone(),
+                op: n.op.clone(),
+                why: "v1 control flow is not supported by explore; operations in frames and dead \
+                      tensors are not modelled (`autoclust run` executes such graphs)"
+                    .into(),
+            });
+        }
         let topo = graph.topo_order()?;
         let mut position = vec![0usize; graph.len()];
         for (i, n) in topo.iter().enumerate() {
@@ -510,4 +521,23 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
         access[id.index()] = Some(Access { op, var });
     }
     Ok((vars, access))
+}
+
+/// TensorFlow 1 control-flow ops (frames and dead tensors), which the model does not cover.
+fn is_v1_control_flow(op: &str) -> bool {
+    matches!(
+        op,
+        "Switch"
+            | "RefSwitch"
+            | "Merge"
+            | "RefMerge"
+            | "Enter"
+            | "RefEnter"
+            | "Exit"
+            | "RefExit"
+            | "NextIteration"
+            | "RefNextIteration"
+            | "LoopCond"
+            | "ControlTrigger"
+    )
 }
