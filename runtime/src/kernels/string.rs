@@ -484,17 +484,37 @@ fn parse_c_float32(s: &str) -> Option<f32> {
     s.parse::<f32>().ok()
 }
 
+/// A hexadecimal number as strtod reads it: `0x` digits, an optional `.` fraction and an
+/// optional binary exponent `p[+-]N`.
 fn parse_hex(s: &str) -> Option<f64> {
     let (neg, rest) = match s.as_bytes().first()? {
         b'-' => (true, &s[1..]),
         b'+' => (false, &s[1..]),
         _ => (false, s),
     };
-    let digits = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X"))?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+    let body = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X"))?;
+    let (mant, exp) = match body.find(['p', 'P']) {
+        Some(i) => (&body[..i], Some(&body[i + 1..])),
+        None => (body, None),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    if int.is_empty() && frac.is_empty() {
         return None;
     }
-    let x = digits.bytes().fold(0f64, |acc, b| acc * 16.0 + (b as char).to_digit(16).expect("hex digit") as f64);
+    let digit = |b: u8| (b as char).to_digit(16).map(f64::from);
+    let mut x = 0f64;
+    for b in int.bytes() {
+        x = x * 16.0 + digit(b)?;
+    }
+    let mut scale = 1.0 / 16.0;
+    for b in frac.bytes() {
+        x += digit(b)? * scale;
+        scale /= 16.0;
+    }
+    if let Some(e) = exp {
+        let e: i32 = e.parse().ok()?;
+        x *= 2f64.powi(e);
+    }
     Some(if neg { -x } else { x })
 }
 
@@ -999,6 +1019,9 @@ mod tests {
         assert_eq!(out[0].as_f32().unwrap(), &[1.5, 2.0, 1000.0, 16.0, 3.0, 4.0, f32::INFINITY]);
         let e = run(&n, &[s(&["abc"])]).unwrap_err();
         assert_eq!(e.to_string(), "StringToNumberOp could not correctly convert string: abc");
+        let o = run(&n, &[s(&["infinity", "0X1A", "0x1p3", "-0x1.8p-1"])]).unwrap();
+        assert_eq!(o[0].as_f32().unwrap(), &[f32::INFINITY, 26.0, 8.0, -0.75]);
+        assert_eq!(run(&n, &[s(&["-INF", "NaN"])]).unwrap()[0].as_f32().unwrap()[0], f32::NEG_INFINITY);
         let n = node("StringToNumber", &[("out_type", AttrValue::Type(DType::Int32))]);
         assert!(run(&n, &[s(&["1.5"])]).is_err());
         assert!(run(&n, &[s(&["99999999999"])]).is_err());
