@@ -24,7 +24,8 @@ Fixtures:
   StringFormat of a 5x6 float tensor with summarize=2 and of a 2x3x4 int tensor, StringJoin with
   a scalar broadcast, Substr (scalar, vector and negative pos; UTF8_CHAR), StringLength (BYTE and
   UTF8_CHAR), StringSplitV2 (a separator, whitespace, maxsplit), StaticRegexReplace (global with
-  groups, first only), Equal/NotEqual on strings; on a fed string vector and string constants.
+  groups, first only), ReduceJoin (one axis, two axes in a given order with keepdims, all axes),
+  Equal/NotEqual on strings; on a fed string vector and string constants.
 """
 
 import json
@@ -167,6 +168,10 @@ def strings_ops():
                 tf.identity(o, name=f"{nm}_{k}")
         s.regex_replace(words, "([a-z])([a-z])", "<\\2\\1>", name="regex_global")
         s.regex_replace(words, "[aeiou]", "_", replace_global=False, name="regex_first")
+        grid = tf.reshape(words, [2, 2])
+        tf.identity(s.reduce_join(grid, axis=1, separator="+"), name="reduce_join_1")
+        tf.identity(s.reduce_join(grid, axis=[1, 0], keepdims=True, separator="|"), name="reduce_join_10")
+        tf.identity(s.reduce_join(grid), name="reduce_join_all")
         tf.equal(words, tf.constant("b c"), name="eq")
         tf.not_equal(words, tf.constant(["ab", "x", "b c", "d"]), name="ne")
     feeds = {
@@ -177,14 +182,15 @@ def strings_ops():
     gd = export(g, OUT, "strings_ops")
     ops = {n.op for n in gd.node}
     for op in ["AsString", "StringToNumber", "StringFormat", "StringJoin", "Substr", "StringLength", "StringSplitV2",
-               "StaticRegexReplace", "Equal", "NotEqual"]:
+               "StaticRegexReplace", "ReduceJoin", "Equal", "NotEqual"]:
         assert op in ops, f"strings_ops: expected a {op} node"
     fetch = ["as_default:0", "as_prec2:0", "as_sci:0", "as_shortest:0", "as_zero_fill:0", "as_left:0", "as_space:0",
              "as_f64:0", "as_int:0", "as_int64:0", "as_bool:0", "round_trip_f32:0", "round_trip_f64:0",
              "round_trip_i32:0", "to_i64:0", "fmt_2d:0", "fmt_3d:0", "fmt_words:0", "join:0", "substr:0",
              "substr_vec:0", "substr_neg:0", "substr_utf8:0", "len_bytes:0", "len_chars:0"]
     fetch += [f"{nm}_{k}:0" for nm in ["split_comma", "split_space", "split_max"] for k in range(3)]
-    fetch += ["regex_global:0", "regex_first:0", "eq:0", "ne:0"]
+    fetch += ["regex_global:0", "regex_first:0", "reduce_join_1:0", "reduce_join_10:0", "reduce_join_all:0", "eq:0",
+              "ne:0"]
     write_string_fixture("strings_ops", gd, feeds, string_feeds, fetch, [])
 
 

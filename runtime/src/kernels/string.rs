@@ -8,7 +8,7 @@
 //! (stateful: it writes when it runs, so the order of prints is the order the graph's edges
 //! impose), `StringJoin`, `Substr`, `StringLength`, `StringSplitV2`, `StaticRegexReplace` (the
 //! `regex` crate standing in for RE2; `\0`..`\9` in the rewrite name groups as in RE2) and
-//! `Equal`/`NotEqual` on strings (broadcasting). Every rule and error message was checked
+//! `Equal`/`NotEqual` on strings (broadcasting), and `ReduceJoin` (`tf.strings.reduce_join`). Every rule and error message was checked
 //! against TensorFlow 2.21 (testdata/tf/make_fixtures_strings.py).
 
 use std::io::Write as _;
@@ -88,6 +88,14 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "StringJoin" => {
             let sep = attr_bytes_or(node, "separator", b"")?;
             Box::new(move |inp: Inputs| one(string_join(&inp, &sep)?))
+        }
+        "ReduceJoin" => {
+            let keep_dims = attr_bool_or(node, "keep_dims", false)?;
+            let sep = attr_bytes_or(node, "separator", b"")?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                one(reduce_join(&inp[0], &super::int_values(&inp[1], "reduction_indices")?, keep_dims, &sep)?)
+            })
         }
         "Substr" => {
             let utf8 = unit_is_utf8(node)?;
@@ -741,6 +749,69 @@ fn string_join(inp: &Inputs, sep: &[u8]) -> KResult<Tensor> {
     Ok(str_tensor(shape, out))
 }
 
+// ---------------------------------------------------------------- ReduceJoin
+
+/// `ReduceJoin`: joins along `axes`, the first listed axis varying fastest (TensorFlow's order);
+/// no axes: the input unchanged.
+fn reduce_join(t: &Tensor, axes: &[i64], keep_dims: bool, sep: &[u8]) -> KResult<Tensor> {
+    let v = strings(t, "inputs")?;
+    let rank = t.rank();
+    let mut red: Vec<usize> = Vec::with_capacity(axes.len());
+    for &a in axes {
+        let d = if a < 0 { a + rank as i64 } else { a };
+        if d < 0 || d >= rank as i64 {
+            return Err(KernelError::invalid(format!(
+                "Invalid reduction dimension {a} for input with {rank} dimension(s)"
+            )));
+        }
+        if red.contains(&(d as usize)) {
+            return Err(KernelError::invalid(format!("Duplicate reduction dimension {d}")));
+        }
+        red.push(d as usize);
+    }
+    let kept: Vec<usize> = (0..rank).filter(|d| !red.contains(d)).collect();
+    let st = super::strides(&t.shape);
+    let out_shape: Vec<usize> = if keep_dims {
+        (0..rank).map(|d| if red.contains(&d) { 1 } else { t.shape[d] }).collect()
+    } else {
+        kept.iter().map(|&d| t.shape[d]).collect()
+    };
+    let kept_shape: Vec<usize> = kept.iter().map(|&d| t.shape[d]).collect();
+    let n_out: usize = kept_shape.iter().product();
+    let n_red: usize = red.iter().map(|&d| t.shape[d]).product();
+    let mut out = Vec::with_capacity(n_out);
+    let mut kidx = vec![0usize; kept.len()];
+    for _ in 0..n_out {
+        let base: usize = kidx.iter().zip(&kept).map(|(&i, &d)| i * st[d]).sum();
+        let mut ridx = vec![0usize; red.len()];
+        let mut s = Vec::new();
+        for k in 0..n_red {
+            if k > 0 {
+                s.extend_from_slice(sep);
+            }
+            let off: usize = base + ridx.iter().zip(&red).map(|(&i, &d)| i * st[d]).sum::<usize>();
+            s.extend_from_slice(&v[off]);
+            // The first listed axis varies fastest.
+            for (j, &d) in red.iter().enumerate() {
+                ridx[j] += 1;
+                if ridx[j] < t.shape[d] {
+                    break;
+                }
+                ridx[j] = 0;
+            }
+        }
+        out.push(s);
+        for j in (0..kept.len()).rev() {
+            kidx[j] += 1;
+            if kidx[j] < kept_shape[j] {
+                break;
+            }
+            kidx[j] = 0;
+        }
+    }
+    Ok(str_tensor(out_shape, out))
+}
+
 // ---------------------------------------------------------------- Substr
 
 /// The byte offset of the `k`-th UTF-8 character of `s` (`s.len()` past the end).
@@ -1097,6 +1168,29 @@ mod tests {
             ],
         );
         assert_eq!(texts(&run(&n, &[s(&["aa bb"])]).unwrap()[0]), ["Xa bb"]);
+    }
+
+    #[test]
+    fn reduce_join_orders_as_tensorflow() {
+        let x =
+            Tensor::from_strings(vec![2, 3], ["a", "b", "c", "d", "e", "f"].map(|c| c.as_bytes().to_vec()).to_vec())
+                .unwrap();
+        let rj = |axes: Vec<i32>, keep: bool| {
+            let n =
+                node("ReduceJoin", &[("keep_dims", AttrValue::B(keep)), ("separator", AttrValue::S(b"-".to_vec()))]);
+            let k = axes.len();
+            run(&n, &[x.clone(), Tensor::from_i32(vec![k], axes).unwrap()]).map(|o| (o[0].shape.clone(), texts(&o[0])))
+        };
+        assert_eq!(rj(vec![0], false).unwrap(), (vec![3], vec!["a-d".into(), "b-e".into(), "c-f".into()]));
+        assert_eq!(rj(vec![-1], true).unwrap(), (vec![2, 1], vec!["a-b-c".into(), "d-e-f".into()]));
+        assert_eq!(rj(vec![0, 1], true).unwrap(), (vec![1, 1], vec!["a-d-b-e-c-f".to_string()]));
+        assert_eq!(rj(vec![1, 0], false).unwrap(), (vec![], vec!["a-b-c-d-e-f".to_string()]));
+        assert_eq!(rj(vec![], false).unwrap().1.len(), 6);
+        assert_eq!(rj(vec![0, 0], false).unwrap_err().to_string(), "Duplicate reduction dimension 0");
+        assert_eq!(
+            rj(vec![2], false).unwrap_err().to_string(),
+            "Invalid reduction dimension 2 for input with 2 dimension(s)"
+        );
     }
 
     #[test]

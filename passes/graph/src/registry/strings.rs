@@ -1,6 +1,6 @@
 //! Schemas of the string ops `tf.print` and `tf.strings` emit (`string_ops.cc`,
 //! `logging_ops.cc`): `AsString`, `StringToNumber`, `StringFormat`, `PrintV2` (stateful, no
-//! outputs), `StringJoin`, `Substr`, `StringLength`, `StringSplitV2` and `StaticRegexReplace`.
+//! outputs), `StringJoin`, `Substr`, `StringLength`, `StringSplitV2`, `StaticRegexReplace` and `ReduceJoin`.
 //! Their string outputs are `DType::String`, which no cluster accepts (the compilable check
 //! refuses every string-typed input or output), so they always run in the plain kernels.
 
@@ -61,6 +61,34 @@ fn string_join(c: &InferCtx<'_>) -> Shapes {
         }
     }
     Ok(vec![out])
+}
+
+/// `ReduceJoin`: the input's shape less the reduced axes (kept as 1 with `keep_dims`), when
+/// the axes are known; an empty axis list reduces nothing.
+fn reduce_join(c: &InferCtx<'_>) -> Shapes {
+    let (Some(dims), Some(axes)) = (c.shape(0).dims.as_ref(), c.known_value(1)) else {
+        return Ok(vec![Shape::unknown()]);
+    };
+    let rank = dims.len() as i64;
+    let mut red = Vec::new();
+    for a in axes {
+        let d = if a < 0 { a + rank } else { a };
+        if d < 0 || d >= rank {
+            return Err(format!("Invalid reduction dimension {a} for input with {rank} dimension(s)"));
+        }
+        red.push(d as usize);
+    }
+    let keep = c.attr_bool("keep_dims", false);
+    let out = dims
+        .iter()
+        .enumerate()
+        .filter_map(|(d, &n)| match (red.contains(&d), keep) {
+            (false, _) => Some(n),
+            (true, true) => Some(Some(1)),
+            (true, false) => None,
+        })
+        .collect();
+    Ok(vec![Shape::with_dims(out)])
 }
 
 /// `Substr`: `input` broadcast with `pos` (`pos` and `len` alike).
@@ -142,6 +170,13 @@ pub(super) const OPS: &[OpSchema] = &[
         &[a("output", STR)],
         &[req("N", AttrKind::Int), opt("separator", AttrKind::String)],
         string_join,
+    ),
+    op(
+        "ReduceJoin",
+        &[a("inputs", STR), a("reduction_indices", TypeRule::Fixed(Int32))],
+        &[a("output", STR)],
+        &[bdef("keep_dims", false), opt("separator", AttrKind::String)],
+        reduce_join,
     ),
     op(
         "Substr",
