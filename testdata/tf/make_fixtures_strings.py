@@ -26,6 +26,9 @@ Fixtures:
   UTF8_CHAR), StringSplitV2 (a separator, whitespace, maxsplit), StaticRegexReplace (global with
   groups, first only), ReduceJoin (one axis, two axes in a given order with keepdims, all axes),
   Equal/NotEqual on strings; on a fed string vector and string constants.
+- strings_tf2_print: a TF2 function graph (tf.function's concrete function) with three tf.print
+  calls that automatic control dependencies chain (the last prints a ReduceJoin of AsString), run
+  with its final NoOp as the target: the prints come out in program order.
 """
 
 import json
@@ -194,6 +197,26 @@ def strings_ops():
     write_string_fixture("strings_ops", gd, feeds, string_feeds, fetch, [])
 
 
+def strings_tf2_print():
+    @tf.function
+    def f(x):
+        tf.print("start", x)
+        y = x * 2.0
+        tf.print("y =", y, summarize=1, output_stream=sys.stderr)
+        tf.print(tf.strings.reduce_join(tf.strings.as_string(y, precision=1), separator=";"), end=".\n")
+        return y + 1.0
+
+    cf = f.get_concrete_function(tf.TensorSpec([3], tf.float32, name="x"))
+    gd = export(cf.graph.as_graph_def(), OUT, "strings_tf2_print")
+    ops = [n.op for n in gd.node]
+    assert ops.count("PrintV2") == 3 and "ReduceJoin" in ops, ops
+    # The function's outputs and its control outputs (the prints, through the final NoOp).
+    target = [n.name for n in gd.node if n.op == "NoOp"]
+    write_string_fixture("strings_tf2_print", gd, {"x": np.array([1.0, 2.5, -3.0], np.float32)}, {},
+                         [cf.outputs[0].name], target)
+
+
 if __name__ == "__main__":
     strings_print()
     strings_ops()
+    strings_tf2_print()
