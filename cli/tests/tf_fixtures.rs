@@ -263,3 +263,52 @@ fn tensorflow_fixtures_match() {
     }
     assert!(failures.is_empty(), "{} of {ran} fixture runs differ:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// `PrintV2` output order follows the graph's edges whatever the schedule: every fixture
+/// with an `expected_stderr` prints exactly TensorFlow's text under several seeded-random
+/// schedules and with several threads.
+#[test]
+fn prints_follow_control_edges_under_any_schedule() {
+    let d = dir();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&d).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let Some(want) = m["expected_stderr"].as_str().filter(|s| !s.is_empty()) else { continue };
+        let mut args: Vec<String> = vec!["run".into(), d.join(m["graph"].as_str().unwrap()).display().to_string()];
+        if let Some(f) = m["feeds"].as_str() {
+            args.extend(["--feeds".into(), d.join(f).display().to_string()]);
+        }
+        if let Some(feeds) = m["string_feeds"].as_object() {
+            for (name, t) in feeds {
+                args.extend(["--feed".into(), format!("{name}={t}")]);
+            }
+        }
+        for (flag, key) in [("--fetch", "fetch"), ("--target", "target")] {
+            let list: Vec<&str> = m[key].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+            if !list.is_empty() {
+                args.extend([flag.into(), list.join(",")]);
+            }
+        }
+        args.push("--json".into());
+        let modes: Vec<Vec<String>> = (1..=4)
+            .map(|s| vec!["--no-cluster".to_string(), "--schedule-seed".into(), s.to_string()])
+            .chain([
+                vec!["--threads".to_string(), "4".into()],
+                vec!["--no-cluster".into(), "--threads".into(), "4".into()],
+            ])
+            .collect();
+        for extra in modes {
+            let res = Command::new(env!("CARGO_BIN_EXE_autoclust")).args(&args).args(&extra).output().unwrap();
+            assert!(res.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&res.stderr));
+            let stderr = String::from_utf8_lossy(&res.stderr);
+            let printed: String = stderr.split_inclusive('\n').filter(|l| !l.starts_with("note: ")).collect();
+            assert_eq!(printed, want, "{} with {extra:?}", path.display());
+        }
+        checked += 1;
+    }
+    assert!(checked >= 2, "only {checked} fixtures print");
+}
