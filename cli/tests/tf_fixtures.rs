@@ -13,6 +13,12 @@
 //! an unclustered run fails here. `AUTOCLUST_BLESS=1` rewrites the records
 //! from what the current build does (review the diff: it is the claim).
 //!
+//! String tensors (no safetensors dtype) use three more manifest fields:
+//! `string_feeds` (each given as `--feed NAME=JSON`), `expected_strings` (string
+//! fetches, compared exactly; such a fixture is fetched with `--json` instead of
+//! `--out`) and `expected_stderr` (what TensorFlow's `PrintV2` ops printed, compared
+//! with the run's stderr less its `note:` lines).
+//!
 //! Differential guard for the graph-optimization pipeline (`opt --passes
 //! default`): every fixture also runs with `--no-optimize` in both modes, and
 //! all four runs must match TensorFlow's results (the cluster record is
@@ -76,7 +82,17 @@ fn run_fixture(manifest: &Path, clustered: bool, optimize: bool) -> Result<(), S
     let list = |key: &str| -> Vec<String> {
         m[key].as_array().map(|a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect()).unwrap_or_default()
     };
-    let (fetch, target) = (list("fetch"), list("target"));
+    let (mut fetch, target) = (list("fetch"), list("target"));
+    if let Some(feeds) = m["string_feeds"].as_object() {
+        for (name, t) in feeds {
+            args.push("--feed".into());
+            args.push(format!("{name}={t}"));
+        }
+    }
+    let strings = m["expected_strings"].as_object().filter(|o| !o.is_empty());
+    if let Some(strings) = strings {
+        fetch.extend(strings.keys().cloned());
+    }
     if !fetch.is_empty() {
         args.push("--fetch".into());
         args.push(fetch.join(","));
@@ -87,7 +103,12 @@ fn run_fixture(manifest: &Path, clustered: bool, optimize: bool) -> Result<(), S
     }
     args.push("--steps".into());
     args.push(m["steps"].as_u64().unwrap_or(1).to_string());
-    args.extend(["--out".into(), out.display().to_string(), "--save-vars".into(), saved.display().to_string()]);
+    if strings.is_some() {
+        args.push("--json".into());
+    } else {
+        args.extend(["--out".into(), out.display().to_string()]);
+    }
+    args.extend(["--save-vars".into(), saved.display().to_string()]);
     let res = Command::new(env!("CARGO_BIN_EXE_autoclust")).args(&args).output().unwrap();
     if !res.status.success() {
         return Err(format!("run failed: {}", String::from_utf8_lossy(&res.stderr)));
@@ -102,7 +123,38 @@ fn run_fixture(manifest: &Path, clustered: bool, optimize: bool) -> Result<(), S
     } else if clustered && notes.iter().any(|n| n.contains("unoptimized")) {
         return Err(format!("optimization fell back: {notes:?}"));
     }
-    let got_f = read_safetensors(&std::fs::read(&out).unwrap()).unwrap();
+    if let Some(want) = m["expected_stderr"].as_str() {
+        let printed: String = stderr.split_inclusive('\n').filter(|l| !l.starts_with("note: ")).collect();
+        if printed != want {
+            return Err(format!("stderr: got {printed:?}, TensorFlow printed {want:?}"));
+        }
+    }
+    let got_f = match strings {
+        None => read_safetensors(&std::fs::read(&out).unwrap()).unwrap(),
+        Some(strings) => {
+            let json: serde_json::Value =
+                serde_json::from_slice(&res.stdout).map_err(|e| format!("run --json: {e}"))?;
+            let mut got = Vec::new();
+            for (name, t) in json["fetches"].as_object().ok_or("run --json: no fetches")? {
+                let dtype = autoclust_graph::DType::from_name(t["dtype"].as_str().unwrap_or("")).unwrap();
+                if let Some(want) = strings.get(name) {
+                    let data: Vec<&str> = t["data"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+                    let want_data: Vec<&str> =
+                        want["data"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+                    if t["shape"] != want["shape"] || data != want_data {
+                        return Err(format!(
+                            "{name}: got {} {data:?}, TensorFlow gave {} {want_data:?}",
+                            t["shape"], want["shape"]
+                        ));
+                    }
+                    continue;
+                }
+                let t = autoclust_runtime::tensor_io::tensor_from_json(&t.to_string(), dtype).unwrap();
+                got.push((name.clone(), t));
+            }
+            got
+        }
+    };
     let got_v = read_safetensors(&std::fs::read(&saved).unwrap()).unwrap();
     if m["racy"].as_bool().unwrap_or(false) {
         let outcomes = m["outcomes"].as_array().ok_or("racy fixture without outcomes")?;
@@ -145,6 +197,7 @@ fn check_cluster_record(
     while i < run_args.len() {
         match run_args[i].as_str() {
             "--out" | "--save-vars" | "--steps" => i += 2,
+            "--json" => i += 1,
             a => {
                 args.push(a.to_string());
                 i += 1;
@@ -191,6 +244,10 @@ fn tensorflow_fixtures_match() {
     let mut ran = 0;
     for m in &manifests {
         let stem = m.file_stem().unwrap().to_string_lossy().to_string();
+        // `AUTOCLUST_FIXTURES=strings` runs only the fixtures whose name contains it.
+        if std::env::var("AUTOCLUST_FIXTURES").is_ok_and(|f| !stem.contains(&f)) {
+            continue;
+        }
         if let Some((_, why)) = UNSUPPORTED.iter().find(|(n, _)| *n == stem) {
             eprintln!("skipping {stem}: {why}");
             continue;
@@ -205,4 +262,53 @@ fn tensorflow_fixtures_match() {
         }
     }
     assert!(failures.is_empty(), "{} of {ran} fixture runs differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// `PrintV2` output order follows the graph's edges whatever the schedule: every fixture
+/// with an `expected_stderr` prints exactly TensorFlow's text under several seeded-random
+/// schedules and with several threads.
+#[test]
+fn prints_follow_control_edges_under_any_schedule() {
+    let d = dir();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&d).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let Some(want) = m["expected_stderr"].as_str().filter(|s| !s.is_empty()) else { continue };
+        let mut args: Vec<String> = vec!["run".into(), d.join(m["graph"].as_str().unwrap()).display().to_string()];
+        if let Some(f) = m["feeds"].as_str() {
+            args.extend(["--feeds".into(), d.join(f).display().to_string()]);
+        }
+        if let Some(feeds) = m["string_feeds"].as_object() {
+            for (name, t) in feeds {
+                args.extend(["--feed".into(), format!("{name}={t}")]);
+            }
+        }
+        for (flag, key) in [("--fetch", "fetch"), ("--target", "target")] {
+            let list: Vec<&str> = m[key].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+            if !list.is_empty() {
+                args.extend([flag.into(), list.join(",")]);
+            }
+        }
+        args.push("--json".into());
+        let modes: Vec<Vec<String>> = (1..=4)
+            .map(|s| vec!["--no-cluster".to_string(), "--schedule-seed".into(), s.to_string()])
+            .chain([
+                vec!["--threads".to_string(), "4".into()],
+                vec!["--no-cluster".into(), "--threads".into(), "4".into()],
+            ])
+            .collect();
+        for extra in modes {
+            let res = Command::new(env!("CARGO_BIN_EXE_autoclust")).args(&args).args(&extra).output().unwrap();
+            assert!(res.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&res.stderr));
+            let stderr = String::from_utf8_lossy(&res.stderr);
+            let printed: String = stderr.split_inclusive('\n').filter(|l| !l.starts_with("note: ")).collect();
+            assert_eq!(printed, want, "{} with {extra:?}", path.display());
+        }
+        checked += 1;
+    }
+    assert!(checked >= 2, "only {checked} fixtures print");
 }

@@ -2,7 +2,10 @@
 //! float64, int32, int64 and bool (safetensors' `BOOL`, one byte each), small
 //! JSON values for `--feed NAME=JSON` (a number or nested lists, typed by the
 //! placeholder), and the JSON form `{"dtype", "shape", "data"}` with `data`
-//! flat in row-major order. Floats print in Rust's shortest round-trip form;
+//! flat in row-major order. String tensors (no safetensors dtype) travel only as JSON: a
+//! `--feed` of JSON strings (or nested lists of them), `"dtype": "string"` in the output, each
+//! element as a JSON string (bytes that are not UTF-8 replaced by U+FFFD); writing one to a
+//! safetensors file is an error that says so. Floats print in Rust's shortest round-trip form;
 //! non-finite floats print as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
 
 use std::fmt::Write as _;
@@ -17,6 +20,9 @@ pub enum TensorIoError {
     Safetensors(String),
     #[error("tensor '{name}': unsupported dtype {dtype}")]
     DType { name: String, dtype: String },
+    /// A string tensor bound for a safetensors file, which has no string dtype.
+    #[error("tensor '{0}' is a string tensor, and safetensors has no string dtype: fetch it with --json")]
+    StringTensor(String),
     #[error("invalid JSON: {0}")]
     Json(String),
     #[error("{0}")]
@@ -51,6 +57,9 @@ fn le_bytes(t: &Tensor) -> Option<Vec<u8>> {
 pub fn write_safetensors(tensors: &[(String, Tensor)]) -> Result<Vec<u8>, TensorIoError> {
     let mut owned = Vec::with_capacity(tensors.len());
     for (name, t) in tensors {
+        if t.dtype == DType::String {
+            return Err(TensorIoError::StringTensor(name.clone()));
+        }
         let dtype =
             st_dtype(t.dtype).ok_or_else(|| TensorIoError::DType { name: name.clone(), dtype: t.dtype.name() })?;
         let bytes = le_bytes(t).ok_or_else(|| TensorIoError::DType { name: name.clone(), dtype: t.dtype.name() })?;
@@ -211,6 +220,15 @@ fn build(dtype: DType, shape: Vec<usize>, flat: &[&serde_json::Value]) -> Result
                 })
                 .collect::<Result<_, _>>()?,
         ),
+        DType::String => Tensor::from_strings(
+            shape,
+            flat.iter()
+                .map(|v| match v {
+                    serde_json::Value::String(s) => Ok(s.as_bytes().to_vec()),
+                    other => Err(TensorIoError::Value(format!("not a string: {other}"))),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
         d => return Err(TensorIoError::DType { name: String::new(), dtype: d.name() }),
     }
     .map_err(bad)
@@ -321,6 +339,22 @@ pub fn tensors_to_json_object(tensors: &[(String, Tensor)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_travel_as_json_only() {
+        let t = tensor_from_json(r#"[["a", "b\"c"], ["", "é"]]"#, DType::String).unwrap();
+        assert_eq!(t.shape, [2, 2]);
+        assert_eq!(tensor_to_json(&t), r#"{"dtype": "string", "shape": [2, 2], "data": ["a", "b\"c", "", "é"]}"#);
+        let t2 =
+            tensor_from_json(r#"{"dtype": "string", "shape": [4], "data": ["a", "b\"c", "", "é"]}"#, DType::String)
+                .unwrap();
+        assert_eq!(t2.num_elements(), 4);
+        assert!(tensor_from_json("[1, 2]", DType::String).is_err());
+        assert_eq!(
+            write_safetensors(&[("s:0".into(), t)]).unwrap_err().to_string(),
+            "tensor 's:0' is a string tensor, and safetensors has no string dtype: fetch it with --json"
+        );
+    }
 
     #[test]
     fn safetensors_round_trip_all_dtypes() {

@@ -32,6 +32,7 @@ pub mod random;
 pub(crate) mod reduce;
 pub mod resource;
 pub(crate) mod shape_ops;
+pub(crate) mod string;
 
 /// A kernel's inputs, owned so that a unique buffer can be reused in place.
 pub type Inputs = SmallVec<[Tensor; 4]>;
@@ -62,6 +63,10 @@ pub fn has_pure_kernel(op: &str) -> bool {
 
 /// Prepares the kernel of a stateless op.
 pub fn prepare(node: &Node) -> KResult<PureFn> {
+    // First: `Equal`/`NotEqual` on strings are wrapped around the elementwise kernels.
+    if let Some(f) = string::prepare(node)? {
+        return Ok(f);
+    }
     if let Some(f) = elementwise::prepare(node)? {
         return Ok(f);
     }

@@ -19,6 +19,7 @@ mod nn;
 mod ops;
 mod shapes;
 mod strided;
+mod strings;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -247,7 +248,7 @@ impl InferCtx<'_> {
 
 /// The schema tables, one per op area. A later table never redefines an op of an earlier one
 /// (checked by a unit test).
-const TABLES: &[&[OpSchema]] = &[ops::OPS, array_extra::OPS, nn::OPS, calls::OPS];
+const TABLES: &[&[OpSchema]] = &[ops::OPS, array_extra::OPS, nn::OPS, calls::OPS, strings::OPS];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {
     static INDEX: OnceLock<HashMap<&'static str, &'static OpSchema>> = OnceLock::new();

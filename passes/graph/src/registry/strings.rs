@@ -1,0 +1,212 @@
+//! Schemas of the string ops `tf.print` and `tf.strings` emit (`string_ops.cc`,
+//! `logging_ops.cc`): `AsString`, `StringToNumber`, `StringFormat`, `PrintV2` (stateful, no
+//! outputs), `StringJoin`, `Substr`, `StringLength`, `StringSplitV2`, `StaticRegexReplace` and `ReduceJoin`.
+//! Their string outputs are `DType::String`, which no cluster accepts (the compilable check
+//! refuses every string-typed input or output), so they always run in the plain kernels.
+
+use super::shapes::{none, same_as_0};
+use super::{broadcast_shapes, merge_shapes, ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema};
+use super::{ShapeFn, TypeRule};
+use crate::DType::{self, Bool, Float32, Float64, Int16, Int32, Int64, Int8, String as Str};
+use crate::Shape;
+
+type Shapes = Result<Vec<Shape>, String>;
+
+const STR: TypeRule = TypeRule::Fixed(Str);
+const AS_STRING_TYPES: &[DType] = &[Float32, Float64, Int8, Int16, Int32, Int64, Bool];
+const TO_NUMBER_TYPES: &[DType] = &[Float32, Float64, Int32, Int64];
+const INDEX: &[DType] = &[Int32, Int64];
+
+const fn a(name: &'static str, ty: TypeRule) -> ArgSpec {
+    ArgSpec { name, ty, number_attr: None }
+}
+const fn opt(name: &'static str, kind: AttrKind) -> AttrSpec {
+    AttrSpec { name, kind, default: AttrDefault::Optional, allowed: None }
+}
+const fn req(name: &'static str, kind: AttrKind) -> AttrSpec {
+    AttrSpec { name, kind, default: AttrDefault::Required, allowed: None }
+}
+const fn idef(name: &'static str, d: i64) -> AttrSpec {
+    AttrSpec { name, kind: AttrKind::Int, default: AttrDefault::Int(d), allowed: None }
+}
+const fn bdef(name: &'static str, d: bool) -> AttrSpec {
+    AttrSpec { name, kind: AttrKind::Bool, default: AttrDefault::Bool(d), allowed: None }
+}
+const fn op(
+    name: &'static str,
+    inputs: &'static [ArgSpec],
+    outputs: &'static [ArgSpec],
+    attrs: &'static [AttrSpec],
+    shape_fn: ShapeFn,
+) -> OpSchema {
+    OpSchema { name, family: OpFamily::Shape, inputs, outputs, attrs, is_stateful: false, shape_fn, value_fn: None }
+}
+
+fn scalar_out(_: &InferCtx<'_>) -> Shapes {
+    Ok(vec![Shape::scalar()])
+}
+
+/// `StringJoin`: the common shape of the non-scalar inputs (all scalars: a scalar).
+fn string_join(c: &InferCtx<'_>) -> Shapes {
+    let mut out = Shape::scalar();
+    for i in c.inputs {
+        match i.shape.rank() {
+            Some(0) => {}
+            None => {
+                if out.rank() == Some(0) {
+                    out = Shape::unknown();
+                }
+            }
+            Some(_) => out = if out.rank() == Some(0) { i.shape.clone() } else { merge_shapes(&out, i.shape)? },
+        }
+    }
+    Ok(vec![out])
+}
+
+/// `ReduceJoin`: the input's shape less the reduced axes (kept as 1 with `keep_dims`), when
+/// the axes are known; an empty axis list reduces nothing.
+fn reduce_join(c: &InferCtx<'_>) -> Shapes {
+    let (Some(dims), Some(axes)) = (c.shape(0).dims.as_ref(), c.known_value(1)) else {
+        return Ok(vec![Shape::unknown()]);
+    };
+    let rank = dims.len() as i64;
+    let mut red = Vec::new();
+    for a in axes {
+        let d = if a < 0 { a + rank } else { a };
+        if d < 0 || d >= rank {
+            return Err(format!("Invalid reduction dimension {a} for input with {rank} dimension(s)"));
+        }
+        red.push(d as usize);
+    }
+    let keep = c.attr_bool("keep_dims", false);
+    let out = dims
+        .iter()
+        .enumerate()
+        .filter_map(|(d, &n)| match (red.contains(&d), keep) {
+            (false, _) => Some(n),
+            (true, true) => Some(Some(1)),
+            (true, false) => None,
+        })
+        .collect();
+    Ok(vec![Shape::with_dims(out)])
+}
+
+/// `Substr`: `input` broadcast with `pos` (`pos` and `len` alike).
+fn substr(c: &InferCtx<'_>) -> Shapes {
+    merge_shapes(c.shape(1), c.shape(2)).map_err(|e| format!("pos and len must have the same shape: {e}"))?;
+    Ok(vec![broadcast_shapes(c.shape(0), c.shape(1))?])
+}
+
+/// `StringSplitV2`: a vector in; indices `[?, 2]`, values `[?]`, dense shape `[2]`.
+fn string_split(c: &InferCtx<'_>) -> Shapes {
+    if c.shape(0).rank().is_some_and(|r| r != 1) {
+        return Err(format!("input must be a vector, but has shape {}", c.shape(0)));
+    }
+    if c.shape(1).rank().is_some_and(|r| r != 0) {
+        return Err(format!("sep must be a scalar, but has shape {}", c.shape(1)));
+    }
+    Ok(vec![Shape::with_dims(vec![None, Some(2)]), Shape::with_dims(vec![None]), Shape::known(&[2])])
+}
+
+pub(super) const OPS: &[OpSchema] = &[
+    op(
+        "AsString",
+        &[a("input", TypeRule::Attr("T"))],
+        &[a("output", STR)],
+        &[
+            AttrSpec {
+                name: "T",
+                kind: AttrKind::Type,
+                default: AttrDefault::Required,
+                allowed: Some(AS_STRING_TYPES),
+            },
+            idef("precision", -1),
+            bdef("scientific", false),
+            bdef("shortest", false),
+            idef("width", -1),
+            opt("fill", AttrKind::String),
+        ],
+        same_as_0,
+    ),
+    op(
+        "StringToNumber",
+        &[a("string_tensor", STR)],
+        &[a("output", TypeRule::Attr("out_type"))],
+        &[AttrSpec {
+            name: "out_type",
+            kind: AttrKind::Type,
+            default: AttrDefault::Type(Float32),
+            allowed: Some(TO_NUMBER_TYPES),
+        }],
+        same_as_0,
+    ),
+    op(
+        "StringFormat",
+        &[a("inputs", TypeRule::ListAttr("T"))],
+        &[a("output", STR)],
+        &[
+            AttrSpec { name: "T", kind: AttrKind::ListType, default: AttrDefault::Required, allowed: None },
+            opt("template", AttrKind::String),
+            opt("placeholder", AttrKind::String),
+            idef("summarize", 3),
+        ],
+        scalar_out,
+    ),
+    // Stateful in TensorFlow: never pruned, merged or folded, and it runs where the
+    // graph's control edges put it.
+    OpSchema {
+        is_stateful: true,
+        ..op(
+            "PrintV2",
+            &[a("input", STR)],
+            &[],
+            &[opt("output_stream", AttrKind::String), opt("end", AttrKind::String)],
+            none,
+        )
+    },
+    op(
+        "StringJoin",
+        &[ArgSpec { name: "inputs", ty: STR, number_attr: Some("N") }],
+        &[a("output", STR)],
+        &[req("N", AttrKind::Int), opt("separator", AttrKind::String)],
+        string_join,
+    ),
+    op(
+        "ReduceJoin",
+        &[a("inputs", STR), a("reduction_indices", TypeRule::Fixed(Int32))],
+        &[a("output", STR)],
+        &[bdef("keep_dims", false), opt("separator", AttrKind::String)],
+        reduce_join,
+    ),
+    op(
+        "Substr",
+        &[a("input", STR), a("pos", TypeRule::Attr("T")), a("len", TypeRule::Attr("T"))],
+        &[a("output", STR)],
+        &[
+            AttrSpec { name: "T", kind: AttrKind::Type, default: AttrDefault::Required, allowed: Some(INDEX) },
+            opt("unit", AttrKind::String),
+        ],
+        substr,
+    ),
+    op(
+        "StringLength",
+        &[a("input", STR)],
+        &[a("output", TypeRule::Fixed(Int32))],
+        &[opt("unit", AttrKind::String)],
+        same_as_0,
+    ),
+    op(
+        "StringSplitV2",
+        &[a("input", STR), a("sep", STR)],
+        &[a("indices", TypeRule::Fixed(Int64)), a("values", STR), a("shape", TypeRule::Fixed(Int64))],
+        &[idef("maxsplit", -1)],
+        string_split,
+    ),
+    op(
+        "StaticRegexReplace",
+        &[a("input", STR)],
+        &[a("output", STR)],
+        &[req("pattern", AttrKind::String), req("rewrite", AttrKind::String), bdef("replace_global", true)],
+        same_as_0,
+    ),
+];

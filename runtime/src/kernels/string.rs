@@ -1,0 +1,1206 @@
+//! String kernels: what `tf.print` and `tf.strings` put in ordinary graphs.
+//!
+//! `AsString` (C's printf rules, as TensorFlow builds a `%<fill><width>.<precision>{d,f,e,g}`
+//! format from its attributes), `StringToNumber`, `StringFormat` with TensorFlow's tensor
+//! summary (`Tensor::SummarizeValue(summarize, print_v2 = true)`: nested brackets, `...` past
+//! `summarize` elements at each end of each dimension, floats in the shortest of `%.6g`/`%.9g`
+//! (doubles `%.15g`/`%.17g`) that reads back exactly, strings quoted and C-escaped), `PrintV2`
+//! (stateful: it writes when it runs, so the order of prints is the order the graph's edges
+//! impose), `StringJoin`, `Substr`, `StringLength`, `StringSplitV2`, `StaticRegexReplace` (the
+//! `regex` crate standing in for RE2; `\0`..`\9` in the rewrite name groups as in RE2) and
+//! `Equal`/`NotEqual` on strings (broadcasting), and `ReduceJoin` (`tf.strings.reduce_join`). Every rule and error message was checked
+//! against TensorFlow 2.21 (testdata/tf/make_fixtures_strings.py).
+
+use std::io::Write as _;
+use std::sync::Arc;
+
+use autoclust_graph::{AttrValue, DType, Node, Tensor, TensorData};
+
+use super::elementwise::{bcast_strides, broadcast_shape, for_each_bcast2};
+use super::{arity, attr_bool_or, attr_int_or, attr_type_or, budget, one, Inputs, Outputs, PureFn};
+use crate::error::{KResult, KernelError};
+
+/// The string ops' kernels, or `None` if `node.op` is not one.
+pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
+    let f: PureFn = match node.op.as_str() {
+        "AsString" => {
+            let spec = AsStringSpec::from_node(node)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                one(spec.apply(&inp[0])?)
+            })
+        }
+        "StringToNumber" => {
+            let out = attr_type_or(node, "out_type", DType::Float32)?;
+            if !matches!(out, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64) {
+                return Err(KernelError::DType(out));
+            }
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                one(string_to_number(&inp[0], out)?)
+            })
+        }
+        "StringFormat" => {
+            let template = attr_bytes_or(node, "template", b"%s")?;
+            let placeholder = attr_bytes_or(node, "placeholder", b"%s")?;
+            let summarize = attr_int_or(node, "summarize", 3)?;
+            if placeholder.is_empty() {
+                return Err(KernelError::invalid("placeholder must not be empty"));
+            }
+            let parts = split_bytes(&template, &placeholder);
+            Box::new(move |inp: Inputs| {
+                if inp.len() + 1 != parts.len() {
+                    return Err(KernelError::invalid(format!(
+                        "num placeholders in template and num inputs must match: {} vs. {}",
+                        parts.len() - 1,
+                        inp.len()
+                    )));
+                }
+                let mut msg = parts[0].clone();
+                for (t, part) in inp.iter().zip(&parts[1..]) {
+                    msg.extend_from_slice(&summarize_value(t, summarize));
+                    msg.extend_from_slice(part);
+                }
+                one(Tensor::from_strings(Vec::new(), vec![msg]).expect("scalar"))
+            })
+        }
+        "PrintV2" => {
+            let stream = attr_bytes_or(node, "output_stream", b"stderr")?;
+            let stream = String::from_utf8_lossy(&stream).into_owned();
+            let end = attr_bytes_or(node, "end", b"\n")?;
+            let target = PrintTarget::parse(&stream)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let t = &inp[0];
+                let (TensorData::Str(v), true) = (&t.data, t.shape.is_empty()) else {
+                    return Err(KernelError::invalid(format!(
+                        "Input is expected to be scalar, but got {} of shape {}",
+                        t.dtype,
+                        super::shape_ops::debug_shape(&t.shape)
+                    )));
+                };
+                let mut msg = v[0].clone();
+                msg.extend_from_slice(&end);
+                target.write(&msg)?;
+                Ok(Outputs::new())
+            })
+        }
+        "StringJoin" => {
+            let sep = attr_bytes_or(node, "separator", b"")?;
+            Box::new(move |inp: Inputs| one(string_join(&inp, &sep)?))
+        }
+        "ReduceJoin" => {
+            let keep_dims = attr_bool_or(node, "keep_dims", false)?;
+            let sep = attr_bytes_or(node, "separator", b"")?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                one(reduce_join(&inp[0], &super::int_values(&inp[1], "reduction_indices")?, keep_dims, &sep)?)
+            })
+        }
+        "Substr" => {
+            let utf8 = unit_is_utf8(node)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                one(substr(&inp[0], &inp[1], &inp[2], utf8)?)
+            })
+        }
+        "StringLength" => {
+            let utf8 = unit_is_utf8(node)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let v = strings(&inp[0], "input")?;
+                let n: Vec<i32> = v.iter().map(|s| if utf8 { utf8_len(s) } else { s.len() } as i32).collect();
+                one(Tensor::from_i32(inp[0].shape.clone(), n).expect("same element count"))
+            })
+        }
+        "StringSplitV2" => {
+            let maxsplit = attr_int_or(node, "maxsplit", -1)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                string_split(&inp[0], &inp[1], maxsplit)
+            })
+        }
+        "StaticRegexReplace" => {
+            let pattern = attr_bytes_or(node, "pattern", b"")?;
+            let pattern = String::from_utf8(pattern).map_err(|_| KernelError::invalid("pattern is not UTF-8"))?;
+            let re = regex::bytes::Regex::new(&pattern)
+                .map_err(|e| KernelError::invalid(format!("Invalid pattern: {pattern}, error: {e}")))?;
+            let rewrite = rewrite_from_re2(&attr_bytes_or(node, "rewrite", b"")?, re.captures_len())?;
+            let global = attr_bool_or(node, "replace_global", true)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let v = strings(&inp[0], "input")?;
+                let out: Vec<Vec<u8>> = v
+                    .iter()
+                    .map(|s| {
+                        if global {
+                            re.replace_all(s, rewrite.as_slice()).into_owned()
+                        } else {
+                            re.replacen(s, 1, rewrite.as_slice()).into_owned()
+                        }
+                    })
+                    .collect();
+                one(Tensor::from_strings(inp[0].shape.clone(), out).expect("same element count"))
+            })
+        }
+        "Equal" | "NotEqual" => {
+            // Numeric comparisons stay with the elementwise kernels; strings are compared here.
+            let numeric = super::elementwise::prepare(node)?.ok_or_else(|| KernelError::NoKernel(node.op.clone()))?;
+            let eq = node.op == "Equal";
+            Box::new(move |inp: Inputs| {
+                if inp.len() == 2 && (inp[0].dtype == DType::String || inp[1].dtype == DType::String) {
+                    return one(string_compare(&inp[0], &inp[1], eq)?);
+                }
+                numeric(inp)
+            })
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(f))
+}
+
+// ---------------------------------------------------------------- helpers
+
+fn attr_bytes_or(node: &Node, name: &str, default: &[u8]) -> KResult<Vec<u8>> {
+    match node.attr(name) {
+        None => Ok(default.to_vec()),
+        Some(AttrValue::S(s)) => Ok(s.clone()),
+        Some(_) => Err(KernelError::Attr(name.into())),
+    }
+}
+
+fn unit_is_utf8(node: &Node) -> KResult<bool> {
+    match attr_bytes_or(node, "unit", b"BYTE")?.as_slice() {
+        b"BYTE" => Ok(false),
+        b"UTF8_CHAR" => Ok(true),
+        other => {
+            Err(KernelError::invalid(format!("unit must be BYTE or UTF8_CHAR, got {}", String::from_utf8_lossy(other))))
+        }
+    }
+}
+
+/// `s` as text without surrounding ASCII whitespace.
+fn text(s: &[u8]) -> Result<&str, std::str::Utf8Error> {
+    std::str::from_utf8(s).map(|x| x.trim_matches(|c: char| c.is_ascii_whitespace()))
+}
+
+/// The elements of a string tensor.
+fn strings<'a>(t: &'a Tensor, what: &str) -> KResult<&'a [Vec<u8>]> {
+    match &t.data {
+        TensorData::Str(v) => Ok(v),
+        _ => Err(KernelError::invalid(format!("{what} must be a string tensor, got {}", t.dtype))),
+    }
+}
+
+fn str_tensor(shape: Vec<usize>, v: Vec<Vec<u8>>) -> Tensor {
+    Tensor { dtype: DType::String, shape, data: TensorData::Str(Arc::new(v)) }
+}
+
+/// `absl::StrSplit(s, delim)` for a non-empty delimiter: every piece, empty ones included.
+fn split_bytes(s: &[u8], delim: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i + delim.len() <= s.len() {
+        if &s[i..i + delim.len()] == delim {
+            out.push(s[start..i].to_vec());
+            i += delim.len();
+            start = i;
+        } else {
+            i += 1;
+        }
+    }
+    out.push(s[start..].to_vec());
+    out
+}
+
+fn utf8_len(s: &[u8]) -> usize {
+    s.iter().filter(|&&b| (b & 0xC0) != 0x80).count()
+}
+
+/// TensorFlow's `TensorShape::DebugString`: `[2,3]`.
+fn shape_string(shape: &[usize]) -> String {
+    super::shape_ops::debug_shape(shape)
+}
+
+// ---------------------------------------------------------------- printf
+
+/// The flags of a C conversion specification.
+#[derive(Clone, Copy, Debug, Default)]
+struct Flags {
+    left: bool,
+    plus: bool,
+    space: bool,
+    zero: bool,
+    alt: bool,
+}
+
+/// A printf conversion: flags, width, precision.
+#[derive(Clone, Copy, Debug, Default)]
+struct Conv {
+    flags: Flags,
+    width: usize,
+    precision: Option<usize>,
+}
+
+impl Conv {
+    /// Pads `sign` + `body` to the width (zeros after the sign for a finite number with `0`).
+    fn pad(&self, sign: &str, body: &str, finite: bool) -> String {
+        let len = sign.len() + body.len();
+        if len >= self.width {
+            return format!("{sign}{body}");
+        }
+        let fill = self.width - len;
+        if self.flags.left {
+            format!("{sign}{body}{}", " ".repeat(fill))
+        } else if self.flags.zero && finite {
+            format!("{sign}{}{body}", "0".repeat(fill))
+        } else {
+            format!("{}{sign}{body}", " ".repeat(fill))
+        }
+    }
+
+    fn sign(&self, negative: bool) -> &'static str {
+        if negative {
+            "-"
+        } else if self.flags.plus {
+            "+"
+        } else if self.flags.space {
+            " "
+        } else {
+            ""
+        }
+    }
+
+    /// `%d` / `%lld`.
+    fn int(&self, x: i64) -> String {
+        self.pad(self.sign(x < 0), &x.unsigned_abs().to_string(), true)
+    }
+
+    /// `%f`, `%e` or `%g` of a double.
+    fn float(&self, x: f64, conv: u8) -> String {
+        let sign = self.sign(x.is_sign_negative());
+        if !x.is_finite() {
+            let body = if x.is_nan() { "nan" } else { "inf" };
+            return self.pad(sign, body, false);
+        }
+        let body = c_float_body(x.abs(), conv, self.precision.unwrap_or(6), self.flags.alt);
+        self.pad(sign, &body, true)
+    }
+}
+
+/// The digits of a finite non-negative `x` under `%f`, `%e` or `%g` with `prec` (no sign, no
+/// padding): C's rules, exactly rounded (Rust's exact formatting rounds as glibc does).
+fn c_float_body(x: f64, conv: u8, prec: usize, alt: bool) -> String {
+    match conv {
+        b'f' => {
+            let mut s = format!("{x:.prec$}");
+            if alt && prec == 0 {
+                s.push('.');
+            }
+            s
+        }
+        b'e' => {
+            let s = format!("{x:.prec$e}");
+            let (mant, exp) = s.split_once('e').expect("exponent");
+            let exp: i32 = exp.parse().expect("exponent digits");
+            let mut mant = mant.to_string();
+            if alt && prec == 0 {
+                mant.push('.');
+            }
+            format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs())
+        }
+        _ => {
+            let p = prec.max(1);
+            let exp = if x == 0.0 {
+                0
+            } else {
+                let s = format!("{x:.prec$e}", prec = p - 1);
+                s.split_once('e').expect("exponent").1.parse::<i32>().expect("exponent digits")
+            };
+            let mut s = if exp < -4 || exp >= p as i32 {
+                c_float_body(x, b'e', p - 1, alt)
+            } else {
+                c_float_body(x, b'f', (p as i32 - 1 - exp) as usize, alt)
+            };
+            if !alt {
+                // Strip trailing zeros of the fraction, and a trailing point.
+                let (mant, tail) = match s.find('e') {
+                    Some(i) => (s[..i].to_string(), s[i..].to_string()),
+                    None => (s.clone(), String::new()),
+                };
+                let mant = if mant.contains('.') {
+                    mant.trim_end_matches('0').trim_end_matches('.').to_string()
+                } else {
+                    mant
+                };
+                s = mant + &tail;
+            }
+            s
+        }
+    }
+}
+
+/// `AsString`'s attributes, turned into one conversion.
+struct AsStringSpec {
+    conv: Conv,
+    /// `f`, `e` or `g` for floats.
+    float_conv: u8,
+    dtype: Option<DType>,
+}
+
+impl AsStringSpec {
+    fn from_node(node: &Node) -> KResult<AsStringSpec> {
+        let dtype = node.attr("T").and_then(AttrValue::as_type);
+        let precision = attr_int_or(node, "precision", -1)?;
+        let scientific = attr_bool_or(node, "scientific", false)?;
+        let shortest = attr_bool_or(node, "shortest", false)?;
+        let width = attr_int_or(node, "width", -1)?;
+        let fill = attr_bytes_or(node, "fill", b"")?;
+        if let Some(d) = dtype {
+            if !d.is_float() {
+                if scientific || shortest {
+                    return Err(KernelError::invalid(format!(
+                        "scientific and shortest format not supported for datatype {}",
+                        d.name()
+                    )));
+                }
+                if precision > -1 {
+                    return Err(KernelError::invalid(format!("precision not supported for datatype {}", d.name())));
+                }
+            }
+        }
+        if fill.len() > 1 {
+            return Err(KernelError::invalid("Fill string must be one or fewer characters"));
+        }
+        if scientific && shortest {
+            return Err(KernelError::invalid("Cannot select both scientific and shortest notation"));
+        }
+        let mut conv = Conv::default();
+        if width > -1 {
+            match fill.first() {
+                None => {}
+                Some(b'-') => conv.flags.left = true,
+                Some(b'+') => conv.flags.plus = true,
+                Some(b' ') => conv.flags.space = true,
+                Some(b'0') => conv.flags.zero = true,
+                Some(b'#') => conv.flags.alt = true,
+                Some(&c) => {
+                    return Err(KernelError::invalid(format!("Fill argument not supported: \"{}\"", c as char)))
+                }
+            }
+            conv.width = width as usize;
+        }
+        if precision > -1 {
+            conv.precision = Some(precision as usize);
+        }
+        let float_conv = if shortest {
+            b'g'
+        } else if scientific {
+            b'e'
+        } else {
+            b'f'
+        };
+        Ok(AsStringSpec { conv, float_conv, dtype })
+    }
+
+    fn apply(&self, t: &Tensor) -> KResult<Tensor> {
+        if let Some(d) = self.dtype {
+            if d != t.dtype {
+                return Err(KernelError::invalid(format!("input has dtype {}, the node's T is {}", t.dtype, d)));
+            }
+        }
+        let c = &self.conv;
+        let v: Vec<Vec<u8>> = match &t.data {
+            TensorData::F32(v) => v.iter().map(|&x| c.float(x as f64, self.float_conv).into_bytes()).collect(),
+            TensorData::F64(v) => v.iter().map(|&x| c.float(x, self.float_conv).into_bytes()).collect(),
+            TensorData::I32(v) => v.iter().map(|&x| c.int(x as i64).into_bytes()).collect(),
+            TensorData::I64(v) => v.iter().map(|&x| c.int(x).into_bytes()).collect(),
+            TensorData::Bool(v) => v.iter().map(|&x| (if x { "true" } else { "false" }).as_bytes().to_vec()).collect(),
+            _ => return Err(KernelError::invalid(format!("Cannot encode input of type {}", t.dtype))),
+        };
+        Ok(str_tensor(t.shape.clone(), v))
+    }
+}
+
+// ---------------------------------------------------------------- StringToNumber
+
+/// `safe_strtof`/`safe_strtod` and `safe_strto32`/`safe_strto64`: surrounding whitespace
+/// allowed, the whole rest must be the number.
+fn string_to_number(t: &Tensor, out: DType) -> KResult<Tensor> {
+    let v = strings(t, "string_tensor")?;
+    let bad = |s: &[u8]| {
+        KernelError::invalid(format!(
+            "StringToNumberOp could not correctly convert string: {}",
+            String::from_utf8_lossy(s)
+        ))
+    };
+    let shape = t.shape.clone();
+    Ok(match out {
+        DType::Float32 => {
+            let mut xs = Vec::with_capacity(v.len());
+            for s in v {
+                // strtof rounds once from the decimal text; parsing as f32 directly does too.
+                xs.push(text(s).ok().and_then(parse_c_float32).ok_or_else(|| bad(s))?);
+            }
+            Tensor::from_f32(shape, xs).expect("same element count")
+        }
+        DType::Float64 => {
+            let mut xs = Vec::with_capacity(v.len());
+            for s in v {
+                xs.push(text(s).ok().and_then(parse_c_float).ok_or_else(|| bad(s))?);
+            }
+            Tensor::from_f64(shape, xs).expect("same element count")
+        }
+        DType::Int32 => {
+            let mut xs = Vec::with_capacity(v.len());
+            for s in v {
+                xs.push(text(s).ok().and_then(|x| x.parse::<i32>().ok()).ok_or_else(|| bad(s))?);
+            }
+            Tensor::from_i32(shape, xs).expect("same element count")
+        }
+        DType::Int64 => {
+            let mut xs = Vec::with_capacity(v.len());
+            for s in v {
+                xs.push(text(s).ok().and_then(|x| x.parse::<i64>().ok()).ok_or_else(|| bad(s))?);
+            }
+            Tensor::from_i64(shape, xs).expect("same element count")
+        }
+        d => return Err(KernelError::DType(d)),
+    })
+}
+
+/// strtod's syntax as far as TensorFlow's fixtures need: decimal (Rust's parser, which also
+/// takes `inf`/`nan`), and hexadecimal integers `0x..`.
+fn parse_c_float(s: &str) -> Option<f64> {
+    if s.is_empty() {
+        return None;
+    }
+    if let Some(x) = parse_hex(s) {
+        return Some(x);
+    }
+    s.parse::<f64>().ok()
+}
+
+fn parse_c_float32(s: &str) -> Option<f32> {
+    if s.is_empty() {
+        return None;
+    }
+    if let Some(x) = parse_hex(s) {
+        return Some(x as f32);
+    }
+    s.parse::<f32>().ok()
+}
+
+/// A hexadecimal number as strtod reads it: `0x` digits, an optional `.` fraction and an
+/// optional binary exponent `p[+-]N`.
+fn parse_hex(s: &str) -> Option<f64> {
+    let (neg, rest) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let body = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X"))?;
+    let (mant, exp) = match body.find(['p', 'P']) {
+        Some(i) => (&body[..i], Some(&body[i + 1..])),
+        None => (body, None),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let digit = |b: u8| (b as char).to_digit(16).map(f64::from);
+    let mut x = 0f64;
+    for b in int.bytes() {
+        x = x * 16.0 + digit(b)?;
+    }
+    let mut scale = 1.0 / 16.0;
+    for b in frac.bytes() {
+        x += digit(b)? * scale;
+        scale /= 16.0;
+    }
+    if let Some(e) = exp {
+        let e: i32 = e.parse().ok()?;
+        x *= 2f64.powi(e);
+    }
+    Some(if neg { -x } else { x })
+}
+
+// ---------------------------------------------------------------- summarize
+
+/// `FloatToBuffer`: `%.6g`, or `%.9g` when that does not read back exactly.
+fn float_text(x: f32) -> String {
+    if x.is_nan() {
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    let g = |p: usize| Conv { precision: Some(p), ..Conv::default() }.float(x as f64, b'g');
+    let short = g(6);
+    if short.parse::<f32>().ok() == Some(x) {
+        short
+    } else {
+        g(9)
+    }
+}
+
+/// `DoubleToBuffer`: `%.15g`, or `%.17g` when that does not read back exactly.
+fn double_text(x: f64) -> String {
+    if x.is_nan() {
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    let g = |p: usize| Conv { precision: Some(p), ..Conv::default() }.float(x, b'g');
+    let short = g(15);
+    if short.parse::<f64>().ok() == Some(x) {
+        short
+    } else {
+        g(17)
+    }
+}
+
+/// `absl::Utf8SafeCEscape`: C escapes, octal for other control bytes, UTF-8 bytes kept.
+fn c_escape(s: &[u8], out: &mut Vec<u8>) {
+    for &b in s {
+        match b {
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\'' => out.extend_from_slice(b"\\'"),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x20..=0x7e | 0x80..=0xff => out.push(b),
+            _ => out.extend_from_slice(format!("\\{b:03o}").as_bytes()),
+        }
+    }
+}
+
+/// One element as `PrintOneElement(x, print_v2 = true)` writes it.
+fn push_element(t: &Tensor, i: usize, out: &mut Vec<u8>) {
+    let text = match &t.data {
+        TensorData::F32(v) => float_text(v[i]),
+        TensorData::F64(v) => double_text(v[i]),
+        TensorData::I32(v) => v[i].to_string(),
+        TensorData::I64(v) => v[i].to_string(),
+        TensorData::Bool(v) => (if v[i] { "1" } else { "0" }).to_string(),
+        TensorData::Str(v) => {
+            out.push(b'"');
+            c_escape(&v[i], out);
+            out.push(b'"');
+            return;
+        }
+        _ => "?".to_string(),
+    };
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// `Tensor::SummarizeValue(max_entries, print_v2 = true)`, as bytes (strings are printed as
+/// they are, UTF-8 or not).
+pub(crate) fn summarize_value(t: &Tensor, max_entries: i64) -> Vec<u8> {
+    let n = t.num_elements();
+    let limit = if max_entries < 0 { n } else { (max_entries as usize).min(n) };
+    let mut out = Vec::new();
+    if matches!(t.data, TensorData::Raw(_) | TensorData::List(_)) {
+        // TensorFlow's irregular case: one `?` per element.
+        if !t.shape.is_empty() {
+            out.push(b'[');
+        }
+        out.extend_from_slice(vec!["?"; limit].join(" ").as_bytes());
+        if limit < n {
+            out.extend_from_slice(b"...");
+        }
+        if !t.shape.is_empty() {
+            out.push(b']');
+        }
+        return out;
+    }
+    if t.shape.is_empty() {
+        for i in 0..limit {
+            if i > 0 {
+                out.push(b' ');
+            }
+            push_element(t, i, &mut out);
+        }
+        if n > limit {
+            out.extend_from_slice(b"...");
+        }
+        return out;
+    }
+    print_dim(t, 0, limit, 0, &mut out);
+    out
+}
+
+fn dim_spacing(dim: usize, ndims: usize, out: &mut Vec<u8>) {
+    if dim == ndims - 1 {
+        out.push(b' ');
+        return;
+    }
+    out.extend(std::iter::repeat_n(b'\n', ndims - dim - 1));
+    out.extend(std::iter::repeat_n(b' ', dim + 1));
+}
+
+/// `PrintOneDimV2`: the first and last `ends` entries of each dimension, `...` between.
+fn print_dim(t: &Tensor, dim: usize, ends: usize, offset: usize, out: &mut Vec<u8>) {
+    let ndims = t.shape.len();
+    if dim == ndims {
+        push_element(t, offset, out);
+        return;
+    }
+    out.push(b'[');
+    let count = t.shape[dim];
+    let start_of_end = ends.max(count.saturating_sub(ends));
+    let per: usize = t.shape[dim + 1..].iter().product();
+    for i in 0..ends.min(count) {
+        if i > 0 {
+            dim_spacing(dim, ndims, out);
+        }
+        print_dim(t, dim + 1, ends, offset + per * i, out);
+    }
+    if count > 2 * ends {
+        dim_spacing(dim, ndims, out);
+        out.extend_from_slice(b"...");
+    }
+    for i in start_of_end..count {
+        dim_spacing(dim, ndims, out);
+        print_dim(t, dim + 1, ends, offset + per * i, out);
+    }
+    out.push(b']');
+}
+
+// ---------------------------------------------------------------- PrintV2
+
+enum PrintTarget {
+    Stderr,
+    Stdout,
+    File(String),
+}
+
+impl PrintTarget {
+    fn parse(s: &str) -> KResult<PrintTarget> {
+        Ok(match s {
+            "stderr" | "log(info)" | "log(warning)" | "log(error)" => PrintTarget::Stderr,
+            "stdout" => PrintTarget::Stdout,
+            _ => match s.strip_prefix("file://") {
+                Some(path) => PrintTarget::File(path.to_string()),
+                None => {
+                    return Err(KernelError::invalid(format!(
+                        "output_stream '{s}' is not one of stdout, stderr, log(info), log(warning), log(error) or \
+                         file://PATH"
+                    )))
+                }
+            },
+        })
+    }
+
+    fn write(&self, msg: &[u8]) -> KResult<()> {
+        let io = |e: std::io::Error| KernelError::invalid(format!("PrintV2 could not write: {e}"));
+        match self {
+            PrintTarget::Stderr => {
+                let mut e = std::io::stderr().lock();
+                e.write_all(msg).and_then(|_| e.flush()).map_err(io)
+            }
+            PrintTarget::Stdout => {
+                let mut o = std::io::stdout().lock();
+                o.write_all(msg).and_then(|_| o.flush()).map_err(io)
+            }
+            PrintTarget::File(path) => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(msg))
+                .map_err(io),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- StringJoin
+
+fn string_join(inp: &Inputs, sep: &[u8]) -> KResult<Tensor> {
+    let mut shape: Option<&[usize]> = None;
+    let mut all: Vec<&[Vec<u8>]> = Vec::with_capacity(inp.len());
+    for t in inp.iter() {
+        all.push(strings(t, "inputs")?);
+        if t.shape.is_empty() {
+            continue;
+        }
+        match shape {
+            None => shape = Some(&t.shape),
+            Some(s) if s != t.shape.as_slice() => {
+                return Err(KernelError::invalid(format!(
+                    "Input shapes do not match: {} vs. {}",
+                    shape_string(s),
+                    shape_string(&t.shape)
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    let shape = shape.map(<[usize]>::to_vec).unwrap_or_default();
+    let n: usize = shape.iter().product();
+    let out = (0..n)
+        .map(|i| {
+            let mut s = Vec::new();
+            for (k, (t, v)) in inp.iter().zip(&all).enumerate() {
+                if k > 0 {
+                    s.extend_from_slice(sep);
+                }
+                s.extend_from_slice(&v[if t.shape.is_empty() { 0 } else { i }]);
+            }
+            s
+        })
+        .collect();
+    Ok(str_tensor(shape, out))
+}
+
+// ---------------------------------------------------------------- ReduceJoin
+
+/// `ReduceJoin`: joins along `axes`, the first listed axis varying fastest (TensorFlow's order);
+/// no axes: the input unchanged.
+fn reduce_join(t: &Tensor, axes: &[i64], keep_dims: bool, sep: &[u8]) -> KResult<Tensor> {
+    let v = strings(t, "inputs")?;
+    let rank = t.rank();
+    let mut red: Vec<usize> = Vec::with_capacity(axes.len());
+    for &a in axes {
+        let d = if a < 0 { a + rank as i64 } else { a };
+        if d < 0 || d >= rank as i64 {
+            return Err(KernelError::invalid(format!(
+                "Invalid reduction dimension {a} for input with {rank} dimension(s)"
+            )));
+        }
+        if red.contains(&(d as usize)) {
+            return Err(KernelError::invalid(format!("Duplicate reduction dimension {d}")));
+        }
+        red.push(d as usize);
+    }
+    let kept: Vec<usize> = (0..rank).filter(|d| !red.contains(d)).collect();
+    let st = super::strides(&t.shape);
+    let out_shape: Vec<usize> = if keep_dims {
+        (0..rank).map(|d| if red.contains(&d) { 1 } else { t.shape[d] }).collect()
+    } else {
+        kept.iter().map(|&d| t.shape[d]).collect()
+    };
+    let kept_shape: Vec<usize> = kept.iter().map(|&d| t.shape[d]).collect();
+    let n_out: usize = kept_shape.iter().product();
+    let n_red: usize = red.iter().map(|&d| t.shape[d]).product();
+    let mut out = Vec::with_capacity(n_out);
+    let mut kidx = vec![0usize; kept.len()];
+    for _ in 0..n_out {
+        let base: usize = kidx.iter().zip(&kept).map(|(&i, &d)| i * st[d]).sum();
+        let mut ridx = vec![0usize; red.len()];
+        let mut s = Vec::new();
+        for k in 0..n_red {
+            if k > 0 {
+                s.extend_from_slice(sep);
+            }
+            let off: usize = base + ridx.iter().zip(&red).map(|(&i, &d)| i * st[d]).sum::<usize>();
+            s.extend_from_slice(&v[off]);
+            // The first listed axis varies fastest.
+            for (j, &d) in red.iter().enumerate() {
+                ridx[j] += 1;
+                if ridx[j] < t.shape[d] {
+                    break;
+                }
+                ridx[j] = 0;
+            }
+        }
+        out.push(s);
+        for j in (0..kept.len()).rev() {
+            kidx[j] += 1;
+            if kidx[j] < kept_shape[j] {
+                break;
+            }
+            kidx[j] = 0;
+        }
+    }
+    Ok(str_tensor(out_shape, out))
+}
+
+// ---------------------------------------------------------------- Substr
+
+/// The byte offset of the `k`-th UTF-8 character of `s` (`s.len()` past the end).
+fn utf8_offset(s: &[u8], k: usize) -> usize {
+    let mut seen = 0;
+    for (i, &b) in s.iter().enumerate() {
+        if (b & 0xC0) != 0x80 {
+            if seen == k {
+                return i;
+            }
+            seen += 1;
+        }
+    }
+    s.len()
+}
+
+fn substr_one(s: &[u8], pos: i64, len: i64, utf8: bool, index: usize) -> KResult<Vec<u8>> {
+    let size = if utf8 { utf8_len(s) } else { s.len() } as i64;
+    if pos.unsigned_abs() > size as u64 {
+        return Err(KernelError::invalid(if utf8 {
+            format!("pos {pos} out of range for string at index {index}")
+        } else {
+            format!("pos {pos} out of range for string b'{}' at index {index}", String::from_utf8_lossy(s))
+        }));
+    }
+    let start = if pos < 0 { pos + size } else { pos };
+    // A negative length takes the rest (TensorFlow converts it to size_t).
+    let end = if len < 0 { size } else { start.saturating_add(len).min(size) };
+    let (a, b) = (start as usize, end as usize);
+    Ok(if utf8 { s[utf8_offset(s, a)..utf8_offset(s, b)].to_vec() } else { s[a..b].to_vec() })
+}
+
+fn substr(input: &Tensor, pos: &Tensor, len: &Tensor, utf8: bool) -> KResult<Tensor> {
+    let v = strings(input, "input")?;
+    if pos.shape != len.shape {
+        return Err(KernelError::invalid(format!(
+            "pos and len should have the same shape, got: {} vs. {}",
+            shape_string(&pos.shape),
+            shape_string(&len.shape)
+        )));
+    }
+    let p = super::int_values(pos, "pos")?;
+    let l = super::int_values(len, "len")?;
+    let out_shape = broadcast_shape(&input.shape, &pos.shape)?;
+    budget(DType::String, &out_shape)?;
+    let (sa, sb) = (bcast_strides(&input.shape, &out_shape), bcast_strides(&pos.shape, &out_shape));
+    let mut out = Vec::with_capacity(out_shape.iter().product());
+    let mut err = None;
+    for_each_bcast2(&out_shape, &sa, &sb, |i, j| {
+        if err.is_some() {
+            return;
+        }
+        match substr_one(&v[i], p[j], l[j], utf8, out.len()) {
+            Ok(s) => out.push(s),
+            Err(e) => err = Some(e),
+        }
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    Ok(str_tensor(out_shape, out))
+}
+
+// ---------------------------------------------------------------- StringSplitV2
+
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
+}
+
+/// One string split as `StringSplitV2` splits it.
+fn split_one(s: &[u8], sep: &[u8], maxsplit: i64) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    if sep.is_empty() {
+        // Runs of whitespace separate; empty pieces are dropped.
+        let mut i = 0;
+        loop {
+            while i < s.len() && is_c_space(s[i]) {
+                i += 1;
+            }
+            if i >= s.len() {
+                break;
+            }
+            if maxsplit >= 0 && out.len() as i64 == maxsplit {
+                out.push(s[i..].to_vec());
+                break;
+            }
+            let start = i;
+            while i < s.len() && !is_c_space(s[i]) {
+                i += 1;
+            }
+            out.push(s[start..i].to_vec());
+        }
+        return out;
+    }
+    let mut start = 0;
+    let mut i = 0;
+    while i + sep.len() <= s.len() {
+        if maxsplit >= 0 && out.len() as i64 == maxsplit {
+            break;
+        }
+        if &s[i..i + sep.len()] == sep {
+            out.push(s[start..i].to_vec());
+            i += sep.len();
+            start = i;
+        } else {
+            i += 1;
+        }
+    }
+    out.push(s[start..].to_vec());
+    out
+}
+
+fn string_split(input: &Tensor, sep: &Tensor, maxsplit: i64) -> KResult<Outputs> {
+    if input.rank() != 1 {
+        return Err(KernelError::invalid(format!("input must be a vector, got shape: {}", shape_string(&input.shape))));
+    }
+    if sep.rank() != 0 {
+        return Err(KernelError::invalid(format!("sep must be a scalar, got shape: {}", shape_string(&sep.shape))));
+    }
+    let v = strings(input, "input")?;
+    let sep = &strings(sep, "sep")?[0];
+    let mut indices: Vec<i64> = Vec::new();
+    let mut values: Vec<Vec<u8>> = Vec::new();
+    let mut widest = 0usize;
+    for (row, s) in v.iter().enumerate() {
+        let parts = split_one(s, sep, maxsplit);
+        widest = widest.max(parts.len());
+        for (col, p) in parts.into_iter().enumerate() {
+            indices.push(row as i64);
+            indices.push(col as i64);
+            values.push(p);
+        }
+    }
+    let n = values.len();
+    let mut o = Outputs::new();
+    o.push(Tensor::from_i64(vec![n, 2], indices).expect("two per value"));
+    o.push(str_tensor(vec![n], values));
+    o.push(Tensor::from_i64(vec![2], vec![v.len() as i64, widest as i64]).expect("two"));
+    Ok(o)
+}
+
+// ---------------------------------------------------------------- StaticRegexReplace
+
+/// RE2's rewrite string (`\0`..`\9` name groups, `\\` is a backslash) as a `regex`
+/// replacement (`${N}`, `$$`).
+fn rewrite_from_re2(rewrite: &[u8], groups: usize) -> KResult<Vec<u8>> {
+    let mut out = Vec::with_capacity(rewrite.len());
+    let mut i = 0;
+    let text = || String::from_utf8_lossy(rewrite).into_owned();
+    while i < rewrite.len() {
+        match rewrite[i] {
+            b'\\' => match rewrite.get(i + 1) {
+                Some(&d) if d.is_ascii_digit() => {
+                    let g = (d - b'0') as usize;
+                    if g >= groups {
+                        return Err(KernelError::invalid(format!(
+                            "Invalid rewrite pattern: {}: requests group {g} but the pattern has {} groups",
+                            text(),
+                            groups - 1
+                        )));
+                    }
+                    out.extend_from_slice(format!("${{{g}}}").as_bytes());
+                    i += 2;
+                }
+                Some(b'\\') => {
+                    out.push(b'\\');
+                    i += 2;
+                }
+                _ => return Err(KernelError::invalid(format!("Invalid rewrite pattern: {}", text()))),
+            },
+            b'$' => {
+                out.extend_from_slice(b"$$");
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- Equal / NotEqual
+
+fn string_compare(a: &Tensor, b: &Tensor, eq: bool) -> KResult<Tensor> {
+    if a.dtype != b.dtype {
+        return Err(KernelError::invalid(format!("cannot compare {} with {}", a.dtype, b.dtype)));
+    }
+    let (x, y) = (strings(a, "x")?, strings(b, "y")?);
+    let out_shape = broadcast_shape(&a.shape, &b.shape)?;
+    budget(DType::Bool, &out_shape)?;
+    let (sa, sb) = (bcast_strides(&a.shape, &out_shape), bcast_strides(&b.shape, &out_shape));
+    let mut out = Vec::with_capacity(out_shape.iter().product());
+    for_each_bcast2(&out_shape, &sa, &sb, |i, j| out.push((x[i] == y[j]) == eq));
+    Ok(Tensor::from_bool(out_shape, out).expect("broadcast element count"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(op: &str, attrs: &[(&str, AttrValue)]) -> Node {
+        Node {
+            name: "n".into(),
+            op: op.into(),
+            inputs: Vec::new(),
+            control_inputs: Vec::new(),
+            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            device: String::new(),
+            span: None,
+        }
+    }
+
+    fn s(v: &[&str]) -> Tensor {
+        Tensor::from_strings(vec![v.len()], v.iter().map(|x| x.as_bytes().to_vec()).collect()).unwrap()
+    }
+
+    fn texts(t: &Tensor) -> Vec<String> {
+        match &t.data {
+            TensorData::Str(v) => v.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect(),
+            _ => panic!("not strings"),
+        }
+    }
+
+    fn run(n: &Node, inp: &[Tensor]) -> KResult<Vec<Tensor>> {
+        let f = prepare(n)?.expect("a string kernel");
+        Ok(f(inp.iter().cloned().collect())?.into_vec())
+    }
+
+    fn as_string(x: Tensor, attrs: &[(&str, AttrValue)]) -> Vec<String> {
+        let mut a = vec![("T", AttrValue::Type(x.dtype))];
+        a.extend(attrs.iter().cloned());
+        texts(&run(&node("AsString", &a), &[x]).unwrap()[0])
+    }
+
+    #[test]
+    fn as_string_follows_printf() {
+        // Expected values printed by TensorFlow 2.21.
+        let x = Tensor::from_f32(vec![6], vec![1.5, -2.25, 1e10, 1.2345678e-7, f32::NAN, f32::NEG_INFINITY]).unwrap();
+        assert_eq!(
+            as_string(x.clone(), &[]),
+            ["1.500000", "-2.250000", "10000000000.000000", "0.000000", "nan", "-inf"]
+        );
+        assert_eq!(
+            as_string(x.clone(), &[("shortest", AttrValue::B(true))]),
+            ["1.5", "-2.25", "1e+10", "1.23457e-07", "nan", "-inf"]
+        );
+        assert_eq!(
+            as_string(x.clone(), &[("scientific", AttrValue::B(true)), ("precision", AttrValue::I(2))]),
+            ["1.50e+00", "-2.25e+00", "1.00e+10", "1.23e-07", "nan", "-inf"]
+        );
+        assert_eq!(
+            as_string(x.clone(), &[("width", AttrValue::I(12)), ("fill", AttrValue::S(b"0".to_vec()))]),
+            ["00001.500000", "-0002.250000", "10000000000.000000", "00000.000000", "         nan", "        -inf"]
+        );
+        assert_eq!(
+            as_string(x, &[("width", AttrValue::I(5)), ("fill", AttrValue::S(b"-".to_vec()))]),
+            ["1.500000", "-2.250000", "10000000000.000000", "0.000000", "nan  ", "-inf "]
+        );
+        let i = Tensor::from_i32(vec![3], vec![0, -5, 123456]).unwrap();
+        assert_eq!(
+            as_string(i.clone(), &[("width", AttrValue::I(6)), ("fill", AttrValue::S(b"0".to_vec()))]),
+            ["000000", "-00005", "123456"]
+        );
+        let e = run(&node("AsString", &[("T", AttrValue::Type(DType::Int32)), ("precision", AttrValue::I(2))]), &[i]);
+        assert_eq!(e.unwrap_err().to_string(), "precision not supported for datatype int32");
+        let b = Tensor::from_bool(vec![2], vec![true, false]).unwrap();
+        assert_eq!(as_string(b, &[]), ["true", "false"]);
+    }
+
+    #[test]
+    fn string_to_number_parses_and_names_bad_strings() {
+        let n = node("StringToNumber", &[("out_type", AttrValue::Type(DType::Float32))]);
+        let out = run(&n, &[s(&["1.5", " 2", "1e3", "0x10", "3.", "+4", "inf"])]).unwrap();
+        assert_eq!(out[0].as_f32().unwrap(), &[1.5, 2.0, 1000.0, 16.0, 3.0, 4.0, f32::INFINITY]);
+        let e = run(&n, &[s(&["abc"])]).unwrap_err();
+        assert_eq!(e.to_string(), "StringToNumberOp could not correctly convert string: abc");
+        let o = run(&n, &[s(&["infinity", "0X1A", "0x1p3", "-0x1.8p-1"])]).unwrap();
+        assert_eq!(o[0].as_f32().unwrap(), &[f32::INFINITY, 26.0, 8.0, -0.75]);
+        assert_eq!(run(&n, &[s(&["-INF", "NaN"])]).unwrap()[0].as_f32().unwrap()[0], f32::NEG_INFINITY);
+        let n = node("StringToNumber", &[("out_type", AttrValue::Type(DType::Int32))]);
+        assert!(run(&n, &[s(&["1.5"])]).is_err());
+        assert!(run(&n, &[s(&["99999999999"])]).is_err());
+        assert_eq!(run(&n, &[s(&["-7", " 4"])]).unwrap()[0].as_i32().unwrap(), &[-7, 4]);
+    }
+
+    fn summary(t: &Tensor, n: i64) -> String {
+        String::from_utf8(summarize_value(t, n)).unwrap()
+    }
+
+    #[test]
+    fn summaries_match_tensorflow() {
+        let f: Vec<f32> = (0..30).map(|i| i as f32 * 0.5 - 3.25).collect();
+        let t = Tensor::from_f32(vec![5, 6], f).unwrap();
+        assert_eq!(
+            summary(&t, 2),
+            "[[-3.25 -2.75 ... -1.25 -0.75]\n [-0.25 0.25 ... 1.75 2.25]\n ...\n [5.75 6.25 ... 7.75 8.25]\n [8.75 \
+             9.25 ... 10.75 11.25]]"
+        );
+        let t = Tensor::from_i32(vec![2, 3, 4], (0..24).collect()).unwrap();
+        assert_eq!(summary(&t, 1), "[[[0 ... 3]\n  ...\n  [8 ... 11]]\n\n [[12 ... 15]\n  ...\n  [20 ... 23]]]");
+        let t = Tensor::from_f32(vec![3], vec![1.0 / 3.0, 0.1, 1e10]).unwrap();
+        assert_eq!(summary(&t, 3), "[0.333333343 0.1 1e+10]");
+        let t = Tensor::from_f64(vec![3], vec![1.0 / 3.0, 1e10, 1e-7]).unwrap();
+        assert_eq!(summary(&t, 3), "[0.33333333333333331 10000000000 1e-07]");
+        assert_eq!(summary(&s(&["a\"b\n\\'", "é\x01\x7f"]), 3), "[\"a\\\"b\\n\\\\\\'\" \"é\\001\\177\"]");
+        assert_eq!(summary(&Tensor::zeros(DType::Float32, vec![2, 0]).unwrap(), 3), "[\n ...]");
+        assert_eq!(summary(&Tensor::zeros(DType::Float32, vec![0]).unwrap(), 3), "[]");
+        assert_eq!(summary(&Tensor::scalar_i32(3), 3), "3");
+    }
+
+    #[test]
+    fn split_join_substr_length_regex() {
+        let n = node("StringSplitV2", &[]);
+        let sep = Tensor::from_strings(vec![], vec![b",".to_vec()]).unwrap();
+        let o = run(&n, &[s(&["a,b,,c", "x", ""]), sep]).unwrap();
+        assert_eq!(o[0].as_i64().unwrap(), &[0, 0, 0, 1, 0, 2, 0, 3, 1, 0, 2, 0]);
+        assert_eq!(texts(&o[1]), ["a", "b", "", "c", "x", ""]);
+        assert_eq!(o[2].as_i64().unwrap(), &[3, 4]);
+        let n = node("StringSplitV2", &[("maxsplit", AttrValue::I(1))]);
+        let o = run(&n, &[s(&[" a  b c "]), Tensor::from_strings(vec![], vec![Vec::new()]).unwrap()]).unwrap();
+        assert_eq!(texts(&o[1]), ["a", "b c "]);
+
+        let n = node("StringJoin", &[("separator", AttrValue::S(b"/".to_vec()))]);
+        let dash = Tensor::from_strings(vec![], vec![b"-".to_vec()]).unwrap();
+        assert_eq!(texts(&run(&n, &[s(&["a", "b"]), dash, s(&["c", "d"])]).unwrap()[0]), ["a/-/c", "b/-/d"]);
+        let e = run(&n, &[s(&["a", "b"]), s(&["c", "d", "e"])]).unwrap_err();
+        assert_eq!(e.to_string(), "Input shapes do not match: [2] vs. [3]");
+
+        let n = node("Substr", &[]);
+        let o = run(&n, &[s(&["hello", "world"]), Tensor::scalar_i32(-3), Tensor::scalar_i32(2)]).unwrap();
+        assert_eq!(texts(&o[0]), ["ll", "rl"]);
+        let e = run(&n, &[s(&["hello", "ab"]), Tensor::scalar_i32(3), Tensor::scalar_i32(1)]).unwrap_err();
+        assert_eq!(e.to_string(), "pos 3 out of range for string b'ab' at index 1");
+        let n = node("Substr", &[("unit", AttrValue::S(b"UTF8_CHAR".to_vec()))]);
+        let o = run(&n, &[s(&["héllo"]), Tensor::scalar_i32(1), Tensor::scalar_i32(3)]).unwrap();
+        assert_eq!(texts(&o[0]), ["éll"]);
+
+        let n = node("StringLength", &[("unit", AttrValue::S(b"UTF8_CHAR".to_vec()))]);
+        assert_eq!(run(&n, &[s(&["héllo", ""])]).unwrap()[0].as_i32().unwrap(), &[5, 0]);
+
+        let n = node(
+            "StaticRegexReplace",
+            &[("pattern", AttrValue::S(b"([a-z])(b)".to_vec())), ("rewrite", AttrValue::S(b"<\\2\\1\\0$>".to_vec()))],
+        );
+        assert_eq!(texts(&run(&n, &[s(&["aa bb", "xyz"])]).unwrap()[0]), ["aa <bbbb$>", "xyz"]);
+        let n = node(
+            "StaticRegexReplace",
+            &[
+                ("pattern", AttrValue::S(b"[ab]".to_vec())),
+                ("rewrite", AttrValue::S(b"X".to_vec())),
+                ("replace_global", AttrValue::B(false)),
+            ],
+        );
+        assert_eq!(texts(&run(&n, &[s(&["aa bb"])]).unwrap()[0]), ["Xa bb"]);
+    }
+
+    #[test]
+    fn reduce_join_orders_as_tensorflow() {
+        let x =
+            Tensor::from_strings(vec![2, 3], ["a", "b", "c", "d", "e", "f"].map(|c| c.as_bytes().to_vec()).to_vec())
+                .unwrap();
+        let rj = |axes: Vec<i32>, keep: bool| {
+            let n =
+                node("ReduceJoin", &[("keep_dims", AttrValue::B(keep)), ("separator", AttrValue::S(b"-".to_vec()))]);
+            let k = axes.len();
+            run(&n, &[x.clone(), Tensor::from_i32(vec![k], axes).unwrap()]).map(|o| (o[0].shape.clone(), texts(&o[0])))
+        };
+        assert_eq!(rj(vec![0], false).unwrap(), (vec![3], vec!["a-d".into(), "b-e".into(), "c-f".into()]));
+        assert_eq!(rj(vec![-1], true).unwrap(), (vec![2, 1], vec!["a-b-c".into(), "d-e-f".into()]));
+        assert_eq!(rj(vec![0, 1], true).unwrap(), (vec![1, 1], vec!["a-d-b-e-c-f".to_string()]));
+        assert_eq!(rj(vec![1, 0], false).unwrap(), (vec![], vec!["a-b-c-d-e-f".to_string()]));
+        assert_eq!(rj(vec![], false).unwrap().1.len(), 6);
+        assert_eq!(rj(vec![0, 0], false).unwrap_err().to_string(), "Duplicate reduction dimension 0");
+        assert_eq!(
+            rj(vec![2], false).unwrap_err().to_string(),
+            "Invalid reduction dimension 2 for input with 2 dimension(s)"
+        );
+    }
+
+    #[test]
+    fn equal_on_strings_broadcasts() {
+        let n = node("Equal", &[("T", AttrValue::Type(DType::String))]);
+        let a = Tensor::from_strings(vec![], vec![b"a".to_vec()]).unwrap();
+        assert_eq!(run(&n, &[s(&["a", "b"]), a]).unwrap()[0].as_bool().unwrap(), &[true, false]);
+        let n = node("NotEqual", &[]);
+        assert_eq!(run(&n, &[s(&["a", "b"]), s(&["a", "c"])]).unwrap()[0].as_bool().unwrap(), &[false, true]);
+        let x = Tensor::from_i32(vec![2], vec![1, 2]).unwrap();
+        assert_eq!(run(&n, &[x.clone(), x]).unwrap()[0].as_bool().unwrap(), &[false, false]);
+    }
+}
