@@ -301,11 +301,18 @@ fn batched_gemm<T: EinsumElem>(
     // SAFETY: the parts below write disjoint elements of C and only read A and B.
     unsafe impl<T> Send for Ptrs<T> {}
     unsafe impl<T> Sync for Ptrs<T> {}
+    impl<T> Ptrs<T> {
+        /// The pointers, taken through the whole (Sync) struct: a closure that named a
+        /// field would capture that raw pointer alone.
+        fn get(self) -> (*const T, *const T, *mut T) {
+            (self.0, self.1, self.2)
+        }
+    }
     let p = Ptrs(a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
     let threads = rayon::current_num_threads();
     let macs = m * k * n;
     let one = |i: usize, threads: usize| {
-        let p = p;
+        let (pa, pb, pc) = p.get();
         let (oa, ob, oc) = offsets[i];
         // SAFETY: the offsets and strides come from the operands' own shapes, so every index
         // stays inside `a`, `b` and `c`; distinct batch elements write distinct C elements.
@@ -314,13 +321,13 @@ fn batched_gemm<T: EinsumElem>(
                 m,
                 k,
                 n,
-                p.0.offset(oa),
+                pa.offset(oa),
                 rsa,
                 csa,
-                p.1.offset(ob),
+                pb.offset(ob),
                 rsb,
                 csb,
-                p.2.offset(oc),
+                pc.offset(oc),
                 rsc,
                 csc,
                 threads,
