@@ -411,6 +411,15 @@ fn check_run_outputs(args: &Args) -> Result<(), CliError> {
     crate::io::check_outputs(&named, &created)
 }
 
+/// Whether a `PrintV2` of the graph or of its function library writes to stdout.
+fn prints_to_stdout(graph: &autoclust_graph::Graph) -> bool {
+    let to_stdout = |op: &str, attrs: &autoclust_graph::Attrs| {
+        op == "PrintV2" && attrs.get("output_stream").and_then(|a| a.as_str()) == Some("stdout")
+    };
+    graph.nodes().iter().any(|n| to_stdout(&n.op, &n.attrs))
+        || graph.library.functions.iter().flat_map(|f| &f.nodes).any(|n| to_stdout(&n.op, &n.attrs))
+}
+
 pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     if args.steps == 0 {
         return Err(CliError::usage("--steps must be at least 1"));
@@ -431,7 +440,14 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         let compiler = CompilerOptions { dump_clif_dir: args.dump_clif.clone(), ..Default::default() };
         clustered_session(graph.clone(), &args.inputs, options, compiler, !args.no_optimize)?
     };
-    let Prepared { session, request, fetch_names, report, notes } = prepared;
+    let Prepared { session, request, fetch_names, report, mut notes } = prepared;
+    if args.json && prints_to_stdout(&graph) {
+        autoclust_runtime::kernels::print_stdout_to_stderr(true);
+        notes.push(
+            "PrintV2 output meant for stdout goes to stderr: with --json, stdout carries the JSON document only"
+                .to_string(),
+        );
+    }
     let mut last = Vec::new();
     let mut progress = crate::progress::Progress::new(args.steps);
     for done in 1..=args.steps {

@@ -33,6 +33,7 @@ pub(crate) mod reduce;
 pub mod resource;
 pub(crate) mod shape_ops;
 pub(crate) mod string;
+pub use string::print_stdout_to_stderr;
 
 /// A kernel's inputs, owned so that a unique buffer can be reused in place.
 pub type Inputs = SmallVec<[Tensor; 4]>;

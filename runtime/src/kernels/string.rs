@@ -666,6 +666,16 @@ fn print_dim(t: &Tensor, dim: usize, ends: usize, offset: usize, out: &mut Vec<u
 
 // ---------------------------------------------------------------- PrintV2
 
+/// Whether `PrintV2`s that name stdout write to stderr instead ([`print_stdout_to_stderr`]).
+static STDOUT_PRINTS_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sends the output of `PrintV2`s whose `output_stream` is stdout to stderr, for the
+/// process: the CLI does this when stdout carries a JSON document (`run --json`), which
+/// prints interleaved into it would make unreadable.
+pub fn print_stdout_to_stderr(on: bool) {
+    STDOUT_PRINTS_TO_STDERR.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 enum PrintTarget {
     Stderr,
     Stdout,
@@ -693,6 +703,10 @@ impl PrintTarget {
         let io = |e: std::io::Error| KernelError::invalid(format!("PrintV2 could not write: {e}"));
         match self {
             PrintTarget::Stderr => {
+                let mut e = std::io::stderr().lock();
+                e.write_all(msg).and_then(|_| e.flush()).map_err(io)
+            }
+            PrintTarget::Stdout if STDOUT_PRINTS_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) => {
                 let mut e = std::io::stderr().lock();
                 e.write_all(msg).and_then(|_| e.flush()).map_err(io)
             }
