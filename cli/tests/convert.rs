@@ -63,7 +63,7 @@ fn assert_same(a: &Graph, b: &Graph, what: &str) {
     }
     let strip = |g: &Graph| {
         let mut l = g.library.clone();
-        l.functions.iter_mut().flat_map(|f| f.nodes.iter_mut()).for_each(|n| n.span = None);
+        l.functions_mut().iter_mut().flat_map(|f| f.nodes.iter_mut()).for_each(|n| n.span = None);
         format!("{l:?}")
     };
     assert_eq!(strip(a), strip(b), "{what}: library");

@@ -102,7 +102,7 @@ pub fn cluster_function_bodies(graph: &mut Graph, config: ClusterConfig) -> Body
                 report.notes.extend(done.notes.into_iter().map(|l| format!("in function '{name}': {l}")));
                 report.bridges.extend(done.bridges);
                 let mut library = done.library;
-                if let Some(slot) = library.functions.iter_mut().find(|f| f.signature.name == name) {
+                if let Some(slot) = library.functions_mut().iter_mut().find(|f| f.signature.name == name) {
                     *slot = done.function;
                 }
                 graph.library = library;

@@ -1216,7 +1216,7 @@ fn rebuild(
                     span: None,
                 });
             }
-            library.functions.push(l.function.clone());
+            library.functions_mut().push(l.function.clone());
             bridges.push(Bridge {
                 cluster: l.spec.name.clone(),
                 function: l.function.signature.name.clone(),

@@ -317,7 +317,7 @@ mod tests {
             format!("Const{id}")
         }
         fn library(&mut self) {
-            self.library.functions.push(FunctionDef {
+            self.library.functions_mut().push(FunctionDef {
                 signature: Signature { name: "Const_func".into(), ..Default::default() },
                 ..Default::default()
             });

@@ -410,7 +410,7 @@ mod tests {
             ret: vec![("o".into(), "call:d:0".into())],
             ..FunctionDef::default()
         };
-        let lib = Library { functions: vec![callee, caller.clone()], gradients: vec![] };
+        let lib = Library::new(vec![callee, caller.clone()], vec![]);
         let g = instantiate(&caller, &lib).unwrap();
         let o = g.node(g.find("o_retval").unwrap());
         assert_eq!(o.inputs, vec![Output { node: g.find("call").unwrap(), port: 1 }]);

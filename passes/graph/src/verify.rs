@@ -241,7 +241,7 @@ mod tests {
     fn function_calls_are_typed_from_the_signature() {
         let mut b = xy();
         let arg = |name: &str, dtype| ArgDef { name: name.into(), dtype: Some(dtype), ..ArgDef::default() };
-        b.library.functions.push(FunctionDef {
+        b.library.functions_mut().push(FunctionDef {
             signature: Signature {
                 name: "my_fn".into(),
                 inputs: vec![arg("a", Float32)],

@@ -275,7 +275,7 @@ fn library_from_proto(lib: pb::FunctionDefLibrary) -> Result<Library, GraphDefEr
         .into_iter()
         .map(|g| GradientDef { function_name: g.function_name, gradient_func: g.gradient_func })
         .collect();
-    Ok(Library { functions, gradients })
+    Ok(Library::new(functions, gradients))
 }
 
 fn function_from_proto(f: pb::FunctionDef) -> Result<FunctionDef, GraphDefError> {

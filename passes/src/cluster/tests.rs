@@ -286,7 +286,7 @@ fn siblings_joined_by_an_outside_path_stay_apart() {
 #[test]
 fn function_calls_are_not_compiled() {
     let mut lib = Library::default();
-    lib.functions
+    lib.functions_mut()
         .push(FunctionDef { signature: Signature { name: "F".into(), ..Default::default() }, ..Default::default() });
     let g = Graph::from_raw(
         vec![node("a", "Const", &[]), node("call", "F", &["a"]), node("b", "Relu", &["call"])],

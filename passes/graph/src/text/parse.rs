@@ -49,7 +49,7 @@ pub fn parse_graph(src: &str) -> Result<Graph, ParseError> {
                 }
                 versions = Some(p.versions()?);
             }
-            "function" => library.functions.push(p.function()?),
+            "function" => library.functions_mut().push(p.function()?),
             "gradient" => {
                 let function_name = p.name()?;
                 p.expect(b'=')?;

@@ -20,7 +20,7 @@ pub fn print_graph(g: &Graph) -> String {
     for n in g.to_raw() {
         print_node(&mut out, &n, "");
     }
-    for f in &g.library.functions {
+    for f in g.library.functions.iter() {
         print_function(&mut out, f);
     }
     for gr in &g.library.gradients {

@@ -34,7 +34,7 @@ fn same(a: &Graph, b: &Graph) -> Result<(), String> {
     // also compare attribute values bit for bit.
     let strip = |l: &Library| {
         let mut l = l.clone();
-        for f in &mut l.functions {
+        for f in l.functions_mut() {
             for n in &mut f.nodes {
                 n.span = None;
             }
@@ -302,7 +302,7 @@ fn arb_graph() -> impl Strategy<Value = Graph> {
                     gradient_func: "g".into(),
                 })
                 .collect();
-            Graph::from_raw(raw, Library { functions, gradients }, versions).unwrap()
+            Graph::from_raw(raw, Library::new(functions, gradients), versions).unwrap()
         },
     )
 }
