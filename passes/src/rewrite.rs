@@ -15,30 +15,14 @@ use crate::pass::PassContext;
 
 /// Ops that are not pure whatever the registry says: graph sources whose
 /// value is supplied at run time and nodes that exist only for their control
-/// edges — and v1 control flow ([`CONTROL_FLOW`]: its nodes are not values
+/// edges — and v1 control flow ([`effects::V1_CONTROL_FLOW`]: its nodes are not values
 /// but frames).
 const NEVER_PURE: &[&str] =
     &["Placeholder", "PlaceholderWithDefault", "VarHandleOp", "_Arg", "_Retval", "NoOp", "ControlTrigger"];
 
-/// v1 control-flow ops: a control edge out of one of them carries branch
-/// deadness, so no pass adds one or rewires a use onto one.
-const CONTROL_FLOW: &[&str] = &[
-    "Switch",
-    "RefSwitch",
-    "Merge",
-    "RefMerge",
-    "Enter",
-    "RefEnter",
-    "Exit",
-    "RefExit",
-    "NextIteration",
-    "RefNextIteration",
-    "LoopCond",
-];
-
-/// Whether `id` is a v1 control-flow node ([`CONTROL_FLOW`]).
+/// Whether `id` is a v1 control-flow node ([`effects::V1_CONTROL_FLOW`]).
 pub(crate) fn is_control_flow(graph: &Graph, id: NodeId) -> bool {
-    CONTROL_FLOW.contains(&graph.node(id).op.as_str())
+    effects::V1_CONTROL_FLOW.contains(&graph.node(id).op.as_str())
 }
 
 /// Whether `node` computes its outputs from its inputs alone, with no effect:
@@ -46,7 +30,7 @@ pub(crate) fn is_control_flow(graph: &Graph, id: NodeId) -> bool {
 /// handles no resource value.
 pub(crate) fn is_pure(graph: &Graph, node: &Node) -> bool {
     if NEVER_PURE.contains(&node.op.as_str())
-        || CONTROL_FLOW.contains(&node.op.as_str())
+        || effects::V1_CONTROL_FLOW.contains(&node.op.as_str())
         || effects::resource_kind(node, &graph.library).is_some()
         || effects::may_call_function(node, &graph.library)
         || node.attrs.values().any(|a| a.is_func())

@@ -251,7 +251,9 @@ impl Plan {
             let p = plan_index[o.node.index()] as usize;
             out_count[p] = out_count[p].max(o.port + 1);
         }
-        if ids.iter().any(|&id| fed_ports[id.index()].is_empty() && frames::is_v1_control_flow(&graph.node(id).op)) {
+        if ids.iter().any(|&id| {
+            fed_ports[id.index()].is_empty() && autoclust_graph::effects::is_v1_control_flow(&graph.node(id).op)
+        }) {
             let fed = |id: NodeId| -> Option<Vec<u32>> {
                 let fed = &fed_ports[id.index()];
                 (!fed.is_empty()).then(|| {

@@ -38,25 +38,6 @@ use rand::{Rng, SeedableRng};
 use crate::error::{KernelError, RunError};
 use crate::executor::{NodeKernel, RunContext, Schedule};
 
-/// The ops that make a plan frame-aware.
-pub(crate) fn is_v1_control_flow(op: &str) -> bool {
-    matches!(
-        op,
-        "Switch"
-            | "RefSwitch"
-            | "Merge"
-            | "RefMerge"
-            | "Enter"
-            | "RefEnter"
-            | "Exit"
-            | "RefExit"
-            | "NextIteration"
-            | "RefNextIteration"
-            | "LoopCond"
-            | "ControlTrigger"
-    )
-}
-
 pub(crate) enum Kind {
     /// Runs its kernel.
     Kernel(NodeKernel),

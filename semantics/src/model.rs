@@ -239,7 +239,7 @@ impl<'g> Program<'g> {
         let _span = tracing::debug_span!("semantics_model", nodes = graph.len()).entered();
         // Frames and dead tensors (TensorFlow 1 control flow) are outside the model: each
         // node fires exactly once here, which a loop or an untaken branch breaks.
-        if let Some(n) = graph.nodes().iter().find(|n| is_v1_control_flow(&n.op)) {
+        if let Some(n) = graph.nodes().iter().find(|n| effects::is_v1_control_flow(&n.op)) {
             return Err(SemanticsError::Unsupported {
                 node: n.name.clone(),
                 op: n.op.clone(),
@@ -521,23 +521,4 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
         access[id.index()] = Some(Access { op, var });
     }
     Ok((vars, access))
-}
-
-/// TensorFlow 1 control-flow ops (frames and dead tensors), which the model does not cover.
-fn is_v1_control_flow(op: &str) -> bool {
-    matches!(
-        op,
-        "Switch"
-            | "RefSwitch"
-            | "Merge"
-            | "RefMerge"
-            | "Enter"
-            | "RefEnter"
-            | "Exit"
-            | "RefExit"
-            | "NextIteration"
-            | "RefNextIteration"
-            | "LoopCond"
-            | "ControlTrigger"
-    )
 }

@@ -196,6 +196,28 @@ pub fn resource_kind(node: &Node, library: &Library) -> Option<ResourceKind> {
     table_kind(&node.op).or_else(|| may_call_function(node, library).then_some(ResourceKind::Modify))
 }
 
+/// TensorFlow 1 control-flow ops that move values between branches, frames and iterations:
+/// their outputs may be dead (seed 002).
+pub const V1_CONTROL_FLOW: &[&str] = &[
+    "Switch",
+    "RefSwitch",
+    "Merge",
+    "RefMerge",
+    "Enter",
+    "RefEnter",
+    "Exit",
+    "RefExit",
+    "NextIteration",
+    "RefNextIteration",
+    "LoopCond",
+];
+
+/// Whether `op` belongs to v1 control flow: one of [`V1_CONTROL_FLOW`], or `ControlTrigger`
+/// (never dead itself, but part of the same machinery).
+pub fn is_v1_control_flow(op: &str) -> bool {
+    op == "ControlTrigger" || V1_CONTROL_FLOW.contains(&op)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
