@@ -651,11 +651,22 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
         {
             return Err(CompileError::unsupported(node, "BiasAdd with data_format other than NHWC"));
         }
-        if op == "Select" && ins[0].shape.len() != ins[1].shape.len() && !ins[0].shape.is_empty() {
-            return Err(CompileError::unsupported(node, "Select with a lower-rank condition"));
+        // TensorFlow's `Select` (v1): a rank-1 condition of a higher-rank `x` picks whole rows
+        // (the fused loop reads it as `[n, 1, …]`); `x` and `y` have one shape.
+        let row_select = op == "Select" && ins[0].shape.len() == 1 && ins[1].shape.len() > 1;
+        if op == "Select"
+            && !ins[0].shape.is_empty()
+            && (ins[1].shape != ins[2].shape
+                || ins[0].shape != ins[1].shape && !(row_select && ins[0].shape[0] == ins[1].shape[0]))
+        {
+            return Err(CompileError::Invalid(format!(
+                "node '{}' (Select): condition {:?} does not fit x {:?} and y {:?}",
+                node.name, ins[0].shape, ins[1].shape, ins[2].shape
+            )));
         }
-        let mut shape = ins[0].shape.clone();
-        for v in &ins[1..arity] {
+        let first = if row_select { 1 } else { 0 };
+        let mut shape = ins[first].shape.clone();
+        for v in &ins[first + 1..arity] {
             shape = broadcast_shapes(&shape, &v.shape).ok_or_else(|| {
                 CompileError::Invalid(format!(
                     "node '{}': shapes {:?} do not broadcast",
@@ -1375,7 +1386,11 @@ fn fold_elementwise(node: &Node, ew: EwOp, inputs: &[&Tensor], out: &ValueInfo) 
         return None;
     }
     let n = out.elements();
-    let strides: Vec<Vec<isize>> = inputs.iter().map(|t| broadcast_strides(&t.shape, &out.shape)).collect();
+    let strides: Vec<Vec<isize>> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| broadcast_strides(&crate::plan::operand_view(&node.op, i, &t.shape, &out.shape), &out.shape))
+        .collect();
     let mut res = Vec::with_capacity(n);
     let mut idx = vec![0usize; out.shape.len()];
     let real_div = node.op == "RealDiv";

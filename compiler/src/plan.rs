@@ -411,7 +411,7 @@ fn fused_spec(
         let NodeKind::Elementwise(op) = info.kind else { unreachable!("grouped nodes are elementwise") };
         let mut args = Vec::new();
         let mut adt = Vec::new();
-        for &o in &node.inputs {
+        for (i, &o) in node.inputs.iter().enumerate() {
             let v = an.value(o);
             adt.push(v.dtype);
             if group_of[o.node.index()] == Some(gi) {
@@ -427,11 +427,12 @@ fn fused_spec(
                 }
             }
             let value = vid[o.node.index()][o.port as usize];
-            let k = match ext.iter().position(|&e| e == value) {
+            let view = operand_view(&node.op, i, &v.shape, shape);
+            let k = match ext.iter().zip(&ext_shapes).position(|(&e, (_, s))| e == value && *s == view) {
                 Some(k) => k,
                 None => {
                     ext.push(value);
-                    ext_shapes.push((v.dtype, v.shape.clone()));
+                    ext_shapes.push((v.dtype, view));
                     ext.len() - 1
                 }
             };
@@ -504,6 +505,19 @@ fn fused_spec(
         });
     let inputs = ext_shapes.iter().map(|(d, _)| *d).zip(strides).collect();
     Ok((FusedSpec { dims, inputs, members, outputs, vector }, ext, live))
+}
+
+/// The shape an elementwise operand is read with inside its group: its own shape, aligned to
+/// the right as broadcasting does, except for TensorFlow's `Select` (v1), whose rank-1
+/// condition picks whole rows of higher-rank operands — it is aligned to the left, as the
+/// shape `[n, 1, …, 1]`.
+pub(crate) fn operand_view(op: &str, input: usize, own: &[usize], out: &[usize]) -> Vec<usize> {
+    if op == "Select" && input == 0 && own.len() == 1 && out.len() > 1 {
+        let mut view = vec![1; out.len()];
+        view[0] = own[0];
+        return view;
+    }
+    own.to_vec()
 }
 
 fn cast_ok(from: DType, to: DType) -> bool {
