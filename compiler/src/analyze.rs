@@ -70,6 +70,15 @@ pub enum EwOp {
     Copy,
     /// AddN: n-ary sum.
     AddN,
+    /// The error function and its complement (float32; see `math.rs`).
+    Erf,
+    Erfc,
+    /// `log(1 + x)`, accurate near 0.
+    Log1p,
+    /// `log(1 + e^x)` with TensorFlow's thresholds.
+    Softplus,
+    /// `x != x`: bool.
+    IsNan,
 }
 
 impl EwOp {
@@ -120,6 +129,11 @@ impl EwOp {
             "FloorMod" => EwOp::FloorMod,
             "Identity" | "StopGradient" | "Snapshot" | "PreventGradient" => EwOp::Copy,
             "AddN" => EwOp::AddN,
+            "Erf" => EwOp::Erf,
+            "Erfc" => EwOp::Erfc,
+            "Log1p" => EwOp::Log1p,
+            "Softplus" => EwOp::Softplus,
+            "IsNan" => EwOp::IsNan,
             _ => return None,
         })
     }
@@ -137,12 +151,24 @@ impl EwOp {
                 | EwOp::LogicalAnd
                 | EwOp::LogicalOr
                 | EwOp::LogicalNot
+                | EwOp::IsNan
         )
     }
 
     /// Ops computed with polynomial approximations (float only).
     pub fn is_transcendental(self) -> bool {
-        matches!(self, EwOp::Exp | EwOp::Log | EwOp::Tanh | EwOp::Sigmoid | EwOp::Pow)
+        matches!(
+            self,
+            EwOp::Exp
+                | EwOp::Log
+                | EwOp::Tanh
+                | EwOp::Sigmoid
+                | EwOp::Pow
+                | EwOp::Erf
+                | EwOp::Erfc
+                | EwOp::Log1p
+                | EwOp::Softplus
+        )
     }
 }
 
@@ -465,6 +491,86 @@ fn analyze_node(
             };
             return Ok(constant(vec![t]));
         }
+        // DynamicStitch of known integers (TF2 gradients of reductions compute the reduced
+        // shape so): `out[indices[i][j]] = data[i][j]`, later pieces overwriting earlier ones.
+        "DynamicStitch" | "ParallelDynamicStitch" => {
+            let n = ins.len() / 2;
+            if n == 0 || ins.len() != 2 * n {
+                return Err(CompileError::Invalid(format!("node '{}' ({op}) needs 2·N inputs", node.name)));
+            }
+            let d = ins[n].dtype;
+            if !matches!(d, DType::Int32 | DType::Int64) {
+                return Err(CompileError::unsupported(node, format!("{op} of {d} (folded for integers only)")));
+            }
+            let mut pieces = Vec::with_capacity(n);
+            for i in 0..n {
+                let idx = int_const(node, &ins[i], "indices")?;
+                let data = int_const(node, &ins[n + i], "data")?;
+                let (ir, ds) = (ins[i].shape.len(), &ins[n + i].shape);
+                if ds.len() < ir
+                    || ds[..ir] != ins[i].shape[..]
+                    || ds[ir..] != ins[n].shape[ins[0].shape.len().min(ins[n].shape.len())..]
+                {
+                    return Err(CompileError::Invalid(format!(
+                        "node '{}' ({op}): data {ds:?} does not match indices {:?}",
+                        node.name, ins[i].shape
+                    )));
+                }
+                pieces.push((idx, data));
+            }
+            let inner: Vec<usize> = ins[n].shape[ins[0].shape.len().min(ins[n].shape.len())..].to_vec();
+            let row: usize = inner.iter().product();
+            let rows = pieces.iter().flat_map(|(idx, _)| idx.iter().copied()).max().map_or(0, |m| m + 1);
+            if pieces.iter().any(|(idx, _)| idx.iter().any(|&x| x < 0)) || rows as usize * row > FOLD_LIMIT {
+                return Err(CompileError::unsupported(
+                    node,
+                    "indices out of range or too many (the kernel reports them)",
+                ));
+            }
+            let mut out = vec![0i64; rows as usize * row];
+            let mut seen = vec![false; rows as usize];
+            for (idx, data) in &pieces {
+                for (j, &x) in idx.iter().enumerate() {
+                    out[x as usize * row..][..row].copy_from_slice(&data[j * row..][..row]);
+                    seen[x as usize] = true;
+                }
+            }
+            if seen.contains(&false) {
+                return Err(CompileError::unsupported(node, "an output row no index names (the kernel reports it)"));
+            }
+            let mut shape = vec![rows as usize];
+            shape.extend(inner);
+            let t = match d {
+                DType::Int64 => Tensor::from_i64(shape, out),
+                _ => Tensor::from_i32(shape, out.into_iter().map(|x| x as i32).collect()),
+            }
+            .map_err(|e| CompileError::Invalid(e.to_string()))?;
+            return Ok(constant(vec![t]));
+        }
+        // ConcatOffset(axis, shapes…) of known shapes (ConcatV2's gradient): each input's
+        // offset in the concatenation, zero but along `axis`.
+        "ConcatOffset" => {
+            need(2)?;
+            let axis = int_const(node, &ins[0], "the axis")?.first().copied().unwrap_or(0);
+            let shapes = ins[1..].iter().map(|v| int_const(node, v, "a shape")).collect::<Result<Vec<_>, _>>()?;
+            let rank = shapes[0].len();
+            let a = norm_axis(node, axis, rank)?;
+            let mut at = 0i64;
+            let mut outs = Vec::with_capacity(shapes.len());
+            for s in &shapes {
+                if s.len() != rank || s.iter().zip(&shapes[0]).enumerate().any(|(k, (x, y))| k != a && x != y) {
+                    return Err(CompileError::Invalid(format!(
+                        "node '{}' (ConcatOffset): shape {s:?} does not match {:?}",
+                        node.name, shapes[0]
+                    )));
+                }
+                let mut off = vec![0i64; rank];
+                off[a] = at;
+                at += s[a];
+                outs.push(shape_tensor(ins[1].dtype, off));
+            }
+            return Ok(constant(outs));
+        }
         "InvertPermutation" => {
             need(1)?;
             let p = int_const(node, &ins[0], "the permutation")?;
@@ -639,7 +745,12 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             | EwOp::Reciprocal
             | EwOp::Floor
             | EwOp::Ceil
-            | EwOp::Sign => 1,
+            | EwOp::Sign
+            | EwOp::Erf
+            | EwOp::Erfc
+            | EwOp::Log1p
+            | EwOp::Softplus
+            | EwOp::IsNan => 1,
             _ => 2,
         };
         need(arity)?;

@@ -995,6 +995,11 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
         EwOp::Tanh => f.tanh(a[0]),
         EwOp::Sigmoid => f.sigmoid(a[0]),
         EwOp::Pow => f.pow(a[0], a[1]),
+        EwOp::Erf => f.erf(a[0]),
+        EwOp::Erfc => f.erfc(a[0]),
+        EwOp::Log1p => f.log1p(a[0]),
+        EwOp::Softplus => f.softplus(a[0]),
+        EwOp::IsNan => f.b.ins().fcmp(FloatCC::Unordered, a[0], a[0]),
         // `x < 0 ? 0 : x` (one maxps; NaN passes through), then + 0 turns −0 into +0 as
         // TensorFlow's vectorised max(x, 0) does.
         EwOp::Relu => {

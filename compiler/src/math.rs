@@ -411,4 +411,120 @@ impl FMath<'_, '_> {
         let x1 = self.b.ins().fcmp(FloatCC::Equal, x, one);
         self.sel(x1, one, r)
     }
+
+    /// erfc(x): with z = |x| and t = 1/(1 + z/2), t·e^{−z² + P(t)} (the Chebyshev fit of
+    /// Numerical Recipes' `erfcc`, relative error below 1.2e-7 over the whole line, so the
+    /// tail keeps its precision: no 1 − erf cancellation); 2 − that for x < 0. ±inf give 0
+    /// and 2, NaN stays NaN.
+    pub fn erfc(&mut self, x: Value) -> Value {
+        let z = self.abs(x);
+        let half = self.c(0.5);
+        let one = self.c(1.0);
+        let d = self.b.ins().fma(z, half, one);
+        let one = self.c(1.0);
+        let t = self.b.ins().fdiv(one, d);
+        let p = self.horner(t, &ERFC_P);
+        let nz = self.neg(z);
+        let arg = self.b.ins().fma(nz, z, p);
+        let e = self.exp(arg);
+        let r = self.mul(t, e);
+        let two = self.c(2.0);
+        let flipped = self.sub(two, r);
+        let zero = self.c(0.0);
+        let neg = self.b.ins().fcmp(FloatCC::LessThan, x, zero);
+        self.sel(neg, flipped, r)
+    }
+
+    /// erf(x): the odd Taylor series x·(2/√π)·Σ (−x²)^k / (k!(2k+1)) to k = 5 below |x| = ½
+    /// (truncation 3e-8 relative there), sign(x)·(1 − erfc(|x|)) above it (where
+    /// erf ≥ 0.52, so the subtraction loses nothing).
+    pub fn erf(&mut self, x: Value) -> Value {
+        let z = self.mul(x, x);
+        let p = self.horner(z, &ERF_TAYLOR);
+        let small = self.mul(x, p);
+        let ax = self.abs(x);
+        let c = self.erfc(ax);
+        let one = self.c(1.0);
+        let big = self.sub(one, c);
+        // Copy x's sign onto 1 − erfc(|x|) (NaN passes: erfc(NaN) is NaN).
+        let sign = if self.vector() {
+            let sign_mask = self.pooled(0x8000_0000, self.ty);
+            self.b.ins().band(x, sign_mask)
+        } else {
+            let xb = self.int_bits_of(x);
+            let m = self.ci(0x8000_0000u32 as i32);
+            let sb = self.b.ins().band(xb, m);
+            self.float_of_bits(sb)
+        };
+        let big = if self.vector() {
+            self.b.ins().bor(big, sign)
+        } else {
+            let bb = self.int_bits_of(big);
+            let sb = self.int_bits_of(sign);
+            let r = self.b.ins().bor(bb, sb);
+            self.float_of_bits(r)
+        };
+        let lim = self.c(0.5);
+        let is_small = self.b.ins().fcmp(FloatCC::LessThan, ax, lim);
+        self.sel(is_small, small, big)
+    }
+
+    /// log(1 + x) without losing x's low bits: with u = 1 + x (rounded),
+    /// log(u)·x/(u − 1) corrects the rounding of u exactly to first order (Goldberg's
+    /// method); u = 1 gives x itself, u = +inf gives +inf; −1 gives −inf, below −1 NaN.
+    pub fn log1p(&mut self, x: Value) -> Value {
+        let one = self.c(1.0);
+        let u = self.add(one, x);
+        let l = self.log(u);
+        let one = self.c(1.0);
+        let um1 = self.sub(u, one);
+        let q = self.b.ins().fdiv(x, um1);
+        let r = self.mul(l, q);
+        let one = self.c(1.0);
+        let exact = self.b.ins().fcmp(FloatCC::Equal, u, one);
+        let r = self.sel(exact, x, r);
+        let inf = self.c(f32::INFINITY);
+        let top = self.b.ins().fcmp(FloatCC::Equal, u, inf);
+        self.sel(top, u, r)
+    }
+
+    /// softplus(x) = log(1 + e^x) as TensorFlow computes it: x itself above
+    /// −(log ε + 2) ≈ 13.94, e^x below log ε + 2 ≈ −13.94, log1p(e^x) between.
+    pub fn softplus(&mut self, x: Value) -> Value {
+        let e = self.exp(x);
+        let mid = self.log1p(e);
+        let hi = self.c(SOFTPLUS_THRESHOLD);
+        let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, hi);
+        let r = self.sel(above, x, mid);
+        let lo = self.c(-SOFTPLUS_THRESHOLD);
+        let below = self.b.ins().fcmp(FloatCC::LessThan, x, lo);
+        self.sel(below, e, r)
+    }
 }
+
+/// `−(log ε + 2)` for float32 (ε = 2^−23), TensorFlow's softplus cut-off.
+pub(crate) const SOFTPLUS_THRESHOLD: f32 = 13.942_385;
+
+/// P(t) of [`FMath::erfc`], highest degree first (Numerical Recipes' `erfcc` coefficients).
+const ERFC_P: [f32; 10] = [
+    0.170_872_77,
+    -0.822_152_23,
+    1.488_515_87,
+    -1.135_203_98,
+    0.278_868_07,
+    -0.186_288_06,
+    0.096_784_18,
+    0.374_091_96,
+    1.000_023_68,
+    -1.265_512_23,
+];
+
+/// erf(x)/x as a polynomial in x², highest degree first: (2/√π)·(−1)^k/(k!(2k+1)), k = 5…0.
+const ERF_TAYLOR: [f32; 6] = [
+    -1.128_379_2 / 1320.0,
+    1.128_379_2 / 216.0,
+    -1.128_379_2 / 42.0,
+    1.128_379_2 / 10.0,
+    -1.128_379_2 / 3.0,
+    1.128_379_2,
+];

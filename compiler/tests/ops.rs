@@ -542,3 +542,43 @@ fn unsorted_segment_sum() {
     let bad = Tensor::from_i32(vec![4], vec![0, 3, 0, 0]).unwrap();
     assert!(matches!(f.call(&[d, bad]), Err(CompileError::Runtime { .. })));
 }
+
+/// TensorFlow 2's reduction gradient: the kept-dims shape is a `DynamicStitch` of
+/// `Range(rank)` and the axes with the input's shape and ones, folded at compile time; the
+/// `ConcatV2` gradient slices at the offsets `ConcatOffset` folds.
+#[test]
+fn dynamic_stitch_and_concat_offset_fold_into_shapes() {
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        arg("y", 1, DType::Float32),
+        node("sh", "Shape", &["x"], vec![]),
+        ints("start", &[0]),
+        ints("delta", &[1]),
+        node("rk", "Size", &["sh"], vec![]),
+        konst("s0", Tensor::scalar_i32(0)),
+        konst("d1", Tensor::scalar_i32(1)),
+        node("rng", "Range", &["s0", "rk", "d1"], vec![("Tidx", AttrValue::Type(DType::Int32))]),
+        ints("axes", &[1]),
+        ints("ones", &[1]),
+        node("st", "DynamicStitch", &["rng", "axes", "sh", "ones"], vec![("N", AttrValue::I(2))]),
+        node("sum", "Sum", &["x", "axes"], vec![]),
+        node("kept", "Reshape", &["sum", "st"], vec![]),
+        konst("ax", Tensor::scalar_i32(1)),
+        node("cat", "ConcatV2", &["x", "y", "ax"], vec![("N", AttrValue::I(2))]),
+        node("shy", "Shape", &["y"], vec![]),
+        node("off", "ConcatOffset", &["ax", "sh", "shy"], vec![("N", AttrValue::I(2))]),
+        node("back", "Slice", &["cat", "off:1", "shy"], vec![]),
+        ret("r0", "kept", 0),
+        ret("r1", "back", 1),
+        ret("r2", "off", 2),
+    ]);
+    let x = rand_f32(24, 5, -1.0, 1.0);
+    let y = rand_f32(16, 6, -1.0, 1.0);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![2, 3, 4]), (DType::Float32, vec![2, 2, 4])]).unwrap();
+    let got = f.call(&[f32t(&[2, 3, 4], x.clone()), f32t(&[2, 2, 4], y.clone())]).unwrap();
+    assert_eq!(got[0].shape, vec![2, 1, 4]);
+    assert_close(got[0].as_f32().unwrap(), &ref_reduce(&x, &[2, 3, 4], &[1], "Sum"), 1e-6, "stitched reshape");
+    assert_eq!(got[1].shape, vec![2, 2, 4]);
+    assert_eq!(got[1].as_f32().unwrap(), &y[..]);
+    assert_eq!(got[2].as_i32().unwrap(), &[0, 0, 0]);
+}

@@ -35,6 +35,7 @@ pub fn is_jit_op(op: &str) -> bool {
         "Add" | "AddV2" | "AddN" | "Sub" | "Mul" | "RealDiv" | "Div" | "DivNoNan" | "Neg" | "Abs" | "Exp" | "Log"
             | "Sqrt" | "Rsqrt" | "Square" | "Tanh" | "Sigmoid" | "Relu" | "Maximum" | "Minimum" | "Pow" | "Cast"
             | "Select" | "SelectV2" | "Reciprocal" | "Inv" | "SquaredDifference" | "Floor" | "Ceil" | "Sign"
+            | "Erf" | "Erfc" | "Log1p" | "Softplus" | "IsNan"
             // Comparisons and logic.
             | "Equal" | "NotEqual" | "Less" | "LessEqual" | "Greater" | "GreaterEqual" | "LogicalAnd"
             | "LogicalOr" | "LogicalNot"
@@ -52,7 +53,8 @@ pub fn is_jit_op(op: &str) -> bool {
             | "BroadcastGradientArgs"
             // Shape arithmetic, compiled only when its value is known at compile time (see
             // [`compile_time_known`]): TF2 gradients compute reduction indices with these.
-            | "FloorDiv" | "FloorMod" | "Range" | "InvertPermutation"
+            | "FloorDiv" | "FloorMod" | "Range" | "InvertPermutation" | "DynamicStitch" | "ParallelDynamicStitch"
+            | "ConcatOffset"
             // Plumbing.
             | "Identity" | "IdentityN" | "StopGradient" | "Snapshot" | "PreventGradient" | "Const" | "NoOp"
             // Variable ops the bridge snapshots and writes back.
@@ -210,7 +212,8 @@ impl Compilability {
 }
 
 /// Ops the compiler folds but never generates code for (integer shape arithmetic).
-const FOLD_ONLY: &[&str] = &["FloorDiv", "FloorMod", "Range", "InvertPermutation"];
+const FOLD_ONLY: &[&str] =
+    &["FloorDiv", "FloorMod", "Range", "InvertPermutation", "DynamicStitch", "ParallelDynamicStitch", "ConcatOffset"];
 
 /// For every node: whether its outputs are known when a cluster is compiled for given input
 /// shapes — constants, the shapes of anything, and integer shape arithmetic on such values.
@@ -224,9 +227,33 @@ fn compile_time_known(graph: &Graph) -> Vec<bool> {
         known[id.index()] = match n.op.as_str() {
             "Const" => true,
             "Shape" | "Size" | "Rank" | "ShapeN" | "BroadcastGradientArgs" => true,
-            "Add" | "AddV2" | "Sub" | "Mul" | "FloorDiv" | "FloorMod" | "Maximum" | "Minimum" | "Neg" | "Prod"
-            | "Sum" | "Pack" | "ConcatV2" | "Reshape" | "ExpandDims" | "Squeeze" | "GatherV2" | "StridedSlice"
-            | "Slice" | "Cast" | "Identity" | "Range" | "Fill" | "InvertPermutation" => inputs_known,
+            "Add"
+            | "AddV2"
+            | "Sub"
+            | "Mul"
+            | "FloorDiv"
+            | "FloorMod"
+            | "Maximum"
+            | "Minimum"
+            | "Neg"
+            | "Prod"
+            | "Sum"
+            | "Pack"
+            | "ConcatV2"
+            | "Reshape"
+            | "ExpandDims"
+            | "Squeeze"
+            | "GatherV2"
+            | "StridedSlice"
+            | "Slice"
+            | "Cast"
+            | "Identity"
+            | "Range"
+            | "Fill"
+            | "InvertPermutation"
+            | "DynamicStitch"
+            | "ParallelDynamicStitch"
+            | "ConcatOffset" => inputs_known,
             _ => false,
         };
     }
