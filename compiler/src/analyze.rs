@@ -1143,6 +1143,62 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             let shape: Vec<usize> = equation.output_dims(&sizes).iter().map(|d| d.unwrap_or(1) as usize).collect();
             Ok(kernel(KernelOp::Einsum { equation }, vec![0, 1], vec![vi(x.dtype, shape)]))
         }
+        // NHWC convolutions: the geometry is fixed at the shapes compiled for; the gradients'
+        // size operands must be compile-time values (constant arguments, `Shape`s).
+        "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter" => {
+            use crate::conv::{ConvShape, WindowAttrs};
+            use crate::kernels::ConvKind;
+            need(if op == "Conv2D" { 2 } else { 3 })?;
+            let attrs = WindowAttrs::parse(node, true).map_err(|e| CompileError::unsupported(node, e.to_string()))?;
+            let four = |v: &ValueInfo, what: &str| -> Result<[usize; 4], CompileError> {
+                <[usize; 4]>::try_from(v.shape.clone())
+                    .map_err(|_| CompileError::unsupported(node, format!("{what} is not 4-dimensional")))
+            };
+            let sizes = |v: &ValueInfo, what: &str| -> Result<[usize; 4], CompileError> {
+                let d = int_const(node, v, what)?;
+                let d: Vec<usize> = d.iter().map(|&x| usize::try_from(x).unwrap_or(usize::MAX)).collect();
+                <[usize; 4]>::try_from(d)
+                    .ok()
+                    .filter(|d| d.iter().all(|&x| x < 1 << 31))
+                    .ok_or_else(|| CompileError::unsupported(node, format!("{what} is not 4 valid sizes")))
+            };
+            let (kind, input, filter, data, dy) = match op {
+                "Conv2D" => {
+                    (ConvKind::Forward, four(&ins[0], "the input")?, four(&ins[1], "the filter")?, [0, 1], None)
+                }
+                "Conv2DBackpropInput" => (
+                    ConvKind::BackpropInput,
+                    sizes(&ins[0], "input_sizes")?,
+                    four(&ins[1], "the filter")?,
+                    [1, 2],
+                    Some(&ins[2]),
+                ),
+                _ => (
+                    ConvKind::BackpropFilter,
+                    four(&ins[0], "the input")?,
+                    sizes(&ins[1], "filter_sizes")?,
+                    [0, 2],
+                    Some(&ins[2]),
+                ),
+            };
+            let dtype = ins[data[0]].dtype;
+            if !matches!(dtype, DType::Float32 | DType::Float64) || ins[data[1]].dtype != dtype {
+                return Err(CompileError::unsupported(node, format!("{op} of {dtype}")));
+            }
+            let win = attrs.conv_window(input, filter).map_err(|e| CompileError::unsupported(node, e.to_string()))?;
+            let shape = ConvShape { input, filter, win };
+            if let Some(dy) = dy {
+                if dy.shape[..] != shape.output()[..] {
+                    return Err(CompileError::unsupported(node, "out_backprop does not match (the kernel reports it)"));
+                }
+            }
+            let out = match kind {
+                ConvKind::Forward => shape.output(),
+                ConvKind::BackpropInput => input,
+                ConvKind::BackpropFilter => filter,
+            };
+            Ok(kernel(KernelOp::Conv { kind, shape }, data.to_vec(), vec![vi(dtype, out.to_vec())]))
+        }
         "UnsortedSegmentSum" => {
             need(3)?;
             let (data, ids) = (&ins[0], &ins[1]);

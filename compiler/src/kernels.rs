@@ -52,6 +52,17 @@ pub enum KernelOp {
     Scatter { kind: ScatterKind },
     /// Einsum of one or two operands (see [`crate::einsum`]).
     Einsum { equation: autoclust_graph::einsum::Equation },
+    /// A 2-D NHWC convolution or one of its gradients (see [`crate::conv`]); the data
+    /// operands only: (input, filter), (filter, dy) or (input, dy).
+    Conv { kind: ConvKind, shape: crate::conv::ConvShape },
+}
+
+/// Which convolution a [`KernelOp::Conv`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvKind {
+    Forward,
+    BackpropInput,
+    BackpropFilter,
 }
 
 /// How a TensorScatter op combines an update with the existing slice.
@@ -317,6 +328,28 @@ impl KernelOp {
                 Ok(vec![t.map_err(|e| err(e.to_string()))?])
             }
             KernelOp::Einsum { equation } => Ok(vec![crate::einsum::einsum(equation, inputs).map_err(err)?]),
+            KernelOp::Conv { kind, shape } => {
+                fn go<T: crate::conv::ConvElem>(
+                    kind: ConvKind,
+                    s: &crate::conv::ConvShape,
+                    a: &[T],
+                    b: &[T],
+                ) -> Vec<T> {
+                    let threads = rayon::current_num_threads();
+                    match kind {
+                        ConvKind::Forward => crate::conv::conv2d(s, a, b, threads),
+                        ConvKind::BackpropInput => crate::conv::conv2d_backprop_input(s, a, b, threads),
+                        ConvKind::BackpropFilter => crate::conv::conv2d_backprop_filter(s, a, b, threads),
+                    }
+                }
+                let (a, b) = (inputs[0], inputs[1]);
+                let data = match (&a.data, &b.data) {
+                    (TensorData::F32(x), TensorData::F32(y)) => TensorData::F32(Arc::new(go(*kind, shape, x, y))),
+                    (TensorData::F64(x), TensorData::F64(y)) => TensorData::F64(Arc::new(go(*kind, shape, x, y))),
+                    _ => return Err(err(format!("convolution of {} and {}", a.dtype, b.dtype))),
+                };
+                Ok(vec![Tensor { dtype: a.dtype, shape: out_shapes[0].clone(), data }])
+            }
             KernelOp::Gather { axis, batch_dims } => {
                 let params = inputs[0];
                 let idx = inputs[1].to_i64_vec().ok_or_else(|| err("indices must be int32 or int64"))?;

@@ -67,6 +67,7 @@ pub mod analyze;
 mod buffers;
 mod codegen;
 pub mod constant_args;
+pub mod conv;
 pub mod einsum;
 pub mod gemm;
 pub mod kernels;

@@ -582,3 +582,40 @@ fn dynamic_stitch_and_concat_offset_fold_into_shapes() {
     assert_eq!(got[1].as_f32().unwrap(), &y[..]);
     assert_eq!(got[2].as_i32().unwrap(), &[0, 0, 0]);
 }
+
+/// Conv2D and its two gradients compile (as the shared `conv` kernels) at the shapes
+/// compiled for; hand-computed values on a 3×3 image, a 2×2 filter, VALID and SAME.
+#[test]
+fn convolutions_and_their_gradients_compile() {
+    let s = |v: &str| AttrValue::S(v.as_bytes().to_vec());
+    let list = |v: Vec<i64>| AttrValue::List(autoclust_graph::ListValue::I(v));
+    let attrs = |pad: &str| vec![("padding", s(pad)), ("strides", list(vec![1, 1, 1, 1]))];
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        arg("f", 1, DType::Float32),
+        node("y", "Conv2D", &["x", "f"], attrs("VALID")),
+        node("xs", "Shape", &["x"], vec![]),
+        node("fs", "Shape", &["f"], vec![]),
+        node("dx", "Conv2DBackpropInput", &["xs", "f", "y"], attrs("VALID")),
+        node("df", "Conv2DBackpropFilter", &["x", "fs", "y"], attrs("VALID")),
+        node("same", "Conv2D", &["x", "f"], attrs("SAME")),
+        ret("r0", "y", 0),
+        ret("r1", "dx", 1),
+        ret("r2", "df", 2),
+        ret("r3", "same", 3),
+    ]);
+    let x: Vec<f32> = (1..=9).map(|v| v as f32).collect();
+    let f = vec![1.0, 0.0, 0.0, -1.0];
+    let c = compiler().compile(&g, &[(DType::Float32, vec![1, 3, 3, 1]), (DType::Float32, vec![2, 2, 1, 1])]).unwrap();
+    let got = c.call(&[f32t(&[1, 3, 3, 1], x), f32t(&[2, 2, 1, 1], f)]).unwrap();
+    // y[i][j] = x[i][j] - x[i+1][j+1] = -4 everywhere.
+    assert_eq!(got[0].shape, vec![1, 2, 2, 1]);
+    assert_eq!(got[0].as_f32().unwrap(), &[-4.0; 4][..]);
+    // dx = y (-4) scattered through the filter: +(-4) at the taps' top-left, -(-4) at bottom-right.
+    assert_eq!(got[1].as_f32().unwrap(), &[-4.0, -4.0, 0.0, -4.0, 0.0, 4.0, 0.0, 4.0, 4.0][..]);
+    // df[ky][kx] = Σ x[i+ky][j+kx]·(-4): windows sum 12, 16, 24, 28.
+    assert_eq!(got[2].as_f32().unwrap(), &[-48.0, -64.0, -96.0, -112.0][..]);
+    // SAME pads after: the last row and column read zeros below/right.
+    assert_eq!(got[3].shape, vec![1, 3, 3, 1]);
+    assert_eq!(got[3].as_f32().unwrap(), &[-4.0, -4.0, 3.0, -4.0, -4.0, 6.0, 7.0, 8.0, 9.0][..]);
+}

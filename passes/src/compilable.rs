@@ -41,6 +41,7 @@ pub fn is_jit_op(op: &str) -> bool {
             | "LogicalOr" | "LogicalNot"
             // Linear algebra.
             | "MatMul" | "BatchMatMul" | "BatchMatMulV2" | "BiasAdd" | "BiasAddV1" | "BiasAddGrad" | "Einsum"
+            | "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter"
             // Reductions.
             | "Sum" | "Mean" | "Max" | "Min" | "Prod" | "ArgMax" | "ArgMin"
             // Shapes and data movement.
@@ -408,6 +409,12 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     }
     if matches!(node.attr("_XlaCompile"), Some(AttrValue::B(false))) {
         return Some(NotCompilable::DisabledByAttribute);
+    }
+    // The JIT's convolutions and bias adds are NHWC only (as TensorFlow's CPU kernels).
+    if matches!(op, "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter" | "BiasAdd" | "BiasAddGrad")
+        && node.attr("data_format").and_then(AttrValue::as_str).is_some_and(|f| f != "NHWC")
+    {
+        return Some(NotCompilable::UnsupportedOp { op: format!("{op} in a data_format other than NHWC") });
     }
     for (port, (dtype, _)) in types.outputs(id).iter().enumerate() {
         let port = port as u32;

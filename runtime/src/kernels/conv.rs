@@ -18,183 +18,37 @@
 //! `k_eff = (k − 1)·dilation + 1`. Only NHWC is supported; NCHW is refused
 //! with an error (TensorFlow's CPU kernels refuse most of it too).
 
-use autoclust_graph::{AttrValue, Node, Tensor};
+use autoclust_graph::{Node, Tensor};
 
 use super::elementwise::Float;
-use super::matmul::Gemm;
 use super::{arity, dispatch_float, one, shape_values, tensor_of, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
-/// How a window op pads its input.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Padding {
-    Valid,
-    Same,
-    /// `(before, after)` for H and W, from `explicit_paddings` (NHWC order).
-    Explicit([(usize, usize); 2]),
-}
+use autoclust_compiler::conv::{self as shared, ConvElem, ConvError, ConvShape};
+pub(crate) use autoclust_compiler::conv::{Padding, Window, WindowAttrs};
 
-/// One spatial axis of a windowed op.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Axis {
-    pub input: usize,
-    pub kernel: usize,
-    pub stride: usize,
-    pub dilation: usize,
-    pub pad_before: usize,
-    pub output: usize,
-}
-
-impl Axis {
-    fn new(input: usize, kernel: usize, stride: usize, dilation: usize, pad: Padding1) -> KResult<Axis> {
-        if stride == 0 || dilation == 0 {
-            return Err(KernelError::invalid("strides and dilations must be positive"));
+impl From<ConvError> for KernelError {
+    fn from(e: ConvError) -> KernelError {
+        match e {
+            ConvError::Attr(a) => KernelError::Attr(a),
+            ConvError::Invalid(m) => KernelError::invalid(m),
         }
-        let eff = (kernel.max(1) - 1) * dilation + 1;
-        let (output, pad_before) = match pad {
-            Padding1::Valid => {
-                if input < eff {
-                    (0, 0)
-                } else {
-                    ((input - eff) / stride + 1, 0)
-                }
-            }
-            Padding1::Same => {
-                let out = input.div_ceil(stride);
-                let needed = ((out.max(1) - 1) * stride + eff).saturating_sub(input);
-                (out, needed / 2)
-            }
-            Padding1::Explicit(before, after) => {
-                let padded = input + before + after;
-                if padded < eff {
-                    (0, before)
-                } else {
-                    ((padded - eff) / stride + 1, before)
-                }
-            }
-        };
-        if kernel == 0 {
-            return Err(KernelError::invalid("window size must be positive"));
-        }
-        Ok(Axis { input, kernel, stride, dilation, pad_before, output })
-    }
-
-    /// The input index tap `k` of output `o` reads, if it is not padding.
-    #[inline]
-    pub fn source(&self, o: usize, k: usize) -> Option<usize> {
-        let i = (o * self.stride + k * self.dilation).checked_sub(self.pad_before)?;
-        (i < self.input).then_some(i)
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Padding1 {
-    Valid,
-    Same,
-    Explicit(usize, usize),
-}
-
-/// The geometry of a 2-D window op over NHWC data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Window {
-    pub h: Axis,
-    pub w: Axis,
-}
-
-impl Window {
-    pub fn new(
-        input: (usize, usize),
-        kernel: (usize, usize),
-        strides: (usize, usize),
-        dilations: (usize, usize),
-        padding: &Padding,
-    ) -> KResult<Window> {
-        let p = |axis: usize| match padding {
-            Padding::Valid => Padding1::Valid,
-            Padding::Same => Padding1::Same,
-            Padding::Explicit(e) => Padding1::Explicit(e[axis].0, e[axis].1),
-        };
-        Ok(Window {
-            h: Axis::new(input.0, kernel.0, strides.0, dilations.0, p(0))?,
-            w: Axis::new(input.1, kernel.1, strides.1, dilations.1, p(1))?,
-        })
-    }
-}
-
-/// The attributes every NHWC window op shares.
-#[derive(Clone, Debug)]
-pub(crate) struct WindowAttrs {
-    pub strides: (usize, usize),
-    pub dilations: (usize, usize),
-    pub padding: Padding,
-}
-
-fn string_attr<'a>(node: &'a Node, name: &str) -> KResult<Option<&'a str>> {
-    match node.attr(name) {
-        None => Ok(None),
-        Some(a) => a.as_str().map(Some).ok_or_else(|| KernelError::Attr(name.into())),
     }
 }
 
 /// Refuses any data format but NHWC.
 pub(crate) fn require_nhwc(node: &Node) -> KResult<()> {
-    match string_attr(node, "data_format")? {
-        None | Some("NHWC") => Ok(()),
-        Some(f) => Err(KernelError::invalid(format!("{} with data_format {f} is not supported (only NHWC)", node.op))),
-    }
+    Ok(shared::require_nhwc(node)?)
 }
 
-/// A 4-element NHWC attribute list (`strides`, `ksize`, `dilations`): its H and W
-/// entries; the batch and channel entries must be 1.
+/// A 4-element NHWC attribute list (`strides`, `ksize`, `dilations`): its H and W entries.
 pub(crate) fn hw_attr(node: &Node, name: &str, required: bool) -> KResult<(usize, usize)> {
-    let v = match node.attr(name).map(AttrValue::as_int_list) {
-        None if !required => return Ok((1, 1)),
-        None => return Err(KernelError::Attr(name.into())),
-        Some(None) => return Err(KernelError::Attr(name.into())),
-        Some(Some(v)) => v,
-    };
-    if v.len() != 4 {
-        return Err(KernelError::invalid(format!("{name} must have 4 elements, got {v:?}")));
-    }
-    if v[0] != 1 || v[3] != 1 {
-        return Err(KernelError::invalid(format!(
-            "{} over the batch or depth dimension is not supported ({name} = {v:?})",
-            node.op
-        )));
-    }
-    let pos = |x: i64| usize::try_from(x).ok().filter(|&x| x > 0);
-    match (pos(v[1]), pos(v[2])) {
-        (Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(KernelError::invalid(format!("{name} must be positive, got {v:?}"))),
-    }
+    Ok(shared::hw_attr(node, name, required)?)
 }
 
 /// Parses `padding` (and `explicit_paddings` when it is `EXPLICIT`).
 pub(crate) fn padding_attr(node: &Node) -> KResult<Padding> {
-    match string_attr(node, "padding")? {
-        Some("VALID") => Ok(Padding::Valid),
-        Some("SAME") => Ok(Padding::Same),
-        Some("EXPLICIT") => {
-            let e = node.attr("explicit_paddings").and_then(AttrValue::as_int_list).unwrap_or(&[]);
-            if e.len() != 8 || e[0] != 0 || e[1] != 0 || e[6] != 0 || e[7] != 0 || e.iter().any(|&x| x < 0) {
-                return Err(KernelError::invalid(format!(
-                    "explicit_paddings must be 8 non-negative values with no batch or depth padding, got {e:?}"
-                )));
-            }
-            Ok(Padding::Explicit([(e[2] as usize, e[3] as usize), (e[4] as usize, e[5] as usize)]))
-        }
-        Some(p) => Err(KernelError::invalid(format!("unknown padding {p}"))),
-        None => Err(KernelError::Attr("padding".into())),
-    }
-}
-
-impl WindowAttrs {
-    pub fn parse(node: &Node, dilated: bool) -> KResult<WindowAttrs> {
-        require_nhwc(node)?;
-        let strides = hw_attr(node, "strides", true)?;
-        let dilations = if dilated { hw_attr(node, "dilations", false)? } else { (1, 1) };
-        Ok(WindowAttrs { strides, dilations, padding: padding_attr(node)? })
-    }
+    Ok(shared::padding_attr(node)?)
 }
 
 /// `[N, H, W, C]` of a rank-4 tensor.
@@ -215,73 +69,14 @@ fn filter_dims(t: &Tensor) -> KResult<[usize; 4]> {
 /// The geometry of a convolution of `input` `[N,H,W,C]` by a `[KH,KW,C,O]` filter
 /// (`[KH,KW,C,M]` for a depthwise one).
 fn conv_window(a: &WindowAttrs, input: [usize; 4], filter: [usize; 4]) -> KResult<Window> {
-    if filter[2] != input[3] {
-        // TensorFlow allows grouped convolutions (input depth a multiple of the
-        // filter's); the CPU kernels do not, and neither does this one.
-        return Err(KernelError::invalid(format!(
-            "input depth must equal the filter's input depth: {} vs {}",
-            input[3], filter[2]
-        )));
-    }
-    Window::new((input[1], input[2]), (filter[0], filter[1]), a.strides, a.dilations, &a.padding)
+    Ok(a.conv_window(input, filter)?)
 }
 
-/// im2col of one image `x` (`[H, W, C]`): `[OH·OW, KH·KW·C]`, zero where the tap is padding.
-fn im2col<T: Float>(x: &[T], c: usize, win: &Window, col: &mut [T]) {
-    let (kh, kw) = (win.h.kernel, win.w.kernel);
-    let row = kh * kw * c;
-    for oy in 0..win.h.output {
-        for ox in 0..win.w.output {
-            let dst = &mut col[(oy * win.w.output + ox) * row..][..row];
-            for ky in 0..kh {
-                let iy = win.h.source(oy, ky);
-                for kx in 0..kw {
-                    let d = &mut dst[(ky * kw + kx) * c..][..c];
-                    match (iy, win.w.source(ox, kx)) {
-                        (Some(iy), Some(ix)) => d.copy_from_slice(&x[(iy * win.w.input + ix) * c..][..c]),
-                        _ => d.fill(T::zero()),
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// col2im: adds `col` (`[OH·OW, KH·KW·C]`) back into one image `dx` (`[H, W, C]`).
-fn col2im<T: Float>(col: &[T], c: usize, win: &Window, dx: &mut [T]) {
-    let (kh, kw) = (win.h.kernel, win.w.kernel);
-    let row = kh * kw * c;
-    for oy in 0..win.h.output {
-        for ox in 0..win.w.output {
-            let src = &col[(oy * win.w.output + ox) * row..][..row];
-            for ky in 0..kh {
-                let Some(iy) = win.h.source(oy, ky) else { continue };
-                for kx in 0..kw {
-                    let Some(ix) = win.w.source(ox, kx) else { continue };
-                    let d = &mut dx[(iy * win.w.input + ix) * c..][..c];
-                    for (p, &q) in d.iter_mut().zip(&src[(ky * kw + kx) * c..][..c]) {
-                        *p = p.add(q);
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn conv2d<T: Float + Gemm>(a: &WindowAttrs, x: &Tensor, f: &Tensor) -> KResult<Tensor> {
-    let (xd, fd) = (nhwc(x, "input")?, filter_dims(f)?);
-    let win = conv_window(a, xd, fd)?;
-    let [n, h, w, c] = xd;
-    let o = fd[3];
-    let (pixels, row) = (win.h.output * win.w.output, fd[0] * fd[1] * c);
-    let (xs, fs) = (T::slice(x), T::slice(f));
-    let mut out = vec![T::zero(); n * pixels * o];
-    let mut col = vec![T::zero(); pixels * row];
-    for b in 0..n {
-        im2col(&xs[b * h * w * c..][..h * w * c], c, &win, &mut col);
-        T::gemm(pixels, row, o, &col, row as isize, 1, fs, o as isize, 1, &mut out[b * pixels * o..][..pixels * o]);
-    }
-    Ok(tensor_of(vec![n, win.h.output, win.w.output, o], out))
+fn conv2d<T: Float + ConvElem>(a: &WindowAttrs, x: &Tensor, f: &Tensor) -> KResult<Tensor> {
+    let (input, filter) = (nhwc(x, "input")?, filter_dims(f)?);
+    let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
+    let out = shared::conv2d(&s, T::slice(x), T::slice(f), rayon::current_num_threads());
+    Ok(tensor_of(s.output().to_vec(), out))
 }
 
 fn check_out_backprop(dy: &Tensor, n: usize, win: &Window, depth: usize) -> KResult<()> {
@@ -303,49 +98,30 @@ fn sizes4<T: super::Elem>(t: &Tensor, what: &str) -> KResult<[usize; 4]> {
     <[usize; 4]>::try_from(v).map_err(|v| KernelError::invalid(format!("{what} must have 4 elements, got {v:?}")))
 }
 
-fn conv2d_backprop_input<T: Float + Gemm>(a: &WindowAttrs, sizes: &Tensor, f: &Tensor, dy: &Tensor) -> KResult<Tensor> {
-    let (xd, fd) = (sizes4::<T>(sizes, "input_sizes")?, filter_dims(f)?);
-    let win = conv_window(a, xd, fd)?;
-    let [n, h, w, c] = xd;
-    let o = fd[3];
-    check_out_backprop(dy, n, &win, o)?;
-    let (pixels, row) = (win.h.output * win.w.output, fd[0] * fd[1] * c);
-    let (dys, fs) = (T::slice(dy), T::slice(f));
-    let mut dx = vec![T::zero(); n * h * w * c];
-    let mut col = vec![T::zero(); pixels * row];
-    for b in 0..n {
-        // col = dy_b [pixels, O] · filterᵀ [O, row].
-        T::gemm(pixels, o, row, &dys[b * pixels * o..][..pixels * o], o as isize, 1, fs, 1, o as isize, &mut col);
-        col2im(&col, c, &win, &mut dx[b * h * w * c..][..h * w * c]);
-    }
-    Ok(tensor_of(xd.to_vec(), dx))
+fn conv2d_backprop_input<T: Float + ConvElem>(
+    a: &WindowAttrs,
+    sizes: &Tensor,
+    f: &Tensor,
+    dy: &Tensor,
+) -> KResult<Tensor> {
+    let (input, filter) = (sizes4::<T>(sizes, "input_sizes")?, filter_dims(f)?);
+    let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
+    check_out_backprop(dy, input[0], &s.win, filter[3])?;
+    let dx = shared::conv2d_backprop_input(&s, T::slice(f), T::slice(dy), rayon::current_num_threads());
+    Ok(tensor_of(input.to_vec(), dx))
 }
 
-fn conv2d_backprop_filter<T: Float + Gemm>(
+fn conv2d_backprop_filter<T: Float + ConvElem>(
     a: &WindowAttrs,
     x: &Tensor,
     sizes: &Tensor,
     dy: &Tensor,
 ) -> KResult<Tensor> {
-    let (xd, fd) = (nhwc(x, "input")?, sizes4::<T>(sizes, "filter_sizes")?);
-    let win = conv_window(a, xd, fd)?;
-    let [n, h, w, c] = xd;
-    let o = fd[3];
-    check_out_backprop(dy, n, &win, o)?;
-    let (pixels, row) = (win.h.output * win.w.output, fd[0] * fd[1] * c);
-    let (xs, dys) = (T::slice(x), T::slice(dy));
-    let mut df = vec![T::zero(); row * o];
-    let mut part = vec![T::zero(); row * o];
-    let mut col = vec![T::zero(); pixels * row];
-    for b in 0..n {
-        im2col(&xs[b * h * w * c..][..h * w * c], c, &win, &mut col);
-        // part = colᵀ [row, pixels] · dy_b [pixels, O].
-        T::gemm(row, pixels, o, &col, 1, row as isize, &dys[b * pixels * o..][..pixels * o], o as isize, 1, &mut part);
-        for (p, &q) in df.iter_mut().zip(&part) {
-            *p = p.add(q);
-        }
-    }
-    Ok(tensor_of(fd.to_vec(), df))
+    let (input, filter) = (nhwc(x, "input")?, sizes4::<T>(sizes, "filter_sizes")?);
+    let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
+    check_out_backprop(dy, input[0], &s.win, filter[3])?;
+    let df = shared::conv2d_backprop_filter(&s, T::slice(x), T::slice(dy), rayon::current_num_threads());
+    Ok(tensor_of(filter.to_vec(), df))
 }
 
 /// The loops shared by the depthwise convolution and its gradients: calls

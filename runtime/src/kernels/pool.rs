@@ -33,7 +33,7 @@ impl PoolAttrs {
     }
 
     fn window(&self, d: [usize; 4]) -> KResult<Window> {
-        Window::new((d[1], d[2]), self.ksize, self.strides, (1, 1), &self.padding)
+        Ok(Window::new((d[1], d[2]), self.ksize, self.strides, (1, 1), &self.padding)?)
     }
 }
 

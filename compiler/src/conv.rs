@@ -1,0 +1,365 @@
+//! 2-D convolutions in NHWC — the window geometry, the attribute parsing and the
+//! `Conv2D`/`Conv2DBackpropInput`/`Conv2DBackpropFilter` arithmetic that compiled clusters
+//! ([`crate::kernels::KernelOp::Conv`]) and the interpreter's kernels
+//! (`runtime/src/kernels/conv.rs`, `pool.rs`) share, so both compute the same numbers.
+//!
+//! `Conv2D` lowers each image to a column matrix (im2col: one row per output pixel, one
+//! column per filter tap and input channel) and multiplies it by the HWIO filter, which is
+//! already the `[KH·KW·C, O]` matrix, with the GEMM `MatMul` uses. The input gradient is
+//! the transposed product scattered back (col2im); the filter gradient is `colᵀ · dy`
+//! summed over the batch.
+//!
+//! Output sizes and padding follow TensorFlow's `GetWindowedOutputSize`: `VALID` has no
+//! padding and `⌈(in − k_eff + 1) / stride⌉` outputs, `SAME` has `⌈in / stride⌉` outputs
+//! with the padding split evenly (the extra element after), and `EXPLICIT` takes the
+//! `explicit_paddings` attribute. `k_eff = (k − 1)·dilation + 1`. Only NHWC.
+//!
+//! Invariant: every function here is deterministic and independent of the thread count
+//! (the GEMM's own invariant), so a compiled cluster and the interpreter agree bit for bit.
+
+use autoclust_graph::{AttrValue, Node};
+
+use crate::gemm::{gemm, GemmElem};
+
+/// Why a window op's attributes or operands are refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConvError {
+    /// A required attribute is missing or has the wrong type.
+    Attr(String),
+    /// Attributes or shapes TensorFlow would reject (or this crate does not support).
+    Invalid(String),
+}
+
+impl std::fmt::Display for ConvError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConvError::Attr(a) => write!(f, "missing or malformed attribute '{a}'"),
+            ConvError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+type CResult<T> = Result<T, ConvError>;
+
+fn invalid<T>(m: impl Into<String>) -> CResult<T> {
+    Err(ConvError::Invalid(m.into()))
+}
+
+/// How a window op pads its input.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Padding {
+    Valid,
+    Same,
+    /// `(before, after)` for H and W, from `explicit_paddings` (NHWC order).
+    Explicit([(usize, usize); 2]),
+}
+
+/// One spatial axis of a windowed op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Axis {
+    pub input: usize,
+    pub kernel: usize,
+    pub stride: usize,
+    pub dilation: usize,
+    pub pad_before: usize,
+    pub output: usize,
+}
+
+#[derive(Clone, Copy)]
+enum Padding1 {
+    Valid,
+    Same,
+    Explicit(usize, usize),
+}
+
+impl Axis {
+    fn new(input: usize, kernel: usize, stride: usize, dilation: usize, pad: Padding1) -> CResult<Axis> {
+        if stride == 0 || dilation == 0 {
+            return invalid("strides and dilations must be positive");
+        }
+        if kernel == 0 {
+            return invalid("window size must be positive");
+        }
+        let eff = (kernel - 1).checked_mul(dilation).and_then(|e| e.checked_add(1));
+        let Some(eff) = eff else { return invalid("window too large") };
+        let (output, pad_before) = match pad {
+            Padding1::Valid => (if input < eff { 0 } else { (input - eff) / stride + 1 }, 0),
+            Padding1::Same => {
+                let out = input.div_ceil(stride);
+                let needed = ((out.max(1) - 1) * stride + eff).saturating_sub(input);
+                (out, needed / 2)
+            }
+            Padding1::Explicit(before, after) => {
+                let padded = input.saturating_add(before).saturating_add(after);
+                (if padded < eff { 0 } else { (padded - eff) / stride + 1 }, before)
+            }
+        };
+        Ok(Axis { input, kernel, stride, dilation, pad_before, output })
+    }
+
+    /// The input index tap `k` of output `o` reads, if it is not padding.
+    #[inline]
+    pub fn source(&self, o: usize, k: usize) -> Option<usize> {
+        let i = (o * self.stride + k * self.dilation).checked_sub(self.pad_before)?;
+        (i < self.input).then_some(i)
+    }
+}
+
+/// The geometry of a 2-D window op over NHWC data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Window {
+    pub h: Axis,
+    pub w: Axis,
+}
+
+impl Window {
+    pub fn new(
+        input: (usize, usize),
+        kernel: (usize, usize),
+        strides: (usize, usize),
+        dilations: (usize, usize),
+        padding: &Padding,
+    ) -> CResult<Window> {
+        let p = |axis: usize| match padding {
+            Padding::Valid => Padding1::Valid,
+            Padding::Same => Padding1::Same,
+            Padding::Explicit(e) => Padding1::Explicit(e[axis].0, e[axis].1),
+        };
+        Ok(Window {
+            h: Axis::new(input.0, kernel.0, strides.0, dilations.0, p(0))?,
+            w: Axis::new(input.1, kernel.1, strides.1, dilations.1, p(1))?,
+        })
+    }
+}
+
+fn string_attr<'a>(node: &'a Node, name: &str) -> CResult<Option<&'a str>> {
+    match node.attr(name) {
+        None => Ok(None),
+        Some(a) => a.as_str().map(Some).ok_or_else(|| ConvError::Attr(name.into())),
+    }
+}
+
+/// Refuses any data format but NHWC.
+pub fn require_nhwc(node: &Node) -> CResult<()> {
+    match string_attr(node, "data_format")? {
+        None | Some("NHWC") => Ok(()),
+        Some(f) => invalid(format!("{} with data_format {f} is not supported (only NHWC)", node.op)),
+    }
+}
+
+/// A 4-element NHWC attribute list (`strides`, `ksize`, `dilations`): its H and W
+/// entries; the batch and channel entries must be 1.
+pub fn hw_attr(node: &Node, name: &str, required: bool) -> CResult<(usize, usize)> {
+    let v = match node.attr(name).map(AttrValue::as_int_list) {
+        None if !required => return Ok((1, 1)),
+        None | Some(None) => return Err(ConvError::Attr(name.into())),
+        Some(Some(v)) => v,
+    };
+    if v.len() != 4 {
+        return invalid(format!("{name} must have 4 elements, got {v:?}"));
+    }
+    if v[0] != 1 || v[3] != 1 {
+        return invalid(format!("{} over the batch or depth dimension is not supported ({name} = {v:?})", node.op));
+    }
+    let pos = |x: i64| usize::try_from(x).ok().filter(|&x| x > 0);
+    match (pos(v[1]), pos(v[2])) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => invalid(format!("{name} must be positive, got {v:?}")),
+    }
+}
+
+/// Parses `padding` (and `explicit_paddings` when it is `EXPLICIT`).
+pub fn padding_attr(node: &Node) -> CResult<Padding> {
+    match string_attr(node, "padding")? {
+        Some("VALID") => Ok(Padding::Valid),
+        Some("SAME") => Ok(Padding::Same),
+        Some("EXPLICIT") => {
+            let e = node.attr("explicit_paddings").and_then(AttrValue::as_int_list).unwrap_or(&[]);
+            if e.len() != 8 || e[0] != 0 || e[1] != 0 || e[6] != 0 || e[7] != 0 || e.iter().any(|&x| x < 0) {
+                return invalid(format!(
+                    "explicit_paddings must be 8 non-negative values with no batch or depth padding, got {e:?}"
+                ));
+            }
+            Ok(Padding::Explicit([(e[2] as usize, e[3] as usize), (e[4] as usize, e[5] as usize)]))
+        }
+        Some(p) => invalid(format!("unknown padding {p}")),
+        None => Err(ConvError::Attr("padding".into())),
+    }
+}
+
+/// The attributes every NHWC window op shares.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WindowAttrs {
+    pub strides: (usize, usize),
+    pub dilations: (usize, usize),
+    pub padding: Padding,
+}
+
+impl WindowAttrs {
+    pub fn parse(node: &Node, dilated: bool) -> CResult<WindowAttrs> {
+        require_nhwc(node)?;
+        let strides = hw_attr(node, "strides", true)?;
+        let dilations = if dilated { hw_attr(node, "dilations", false)? } else { (1, 1) };
+        Ok(WindowAttrs { strides, dilations, padding: padding_attr(node)? })
+    }
+
+    /// The geometry of a convolution of `input` `[N,H,W,C]` by a `[KH,KW,C,O]` filter.
+    pub fn conv_window(&self, input: [usize; 4], filter: [usize; 4]) -> CResult<Window> {
+        if filter[2] != input[3] {
+            // TensorFlow allows grouped convolutions (input depth a multiple of the
+            // filter's); the CPU kernels do not, and neither does this one.
+            return invalid(format!("input depth must equal the filter's input depth: {} vs {}", input[3], filter[2]));
+        }
+        Window::new((input[1], input[2]), (filter[0], filter[1]), self.strides, self.dilations, &self.padding)
+    }
+}
+
+/// An element type convolutions run on.
+pub trait ConvElem: GemmElem + Default + std::ops::AddAssign {}
+impl ConvElem for f32 {}
+impl ConvElem for f64 {}
+
+/// The shapes of one convolution: input `[N,H,W,C]`, filter `[KH,KW,C,O]`, its window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConvShape {
+    pub input: [usize; 4],
+    pub filter: [usize; 4],
+    pub win: Window,
+}
+
+impl ConvShape {
+    pub fn output(&self) -> [usize; 4] {
+        [self.input[0], self.win.h.output, self.win.w.output, self.filter[3]]
+    }
+    fn pixels(&self) -> usize {
+        self.win.h.output * self.win.w.output
+    }
+    fn row(&self) -> usize {
+        self.filter[0] * self.filter[1] * self.input[3]
+    }
+}
+
+/// im2col of one image `x` (`[H, W, C]`): `[OH·OW, KH·KW·C]`, zero where the tap is padding.
+fn im2col<T: ConvElem>(x: &[T], c: usize, win: &Window, col: &mut [T]) {
+    let (kh, kw) = (win.h.kernel, win.w.kernel);
+    let row = kh * kw * c;
+    for oy in 0..win.h.output {
+        for ox in 0..win.w.output {
+            let dst = &mut col[(oy * win.w.output + ox) * row..][..row];
+            for ky in 0..kh {
+                let iy = win.h.source(oy, ky);
+                for kx in 0..kw {
+                    let d = &mut dst[(ky * kw + kx) * c..][..c];
+                    match (iy, win.w.source(ox, kx)) {
+                        (Some(iy), Some(ix)) => d.copy_from_slice(&x[(iy * win.w.input + ix) * c..][..c]),
+                        _ => d.fill(T::default()),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// col2im: adds `col` (`[OH·OW, KH·KW·C]`) back into one image `dx` (`[H, W, C]`).
+fn col2im<T: ConvElem>(col: &[T], c: usize, win: &Window, dx: &mut [T]) {
+    let (kh, kw) = (win.h.kernel, win.w.kernel);
+    let row = kh * kw * c;
+    for oy in 0..win.h.output {
+        for ox in 0..win.w.output {
+            let src = &col[(oy * win.w.output + ox) * row..][..row];
+            for ky in 0..kh {
+                let Some(iy) = win.h.source(oy, ky) else { continue };
+                for kx in 0..kw {
+                    let Some(ix) = win.w.source(ox, kx) else { continue };
+                    let d = &mut dx[(iy * win.w.input + ix) * c..][..c];
+                    for (p, &q) in d.iter_mut().zip(&src[(ky * kw + kx) * c..][..c]) {
+                        *p += q;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `C[m×n] = A·B` with A and B given by row and column strides; slices checked here.
+#[allow(clippy::too_many_arguments)]
+fn mm<T: ConvElem>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    rsa: isize,
+    csa: isize,
+    b: &[T],
+    rsb: isize,
+    csb: isize,
+    c: &mut [T],
+    threads: usize,
+) {
+    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n, "gemm operands too short");
+    // SAFETY: the slices hold at least m·k, k·n and m·n elements, and every stride pair used
+    // by the callers addresses exactly those row- or column-major layouts; `c` is a
+    // distinct mutable slice.
+    unsafe { gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), threads) }
+}
+
+/// `Conv2D`: `x` `[N,H,W,C]` by `f` `[KH,KW,C,O]` → `[N,OH,OW,O]`.
+pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let o = s.filter[3];
+    let (pixels, row) = (s.pixels(), s.row());
+    let mut out = vec![T::default(); n * pixels * o];
+    let mut col = vec![T::default(); pixels * row];
+    for b in 0..n {
+        im2col(&x[b * h * w * c..][..h * w * c], c, &s.win, &mut col);
+        mm(pixels, row, o, &col, row as isize, 1, f, o as isize, 1, &mut out[b * pixels * o..][..pixels * o], threads);
+    }
+    out
+}
+
+/// `Conv2DBackpropInput`: the gradient `[N,H,W,C]` from `f` and `dy` `[N,OH,OW,O]`.
+pub fn conv2d_backprop_input<T: ConvElem>(s: &ConvShape, f: &[T], dy: &[T], threads: usize) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let o = s.filter[3];
+    let (pixels, row) = (s.pixels(), s.row());
+    let mut dx = vec![T::default(); n * h * w * c];
+    let mut col = vec![T::default(); pixels * row];
+    for b in 0..n {
+        // col = dy_b [pixels, O] · filterᵀ [O, row].
+        mm(pixels, o, row, &dy[b * pixels * o..][..pixels * o], o as isize, 1, f, 1, o as isize, &mut col, threads);
+        col2im(&col, c, &s.win, &mut dx[b * h * w * c..][..h * w * c]);
+    }
+    dx
+}
+
+/// `Conv2DBackpropFilter`: the gradient `[KH,KW,C,O]` from `x` and `dy`, summed over the
+/// batch in batch order.
+pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], threads: usize) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let o = s.filter[3];
+    let (pixels, row) = (s.pixels(), s.row());
+    let mut df = vec![T::default(); row * o];
+    let mut part = vec![T::default(); row * o];
+    let mut col = vec![T::default(); pixels * row];
+    for b in 0..n {
+        im2col(&x[b * h * w * c..][..h * w * c], c, &s.win, &mut col);
+        // part = colᵀ [row, pixels] · dy_b [pixels, O].
+        mm(
+            row,
+            pixels,
+            o,
+            &col,
+            1,
+            row as isize,
+            &dy[b * pixels * o..][..pixels * o],
+            o as isize,
+            1,
+            &mut part,
+            threads,
+        );
+        for (p, &q) in df.iter_mut().zip(&part) {
+            *p += q;
+        }
+    }
+    df
+}
