@@ -909,6 +909,21 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             }
             Ok(kernel(KernelOp::Reduce { kind, axes }, vec![0], vec![vi(x.dtype, shape)]))
         }
+        // Any/All of bools: a max/min reduction of 0/1 (empty reductions give false/true).
+        "Any" | "All" => {
+            need(2)?;
+            let x = &ins[0];
+            if x.dtype != DType::Bool {
+                return Err(CompileError::Invalid(format!("node '{}' ({op}) needs a bool input", node.name)));
+            }
+            let r = x.shape.len();
+            let mut axes: Vec<usize> =
+                int_const(node, &ins[1], "axes")?.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_, _>>()?;
+            axes.sort_unstable();
+            axes.dedup();
+            let shape = reduced_shape(&x.shape, &axes, attr_bool(node, "keep_dims"));
+            Ok(kernel(KernelOp::BoolReduce { all: op == "All", axes }, vec![0], vec![vi(DType::Bool, shape)]))
+        }
         "ArgMax" | "ArgMin" => {
             need(2)?;
             let x = &ins[0];

@@ -25,6 +25,8 @@ pub enum ReduceKind {
 pub enum KernelOp {
     /// Reduce `axes` (sorted, unique) of the input; output shape is the kept dims.
     Reduce { kind: ReduceKind, axes: Vec<usize> },
+    /// `Any` (`all` false) or `All` of a bool tensor over `axes` (sorted, unique).
+    BoolReduce { all: bool, axes: Vec<usize> },
     /// Softmax or LogSoftmax over the last axis.
     Softmax { log: bool },
     /// SoftmaxCrossEntropyWithLogits: (logits `[B,C]`, labels `[B,C]`) → (loss `[B]`, backprop `[B,C]`).
@@ -217,6 +219,15 @@ impl KernelOp {
                 let x = inputs[0];
                 let v = f32_of(x)?;
                 Ok(vec![tensor_f32(out_shapes[0].clone(), reduce(v, &x.shape, axes, *kind))])
+            }
+            KernelOp::BoolReduce { all, axes } => {
+                let x = inputs[0];
+                let TensorData::Bool(b) = &x.data else { return Err(err(format!("{} is not bool", x.dtype))) };
+                let v: Vec<f32> = b.iter().map(|&t| if t { 1.0 } else { 0.0 }).collect();
+                let kind = if *all { ReduceKind::Min } else { ReduceKind::Max };
+                let r = reduce(&v, &x.shape, axes, kind);
+                let data = TensorData::Bool(Arc::new(r.iter().map(|&m| m > 0.5).collect()));
+                Ok(vec![Tensor { dtype: DType::Bool, shape: out_shapes[0].clone(), data }])
             }
             KernelOp::Softmax { log } => {
                 let x = inputs[0];

@@ -2,7 +2,7 @@
 //! movement, compile-time shape ops, the compile cache, Unsupported errors and CLIF dumps.
 mod common;
 use autoclust_compiler::{CompileCache, CompileError, Compiler, CompilerOptions};
-use autoclust_graph::{AttrValue, DType, Tensor};
+use autoclust_graph::{AttrValue, DType, Tensor, TensorData};
 use common::*;
 
 fn strides(shape: &[usize]) -> Vec<usize> {
@@ -618,4 +618,54 @@ fn convolutions_and_their_gradients_compile() {
     // SAME pads after: the last row and column read zeros below/right.
     assert_eq!(got[3].shape, vec![1, 3, 3, 1]);
     assert_eq!(got[3].as_f32().unwrap(), &[-4.0, -4.0, 3.0, -4.0, -4.0, 6.0, 7.0, 8.0, 9.0][..]);
+}
+
+/// `Any`/`All` over every axis subset of a bool tensor, empty reductions included.
+#[test]
+fn any_and_all_reduce_bools() {
+    let shape = [2usize, 3, 2];
+    let x: Vec<bool> = (0..12).map(|i| i % 5 == 0 || i == 7).collect();
+    let xt = Tensor {
+        dtype: DType::Bool,
+        shape: shape.to_vec(),
+        data: autoclust_graph::TensorData::Bool(std::sync::Arc::new(x.clone())),
+    };
+    for op in ["Any", "All"] {
+        for axes in [&[][..], &[0], &[1], &[2], &[0, 2], &[0, 1, 2], &[-1]] {
+            let g = graph(vec![
+                arg("x", 0, DType::Bool),
+                ints("ax", axes),
+                node("s", op, &["x", "ax"], vec![("keep_dims", AttrValue::B(false))]),
+                ret("r", "s", 0),
+            ]);
+            let f = compiler().compile(&g, &[(DType::Bool, shape.to_vec())]).unwrap();
+            let got = f.call(std::slice::from_ref(&xt)).unwrap();
+            let norm: Vec<usize> = axes.iter().map(|&a| if a < 0 { (a + 3) as usize } else { a as usize }).collect();
+            let f32s: Vec<f32> = x.iter().map(|&b| b as u8 as f32).collect();
+            let want: Vec<bool> = ref_reduce(&f32s, &shape, &norm, if op == "Any" { "Max" } else { "Min" })
+                .iter()
+                .map(|&v| v > 0.5)
+                .collect();
+            let TensorData::Bool(b) = &got[0].data else { panic!("{op} gave {}", got[0].dtype) };
+            assert_eq!(&b[..], &want[..], "{op} over {axes:?}");
+        }
+    }
+    // An empty input: Any is false, All is true.
+    let empty = Tensor {
+        dtype: DType::Bool,
+        shape: vec![0, 2],
+        data: autoclust_graph::TensorData::Bool(std::sync::Arc::new(vec![])),
+    };
+    for (op, want) in [("Any", false), ("All", true)] {
+        let g = graph(vec![
+            arg("x", 0, DType::Bool),
+            ints("ax", &[0]),
+            node("s", op, &["x", "ax"], vec![]),
+            ret("r", "s", 0),
+        ]);
+        let got =
+            compiler().compile(&g, &[(DType::Bool, vec![0, 2])]).unwrap().call(std::slice::from_ref(&empty)).unwrap();
+        let TensorData::Bool(b) = &got[0].data else { panic!() };
+        assert_eq!(&b[..], &[want, want][..], "{op} of nothing");
+    }
 }

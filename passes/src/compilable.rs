@@ -43,7 +43,7 @@ pub fn is_jit_op(op: &str) -> bool {
             | "MatMul" | "BatchMatMul" | "BatchMatMulV2" | "BiasAdd" | "BiasAddV1" | "BiasAddGrad" | "Einsum"
             | "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter"
             // Reductions.
-            | "Sum" | "Mean" | "Max" | "Min" | "Prod" | "ArgMax" | "ArgMin"
+            | "Sum" | "Mean" | "Max" | "Min" | "Prod" | "ArgMax" | "ArgMin" | "Any" | "All"
             // Shapes and data movement.
             | "Reshape" | "Shape" | "ShapeN" | "Size" | "Rank" | "ExpandDims" | "Squeeze" | "Transpose" | "ConcatV2" | "Pack"
             | "Slice" | "StridedSlice" | "Fill" | "ZerosLike" | "OnesLike" | "Tile" | "BroadcastTo" | "GatherV2" | "Gather"
@@ -60,7 +60,8 @@ pub fn is_jit_op(op: &str) -> bool {
             | "Identity" | "IdentityN" | "StopGradient" | "Snapshot" | "PreventGradient" | "Const" | "NoOp"
             // Variable ops the bridge snapshots and writes back.
             | "ReadVariableOp" | "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp"
-            | "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterUpdate" | "ResourceApplyGradientDescent"
+            | "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterMax"
+            | "ResourceScatterMin" | "ResourceScatterUpdate" | "ResourceApplyGradientDescent"
             | "ResourceApplyMomentum" | "ResourceApplyAdam"
     )
 }
@@ -75,6 +76,9 @@ pub fn is_variable_op(op: &str) -> bool {
             | "AssignSubVariableOp"
             | "ResourceGather"
             | "ResourceScatterAdd"
+            | "ResourceScatterSub"
+            | "ResourceScatterMax"
+            | "ResourceScatterMin"
             | "ResourceScatterUpdate"
             | "ResourceApplyGradientDescent"
             | "ResourceApplyMomentum"

@@ -315,6 +315,9 @@ pub(super) static OPS: &[OpSchema] = &[
     op("Relu6", OpFamily::Unary, &[a("features", T)], &[a("activations", T)], &[tattr("T", Some(REAL))], s::same_as_0),
     op("Elu", OpFamily::Unary, &[a("features", T)], &[a("activations", T)], &[tattr("T", Some(FLOATS))], s::same_as_0),
     op("LogicalNot", OpFamily::Unary, &[a("x", BOOL)], &[a("y", BOOL)], &[], s::same_as_0),
+    op("IsNan", OpFamily::Unary, &[a("x", T)], &[a("y", BOOL)], &[tattr("T", Some(FLOATS))], s::same_as_0),
+    op("IsInf", OpFamily::Unary, &[a("x", T)], &[a("y", BOOL)], &[tattr("T", Some(FLOATS))], s::same_as_0),
+    op("IsFinite", OpFamily::Unary, &[a("x", T)], &[a("y", BOOL)], &[tattr("T", Some(FLOATS))], s::same_as_0),
     valued(
         op(
             "Cast",
