@@ -909,6 +909,52 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             }
             Ok(kernel(KernelOp::Reduce { kind, axes }, vec![0], vec![vi(x.dtype, shape)]))
         }
+        // Split(axis, value) into `num_split` equal pieces; SplitV(value, size_splits, axis)
+        // with at most one size of -1 (the rest).
+        "Split" | "SplitV" => {
+            let (value, axis) = if op == "Split" {
+                need(2)?;
+                (&ins[1], int_const(node, &ins[0], "the axis")?)
+            } else {
+                need(3)?;
+                (&ins[0], int_const(node, &ins[2], "the axis")?)
+            };
+            let a = norm_axis(node, axis.first().copied().unwrap_or(0), value.shape.len())?;
+            let dim = value.shape[a];
+            let sizes: Vec<usize> = if op == "Split" {
+                let n = attr_int(node, "num_split").filter(|&n| n > 0).ok_or_else(|| {
+                    CompileError::Invalid(format!("node '{}' (Split) needs a positive num_split", node.name))
+                })? as usize;
+                if dim % n != 0 {
+                    return Err(CompileError::unsupported(
+                        node,
+                        format!("{dim} does not split {n} ways (the kernel reports it)"),
+                    ));
+                }
+                vec![dim / n; n]
+            } else {
+                let want = int_const(node, &ins[1], "size_splits")?;
+                let known: i64 = want.iter().filter(|&&x| x >= 0).sum();
+                let free = want.iter().filter(|&&x| x == -1).count();
+                if want.iter().any(|&x| x < -1) || free > 1 || known > dim as i64 || (free == 0 && known != dim as i64)
+                {
+                    return Err(CompileError::unsupported(
+                        node,
+                        format!("size_splits {want:?} of {dim} (the kernel reports it)"),
+                    ));
+                }
+                want.iter().map(|&x| if x < 0 { dim - known as usize } else { x as usize }).collect()
+            };
+            let outputs = sizes
+                .iter()
+                .map(|&k| {
+                    let mut s = value.shape.clone();
+                    s[a] = k;
+                    vi(value.dtype, s)
+                })
+                .collect();
+            Ok(kernel(KernelOp::Split { axis: a, sizes }, vec![if op == "Split" { 1 } else { 0 }], outputs))
+        }
         // Any/All of bools: a max/min reduction of 0/1 (empty reductions give false/true).
         "Any" | "All" => {
             need(2)?;

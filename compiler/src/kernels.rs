@@ -39,6 +39,8 @@ pub enum KernelOp {
     Concat { axis: usize },
     /// Pack along `axis`.
     Pack { axis: usize },
+    /// Split (SplitV) along `axis` into consecutive pieces of `sizes` (one output each).
+    Split { axis: usize, sizes: Vec<usize> },
     /// ArgMax/ArgMin of float32 along `axis` (the first index of the extreme; a NaN never
     /// replaces the running best, as TensorFlow's CPU kernel), as int32 or int64 `out`.
     ArgExtreme { axis: usize, min: bool, out: DType },
@@ -211,6 +213,15 @@ macro_rules! map_data {
     };
 }
 
+/// Rows `[start, start + len)` of each of the `outer` rows of `row` elements.
+fn split_piece<T: Copy>(v: &[T], outer: usize, row: usize, start: usize, len: usize) -> Vec<T> {
+    let mut o = Vec::with_capacity(outer * len);
+    for r in 0..outer {
+        o.extend_from_slice(&v[r * row + start..][..len]);
+    }
+    o
+}
+
 impl KernelOp {
     /// Runs the kernel; `out_shapes` are the analysed output shapes.
     pub fn run(&self, inputs: &[&Tensor], out_shapes: &[Vec<usize>]) -> Result<Vec<Tensor>, String> {
@@ -307,6 +318,21 @@ impl KernelOp {
                 let dtype = inputs[0].dtype;
                 let data = concat_data(inputs, outer, &blocks)?;
                 Ok(vec![Tensor { dtype, shape: out_shape, data }])
+            }
+            KernelOp::Split { axis, sizes } => {
+                let x = inputs[0];
+                let outer: usize = x.shape[..*axis].iter().product();
+                let inner: usize = x.shape[*axis + 1..].iter().product();
+                let row = x.shape[*axis] * inner;
+                let mut outs = Vec::with_capacity(sizes.len());
+                let mut at = 0;
+                for (k, &size) in sizes.iter().enumerate() {
+                    let (start, len) = (at * inner, size * inner);
+                    let data = map_data!(x, |v| split_piece(v, outer, row, start, len));
+                    outs.push(Tensor { dtype: x.dtype, shape: out_shapes[k].clone(), data });
+                    at += size;
+                }
+                Ok(outs)
             }
             KernelOp::ArgExtreme { axis, min, out } => {
                 let x = inputs[0];

@@ -669,3 +669,30 @@ fn any_and_all_reduce_bools() {
         assert_eq!(&b[..], &[want, want][..], "{op} of nothing");
     }
 }
+
+/// Split and SplitV (with a −1 size) along a middle axis: each piece is the slice of rows.
+#[test]
+fn split_and_split_v_compile_to_their_slices() {
+    let x: Vec<f32> = (0..24).map(|v| v as f32).collect();
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        konst("ax", Tensor::scalar_i32(1)),
+        node("s", "Split", &["ax", "x"], vec![("num_split", AttrValue::I(2))]),
+        ints("sizes", &[1, -1, 1]),
+        node("v", "SplitV", &["x", "sizes", "ax"], vec![("num_split", AttrValue::I(3))]),
+        ret("r0", "s:0", 0),
+        ret("r1", "s:1", 1),
+        ret("r2", "v:0", 2),
+        ret("r3", "v:1", 3),
+        ret("r4", "v:2", 4),
+    ]);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![2, 4, 3])]).unwrap();
+    let got = f.call(&[f32t(&[2, 4, 3], x.clone())]).unwrap();
+    let rows = |from: usize, to: usize| -> Vec<f32> {
+        (0..2).flat_map(|b| (from..to).flat_map(move |r| (0..3).map(move |c| (b * 12 + r * 3 + c) as f32))).collect()
+    };
+    for (k, (from, to)) in [(0, 2), (2, 4), (0, 1), (1, 3), (3, 4)].into_iter().enumerate() {
+        assert_eq!(got[k].shape, vec![2, to - from, 3], "output {k}");
+        assert_eq!(got[k].as_f32().unwrap(), &rows(from, to)[..], "output {k}");
+    }
+}

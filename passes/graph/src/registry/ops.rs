@@ -17,6 +17,7 @@ const INDEX: &[DType] = &[Int32, Int64];
 const T: TypeRule = TypeRule::Attr("T");
 const RES: TypeRule = TypeRule::Fixed(Resource);
 const BOOL: TypeRule = TypeRule::Fixed(Bool);
+const INT32: TypeRule = TypeRule::Fixed(Int32);
 
 const fn ty(name: &'static str) -> TypeRule {
     TypeRule::Attr(name)
@@ -654,6 +655,22 @@ pub(super) static OPS: &[OpSchema] = &[
             s::pack,
         ),
         s::value_pack,
+    ),
+    op(
+        "Split",
+        OpFamily::Shape,
+        &[a("split_dim", INT32), a("value", T)],
+        &[an("output", T, "num_split")],
+        &[iattr("num_split"), tattr("T", None)],
+        s::split,
+    ),
+    op(
+        "SplitV",
+        OpFamily::Shape,
+        &[a("value", T), a("size_splits", ty("Tlen")), a("split_dim", INT32)],
+        &[an("output", T, "num_split")],
+        &[iattr("num_split"), tattr("T", None), tdef("Tlen", Int64, INDEX)],
+        s::split_v,
     ),
     op(
         "Unpack",

@@ -821,6 +821,63 @@ pub(super) fn value_pack(c: &InferCtx<'_>) -> Values {
     vec![v]
 }
 
+/// Split(split_dim, value): `num_split` equal pieces along the axis.
+pub(super) fn split(c: &InferCtx<'_>) -> Shapes {
+    let num = c.out_types.len() as i64;
+    let axis = c.value(0).and_then(|v| v.first().copied().flatten());
+    split_pieces(c.shape(1), axis, |dim| match dim {
+        Some(d) if d % num != 0 => Err(format!("dimension {d} does not split into {num} equal pieces")),
+        Some(d) => Ok(vec![Some(d / num); num as usize]),
+        None => Ok(vec![None; num as usize]),
+    })
+}
+
+/// SplitV(value, size_splits, split_dim): pieces of the given sizes, one of them −1 (the rest).
+pub(super) fn split_v(c: &InferCtx<'_>) -> Shapes {
+    let num = c.out_types.len();
+    let axis = c.value(2).and_then(|v| v.first().copied().flatten());
+    let sizes = c.value(1).map(<[Dim]>::to_vec);
+    split_pieces(c.shape(0), axis, |dim| {
+        let Some(sizes) = &sizes else { return Ok(vec![None; num]) };
+        if sizes.len() != num {
+            return Err(format!("size_splits has {} elements but num_split is {num}", sizes.len()));
+        }
+        let known: i64 = sizes.iter().filter_map(|&s| s.filter(|&s| s >= 0)).sum();
+        Ok(sizes
+            .iter()
+            .map(|&s| match (s, dim) {
+                (Some(-1), Some(d)) => Some(d - known),
+                (Some(s), _) if s >= 0 => Some(s),
+                _ => None,
+            })
+            .collect())
+    })
+}
+
+/// The outputs of a split of `input` along `axis` (if known), each with the dimension
+/// `pieces(dimension)` gives.
+fn split_pieces(
+    input: &Shape,
+    axis: Option<i64>,
+    pieces: impl FnOnce(Option<i64>) -> Result<Vec<Dim>, String>,
+) -> Shapes {
+    let Some(d) = &input.dims else {
+        return Ok(pieces(None)?.iter().map(|_| Shape::unknown()).collect());
+    };
+    let Some(a) = axis else {
+        return Ok(pieces(None)?.iter().map(|_| Shape::with_dims(vec![None; d.len()])).collect());
+    };
+    let k = self::axis(a, d.len(), "split_dim")?;
+    Ok(pieces(d[k])?
+        .into_iter()
+        .map(|p| {
+            let mut out = d.clone();
+            out[k] = p;
+            Shape::with_dims(out)
+        })
+        .collect())
+}
+
 pub(super) fn unpack(c: &InferCtx<'_>) -> Shapes {
     let num = c.out_types.len();
     let Some(d) = &c.shape(0).dims else { return Ok(vec![Shape::unknown(); num]) };
