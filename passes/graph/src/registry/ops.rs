@@ -133,6 +133,14 @@ const fn resource_update(name: &'static str) -> OpSchema {
 const fn scatter(name: &'static str) -> OpSchema {
     stateful(op(name, OpFamily::Resource, SCATTER_IN, &[], SCATTER_ATTRS, s::none))
 }
+/// `TensorScatter{Add,Sub,Max,Min,Update}(tensor, indices, updates)`: a new tensor of
+/// `tensor`'s shape (`array_ops.cc`).
+const fn tensor_scatter(name: &'static str) -> OpSchema {
+    const INPUTS: &[ArgSpec] = &[a("tensor", T), a("indices", ty("Tindices")), a("updates", T)];
+    const OUTPUTS: &[ArgSpec] = &[a("output", T)];
+    const ATTRS: &[AttrSpec] = &[tattr("T", None), tattr("Tindices", Some(INDEX))];
+    op(name, OpFamily::Shape, INPUTS, OUTPUTS, ATTRS, s::same_as_0)
+}
 const RANDOM_ATTRS: &[AttrSpec] =
     &[tattr("dtype", Some(FLOATS)), tattr("T", Some(INDEX)), idef("seed", 0), idef("seed2", 0)];
 const RANDOM_IN: &[ArgSpec] = &[a("shape", T)];
@@ -228,6 +236,10 @@ pub(super) static OPS: &[OpSchema] = &[
     scatter("ResourceScatterAdd"),
     scatter("ResourceScatterSub"),
     scatter("ResourceScatterUpdate"),
+    scatter("ResourceScatterMul"),
+    scatter("ResourceScatterDiv"),
+    scatter("ResourceScatterMax"),
+    scatter("ResourceScatterMin"),
     stateful(op(
         "ResourceApplyGradientDescent",
         OpFamily::Resource,
@@ -303,6 +315,26 @@ pub(super) static OPS: &[OpSchema] = &[
     unary("Softplus", T_FLOATS),
     unary("Erf", T_FLOATS),
     unary("Erfc", T_FLOATS),
+    unary("Sin", T_FLOAT_COMPLEX),
+    unary("Cos", T_FLOAT_COMPLEX),
+    unary("Rint", T_FLOATS),
+    unary("Softsign", T_FLOATS),
+    op(
+        "CheckNumerics",
+        OpFamily::Unary,
+        &[a("tensor", T)],
+        &[a("output", T)],
+        &[tattr("T", Some(FLOATS)), req("message", AttrKind::String)],
+        s::same_as_0,
+    ),
+    op(
+        "EnsureShape",
+        OpFamily::Unary,
+        &[a("input", T)],
+        &[a("output", T)],
+        &[tattr("T", None), req("shape", AttrKind::Shape)],
+        s::ensure_shape,
+    ),
     op("Selu", OpFamily::Unary, &[a("features", T)], &[a("activations", T)], &[tattr("T", Some(FLOATS))], s::same_as_0),
     op(
         "ClipByValue",
@@ -342,6 +374,10 @@ pub(super) static OPS: &[OpSchema] = &[
     binary("DivNoNan", T_FLOAT_COMPLEX),
     binary("FloorDiv", T_NUMBER),
     binary("FloorMod", T_REAL),
+    binary("Mod", T_REAL),
+    binary("TruncateDiv", T_NUMBER),
+    binary("TruncateMod", T_REAL),
+    binary("MulNoNan", T_FLOAT_COMPLEX),
     binary("Maximum", T_REAL),
     binary("Minimum", T_REAL),
     binary("Pow", T_NUMBER),
@@ -406,6 +442,68 @@ pub(super) static OPS: &[OpSchema] = &[
     ),
     batch_matmul("BatchMatMulV2"),
     batch_matmul("BatchMatMul"),
+    op(
+        "BatchMatMulV3",
+        OpFamily::MatMul,
+        &[a("x", ty("Ta")), a("y", ty("Tb"))],
+        &[a("output", ty("Tout"))],
+        &[tattr("Ta", None), tattr("Tb", None), tattr("Tout", None), bdef("adj_x", false), bdef("adj_y", false)],
+        s::batch_matmul,
+    ),
+    op(
+        "BiasAddV1",
+        OpFamily::NeuralNet,
+        &[a("value", T), a("bias", T)],
+        &[a("output", T)],
+        &[tattr("T", Some(NUMBER))],
+        s::bias_add,
+    ),
+    op(
+        "Cumsum",
+        OpFamily::Shape,
+        &[a("x", T), a("axis", ty("Tidx"))],
+        &[a("out", T)],
+        &[tattr("T", Some(NUMBER)), tdef("Tidx", Int32, INDEX), bdef("exclusive", false), bdef("reverse", false)],
+        s::same_as_0,
+    ),
+    op(
+        "Cumprod",
+        OpFamily::Shape,
+        &[a("x", T), a("axis", ty("Tidx"))],
+        &[a("out", T)],
+        &[tattr("T", Some(NUMBER)), tdef("Tidx", Int32, INDEX), bdef("exclusive", false), bdef("reverse", false)],
+        s::same_as_0,
+    ),
+    tensor_scatter("TensorScatterAdd"),
+    tensor_scatter("TensorScatterSub"),
+    tensor_scatter("TensorScatterMax"),
+    tensor_scatter("TensorScatterMin"),
+    tensor_scatter("TensorScatterUpdate"),
+    op(
+        "Concat",
+        OpFamily::Shape,
+        &[a("concat_dim", INT32), an("values", T, "N")],
+        &[a("output", T)],
+        &[iattr("N"), tattr("T", None)],
+        s::concat_v1,
+    ),
+    op(
+        "Gather",
+        OpFamily::Shape,
+        &[a("params", ty("Tparams")), a("indices", ty("Tindices"))],
+        &[a("output", ty("Tparams"))],
+        &[tattr("Tparams", None), tattr("Tindices", Some(INDEX)), bdef("validate_indices", true)],
+        s::gather_v1,
+    ),
+    op(
+        "ParallelDynamicStitch",
+        OpFamily::Shape,
+        &[an("indices", TypeRule::Fixed(Int32), "N"), an("data", T, "N")],
+        &[a("merged", T)],
+        &[iattr("N"), tattr("T", None)],
+        s::dynamic_stitch,
+    ),
+    op("ControlTrigger", OpFamily::Control, &[], &[], &[], s::none),
     op(
         "BiasAdd",
         OpFamily::NeuralNet,
@@ -488,6 +586,7 @@ pub(super) static OPS: &[OpSchema] = &[
     grad2("SqrtGrad"),
     grad2("RsqrtGrad"),
     grad2("ReciprocalGrad"),
+    grad2("InvGrad"),
     op("L2Loss", OpFamily::NeuralNet, &[a("t", T)], &[a("output", T)], &[tattr("T", Some(FLOATS))], s::scalar),
     valued(
         op(

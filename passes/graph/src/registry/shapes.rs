@@ -743,6 +743,43 @@ pub(super) fn transpose(c: &InferCtx<'_>) -> Shapes {
     one(Shape::with_dims(out))
 }
 
+/// `Concat(concat_dim, values…)` (TensorFlow 1): `ConcatV2`'s shape with the axis first.
+pub(super) fn concat_v1(c: &InferCtx<'_>) -> Shapes {
+    let Some((axis, values)) = c.inputs.split_first() else { return one(Shape::unknown()) };
+    let mut v2 = values.to_vec();
+    v2.push(axis.clone());
+    concat_v2(&InferCtx { node: c.node, inputs: &v2, out_types: c.out_types })
+}
+
+/// `Gather(params, indices)` (TensorFlow 1): `indices.shape + params.shape[1..]`.
+pub(super) fn gather_v1(c: &InferCtx<'_>) -> Shapes {
+    let (Some(p), Some(i)) = (&c.shape(0).dims, &c.shape(1).dims) else { return one(Shape::unknown()) };
+    if p.is_empty() {
+        return Err("params must be at least a vector".into());
+    }
+    one(Shape::with_dims(i.iter().chain(&p[1..]).copied().collect()))
+}
+
+/// `EnsureShape(input)`: the input's shape refined by the `shape` attribute (an unknown
+/// attribute dimension keeps the input's); a known mismatch is TensorFlow's run-time error.
+pub(super) fn ensure_shape(c: &InferCtx<'_>) -> Shapes {
+    let input = c.shape(0);
+    let Some(want) = c.attr_shape("shape").and_then(|s| s.dims.clone()) else { return one(input.clone()) };
+    let Some(have) = &input.dims else { return one(Shape::with_dims(want)) };
+    if have.len() != want.len() {
+        return Err(format!("input has shape {input} but EnsureShape wants rank {}", want.len()));
+    }
+    let mut out = Vec::with_capacity(want.len());
+    for (i, (h, w)) in have.iter().zip(&want).enumerate() {
+        out.push(match (h, w) {
+            (Some(h), Some(w)) if h != w => return Err(format!("dimension {i} of {input} is {h}, not {w}")),
+            (Some(h), _) => Some(*h),
+            (None, w) => *w,
+        });
+    }
+    one(Shape::with_dims(out))
+}
+
 pub(super) fn concat_v2(c: &InferCtx<'_>) -> Shapes {
     let n = c.inputs.len() - 1;
     require_scalar(c, n, "axis")?;
