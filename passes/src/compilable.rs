@@ -62,7 +62,10 @@ pub fn is_jit_op(op: &str) -> bool {
             | "ReadVariableOp" | "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp"
             | "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterMax"
             | "ResourceScatterMin" | "ResourceScatterUpdate" | "ResourceApplyGradientDescent"
-            | "ResourceApplyMomentum" | "ResourceApplyAdam"
+            | "ResourceApplyMomentum" | "ResourceApplyAdam" | "ResourceApplyKerasMomentum" | "ResourceApplyAdagrad"
+            | "ResourceApplyAdagradV2" | "ResourceApplyRMSProp" | "VariableShape"
+            // Pure scatters (what encapsulation lowers the resource scatters to).
+            | "TensorScatterAdd" | "TensorScatterSub" | "TensorScatterMax" | "TensorScatterMin" | "TensorScatterUpdate"
     )
 }
 
@@ -83,6 +86,11 @@ pub fn is_variable_op(op: &str) -> bool {
             | "ResourceApplyGradientDescent"
             | "ResourceApplyMomentum"
             | "ResourceApplyAdam"
+            | "ResourceApplyKerasMomentum"
+            | "ResourceApplyAdagrad"
+            | "ResourceApplyAdagradV2"
+            | "ResourceApplyRMSProp"
+            | "VariableShape"
     )
 }
 

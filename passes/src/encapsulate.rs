@@ -393,8 +393,10 @@ fn handle_slots(op: &str) -> Option<&'static [usize]> {
         | "ResourceScatterMax"
         | "ResourceScatterMin"
         | "ResourceApplyGradientDescent" => &[0],
-        "ResourceApplyMomentum" => &[0, 1],
-        "ResourceApplyAdam" => &[0, 1, 2],
+        "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" | "ResourceApplyAdagrad" | "ResourceApplyAdagradV2" => {
+            &[0, 1]
+        }
+        "ResourceApplyAdam" | "ResourceApplyRMSProp" => &[0, 1, 2],
         _ => return None,
     })
 }
@@ -742,6 +744,99 @@ impl LowerCtx<'_> {
                         body.op(&format!("{name}/step"), "Mul", vec![lr, acc_new], ta.clone())
                     };
                     write(&mut vars, &mut body, v, "Sub", vec![var_cur, step], ta);
+                }
+                // The remaining dense optimizers, each in the interpreter's operation order
+                // (runtime/src/kernels/optimizer.rs), so both modes round alike.
+                "ResourceApplyKerasMomentum" => {
+                    // accum = accum * momentum - grad * lr
+                    // var += accum                                   (use_nesterov = false)
+                    // var += accum * momentum - grad * lr             (use_nesterov = true)
+                    let (v, acc) = (var(0), var(1));
+                    let ta = t_attr(vars[v].dtype);
+                    let nesterov = node.attr("use_nesterov").and_then(AttrValue::as_bool).unwrap_or(false);
+                    let var_cur = read(&mut vars, &mut body, v);
+                    let acc_cur = read(&mut vars, &mut body, acc);
+                    let (lr, grad, momentum) = (arg(2), arg(3), arg(4));
+                    let p = |s: &str| format!("{name}/{s}");
+                    let decayed = body.op(&p("decayed"), "Mul", vec![acc_cur, momentum.clone()], ta.clone());
+                    let g_lr = body.op(&p("grad_lr"), "Mul", vec![grad, lr], ta.clone());
+                    let acc_new = write(&mut vars, &mut body, acc, "Sub", vec![decayed, g_lr.clone()], ta.clone());
+                    let step = if nesterov {
+                        let a_m = body.op(&p("accum_momentum"), "Mul", vec![acc_new, momentum], ta.clone());
+                        body.op(&p("step"), "Sub", vec![a_m, g_lr], ta.clone())
+                    } else {
+                        acc_new
+                    };
+                    write(&mut vars, &mut body, v, "AddV2", vec![var_cur, step], ta);
+                }
+                "ResourceApplyAdagrad" | "ResourceApplyAdagradV2" => {
+                    // accum += grad²                       (update_slots, the default)
+                    // var -= grad * lr * rsqrt(accum)          (Adagrad)
+                    // var -= grad * lr / (sqrt(accum) + epsilon) (AdagradV2)
+                    let (v, acc) = (var(0), var(1));
+                    let ta = t_attr(vars[v].dtype);
+                    let update_slots = node.attr("update_slots").and_then(AttrValue::as_bool).unwrap_or(true);
+                    let var_cur = read(&mut vars, &mut body, v);
+                    let mut acc_cur = read(&mut vars, &mut body, acc);
+                    let v2 = op == "ResourceApplyAdagradV2";
+                    let (lr, grad) = (arg(2), arg(if v2 { 4 } else { 3 }));
+                    let p = |s: &str| format!("{name}/{s}");
+                    if update_slots {
+                        let g2 = body.op(&p("grad_squared"), "Mul", vec![grad.clone(), grad.clone()], ta.clone());
+                        acc_cur = write(&mut vars, &mut body, acc, "AddV2", vec![acc_cur, g2], ta.clone());
+                    }
+                    let g_lr = body.op(&p("grad_lr"), "Mul", vec![grad, lr], ta.clone());
+                    let step = if v2 {
+                        let root = body.op(&p("sqrt_accum"), "Sqrt", vec![acc_cur], ta.clone());
+                        let denom = body.op(&p("denominator"), "AddV2", vec![root, arg(3)], ta.clone());
+                        body.op(&p("step"), "RealDiv", vec![g_lr, denom], ta.clone())
+                    } else {
+                        let r = body.op(&p("rsqrt_accum"), "Rsqrt", vec![acc_cur], ta.clone());
+                        body.op(&p("step"), "Mul", vec![g_lr, r], ta.clone())
+                    };
+                    write(&mut vars, &mut body, v, "Sub", vec![var_cur, step], ta);
+                }
+                "ResourceApplyRMSProp" => {
+                    // ms += (grad² - ms) * (1 - rho)
+                    // mom = mom * momentum + grad * lr / sqrt(ms + epsilon)
+                    // var -= mom
+                    let (v, ms, mom) = (var(0), var(1), var(2));
+                    let dtype = vars[v].dtype;
+                    let one_value = match dtype {
+                        DType::Float32 => Tensor::scalar_f32(1.0),
+                        DType::Float64 => Tensor::from_f64(vec![], vec![1.0]).expect("scalar"),
+                        other => {
+                            return Err(EncapsulateError::UnsupportedDType {
+                                node: name.into(),
+                                op: op.into(),
+                                dtype: other,
+                            })
+                        }
+                    };
+                    let ta = t_attr(dtype);
+                    let var_cur = read(&mut vars, &mut body, v);
+                    let ms_cur = read(&mut vars, &mut body, ms);
+                    let mom_cur = read(&mut vars, &mut body, mom);
+                    let (lr, rho, momentum, eps, grad) = (arg(3), arg(4), arg(5), arg(6), arg(7));
+                    let p = |s: &str| format!("{name}/{s}");
+                    let one = body.op(
+                        &p("one"),
+                        "Const",
+                        vec![],
+                        attrs(&[("dtype", AttrValue::Type(dtype)), ("value", AttrValue::Tensor(one_value))]),
+                    );
+                    let g2 = body.op(&p("grad_squared"), "Mul", vec![grad.clone(), grad.clone()], ta.clone());
+                    let g2_ms = body.op(&p("grad_squared_minus_ms"), "Sub", vec![g2, ms_cur.clone()], ta.clone());
+                    let one_rho = body.op(&p("one_minus_rho"), "Sub", vec![one, rho], ta.clone());
+                    let dms = body.op(&p("ms_delta"), "Mul", vec![g2_ms, one_rho], ta.clone());
+                    let ms_new = write(&mut vars, &mut body, ms, "AddV2", vec![ms_cur, dms], ta.clone());
+                    let decayed = body.op(&p("mom_decayed"), "Mul", vec![mom_cur, momentum], ta.clone());
+                    let g_lr = body.op(&p("grad_lr"), "Mul", vec![grad, lr], ta.clone());
+                    let ms_eps = body.op(&p("ms_epsilon"), "AddV2", vec![ms_new, eps], ta.clone());
+                    let root = body.op(&p("sqrt_ms_epsilon"), "Sqrt", vec![ms_eps], ta.clone());
+                    let scaled = body.op(&p("scaled_grad"), "RealDiv", vec![g_lr, root], ta.clone());
+                    let mom_new = write(&mut vars, &mut body, mom, "AddV2", vec![decayed, scaled], ta.clone());
+                    write(&mut vars, &mut body, v, "Sub", vec![var_cur, mom_new], ta);
                 }
                 "ResourceApplyAdam" => {
                     // lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
