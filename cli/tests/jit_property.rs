@@ -6,7 +6,7 @@
 //! "moves" that a deterministic builder interprets against the values built
 //! so far, so every list (and every shrunk list) is a valid graph:
 //! elementwise ops with broadcasting (`Add AddV2 Sub Mul RealDiv Maximum
-//! Minimum Neg Abs Exp Log Tanh Sigmoid Relu Square Sqrt Rsqrt`),
+//! Minimum Neg Abs Exp Log Tanh Sigmoid Relu Square Sqrt Rsqrt Erf Erfc Softplus Log1p`),
 //! comparisons feeding `SelectV2`, `Cast` (float32 ↔ int32/bool) and int32
 //! arithmetic, reductions (`Sum Mean Max Min` over random axes, with and
 //! without `keep_dims`), `MatMul` (with `transpose_a/b`), `BiasAdd`,
@@ -388,16 +388,20 @@ impl Builder {
                     ("Square", true),
                     ("Sqrt", true),
                     ("Rsqrt", false),
+                    ("Erf", false),
+                    ("Erfc", false),
+                    ("Softplus", false),
+                    ("Log1p", false),
                 ];
                 let (mut op, exact) = ops[m.b as usize % ops.len()];
                 // Log's absolute error is its argument's relative error, and Rsqrt is a
                 // division (1/√x of a cancelled, inexact x amplifies its error; seed 7):
                 // same concern.
-                if matches!(op, "Log" | "Rsqrt") && !self.stable(x) {
+                if matches!(op, "Log" | "Rsqrt" | "Log1p") && !self.stable(x) {
                     op = "Sigmoid";
                 }
                 // Usually keep Log/Sqrt/Rsqrt in their domain (NaN stays possible).
-                let x = if matches!(op, "Log" | "Sqrt" | "Rsqrt") && !m.c.is_multiple_of(4) {
+                let x = if matches!(op, "Log" | "Sqrt" | "Rsqrt" | "Log1p") && !m.c.is_multiple_of(4) {
                     self.unary("Abs", x, true)
                 } else {
                     x
