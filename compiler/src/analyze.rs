@@ -79,6 +79,20 @@ pub enum EwOp {
     Softplus,
     /// `x != x`: bool.
     IsNan,
+    /// `e^x − 1`, accurate near 0 (float32).
+    Expm1,
+    /// `x < 0 ? e^x − 1 : x`.
+    Elu,
+    /// `x < 0 ? scale·alpha·(e^x − 1) : scale·x` with TensorFlow's constants.
+    Selu,
+    /// `min(max(x, 0), 6)`.
+    Relu6,
+    /// `(dy, y)`: `y < 0 ? dy·(y + 1) : dy`.
+    EluGrad,
+    /// `(dy, y)`: `y < 0 ? dy·(y + scale·alpha) : dy·scale`.
+    SeluGrad,
+    /// `(dy, x)`: `0 < x < 6 ? dy : 0`.
+    Relu6Grad,
 }
 
 impl EwOp {
@@ -134,6 +148,13 @@ impl EwOp {
             "Log1p" => EwOp::Log1p,
             "Softplus" => EwOp::Softplus,
             "IsNan" => EwOp::IsNan,
+            "Expm1" => EwOp::Expm1,
+            "Elu" => EwOp::Elu,
+            "Selu" => EwOp::Selu,
+            "Relu6" => EwOp::Relu6,
+            "EluGrad" => EwOp::EluGrad,
+            "SeluGrad" => EwOp::SeluGrad,
+            "Relu6Grad" => EwOp::Relu6Grad,
             _ => return None,
         })
     }
@@ -168,6 +189,9 @@ impl EwOp {
                 | EwOp::Erfc
                 | EwOp::Log1p
                 | EwOp::Softplus
+                | EwOp::Expm1
+                | EwOp::Elu
+                | EwOp::Selu
         )
     }
 }
@@ -750,7 +774,11 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             | EwOp::Erfc
             | EwOp::Log1p
             | EwOp::Softplus
-            | EwOp::IsNan => 1,
+            | EwOp::IsNan
+            | EwOp::Expm1
+            | EwOp::Elu
+            | EwOp::Selu
+            | EwOp::Relu6 => 1,
             _ => 2,
         };
         need(arity)?;

@@ -1000,6 +1000,58 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
         EwOp::Log1p => f.log1p(a[0]),
         EwOp::Softplus => f.softplus(a[0]),
         EwOp::IsNan => f.b.ins().fcmp(FloatCC::Unordered, a[0], a[0]),
+        EwOp::Expm1 => f.expm1(a[0]),
+        EwOp::Elu => {
+            let e = f.expm1(a[0]);
+            let z = f.c(0.0);
+            let neg = f.b.ins().fcmp(FloatCC::LessThan, a[0], z);
+            f.sel(neg, e, a[0])
+        }
+        EwOp::Selu => {
+            // The interpreter's (and TensorFlow's) form: e^x − 1, not expm1.
+            let e = f.exp(a[0]);
+            let one = f.c(1.0);
+            let em1 = f.b.ins().fsub(e, one);
+            let sa = f.c(SELU_SCALE_ALPHA);
+            let below = f.b.ins().fmul(sa, em1);
+            let sc = f.c(SELU_SCALE);
+            let above = f.b.ins().fmul(sc, a[0]);
+            let z = f.c(0.0);
+            let neg = f.b.ins().fcmp(FloatCC::LessThan, a[0], z);
+            f.sel(neg, below, above)
+        }
+        EwOp::Relu6 => {
+            let r = f.max_const(a[0], 0.0);
+            let r = f.min_const(r, 6.0);
+            let z = f.c(0.0);
+            f.b.ins().fadd(r, z)
+        }
+        EwOp::EluGrad => {
+            let one = f.c(1.0);
+            let y1 = f.b.ins().fadd(a[1], one);
+            let d = f.b.ins().fmul(a[0], y1);
+            let z = f.c(0.0);
+            let neg = f.b.ins().fcmp(FloatCC::LessThan, a[1], z);
+            f.sel(neg, d, a[0])
+        }
+        EwOp::SeluGrad => {
+            let sa = f.c(SELU_SCALE_ALPHA);
+            let ysa = f.b.ins().fadd(a[1], sa);
+            let below = f.b.ins().fmul(a[0], ysa);
+            let sc = f.c(SELU_SCALE);
+            let above = f.b.ins().fmul(a[0], sc);
+            let z = f.c(0.0);
+            let neg = f.b.ins().fcmp(FloatCC::LessThan, a[1], z);
+            f.sel(neg, below, above)
+        }
+        EwOp::Relu6Grad => {
+            let z = f.c(0.0);
+            let six = f.c(6.0);
+            let pos = f.b.ins().fcmp(FloatCC::GreaterThan, a[1], z);
+            let below = f.b.ins().fcmp(FloatCC::LessThan, a[1], six);
+            let inside = f.b.ins().band(pos, below);
+            f.sel(inside, a[0], z)
+        }
         // `x < 0 ? 0 : x` (one maxps; NaN passes through), then + 0 turns −0 into +0 as
         // TensorFlow's vectorised max(x, 0) does.
         EwOp::Relu => {
@@ -1131,7 +1183,10 @@ pub(crate) fn scalar_ok(m: &Member, adt: &[DType]) -> bool {
     let data = if matches!(m.op, EwOp::Select) { adt[1] } else { adt[0] };
     match data {
         DType::Float32 => true,
-        DType::Float64 => !m.op.is_transcendental(),
+        // f64 lowering builds only the constants 0, ±1 and 0.5 (see `f64_op`).
+        DType::Float64 => {
+            !m.op.is_transcendental() && !matches!(m.op, EwOp::Relu6 | EwOp::Relu6Grad | EwOp::EluGrad | EwOp::SeluGrad)
+        }
         DType::Int32 | DType::Int64 => matches!(
             m.op,
             EwOp::Add
@@ -1343,3 +1398,7 @@ fn cast(b: &mut FunctionBuilder<'_>, from: DType, to: DType, x: Value) -> Value 
 pub(crate) fn file_stem(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
 }
+
+/// TensorFlow's SELU constants as the interpreter rounds them to float32.
+const SELU_SCALE: f32 = 1.050_701;
+const SELU_SCALE_ALPHA: f32 = 1.758_099_4;

@@ -488,6 +488,27 @@ impl FMath<'_, '_> {
         self.sel(top, u, r)
     }
 
+    /// e^x − 1 without cancellation near 0 (Kahan's method): with u = e^x (rounded),
+    /// (u − 1)·x / log(u) corrects u's rounding to first order; u = 1 gives x itself,
+    /// u − 1 = −1 (x below about −17) gives −1, u = +inf gives +inf.
+    pub fn expm1(&mut self, x: Value) -> Value {
+        let u = self.exp(x);
+        let one = self.c(1.0);
+        let um1 = self.sub(u, one);
+        let l = self.log(u);
+        let q = self.b.ins().fdiv(x, l);
+        let r = self.mul(um1, q);
+        let one = self.c(1.0);
+        let exact = self.b.ins().fcmp(FloatCC::Equal, u, one);
+        let r = self.sel(exact, x, r);
+        let mone = self.c(-1.0);
+        let floor = self.b.ins().fcmp(FloatCC::Equal, um1, mone);
+        let r = self.sel(floor, mone, r);
+        let inf = self.c(f32::INFINITY);
+        let top = self.b.ins().fcmp(FloatCC::Equal, u, inf);
+        self.sel(top, u, r)
+    }
+
     /// softplus(x) = log(1 + e^x) as TensorFlow computes it: x itself above
     /// −(log ε + 2) ≈ 13.94, e^x below log ε + 2 ≈ −13.94, log1p(e^x) between.
     pub fn softplus(&mut self, x: Value) -> Value {

@@ -35,7 +35,8 @@ pub fn is_jit_op(op: &str) -> bool {
         "Add" | "AddV2" | "AddN" | "Sub" | "Mul" | "RealDiv" | "Div" | "DivNoNan" | "Neg" | "Abs" | "Exp" | "Log"
             | "Sqrt" | "Rsqrt" | "Square" | "Tanh" | "Sigmoid" | "Relu" | "Maximum" | "Minimum" | "Pow" | "Cast"
             | "Select" | "SelectV2" | "Reciprocal" | "Inv" | "SquaredDifference" | "Floor" | "Ceil" | "Sign"
-            | "Erf" | "Erfc" | "Log1p" | "Softplus" | "IsNan"
+            | "Erf" | "Erfc" | "Log1p" | "Softplus" | "IsNan" | "Expm1" | "Elu" | "Selu" | "Relu6" | "EluGrad"
+            | "SeluGrad" | "Relu6Grad"
             // Comparisons and logic.
             | "Equal" | "NotEqual" | "Less" | "LessEqual" | "Greater" | "GreaterEqual" | "LogicalAnd"
             | "LogicalOr" | "LogicalNot"
