@@ -1232,6 +1232,54 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             let shape: Vec<usize> = equation.output_dims(&sizes).iter().map(|d| d.unwrap_or(1) as usize).collect();
             Ok(kernel(KernelOp::Einsum { equation }, vec![0, 1], vec![vi(x.dtype, shape)]))
         }
+        // NHWC pooling and its gradients; AvgPoolGrad's input shape must be known.
+        "MaxPool" | "AvgPool" | "MaxPoolGrad" | "AvgPoolGrad" => {
+            use crate::kernels::PoolKind;
+            use crate::pool::{PoolAttrs, PoolShape};
+            need(match op {
+                "MaxPoolGrad" => 3,
+                "AvgPoolGrad" => 2,
+                _ => 1,
+            })?;
+            let attrs = PoolAttrs::parse(node).map_err(|e| CompileError::unsupported(node, e.to_string()))?;
+            let (kind, input, data) = match op {
+                "AvgPoolGrad" => {
+                    let d = int_const(node, &ins[0], "orig_input_shape")?;
+                    let d: Vec<usize> = d.iter().map(|&x| usize::try_from(x).unwrap_or(usize::MAX)).collect();
+                    let d = <[usize; 4]>::try_from(d)
+                        .ok()
+                        .filter(|d| d.iter().all(|&x| x < 1 << 31))
+                        .ok_or_else(|| CompileError::unsupported(node, "orig_input_shape is not 4 valid sizes"))?;
+                    (PoolKind::AvgGrad, d, vec![1])
+                }
+                _ => {
+                    let d = <[usize; 4]>::try_from(ins[0].shape.clone())
+                        .map_err(|_| CompileError::unsupported(node, "the input is not 4-dimensional"))?;
+                    match op {
+                        "MaxPool" => (PoolKind::Max, d, vec![0]),
+                        "AvgPool" => (PoolKind::Avg, d, vec![0]),
+                        _ => (PoolKind::MaxGrad, d, vec![0, 2]),
+                    }
+                }
+            };
+            let dtype = ins[data[0]].dtype;
+            if !matches!(dtype, DType::Float32 | DType::Float64) || data.iter().any(|&i| ins[i].dtype != dtype) {
+                return Err(CompileError::unsupported(node, format!("{op} of {dtype}")));
+            }
+            let win = attrs.window(input).map_err(|e| CompileError::unsupported(node, e.to_string()))?;
+            let shape = PoolShape { input, win };
+            let pooled = shape.output();
+            let grad_ok = match kind {
+                PoolKind::MaxGrad => ins[1].shape[..] == pooled[..] && ins[2].shape[..] == pooled[..],
+                PoolKind::AvgGrad => ins[1].shape[..] == pooled[..],
+                _ => true,
+            };
+            if !grad_ok {
+                return Err(CompileError::unsupported(node, "gradient shapes do not match (the kernel reports it)"));
+            }
+            let out = if matches!(kind, PoolKind::Max | PoolKind::Avg) { pooled } else { input };
+            Ok(kernel(KernelOp::Pool { kind, shape }, data, vec![vi(dtype, out.to_vec())]))
+        }
         // NHWC convolutions: the geometry is fixed at the shapes compiled for; the gradients'
         // size operands must be compile-time values (constant arguments, `Shape`s).
         "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter" => {

@@ -34,7 +34,7 @@ fn shape_operands(op: &str, inputs: usize) -> Vec<usize> {
         "Reshape" | "Tile" | "BroadcastTo" | "ExpandDims" | "Transpose" | "Sum" | "Mean" | "Max" | "Min" | "Prod"
         | "All" | "Any" | "ArgMax" | "ArgMin" | "EuclideanNorm" | "Cumsum" | "Cumprod" | "ReverseV2" => vec![1],
         "Fill" | "InvertPermutation" | "Empty" => vec![0],
-        "Conv2DBackpropInput" => vec![0],
+        "Conv2DBackpropInput" | "AvgPoolGrad" => vec![0],
         "Conv2DBackpropFilter" => vec![1],
         "Range" | "BroadcastGradientArgs" | "BroadcastArgs" => (0..inputs).collect(),
         "Slice" => vec![1, 2],

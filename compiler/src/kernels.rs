@@ -59,6 +59,18 @@ pub enum KernelOp {
     /// A 2-D NHWC convolution or one of its gradients (see [`crate::conv`]); the data
     /// operands only: (input, filter), (filter, dy) or (input, dy).
     Conv { kind: ConvKind, shape: crate::conv::ConvShape },
+    /// A 2-D NHWC pooling op or its gradient (see [`crate::pool`]); data operands: (input),
+    /// (input, dy) for `MaxPoolGrad`, (dy) for `AvgPoolGrad`.
+    Pool { kind: PoolKind, shape: crate::pool::PoolShape },
+}
+
+/// Which pooling a [`KernelOp::Pool`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolKind {
+    Max,
+    MaxGrad,
+    Avg,
+    AvgGrad,
 }
 
 /// Which convolution a [`KernelOp::Conv`] computes.
@@ -365,6 +377,32 @@ impl KernelOp {
                 Ok(vec![t.map_err(|e| err(e.to_string()))?])
             }
             KernelOp::Einsum { equation } => Ok(vec![crate::einsum::einsum(equation, inputs).map_err(err)?]),
+            KernelOp::Pool { kind, shape } => {
+                fn go<T: crate::pool::PoolElem>(kind: PoolKind, s: &crate::pool::PoolShape, ins: &[&[T]]) -> Vec<T> {
+                    match kind {
+                        PoolKind::Max => crate::pool::max_pool(s, ins[0]),
+                        PoolKind::MaxGrad => crate::pool::max_pool_grad(s, ins[0], ins[1]),
+                        PoolKind::Avg => crate::pool::avg_pool(s, ins[0]),
+                        PoolKind::AvgGrad => crate::pool::avg_pool_grad(s, ins[0]),
+                    }
+                }
+                let dtype = inputs[0].dtype;
+                let data = match dtype {
+                    DType::Float32 => {
+                        let v = inputs.iter().map(|t| f32_of(t)).collect::<Result<Vec<_>, _>>()?;
+                        TensorData::F32(Arc::new(go(*kind, shape, &v)))
+                    }
+                    DType::Float64 => {
+                        let v = inputs
+                            .iter()
+                            .map(|t| t.as_f64().ok_or_else(|| err("mixed pooling dtypes")))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        TensorData::F64(Arc::new(go(*kind, shape, &v)))
+                    }
+                    d => return Err(err(format!("pooling of {d}"))),
+                };
+                Ok(vec![Tensor { dtype, shape: out_shapes[0].clone(), data }])
+            }
             KernelOp::Conv { kind, shape } => {
                 fn go<T: crate::conv::ConvElem>(
                     kind: ConvKind,

@@ -74,6 +74,7 @@ pub mod kernels;
 pub mod layout;
 pub mod math;
 pub mod plan;
+pub mod pool;
 mod team;
 mod tile_routines;
 

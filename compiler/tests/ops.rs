@@ -696,3 +696,47 @@ fn split_and_split_v_compile_to_their_slices() {
         assert_eq!(got[k].as_f32().unwrap(), &rows(from, to)[..], "output {k}");
     }
 }
+
+/// MaxPool/AvgPool and their gradients compile (the shared `pool` kernels): ties go to the
+/// first maximum in scan order; SAME averages divide by the real elements only.
+#[test]
+fn pooling_and_its_gradients_compile() {
+    let s = |v: &str| AttrValue::S(v.as_bytes().to_vec());
+    let list = |v: Vec<i64>| AttrValue::List(autoclust_graph::ListValue::I(v));
+    let attrs =
+        |pad: &str| vec![("padding", s(pad)), ("strides", list(vec![1, 1, 1, 1])), ("ksize", list(vec![1, 2, 2, 1]))];
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        arg("dy", 1, DType::Float32),
+        arg("a", 2, DType::Float32),
+        arg("da", 3, DType::Float32),
+        node("y", "MaxPool", &["x"], attrs("VALID")),
+        node("dx", "MaxPoolGrad", &["x", "y", "dy"], attrs("VALID")),
+        node("ay", "AvgPool", &["a"], attrs("SAME")),
+        node("ash", "Shape", &["a"], vec![]),
+        node("adx", "AvgPoolGrad", &["ash", "da"], attrs("SAME")),
+        ret("r0", "y", 0),
+        ret("r1", "dx", 1),
+        ret("r2", "ay", 2),
+        ret("r3", "adx", 3),
+    ]);
+    let sig = [
+        (DType::Float32, vec![1, 3, 3, 1]),
+        (DType::Float32, vec![1, 2, 2, 1]),
+        (DType::Float32, vec![1, 2, 2, 1]),
+        (DType::Float32, vec![1, 2, 2, 1]),
+    ];
+    let f = compiler().compile(&g, &sig).unwrap();
+    let got = f
+        .call(&[
+            f32t(&[1, 3, 3, 1], vec![1.0, 5.0, 5.0, 2.0, 0.0, 3.0, 7.0, 7.0, 1.0]),
+            f32t(&[1, 2, 2, 1], vec![1.0, 10.0, 100.0, 1000.0]),
+            f32t(&[1, 2, 2, 1], vec![1.0, 2.0, 3.0, 4.0]),
+            f32t(&[1, 2, 2, 1], vec![4.0, 2.0, 2.0, 1.0]),
+        ])
+        .unwrap();
+    assert_eq!(got[0].as_f32().unwrap(), &[5.0, 5.0, 7.0, 7.0][..]);
+    assert_eq!(got[1].as_f32().unwrap(), &[0.0, 11.0, 0.0, 0.0, 0.0, 0.0, 100.0, 1000.0, 0.0][..]);
+    assert_eq!(got[2].as_f32().unwrap(), &[2.5, 3.0, 3.5, 4.0][..]);
+    assert_eq!(got[3].as_f32().unwrap(), &[1.0, 2.0, 2.0, 4.0][..]);
+}

@@ -42,7 +42,8 @@ pub fn is_jit_op(op: &str) -> bool {
             | "LogicalOr" | "LogicalNot"
             // Linear algebra.
             | "MatMul" | "BatchMatMul" | "BatchMatMulV2" | "BiasAdd" | "BiasAddV1" | "BiasAddGrad" | "Einsum"
-            | "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter"
+            | "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter" | "MaxPool" | "MaxPoolGrad" | "AvgPool"
+            | "AvgPoolGrad"
             // Reductions.
             | "Sum" | "Mean" | "Max" | "Min" | "Prod" | "ArgMax" | "ArgMin" | "Any" | "All"
             // Shapes and data movement.
@@ -424,8 +425,18 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
         return Some(NotCompilable::DisabledByAttribute);
     }
     // The JIT's convolutions and bias adds are NHWC only (as TensorFlow's CPU kernels).
-    if matches!(op, "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter" | "BiasAdd" | "BiasAddGrad")
-        && node.attr("data_format").and_then(AttrValue::as_str).is_some_and(|f| f != "NHWC")
+    if matches!(
+        op,
+        "Conv2D"
+            | "Conv2DBackpropInput"
+            | "Conv2DBackpropFilter"
+            | "MaxPool"
+            | "MaxPoolGrad"
+            | "AvgPool"
+            | "AvgPoolGrad"
+            | "BiasAdd"
+            | "BiasAddGrad"
+    ) && node.attr("data_format").and_then(AttrValue::as_str).is_some_and(|f| f != "NHWC")
     {
         return Some(NotCompilable::UnsupportedOp { op: format!("{op} in a data_format other than NHWC") });
     }

@@ -24,8 +24,10 @@ use super::elementwise::Float;
 use super::{arity, dispatch_float, one, shape_values, tensor_of, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
+#[cfg(test)]
+use autoclust_compiler::conv::Padding;
 use autoclust_compiler::conv::{self as shared, ConvElem, ConvError, ConvShape};
-pub(crate) use autoclust_compiler::conv::{Padding, Window, WindowAttrs};
+pub(crate) use autoclust_compiler::conv::{Window, WindowAttrs};
 
 impl From<ConvError> for KernelError {
     fn from(e: ConvError) -> KernelError {
@@ -39,16 +41,6 @@ impl From<ConvError> for KernelError {
 /// Refuses any data format but NHWC.
 pub(crate) fn require_nhwc(node: &Node) -> KResult<()> {
     Ok(shared::require_nhwc(node)?)
-}
-
-/// A 4-element NHWC attribute list (`strides`, `ksize`, `dilations`): its H and W entries.
-pub(crate) fn hw_attr(node: &Node, name: &str, required: bool) -> KResult<(usize, usize)> {
-    Ok(shared::hw_attr(node, name, required)?)
-}
-
-/// Parses `padding` (and `explicit_paddings` when it is `EXPLICIT`).
-pub(crate) fn padding_attr(node: &Node) -> KResult<Padding> {
-    Ok(shared::padding_attr(node)?)
 }
 
 /// `[N, H, W, C]` of a rank-4 tensor.

@@ -8,172 +8,51 @@
 //! order, as TensorFlow's CPU kernel does when it recomputes the argmax
 //! (strictly greater replaces), so ties resolve alike.
 
+use autoclust_compiler::pool::{self as shared, PoolAttrs, PoolElem, PoolShape};
 use autoclust_graph::{Node, Tensor};
 
-use super::conv::{hw_attr, nhwc, padding_attr, require_nhwc, Padding, Window};
+use super::conv::nhwc;
 use super::elementwise::Float;
 use super::{arity, dispatch_float, one, shape_values, tensor_of, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
-#[derive(Clone, Debug)]
-struct PoolAttrs {
-    ksize: (usize, usize),
-    strides: (usize, usize),
-    padding: Padding,
+fn pooled(a: &PoolAttrs, input: [usize; 4]) -> KResult<PoolShape> {
+    Ok(PoolShape { input, win: a.window(input)? })
 }
 
-impl PoolAttrs {
-    fn parse(node: &Node) -> KResult<PoolAttrs> {
-        require_nhwc(node)?;
-        Ok(PoolAttrs {
-            ksize: hw_attr(node, "ksize", true)?,
-            strides: hw_attr(node, "strides", true)?,
-            padding: padding_attr(node)?,
-        })
-    }
-
-    fn window(&self, d: [usize; 4]) -> KResult<Window> {
-        Ok(Window::new((d[1], d[2]), self.ksize, self.strides, (1, 1), &self.padding)?)
-    }
+fn max_pool<T: Float + PoolElem>(a: &PoolAttrs, x: &Tensor) -> KResult<Tensor> {
+    let s = pooled(a, nhwc(x, "input")?)?;
+    Ok(tensor_of(s.output().to_vec(), shared::max_pool(&s, T::slice(x))))
 }
 
-/// Calls `f(output pixel, [input pixels of its window])` for each output
-/// pixel of one image; pixel = `y * width + x`.
-fn windows(win: &Window, mut f: impl FnMut(usize, &[usize])) {
-    let mut taps = Vec::with_capacity(win.h.kernel * win.w.kernel);
-    for oy in 0..win.h.output {
-        for ox in 0..win.w.output {
-            taps.clear();
-            for ky in 0..win.h.kernel {
-                let Some(iy) = win.h.source(oy, ky) else { continue };
-                for kx in 0..win.w.kernel {
-                    if let Some(ix) = win.w.source(ox, kx) {
-                        taps.push(iy * win.w.input + ix);
-                    }
-                }
-            }
-            f(oy * win.w.output + ox, &taps);
-        }
-    }
-}
-
-/// For every image and channel, the input pixel the max of each output pixel came from.
-fn argmax<T: Float>(x: &[T], d: [usize; 4], win: &Window) -> Vec<usize> {
-    let [n, h, w, c] = d;
-    let out_pixels = win.h.output * win.w.output;
-    let mut arg = vec![usize::MAX; n * out_pixels * c];
-    for b in 0..n {
-        let img = &x[b * h * w * c..][..h * w * c];
-        windows(win, |o, taps| {
-            for ch in 0..c {
-                let mut best: Option<(usize, T)> = None;
-                for &p in taps {
-                    let v = img[p * c + ch];
-                    if best.is_none_or(|(_, m)| v > m) {
-                        best = Some((p, v));
-                    }
-                }
-                if let Some((p, _)) = best {
-                    arg[(b * out_pixels + o) * c + ch] = p;
-                }
-            }
-        });
-    }
-    arg
-}
-
-fn max_pool<T: Float>(a: &PoolAttrs, x: &Tensor) -> KResult<Tensor> {
-    let d = nhwc(x, "input")?;
-    let win = a.window(d)?;
-    let [n, h, w, c] = d;
-    let xs = T::slice(x);
-    let arg = argmax(xs, d, &win);
-    let out_pixels = win.h.output * win.w.output;
-    let mut out = Vec::with_capacity(arg.len());
-    for (i, &p) in arg.iter().enumerate() {
-        let (b, ch) = (i / (out_pixels * c), i % c);
-        out.push(if p == usize::MAX { T::lowest() } else { xs[(b * h * w + p) * c + ch] });
-    }
-    Ok(tensor_of(vec![n, win.h.output, win.w.output, c], out))
-}
-
-fn max_pool_grad<T: Float>(a: &PoolAttrs, x: &Tensor, y: &Tensor, dy: &Tensor) -> KResult<Tensor> {
-    let d = nhwc(x, "orig_input")?;
-    let win = a.window(d)?;
-    let [n, h, w, c] = d;
-    let want = [n, win.h.output, win.w.output, c];
+fn max_pool_grad<T: Float + PoolElem>(a: &PoolAttrs, x: &Tensor, y: &Tensor, dy: &Tensor) -> KResult<Tensor> {
+    let s = pooled(a, nhwc(x, "orig_input")?)?;
+    let want = s.output();
     if y.shape[..] != want || dy.shape[..] != want {
         return Err(KernelError::invalid(format!(
             "orig_output {:?} and grad {:?} must have the pooled shape {want:?}",
             y.shape, dy.shape
         )));
     }
-    let arg = argmax(T::slice(x), d, &win);
-    let g = T::slice(dy);
-    let out_pixels = win.h.output * win.w.output;
-    let mut dx = vec![T::zero(); n * h * w * c];
-    for (i, &p) in arg.iter().enumerate() {
-        if p != usize::MAX {
-            let (b, ch) = (i / (out_pixels * c), i % c);
-            let at = (b * h * w + p) * c + ch;
-            dx[at] = dx[at].add(g[i]);
-        }
-    }
-    Ok(tensor_of(d.to_vec(), dx))
+    Ok(tensor_of(s.input.to_vec(), shared::max_pool_grad(&s, T::slice(x), T::slice(dy))))
 }
 
-fn avg_pool<T: Float>(a: &PoolAttrs, x: &Tensor) -> KResult<Tensor> {
-    let d = nhwc(x, "value")?;
-    let win = a.window(d)?;
-    let [n, h, w, c] = d;
-    let xs = T::slice(x);
-    let out_pixels = win.h.output * win.w.output;
-    let mut out = vec![T::zero(); n * out_pixels * c];
-    for b in 0..n {
-        let img = &xs[b * h * w * c..][..h * w * c];
-        windows(&win, |o, taps| {
-            let dst = &mut out[(b * out_pixels + o) * c..][..c];
-            for &p in taps {
-                for (s, &v) in dst.iter_mut().zip(&img[p * c..][..c]) {
-                    *s = s.add(v);
-                }
-            }
-            let count = T::from_i64(taps.len() as i64);
-            for s in dst.iter_mut() {
-                *s = s.div(count);
-            }
-        });
-    }
-    Ok(tensor_of(vec![n, win.h.output, win.w.output, c], out))
+fn avg_pool<T: Float + PoolElem>(a: &PoolAttrs, x: &Tensor) -> KResult<Tensor> {
+    let s = pooled(a, nhwc(x, "value")?)?;
+    Ok(tensor_of(s.output().to_vec(), shared::avg_pool(&s, T::slice(x))))
 }
 
-fn avg_pool_grad<T: Float>(a: &PoolAttrs, sizes: &Tensor, dy: &Tensor) -> KResult<Tensor> {
+fn avg_pool_grad<T: Float + PoolElem>(a: &PoolAttrs, sizes: &Tensor, dy: &Tensor) -> KResult<Tensor> {
     let d = shape_values(sizes, "orig_input_shape")?;
     super::budget(T::DTYPE, &d)?;
     let d: [usize; 4] =
         d.try_into().map_err(|v| KernelError::invalid(format!("orig_input_shape must have 4 elements, got {v:?}")))?;
-    let win = a.window(d)?;
-    let [n, h, w, c] = d;
-    let want = [n, win.h.output, win.w.output, c];
+    let s = pooled(a, d)?;
+    let want = s.output();
     if dy.shape[..] != want {
         return Err(KernelError::invalid(format!("grad {:?} must have the pooled shape {want:?}", dy.shape)));
     }
-    let g = T::slice(dy);
-    let out_pixels = win.h.output * win.w.output;
-    let mut dx = vec![T::zero(); n * h * w * c];
-    for b in 0..n {
-        let img = &mut dx[b * h * w * c..][..h * w * c];
-        windows(&win, |o, taps| {
-            let count = T::from_i64(taps.len() as i64);
-            let src = &g[(b * out_pixels + o) * c..][..c];
-            for &p in taps {
-                for (s, &v) in img[p * c..][..c].iter_mut().zip(src) {
-                    *s = s.add(v.div(count));
-                }
-            }
-        });
-    }
-    Ok(tensor_of(d.to_vec(), dx))
+    Ok(tensor_of(d.to_vec(), shared::avg_pool_grad(&s, T::slice(dy))))
 }
 
 /// Prepares a pooling kernel, or `None` if `node.op` is not one.

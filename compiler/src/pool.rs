@@ -1,0 +1,199 @@
+//! 2-D pooling in NHWC — `MaxPool`, `MaxPoolGrad`, `AvgPool`, `AvgPoolGrad` — shared by
+//! compiled clusters ([`crate::kernels::KernelOp::Pool`]) and the interpreter's kernels
+//! (`runtime/src/kernels/pool.rs`), so both compute the same numbers.
+//!
+//! Windows and padding are [`crate::conv::Window`]'s (`ksize` and `strides` are
+//! `[1, h, w, 1]`). Padding never takes part: a max is over the window's real elements, an
+//! average divides by how many real elements the window holds (TensorFlow's CPU kernels do
+//! the same). `MaxPoolGrad` sends each output's gradient to the first maximum of its window
+//! in row-major scan order, as TensorFlow's CPU kernel does when it recomputes the argmax
+//! (strictly greater replaces), so ties resolve alike.
+
+use autoclust_graph::Node;
+
+use crate::conv::{hw_attr, padding_attr, require_nhwc, ConvElem, ConvError, Padding, Window};
+
+/// An element type pooling runs on.
+pub trait PoolElem: ConvElem + PartialOrd + std::ops::Div<Output = Self> {
+    /// The most negative finite value (a window with no real element).
+    fn lowest() -> Self;
+    fn from_count(n: usize) -> Self;
+}
+impl PoolElem for f32 {
+    fn lowest() -> f32 {
+        f32::MIN
+    }
+    fn from_count(n: usize) -> f32 {
+        n as f32
+    }
+}
+impl PoolElem for f64 {
+    fn lowest() -> f64 {
+        f64::MIN
+    }
+    fn from_count(n: usize) -> f64 {
+        n as f64
+    }
+}
+
+/// The attributes of a pooling op.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PoolAttrs {
+    pub ksize: (usize, usize),
+    pub strides: (usize, usize),
+    pub padding: Padding,
+}
+
+impl PoolAttrs {
+    pub fn parse(node: &Node) -> Result<PoolAttrs, ConvError> {
+        require_nhwc(node)?;
+        Ok(PoolAttrs {
+            ksize: hw_attr(node, "ksize", true)?,
+            strides: hw_attr(node, "strides", true)?,
+            padding: padding_attr(node)?,
+        })
+    }
+
+    /// The window over an `[N, H, W, C]` input.
+    pub fn window(&self, d: [usize; 4]) -> Result<Window, ConvError> {
+        Window::new((d[1], d[2]), self.ksize, self.strides, (1, 1), &self.padding)
+    }
+}
+
+/// The input `[N, H, W, C]` of a pooling op and its window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PoolShape {
+    pub input: [usize; 4],
+    pub win: Window,
+}
+
+impl PoolShape {
+    pub fn output(&self) -> [usize; 4] {
+        [self.input[0], self.win.h.output, self.win.w.output, self.input[3]]
+    }
+    fn out_pixels(&self) -> usize {
+        self.win.h.output * self.win.w.output
+    }
+}
+
+/// Calls `f(output pixel, [input pixels of its window])` for each output pixel of one
+/// image; pixel = `y * width + x`.
+fn windows(win: &Window, mut f: impl FnMut(usize, &[usize])) {
+    let mut taps = Vec::with_capacity(win.h.kernel * win.w.kernel);
+    for oy in 0..win.h.output {
+        for ox in 0..win.w.output {
+            taps.clear();
+            for ky in 0..win.h.kernel {
+                let Some(iy) = win.h.source(oy, ky) else { continue };
+                for kx in 0..win.w.kernel {
+                    if let Some(ix) = win.w.source(ox, kx) {
+                        taps.push(iy * win.w.input + ix);
+                    }
+                }
+            }
+            f(oy * win.w.output + ox, &taps);
+        }
+    }
+}
+
+/// For every image, output pixel and channel, the input pixel its max came from
+/// (`usize::MAX` for a window with no real element).
+fn argmax<T: PoolElem>(s: &PoolShape, x: &[T]) -> Vec<usize> {
+    let [n, h, w, c] = s.input;
+    let out_pixels = s.out_pixels();
+    let mut arg = vec![usize::MAX; n * out_pixels * c];
+    for b in 0..n {
+        let img = &x[b * h * w * c..][..h * w * c];
+        windows(&s.win, |o, taps| {
+            for ch in 0..c {
+                let mut best: Option<(usize, T)> = None;
+                for &p in taps {
+                    let v = img[p * c + ch];
+                    if best.is_none_or(|(_, m)| v > m) {
+                        best = Some((p, v));
+                    }
+                }
+                if let Some((p, _)) = best {
+                    arg[(b * out_pixels + o) * c + ch] = p;
+                }
+            }
+        });
+    }
+    arg
+}
+
+/// `MaxPool`: `[N, OH, OW, C]`.
+pub fn max_pool<T: PoolElem>(s: &PoolShape, x: &[T]) -> Vec<T> {
+    let [_, h, w, c] = s.input;
+    let arg = argmax(s, x);
+    let out_pixels = s.out_pixels();
+    arg.iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            let (b, ch) = (i / (out_pixels * c), i % c);
+            if p == usize::MAX {
+                T::lowest()
+            } else {
+                x[(b * h * w + p) * c + ch]
+            }
+        })
+        .collect()
+}
+
+/// `MaxPoolGrad` from the original input `x` and the output gradient `dy`: `[N, H, W, C]`.
+pub fn max_pool_grad<T: PoolElem>(s: &PoolShape, x: &[T], dy: &[T]) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let arg = argmax(s, x);
+    let out_pixels = s.out_pixels();
+    let mut dx = vec![T::default(); n * h * w * c];
+    for (i, &p) in arg.iter().enumerate() {
+        if p != usize::MAX {
+            let (b, ch) = (i / (out_pixels * c), i % c);
+            dx[(b * h * w + p) * c + ch] += dy[i];
+        }
+    }
+    dx
+}
+
+/// `AvgPool`: `[N, OH, OW, C]`.
+pub fn avg_pool<T: PoolElem>(s: &PoolShape, x: &[T]) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let out_pixels = s.out_pixels();
+    let mut out = vec![T::default(); n * out_pixels * c];
+    for b in 0..n {
+        let img = &x[b * h * w * c..][..h * w * c];
+        windows(&s.win, |o, taps| {
+            let dst = &mut out[(b * out_pixels + o) * c..][..c];
+            for &p in taps {
+                for (d, &v) in dst.iter_mut().zip(&img[p * c..][..c]) {
+                    *d += v;
+                }
+            }
+            let count = T::from_count(taps.len());
+            for d in dst.iter_mut() {
+                *d = *d / count;
+            }
+        });
+    }
+    out
+}
+
+/// `AvgPoolGrad` from the output gradient `dy`: `[N, H, W, C]`.
+pub fn avg_pool_grad<T: PoolElem>(s: &PoolShape, dy: &[T]) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let out_pixels = s.out_pixels();
+    let mut dx = vec![T::default(); n * h * w * c];
+    for b in 0..n {
+        let img = &mut dx[b * h * w * c..][..h * w * c];
+        windows(&s.win, |o, taps| {
+            let count = T::from_count(taps.len());
+            let src = &dy[(b * out_pixels + o) * c..][..c];
+            for &p in taps {
+                for (d, &v) in img[p * c..][..c].iter_mut().zip(src) {
+                    *d += v / count;
+                }
+            }
+        });
+    }
+    dx
+}
