@@ -28,6 +28,20 @@ fast. File layout and manifest: README.md.
   binary cross-entropy + KL divergence; Adam. Fetches the loss and the reconstruction. 2 steps, batch 6.
 - keras_mlp_inference: a 32-256-256-10 ReLU MLP, inference only: fetches the logits, updates nothing
   (its expected_vars equal its vars). 2 steps, batch 8.
+
+Five more steps, written after the six above made autoclust cluster them, to check the result on
+models it had not been tuned on (each added one family of ops the JIT then learnt):
+
+- keras_gru_rmsprop: Embedding + GRU + Dense; RMSprop. 2 steps, batch 4.
+- keras_conv1d_nadam: Conv1D (ReLU) + MaxPooling1D + Conv1D (ELU, SAME) + GlobalMaxPooling1D + Dense;
+  Nadam. 2 steps, batch 4.
+- keras_cnn_pool_adamax: Conv2D (no bias: a bias before BatchNormalization has a zero gradient in
+  exact arithmetic, which Adamax turns into a noise-driven step) + BatchNormalization + swish,
+  MaxPooling2D, strided Conv2D (ReLU), AveragePooling2D, Flatten, Dense (softplus), Dense; Adamax.
+- keras_bilstm_nesterov: Embedding + Bidirectional(LSTM, return_sequences) + GlobalAveragePooling1D +
+  Dense; SGD with Nesterov momentum. 2 steps, batch 4.
+- keras_mlp_activations: Dense layers with SELU, LayerNormalization, GELU, tanh (with an L2
+  regularizer), leaky ReLU and ReLU6; Adagrad. 2 steps, batch 6.
 """
 
 import os
@@ -244,8 +258,86 @@ def keras_mlp_inference():
     write("keras_mlp_inference", cf, variables, {"x": x}, 2)
 
 
+def keras_gru_rmsprop():
+    import keras
+
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(1)
+    L = keras.layers
+    m = keras.Sequential([keras.Input((7,), dtype="int32"), L.Embedding(50, 8), L.GRU(10), L.Dense(3)])
+    rng = np.random.default_rng(1)
+    feeds = {"x": rng.integers(0, 50, (4, 7)).astype(np.int32), "labels": np.array([0, 1, 2, 1], np.int32)}
+    keras_train_fixture("keras_gru_rmsprop", m, keras.optimizers.RMSprop(0.01),
+                        tf.TensorSpec([None, 7], tf.int32, name="x"), feeds, 2)
+
+
+def keras_conv1d_nadam():
+    import keras
+
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(2)
+    L = keras.layers
+    m = keras.Sequential([keras.Input((16, 3)), L.Conv1D(8, 3, activation="relu"), L.MaxPooling1D(2),
+                          L.Conv1D(8, 3, padding="same", activation="elu"), L.GlobalMaxPooling1D(), L.Dense(4)])
+    rng = np.random.default_rng(2)
+    feeds = {"x": rng.standard_normal((4, 16, 3)).astype(np.float32), "labels": np.array([0, 1, 2, 3], np.int32)}
+    keras_train_fixture("keras_conv1d_nadam", m, keras.optimizers.Nadam(0.01),
+                        tf.TensorSpec([None, 16, 3], tf.float32, name="x"), feeds, 2)
+
+
+def keras_cnn_pool_adamax():
+    import keras
+
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(3)
+    L = keras.layers
+    m = keras.Sequential([keras.Input((8, 8, 2)), L.Conv2D(4, 3, padding="same", use_bias=False),
+                          L.BatchNormalization(), L.Activation("swish"), L.MaxPooling2D(2),
+                          L.Conv2D(6, 3, strides=2, padding="same", activation="relu"), L.AveragePooling2D(2),
+                          L.Flatten(), L.Dense(5, activation="softplus"), L.Dense(3)])
+    rng = np.random.default_rng(3)
+    feeds = {"x": rng.standard_normal((4, 8, 8, 2)).astype(np.float32), "labels": np.array([0, 1, 2, 1], np.int32)}
+    keras_train_fixture("keras_cnn_pool_adamax", m, keras.optimizers.Adamax(0.01),
+                        tf.TensorSpec([None, 8, 8, 2], tf.float32, name="x"), feeds, 2)
+
+
+def keras_bilstm_nesterov():
+    import keras
+
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(4)
+    L = keras.layers
+    m = keras.Sequential([keras.Input((6,), dtype="int32"), L.Embedding(30, 8),
+                          L.Bidirectional(L.LSTM(6, return_sequences=True)), L.GlobalAveragePooling1D(), L.Dense(3)])
+    rng = np.random.default_rng(4)
+    feeds = {"x": rng.integers(0, 30, (4, 6)).astype(np.int32), "labels": np.array([0, 1, 2, 1], np.int32)}
+    keras_train_fixture("keras_bilstm_nesterov", m, keras.optimizers.SGD(0.05, momentum=0.9, nesterov=True),
+                        tf.TensorSpec([None, 6], tf.int32, name="x"), feeds, 2)
+
+
+def keras_mlp_activations():
+    import keras
+
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(5)
+    L = keras.layers
+    inp = keras.Input((10,))
+    h = L.Dense(16, activation="selu")(inp)
+    h = L.LayerNormalization()(h)
+    h = L.Dense(16, activation="gelu")(h)
+    h = L.Dense(16, activation="tanh", kernel_regularizer=keras.regularizers.l2(1e-3))(h)
+    h = L.Dense(16, activation="leaky_relu")(h)
+    h = L.Dense(16, activation="relu6")(h)
+    m = keras.Model(inp, L.Dense(4)(h))
+    rng = np.random.default_rng(5)
+    feeds = {"x": rng.standard_normal((6, 10)).astype(np.float32), "labels": np.array([0, 1, 2, 3, 1, 0], np.int32)}
+    keras_train_fixture("keras_mlp_activations", m, keras.optimizers.Adagrad(0.05),
+                        tf.TensorSpec([None, 10], tf.float32, name="x"), feeds, 2)
+
+
 FIXTURES = [keras_transformer_block, keras_resnet_cnn, keras_lstm_classifier, keras_wide_deep, keras_vae,
-            keras_mlp_inference]
+            keras_mlp_inference, keras_gru_rmsprop, keras_conv1d_nadam, keras_cnn_pool_adamax, keras_bilstm_nesterov,
+            keras_mlp_activations]
 
 
 def main():
