@@ -6,7 +6,7 @@
 //! "moves" that a deterministic builder interprets against the values built
 //! so far, so every list (and every shrunk list) is a valid graph:
 //! elementwise ops with broadcasting (`Add AddV2 Sub Mul RealDiv Maximum
-//! Minimum Neg Abs Exp Log Tanh Sigmoid Relu Square Sqrt Rsqrt Erf Erfc Softplus Log1p Expm1 Elu Selu Relu6`),
+//! Minimum Neg Abs Exp Log Tanh Sigmoid Relu Square Sqrt Rsqrt Erf Erfc Softplus Log1p Expm1 Elu Selu Relu6 LeakyRelu`),
 //! comparisons feeding `SelectV2`, `Cast` (float32 ↔ int32/bool) and int32
 //! arithmetic, reductions (`Sum Mean Max Min` over random axes, with and
 //! without `keep_dims`), `MatMul` (with `transpose_a/b`), `BiasAdd`,
@@ -396,6 +396,7 @@ impl Builder {
                     ("Elu", false),
                     ("Selu", false),
                     ("Relu6", true),
+                    ("LeakyRelu", false),
                 ];
                 let (mut op, exact) = ops[m.b as usize % ops.len()];
                 // Log's absolute error is its argument's relative error, and Rsqrt is a

@@ -93,6 +93,10 @@ pub enum EwOp {
     SeluGrad,
     /// `(dy, x)`: `0 < x < 6 ? dy : 0`.
     Relu6Grad,
+    /// `x < 0 ? alpha·x : x`, alpha's float32 bits from the node's attribute.
+    LeakyRelu(u32),
+    /// `(dy, x)`: `x > 0 ? dy : dy·alpha`.
+    LeakyReluGrad(u32),
 }
 
 impl EwOp {
@@ -157,6 +161,17 @@ impl EwOp {
             "Relu6Grad" => EwOp::Relu6Grad,
             _ => return None,
         })
+    }
+
+    /// The elementwise op a node computes: [`EwOp::from_tf`], plus the ops whose function
+    /// depends on an attribute (`LeakyRelu`'s `alpha`, TensorFlow's default 0.2).
+    pub fn from_node(node: &Node) -> Option<EwOp> {
+        let alpha = || node.attr("alpha").and_then(AttrValue::as_float).unwrap_or(0.2);
+        match node.op.as_str() {
+            "LeakyRelu" => Some(EwOp::LeakyRelu(alpha().to_bits())),
+            "LeakyReluGrad" => Some(EwOp::LeakyReluGrad(alpha().to_bits())),
+            op => EwOp::from_tf(op),
+        }
     }
 
     /// Whether the op's result is bool regardless of its operands.
@@ -750,7 +765,7 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             return Err(CompileError::unsupported(node, format!("dtype {}", v.dtype)));
         }
     }
-    if let Some(ew) = EwOp::from_tf(op) {
+    if let Some(ew) = EwOp::from_node(node) {
         let arity = match ew {
             EwOp::Select => 3,
             EwOp::AddN | EwOp::Copy => ins.len(),
@@ -778,7 +793,8 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             | EwOp::Expm1
             | EwOp::Elu
             | EwOp::Selu
-            | EwOp::Relu6 => 1,
+            | EwOp::Relu6
+            | EwOp::LeakyRelu(_) => 1,
             _ => 2,
         };
         need(arity)?;

@@ -1044,6 +1044,20 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
             let neg = f.b.ins().fcmp(FloatCC::LessThan, a[1], z);
             f.sel(neg, below, above)
         }
+        EwOp::LeakyRelu(alpha) => {
+            let al = f.c(f32::from_bits(alpha));
+            let scaled = f.b.ins().fmul(a[0], al);
+            let z = f.c(0.0);
+            let neg = f.b.ins().fcmp(FloatCC::LessThan, a[0], z);
+            f.sel(neg, scaled, a[0])
+        }
+        EwOp::LeakyReluGrad(alpha) => {
+            let al = f.c(f32::from_bits(alpha));
+            let scaled = f.b.ins().fmul(a[0], al);
+            let z = f.c(0.0);
+            let pos = f.b.ins().fcmp(FloatCC::GreaterThan, a[1], z);
+            f.sel(pos, a[0], scaled)
+        }
         EwOp::Relu6Grad => {
             let z = f.c(0.0);
             let six = f.c(6.0);
@@ -1185,7 +1199,16 @@ pub(crate) fn scalar_ok(m: &Member, adt: &[DType]) -> bool {
         DType::Float32 => true,
         // f64 lowering builds only the constants 0, ±1 and 0.5 (see `f64_op`).
         DType::Float64 => {
-            !m.op.is_transcendental() && !matches!(m.op, EwOp::Relu6 | EwOp::Relu6Grad | EwOp::EluGrad | EwOp::SeluGrad)
+            !m.op.is_transcendental()
+                && !matches!(
+                    m.op,
+                    EwOp::Relu6
+                        | EwOp::Relu6Grad
+                        | EwOp::EluGrad
+                        | EwOp::SeluGrad
+                        | EwOp::LeakyRelu(_)
+                        | EwOp::LeakyReluGrad(_)
+                )
         }
         DType::Int32 | DType::Int64 => matches!(
             m.op,

@@ -36,7 +36,7 @@ pub fn is_jit_op(op: &str) -> bool {
             | "Sqrt" | "Rsqrt" | "Square" | "Tanh" | "Sigmoid" | "Relu" | "Maximum" | "Minimum" | "Pow" | "Cast"
             | "Select" | "SelectV2" | "Reciprocal" | "Inv" | "SquaredDifference" | "Floor" | "Ceil" | "Sign"
             | "Erf" | "Erfc" | "Log1p" | "Softplus" | "IsNan" | "Expm1" | "Elu" | "Selu" | "Relu6" | "EluGrad"
-            | "SeluGrad" | "Relu6Grad"
+            | "SeluGrad" | "Relu6Grad" | "LeakyRelu" | "LeakyReluGrad"
             // Comparisons and logic.
             | "Equal" | "NotEqual" | "Less" | "LessEqual" | "Greater" | "GreaterEqual" | "LogicalAnd"
             | "LogicalOr" | "LogicalNot"
