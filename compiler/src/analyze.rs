@@ -1083,6 +1083,35 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
                 vec![vi(f.dtype, vec![b]), vi(f.dtype, f.shape.clone())],
             ))
         }
+        // ReverseV2: a strided view walking the reversed axes backwards.
+        "ReverseV2" => {
+            need(2)?;
+            let x = &ins[0];
+            let r = x.shape.len();
+            let mut rev = vec![false; r];
+            for a in int_const(node, &ins[1], "axis")? {
+                let a = norm_axis(node, a, r)?;
+                if std::mem::replace(&mut rev[a], true) {
+                    return Err(CompileError::Invalid(format!(
+                        "node '{}' (ReverseV2): axis {a} given twice",
+                        node.name
+                    )));
+                }
+            }
+            let st = strides_of(&x.shape);
+            let mut offset = 0isize;
+            let mut strides = Vec::with_capacity(r);
+            for d in 0..r {
+                if rev[d] && x.shape[d] > 0 {
+                    offset += (x.shape[d] - 1) as isize * st[d] as isize;
+                    strides.push(-(st[d] as isize));
+                } else {
+                    strides.push(st[d] as isize);
+                }
+            }
+            let dims = x.shape.clone();
+            Ok(kernel(KernelOp::Strided { dims: dims.clone(), strides, offset }, vec![0], vec![vi(x.dtype, dims)]))
+        }
         "Transpose" => {
             need(2)?;
             let x = &ins[0];

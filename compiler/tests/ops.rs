@@ -740,3 +740,37 @@ fn pooling_and_its_gradients_compile() {
     assert_eq!(got[2].as_f32().unwrap(), &[2.5, 3.0, 3.5, 4.0][..]);
     assert_eq!(got[3].as_f32().unwrap(), &[1.0, 2.0, 2.0, 4.0][..]);
 }
+
+/// ReverseV2 over every axis subset (a strided view with negative strides), size-1 axes
+/// included.
+#[test]
+fn reverse_v2_over_every_axis_subset() {
+    for shape in [vec![2usize, 3, 4], vec![3, 1, 5], vec![1, 4, 1]] {
+        let n: usize = shape.iter().product();
+        let x: Vec<f32> = (0..n).map(|v| v as f32).collect();
+        for mask in 0..8u32 {
+            let axes: Vec<i32> = (0..3).filter(|a| mask & (1 << a) != 0).collect();
+            let g = graph(vec![
+                arg("x", 0, DType::Float32),
+                ints("ax", &axes),
+                node("r", "ReverseV2", &["x", "ax"], vec![("Tidx", AttrValue::Type(DType::Int32))]),
+                ret("o", "r", 0),
+            ]);
+            let f = compiler().compile(&g, &[(DType::Float32, shape.clone())]).unwrap();
+            let got = f.call(&[f32t(&shape, x.clone())]).unwrap();
+            let st = strides(&shape);
+            let want: Vec<f32> = (0..n)
+                .map(|i| {
+                    let src: usize = (0..3)
+                        .map(|d| {
+                            let k = i / st[d] % shape[d];
+                            (if axes.contains(&(d as i32)) { shape[d] - 1 - k } else { k }) * st[d]
+                        })
+                        .sum();
+                    x[src]
+                })
+                .collect();
+            assert_eq!(got[0].as_f32().unwrap(), &want[..], "shape {shape:?} axes {axes:?}");
+        }
+    }
+}
