@@ -1083,6 +1083,30 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
                 vec![vi(f.dtype, vec![b]), vi(f.dtype, f.shape.clone())],
             ))
         }
+        // StridedSliceGrad(shape, begin, end, strides, dy): zeros of `shape` with `dy` written
+        // into the elements the forward StridedSlice read (the same view, scattered).
+        "StridedSliceGrad" => {
+            need(5)?;
+            let shape = int_const(node, &ins[0], "shape")?;
+            let shape: Vec<usize> = shape.iter().map(|&d| usize::try_from(d).unwrap_or(usize::MAX)).collect();
+            let dy = &ins[4];
+            within_budget(node, dy.dtype, &shape)?;
+            let x = vi(dy.dtype, shape.clone());
+            let fwd = strided_slice(node, &[x, ins[1].clone(), ins[2].clone(), ins[3].clone()])?;
+            let (NodeKind::Kernel { op: KernelOp::Strided { dims, strides, offset }, .. }, Some(out)) =
+                (fwd.kind, fwd.outputs.first())
+            else {
+                return Err(CompileError::Invalid(format!("node '{}': no strided view", node.name)));
+            };
+            if out.shape != dy.shape {
+                return Err(CompileError::unsupported(
+                    node,
+                    "dy does not have the slice's shape (the kernel reports it)",
+                ));
+            }
+            let op = KernelOp::StridedScatter { dims, strides, offset };
+            Ok(kernel(op, vec![4], vec![vi(dy.dtype, shape)]))
+        }
         // ReverseV2: a strided view walking the reversed axes backwards.
         "ReverseV2" => {
             need(2)?;

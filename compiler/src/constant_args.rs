@@ -39,6 +39,7 @@ fn shape_operands(op: &str, inputs: usize) -> Vec<usize> {
         "Range" | "BroadcastGradientArgs" | "BroadcastArgs" => (0..inputs).collect(),
         "Slice" => vec![1, 2],
         "StridedSlice" => vec![1, 2, 3],
+        "StridedSliceGrad" => vec![0, 1, 2, 3],
         "ConcatV2" if inputs > 0 => vec![inputs - 1],
         "GatherV2" => vec![2],
         "Split" => vec![0],

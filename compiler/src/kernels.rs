@@ -35,6 +35,9 @@ pub enum KernelOp {
     SparseSoftmaxXent,
     /// `out[i] = in[offset + Σ i_d·strides_d]` over `dims` (Transpose, Slice, StridedSlice, BroadcastTo).
     Strided { dims: Vec<usize>, strides: Vec<isize>, offset: isize },
+    /// The inverse of [`KernelOp::Strided`] (`StridedSliceGrad`): an output of zeros (its
+    /// analysed shape) with input element `i` written at `offset + Σ i_d·strides_d`.
+    StridedScatter { dims: Vec<usize>, strides: Vec<isize>, offset: isize },
     /// ConcatV2 along `axis` (all inputs data; the axis operand is dropped at compile time).
     Concat { axis: usize },
     /// Pack along `axis`.
@@ -225,6 +228,28 @@ macro_rules! map_data {
     };
 }
 
+/// A vector of `len` defaults with `v`'s elements (row-major over `dims`) written at
+/// `offset + Σ i_d·strides_d`.
+fn strided_scatter<T: Copy + Default>(v: &[T], len: usize, dims: &[usize], strides: &[isize], offset: isize) -> Vec<T> {
+    let mut out = vec![T::default(); len];
+    if v.is_empty() {
+        return out;
+    }
+    let mut idx = vec![0usize; dims.len()];
+    for &x in v {
+        let at = offset + idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum::<isize>();
+        out[at as usize] = x;
+        for d in (0..dims.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < dims[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
 /// Rows `[start, start + len)` of each of the `outer` rows of `row` elements.
 fn split_piece<T: Copy>(v: &[T], outer: usize, row: usize, start: usize, len: usize) -> Vec<T> {
     let mut o = Vec::with_capacity(outer * len);
@@ -313,6 +338,12 @@ impl KernelOp {
             KernelOp::Strided { dims, strides, offset } => {
                 let x = inputs[0];
                 let data = map_data!(x, |v| strided_copy(v, dims, strides, *offset));
+                Ok(vec![Tensor { dtype: x.dtype, shape: out_shapes[0].clone(), data }])
+            }
+            KernelOp::StridedScatter { dims, strides, offset } => {
+                let x = inputs[0];
+                let len: usize = out_shapes[0].iter().product();
+                let data = map_data!(x, |v| strided_scatter(v, len, dims, strides, *offset));
                 Ok(vec![Tensor { dtype: x.dtype, shape: out_shapes[0].clone(), data }])
             }
             KernelOp::Concat { axis } => {

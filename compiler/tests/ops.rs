@@ -774,3 +774,26 @@ fn reverse_v2_over_every_axis_subset() {
         }
     }
 }
+
+/// StridedSliceGrad writes dy into the elements the forward slice read, zeros elsewhere.
+#[test]
+fn strided_slice_grad_scatters_into_zeros() {
+    let g = graph(vec![
+        arg("dy", 0, DType::Float32),
+        ints("shape", &[4, 3]),
+        ints("begin", &[1, 0]),
+        ints("end", &[4, 3]),
+        ints("strides", &[2, 2]),
+        node(
+            "g",
+            "StridedSliceGrad",
+            &["shape", "begin", "end", "strides", "dy"],
+            vec![("Index", AttrValue::Type(DType::Int32))],
+        ),
+        ret("o", "g", 0),
+    ]);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![2, 2])]).unwrap();
+    let got = f.call(&[f32t(&[2, 2], vec![1.0, 2.0, 3.0, 4.0])]).unwrap();
+    assert_eq!(got[0].shape, vec![4, 3]);
+    assert_eq!(got[0].as_f32().unwrap(), &[0.0, 0.0, 0.0, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 3.0, 0.0, 4.0][..]);
+}

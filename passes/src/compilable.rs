@@ -47,7 +47,7 @@ pub fn is_jit_op(op: &str) -> bool {
             // Reductions.
             | "Sum" | "Mean" | "Max" | "Min" | "Prod" | "ArgMax" | "ArgMin" | "Any" | "All"
             // Shapes and data movement.
-            | "Split" | "SplitV" | "ReverseV2" | "Reshape" | "Shape" | "ShapeN" | "Size" | "Rank" | "ExpandDims" | "Squeeze" | "Transpose" | "ConcatV2" | "Pack"
+            | "Split" | "SplitV" | "ReverseV2" | "StridedSliceGrad" | "Reshape" | "Shape" | "ShapeN" | "Size" | "Rank" | "ExpandDims" | "Squeeze" | "Transpose" | "ConcatV2" | "Pack"
             | "Slice" | "StridedSlice" | "Fill" | "ZerosLike" | "OnesLike" | "Tile" | "BroadcastTo" | "GatherV2" | "Gather"
             | "UnsortedSegmentSum"
             // Losses, activations and their gradients.
