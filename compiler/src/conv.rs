@@ -303,17 +303,68 @@ fn mm<T: ConvElem>(
     unsafe { gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), threads) }
 }
 
+/// A mutable buffer shared by the parts of one parallel section, each writing its own
+/// disjoint elements.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: the parts that share it write disjoint ranges (see each use) and the section
+// ends before the buffer is read or dropped.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// The `len` elements from `at`.
+    ///
+    /// # Safety
+    /// No other live slice may overlap `[at, at + len)`, which must lie in the buffer.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice(&self, at: usize, len: usize) -> &mut [T] {
+        // SAFETY: forwarded from the caller.
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(at), len) }
+    }
+}
+
+/// Runs `per_image(b, col)` for every image `b` of `n`, each part of the split with its own
+/// column buffer of `col_len` elements: over the images, in parallel, when there are
+/// several images and threads (each image's GEMM then runs on one thread); otherwise image
+/// by image, each GEMM with every thread. Which thread computes an image never changes its
+/// numbers (the GEMM's own invariant), so neither does the split.
+fn over_images<T: ConvElem>(
+    n: usize,
+    col_len: usize,
+    threads: usize,
+    per_image: &(dyn Fn(usize, &mut [T], usize) + Sync),
+) {
+    if threads > 1 && n > 1 {
+        let parts = threads.min(n);
+        let chunk = n.div_ceil(parts);
+        crate::team::run(parts, &|p| {
+            let mut col = vec![T::default(); col_len];
+            for b in p * chunk..((p + 1) * chunk).min(n) {
+                per_image(b, &mut col, 1);
+            }
+        });
+    } else {
+        let mut col = vec![T::default(); col_len];
+        for b in 0..n {
+            per_image(b, &mut col, threads);
+        }
+    }
+}
+
 /// `Conv2D`: `x` `[N,H,W,C]` by `f` `[KH,KW,C,O]` → `[N,OH,OW,O]`.
 pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> Vec<T> {
     let [n, h, w, c] = s.input;
     let o = s.filter[3];
     let (pixels, row) = (s.pixels(), s.row());
     let mut out = vec![T::default(); n * pixels * o];
-    let mut col = vec![T::default(); pixels * row];
-    for b in 0..n {
-        im2col(&x[b * h * w * c..][..h * w * c], c, &s.win, &mut col);
-        mm(pixels, row, o, &col, row as isize, 1, f, o as isize, 1, &mut out[b * pixels * o..][..pixels * o], threads);
-    }
+    let dst = Shared(out.as_mut_ptr());
+    over_images::<T>(n, pixels * row, threads, &|b, col, t| {
+        im2col(&x[b * h * w * c..][..h * w * c], c, &s.win, col);
+        // SAFETY: image b's output rows are its own.
+        let y = unsafe { dst.slice(b * pixels * o, pixels * o) };
+        mm(pixels, row, o, col, row as isize, 1, f, o as isize, 1, y, t);
+    });
     out
 }
 
@@ -323,43 +374,108 @@ pub fn conv2d_backprop_input<T: ConvElem>(s: &ConvShape, f: &[T], dy: &[T], thre
     let o = s.filter[3];
     let (pixels, row) = (s.pixels(), s.row());
     let mut dx = vec![T::default(); n * h * w * c];
-    let mut col = vec![T::default(); pixels * row];
-    for b in 0..n {
+    let dst = Shared(dx.as_mut_ptr());
+    over_images::<T>(n, pixels * row, threads, &|b, col, t| {
         // col = dy_b [pixels, O] · filterᵀ [O, row].
-        mm(pixels, o, row, &dy[b * pixels * o..][..pixels * o], o as isize, 1, f, 1, o as isize, &mut col, threads);
-        col2im(&col, c, &s.win, &mut dx[b * h * w * c..][..h * w * c]);
-    }
+        mm(pixels, o, row, &dy[b * pixels * o..][..pixels * o], o as isize, 1, f, 1, o as isize, col, t);
+        // SAFETY: image b's gradient is its own.
+        col2im(col, c, &s.win, unsafe { dst.slice(b * h * w * c, h * w * c) });
+    });
     dx
 }
 
-/// `Conv2DBackpropFilter`: the gradient `[KH,KW,C,O]` from `x` and `dy`, summed over the
-/// batch in batch order.
+/// Image groups whose filter-gradient partials [`conv2d_backprop_filter`] sums: at most
+/// this many, fixed by the batch size alone (never by the thread count).
+const FILTER_GRAD_GROUPS: usize = 8;
+
+/// `Conv2DBackpropFilter`: the gradient `[KH,KW,C,O]` from `x` and `dy`. The batch is cut
+/// into at most [`FILTER_GRAD_GROUPS`] consecutive groups (a split that depends on the batch
+/// size only); each group's partial sums its images in order, the groups run in parallel,
+/// and the partials are added in group order — the same additions in the same order
+/// however many threads there are.
 pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], threads: usize) -> Vec<T> {
     let [n, h, w, c] = s.input;
     let o = s.filter[3];
     let (pixels, row) = (s.pixels(), s.row());
-    let mut df = vec![T::default(); row * o];
-    let mut part = vec![T::default(); row * o];
-    let mut col = vec![T::default(); pixels * row];
-    for b in 0..n {
-        im2col(&x[b * h * w * c..][..h * w * c], c, &s.win, &mut col);
-        // part = colᵀ [row, pixels] · dy_b [pixels, O].
-        mm(
-            row,
-            pixels,
-            o,
-            &col,
-            1,
-            row as isize,
-            &dy[b * pixels * o..][..pixels * o],
-            o as isize,
-            1,
-            &mut part,
-            threads,
-        );
-        for (p, &q) in df.iter_mut().zip(&part) {
+    let size = row * o;
+    let mut df = vec![T::default(); size];
+    if n == 0 || size == 0 {
+        return df;
+    }
+    let groups = n.min(FILTER_GRAD_GROUPS);
+    let per = n.div_ceil(groups);
+    let groups = n.div_ceil(per);
+    let mut partials = vec![T::default(); groups * size];
+    let dst = Shared(partials.as_mut_ptr());
+    let parallel = threads > 1 && groups > 1;
+    let group = |g: usize| {
+        let mut col = vec![T::default(); pixels * row];
+        let mut part = vec![T::default(); size];
+        // SAFETY: group g's partial is its own.
+        let acc = unsafe { dst.slice(g * size, size) };
+        for b in g * per..((g + 1) * per).min(n) {
+            im2col(&x[b * h * w * c..][..h * w * c], c, &s.win, &mut col);
+            // part = colᵀ [row, pixels] · dy_b [pixels, O].
+            let t = if parallel { 1 } else { threads };
+            mm(row, pixels, o, &col, 1, row as isize, &dy[b * pixels * o..][..pixels * o], o as isize, 1, &mut part, t);
+            for (p, &q) in acc.iter_mut().zip(&part) {
+                *p += q;
+            }
+        }
+    };
+    if parallel {
+        crate::team::run(groups, &group);
+    } else {
+        (0..groups).for_each(group);
+    }
+    for part in partials.chunks(size) {
+        for (p, &q) in df.iter_mut().zip(part) {
             *p += q;
         }
     }
     df
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s % 2001) as f32 / 1000.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// The split over images (and the filter gradient's groups) never changes a bit: one
+    /// thread and several give identical results, whatever the batch size.
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let attrs = WindowAttrs { strides: (2, 1), dilations: (1, 1), padding: Padding::Same };
+        for n in [1usize, 2, 5, 11] {
+            let (input, filter) = ([n, 7, 6, 3], [3, 2, 3, 4]);
+            let s = ConvShape { input, filter, win: attrs.conv_window(input, filter).unwrap() };
+            let x = data(input.iter().product(), 1);
+            let f = data(filter.iter().product(), 2);
+            let dy = data(s.output().iter().product(), 3);
+            for threads in [2, 3] {
+                assert_eq!(conv2d(&s, &x, &f, 1), conv2d(&s, &x, &f, threads), "forward n={n}");
+                assert_eq!(
+                    conv2d_backprop_input(&s, &f, &dy, 1),
+                    conv2d_backprop_input(&s, &f, &dy, threads),
+                    "input gradient n={n}"
+                );
+                assert_eq!(
+                    conv2d_backprop_filter(&s, &x, &dy, 1),
+                    conv2d_backprop_filter(&s, &x, &dy, threads),
+                    "filter gradient n={n}"
+                );
+            }
+        }
+    }
 }
