@@ -541,11 +541,7 @@ const ERFC_P: [f32; 10] = [
 ];
 
 /// erf(x)/x as a polynomial in x², highest degree first: (2/√π)·(−1)^k/(k!(2k+1)), k = 5…0.
-const ERF_TAYLOR: [f32; 6] = [
-    -1.128_379_2 / 1320.0,
-    1.128_379_2 / 216.0,
-    -1.128_379_2 / 42.0,
-    1.128_379_2 / 10.0,
-    -1.128_379_2 / 3.0,
-    1.128_379_2,
-];
+const ERF_TAYLOR: [f32; 6] = {
+    use std::f32::consts::FRAC_2_SQRT_PI as C;
+    [-C / 1320.0, C / 216.0, -C / 42.0, C / 10.0, -C / 3.0, C]
+};

@@ -747,7 +747,7 @@ pub(super) fn transpose(c: &InferCtx<'_>) -> Shapes {
 pub(super) fn concat_v1(c: &InferCtx<'_>) -> Shapes {
     let Some((axis, values)) = c.inputs.split_first() else { return one(Shape::unknown()) };
     let mut v2 = values.to_vec();
-    v2.push(axis.clone());
+    v2.push(*axis);
     concat_v2(&InferCtx { node: c.node, inputs: &v2, out_types: c.out_types })
 }
 
