@@ -25,6 +25,8 @@ pub enum EwOp {
     Div,
     /// `y == 0 ? 0 : x / y` (float only).
     DivNoNan,
+    /// `y == 0 ? 0 : x · y` (float only; a NaN or infinite x times a zero y gives 0).
+    MulNoNan,
     Neg,
     Abs,
     Exp,
@@ -108,6 +110,7 @@ impl EwOp {
             "Mul" => EwOp::Mul,
             "RealDiv" | "Div" => EwOp::Div,
             "DivNoNan" => EwOp::DivNoNan,
+            "MulNoNan" => EwOp::MulNoNan,
             "Neg" => EwOp::Neg,
             "Abs" => EwOp::Abs,
             "Exp" => EwOp::Exp,
@@ -1946,6 +1949,17 @@ fn num_eval<T: FoldNum>(ew: EwOp, a: &[T], real_div: bool) -> Option<Scalar> {
                 T::zero()
             } else {
                 x.div(d)
+            }
+        }
+        EwOp::MulNoNan => {
+            let d = y()?;
+            if T::IS_INT {
+                return None;
+            }
+            if d.is_zero() {
+                T::zero()
+            } else {
+                x.mul(d)
             }
         }
         EwOp::Neg => x.neg(),

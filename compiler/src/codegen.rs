@@ -977,6 +977,12 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
             let zero = f.b.ins().fcmp(FloatCC::Equal, a[1], z);
             f.sel(zero, z, q)
         }
+        EwOp::MulNoNan => {
+            let q = f.b.ins().fmul(a[0], a[1]);
+            let z = f.c(0.0);
+            let zero = f.b.ins().fcmp(FloatCC::Equal, a[1], z);
+            f.sel(zero, z, q)
+        }
         EwOp::Neg => f.neg(a[0]),
         EwOp::Abs => f.abs(a[0]),
         EwOp::Sqrt => f.b.ins().sqrt(a[0]),
@@ -1289,6 +1295,12 @@ fn f64_op(b: &mut FunctionBuilder<'_>, m: &Member, a: &[Value], adt: &[DType]) -
         EwOp::DivNoNan => {
             let z = c(b, 0.0);
             let q = b.ins().fdiv(a[0], a[1]);
+            let zero = b.ins().fcmp(FloatCC::Equal, a[1], z);
+            b.ins().select(zero, z, q)
+        }
+        EwOp::MulNoNan => {
+            let z = c(b, 0.0);
+            let q = b.ins().fmul(a[0], a[1]);
             let zero = b.ins().fcmp(FloatCC::Equal, a[1], z);
             b.ins().select(zero, z, q)
         }

@@ -797,3 +797,22 @@ fn strided_slice_grad_scatters_into_zeros() {
     assert_eq!(got[0].shape, vec![4, 3]);
     assert_eq!(got[0].as_f32().unwrap(), &[0.0, 0.0, 0.0, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 3.0, 0.0, 4.0][..]);
 }
+
+/// MulNoNan: a zero `y` gives 0 even against an infinite or NaN `x`.
+#[test]
+fn mul_no_nan_zeroes_whatever_x_is() {
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        arg("y", 1, DType::Float32),
+        node("m", "MulNoNan", &["x", "y"], vec![]),
+        ret("r", "m", 0),
+    ]);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![5]), (DType::Float32, vec![5])]).unwrap();
+    let x = vec![f32::INFINITY, f32::NAN, 2.0, f32::NAN, -3.0];
+    let y = vec![0.0, 0.0, 0.0, 1.0, 2.0];
+    let got = f.call(&[f32t(&[5], x), f32t(&[5], y)]).unwrap();
+    let v = got[0].as_f32().unwrap();
+    assert_eq!(&v[..3], &[0.0, 0.0, 0.0]);
+    assert!(v[3].is_nan());
+    assert_eq!(v[4], -6.0);
+}

@@ -32,7 +32,7 @@ pub fn is_jit_op(op: &str) -> bool {
     matches!(
         op,
         // Elementwise arithmetic and math.
-        "Add" | "AddV2" | "AddN" | "Sub" | "Mul" | "RealDiv" | "Div" | "DivNoNan" | "Neg" | "Abs" | "Exp" | "Log"
+        "Add" | "AddV2" | "AddN" | "Sub" | "Mul" | "MulNoNan" | "RealDiv" | "Div" | "DivNoNan" | "Neg" | "Abs" | "Exp" | "Log"
             | "Sqrt" | "Rsqrt" | "Square" | "Tanh" | "Sigmoid" | "Relu" | "Maximum" | "Minimum" | "Pow" | "Cast"
             | "Select" | "SelectV2" | "Reciprocal" | "Inv" | "SquaredDifference" | "Floor" | "Ceil" | "Sign"
             | "Erf" | "Erfc" | "Log1p" | "Softplus" | "IsNan" | "Expm1" | "Elu" | "Selu" | "Relu6" | "EluGrad"
