@@ -84,7 +84,7 @@ pub use tile_routines::{map_wide, TileTier, Wide};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use autoclust_graph::{DType, Graph, Tensor};
@@ -289,13 +289,62 @@ pub fn constant_key(constants: &[(usize, Tensor)]) -> Vec<(usize, Vec<i64>)> {
 
 /// A compile cache keyed by function name and input signature, like tf.function's trace
 /// cache and XLA's compilation cache. Failed compiles are cached too (so an unsupported
-/// cluster is not retried on every step). Thread-safe.
+/// cluster is not retried on every step). Thread-safe, and compiles in parallel: the
+/// lock is held only to find or insert a key's slot, never across a compile, so
+/// threads calling different clusters compile them at the same time, while two
+/// threads asking for one key compile it once (the second waits for the first).
+///
+/// Identical bodies at identical signatures compile once: a miss first looks the
+/// body up by its canonical text ([`canonical_body`]: every node's op, inputs by
+/// position, control inputs and attributes, without names) with the signature and
+/// constant values, and shares that compiled code (XLA's cache keys on the
+/// computation's fingerprint the same way). Sharing covers successful compiles only
+/// — a decline is recompiled under its own name, so its reason names this body's
+/// node — and is off when dumping (`dump_clif_dir`), so every body dumps its own
+/// files. Each compile builds and finalizes its own JIT module on the compiling
+/// thread ([`codegen`]), so concurrent compiles share nothing but this map.
 #[derive(Default)]
 pub struct CompileCache {
     compiler: Compiler,
-    entries: Mutex<HashMap<CacheKey, Result<CompiledFunction, CompileError>>>,
+    entries: Mutex<Entries>,
+    /// Successful compiles by canonical body text, signature and constant values.
+    by_body: Mutex<HashMap<CacheKey, Slot>>,
     compiles: AtomicUsize,
     hits: AtomicUsize,
+    shared: AtomicUsize,
+}
+
+/// One key's compile, done by the first thread that asks for it.
+type Slot = Arc<OnceLock<Result<CompiledFunction, CompileError>>>;
+
+#[derive(Default)]
+struct Entries {
+    slots: HashMap<CacheKey, Slot>,
+    /// Signatures compiled so far per function name (for the recompile log line).
+    signatures: HashMap<String, usize>,
+}
+
+/// The text two bodies share exactly when they compute the same function: per node,
+/// in body order, the op, device, data inputs as `(node position, port)`, control
+/// inputs by position and every attribute (Debug-printed; a constant prints every
+/// element, floats in their shortest exact form). `None` when some value prints as
+/// `NaN`, whose payload the text would lose: such a body is never shared.
+pub fn canonical_body(body: &Graph) -> Option<String> {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for id in body.node_ids() {
+        let n = body.node(id);
+        let _ = write!(s, "{}|{}|", n.op, n.device);
+        for i in &n.inputs {
+            let _ = write!(s, "{}:{},", i.node.0, i.port);
+        }
+        s.push('|');
+        for c in &n.control_inputs {
+            let _ = write!(s, "{},", c.0);
+        }
+        let _ = writeln!(s, "|{:?}", n.attrs);
+    }
+    (!s.contains("NaN")).then_some(s)
 }
 
 impl CompileCache {
@@ -312,34 +361,79 @@ impl CompileCache {
         constants: &[(usize, Tensor)],
     ) -> Result<CompiledFunction, CompileError> {
         let key: CacheKey = (name.to_string(), inputs.to_vec(), constant_key(constants));
-        // The lock is held across the compile so two threads never compile the same key.
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(hit) = entries.get(&key) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-            return hit.clone();
-        }
-        let earlier = entries.keys().filter(|(n, _, _)| n == name).count();
-        let result = self.compiler.compile_with_constants(body, inputs, constants, name);
-        self.compiles.fetch_add(1, Ordering::Relaxed);
-        let sig: Vec<String> = inputs.iter().map(|(d, s)| format!("{d}{s:?}")).collect();
-        match &result {
-            Ok(f) if earlier > 0 => tracing::info!(
-                function = name,
-                signature = %sig.join(","),
-                previous_signatures = earlier,
-                compile_ms = f.compile_time().as_secs_f64() * 1e3,
-                "recompiling for a new input signature"
-            ),
-            Ok(f) => {
-                tracing::debug!(function = name, signature = %sig.join(","), compile_ms = f.compile_time().as_secs_f64() * 1e3, "compiled")
+        let (slot, earlier) = {
+            let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(hit) = entries.slots.get(&key) {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                (hit.clone(), None)
+            } else {
+                let slot = Slot::default();
+                entries.slots.insert(key, slot.clone());
+                let count = entries.signatures.entry(name.to_string()).or_insert(0);
+                *count += 1;
+                (slot, Some(*count - 1))
             }
-            Err(e) => tracing::info!(function = name, error = %e, "not compiled; the interpreter runs it"),
-        }
-        entries.insert(key, result.clone());
-        result
+        };
+        // Only the thread that inserted the slot (or, should it panic, the next one)
+        // runs this; the others wait for its result.
+        slot.get_or_init(|| {
+            let result = self.compile_or_share(name, body, inputs, constants);
+            let sig: Vec<String> = inputs.iter().map(|(d, s)| format!("{d}{s:?}")).collect();
+            match &result {
+                Ok(f) if earlier.unwrap_or(0) > 0 => tracing::info!(
+                    function = name,
+                    signature = %sig.join(","),
+                    previous_signatures = earlier.unwrap_or(0),
+                    compile_ms = f.compile_time().as_secs_f64() * 1e3,
+                    "recompiling for a new input signature"
+                ),
+                Ok(f) => {
+                    tracing::debug!(function = name, signature = %sig.join(","), compile_ms = f.compile_time().as_secs_f64() * 1e3, "compiled")
+                }
+                Err(e) => tracing::info!(function = name, error = %e, "not compiled; the interpreter runs it"),
+            }
+            result
+        })
+        .clone()
     }
 
-    /// How many compiles (including failed ones) this cache has done.
+    /// Compiles `body`, or shares the code of an identical body compiled at the
+    /// same signature (see the type's doc).
+    fn compile_or_share(
+        &self,
+        name: &str,
+        body: &Graph,
+        inputs: &[(DType, Vec<usize>)],
+        constants: &[(usize, Tensor)],
+    ) -> Result<CompiledFunction, CompileError> {
+        let compile = || {
+            self.compiles.fetch_add(1, Ordering::Relaxed);
+            self.compiler.compile_with_constants(body, inputs, constants, name)
+        };
+        let canonical = if self.compiler.options.dump_clif_dir.is_none() { canonical_body(body) } else { None };
+        let Some(canonical) = canonical else { return compile() };
+        let key: CacheKey = (canonical, inputs.to_vec(), constant_key(constants));
+        let slot = self.by_body.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default().clone();
+        let mut ran = false;
+        let result = slot.get_or_init(|| {
+            ran = true;
+            compile()
+        });
+        match result {
+            Ok(f) if !ran => {
+                self.shared.fetch_add(1, Ordering::Relaxed);
+                // The compile's time is counted once, by the body that compiled it.
+                Ok(CompiledFunction { compile_time: Duration::ZERO, ..f.clone() })
+            }
+            Ok(f) => Ok(f.clone()),
+            // Declined: this body's own compile names its own node.
+            Err(_) if !ran => compile(),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// How many compiles (including failed ones) this cache has done; a body that
+    /// shared the code of an identical one ([`CompileCache::shared_count`]) did none.
     pub fn compile_count(&self) -> usize {
         self.compiles.load(Ordering::Relaxed)
     }
@@ -349,9 +443,15 @@ impl CompileCache {
         self.hits.load(Ordering::Relaxed)
     }
 
+    /// How many (function, signature) entries reuse the code compiled for an
+    /// identical body under another name.
+    pub fn shared_count(&self) -> usize {
+        self.shared.load(Ordering::Relaxed)
+    }
+
     /// Number of cached signatures.
     pub fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).slots.len()
     }
 
     pub fn is_empty(&self) -> bool {

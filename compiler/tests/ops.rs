@@ -328,7 +328,13 @@ fn cache_hits_same_signature_and_recompiles_new_shapes() {
     assert_eq!((cache.compile_count(), cache.hit_count()), (1, 1));
     let f2 = cache.get_or_compile("f", &g, &[(DType::Float32, vec![9])], &[]).unwrap();
     assert_eq!((cache.compile_count(), cache.len()), (2, 2));
-    let _ = cache.get_or_compile("other", &g, &[(DType::Float32, vec![8])], &[]).unwrap();
+    // An identical body under another name shares the code compiled for `f`.
+    let shared = cache.get_or_compile("other", &g, &[(DType::Float32, vec![8])], &[]).unwrap();
+    assert_eq!((cache.compile_count(), cache.shared_count(), cache.len()), (2, 1, 3));
+    assert_eq!(shared.call(&[f32t(&[8], vec![0.0; 8])]).unwrap()[0].as_f32().unwrap(), &[1.0; 8]);
+    // A different body does not.
+    let neg = graph(vec![arg("x", 0, DType::Float32), node("e", "Neg", &["x"], vec![]), ret("r", "e", 0)]);
+    let _ = cache.get_or_compile("neg", &neg, &[(DType::Float32, vec![8])], &[]).unwrap();
     assert_eq!(cache.compile_count(), 3);
     assert_eq!(f2.call(&[f32t(&[9], vec![0.0; 9])]).unwrap()[0].as_f32().unwrap(), &[1.0; 9]);
     // A compiled function rejects inputs of another shape.
@@ -338,6 +344,10 @@ fn cache_hits_same_signature_and_recompiles_new_shapes() {
     assert!(cache.get_or_compile("bad", &bad, &[(DType::Float32, vec![3])], &[]).is_err());
     assert!(cache.get_or_compile("bad", &bad, &[(DType::Float32, vec![3])], &[]).is_err());
     assert_eq!(cache.compile_count(), 4);
+    // A declined body shares nothing: under another name it is compiled (and declined)
+    // again, so the reason names that body's own node.
+    assert!(cache.get_or_compile("bad2", &bad, &[(DType::Float32, vec![3])], &[]).is_err());
+    assert_eq!((cache.compile_count(), cache.shared_count()), (5, 1));
 }
 
 #[test]
@@ -815,4 +825,30 @@ fn mul_no_nan_zeroes_whatever_x_is() {
     assert_eq!(&v[..3], &[0.0, 0.0, 0.0]);
     assert!(v[3].is_nan());
     assert_eq!(v[4], -6.0);
+}
+
+/// Threads compile different clusters at once (the cache holds no lock across a
+/// compile) and identical bodies compile once whatever the thread count.
+#[test]
+fn cache_compiles_concurrently_and_once_per_distinct_body() {
+    let exp = graph(vec![arg("x", 0, DType::Float32), node("e", "Exp", &["x"], vec![]), ret("r", "e", 0)]);
+    let neg = graph(vec![arg("x", 0, DType::Float32), node("e", "Neg", &["x"], vec![]), ret("r", "e", 0)]);
+    for threads in [1, 4] {
+        let cache = CompileCache::new(compiler());
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let (cache, exp, neg) = (&cache, &exp, &neg);
+                s.spawn(move || {
+                    for i in (t..16).step_by(threads) {
+                        let body = if i % 2 == 0 { exp } else { neg };
+                        let f =
+                            cache.get_or_compile(&format!("f{i}"), body, &[(DType::Float32, vec![4])], &[]).unwrap();
+                        let want = if i % 2 == 0 { 1.0 } else { -0.0 };
+                        assert_eq!(f.call(&[f32t(&[4], vec![0.0; 4])]).unwrap()[0].as_f32().unwrap(), &[want; 4]);
+                    }
+                });
+            }
+        });
+        assert_eq!((cache.compile_count(), cache.shared_count(), cache.len()), (2, 14, 16), "{threads} threads");
+    }
 }

@@ -10,8 +10,9 @@
 //! - **redundant control edges dropped**: a control input `a` of `b` is
 //!   dropped when another input of `b` already depends on `a` (a path of data
 //!   or control edges `a ⇝ p` with `p` an input of `b`, not through a v1
-//!   `Merge`, which waits for one input only), searched up to
-//!   [`SEARCH_LIMIT`] nodes per edge;
+//!   `Merge`, which waits for one input only), found by one backward search
+//!   per node from all its inputs, up to [`SEARCH_LIMIT`] nodes per control
+//!   input;
 //! - **gated identities bypassed**: `Identity(x, ^g…)` (TensorFlow's
 //!   `tuple/control_dependency`) is removed; its data users read `x` and get
 //!   the control inputs `^g…`, its control users wait for `x`'s producer and
@@ -30,14 +31,13 @@
 //! dropped edge `a → b` is implied by the path `a ⇝ p → b`, which stays (only
 //! edges into `b` are considered, one at a time against the current graph).
 
-use std::collections::HashSet;
-
 use autoclust_graph::{Graph, NodeId, Output};
 
 use crate::pass::{PassContext, PassError};
 use crate::rewrite::{is_control_flow, is_pure, pinned, pinned_names, remove_dead, Rewrite};
 
-/// Most nodes one redundancy search visits before giving up (keeping the edge).
+/// Most nodes a node's redundancy search visits per control input before giving up
+/// (keeping the edges it has not proven redundant).
 pub const SEARCH_LIMIT: usize = 4096;
 
 /// What one run of [`dependency_optimize`] did.
@@ -163,28 +163,22 @@ fn drop_redundant(graph: &Graph, report: &mut DependencyReport) -> Result<Graph,
     for (i, id) in order.iter().enumerate() {
         pos[id.index()] = i;
     }
+    let mut search = Search { mark: vec![0; graph.len()], stamp: 0, stack: Vec::new() };
+    let mut dropped = vec![0u32; graph.len()];
     let mut rw = Rewrite::default();
     for &b in &order {
         let node = graph.node(b);
         if node.control_inputs.is_empty() {
             continue;
         }
-        let mut dropped: HashSet<NodeId> = HashSet::new();
+        let stamp = search.strict_ancestors(graph, node, &pos);
         for &a in &node.control_inputs {
-            // Other inputs of b (not yet dropped) that might depend on a.
-            let others: Vec<NodeId> = node
-                .inputs
-                .iter()
-                .map(|o| o.node)
-                .chain(node.control_inputs.iter().copied())
-                .filter(|&p| p != a && !dropped.contains(&p))
-                .collect();
-            if others.is_empty() {
+            if dropped[a.index()] == stamp {
                 continue;
             }
-            if node.inputs.iter().any(|o| o.node == a) || reaches_any(graph, a, &others, &pos) {
+            if node.inputs.iter().any(|o| o.node == a) || search.mark[a.index()] == stamp {
                 rw.drop_control(b, a);
-                dropped.insert(a);
+                dropped[a.index()] = stamp;
                 report.edges += 1;
             }
         }
@@ -192,28 +186,57 @@ fn drop_redundant(graph: &Graph, report: &mut DependencyReport) -> Result<Graph,
     Ok(rw.apply(graph)?)
 }
 
-/// Whether some node of `targets` depends on `a` (searching backwards from
-/// the targets, only through nodes after `a` in topological order).
-fn reaches_any(graph: &Graph, a: NodeId, targets: &[NodeId], pos: &[usize]) -> bool {
-    let mut seen: HashSet<NodeId> = HashSet::new();
-    let mut stack: Vec<NodeId> = targets.to_vec();
-    while let Some(n) = stack.pop() {
-        if n == a {
-            return true;
+/// The reusable state of the redundancy searches: visit stamps instead of a
+/// hash set per search, and one stack.
+struct Search {
+    mark: Vec<u32>,
+    stamp: u32,
+    stack: Vec<NodeId>,
+}
+
+impl Search {
+    /// Marks (with the returned stamp) the strict ancestors of `b`'s inputs
+    /// that come after its earliest control input in topological order (`pos`),
+    /// not through a `Merge` (which waits for one input only: a path through
+    /// it implies no order). A control input `a` of `b` that gets marked is
+    /// redundant: some other input `p` of `b` depends on it (`a ⇝ p`; never
+    /// `p = a`, the graph being acyclic), and dropping every marked one at
+    /// once is sound, since following "depends on a marked input" from any
+    /// dropped edge ends at an input that stays. One search per node (not one
+    /// per control edge, which cost a step's final `NoOp` with ten thousand
+    /// control inputs a hundred million steps), visiting at most
+    /// [`SEARCH_LIMIT`] nodes per control input: past that, what is marked
+    /// so far is still proven, the rest is kept.
+    fn strict_ancestors(&mut self, graph: &Graph, b: &autoclust_graph::Node, pos: &[usize]) -> u32 {
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let floor = b.control_inputs.iter().map(|a| pos[a.index()]).min().unwrap_or(0);
+        let budget = SEARCH_LIMIT.saturating_mul(b.control_inputs.len());
+        let is_merge = |n: NodeId| matches!(graph.node(n).op.as_str(), "Merge" | "RefMerge");
+        self.stack.clear();
+        for p in b.inputs.iter().map(|o| o.node).chain(b.control_inputs.iter().copied()) {
+            if !is_merge(p) {
+                self.stack.extend(graph.forward_predecessors(p));
+            }
         }
-        if pos[n.index()] <= pos[a.index()] || !seen.insert(n) {
-            continue;
+        let mut visited = 0usize;
+        while let Some(n) = self.stack.pop() {
+            if pos[n.index()] < floor || self.mark[n.index()] == stamp {
+                continue;
+            }
+            self.mark[n.index()] = stamp;
+            visited += 1;
+            #[cfg(test)]
+            tests::VISITS.with(|v| v.set(v.get() + 1));
+            if visited > budget {
+                break;
+            }
+            if !is_merge(n) {
+                self.stack.extend(graph.forward_predecessors(n));
+            }
         }
-        // A Merge runs when *one* input is ready: a path through it implies no order.
-        if matches!(graph.node(n).op.as_str(), "Merge" | "RefMerge") {
-            continue;
-        }
-        if seen.len() > SEARCH_LIMIT {
-            return false;
-        }
-        stack.extend(graph.forward_predecessors(n));
+        stamp
     }
-    false
 }
 
 /// `dependency-optimize`: [`dependency_optimize`] as a registered pass.
@@ -235,6 +258,50 @@ impl crate::pass::Pass for DependencyOptimizePass {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// Nodes the redundancy searches visited on this thread.
+        pub(super) static VISITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Issue 19: `n` writes that a final `NoOp` waits on, each after a few pure ops and
+    /// the write before it, a quarter of them also after a write a few places earlier.
+    /// Dropping the implied edges must cost about ten times more at ten times the size
+    /// (one search per control edge from every other input cost the `NoOp` n² steps).
+    #[test]
+    fn redundancy_search_work_grows_near_linearly() {
+        let work = |n: usize| {
+            let mut src = String::from(
+                "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\
+                 c = Const() {dtype = float32, value = float32[]{1.0}}\n",
+            );
+            let mut seed = 0x2545_F491_4F6C_DD1Du64;
+            for i in 0..n {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let back = 2 + (seed >> 8) as usize % 8;
+                let extra =
+                    if i >= back && seed.is_multiple_of(4) { format!(", ^w{}", i - back) } else { String::new() };
+                let after = if i > 0 { format!(", ^w{}", i - 1) } else { String::new() };
+                src.push_str(&format!(
+                    "a{i} = Neg(c) {{T = float32}}\nb{i} = Exp(a{i}) {{T = float32}}\n\
+                     w{i} = AssignVariableOp(v, b{i}{after}{extra}) {{dtype = float32}}\n"
+                ));
+            }
+            let all: Vec<String> = (0..n).map(|i| format!("^w{i}")).collect();
+            src.push_str(&format!("step = NoOp({})\n", all.join(", ")));
+            let g = parse(&src);
+            VISITS.with(|v| v.set(0));
+            let (out, rep) = dependency_optimize(&g, &PassContext::default()).unwrap();
+            // Every write but the last is implied by the chain of writes.
+            assert_eq!(controls(&out, "step"), vec![format!("w{}", n - 1)]);
+            assert!(rep.edges >= n - 1);
+            VISITS.with(|v| v.get())
+        };
+        let (small, large) = (work(300), work(3_000));
+        assert!(large < 15 * small, "{small} nodes visited at 300 writes, {large} at 3,000: superlinear");
+    }
 
     fn parse(src: &str) -> Graph {
         autoclust_graph::text::parse(src).unwrap()

@@ -254,6 +254,7 @@ impl<'a> Engine<'a> {
     /// consumer, when legal. Returns whether anything merged.
     fn sibling_pass(&mut self, refusals: &mut Vec<Refusal>) -> bool {
         let mut changed = false;
+        let budget = self.config.sibling_search_budget;
         for p in self.cycles.topo_order() {
             for consumers in [true, false] {
                 if !self.cycles.is_live(p) {
@@ -263,6 +264,12 @@ impl<'a> Engine<'a> {
                 // them gains nothing (and would glue, e.g., initializers to
                 // the training step).
                 if consumers && self.shares_no_data(p) {
+                    continue;
+                }
+                // Likewise, nodes that only wait for one node (a step's final `NoOp`, whose
+                // ten thousand control inputs would each try eight merges), or that one
+                // node only orders (an assignment, which has no outputs), share no tensor.
+                if self.passes_no_data(p, consumers) {
                     continue;
                 }
                 let mut group: Vec<u32> = if consumers {
@@ -285,7 +292,7 @@ impl<'a> Engine<'a> {
                             placed = true;
                             break;
                         }
-                        match self.try_merge(head, c, self.config.sibling_search_budget) {
+                        match self.try_merge(head, c, budget) {
                             Ok(s) => {
                                 *slot = s;
                                 changed = true;
@@ -295,7 +302,13 @@ impl<'a> Engine<'a> {
                             Err(r) => refusals.push(r),
                         }
                     }
-                    if !placed && heads.len() < MAX_SIBLING_GROUPS {
+                    if !placed {
+                        // Keep the latest groups: a sibling far from every head in the
+                        // order opens a new group, and the oldest one is no longer
+                        // tried, so each check's rank window stays local.
+                        if heads.len() == MAX_SIBLING_GROUPS {
+                            heads.remove(0);
+                        }
                         heads.push(self.find(c));
                     }
                 }
@@ -310,8 +323,21 @@ impl<'a> Engine<'a> {
             || matches!(self.members[p as usize].as_slice(), [only] if autoclust_graph::effects::names_variable(self.graph.node(*only)))
     }
 
+    /// Whether `p` is a lone node that passes no tensor to its consumers
+    /// (`consumers`: it has no outputs) or takes none from its producers (it has
+    /// no data inputs): every edge through it is a control edge.
+    fn passes_no_data(&self, p: u32, consumers: bool) -> bool {
+        let [only] = self.members[p as usize].as_slice() else { return false };
+        if consumers {
+            self.graph.output_count(*only) == Some(0)
+        } else {
+            self.graph.node(*only).inputs.is_empty()
+        }
+    }
+
     /// Merges two live candidate clusters if legal; returns the survivor.
     fn try_merge(&mut self, a: u32, b: u32, budget: usize) -> Result<u32, Refusal> {
+        super::cycles::count(1);
         if let Some(r) = self.resource_conflict(a, b).or_else(|| self.resource_conflict(b, a)) {
             return Err(r);
         }
@@ -343,6 +369,9 @@ impl<'a> Engine<'a> {
 
     /// A writer of `a` reaching a reader of `b`: the incompatible pair.
     fn resource_conflict(&self, a: u32, b: u32) -> Option<Refusal> {
+        if self.writers[a as usize].is_disjoint(&self.reached[b as usize]) {
+            return None;
+        }
         let w = self.writers[a as usize].intersection(&self.reached[b as usize]).next()?;
         let from = self.safety.writer(w);
         let to = self.resource_ops[b as usize].iter().copied().find(|&r| self.safety.is_incompatible(from, r))?;

@@ -14,6 +14,32 @@
 
 use indexmap::IndexSet;
 
+#[cfg(test)]
+thread_local! {
+    /// Work done on this thread (nodes visited by searches, nodes listed by orders):
+    /// what the near-linearity test counts.
+    static WORK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Adds `k` units to this thread's work count (tests only; nothing otherwise).
+#[inline]
+pub(crate) fn count(k: usize) {
+    #[cfg(test)]
+    WORK.with(|w| w.set(w.get() + k as u64));
+    #[cfg(not(test))]
+    let _ = k;
+}
+
+#[cfg(test)]
+pub(crate) fn reset_work() {
+    WORK.with(|w| w.set(0));
+}
+
+#[cfg(test)]
+pub(crate) fn work() -> u64 {
+    WORK.with(|w| w.get())
+}
+
 /// The outcome of a bounded reachability search.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reach {
@@ -34,8 +60,14 @@ pub struct GraphCycles {
     live: Vec<bool>,
     /// Visit marks: `mark[v] == stamp` means visited in the current search.
     mark: Vec<u32>,
+    /// Edges scanned by [`GraphCycles::find_path`] so far (lets callers cap a pass's work).
+    scanned: u64,
+    /// Backward visit marks of [`GraphCycles::find_path`].
+    bmark: Vec<u32>,
     stamp: u32,
     parent: Vec<u32>,
+    /// The next node towards the target, for the backward search's nodes.
+    child: Vec<u32>,
     stack: Vec<u32>,
 }
 
@@ -53,8 +85,11 @@ impl GraphCycles {
             inn: vec![IndexSet::new(); n],
             live: vec![true; n],
             mark: vec![0; n],
+            bmark: vec![0; n],
+            scanned: 0,
             stamp: 0,
             parent: vec![0; n],
+            child: vec![0; n],
             stack: Vec::new(),
         }
     }
@@ -77,12 +112,17 @@ impl GraphCycles {
     pub fn predecessors(&self, x: u32) -> &IndexSet<u32> {
         &self.inn[x as usize]
     }
+    /// Edges the reachability searches have scanned so far.
+    pub fn scanned(&self) -> u64 {
+        self.scanned
+    }
     pub fn has_edge(&self, x: u32, y: u32) -> bool {
         self.out[x as usize].contains(&y)
     }
 
     /// Live nodes, consumers first (rank descending).
     pub fn post_order(&self) -> Vec<u32> {
+        count(self.len());
         let mut v: Vec<u32> = (0..self.len() as u32).filter(|&x| self.live[x as usize]).collect();
         v.sort_unstable_by_key(|&x| std::cmp::Reverse(self.rank[x as usize]));
         v
@@ -99,6 +139,7 @@ impl GraphCycles {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
             self.mark.iter_mut().for_each(|m| *m = 0);
+            self.bmark.iter_mut().for_each(|m| *m = 0);
             self.stamp = 1;
         }
         self.stamp
@@ -139,6 +180,7 @@ impl GraphCycles {
         stack.push(start);
         self.mark[start as usize] = stamp;
         while let Some(v) = stack.pop() {
+            count(1);
             found.push(v);
             for &w in &self.out[v as usize] {
                 if w == target {
@@ -164,6 +206,7 @@ impl GraphCycles {
         stack.push(start);
         self.mark[start as usize] = stamp;
         while let Some(v) = stack.pop() {
+            count(1);
             found.push(v);
             for &w in &self.inn[v as usize] {
                 if self.mark[w as usize] != stamp && self.rank[w as usize] > lower {
@@ -186,45 +229,92 @@ impl GraphCycles {
     }
 
     /// Searches a path `x ⇝ y` (length ≥ 1), visiting at most `budget` nodes.
+    ///
+    /// Bidirectional, one edge at a time: a forward search from `x` over ranks
+    /// below `rank[y]` and a backward search from `y` over ranks above
+    /// `rank[x]` take turns scanning one edge each, and the answer is No as
+    /// soon as either runs out of nodes. So a check costs about twice the
+    /// cheaper of the two searches: merging a hub (a constant feeding
+    /// thousands of nodes) with one of its consumers scans the consumer's few
+    /// predecessors, not the hub's thousands of successors.
     pub fn find_path(&mut self, x: u32, y: u32, budget: usize) -> Reach {
         if x == y || self.rank[x as usize] >= self.rank[y as usize] {
             return Reach::No;
         }
-        let upper = self.rank[y as usize];
-        let stamp = self.next_stamp();
-        let mut stack = std::mem::take(&mut self.stack);
-        stack.clear();
-        stack.push(x);
-        self.mark[x as usize] = stamp;
-        let mut visited = 0usize;
-        let mut result = Reach::No;
-        'search: while let Some(v) = stack.pop() {
-            visited += 1;
+        let (lower, upper) = (self.rank[x as usize], self.rank[y as usize]);
+        let fstamp = self.next_stamp();
+        let bstamp = self.next_stamp();
+        // Frontiers of (node, next edge to scan).
+        let mut fwd: Vec<(u32, u32)> = vec![(x, 0)];
+        let mut bwd: Vec<(u32, u32)> = vec![(y, 0)];
+        self.mark[x as usize] = fstamp;
+        self.bmark[y as usize] = bstamp;
+        let mut visited = 2usize;
+        count(2);
+        // The meeting edge `v → w`: `v` reached forward, `w` backward.
+        let meet: (u32, u32) = loop {
             if visited > budget {
-                result = Reach::Unknown;
-                break;
+                return Reach::Unknown;
             }
-            for &w in &self.out[v as usize] {
-                if w == y {
-                    let mut path = vec![y, v];
-                    let mut cur = v;
-                    while cur != x {
-                        cur = self.parent[cur as usize];
-                        path.push(cur);
+            // One forward edge.
+            let Some(top) = fwd.last_mut() else { return Reach::No };
+            let (v, i) = *top;
+            match self.out[v as usize].get_index(i as usize) {
+                None => {
+                    fwd.pop();
+                }
+                Some(&w) => {
+                    top.1 += 1;
+                    self.scanned += 1;
+                    count(1);
+                    if self.bmark[w as usize] == bstamp {
+                        break (v, w);
                     }
-                    path.reverse();
-                    result = Reach::Path(path);
-                    break 'search;
-                }
-                if self.mark[w as usize] != stamp && self.rank[w as usize] < upper {
-                    self.mark[w as usize] = stamp;
-                    self.parent[w as usize] = v;
-                    stack.push(w);
+                    if self.mark[w as usize] != fstamp && self.rank[w as usize] < upper {
+                        self.mark[w as usize] = fstamp;
+                        self.parent[w as usize] = v;
+                        fwd.push((w, 0));
+                        visited += 1;
+                    }
                 }
             }
+            // One backward edge.
+            let Some(top) = bwd.last_mut() else { return Reach::No };
+            let (w, i) = *top;
+            match self.inn[w as usize].get_index(i as usize) {
+                None => {
+                    bwd.pop();
+                }
+                Some(&v) => {
+                    top.1 += 1;
+                    self.scanned += 1;
+                    count(1);
+                    if self.mark[v as usize] == fstamp {
+                        break (v, w);
+                    }
+                    if self.bmark[v as usize] != bstamp && self.rank[v as usize] > lower {
+                        self.bmark[v as usize] = bstamp;
+                        self.child[v as usize] = w;
+                        bwd.push((v, 0));
+                        visited += 1;
+                    }
+                }
+            }
+        };
+        let mut path = vec![meet.0];
+        let mut cur = meet.0;
+        while cur != x {
+            cur = self.parent[cur as usize];
+            path.push(cur);
         }
-        self.stack = stack;
-        result
+        path.reverse();
+        let mut cur = meet.1;
+        path.push(cur);
+        while cur != y {
+            cur = self.child[cur as usize];
+            path.push(cur);
+        }
+        Reach::Path(path)
     }
 
     /// Whether `x` reaches `y` (unbounded).

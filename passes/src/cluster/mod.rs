@@ -16,7 +16,12 @@
 //! 4. Sibling merges (TensorFlow has none): clusters that consume a common
 //!    producer, or feed a common consumer, are merged when legal — fusion
 //!    of work on the same data and one launch instead of several. Users of
-//!    one variable handle do not count as siblings: they share no tensor.
+//!    one variable handle do not count as siblings: they share no tensor;
+//!    nor do the nodes a lone node only orders (it has no outputs) or the
+//!    nodes a lone node only waits for (it has no data inputs, e.g. a
+//!    step's final `NoOp`). Siblings are tried in rank order against the
+//!    latest `MAX_SIBLING_GROUPS` groups at that node, so each cycle check
+//!    stays between nearby ranks.
 //! 5. Steps 3–4 repeat until a whole round changes nothing. Clusters with
 //!    fewer than `min_cluster_size` nodes are dissolved; if a dissolved
 //!    cluster had more than one node, clustering reruns with its nodes
@@ -47,9 +52,9 @@
 //!   rerun rule keeps this true after small clusters are dissolved (a
 //!   dissolved singleton is the same node in the cycle graph either way).
 //!   The same round also tried siblings (shared producer or consumer) in
-//!   the final state, except where the search was capped for cost (more
-//!   than `MAX_SIBLING_GROUPS` groups at one node, or a cycle check over
-//!   `sibling_search_budget` nodes). Two clusters with nothing in common
+//!   the final state, except where the search was capped for cost (a
+//!   group older than the latest `MAX_SIBLING_GROUPS` at one node, or a
+//!   cycle check over `sibling_search_budget` nodes). Two clusters with nothing in common
 //!   may still be mergeable: merging them would gain nothing but fewer
 //!   launches, and lose parallelism.
 //!
