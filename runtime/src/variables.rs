@@ -35,6 +35,10 @@ pub struct Variable {
     /// The shape its `VarHandleOp` declares (often unknown).
     pub declared_shape: Shape,
     value: Mutex<Option<Tensor>>,
+    /// The value a cluster call published ahead of its write-back node (an in-place
+    /// write-back, `crate::bridge`), until that write-back sees it. Locked only while
+    /// `value` is held.
+    published: Mutex<Option<Tensor>>,
 }
 
 impl Variable {
@@ -44,7 +48,9 @@ impl Variable {
     }
     /// Replaces the value atomically.
     pub fn write(&self, t: Tensor) {
-        *self.value.lock() = Some(t);
+        let mut value = self.value.lock();
+        *self.published.lock() = None;
+        *value = Some(t);
     }
     /// Locks the variable for a read-modify-write.
     pub fn lock(&self) -> MutexGuard<'_, Option<Tensor>> {
@@ -82,6 +88,7 @@ impl VariableStore {
             dtype,
             declared_shape,
             value: Mutex::new(None),
+            published: Mutex::new(None),
         }));
         index.insert((container.to_string(), name.to_string()), id);
         id
@@ -172,6 +179,8 @@ impl VarGuards<'_> {
     pub fn set(&mut self, id: VarId, t: Tensor) -> bool {
         match self.pos(id) {
             Some(i) => {
+                // Whatever a cluster call published ahead is superseded.
+                *self.vars[i].published.lock() = None;
                 *self.guards[i] = Some(t);
                 true
             }
@@ -182,6 +191,23 @@ impl VarGuards<'_> {
     /// [`VarGuards::set`] puts one back), so an update can own its buffer.
     pub fn take(&mut self, id: VarId) -> Option<Tensor> {
         self.pos(id).and_then(|i| self.guards[i].take())
+    }
+    /// Publishes `t` on behalf of the write-back node that follows (see
+    /// [`VarGuards::take_published`]). Returns false if `id` is not in the set.
+    pub(crate) fn publish_ahead(&mut self, id: VarId, t: Tensor) -> bool {
+        match self.pos(id) {
+            Some(i) => {
+                *self.vars[i].published.lock() = Some(t.clone());
+                *self.guards[i] = Some(t);
+                true
+            }
+            None => false,
+        }
+    }
+    /// The value published ahead of its write-back ([`VarGuards::publish_ahead`]), if any;
+    /// cleared.
+    pub(crate) fn take_published(&mut self, id: VarId) -> Option<Tensor> {
+        self.pos(id).and_then(|i| self.vars[i].published.lock().take())
     }
     /// The variable record of a locked id.
     pub fn variable(&self, id: VarId) -> Option<&Arc<Variable>> {
