@@ -131,6 +131,16 @@ impl BufferPool {
         self.lock().iter().find(|e| same_buffer(&e.data, data)).map(|e| (e.stamp, e.derived.clone()))
     }
 
+    /// Whether this pool holds a reference to `data`'s buffer.
+    pub fn holds(&self, data: &TensorData) -> bool {
+        self.lock().iter().any(|e| same_buffer(&e.data, data))
+    }
+
+    /// Drops this pool's reference to `data`'s buffer (a caller donating it back).
+    pub fn forget(&self, data: &TensorData) {
+        self.lock().retain(|e| !same_buffer(&e.data, data));
+    }
+
     /// Keeps a reference to a buffer just handed out. When full, forgets the oldest entry
     /// someone else still holds (it cannot be reused soon), else the oldest.
     pub fn put(&self, entry: Pooled) {

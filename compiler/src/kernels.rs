@@ -260,6 +260,21 @@ fn split_piece<T: Copy>(v: &[T], outer: usize, row: usize, start: usize, len: us
 }
 
 impl KernelOp {
+    /// Whether the kernel cannot fail on the dtypes and shapes it was compiled for (the
+    /// others reject index, label or segment values out of range, or an empty axis).
+    pub fn infallible(&self) -> bool {
+        matches!(
+            self,
+            KernelOp::Reduce { .. }
+                | KernelOp::Softmax { .. }
+                | KernelOp::SoftmaxXent
+                | KernelOp::Strided { .. }
+                | KernelOp::Concat { .. }
+                | KernelOp::Pack { .. }
+                | KernelOp::Einsum { .. }
+        )
+    }
+
     /// Runs the kernel; `out_shapes` are the analysed output shapes.
     pub fn run(&self, inputs: &[&Tensor], out_shapes: &[Vec<usize>]) -> Result<Vec<Tensor>, String> {
         match self {

@@ -115,6 +115,10 @@ impl CompileError {
     }
 }
 
+/// Why a donating call failed ([`CompiledFunction::call_donating`]), with the donated
+/// inputs it had not written (`(input index, tensor)`), for the caller to put back.
+pub type DonationFailure = (CompileError, Vec<(usize, Tensor)>);
+
 /// Compiler settings.
 #[derive(Clone, Debug, Default)]
 pub struct CompilerOptions {
@@ -234,6 +238,66 @@ impl std::fmt::Debug for CompiledFunction {
 impl CompiledFunction {
     /// Runs the function. Inputs must match the compiled dtypes and shapes.
     pub fn call(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, CompileError> {
+        self.check(inputs)?;
+        self.program.run(inputs)
+    }
+
+    /// The `(input, output)` pairs this function can compute in place: output `j` written
+    /// into the buffer of input `i` when the caller donates that input (see
+    /// [`CompiledFunction::call_donating`]). Each input and each output is in at most one pair.
+    pub fn in_place_pairs(&self) -> Vec<(usize, usize)> {
+        self.in_place_iter().collect()
+    }
+
+    /// [`CompiledFunction::in_place_pairs`] without collecting them.
+    pub fn in_place_iter(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.program.in_place.iter().map(|p| (p.arg, p.retval))
+    }
+
+    /// The dtype and shape of output `j`.
+    pub fn output_type(&self, j: usize) -> Option<(DType, &[usize])> {
+        self.program.output_type(j)
+    }
+
+    /// [`CompiledFunction::call`] with owned inputs, computing each pair of `donate` (a
+    /// subset of [`CompiledFunction::in_place_pairs`]) in place when the input holds the
+    /// only reference to its buffer — what a variable's write-back gets from XLA's
+    /// input/output aliasing. An input that shares its buffer with anyone is never written.
+    /// On failure, the donated inputs not yet written come back (`(input index, tensor)`);
+    /// the pairs are chosen so that nothing can fail once one was written.
+    pub fn call_donating(
+        &self,
+        inputs: Vec<Tensor>,
+        donate: &[(usize, usize)],
+    ) -> Result<Vec<Tensor>, DonationFailure> {
+        if let Err(e) = self.check(&inputs) {
+            let back = donate.iter().filter_map(|&(i, _)| inputs.get(i).map(|t| (i, t.clone()))).collect();
+            return Err((e, back));
+        }
+        let picked: Vec<usize> = self
+            .program
+            .in_place
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| donate.contains(&(p.arg, p.retval)))
+            .map(|(k, _)| k)
+            .collect();
+        self.program.run_owned(inputs, &picked)
+    }
+
+    /// References to `input`'s buffer that the function itself holds (a recycled output
+    /// buffer it keeps for reuse) and drops when input `i` is donated for pair `(i, j)`:
+    /// the caller's count of outside references is the buffer's count minus these.
+    pub fn own_refs(&self, pair: (usize, usize), input: &Tensor) -> usize {
+        self.program
+            .in_place
+            .iter()
+            .position(|p| (p.arg, p.retval) == pair)
+            .map_or(0, |k| self.program.pool_refs(k, &input.data))
+    }
+
+    /// Inputs must match the compiled dtypes, shapes and constant arguments.
+    fn check(&self, inputs: &[Tensor]) -> Result<(), CompileError> {
         if inputs.len() != self.inputs.len() {
             return Err(CompileError::InputMismatch {
                 index: inputs.len().min(self.inputs.len()),
@@ -242,7 +306,7 @@ impl CompiledFunction {
             });
         }
         for (i, (t, (d, s))) in inputs.iter().zip(&self.inputs).enumerate() {
-            if t.dtype != *d || &t.shape != s {
+            if t.dtype != *d || !(t.shape.len() == s.len() && t.shape.iter().zip(s).all(|(x, y)| x == y)) {
                 return Err(CompileError::InputMismatch {
                     index: i,
                     expected: format!("{d}{s:?}"),
@@ -259,7 +323,7 @@ impl CompiledFunction {
                 });
             }
         }
-        self.program.run(inputs)
+        Ok(())
     }
 
     /// Wall time the compile took (analysis, partitioning and Cranelift).

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use autoclust_graph::{DType, Graph, NodeId, Tensor, TensorData};
+use smallvec::SmallVec;
 
 use crate::analyze::{broadcast_strides, Analysis, EwOp, NodeKind};
 use crate::buffers::{fresh_stamp, BufferPool, Derived, Pooled, POOL_MIN_BYTES};
@@ -84,8 +85,82 @@ pub(crate) struct Program {
     threads: usize,
     /// Recycled output buffers, per value (see [`crate::buffers`]).
     pools: Vec<BufferPool>,
+    /// The step index of each value's last use (`None`: never read by a step).
+    last_use: Vec<Option<usize>>,
+    /// Outputs that may be computed into an argument's buffer (see [`InPlace`]).
+    pub(crate) in_place: Vec<InPlace>,
     /// Declared last so the code outlives nothing that points into it.
     _code: JitCode,
+}
+
+/// An output a call may compute into the buffer of one of its arguments, when the caller
+/// donates that argument (passes the only reference to its buffer; XLA's input/output
+/// aliasing, jax's buffer donation): the argument (or a view of it) is last read by the
+/// fused loop that writes the output, with the output's own dtype and shape (of at least
+/// `POOL_MIN_BYTES`: smaller ones are cheaper to allocate) — so each
+/// element is read before the same element is written, and by nothing after —, it is no
+/// output itself, and no step after that loop can fail (a failed call must leave the
+/// argument as it was).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct InPlace {
+    /// The `_Arg` index and the `_Retval` index.
+    pub arg: usize,
+    pub retval: usize,
+    /// The argument's value and the output's value.
+    value: ValueId,
+    out: ValueId,
+}
+
+/// The outputs of `steps` that may be computed into an argument's buffer ([`InPlace`]).
+fn in_place_pairs(
+    steps: &[Step],
+    args: &[Option<ValueId>],
+    retvals: &[ValueId],
+    types: &[(DType, Vec<usize>)],
+    last_use: &[Option<usize>],
+) -> Vec<InPlace> {
+    let mut pairs: Vec<InPlace> = Vec::new();
+    for (arg, value) in args.iter().enumerate() {
+        let Some(value) = *value else { continue };
+        // The argument and its views (they share its buffer), in step order.
+        let mut alias = vec![value];
+        for s in steps {
+            if matches!(s.kind, StepKind::View) && alias.contains(&s.inputs[0]) {
+                alias.extend(&s.outputs);
+            }
+        }
+        if alias.iter().any(|v| retvals.contains(v)) {
+            continue;
+        }
+        let Some(si) = alias.iter().filter_map(|&v| last_use[v]).max() else { continue };
+        let step = &steps[si];
+        let StepKind::Fused { ext, .. } = &step.kind else { continue };
+        let read: Vec<ValueId> = ext.iter().copied().filter(|v| alias.contains(v)).collect();
+        let Some(&first) = read.first() else { continue };
+        let shape = &types[first].1;
+        // Small buffers are cheaper to allocate than to donate (the caller locks variables).
+        if shape.iter().product::<usize>() * elem_bytes(types[first].0) < POOL_MIN_BYTES {
+            continue;
+        }
+        if read.iter().any(|&v| &types[v].1 != shape) || types[value].0 != types[first].0 {
+            continue;
+        }
+        let fallible_after =
+            steps[si + 1..].iter().any(|s| matches!(&s.kind, StepKind::Kernel { op } if !op.infallible()));
+        if fallible_after {
+            continue;
+        }
+        let out = step.outputs.iter().copied().find(|&o| {
+            types[o] == types[first]
+                && retvals.iter().filter(|&&r| r == o).count() == 1
+                && !pairs.iter().any(|p| p.out == o)
+        });
+        if let Some(out) = out {
+            let retval = retvals.iter().position(|&r| r == out).expect("counted once");
+            pairs.push(InPlace { arg, retval, value, out });
+        }
+    }
+    pairs
 }
 
 struct GroupBuild {
@@ -373,7 +448,21 @@ pub(crate) fn build(
         }
     }
     let pools = (0..types.len()).map(|_| BufferPool::default()).collect();
-    Ok(Program { steps, fns, types, args, constants, retvals, free_after, threads, pools, _code: code })
+    let in_place = in_place_pairs(&steps, &args, &retvals, &types, &last_use);
+    Ok(Program {
+        steps,
+        fns,
+        types,
+        args,
+        constants,
+        retvals,
+        free_after,
+        threads,
+        pools,
+        last_use,
+        in_place,
+        _code: code,
+    })
 }
 
 /// A step whose output shares its input's buffer (tensors are immutable).
@@ -525,6 +614,17 @@ fn cast_ok(from: DType, to: DType) -> bool {
     ok(from) && ok(to)
 }
 
+/// One fused step's arguments to [`Program::run_fused`].
+#[derive(Clone, Copy)]
+struct FusedRun<'a> {
+    step: &'a Step,
+    func: usize,
+    dims: &'a [usize],
+    ops: usize,
+    ext: &'a [ValueId],
+    consts: &'a [ConstLanes],
+}
+
 /// A raw pointer the worker threads may share (the buffers it points to outlive the scope).
 #[derive(Clone, Copy)]
 struct SharedPtrs(*const *mut u8);
@@ -573,6 +673,9 @@ fn elem_bytes(d: DType) -> usize {
 enum Out {
     Fresh(OutBuf),
     Pooled(Pooled),
+    /// A donated argument's buffer (see [`InPlace`]) and the write pointer taken while the
+    /// call held its only reference.
+    Donated(TensorData, *mut u8),
 }
 
 impl Out {
@@ -580,7 +683,34 @@ impl Out {
         match self {
             Out::Fresh(b) => b.ptr(),
             Out::Pooled(p) => p.write_ptr().expect("taken from the pool while unique"),
+            Out::Donated(_, p) => *p,
         }
+    }
+}
+
+/// A write pointer into `data`'s buffer when `data` holds its only reference.
+fn unique_ptr(data: &mut TensorData) -> Option<*mut u8> {
+    match data {
+        TensorData::F32(v) => Arc::get_mut(v).map(|v| v.as_mut_ptr() as *mut u8),
+        TensorData::F64(v) => Arc::get_mut(v).map(|v| v.as_mut_ptr() as *mut u8),
+        TensorData::I32(v) => Arc::get_mut(v).map(|v| v.as_mut_ptr() as *mut u8),
+        TensorData::I64(v) => Arc::get_mut(v).map(|v| v.as_mut_ptr() as *mut u8),
+        TensorData::Bool(v) => Arc::get_mut(v).map(|v| v.as_mut_ptr() as *mut u8),
+        TensorData::Str(_) | TensorData::Raw(_) | TensorData::List(_) => None,
+    }
+}
+
+/// The references to `data`'s buffer.
+fn strong_count(data: &TensorData) -> usize {
+    match data {
+        TensorData::F32(v) => Arc::strong_count(v),
+        TensorData::F64(v) => Arc::strong_count(v),
+        TensorData::I32(v) => Arc::strong_count(v),
+        TensorData::I64(v) => Arc::strong_count(v),
+        TensorData::Bool(v) => Arc::strong_count(v),
+        TensorData::Str(v) => Arc::strong_count(v),
+        TensorData::Raw(v) => Arc::strong_count(v),
+        TensorData::List(v) => Arc::strong_count(v),
     }
 }
 
@@ -637,6 +767,10 @@ impl OutBuf {
 }
 
 impl Program {
+    pub(crate) fn output_type(&self, j: usize) -> Option<(DType, &[usize])> {
+        self.retvals.get(j).map(|&v| (self.types[v].0, self.types[v].1.as_slice()))
+    }
+
     pub(crate) fn output_types(&self) -> Vec<(DType, Vec<usize>)> {
         self.retvals.iter().map(|&v| self.types[v].clone()).collect()
     }
@@ -697,6 +831,8 @@ impl Program {
             // SAFETY: guaranteed by the caller.
             Out::Fresh(b) => unsafe { b.finish(dtype, shape, n) },
             Out::Pooled(p) => Tensor { dtype, shape, data: p.data },
+            // A donated buffer is not pooled: the variable it goes back to holds it.
+            Out::Donated(data, _) => return Tensor { dtype, shape, data },
         };
         if self.pooled(v) {
             self.pools[v].put(Pooled { data: t.data.clone(), stamp: fresh_stamp(), derived: None });
@@ -757,16 +893,73 @@ impl Program {
         Some(Ok(t))
     }
 
+    /// The references the pool of in-place pair `k`'s output holds on `data`'s buffer (a
+    /// buffer it handed out, now a variable's value), which a donating call drops.
+    pub(crate) fn pool_refs(&self, k: usize, data: &TensorData) -> usize {
+        self.in_place.get(k).map_or(0, |p| usize::from(self.pools[p.out].holds(data)))
+    }
+
     pub(crate) fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, CompileError> {
+        let mut vals = self.initial_values(inputs.iter().cloned());
+        self.run_steps(&mut vals, &[], &mut false)
+    }
+
+    /// The value table at the start of a call: the arguments and the constants.
+    fn initial_values(&self, inputs: impl Iterator<Item = Tensor>) -> Vec<Option<Tensor>> {
         let mut vals: Vec<Option<Tensor>> = vec![None; self.types.len()];
-        for (i, a) in self.args.iter().enumerate() {
+        for (a, t) in self.args.iter().zip(inputs) {
             if let Some(v) = a {
-                vals[*v] = Some(inputs[i].clone());
+                vals[*v] = Some(t);
             }
         }
         for (v, t) in &self.constants {
             vals[*v] = Some(t.clone());
         }
+        vals
+    }
+
+    /// Runs the steps on owned inputs; the outputs `self.in_place[k]` (`k` in `donate`)
+    /// are computed into their argument's buffer when the argument holds the only
+    /// reference to it (else, or when anything else still holds the buffer at that step,
+    /// into a buffer of their own).
+    pub(crate) fn run_owned(
+        &self,
+        mut inputs: Vec<Tensor>,
+        donate: &[usize],
+    ) -> Result<Vec<Tensor>, crate::DonationFailure> {
+        // (output value, argument index, argument value, write pointer)
+        let mut donations: Vec<(ValueId, usize, ValueId, *mut u8)> = Vec::new();
+        for &k in donate {
+            let Some(p) = self.in_place.get(k) else { continue };
+            // The buffer may be one this output's pool handed out two calls ago.
+            if let Some(t) = inputs.get(p.arg) {
+                self.pools[p.out].forget(&t.data);
+            }
+            if let Some(ptr) = inputs.get_mut(p.arg).and_then(|t| unique_ptr(&mut t.data)) {
+                donations.push((p.out, p.arg, p.value, ptr));
+            }
+        }
+        let mut vals = self.initial_values(inputs.into_iter());
+        let mut written = false;
+        match self.run_steps(&mut vals, &donations, &mut written) {
+            Ok(outs) => Ok(outs),
+            Err(e) => {
+                let back = if written {
+                    Vec::new()
+                } else {
+                    donations.iter().filter_map(|&(_, arg, v, _)| vals[v].take().map(|t| (arg, t))).collect()
+                };
+                Err((e, back))
+            }
+        }
+    }
+
+    fn run_steps(
+        &self,
+        vals: &mut [Option<Tensor>],
+        donations: &[(ValueId, usize, ValueId, *mut u8)],
+        written: &mut bool,
+    ) -> Result<Vec<Tensor>, CompileError> {
         let get = |vals: &[Option<Tensor>], v: ValueId, name: &str| -> Result<Tensor, CompileError> {
             vals[v]
                 .clone()
@@ -775,13 +968,13 @@ impl Program {
         for (si, step) in self.steps.iter().enumerate() {
             match &step.kind {
                 StepKind::View => {
-                    let x = get(&vals, step.inputs[0], &step.name)?;
+                    let x = get(vals, step.inputs[0], &step.name)?;
                     let (dtype, shape) = self.types[step.outputs[0]].clone();
                     vals[step.outputs[0]] = Some(Tensor { dtype, shape, data: x.data });
                 }
                 StepKind::Kernel { op } => {
                     let ins: Vec<Tensor> =
-                        step.inputs.iter().map(|&v| get(&vals, v, &step.name)).collect::<Result<_, _>>()?;
+                        step.inputs.iter().map(|&v| get(vals, v, &step.name)).collect::<Result<_, _>>()?;
                     let refs: Vec<&Tensor> = ins.iter().collect();
                     let recycled = match op {
                         KernelOp::Scatter { kind } => self.scatter_pooled(*kind, &refs, step.outputs[0]),
@@ -810,17 +1003,18 @@ impl Program {
                     }
                 }
                 StepKind::Gemm { func, .. } => {
-                    let a = get(&vals, step.inputs[0], &step.name)?;
-                    let b = get(&vals, step.inputs[1], &step.name)?;
+                    let a = get(vals, step.inputs[0], &step.name)?;
+                    let b = get(vals, step.inputs[1], &step.name)?;
                     vals[step.outputs[0]] = Some(self.gemm_call(*func, &a, &b, step.outputs[0], &step.name)?);
                 }
                 StepKind::Fused { func, dims, gemm, ops, ext, consts, .. } => {
                     if let Some(gp) = gemm {
-                        let a = get(&vals, gp.a, &step.name)?;
-                        let b = get(&vals, gp.b, &step.name)?;
+                        let a = get(vals, gp.a, &step.name)?;
+                        let b = get(vals, gp.b, &step.name)?;
                         vals[gp.out] = Some(self.gemm_call(gp.func, &a, &b, gp.out, &step.name)?);
                     }
-                    self.run_fused(step, *func, dims, *ops, ext, consts, &mut vals)?;
+                    let fused = FusedRun { step, func: *func, dims, ops: *ops, ext, consts };
+                    self.run_fused(si, &fused, vals, donations, written)?;
                     if let Some(gp) = gemm {
                         vals[gp.out] = None;
                     }
@@ -830,24 +1024,55 @@ impl Program {
                 vals[v] = None;
             }
         }
-        self.retvals.iter().map(|&v| get(&vals, v, "_Retval")).collect()
+        self.retvals.iter().map(|&v| get(vals, v, "_Retval")).collect()
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The donated buffer output `o` of step `si` may be written into, when every
+    /// reference to it is a value this step reads last.
+    fn donated_out(
+        &self,
+        si: usize,
+        o: ValueId,
+        vals: &[Option<Tensor>],
+        donations: &[(ValueId, usize, ValueId, *mut u8)],
+    ) -> Option<Out> {
+        let &(_, _, _, ptr) = donations.iter().find(|d| d.0 == o)?;
+        let mut holders = 0;
+        let mut data = None;
+        for (v, t) in vals.iter().enumerate() {
+            let Some(t) = t else { continue };
+            if data_ptr(t) != ptr {
+                continue;
+            }
+            if self.last_use[v] != Some(si) || self.retvals.contains(&v) {
+                return None;
+            }
+            holders += 1;
+            data = Some(&t.data);
+        }
+        let data = data?;
+        (strong_count(data) == holders).then(|| Out::Donated(data.clone(), ptr))
+    }
+
     fn run_fused(
         &self,
-        step: &Step,
-        func: usize,
-        dims: &[usize],
-        ops: usize,
-        ext: &[ValueId],
-        consts: &[ConstLanes],
+        si: usize,
+        run: &FusedRun<'_>,
         vals: &mut [Option<Tensor>],
+        donations: &[(ValueId, usize, ValueId, *mut u8)],
+        written: &mut bool,
     ) -> Result<(), CompileError> {
+        let FusedRun { step, func, dims, ops, ext, consts } = *run;
         let f = self.fns[func];
-        let mut ptrs: Vec<*mut u8> = Vec::with_capacity(ext.len() + step.outputs.len());
+        // Donated buffers first, while the only references are the values (not `held`).
+        let mut donated: SmallVec<[Option<Out>; 2]> = step
+            .outputs
+            .iter()
+            .map(|&o| if donations.is_empty() { None } else { self.donated_out(si, o, vals, donations) })
+            .collect();
+        let mut ptrs: SmallVec<[*mut u8; 8]> = SmallVec::with_capacity(ext.len() + step.outputs.len() + 1);
         // Hold the input tensors so their buffers stay alive during the call.
-        let mut held: Vec<Tensor> = Vec::with_capacity(ext.len());
+        let mut held: SmallVec<[Tensor; 4]> = SmallVec::with_capacity(ext.len());
         for &v in ext {
             let t = vals[v].clone().ok_or_else(|| CompileError::Runtime {
                 node: step.name.clone(),
@@ -856,9 +1081,13 @@ impl Program {
             ptrs.push(data_ptr(&t));
             held.push(t);
         }
-        let mut outs: Vec<Out> = Vec::with_capacity(step.outputs.len());
-        for &o in &step.outputs {
-            let mut b = self.alloc(o, &step.name)?;
+        let mut outs: SmallVec<[Out; 2]> = SmallVec::with_capacity(step.outputs.len());
+        for (&o, d) in step.outputs.iter().zip(donated.iter_mut()) {
+            *written |= d.is_some();
+            let mut b = match d.take() {
+                Some(b) => b,
+                None => self.alloc(o, &step.name)?,
+            };
             ptrs.push(b.ptr());
             outs.push(b);
         }

@@ -17,6 +17,18 @@
 //!   written by `autoclust_passes::pipeline`), the message starts with that
 //!   node, e.g. `node 'w' (AssignVariableOp): Cannot update variable …`.
 //!
+//! - In-place write-back ([`InPlaceWriteBack`], XLA's input/output aliasing): when the
+//!   cluster call's output goes back to a variable whose snapshot it received, and that
+//!   snapshot and the variable hold the only two references to the buffer, the call
+//!   (`crate::call`) locks the written variables, takes the value out of the variable,
+//!   computes into its buffer and publishes every written value before unlocking — the
+//!   write-back done early, as if this node ran right after the call (it may: it waits
+//!   for nothing else). This node then finds its values already published
+//!   ([`VarGuards::take_published`]) and leaves them (a writer that came in between
+//!   keeps its value, as it would after the write-back). A reader that took the value
+//!   before — any other reference — makes the call compute into a fresh buffer instead,
+//!   and no one can take a new one while the call holds the lock.
+//!
 //! Why it cannot deadlock: every multi-variable locker in the runtime (these
 //! two ops and the multi-variable optimizer kernels) acquires in ascending
 //! `VarId` order through [`crate::variables::VarSet`], and nothing waits on
@@ -24,12 +36,14 @@
 //! locked twice; it is rejected as "duplicate variable passed to cluster"
 //! (TensorFlow's "Duplicate variable passed to XLA cluster").
 
-use autoclust_graph::{AttrValue, ListValue, Node, Tensor};
+use std::sync::{Arc, OnceLock};
+
+use autoclust_graph::{AttrValue, ListValue, Node, Tensor, TensorData};
 
 use crate::error::{KResult, KernelError};
 use crate::kernels::resource::{handle_var, StatefulFn};
 use crate::kernels::{Inputs, Outputs};
-use crate::variables::{VarId, VariableStore};
+use crate::variables::{VarGuards, VarId, VarSet, VariableStore};
 
 /// The snapshot-read op.
 pub const SNAPSHOT_OP: &str = "_AutoclustSnapshot";
@@ -103,6 +117,38 @@ fn resolve(store: &VariableStore, handles: &[Tensor]) -> KResult<Vec<VarId>> {
     Ok(ids)
 }
 
+/// A bridge node's variables as its first call resolved them, ready to lock: its handles
+/// come from fixed variable nodes, so later calls (same store, same handles) only compare
+/// them instead of resolving, sorting and collecting the set again each step.
+struct Resolved {
+    store: usize,
+    ids: Vec<VarId>,
+    set: VarSet,
+}
+
+/// Runs `f` on the resolved variables of `handles` (cached in `cache` by the first call).
+fn with_resolved<R>(
+    cache: &OnceLock<Resolved>,
+    store: &VariableStore,
+    handles: &[Tensor],
+    f: impl FnOnce(&[VarId], &VarSet) -> KResult<R>,
+) -> KResult<R> {
+    let key = store as *const VariableStore as usize;
+    if let Some(r) = cache.get() {
+        if r.store == key
+            && r.ids.len() == handles.len()
+            && handles.iter().zip(&r.ids).all(|(h, id)| handle_var(h).ok() == Some(*id))
+        {
+            return f(&r.ids, &r.set);
+        }
+    }
+    let ids = resolve(store, handles)?;
+    let set = store.var_set(&ids);
+    let out = f(&ids, &set);
+    let _ = cache.set(Resolved { store: key, ids, set });
+    out
+}
+
 /// `_AutoclustSnapshot(h1, …, hn)`: the current values of the n variables,
 /// taken atomically. An uninitialised variable fails the way the plain
 /// executor's read fails, naming the original read op when `node` records it.
@@ -111,18 +157,19 @@ pub fn snapshot_for(node: &Node) -> StatefulFn {
 }
 
 fn snapshot_with(origins: Origins) -> StatefulFn {
+    let cache = OnceLock::new();
     Box::new(move |store: &VariableStore, inputs: Inputs| -> KResult<Outputs> {
-        let ids = resolve(store, &inputs)?;
-        let set = store.var_set(&ids);
-        let guards = set.lock();
-        let mut out = Outputs::with_capacity(ids.len());
-        for (i, &id) in ids.iter().enumerate() {
-            match guards.get(id) {
-                Some(t) => out.push(t.clone()),
-                None => return Err(origins.blame(i, KernelError::Uninitialized(store.get(id).name.clone()))),
+        with_resolved(&cache, store, &inputs, |ids, set| {
+            let guards = set.lock();
+            let mut out = Outputs::with_capacity(ids.len());
+            for (i, &id) in ids.iter().enumerate() {
+                match guards.get(id) {
+                    Some(t) => out.push(t.clone()),
+                    None => return Err(origins.blame(i, KernelError::Uninitialized(store.get(id).name.clone()))),
+                }
             }
-        }
-        Ok(out)
+            Ok(out)
+        })
     })
 }
 
@@ -137,6 +184,7 @@ pub fn write_back_for(node: &Node) -> StatefulFn {
 }
 
 fn write_back_with(origins: Origins) -> StatefulFn {
+    let cache = OnceLock::new();
     Box::new(move |store: &VariableStore, mut inputs: Inputs| -> KResult<Outputs> {
         if !inputs.len().is_multiple_of(2) {
             return Err(KernelError::invalid(format!(
@@ -146,45 +194,144 @@ fn write_back_with(origins: Origins) -> StatefulFn {
         }
         let n = inputs.len() / 2;
         let values: Vec<Tensor> = inputs.drain(n..).collect();
-        let ids = resolve(store, &inputs)?;
-        for (i, (&id, v)) in ids.iter().zip(&values).enumerate() {
-            let var = store.get(id);
-            if var.dtype != v.dtype {
+        with_resolved(&cache, store, &inputs, |ids, set| write_back_to(store, &origins, ids, set, values))
+    })
+}
+
+/// Checks and publishes `values` into the variables `ids` (see [`write_back_for`]).
+fn write_back_to(
+    store: &VariableStore,
+    origins: &Origins,
+    ids: &[VarId],
+    set: &VarSet,
+    values: Vec<Tensor>,
+) -> KResult<Outputs> {
+    for (i, (&id, v)) in ids.iter().zip(&values).enumerate() {
+        let var = store.get(id);
+        if var.dtype != v.dtype {
+            return Err(origins.blame(
+                i,
+                KernelError::invalid(format!(
+                    "variable '{}' has dtype {} but the value has dtype {}",
+                    var.name, var.dtype, v.dtype
+                )),
+            ));
+        }
+    }
+    let mut guards = set.lock();
+    // Values the cluster call already published (an in-place write-back) stay as they are.
+    let ahead: smallvec::SmallVec<[bool; 8]> = ids
+        .iter()
+        .zip(&values)
+        .map(|(&id, v)| guards.take_published(id).is_some_and(|p| same_buffer(&p.data, &v.data)))
+        .collect();
+    for (i, (&id, v)) in ids.iter().zip(&values).enumerate() {
+        if ahead[i] || !origins.validate_shape.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        if let Some(old) = guards.get(id) {
+            if old.shape != v.shape {
                 return Err(origins.blame(
                     i,
                     KernelError::invalid(format!(
-                        "variable '{}' has dtype {} but the value has dtype {}",
-                        var.name, var.dtype, v.dtype
+                        "Cannot update variable '{}' with shape {:?} using a Tensor with shape {:?}, \
+                         shapes must be equal",
+                        store.get(id).name,
+                        old.shape,
+                        v.shape
                     )),
                 ));
             }
         }
-        let set = store.var_set(&ids);
-        let mut guards = set.lock();
-        for (i, (&id, v)) in ids.iter().zip(&values).enumerate() {
-            if !origins.validate_shape.get(i).copied().unwrap_or(false) {
-                continue;
-            }
-            if let Some(old) = guards.get(id) {
-                if old.shape != v.shape {
-                    return Err(origins.blame(
-                        i,
-                        KernelError::invalid(format!(
-                            "Cannot update variable '{}' with shape {:?} using a Tensor with shape {:?}, \
-                             shapes must be equal",
-                            store.get(id).name,
-                            old.shape,
-                            v.shape
-                        )),
-                    ));
-                }
-            }
-        }
-        for (id, v) in ids.into_iter().zip(values) {
+    }
+    for ((&id, v), ahead) in ids.iter().zip(values).zip(ahead) {
+        if !ahead {
             guards.set(id, v);
         }
-        Ok(Outputs::new())
-    })
+    }
+    Ok(Outputs::new())
+}
+
+/// Whether two tensors share one buffer.
+pub(crate) fn same_buffer(a: &TensorData, b: &TensorData) -> bool {
+    match (a, b) {
+        (TensorData::F32(x), TensorData::F32(y)) => Arc::ptr_eq(x, y),
+        (TensorData::F64(x), TensorData::F64(y)) => Arc::ptr_eq(x, y),
+        (TensorData::I32(x), TensorData::I32(y)) => Arc::ptr_eq(x, y),
+        (TensorData::I64(x), TensorData::I64(y)) => Arc::ptr_eq(x, y),
+        (TensorData::Bool(x), TensorData::Bool(y)) => Arc::ptr_eq(x, y),
+        (TensorData::Str(x), TensorData::Str(y)) => Arc::ptr_eq(x, y),
+        (TensorData::Raw(x), TensorData::Raw(y)) => Arc::ptr_eq(x, y),
+        (TensorData::List(x), TensorData::List(y)) => Arc::ptr_eq(x, y),
+        _ => false,
+    }
+}
+
+/// The references to a tensor's buffer.
+pub(crate) fn ref_count(data: &TensorData) -> usize {
+    match data {
+        TensorData::F32(v) => Arc::strong_count(v),
+        TensorData::F64(v) => Arc::strong_count(v),
+        TensorData::I32(v) => Arc::strong_count(v),
+        TensorData::I64(v) => Arc::strong_count(v),
+        TensorData::Bool(v) => Arc::strong_count(v),
+        TensorData::Str(v) => Arc::strong_count(v),
+        TensorData::Raw(v) => Arc::strong_count(v),
+        TensorData::List(v) => Arc::strong_count(v),
+    }
+}
+
+/// The write-back node after a cluster call, for the call to perform itself (see the
+/// module docs): the variables it writes, the call output each takes, and its checks.
+pub(crate) struct InPlaceWriteBack {
+    vars: Vec<VarId>,
+    /// Per variable, the call output written to it.
+    outputs: Vec<usize>,
+    set: VarSet,
+    origins: Origins,
+}
+
+impl InPlaceWriteBack {
+    /// For write-back `node`, which writes `outputs[k]` of the call to `vars[k]`.
+    pub(crate) fn new(store: &VariableStore, node: &Node, vars: Vec<VarId>, outputs: Vec<usize>) -> InPlaceWriteBack {
+        let set = store.var_set(&vars);
+        InPlaceWriteBack { vars, outputs, set, origins: Origins::of(node) }
+    }
+
+    /// The call output written to `var`, if this write-back writes it.
+    pub(crate) fn output_for(&self, var: VarId) -> Option<usize> {
+        self.vars.iter().position(|&v| v == var).map(|k| self.outputs[k])
+    }
+
+    /// Locks the written variables (in `VarId` order).
+    pub(crate) fn lock(&self) -> VarGuards<'_> {
+        self.set.lock()
+    }
+
+    /// Whether outputs of these dtypes and shapes pass the node's checks against the
+    /// locked variables (else the node itself runs and reports the error).
+    pub(crate) fn accepts<'t>(
+        &self,
+        guards: &VarGuards<'_>,
+        output_type: impl Fn(usize) -> Option<(autoclust_graph::DType, &'t [usize])>,
+    ) -> bool {
+        self.vars.iter().zip(&self.outputs).enumerate().all(|(k, (&id, &j))| {
+            let Some((dtype, shape)) = output_type(j) else { return false };
+            let Some(var) = guards.variable(id) else { return false };
+            if var.dtype != dtype {
+                return false;
+            }
+            !self.origins.validate_shape.get(k).copied().unwrap_or(false)
+                || guards.get(id).is_none_or(|old| old.shape == shape)
+        })
+    }
+
+    /// Publishes the call's outputs, marked for the write-back node to leave alone.
+    pub(crate) fn publish(&self, guards: &mut VarGuards<'_>, outputs: &[Tensor]) {
+        for (&id, &j) in self.vars.iter().zip(&self.outputs) {
+            guards.publish_ahead(id, outputs[j].clone());
+        }
+    }
 }
 
 #[cfg(test)]

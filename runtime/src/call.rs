@@ -32,10 +32,13 @@ use autoclust_compiler::{CacheKey, CompileCache, CompiledFunction, Compiler};
 use autoclust_graph::{DType, FunctionDef, Graph, Library, NodeId, Output, Tensor};
 use parking_lot::{Mutex, RwLock};
 
+use crate::bridge::{ref_count, same_buffer, InPlaceWriteBack};
 use crate::error::{KResult, KernelError, RunError};
 use crate::executor::{Plan, RunContext, Schedule};
+use crate::kernels::resource::StatefulFn;
 use crate::kernels::{Inputs, Outputs, PureFn};
-use crate::variables::VariableStore;
+use crate::variables::{VarId, VariableStore};
+use smallvec::SmallVec;
 
 /// A session's JIT: the compile cache and its statistics.
 pub struct Jit {
@@ -215,9 +218,15 @@ struct SiteCache {
 impl SiteCache {
     fn matches(&self, inputs: &[Tensor]) -> bool {
         self.sig.len() == inputs.len()
-            && self.sig.iter().zip(inputs).all(|((d, s), t)| *d == t.dtype && *s == t.shape)
+            && self.sig.iter().zip(inputs).all(|((d, s), t)| *d == t.dtype && same_dims(s, &t.shape))
             && self.constants.iter().all(|(i, t)| inputs[*i].bit_eq(t))
     }
+}
+
+/// Shape equality without a `memcmp` call (a handful of dims, compared every call).
+#[inline]
+fn same_dims(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// The values of `body`'s constant arguments in this call: small integer
@@ -274,23 +283,136 @@ fn lookup(
 pub(crate) fn prepare(function: &FunctionDef, library: &Library, jit: Arc<Jit>) -> KResult<PureFn> {
     let body = Arc::new(Body::new(function, library)?);
     let site: RwLock<Option<SiteCache>> = RwLock::new(None);
-    Ok(Box::new(move |inputs: Inputs| -> KResult<Outputs> {
-        if jit.enabled {
-            if let Some(f) = lookup(&jit, &body, &site, &inputs) {
-                match f.call(&inputs) {
-                    Ok(out) => return Ok(out.into_iter().collect()),
-                    Err(e) => {
+    Ok(Box::new(move |inputs: Inputs| -> KResult<Outputs> { call_site(&jit, &body, &site, inputs, None) }))
+}
+
+/// What surrounds a cluster call whose outputs a write-back node publishes and nothing
+/// else orders (found by the executor): the call may do that write-back itself, in place
+/// (see `crate::bridge`).
+pub(crate) struct Bridged {
+    /// Per call input: the variable it is a snapshot of (`None`: another value).
+    pub inputs: Vec<Option<VarId>>,
+    pub write_back: InPlaceWriteBack,
+}
+
+/// The kernel of a call node that may write its variables back in place ([`Bridged`]).
+pub(crate) fn prepare_bridged(
+    function: &FunctionDef,
+    library: &Library,
+    jit: Arc<Jit>,
+    bridged: Bridged,
+) -> KResult<StatefulFn> {
+    let body = Arc::new(Body::new(function, library)?);
+    let site: RwLock<Option<SiteCache>> = RwLock::new(None);
+    Ok(Box::new(move |store: &VariableStore, inputs: Inputs| -> KResult<Outputs> {
+        call_site(&jit, &body, &site, inputs, Some((store, &bridged)))
+    }))
+}
+
+/// One call: compiled code (in place when [`try_in_place`] can), else the interpreter.
+fn call_site(
+    jit: &Jit,
+    body: &Body,
+    site: &RwLock<Option<SiteCache>>,
+    inputs: Inputs,
+    bridged: Option<(&VariableStore, &Bridged)>,
+) -> KResult<Outputs> {
+    let mut inputs = inputs;
+    if jit.enabled {
+        if let Some(f) = lookup(jit, body, site, &inputs) {
+            if let Some((_, b)) = bridged {
+                match try_in_place(b, &f, inputs) {
+                    InPlace::Done(out) => return Ok(out),
+                    InPlace::NotTaken(back) => inputs = back,
+                    InPlace::Failed(e, back) => {
                         tracing::debug!(function = %body.name, error = %e, "compiled call failed; interpreting");
                         jit.record(&body.name, Some(format!("the compiled code failed at run time ({e})")));
+                        jit.fallbacks.fetch_add(1, Ordering::Relaxed);
+                        return Ok(body.interpret(&back?)?.into_iter().collect());
                     }
                 }
             }
-        } else {
-            jit.record(&body.name, Some("the JIT is disabled".into()));
+            match f.call(&inputs) {
+                Ok(out) => return Ok(out.into_iter().collect()),
+                Err(e) => {
+                    tracing::debug!(function = %body.name, error = %e, "compiled call failed; interpreting");
+                    jit.record(&body.name, Some(format!("the compiled code failed at run time ({e})")));
+                }
+            }
         }
-        jit.fallbacks.fetch_add(1, Ordering::Relaxed);
-        Ok(body.interpret(&inputs)?.into_iter().collect())
-    }))
+    } else {
+        jit.record(&body.name, Some("the JIT is disabled".into()));
+    }
+    jit.fallbacks.fetch_add(1, Ordering::Relaxed);
+    Ok(body.interpret(&inputs)?.into_iter().collect())
+}
+
+/// How an in-place attempt ended.
+enum InPlace {
+    /// Computed and published (the outputs).
+    Done(Outputs),
+    /// Not attempted: run the call as usual with these inputs.
+    NotTaken(Inputs),
+    /// The compiled code failed; the variables are as they were, and the inputs are back
+    /// for the interpreter (an error if a donated one could not be restored).
+    Failed(String, KResult<Vec<Tensor>>),
+}
+
+/// Runs `f` with the write-back done in place when some output goes back to a variable
+/// whose snapshot is the input it may overwrite, and nobody else holds that buffer: the
+/// variable and this call's input are its only two references, checked under the lock of
+/// every written variable, which is held until the outputs are published. Not on a rayon
+/// worker (the compiled code's parallel parts would run on that pool, whose other tasks
+/// may be waiting for these locks).
+fn try_in_place(b: &Bridged, f: &CompiledFunction, inputs: Inputs) -> InPlace {
+    if rayon::current_thread_index().is_some() {
+        return InPlace::NotTaken(inputs);
+    }
+    let pairs: SmallVec<[(usize, usize); 4]> = f
+        .in_place_iter()
+        .filter(|&(i, j)| b.inputs.get(i).copied().flatten().is_some_and(|v| b.write_back.output_for(v) == Some(j)))
+        .collect();
+    if pairs.is_empty() {
+        return InPlace::NotTaken(inputs);
+    }
+    let mut guards = b.write_back.lock();
+    if !b.write_back.accepts(&guards, |j| f.output_type(j)) {
+        return InPlace::NotTaken(inputs);
+    }
+    let var = |i: usize| b.inputs[i].expect("paired inputs are snapshots");
+    let donate: SmallVec<[(usize, usize); 4]> = pairs
+        .into_iter()
+        .filter(|&(i, j)| {
+            guards.get(var(i)).is_some_and(|cur| same_buffer(&cur.data, &inputs[i].data))
+                && ref_count(&inputs[i].data) == 2 + f.own_refs((i, j), &inputs[i])
+        })
+        .collect();
+    if donate.is_empty() {
+        return InPlace::NotTaken(inputs);
+    }
+    // The variable's reference goes; the input is now the buffer's only one.
+    for &(i, _) in &donate {
+        guards.take(var(i));
+    }
+    // Kept for the interpreter should the compiled code fail (the donated ones come back).
+    let mut kept: Vec<Option<Tensor>> =
+        inputs.iter().enumerate().map(|(i, t)| (!donate.iter().any(|d| d.0 == i)).then(|| t.clone())).collect();
+    match f.call_donating(inputs.into_vec(), &donate) {
+        Ok(outs) => {
+            b.write_back.publish(&mut guards, &outs);
+            InPlace::Done(outs.into_iter().collect())
+        }
+        Err((e, back)) => {
+            for (i, t) in back {
+                guards.set(var(i), t.clone());
+                kept[i] = Some(t);
+            }
+            let inputs = kept.into_iter().collect::<Option<Vec<Tensor>>>().ok_or_else(|| {
+                KernelError::invalid(format!("the compiled code failed after writing a variable in place ({e})"))
+            });
+            InPlace::Failed(e.to_string(), inputs)
+        }
+    }
 }
 
 /// TensorFlow's pure `TensorScatter{Add,Sub,Update,Max,Min}`, which the

@@ -18,7 +18,7 @@
 //!   successors and one expensive one inline and spawns the rest.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -268,7 +268,7 @@ impl Plan {
             let max = inst.max_loop_iterations;
             let mut kernel = |id: NodeId| {
                 let node = graph.node(id);
-                node_kernel(graph, store, jit, id, inst).map_err(|error| RunError::Node {
+                node_kernel(graph, store, jit, id, inst, &WriteBacks::default()).map_err(|error| RunError::Node {
                     node: node.name.clone(),
                     op: node.op.clone(),
                     error,
@@ -286,6 +286,7 @@ impl Plan {
                 frames: Some(Box::new(fp)),
             });
         }
+        let write_backs = WriteBacks::find(graph, &ids, &fed_ports);
         let mut out_start = Vec::with_capacity(ids.len());
         let mut total = 0u32;
         for &c in &out_count {
@@ -311,7 +312,7 @@ impl Plan {
                 }
                 (NodeKernel::Fed(map), SmallVec::new(), 0)
             } else {
-                let kernel = node_kernel(graph, store, jit, id, inst).map_err(node_err)?;
+                let kernel = node_kernel(graph, store, jit, id, inst, &write_backs).map_err(node_err)?;
                 if let NodeKernel::Fed(_) = kernel {
                     // A Placeholder that must run has no feed.
                     let dtype = node.attr("dtype").and_then(|a| a.as_type()).map(|d| d.name()).unwrap_or_default();
@@ -407,6 +408,77 @@ fn feed_specs(graph: &Graph, feeds: &[Output]) -> Vec<FeedSpec> {
         .collect()
 }
 
+/// The planned write-back nodes a cluster call may perform itself (`crate::bridge`): per
+/// call node, the one planned `_AutoclustWriteBack` that takes its outputs, when every
+/// value that node writes is an output of that call, it has no control inputs (so it
+/// could run right after the call) and each handle it takes comes from a variable node.
+#[derive(Default)]
+struct WriteBacks {
+    of_call: HashMap<NodeId, NodeId>,
+}
+
+impl WriteBacks {
+    fn find(graph: &Graph, planned: &[NodeId], fed: &[SmallVec<[(u32, u32); 1]>]) -> WriteBacks {
+        let mut of_call: HashMap<NodeId, Option<NodeId>> = HashMap::new();
+        for &w in planned {
+            let node = graph.node(w);
+            if node.op != bridge::WRITE_BACK_OP || !fed[w.index()].is_empty() {
+                continue;
+            }
+            // Every call feeding any planned write-back counts, so a call feeding two is excluded.
+            let n = node.inputs.len() / 2;
+            let values = &node.inputs[n..];
+            let Some(first) = values.first() else { continue };
+            let ok = node.inputs.len().is_multiple_of(2)
+                && node.control_inputs.is_empty()
+                && values.iter().all(|o| o.node == first.node)
+                && node.inputs[..n].iter().all(|h| {
+                    h.port == 0
+                        && fed[h.node.index()].is_empty()
+                        && autoclust_graph::effects::names_variable(graph.node(h.node))
+                });
+            for o in values {
+                let e = of_call.entry(o.node).or_insert(Some(w));
+                if !ok || *e != Some(w) {
+                    *e = None;
+                }
+            }
+        }
+        WriteBacks { of_call: of_call.into_iter().filter_map(|(c, w)| w.map(|w| (c, w))).collect() }
+    }
+
+    /// The in-place write-back of call `id`, when its write-back may be done by it.
+    fn bridged(&self, graph: &Graph, store: &VariableStore, id: NodeId) -> Option<call::Bridged> {
+        let &w = self.of_call.get(&id)?;
+        let wb = graph.node(w);
+        let n = wb.inputs.len() / 2;
+        let var_of = |h: &Output| crate::session::register_variable_node(store, graph, h.node);
+        let vars: Vec<_> = wb.inputs[..n].iter().map(var_of).collect();
+        let outputs: Vec<usize> = wb.inputs[n..].iter().map(|o| o.port as usize).collect();
+        let inputs: Vec<_> = graph
+            .node(id)
+            .inputs
+            .iter()
+            .map(|o| {
+                let snap = graph.node(o.node);
+                (snap.op == bridge::SNAPSHOT_OP)
+                    .then(|| snap.inputs.get(o.port as usize))
+                    .flatten()
+                    .filter(|h| h.port == 0 && autoclust_graph::effects::names_variable(graph.node(h.node)))
+                    .map(var_of)
+            })
+            .collect();
+        let mut distinct = vars.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        // A repeated variable is the write-back's own error, which must publish nothing.
+        if distinct.len() != vars.len() || !inputs.iter().flatten().any(|v| vars.contains(v)) {
+            return None;
+        }
+        Some(call::Bridged { inputs, write_back: bridge::InPlaceWriteBack::new(store, wb, vars, outputs) })
+    }
+}
+
 /// The kernel of one node (not fed). `Fed(vec![])` marks an unfed `Placeholder`.
 fn node_kernel(
     graph: &Graph,
@@ -414,6 +486,7 @@ fn node_kernel(
     jit: Option<&Arc<Jit>>,
     id: NodeId,
     inst: &mut Instantiations,
+    write_backs: &WriteBacks,
 ) -> Result<NodeKernel, KernelError> {
     let node = graph.node(id);
     match node.op.as_str() {
@@ -443,6 +516,9 @@ fn node_kernel(
     let cluster_call = call::is_call(&node.op, &graph.library) && function_call::is_cluster_call(node, &graph.library);
     if let (Some(jit), true) = (jit, cluster_call) {
         let function = graph.library.function(&node.op).expect("is_call checked the library");
+        if let Some(b) = write_backs.bridged(graph, store, id) {
+            return Ok(NodeKernel::Stateful(call::prepare_bridged(function, &graph.library, jit.clone(), b)?));
+        }
         return Ok(NodeKernel::Pure(call::prepare(function, &graph.library, jit.clone())?));
     }
     if let Some(f) = function_call::prepare(graph, store, jit, id, inst)? {

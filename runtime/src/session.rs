@@ -207,7 +207,13 @@ impl Session {
             }
         };
         let _span = tracing::trace_span!("session_run", nodes = plan.nodes.len()).entered();
-        Ok(RunOutputs { fetches: ctx.run(schedule)? })
+        match ctx.run(schedule) {
+            Ok(fetches) => Ok(RunOutputs { fetches }),
+            Err(e) => {
+                self.store.forget_published();
+                Err(e)
+            }
+        }
     }
 
     fn plan(&self, key: PlanKey) -> Result<Arc<Plan>, RunError> {

@@ -35,6 +35,10 @@ pub struct Variable {
     /// The shape its `VarHandleOp` declares (often unknown).
     pub declared_shape: Shape,
     value: Mutex<Option<Tensor>>,
+    /// The value a cluster call published ahead of its write-back node (an in-place
+    /// write-back, `crate::bridge`), until that write-back sees it. Locked only while
+    /// `value` is held.
+    published: Mutex<Option<Tensor>>,
 }
 
 impl Variable {
@@ -44,7 +48,9 @@ impl Variable {
     }
     /// Replaces the value atomically.
     pub fn write(&self, t: Tensor) {
-        *self.value.lock() = Some(t);
+        let mut value = self.value.lock();
+        *self.published.lock() = None;
+        *value = Some(t);
     }
     /// Locks the variable for a read-modify-write.
     pub fn lock(&self) -> MutexGuard<'_, Option<Tensor>> {
@@ -82,6 +88,7 @@ impl VariableStore {
             dtype,
             declared_shape,
             value: Mutex::new(None),
+            published: Mutex::new(None),
         }));
         index.insert((container.to_string(), name.to_string()), id);
         id
@@ -149,6 +156,18 @@ impl VarSet {
     pub fn lock(&self) -> VarGuards<'_> {
         VarGuards { vars: &self.vars, guards: self.vars.iter().map(|v| v.value.lock()).collect() }
     }
+    /// Drops every value published ahead of its write-back (an in-place cluster call,
+    /// `crate::bridge`) that no write-back has claimed: called when a run fails, whose
+    /// write-back nodes may never have run, so a stale mark can never make a later
+    /// write-back of the same buffer skip its write. Always safe: a write-back that finds
+    /// no mark simply writes, which is the plain write-back's order.
+    pub fn forget_published(&self) {
+        for v in self.vars.read().iter() {
+            let _value = v.value.lock();
+            *v.published.lock() = None;
+        }
+    }
+
     pub fn ids(&self) -> impl Iterator<Item = VarId> + '_ {
         self.vars.iter().map(|v| v.id)
     }
@@ -172,6 +191,8 @@ impl VarGuards<'_> {
     pub fn set(&mut self, id: VarId, t: Tensor) -> bool {
         match self.pos(id) {
             Some(i) => {
+                // Whatever a cluster call published ahead is superseded.
+                *self.vars[i].published.lock() = None;
                 *self.guards[i] = Some(t);
                 true
             }
@@ -182,6 +203,23 @@ impl VarGuards<'_> {
     /// [`VarGuards::set`] puts one back), so an update can own its buffer.
     pub fn take(&mut self, id: VarId) -> Option<Tensor> {
         self.pos(id).and_then(|i| self.guards[i].take())
+    }
+    /// Publishes `t` on behalf of the write-back node that follows (see
+    /// [`VarGuards::take_published`]). Returns false if `id` is not in the set.
+    pub(crate) fn publish_ahead(&mut self, id: VarId, t: Tensor) -> bool {
+        match self.pos(id) {
+            Some(i) => {
+                *self.vars[i].published.lock() = Some(t.clone());
+                *self.guards[i] = Some(t);
+                true
+            }
+            None => false,
+        }
+    }
+    /// The value published ahead of its write-back ([`VarGuards::publish_ahead`]), if any;
+    /// cleared.
+    pub(crate) fn take_published(&mut self, id: VarId) -> Option<Tensor> {
+        self.pos(id).and_then(|i| self.vars[i].published.lock().take())
     }
     /// The variable record of a locked id.
     pub fn variable(&self, id: VarId) -> Option<&Arc<Variable>> {
