@@ -128,6 +128,18 @@ impl VariableStore {
         self.vars.read().clone()
     }
 
+    /// Drops every value published ahead of its write-back (an in-place cluster call,
+    /// `crate::bridge`) that no write-back has claimed: called when a run fails, whose
+    /// write-back nodes may never have run, so a stale mark can never make a later
+    /// write-back of the same buffer skip its write. Always safe: a write-back that finds
+    /// no mark simply writes, which is the plain write-back's order.
+    pub fn forget_published(&self) {
+        for v in self.vars.read().iter() {
+            let _value = v.value.lock();
+            *v.published.lock() = None;
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.vars.read().len()
     }
@@ -156,18 +168,6 @@ impl VarSet {
     pub fn lock(&self) -> VarGuards<'_> {
         VarGuards { vars: &self.vars, guards: self.vars.iter().map(|v| v.value.lock()).collect() }
     }
-    /// Drops every value published ahead of its write-back (an in-place cluster call,
-    /// `crate::bridge`) that no write-back has claimed: called when a run fails, whose
-    /// write-back nodes may never have run, so a stale mark can never make a later
-    /// write-back of the same buffer skip its write. Always safe: a write-back that finds
-    /// no mark simply writes, which is the plain write-back's order.
-    pub fn forget_published(&self) {
-        for v in self.vars.read().iter() {
-            let _value = v.value.lock();
-            *v.published.lock() = None;
-        }
-    }
-
     pub fn ids(&self) -> impl Iterator<Item = VarId> + '_ {
         self.vars.iter().map(|v| v.id)
     }
