@@ -1940,24 +1940,16 @@ fn num_eval<T: FoldNum>(ew: EwOp, a: &[T], real_div: bool) -> Option<Scalar> {
             }
             x.div(d)
         }
-        EwOp::DivNoNan => {
+        // `y == 0 ? 0 : x ∘ y`, floats only.
+        EwOp::DivNoNan | EwOp::MulNoNan => {
             let d = y()?;
             if T::IS_INT {
                 return None;
             }
             if d.is_zero() {
                 T::zero()
-            } else {
+            } else if ew == EwOp::DivNoNan {
                 x.div(d)
-            }
-        }
-        EwOp::MulNoNan => {
-            let d = y()?;
-            if T::IS_INT {
-                return None;
-            }
-            if d.is_zero() {
-                T::zero()
             } else {
                 x.mul(d)
             }

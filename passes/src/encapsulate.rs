@@ -447,6 +447,15 @@ fn attrs(pairs: &[(&str, AttrValue)]) -> Attrs {
     pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
 }
 
+/// The scalar 1 of a float dtype (the optimizers' `1 - beta` terms), `None` for others.
+fn float_one(dtype: DType) -> Option<Tensor> {
+    match dtype {
+        DType::Float32 => Some(Tensor::scalar_f32(1.0)),
+        DType::Float64 => Tensor::from_f64(vec![], vec![1.0]).ok(),
+        _ => None,
+    }
+}
+
 fn t_attr(dtype: DType) -> Attrs {
     attrs(&[("T", AttrValue::Type(dtype))])
 }
@@ -802,17 +811,11 @@ impl LowerCtx<'_> {
                     // var -= mom
                     let (v, ms, mom) = (var(0), var(1), var(2));
                     let dtype = vars[v].dtype;
-                    let one_value = match dtype {
-                        DType::Float32 => Tensor::scalar_f32(1.0),
-                        DType::Float64 => Tensor::from_f64(vec![], vec![1.0]).expect("scalar"),
-                        other => {
-                            return Err(EncapsulateError::UnsupportedDType {
-                                node: name.into(),
-                                op: op.into(),
-                                dtype: other,
-                            })
-                        }
-                    };
+                    let one_value = float_one(dtype).ok_or_else(|| EncapsulateError::UnsupportedDType {
+                        node: name.into(),
+                        op: op.into(),
+                        dtype,
+                    })?;
                     let ta = t_attr(dtype);
                     let var_cur = read(&mut vars, &mut body, v);
                     let ms_cur = read(&mut vars, &mut body, ms);
@@ -845,17 +848,11 @@ impl LowerCtx<'_> {
                     // (use_nesterov: m replaced by m * beta1 + (1 - beta1) * grad in the last line)
                     let (v, m, s) = (var(0), var(1), var(2));
                     let dtype = vars[v].dtype;
-                    let one_value = match dtype {
-                        DType::Float32 => Tensor::scalar_f32(1.0),
-                        DType::Float64 => Tensor::from_f64(vec![], vec![1.0]).expect("scalar"),
-                        other => {
-                            return Err(EncapsulateError::UnsupportedDType {
-                                node: name.into(),
-                                op: op.into(),
-                                dtype: other,
-                            })
-                        }
-                    };
+                    let one_value = float_one(dtype).ok_or_else(|| EncapsulateError::UnsupportedDType {
+                        node: name.into(),
+                        op: op.into(),
+                        dtype,
+                    })?;
                     let ta = t_attr(dtype);
                     let nesterov = node.attr("use_nesterov").and_then(AttrValue::as_bool).unwrap_or(false);
                     let var_cur = read(&mut vars, &mut body, v);
