@@ -43,29 +43,105 @@ fn pbtxt_const(dims: &[u64], vals: &str) -> String {
     )
 }
 
+/// Peak resident memory of a finished child, from `wait4` (kilobytes).
+fn max_rss_kb(cmd: &mut Command) -> (Output, i64) {
+    let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let pid = child.id() as libc::pid_t;
+    // Read the pipes on threads, then reap the child ourselves to get its rusage.
+    let mut child = child;
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let to = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut so, &mut b).unwrap();
+        b
+    });
+    let te = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut se, &mut b).unwrap();
+        b
+    });
+    let mut status = 0;
+    // SAFETY: plain FFI calls on a child this process spawned and has not reaped.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid);
+    std::mem::forget(child); // reaped above
+    use std::os::unix::process::ExitStatusExt;
+    let out = Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout: to.join().unwrap(),
+        stderr: te.join().unwrap(),
+    };
+    (out, usage.ru_maxrss)
+}
+
 #[test]
-fn huge_constants_are_refused_at_load() {
-    for (dims, vals) in [
-        (vec![1_000_000u64, 1_000_000], "float_val: 1"),
-        (vec![1_000_000, 1_000_000], ""),
-        (vec![1 << 61], "float_val: 1"),
-        (vec![1 << 62, 4], "float_val: 1"),
+fn huge_splat_constants_stay_compact_until_a_kernel_needs_them() {
+    // TensorFlow writes `tf.zeros`/`tf.fill` constants as one value and a shape; a few
+    // bytes may declare terabytes. Readers keep them compact, so graph-only commands
+    // work on them in little memory, and `run` refuses them by name before allocating.
+    for (dims, vals, want) in [
+        (vec![1_000_000u64, 1_000_000], "float_val: 1", "[1000000,1000000]{1.0, ...}"),
+        (vec![1_000_000, 1_000_000], "", "[1000000,1000000]{...}"),
+        (vec![1 << 40, 1 << 20], "float_val: 1 float_val: 2", "[1099511627776,1048576]{1.0, 2.0, ...}"),
     ] {
         let g = pbtxt_const(&dims, vals);
-        for cmd in ["analyze", "convert", "cluster"] {
-            let mut args = vec![cmd, "{}"];
-            if cmd == "convert" {
-                args.extend(["-o", "out.graph"]);
-            }
-            let e = refused(&format!("{cmd} {dims:?}"), &run_on("c.pbtxt", &g, &args));
-            assert!(e.starts_with("error: c.pbtxt:1:1: node 'big': attribute 'value': tensor float32["), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("c.pbtxt"), &g).unwrap();
+        for args in [
+            vec!["analyze", "c.pbtxt"],
+            vec!["cluster", "c.pbtxt"],
+            vec!["convert", "c.pbtxt", "-o", "c.graph"],
+            vec!["convert", "c.graph", "-o", "c.pb"],
+            vec!["convert", "c.pb", "-o", "back.pbtxt"],
+            vec!["opt", "c.pb", "--passes", "default"],
+        ] {
+            let (out, rss) = max_rss_kb(bin().current_dir(dir.path()).args(&args));
+            assert!(out.status.success(), "{args:?} {dims:?}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(rss < 200_000, "{args:?} {dims:?}: {rss} kB resident");
+        }
+        // The round trip through both formats keeps the compact form and its values.
+        let text = std::fs::read_to_string(dir.path().join("c.graph")).unwrap();
+        assert!(text.contains(want), "{want} in {text}");
+        let back = std::fs::read_to_string(dir.path().join("back.pbtxt")).unwrap();
+        assert_eq!(back.matches("float_val").count(), vals.matches("float_val").count(), "{back}");
+        // Running it needs the values: refused, naming the node, in both modes.
+        for mode in [&[][..], &["--no-cluster"][..]] {
+            let mut args = vec!["run", "{}", "--fetch", "big:0"];
+            args.extend(mode);
+            let e = refused(&format!("run {dims:?} {mode:?}"), &run_on("c.pbtxt", &g, &args));
+            assert!(e.contains("node 'big'") && e.contains("--max-tensor-bytes"), "{e}");
         }
     }
-    // The limit is the flag's: a 4 KB constant passes by default and is refused under 1 KB.
+    // Uncountable element counts (2^61 · 2^62) are still refused when read.
+    let e = refused(
+        "uncountable",
+        &run_on("c.pbtxt", &pbtxt_const(&[1 << 61, 1 << 62], "float_val: 1"), &["analyze", "{}"]),
+    );
+    assert!(e.starts_with("error: c.pbtxt:1:1: node 'big': attribute 'value': tensor float32["), "{e}");
+    // Below the budget a splat runs, in both modes, with TensorFlow's values.
+    let g = pbtxt_const(&[2, 1024], "float_val: 1 float_val: 2");
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut args = vec!["run", "{}", "--fetch", "big:0", "--json"];
+        args.extend(mode);
+        let out = run_on("c.pbtxt", &g, &args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let data = v["fetches"]["big:0"]["data"].as_array().unwrap();
+        assert_eq!(data.len(), 2048);
+        assert_eq!((data[0].as_f64(), data[1].as_f64(), data[2047].as_f64()), (Some(1.0), Some(2.0), Some(2.0)));
+    }
+    // The budget still applies when the values are expanded: 4 KB under a 1 KB limit.
     let g = pbtxt_const(&[1024], "float_val: 1");
-    assert!(run_on("c.pbtxt", &g, &["analyze", "{}"]).status.success());
-    let e = refused("1 KB limit", &run_on("c.pbtxt", &g, &["analyze", "{}", "--max-tensor-bytes", "1000"]));
+    assert!(run_on("c.pbtxt", &g, &["run", "{}", "--fetch", "big:0"]).status.success());
+    let e =
+        refused("1 KB limit", &run_on("c.pbtxt", &g, &["run", "{}", "--fetch", "big:0", "--max-tensor-bytes", "1000"]));
     assert!(e.contains("needs 4096 bytes, more than the limit of 1000 bytes"), "{e}");
+    // Dense constants (every value written out) are checked as they are read.
+    let dense = pbtxt_const(&[300], &"float_val: 1 ".repeat(300));
+    let e = refused("dense", &run_on("c.pbtxt", &dense, &["analyze", "{}", "--max-tensor-bytes", "1000"]));
+    assert!(e.contains("needs 1200 bytes"), "{e}");
 }
 
 #[test]
@@ -143,6 +219,38 @@ fn run_time_sizes_are_refused_in_both_modes() {
                   u = RandomUniform(d) {T = int32, dtype = float32, seed = 1, seed2 = 2}\n\
                   y = Neg(u) {T = float32}\n";
     run_refused(random, "y", &[], "u", TOO_LARGE);
+    // Kernels whose output outgrows their inputs (found by hand probes after the fuzzer):
+    // many indices into large rows, one input concatenated many times, an outer product,
+    // an output shape or segment count given as a value. Each input is within 256 MB.
+    let budget = ["--max-tensor-bytes", "268435456"];
+    let big = "x = Const() {dtype = float32, value = float32[1000,1000]{1.0, ...}}\n\
+               ax = Const() {dtype = int32, value = int32[]{0}}\n";
+    let gather = format!(
+        "{big}i = Const() {{dtype = int32, value = int32[100000]{{0, ...}}}}\n\
+         g = GatherV2(x, i, ax) {{Tparams = float32, Tindices = int32, Taxis = int32, batch_dims = 0}}\n"
+    );
+    run_refused(&gather, "g", &budget, "g", TOO_LARGE);
+    let gather_nd = format!(
+        "{big}i = Const() {{dtype = int32, value = int32[100000,1]{{0, ...}}}}\n\
+         g = GatherNd(x, i) {{Tparams = float32, Tindices = int32}}\n"
+    );
+    run_refused(&gather_nd, "g", &budget, "g", TOO_LARGE);
+    let xs = vec!["x"; 100].join(", ");
+    let concat = format!("{big}c = ConcatV2({xs}, ax) {{T = float32, N = 100, Tidx = int32}}\n");
+    run_refused(&concat, "c", &budget, "c", TOO_LARGE);
+    let outer = "a = Const() {dtype = float32, value = float32[20000]{1.0, ...}}\n\
+                 e = Einsum(a, a) {T = float32, N = 2, equation = \"i,j->ij\"}\n";
+    run_refused(outer, "e", &budget, "e", TOO_LARGE);
+    let segments = "d = Const() {dtype = float32, value = float32[2]{1.0, 2.0}}\n\
+                    ids = Const() {dtype = int32, value = int32[2]{0, 1}}\n\
+                    n = Const() {dtype = int32, value = int32[]{1000000000}}\n\
+                    s = UnsortedSegmentSum(d, ids, n) {T = float32, Tindices = int32, Tnumsegments = int32}\n";
+    run_refused(segments, "s", &budget, "s", TOO_LARGE);
+    let scatter = "i = Const() {dtype = int32, value = int32[1,1]{0}}\n\
+                   u = Const() {dtype = float32, value = float32[1]{1.0}}\n\
+                   sh = Const() {dtype = int32, value = int32[1]{1000000000}}\n\
+                   s = ScatterNd(i, u, sh) {T = float32, Tindices = int32}\n";
+    run_refused(scatter, "s", &budget, "s", TOO_LARGE);
     // The budget is the flag's: a 4 KB Fill runs by default and is refused under 1 KB.
     let small = fill("1024");
     let ok = run_on("g.graph", &small, &["run", "{}", "--fetch", "y", "--feed", "x=1"]);

@@ -486,9 +486,11 @@ fn analyze_node(
         "Const" => {
             let t = node
                 .attr("value")
-                .and_then(AttrValue::as_tensor)
-                .ok_or_else(|| CompileError::Invalid(format!("Const '{}' has no value", node.name)))?;
-            return Ok(constant(vec![t.clone()]));
+                .and_then(AttrValue::tensor_value)
+                .ok_or_else(|| CompileError::Invalid(format!("Const '{}' has no value", node.name)))?
+                // Past the size budget: declined, and the interpreter's kernel names the node.
+                .map_err(|e| CompileError::Invalid(format!("Const '{}': {e}", node.name)))?;
+            return Ok(constant(vec![t.into_owned()]));
         }
         "NoOp" => return Ok(NodeInfo { kind: NodeKind::Constant, outputs: vec![] }),
         // Integer shape arithmetic, folded: the operands must be known at compile time

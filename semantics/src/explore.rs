@@ -537,9 +537,10 @@ impl Explorer<'_, '_> {
         let outputs = match node.op.as_str() {
             "Const" => vec![node
                 .attr("value")
-                .and_then(|a| a.as_tensor())
-                .cloned()
-                .ok_or_else(|| self.kernel_error(id, "Const without a tensor 'value'".into()))?],
+                .and_then(|a| a.tensor_value())
+                .ok_or_else(|| self.kernel_error(id, "Const without a tensor 'value'".into()))?
+                .map_err(|e| self.kernel_error(id, e.to_string()))?
+                .into_owned()],
             "Placeholder" => match self.inputs.feeds.get(&node.name) {
                 Some(t) => vec![t.clone()],
                 None => return Err(SemanticsError::MissingFeed { node: node.name.clone() }),

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::{DType, Shape, Tensor};
+use std::borrow::Cow;
+
+use crate::{CompactTensor, DType, Shape, Tensor, TensorError};
 
 /// A function reference with its instantiation attributes (`NameAttrList`).
 #[derive(Clone, Debug, PartialEq)]
@@ -22,6 +24,9 @@ pub enum AttrValue {
     Type(DType),
     Shape(Shape),
     Tensor(Tensor),
+    /// A large constant kept as its file gives it (a splat, or values then repeats);
+    /// see [`CompactTensor`]. Only readers make one; [`AttrValue::tensor_value`] expands it.
+    Compact(CompactTensor),
     Func(FuncAttr),
     /// A placeholder naming an attribute of the enclosing function (`$T`).
     Placeholder(String),
@@ -105,6 +110,23 @@ impl AttrValue {
             _ => None,
         }
     }
+    /// A tensor attribute's dtype and shape, dense or compact, without expanding it.
+    pub fn tensor_type(&self) -> Option<(DType, &[usize])> {
+        match self {
+            AttrValue::Tensor(t) => Some((t.dtype, &t.shape)),
+            AttrValue::Compact(c) => Some((c.dtype(), &c.shape)),
+            _ => None,
+        }
+    }
+    /// A tensor attribute's value, a compact one expanded through the size budget;
+    /// `None` if this is not a tensor.
+    pub fn tensor_value(&self) -> Option<Result<Cow<'_, Tensor>, TensorError>> {
+        match self {
+            AttrValue::Tensor(t) => Some(Ok(Cow::Borrowed(t))),
+            AttrValue::Compact(c) => Some(c.expand().map(Cow::Owned)),
+            _ => None,
+        }
+    }
     pub fn as_func(&self) -> Option<&FuncAttr> {
         match self {
             AttrValue::Func(f) => Some(f),
@@ -154,6 +176,7 @@ impl AttrValue {
         match (self, other) {
             (AttrValue::F(a), AttrValue::F(b)) => a.to_bits() == b.to_bits(),
             (AttrValue::Tensor(a), AttrValue::Tensor(b)) => a.bit_eq(b),
+            (AttrValue::Compact(a), AttrValue::Compact(b)) => a.bit_eq(b),
             (AttrValue::List(ListValue::F(a)), AttrValue::List(ListValue::F(b))) => {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
             }

@@ -35,4 +35,4 @@ pub use graph::{
     NodeId, Output, PortOutOfRange, RawNode, Signature, Span, Successors, Versions,
 };
 pub use shape::{Dim, Shape};
-pub use tensor::{Tensor, TensorData, TensorError, TensorList};
+pub use tensor::{CompactTensor, Tensor, TensorData, TensorError, TensorList, COMPACT_MIN_ELEMENTS};

@@ -270,8 +270,150 @@ impl Tensor {
     }
 }
 
+/// Constants with at least this many elements are kept compact by the readers when
+/// their file gives fewer values than elements (TensorFlow's splat rule). Smaller ones
+/// are expanded at once: cheap, and every pass sees them as ordinary tensors.
+pub const COMPACT_MIN_ELEMENTS: usize = 1024;
+
+/// A constant as TensorFlow's `TensorProto` writes a large splat or a tail of repeats:
+/// the given values, then the last one repeated to fill the shape (zeros when none is
+/// given). Readers keep big constants this way ([`CompactTensor::or_dense`]) so that a
+/// few bytes of a file declaring a huge tensor cost a few bytes of memory — whatever
+/// command reads it — and a kernel that needs the values expands them through the size
+/// budget ([`CompactTensor::expand`]), which refuses a tensor past `--max-tensor-bytes`
+/// with an error naming the node instead of aborting on a failed allocation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompactTensor {
+    /// The declared shape; its element count fits in 64 bits (checked on construction).
+    pub shape: Vec<usize>,
+    /// The values given: a 1-D tensor of the constant's dtype with fewer elements than
+    /// the shape holds.
+    pub values: Tensor,
+}
+
+impl CompactTensor {
+    /// The constant `values` (1-D, the given prefix) repeated to `shape`: compact when the
+    /// shape holds at least [`COMPACT_MIN_ELEMENTS`] elements and more than the values
+    /// given, else expanded (within the budget).
+    pub fn or_dense(values: Tensor, shape: Vec<usize>) -> Result<crate::AttrValue, TensorError> {
+        let dtype = values.dtype;
+        let count = crate::limits::checked_elements(shape.iter().map(|&d| d as u64));
+        let Some(n) = count.and_then(|n| usize::try_from(n).ok()) else {
+            return Err(
+                crate::limits::SizeError::Overflow { dtype, shape: shape.iter().map(|&d| d as u64).collect() }.into()
+            );
+        };
+        if values.num_elements() > n {
+            return Err(TensorError::ElementCount { shape, expected: n, got: values.num_elements() });
+        }
+        let compact = CompactTensor { shape, values };
+        let native = !matches!(compact.values.data, TensorData::Raw(_) | TensorData::List(_));
+        if native && n >= COMPACT_MIN_ELEMENTS && compact.values.num_elements() < n && compact.values.rank() == 1 {
+            return Ok(crate::AttrValue::Compact(compact));
+        }
+        compact.expand().map(crate::AttrValue::Tensor)
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.values.dtype
+    }
+
+    /// The declared element count (fits in `usize`: checked on construction).
+    pub fn num_elements(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The one value every element has, if it is a splat (one value or none given).
+    pub fn splat_value(&self) -> Option<Tensor> {
+        match self.values.num_elements() {
+            0 => Tensor::zeros(self.dtype(), Vec::new()).ok(),
+            1 => Some(Tensor { dtype: self.dtype(), shape: Vec::new(), data: self.values.data.clone() }),
+            _ => None,
+        }
+    }
+
+    /// The dense tensor, refused past the size budget before anything is allocated.
+    pub fn expand(&self) -> Result<Tensor, TensorError> {
+        let dtype = self.dtype();
+        let n = crate::limits::tensor_elements(dtype, &self.shape)?;
+        fn fill<T: Clone>(given: &[T], n: usize, zero: T) -> Arc<Vec<T>> {
+            let mut v = Vec::with_capacity(n);
+            v.extend_from_slice(&given[..given.len().min(n)]);
+            let last = given.last().cloned().unwrap_or(zero);
+            v.resize(n, last);
+            Arc::new(v)
+        }
+        let data = match &self.values.data {
+            TensorData::F32(v) => TensorData::F32(fill(v, n, 0.0)),
+            TensorData::F64(v) => TensorData::F64(fill(v, n, 0.0)),
+            TensorData::I32(v) => TensorData::I32(fill(v, n, 0)),
+            TensorData::I64(v) => TensorData::I64(fill(v, n, 0)),
+            TensorData::Bool(v) => TensorData::Bool(fill(v, n, false)),
+            TensorData::Str(v) => TensorData::Str(fill(v, n, Vec::new())),
+            TensorData::Raw(b) => {
+                let w = dtype.size_of().ok_or(TensorError::DTypeMismatch { dtype })?;
+                let elems: Vec<&[u8]> = b.chunks_exact(w).collect();
+                let mut out = Vec::with_capacity(n * w);
+                for k in 0..n {
+                    match elems.get(k).or(elems.last()) {
+                        Some(e) => out.extend_from_slice(e),
+                        None => out.resize(out.len() + w, 0),
+                    }
+                }
+                TensorData::Raw(Arc::new(out))
+            }
+            TensorData::List(_) => return Err(TensorError::DTypeMismatch { dtype }),
+        };
+        Ok(Tensor { dtype, shape: self.shape.clone(), data })
+    }
+
+    /// Bit-exact equality of the declared values.
+    pub fn bit_eq(&self, other: &CompactTensor) -> bool {
+        self.shape == other.shape && self.values.bit_eq(&other.values)
+    }
+}
+
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}{:?}", self.dtype, self.shape)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AttrValue;
+
+    #[test]
+    fn compact_constants_expand_with_tensorflows_splat_rule() {
+        let given = Tensor::from_i32(vec![2], vec![3, 4]).unwrap();
+        let AttrValue::Compact(c) = CompactTensor::or_dense(given, vec![32, 64]).unwrap() else { panic!("compact") };
+        assert_eq!(c.num_elements(), 2048);
+        assert_eq!(c.splat_value(), None);
+        let t = c.expand().unwrap();
+        assert_eq!((t.shape.as_slice(), &t.as_i32().unwrap()[..3]), (&[32, 64][..], &[3, 4, 4][..]));
+        assert!(t.as_i32().unwrap()[3..].iter().all(|&x| x == 4));
+        // No values: zeros; one value: a splat.
+        let none = Tensor::from_f32(vec![0], vec![]).unwrap();
+        let AttrValue::Compact(z) = CompactTensor::or_dense(none, vec![4096]).unwrap() else { panic!("compact") };
+        assert_eq!(z.splat_value(), Some(Tensor::scalar_f32(0.0)));
+        assert!(z.expand().unwrap().as_f32().unwrap().iter().all(|&x| x.to_bits() == 0));
+        // Small, or fully given: dense.
+        let small = Tensor::from_f32(vec![1], vec![1.5]).unwrap();
+        assert_eq!(
+            CompactTensor::or_dense(small, vec![4]).unwrap(),
+            AttrValue::Tensor(Tensor::from_f32(vec![4], vec![1.5; 4]).unwrap())
+        );
+        // Raw-byte dtypes are expanded (the native format writes them as bytes).
+        let raw = Tensor::from_raw(DType::UInt8, vec![1], vec![9]).unwrap();
+        let AttrValue::Tensor(r) = CompactTensor::or_dense(raw, vec![2048]).unwrap() else { panic!("dense") };
+        assert_eq!(r.num_elements(), 2048);
+        // More values than elements, or an uncountable shape: errors.
+        let three = Tensor::from_f32(vec![3], vec![1.0; 3]).unwrap();
+        assert!(CompactTensor::or_dense(three.clone(), vec![2]).is_err());
+        assert!(matches!(
+            CompactTensor::or_dense(three, vec![usize::MAX, 4]),
+            Err(TensorError::TooLarge(crate::limits::SizeError::Overflow { .. }))
+        ));
     }
 }

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use autoclust_graph::limits::MAX_ATTR_DEPTH;
 use autoclust_graph::{
-    ArgDef, AttrDef, AttrValue, Attrs, DType, FuncAttr, FunctionDef, GradientDef, Graph, Library, ListValue, RawNode,
-    Shape, Signature, Span, Tensor, TensorData, Versions,
+    ArgDef, AttrDef, AttrValue, Attrs, CompactTensor, DType, FuncAttr, FunctionDef, GradientDef, Graph, Library,
+    ListValue, RawNode, Shape, Signature, Span, Tensor, TensorData, Versions,
 };
 use protobuf::{EnumOrUnknown, MessageField};
 
@@ -106,7 +106,7 @@ fn attr_from_proto(v: pb::AttrValue, name: &str, ctx: Ctx<'_>, depth: usize) -> 
         Some(Value::B(b)) => AttrValue::B(b),
         Some(Value::Type(t)) => AttrValue::Type(dtype_from_proto(t, name, ctx)?),
         Some(Value::Shape(s)) => AttrValue::Shape(shape_from_proto(&s, name, ctx)?),
-        Some(Value::Tensor(t)) => AttrValue::Tensor(tensor_from_proto(&t, name, ctx)?),
+        Some(Value::Tensor(t)) => tensor_attr_from_proto(&t, name, ctx)?,
         Some(Value::Placeholder(p)) => AttrValue::Placeholder(p),
         Some(Value::Func(f)) => AttrValue::Func(func_from_proto(f, name, ctx, depth)?),
         Some(Value::List(l)) => AttrValue::List(list_from_proto(l, name, ctx, depth)?),
@@ -183,6 +183,51 @@ fn shape_from_proto(s: &pb::TensorShapeProto, name: &str, ctx: Ctx<'_>) -> Resul
 }
 
 /// Decodes a `TensorProto` (see the module docs for TensorFlow's rules).
+/// A tensor attribute: large splats and repeated tails (fewer typed values than
+/// elements) stay compact ([`CompactTensor`]) — a few bytes of file declaring a huge
+/// constant cost a few bytes here, and the size budget applies when a kernel expands it.
+fn tensor_attr_from_proto(t: &pb::TensorProto, name: &str, ctx: Ctx<'_>) -> Result<AttrValue, GraphDefError> {
+    let compactable = t.tensor_content.is_empty()
+        && matches!(
+            t.dtype.enum_value(),
+            Ok(pb::DataType::DT_FLOAT
+                | pb::DataType::DT_DOUBLE
+                | pb::DataType::DT_INT32
+                | pb::DataType::DT_INT64
+                | pb::DataType::DT_BOOL
+                | pb::DataType::DT_STRING)
+        );
+    let dims = t.tensor_shape.as_ref().map(|s| s.dim.iter().map(|d| d.size).collect::<Vec<i64>>()).unwrap_or_default();
+    let count = dims.iter().try_fold(1u64, |a, &d| u64::try_from(d).ok().and_then(|d| a.checked_mul(d)));
+    let given = t.float_val.len()
+        + t.double_val.len()
+        + t.int_val.len()
+        + t.int64_val.len()
+        + t.bool_val.len()
+        + t.string_val.len();
+    let large = count.is_some_and(|n| n >= autoclust_graph::COMPACT_MIN_ELEMENTS as u64 && (given as u64) < n);
+    if !(compactable && large) {
+        return Ok(AttrValue::Tensor(tensor_from_proto(t, name, ctx)?));
+    }
+    let dtype = dtype_from_proto(t.dtype, name, ctx)?;
+    let shape: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+    let bad = |m: String| ctx.err(name, m);
+    let k = vec![given];
+    let values = match dtype {
+        DType::Float32 => Tensor::from_f32(k, t.float_val.clone()),
+        DType::Float64 => Tensor::from_f64(k, t.double_val.clone()),
+        DType::Int32 => Tensor::from_i32(k, t.int_val.clone()),
+        DType::Int64 => Tensor::from_i64(k, t.int64_val.clone()),
+        DType::Bool => Tensor::from_bool(k, t.bool_val.clone()),
+        _ => Tensor::from_strings(k, t.string_val.clone()),
+    };
+    match values {
+        Ok(v) => CompactTensor::or_dense(v, shape).map_err(|e| bad(e.to_string())),
+        // Values in another dtype's field: the dense reader says what is wrong.
+        Err(_) => Ok(AttrValue::Tensor(tensor_from_proto(t, name, ctx)?)),
+    }
+}
+
 fn tensor_from_proto(t: &pb::TensorProto, name: &str, ctx: Ctx<'_>) -> Result<Tensor, GraphDefError> {
     let dtype = dtype_from_proto(t.dtype, name, ctx)?;
     let shape = match t.tensor_shape.as_ref() {
@@ -400,6 +445,23 @@ fn attr_to_proto(v: &AttrValue) -> pb::AttrValue {
         AttrValue::Type(t) => Value::Type(dtype_to_proto(*t)),
         AttrValue::Shape(s) => Value::Shape(shape_to_proto(s)),
         AttrValue::Tensor(t) => Value::Tensor(tensor_to_proto(t)),
+        AttrValue::Compact(c) => {
+            // TensorFlow's own compact form: the given values, the last repeated.
+            let mut p = tensor_to_proto(&c.values);
+            p.tensor_shape = MessageField::some(shape_to_proto(&Shape::known(&c.shape)));
+            let v = &c.values;
+            p.tensor_content.clear();
+            match &v.data {
+                TensorData::F32(x) => p.float_val = x.to_vec(),
+                TensorData::F64(x) => p.double_val = x.to_vec(),
+                TensorData::I32(x) => p.int_val = x.to_vec(),
+                TensorData::I64(x) => p.int64_val = x.to_vec(),
+                TensorData::Bool(x) => p.bool_val = x.to_vec(),
+                TensorData::Str(x) => p.string_val = x.to_vec(),
+                TensorData::Raw(_) | TensorData::List(_) => {}
+            }
+            Value::Tensor(p)
+        }
         AttrValue::Func(f) => Value::Func(func_to_proto(f)),
         AttrValue::Placeholder(p) => Value::Placeholder(p.clone()),
         AttrValue::List(l) => {
@@ -630,6 +692,28 @@ mod tests {
         assert_eq!(z.as_i64().unwrap(), &[0, 0, 0]);
         t.float_val = vec![0.0; 7];
         assert!(tensor_from_proto(&t, "value", ctx()).is_err());
+    }
+
+    #[test]
+    fn large_splats_stay_compact_and_encode_back_as_given() {
+        // 10^12 elements from one value: kept as given, not expanded, not refused.
+        let mut t = tensor(pb::DataType::DT_FLOAT, &[1_000_000, 1_000_000]);
+        t.float_val = vec![1.0, 2.0];
+        let AttrValue::Compact(c) = tensor_attr_from_proto(&t, "value", ctx()).unwrap() else { panic!("compact") };
+        assert_eq!((c.shape.as_slice(), c.values.as_f32().unwrap()), (&[1_000_000, 1_000_000][..], &[1.0f32, 2.0][..]));
+        let Some(pb::attr_value::Value::Tensor(back)) = attr_to_proto(&AttrValue::Compact(c)).value else {
+            panic!("a tensor")
+        };
+        assert_eq!(back.float_val, vec![1.0, 2.0]);
+        assert!(back.tensor_content.is_empty());
+        assert_eq!(back.tensor_shape.dim.iter().map(|d| d.size).collect::<Vec<_>>(), vec![1_000_000, 1_000_000]);
+        // Small splats, and values in another dtype's field, go the dense way.
+        let mut small = tensor(pb::DataType::DT_INT32, &[3]);
+        small.int_val = vec![7];
+        assert!(matches!(tensor_attr_from_proto(&small, "value", ctx()).unwrap(), AttrValue::Tensor(_)));
+        let mut wrong = tensor(pb::DataType::DT_FLOAT, &[4096]);
+        wrong.int_val = vec![1];
+        assert!(matches!(tensor_attr_from_proto(&wrong, "value", ctx()).unwrap(), AttrValue::Tensor(_)));
     }
 
     #[test]

@@ -285,8 +285,10 @@ pub(crate) fn concat(values: &[Tensor], axis: i64) -> KResult<Tensor> {
                 first.shape, v.shape
             )));
         }
-        out_shape[ax] += v.shape[ax];
+        out_shape[ax] = out_shape[ax].checked_add(v.shape[ax]).unwrap_or(usize::MAX);
     }
+    // Many copies of one input can make an output far past the budget.
+    autoclust_graph::limits::tensor_elements(first.dtype, &out_shape)?;
     fn go<T: Elem>(values: &[Tensor], ax: usize, out_shape: Vec<usize>) -> KResult<Tensor> {
         let outer: usize = out_shape[..ax].iter().product();
         let inner: usize = out_shape[ax + 1..].iter().product();
@@ -581,6 +583,8 @@ pub(crate) fn gather_batched(params: &Tensor, indices: &Tensor, axis: i64, batch
     let mut out_shape = params.shape[..axis].to_vec();
     out_shape.extend(&indices.shape[bd..]);
     out_shape.extend(&params.shape[axis + 1..]);
+    // Many indices into large rows: an output far larger than either input.
+    autoclust_graph::limits::tensor_elements(params.dtype, &out_shape)?;
     struct Layout {
         batch: usize,
         outer: usize,
@@ -771,6 +775,10 @@ fn unsorted_segment<T: Num>(r: SegmentReduce, data: &Tensor, ids: &Tensor, num: 
             )));
         }
     }
+    let mut out_shape = vec![num];
+    out_shape.extend(&data.shape[ids.rank()..]);
+    // `num_segments` is an input: checked before the output is allocated.
+    autoclust_graph::limits::tensor_elements(data.dtype, &out_shape)?;
     let inner: usize = data.shape[ids.rank()..].iter().product();
     let x = T::slice(data);
     let mut v = vec![segment_identity::<T>(r); num * inner];
@@ -982,13 +990,14 @@ pub(crate) fn gather_nd_any(params: &Tensor, indices: &Tensor) -> KResult<Tensor
 
 fn gather_nd<T: Elem>(params: &Tensor, indices: &Tensor) -> KResult<Tensor> {
     let (offsets, slice, k) = nd_offsets(&params.shape, indices, "params")?;
+    let mut shape = indices.shape[..indices.rank() - 1].to_vec();
+    shape.extend(&params.shape[k..]);
+    autoclust_graph::limits::tensor_elements(params.dtype, &shape)?;
     let v = T::slice(params);
     let mut out = Vec::with_capacity(offsets.len() * slice);
     for &o in &offsets {
         out.extend_from_slice(&v[o..o + slice]);
     }
-    let mut shape = indices.shape[..indices.rank() - 1].to_vec();
-    shape.extend(&params.shape[k..]);
     Ok(tensor_of(shape, out))
 }
 
@@ -1378,6 +1387,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 return Err(KernelError::invalid(format!("shape must be non-negative, got {shape:?}")));
             }
             let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+            // The output's shape is an input: checked before anything is sized from it.
+            autoclust_graph::limits::tensor_elements(inp[1].dtype, &shape)?;
             one(dispatch_num!(inp[1].dtype, scatter_nd(&inp[0], &inp[1], &shape))?)
         }),
         "BroadcastArgs" => Box::new(|inp: Inputs| {

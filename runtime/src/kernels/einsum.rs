@@ -23,6 +23,16 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         }
         let ranks: Vec<usize> = ins.iter().map(|t| t.rank()).collect();
         let eq = Equation::parse(&equation, &ranks).map_err(KernelError::invalid)?;
+        // An outer product's output can be far larger than its operands: checked first.
+        let dims: Vec<Vec<Option<i64>>> =
+            ins.iter().map(|t| t.shape.iter().map(|&d| Some(d as i64)).collect()).collect();
+        let dims: Vec<&[Option<i64>]> = dims.iter().map(Vec::as_slice).collect();
+        let sizes = eq.sizes(&dims).map_err(KernelError::invalid)?;
+        let out: Vec<i64> = eq.output_dims(&sizes).iter().map(|d| d.unwrap_or(0)).collect();
+        autoclust_graph::limits::tensor_elements_i64(
+            ins.first().map_or(autoclust_graph::DType::Float32, |t| t.dtype),
+            &out,
+        )?;
         one(autoclust_compiler::einsum::einsum(&eq, &ins).map_err(KernelError::invalid)?)
     })))
 }

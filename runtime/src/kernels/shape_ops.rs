@@ -57,11 +57,14 @@ fn shape_of(t: &Tensor, out: DType) -> KResult<Tensor> {
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let f: PureFn = match node.op.as_str() {
         "Const" => {
-            let value = node
-                .attr("value")
-                .and_then(|a| a.as_tensor())
-                .cloned()
-                .ok_or_else(|| KernelError::Attr("value".into()))?;
+            // A compact constant (a large splat) is expanded here, once per plan, through
+            // the size budget: past it, an error naming this node.
+            let value = match node.attr("value").and_then(|a| a.tensor_value()) {
+                Some(Ok(t)) => t.into_owned(),
+                Some(Err(autoclust_graph::TensorError::TooLarge(e))) => return Err(KernelError::TooLarge(e)),
+                Some(Err(e)) => return Err(KernelError::invalid(e.to_string())),
+                None => return Err(KernelError::Attr("value".into())),
+            };
             Box::new(move |_inp: Inputs| one(value.clone()))
         }
         "_AutoclustSameShape" => {

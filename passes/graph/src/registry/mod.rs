@@ -88,7 +88,7 @@ impl AttrKind {
             AttrKind::Bool => v.as_bool().is_some(),
             AttrKind::String => matches!(v, AttrValue::S(_)),
             AttrKind::Shape => v.as_shape().is_some(),
-            AttrKind::Tensor => v.as_tensor().is_some(),
+            AttrKind::Tensor => v.tensor_type().is_some(),
             AttrKind::ListInt => v.as_int_list().is_some(),
             AttrKind::ListType => v.as_type_list().is_some(),
             AttrKind::ListFloat => matches!(v, AttrValue::List(ListValue::F(_) | ListValue::Empty)),

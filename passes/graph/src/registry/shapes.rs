@@ -209,13 +209,15 @@ pub(super) fn value_binary(c: &InferCtx<'_>) -> Values {
 // ---------------------------------------------------------------- sources
 
 pub(super) fn constant(c: &InferCtx<'_>) -> Shapes {
-    let Some(t) = c.node.attr("value").and_then(AttrValue::as_tensor) else { return one(Shape::unknown()) };
+    let Some((dtype, shape)) = c.node.attr("value").and_then(AttrValue::tensor_type) else {
+        return one(Shape::unknown());
+    };
     if let Some(d) = c.out_types.first() {
-        if *d != t.dtype {
-            return Err(format!("value has dtype {} but dtype is {d}", t.dtype));
+        if *d != dtype {
+            return Err(format!("value has dtype {dtype} but dtype is {d}"));
         }
     }
-    one(Shape::known(&t.shape))
+    one(Shape::known(shape))
 }
 
 pub(super) fn value_const(c: &InferCtx<'_>) -> Values {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use super::print::{has_native_buffer, is_ident_byte, is_type_string};
 use super::ParseError;
 use crate::{
-    limits::MAX_ATTR_DEPTH, ArgDef, AttrDef, AttrValue, Attrs, DType, FuncAttr, FunctionDef, GradientDef, Graph,
-    Library, ListValue, RawNode, Shape, Signature, Span, Tensor, TensorData, Versions,
+    limits::MAX_ATTR_DEPTH, ArgDef, AttrDef, AttrValue, Attrs, CompactTensor, DType, FuncAttr, FunctionDef,
+    GradientDef, Graph, Library, ListValue, RawNode, Shape, Signature, Span, Tensor, TensorData, Versions,
 };
 
 /// Parses a whole native-format file into a graph.
@@ -152,6 +152,16 @@ impl Parser<'_> {
             Ok(())
         } else {
             Err(self.err(format!("expected '{}', found {}", c as char, self.found())))
+        }
+    }
+
+    fn eat_ellipsis(&mut self) -> bool {
+        self.skip_ws();
+        if self.src.get(self.pos..self.pos + 3) == Some(b"...") {
+            self.pos += 3;
+            true
+        } else {
+            false
         }
     }
 
@@ -380,7 +390,7 @@ impl Parser<'_> {
                     return Err(self.err_at(span, format!("unknown value '{word}'")));
                 };
                 if self.peek() == Some(b'[') {
-                    Ok(AttrValue::Tensor(self.tensor(dtype, span)?))
+                    self.tensor(dtype, span)
                 } else {
                     Ok(AttrValue::Type(dtype))
                 }
@@ -501,8 +511,10 @@ impl Parser<'_> {
         }
     }
 
-    /// `DTYPE[DIMS]{VALUES}` or `DTYPE[DIMS] bytes "…"` — after the dtype.
-    fn tensor(&mut self, dtype: DType, span: Span) -> R<Tensor> {
+    /// `DTYPE[DIMS]{VALUES}`, `DTYPE[DIMS]{VALUES, ...}` (the last value repeated to fill
+    /// the shape, zeros for `{...}`: TensorFlow's splat rule, kept compact when large) or
+    /// `DTYPE[DIMS] bytes "…"` — after the dtype.
+    fn tensor(&mut self, dtype: DType, span: Span) -> R<AttrValue> {
         self.expect(b'[')?;
         let mut shape = Vec::new();
         if !self.eat(b']') {
@@ -522,33 +534,41 @@ impl Parser<'_> {
             .ok_or_else(|| self.err_at(span, "tensor too large"))?;
         if self.eat_word("bytes") {
             let bytes = self.string()?;
-            return Tensor::from_raw(dtype, shape, bytes).map_err(|e| self.err_at(span, e.to_string()));
+            return Tensor::from_raw(dtype, shape, bytes)
+                .map(AttrValue::Tensor)
+                .map_err(|e| self.err_at(span, e.to_string()));
         }
         if !has_native_buffer(dtype) {
             return Err(self.err_at(span, format!("{dtype} tensors are written as 'bytes \"...\"'")));
         }
         self.expect(b'{')?;
+        let (open, mut repeat) = (self.span(), false);
         let data = match dtype {
-            DType::Float32 => TensorData::F32(Arc::new(self.items(n, |p| {
+            DType::Float32 => TensorData::F32(Arc::new(self.items(n, &mut repeat, |p| {
                 let s = p.span();
                 let f = p.float()?;
                 p.to_f32(f, s)
             })?)),
-            DType::Float64 => TensorData::F64(Arc::new(self.items(n, |p| {
+            DType::Float64 => TensorData::F64(Arc::new(self.items(n, &mut repeat, |p| {
                 let s = p.span();
                 let f = p.float()?;
                 p.to_f64(f, s)
             })?)),
-            DType::Int32 => TensorData::I32(Arc::new(self.items(n, |p| {
+            DType::Int32 => TensorData::I32(Arc::new(self.items(n, &mut repeat, |p| {
                 let s = p.span();
                 let i = p.int()?;
                 i32::try_from(i).map_err(|_| p.err_at(s, format!("{i} does not fit int32")))
             })?)),
-            DType::Int64 => TensorData::I64(Arc::new(self.items(n, |p| p.int())?)),
-            DType::Bool => TensorData::Bool(Arc::new(self.items(n, |p| p.bool())?)),
-            _ => TensorData::Str(Arc::new(self.items(n, |p| p.string())?)),
+            DType::Int64 => TensorData::I64(Arc::new(self.items(n, &mut repeat, |p| p.int())?)),
+            DType::Bool => TensorData::Bool(Arc::new(self.items(n, &mut repeat, |p| p.bool())?)),
+            _ => TensorData::Str(Arc::new(self.items(n, &mut repeat, |p| p.string())?)),
         };
-        Ok(Tensor { dtype, shape, data })
+        if !repeat {
+            return Ok(AttrValue::Tensor(Tensor { dtype, shape, data }));
+        }
+        let given = Tensor { dtype, shape: Vec::new(), data };
+        let given = Tensor { shape: vec![given.num_elements()], ..given };
+        CompactTensor::or_dense(given, shape).map_err(|e| self.err_at(open, e.to_string()))
     }
 
     /// A float, also accepting an integer literal.
@@ -570,18 +590,31 @@ impl Parser<'_> {
     }
 
     /// `n` comma-separated items and the closing `}`.
-    fn items<T>(&mut self, n: usize, mut item: impl FnMut(&mut Self) -> R<T>) -> R<Vec<T>> {
+    /// A tensor's `{v, …}` after the `{`; a final `...` sets `repeat` (fewer values
+    /// than `n` then, the last repeated).
+    fn items<T>(&mut self, n: usize, repeat: &mut bool, mut item: impl FnMut(&mut Self) -> R<T>) -> R<Vec<T>> {
         let mut v = Vec::with_capacity(n.min(1 << 20));
         self.skip_ws();
         let open = self.span();
         if !self.eat(b'}') {
             loop {
+                if self.eat_ellipsis() {
+                    *repeat = true;
+                    self.expect(b'}')?;
+                    break;
+                }
                 v.push(item(self)?);
                 if self.eat(b'}') {
                     break;
                 }
                 self.expect(b',')?;
             }
+        }
+        if *repeat && v.len() < n {
+            return Ok(v);
+        }
+        if *repeat {
+            return Err(self.err_at(open, format!("tensor has {} values and '...'; its shape needs {n}", v.len())));
         }
         if v.len() != n {
             return Err(self.err_at(open, format!("tensor has {} values; its shape needs {n}", v.len())));
@@ -633,6 +666,7 @@ impl Parser<'_> {
             AttrValue::Shape(_) => collect!(Shape, AttrValue::Shape(s) => s, "shapes"),
             AttrValue::Tensor(_) => collect!(Tensor, AttrValue::Tensor(t) => t, "tensors"),
             AttrValue::Func(_) => collect!(Func, AttrValue::Func(f) => f, "functions"),
+            AttrValue::Compact(_) => return Err(self.err_at(items[0].0, "a list of tensors holds no '...' tensor")),
             AttrValue::Placeholder(_) | AttrValue::List(_) => return Err(self.err_at(items[0].0, NOT_A_LIST_ITEM)),
         })
     }

@@ -281,6 +281,17 @@ fn value(out: &mut String, v: &AttrValue) {
         AttrValue::Type(t) => out.push_str(&t.name()),
         AttrValue::Shape(s) => shape(out, s),
         AttrValue::Tensor(t) => tensor(out, t),
+        AttrValue::Compact(c) => {
+            // The given values, then `...`: `float32[1000,1000]{0.5, ...}`.
+            out.push_str(&c.dtype().name());
+            dims(out, &c.shape);
+            tensor_values(out, &c.values);
+            out.pop();
+            if !out.ends_with('{') {
+                out.push_str(", ");
+            }
+            out.push_str("...}");
+        }
         AttrValue::Func(f) => func(out, f),
         AttrValue::Placeholder(p) => {
             out.push('$');
@@ -341,6 +352,11 @@ fn dims(out: &mut String, d: &[usize]) {
 fn tensor(out: &mut String, t: &Tensor) {
     out.push_str(&t.dtype.name());
     dims(out, &t.shape);
+    tensor_values(out, t);
+}
+
+/// `{v, …}` (or ` bytes "…"`) after a tensor's dtype and dimensions.
+fn tensor_values(out: &mut String, t: &Tensor) {
     fn items<T>(out: &mut String, v: &[T], mut f: impl FnMut(&mut String, &T)) {
         out.push('{');
         for (i, x) in v.iter().enumerate() {

@@ -463,3 +463,32 @@ fn nesting_up_to_the_limit_parses_and_prints_back() {
     let back = parse_graph(&print_graph(&g)).unwrap();
     same(&g, &back).unwrap();
 }
+
+#[test]
+fn large_splats_are_written_and_read_compactly() {
+    // `{v, ...}` repeats the last value (TensorFlow's splat rule); `{...}` is zeros.
+    let src = "a = Const() {dtype = float32, value = float32[1000000,1000000]{0.5, ...}}\n\
+               b = Const() {dtype = int64, value = int64[4096]{1, 2, ...}}\n\
+               z = Const() {dtype = bool, value = bool[2048]{...}}\n\
+               s = Const() {dtype = float32, value = float32[3]{7.0, ...}}\n";
+    let g = parse_graph(src).unwrap();
+    let value = |n: &str| g.node(g.find(n).unwrap()).attr("value").unwrap().clone();
+    let AttrValue::Compact(a) = value("a") else { panic!("a is compact") };
+    assert_eq!((a.shape.as_slice(), a.values.as_f32()), (&[1_000_000, 1_000_000][..], Some(&[0.5f32][..])));
+    let AttrValue::Compact(b) = value("b") else { panic!("b is compact") };
+    let dense = b.expand().unwrap();
+    assert_eq!(dense.as_i64().unwrap()[..4], [1, 2, 2, 2]);
+    assert_eq!(dense.num_elements(), 4096);
+    let AttrValue::Compact(z) = value("z") else { panic!("z is compact") };
+    assert!(z.expand().unwrap().as_bool().unwrap().iter().all(|&x| !x));
+    // Small ones are expanded at once: every pass sees an ordinary tensor.
+    assert_eq!(value("s"), AttrValue::Tensor(Tensor::from_f32(vec![3], vec![7.0; 3]).unwrap()));
+    // Past the budget the values are refused when expanded, not when read.
+    assert!(a.expand().unwrap_err().to_string().contains("--max-tensor-bytes"));
+    round_trip(&g);
+    let text = print_graph(&g);
+    assert!(text.contains("float32[1000000,1000000]{0.5, ...}") && text.contains("bool[2048]{...}"), "{text}");
+    // As many values as elements with `...`, or a `...` not at the end, is an error.
+    assert!(err("a = Const() {value = float32[2]{1.0, 2.0, ...}}\n").1.contains("'...'"));
+    assert!(parse_graph("a = Const() {value = float32[2048]{..., 1.0}}\n").is_err());
+}
