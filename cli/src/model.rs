@@ -76,21 +76,15 @@ impl ModelContext {
     }
 }
 
-/// Loads a graph for `run`/`bench`; for a SavedModel also its signature
-/// (`signature`, default `serving_default`) and variables.
-pub fn load_to_run(
-    path: &Path,
-    format: Option<Format>,
-    signature: Option<&str>,
-) -> Result<(Graph, Option<ModelContext>), CliError> {
-    let is_saved = path.as_os_str() != "-" && Format::for_path(path, format)? == Format::SavedModel;
-    if !is_saved {
-        if signature.is_some() {
-            return Err(CliError::usage(format!("{}: --signature needs a SavedModel directory", path.display())));
-        }
-        return Ok((load_graph_to_run(path, format)?, None));
-    }
-    let graph = load_graph_to_run(path, format)?;
+/// Whether `path` (with `--format`) names a SavedModel directory.
+pub fn is_saved_model(path: &Path, format: Option<Format>) -> Result<bool, CliError> {
+    Ok(path.as_os_str() != "-" && Format::for_path(path, format)? == Format::SavedModel)
+}
+
+/// The SavedModel in `path` with the signature `signature` (default
+/// `serving_default`) picked and its variables restored from the checkpoint;
+/// an unknown signature is an error listing the available ones.
+pub fn model_context(path: &Path, signature: Option<&str>) -> Result<ModelContext, CliError> {
     let mut sm = load_saved_model(path)?;
     let dir = path.display().to_string();
     let name = signature.unwrap_or("serving_default");
@@ -101,14 +95,37 @@ pub fn load_to_run(
     };
     let keys = sm.variables.iter().map(|v| (v.name.clone(), v.key.clone())).collect();
     let variables = sm.variables.into_iter().map(|v| (v.name, v.value)).collect();
-    let model = ModelContext {
+    Ok(ModelContext {
         dir,
         signature_name: name.to_string(),
         signature: sig,
         variables,
         keys,
         object_graph: sm.object_graph,
-    };
+    })
+}
+
+/// `--signature` without a SavedModel is a usage error.
+pub fn no_signature_without_model(path: &Path, signature: Option<&str>) -> Result<(), CliError> {
+    match signature {
+        Some(_) => Err(CliError::usage(format!("{}: --signature needs a SavedModel directory", path.display()))),
+        None => Ok(()),
+    }
+}
+
+/// Loads a graph for `run`/`bench`; for a SavedModel also its signature
+/// (`signature`, default `serving_default`) and variables.
+pub fn load_to_run(
+    path: &Path,
+    format: Option<Format>,
+    signature: Option<&str>,
+) -> Result<(Graph, Option<ModelContext>), CliError> {
+    if !is_saved_model(path, format)? {
+        no_signature_without_model(path, signature)?;
+        return Ok((load_graph_to_run(path, format)?, None));
+    }
+    let graph = load_graph_to_run(path, format)?;
+    let model = model_context(path, signature)?;
     Ok((graph, Some(model)))
 }
 

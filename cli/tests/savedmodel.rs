@@ -267,3 +267,98 @@ fn multi_shard_checkpoints_restore_and_sliced_variables_are_refused() {
         );
     }
 }
+
+/// `convert` writes the MetaGraphDef's graph and function library: the converted file
+/// holds the signature's placeholders and the library's bodies, and analyzes exactly as the
+/// directory does.
+#[test]
+fn convert_writes_the_graph_and_its_library() {
+    let dir = tempfile::tempdir().unwrap();
+    for ext in ["graph", "pbtxt"] {
+        let out = dir.path().join(format!("train.{ext}"));
+        let c = autoclust(&["convert", s(&fixture("train")), "-o", s(&out)]);
+        assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.contains("train_step_x"), "{text}");
+        assert!(text.contains("AssignSubVariableOp"), "the library's train_step body is kept");
+        let a = json(&autoclust(&["analyze", s(&fixture("train")), "--json"]));
+        let b = json(&autoclust(&["analyze", s(&out), "--json"]));
+        assert_eq!(a, b, "{ext}");
+    }
+}
+
+/// `opt` and `compile` work on the MetaGraphDef's graph and library: inlining brings the
+/// train_step body's updates to the top level, and the compiled program snapshots the
+/// variables in one bridge per signature function.
+#[test]
+fn opt_and_compile_take_the_directory() {
+    let out = autoclust(&["opt", s(&fixture("train")), "--passes", "inline"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("AssignSubVariableOp = AssignSubVariableOp(w, "), "{text}");
+    let stats = json(&autoclust(&["opt", s(&fixture("cnn")), "--passes", "default", "--stats"]));
+    assert_eq!(stats["nodes_before"], 45);
+    assert!(stats["nodes_after"].as_u64().unwrap() > 45, "the calls are inlined: {stats}");
+    let dir = tempfile::tempdir().unwrap();
+    let compiled = dir.path().join("train.graph");
+    let c = autoclust(&["compile", s(&fixture("train")), "-o", s(&compiled)]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let text = std::fs::read_to_string(&compiled).unwrap();
+    assert!(text.contains("_AutoclustSnapshot(w, b, ^train_step_x, ^train_step_y)"), "{text}");
+    assert!(text.contains("_AutoclustWriteBack"), "{text}");
+}
+
+/// `explore` and `verify` pick the signature, restore its variables from the checkpoint,
+/// take feeds by input name and name fetches by output key: one train_step explored is
+/// exactly one `run` step, and clustering the signature adds no behaviour.
+#[test]
+fn explore_and_verify_take_the_signature() {
+    let (train, feeds) = (fixture("train"), fixture("train.feeds.npz"));
+    let sig = ["--signature", "train_step", "--feeds", s(&feeds)];
+    let run = json(&autoclust(&[&["run", s(&train)][..], &sig, &["--no-cluster", "--json"]].concat()));
+    for clustered in [&[][..], &["--clustered"][..]] {
+        let v = json(&autoclust(&[&["explore", s(&train)][..], &sig, clustered, &["--json"]].concat()));
+        let outcomes = v["outcomes"].as_array().unwrap();
+        assert_eq!(outcomes.len(), 1, "{v}");
+        assert_eq!(outcomes[0]["fetches"], run["fetches"], "{clustered:?}");
+        assert_eq!(outcomes[0]["variables"], run["variables"], "{clustered:?}");
+    }
+    let out = autoclust(&[&["verify", s(&train)][..], &sig].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("verify: ok: all 1 outcomes"));
+    // serving_default by default; its outputs equal TensorFlow's.
+    let v = json(&autoclust(&["explore", s(&fixture("dense2")), "--feeds", s(&fixture("dense2.feeds.npz")), "--json"]));
+    let outcome = &v["outcomes"][0];
+    for (key, want) in expected("dense2.expected.npz") {
+        assert_close(&format!("explore {key}"), &outcome["fetches"][&key], &want);
+    }
+    for model in ["dense2", "cnn"] {
+        let feeds = fixture(&format!("{model}.feeds.npz"));
+        let out = autoclust(&["verify", s(&fixture(model)), "--feeds", s(&feeds)]);
+        assert!(out.status.success(), "{model}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("verify: ok"), "{model}");
+    }
+    // The signature's errors, as for run.
+    let e = error_line(&autoclust(&["verify", s(&train), "--signature", "nope"]));
+    assert!(e.contains("no signature 'nope' (available: serving_default, train_step)"), "{e}");
+    let e = error_line(&autoclust(&["explore", s(&train), "--signature", "train_step", "--feed", "x=[[1,2,3]]"]));
+    assert!(e.contains("input 'y' is not fed"), "{e}");
+    let e = error_line(&autoclust(&[&["explore", s(&train)][..], &sig, &["--fetch", "w"]].concat()));
+    assert!(e.contains("'w' is not an output of signature 'train_step'"), "{e}");
+    let usage = autoclust(&["verify", s(&fixture("../tf/mlp_784.pbtxt")), "--signature", "x"]);
+    assert_eq!(usage.status.code(), Some(2));
+}
+
+/// `bench` on every fixture: the Keras export, and the train_step signature.
+#[test]
+fn bench_takes_every_fixture() {
+    for (model, extra) in [("cnn", &[][..]), ("train", &["--signature", "train_step"][..])] {
+        let (dir, feeds) = (fixture(model), fixture(&format!("{model}.feeds.npz")));
+        let mut args = vec!["bench", s(&dir), "--feeds", s(&feeds), "--steps", "3", "--json"];
+        args.extend_from_slice(extra);
+        let b = json(&autoclust(&args));
+        assert!(b["clustered_steps_per_s"].as_f64().unwrap() > 0.0, "{model}: {b}");
+        assert!(b["unclustered_steps_per_s"].as_f64().unwrap() > 0.0, "{model}: {b}");
+        assert!(b["compiled_clusters"].as_u64().unwrap() >= 1, "{model}: {b}");
+    }
+}
