@@ -230,42 +230,47 @@ fn clear_errors() {
     assert!(e.contains("ck.index: not a table: bad magic number"), "{e}");
 }
 
-/// A checkpoint TensorFlow wrote in two data shards (`MaxShardSizePolicy`,
-/// testdata/checkpoint/make_fixtures.py) restores whole, in both modes; one whose
-/// variable TensorFlow split into slices across shards is refused by name.
+/// Checkpoints TensorFlow wrote in two data shards (`MaxShardSizePolicy`,
+/// testdata/checkpoint/make_fixtures.py) restore whole, in both modes: one with every
+/// tensor whole in a shard, and one whose variable `b` TensorFlow split into slices across
+/// the shards (a partitioned tensor, put back together from its slice entries).
 #[test]
-fn multi_shard_checkpoints_restore_and_sliced_variables_are_refused() {
+fn multi_shard_and_sliced_checkpoints_restore() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/checkpoint");
     let graph = dir.join("vars.graph");
-    for mode in [&[][..], &["--no-cluster"][..]] {
-        let prefix = dir.join("sharded/ck");
-        let mut args = vec!["run", s(&graph), "--vars", s(&prefix), "--fetch", "rw,rb,rn,sw", "--json"];
-        args.extend_from_slice(mode);
-        let v = json(&autoclust(&args));
-        let data = |k: &str| v["fetches"][k]["data"].clone();
-        let w: Vec<f64> = (0..64).map(f64::from).collect();
-        assert_eq!(data("rw:0"), serde_json::json!(w), "{mode:?}");
-        let b = data("rb:0");
-        let b = b.as_array().unwrap();
-        assert_eq!(b.len(), 40);
-        for (i, x) in b.iter().enumerate() {
-            let want = -1.0 + 2.0 * i as f64 / 39.0;
-            assert!((x.as_f64().unwrap() - want).abs() < 1e-6, "b[{i}] = {x}, want {want}");
+    for ckpt in ["sharded/ck", "sliced/ck"] {
+        for mode in [&[][..], &["--no-cluster"][..]] {
+            let prefix = dir.join(ckpt);
+            let mut args = vec!["run", s(&graph), "--vars", s(&prefix), "--fetch", "rw,rb,rn,sw", "--json"];
+            args.extend_from_slice(mode);
+            let v = json(&autoclust(&args));
+            let data = |k: &str| v["fetches"][k]["data"].clone();
+            let w: Vec<f64> = (0..64).map(f64::from).collect();
+            assert_eq!(data("rw:0"), serde_json::json!(w), "{ckpt} {mode:?}");
+            let b = data("rb:0");
+            let b = b.as_array().unwrap();
+            assert_eq!(b.len(), 40);
+            for (i, x) in b.iter().enumerate() {
+                let want = -1.0 + 2.0 * i as f64 / 39.0;
+                assert!((x.as_f64().unwrap() - want).abs() < 1e-6, "{ckpt}: b[{i}] = {x}, want {want}");
+            }
+            assert_eq!(data("rn:0"), serde_json::json!([7]));
+            assert_eq!(data("sw:0"), serde_json::json!([2016.0]));
         }
-        assert_eq!(data("rn:0"), serde_json::json!([7]));
-        assert_eq!(data("sw:0"), serde_json::json!([2016.0]));
-
-        let prefix = dir.join("sliced/ck");
-        let mut args = vec!["run", s(&graph), "--vars", s(&prefix), "--fetch", "sw"];
-        args.extend_from_slice(mode);
-        let e = error_line(&autoclust(&args));
-        assert!(
-            e.contains(
-                "ck.index: tensor 'b/.ATTRIBUTES/VARIABLE_VALUE': partitioned (sliced) variables are not supported"
-            ),
-            "{e}"
-        );
     }
+    // A slice's bytes are checked like any tensor's: the error names the shard and the slice.
+    let tmp = tempfile::tempdir().unwrap();
+    for f in ["ck.index", "ck.data-00000-of-00002", "ck.data-00001-of-00002"] {
+        std::fs::copy(dir.join("sliced").join(f), tmp.path().join(f)).unwrap();
+    }
+    let shard = tmp.path().join("ck.data-00000-of-00002");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x10;
+    std::fs::write(&shard, &bytes).unwrap();
+    let prefix = tmp.path().join("ck");
+    let e = error_line(&autoclust(&["run", s(&graph), "--vars", s(&prefix), "--fetch", "rb"]));
+    assert!(e.contains("ck.data-00000-of-00002: tensor '") && e.contains("checksum mismatch"), "{e}");
 }
 
 /// `convert` writes the MetaGraphDef's graph and function library: the converted file
