@@ -367,3 +367,90 @@ fn bench_takes_every_fixture() {
         assert!(b["compiled_clusters"].as_u64().unwrap() >= 1, "{model}: {b}");
     }
 }
+
+/// Issue 16's "done when", literally: from the repository's directory layout, `run` on the
+/// train SavedModel's `train_step` for 100 steps leaves `ckpt/step100` (a relative prefix
+/// whose directory `run` creates), which TensorFlow restores with the values its own 100
+/// steps give (`make_fixtures.py --check-train`, when /work/tfenv exists); `bench` on the
+/// directory prints clustered and unclustered steps per second.
+#[test]
+fn done_when_a_newcomer_benches_and_trains_a_saved_model() {
+    let cwd = tempfile::tempdir().unwrap();
+    let root = fixture("..");
+    let (train, feeds) = (root.join("savedmodel/train"), root.join("savedmodel/train.feeds.npz"));
+    let out = Command::new(env!("CARGO_BIN_EXE_autoclust"))
+        .current_dir(cwd.path())
+        .args([
+            "run",
+            s(&train),
+            "--signature",
+            "train_step",
+            "--feeds",
+            s(&feeds),
+            "--steps",
+            "100",
+            "--save-checkpoint",
+            "ckpt/step100",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("loss = {\"dtype\": \"float32\", \"shape\": []"));
+    let prefix = cwd.path().join("ckpt/step100");
+    let ckpt = read_checkpoint(&prefix).unwrap();
+    let keys: Vec<&str> = ckpt.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, [OBJECT_GRAPH_KEY, "b/.ATTRIBUTES/VARIABLE_VALUE", "w/.ATTRIBUTES/VARIABLE_VALUE"]);
+    let python = Path::new("/work/tfenv/bin/python");
+    if python.exists() {
+        let out = Command::new(python)
+            .env("TF_CPP_MIN_LOG_LEVEL", "3")
+            .args([s(&fixture("make_fixtures.py")), "--check-train", "100", s(&prefix)])
+            .output()
+            .unwrap();
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && said.contains("100 steps: w, b equal TensorFlow's"), "{said}");
+    }
+    let out = autoclust(&["bench", s(&fixture("dense2")), "--feeds", s(&fixture("dense2.feeds.npz")), "--steps", "20"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in ["unclustered: ", "clustered: ", "speedup: ", "clusters:    1 (1 compiled, 0 interpreted)"] {
+        assert!(text.lines().any(|l| l.starts_with(line)), "no '{line}' in:\n{text}");
+    }
+}
+
+/// Every missing or corrupt part of a SavedModel is one `error:` line naming the file, for
+/// `run` and `bench` alike.
+#[test]
+fn missing_and_corrupt_saved_model_parts_are_named() {
+    let files = ["saved_model.pb", "variables/variables.index", "variables/variables.data-00000-of-00001"];
+    let feeds = fixture("dense2.feeds.npz");
+    let cases: [(&str, Option<&[u8]>, &str); 6] = [
+        ("saved_model.pb", None, "saved_model.pb: cannot read"),
+        ("saved_model.pb", Some(b"\xff\xff\xff\xff"), "saved_model.pb: not a SavedModel"),
+        ("variables/variables.index", None, "variables.index: cannot read"),
+        (
+            "variables/variables.index",
+            Some(b"not a table, but long enough to hold a footer...."),
+            "variables.index: not a table",
+        ),
+        ("variables/variables.data-00000-of-00001", None, "variables.data-00000-of-00001: cannot read"),
+        ("variables/variables.data-00000-of-00001", Some(b"short"), "variables.data-00000-of-00001: tensor '"),
+    ];
+    for (part, content, want) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("m");
+        std::fs::create_dir_all(m.join("variables")).unwrap();
+        for f in files {
+            std::fs::copy(fixture("dense2").join(f), m.join(f)).unwrap();
+        }
+        match content {
+            None => std::fs::remove_file(m.join(part)).unwrap(),
+            Some(bytes) => std::fs::write(m.join(part), bytes).unwrap(),
+        }
+        for cmd in ["run", "bench"] {
+            let e = error_line(&autoclust(&[cmd, s(&m), "--feeds", s(&feeds), "--steps", "1"]));
+            assert!(e.contains(want), "{part} {content:?} {cmd}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+}
