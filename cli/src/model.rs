@@ -15,7 +15,7 @@ use autoclust_graphdef::tensor_bundle::{self, OBJECT_GRAPH_KEY};
 use autoclust_runtime::numpy::{read_npy, read_npz};
 use autoclust_runtime::tensor_io::read_safetensors;
 
-use crate::io::{load_graph_to_run, load_saved_model, Format};
+use crate::io::{load_graph, load_graph_to_run, load_saved_model, Format};
 use crate::CliError;
 
 /// The SavedModel a graph came from, with the signature `--signature` picked.
@@ -111,6 +111,40 @@ pub fn no_signature_without_model(path: &Path, signature: Option<&str>) -> Resul
         Some(_) => Err(CliError::usage(format!("{}: --signature needs a SavedModel directory", path.display()))),
         None => Ok(()),
     }
+}
+
+/// The graph of `path` for the graph-only commands (`analyze`, `cluster`, `convert`, `opt`,
+/// `compile`): as written, or with `--signature NAME` (a SavedModel only) the signature's
+/// share of it: its function calls inlined (as `run` does) and the graph pruned to the
+/// signature's outputs (every variable kept).
+pub fn load_graph_for_signature(
+    path: &Path,
+    format: Option<Format>,
+    signature: Option<&str>,
+) -> Result<Graph, CliError> {
+    let Some(name) = signature else { return load_graph(path, format) };
+    if !is_saved_model(path, format)? {
+        no_signature_without_model(path, signature)?;
+    }
+    let graph = load_graph(path, format)?;
+    let model = model_context(path, Some(name))?;
+    let shown = || path.display().to_string();
+    let (graph, _) =
+        autoclust_passes::inline::inline_calls(&graph).map_err(|e| CliError::input(format!("{}: {e}", shown())))?;
+    let mut fetches = Vec::new();
+    for out in &model.signature.outputs {
+        let (node, port) = out.tensor.rsplit_once(':').unwrap_or((out.tensor.as_str(), "0"));
+        let found = graph.find(node).zip(port.parse::<u32>().ok());
+        let (node, port) = found.ok_or_else(|| {
+            CliError::input(format!(
+                "{}: signature '{name}': output '{}' names no tensor of the graph",
+                shown(),
+                out.key
+            ))
+        })?;
+        fetches.push(autoclust_graph::Output { node, port });
+    }
+    autoclust_passes::pipeline::prune(&graph, &fetches, &[]).map_err(|e| CliError::input(format!("{}: {e}", shown())))
 }
 
 /// Loads a graph for `run`/`bench`; for a SavedModel also its signature

@@ -454,3 +454,45 @@ fn missing_and_corrupt_saved_model_parts_are_named() {
         }
     }
 }
+
+/// With `--signature`, the graph-only commands see what `run` runs of a SavedModel: the
+/// signature's function inlined and the graph pruned to its outputs, so `cluster` shows the
+/// whole train_step (forward, gradients and both updates) as one cluster.
+#[test]
+fn graph_commands_take_a_signature() {
+    let train = fixture("train");
+    let v = json(&autoclust(&["cluster", s(&train), "--signature", "train_step", "--json"]));
+    let clusters = v["clusters"].as_array().unwrap();
+    assert_eq!(clusters.len(), 1, "{v}");
+    let nodes: Vec<&str> = clusters[0]["nodes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    for want in ["AssignSubVariableOp", "AssignSubVariableOp_1", "MatMul", "gradient_tape/MatMul/MatMul"] {
+        assert!(
+            nodes.contains(&format!("StatefulPartitionedCall_1/StatefulPartitionedCall/{want}").as_str()),
+            "{want}"
+        );
+    }
+    assert_eq!(v["unclustered"], serde_json::json!(["b", "train_step_x", "train_step_y", "w"]));
+    let v = json(&autoclust(&["analyze", s(&fixture("dense2")), "--signature", "serving_default", "--json"]));
+    let ops = v["resource_ops"].as_array().unwrap();
+    assert_eq!(ops.len(), 4, "{v}");
+    assert!(ops.iter().all(|o| o["op"] == "ReadVariableOp" && o["kind"] == "read"), "{v}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("serving.graph");
+    let c = autoclust(&["convert", s(&train), "--signature", "serving_default", "-o", s(&out)]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("serving_default_x = Placeholder") && !text.contains("train_step_x"), "{text}");
+    let compiled = dir.path().join("train.graph");
+    let c = autoclust(&["compile", s(&train), "--signature", "train_step", "-o", s(&compiled)]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let text = std::fs::read_to_string(&compiled).unwrap();
+    assert_eq!(text.matches("= _AutoclustSnapshot(").count(), 1, "{text}");
+    assert!(!text.contains("serving_default_x"), "{text}");
+    let whole = json(&autoclust(&["opt", s(&train), "--passes", "inline", "--stats"]));
+    let one = json(&autoclust(&["opt", s(&train), "--signature", "train_step", "--passes", "inline", "--stats"]));
+    assert!(one["nodes_before"].as_u64() < whole["nodes_after"].as_u64(), "{one} vs {whole}");
+    let usage = autoclust(&["cluster", s(&fixture("../tf/mlp_784.pbtxt")), "--signature", "x"]);
+    assert_eq!(usage.status.code(), Some(2));
+    let e = error_line(&autoclust(&["cluster", s(&train), "--signature", "nope"]));
+    assert!(e.contains("no signature 'nope' (available: serving_default, train_step)"), "{e}");
+}
