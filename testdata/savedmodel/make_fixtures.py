@@ -80,6 +80,21 @@ def dense2():
     np.save(os.path.join(HERE, "dense2.x.npy"), x)
 
 
+def dense2_sliced():
+    """dense2 again, its checkpoint written with MaxShardSizePolicy(100 bytes): w1 and w2 are
+    split into slices across data shards; TensorFlow's outputs are dense2.expected.npz's."""
+    m = Dense2()
+    path = os.path.join(HERE, "dense2_sliced")
+    policy = tf.train.experimental.MaxShardSizePolicy(max_shard_size=100)
+    options = tf.saved_model.SaveOptions(experimental_sharding_callback=policy)
+    tf.saved_model.save(m, path, signatures={"serving_default": m.__call__}, options=options)
+    x = np.load(os.path.join(HERE, "dense2.feeds.npz"))["x"]
+    out = tf.saved_model.load(path).signatures["serving_default"](x=tf.constant(x))
+    want = np.load(os.path.join(HERE, "dense2.expected.npz"))
+    assert all(np.allclose(out[k].numpy(), want[k], rtol=1e-6, atol=1e-6) for k in want.files)
+    print("dense2_sliced", sorted(os.listdir(os.path.join(path, "variables"))))
+
+
 def cnn():
     tf.keras.utils.set_random_seed(4)
     inp = tf.keras.Input((8, 8, 1), name="image")
@@ -173,5 +188,6 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--check-train":
         sys.exit(check_train(int(sys.argv[2]), sys.argv[3]))
     dense2()
+    dense2_sliced()
     cnn()
     train()
