@@ -13,7 +13,7 @@ use autoclust_semantics::{autoclusterer, explore_graph, Exploration, Inputs, Lim
 
 use crate::io::{load_graph, Format};
 use crate::model::{
-    is_saved_model, model_context, no_signature_without_model, only_input, read_feed_file, read_vars, ModelContext,
+    is_saved_model, load_model, no_signature_without_model, only_input, read_feed_file, read_vars, ModelContext,
 };
 use crate::CliError;
 
@@ -80,8 +80,7 @@ impl Common {
             no_signature_without_model(path, self.signature.as_deref())?;
             return Ok(Loaded { graph: load_graph(path, self.format)?, model: None });
         }
-        let graph = load_graph(path, self.format)?;
-        let model = model_context(path, self.signature.as_deref())?;
+        let (graph, model) = load_model(path, self.signature.as_deref())?;
         let (graph, _) = autoclust_passes::inline::inline_calls(&graph)
             .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
         Ok(Loaded { graph, model: Some(model) })
