@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use autoclust_passes::safety::SafetyAnalysis;
 use serde::Serialize;
 
-use crate::io::{load_graph, Format};
+use crate::io::Format;
 use crate::CliError;
 
 #[derive(clap::Args)]
@@ -19,6 +19,9 @@ pub struct Args {
     /// Print the contract's JSON.
     #[arg(long)]
     pub json: bool,
+    /// A SavedModel's signature: its function calls inlined, the graph pruned to its outputs.
+    #[arg(long, value_name = "NAME")]
+    pub signature: Option<String>,
     /// Override the format implied by the extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -44,7 +47,7 @@ struct Report<'a> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let graph = load_graph(&args.graph, args.format)?;
+    let graph = crate::model::load_graph_for_signature(&args.graph, args.format, args.signature.as_deref())?;
     let analysis =
         SafetyAnalysis::compute(&graph).map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
     let mut resource_ops: Vec<ResourceOp<'_>> = analysis

@@ -12,7 +12,7 @@ use autoclust_passes::cluster::{dot, ClusterConfig, ClusterError, Clusterer, Clu
 use autoclust_passes::safety::SafetyAnalysis;
 use serde::Serialize;
 
-use crate::io::{load_graph, write_atomic, Format};
+use crate::io::{write_atomic, Format};
 use crate::CliError;
 
 #[derive(clap::Args)]
@@ -32,6 +32,9 @@ pub struct Args {
     /// Explain every refused merge and every uncompilable node (to stderr with --json).
     #[arg(long)]
     pub explain: bool,
+    /// A SavedModel's signature: its function calls inlined, the graph pruned to its outputs.
+    #[arg(long, value_name = "NAME")]
+    pub signature: Option<String>,
     /// Override the format implied by the extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -50,7 +53,7 @@ struct Report<'a> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let graph = load_graph(&args.graph, args.format)?;
+    let graph = crate::model::load_graph_for_signature(&args.graph, args.format, args.signature.as_deref())?;
     let path = args.graph.display();
     let config = ClusterConfig { min_cluster_size: args.min_cluster_size, ..Default::default() };
     let clustering = Clusterer::new(config).run(&graph).map_err(|e| match e {

@@ -14,7 +14,7 @@ use autoclust_passes::cluster::DEFAULT_MIN_CLUSTER_SIZE;
 use autoclust_passes::pass::Pipeline;
 
 use crate::cmd_opt::{context, native_text, run_pipeline};
-use crate::io::{load_graph, write_atomic, Format};
+use crate::io::{write_atomic, Format};
 use crate::CliError;
 
 #[derive(clap::Args)]
@@ -33,6 +33,9 @@ pub struct Args {
     /// Skip the graph-optimization passes (compile with `inline,cluster,encapsulate,cluster-bodies` only).
     #[arg(long)]
     pub no_optimize: bool,
+    /// A SavedModel's signature: its function calls inlined, the graph pruned to its outputs.
+    #[arg(long, value_name = "NAME")]
+    pub signature: Option<String>,
     /// Input format, overriding the file extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -40,7 +43,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let _span = tracing::info_span!("compile", graph = %args.graph.display()).entered();
-    let graph = load_graph(&args.graph, args.format)?;
+    let graph = crate::model::load_graph_for_signature(&args.graph, args.format, args.signature.as_deref())?;
     let ctx = context(args.min_cluster_size, args.dump_after);
     let pipeline = if args.no_optimize {
         Pipeline::compile()

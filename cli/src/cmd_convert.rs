@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::io::{graph_to_bytes, load_graph, write_atomic, Format};
+use crate::io::{graph_to_bytes, write_atomic, Format};
 use crate::CliError;
 
 #[derive(clap::Args)]
@@ -16,6 +16,9 @@ pub struct Args {
     /// The output file; its extension picks the format (- for standard output).
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
+    /// A SavedModel's signature: its function calls inlined, the graph pruned to its outputs.
+    #[arg(long, value_name = "NAME")]
+    pub signature: Option<String>,
     /// The input format, overriding the extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -32,7 +35,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         (None, true) => Format::Native,
         (None, false) => Format::for_path(&args.output, None)?,
     };
-    let graph = load_graph(&args.graph, args.format)?;
+    let graph = crate::model::load_graph_for_signature(&args.graph, args.format, args.signature.as_deref())?;
     let bytes = graph_to_bytes(&graph, to)?;
     write_atomic(&args.output, &bytes)?;
     Ok(ExitCode::SUCCESS)

@@ -3,7 +3,7 @@
 //! the options it shares with `autoclust verify`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use autoclust_graph::{Graph, Tensor};
@@ -12,6 +12,9 @@ use autoclust_runtime::tensor_io;
 use autoclust_semantics::{autoclusterer, explore_graph, Exploration, Inputs, Limits, Outcome, Query, Rmw};
 
 use crate::io::{load_graph, Format};
+use crate::model::{
+    is_saved_model, load_model, no_signature_without_model, only_input, read_feed_file, read_vars, ModelContext,
+};
 use crate::CliError;
 
 /// Environment switch equivalent to `--unsafe-ignore-safety` (tests only).
@@ -20,12 +23,19 @@ pub const IGNORE_SAFETY_ENV: &str = "AUTOCLUST_UNSAFE_IGNORE_SAFETY";
 /// Inputs, fetches and model options shared by `explore` and `verify`.
 #[derive(clap::Args)]
 pub struct Common {
-    /// Placeholder values (safetensors, tensors named after the placeholders).
-    #[arg(long, value_name = "F.safetensors")]
+    /// Placeholder values: safetensors or .npz (tensors named after the placeholders, or the
+    /// signature's inputs), or .npy (the one input).
+    #[arg(long, value_name = "F")]
     pub feeds: Option<PathBuf>,
-    /// Initial variable values (safetensors, tensors named after the variables).
-    #[arg(long, value_name = "F.safetensors")]
+    /// Initial variable values: safetensors (tensors named after the variables) or a
+    /// TensorFlow checkpoint prefix.
+    #[arg(long, value_name = "F")]
     pub vars: Option<PathBuf>,
+    /// The SavedModel signature to explore (default serving_default): feeds keyed by its input
+    /// names, fetches by its output keys (all of them by default), variables from the model's
+    /// checkpoint.
+    #[arg(long, value_name = "NAME")]
+    pub signature: Option<String>,
     /// A small placeholder value: NAME=JSON (a number or nested lists).
     #[arg(long = "feed", value_name = "NAME=JSON")]
     pub feed: Vec<String>,
@@ -55,14 +65,49 @@ pub struct Common {
     pub format: Option<Format>,
 }
 
+/// A graph as `explore`/`verify` see it, with the SavedModel it came from.
+pub struct Loaded {
+    pub graph: Graph,
+    pub model: Option<ModelContext>,
+}
+
 impl Common {
-    pub fn query(&self) -> Query {
-        Query {
-            fetches: self.fetch.clone(),
+    /// Reads the graph. A SavedModel's signature is picked (`--signature`, default
+    /// `serving_default`), its variables restored, and its function calls inlined (as `run`
+    /// does), so the model sees the variable accesses of the signature's function.
+    pub fn load(&self, path: &Path) -> Result<Loaded, CliError> {
+        if !is_saved_model(path, self.format)? {
+            no_signature_without_model(path, self.signature.as_deref())?;
+            return Ok(Loaded { graph: load_graph(path, self.format)?, model: None });
+        }
+        let (graph, model) = load_model(path, self.signature.as_deref())?;
+        let (graph, _) = autoclust_passes::inline::inline_calls(&graph)
+            .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+        Ok(Loaded { graph, model: Some(model) })
+    }
+
+    /// The query, and how to name its fetches back: graph tensor (`node:port`) → the
+    /// signature's output key (empty without a SavedModel). With a signature, `--fetch`
+    /// takes output keys, and neither `--fetch` nor `--target` fetches every output.
+    pub fn query(&self, model: Option<&ModelContext>) -> Result<(Query, HashMap<String, String>), CliError> {
+        let mut fetches: Vec<String> = self.fetch.iter().filter(|s| !s.is_empty()).cloned().collect();
+        let mut names = HashMap::new();
+        if let Some(m) = model {
+            if fetches.is_empty() && self.target.iter().all(|t| t.is_empty()) {
+                fetches = m.signature.outputs.iter().map(|o| o.key.clone()).collect();
+            }
+            for f in &mut fetches {
+                let tensor = m.fetch_tensor(f)?;
+                names.insert(tensor.clone(), std::mem::replace(f, tensor));
+            }
+        }
+        let query = Query {
+            fetches,
             targets: self.target.clone(),
             rmw: if self.atomic_rmw { Rmw::Atomic } else { Rmw::Split },
             limits: Limits { max_states: self.max_states, ..Limits::default() },
-        }
+        };
+        Ok((query, names))
     }
 
     /// The clusterer's configuration, honouring the test-only safety switch.
@@ -75,14 +120,37 @@ impl Common {
         }
     }
 
-    /// Reads `--feeds`, `--vars`, `--feed` and `--var` against `graph`.
-    pub fn inputs(&self, graph: &Graph) -> Result<Inputs, CliError> {
+    /// Reads `--feeds`, `--vars`, `--feed` and `--var` against `graph`; a SavedModel's
+    /// variables come first (`--vars`/`--var` override them), its feeds are keyed by the
+    /// signature's input names, and every input must be fed.
+    pub fn inputs(&self, graph: &Graph, model: Option<&ModelContext>) -> Result<Inputs, CliError> {
         let mut inputs = Inputs::default();
+        // The placeholder node a feed name (a signature input key, or a node name) feeds.
+        let placeholder = |name: &str, what: &str| -> Result<String, CliError> {
+            match model {
+                Some(m) => {
+                    let t = m.feed_tensor(name, what)?;
+                    Ok(t.rsplit_once(':').map_or(t.as_str(), |(n, _)| n).to_string())
+                }
+                None => Ok(name.to_string()),
+            }
+        };
+        let mut fed: Vec<String> = Vec::new();
+        if let Some(m) = model {
+            inputs.vars.extend(m.variables.iter().cloned());
+        }
         if let Some(p) = &self.feeds {
-            inputs.feeds = read_tensors(p)?;
+            for (name, t) in read_feed_file(p)? {
+                let name = match name {
+                    Some(n) => n,
+                    None => only_input(graph, model, p)?,
+                };
+                inputs.feeds.insert(placeholder(&name, &p.display().to_string())?, t);
+                fed.push(name);
+            }
         }
         if let Some(p) = &self.vars {
-            inputs.vars = read_tensors(p)?;
+            inputs.vars.extend(read_vars(p, model)?);
         }
         let mut given: Vec<String> = Vec::new();
         for spec in self.feed.iter().map(|s| ("--feed", s)).chain(self.var.iter().map(|s| ("--var", s))) {
@@ -94,7 +162,9 @@ impl Common {
             given.push(key);
         }
         for spec in &self.feed {
-            let (name, json) = split_spec("--feed", spec)?;
+            let (key, json) = split_spec("--feed", spec)?;
+            let name = placeholder(key, "--feed")?;
+            let name = name.as_str();
             let node = graph
                 .find(name)
                 .filter(|&n| graph.node(n).op.starts_with("Placeholder"))
@@ -105,8 +175,12 @@ impl Common {
                 .and_then(|a| a.as_type())
                 .ok_or_else(|| CliError::input(format!("node '{name}': placeholder has no dtype attribute")))?;
             let t =
-                tensor_io::tensor_from_json(json, dtype).map_err(|e| CliError::input(format!("--feed {name}: {e}")))?;
+                tensor_io::tensor_from_json(json, dtype).map_err(|e| CliError::input(format!("--feed {key}: {e}")))?;
             inputs.feeds.insert(name.to_string(), t);
+            fed.push(key.to_string());
+        }
+        if let Some(m) = model {
+            m.check_all_fed(&fed)?;
         }
         for spec in &self.var {
             let (name, json) = split_spec("--var", spec)?;
@@ -134,15 +208,23 @@ impl Common {
     }
 }
 
-fn split_spec<'a>(flag: &str, spec: &'a str) -> Result<(&'a str, &'a str), CliError> {
-    spec.split_once('=').ok_or_else(|| CliError::usage(format!("{flag} {spec}: expected NAME=JSON")))
+/// Names an exploration's fetches by the signature's output keys (`names`: tensor → key).
+pub fn rename_fetches(e: &mut Exploration, names: &HashMap<String, String>) {
+    if names.is_empty() {
+        return;
+    }
+    for o in &mut e.outcomes {
+        for (n, _) in &mut o.fetches {
+            if let Some(key) = names.get(n.as_str()) {
+                n.clone_from(key);
+            }
+        }
+        o.fetches.sort_by(|a, b| a.0.cmp(&b.0));
+    }
 }
 
-fn read_tensors(path: &std::path::Path) -> Result<HashMap<String, Tensor>, CliError> {
-    let bytes = std::fs::read(path).map_err(|e| CliError::input(format!("{}: cannot read: {e}", path.display())))?;
-    let tensors =
-        tensor_io::read_safetensors(&bytes).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-    Ok(tensors.into_iter().collect())
+fn split_spec<'a>(flag: &str, spec: &'a str) -> Result<(&'a str, &'a str), CliError> {
+    spec.split_once('=').ok_or_else(|| CliError::usage(format!("{flag} {spec}: expected NAME=JSON")))
 }
 
 #[derive(clap::Args)]
@@ -160,13 +242,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let graph = load_graph(&args.graph, args.common.format)?;
-    let inputs = args.common.inputs(&graph)?;
-    let query = args.common.query();
+    let Loaded { graph, model } = args.common.load(&args.graph)?;
+    let (query, names) = args.common.query(model.as_ref())?;
+    let inputs = args.common.inputs(&graph, model.as_ref())?;
     let clusterer = autoclusterer(args.common.cluster_config());
     let clusterer = args.clustered.then_some(&clusterer as &autoclust_semantics::ClusterFn<'_>);
-    let exploration = explore_graph(&graph, &query, clusterer, &inputs, &autoclust_semantics::RuntimeKernels)
+    let mut exploration = explore_graph(&graph, &query, clusterer, &inputs, &autoclust_semantics::RuntimeKernels)
         .map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
+    rename_fetches(&mut exploration, &names);
     if args.json {
         println!("{}", exploration_json(&exploration));
     } else {

@@ -16,7 +16,7 @@ use autoclust_graph::Graph;
 use autoclust_passes::cluster::{ClusterConfig, DEFAULT_MIN_CLUSTER_SIZE};
 use autoclust_passes::pass::{registry, AfterPassHook, PassContext, PassError, Pipeline};
 
-use crate::io::{load_graph, Format};
+use crate::io::Format;
 use crate::CliError;
 
 #[derive(clap::Args)]
@@ -36,6 +36,9 @@ pub struct Args {
     /// Print the graph on stderr after this pass (repeatable; `all` for every pass).
     #[arg(long, value_name = "PASS")]
     pub dump_after: Vec<String>,
+    /// A SavedModel's signature: its function calls inlined, the graph pruned to its outputs.
+    #[arg(long, value_name = "NAME")]
+    pub signature: Option<String>,
     /// Input format, overriding the file extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -69,7 +72,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             return Err(CliError::usage(format!("--dump-after {d}: '{d}' is not in the pipeline ({passes})")));
         }
     }
-    let mut graph = load_graph(&path, args.format)?;
+    let mut graph = crate::model::load_graph_for_signature(&path, args.format, args.signature.as_deref())?;
     let fetch: Vec<&String> = args.fetch.iter().filter(|s| !s.is_empty()).collect();
     let target: Vec<&String> = args.target.iter().filter(|s| !s.is_empty()).collect();
     if !fetch.is_empty() || !target.is_empty() {

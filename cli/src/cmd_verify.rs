@@ -9,8 +9,7 @@ use std::process::ExitCode;
 
 use autoclust_semantics::{autoclusterer, verify, RuntimeKernels};
 
-use crate::cmd_explore::{describe_outcome, Common};
-use crate::io::load_graph;
+use crate::cmd_explore::{describe_outcome, rename_fetches, Common, Loaded};
 use crate::CliError;
 
 #[derive(clap::Args)]
@@ -22,12 +21,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let graph = load_graph(&args.graph, args.common.format)?;
-    let inputs = args.common.inputs(&graph)?;
-    let query = args.common.query();
+    let Loaded { graph, model } = args.common.load(&args.graph)?;
+    let (query, names) = args.common.query(model.as_ref())?;
+    let inputs = args.common.inputs(&graph, model.as_ref())?;
     let clusterer = autoclusterer(args.common.cluster_config());
-    let verdict = verify(&graph, &query, &clusterer, &inputs, &RuntimeKernels)
+    let mut verdict = verify(&graph, &query, &clusterer, &inputs, &RuntimeKernels)
         .map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
+    rename_fetches(&mut verdict.original, &names);
+    rename_fetches(&mut verdict.clustered, &names);
     let states = verdict.original.states_explored + verdict.clustered.states_explored;
     match verdict.witness() {
         None => {

@@ -96,7 +96,12 @@ fn sniff(bytes: &[u8]) -> Format {
 /// (`VariableV2`, TF1's default) are turned into resource variables first
 /// ([`autoclust_passes::ref_variables`]); other commands see the graph as written.
 pub fn load_graph_to_run(path: &Path, format: Option<Format>) -> Result<Graph, CliError> {
-    let graph = load_graph(path, format)?;
+    to_run(load_graph(path, format)?, path)
+}
+
+/// `graph` (loaded from `path`) as the commands that execute it need it: reference variables
+/// turned into resource variables.
+pub fn to_run(graph: Graph, path: &Path) -> Result<Graph, CliError> {
     match autoclust_passes::ref_variables::ref_to_resource(&graph) {
         Ok(Some(rewritten)) => Ok(rewritten),
         Ok(None) => Ok(graph),
@@ -156,7 +161,7 @@ pub fn load_saved_model(dir: &Path) -> Result<autoclust_graphdef::saved_model::S
 /// The checks every loaded graph passes: every `node:port` input names an output its
 /// producer has (where the producer's op says how many), function calls nest at most
 /// `limits::MAX_CALL_DEPTH` levels, and the graph is a DAG (a cycle is reported with its nodes).
-fn check_acyclic(graph: &Graph, file: &str) -> Result<(), CliError> {
+pub fn check_acyclic(graph: &Graph, file: &str) -> Result<(), CliError> {
     if let Err(e) = graph.check_ports().and_then(|()| graph.check_call_depth()) {
         return Err(located(file, e.span(), e));
     }

@@ -1,6 +1,8 @@
-//! What `run` and `bench` add for SavedModels, checkpoints and numpy files
+//! What the commands add for SavedModels, checkpoints and numpy files
 //! (CONTRACT.md §2–3): the selected signature (feeds keyed by its input
-//! names, fetches by its output keys), the variables restored from the
+//! names, fetches by its output keys) for `run`, `bench`, `explore` and
+//! `verify`, the signature's share of the graph for the graph-only commands
+//! ([`load_graph_for_signature`]), the variables restored from the
 //! SavedModel's checkpoint, `--vars` from a checkpoint prefix, feeds from
 //! `.npy`/`.npz`, and `--save-checkpoint`, which writes the variables under
 //! the SavedModel's checkpoint keys (with its object graph, so
@@ -10,12 +12,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use autoclust_graph::{DType, Graph, Tensor};
-use autoclust_graphdef::saved_model::Signature;
+use autoclust_graphdef::saved_model::{SavedModel, Signature};
 use autoclust_graphdef::tensor_bundle::{self, OBJECT_GRAPH_KEY};
 use autoclust_runtime::numpy::{read_npy, read_npz};
 use autoclust_runtime::tensor_io::read_safetensors;
 
-use crate::io::{load_graph_to_run, load_saved_model, Format};
+use crate::io::{check_acyclic, load_graph, load_graph_to_run, load_saved_model, to_run, Format};
 use crate::CliError;
 
 /// The SavedModel a graph came from, with the signature `--signature` picked.
@@ -76,6 +78,72 @@ impl ModelContext {
     }
 }
 
+/// Whether `path` (with `--format`) names a SavedModel directory.
+pub fn is_saved_model(path: &Path, format: Option<Format>) -> Result<bool, CliError> {
+    Ok(path.as_os_str() != "-" && Format::for_path(path, format)? == Format::SavedModel)
+}
+
+/// The SavedModel in `path`, read once: its graph (checked as every loaded graph is) and
+/// the signature `signature` (default `serving_default`) with its variables restored from
+/// the checkpoint; an unknown signature is an error listing the available ones.
+pub fn load_model(path: &Path, signature: Option<&str>) -> Result<(Graph, ModelContext), CliError> {
+    let sm = load_saved_model(path)?;
+    let dir = path.display().to_string();
+    check_acyclic(&sm.graph, &dir)?;
+    let SavedModel { graph, mut signatures, variables, object_graph } = sm;
+    let name = signature.unwrap_or("serving_default");
+    let Some(sig) = signatures.remove(name) else {
+        let names: Vec<&str> = signatures.keys().map(String::as_str).collect();
+        let available = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        return Err(CliError::input(format!("{dir}: no signature '{name}' (available: {available})")));
+    };
+    let keys = variables.iter().map(|v| (v.name.clone(), v.key.clone())).collect();
+    let variables = variables.into_iter().map(|v| (v.name, v.value)).collect();
+    let model = ModelContext { dir, signature_name: name.to_string(), signature: sig, variables, keys, object_graph };
+    Ok((graph, model))
+}
+
+/// `--signature` without a SavedModel is a usage error.
+pub fn no_signature_without_model(path: &Path, signature: Option<&str>) -> Result<(), CliError> {
+    match signature {
+        Some(_) => Err(CliError::usage(format!("{}: --signature needs a SavedModel directory", path.display()))),
+        None => Ok(()),
+    }
+}
+
+/// The graph of `path` for the graph-only commands (`analyze`, `cluster`, `convert`, `opt`,
+/// `compile`): as written, or with `--signature NAME` (a SavedModel only) the signature's
+/// share of it: its function calls inlined (as `run` does) and the graph pruned to the
+/// signature's outputs (every variable kept).
+pub fn load_graph_for_signature(
+    path: &Path,
+    format: Option<Format>,
+    signature: Option<&str>,
+) -> Result<Graph, CliError> {
+    let Some(name) = signature else { return load_graph(path, format) };
+    if !is_saved_model(path, format)? {
+        no_signature_without_model(path, signature)?;
+    }
+    let (graph, model) = load_model(path, Some(name))?;
+    let shown = || path.display().to_string();
+    let (graph, _) =
+        autoclust_passes::inline::inline_calls(&graph).map_err(|e| CliError::input(format!("{}: {e}", shown())))?;
+    let mut fetches = Vec::new();
+    for out in &model.signature.outputs {
+        let (node, port) = out.tensor.rsplit_once(':').unwrap_or((out.tensor.as_str(), "0"));
+        let found = graph.find(node).zip(port.parse::<u32>().ok());
+        let (node, port) = found.ok_or_else(|| {
+            CliError::input(format!(
+                "{}: signature '{name}': output '{}' names no tensor of the graph",
+                shown(),
+                out.key
+            ))
+        })?;
+        fetches.push(autoclust_graph::Output { node, port });
+    }
+    autoclust_passes::pipeline::prune(&graph, &fetches, &[]).map_err(|e| CliError::input(format!("{}: {e}", shown())))
+}
+
 /// Loads a graph for `run`/`bench`; for a SavedModel also its signature
 /// (`signature`, default `serving_default`) and variables.
 pub fn load_to_run(
@@ -83,33 +151,12 @@ pub fn load_to_run(
     format: Option<Format>,
     signature: Option<&str>,
 ) -> Result<(Graph, Option<ModelContext>), CliError> {
-    let is_saved = path.as_os_str() != "-" && Format::for_path(path, format)? == Format::SavedModel;
-    if !is_saved {
-        if signature.is_some() {
-            return Err(CliError::usage(format!("{}: --signature needs a SavedModel directory", path.display())));
-        }
+    if !is_saved_model(path, format)? {
+        no_signature_without_model(path, signature)?;
         return Ok((load_graph_to_run(path, format)?, None));
     }
-    let graph = load_graph_to_run(path, format)?;
-    let mut sm = load_saved_model(path)?;
-    let dir = path.display().to_string();
-    let name = signature.unwrap_or("serving_default");
-    let Some(sig) = sm.signatures.remove(name) else {
-        let names: Vec<&str> = sm.signatures.keys().map(String::as_str).collect();
-        let available = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-        return Err(CliError::input(format!("{dir}: no signature '{name}' (available: {available})")));
-    };
-    let keys = sm.variables.iter().map(|v| (v.name.clone(), v.key.clone())).collect();
-    let variables = sm.variables.into_iter().map(|v| (v.name, v.value)).collect();
-    let model = ModelContext {
-        dir,
-        signature_name: name.to_string(),
-        signature: sig,
-        variables,
-        keys,
-        object_graph: sm.object_graph,
-    };
-    Ok((graph, Some(model)))
+    let (graph, model) = load_model(path, signature)?;
+    Ok((to_run(graph, path)?, Some(model)))
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, CliError> {

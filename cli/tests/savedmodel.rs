@@ -87,6 +87,16 @@ fn dense_module_with_a_none_batch_matches_tensorflow() {
     assert_close("npy logits", &v["fetches"]["logits"], &want.iter().find(|(k, _)| k == "logits").unwrap().1);
 }
 
+/// dense2 saved with `MaxShardSizePolicy(100 bytes)`: its variables are split into slices
+/// across three data shards; restored through the object graph, they give TensorFlow's outputs.
+#[test]
+fn saved_model_with_sliced_variables_matches_tensorflow() {
+    let index = std::fs::read(fixture("dense2_sliced/variables/variables.index")).unwrap();
+    let entries = autoclust_graphdef::table::read_table(&index).unwrap();
+    assert!(entries.iter().any(|(k, _)| k.starts_with(b"\0w1/")), "the fixture holds slice keys");
+    check_against_tensorflow("dense2_sliced", "dense2.feeds.npz", &[], "dense2.expected.npz");
+}
+
 #[test]
 fn keras_cnn_export_matches_tensorflow() {
     // cnn.feeds.npz was written by np.savez_compressed (deflated members).
@@ -230,40 +240,269 @@ fn clear_errors() {
     assert!(e.contains("ck.index: not a table: bad magic number"), "{e}");
 }
 
-/// A checkpoint TensorFlow wrote in two data shards (`MaxShardSizePolicy`,
-/// testdata/checkpoint/make_fixtures.py) restores whole, in both modes; one whose
-/// variable TensorFlow split into slices across shards is refused by name.
+/// Checkpoints TensorFlow wrote in two data shards (`MaxShardSizePolicy`,
+/// testdata/checkpoint/make_fixtures.py) restore whole, in both modes: one with every
+/// tensor whole in a shard, and one whose variable `b` TensorFlow split into slices across
+/// the shards (a partitioned tensor, put back together from its slice entries).
 #[test]
-fn multi_shard_checkpoints_restore_and_sliced_variables_are_refused() {
+fn multi_shard_and_sliced_checkpoints_restore() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/checkpoint");
     let graph = dir.join("vars.graph");
-    for mode in [&[][..], &["--no-cluster"][..]] {
-        let prefix = dir.join("sharded/ck");
-        let mut args = vec!["run", s(&graph), "--vars", s(&prefix), "--fetch", "rw,rb,rn,sw", "--json"];
-        args.extend_from_slice(mode);
-        let v = json(&autoclust(&args));
-        let data = |k: &str| v["fetches"][k]["data"].clone();
-        let w: Vec<f64> = (0..64).map(f64::from).collect();
-        assert_eq!(data("rw:0"), serde_json::json!(w), "{mode:?}");
-        let b = data("rb:0");
-        let b = b.as_array().unwrap();
-        assert_eq!(b.len(), 40);
-        for (i, x) in b.iter().enumerate() {
-            let want = -1.0 + 2.0 * i as f64 / 39.0;
-            assert!((x.as_f64().unwrap() - want).abs() < 1e-6, "b[{i}] = {x}, want {want}");
+    for ckpt in ["sharded/ck", "sliced/ck"] {
+        for mode in [&[][..], &["--no-cluster"][..]] {
+            let prefix = dir.join(ckpt);
+            let mut args = vec!["run", s(&graph), "--vars", s(&prefix), "--fetch", "rw,rb,rn,sw", "--json"];
+            args.extend_from_slice(mode);
+            let v = json(&autoclust(&args));
+            let data = |k: &str| v["fetches"][k]["data"].clone();
+            let w: Vec<f64> = (0..64).map(f64::from).collect();
+            assert_eq!(data("rw:0"), serde_json::json!(w), "{ckpt} {mode:?}");
+            let b = data("rb:0");
+            let b = b.as_array().unwrap();
+            assert_eq!(b.len(), 40);
+            for (i, x) in b.iter().enumerate() {
+                let want = -1.0 + 2.0 * i as f64 / 39.0;
+                assert!((x.as_f64().unwrap() - want).abs() < 1e-6, "{ckpt}: b[{i}] = {x}, want {want}");
+            }
+            assert_eq!(data("rn:0"), serde_json::json!([7]));
+            assert_eq!(data("sw:0"), serde_json::json!([2016.0]));
         }
-        assert_eq!(data("rn:0"), serde_json::json!([7]));
-        assert_eq!(data("sw:0"), serde_json::json!([2016.0]));
+    }
+    // A slice's bytes are checked like any tensor's: the error names the shard and the slice.
+    let tmp = tempfile::tempdir().unwrap();
+    for f in ["ck.index", "ck.data-00000-of-00002", "ck.data-00001-of-00002"] {
+        std::fs::copy(dir.join("sliced").join(f), tmp.path().join(f)).unwrap();
+    }
+    let shard = tmp.path().join("ck.data-00000-of-00002");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x10;
+    std::fs::write(&shard, &bytes).unwrap();
+    let prefix = tmp.path().join("ck");
+    let e = error_line(&autoclust(&["run", s(&graph), "--vars", s(&prefix), "--fetch", "rb"]));
+    assert!(e.contains("ck.data-00000-of-00002: tensor '") && e.contains("checksum mismatch"), "{e}");
+}
 
-        let prefix = dir.join("sliced/ck");
-        let mut args = vec!["run", s(&graph), "--vars", s(&prefix), "--fetch", "sw"];
-        args.extend_from_slice(mode);
-        let e = error_line(&autoclust(&args));
+/// `convert` writes the MetaGraphDef's graph and function library: the converted file
+/// holds the signature's placeholders and the library's bodies, and analyzes exactly as the
+/// directory does.
+#[test]
+fn convert_writes_the_graph_and_its_library() {
+    let dir = tempfile::tempdir().unwrap();
+    for ext in ["graph", "pbtxt"] {
+        let out = dir.path().join(format!("train.{ext}"));
+        let c = autoclust(&["convert", s(&fixture("train")), "-o", s(&out)]);
+        assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.contains("train_step_x"), "{text}");
+        assert!(text.contains("AssignSubVariableOp"), "the library's train_step body is kept");
+        let a = json(&autoclust(&["analyze", s(&fixture("train")), "--json"]));
+        let b = json(&autoclust(&["analyze", s(&out), "--json"]));
+        assert_eq!(a, b, "{ext}");
+    }
+}
+
+/// `opt` and `compile` work on the MetaGraphDef's graph and library: inlining brings the
+/// train_step body's updates to the top level, and the compiled program snapshots the
+/// variables in one bridge per signature function.
+#[test]
+fn opt_and_compile_take_the_directory() {
+    let out = autoclust(&["opt", s(&fixture("train")), "--passes", "inline"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("AssignSubVariableOp = AssignSubVariableOp(w, "), "{text}");
+    let stats = json(&autoclust(&["opt", s(&fixture("cnn")), "--passes", "default", "--stats"]));
+    assert_eq!(stats["nodes_before"], 45);
+    assert!(stats["nodes_after"].as_u64().unwrap() > 45, "the calls are inlined: {stats}");
+    let dir = tempfile::tempdir().unwrap();
+    let compiled = dir.path().join("train.graph");
+    let c = autoclust(&["compile", s(&fixture("train")), "-o", s(&compiled)]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let text = std::fs::read_to_string(&compiled).unwrap();
+    assert!(text.contains("_AutoclustSnapshot(w, b, ^train_step_x, ^train_step_y)"), "{text}");
+    assert!(text.contains("_AutoclustWriteBack"), "{text}");
+}
+
+/// `explore` and `verify` pick the signature, restore its variables from the checkpoint,
+/// take feeds by input name and name fetches by output key: one train_step explored is
+/// exactly one `run` step, and clustering the signature adds no behaviour.
+#[test]
+fn explore_and_verify_take_the_signature() {
+    let (train, feeds) = (fixture("train"), fixture("train.feeds.npz"));
+    let sig = ["--signature", "train_step", "--feeds", s(&feeds)];
+    let run = json(&autoclust(&[&["run", s(&train)][..], &sig, &["--no-cluster", "--json"]].concat()));
+    for clustered in [&[][..], &["--clustered"][..]] {
+        let v = json(&autoclust(&[&["explore", s(&train)][..], &sig, clustered, &["--json"]].concat()));
+        let outcomes = v["outcomes"].as_array().unwrap();
+        assert_eq!(outcomes.len(), 1, "{v}");
+        assert_eq!(outcomes[0]["fetches"], run["fetches"], "{clustered:?}");
+        assert_eq!(outcomes[0]["variables"], run["variables"], "{clustered:?}");
+    }
+    let out = autoclust(&[&["verify", s(&train)][..], &sig].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("verify: ok: all 1 outcomes"));
+    // serving_default by default; its outputs equal TensorFlow's.
+    let v = json(&autoclust(&["explore", s(&fixture("dense2")), "--feeds", s(&fixture("dense2.feeds.npz")), "--json"]));
+    let outcome = &v["outcomes"][0];
+    for (key, want) in expected("dense2.expected.npz") {
+        assert_close(&format!("explore {key}"), &outcome["fetches"][&key], &want);
+    }
+    for model in ["dense2", "cnn"] {
+        let feeds = fixture(&format!("{model}.feeds.npz"));
+        let out = autoclust(&["verify", s(&fixture(model)), "--feeds", s(&feeds)]);
+        assert!(out.status.success(), "{model}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("verify: ok"), "{model}");
+    }
+    // The signature's errors, as for run.
+    let e = error_line(&autoclust(&["verify", s(&train), "--signature", "nope"]));
+    assert!(e.contains("no signature 'nope' (available: serving_default, train_step)"), "{e}");
+    let e = error_line(&autoclust(&["explore", s(&train), "--signature", "train_step", "--feed", "x=[[1,2,3]]"]));
+    assert!(e.contains("input 'y' is not fed"), "{e}");
+    let e = error_line(&autoclust(&[&["explore", s(&train)][..], &sig, &["--fetch", "w"]].concat()));
+    assert!(e.contains("'w' is not an output of signature 'train_step'"), "{e}");
+    let usage = autoclust(&["verify", s(&fixture("../tf/mlp_784.pbtxt")), "--signature", "x"]);
+    assert_eq!(usage.status.code(), Some(2));
+}
+
+/// `bench` on every fixture: the Keras export, and the train_step signature.
+#[test]
+fn bench_takes_every_fixture() {
+    for (model, extra) in [("cnn", &[][..]), ("train", &["--signature", "train_step"][..])] {
+        let (dir, feeds) = (fixture(model), fixture(&format!("{model}.feeds.npz")));
+        let mut args = vec!["bench", s(&dir), "--feeds", s(&feeds), "--steps", "3", "--json"];
+        args.extend_from_slice(extra);
+        let b = json(&autoclust(&args));
+        assert!(b["clustered_steps_per_s"].as_f64().unwrap() > 0.0, "{model}: {b}");
+        assert!(b["unclustered_steps_per_s"].as_f64().unwrap() > 0.0, "{model}: {b}");
+        assert!(b["compiled_clusters"].as_u64().unwrap() >= 1, "{model}: {b}");
+    }
+}
+
+/// Issue 16's "done when", literally: from the repository's directory layout, `run` on the
+/// train SavedModel's `train_step` for 100 steps leaves `ckpt/step100` (a relative prefix
+/// whose directory `run` creates), which TensorFlow restores with the values its own 100
+/// steps give (`make_fixtures.py --check-train`, when /work/tfenv exists); `bench` on the
+/// directory prints clustered and unclustered steps per second.
+#[test]
+fn done_when_a_newcomer_benches_and_trains_a_saved_model() {
+    let cwd = tempfile::tempdir().unwrap();
+    let root = fixture("..");
+    let (train, feeds) = (root.join("savedmodel/train"), root.join("savedmodel/train.feeds.npz"));
+    let out = Command::new(env!("CARGO_BIN_EXE_autoclust"))
+        .current_dir(cwd.path())
+        .args([
+            "run",
+            s(&train),
+            "--signature",
+            "train_step",
+            "--feeds",
+            s(&feeds),
+            "--steps",
+            "100",
+            "--save-checkpoint",
+            "ckpt/step100",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("loss = {\"dtype\": \"float32\", \"shape\": []"));
+    let prefix = cwd.path().join("ckpt/step100");
+    let ckpt = read_checkpoint(&prefix).unwrap();
+    let keys: Vec<&str> = ckpt.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, [OBJECT_GRAPH_KEY, "b/.ATTRIBUTES/VARIABLE_VALUE", "w/.ATTRIBUTES/VARIABLE_VALUE"]);
+    let python = Path::new("/work/tfenv/bin/python");
+    if python.exists() {
+        let out = Command::new(python)
+            .env("TF_CPP_MIN_LOG_LEVEL", "3")
+            .args([s(&fixture("make_fixtures.py")), "--check-train", "100", s(&prefix)])
+            .output()
+            .unwrap();
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && said.contains("100 steps: w, b equal TensorFlow's"), "{said}");
+    }
+    let out = autoclust(&["bench", s(&fixture("dense2")), "--feeds", s(&fixture("dense2.feeds.npz")), "--steps", "20"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in ["unclustered: ", "clustered: ", "speedup: ", "clusters:    1 (1 compiled, 0 interpreted)"] {
+        assert!(text.lines().any(|l| l.starts_with(line)), "no '{line}' in:\n{text}");
+    }
+}
+
+/// Every missing or corrupt part of a SavedModel is one `error:` line naming the file, for
+/// `run` and `bench` alike.
+#[test]
+fn missing_and_corrupt_saved_model_parts_are_named() {
+    let files = ["saved_model.pb", "variables/variables.index", "variables/variables.data-00000-of-00001"];
+    let feeds = fixture("dense2.feeds.npz");
+    let cases: [(&str, Option<&[u8]>, &str); 6] = [
+        ("saved_model.pb", None, "saved_model.pb: cannot read"),
+        ("saved_model.pb", Some(b"\xff\xff\xff\xff"), "saved_model.pb: not a SavedModel"),
+        ("variables/variables.index", None, "variables.index: cannot read"),
+        (
+            "variables/variables.index",
+            Some(b"not a table, but long enough to hold a footer...."),
+            "variables.index: not a table",
+        ),
+        ("variables/variables.data-00000-of-00001", None, "variables.data-00000-of-00001: cannot read"),
+        ("variables/variables.data-00000-of-00001", Some(b"short"), "variables.data-00000-of-00001: tensor '"),
+    ];
+    for (part, content, want) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("m");
+        std::fs::create_dir_all(m.join("variables")).unwrap();
+        for f in files {
+            std::fs::copy(fixture("dense2").join(f), m.join(f)).unwrap();
+        }
+        match content {
+            None => std::fs::remove_file(m.join(part)).unwrap(),
+            Some(bytes) => std::fs::write(m.join(part), bytes).unwrap(),
+        }
+        for cmd in ["run", "bench"] {
+            let e = error_line(&autoclust(&[cmd, s(&m), "--feeds", s(&feeds), "--steps", "1"]));
+            assert!(e.contains(want), "{part} {content:?} {cmd}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+}
+
+/// With `--signature`, the graph-only commands see what `run` runs of a SavedModel: the
+/// signature's function inlined and the graph pruned to its outputs, so `cluster` shows the
+/// whole train_step (forward, gradients and both updates) as one cluster.
+#[test]
+fn graph_commands_take_a_signature() {
+    let train = fixture("train");
+    let v = json(&autoclust(&["cluster", s(&train), "--signature", "train_step", "--json"]));
+    let clusters = v["clusters"].as_array().unwrap();
+    assert_eq!(clusters.len(), 1, "{v}");
+    let nodes: Vec<&str> = clusters[0]["nodes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    for want in ["AssignSubVariableOp", "AssignSubVariableOp_1", "MatMul", "gradient_tape/MatMul/MatMul"] {
         assert!(
-            e.contains(
-                "ck.index: tensor 'b/.ATTRIBUTES/VARIABLE_VALUE': partitioned (sliced) variables are not supported"
-            ),
-            "{e}"
+            nodes.contains(&format!("StatefulPartitionedCall_1/StatefulPartitionedCall/{want}").as_str()),
+            "{want}"
         );
     }
+    assert_eq!(v["unclustered"], serde_json::json!(["b", "train_step_x", "train_step_y", "w"]));
+    let v = json(&autoclust(&["analyze", s(&fixture("dense2")), "--signature", "serving_default", "--json"]));
+    let ops = v["resource_ops"].as_array().unwrap();
+    assert_eq!(ops.len(), 4, "{v}");
+    assert!(ops.iter().all(|o| o["op"] == "ReadVariableOp" && o["kind"] == "read"), "{v}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("serving.graph");
+    let c = autoclust(&["convert", s(&train), "--signature", "serving_default", "-o", s(&out)]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("serving_default_x = Placeholder") && !text.contains("train_step_x"), "{text}");
+    let compiled = dir.path().join("train.graph");
+    let c = autoclust(&["compile", s(&train), "--signature", "train_step", "-o", s(&compiled)]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let text = std::fs::read_to_string(&compiled).unwrap();
+    assert_eq!(text.matches("= _AutoclustSnapshot(").count(), 1, "{text}");
+    assert!(!text.contains("serving_default_x"), "{text}");
+    let whole = json(&autoclust(&["opt", s(&train), "--passes", "inline", "--stats"]));
+    let one = json(&autoclust(&["opt", s(&train), "--signature", "train_step", "--passes", "inline", "--stats"]));
+    assert!(one["nodes_before"].as_u64() < whole["nodes_after"].as_u64(), "{one} vs {whole}");
+    let usage = autoclust(&["cluster", s(&fixture("../tf/mlp_784.pbtxt")), "--signature", "x"]);
+    assert_eq!(usage.status.code(), Some(2));
+    let e = error_line(&autoclust(&["cluster", s(&train), "--signature", "nope"]));
+    assert!(e.contains("no signature 'nope' (available: serving_default, train_step)"), "{e}");
 }

@@ -6,7 +6,8 @@ A tf.Module with w = arange(64) as [8, 8] float32, b = linspace(-1, 1, 40) float
 written by tf.train.Checkpoint with TensorFlow's MaxShardSizePolicy:
   sharded/ck   max_shard_size 256 bytes: two data shards, every tensor whole in one of them;
   sliced/ck    max_shard_size 260 bytes: `b` is split into slices across shards (a partitioned
-               variable, which autoclust refuses with a clear error).
+               tensor: an entry listing its slices, each slice an entry under its slice key),
+               which autoclust puts back together.
 vars.graph reads the three variables by their checkpoint keys.
 """
 import os

@@ -9,6 +9,10 @@ Each fixture NAME is a SavedModel directory NAME/ plus:
                           variable after them keyed by its checkpoint key)
 With --check-checkpoint PREFIX NPZ it instead loads a checkpoint (one
 autoclust wrote) with tf.train.load_checkpoint and compares it with the npz.
+With --check-train STEPS PREFIX it runs the train fixture's train_step STEPS
+times in TensorFlow on train.feeds.npz and compares the variables with the
+checkpoint at PREFIX, read by tf.train.load_checkpoint and restored by
+tf.train.Checkpoint into the loaded SavedModel.
 """
 import os
 import sys
@@ -74,6 +78,21 @@ def dense2():
     np.savez(os.path.join(HERE, "dense2.feeds.npz"), x=x)
     np.savez(os.path.join(HERE, "dense2.expected.npz"), **{k: v.numpy() for k, v in out.items()})
     np.save(os.path.join(HERE, "dense2.x.npy"), x)
+
+
+def dense2_sliced():
+    """dense2 again, its checkpoint written with MaxShardSizePolicy(100 bytes): w1 and w2 are
+    split into slices across data shards; TensorFlow's outputs are dense2.expected.npz's."""
+    m = Dense2()
+    path = os.path.join(HERE, "dense2_sliced")
+    policy = tf.train.experimental.MaxShardSizePolicy(max_shard_size=100)
+    options = tf.saved_model.SaveOptions(experimental_sharding_callback=policy)
+    tf.saved_model.save(m, path, signatures={"serving_default": m.__call__}, options=options)
+    x = np.load(os.path.join(HERE, "dense2.feeds.npz"))["x"]
+    out = tf.saved_model.load(path).signatures["serving_default"](x=tf.constant(x))
+    want = np.load(os.path.join(HERE, "dense2.expected.npz"))
+    assert all(np.allclose(out[k].numpy(), want[k], rtol=1e-6, atol=1e-6) for k in want.files)
+    print("dense2_sliced", sorted(os.listdir(os.path.join(path, "variables"))))
 
 
 def cnn():
@@ -142,9 +161,33 @@ def check_checkpoint(prefix, expect):
     return 1 if bad else 0
 
 
+def check_train(steps, prefix):
+    """TensorFlow's variables after `steps` train_steps against the checkpoint at `prefix`."""
+    feeds = np.load(os.path.join(HERE, "train.feeds.npz"))
+    loaded = tf.saved_model.load(os.path.join(HERE, "train"))
+    for _ in range(steps):
+        loaded.signatures["train_step"](x=tf.constant(feeds["x"]), y=tf.constant(feeds["y"]))
+    reader = tf.train.load_checkpoint(prefix)
+    restored = tf.saved_model.load(os.path.join(HERE, "train"))
+    tf.train.Checkpoint(restored).restore(prefix).expect_partial()
+    bad = 0
+    for name in ["w", "b"]:
+        want = getattr(loaded, name).numpy()
+        for how, got in [("load_checkpoint", reader.get_tensor(f"{name}/.ATTRIBUTES/VARIABLE_VALUE")),
+                         ("Checkpoint.restore", getattr(restored, name).numpy())]:
+            if not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+                print(f"{name} ({how}): {got} != TensorFlow's {want}")
+                bad += 1
+    print(f"{steps} steps: w, b", "equal TensorFlow's" if not bad else f"{bad} differ")
+    return 1 if bad else 0
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--check-checkpoint":
         sys.exit(check_checkpoint(sys.argv[2], sys.argv[3]))
+    if len(sys.argv) > 1 and sys.argv[1] == "--check-train":
+        sys.exit(check_train(int(sys.argv[2]), sys.argv[3]))
     dense2()
+    dense2_sliced()
     cnn()
     train()

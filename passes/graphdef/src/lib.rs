@@ -13,6 +13,7 @@
 
 mod convert;
 pub mod crc32c;
+pub mod ordered_code;
 pub mod saved_model;
 pub mod table;
 pub mod tensor_bundle;

@@ -10,11 +10,17 @@
 //! u64 past 4 GiB),
 //! then the bytes of the elements; its entry's checksum covers the lengths
 //! (taken so), the stored length checksum and the element bytes, as
-//! TensorFlow's writer computes it. Every checksum is verified on reading;
-//! sliced (partitioned) entries are refused.
+//! TensorFlow's writer computes it. Every checksum is verified on reading.
+//!
+//! A partitioned (sliced) tensor, as `tf.train.Checkpoint` writes a variable
+//! split across shards (`MaxShardSizePolicy`) or a partitioned variable, has
+//! an entry without bytes listing its slices (`TensorSliceProto`s), and
+//! each slice is a tensor of its own under the slice key
+//! ([`crate::ordered_code`]); reading puts the tensor back together.
 //!
 //! [`table`]: crate::table
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use autoclust_graph::{DType, Tensor, TensorData};
@@ -23,7 +29,7 @@ use protobuf::{EnumOrUnknown, Message};
 use crate::proto::graph_def::{TensorShapeProto, VersionDef};
 use crate::proto::saved_model::{BundleEntryProto, BundleHeaderProto};
 use crate::table::{get_varint, put_varint, read_table, write_table, TableError};
-use crate::{crc32c, proto};
+use crate::{crc32c, ordered_code, proto};
 
 /// Why a checkpoint could not be read or written; every variant names the file.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -100,8 +106,63 @@ pub fn tensor_to_le(t: &Tensor) -> Option<Vec<u8>> {
     })
 }
 
+/// The data shards of a checkpoint, each read when an entry first needs it.
+struct Shards<'a> {
+    prefix: &'a Path,
+    count: u32,
+    data: Vec<Option<Vec<u8>>>,
+}
+
+impl Shards<'_> {
+    /// The tensor of one entry holding bytes (not a sliced one), its checksum verified;
+    /// errors name the tensor as `key`.
+    fn tensor(&mut self, ipath: &str, key: &str, entry: &BundleEntryProto) -> Result<Tensor, CheckpointError> {
+        let entry_err =
+            |message: String| CheckpointError::Entry { path: ipath.to_string(), key: key.to_string(), message };
+        let dtype = DType::from_tf(entry.dtype.value()).ok_or_else(|| entry_err("unknown dtype".into()))?;
+        let shape = entry.shape.as_ref().and_then(shape_dims).ok_or_else(|| entry_err("bad shape".into()))?;
+        let shards = self.count;
+        let shard = u32::try_from(entry.shard_id)
+            .ok()
+            .filter(|&s| s < shards)
+            .ok_or_else(|| entry_err(format!("shard {} of {shards}", entry.shard_id)))?;
+        let dpath = data_path(self.prefix, shard, shards);
+        let shown = dpath.display().to_string();
+        if self.data[shard as usize].is_none() {
+            let d = std::fs::read(&dpath)
+                .map_err(|e| CheckpointError::Io { path: shown.clone(), message: e.to_string() })?;
+            self.data[shard as usize] = Some(d);
+        }
+        let d = self.data[shard as usize].as_deref().expect("just read");
+        let data_err = |message: String| CheckpointError::Entry { path: shown.clone(), key: key.to_string(), message };
+        let range = usize::try_from(entry.offset)
+            .ok()
+            .zip(usize::try_from(entry.size).ok())
+            .and_then(|(o, s)| Some(o..o.checked_add(s)?))
+            .filter(|r| r.end <= d.len())
+            .ok_or_else(|| {
+                data_err(format!("bytes {}+{} lie outside the shard ({} bytes)", entry.offset, entry.size, d.len()))
+            })?;
+        let bytes = &d[range];
+        let (tensor, computed) = if dtype == DType::String {
+            decode_strings(shape, bytes).map_err(data_err)?
+        } else {
+            (tensor_from_le(dtype, shape, bytes).map_err(data_err)?, crc32c::value(bytes))
+        };
+        let stored = crc32c::unmask(entry.crc32c);
+        if computed != stored {
+            return Err(CheckpointError::Checksum { path: shown, key: key.to_string(), stored, computed });
+        }
+        Ok(tensor)
+    }
+}
+
 /// Reads every tensor of the checkpoint at `prefix`, sorted by key,
-/// verifying the table's and every tensor's checksum.
+/// verifying the table's and every tensor's checksum. A partitioned tensor
+/// (an entry listing `slices`) is put together from its slices, each stored
+/// under its slice key ([`crate::ordered_code`]); the slices must lie inside
+/// the tensor and cover it exactly once, and every slice entry must belong to
+/// a tensor that lists it.
 pub fn read_checkpoint(prefix: &Path) -> Result<Vec<(String, Tensor)>, CheckpointError> {
     let _span = tracing::debug_span!("read_checkpoint", prefix = %prefix.display()).entered();
     let index = index_path(prefix);
@@ -120,65 +181,136 @@ pub fn read_checkpoint(prefix: &Path) -> Result<Vec<(String, Tensor)>, Checkpoin
     if header.endianness.value() != 0 {
         return Err(bundle("big-endian checkpoints are not supported".into()));
     }
-    let shards = u32::try_from(header.num_shards)
+    let count = u32::try_from(header.num_shards)
         .ok()
         .filter(|&n| n >= 1)
         .ok_or_else(|| bundle(format!("bad shard count {}", header.num_shards)))?;
-    let mut data: Vec<Option<Vec<u8>>> = vec![None; shards as usize];
+    let mut shards = Shards { prefix, count, data: vec![None; count as usize] };
+    // Slice keys start with a zero byte (so they sort first); tensor names never do.
+    let mut slices: HashMap<&[u8], (BundleEntryProto, bool)> = HashMap::new();
     let mut out = Vec::with_capacity(entries.len());
     for (key, value) in &entries[1..] {
-        let key = String::from_utf8_lossy(key).into_owned();
-        let entry_err = |message: String| CheckpointError::Entry { path: ipath.clone(), key: key.clone(), message };
-        let entry = BundleEntryProto::parse_from_bytes(value).map_err(|e| entry_err(format!("bad entry: {e}")))?;
-        if !entry.slices.is_empty() {
-            return Err(entry_err("partitioned (sliced) variables are not supported".into()));
-        }
-        let dtype = DType::from_tf(entry.dtype.value()).ok_or_else(|| entry_err("unknown dtype".into()))?;
-        let shape = entry.shape.as_ref().and_then(shape_dims).ok_or_else(|| entry_err("bad shape".into()))?;
-        let shard = u32::try_from(entry.shard_id)
-            .ok()
-            .filter(|&s| s < shards)
-            .ok_or_else(|| entry_err(format!("shard {} of {shards}", entry.shard_id)))?;
-        let dpath = data_path(prefix, shard, shards);
-        let shown = dpath.display().to_string();
-        if data[shard as usize].is_none() {
-            let d = std::fs::read(&dpath)
-                .map_err(|e| CheckpointError::Io { path: shown.clone(), message: e.to_string() })?;
-            data[shard as usize] = Some(d);
-        }
-        let d = data[shard as usize].as_deref().expect("just read");
-        let range = usize::try_from(entry.offset)
-            .ok()
-            .zip(usize::try_from(entry.size).ok())
-            .and_then(|(o, s)| Some(o..o.checked_add(s)?))
-            .filter(|r| r.end <= d.len())
-            .ok_or_else(|| CheckpointError::Entry {
-                path: shown.clone(),
-                key: key.clone(),
-                message: format!("bytes {}+{} lie outside the shard ({} bytes)", entry.offset, entry.size, d.len()),
-            })?;
-        let bytes = &d[range];
-        let (tensor, computed) = if dtype == DType::String {
-            decode_strings(shape, bytes).map_err(|m| CheckpointError::Entry {
-                path: shown.clone(),
-                key: key.clone(),
-                message: m,
-            })?
+        let shown = String::from_utf8_lossy(key).into_owned();
+        let entry = BundleEntryProto::parse_from_bytes(value).map_err(|e| CheckpointError::Entry {
+            path: ipath.clone(),
+            key: shown.clone(),
+            message: format!("bad entry: {e}"),
+        })?;
+        if key.first() == Some(&0) {
+            slices.insert(key, (entry, false));
+        } else if entry.slices.is_empty() {
+            out.push((shown.clone(), shards.tensor(&ipath, &shown, &entry)?));
         } else {
-            let t = tensor_from_le(dtype, shape, bytes).map_err(|m| CheckpointError::Entry {
-                path: shown.clone(),
-                key: key.clone(),
-                message: m,
-            })?;
-            (t, crc32c::value(bytes))
-        };
-        if computed != crc32c::unmask(entry.crc32c) {
-            let stored = crc32c::unmask(entry.crc32c);
-            return Err(CheckpointError::Checksum { path: shown, key, stored, computed });
+            out.push((shown.clone(), assemble(&mut shards, &ipath, &shown, &entry, &mut slices)?));
         }
-        out.push((key, tensor));
+    }
+    let mut unused: Vec<(&[u8], &(BundleEntryProto, bool))> =
+        slices.iter().filter(|(_, (_, used))| !used).map(|(k, v)| (*k, v)).collect();
+    unused.sort_by_key(|(k, _)| *k);
+    if let Some((key, _)) = unused.first() {
+        let shown = String::from_utf8_lossy(key).into_owned();
+        let entry_err = |message: String| CheckpointError::Entry { path: ipath.clone(), key: shown.clone(), message };
+        let (name, extents) =
+            ordered_code::decode_slice_key(key).map_err(|e| entry_err(format!("bad slice key: {e}")))?;
+        let spec = ordered_code::slice_spec(&extents);
+        let message = if out.iter().any(|(k, _)| *k == name) {
+            format!("slice '{spec}' is stored but not listed by the tensor's entry")
+        } else {
+            format!("slice '{spec}' is stored but the checkpoint has no entry for the tensor")
+        };
+        return Err(CheckpointError::Entry { path: ipath.clone(), key: name, message });
     }
     Ok(out)
+}
+
+/// The partitioned tensor `key` put together from the slices its `entry` lists (each
+/// marked used in `slices`).
+fn assemble(
+    shards: &mut Shards<'_>,
+    ipath: &str,
+    key: &str,
+    entry: &BundleEntryProto,
+    slices: &mut HashMap<&[u8], (BundleEntryProto, bool)>,
+) -> Result<Tensor, CheckpointError> {
+    let entry_err = |message: String| CheckpointError::Entry { path: ipath.to_string(), key: key.to_string(), message };
+    let dtype = DType::from_tf(entry.dtype.value()).ok_or_else(|| entry_err("unknown dtype".into()))?;
+    let shape = entry.shape.as_ref().and_then(shape_dims).ok_or_else(|| entry_err("bad shape".into()))?;
+    let width = match dtype.size_of() {
+        Some(w) if dtype != DType::String => w,
+        _ => return Err(entry_err(format!("a partitioned {} tensor is not supported", dtype.name()))),
+    };
+    let n = autoclust_graph::limits::tensor_elements(dtype, &shape).map_err(|e| entry_err(e.to_string()))?;
+    let mut buf = vec![0u8; n * width];
+    let mut covered = vec![false; n];
+    let mut strides = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    for proto in &entry.slices {
+        let extents: Vec<ordered_code::Extent> =
+            proto.extent.iter().map(|e| (e.start, e.has_length().then(|| e.length()))).collect();
+        let spec = ordered_code::slice_spec(&extents);
+        let slice_err = |message: String| entry_err(format!("slice '{spec}': {message}"));
+        if extents.len() != shape.len() {
+            return Err(slice_err(format!("{} extents for a rank-{} tensor", extents.len(), shape.len())));
+        }
+        // Each dimension's [start, start + length) must lie in the tensor's shape.
+        let mut ranges = Vec::with_capacity(shape.len());
+        for (&(start, length), &dim) in extents.iter().zip(&shape) {
+            let range = match length {
+                None if start == 0 => Some(0..dim),
+                None => None,
+                Some(l) => usize::try_from(start)
+                    .ok()
+                    .zip(usize::try_from(l).ok())
+                    .and_then(|(s, l)| Some(s..s.checked_add(l)?))
+                    .filter(|r| r.end <= dim),
+            };
+            ranges.push(range.ok_or_else(|| slice_err(format!("lies outside the shape {shape:?}")))?);
+        }
+        let skey = ordered_code::encode_slice_key(key, &extents);
+        let (slice_entry, used) = slices
+            .get_mut(skey.as_slice())
+            .ok_or_else(|| slice_err("listed, but not stored in the checkpoint".into()))?;
+        *used = true;
+        let slice_entry = slice_entry.clone();
+        let t = shards.tensor(ipath, &format!("{key}[{spec}]"), &slice_entry)?;
+        let lengths: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
+        if t.dtype != dtype || t.shape != lengths {
+            return Err(slice_err(format!(
+                "stored as {}{:?}, expected {}{lengths:?}",
+                t.dtype.name(),
+                t.shape,
+                dtype.name()
+            )));
+        }
+        let bytes = tensor_to_le(&t).expect("a fixed-width tensor");
+        // Copy row by row (runs along the last dimension), in the slice's row-major order.
+        let row = lengths.last().copied().unwrap_or(1);
+        let rows = if row == 0 { 0 } else { bytes.len() / (row * width) };
+        let mut index = vec![0usize; shape.len()];
+        for r in 0..rows {
+            let base: usize = index.iter().zip(&ranges).zip(&strides).map(|((i, rg), st)| (rg.start + i) * st).sum();
+            if covered[base..base + row].iter().any(|&c| c) {
+                return Err(slice_err("overlaps another slice".into()));
+            }
+            covered[base..base + row].fill(true);
+            buf[base * width..(base + row) * width].copy_from_slice(&bytes[r * row * width..(r + 1) * row * width]);
+            // The next row: increment the index over every dimension but the last.
+            for d in (0..shape.len().saturating_sub(1)).rev() {
+                index[d] += 1;
+                if index[d] < lengths[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+    }
+    let missing = covered.iter().filter(|&&c| !c).count();
+    if missing > 0 {
+        return Err(entry_err(format!("its slices leave {missing} of {n} elements uncovered")));
+    }
+    tensor_from_le(dtype, shape, &buf).map_err(entry_err)
 }
 
 /// A string tensor in bundle layout, and the entry checksum TensorFlow computes for it.
@@ -355,5 +487,157 @@ mod tests {
         let crc = encode_strings(items, &mut again);
         assert_eq!(again, data);
         assert_eq!(crc32c::unmask(e.crc32c), crc);
+    }
+
+    #[test]
+    fn tensorflows_sliced_checkpoint_reads_as_the_unsliced_one() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/checkpoint");
+        let sliced = read_checkpoint(&dir.join("sliced/ck")).unwrap();
+        let whole = read_checkpoint(&dir.join("sharded/ck")).unwrap();
+        let keys: Vec<&str> = sliced.iter().map(|(k, _)| k.as_str()).collect();
+        assert!(keys.contains(&"b/.ATTRIBUTES/VARIABLE_VALUE"), "{keys:?}");
+        for (k, t) in sliced.iter().filter(|(k, _)| k != OBJECT_GRAPH_KEY) {
+            let (_, w) = whole.iter().find(|(n, _)| n == k).unwrap();
+            assert!(t.bit_eq(w), "{k}");
+        }
+    }
+
+    /// A checkpoint whose tensor `t` (shape `shape`, int32 0, 1, 2, …) lists `listed` and
+    /// stores the slices `stored`, each holding the tensor's elements it covers.
+    fn sliced_checkpoint(
+        dir: &Path,
+        shape: &[usize],
+        listed: &[Vec<ordered_code::Extent>],
+        stored: &[Vec<ordered_code::Extent>],
+    ) -> PathBuf {
+        let dims = |shape: &[usize]| {
+            let mut p = TensorShapeProto::new();
+            for &d in shape {
+                let mut dim = proto::graph_def::tensor_shape_proto::Dim::new();
+                dim.size = d as i64;
+                p.dim.push(dim);
+            }
+            p
+        };
+        let mut header = BundleHeaderProto::new();
+        header.num_shards = 1;
+        let mut entries = vec![(Vec::new(), header.write_to_bytes().unwrap())];
+        let mut full = BundleEntryProto::new();
+        full.dtype = EnumOrUnknown::from_i32(DType::Int32.to_tf());
+        full.shape = Some(dims(shape)).into();
+        for extents in listed {
+            let mut sp = proto::saved_model::TensorSliceProto::new();
+            for &(start, length) in extents {
+                let mut e = proto::saved_model::tensor_slice_proto::Extent::new();
+                e.start = start;
+                if let Some(l) = length {
+                    e.set_length(l);
+                }
+                sp.extent.push(e);
+            }
+            full.slices.push(sp);
+        }
+        entries.push((b"t".to_vec(), full.write_to_bytes().unwrap()));
+        let mut data = Vec::new();
+        let mut slice_entries = Vec::new();
+        for extents in stored {
+            let ranges: Vec<std::ops::Range<usize>> = extents
+                .iter()
+                .zip(shape)
+                .map(|(&(s, l), &d)| match l {
+                    Some(l) => s as usize..(s + l) as usize,
+                    None => 0..d,
+                })
+                .collect();
+            let mut values = Vec::new();
+            let n: usize = shape.iter().product();
+            for i in 0..n {
+                let mut rest = i;
+                let mut inside = true;
+                for (d, r) in ranges.iter().enumerate().rev() {
+                    inside &= r.contains(&(rest % shape[d]));
+                    rest /= shape[d];
+                }
+                if inside {
+                    values.push(i as i32);
+                }
+            }
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let mut e = BundleEntryProto::new();
+            e.dtype = EnumOrUnknown::from_i32(DType::Int32.to_tf());
+            e.shape = Some(dims(&ranges.iter().map(|r| r.len()).collect::<Vec<_>>())).into();
+            e.offset = data.len() as i64;
+            e.size = bytes.len() as i64;
+            e.crc32c = crc32c::mask(crc32c::value(&bytes));
+            data.extend_from_slice(&bytes);
+            slice_entries.push((ordered_code::encode_slice_key("t", extents), e.write_to_bytes().unwrap()));
+        }
+        slice_entries.sort();
+        entries.splice(1..1, slice_entries);
+        let prefix = dir.join("sl");
+        std::fs::write(index_path(&prefix), write_table(&entries)).unwrap();
+        std::fs::write(data_path(&prefix, 0, 1), &data).unwrap();
+        prefix
+    }
+
+    #[test]
+    fn slices_are_put_together_and_inconsistent_ones_refused() {
+        let dir = std::env::temp_dir().join(format!("autoclust-slices-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let read = |shape: &[usize], listed: &[Vec<ordered_code::Extent>], stored: &[Vec<ordered_code::Extent>]| {
+            read_checkpoint(&sliced_checkpoint(&dir, shape, listed, stored))
+        };
+        // A [3, 4] tensor cut along its columns, and one cut into four blocks.
+        let cols = [vec![(0, None), (0, Some(1))], vec![(0, None), (1, Some(3))]];
+        let t = read(&[3, 4], &cols, &cols).unwrap();
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].0, "t");
+        assert_eq!(t[0].1.shape, vec![3, 4]);
+        assert_eq!(t[0].1.as_i32().unwrap(), (0..12).collect::<Vec<i32>>());
+        let blocks = [
+            vec![(0, Some(2)), (0, Some(2))],
+            vec![(0, Some(2)), (2, Some(2))],
+            vec![(2, Some(1)), (0, Some(3))],
+            vec![(2, Some(1)), (3, Some(1))],
+        ];
+        let t = read(&[3, 4], &blocks, &blocks).unwrap();
+        assert_eq!(t[0].1.as_i32().unwrap(), (0..12).collect::<Vec<i32>>());
+
+        let err = |r: Result<Vec<(String, Tensor)>, CheckpointError>| r.unwrap_err().to_string();
+        let e = err(read(&[3, 4], &cols, &cols[..1]));
+        assert!(e.contains("sl.index: tensor 't': slice '-:1,3': listed, but not stored in the checkpoint"), "{e}");
+        let extra = [cols[0].clone(), cols[1].clone(), vec![(0, None), (0, Some(2))]];
+        let e = err(read(&[3, 4], &cols, &extra));
+        assert!(e.contains("tensor 't': slice '-:0,2' is stored but not listed by the tensor's entry"), "{e}");
+        let e = err(read(&[3, 4], &blocks[..3], &blocks[..3]));
+        assert!(e.contains("tensor 't': its slices leave 1 of 12 elements uncovered"), "{e}");
+        let overlap = [vec![(0, None), (0, Some(2))], vec![(0, None), (1, Some(3))]];
+        let e = err(read(&[3, 4], &overlap, &overlap));
+        assert!(e.contains("tensor 't': slice '-:1,3': overlaps another slice"), "{e}");
+        let outside = [vec![(0, None), (2, Some(3))]];
+        let e = err(read(&[3, 4], &outside, &[]));
+        assert!(e.contains("slice '-:2,3': lies outside the shape [3, 4]"), "{e}");
+        let e = err(read(&[3, 4], &[vec![(0, None)]], &[]));
+        assert!(e.contains("slice '-': 1 extents for a rank-2 tensor"), "{e}");
+        // The slice stored under the key of [0, 1) holds a [3, 2] tensor.
+        let wrong = sliced_checkpoint(&dir, &[3, 4], &cols, &[vec![(0, None), (0, Some(2))], cols[1].clone()]);
+        let index = read_table(&std::fs::read(index_path(&wrong)).unwrap()).unwrap();
+        let mut entries = index.clone();
+        let key01 = ordered_code::encode_slice_key("t", &cols[0]);
+        let key02 = ordered_code::encode_slice_key("t", &[(0, None), (0, Some(2))]);
+        let pos = entries.iter().position(|(k, _)| *k == key02).unwrap();
+        entries[pos].0 = key01;
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        std::fs::write(index_path(&wrong), write_table(&entries)).unwrap();
+        let e = err(read_checkpoint(&wrong));
+        assert!(e.contains("slice '-:0,1': stored as int32[3, 2], expected int32[3, 1]"), "{e}");
+        // A flipped byte in a slice is a checksum error naming the slice.
+        let prefix = sliced_checkpoint(&dir, &[3, 4], &cols, &cols);
+        let mut data = std::fs::read(data_path(&prefix, 0, 1)).unwrap();
+        data[0] ^= 1;
+        std::fs::write(data_path(&prefix, 0, 1), &data).unwrap();
+        let e = err(read_checkpoint(&prefix));
+        assert!(e.contains("tensor 't[-:0,1]': checksum mismatch"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
