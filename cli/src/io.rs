@@ -159,11 +159,15 @@ pub fn load_saved_model(dir: &Path) -> Result<autoclust_graphdef::saved_model::S
 }
 
 /// The checks every loaded graph passes: every `node:port` input names an output its
-/// producer has (where the producer's op says how many), function calls nest at most
+/// producer has (where the producer's op says how many), in function bodies too,
+/// function calls nest at most
 /// `limits::MAX_CALL_DEPTH` levels, and the graph is a DAG (a cycle is reported with its nodes).
 pub fn check_acyclic(graph: &Graph, file: &str) -> Result<(), CliError> {
     if let Err(e) = graph.check_ports().and_then(|()| graph.check_call_depth()) {
         return Err(located(file, e.span(), e));
+    }
+    if let Err(e) = autoclust_graph::function::check_function_ports(&graph.library) {
+        return Err(CliError::input(format!("{file}: {e}")));
     }
     if let Err(cycle) = graph.topo_order() {
         let span = cycle.nodes.first().and_then(|n| graph.find(n)).and_then(|id| graph.node(id).span);

@@ -302,6 +302,32 @@ fn input_ports_are_checked_at_load_for_every_command() {
 }
 
 #[test]
+fn function_body_ports_are_checked_at_load_for_every_command() {
+    // Found by hand after the fuzzer: a body reading `n:y:4294967295` passed the load
+    // check, and the clustered run panicked in encapsulation on the inlined port.
+    for (input, line) in [("n:y:4294967295", "3:3: "), ("n:y:7", "3:3: ")] {
+        let g = format!(
+            "function f(x: float32) -> (y: float32) {{\n  n = Neg(x) {{T = float32}}\n  m = Neg({input}) {{T = float32}}\n  \
+             return y = m:y:0\n}}\n\
+             a = Placeholder() {{dtype = float32, shape = shape[]}}\nc = f(a)\n"
+        );
+        for cmd in [
+            &["analyze", "{}"][..],
+            &["cluster", "{}"],
+            &["run", "{}", "--feed", "a=1", "--fetch", "c"],
+            &["run", "{}", "--feed", "a=1", "--fetch", "c", "--no-cluster"],
+        ] {
+            let e = refused(&format!("{cmd:?} {input}"), &run_on("g.graph", &g, cmd));
+            let want = format!(
+                "error: g.graph: function 'f': {line}node 'm': input '{input}' reads output {} but 'n' (Neg) has 1 output(s)",
+                input.rsplit(':').next().unwrap()
+            );
+            assert_eq!(e, want);
+        }
+    }
+}
+
+#[test]
 fn opaque_producer_ports_are_bounded_by_the_executor() {
     // An op that does not declare its outputs: its ports pass the load check, and the
     // executor bounds them before sizing its slot table (this once allocated 8 GB).
@@ -543,7 +569,7 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
         (
             "d.graph",
             lists.into_bytes(),
-            "error: d.graph:1:18: lists hold strings, ints, floats, bools, types, shapes, tensors or functions",
+            "error: d.graph:1:18: node 'x': attribute 'f': lists hold strings, ints, floats, bools, types, shapes, tensors or functions",
         ),
         ("d.pb", pb_nested_funcs(5_000), "error: d.pb: not a binary GraphDef: messages nested deeper than 400 levels"),
         ("d.pb", pb_nested_funcs(101), "error: d.pb: node 'x': attribute 'f': nested deeper than 100 levels"),

@@ -165,7 +165,62 @@ pub fn instantiate_with(function: &FunctionDef, library: &Library, call_attrs: &
         raw.push(RawNode { name, op: "_Retval".into(), inputs: vec![input], attrs, device: String::new(), span: None });
     }
 
-    Graph::from_raw(raw, library.clone(), None).map_err(|source| FunctionError::Graph { function: fname, source })
+    let graph = Graph::from_raw(raw, library.clone(), None)
+        .map_err(|source| FunctionError::Graph { function: fname.clone(), source })?;
+    // Every body's ports are checked as the top-level graph's are at load: an output
+    // index past what its producer has is an error naming the node, for whatever pass
+    // instantiates the body (inlining, body clustering, the runtime), not a panic later.
+    graph.check_ports().map_err(|source| FunctionError::Graph { function: fname, source })?;
+    Ok(graph)
+}
+
+/// Checks every function body's data inputs and return values as [`Graph::check_ports`]
+/// checks the top level, without instantiating (a body with unbound type attributes is
+/// checked too): `node:out_arg:index` must name an output its producer has, where the
+/// producer's op and attributes say how many (placeholders and opaque ops are not
+/// checked), and an argument has exactly one. Run at load by every command.
+pub fn check_function_ports(library: &Library) -> Result<(), FunctionError> {
+    for function in library.functions.iter() {
+        let fname = function.signature.name.as_str();
+        let args: HashMap<&str, String> =
+            function.signature.inputs.iter().map(|a| (a.name.as_str(), a.name.clone())).collect();
+        let ops: HashMap<&str, &str> = function.nodes.iter().map(|n| (n.name.as_str(), n.op.as_str())).collect();
+        let attrs: HashMap<&str, &Attrs> = function.nodes.iter().map(|n| (n.name.as_str(), &n.attrs)).collect();
+        let resolver = InputResolver { function: fname, library, arg_nodes: &args, ops: &ops };
+        let returns = function.ret.iter().map(|(k, v)| (format!("return {k}"), v));
+        let inputs = function.nodes.iter().flat_map(|n| n.inputs.iter().map(move |i| (n.name.clone(), i)));
+        for (node, input) in inputs.chain(returns) {
+            if input.starts_with('^') {
+                continue;
+            }
+            // Unknown names and malformed inputs are the instantiation's errors to report.
+            let Ok(resolved) = resolver.resolve(&node, input) else { continue };
+            let (producer, port) = match resolved.rsplit_once(':') {
+                Some((p, k)) => (p, k.parse::<u32>().unwrap_or(0)),
+                None => (resolved.as_str(), 0),
+            };
+            let count = match (ops.get(producer), attrs.get(producer)) {
+                (Some(op), Some(a)) => crate::registry::output_count(op, a, library),
+                _ => Some(1), // an argument
+            };
+            if let Some(outputs) = count.filter(|&c| port as usize >= c) {
+                let op = ops.get(producer).copied().unwrap_or("_Arg");
+                return Err(FunctionError::Graph {
+                    function: fname.to_string(),
+                    source: GraphError::PortOutOfRange(Box::new(crate::graph::PortOutOfRange {
+                        node: node.clone(),
+                        input: input.clone(),
+                        port,
+                        producer: producer.to_string(),
+                        op: op.to_string(),
+                        outputs,
+                        span: function.nodes.iter().find(|n| n.name == node).and_then(|n| n.span),
+                    })),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 struct InputResolver<'a> {
@@ -210,7 +265,7 @@ impl InputResolver<'_> {
                     op: op.to_string(),
                     arg: out_arg.to_string(),
                 })?;
-                let port = base + index;
+                let port = base.checked_add(index).ok_or_else(malformed)?;
                 Ok(if port == 0 { producer.to_string() } else { format!("{producer}:{port}") })
             }
             _ => Err(malformed()),

@@ -345,6 +345,11 @@ impl Parser<'_> {
     /// An attribute value, at most [`MAX_ATTR_DEPTH`] levels deep (values
     /// inside a function's attributes are one level deeper), so that no
     /// input can make this descent overflow the stack.
+    /// A list inside a list (or a `$placeholder` item), named by its node and attribute.
+    fn not_a_list_item(&self) -> String {
+        format!("node '{}': attribute '{}': {NOT_A_LIST_ITEM}", self.node, self.attr)
+    }
+
     fn value(&mut self) -> R<AttrValue> {
         self.skip_ws();
         let span = self.span();
@@ -635,7 +640,7 @@ impl Parser<'_> {
             // Items are at the list's own level; a list never holds a list (so
             // this does not recurse without going through `value`'s depth count).
             if self.peek() == Some(b'[') {
-                return Err(self.err_at(span, NOT_A_LIST_ITEM));
+                return Err(self.err_at(span, self.not_a_list_item()));
             }
             items.push((span, self.value_at(span)?));
             if self.eat(b']') {
@@ -667,7 +672,9 @@ impl Parser<'_> {
             AttrValue::Tensor(_) => collect!(Tensor, AttrValue::Tensor(t) => t, "tensors"),
             AttrValue::Func(_) => collect!(Func, AttrValue::Func(f) => f, "functions"),
             AttrValue::Compact(_) => return Err(self.err_at(items[0].0, "a list of tensors holds no '...' tensor")),
-            AttrValue::Placeholder(_) | AttrValue::List(_) => return Err(self.err_at(items[0].0, NOT_A_LIST_ITEM)),
+            AttrValue::Placeholder(_) | AttrValue::List(_) => {
+                return Err(self.err_at(items[0].0, self.not_a_list_item()))
+            }
         })
     }
 
