@@ -106,7 +106,7 @@ fn reproducers_give_their_recorded_outcome() {
         let args: Vec<String> =
             field("args:").split_whitespace().map(|a| a.replace("{}", &input.display().to_string())).collect();
         let o = engine::run(&bin(), &engine::repo_root(), &args, Limits::default());
-        assert_eq!(engine::violation(&o), None, "{}: {}", path.display(), o.stderr);
+        assert_eq!(engine::violation(&o, false), None, "{}: {}", path.display(), o.stderr);
         let exit: i32 = field("exit:").parse().unwrap();
         assert_eq!(o.code, Some(exit), "{}: {}", path.display(), o.stderr);
         let want = field("error:");

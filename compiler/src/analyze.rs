@@ -938,8 +938,7 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             let r = x.shape.len();
             let mut axes: Vec<usize> =
                 int_const(node, &ins[1], "axes")?.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_, _>>()?;
-            axes.sort_unstable();
-            axes.dedup();
+            distinct_axes(node, &mut axes)?;
             let keep = attr_bool(node, "keep_dims");
             let shape = reduced_shape(&x.shape, &axes, keep);
             let kind = match op {
@@ -1014,8 +1013,7 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             let r = x.shape.len();
             let mut axes: Vec<usize> =
                 int_const(node, &ins[1], "axes")?.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_, _>>()?;
-            axes.sort_unstable();
-            axes.dedup();
+            distinct_axes(node, &mut axes)?;
             let shape = reduced_shape(&x.shape, &axes, attr_bool(node, "keep_dims"));
             Ok(kernel(KernelOp::BoolReduce { all: op == "All", axes }, vec![0], vec![vi(DType::Bool, shape)]))
         }
@@ -1968,6 +1966,16 @@ fn num_eval<T: FoldNum>(ew: EwOp, a: &[T], real_div: bool) -> Option<Scalar> {
         _ => return None,
     };
     Some(r.wrap())
+}
+
+/// Sorts reduction axes; a repeated axis is TensorFlow's `InvalidArgument`, so the
+/// reduction is declined and the interpreter's kernel reports it (never merged silently).
+fn distinct_axes(node: &Node, axes: &mut [usize]) -> Result<(), CompileError> {
+    axes.sort_unstable();
+    if axes.windows(2).any(|w| w[0] == w[1]) {
+        return Err(CompileError::unsupported(node, "a duplicate reduction axis (the kernel reports it)"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

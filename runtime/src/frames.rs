@@ -242,6 +242,10 @@ struct Run<'a, 'c> {
     ready: VecDeque<Tagged>,
     /// `None` = not produced; `Some(None)` = dead.
     fetched: Vec<Option<Option<Tensor>>>,
+    /// Iterations started this step per loop (frame name), over all its instances: a loop
+    /// nested in another runs once per outer iteration, and the bound is on its total, so
+    /// nested loops cannot multiply it into a hang.
+    loop_totals: HashMap<u32, u64>,
 }
 
 const ROOT_FRAME: u32 = u32::MAX;
@@ -365,14 +369,18 @@ impl<'a, 'c> Run<'a, 'c> {
     fn increment_iteration(&mut self, f: usize) -> Result<u64, RunError> {
         let limit = self.plan.max_loop_iterations;
         let next = self.frame(f).iteration_count + 1;
-        if next > limit {
+        let loop_name = self.frame(f).name;
+        let total = self.loop_totals.entry(loop_name).or_insert(0);
+        *total += 1;
+        if next > limit || *total > limit {
             let name = self.frame_name(f);
             let i = self.plan.nodes.iter().position(
                 |n| matches!(n.kind, Kind::Enter { frame, .. } if self.plan.frame_names[frame as usize] == name),
             );
             let msg = format!(
-                "the while loop of frame '{name}' ran {limit} iterations and is still going: \
-                 --max-loop-iterations {limit} reached (raise it if the loop is meant to run longer)"
+                "the while loop of frame '{name}' ran {limit} iterations in this step (over all its \
+                 instances) and is still going: --max-loop-iterations {limit} reached (raise it if the \
+                 loop is meant to run longer)"
             );
             return Err(match i {
                 Some(i) => self.node_error(i as u32, KernelError::invalid(msg)),
@@ -700,6 +708,7 @@ fn run_frames(ctx: &RunContext<'_>, plan: &FramePlan, schedule: Schedule<'_>) ->
         children: HashMap::new(),
         ready: VecDeque::new(),
         fetched: vec![None; plan.fetches.len()],
+        loop_totals: HashMap::new(),
     };
     let mut root_iter = run.new_iteration();
     root_iter.outstanding_ops = plan.roots.len() as u32;

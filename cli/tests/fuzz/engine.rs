@@ -119,6 +119,8 @@ pub struct Seed {
     /// Whether the two modes may legitimately give different values (unseeded random
     /// ops, a racy graph).
     pub nondeterministic: bool,
+    /// Whether the graph prints to stderr (its output may precede an error line).
+    pub prints: bool,
     /// For a binary GraphDef: its text, so that half the inputs are text mutations
     /// converted to binary by `convert` (hostile content in well-formed protobuf).
     pub text: Option<Vec<u8>>,
@@ -168,6 +170,7 @@ pub fn seeds(format: Format, bin: &Path, scratch: &Path) -> Vec<Seed> {
                 run_args.extend(["--steps".into(), m.steps.min(2).to_string()]);
                 let text = String::from_utf8_lossy(&files[0].1);
                 let nondeterministic = m.racy || has_unseeded_randomness(&text);
+                let prints = text.contains("Print");
                 let target = if format == Format::Safetensors {
                     match files.iter().position(|(n, _)| n.ends_with(".safetensors")) {
                         Some(t) => t,
@@ -184,6 +187,7 @@ pub fn seeds(format: Format, bin: &Path, scratch: &Path) -> Vec<Seed> {
                     graph: graph_name.into(),
                     run_args,
                     nondeterministic,
+                    prints,
                     text,
                 });
             }
@@ -200,6 +204,7 @@ pub fn seeds(format: Format, bin: &Path, scratch: &Path) -> Vec<Seed> {
                             graph: "g.graph".into(),
                             run_args,
                             nondeterministic: has_unseeded_randomness(&text),
+                            prints: text.contains("Print"),
                             text: None,
                         });
                     }
@@ -235,6 +240,7 @@ pub fn seeds(format: Format, bin: &Path, scratch: &Path) -> Vec<Seed> {
                         graph: "m".into(),
                         run_args,
                         nondeterministic: false,
+                        prints: false,
                         text: None,
                     });
                 } else if !out.iter().any(|s: &Seed| s.name.starts_with(&format!("{model}/"))) {
@@ -246,6 +252,7 @@ pub fn seeds(format: Format, bin: &Path, scratch: &Path) -> Vec<Seed> {
                             graph: "m".into(),
                             run_args: run_args.clone(),
                             nondeterministic: false,
+                            prints: false,
                             text: None,
                         });
                     }
@@ -790,8 +797,10 @@ pub fn run(bin: &Path, dir: &Path, args: &[String], limits: Limits) -> Outcome {
     Outcome { code: status.code(), signal: status.signal(), timed_out, stdout, stderr }
 }
 
-/// Why an outcome breaks the contract, if it does.
-pub fn violation(o: &Outcome) -> Option<String> {
+/// Why an outcome breaks the contract, if it does. `prints`: the graph prints to stderr
+/// (`PrintV2`, `Print`), so its output may come before the error line; `note:` lines may
+/// always come before it (the notes of the steps that ran).
+pub fn violation(o: &Outcome, prints: bool) -> Option<String> {
     if o.timed_out {
         return Some("hang (time limit)".into());
     }
@@ -807,7 +816,10 @@ pub fn violation(o: &Outcome) -> Option<String> {
     match o.code {
         Some(0) => None,
         Some(1) | Some(2) => {
-            if o.first_line().starts_with("error:") {
+            let mut lines = o.stderr.lines();
+            let before: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("error:")).collect();
+            let has_error = o.stderr.lines().any(|l| l.starts_with("error:"));
+            if has_error && (prints || before.iter().all(|l| l.starts_with("note:"))) {
                 None
             } else {
                 Some(format!("exit {:?} without an `error:` first line", o.code))
@@ -969,7 +981,7 @@ fn fuzz_one(
     for args in commands(seed, format) {
         let o = run(bin, dir.path(), &args, limits);
         exits.push(o.code.unwrap_or(-1));
-        if let Some(what) = violation(&o) {
+        if let Some(what) = violation(&o, seed.prints) {
             findings.push((args.clone(), what, o.first_line().to_string()));
         }
         runs.push((args, o));
@@ -978,7 +990,7 @@ fn fuzz_one(
     // racy: then the clustered outcome must be one the plain executor gives under some
     // schedule (`--schedule-seed`), which settles most races a mutation creates.
     if let [.., (a_args, a), (b_args, b)] = &runs[..] {
-        if violation(a).is_none() && violation(b).is_none() {
+        if violation(a, seed.prints).is_none() && violation(b, seed.prints).is_none() {
             if let Some(what) = disagreement(a, b, seed.nondeterministic) {
                 let reached = (1..=6).any(|s| {
                     let mut args = b_args.clone();

@@ -358,7 +358,16 @@ fn expand_args(
                     Some(n) => {
                         let v = node.attr(n).ok_or_else(|| missing(node, n))?;
                         let k = v.as_int().ok_or_else(|| bad_attr(node, n, "must be an int".into()))?;
-                        usize::try_from(k).map_err(|_| bad_attr(node, n, format!("is {k}, which is negative")))?
+                        let k =
+                            usize::try_from(k).map_err(|_| bad_attr(node, n, format!("is {k}, which is negative")))?;
+                        if k > crate::limits::MAX_NODE_ARITY {
+                            return Err(bad_attr(
+                                node,
+                                n,
+                                format!("is {k}, more than the {} a node may have", crate::limits::MAX_NODE_ARITY),
+                            ));
+                        }
+                        k
                     }
                 };
                 out.extend(std::iter::repeat_n(d, count));

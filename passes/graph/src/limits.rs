@@ -55,6 +55,11 @@ pub const MAX_MESSAGE_DEPTH: usize = 400;
 /// TensorFlow's own graphs nest a few levels.
 pub const MAX_CALL_DEPTH: usize = 1000;
 
+/// How many inputs or outputs one list argument of a node may have (`N`, `num_split`,
+/// …, from an attribute): TensorFlow's graphs use a few thousand at most; an attribute
+/// past this is an error naming the node, not a count that sizes an allocation.
+pub const MAX_NODE_ARITY: usize = 1 << 20;
+
 /// Why a tensor of some shape may not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {

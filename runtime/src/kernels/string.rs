@@ -349,6 +349,9 @@ struct AsStringSpec {
     dtype: Option<DType>,
 }
 
+/// The largest `width` or `precision` AsString accepts.
+const MAX_FORMAT_FIELD: i64 = 4096;
+
 impl AsStringSpec {
     fn from_node(node: &Node) -> KResult<AsStringSpec> {
         let dtype = node.attr("T").and_then(AttrValue::as_type);
@@ -357,6 +360,13 @@ impl AsStringSpec {
         let shortest = attr_bool_or(node, "shortest", false)?;
         let width = attr_int_or(node, "width", -1)?;
         let fill = attr_bytes_or(node, "fill", b"")?;
+        // C's printf takes any int; a string per element that wide is refused here (the
+        // formatter's own bound is 65535), not allowed to abort the process.
+        for (name, v) in [("precision", precision), ("width", width)] {
+            if v > MAX_FORMAT_FIELD {
+                return Err(KernelError::invalid(format!("{name} {v} is too large (at most {MAX_FORMAT_FIELD})")));
+            }
+        }
         if let Some(d) = dtype {
             if !d.is_float() {
                 if scientific || shortest {

@@ -274,7 +274,9 @@ pub fn output_count(op: &str, attrs: &crate::Attrs, library: &crate::Library) ->
     for arg in schema.outputs {
         n = n.checked_add(match (arg.ty, arg.number_attr) {
             (TypeRule::ListAttr(name), _) => attrs.get(name)?.as_type_list()?.len(),
-            (_, Some(name)) => usize::try_from(attrs.get(name)?.as_int()?).ok()?,
+            (_, Some(name)) => {
+                usize::try_from(attrs.get(name)?.as_int()?).ok().filter(|&k| k <= crate::limits::MAX_NODE_ARITY)?
+            }
             (_, None) => 1,
         })?;
     }
