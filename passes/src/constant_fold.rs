@@ -10,12 +10,15 @@
 //! - `Shape`, `Size` and `Rank` of a value whose static shape inference
 //!   knows fully become `Const`s whatever the value (so `BroadcastGradientArgs`
 //!   of two such shapes folds in turn) — not of a fed node, whose value may
-//!   not have the shape the graph gives it;
+//!   not have the shape the graph gives it; so does each output of a
+//!   `ShapeN` whose input's shape is fully known (a new `Const`
+//!   `NAME/shape_K`, gated on that input's producer);
 //! - afterwards, pure nodes and `Const`s nothing consumes any more are
 //!   removed (unless the request fetches, targets or feeds them).
 //!
 //! Folded in topological order, so whole constant subgraphs collapse in one run.
 //! Bounded: a node is evaluated only when inference knows its output shape
+//! (or, for a `Range` of scalar constants, its length is computed first)
 //! and every output has at most [`MAX_FOLD_ELEMENTS`] elements (issue 13:
 //! never materialise a huge tensor); a kernel error leaves the node as it
 //! was (the run reports it as before); variant and resource outputs are not folded.
@@ -127,6 +130,33 @@ pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldRep
             report.shapes += 1;
             continue;
         }
+        // ShapeN: one `Const` per input whose static shape is fully known
+        // (`NAME/shape_K`), each gated on its input's producer.
+        if node.op == "ShapeN" && outs.len() == node.inputs.len() {
+            let mut any = false;
+            let mut all_control = node.control_inputs.clone();
+            for (k, &input) in node.inputs.iter().enumerate() {
+                if is_control_flow(graph, input.node) || ctx.fed.contains(graph.name(input.node)) {
+                    continue;
+                }
+                let Some(dims) = info.output(input).and_then(|(_, s)| s.to_known()) else { continue };
+                let Some(value) = materialise("Shape", outs[k].0, &dims) else { continue };
+                let mut control = node.control_inputs.clone();
+                control.push(input.node);
+                all_control.push(input.node);
+                let name = fresh(graph, &format!("{}/shape_{k}", node.name));
+                let inputs = input_strings(graph, &rw, &[], &control);
+                rw.add(const_node(name.clone(), value.clone(), inputs, node.device.clone()));
+                rw.redirect_named(Output { node: id, port: k as u32 }, name);
+                values.insert(Output { node: id, port: k as u32 }, value);
+                any = true;
+            }
+            if any {
+                gates.insert(id, all_control);
+                report.shapes += 1;
+            }
+            continue;
+        }
         let Some(eval) = &ctx.evaluator else { continue };
         let Some(inputs) = node.inputs.iter().map(|o| values.get(o).cloned()).collect::<Option<Vec<Tensor>>>() else {
             continue;
@@ -135,8 +165,8 @@ pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldRep
             // Sources other than Const (none are pure today) are left alone.
             continue;
         }
-        let small =
-            outs.iter().all(|(_, s)| s.num_elements().is_some_and(|n| n <= MAX_FOLD_ELEMENTS) && s.is_fully_known());
+        let small = outs.iter().all(|(_, s)| s.num_elements().is_some_and(|n| n <= MAX_FOLD_ELEMENTS))
+            || (node.op == "Range" && range_len(&inputs).is_some_and(|n| n <= MAX_FOLD_ELEMENTS as f64));
         if !small {
             continue;
         }
@@ -184,6 +214,21 @@ pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldRep
     Ok((out, report))
 }
 
+/// The element count of `Range(start, limit, delta)` on scalar constants
+/// (static inference leaves a float `Range`'s length unknown).
+fn range_len(inputs: &[Tensor]) -> Option<f64> {
+    let mut v = Vec::with_capacity(3);
+    for t in inputs {
+        match t.to_f64_vec()?.as_slice() {
+            [x] => v.push(*x),
+            _ => return None,
+        }
+    }
+    let [start, limit, delta] = v[..] else { return None };
+    let n = ((limit - start) / delta).ceil();
+    (n.is_finite() && delta != 0.0).then_some(n.max(0.0))
+}
+
 fn fresh(graph: &Graph, base: &str) -> String {
     if graph.find(base).is_none() {
         return base.to_string();
@@ -203,7 +248,9 @@ impl crate::pass::Pass for ConstantFoldPass {
          Shape/Size/Rank of known static shapes, drop what becomes dead"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
-        Ok(constant_fold(&graph, ctx)?.0)
+        let mut out = constant_fold(&graph, ctx)?.0;
+        crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(constant_fold(body, c)?.0));
+        Ok(out)
     }
 }
 
@@ -279,10 +326,12 @@ mod tests {
              y = Placeholder() {dtype = float32, shape = shape[?, 3]}\n\
              sx = Shape(x) {T = float32, out_type = int32}\n\
              nx = Size(x) {T = float32, out_type = int32}\n\
-             sy = Shape(y) {T = float32, out_type = int32}\n",
+             sy = Shape(y) {T = float32, out_type = int32}\n\
+             sn = ShapeN(x, y) {N = 2, T = float32, out_type = int64}\n\
+             u = IdentityN(sn, sn:1) {T = [int64, int64]}\n",
         );
         let (out, r) = constant_fold(&g, &PassContext::default()).unwrap();
-        assert_eq!(r.shapes, 2);
+        assert_eq!(r.shapes, 3);
         let sx = out.node(out.find("sx").unwrap());
         assert_eq!(sx.op, "Const");
         assert_eq!(sx.attr("value"), Some(&AttrValue::Tensor(Tensor::from_i32(vec![2], vec![2, 3]).unwrap())));
@@ -290,5 +339,35 @@ mod tests {
         let nx = out.node(out.find("nx").unwrap());
         assert_eq!(nx.attr("value"), Some(&AttrValue::Tensor(Tensor::scalar_i32(6))));
         assert_eq!(out.node(out.find("sy").unwrap()).op, "Shape");
+        // ShapeN: the known port becomes a Const gated on x, the other stays.
+        let u = out.node(out.find("u").unwrap());
+        let s0 = out.node(u.inputs[0].node);
+        assert_eq!((s0.name.as_str(), s0.op.as_str()), ("sn/shape_0", "Const"));
+        assert_eq!(s0.attr("value"), Some(&AttrValue::Tensor(Tensor::from_i64(vec![2], vec![2, 3]).unwrap())));
+        assert_eq!(s0.control_inputs, vec![out.find("x").unwrap()]);
+        assert_eq!(u.inputs[1], Output { node: out.find("sn").unwrap(), port: 1 });
+    }
+
+    #[test]
+    fn range_of_constants_folds_when_short() {
+        let eval: crate::pass::Evaluator = std::sync::Arc::new(|n, ins| {
+            assert_eq!(n.op, "Range");
+            let v: Vec<f32> = (0..3).map(|i| ins[0].as_f32().unwrap()[0] + i as f32).collect();
+            Ok(vec![Tensor::from_f32(vec![3], v).unwrap()])
+        });
+        let g = parse(
+            "a = Const() {dtype = float32, value = float32[]{0.5}}\n\
+             b = Const() {dtype = float32, value = float32[]{3.0}}\n\
+             d = Const() {dtype = float32, value = float32[]{1.0}}\n\
+             big = Const() {dtype = float32, value = float32[]{1e12}}\n\
+             r = Range(a, b, d) {Tidx = float32}\n\
+             huge = Range(a, big, d) {Tidx = float32}\n",
+        );
+        let ctx = PassContext { evaluator: Some(eval), ..PassContext::default() };
+        let (out, r) = constant_fold(&g, &ctx).unwrap();
+        assert_eq!(r.folded, 1);
+        assert_eq!(out.node(out.find("r").unwrap()).op, "Const");
+        assert_eq!(out.node(out.find("huge").unwrap()).op, "Range");
+        assert_eq!(range_len(&[Tensor::scalar_f32(0.5), Tensor::scalar_f32(3.0), Tensor::scalar_f32(1.0)]), Some(3.0));
     }
 }

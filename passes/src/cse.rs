@@ -15,7 +15,8 @@
 //! earlier than it could before. A control user of the removed node waits for
 //! the kept one, which has the same control inputs. Never merged: stateful
 //! ops, resource ops (two `ReadVariableOp`s of one variable may have a write
-//! between them), random ops, calls, `Placeholder`s, v1 control flow, and the
+//! between them), stateful random ops, calls, `Placeholder`s, v1 control flow
+//! other than a `Switch` of a value (module [`is_value_switch`]), and the
 //! nodes the request fetches, targets or feeds (they keep their names).
 //! Constants larger than [`MAX_CONST_ELEMENTS`] are not compared.
 
@@ -35,17 +36,28 @@ pub struct CseReport {
     pub merged: usize,
 }
 
+/// A v1 `Switch` of a value (not a resource or reference): a function of its
+/// data and predicate inputs — the same value on the same live port — so two
+/// with the same inputs, control inputs and attributes are one (Grappler's
+/// dedup merges them too). Other v1 control-flow ops are never merged.
+fn is_value_switch(node: &autoclust_graph::Node) -> bool {
+    node.op == "Switch"
+        && node.inputs.len() == 2
+        && matches!(node.attr("T"), Some(AttrValue::Type(t)) if !matches!(t, autoclust_graph::DType::Resource | autoclust_graph::DType::Ref(_)))
+}
+
 /// Merges identical pure nodes (module doc).
 pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate::pass::PassError> {
     let _span = tracing::debug_span!("cse", nodes = graph.len()).entered();
     let order = graph.topo_order()?;
     let pin = pinned(graph, ctx);
+    let succ = graph.successors();
     let mut rw = Rewrite::default();
     let mut seen: HashMap<String, NodeId> = HashMap::new();
     let mut report = CseReport::default();
     for id in order {
         let node = graph.node(id);
-        if pin[id.index()] || !is_pure(graph, node) {
+        if pin[id.index()] || !(is_pure(graph, node) || is_value_switch(node)) {
             continue;
         }
         if node.op == "Const" {
@@ -61,10 +73,14 @@ pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate
         }
         controls.sort();
         controls.dedup();
-        let key = format!("{}|{}|{:?}|{:?}|{:?}", node.op, node.device, node.attrs, inputs, controls);
+        // Internal attributes (`_class` colocation, `_has_manual_control_dependencies`, …)
+        // do not change a pure node's value; Grappler's dedup ignores them too.
+        let attrs: Vec<_> = node.attrs.iter().filter(|(k, _)| !k.starts_with('_')).collect();
+        let key = format!("{}|{}|{:?}|{:?}|{:?}", node.op, node.device, attrs, inputs, controls);
         match seen.get(&key) {
             Some(&first) => {
-                let ports = graph.output_count(id).unwrap_or(1).max(1);
+                let used = succ.data[id.index()].iter().map(|&(_, port, _)| port as usize + 1).max().unwrap_or(1);
+                let ports = graph.output_count(id).unwrap_or(1).max(used);
                 for p in 0..ports as u32 {
                     rw.redirect(Output { node: id, port: p }, Output { node: first, port: p });
                 }
@@ -93,7 +109,9 @@ impl crate::pass::Pass for CsePass {
          or fetched nodes"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, crate::pass::PassError> {
-        Ok(cse(&graph, ctx)?.0)
+        let mut out = cse(&graph, ctx)?.0;
+        crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(cse(body, c)?.0));
+        Ok(out)
     }
 }
 
@@ -148,6 +166,31 @@ mod tests {
         let (out, r) = cse(&g, &ctx).unwrap();
         assert_eq!(r.merged, 0);
         assert_eq!(out.len(), g.len());
+    }
+
+    #[test]
+    fn internal_attributes_do_not_block_a_merge() {
+        let g = parse(
+            "a = Const() {_class = [\"loc:@w1\"], dtype = float32, value = float32[]{0.01}}\n\
+             b = Const() {_class = [\"loc:@w2\"], dtype = float32, value = float32[]{0.01}}\n\
+             s = AddV2(a, b) {T = float32}\n",
+        );
+        let (out, r) = cse(&g, &PassContext::default()).unwrap();
+        assert_eq!(r.merged, 1);
+        assert_eq!(names(&out), ["a", "s"]);
+    }
+
+    #[test]
+    fn stateless_random_ops_merge_but_stateful_ones_do_not() {
+        let g = parse(
+            "seed = Const() {dtype = int64, value = int64[2]{1, 2}}\n\
+             k1 = StatelessRandomGetKeyCounter(seed) {Tseed = int64}\n\
+             k2 = StatelessRandomGetKeyCounter(seed) {Tseed = int64}\n\
+             s = IdentityN(k1, k2:1, k2) {T = [uint64, uint64, uint64]}\n",
+        );
+        let (out, r) = cse(&g, &PassContext::default()).unwrap();
+        assert_eq!(r.merged, 1);
+        assert_eq!(names(&out), ["seed", "k1", "s"]);
     }
 
     #[test]

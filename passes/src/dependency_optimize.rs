@@ -251,7 +251,9 @@ impl crate::pass::Pass for DependencyOptimizePass {
          (users read x with ^g), drop control edges implied by other paths, remove dead pure nodes"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
-        Ok(dependency_optimize(&graph, ctx)?.0)
+        let mut out = dependency_optimize(&graph, ctx)?.0;
+        crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(dependency_optimize(body, c)?.0));
+        Ok(out)
     }
 }
 

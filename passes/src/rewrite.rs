@@ -39,7 +39,11 @@ pub(crate) fn is_pure(graph: &Graph, node: &Node) -> bool {
         return false;
     }
     match registry::lookup(&node.op) {
-        Some(schema) => !schema.is_stateful && schema.family != registry::OpFamily::Random,
+        // Stateless random ops draw from their key/counter or seed alone (the
+        // same inputs, the same numbers): pure, unlike the stateful samplers.
+        Some(schema) => {
+            !schema.is_stateful && (schema.family != registry::OpFamily::Random || node.op.starts_with("Stateless"))
+        }
         None => false,
     }
 }
