@@ -19,8 +19,9 @@
 //!   every dimension is 1: TensorFlow's reduction kernels copy the input
 //!   then (`ReductionHelper` finds nothing to reduce), and Grappler rewrites
 //!   them to `Identity`;
-//! - `Neg(Neg(x))`, `Transpose(Transpose(x, p), q)` when `p∘q` is the
-//!   identity (both permutations constant);
+//! - `Neg(Neg(x))`, `Transpose(x, p)` with `p` the identity permutation,
+//!   `Transpose(Transpose(x, p), q)` when `p∘q` is the identity (both
+//!   permutations constant);
 //! - `AddN(x)` of one input, `Identity`/`Snapshot`/`StopGradient` of a value
 //!   (so Identity chains disappear), every output of an `IdentityN`, `Cast`
 //!   to the type it already has, `Reshape` to the static shape `x` already
@@ -159,6 +160,10 @@ fn bypass(graph: &Graph, id: NodeId, info: &TypeInfo, ctx: &PassContext) -> Opti
             let inner = graph.node(ins.first()?.node);
             (inner.op == "Neg" && inner.control_inputs.is_empty() && is_pure(graph, inner)).then(|| inner.inputs[0])
         }
+        "Transpose" if ins.len() == 2 && perm(graph, ins[1], ctx)?.iter().enumerate().all(|(i, &p)| p == i as i64) => {
+            // The identity permutation (Keras's Tensordot makes `perm = [0, 1, 2]`).
+            Some(ins[0])
+        }
         "Transpose" => {
             let inner = graph.node(ins.first()?.node);
             if inner.op != "Transpose" || !inner.control_inputs.is_empty() || ins.len() != 2 || inner.inputs.len() != 2
@@ -296,7 +301,7 @@ impl crate::pass::Pass for ArithmeticSimplifyPass {
         "arithmetic-simplify"
     }
     fn description(&self) -> &'static str {
-        "bypass x*1, x/1, x-0, x+0, Neg(Neg x), inverse Transposes, AddN(x), Identity chains, Cast to the same \
+        "bypass x*1, x/1, x-0, x+0, Neg(Neg x), identity and inverse Transposes, AddN(x), Identity chains, Cast to the same \
          type, Reshape to the same shape, reductions over no axes or size-1 kept axes (same dtype and shape only)"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {

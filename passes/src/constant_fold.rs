@@ -12,7 +12,12 @@
 //!   of two such shapes folds in turn) — not of a fed node, whose value may
 //!   not have the shape the graph gives it; so does each output of a
 //!   `ShapeN` whose input's shape is fully known (a new `Const`
-//!   `NAME/shape_K`, gated on that input's producer);
+//!   `NAME/shape_K`, gated on that input's producer); and
+//!   `BroadcastGradientArgs(Shape(a), Shape(b))` becomes two empty index
+//!   `Const`s when `b` provably has `a`'s shape at run time — one is the
+//!   other through elementwise ops of one tensor, `BiasAdd`, and binary
+//!   elementwise ops with a scalar operand, which keep their input's shape
+//!   (a cheap stand-in for Grappler's symbolic shapes);
 //! - afterwards, pure nodes and `Const`s nothing consumes any more are
 //!   removed (unless the request fetches, targets or feeds them).
 //!
@@ -33,7 +38,7 @@
 
 use std::collections::HashMap;
 
-use autoclust_graph::infer::infer_partial;
+use autoclust_graph::infer::{infer_partial, TypeInfo};
 use autoclust_graph::{AttrValue, Attrs, DType, Graph, NodeId, Output, RawNode, Tensor};
 
 use crate::pass::{PassContext, PassError};
@@ -157,6 +162,41 @@ pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldRep
             }
             continue;
         }
+        // BroadcastGradientArgs(Shape(a), Shape(b)) of two values that have
+        // the same shape at run time (one is an elementwise function of the
+        // other, `same_shape_root`): nothing to reduce on either side.
+        if node.op == "BroadcastGradientArgs" && node.inputs.len() == 2 && outs.len() == 2 {
+            let shape_of = |o: Output| {
+                let s = graph.node(o.node);
+                (s.op == "Shape" && s.inputs.len() == 1 && !ctx.fed.contains(&s.name)).then(|| (s, s.inputs[0]))
+            };
+            if let (Some((s0, a)), Some((s1, b))) = (shape_of(node.inputs[0]), shape_of(node.inputs[1])) {
+                let same = s0.attr("out_type") == s1.attr("out_type")
+                    && same_shape_root(graph, a, ctx, &info) == same_shape_root(graph, b, ctx, &info);
+                let empty = match outs[0].0 {
+                    DType::Int32 => Tensor::from_i32(vec![0], vec![]).ok(),
+                    DType::Int64 => Tensor::from_i64(vec![0], vec![]).ok(),
+                    _ => None,
+                };
+                if let (true, Some(empty)) = (same, empty) {
+                    let mut control = node.control_inputs.clone();
+                    for s in [s0, s1] {
+                        control.extend(s.control_inputs.iter().copied());
+                        control.push(s.inputs[0].node);
+                    }
+                    let inputs = input_strings(graph, &rw, &[], &control);
+                    for k in 0..2u32 {
+                        let name = fresh(graph, &format!("{}/folded_{k}", node.name));
+                        rw.add(const_node(name.clone(), empty.clone(), inputs.clone(), node.device.clone()));
+                        rw.redirect_named(Output { node: id, port: k }, name);
+                        values.insert(Output { node: id, port: k }, empty.clone());
+                    }
+                    gates.insert(id, control);
+                    report.shapes += 1;
+                    continue;
+                }
+            }
+        }
         let Some(eval) = &ctx.evaluator else { continue };
         let Some(inputs) = node.inputs.iter().map(|o| values.get(o).cloned()).collect::<Option<Vec<Tensor>>>() else {
             continue;
@@ -212,6 +252,51 @@ pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldRep
     let out = remove_dead(out, &keep, ctx)?;
     tracing::debug!(folded = report.folded, shapes = report.shapes, nodes = out.len(), "constant-fold done");
     Ok((out, report))
+}
+
+/// Ops whose output 0 has the shape of their input 0 whatever the values:
+/// elementwise functions of one tensor, and `BiasAdd` (the bias broadcasts
+/// along the last dimension only).
+const SAME_SHAPE_AS_INPUT_0: &[&str] = &[
+    "Identity",
+    "Snapshot",
+    "StopGradient",
+    "Cast",
+    "Relu",
+    "Relu6",
+    "Elu",
+    "Selu",
+    "LeakyRelu",
+    "Softmax",
+    "LogSoftmax",
+    "ZerosLike",
+    "OnesLike",
+    "BiasAdd",
+];
+
+/// The value whose run-time shape `o` provably has, followed back through
+/// [`SAME_SHAPE_AS_INPUT_0`] and unary elementwise ops (pure ones, not fed).
+/// A binary elementwise op one of whose operands is statically a scalar
+/// broadcasts to the other's shape, so that one is followed too.
+fn same_shape_root(graph: &Graph, mut o: Output, ctx: &PassContext, info: &TypeInfo) -> Output {
+    use autoclust_graph::registry::{lookup, OpFamily};
+    let scalar = |o: Output| info.output(o).is_some_and(|(_, s)| s.rank() == Some(0));
+    loop {
+        let n = graph.node(o.node);
+        if o.port != 0 || n.inputs.is_empty() || ctx.fed.contains(&n.name) || !is_pure(graph, n) {
+            return o;
+        }
+        let family = lookup(&n.op).map(|s| s.family);
+        o = if family == Some(OpFamily::Unary) || SAME_SHAPE_AS_INPUT_0.contains(&n.op.as_str()) {
+            n.inputs[0]
+        } else if family == Some(OpFamily::Binary) && n.inputs.len() == 2 && scalar(n.inputs[1]) {
+            n.inputs[0]
+        } else if family == Some(OpFamily::Binary) && n.inputs.len() == 2 && scalar(n.inputs[0]) {
+            n.inputs[1]
+        } else {
+            return o;
+        };
+    }
 }
 
 /// The element count of `Range(start, limit, delta)` on scalar constants

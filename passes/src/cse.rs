@@ -14,11 +14,17 @@
 //! earliest start, so a user of the removed node sees the same value no
 //! earlier than it could before. A control user of the removed node waits for
 //! the kept one, which has the same control inputs. Never merged: stateful
-//! ops, resource ops (two `ReadVariableOp`s of one variable may have a write
-//! between them), stateful random ops, calls, `Placeholder`s, v1 control flow
+//! ops, resource ops other than reads (below), stateful random ops, calls, `Placeholder`s, v1 control flow
 //! other than a `Switch` of a value (module [`is_value_switch`]), and the
 //! nodes the request fetches, targets or feeds (they keep their names).
 //! Constants larger than [`MAX_CONST_ELEMENTS`] are not compared.
+//!
+//! Two `ReadVariableOp`s of the same handle with the same control inputs are
+//! merged too, as Grappler's dedup does, but only when no effect can come
+//! between them ([`no_effect_between`]: every write, call or other stateful
+//! op is ordered before both or after both): the merged read is the original
+//! program's run in which the second read follows the first at once, so the
+//! optimized outcomes are a subset of the original ones.
 
 use std::collections::HashMap;
 
@@ -46,6 +52,54 @@ fn is_value_switch(node: &autoclust_graph::Node) -> bool {
         && matches!(node.attr("T"), Some(AttrValue::Type(t)) if !matches!(t, autoclust_graph::DType::Resource | autoclust_graph::DType::Ref(_)))
 }
 
+/// Most pairs of twin reads [`no_effect_between`] examines in one run (each
+/// costs a walk of the graph); later twins stay apart.
+pub const MAX_READ_CHECKS: usize = 256;
+
+/// Whether no effect can come between two `ReadVariableOp`s `a` and `b` of
+/// the same handle with the same control inputs: every node that is neither
+/// pure nor a read, a source or a `NoOp` (so every write, call, unknown or
+/// stateful op, whatever handle it uses: handles may alias) is an ancestor
+/// of both or a descendant of both. Then some run of the original reads `b`
+/// right after `a` (they wait for the same nodes), and every run does so as
+/// far as any effect can tell, so one read serves both.
+fn no_effect_between(graph: &Graph, a: NodeId, b: NodeId, checks: &mut usize) -> bool {
+    if *checks >= MAX_READ_CHECKS {
+        return false;
+    }
+    *checks += 1;
+    let succ = graph.successors();
+    let walk = |start: NodeId, forward: bool| -> Vec<bool> {
+        let mut seen = vec![false; graph.len()];
+        let mut stack = vec![start];
+        while let Some(n) = stack.pop() {
+            let next: Vec<NodeId> = if forward {
+                succ.data[n.index()].iter().map(|&(u, _, _)| u).chain(succ.control[n.index()].iter().copied()).collect()
+            } else {
+                let node = graph.node(n);
+                node.inputs.iter().map(|o| o.node).chain(node.control_inputs.iter().copied()).collect()
+            };
+            for m in next {
+                if !seen[m.index()] {
+                    seen[m.index()] = true;
+                    stack.push(m);
+                }
+            }
+        }
+        seen
+    };
+    let (anc_a, anc_b, desc_a, desc_b) = (walk(a, false), walk(b, false), walk(a, true), walk(b, true));
+    graph.node_ids().all(|e| {
+        let n = graph.node(e);
+        let harmless = is_pure(graph, n)
+            || matches!(
+                n.op.as_str(),
+                "ReadVariableOp" | "VarHandleOp" | "Placeholder" | "PlaceholderWithDefault" | "_Arg" | "NoOp" | "Const"
+            );
+        harmless || (anc_a[e.index()] && anc_b[e.index()]) || (desc_a[e.index()] && desc_b[e.index()])
+    })
+}
+
 /// Merges identical pure nodes (module doc).
 pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate::pass::PassError> {
     let _span = tracing::debug_span!("cse", nodes = graph.len()).entered();
@@ -55,9 +109,11 @@ pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate
     let mut rw = Rewrite::default();
     let mut seen: HashMap<String, NodeId> = HashMap::new();
     let mut report = CseReport::default();
+    let mut read_checks = 0usize;
     for id in order {
         let node = graph.node(id);
-        if pin[id.index()] || !(is_pure(graph, node) || is_value_switch(node)) {
+        let read = node.op == "ReadVariableOp" && node.inputs.len() == 1 && !ctx.fed.contains(&node.name);
+        if pin[id.index()] || !(is_pure(graph, node) || is_value_switch(node) || read) {
             continue;
         }
         if node.op == "Const" {
@@ -79,6 +135,9 @@ pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate
         let key = format!("{}|{}|{:?}|{:?}|{:?}", node.op, node.device, attrs, inputs, controls);
         match seen.get(&key) {
             Some(&first) => {
+                if read && !no_effect_between(graph, first, id, &mut read_checks) {
+                    continue;
+                }
                 let used = succ.data[id.index()].iter().map(|&(_, port, _)| port as usize + 1).max().unwrap_or(1);
                 let ports = graph.output_count(id).unwrap_or(1).max(used);
                 for p in 0..ports as u32 {
@@ -152,6 +211,8 @@ mod tests {
             "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\
              r1 = ReadVariableOp(v) {dtype = float32}\n\
              r2 = ReadVariableOp(v) {dtype = float32}\n\
+             one = Const() {dtype = float32, value = float32[]{1.0}}\n\
+             w = AssignVariableOp(v, one) {dtype = float32}\n\
              sh = Const() {dtype = int32, value = int32[1]{2}}\n\
              u1 = RandomUniform(sh) {T = int32, dtype = float32}\n\
              u2 = RandomUniform(sh) {T = int32, dtype = float32}\n\
@@ -166,6 +227,29 @@ mod tests {
         let (out, r) = cse(&g, &ctx).unwrap();
         assert_eq!(r.merged, 0);
         assert_eq!(out.len(), g.len());
+    }
+
+    #[test]
+    fn reads_merge_only_when_every_write_is_after_both() {
+        let g = parse(
+            "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\
+             r1 = ReadVariableOp(v) {dtype = float32}\n\
+             r2 = ReadVariableOp(v) {dtype = float32}\n\
+             s = AddV2(r1, r2) {T = float32}\n\
+             w = AssignVariableOp(v, s) {dtype = float32}\n\
+             r3 = ReadVariableOp(v) {dtype = float32}\n\
+             r4 = ReadVariableOp(v) {dtype = float32}\n\
+             w2 = AssignVariableOp(v, r3, ^w) {dtype = float32}\n\
+             t = AddV2(r3, r4) {T = float32}\n",
+        );
+        let ctx = PassContext {
+            preserve: Some(["w2", "t"].iter().map(|s| s.to_string()).collect()),
+            ..PassContext::default()
+        };
+        let (out, r) = cse(&g, &ctx).unwrap();
+        // r2 merges into r1 (w waits for both); r3/r4 may see w2 between them, and r1/r3 may see w.
+        assert_eq!(r.merged, 1, "{out:?}");
+        assert_eq!(names(&out), ["v", "r1", "s", "w", "r3", "r4", "w2", "t"]);
     }
 
     #[test]
