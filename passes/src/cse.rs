@@ -28,10 +28,10 @@
 
 use std::collections::HashMap;
 
-use autoclust_graph::{AttrValue, Graph, NodeId, Output};
+use autoclust_graph::{effects, AttrValue, Graph, NodeId, Output};
 
 use crate::pass::PassContext;
-use crate::rewrite::{is_pure, pinned, Rewrite};
+use crate::rewrite::{handles_resource, is_pure, pinned, Rewrite};
 
 /// Largest `Const` (in elements) compared with others.
 pub const MAX_CONST_ELEMENTS: usize = 4096;
@@ -59,8 +59,10 @@ pub const MAX_READ_CHECKS: usize = 256;
 /// Whether no effect can come between two `ReadVariableOp`s `a` and `b` of
 /// the same handle with the same control inputs: every node that is neither
 /// pure nor a read, a source or a `NoOp` (so every write, call, unknown or
-/// stateful op, whatever handle it uses: handles may alias) is an ancestor
-/// of both or a descendant of both. Then some run of the original reads `b`
+/// stateful op) is an ancestor of both or a descendant of both — or a
+/// resource op whose handles are `VarHandleOp`s of other variables when the
+/// read's handle is a `VarHandleOp` (other handles, placeholders and
+/// arguments, may alias any variable). Then some run of the original reads `b`
 /// right after `a` (they wait for the same nodes), and every run does so as
 /// far as any effect can tell, so one read serves both.
 fn no_effect_between(graph: &Graph, a: NodeId, b: NodeId, checks: &mut usize) -> bool {
@@ -96,7 +98,42 @@ fn no_effect_between(graph: &Graph, a: NodeId, b: NodeId, checks: &mut usize) ->
                 n.op.as_str(),
                 "ReadVariableOp" | "VarHandleOp" | "Placeholder" | "PlaceholderWithDefault" | "_Arg" | "NoOp" | "Const"
             );
-        harmless || (anc_a[e.index()] && anc_b[e.index()]) || (desc_a[e.index()] && desc_b[e.index()])
+        harmless
+            || (anc_a[e.index()] && anc_b[e.index()])
+            || (desc_a[e.index()] && desc_b[e.index()])
+            || other_variables_only(graph, graph.node(a).inputs[0].node, n)
+    })
+}
+
+/// The variable a `VarHandleOp` names: (container, shared name — the node's
+/// name when empty).
+fn variable_key(n: &autoclust_graph::Node) -> Option<(Vec<u8>, Vec<u8>)> {
+    if n.op != "VarHandleOp" {
+        return None;
+    }
+    let s = |k: &str| match n.attr(k) {
+        Some(AttrValue::S(b)) => b.clone(),
+        _ => Vec::new(),
+    };
+    let shared = s("shared_name");
+    Some((s("container"), if shared.is_empty() { n.name.clone().into_bytes() } else { shared }))
+}
+
+/// `e` is a resource op (no call) whose every handle input is a
+/// `VarHandleOp` of another variable than the one `handle` names (a
+/// `VarHandleOp` too): it cannot touch the read's variable.
+fn other_variables_only(graph: &Graph, handle: NodeId, e: &autoclust_graph::Node) -> bool {
+    let Some(mine) = variable_key(graph.node(handle)) else { return false };
+    if effects::table_kind(&e.op).is_none() || effects::may_call_function(e, &graph.library) {
+        return false;
+    }
+    e.inputs.iter().all(|o| {
+        let p = graph.node(o.node);
+        match variable_key(p) {
+            Some(k) => k != mine,
+            // A value input; anything that may carry a handle is not known to be another variable.
+            None => !(effects::names_variable(p) || handles_resource(p) || p.op == "_Arg"),
+        }
     })
 }
 

@@ -48,7 +48,7 @@ pub(crate) fn is_pure(graph: &Graph, node: &Node) -> bool {
     }
 }
 
-fn handles_resource(node: &Node) -> bool {
+pub(crate) fn handles_resource(node: &Node) -> bool {
     node.attrs.values().any(|a| match a {
         AttrValue::Type(t) => matches!(t, DType::Resource),
         AttrValue::List(autoclust_graph::ListValue::Type(ts)) => ts.iter().any(|t| matches!(t, DType::Resource)),
