@@ -26,7 +26,7 @@
 //! program's run in which the second read follows the first at once, so the
 //! optimized outcomes are a subset of the original ones.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use autoclust_graph::{effects, AttrValue, Graph, NodeId, Output};
 
@@ -60,12 +60,12 @@ pub const MAX_READ_CHECKS: usize = 256;
 /// the same handle with the same control inputs: every node that is neither
 /// pure nor a read, a source or a `NoOp` (so every write, call, unknown or
 /// stateful op) is an ancestor of both or a descendant of both — or a
-/// resource op whose handles are `VarHandleOp`s of other variables when the
-/// read's handle is a `VarHandleOp` (other handles, placeholders and
-/// arguments, may alias any variable). Then some run of the original reads `b`
+/// resource op whose handles all name other variables than the read's
+/// (`VarHandleOp`s and resource `Placeholder`s, [`variable_key`]; a handle
+/// computed or passed as an argument may alias any variable). Then some run of the original reads `b`
 /// right after `a` (they wait for the same nodes), and every run does so as
 /// far as any effect can tell, so one read serves both.
-fn no_effect_between(graph: &Graph, a: NodeId, b: NodeId, checks: &mut usize) -> bool {
+fn no_effect_between(graph: &Graph, a: NodeId, b: NodeId, fed: &HashSet<String>, checks: &mut usize) -> bool {
     if *checks >= MAX_READ_CHECKS {
         return false;
     }
@@ -101,13 +101,18 @@ fn no_effect_between(graph: &Graph, a: NodeId, b: NodeId, checks: &mut usize) ->
         harmless
             || (anc_a[e.index()] && anc_b[e.index()])
             || (desc_a[e.index()] && desc_b[e.index()])
-            || other_variables_only(graph, graph.node(a).inputs[0].node, n)
+            || other_variables_only(graph, graph.node(a).inputs[0].node, n, fed)
     })
 }
 
 /// The variable a `VarHandleOp` names: (container, shared name — the node's
-/// name when empty).
-fn variable_key(n: &autoclust_graph::Node) -> Option<(Vec<u8>, Vec<u8>)> {
+/// name when empty); a resource `Placeholder` (not fed) names the one called
+/// after it.
+fn variable_key(n: &autoclust_graph::Node, fed: &HashSet<String>) -> Option<(Vec<u8>, Vec<u8>)> {
+    if effects::names_variable(n) && n.op == "Placeholder" && !fed.contains(&n.name) {
+        // A resource placeholder names the variable called after the node (CONTRACT.md §3).
+        return Some((Vec::new(), n.name.clone().into_bytes()));
+    }
     if n.op != "VarHandleOp" {
         return None;
     }
@@ -119,17 +124,16 @@ fn variable_key(n: &autoclust_graph::Node) -> Option<(Vec<u8>, Vec<u8>)> {
     Some((s("container"), if shared.is_empty() { n.name.clone().into_bytes() } else { shared }))
 }
 
-/// `e` is a resource op (no call) whose every handle input is a
-/// `VarHandleOp` of another variable than the one `handle` names (a
-/// `VarHandleOp` too): it cannot touch the read's variable.
-fn other_variables_only(graph: &Graph, handle: NodeId, e: &autoclust_graph::Node) -> bool {
-    let Some(mine) = variable_key(graph.node(handle)) else { return false };
+/// `e` is a resource op (no call) whose every handle input names another
+/// variable than the one `handle` names: it cannot touch the read's variable.
+fn other_variables_only(graph: &Graph, handle: NodeId, e: &autoclust_graph::Node, fed: &HashSet<String>) -> bool {
+    let Some(mine) = variable_key(graph.node(handle), fed) else { return false };
     if effects::table_kind(&e.op).is_none() || effects::may_call_function(e, &graph.library) {
         return false;
     }
     e.inputs.iter().all(|o| {
         let p = graph.node(o.node);
-        match variable_key(p) {
+        match variable_key(p, fed) {
             Some(k) => k != mine,
             // A value input; anything that may carry a handle is not known to be another variable.
             None => !(effects::names_variable(p) || handles_resource(p) || p.op == "_Arg"),
@@ -172,7 +176,7 @@ pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate
         let key = format!("{}|{}|{:?}|{:?}|{:?}", node.op, node.device, attrs, inputs, controls);
         match seen.get(&key) {
             Some(&first) => {
-                if read && !no_effect_between(graph, first, id, &mut read_checks) {
+                if read && !no_effect_between(graph, first, id, &ctx.fed, &mut read_checks) {
                     continue;
                 }
                 let used = succ.data[id.index()].iter().map(|&(_, port, _)| port as usize + 1).max().unwrap_or(1);
@@ -287,6 +291,33 @@ mod tests {
         // r2 merges into r1 (w waits for both); r3/r4 may see w2 between them, and r1/r3 may see w.
         assert_eq!(r.merged, 1, "{out:?}");
         assert_eq!(names(&out), ["v", "r1", "s", "w", "r3", "r4", "w2", "t"]);
+    }
+
+    #[test]
+    fn writes_to_other_variables_do_not_block_twin_reads() {
+        let src = |target: &str| {
+            format!(
+                "p = Placeholder() {{dtype = resource, shape = shape[]}}\n\
+                 q = Placeholder() {{dtype = resource, shape = shape[]}}\n\
+                 r1 = ReadVariableOp(p) {{dtype = float32}}\n\
+                 r2 = ReadVariableOp(p) {{dtype = float32}}\n\
+                 s = AddV2(r1, r2) {{T = float32}}\n\
+                 one = Const() {{dtype = float32, value = float32[]{{1.0}}}}\n\
+                 w = AssignVariableOp({target}, one) {{dtype = float32}}\n"
+            )
+        };
+        let ctx = || PassContext {
+            preserve: Some(["s", "w"].iter().map(|s| s.to_string()).collect()),
+            ..PassContext::default()
+        };
+        // A write to q, unordered with the reads of p: they merge.
+        assert_eq!(cse(&parse(&src("q")), &ctx()).unwrap().1.merged, 1);
+        // A write to p that may come between them: they do not.
+        assert_eq!(cse(&parse(&src("p")), &ctx()).unwrap().1.merged, 0);
+        // Nor when p is fed (its handle may be any variable's).
+        let mut fed = ctx();
+        fed.fed.insert("p".into());
+        assert_eq!(cse(&parse(&src("q")), &fed).unwrap().1.merged, 0);
     }
 
     #[test]
