@@ -168,7 +168,12 @@ pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldRep
         if node.op == "BroadcastGradientArgs" && node.inputs.len() == 2 && outs.len() == 2 {
             let shape_of = |o: Output| {
                 let s = graph.node(o.node);
-                (s.op == "Shape" && s.inputs.len() == 1 && !ctx.fed.contains(&s.name)).then(|| (s, s.inputs[0]))
+                // Not of a v1 control-flow output: a control edge from it would not carry its deadness.
+                (s.op == "Shape"
+                    && s.inputs.len() == 1
+                    && !ctx.fed.contains(&s.name)
+                    && !is_control_flow(graph, s.inputs[0].node))
+                .then(|| (s, s.inputs[0]))
             };
             if let (Some((s0, a)), Some((s1, b))) = (shape_of(node.inputs[0]), shape_of(node.inputs[1])) {
                 let same = s0.attr("out_type") == s1.attr("out_type")
@@ -287,11 +292,13 @@ fn same_shape_root(graph: &Graph, mut o: Output, ctx: &PassContext, info: &TypeI
             return o;
         }
         let family = lookup(&n.op).map(|s| s.family);
-        o = if family == Some(OpFamily::Unary) || SAME_SHAPE_AS_INPUT_0.contains(&n.op.as_str()) {
+        let binary = family == Some(OpFamily::Binary) && n.inputs.len() == 2;
+        o = if family == Some(OpFamily::Unary)
+            || SAME_SHAPE_AS_INPUT_0.contains(&n.op.as_str())
+            || (binary && scalar(n.inputs[1]))
+        {
             n.inputs[0]
-        } else if family == Some(OpFamily::Binary) && n.inputs.len() == 2 && scalar(n.inputs[1]) {
-            n.inputs[0]
-        } else if family == Some(OpFamily::Binary) && n.inputs.len() == 2 && scalar(n.inputs[0]) {
+        } else if binary && scalar(n.inputs[0]) {
             n.inputs[1]
         } else {
             return o;
