@@ -10,7 +10,11 @@
 //! - `Shape`, `Size` and `Rank` of a value whose static shape inference
 //!   knows fully become `Const`s whatever the value (so `BroadcastGradientArgs`
 //!   of two such shapes folds in turn) — not of a fed node, whose value may
-//!   not have the shape the graph gives it; so does each output of a
+//!   not have the shape the graph gives it; of a v1 control-flow output
+//!   (`Switch`, `Enter`, `Exit`: its data input's shape) the `Const` is gated on a new
+//!   `Identity` of that output instead, so it is dead when the output is
+//!   (Grappler's `ConstantFoldingCtrl`; constants folded from it inherit the
+//!   gate); so does each output of a
 //!   `ShapeN` whose input's shape is fully known (a new `Const`
 //!   `NAME/shape_K`, gated on that input's producer); and
 //!   `BroadcastGradientArgs(Shape(a), Shape(b))` becomes two empty index
@@ -104,6 +108,8 @@ pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldRep
     // Known values, and the control inputs a use of each must inherit.
     let mut values: HashMap<Output, Tensor> = HashMap::new();
     let mut gates: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+    // Gates that are new nodes (by name): the `Identity` of a control-flow output a shape waits on.
+    let mut named_gates: HashMap<NodeId, Vec<String>> = HashMap::new();
     for id in order {
         let node = graph.node(id);
         if let Some(t) = const_value(graph, id, ctx) {
@@ -116,6 +122,43 @@ pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldRep
         }
         let outs = info.outputs(id);
         if outs.is_empty() || outs.iter().any(|(t, _)| matches!(t, DType::Variant | DType::Resource)) {
+            continue;
+        }
+        // Shape materialisation of a v1 control-flow output (a Switch branch,
+        // a loop variable): the constant waits on a new `Identity` of that
+        // output, which is dead when the output is (Grappler's
+        // `ConstantFoldingCtrl`), so it lives in the same branch and frame.
+        if matches!(node.op.as_str(), "Shape" | "Size" | "Rank")
+            && node.inputs.len() == 1
+            && matches!(graph.node(node.inputs[0].node).op.as_str(), "Switch" | "Enter" | "Exit")
+        {
+            let x = node.inputs[0];
+            // Each output of these is its data input 0 (or dead).
+            let Some(&source) = graph.node(x.node).inputs.first() else { continue };
+            let Some((dtype, shape)) = info.output(x).or_else(|| info.output(source)) else { continue };
+            if matches!(dtype, DType::Resource | DType::Variant | DType::Ref(_)) {
+                continue;
+            }
+            let Some(dims) = shape.to_known() else { continue };
+            let Some(value) = materialise(&node.op, outs[0].0, &dims) else { continue };
+            let ident = fresh(graph, &format!("{}/ctrl_identity", node.name));
+            let mut attrs = Attrs::new();
+            attrs.insert("T".into(), AttrValue::Type(*dtype));
+            rw.add(RawNode {
+                name: ident.clone(),
+                op: "Identity".into(),
+                inputs: vec![rw.output_string(graph, x)],
+                attrs,
+                device: node.device.clone(),
+                span: None,
+            });
+            let mut inputs = input_strings(graph, &rw, &[], &node.control_inputs);
+            inputs.push(format!("^{ident}"));
+            rw.replace(id, const_node(node.name.clone(), value.clone(), inputs, node.device.clone()));
+            values.insert(Output { node: id, port: 0 }, value);
+            gates.insert(id, node.control_inputs.clone());
+            named_gates.insert(id, vec![ident]);
+            report.shapes += 1;
             continue;
         }
         // Shape materialisation: only the static shape of the input matters.
@@ -236,7 +279,19 @@ pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldRep
                 }
             }
         }
-        let inputs = input_strings(graph, &rw, &[], &control);
+        let mut inputs = input_strings(graph, &rw, &[], &control);
+        let mut named: Vec<String> = Vec::new();
+        for o in &node.inputs {
+            for g in named_gates.get(&o.node).into_iter().flatten() {
+                if !named.contains(g) {
+                    named.push(g.clone());
+                }
+            }
+        }
+        inputs.extend(named.iter().map(|g| format!("^{g}")));
+        if !named.is_empty() {
+            named_gates.insert(id, named);
+        }
         if results.len() == 1 {
             let value = results.into_iter().next().expect("one result");
             rw.replace(id, const_node(node.name.clone(), value.clone(), inputs, node.device.clone()));
