@@ -172,6 +172,7 @@ fn optimized_outcomes_are_a_subset_of_the_originals() {
         ("load_store.graph", &["--var", "X=0", "--var", "Y=0", "--fetch", "r0:0", "--target", "wx2"]),
         ("increments.graph", &["--var", "X=0"]),
         ("problem.graph", PROBLEM),
+        ("twin_reads.graph", &["--var", "X=1", "--var", "Y=1", "--fetch", "s:0,t:0", "--target", "wa,wb"]),
         (
             "training_step.graph",
             &[

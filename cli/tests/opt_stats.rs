@@ -37,7 +37,7 @@ fn stats_count_top_level_and_function_nodes_per_pass() {
     assert_eq!(j["function_nodes_after"], 2, "{j}");
     let passes = j["passes"].as_array().unwrap();
     let names: Vec<&str> = passes.iter().map(|p| p["pass"].as_str().unwrap()).collect();
-    assert_eq!(names, ["inline", "constant-fold", "arithmetic-simplify", "cse", "dependency-optimize"], "{j}");
+    assert_eq!(names, autoclust_passes::pass::DEFAULT_PIPELINE, "{j}");
     assert_eq!(passes[0]["nodes_after"], 6);
     assert!(passes.iter().all(|p| p["ms"].as_f64().unwrap() >= 0.0));
 }

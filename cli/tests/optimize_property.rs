@@ -109,6 +109,8 @@ proptest! {
         let ctx = PassContext {
             preserve: Some(fetches.iter().chain(&targets).cloned().collect()),
             evaluator: Some(Arc::new(|n, i| autoclust_runtime::compute(n, i).map_err(|e| e.to_string()))),
+            // Bit for bit: without it a float `x + 0.0` goes as in TensorFlow (a -0.0 becomes +0.0).
+            exact_signed_zeros: true,
             ..PassContext::default()
         };
         let optimized = Pipeline::parse("default").unwrap().run(graph.clone(), &ctx).unwrap();

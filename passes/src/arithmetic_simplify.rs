@@ -6,14 +6,32 @@
 //! - `x * 1`, `1 * x`, `x / 1` (`Mul`, `RealDiv`, `Div`), `x - 0` (`Sub`),
 //!   `x + 0`, `0 + x` (`Add`, `AddV2`) — only when the constant's every
 //!   dimension is 1 and its rank is at most `x`'s, so broadcasting leaves
-//!   `x`'s shape (`x + zeros([4])` with `x` of shape `[1]` is *not* `x`); for
-//!   floats `x + 0` needs the constant to be `-0.0` (`-0.0 + +0.0` is `+0.0`,
-//!   so `x + (+0.0)` is not bit for bit `x`), while `x - (+0.0)` and `x * 1` are;
-//! - `Neg(Neg(x))`, `Transpose(Transpose(x, p), q)` when `p∘q` is the
-//!   identity (both permutations constant);
+//!   `x`'s shape (`x + zeros([4])` with `x` of shape `[1]` is *not* `x`).
+//!   `x - (+0.0)`, `x + (-0.0)` and `x * 1` are `x` bit for bit; a float
+//!   `x + (+0.0)` is `x` except that `-0.0 + +0.0` is `+0.0`: bypassed all
+//!   the same, as TensorFlow's constant folding does (`x + zeros` becomes
+//!   `Identity(x)` there), so the result may differ from the unoptimized
+//!   graph's only in the sign of a zero (and what that sign reaches, e.g. the
+//!   sign of `1 / x`) — what TensorFlow's optimized graphs compute too. With
+//!   [`PassContext::exact_signed_zeros`] only `x + (-0.0)` is bypassed;
+//! - reductions (`Sum`, `Prod`, `Mean`, `Max`, `Min`, `All`, `Any`) over no
+//!   axes (a constant, empty axis list), or with `keep_dims` over axes whose
+//!   every dimension is 1: TensorFlow's reduction kernels copy the input
+//!   then (`ReductionHelper` finds nothing to reduce), and Grappler rewrites
+//!   them to `Identity`;
+//! - `Neg(Neg(x))`, `Transpose(x, p)` with `p` the identity permutation,
+//!   `Transpose(Transpose(x, p), q)` when `p∘q` is the identity (both
+//!   permutations constant);
 //! - `AddN(x)` of one input, `Identity`/`Snapshot`/`StopGradient` of a value
-//!   (so Identity chains disappear), `Cast` to the type it already has,
-//!   `Reshape` to the static shape `x` already has (both fully known).
+//!   (so Identity chains disappear), every output of an `IdentityN`, `Cast`
+//!   to the type it already has, `Reshape` to the static shape `x` already
+//!   has (the same rank and known dimensions, at most one dimension unknown
+//!   on either side — the element count a `Reshape` keeps fixes it — and no
+//!   known 0, Grappler's `ReshapeIsIdentity`).
+//!
+//! One rewrite replaces a node instead: `Reshape(Reshape(x, s1), s2)`
+//! becomes `Reshape(x, s2)` (a `Reshape` moves no element, so only the last
+//! shape matters; the inner one, when nothing else reads it, goes).
 //!
 //! Conditions: `n` has no control inputs (its data users would otherwise
 //! stop waiting for them), is not fetched, targeted or fed (its name must
@@ -29,10 +47,10 @@
 use std::collections::HashMap;
 
 use autoclust_graph::infer::{infer_partial, TypeInfo};
-use autoclust_graph::{AttrValue, DType, Graph, Node, NodeId, Output, Tensor};
+use autoclust_graph::{AttrValue, DType, Graph, Node, NodeId, Output, RawNode, Tensor};
 
 use crate::pass::{PassContext, PassError};
-use crate::rewrite::{is_control_flow, is_pure, pinned, pinned_names, remove_dead, Rewrite};
+use crate::rewrite::{input_strings, is_control_flow, is_pure, pinned, pinned_names, remove_dead, Rewrite};
 
 /// What one run of [`arithmetic_simplify`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -75,6 +93,26 @@ fn perm(graph: &Graph, o: Output, ctx: &PassContext) -> Option<Vec<i64>> {
     const_of(graph, o, ctx)?.to_i64_vec()
 }
 
+/// A `Reshape` from static shape `before` to `out` leaves the shape as it
+/// was: the same rank, the same dimension wherever both are known, at most one
+/// position unknown on either side (the element count, which a `Reshape`
+/// keeps, then fixes it), and no known dimension 0 (which would hide it).
+fn reshape_is_identity(before: &[Option<i64>], out: &[Option<i64>]) -> bool {
+    if before.len() != out.len() {
+        return false;
+    }
+    let mut unknown = 0;
+    for (a, b) in before.iter().zip(out) {
+        match (a, b) {
+            (Some(a), Some(b)) if a == b && *a != 0 => {}
+            (Some(_), Some(_)) => return false,
+            (Some(0), None) | (None, Some(0)) => return false,
+            _ => unknown += 1,
+        }
+    }
+    unknown <= 1
+}
+
 /// The input `n`'s value provably equals (module doc), if any.
 fn bypass(graph: &Graph, id: NodeId, info: &TypeInfo, ctx: &PassContext) -> Option<Output> {
     let node: &Node = graph.node(id);
@@ -101,10 +139,30 @@ fn bypass(graph: &Graph, id: NodeId, info: &TypeInfo, ctx: &PassContext) -> Opti
         "Mul" => binary(1.0, None, true),
         "RealDiv" | "Div" => binary(1.0, None, false),
         "Sub" => binary(0.0, Some(false), false),
-        "Add" | "AddV2" => binary(0.0, Some(true), true),
+        "Add" | "AddV2" => binary(0.0, ctx.exact_signed_zeros.then_some(true), true),
+        "Sum" | "Prod" | "Mean" | "Max" | "Min" | "All" | "Any" if ins.len() == 2 => {
+            let axes = const_of(graph, ins[1], ctx)?.to_i64_vec()?;
+            if axes.is_empty() {
+                return Some(ins[0]);
+            }
+            if node.attr("keep_dims").and_then(AttrValue::as_bool) != Some(true) {
+                return None;
+            }
+            let dims = info.output(ins[0])?.1.dims.clone()?;
+            let r = dims.len() as i64;
+            let all_one = axes.iter().all(|&a| {
+                let a = if a < 0 { a + r } else { a };
+                (0..r).contains(&a) && dims[a as usize] == Some(1)
+            });
+            all_one.then(|| ins[0])
+        }
         "Neg" => {
             let inner = graph.node(ins.first()?.node);
             (inner.op == "Neg" && inner.control_inputs.is_empty() && is_pure(graph, inner)).then(|| inner.inputs[0])
+        }
+        "Transpose" if ins.len() == 2 && perm(graph, ins[1], ctx)?.iter().enumerate().all(|(i, &p)| p == i as i64) => {
+            // The identity permutation (Keras's Tensordot makes `perm = [0, 1, 2]`).
+            Some(ins[0])
         }
         "Transpose" => {
             let inner = graph.node(ins.first()?.node);
@@ -128,12 +186,30 @@ fn bypass(graph: &Graph, id: NodeId, info: &TypeInfo, ctx: &PassContext) -> Opti
             (src == dst).then(|| ins[0])
         }
         "Reshape" if ins.len() == 2 => {
-            let before = info.output(ins[0])?.1.to_known()?;
-            let out = info.outputs(id).first()?.1.to_known()?;
-            (before == out).then(|| ins[0])
+            let before = info.output(ins[0])?.1.dims.clone()?;
+            let out = info.outputs(id).first()?.1.dims.clone()?;
+            reshape_is_identity(&before, &out).then(|| ins[0])
         }
         _ => None,
     }
+}
+
+/// `Reshape(Reshape(x, s1), s2)` (the inner one pure, ungated and not
+/// pinned): `x` and `s2`.
+fn reshape_of_reshape(graph: &Graph, id: NodeId, pin: &[bool]) -> Option<(Output, Output)> {
+    let node = graph.node(id);
+    if node.op != "Reshape" || node.inputs.len() != 2 {
+        return None;
+    }
+    let inner = graph.node(node.inputs[0].node);
+    let ok = inner.op == "Reshape"
+        && inner.inputs.len() == 2
+        && inner.control_inputs.is_empty()
+        && !pin[node.inputs[0].node.index()]
+        && is_pure(graph, inner)
+        && inner.attr("T") == node.attr("T")
+        && !is_control_flow(graph, inner.inputs[0].node);
+    ok.then(|| (inner.inputs[0], node.inputs[1]))
 }
 
 /// Bypasses the nodes the identities of the module doc make redundant.
@@ -142,22 +218,56 @@ pub fn arithmetic_simplify(graph: &Graph, ctx: &PassContext) -> Result<(Graph, S
     let keep = pinned_names(graph, ctx);
     let pin = pinned(graph, ctx);
     let (info, _) = infer_partial(graph).map_err(|e| PassError::InvalidInput(Box::new(e)))?;
+    let succ = graph.successors();
     let mut rw = Rewrite::default();
     let mut report = SimplifyReport::default();
     let mut bypassed: HashMap<NodeId, Output> = HashMap::new();
+    let mut identity_ns: Vec<(NodeId, Vec<NodeId>)> = Vec::new();
     for id in graph.topo_order()? {
         let node = graph.node(id);
         if pin[id.index()] || !node.control_inputs.is_empty() || !is_pure(graph, node) {
             continue;
         }
+        if node.op == "IdentityN" {
+            // Each output is its input: users read the inputs themselves.
+            if node.inputs.iter().any(|o| is_control_flow(graph, o.node)) {
+                continue;
+            }
+            for (k, &x) in node.inputs.iter().enumerate() {
+                rw.redirect(Output { node: id, port: k as u32 }, x);
+            }
+            let producers: Vec<NodeId> = node.inputs.iter().map(|o| rw.resolve(*o).node).collect();
+            identity_ns.push((id, producers));
+            report.bypassed += 1;
+            continue;
+        }
+        if let Some((x, shape)) = reshape_of_reshape(graph, id, &pin) {
+            // Reshape(Reshape(x, s1), s2) is Reshape(x, s2): a Reshape moves no element.
+            let raw = RawNode {
+                name: node.name.clone(),
+                op: node.op.clone(),
+                inputs: input_strings(graph, &rw, &[x, shape], &[]),
+                attrs: node.attrs.clone(),
+                device: node.device.clone(),
+                span: node.span,
+            };
+            rw.replace(id, raw);
+            report.bypassed += 1;
+            continue;
+        }
         let Some(x) = bypass(graph, id, &info, ctx) else { continue };
-        if is_control_flow(graph, x.node) {
-            // An Identity of a Switch output is a frame's pivot: its control users must not move onto the Switch.
+        if is_control_flow(graph, x.node) && !succ.control[id.index()].is_empty() {
+            // An Identity of a Switch output is a frame's pivot: its control
+            // users must not move onto the Switch (a control edge out of a
+            // Switch waits for both branches). Data users may read the Switch
+            // output itself: a dead value reaches them either way.
             continue;
         }
         let same_dtype = match (info.outputs(id).first(), info.output(x)) {
             (Some((t, _)), Some((u, _))) => t == u && !matches!(t, DType::Resource),
-            _ => false,
+            // An Identity's value is its input whatever inference knows (a
+            // resource Identity is not pure, so never gets here).
+            _ => matches!(node.op.as_str(), "Identity" | "Snapshot" | "StopGradient"),
         };
         if !same_dtype || graph.output_count(id) != Some(1) {
             continue;
@@ -171,6 +281,11 @@ pub fn arithmetic_simplify(graph: &Graph, ctx: &PassContext) -> Result<(Graph, S
     // now wait for the producer of the value instead.
     for (&id, &x) in &bypassed {
         rw.remove(id, vec![rw.resolve(x).node]);
+    }
+    for (id, producers) in identity_ns {
+        let mut to: Vec<NodeId> = producers.into_iter().map(|p| rw.resolve(Output { node: p, port: 0 }).node).collect();
+        to.dedup();
+        rw.remove(id, to);
     }
     let out = rw.apply(graph)?;
     let out = remove_dead(out, &keep, ctx)?;
@@ -186,11 +301,13 @@ impl crate::pass::Pass for ArithmeticSimplifyPass {
         "arithmetic-simplify"
     }
     fn description(&self) -> &'static str {
-        "bypass x*1, x/1, x-0, x+(-0), Neg(Neg x), inverse Transposes, AddN(x), Identity chains, Cast to the same \
-         type, Reshape to the same shape (same dtype and shape only)"
+        "bypass x*1, x/1, x-0, x+0, Neg(Neg x), identity and inverse Transposes, AddN(x), Identity chains, Cast to the same \
+         type, Reshape to the same shape, reductions over no axes or size-1 kept axes (same dtype and shape only)"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
-        Ok(arithmetic_simplify(&graph, ctx)?.0)
+        let mut out = arithmetic_simplify(&graph, ctx)?.0;
+        crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(arithmetic_simplify(body, c)?.0));
+        Ok(out)
     }
 }
 
@@ -224,7 +341,7 @@ mod tests {
     }
 
     #[test]
-    fn keeps_broadcasting_adds_and_positive_zero_adds() {
+    fn keeps_broadcasting_adds_and_bypasses_zero_adds() {
         let (out, r) = run("x = Placeholder() {dtype = float32, shape = shape[1]}\n\
              z = Const() {dtype = float32, value = float32[4]{0.0, 0.0, 0.0, 0.0}}\n\
              p = Const() {dtype = float32, value = float32[]{0.0}}\n\
@@ -232,8 +349,27 @@ mod tests {
              b = AddV2(x, p) {T = float32}\n\
              s = Sub(x, p) {T = float32}\n\
              y = AddN(a, b, s) {N = 3, T = float32}\n");
-        assert_eq!(r.bypassed, 1);
-        assert!(out.find("a").is_some() && out.find("b").is_some() && out.find("s").is_none());
+        assert_eq!(r.bypassed, 2);
+        assert!(out.find("a").is_some() && out.find("b").is_none() && out.find("s").is_none());
+    }
+
+    #[test]
+    fn reductions_over_no_axes_or_kept_unit_axes_are_bypassed() {
+        let (out, r) = run("x = Placeholder() {dtype = float32, shape = shape[2, 1, 3]}\n\
+             b = Placeholder() {dtype = bool, shape = shape[4]}\n\
+             none = Const() {dtype = int32, value = int32[0]{}}\n\
+             one = Const() {dtype = int32, value = int32[1]{-2}}\n\
+             s = Sum(x, none) {T = float32, Tidx = int32, keep_dims = false}\n\
+             m = Mean(s, one) {T = float32, Tidx = int32, keep_dims = true}\n\
+             k = Max(m, one) {T = float32, Tidx = int32, keep_dims = false}\n\
+             all = All(b, none) {Tidx = int32, keep_dims = false}\n\
+             y = Exp(k) {T = float32}\n\
+             z = LogicalNot(all)\n");
+        assert_eq!(r.bypassed, 3, "{out:?}");
+        assert!(out.find("s").is_none() && out.find("m").is_none() && out.find("all").is_none());
+        // Without keep_dims the unit axis goes: not the input's shape.
+        let k = out.node(out.find("k").unwrap());
+        assert_eq!(k.inputs[0].node, out.find("x").unwrap());
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub struct BodyClusters {
 
 /// The names of the functions `node`'s attributes call (`f`, `body`, `cond`,
 /// `then_branch`, `else_branch`, `branches`, …).
-fn called_functions(attrs: &Attrs) -> impl Iterator<Item = &str> {
+pub(crate) fn called_functions(attrs: &Attrs) -> impl Iterator<Item = &str> {
     attrs.values().flat_map(|a| -> Vec<&str> {
         match a {
             AttrValue::Func(f) => vec![f.name.as_str()],
@@ -191,7 +191,7 @@ fn cluster_body(function: &FunctionDef, graph: &Graph, config: ClusterConfig) ->
 /// Writes an instantiated (and rewritten) body back as `original`'s
 /// FunctionDef: same signature and attributes, `_Arg` outputs spelled by the
 /// argument's name, every other value `node:port`.
-fn to_function_def(body: &Graph, original: &FunctionDef) -> Result<FunctionDef, String> {
+pub(crate) fn to_function_def(body: &Graph, original: &FunctionDef) -> Result<FunctionDef, String> {
     let index = |id: NodeId| body.node(id).attr("index").and_then(AttrValue::as_int);
     let mut arg_name: HashMap<NodeId, &str> = HashMap::new();
     for id in body.node_ids().filter(|&id| body.node(id).op == "_Arg") {

@@ -14,17 +14,24 @@
 //! earliest start, so a user of the removed node sees the same value no
 //! earlier than it could before. A control user of the removed node waits for
 //! the kept one, which has the same control inputs. Never merged: stateful
-//! ops, resource ops (two `ReadVariableOp`s of one variable may have a write
-//! between them), random ops, calls, `Placeholder`s, v1 control flow, and the
+//! ops, resource ops other than reads (below), stateful random ops, calls, `Placeholder`s, v1 control flow
+//! other than a `Switch` of a value (module [`is_value_switch`]), and the
 //! nodes the request fetches, targets or feeds (they keep their names).
 //! Constants larger than [`MAX_CONST_ELEMENTS`] are not compared.
+//!
+//! Two `ReadVariableOp`s of the same handle with the same control inputs are
+//! merged too, as Grappler's dedup does, but only when no effect can come
+//! between them ([`no_effect_between`]: every write, call or other stateful
+//! op is ordered before both or after both): the merged read is the original
+//! program's run in which the second read follows the first at once, so the
+//! optimized outcomes are a subset of the original ones.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use autoclust_graph::{AttrValue, Graph, NodeId, Output};
+use autoclust_graph::{effects, AttrValue, Graph, NodeId, Output};
 
 use crate::pass::PassContext;
-use crate::rewrite::{is_pure, pinned, Rewrite};
+use crate::rewrite::{handles_resource, is_pure, pinned, Rewrite};
 
 /// Largest `Const` (in elements) compared with others.
 pub const MAX_CONST_ELEMENTS: usize = 4096;
@@ -35,17 +42,119 @@ pub struct CseReport {
     pub merged: usize,
 }
 
+/// A v1 `Switch` of a value (not a resource or reference): a function of its
+/// data and predicate inputs — the same value on the same live port — so two
+/// with the same inputs, control inputs and attributes are one (Grappler's
+/// dedup merges them too). Other v1 control-flow ops are never merged.
+fn is_value_switch(node: &autoclust_graph::Node) -> bool {
+    node.op == "Switch"
+        && node.inputs.len() == 2
+        && matches!(node.attr("T"), Some(AttrValue::Type(t)) if !matches!(t, autoclust_graph::DType::Resource | autoclust_graph::DType::Ref(_)))
+}
+
+/// Most pairs of twin reads [`no_effect_between`] examines in one run (each
+/// costs a walk of the graph); later twins stay apart.
+pub const MAX_READ_CHECKS: usize = 256;
+
+/// Whether no effect can come between two `ReadVariableOp`s `a` and `b` of
+/// the same handle with the same control inputs: every node that is neither
+/// pure nor a read, a source or a `NoOp` (so every write, call, unknown or
+/// stateful op) is an ancestor of both or a descendant of both — or a
+/// resource op whose handles all name other variables than the read's
+/// (`VarHandleOp`s and resource `Placeholder`s, [`variable_key`]; a handle
+/// computed or passed as an argument may alias any variable). Then some run of the original reads `b`
+/// right after `a` (they wait for the same nodes), and every run does so as
+/// far as any effect can tell, so one read serves both.
+fn no_effect_between(graph: &Graph, a: NodeId, b: NodeId, fed: &HashSet<String>, checks: &mut usize) -> bool {
+    if *checks >= MAX_READ_CHECKS {
+        return false;
+    }
+    *checks += 1;
+    let succ = graph.successors();
+    let walk = |start: NodeId, forward: bool| -> Vec<bool> {
+        let mut seen = vec![false; graph.len()];
+        let mut stack = vec![start];
+        while let Some(n) = stack.pop() {
+            let next: Vec<NodeId> = if forward {
+                succ.data[n.index()].iter().map(|&(u, _, _)| u).chain(succ.control[n.index()].iter().copied()).collect()
+            } else {
+                let node = graph.node(n);
+                node.inputs.iter().map(|o| o.node).chain(node.control_inputs.iter().copied()).collect()
+            };
+            for m in next {
+                if !seen[m.index()] {
+                    seen[m.index()] = true;
+                    stack.push(m);
+                }
+            }
+        }
+        seen
+    };
+    let (anc_a, anc_b, desc_a, desc_b) = (walk(a, false), walk(b, false), walk(a, true), walk(b, true));
+    graph.node_ids().all(|e| {
+        let n = graph.node(e);
+        let harmless = is_pure(graph, n)
+            || matches!(
+                n.op.as_str(),
+                "ReadVariableOp" | "VarHandleOp" | "Placeholder" | "PlaceholderWithDefault" | "_Arg" | "NoOp" | "Const"
+            );
+        harmless
+            || (anc_a[e.index()] && anc_b[e.index()])
+            || (desc_a[e.index()] && desc_b[e.index()])
+            || other_variables_only(graph, graph.node(a).inputs[0].node, n, fed)
+    })
+}
+
+/// The variable a `VarHandleOp` names: (container, shared name — the node's
+/// name when empty); a resource `Placeholder` (not fed) names the one called
+/// after it.
+fn variable_key(n: &autoclust_graph::Node, fed: &HashSet<String>) -> Option<(Vec<u8>, Vec<u8>)> {
+    if effects::names_variable(n) && n.op == "Placeholder" && !fed.contains(&n.name) {
+        // A resource placeholder names the variable called after the node (CONTRACT.md §3).
+        return Some((Vec::new(), n.name.clone().into_bytes()));
+    }
+    if n.op != "VarHandleOp" {
+        return None;
+    }
+    let s = |k: &str| match n.attr(k) {
+        Some(AttrValue::S(b)) => b.clone(),
+        _ => Vec::new(),
+    };
+    let shared = s("shared_name");
+    Some((s("container"), if shared.is_empty() { n.name.clone().into_bytes() } else { shared }))
+}
+
+/// `e` is a resource op (no call) whose every handle input names another
+/// variable than the one `handle` names: it cannot touch the read's variable.
+fn other_variables_only(graph: &Graph, handle: NodeId, e: &autoclust_graph::Node, fed: &HashSet<String>) -> bool {
+    let Some(mine) = variable_key(graph.node(handle), fed) else { return false };
+    if effects::table_kind(&e.op).is_none() || effects::may_call_function(e, &graph.library) {
+        return false;
+    }
+    e.inputs.iter().all(|o| {
+        let p = graph.node(o.node);
+        match variable_key(p, fed) {
+            Some(k) => k != mine,
+            // A value input; anything that may carry a handle is not known to be another variable.
+            None => !(effects::names_variable(p) || handles_resource(p) || p.op == "_Arg"),
+        }
+    })
+}
+
 /// Merges identical pure nodes (module doc).
 pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate::pass::PassError> {
     let _span = tracing::debug_span!("cse", nodes = graph.len()).entered();
     let order = graph.topo_order()?;
     let pin = pinned(graph, ctx);
+    let succ = graph.successors();
     let mut rw = Rewrite::default();
     let mut seen: HashMap<String, NodeId> = HashMap::new();
     let mut report = CseReport::default();
+    let mut read_checks = 0usize;
     for id in order {
         let node = graph.node(id);
-        if pin[id.index()] || !is_pure(graph, node) {
+        let read = node.op == "ReadVariableOp" && node.inputs.len() == 1 && !ctx.fed.contains(&node.name);
+        if pin[id.index()] || !(is_pure(graph, node) || is_value_switch(node) || read) {
             continue;
         }
         if node.op == "Const" {
@@ -61,10 +170,17 @@ pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate
         }
         controls.sort();
         controls.dedup();
-        let key = format!("{}|{}|{:?}|{:?}|{:?}", node.op, node.device, node.attrs, inputs, controls);
+        // Internal attributes (`_class` colocation, `_has_manual_control_dependencies`, …)
+        // do not change a pure node's value; Grappler's dedup ignores them too.
+        let attrs: Vec<_> = node.attrs.iter().filter(|(k, _)| !k.starts_with('_')).collect();
+        let key = format!("{}|{}|{:?}|{:?}|{:?}", node.op, node.device, attrs, inputs, controls);
         match seen.get(&key) {
             Some(&first) => {
-                let ports = graph.output_count(id).unwrap_or(1).max(1);
+                if read && !no_effect_between(graph, first, id, &ctx.fed, &mut read_checks) {
+                    continue;
+                }
+                let used = succ.data[id.index()].iter().map(|&(_, port, _)| port as usize + 1).max().unwrap_or(1);
+                let ports = graph.output_count(id).unwrap_or(1).max(used);
                 for p in 0..ports as u32 {
                     rw.redirect(Output { node: id, port: p }, Output { node: first, port: p });
                 }
@@ -93,7 +209,9 @@ impl crate::pass::Pass for CsePass {
          or fetched nodes"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, crate::pass::PassError> {
-        Ok(cse(&graph, ctx)?.0)
+        let mut out = cse(&graph, ctx)?.0;
+        crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(cse(body, c)?.0));
+        Ok(out)
     }
 }
 
@@ -134,6 +252,8 @@ mod tests {
             "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\
              r1 = ReadVariableOp(v) {dtype = float32}\n\
              r2 = ReadVariableOp(v) {dtype = float32}\n\
+             one = Const() {dtype = float32, value = float32[]{1.0}}\n\
+             w = AssignVariableOp(v, one) {dtype = float32}\n\
              sh = Const() {dtype = int32, value = int32[1]{2}}\n\
              u1 = RandomUniform(sh) {T = int32, dtype = float32}\n\
              u2 = RandomUniform(sh) {T = int32, dtype = float32}\n\
@@ -148,6 +268,81 @@ mod tests {
         let (out, r) = cse(&g, &ctx).unwrap();
         assert_eq!(r.merged, 0);
         assert_eq!(out.len(), g.len());
+    }
+
+    #[test]
+    fn reads_merge_only_when_every_write_is_after_both() {
+        let g = parse(
+            "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\
+             r1 = ReadVariableOp(v) {dtype = float32}\n\
+             r2 = ReadVariableOp(v) {dtype = float32}\n\
+             s = AddV2(r1, r2) {T = float32}\n\
+             w = AssignVariableOp(v, s) {dtype = float32}\n\
+             r3 = ReadVariableOp(v) {dtype = float32}\n\
+             r4 = ReadVariableOp(v) {dtype = float32}\n\
+             w2 = AssignVariableOp(v, r3, ^w) {dtype = float32}\n\
+             t = AddV2(r3, r4) {T = float32}\n",
+        );
+        let ctx = PassContext {
+            preserve: Some(["w2", "t"].iter().map(|s| s.to_string()).collect()),
+            ..PassContext::default()
+        };
+        let (out, r) = cse(&g, &ctx).unwrap();
+        // r2 merges into r1 (w waits for both); r3/r4 may see w2 between them, and r1/r3 may see w.
+        assert_eq!(r.merged, 1, "{out:?}");
+        assert_eq!(names(&out), ["v", "r1", "s", "w", "r3", "r4", "w2", "t"]);
+    }
+
+    #[test]
+    fn writes_to_other_variables_do_not_block_twin_reads() {
+        let src = |target: &str| {
+            format!(
+                "p = Placeholder() {{dtype = resource, shape = shape[]}}\n\
+                 q = Placeholder() {{dtype = resource, shape = shape[]}}\n\
+                 r1 = ReadVariableOp(p) {{dtype = float32}}\n\
+                 r2 = ReadVariableOp(p) {{dtype = float32}}\n\
+                 s = AddV2(r1, r2) {{T = float32}}\n\
+                 one = Const() {{dtype = float32, value = float32[]{{1.0}}}}\n\
+                 w = AssignVariableOp({target}, one) {{dtype = float32}}\n"
+            )
+        };
+        let ctx = || PassContext {
+            preserve: Some(["s", "w"].iter().map(|s| s.to_string()).collect()),
+            ..PassContext::default()
+        };
+        // A write to q, unordered with the reads of p: they merge.
+        assert_eq!(cse(&parse(&src("q")), &ctx()).unwrap().1.merged, 1);
+        // A write to p that may come between them: they do not.
+        assert_eq!(cse(&parse(&src("p")), &ctx()).unwrap().1.merged, 0);
+        // Nor when p is fed (its handle may be any variable's).
+        let mut fed = ctx();
+        fed.fed.insert("p".into());
+        assert_eq!(cse(&parse(&src("q")), &fed).unwrap().1.merged, 0);
+    }
+
+    #[test]
+    fn internal_attributes_do_not_block_a_merge() {
+        let g = parse(
+            "a = Const() {_class = [\"loc:@w1\"], dtype = float32, value = float32[]{0.01}}\n\
+             b = Const() {_class = [\"loc:@w2\"], dtype = float32, value = float32[]{0.01}}\n\
+             s = AddV2(a, b) {T = float32}\n",
+        );
+        let (out, r) = cse(&g, &PassContext::default()).unwrap();
+        assert_eq!(r.merged, 1);
+        assert_eq!(names(&out), ["a", "s"]);
+    }
+
+    #[test]
+    fn stateless_random_ops_merge_but_stateful_ones_do_not() {
+        let g = parse(
+            "seed = Const() {dtype = int64, value = int64[2]{1, 2}}\n\
+             k1 = StatelessRandomGetKeyCounter(seed) {Tseed = int64}\n\
+             k2 = StatelessRandomGetKeyCounter(seed) {Tseed = int64}\n\
+             s = IdentityN(k1, k2:1, k2) {T = [uint64, uint64, uint64]}\n",
+        );
+        let (out, r) = cse(&g, &PassContext::default()).unwrap();
+        assert_eq!(r.merged, 1);
+        assert_eq!(names(&out), ["seed", "k1", "s"]);
     }
 
     #[test]

@@ -19,6 +19,11 @@
 //!   `g…` — when that adds at most one edge (`gates × users ≤ gates + users + 1`);
 //! - nodes nothing consumes any more (pure ones and `Const`s) are removed.
 //!
+//! A relay waiting on a v1 control-flow node (a `Switch`'s `group_deps`) is
+//! removed only when it is a `NoOp` whose control users each read an output
+//! of that node (the moved edge is implied by that read, which also carries
+//! the node's deadness).
+//!
 //! Never removed: the nodes the request fetches, targets or feeds, and
 //! stateful, resource, random or unknown ops.
 //!
@@ -76,13 +81,21 @@ fn remove_relays(graph: &Graph, ctx: &PassContext, report: &mut DependencyReport
         if node.op != "NoOp" && !is_pure(graph, node) {
             continue;
         }
-        // A control edge out of a Switch (the pivot Identity's input) would carry deadness.
-        if node
-            .inputs
-            .iter()
-            .map(|o| o.node)
-            .chain(node.control_inputs.iter().copied())
-            .any(|p| is_control_flow(graph, p))
+        // A control edge out of a Switch (the pivot Identity's input) would not
+        // carry its branch's deadness. A NoOp waiting on a v1 control-flow node
+        // by a control edge goes only when each of its control users reads an
+        // output of that node anyway: the moved edge is then implied (and
+        // dropped), and that data input already makes the user dead whenever
+        // the control edge would have.
+        if node.inputs.iter().any(|o| is_control_flow(graph, o.node)) {
+            continue;
+        }
+        let cf: Vec<NodeId> = node.control_inputs.iter().copied().filter(|&p| is_control_flow(graph, p)).collect();
+        if !cf.is_empty()
+            && (node.op != "NoOp"
+                || !succ.control[id.index()]
+                    .iter()
+                    .all(|&u| cf.iter().all(|&p| graph.node(u).inputs.iter().any(|o| o.node == p))))
         {
             continue;
         }
@@ -251,7 +264,9 @@ impl crate::pass::Pass for DependencyOptimizePass {
          (users read x with ^g), drop control edges implied by other paths, remove dead pure nodes"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
-        Ok(dependency_optimize(&graph, ctx)?.0)
+        let mut out = dependency_optimize(&graph, ctx)?.0;
+        crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(dependency_optimize(body, c)?.0));
+        Ok(out)
     }
 }
 

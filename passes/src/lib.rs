@@ -7,6 +7,7 @@ pub mod constant_fold;
 pub mod cse;
 pub mod dependency_optimize;
 pub mod encapsulate;
+mod function_bodies;
 pub mod inline;
 pub mod pass;
 pub mod pipeline;

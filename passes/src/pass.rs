@@ -13,6 +13,8 @@
 //!   [`crate::arithmetic_simplify`], [`crate::cse`],
 //!   [`crate::dependency_optimize`]); they keep the nodes of
 //!   [`PassContext::preserve`] and [`PassContext::fed`] and never touch a stateful op;
+//!   each also rewrites the bodies of the library functions the graph calls
+//!   (`function_bodies.rs`);
 //! - `cluster` — auto-clustering; every member of an emitted cluster gets
 //!   [`CLUSTER_ATTR`] = its cluster's name (earlier annotations are dropped);
 //! - `encapsulate` — each annotated cluster becomes snapshot, call and
@@ -72,6 +74,10 @@ pub struct PassContext {
     /// Runs one pure node on constant inputs, for `constant-fold` (the CLI
     /// fills it with the runtime's kernels; without it nothing but shapes is folded).
     pub evaluator: Option<Evaluator>,
+    /// Keep every result bit for bit, signed zeros included: `arithmetic-simplify`
+    /// then leaves a float `x + (+0.0)` alone (`-0.0 + 0.0` is `+0.0`). Off by
+    /// default, as TensorFlow's Grappler rewrites it to `x`.
+    pub exact_signed_zeros: bool,
 }
 
 /// Evaluates one pure node on its constant inputs (see [`PassContext::evaluator`]).
@@ -165,7 +171,22 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
 
 /// The graph-optimization passes `run`, `bench` and `compile` apply before
 /// clustering, in order; `--passes default` names them.
-pub const DEFAULT_PIPELINE: &[&str] = &["inline", "constant-fold", "arithmetic-simplify", "cse", "dependency-optimize"];
+/// After inlining, the four optimizers run twice, as Grappler's
+/// meta-optimizer runs its optimizers for two iterations: a rewrite of the
+/// second round often needs one of the first (a relay left with one input
+/// once redundant edges are dropped, a `Const` a fold of the first round made
+/// identical to another).
+pub const DEFAULT_PIPELINE: &[&str] = &[
+    "inline",
+    "constant-fold",
+    "arithmetic-simplify",
+    "cse",
+    "dependency-optimize",
+    "constant-fold",
+    "arithmetic-simplify",
+    "cse",
+    "dependency-optimize",
+];
 
 /// The registered pass called `name`.
 pub fn lookup(name: &str) -> Option<Box<dyn Pass>> {
@@ -433,7 +454,18 @@ mod tests {
         assert_eq!(Pipeline::compile().names(), ["inline", "cluster", "encapsulate", "cluster-bodies"]);
         assert_eq!(
             Pipeline::parse("default,cluster").unwrap().names(),
-            ["inline", "constant-fold", "arithmetic-simplify", "cse", "dependency-optimize", "cluster"]
+            [
+                "inline",
+                "constant-fold",
+                "arithmetic-simplify",
+                "cse",
+                "dependency-optimize",
+                "constant-fold",
+                "arithmetic-simplify",
+                "cse",
+                "dependency-optimize",
+                "cluster"
+            ]
         );
     }
 

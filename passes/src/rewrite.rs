@@ -39,12 +39,16 @@ pub(crate) fn is_pure(graph: &Graph, node: &Node) -> bool {
         return false;
     }
     match registry::lookup(&node.op) {
-        Some(schema) => !schema.is_stateful && schema.family != registry::OpFamily::Random,
+        // Stateless random ops draw from their key/counter or seed alone (the
+        // same inputs, the same numbers): pure, unlike the stateful samplers.
+        Some(schema) => {
+            !schema.is_stateful && (schema.family != registry::OpFamily::Random || node.op.starts_with("Stateless"))
+        }
         None => false,
     }
 }
 
-fn handles_resource(node: &Node) -> bool {
+pub(crate) fn handles_resource(node: &Node) -> bool {
     node.attrs.values().any(|a| match a {
         AttrValue::Type(t) => matches!(t, DType::Resource),
         AttrValue::List(autoclust_graph::ListValue::Type(ts)) => ts.iter().any(|t| matches!(t, DType::Resource)),
