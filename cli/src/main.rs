@@ -34,8 +34,10 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Refuse, with an error naming the node, any tensor whose buffer would take more than
-    /// BYTES: constants as they are read, and every size computed at run time (Fill, Tile,
-    /// Range, random ops, …) before it is allocated. Default 2147483648 (2 GiB).
+    /// BYTES: constants written out in full as they are read, large splat constants (kept
+    /// compact, as TensorFlow writes them) when a kernel expands them, and every size
+    /// computed at run time (Fill, Tile, Range, Gather, Concat, random ops, …) before it is
+    /// allocated. Default 2147483648 (2 GiB).
     #[arg(long, global = true, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     max_tensor_bytes: Option<u64>,
 }
