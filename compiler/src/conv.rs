@@ -90,7 +90,11 @@ impl Axis {
                 (out, needed / 2)
             }
             Padding1::Explicit(before, after) => {
-                let padded = input.saturating_add(before).saturating_add(after);
+                // Checked: a padding near 2^63 (found by fuzzing) must not wrap into a
+                // small, inconsistent output size.
+                let Some(padded) = input.checked_add(before).and_then(|p| p.checked_add(after)) else {
+                    return invalid("explicit padding too large");
+                };
                 (if padded < eff { 0 } else { (padded - eff) / stride + 1 }, before)
             }
         };
@@ -230,6 +234,13 @@ pub struct ConvShape {
 impl ConvShape {
     pub fn output(&self) -> [usize; 4] {
         [self.input[0], self.win.h.output, self.win.w.output, self.filter[3]]
+    }
+    /// The shape of one image's im2col buffer, `[OH·OW, KH·KW·C]` (saturating, for a
+    /// size check before anything is allocated).
+    pub fn im2col_shape(&self) -> [usize; 2] {
+        let pixels = self.win.h.output.saturating_mul(self.win.w.output);
+        let row = self.filter[0].saturating_mul(self.filter[1]).saturating_mul(self.input[3]);
+        [pixels, row]
     }
     fn pixels(&self) -> usize {
         self.win.h.output * self.win.w.output

@@ -67,6 +67,10 @@ fn conv_window(a: &WindowAttrs, input: [usize; 4], filter: [usize; 4]) -> KResul
 fn conv2d<T: Float + ConvElem>(a: &WindowAttrs, x: &Tensor, f: &Tensor) -> KResult<Tensor> {
     let (input, filter) = (nhwc(x, "input")?, filter_dims(f)?);
     let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
+    // Padding and dilation can make the output and the im2col buffer far larger than the
+    // operands: both checked before anything is allocated.
+    super::budget(T::DTYPE, &s.output())?;
+    super::budget(T::DTYPE, &s.im2col_shape())?;
     let out = shared::conv2d(&s, T::slice(x), T::slice(f), rayon::current_num_threads());
     Ok(tensor_of(s.output().to_vec(), out))
 }
@@ -99,6 +103,7 @@ fn conv2d_backprop_input<T: Float + ConvElem>(
     let (input, filter) = (sizes4::<T>(sizes, "input_sizes")?, filter_dims(f)?);
     let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
     check_out_backprop(dy, input[0], &s.win, filter[3])?;
+    super::budget(T::DTYPE, &s.im2col_shape())?;
     let dx = shared::conv2d_backprop_input(&s, T::slice(f), T::slice(dy), rayon::current_num_threads());
     Ok(tensor_of(input.to_vec(), dx))
 }
@@ -112,6 +117,7 @@ fn conv2d_backprop_filter<T: Float + ConvElem>(
     let (input, filter) = (nhwc(x, "input")?, sizes4::<T>(sizes, "filter_sizes")?);
     let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
     check_out_backprop(dy, input[0], &s.win, filter[3])?;
+    super::budget(T::DTYPE, &s.im2col_shape())?;
     let df = shared::conv2d_backprop_filter(&s, T::slice(x), T::slice(dy), rayon::current_num_threads());
     Ok(tensor_of(filter.to_vec(), df))
 }

@@ -209,12 +209,19 @@ fn windowed(
     explicit: Option<(i64, i64)>,
 ) -> Result<Dim, String> {
     let (Some(input), Some(k)) = (input, k) else { return Ok(None) };
+    if stride <= 0 || dilation <= 0 {
+        return Err(format!("strides and dilations must be positive, got {stride} and {dilation}"));
+    }
+    // In 128 bits: sizes, paddings and dilations near 2^63 (found by fuzzing) must not
+    // wrap into a plausible output size.
+    let (input, k, stride, dilation) = (input as i128, k as i128, stride as i128, dilation as i128);
     let eff = (k - 1) * dilation + 1;
     let out = match explicit {
-        Some((b, a)) => (input + b + a - eff + stride) / stride,
+        Some((b, a)) => (input + b as i128 + a as i128 - eff + stride) / stride,
         None if same => (input + stride - 1) / stride,
         None => (input - eff + stride) / stride,
     };
+    let out = i64::try_from(out).map_err(|_| format!("computed output size {out} does not fit in 64 bits"))?;
     if out < 0 {
         return Err(format!(
             "computed output size would be negative: {out} (input {input}, window {eff}, stride {stride})"
