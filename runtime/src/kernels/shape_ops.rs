@@ -3,7 +3,7 @@
 //! `ShapeN`, `Size`, `Rank` (with `out_type`), `ExpandDims`, `Squeeze`.
 //! Reshapes share the input buffer: only the shape changes.
 
-use autoclust_graph::{DType, Node, Tensor};
+use autoclust_graph::{AttrValue, DType, Node, Tensor};
 
 use super::{
     arity, attr_ints_or, attr_type_or, int_scalar, int_tensor, int_values, norm_axis, one, Inputs, Outputs, PureFn,
@@ -57,15 +57,29 @@ fn shape_of(t: &Tensor, out: DType) -> KResult<Tensor> {
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let f: PureFn = match node.op.as_str() {
         "Const" => {
-            // A compact constant (a large splat) is expanded here, once per plan, through
-            // the size budget: past it, an error naming this node.
-            let value = match node.attr("value").and_then(|a| a.tensor_value()) {
-                Some(Ok(t)) => t.into_owned(),
-                Some(Err(autoclust_graph::TensorError::TooLarge(e))) => return Err(KernelError::TooLarge(e)),
-                Some(Err(e)) => return Err(KernelError::invalid(e.to_string())),
-                None => return Err(KernelError::Attr("value".into())),
-            };
-            Box::new(move |_inp: Inputs| one(value.clone()))
+            match node.attr("value") {
+                Some(AttrValue::Tensor(t)) => {
+                    let value = t.clone();
+                    Box::new(move |_inp: Inputs| one(value.clone()))
+                }
+                // A compact constant (a large splat) is expanded when the node first runs,
+                // through the size budget, and kept: a constant in a branch or loop body
+                // that never runs costs nothing and cannot fail (as in TensorFlow).
+                Some(AttrValue::Compact(c)) => {
+                    let compact = c.clone();
+                    let expanded: std::sync::OnceLock<KResult<Tensor>> = std::sync::OnceLock::new();
+                    Box::new(move |_inp: Inputs| {
+                        let t = expanded.get_or_init(|| {
+                            compact.expand().map_err(|e| match e {
+                                autoclust_graph::TensorError::TooLarge(e) => KernelError::TooLarge(e),
+                                e => KernelError::invalid(e.to_string()),
+                            })
+                        });
+                        one(t.clone()?)
+                    })
+                }
+                _ => return Err(KernelError::Attr("value".into())),
+            }
         }
         "_AutoclustSameShape" => {
             let variable = node.attr("variable").and_then(|a| a.as_str()).unwrap_or("").to_string();
