@@ -125,6 +125,9 @@ pub enum Refusal {
     CycleCheckTooCostly { from: NodeId, to: NodeId },
     /// Merging would put the incompatible pair `(from, to)` in one cluster.
     WriteBeforeRead { from: NodeId, to: NodeId },
+    /// v1 control flow: the clusters of `from` and `to` lie in different frames or are
+    /// live under different deadness predicates ([`crate::deadness::DeadnessAnalysis`]).
+    Deadness { from: NodeId, to: NodeId, why: String },
 }
 
 /// The clusterer's parameters.
