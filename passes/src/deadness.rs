@@ -15,7 +15,8 @@
 //!
 //! A node is live iff all its data and control inputs are (`And`); a `Merge` iff one of its
 //! data inputs is (`Or`); `ControlTrigger` always (`#true`); an `Enter` carries its input's
-//! predicate into the frame. For a loop frame whose `Enter`s all carry one predicate `Q`
+//! predicate into the frame. For a loop frame whose loop-variable (not `is_constant`)
+//! `Enter`s all carry one predicate `Q`
 //! (XLA's loop handling, in its optimistic form, checked afterwards), every loop `Merge` is
 //! `Q` in every iteration, the loop body (after `Switch(merge, LoopCond)`) is `Q ∧ c` for
 //! the `LoopCond` symbol `c`, and every `Exit` is `Q` in the parent frame — provided every
@@ -365,11 +366,14 @@ impl DeadnessAnalysis {
         is_op(graph, id, MERGE) && graph.node(id).inputs.iter().any(|o| is_op(graph, o.node, NEXT))
     }
 
-    /// The predicate every `Enter` of frame `f` carries, if they all carry one.
+    /// The predicate every loop-variable (not `is_constant`) `Enter` of frame `f` carries, if
+    /// they all carry one. Loop invariants (`is_constant` `Enter`s) do not decide when the
+    /// loop's merges fire; their own predicates reach their users through `And` as usual.
     fn frame_entry(&mut self, graph: &Graph, f: u32) -> Option<PredId> {
         let mut q = None;
         for id in graph.node_ids() {
-            if is_op(graph, id, ENTER) && self.frame[id.index()] == f {
+            let constant = graph.node(id).attr("is_constant").and_then(|v| v.as_bool()).unwrap_or(false);
+            if is_op(graph, id, ENTER) && self.frame[id.index()] == f && !constant {
                 let p = match graph.node(id).inputs.first() {
                     Some(&o) => self.output_pred(graph, o),
                     None => self.factory.true_(),
