@@ -326,7 +326,8 @@ impl DeadnessAnalysis {
 
     /// Frames as `BuildControlFlowInfo` assigns them: an `Enter` is in the frame it names
     /// (child of its input's frame), an `Exit` in its input's frame's parent, every other
-    /// node in its first forward input's frame (the root without inputs).
+    /// node in its forward inputs' frame (the root without inputs; a frame of its own when
+    /// they disagree).
     fn assign_frames(&mut self, graph: &Graph, order: &[NodeId]) {
         let mut index: HashMap<(u32, String), u32> = HashMap::new();
         let mut parent: Vec<u32> = vec![0];
@@ -341,6 +342,15 @@ impl DeadnessAnalysis {
                     parent.push(pf);
                     (self.frame_names.len() - 1) as u32
                 })
+            } else if graph
+                .forward_predecessors(id)
+                .any(|p| self.frame[p.index()] != first.map_or(0, |q| self.frame[q.index()]))
+            {
+                // Inputs from different frames (TensorFlow rejects such graphs): a frame of
+                // its own, so the node never shares a cluster with either side.
+                self.frame_names.push(format!("?{}", node.name));
+                parent.push(0);
+                (self.frame_names.len() - 1) as u32
             } else if is_op(graph, id, EXIT) {
                 first.map_or(0, |p| parent[self.frame[p.index()] as usize])
             } else {
@@ -733,6 +743,14 @@ after = Neg(exit) {T = float32}
         assert_eq!(pred(&g, &mut d, "merge"), "*merge");
         assert_eq!(pred(&g, &mut d, "exit"), "*exit");
         assert!(same(&g, &d, "b1", "b2"), "one body still shares a predicate");
+    }
+
+    #[test]
+    fn a_node_mixing_frames_is_alone_in_its_frame() {
+        let text = format!("{LOOP}bad = AddV2(b1, x) {{T = float32}}\nbad2 = Neg(bad) {{T = float32}}\n");
+        let (g, d) = analyse(&text);
+        assert!(!same(&g, &d, "bad", "b1") && !same(&g, &d, "bad", "x"));
+        assert!(same(&g, &d, "bad", "bad2"), "what only it feeds shares its frame");
     }
 
     #[test]
