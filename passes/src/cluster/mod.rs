@@ -36,7 +36,13 @@
 //!   directions are checked with bitsets (writers of A against the writers
 //!   reaching B's readers, and vice versa) — cheap, and it keeps the check
 //!   valid for sibling merges where no edge orients the pair
-//!   (`WriteBeforeRead { from, to }`).
+//!   (`WriteBeforeRead { from, to }`);
+//! * with v1 control flow, A and B lie in one frame under one deadness
+//!   predicate ([`crate::deadness::DeadnessAnalysis`], `Deadness { from, to,
+//!   why }`), so the cluster's call is live exactly when its members would
+//!   be. The cycle graph then also has an edge from each `Enter` of a loop
+//!   frame to each of its `Exit`s: a frame runs as one unit, which the
+//!   forward edges (loop back edges dropped) do not all say.
 //!
 //! # Guarantees (checked by `tests/property.rs` on thousands of random graphs)
 //! * No cluster holds an incompatible pair: every merge checks it.
