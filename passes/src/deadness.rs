@@ -9,8 +9,8 @@
 //! * `name:port` — the value of the boolean tensor a `Switch` tests (two `Switch`es on the
 //!   same tensor share it); `Switch` output 1 is `input ∧ s`, output 0 is `input ∧ ¬s`;
 //! * `*name` — "this node is live", for a node whose liveness the rules below cannot
-//!   express (a `Merge` with control inputs, the `Merge`s and `Exit`s of a loop that is not
-//!   well formed). Such a symbol is exact by definition, so it never makes two nodes look
+//!   express (a `Merge` with control inputs or an `Enter` input outside a loop, the
+//!   `Merge`s and `Exit`s of a loop that is not well formed). Such a symbol is exact by definition, so it never makes two nodes look
 //!   alike that are not.
 //!
 //! A node is live iff all its data and control inputs are (`And`); a `Merge` iff one of its
@@ -430,7 +430,9 @@ impl DeadnessAnalysis {
                         Some(q) if !bad[f as usize] => q,
                         _ => own(self),
                     }
-                } else if !node.control_inputs.is_empty() {
+                } else if !node.control_inputs.is_empty() || node.inputs.iter().any(|o| is_op(graph, o.node, ENTER)) {
+                    // Control inputs, or a dead `Enter` input (which the executor lets make a
+                    // `Merge` dead at once): not a plain `Or`.
                     own(self)
                 } else {
                     let ins: Vec<PredId> = node.inputs.iter().map(|&o| self.output_pred(graph, o)).collect();
@@ -751,6 +753,26 @@ after = Neg(exit) {T = float32}
         let (g, d) = analyse(&text);
         assert!(!same(&g, &d, "bad", "b1") && !same(&g, &d, "bad", "x"));
         assert!(same(&g, &d, "bad", "bad2"), "what only it feeds shares its frame");
+    }
+
+    #[test]
+    fn a_control_flow_node_inference_rejects_is_no_shortfall() {
+        // `pred` must be a scalar: inference rejects the Switch, which never clusters anyway.
+        let g = autoclust_graph::text::parse(
+            "x = Placeholder() {dtype = float32, shape = shape[2]}
+p = Placeholder() {dtype = bool, shape = shape[2]}
+sw = Switch(x, p) {T = float32}
+a = Neg(sw:1) {T = float32}
+b = Exp(a) {T = float32}
+",
+        )
+        .unwrap();
+        let c = crate::cluster::Clusterer::default().run_partial(&g).unwrap();
+        let sw = g.find("sw").unwrap();
+        assert!(!c.explanations.iter().any(|r| matches!(r,
+            crate::cluster::Refusal::NotCompilable { node, reason } if *node == sw && reason.is_shortfall())));
+        let (a, b) = (g.find("a").unwrap(), g.find("b").unwrap());
+        assert!(c.cluster_of(a).is_some() && c.cluster_of(a) == c.cluster_of(b));
     }
 
     #[test]

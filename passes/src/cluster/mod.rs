@@ -223,6 +223,15 @@ impl Clusterer {
         let (types, errors) = infer_partial(graph)?;
         let mut compilability = Compilability::compute(graph, &types);
         for (id, e) in errors {
+            // v1 control flow and its containers never cluster: by design, not a shortfall.
+            let op = graph.node(id).op.as_str();
+            if autoclust_graph::effects::is_v1_control_flow(op)
+                || autoclust_graph::registry::lookup(op)
+                    .is_some_and(|s| s.family == autoclust_graph::registry::OpFamily::Container)
+            {
+                tracing::debug!(node = %graph.name(id), error = %e, "inference failed on a control-flow node");
+                continue;
+            }
             tracing::debug!(node = %graph.name(id), error = %e, "declined: inference failed");
             compilability.exclude(id, NotCompilable::Untyped { message: e.to_string() });
         }
