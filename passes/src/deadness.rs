@@ -261,6 +261,20 @@ pub struct DeadnessAnalysis {
     loop_edges: Vec<(NodeId, NodeId)>,
 }
 
+/// The tensor an `Identity` chain forwards: a `Switch` on `Identity(p)` tests the value of
+/// `p` (TensorFlow's conds switch on `pred_id = Identity(pred)` and on `pred` itself), so both
+/// get one symbol. An `Identity` runs in its input's frame and iteration, on the same value.
+fn through_identities(graph: &Graph, mut o: Output) -> Output {
+    for _ in 0..graph.len() {
+        let n = graph.node(o.node);
+        match (n.op.as_str(), n.inputs.first()) {
+            ("Identity" | "Snapshot", Some(&i)) if n.inputs.len() == 1 => o = i,
+            _ => break,
+        }
+    }
+    o
+}
+
 fn is_op(graph: &Graph, id: NodeId, ops: &[&str]) -> bool {
     ops.contains(&graph.node(id).op.as_str())
 }
@@ -459,8 +473,10 @@ impl DeadnessAnalysis {
             };
             self.node_pred[id.index()] = p;
             if is_op(graph, id, SWITCH) {
-                self.switch_sym[id.index()] =
-                    node.inputs.get(1).map(|o| self.factory.symbol(&format!("{}:{}", graph.name(o.node), o.port)));
+                self.switch_sym[id.index()] = node.inputs.get(1).map(|&o| {
+                    let o = through_identities(graph, o);
+                    self.factory.symbol(&format!("{}:{}", graph.name(o.node), o.port))
+                });
             }
         }
     }
