@@ -7,7 +7,8 @@
 //! a boolean formula over symbols that is true exactly when, in one iteration of the
 //! node's frame, that output carries a live tensor rather than a dead one. Symbols are
 //! * `name:port` — the value of the boolean tensor a `Switch` tests (two `Switch`es on the
-//!   same tensor share it); `Switch` output 1 is `input ∧ s`, output 0 is `input ∧ ¬s`;
+//!   same tensor share it, and so do `Switch`es on `Identity`s of it); `Switch` output 1 is
+//!   `input ∧ s`, output 0 is `input ∧ ¬s` (`s` is `#true` or `#false` for a constant);
 //! * `*name` — "this node is live", for a node whose liveness the rules below cannot
 //!   express (a `Merge` with control inputs or an `Enter` input outside a loop, the
 //!   `Merge`s and `Exit`s of a loop that is not well formed). Such a symbol is exact by definition, so it never makes two nodes look
@@ -275,6 +276,20 @@ fn through_identities(graph: &Graph, mut o: Output) -> Output {
     o
 }
 
+/// The value of a scalar boolean `Const` (a `Switch` on it always takes one side: XLA's
+/// `ConstantTrueSwitchCondition`).
+fn constant_bool(graph: &Graph, o: Output) -> Option<bool> {
+    let n = graph.node(o.node);
+    if n.op != "Const" || o.port != 0 {
+        return None;
+    }
+    let t = n.attr("value")?.tensor_value()?.ok()?;
+    match t.as_bool()? {
+        [b] => Some(*b),
+        _ => None,
+    }
+}
+
 fn is_op(graph: &Graph, id: NodeId, ops: &[&str]) -> bool {
     ops.contains(&graph.node(id).op.as_str())
 }
@@ -475,7 +490,11 @@ impl DeadnessAnalysis {
             if is_op(graph, id, SWITCH) {
                 self.switch_sym[id.index()] = node.inputs.get(1).map(|&o| {
                     let o = through_identities(graph, o);
-                    self.factory.symbol(&format!("{}:{}", graph.name(o.node), o.port))
+                    match constant_bool(graph, o) {
+                        Some(true) => self.factory.true_(),
+                        Some(false) => self.factory.false_(),
+                        None => self.factory.symbol(&format!("{}:{}", graph.name(o.node), o.port)),
+                    }
                 });
             }
         }
