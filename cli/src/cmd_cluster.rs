@@ -132,6 +132,9 @@ fn explain(graph: &Graph, clustering: &Clustering) -> Vec<String> {
                 graph.name(*from),
                 graph.name(*to)
             ),
+            Refusal::Deadness { from, to, why } => {
+                format!("refused merge of {} and {}: {why}", named(*from), named(*to))
+            }
             Refusal::CycleCheckTooCostly { from, to } => format!(
                 "refused merge of {} and {}: the cycle check exceeded its search budget",
                 named(*from),

@@ -18,14 +18,18 @@
 //!
 //! Soundness: leaving a node out of every cluster is always sound (it runs
 //! in the plain executor); this module only has to avoid admitting a node
-//! the compiler or the bridge cannot run faithfully. Nodes downstream of v1
-//! control flow (`Switch`, `Enter`) are refused too, conservatively: they may
-//! be dead or run once per iteration, which a cluster cannot express.
+//! the compiler or the bridge cannot run faithfully. The v1 control-flow ops
+//! themselves (`Switch`, `Merge`, `Enter`, `Exit`, `NextIteration`, `LoopCond`)
+//! are never compiled; the nodes between them are, and
+//! [`crate::deadness::DeadnessAnalysis`] (kept here for the clusterer) says
+//! which of them may share a cluster: same frame, same deadness predicate.
 
 use std::fmt;
 
 use autoclust_graph::infer::TypeInfo;
 use autoclust_graph::{AttrValue, DType, Graph, NodeId};
+
+use crate::deadness::DeadnessAnalysis;
 
 /// Whether the JIT compiles `op` (given supported dtypes and static shapes).
 pub fn is_jit_op(op: &str) -> bool {
@@ -123,8 +127,6 @@ pub enum NotCompilable {
     UnsupportedInputDType { slot: u32, dtype: DType },
     /// A resource input that does not come (through `Identity`) from a `VarHandleOp`.
     UntracedHandle { slot: u32 },
-    /// Downstream of a v1 `Switch` or `Enter`: may be dead or run per iteration.
-    InsideV1ControlFlow { via: String },
     /// Excluded by the caller (e.g. left in a cluster below the minimum size).
     Excluded { why: String },
     /// Type and shape inference failed on this node (see [`crate::cluster::Clusterer::run_partial`]).
@@ -163,45 +165,67 @@ impl fmt::Display for NotCompilable {
             NotCompilable::UntracedHandle { slot } => {
                 write!(f, "resource input {slot} is not traceable to a VarHandleOp")
             }
-            NotCompilable::InsideV1ControlFlow { via } => write!(f, "inside v1 control flow (after {via})"),
             NotCompilable::Excluded { why } => f.write_str(why),
             NotCompilable::Untyped { message } => write!(f, "its types could not be inferred: {message}"),
         }
     }
 }
 
-/// The compilability of every node.
+/// The compilability of every node, and (for graphs with v1 control flow) the deadness
+/// analysis that says which compilable nodes may share a cluster.
 #[derive(Clone, Debug, Default)]
 pub struct Compilability {
     refusals: Vec<Option<NotCompilable>>,
+    deadness: Option<std::sync::Arc<DeadnessAnalysis>>,
 }
 
 impl Compilability {
     /// Decides every node of `graph` from its op and inferred types.
     pub fn compute(graph: &Graph, types: &TypeInfo) -> Compilability {
         let _span = tracing::debug_span!("compilability", nodes = graph.len()).entered();
-        let control_flow = v1_control_flow(graph);
+        let deadness = graph
+            .nodes()
+            .iter()
+            .any(|n| autoclust_graph::effects::is_v1_control_flow(&n.op))
+            .then(|| std::sync::Arc::new(DeadnessAnalysis::compute(graph)));
         let known = compile_time_known(graph);
         let refusals = graph
             .node_ids()
-            .map(|id| match &control_flow[id.index()] {
-                Some(via) => Some(NotCompilable::InsideV1ControlFlow { via: via.clone() }),
-                None if FOLD_ONLY.contains(&graph.node(id).op.as_str())
+            .map(|id| match () {
+                _ if autoclust_graph::effects::is_v1_control_flow(&graph.node(id).op) => {
+                    Some(NotCompilable::UnsupportedOp { op: graph.node(id).op.clone() })
+                }
+                _ if FOLD_ONLY.contains(&graph.node(id).op.as_str())
                     && !graph.node(id).inputs.iter().all(|o| known[o.node.index()]) =>
                 {
                     Some(NotCompilable::Excluded {
                         why: format!("{} is compiled only on values known at compile time", graph.node(id).op),
                     })
                 }
-                None => refusal(graph, types, id),
+                _ => refusal(graph, types, id),
             })
             .collect();
-        Compilability { refusals }
+        Compilability { refusals, deadness }
+    }
+
+    /// The deadness analysis, when the graph has v1 control flow.
+    pub fn deadness(&self) -> Option<&DeadnessAnalysis> {
+        self.deadness.as_deref()
+    }
+
+    pub(crate) fn deadness_arc(&self) -> Option<std::sync::Arc<DeadnessAnalysis>> {
+        self.deadness.clone()
+    }
+
+    /// Uses `deadness` for a graph built by [`Compilability::from_fn`] (tests).
+    pub fn with_deadness(mut self, deadness: DeadnessAnalysis) -> Compilability {
+        self.deadness = Some(std::sync::Arc::new(deadness));
+        self
     }
 
     /// Built from a decision per node (tests, callers with their own policy).
     pub fn from_fn(graph: &Graph, mut decide: impl FnMut(NodeId) -> Option<NotCompilable>) -> Compilability {
-        Compilability { refusals: graph.node_ids().map(&mut decide).collect() }
+        Compilability { refusals: graph.node_ids().map(&mut decide).collect(), deadness: None }
     }
 
     pub fn is_compilable(&self, id: NodeId) -> bool {
@@ -273,137 +297,6 @@ fn compile_time_known(graph: &Graph) -> Vec<bool> {
         };
     }
     known
-}
-
-/// For every node that may be dead or runs inside a v1 loop frame, the name of the
-/// control-flow op that makes it so (`Switch` or `Enter`).
-///
-/// Frames are assigned statically as TensorFlow's `BuildControlFlowInfo` does (an `Enter`
-/// and what follows it are in the frame `frame_name`, an `Exit`'s consumers in the frame's
-/// parent). A node in a loop frame is refused (no cluster spans frames and a cluster call
-/// in a frame would run once per iteration); a node of the root frame is refused when it
-/// may be dead: downstream of a root-frame `Switch` (a `Merge` joining both branches is
-/// still counted dead: conservative), or of an `Exit` of a loop one of whose `Enter`s takes
-/// such a value, or when it feeds a loop (below). Every other node — the code after
-/// top-level loops, say the loss of a `dynamic_rnn` and its optimizer updates — is always
-/// live in the root frame and may cluster.
-fn v1_control_flow(graph: &Graph) -> Vec<Option<String>> {
-    let n = graph.len();
-    let mut out: Vec<Option<String>> = vec![None; n];
-    if !graph.nodes().iter().any(|n| matches!(n.op.as_str(), "Switch" | "RefSwitch" | "Enter" | "RefEnter")) {
-        return out;
-    }
-    let Ok(order) = crate::safety::topological_order(graph) else {
-        // Without an order, refuse everything downstream of nothing in particular: all of it.
-        let first =
-            graph.nodes().iter().find(|n| matches!(n.op.as_str(), "Switch" | "RefSwitch" | "Enter" | "RefEnter"));
-        let via = first.map(|n| n.name.clone());
-        return vec![via; n];
-    };
-    let is_enter = |id: NodeId| matches!(graph.node(id).op.as_str(), "Enter" | "RefEnter");
-    let is_exit = |id: NodeId| matches!(graph.node(id).op.as_str(), "Exit" | "RefExit");
-    let is_switch = |id: NodeId| matches!(graph.node(id).op.as_str(), "Switch" | "RefSwitch");
-    // Frame of each node: None = root, Some(frame name).
-    let mut frame: Vec<Option<String>> = vec![None; n];
-    let mut parent: std::collections::HashMap<String, Option<String>> = std::collections::HashMap::new();
-    // A loop frame's first Enter (for messages) and whether one of its Enters takes a maybe-dead value.
-    let mut frame_enter: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    let mut frame_dead: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    let mut dead: Vec<Option<String>> = vec![None; n];
-    // Taints only grow, so repeating the pass reaches the fixed point (an Exit may come
-    // before some Enter of its frame in the order).
-    let mut passes = 0;
-    loop {
-        passes += 1;
-        if passes > 64 {
-            // Not settled (it always does on TensorFlow's graphs): refuse everything.
-            let via = frame_enter.values().next().cloned().unwrap_or_default();
-            return vec![Some(via); n];
-        }
-        let mut changed = false;
-        for &id in &order {
-            let node = graph.node(id);
-            let preds: Vec<NodeId> =
-                graph.predecessors(id).filter(|&p| !crate::safety::is_back_edge(graph, p, id)).collect();
-            let out_frame = |p: NodeId, frame: &[Option<String>]| -> Option<String> {
-                if is_exit(p) {
-                    frame[p.index()].as_ref().and_then(|f| parent.get(f).cloned().flatten())
-                } else {
-                    frame[p.index()].clone()
-                }
-            };
-            let my_frame = if is_enter(id) {
-                node.attr("frame_name").and_then(|a| a.as_str()).map(str::to_string).or(Some(node.name.clone()))
-            } else {
-                preds.first().and_then(|&p| out_frame(p, &frame))
-            };
-            // Whether a value from `p` may be dead here (root-frame reasoning).
-            let mut via: Option<String> = None;
-            for &p in &preds {
-                let v = if is_switch(p) {
-                    Some(graph.node(p).name.clone())
-                } else if is_exit(p) {
-                    frame[p.index()].as_ref().and_then(|f| frame_dead.get(f).cloned())
-                } else {
-                    dead[p.index()].clone()
-                };
-                if v.is_some() {
-                    via = v;
-                    break;
-                }
-            }
-            if is_enter(id) {
-                let f = my_frame.clone().unwrap_or_default();
-                let outer = node.inputs.first().and_then(|o| out_frame(o.node, &frame));
-                parent.entry(f.clone()).or_insert(outer);
-                frame_enter.entry(f.clone()).or_insert_with(|| node.name.clone());
-                if let Some(v) = &via {
-                    if !frame_dead.contains_key(&f) {
-                        frame_dead.insert(f.clone(), v.clone());
-                        changed = true;
-                    }
-                }
-            }
-            if frame[id.index()] != my_frame {
-                frame[id.index()] = my_frame;
-                changed = true;
-            }
-            if dead[id.index()].is_none() && via.is_some() {
-                dead[id.index()] = via;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    // A root-frame node that feeds a loop (an ancestor of an `Enter`) stays out too: the
-    // cycle detection drops loop back edges, so it cannot see that a cluster holding such a
-    // node and a node after the loop's `Exit` would wait for itself (the loop needs the
-    // first, the second needs the loop). TensorFlow collapses each frame into one
-    // cycle-detection node instead; refusing the loop's producers is the simple sound form.
-    let mut feeds_loop: Vec<Option<String>> = vec![None; n];
-    for &id in order.iter().rev() {
-        if is_enter(id) {
-            let name = graph.node(id).name.clone();
-            for p in graph.predecessors(id) {
-                feeds_loop[p.index()].get_or_insert_with(|| name.clone());
-            }
-        } else if let Some(v) = feeds_loop[id.index()].clone() {
-            for p in graph.predecessors(id) {
-                if !crate::safety::is_back_edge(graph, p, id) {
-                    feeds_loop[p.index()].get_or_insert_with(|| v.clone());
-                }
-            }
-        }
-    }
-    for &id in &order {
-        out[id.index()] = match &frame[id.index()] {
-            Some(f) => Some(frame_enter.get(f).cloned().unwrap_or_else(|| f.clone())),
-            None => dead[id.index()].clone().or_else(|| feeds_loop[id.index()].clone()),
-        };
-    }
-    out
 }
 
 fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable> {
@@ -515,34 +408,5 @@ mod tests {
             NotCompilable::UntracedHandle { slot: 1 }.to_string(),
             "resource input 1 is not traceable to a VarHandleOp"
         );
-    }
-
-    #[test]
-    fn v1_control_flow_refuses_frames_dead_values_and_loop_producers_only() {
-        let g = autoclust_graph::text::parse(
-            "x = Placeholder() {dtype = float32, shape = shape[]}
-p = Placeholder() {dtype = bool, shape = shape[]}
-pre = Neg(x) {T = float32}
-enter = Enter(pre) {T = float32, frame_name = \"L\"}
-merge = Merge(enter, next) {N = 2, T = float32}
-cond = LoopCond(p)
-sw = Switch(merge, cond) {T = float32}
-body = Neg(sw:1) {T = float32}
-next = NextIteration(body) {T = float32}
-exit = Exit(sw) {T = float32}
-after = Neg(exit) {T = float32}
-sw2 = Switch(after, p) {T = float32}
-branch = Neg(sw2:1) {T = float32}
-unrelated = Neg(x) {T = float32}
-",
-        )
-        .unwrap();
-        let v = v1_control_flow(&g);
-        let of = |n: &str| v[g.find(n).unwrap().index()].clone();
-        assert_eq!(of("pre").as_deref(), Some("enter"), "feeds the loop");
-        assert_eq!(of("body").as_deref(), Some("enter"), "inside the frame");
-        assert_eq!(of("after"), None, "after a top-level loop: always live in the root frame");
-        assert_eq!(of("branch").as_deref(), Some("sw2"), "maybe dead");
-        assert_eq!(of("unrelated"), None);
     }
 }

@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod compilable;
 pub mod constant_fold;
 pub mod cse;
+pub mod deadness;
 pub mod dependency_optimize;
 pub mod encapsulate;
 mod function_bodies;

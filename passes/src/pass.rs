@@ -163,6 +163,7 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
         Box::new(crate::arithmetic_simplify::ArithmeticSimplifyPass),
         Box::new(crate::cse::CsePass),
         Box::new(crate::dependency_optimize::DependencyOptimizePass),
+        Box::new(crate::deadness::DeadnessAnnotatePass),
         Box::new(ClusterPass),
         Box::new(EncapsulatePass),
         Box::new(ClusterBodiesPass),
@@ -447,7 +448,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "unknown pass 'nope' (known: verify, safety-annotate, inline, constant-fold, arithmetic-simplify, cse, \
-             dependency-optimize, cluster, encapsulate, cluster-bodies)"
+             dependency-optimize, deadness, cluster, encapsulate, cluster-bodies)"
         );
         assert!(e.is_usage());
         assert_eq!(Pipeline::parse(" , ").unwrap_err(), PassError::EmptyPipeline);

@@ -107,6 +107,8 @@ struct Engine<'a> {
     /// Dense indices of the writers reaching some reader in the cluster.
     reached: Vec<FixedBitSet>,
     resource_ops: Vec<Vec<NodeId>>,
+    /// v1 control flow: only nodes of one frame with one deadness predicate may merge.
+    deadness: Option<std::sync::Arc<crate::deadness::DeadnessAnalysis>>,
 }
 
 impl<'a> Engine<'a> {
@@ -126,10 +128,21 @@ impl<'a> Engine<'a> {
                 debug_assert!(ok, "the safety analysis proved the graph acyclic");
             }
         }
+        // A loop frame runs as one unit: each of its exits waits for every one of its
+        // enters, which the forward edges (loop back edges dropped) do not all say.
+        // TensorFlow collapses each frame into one cycle-detection node; these edges give
+        // the same answer for clusters outside the frame.
+        let deadness = comp.deadness_arc();
+        let mut loops_ok = true;
+        for &(enter, exit) in deadness.as_ref().map_or(&[][..], |d| d.loop_edges()) {
+            loops_ok &= cycles.insert_edge(enter.0, exit.0);
+        }
         let mut writers = vec![FixedBitSet::new(); n];
         let mut reached = vec![FixedBitSet::new(); n];
         let mut resource_ops = vec![Vec::new(); n];
-        let candidate: Vec<bool> = graph.node_ids().map(|id| comp.is_compilable(id)).collect();
+        // A graph whose loops do not close as frames should (never made by TensorFlow):
+        // cluster nothing rather than trust the cycle check.
+        let candidate: Vec<bool> = graph.node_ids().map(|id| loops_ok && comp.is_compilable(id)).collect();
         for id in graph.node_ids() {
             let i = id.index();
             if !candidate[i] || safety.kind(id).is_none() {
@@ -157,6 +170,7 @@ impl<'a> Engine<'a> {
             writers,
             reached,
             resource_ops,
+            deadness,
         }
     }
 
@@ -342,6 +356,9 @@ impl<'a> Engine<'a> {
             return Err(r);
         }
         let (fa, fb) = (self.first[a as usize], self.first[b as usize]);
+        if let Some(why) = self.deadness.as_ref().and_then(|d| d.why_apart(self.graph, fa, fb)) {
+            return Err(Refusal::Deadness { from: fa, to: fb, why });
+        }
         match self.cycles.merge(a, b, budget) {
             Ok(s) => {
                 let v = if s == a { b } else { a };

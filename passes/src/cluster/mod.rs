@@ -36,7 +36,13 @@
 //!   directions are checked with bitsets (writers of A against the writers
 //!   reaching B's readers, and vice versa) — cheap, and it keeps the check
 //!   valid for sibling merges where no edge orients the pair
-//!   (`WriteBeforeRead { from, to }`).
+//!   (`WriteBeforeRead { from, to }`);
+//! * with v1 control flow, A and B lie in one frame under one deadness
+//!   predicate ([`crate::deadness::DeadnessAnalysis`], `Deadness { from, to,
+//!   why }`), so the cluster's call is live exactly when its members would
+//!   be. The cycle graph then also has an edge from each `Enter` of a loop
+//!   frame to each of its `Exit`s: a frame runs as one unit, which the
+//!   forward edges (loop back edges dropped) do not all say.
 //!
 //! # Guarantees (checked by `tests/property.rs` on thousands of random graphs)
 //! * No cluster holds an incompatible pair: every merge checks it.
@@ -125,6 +131,9 @@ pub enum Refusal {
     CycleCheckTooCostly { from: NodeId, to: NodeId },
     /// Merging would put the incompatible pair `(from, to)` in one cluster.
     WriteBeforeRead { from: NodeId, to: NodeId },
+    /// v1 control flow: the clusters of `from` and `to` lie in different frames or are
+    /// live under different deadness predicates ([`crate::deadness::DeadnessAnalysis`]).
+    Deadness { from: NodeId, to: NodeId, why: String },
 }
 
 /// The clusterer's parameters.
@@ -214,6 +223,15 @@ impl Clusterer {
         let (types, errors) = infer_partial(graph)?;
         let mut compilability = Compilability::compute(graph, &types);
         for (id, e) in errors {
+            // v1 control flow and its containers never cluster: by design, not a shortfall.
+            let op = graph.node(id).op.as_str();
+            if autoclust_graph::effects::is_v1_control_flow(op)
+                || autoclust_graph::registry::lookup(op)
+                    .is_some_and(|s| s.family == autoclust_graph::registry::OpFamily::Container)
+            {
+                tracing::debug!(node = %graph.name(id), error = %e, "inference failed on a control-flow node");
+                continue;
+            }
             tracing::debug!(node = %graph.name(id), error = %e, "declined: inference failed");
             compilability.exclude(id, NotCompilable::Untyped { message: e.to_string() });
         }

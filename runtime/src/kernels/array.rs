@@ -285,7 +285,7 @@ pub(crate) fn concat(values: &[Tensor], axis: i64) -> KResult<Tensor> {
                 first.shape, v.shape
             )));
         }
-        out_shape[ax] = out_shape[ax].checked_add(v.shape[ax]).unwrap_or(usize::MAX);
+        out_shape[ax] = out_shape[ax].saturating_add(v.shape[ax]);
     }
     // Many copies of one input can make an output far past the budget.
     autoclust_graph::limits::tensor_elements(first.dtype, &out_shape)?;

@@ -15,6 +15,7 @@
 
 mod array_extra;
 mod calls;
+mod control_flow;
 mod nn;
 mod ops;
 mod shapes;
@@ -143,6 +144,10 @@ pub enum OpFamily {
     Random,
     /// Function calls and functional control flow (PartitionedCall, If, While, …).
     Call,
+    /// TensorFlow 1 control flow (Switch, Merge, Enter, Exit, NextIteration, LoopCond, ControlTrigger).
+    ControlFlow,
+    /// Per-step containers: the StackV2 and TensorArrayV3 families.
+    Container,
 }
 
 /// Computes output shapes from the inputs' facts.
@@ -248,7 +253,7 @@ impl InferCtx<'_> {
 
 /// The schema tables, one per op area. A later table never redefines an op of an earlier one
 /// (checked by a unit test).
-const TABLES: &[&[OpSchema]] = &[ops::OPS, array_extra::OPS, nn::OPS, calls::OPS, strings::OPS];
+const TABLES: &[&[OpSchema]] = &[ops::OPS, array_extra::OPS, nn::OPS, calls::OPS, strings::OPS, control_flow::OPS];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {
     static INDEX: OnceLock<HashMap<&'static str, &'static OpSchema>> = OnceLock::new();
