@@ -127,6 +127,11 @@ pub enum NotCompilable {
     UnsupportedInputDType { slot: u32, dtype: DType },
     /// A resource input that does not come (through `Identity`) from a `VarHandleOp`.
     UntracedHandle { slot: u32 },
+    /// Two resource inputs of one op name the same variable (an optimizer's `var` and
+    /// `accum`, say): TensorFlow runs such an op on one aliased buffer, in its kernel's
+    /// order; a bridge's snapshot and write-back cannot, so the interpreter's kernel
+    /// decides (it refuses, naming the op).
+    SharedHandle { first: u32, second: u32 },
     /// Excluded by the caller (e.g. left in a cluster below the minimum size).
     Excluded { why: String },
     /// Type and shape inference failed on this node (see [`crate::cluster::Clusterer::run_partial`]).
@@ -164,6 +169,9 @@ impl fmt::Display for NotCompilable {
             }
             NotCompilable::UntracedHandle { slot } => {
                 write!(f, "resource input {slot} is not traceable to a VarHandleOp")
+            }
+            NotCompilable::SharedHandle { first, second } => {
+                write!(f, "resource inputs {first} and {second} name the same variable")
             }
             NotCompilable::Excluded { why } => f.write_str(why),
             NotCompilable::Untyped { message } => write!(f, "its types could not be inferred: {message}"),
@@ -349,6 +357,7 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     // does not know) still has the dtype this node's own signature and
     // attributes give it: TensorFlow's graphs are type-checked when built.
     let declared = autoclust_graph::infer::attr_input_dtypes(node);
+    let mut variables: Vec<(u32, String)> = Vec::new();
     for (slot, input) in node.inputs.iter().enumerate() {
         let dtype = match types.output(*input) {
             Some((dtype, _)) => dtype,
@@ -359,9 +368,13 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
         };
         let slot = slot as u32;
         if *dtype == DType::Resource && is_variable_op(op) {
-            if !traces_to_var_handle(graph, input.node) {
+            let Some(variable) = traced_variable(graph, input.node) else {
                 return Some(NotCompilable::UntracedHandle { slot });
+            };
+            if let Some((first, _)) = variables.iter().find(|(_, v)| *v == variable) {
+                return Some(NotCompilable::SharedHandle { first: *first, second: slot });
             }
+            variables.push((slot, variable));
             continue;
         }
         if !is_supported_dtype(*dtype) {
@@ -371,20 +384,23 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     None
 }
 
-/// Whether a handle comes from a `VarHandleOp` (or a resource `Placeholder`, TF2's captured
-/// variable), directly or through `Identity` chains.
-fn traces_to_var_handle(graph: &Graph, mut id: NodeId) -> bool {
+/// The variable a handle names, when it comes from a `VarHandleOp` (or a resource
+/// `Placeholder`, TF2's captured variable), directly or through `Identity` chains: the
+/// handle's `shared_name`, else its node name (two handles of one `shared_name` are one
+/// variable).
+fn traced_variable(graph: &Graph, mut id: NodeId) -> Option<String> {
     for _ in 0..graph.len() + 1 {
         let n = graph.node(id);
         if autoclust_graph::effects::names_variable(n) {
-            return true;
+            let shared = n.attr("shared_name").and_then(AttrValue::as_str).filter(|s| !s.is_empty());
+            return Some(shared.unwrap_or(&n.name).to_string());
         }
         match n.op.as_str() {
             "Identity" if n.inputs.len() == 1 => id = n.inputs[0].node,
-            _ => return false,
+            _ => return None,
         }
     }
-    false
+    None
 }
 
 #[cfg(test)]
