@@ -72,9 +72,13 @@ fn get_handle(b: &[u8], pos: &mut usize) -> Option<Handle> {
 fn block(file: &[u8], h: Handle) -> Result<&[u8], TableError> {
     let start = usize::try_from(h.offset).map_err(|_| bad("block offset out of range"))?;
     let len = usize::try_from(h.size).map_err(|_| bad("block size out of range"))?;
-    let end = start.checked_add(len).filter(|e| e + TRAILER_LEN <= file.len()).ok_or_else(|| {
-        bad(format!("block at offset {start} of {len} bytes runs past the end of the file ({} bytes)", file.len()))
-    })?;
+    // Checked all the way: a handle near 2^64 (found by fuzzing) must not wrap past the test.
+    let end = start
+        .checked_add(len)
+        .filter(|e| e.checked_add(TRAILER_LEN).is_some_and(|t| t <= file.len()))
+        .ok_or_else(|| {
+            bad(format!("block at offset {start} of {len} bytes runs past the end of the file ({} bytes)", file.len()))
+        })?;
     let kind = file[end];
     let stored = u32::from_le_bytes(file[end + 1..end + 5].try_into().expect("4 bytes"));
     let computed = crc32c::extend(crc32c::value(&file[start..end]), &[kind]);
@@ -249,5 +253,15 @@ mod tests {
         assert!(read_table(&magic).unwrap_err().to_string().contains("magic"));
         assert!(read_table(&file[..20]).is_err());
         assert!(read_table(&file[..file.len() - 60]).is_err());
+    }
+
+    #[test]
+    fn block_handles_near_the_top_of_the_address_range_are_refused() {
+        // Found by fuzzing a checkpoint index: offset + size + trailer wrapped past 2^64.
+        let file = write_table(&kv(3));
+        for (offset, size) in [(1u64, u64::MAX - 2), (u64::MAX - 3, 1), (0, u64::MAX)] {
+            let e = block(&file, Handle { offset, size }).unwrap_err();
+            assert!(e.to_string().contains("out of range") || e.to_string().contains("runs past the end"), "{e}");
+        }
     }
 }
