@@ -53,16 +53,7 @@ fn main() {
         all.extend(t.findings);
     }
     for f in &all {
-        println!(
-            "finding: {} input {} (seed {}): {}\n  autoclust {}\n  first line: {}\n  in {}",
-            f.format.name(),
-            f.index,
-            f.seed,
-            f.what,
-            f.args.join(" "),
-            f.first_line,
-            f.dir.display()
-        );
+        println!("finding: {f}");
     }
     if !all.is_empty() {
         std::process::exit(1);

@@ -30,15 +30,7 @@ fn fuzz_format(format: Format) {
         let kept = keep.keep();
         let mut msg = format!("{} of {} {} inputs break the contract:\n", t.findings.len(), t.inputs, format.name());
         for f in &t.findings {
-            msg += &format!(
-                "  input {} (seed {}): {}\n    autoclust {}\n    first line: {}\n    case kept in {}\n",
-                f.index,
-                f.seed,
-                f.what,
-                f.args.join(" "),
-                f.first_line,
-                f.dir.display()
-            );
+            msg += &format!("{f}\n");
         }
         msg += &format!("(all kept under {}; make a reproducer in testdata/fuzz/ once fixed)", kept.display());
         panic!("{msg}");

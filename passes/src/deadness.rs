@@ -137,13 +137,18 @@ impl PredicateFactory {
         }
     }
 
-    pub fn and(&mut self, ops: &[PredId]) -> PredId {
+    /// The operands of an And (`conjunction`) or an Or over `ops`: nested ones of the same
+    /// kind flattened, the identity (true for And, false for Or) dropped, sorted and
+    /// deduplicated; `Err` with the absorbing value (false for And, true for Or) when an
+    /// operand is that value or two operands are complementary.
+    fn junction_operands(&mut self, ops: &[PredId], conjunction: bool) -> Result<Vec<PredId>, PredId> {
+        let absorbing = |this: &mut Self| if conjunction { this.false_() } else { this.true_() };
         let mut v = Vec::new();
         for &o in ops {
-            match &self.preds[o.0 as usize] {
-                Pred::False => return self.false_(),
-                Pred::True => {}
-                Pred::And(inner) => v.extend(inner.iter().copied()),
+            match (&self.preds[o.0 as usize], conjunction) {
+                (Pred::False, true) | (Pred::True, false) => return Err(absorbing(self)),
+                (Pred::True, true) | (Pred::False, false) => {}
+                (Pred::And(inner), true) | (Pred::Or(inner), false) => v.extend(inner.iter().copied()),
                 _ => v.push(o),
             }
         }
@@ -151,9 +156,17 @@ impl PredicateFactory {
         v.dedup();
         for (i, &a) in v.iter().enumerate() {
             if v[i + 1..].iter().any(|&b| self.complementary(a, b)) {
-                return self.false_();
+                return Err(absorbing(self));
             }
         }
+        Ok(v)
+    }
+
+    pub fn and(&mut self, ops: &[PredId]) -> PredId {
+        let v = match self.junction_operands(ops, true) {
+            Ok(v) => v,
+            Err(absorbing) => return absorbing,
+        };
         match v.len() {
             0 => self.true_(),
             1 => v[0],
@@ -162,22 +175,10 @@ impl PredicateFactory {
     }
 
     pub fn or(&mut self, ops: &[PredId]) -> PredId {
-        let mut v = Vec::new();
-        for &o in ops {
-            match &self.preds[o.0 as usize] {
-                Pred::True => return self.true_(),
-                Pred::False => {}
-                Pred::Or(inner) => v.extend(inner.iter().copied()),
-                _ => v.push(o),
-            }
-        }
-        v.sort_unstable();
-        v.dedup();
-        for (i, &a) in v.iter().enumerate() {
-            if v[i + 1..].iter().any(|&b| self.complementary(a, b)) {
-                return self.true_();
-            }
-        }
+        let v = match self.junction_operands(ops, false) {
+            Ok(v) => v,
+            Err(absorbing) => return absorbing,
+        };
         // Absorption: `a ∨ (a ∧ b) = a`.
         let sets: Vec<Vec<PredId>> = v.iter().map(|&p| self.conjuncts(p)).collect();
         let keep: Vec<bool> = (0..v.len())

@@ -850,6 +850,23 @@ pub struct Finding {
     pub dir: PathBuf,
 }
 
+impl std::fmt::Display for Finding {
+    /// What broke, the command that shows it, its first stderr line and where the case is kept.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} input {} (seed {}): {}\n  autoclust {}\n  first line: {}\n  in {}",
+            self.format.name(),
+            self.index,
+            self.seed,
+            self.what,
+            self.args.join(" "),
+            self.first_line,
+            self.dir.display()
+        )
+    }
+}
+
 /// Tallies over a run of the fuzzer.
 #[derive(Default, Debug)]
 pub struct Tally {
