@@ -11,6 +11,12 @@
 //! Invariant: the blocks partition C — each element of C is written by exactly one
 //! single-threaded kernel call, with the same k-order of accumulation as an unsplit call,
 //! so the result does not depend on the thread count.
+//!
+//! Float32 products up to a moderate depth take [`unpacked`]'s kernels instead (no copies
+//! of A and B; the choice depends only on the depth and the strides, so every block of a
+//! split product takes the same path).
+
+mod unpacked;
 
 /// An element type `matrixmultiply` multiplies.
 pub trait GemmElem: Copy + Send + Sync + 'static {
@@ -52,8 +58,13 @@ impl GemmElem for f32 {
         rsc: isize,
         csc: isize,
     ) {
-        // SAFETY: forwarded from the caller.
-        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
+        if unpacked::applies(k, csb, csc) {
+            // SAFETY: forwarded from the caller; C's columns are contiguous.
+            unsafe { unpacked::sgemm(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc) }
+        } else {
+            // SAFETY: forwarded from the caller.
+            unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
+        }
     }
 }
 

@@ -1,0 +1,73 @@
+//! GEMM shapes of real training steps, on one thread: the project's `gemm` (which takes
+//! the unpacked kernels up to a moderate depth) against `matrixmultiply`'s packed
+//! `sgemm` alone. `nn`: B row-major; `nt`: B transposed (a product with `Wᵀ`);
+//! `tn`: A transposed (a weight gradient `xᵀ·dz`).
+
+use divan::Bencher;
+
+fn main() {
+    divan::main();
+}
+
+/// (m, k, n, A transposed, B transposed): an LSTM cell (batch 32, embedding 32, 64 units)
+/// forward and backward, attention heads (32 tokens, head 16/64), a batch-64 MLP layer.
+const SHAPES: &[(usize, usize, usize, bool, bool)] = &[
+    (32, 64, 256, false, false),
+    (32, 32, 256, false, false),
+    (32, 256, 64, false, true),
+    (64, 32, 256, true, false),
+    (32, 16, 32, false, true),
+    (32, 32, 64, false, false),
+    (64, 784, 256, false, false),
+    (256, 64, 128, false, false),
+    (784, 64, 256, true, false),
+];
+
+fn operands(&(m, k, n, ta, tb): &(usize, usize, usize, bool, bool)) -> (Vec<f32>, Vec<f32>, [isize; 4]) {
+    let a: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 * 0.1 - 0.6).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 * 0.2 - 0.6).collect();
+    let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
+    let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
+    (a, b, [rsa, csa, rsb, csb])
+}
+
+#[divan::bench(args = SHAPES)]
+fn autoclust_gemm(bench: Bencher, shape: &(usize, usize, usize, bool, bool)) {
+    let (m, k, n, ..) = *shape;
+    let (a, b, [rsa, csa, rsb, csb]) = operands(shape);
+    let mut c = vec![0f32; m * n];
+    bench.bench_local(|| {
+        // SAFETY: the vectors hold the described matrices.
+        unsafe {
+            autoclust_compiler::gemm::gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), 1)
+        }
+    });
+}
+
+#[divan::bench(args = SHAPES)]
+fn matrixmultiply_packed(bench: Bencher, shape: &(usize, usize, usize, bool, bool)) {
+    let (m, k, n, ..) = *shape;
+    let (a, b, [rsa, csa, rsb, csb]) = operands(shape);
+    let mut c = vec![0f32; m * n];
+    bench.bench_local(|| {
+        // SAFETY: as above.
+        unsafe {
+            matrixmultiply::sgemm(
+                m,
+                k,
+                n,
+                1.0,
+                a.as_ptr(),
+                rsa,
+                csa,
+                b.as_ptr(),
+                rsb,
+                csb,
+                0.0,
+                c.as_mut_ptr(),
+                n as isize,
+                1,
+            )
+        }
+    });
+}
