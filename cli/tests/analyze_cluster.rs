@@ -175,6 +175,39 @@ fn cluster_dot_file() {
     assert!(text.contains("style=dashed, color=red"), "the unsafe pair is drawn");
 }
 
+/// Issue 15 item 4: a TF1 nested `while_loop` draws its frames as nested dashed boxes, the
+/// inner loop's box inside the outer one's, each cluster inside the box of its frame.
+#[test]
+fn cluster_dot_draws_loop_frames_as_nested_boxes() {
+    let dir = tempfile::tempdir().unwrap();
+    let dot = dir.path().join("c.dot");
+    let o = run(&["cluster", path(&fixture("v1cf_nested_while.pbtxt")), "--dot", path(&dot)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&dot).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let opens: Vec<usize> =
+        lines.iter().enumerate().filter(|(_, l)| l.contains("subgraph \"cluster_frame_")).map(|(i, _)| i).collect();
+    assert_eq!(opens.len(), 2, "one box per loop frame:\n{text}");
+    let label = |i: usize| lines[i + 1];
+    assert!(label(opens[0]).contains("label=\"frame while/while_context\""), "{}", label(opens[0]));
+    assert!(label(opens[1]).contains("label=\"frame while/while/while_context\""), "{}", label(opens[1]));
+    // The inner box opens inside the outer one: deeper indentation, before the outer closes.
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    assert!(indent(lines[opens[1]]) > indent(lines[opens[0]]), "{text}");
+    let outer_close = (opens[0] + 1..lines.len())
+        .find(|&i| lines[i].trim() == "}" && indent(lines[i]) == indent(lines[opens[0]]))
+        .expect("the outer box closes");
+    assert!(opens[1] < outer_close, "the inner frame's box is nested in the outer one's:\n{text}");
+    // The loop body's clusters sit inside a frame box; every node is drawn once.
+    let first_cluster = lines.iter().position(|l| l.contains("subgraph \"cluster_") && !l.contains("frame")).unwrap();
+    assert!(first_cluster > 0);
+    let declared = lines.iter().filter(|l| l.trim_start().starts_with('n') && l.contains("[label=")).count();
+    let src = std::fs::read_to_string(fixture("v1cf_nested_while.pbtxt")).unwrap();
+    let nodes = src.matches("\nnode {").count() + usize::from(src.starts_with("node {"));
+    assert_eq!(declared, nodes, "every node drawn once");
+    assert!(text.trim_end().ends_with('}'));
+}
+
 const CYCLE: &str = r#"node {
   name: "a"
   op: "NoOp"

@@ -568,6 +568,42 @@ impl DeadnessAnalysis {
         &self.frame_names[f as usize]
     }
 
+    /// The number of frames (the root included).
+    pub fn frame_count(&self) -> usize {
+        self.frame_names.len()
+    }
+
+    /// The parent of every frame (`None` for the root): the frame of the nodes that feed
+    /// its `Enter`s.
+    pub fn frame_parents(&self, graph: &Graph) -> Vec<Option<u32>> {
+        let mut parents = vec![None; self.frame_names.len()];
+        for id in graph.node_ids() {
+            let f = self.frame[id.index()];
+            if f != 0 && parents[f as usize].is_none() && is_op(graph, id, ENTER) {
+                if let Some(i) = graph.node(id).inputs.first() {
+                    let p = self.frame[i.node.index()];
+                    if p != f {
+                        parents[f as usize] = Some(p);
+                    }
+                }
+            }
+        }
+        // A frame whose Enters cannot say (no data input), or whose chain of parents does
+        // not reach the root (a malformed graph), hangs off the root: the frames form a tree.
+        for f in 1..parents.len() {
+            let mut at = f;
+            let mut steps = 0;
+            while at != 0 && steps <= parents.len() {
+                at = parents[at].map_or(0, |p| p as usize);
+                steps += 1;
+            }
+            if at != 0 || parents[f].is_none() {
+                parents[f] = Some(0);
+            }
+        }
+        parents
+    }
+
     /// The predicate of a node's non-`Switch` outputs and control edges: when it is live.
     pub fn node_predicate(&self, id: NodeId) -> PredId {
         self.node_pred[id.index()]
