@@ -291,6 +291,38 @@ fn constant_bool(graph: &Graph, o: Output) -> Option<bool> {
     }
 }
 
+/// The `Enter`s whose value reaches only the first iteration of their frame: not
+/// `is_constant`, yet used by something other than a `Merge` (TensorFlow builds loop
+/// variables as `Enter → Merge` and loop invariants as `is_constant` `Enter`s; a graph that
+/// breaks the rule — an edited or hand-made one — has consumers that run in iteration 0 and
+/// wait forever in every later one). Their consumers' liveness is then not what the
+/// loop's predicates say, so each such `Enter` gets a symbol of its own: nothing after it
+/// shares a cluster with nodes that do not wait for it (a cluster waits for all its
+/// inputs, and would make those nodes wait forever too).
+fn first_iteration_only_enters(graph: &Graph) -> Vec<bool> {
+    let mut out = vec![false; graph.len()];
+    let mut used_by_other = vec![false; graph.len()];
+    for id in graph.node_ids() {
+        let node = graph.node(id);
+        if is_op(graph, id, MERGE) {
+            continue;
+        }
+        for o in &node.inputs {
+            used_by_other[o.node.index()] = true;
+        }
+        for c in &node.control_inputs {
+            used_by_other[c.index()] = true;
+        }
+    }
+    for id in graph.node_ids() {
+        if is_op(graph, id, ENTER) {
+            let constant = graph.node(id).attr("is_constant").and_then(|v| v.as_bool()).unwrap_or(false);
+            out[id.index()] = !constant && used_by_other[id.index()];
+        }
+    }
+    out
+}
+
 fn is_op(graph: &Graph, id: NodeId, ops: &[&str]) -> bool {
     ops.contains(&graph.node(id).op.as_str())
 }
@@ -439,12 +471,15 @@ impl DeadnessAnalysis {
         let t = self.factory.true_();
         self.node_pred = vec![t; n];
         let mut entry: HashMap<u32, Option<PredId>> = HashMap::new();
+        let first_iteration_only = first_iteration_only_enters(graph);
         for &id in order {
             let node = graph.node(id);
             let op = node.op.as_str();
             let own = |a: &mut DeadnessAnalysis| a.factory.symbol(&format!("*{}", node.name));
             let p = if op == "ControlTrigger" {
                 t
+            } else if first_iteration_only[id.index()] {
+                own(self)
             } else if is_op(graph, id, MERGE) {
                 if Self::is_loop_merge(graph, id) {
                     let f = self.frame[id.index()];
