@@ -7,13 +7,16 @@
 //! Method: one warm-up step per mode (the clustered one compiles; its
 //! compile time is `compile_ms`), then `--steps` timed steps in rounds that
 //! alternate the two modes, so drift in machine load affects both alike.
+//! `--profile` then runs the clustered mode again with the compiler's step
+//! profiler on ([`autoclust_runtime::call::profile`]), after the timed rounds so it
+//! never slows them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use autoclust_runtime::call::CompilerOptions;
+use autoclust_runtime::call::{profile, CompilerOptions};
 
 use crate::cmd_run::{clustered_session, optimized, prepare, InputArgs, Prepared};
 use crate::io::Format;
@@ -50,6 +53,12 @@ pub struct Args {
     /// Time only one mode (for profiling); the other's figures are null.
     #[arg(long, value_enum)]
     pub only: Option<Mode>,
+    /// After timing, run `--steps` more clustered steps with every compiled step timed and
+    /// print where their time went: per compiled function and per plan step (fused loop,
+    /// GEMM, kernel), and the share spent outside compiled code. With --json, a "profile"
+    /// object.
+    #[arg(long)]
+    pub profile: bool,
 }
 
 /// One of the two execution modes `bench` compares.
@@ -127,6 +136,14 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         }
     }
     progress.finish();
+    let profile = if args.profile { Some(profile(&clustered, args.steps)?) } else { None };
+    let with_clusters = |out: serde_json::Value| {
+        let mut out = with_clusters(out);
+        if let Some(p) = &profile {
+            out["profile"] = p.json();
+        }
+        out
+    };
     let rate = |t: Duration| args.steps as f64 / t.as_secs_f64().max(1e-9);
     let (u, c) = (rate(t_plain), rate(t_clustered));
     let speedup = c / u;
@@ -147,6 +164,9 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         } else {
             println!("{name}: {rate:.1}");
             println!("compile:     {compile_ms:.2} ms");
+            if let Some(p) = &profile {
+                print!("{p}");
+            }
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -173,6 +193,104 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
             report.clustered_nodes,
             report.total_nodes
         );
+        if let Some(p) = &profile {
+            print!("{p}");
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where `steps` clustered steps spent their time.
+struct Profile {
+    steps: u64,
+    wall: Duration,
+    rows: Vec<profile::Row>,
+}
+
+/// Rows of the step table printed (the rest are summed per function only).
+const PROFILE_ROWS: usize = 15;
+
+fn profile(clustered: &Prepared, steps: u64) -> Result<Profile, CliError> {
+    profile::take();
+    profile::set_enabled(true);
+    let start = Instant::now();
+    let result = (0..steps).try_for_each(|_| step(clustered).map(drop));
+    let wall = start.elapsed();
+    profile::set_enabled(false);
+    let rows = profile::take();
+    result?;
+    Ok(Profile { steps, wall, rows })
+}
+
+impl Profile {
+    fn per_step(&self, t: Duration) -> f64 {
+        t.as_secs_f64() * 1e3 / self.steps as f64
+    }
+    fn share(&self, t: Duration) -> f64 {
+        100.0 * t.as_secs_f64() / self.wall.as_secs_f64().max(1e-12)
+    }
+    /// Per compiled function: its total time, slowest first.
+    fn functions(&self) -> Vec<(&str, Duration)> {
+        let mut by: Vec<(&str, Duration)> = Vec::new();
+        for r in &self.rows {
+            match by.iter_mut().find(|(f, _)| *f == r.function) {
+                Some((_, t)) => *t += r.time,
+                None => by.push((&r.function, r.time)),
+            }
+        }
+        by.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        by
+    }
+    fn compiled(&self) -> Duration {
+        self.rows.iter().map(|r| r.time).sum()
+    }
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "steps": self.steps,
+            "ms_per_step": self.per_step(self.wall),
+            "compiled_ms_per_step": self.per_step(self.compiled()),
+            "functions": self.functions().iter().map(|(f, t)| serde_json::json!({
+                "function": f, "ms_per_step": self.per_step(*t), "share": self.share(*t),
+            })).collect::<Vec<_>>(),
+            "steps_table": self.rows.iter().map(|r| serde_json::json!({
+                "function": r.function, "step": r.step, "what": r.what,
+                "calls_per_step": r.calls as f64 / self.steps as f64,
+                "ms_per_step": self.per_step(r.time), "share": self.share(r.time),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+impl std::fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let compiled = self.compiled();
+        writeln!(f, "profile:     {} clustered steps, {:.3} ms per step", self.steps, self.per_step(self.wall))?;
+        writeln!(
+            f,
+            "  in compiled code {:.1}%, outside it {:.1}% (executor, bridge, unclustered ops, interpreted clusters)",
+            self.share(compiled),
+            (100.0 - self.share(compiled)).max(0.0)
+        )?;
+        writeln!(f, "  {:>6}  {:>9}  function", "share", "ms/step")?;
+        for (name, t) in self.functions() {
+            writeln!(f, "  {:>5.1}%  {:>9.4}  {name}", self.share(t), self.per_step(t))?;
+        }
+        writeln!(f, "  {:>6}  {:>9}  {:>10}  step", "share", "ms/step", "calls/step")?;
+        for r in self.rows.iter().take(PROFILE_ROWS) {
+            writeln!(
+                f,
+                "  {:>5.1}%  {:>9.4}  {:>10.1}  {} #{}: {}",
+                self.share(r.time),
+                self.per_step(r.time),
+                r.calls as f64 / self.steps as f64,
+                r.function,
+                r.step,
+                r.what
+            )?;
+        }
+        if self.rows.len() > PROFILE_ROWS {
+            writeln!(f, "  … {} more steps", self.rows.len() - PROFILE_ROWS)?;
+        }
+        Ok(())
+    }
 }

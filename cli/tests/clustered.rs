@@ -499,3 +499,51 @@ fn loop_body_clusters_are_compiled() {
     assert_eq!(count("interpreted_clusters"), 0, "{v}");
     assert!(count("clustered_nodes") >= 6, "{v}");
 }
+
+/// Issue 17: `bench --profile` says where a clustered step's time goes — per compiled
+/// function and per plan step (the MLP's GEMMs and fused loops by name), each step's
+/// calls per training step, and shares that add up to at most the measured wall time.
+#[test]
+fn bench_profile_names_the_functions_and_steps_that_took_the_time() {
+    let d = root().join("tf");
+    let res = Command::new(env!("CARGO_BIN_EXE_autoclust"))
+        .arg("bench")
+        .arg(d.join("mlp_sgd.pbtxt"))
+        .arg("--feeds")
+        .arg(d.join("mlp_sgd.feeds.safetensors"))
+        .arg("--vars")
+        .arg(d.join("mlp_sgd.vars.safetensors"))
+        .args(["--fetch", "loss:0", "--target", "train", "--steps", "3", "--json", "--profile"])
+        .output()
+        .unwrap();
+    assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&res.stdout).unwrap();
+    let p = &v["profile"];
+    assert_eq!(p["steps"], 3, "{p}");
+    let functions = p["functions"].as_array().unwrap();
+    assert!(!functions.is_empty(), "{p}");
+    assert!(functions.iter().all(|f| f["function"].as_str().unwrap().ends_with("_fn")), "{p}");
+    let steps = p["steps_table"].as_array().unwrap();
+    assert!(steps.iter().any(|s| s["what"].as_str().unwrap().contains("gemm")), "the MLP's products are listed: {p}");
+    assert!(steps.iter().all(|s| s["calls_per_step"].as_f64().unwrap() >= 1.0), "{p}");
+    let share: f64 = steps.iter().map(|s| s["share"].as_f64().unwrap()).sum();
+    let by_function: f64 = functions.iter().map(|f| f["share"].as_f64().unwrap()).sum();
+    assert!((share - by_function).abs() < 1e-6, "steps and functions add up alike: {share} vs {by_function}");
+    assert!(share > 0.0 && share <= 100.0, "{share}");
+    assert!(p["compiled_ms_per_step"].as_f64().unwrap() <= p["ms_per_step"].as_f64().unwrap());
+    // The text form prints the same tables.
+    let res = Command::new(env!("CARGO_BIN_EXE_autoclust"))
+        .arg("bench")
+        .arg(d.join("mlp_sgd.pbtxt"))
+        .arg("--feeds")
+        .arg(d.join("mlp_sgd.feeds.safetensors"))
+        .arg("--vars")
+        .arg(d.join("mlp_sgd.vars.safetensors"))
+        .args(["--fetch", "loss:0", "--target", "train", "--steps", "2", "--profile", "--only", "clustered"])
+        .output()
+        .unwrap();
+    assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
+    let text = String::from_utf8_lossy(&res.stdout);
+    assert!(text.contains("profile:     2 clustered steps") && text.contains("in compiled code"), "{text}");
+    assert!(text.contains("cluster_") && text.contains("gemm"), "{text}");
+}

@@ -75,6 +75,7 @@ pub mod layout;
 pub mod math;
 pub mod plan;
 pub mod pool;
+pub mod profile;
 mod team;
 mod tile_routines;
 

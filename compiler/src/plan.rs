@@ -74,6 +74,8 @@ pub(crate) struct Step {
 
 /// A compiled body: steps over a value table, plus the JIT code they call.
 pub(crate) struct Program {
+    /// The function this program compiles (for profiles).
+    name: String,
     pub(crate) steps: Vec<Step>,
     fns: Vec<KernelFn>,
     types: Vec<(DType, Vec<usize>)>,
@@ -450,6 +452,7 @@ pub(crate) fn build(
     let pools = (0..types.len()).map(|_| BufferPool::default()).collect();
     let in_place = in_place_pairs(&steps, &args, &retvals, &types, &last_use);
     Ok(Program {
+        name: name.to_string(),
         steps,
         fns,
         types,
@@ -776,27 +779,29 @@ impl Program {
     }
 
     pub(crate) fn describe(&self) -> Vec<String> {
-        self.steps
-            .iter()
-            .map(|s| match &s.kind {
-                StepKind::Fused { dims, gemm, ops, tile_ops, tile_tier, .. } => format!(
-                    "fused {} ops over {:?} ({} in, {} out{}{}) at {}",
-                    ops,
-                    dims,
-                    s.inputs.len(),
-                    s.outputs.len(),
-                    if gemm.is_some() { ", gemm prologue" } else { "" },
-                    match tile_tier {
-                        Some(t) if !tile_ops.is_empty() => format!(", {} tiles for {tile_ops:?}", t.name()),
-                        _ => String::new(),
-                    },
-                    s.name
-                ),
-                StepKind::Gemm { m, n, .. } => format!("gemm [{m},{n}] at {}", s.name),
-                StepKind::Kernel { op } => format!("kernel {op:?} at {}", s.name),
-                StepKind::View => format!("view at {}", s.name),
-            })
-            .collect()
+        self.steps.iter().map(|s| self.describe_step(s)).collect()
+    }
+
+    /// One step as `--dump-clif` and profiles write it.
+    fn describe_step(&self, s: &Step) -> String {
+        match &s.kind {
+            StepKind::Fused { dims, gemm, ops, tile_ops, tile_tier, .. } => format!(
+                "fused {} ops over {:?} ({} in, {} out{}{}) at {}",
+                ops,
+                dims,
+                s.inputs.len(),
+                s.outputs.len(),
+                if gemm.is_some() { ", gemm prologue" } else { "" },
+                match tile_tier {
+                    Some(t) if !tile_ops.is_empty() => format!(", {} tiles for {tile_ops:?}", t.name()),
+                    _ => String::new(),
+                },
+                s.name
+            ),
+            StepKind::Gemm { m, n, .. } => format!("gemm [{m},{n}] at {}", s.name),
+            StepKind::Kernel { op } => format!("kernel {op:?} at {}", s.name),
+            StepKind::View => format!("view at {}", s.name),
+        }
     }
 
     /// Whether value `v` is big enough to recycle its buffers.
@@ -965,7 +970,9 @@ impl Program {
                 .clone()
                 .ok_or_else(|| CompileError::Runtime { node: name.into(), reason: format!("value {v} missing") })
         };
+        let profiling = crate::profile::enabled();
         for (si, step) in self.steps.iter().enumerate() {
+            let start = profiling.then(std::time::Instant::now);
             match &step.kind {
                 StepKind::View => {
                     let x = get(vals, step.inputs[0], &step.name)?;
@@ -1022,6 +1029,11 @@ impl Program {
             }
             for &v in &self.free_after[si] {
                 vals[v] = None;
+            }
+            if let Some(start) = start {
+                crate::profile::record(self as *const Program as usize, si, start.elapsed(), || {
+                    (self.name.clone(), self.describe_step(step))
+                });
             }
         }
         self.retvals.iter().map(|&v| get(vals, v, "_Retval")).collect()

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-pub use autoclust_compiler::CompilerOptions;
+pub use autoclust_compiler::{profile, CompilerOptions};
 use autoclust_compiler::{CacheKey, CompileCache, CompiledFunction, Compiler};
 use autoclust_graph::{DType, FunctionDef, Graph, Library, NodeId, Output, Tensor};
 use parking_lot::{Mutex, RwLock};
