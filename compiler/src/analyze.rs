@@ -851,7 +851,7 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
         // Encapsulation's check of a variable write (value, current): decided here, at the
         // shapes being compiled for; a mismatch leaves the call to the interpreter, whose
         // kernel reports it as the plain executor does.
-        "_AutoclustSameShape" => {
+        autoclust_graph::protocol::SAME_SHAPE_OP => {
             need(2)?;
             if ins[0].shape != ins[1].shape {
                 return Err(CompileError::unsupported(

@@ -100,12 +100,7 @@ use autoclust_graph::{
     Signature, Tensor,
 };
 
-/// The attribute the `cluster` pass writes on every member of a cluster.
-pub const CLUSTER_ATTR: &str = "_autoclust_cluster";
-/// The op of the snapshot-read node.
-pub const SNAPSHOT_OP: &str = "_AutoclustSnapshot";
-/// The op of the write-back node.
-pub const WRITE_BACK_OP: &str = "_AutoclustWriteBack";
+pub use autoclust_graph::protocol::{CLUSTER_ATTR, SNAPSHOT_OP, WRITE_BACK_OP};
 
 /// A cluster to encapsulate: its name and members.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1163,7 +1158,7 @@ fn same_shape_check(
         ("variable", AttrValue::S(var.as_bytes().to_vec())),
         (autoclust_graph::ORIGIN_OP_ATTR, AttrValue::S(node.op.as_bytes().to_vec())),
     ]);
-    body.push(name, "_AutoclustSameShape", vec![value, current], a)
+    body.push(name, autoclust_graph::protocol::SAME_SHAPE_OP, vec![value, current], a)
 }
 
 /// A new SSA value `v_ssa_k = op(inputs)` of a variable; returns its reference.

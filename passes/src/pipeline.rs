@@ -42,12 +42,7 @@ use autoclust_graph::infer::attr_output_dtypes;
 use crate::cluster::{ClusterConfig, ClusterError, Clusterer, Clustering, Refusal};
 use crate::encapsulate::{encapsulate, Bridge, ClusterSpec, Declustered, EncapsulateError};
 
-/// Per variable of a bridge node: the original node it stands for.
-pub const ORIGINS_ATTR: &str = "_autoclust_origins";
-/// Per variable of a bridge node: the op of that original node.
-pub const ORIGIN_OPS_ATTR: &str = "_autoclust_origin_ops";
-/// Per variable of a write-back: whether the value must keep the variable's shape.
-pub const VALIDATE_SHAPE_ATTR: &str = "_autoclust_validate_shape";
+pub use autoclust_graph::protocol::{ORIGINS_ATTR, ORIGIN_OPS_ATTR, VALIDATE_SHAPE_ATTR};
 
 /// Why a graph cannot run clustered (the caller runs the plain executor instead).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

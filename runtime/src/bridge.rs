@@ -45,16 +45,11 @@ use crate::kernels::resource::{handle_var, StatefulFn};
 use crate::kernels::{Inputs, Outputs};
 use crate::variables::{VarGuards, VarId, VarSet, VariableStore};
 
-/// The snapshot-read op.
-pub const SNAPSHOT_OP: &str = "_AutoclustSnapshot";
-/// The write-back op.
-pub const WRITE_BACK_OP: &str = "_AutoclustWriteBack";
+pub use autoclust_graph::protocol::{SNAPSHOT_OP, WRITE_BACK_OP};
 
-/// Per variable of a bridge node, the original node it stands for (written
-/// by `autoclust_passes::pipeline`; absent attributes mean "unknown").
-const ORIGINS_ATTR: &str = "_autoclust_origins";
-const ORIGIN_OPS_ATTR: &str = "_autoclust_origin_ops";
-const VALIDATE_SHAPE_ATTR: &str = "_autoclust_validate_shape";
+// Per variable of a bridge node, the original node it stands for (written
+// by `autoclust_passes::pipeline`; absent attributes mean "unknown").
+use autoclust_graph::protocol::{ORIGINS_ATTR, ORIGIN_OPS_ATTR, VALIDATE_SHAPE_ATTR};
 
 /// What a bridge node knows about the user's nodes behind each variable.
 #[derive(Clone, Debug, Default)]

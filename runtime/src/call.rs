@@ -193,7 +193,7 @@ impl Body {
                     .map(str::to_string);
                 let op = match origin {
                     // Internal ops (encapsulation's shape checks) stand for the user's op.
-                    Some(o) if op.starts_with("_Autoclust") => o,
+                    Some(o) if op.starts_with(autoclust_graph::protocol::OP_PREFIX) => o,
                     Some(o) => format!("{o}\u{2192}{op}"),
                     None => op,
                 };

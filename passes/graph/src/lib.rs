@@ -16,6 +16,7 @@ pub mod function;
 mod graph;
 pub mod infer;
 pub mod limits;
+pub mod protocol;
 pub mod registry;
 mod shape;
 mod tensor;
@@ -24,15 +25,12 @@ pub mod verify;
 
 pub use attr::{AttrValue, Attrs, FuncAttr, ListValue};
 
-/// Attribute of a node in a cluster body naming the user's op it was rewritten from
-/// (`ResourceGather` for a `GatherV2`, `AssignVariableOp` for a shape check), so errors
-/// inside a cluster name what the user wrote. Written by encapsulation, read by the runtime.
-pub const ORIGIN_OP_ATTR: &str = "_autoclust_origin_op";
 pub use dtype::{DType, RefBase};
 pub use effects::ResourceKind;
 pub use graph::{
     parse_input, ArgDef, AttrDef, CycleError, FunctionDef, GradientDef, Graph, GraphError, InputRef, Library, Node,
     NodeId, Output, PortOutOfRange, RawNode, Signature, Span, Successors, Versions,
 };
+pub use protocol::ORIGIN_OP_ATTR;
 pub use shape::{Dim, Shape};
 pub use tensor::{CompactTensor, Tensor, TensorData, TensorError, TensorList, COMPACT_MIN_ELEMENTS};

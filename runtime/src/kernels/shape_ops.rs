@@ -81,7 +81,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 _ => return Err(KernelError::Attr("value".into())),
             }
         }
-        "_AutoclustSameShape" => {
+        autoclust_graph::protocol::SAME_SHAPE_OP => {
             let variable = node.attr("variable").and_then(|a| a.as_str()).unwrap_or("").to_string();
             Box::new(move |mut inp: Inputs| {
                 if inp.len() != 2 {

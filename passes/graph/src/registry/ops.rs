@@ -977,7 +977,7 @@ pub(super) static OPS: &[OpSchema] = &[
     // `value` and `current` have equal shapes (the check a variable write makes; the message
     // names the attribute `variable`).
     op(
-        "_AutoclustSameShape",
+        crate::protocol::SAME_SHAPE_OP,
         OpFamily::Control,
         &[a("value", T), a("current", T)],
         OUTPUT_T,

@@ -1,0 +1,97 @@
+//! The names of the bridge protocol between the passes that write a clustered program
+//! and the runtime that runs it — one definition each, so writer and reader never drift.
+//!
+//! Encapsulation (`autoclust_passes::encapsulate`, `::pipeline`) writes them; the
+//! runtime's bridge kernels, call path and error messages read them. A graph written by
+//! `autoclust compile` carries them, so they are part of the native format's vocabulary
+//! (docs/native-format.md) and must stay stable.
+
+/// The op of a cluster's snapshot-read node: reads every variable of the cluster in one
+/// atomic step.
+pub const SNAPSHOT_OP: &str = "_AutoclustSnapshot";
+/// The op of a cluster's write-back node: writes every variable the cluster writes in one
+/// atomic step.
+pub const WRITE_BACK_OP: &str = "_AutoclustWriteBack";
+/// The op inside a cluster body that checks a variable write keeps the variable's shape
+/// (the plain assign kernels' `validate_shape` check).
+pub const SAME_SHAPE_OP: &str = "_AutoclustSameShape";
+
+/// The attribute the `cluster` pass writes on every member of a cluster (its cluster's
+/// name).
+pub const CLUSTER_ATTR: &str = "_autoclust_cluster";
+/// Per variable of a bridge node: the original node it stands for (absent: unknown).
+pub const ORIGINS_ATTR: &str = "_autoclust_origins";
+/// Per variable of a bridge node: the op of that original node.
+pub const ORIGIN_OPS_ATTR: &str = "_autoclust_origin_ops";
+/// Per variable of a write-back: whether the value must keep the variable's shape.
+pub const VALIDATE_SHAPE_ATTR: &str = "_autoclust_validate_shape";
+/// Attribute of a node in a cluster body naming the user's op it was rewritten from
+/// (`ResourceGather` for a `GatherV2`, `AssignVariableOp` for a shape check), so errors
+/// inside a cluster name what the user wrote.
+pub const ORIGIN_OP_ATTR: &str = "_autoclust_origin_op";
+/// The prefix of every op the protocol adds (the runtime names the user's op instead of
+/// these in errors).
+pub const OP_PREFIX: &str = "_Autoclust";
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.file_name().is_some_and(|n| n != "target" && n != "tests") {
+                    sources(&p, out);
+                }
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// Issue 12: every protocol name is spelled in this file only; the library sources of
+    /// every crate use the constants (tests may spell names they check).
+    #[test]
+    fn protocol_names_are_defined_once() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = Vec::new();
+        for krate in [
+            "passes/src",
+            "passes/graph/src",
+            "passes/graphdef/src",
+            "runtime/src",
+            "compiler/src",
+            "cli/src",
+            "semantics/src",
+        ] {
+            sources(&root.join(krate), &mut files);
+        }
+        assert!(files.len() > 50, "found the sources ({} files)", files.len());
+        let names = [
+            super::SNAPSHOT_OP,
+            super::WRITE_BACK_OP,
+            super::SAME_SHAPE_OP,
+            super::CLUSTER_ATTR,
+            super::ORIGINS_ATTR,
+            super::ORIGIN_OPS_ATTR,
+            super::VALIDATE_SHAPE_ATTR,
+            super::ORIGIN_OP_ATTR,
+        ];
+        let mut spelled = Vec::new();
+        for f in &files {
+            if f.ends_with("protocol.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(f).unwrap();
+            // Only the library part: a file's unit tests may spell the names they check.
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            for n in names {
+                if code.contains(&format!("\"{n}\"")) {
+                    spelled.push(format!("{} spells \"{n}\"", f.display()));
+                }
+            }
+        }
+        assert!(spelled.is_empty(), "use autoclust_graph::protocol instead:\n{}", spelled.join("\n"));
+    }
+}
