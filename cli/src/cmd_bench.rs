@@ -8,7 +8,7 @@
 //! compile time is `compile_ms`), then `--steps` timed steps in rounds that
 //! alternate the two modes, so drift in machine load affects both alike.
 //! `--profile` then runs the clustered mode again with the compiler's step
-//! profiler on ([`autoclust_runtime::call::profile`]), after the timed rounds so it
+//! profiler on ([`autoclust_runtime::cluster_call::profile`]), after the timed rounds so it
 //! never slows them.
 
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use autoclust_runtime::call::{profile, CompilerOptions};
+use autoclust_runtime::cluster_call::{profile, CompilerOptions};
 
 use crate::cmd_run::{clustered_session, optimized, prepare, InputArgs, Prepared};
 use crate::io::Format;

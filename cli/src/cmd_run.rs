@@ -28,7 +28,7 @@ use autoclust_graph::{Graph, NodeId, Output, Tensor};
 use autoclust_passes::cluster::ClusterConfig;
 use autoclust_passes::pass::{Evaluator, PassContext, Pipeline};
 use autoclust_passes::pipeline::{clustered_program, ClusteredProgram, PipelineError};
-use autoclust_runtime::call::CompilerOptions;
+use autoclust_runtime::cluster_call::CompilerOptions;
 use autoclust_runtime::tensor_io::{tensor_from_json, tensors_to_json_object, write_safetensors};
 use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
 

@@ -370,7 +370,7 @@ fn dynamic_batch_clusters_and_recompiles_per_shape() {
     use autoclust_graph::Output;
     use autoclust_passes::cluster::ClusterConfig;
     use autoclust_passes::pipeline::clustered_program;
-    use autoclust_runtime::call::CompilerOptions;
+    use autoclust_runtime::cluster_call::CompilerOptions;
     use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
     let text = "p = Placeholder() {dtype = float32, shape = shape[?,3]}\n\
                 t = Tanh(p) {T = float32}\n\
@@ -413,7 +413,7 @@ fn tf2_function_graphs_cluster_whole_and_compile() {
     use autoclust_graph::Output;
     use autoclust_passes::cluster::ClusterConfig;
     use autoclust_passes::pipeline::clustered_program;
-    use autoclust_runtime::call::CompilerOptions;
+    use autoclust_runtime::cluster_call::CompilerOptions;
     use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
     let d = root().join("tf");
     // The CNN's Conv2D and MaxPool ops stay outside clusters (the JIT has no lowering for them),

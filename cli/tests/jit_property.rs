@@ -43,7 +43,7 @@ use std::sync::Arc;
 use autoclust_graph::{DType, Graph, Output, Tensor};
 use autoclust_passes::cluster::ClusterConfig;
 use autoclust_passes::pipeline::clustered_program;
-use autoclust_runtime::call::CompilerOptions;
+use autoclust_runtime::cluster_call::CompilerOptions;
 use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;

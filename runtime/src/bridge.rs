@@ -20,7 +20,7 @@
 //! - In-place write-back ([`InPlaceWriteBack`], XLA's input/output aliasing): when the
 //!   cluster call's output goes back to a variable whose snapshot it received, and that
 //!   snapshot and the variable hold the only two references to the buffer, the call
-//!   (`crate::call`) locks the written variables, takes the value out of the variable,
+//!   (`crate::cluster_call`) locks the written variables, takes the value out of the variable,
 //!   computes into its buffer and publishes every written value before unlocking — the
 //!   write-back done early, as if this node ran right after the call (it may: it waits
 //!   for nothing else). This node then finds its values already published

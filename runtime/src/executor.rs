@@ -28,7 +28,7 @@ use rand::{Rng, SeedableRng};
 use smallvec::SmallVec;
 
 use crate::bridge;
-use crate::call::{self, Jit};
+use crate::cluster_call::{self, Jit};
 use crate::error::{KernelError, RunError};
 use crate::frames::{self, FramePlan};
 use crate::function_call::{self, Instantiations};
@@ -448,7 +448,7 @@ impl WriteBacks {
     }
 
     /// The in-place write-back of call `id`, when its write-back may be done by it.
-    fn bridged(&self, graph: &Graph, store: &VariableStore, id: NodeId) -> Option<call::Bridged> {
+    fn bridged(&self, graph: &Graph, store: &VariableStore, id: NodeId) -> Option<cluster_call::Bridged> {
         let &w = self.of_call.get(&id)?;
         let wb = graph.node(w);
         let n = wb.inputs.len() / 2;
@@ -475,7 +475,7 @@ impl WriteBacks {
         if distinct.len() != vars.len() || !inputs.iter().flatten().any(|v| vars.contains(v)) {
             return None;
         }
-        Some(call::Bridged { inputs, write_back: bridge::InPlaceWriteBack::new(store, wb, vars, outputs) })
+        Some(cluster_call::Bridged { inputs, write_back: bridge::InPlaceWriteBack::new(store, wb, vars, outputs) })
     }
 }
 
@@ -512,14 +512,15 @@ fn node_kernel(
         }
         _ => {}
     }
-    // Encapsulated cluster functions go to `call` (JIT); every other call to `function_call`.
-    let cluster_call = call::is_call(&node.op, &graph.library) && function_call::is_cluster_call(node, &graph.library);
-    if let (Some(jit), true) = (jit, cluster_call) {
+    // Encapsulated cluster functions go to `cluster_call` (JIT); every other call to `function_call`.
+    let is_cluster_call =
+        cluster_call::is_call(&node.op, &graph.library) && function_call::is_cluster_call(node, &graph.library);
+    if let (Some(jit), true) = (jit, is_cluster_call) {
         let function = graph.library.function(&node.op).expect("is_call checked the library");
         if let Some(b) = write_backs.bridged(graph, store, id) {
-            return Ok(NodeKernel::Stateful(call::prepare_bridged(function, &graph.library, jit.clone(), b)?));
+            return Ok(NodeKernel::Stateful(cluster_call::prepare_bridged(function, &graph.library, jit.clone(), b)?));
         }
-        return Ok(NodeKernel::Pure(call::prepare(function, &graph.library, jit.clone())?));
+        return Ok(NodeKernel::Pure(cluster_call::prepare(function, &graph.library, jit.clone())?));
     }
     if let Some(f) = function_call::prepare(graph, store, jit, id, inst)? {
         return Ok(NodeKernel::Stateful(f));

@@ -24,7 +24,7 @@
 //!
 //! Which path a call takes: a call of an encapsulated cluster function (the
 //! node the encapsulation pass writes; [`is_cluster_call`]) stays with
-//! [`crate::call`] (JIT with interpreter fallback); every other call is
+//! [`crate::cluster_call`] (JIT with interpreter fallback); every other call is
 //! prepared here. A function that calls itself, directly or through others
 //! (including through `If`/`While` branches), is an error when the plan is
 //! built, never a stack overflow. Errors inside a body name the call node and
@@ -39,7 +39,7 @@ use autoclust_graph::{
     Tensor, TensorData,
 };
 
-use crate::call::Jit;
+use crate::cluster_call::Jit;
 use crate::error::{KResult, KernelError, RunError};
 use crate::executor::{Plan, RunContext, Schedule};
 use crate::kernels::resource::StatefulFn;
@@ -72,7 +72,7 @@ impl Default for Instantiations {
 pub const DEFAULT_MAX_LOOP_ITERATIONS: u64 = 10_000_000;
 
 /// Whether `node` is the call of a cluster function written by the
-/// encapsulation pass, which [`crate::call`] runs (JIT first).
+/// encapsulation pass, which [`crate::cluster_call`] runs (JIT first).
 ///
 /// The pass names the function after the cluster and writes the call
 /// without attributes (internal `_`-prefixed ones aside); its body is pure SSA whose inputs use autoclust's own

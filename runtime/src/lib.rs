@@ -22,7 +22,7 @@
 //!   array with use counts — run deterministically (one thread, lowest node
 //!   id first), in a seeded-random order, or in parallel on a rayon pool.
 //! - [`Session`]: `run(&self, ..)` may be called from many threads at once.
-//! - [`bridge`] and [`call`]: the three node kinds of an encapsulated
+//! - [`bridge`] and [`cluster_call`]: the three node kinds of an encapsulated
 //!   cluster — atomic snapshot-read, the call (JIT with interpreter
 //!   fallback) and atomic write-back.
 //! - `function_call`: every other call — `PartitionedCall`,
@@ -32,7 +32,7 @@
 //! - [`tensor_io`]: safetensors and JSON in and out (CONTRACT.md §3).
 
 pub mod bridge;
-pub mod call;
+pub mod cluster_call;
 mod containers;
 mod error;
 mod executor;
@@ -44,7 +44,7 @@ mod session;
 pub mod tensor_io;
 pub mod variables;
 
-pub use call::{FunctionStatus, Jit};
+pub use cluster_call::{FunctionStatus, Jit};
 pub use error::{KernelError, RunError};
 pub use function_call::DEFAULT_MAX_LOOP_ITERATIONS;
 pub use kernels::compute;

@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use autoclust_graph::{parse_input, Graph, InputRef, Node, NodeId, Output, Shape, Tensor};
 use parking_lot::Mutex;
 
-use crate::call::Jit;
+use crate::cluster_call::Jit;
 use crate::error::RunError;
 use crate::executor::{Plan, RunContext, Schedule};
 use crate::variables::{VarId, VariableStore};

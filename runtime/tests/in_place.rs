@@ -74,7 +74,11 @@ fn the_sole_owner_buffer_is_written_in_place() {
     let after = value(&s);
     assert_eq!(address(&after), before, "the variable's buffer was reused");
     assert_eq!(after.as_f32().unwrap(), &expected(3)[..]);
-    assert!(s.jit().function_status().values().all(|st| *st == autoclust_runtime::call::FunctionStatus::Compiled));
+    assert!(s
+        .jit()
+        .function_status()
+        .values()
+        .all(|st| *st == autoclust_runtime::cluster_call::FunctionStatus::Compiled));
 }
 
 #[test]

@@ -89,7 +89,7 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
     if let Some(f) = nn::prepare(node)? {
         return Ok(f);
     }
-    if let Some(f) = crate::call::prepare_tensor_scatter(node)? {
+    if let Some(f) = crate::cluster_call::prepare_tensor_scatter(node)? {
         return Ok(f);
     }
     if let Some(f) = random::prepare_stateless(node)? {
