@@ -783,7 +783,7 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             | "StatelessRandomUniformIntV2"
     );
     for v in ins {
-        if !is_compiled_dtype(v.dtype) && !(uint64_ok && v.dtype == DType::UInt64) {
+        if !(is_compiled_dtype(v.dtype) || uint64_ok && v.dtype == DType::UInt64) {
             return Err(CompileError::unsupported(node, format!("dtype {}", v.dtype)));
         }
     }
