@@ -456,3 +456,67 @@ fn remaining_optimizers_compile_and_match_the_kernels() {
         assert_ne!(a.data, before.to_f64_vec().unwrap(), "{name} did not change");
     }
 }
+
+const MODULAR: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[2, 4]}
+y = Placeholder() {dtype = float32, shape = shape[4]}
+i = Placeholder() {dtype = int32, shape = shape[2, 4]}
+j = Placeholder() {dtype = int32, shape = shape[4]}
+fm = FloorMod(x, y) {T = float32}
+m = Mod(x, y) {T = float32}
+fd = FloorDiv(x, y) {T = float32}
+e = Exp(fm) {T = float32}
+im = FloorMod(i, j) {T = int32}
+tm = TruncateMod(i, j) {T = int32}
+td = TruncateDiv(i, j) {T = int32}
+id = FloorDiv(i, j) {T = int32}
+s = AddV2(tm, td) {T = int32}
+"#;
+
+/// FloorMod, Mod (truncating, as TensorFlow's), FloorDiv on floats and FloorMod, TruncateMod,
+/// TruncateDiv, FloorDiv on ints, on run-time values with broadcasting: compiled, equal to
+/// the plain executor and to TensorFlow's definitions (values from TensorFlow 2.21).
+#[test]
+fn division_like_ops_compile_and_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "mod.graph", MODULAR);
+    let feeds =
+        ["x=[[-7,7,-7.5,5.5],[7,-7,0.5,-0.25]]", "y=[3,-3,2,-2]", "i=[[-7,7,-7,7],[8,-8,9,-9]]", "j=[3,-3,2,-2]"];
+    let fetches = ["fm:0", "m:0", "fd:0", "e:0", "im:0", "tm:0", "td:0", "id:0", "s:0"];
+    let mut args = Vec::new();
+    for f in &feeds {
+        args.extend(["--feed", f]);
+    }
+    for f in &fetches {
+        args.extend(["--fetch", f]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    // tf.raw_ops.FloorMod / Mod / FloorDiv of [-7, 7, -7.5, 5.5] by [3, -3, 2, -2]:
+    assert_eq!(got["fm:0"].data[..4], [2.0, -2.0, 0.5, -0.5]);
+    assert_eq!(got["m:0"].data[..4], [-1.0, 1.0, -1.5, 1.5]);
+    assert_eq!(got["fd:0"].data[..4], [-3.0, -3.0, -4.0, -3.0]);
+    // Integers [-7, 7, -7, 7] by [3, -3, 2, -2]: floor and truncation.
+    assert_eq!(got["im:0"].data[..4], [2.0, -2.0, 1.0, -1.0]);
+    assert_eq!(got["tm:0"].data[..4], [-1.0, 1.0, -1.0, 1.0]);
+    assert_eq!(got["td:0"].data[..4], [-2.0, -2.0, -3.0, -3.0]);
+    assert_eq!(got["id:0"].data[..4], [-3.0, -3.0, -4.0, -4.0]);
+    // An integer zero divisor is TensorFlow's error in both modes.
+    for cluster in [true, false] {
+        let mut run =
+            vec!["run", &g, "--feed", feeds[0], "--feed", feeds[1], "--feed", feeds[2], "--feed", "j=[3,0,2,1]"];
+        run.extend(["--fetch", "tm:0"]);
+        if !cluster {
+            run.push("--no-cluster");
+        }
+        let out = autoclust(&run);
+        assert!(!out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Integer division by zero"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -787,6 +787,26 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             return Err(CompileError::unsupported(node, format!("dtype {}", v.dtype)));
         }
     }
+    // FloorDiv/FloorMod on constants stay elementwise folds (shape arithmetic); on run-time
+    // values they, Mod, TruncateDiv and TruncateMod are a kernel step with TensorFlow's
+    // element arithmetic.
+    if let Some(kind) = crate::kernels::ModularKind::from_tf(op) {
+        need(2)?;
+        let folds = EwOp::from_tf(op).is_some() && ins.iter().all(|v| v.konst.is_some());
+        if !folds {
+            let (a, b) = (&ins[0], &ins[1]);
+            if a.dtype != b.dtype || !matches!(a.dtype, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64) {
+                return Err(CompileError::unsupported(node, format!("{op} of {} and {}", a.dtype, b.dtype)));
+            }
+            let shape = broadcast_shapes(&a.shape, &b.shape).ok_or_else(|| {
+                CompileError::Invalid(format!(
+                    "node '{}': shapes {:?} and {:?} do not broadcast",
+                    node.name, a.shape, b.shape
+                ))
+            })?;
+            return Ok(kernel(KernelOp::Modular { kind }, vec![0, 1], vec![vi(a.dtype, shape)]));
+        }
+    }
     if let Some(ew) = EwOp::from_node(node) {
         let arity = match ew {
             EwOp::Select => 3,

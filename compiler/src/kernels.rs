@@ -78,6 +78,88 @@ pub enum KernelOp {
     StatelessRandom { dist: Option<crate::random::Dist>, v2: bool, dtype: DType },
     /// `StatelessRandomGetKeyCounter`: (seed) → (key uint64 `[1]`, counter uint64 `[2]`).
     KeyCounter,
+    /// The division-like binary ops with TensorFlow's element arithmetic
+    /// (`autoclust_graph::arith`, the interpreter's), operands broadcast to the output shape;
+    /// an integer zero divisor is an error, as in TensorFlow's CPU kernels.
+    Modular { kind: ModularKind },
+}
+
+/// Which division-like op a [`KernelOp::Modular`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModularKind {
+    FloorDiv,
+    FloorMod,
+    /// `TruncateDiv` (and integer `Div`): truncating for integers, `/` for floats.
+    TruncateDiv,
+    /// `TruncateMod` and `Mod`: C's `%` / `fmod`.
+    TruncateMod,
+}
+
+impl ModularKind {
+    /// The kind for a TensorFlow op name.
+    pub fn from_tf(op: &str) -> Option<ModularKind> {
+        Some(match op {
+            "FloorDiv" => ModularKind::FloorDiv,
+            "FloorMod" => ModularKind::FloorMod,
+            "TruncateDiv" => ModularKind::TruncateDiv,
+            "TruncateMod" | "Mod" => ModularKind::TruncateMod,
+            _ => return None,
+        })
+    }
+
+    /// One element, by TensorFlow's arithmetic (the caller rules out integer zero divisors).
+    pub fn apply<T: autoclust_graph::arith::TfArith>(self, a: T, b: T) -> T {
+        match self {
+            ModularKind::FloorDiv => a.floordiv(b),
+            ModularKind::FloorMod => a.floormod(b),
+            ModularKind::TruncateDiv => a.div(b),
+            ModularKind::TruncateMod => a.truncmod(b),
+        }
+    }
+}
+
+/// `f(a[i], b[j])` over `out` (row-major), `a` and `b` broadcast to it (shapes aligned at
+/// the right; a size-1 or missing dimension repeats).
+pub fn broadcast_binary<T: Copy>(
+    a: &[T],
+    a_shape: &[usize],
+    b: &[T],
+    b_shape: &[usize],
+    out: &[usize],
+    f: impl Fn(T, T) -> T,
+) -> Vec<T> {
+    let strides = |shape: &[usize]| -> Vec<usize> {
+        let lead = out.len() - shape.len();
+        let mut st = vec![0usize; out.len()];
+        let mut acc = 1;
+        for d in (0..shape.len()).rev() {
+            if shape[d] != 1 {
+                st[lead + d] = acc;
+            }
+            acc *= shape[d];
+        }
+        st
+    };
+    let (sa, sb) = (strides(a_shape), strides(b_shape));
+    let n: usize = out.iter().product();
+    let mut v = Vec::with_capacity(n);
+    let mut idx = vec![0usize; out.len()];
+    let (mut ia, mut ib) = (0usize, 0usize);
+    for _ in 0..n {
+        v.push(f(a[ia], b[ib]));
+        for d in (0..out.len()).rev() {
+            idx[d] += 1;
+            ia += sa[d];
+            ib += sb[d];
+            if idx[d] < out[d] {
+                break;
+            }
+            ia -= sa[d] * out[d];
+            ib -= sb[d] * out[d];
+            idx[d] = 0;
+        }
+    }
+    v
 }
 
 /// `Cumsum`/`Cumprod` of `x` viewed as `[outer, n, inner]`, along the `n` axis: each output
@@ -587,6 +669,26 @@ impl KernelOp {
                     _ => return Err(err(format!("cumulative sum or product of {}", x.dtype))),
                 };
                 Ok(vec![Tensor { dtype: x.dtype, shape: out_shapes[0].clone(), data }])
+            }
+            KernelOp::Modular { kind } => {
+                use autoclust_graph::arith::TfArith;
+                fn go<T: TfArith>(kind: ModularKind, a: &[T], b: &[T], sh: [&[usize]; 3]) -> Result<Vec<T>, String> {
+                    // `y − y == y` only for y = 0 (integers).
+                    if T::IS_INT && b.iter().any(|&y| y.sub(y) == y) {
+                        return Err(err("Integer division by zero"));
+                    }
+                    Ok(broadcast_binary(a, sh[0], b, sh[1], sh[2], |x, y| kind.apply(x, y)))
+                }
+                let (a, b) = (inputs[0], inputs[1]);
+                let sh = [&a.shape[..], &b.shape[..], &out_shapes[0][..]];
+                let data = match (&a.data, &b.data) {
+                    (TensorData::F32(x), TensorData::F32(y)) => TensorData::F32(Arc::new(go(*kind, x, y, sh)?)),
+                    (TensorData::F64(x), TensorData::F64(y)) => TensorData::F64(Arc::new(go(*kind, x, y, sh)?)),
+                    (TensorData::I32(x), TensorData::I32(y)) => TensorData::I32(Arc::new(go(*kind, x, y, sh)?)),
+                    (TensorData::I64(x), TensorData::I64(y)) => TensorData::I64(Arc::new(go(*kind, x, y, sh)?)),
+                    _ => return Err(err(format!("{kind:?} of {} and {}", a.dtype, b.dtype))),
+                };
+                Ok(vec![Tensor { dtype: a.dtype, shape: out_shapes[0].clone(), data }])
             }
             KernelOp::KeyCounter => {
                 let gen = crate::random::generator_from_seed(inputs[0])?;

@@ -65,9 +65,11 @@ pub fn is_jit_op(op: &str) -> bool {
             | "Softmax" | "LogSoftmax" | "SoftmaxCrossEntropyWithLogits" | "SparseSoftmaxCrossEntropyWithLogits"
             | "ReluGrad" | "TanhGrad" | "SigmoidGrad" | "RsqrtGrad" | "SqrtGrad" | "ReciprocalGrad" | "InvGrad"
             | "BroadcastGradientArgs"
+            // Division-like ops (folded on constants, a kernel step on run-time values).
+            | "FloorDiv" | "FloorMod" | "Mod" | "TruncateDiv" | "TruncateMod"
             // Shape arithmetic, compiled only when its value is known at compile time (see
             // [`compile_time_known`]): TF2 gradients compute reduction indices with these.
-            | "FloorDiv" | "FloorMod" | "Range" | "InvertPermutation" | "DynamicStitch" | "ParallelDynamicStitch"
+            | "Range" | "InvertPermutation" | "DynamicStitch" | "ParallelDynamicStitch"
             | "ConcatOffset"
             // Plumbing.
             | "Identity" | "IdentityN" | "StopGradient" | "Snapshot" | "PreventGradient" | "Const" | "NoOp"
@@ -278,8 +280,7 @@ impl Compilability {
 }
 
 /// Ops the compiler folds but never generates code for (integer shape arithmetic).
-const FOLD_ONLY: &[&str] =
-    &["FloorDiv", "FloorMod", "Range", "InvertPermutation", "DynamicStitch", "ParallelDynamicStitch", "ConcatOffset"];
+const FOLD_ONLY: &[&str] = &["Range", "InvertPermutation", "DynamicStitch", "ParallelDynamicStitch", "ConcatOffset"];
 
 /// For every node: whether its outputs are known when a cluster is compiled for given input
 /// shapes — constants, the shapes of anything, and integer shape arithmetic on such values.
