@@ -101,6 +101,20 @@ pub struct BnOutputs<T> {
     pub reserve_variance: Vec<T>,
 }
 
+/// Rows per part of the parallel passes: a constant, so the partial sums (added in part
+/// order) and hence the results never depend on the thread count.
+const ROWS_PER_PART: usize = 2048;
+
+/// Per part of [`ROWS_PER_PART`] rows of `x` (`c` channels each), `part(first row, rows)`
+/// in parallel; the results in part order.
+fn per_part<T: Sync, R: Send>(x: &[T], c: usize, part: impl Fn(usize, &[T]) -> R + Sync + Send) -> Vec<R> {
+    use rayon::prelude::*;
+    if x.len() <= c * ROWS_PER_PART {
+        return vec![part(0, x)];
+    }
+    x.par_chunks(c * ROWS_PER_PART).enumerate().map(|(p, chunk)| part(p * ROWS_PER_PART, chunk)).collect()
+}
+
 /// Per channel: the batch mean rounded to `T` and the biased variance about it, in f64,
 /// from one pass over the rows of `x` (`c` channels per row).
 fn batch_moments<T: BnElem>(x: &[T], c: usize) -> (Vec<f64>, Vec<f64>) {
@@ -109,12 +123,22 @@ fn batch_moments<T: BnElem>(x: &[T], c: usize) -> (Vec<f64>, Vec<f64>) {
         return (vec![0.0; c], vec![0.0; c]);
     }
     let shift: Vec<f64> = x[..c].iter().map(|v| v.to_f64()).collect();
+    let parts = per_part(x, c, |_, chunk| {
+        let (mut s1, mut s2) = (vec![0.0f64; c], vec![0.0f64; c]);
+        for row in chunk.chunks_exact(c) {
+            for k in 0..c {
+                let d = row[k].to_f64() - shift[k];
+                s1[k] += d;
+                s2[k] += d * d;
+            }
+        }
+        (s1, s2)
+    });
     let (mut s1, mut s2) = (vec![0.0f64; c], vec![0.0f64; c]);
-    for row in x.chunks_exact(c) {
+    for (p1, p2) in parts {
         for k in 0..c {
-            let d = row[k].to_f64() - shift[k];
-            s1[k] += d;
-            s2[k] += d * d;
+            s1[k] += p1[k];
+            s2[k] += p2[k];
         }
     }
     let n = rows as f64;
@@ -127,6 +151,27 @@ fn batch_moments<T: BnElem>(x: &[T], c: usize) -> (Vec<f64>, Vec<f64>) {
         })
         .collect();
     (mean, var)
+}
+
+/// `f(row, out)` for every row of `x` and the matching `c` elements of the output, in
+/// parallel parts.
+fn map_rows<T: BnElem>(x: &[T], c: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) -> Vec<T> {
+    use rayon::prelude::*;
+    let mut out = vec![T::from_f64(0.0); x.len()];
+    if c == 0 {
+        return out;
+    }
+    let part = |(p, chunk): (usize, &mut [T])| {
+        for (r, o) in chunk.chunks_exact_mut(c).enumerate() {
+            f(p * ROWS_PER_PART + r, o);
+        }
+    };
+    if x.len() <= c * ROWS_PER_PART {
+        part((0, &mut out));
+    } else {
+        out.par_chunks_mut(c * ROWS_PER_PART).enumerate().for_each(part);
+    }
+    out
 }
 
 /// `FusedBatchNorm*`: `x` has `c` channels per row; `scale` and `offset` have `c`
@@ -151,12 +196,12 @@ pub fn batch_norm<T: BnElem>(
     let eps = T::from_f64(a.epsilon);
     let factor: Vec<T> = (0..c).map(|k| T::factor(T::from_f64(v[k]), eps, scale[k])).collect();
     let mean_t: Vec<T> = m.iter().map(|&x| T::from_f64(x)).collect();
-    let mut y = Vec::with_capacity(x.len());
-    if c > 0 {
-        for row in x.chunks_exact(c) {
-            y.extend((0..c).map(|k| row[k].normalise(mean_t[k], factor[k], offset[k])));
+    let y = map_rows(x, c, |r, o| {
+        let row = &x[r * c..][..c];
+        for k in 0..c {
+            o[k] = row[k].normalise(mean_t[k], factor[k], offset[k]);
         }
-    }
+    });
     let (batch_mean, batch_var) = if a.is_training {
         let count = x.len().checked_div(c).unwrap_or(0);
         let correction = if count > 1 { count as f64 / (count - 1) as f64 } else { 1.0 };
@@ -199,28 +244,41 @@ pub fn batch_norm_grad<T: BnElem>(
     let mean: Vec<f64> = mean.iter().map(|m| m.to_f64()).collect();
     let scale: Vec<f64> = scale.iter().map(|s| s.to_f64()).collect();
     let (mut sum_dy, mut sum_dy_xhat) = (vec![0.0f64; c], vec![0.0f64; c]);
-    let mut dx = Vec::with_capacity(x.len());
-    if c > 0 {
-        for (xr, gr) in x.chunks_exact(c).zip(dy.chunks_exact(c)) {
+    if c == 0 {
+        return (Vec::new(), Vec::new(), Vec::new());
+    }
+    // The two sums in one pass over the rows of (x, dy).
+    let parts = per_part(dy, c, |first, chunk| {
+        let (mut s, mut sx) = (vec![0.0f64; c], vec![0.0f64; c]);
+        for (r, gr) in chunk.chunks_exact(c).enumerate() {
+            let xr = &x[(first + r) * c..][..c];
             for k in 0..c {
                 let g = gr[k].to_f64();
-                sum_dy[k] += g;
-                sum_dy_xhat[k] += g * ((xr[k].to_f64() - mean[k]) * inv[k]);
+                s[k] += g;
+                sx[k] += g * ((xr[k].to_f64() - mean[k]) * inv[k]);
             }
         }
-        let n = (x.len() / c).max(1) as f64;
-        for (xr, gr) in x.chunks_exact(c).zip(dy.chunks_exact(c)) {
-            dx.extend((0..c).map(|k| {
-                let g = gr[k].to_f64();
-                T::from_f64(if a.is_training {
-                    let xhat = (xr[k].to_f64() - mean[k]) * inv[k];
-                    scale[k] * inv[k] * (g - sum_dy[k] / n - xhat * sum_dy_xhat[k] / n)
-                } else {
-                    g * scale[k] * inv[k]
-                })
-            }));
+        (s, sx)
+    });
+    for (s, sx) in parts {
+        for k in 0..c {
+            sum_dy[k] += s[k];
+            sum_dy_xhat[k] += sx[k];
         }
     }
+    let n = (x.len() / c).max(1) as f64;
+    let dx = map_rows(x, c, |r, o| {
+        let (xr, gr) = (&x[r * c..][..c], &dy[r * c..][..c]);
+        for k in 0..c {
+            let g = gr[k].to_f64();
+            o[k] = T::from_f64(if a.is_training {
+                let xhat = (xr[k].to_f64() - mean[k]) * inv[k];
+                scale[k] * inv[k] * (g - sum_dy[k] / n - xhat * sum_dy_xhat[k] / n)
+            } else {
+                g * scale[k] * inv[k]
+            });
+        }
+    });
     let ts = |v: &[f64]| -> Vec<T> { v.iter().map(|&x| T::from_f64(x)).collect() };
     (dx, ts(&sum_dy_xhat), ts(&sum_dy))
 }
@@ -228,6 +286,25 @@ pub fn batch_norm_grad<T: BnElem>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Parts run in parallel but are added in order: the results are the same bits on one
+    /// thread and on several.
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let c = 3;
+        let x: Vec<f32> =
+            (0..c * ROWS_PER_PART * 3 + 2 * c).map(|i| ((i * 7919) % 1000) as f32 / 250.0 - 2.0).collect();
+        let dy: Vec<f32> = (0..x.len()).map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0).collect();
+        let a = BnAttrs { epsilon: 1e-3, exponential_avg_factor: 1.0, is_training: true };
+        let run = || {
+            let f = batch_norm(&a, &x, c, &[1.0, 2.0, 0.5], &[0.0, 0.1, 0.2], None, None);
+            let g = batch_norm_grad(&a, &dy, &x, c, &[1.0, 2.0, 0.5], &f.reserve_mean, &f.reserve_variance);
+            (f.y, f.batch_variance, g.0, g.1, g.2)
+        };
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(run);
+        let four = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap().install(run);
+        assert!(one == four);
+    }
 
     /// The one-pass moments equal the two-pass definition, also for data far from 0.
     #[test]
