@@ -6,7 +6,7 @@
 //! "moves" that a deterministic builder interprets against the values built
 //! so far, so every list (and every shrunk list) is a valid graph:
 //! elementwise ops with broadcasting (`Add AddV2 Sub Mul RealDiv Maximum
-//! Minimum Neg Abs Exp Log Tanh Sigmoid Relu Square Sqrt Rsqrt Erf Erfc Softplus Log1p Expm1 Elu Selu Relu6 LeakyRelu`),
+//! Minimum Neg Abs Exp Log Tanh Sigmoid Relu Square Sqrt Rsqrt Erf Erfc Softplus Log1p Expm1 Elu Selu Relu6 LeakyRelu Sin Cos`),
 //! comparisons feeding `SelectV2`, `Cast` (float32 ↔ int32/bool) and int32
 //! arithmetic, reductions (`Sum Mean Max Min` over random axes, with and
 //! without `keep_dims`), `MatMul` (with `transpose_a/b`), `BiasAdd`,
@@ -397,6 +397,8 @@ impl Builder {
                     ("Selu", false),
                     ("Relu6", true),
                     ("LeakyRelu", false),
+                    ("Sin", false),
+                    ("Cos", false),
                 ];
                 let (mut op, exact) = ops[m.b as usize % ops.len()];
                 // Log's absolute error is its argument's relative error, and Rsqrt is a
@@ -415,7 +417,11 @@ impl Builder {
                 // argument in [-1, 1] (through Tanh) unless it is exact and not derived
                 // from a variable (whose value, read in a later step, may not be).
                 let stable = self.vals[x].exact && !self.vals[x].from_var;
-                let x = if matches!(op, "Exp" | "Expm1" | "Elu" | "Selu") && (!stable || !m.c.is_multiple_of(4)) {
+                // Sin and Cos turn an argument's relative error into an absolute one of the
+                // same size times the argument: the same guard.
+                let x = if matches!(op, "Exp" | "Expm1" | "Elu" | "Selu" | "Sin" | "Cos")
+                    && (!stable || !m.c.is_multiple_of(4))
+                {
                     self.unary("Tanh", x, false)
                 } else {
                     x

@@ -32,7 +32,7 @@ fn operands(&(m, k, n, ta, tb): &(usize, usize, usize, bool, bool)) -> (Vec<f32>
 }
 
 #[divan::bench(args = SHAPES)]
-fn autoclust_gemm(bench: Bencher, shape: &(usize, usize, usize, bool, bool)) {
+fn autoclust_gemm(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bool)) {
     let (m, k, n, ..) = *shape;
     let (a, b, [rsa, csa, rsb, csb]) = operands(shape);
     let mut c = vec![0f32; m * n];
@@ -45,7 +45,7 @@ fn autoclust_gemm(bench: Bencher, shape: &(usize, usize, usize, bool, bool)) {
 }
 
 #[divan::bench(args = SHAPES)]
-fn matrixmultiply_packed(bench: Bencher, shape: &(usize, usize, usize, bool, bool)) {
+fn matrixmultiply_packed(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bool)) {
     let (m, k, n, ..) = *shape;
     let (a, b, [rsa, csa, rsb, csb]) = operands(shape);
     let mut c = vec![0f32; m * n];

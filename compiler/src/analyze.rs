@@ -99,6 +99,9 @@ pub enum EwOp {
     LeakyRelu(u32),
     /// `(dy, x)`: `x > 0 ? dy : dy·alpha`.
     LeakyReluGrad(u32),
+    /// Sine and cosine (float32; range reduction and polynomials in `math.rs`).
+    Sin,
+    Cos,
 }
 
 impl EwOp {
@@ -162,6 +165,8 @@ impl EwOp {
             "EluGrad" => EwOp::EluGrad,
             "SeluGrad" => EwOp::SeluGrad,
             "Relu6Grad" => EwOp::Relu6Grad,
+            "Sin" => EwOp::Sin,
+            "Cos" => EwOp::Cos,
             _ => return None,
         })
     }
@@ -210,6 +215,8 @@ impl EwOp {
                 | EwOp::Expm1
                 | EwOp::Elu
                 | EwOp::Selu
+                | EwOp::Sin
+                | EwOp::Cos
         )
     }
 }
@@ -765,9 +772,39 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             Ok(())
         }
     };
+    // The stateless random ops pass uint64 keys and counters from kernel to kernel (no
+    // loop ever computes on them).
+    let uint64_ok = matches!(
+        op,
+        "StatelessRandomGetKeyCounter"
+            | "StatelessRandomUniformV2"
+            | "StatelessRandomNormalV2"
+            | "StatelessTruncatedNormalV2"
+            | "StatelessRandomUniformIntV2"
+    );
     for v in ins {
-        if !is_compiled_dtype(v.dtype) {
+        if !(is_compiled_dtype(v.dtype) || uint64_ok && v.dtype == DType::UInt64) {
             return Err(CompileError::unsupported(node, format!("dtype {}", v.dtype)));
+        }
+    }
+    // FloorDiv/FloorMod on constants stay elementwise folds (shape arithmetic); on run-time
+    // values they, Mod, TruncateDiv and TruncateMod are a kernel step with TensorFlow's
+    // element arithmetic.
+    if let Some(kind) = crate::kernels::ModularKind::from_tf(op) {
+        need(2)?;
+        let folds = EwOp::from_tf(op).is_some() && ins.iter().all(|v| v.konst.is_some());
+        if !folds {
+            let (a, b) = (&ins[0], &ins[1]);
+            if a.dtype != b.dtype || !matches!(a.dtype, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64) {
+                return Err(CompileError::unsupported(node, format!("{op} of {} and {}", a.dtype, b.dtype)));
+            }
+            let shape = broadcast_shapes(&a.shape, &b.shape).ok_or_else(|| {
+                CompileError::Invalid(format!(
+                    "node '{}': shapes {:?} and {:?} do not broadcast",
+                    node.name, a.shape, b.shape
+                ))
+            })?;
+            return Ok(kernel(KernelOp::Modular { kind }, vec![0, 1], vec![vi(a.dtype, shape)]));
         }
     }
     if let Some(ew) = EwOp::from_node(node) {
@@ -799,6 +836,8 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             | EwOp::Elu
             | EwOp::Selu
             | EwOp::Relu6
+            | EwOp::Sin
+            | EwOp::Cos
             | EwOp::LeakyRelu(_) => 1,
             _ => 2,
         };
@@ -1117,6 +1156,94 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             Ok(kernel(op, vec![4], vec![vi(dy.dtype, shape)]))
         }
         // ReverseV2: a strided view walking the reversed axes backwards.
+        // Stateless random samplers (TensorFlow's Philox, `crate::random`): the shape operand
+        // is a compile-time value, the seed (V1) or key, counter and algorithm (V2) are data.
+        "StatelessRandomUniform"
+        | "StatelessRandomNormal"
+        | "StatelessTruncatedNormal"
+        | "StatelessRandomUniformInt"
+        | "StatelessRandomUniformV2"
+        | "StatelessRandomNormalV2"
+        | "StatelessTruncatedNormalV2"
+        | "StatelessRandomUniformIntV2" => {
+            use crate::random::Dist;
+            let v2 = op.ends_with("V2");
+            let dist = if op.contains("Truncated") {
+                Some(Dist::Truncated)
+            } else if op.contains("Normal") {
+                Some(Dist::Normal)
+            } else if op.contains("Int") {
+                None
+            } else {
+                Some(Dist::Uniform)
+            };
+            let data: Vec<usize> = match (v2, dist.is_some()) {
+                (false, true) => vec![1],
+                (false, false) => vec![1, 2, 3],
+                (true, true) => vec![1, 2, 3],
+                (true, false) => vec![1, 2, 3, 4, 5],
+            };
+            need(data.len() + 1)?;
+            let dtype = match (attr_type(node, "dtype"), dist) {
+                (Some(d), _) => d,
+                (None, Some(_)) => DType::Float32,
+                (None, None) => return Err(CompileError::unsupported(node, "no dtype attribute")),
+            };
+            let dtype_ok = match dist {
+                Some(_) => matches!(dtype, DType::Float32 | DType::Float64),
+                None => matches!(dtype, DType::Int32 | DType::Int64),
+            };
+            let vector = |v: &ValueInfo, len: usize| v.shape[..] == [len];
+            let operands_ok = if v2 {
+                ins[1].dtype == DType::UInt64
+                    && vector(&ins[1], 1)
+                    && ins[2].dtype == DType::UInt64
+                    && vector(&ins[2], 2)
+                    && ins[3].shape.is_empty()
+                    && ins[3].dtype == DType::Int32
+            } else {
+                matches!(ins[1].dtype, DType::Int32 | DType::Int64) && vector(&ins[1], 2)
+            };
+            let bounds_ok = dist.is_some()
+                || data[data.len() - 2..].iter().all(|&i| ins[i].shape.is_empty() && ins[i].dtype == dtype);
+            if !dtype_ok || !operands_ok || !bounds_ok {
+                return Err(CompileError::unsupported(node, "operands the kernel refuses (it reports them)"));
+            }
+            let shape = int_const(node, &ins[0], "shape")?;
+            let shape = dims_of(node, &shape, "shape")?;
+            Ok(kernel(KernelOp::StatelessRandom { dist, v2, dtype }, data, vec![vi(dtype, shape)]))
+        }
+        // Philox on CPU (what the kernels implement).
+        "StatelessRandomGetAlg" => {
+            Ok(NodeInfo { kind: NodeKind::Constant, outputs: vec![konst(Tensor::scalar_i32(1))] })
+        }
+        "StatelessRandomGetKeyCounter" => {
+            need(1)?;
+            if !matches!(ins[0].dtype, DType::Int32 | DType::Int64) || ins[0].shape[..] != [2] {
+                return Err(CompileError::unsupported(node, "the seed is not an integer vector of 2"));
+            }
+            Ok(kernel(KernelOp::KeyCounter, vec![0], vec![vi(DType::UInt64, vec![1]), vi(DType::UInt64, vec![2])]))
+        }
+        "Cumsum" | "Cumprod" => {
+            need(2)?;
+            let x = &ins[0];
+            if x.shape.is_empty() || !matches!(x.dtype, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64) {
+                return Err(CompileError::unsupported(node, format!("{op} of a {} scalar or non-numeric", x.dtype)));
+            }
+            let axis = match int_const(node, &ins[1], "axis")?[..] {
+                [a] => norm_axis(node, a, x.shape.len())?,
+                _ => return Err(CompileError::unsupported(node, "axis is not a scalar")),
+            };
+            let op = KernelOp::Cumulative {
+                prod: op == "Cumprod",
+                exclusive: attr_bool(node, "exclusive"),
+                reverse: attr_bool(node, "reverse"),
+                outer: x.shape[..axis].iter().product(),
+                n: x.shape[axis],
+                inner: x.shape[axis + 1..].iter().product(),
+            };
+            Ok(kernel(op, vec![0], vec![vi(x.dtype, x.shape.clone())]))
+        }
         "ReverseV2" => {
             need(2)?;
             let x = &ins[0];
@@ -1310,6 +1437,45 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             let shape: Vec<usize> = equation.output_dims(&sizes).iter().map(|d| d.unwrap_or(1) as usize).collect();
             Ok(kernel(KernelOp::Einsum { equation }, vec![0, 1], vec![vi(x.dtype, shape)]))
         }
+        // NHWC fused batch normalisation and its gradient (a kernel step, `crate::batchnorm`);
+        // operand shapes are checked here, a mismatch leaves the error to the interpreter.
+        "FusedBatchNorm"
+        | "FusedBatchNormV2"
+        | "FusedBatchNormV3"
+        | "FusedBatchNormGrad"
+        | "FusedBatchNormGradV2"
+        | "FusedBatchNormGradV3" => {
+            let grad = op.starts_with("FusedBatchNormGrad");
+            let v3 = op.ends_with("V3");
+            need(if grad && v3 { 6 } else { 5 })?;
+            crate::conv::require_nhwc(node).map_err(|e| CompileError::unsupported(node, e.to_string()))?;
+            let attrs = crate::batchnorm::BnAttrs::parse(node)
+                .ok_or_else(|| CompileError::unsupported(node, "an attribute has the wrong type"))?;
+            let x = &ins[if grad { 1 } else { 0 }];
+            let dtype = x.dtype;
+            if !matches!(dtype, DType::Float32 | DType::Float64) || ins[..5].iter().any(|v| v.dtype != dtype) {
+                return Err(CompileError::unsupported(node, format!("{op} of mixed or non-float dtypes")));
+            }
+            if x.shape.len() != 4 {
+                return Err(CompileError::unsupported(node, "x is not 4-dimensional (the kernel reports it)"));
+            }
+            let c = x.shape[3];
+            let vector = |v: &ValueInfo| v.shape[..] == [c];
+            let ok = if grad {
+                ins[0].shape == x.shape && ins[2..5].iter().all(vector)
+            } else {
+                let running =
+                    |v: &ValueInfo| vector(v) || attrs.running_unused() && v.shape.iter().product::<usize>() == 0;
+                vector(&ins[1]) && vector(&ins[2]) && running(&ins[3]) && running(&ins[4])
+            };
+            if !ok {
+                return Err(CompileError::unsupported(node, "operand shapes do not match (the kernel reports it)"));
+            }
+            let mut outputs = vec![vi(dtype, x.shape.clone())];
+            outputs.extend((0..if grad { 2 } else { 4 }).map(|_| vi(dtype, vec![c])));
+            outputs.extend((0..if grad { 2 } else { usize::from(v3) }).map(|_| vi(dtype, vec![0])));
+            Ok(kernel(KernelOp::BatchNorm { attrs, grad }, (0..5).collect(), outputs))
+        }
         // NHWC pooling and its gradients; AvgPoolGrad's input shape must be known.
         "MaxPool" | "AvgPool" | "MaxPoolGrad" | "AvgPoolGrad" => {
             use crate::kernels::PoolKind;
@@ -1360,10 +1526,15 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
         }
         // NHWC convolutions: the geometry is fixed at the shapes compiled for; the gradients'
         // size operands must be compile-time values (constant arguments, `Shape`s).
-        "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter" => {
+        "Conv2D"
+        | "Conv2DBackpropInput"
+        | "Conv2DBackpropFilter"
+        | "DepthwiseConv2dNative"
+        | "DepthwiseConv2dNativeBackpropInput"
+        | "DepthwiseConv2dNativeBackpropFilter" => {
             use crate::conv::{ConvShape, WindowAttrs};
             use crate::kernels::ConvKind;
-            need(if op == "Conv2D" { 2 } else { 3 })?;
+            need(if matches!(op, "Conv2D" | "DepthwiseConv2dNative") { 2 } else { 3 })?;
             let attrs = WindowAttrs::parse(node, true).map_err(|e| CompileError::unsupported(node, e.to_string()))?;
             let four = |v: &ValueInfo, what: &str| -> Result<[usize; 4], CompileError> {
                 <[usize; 4]>::try_from(v.shape.clone())
@@ -1377,19 +1548,24 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
                     .filter(|d| d.iter().all(|&x| x < 1 << 31))
                     .ok_or_else(|| CompileError::unsupported(node, format!("{what} is not 4 valid sizes")))
             };
+            let depthwise = op.starts_with("Depthwise");
             let (kind, input, filter, data, dy) = match op {
-                "Conv2D" => {
-                    (ConvKind::Forward, four(&ins[0], "the input")?, four(&ins[1], "the filter")?, [0, 1], None)
-                }
-                "Conv2DBackpropInput" => (
-                    ConvKind::BackpropInput,
+                "Conv2D" | "DepthwiseConv2dNative" => (
+                    if depthwise { ConvKind::Depthwise } else { ConvKind::Forward },
+                    four(&ins[0], "the input")?,
+                    four(&ins[1], "the filter")?,
+                    [0, 1],
+                    None,
+                ),
+                "Conv2DBackpropInput" | "DepthwiseConv2dNativeBackpropInput" => (
+                    if depthwise { ConvKind::DepthwiseBackpropInput } else { ConvKind::BackpropInput },
                     sizes(&ins[0], "input_sizes")?,
                     four(&ins[1], "the filter")?,
                     [1, 2],
                     Some(&ins[2]),
                 ),
                 _ => (
-                    ConvKind::BackpropFilter,
+                    if depthwise { ConvKind::DepthwiseBackpropFilter } else { ConvKind::BackpropFilter },
                     four(&ins[0], "the input")?,
                     sizes(&ins[1], "filter_sizes")?,
                     [0, 2],
@@ -1402,15 +1578,16 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             }
             let win = attrs.conv_window(input, filter).map_err(|e| CompileError::unsupported(node, e.to_string()))?;
             let shape = ConvShape { input, filter, win };
+            let output = if depthwise { shape.depthwise_output() } else { shape.output() };
             if let Some(dy) = dy {
-                if dy.shape[..] != shape.output()[..] {
+                if dy.shape[..] != output[..] {
                     return Err(CompileError::unsupported(node, "out_backprop does not match (the kernel reports it)"));
                 }
             }
             let out = match kind {
-                ConvKind::Forward => shape.output(),
-                ConvKind::BackpropInput => input,
-                ConvKind::BackpropFilter => filter,
+                ConvKind::Forward | ConvKind::Depthwise => output,
+                ConvKind::BackpropInput | ConvKind::DepthwiseBackpropInput => input,
+                ConvKind::BackpropFilter | ConvKind::DepthwiseBackpropFilter => filter,
             };
             Ok(kernel(KernelOp::Conv { kind, shape }, data.to_vec(), vec![vi(dtype, out.to_vec())]))
         }

@@ -1018,6 +1018,8 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
         EwOp::Pow => f.pow(a[0], a[1]),
         EwOp::Erf => f.erf(a[0]),
         EwOp::Erfc => f.erfc(a[0]),
+        EwOp::Sin => f.sin_cos(a[0], false),
+        EwOp::Cos => f.sin_cos(a[0], true),
         EwOp::Log1p => f.log1p(a[0]),
         EwOp::Softplus => f.softplus(a[0]),
         EwOp::IsNan => f.b.ins().fcmp(FloatCC::Unordered, a[0], a[0]),

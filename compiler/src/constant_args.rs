@@ -34,8 +34,8 @@ fn shape_operands(op: &str, inputs: usize) -> Vec<usize> {
         "Reshape" | "Tile" | "BroadcastTo" | "ExpandDims" | "Transpose" | "Sum" | "Mean" | "Max" | "Min" | "Prod"
         | "All" | "Any" | "ArgMax" | "ArgMin" | "EuclideanNorm" | "Cumsum" | "Cumprod" | "ReverseV2" => vec![1],
         "Fill" | "InvertPermutation" | "Empty" => vec![0],
-        "Conv2DBackpropInput" | "AvgPoolGrad" => vec![0],
-        "Conv2DBackpropFilter" => vec![1],
+        "Conv2DBackpropInput" | "DepthwiseConv2dNativeBackpropInput" | "AvgPoolGrad" => vec![0],
+        "Conv2DBackpropFilter" | "DepthwiseConv2dNativeBackpropFilter" => vec![1],
         "Range" | "BroadcastGradientArgs" | "BroadcastArgs" => (0..inputs).collect(),
         "Slice" => vec![1, 2],
         "StridedSlice" => vec![1, 2, 3],
@@ -48,6 +48,14 @@ fn shape_operands(op: &str, inputs: usize) -> Vec<usize> {
         "OneHot" => vec![1],
         "UnsortedSegmentSum" | "UnsortedSegmentMax" | "UnsortedSegmentMin" | "UnsortedSegmentProd" => vec![2],
         "ScatterNd" => vec![2],
+        "StatelessRandomUniform"
+        | "StatelessRandomNormal"
+        | "StatelessTruncatedNormal"
+        | "StatelessRandomUniformInt"
+        | "StatelessRandomUniformV2"
+        | "StatelessRandomNormalV2"
+        | "StatelessTruncatedNormalV2"
+        | "StatelessRandomUniformIntV2" => vec![0],
         _ => vec![],
     }
 }

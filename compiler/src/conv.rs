@@ -219,7 +219,7 @@ impl WindowAttrs {
 }
 
 /// An element type convolutions run on.
-pub trait ConvElem: GemmElem + Default + std::ops::AddAssign {}
+pub trait ConvElem: GemmElem + Default + std::ops::AddAssign + std::ops::Mul<Output = Self> {}
 impl ConvElem for f32 {}
 impl ConvElem for f64 {}
 
@@ -443,6 +443,97 @@ pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], thr
         for (p, &q) in df.iter_mut().zip(part) {
             *p += q;
         }
+    }
+    df
+}
+
+impl ConvShape {
+    /// A depthwise convolution's output: `[N, OH, OW, C·M]` for a `[KH, KW, C, M]` filter.
+    pub fn depthwise_output(&self) -> [usize; 4] {
+        [self.input[0], self.win.h.output, self.win.w.output, self.input[3] * self.filter[3]]
+    }
+}
+
+/// The taps of one image of a depthwise convolution: calls `f(x index, filter index, output
+/// index)` (indices within the image) for every tap that reads input, in a fixed order.
+fn depthwise_taps(s: &ConvShape, mut f: impl FnMut(usize, usize, usize)) {
+    let [_, _, w, c] = s.input;
+    let [kh, kw, _, m] = s.filter;
+    let (oh, ow) = (s.win.h.output, s.win.w.output);
+    for oy in 0..oh {
+        for ox in 0..ow {
+            let out_base = (oy * ow + ox) * c * m;
+            for ky in 0..kh {
+                let Some(iy) = s.win.h.source(oy, ky) else { continue };
+                for kx in 0..kw {
+                    let Some(ix) = s.win.w.source(ox, kx) else { continue };
+                    let x_base = (iy * w + ix) * c;
+                    let f_base = (ky * kw + kx) * c * m;
+                    for ch in 0..c {
+                        for q in 0..m {
+                            f(x_base + ch, f_base + ch * m + q, out_base + ch * m + q);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs `per_image(b, image's slice of out)` for each of `n` images, over `threads` parts
+/// (images are independent, so the split never changes a bit).
+fn per_image_out<T: ConvElem>(out: &mut [T], n: usize, threads: usize, per_image: &(dyn Fn(usize, &mut [T]) + Sync)) {
+    let len = out.len().checked_div(n).unwrap_or(0);
+    if threads > 1 && n > 1 {
+        let parts = threads.min(n);
+        let chunk = n.div_ceil(parts);
+        let dst = Shared(out.as_mut_ptr());
+        crate::team::run(parts, &|p| {
+            for b in p * chunk..((p + 1) * chunk).min(n) {
+                // SAFETY: image b's slice is its own.
+                per_image(b, unsafe { dst.slice(b * len, len) });
+            }
+        });
+    } else if len > 0 {
+        for (b, o) in out.chunks_mut(len).enumerate() {
+            per_image(b, o);
+        }
+    }
+}
+
+/// `DepthwiseConv2dNative`: `x` `[N,H,W,C]` by `f` `[KH,KW,C,M]` → `[N,OH,OW,C·M]` (output
+/// channel `c·M + q` is input channel `c` through filter slice `q`).
+pub fn depthwise_conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let mut out = vec![T::default(); s.depthwise_output().iter().product()];
+    per_image_out(&mut out, n, threads, &|b, o| {
+        let xb = &x[b * h * w * c..][..h * w * c];
+        depthwise_taps(s, |xi, fi, oi| o[oi] += xb[xi] * f[fi]);
+    });
+    out
+}
+
+/// `DepthwiseConv2dNativeBackpropInput`: the gradient `[N,H,W,C]` from `f` and `dy`.
+pub fn depthwise_conv2d_backprop_input<T: ConvElem>(s: &ConvShape, f: &[T], dy: &[T], threads: usize) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let per: usize = s.depthwise_output()[1..].iter().product();
+    let mut dx = vec![T::default(); n * h * w * c];
+    per_image_out(&mut dx, n, threads, &|b, d| {
+        let g = &dy[b * per..][..per];
+        depthwise_taps(s, |xi, fi, oi| d[xi] += g[oi] * f[fi]);
+    });
+    dx
+}
+
+/// `DepthwiseConv2dNativeBackpropFilter`: the gradient `[KH,KW,C,M]` from `x` and `dy`,
+/// summed image by image in batch order.
+pub fn depthwise_conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T]) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let per: usize = s.depthwise_output()[1..].iter().product();
+    let mut df = vec![T::default(); s.filter.iter().product()];
+    for b in 0..n {
+        let (xb, g) = (&x[b * h * w * c..][..h * w * c], &dy[b * per..][..per]);
+        depthwise_taps(s, |xi, fi, oi| df[fi] += xb[xi] * g[oi]);
     }
     df
 }

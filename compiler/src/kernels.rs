@@ -65,6 +65,130 @@ pub enum KernelOp {
     /// A 2-D NHWC pooling op or its gradient (see [`crate::pool`]); data operands: (input),
     /// (input, dy) for `MaxPoolGrad`, (dy) for `AvgPoolGrad`.
     Pool { kind: PoolKind, shape: crate::pool::PoolShape },
+    /// `FusedBatchNorm*` (x, scale, offset, mean, variance → y, batch mean and variance, two
+    /// reserve spaces, and for V3 an empty third) or `FusedBatchNormGrad*` (dy, x, scale,
+    /// reserved mean and variance → dx, scale and offset gradients, two empty outputs), over
+    /// the last (channel) axis of x (see [`crate::batchnorm`]).
+    BatchNorm { attrs: crate::batchnorm::BnAttrs, grad: bool },
+    /// `Cumsum`/`Cumprod` along the middle axis of `[outer, n, inner]` (see [`cumulative`]).
+    Cumulative { prod: bool, exclusive: bool, reverse: bool, outer: usize, n: usize, inner: usize },
+    /// A stateless random sampler (see [`crate::random`]): `dist` (`None`: uniform
+    /// integers) from a seed (`v2` false: data operands seed, and for integers minval and
+    /// maxval) or a key, counter and algorithm (`v2`: key, counter, alg, minval, maxval).
+    StatelessRandom { dist: Option<crate::random::Dist>, v2: bool, dtype: DType },
+    /// `StatelessRandomGetKeyCounter`: (seed) → (key uint64 `[1]`, counter uint64 `[2]`).
+    KeyCounter,
+    /// The division-like binary ops with TensorFlow's element arithmetic
+    /// (`autoclust_graph::arith`, the interpreter's), operands broadcast to the output shape;
+    /// an integer zero divisor is an error, as in TensorFlow's CPU kernels.
+    Modular { kind: ModularKind },
+}
+
+/// Which division-like op a [`KernelOp::Modular`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModularKind {
+    FloorDiv,
+    FloorMod,
+    /// `TruncateDiv` (and integer `Div`): truncating for integers, `/` for floats.
+    TruncateDiv,
+    /// `TruncateMod` and `Mod`: C's `%` / `fmod`.
+    TruncateMod,
+}
+
+impl ModularKind {
+    /// The kind for a TensorFlow op name.
+    pub fn from_tf(op: &str) -> Option<ModularKind> {
+        Some(match op {
+            "FloorDiv" => ModularKind::FloorDiv,
+            "FloorMod" => ModularKind::FloorMod,
+            "TruncateDiv" => ModularKind::TruncateDiv,
+            "TruncateMod" | "Mod" => ModularKind::TruncateMod,
+            _ => return None,
+        })
+    }
+
+    /// One element, by TensorFlow's arithmetic (the caller rules out integer zero divisors).
+    pub fn apply<T: autoclust_graph::arith::TfArith>(self, a: T, b: T) -> T {
+        match self {
+            ModularKind::FloorDiv => a.floordiv(b),
+            ModularKind::FloorMod => a.floormod(b),
+            ModularKind::TruncateDiv => a.div(b),
+            ModularKind::TruncateMod => a.truncmod(b),
+        }
+    }
+}
+
+/// `f(a[i], b[j])` over `out` (row-major), `a` and `b` broadcast to it (shapes aligned at
+/// the right; a size-1 or missing dimension repeats).
+pub fn broadcast_binary<T: Copy>(
+    a: &[T],
+    a_shape: &[usize],
+    b: &[T],
+    b_shape: &[usize],
+    out: &[usize],
+    f: impl Fn(T, T) -> T,
+) -> Vec<T> {
+    let strides = |shape: &[usize]| -> Vec<usize> {
+        let lead = out.len() - shape.len();
+        let mut st = vec![0usize; out.len()];
+        let mut acc = 1;
+        for d in (0..shape.len()).rev() {
+            if shape[d] != 1 {
+                st[lead + d] = acc;
+            }
+            acc *= shape[d];
+        }
+        st
+    };
+    let (sa, sb) = (strides(a_shape), strides(b_shape));
+    let n: usize = out.iter().product();
+    let mut v = Vec::with_capacity(n);
+    let mut idx = vec![0usize; out.len()];
+    let (mut ia, mut ib) = (0usize, 0usize);
+    for _ in 0..n {
+        v.push(f(a[ia], b[ib]));
+        for d in (0..out.len()).rev() {
+            idx[d] += 1;
+            ia += sa[d];
+            ib += sb[d];
+            if idx[d] < out[d] {
+                break;
+            }
+            ia -= sa[d] * out[d];
+            ib -= sb[d] * out[d];
+            idx[d] = 0;
+        }
+    }
+    v
+}
+
+/// `Cumsum`/`Cumprod` of `x` viewed as `[outer, n, inner]`, along the `n` axis: each output
+/// is `combine` of the running value and the element (`exclusive`: the running value before
+/// it, starting from `identity`), walked backwards when `reverse`. Shared with the
+/// interpreter's kernel, which passes its own element arithmetic.
+#[allow(clippy::too_many_arguments)]
+pub fn cumulative<T: Copy>(
+    x: &[T],
+    (outer, n, inner): (usize, usize, usize),
+    identity: T,
+    combine: impl Fn(T, T) -> T,
+    exclusive: bool,
+    reverse: bool,
+) -> Vec<T> {
+    let mut v = vec![identity; x.len()];
+    for o in 0..outer {
+        for i in 0..inner {
+            let mut acc = identity;
+            for k in 0..n {
+                let j = if reverse { n - 1 - k } else { k };
+                let at = (o * n + j) * inner + i;
+                let next = combine(acc, x[at]);
+                v[at] = if exclusive { acc } else { next };
+                acc = next;
+            }
+        }
+    }
+    v
 }
 
 /// Which pooling a [`KernelOp::Pool`] computes.
@@ -82,6 +206,10 @@ pub enum ConvKind {
     Forward,
     BackpropInput,
     BackpropFilter,
+    /// `DepthwiseConv2dNative` and its gradients (filter `[KH,KW,C,M]`).
+    Depthwise,
+    DepthwiseBackpropInput,
+    DepthwiseBackpropFilter,
 }
 
 /// How a TensorScatter op combines an update with the existing slice.
@@ -450,17 +578,21 @@ impl KernelOp {
                 Ok(vec![Tensor { dtype, shape: out_shapes[0].clone(), data }])
             }
             KernelOp::Conv { kind, shape } => {
-                fn go<T: crate::conv::ConvElem>(
+                fn go<T: crate::conv::ConvElem + std::ops::Mul<Output = T>>(
                     kind: ConvKind,
                     s: &crate::conv::ConvShape,
                     a: &[T],
                     b: &[T],
                 ) -> Vec<T> {
+                    use crate::conv as c;
                     let threads = rayon::current_num_threads();
                     match kind {
-                        ConvKind::Forward => crate::conv::conv2d(s, a, b, threads),
-                        ConvKind::BackpropInput => crate::conv::conv2d_backprop_input(s, a, b, threads),
-                        ConvKind::BackpropFilter => crate::conv::conv2d_backprop_filter(s, a, b, threads),
+                        ConvKind::Forward => c::conv2d(s, a, b, threads),
+                        ConvKind::BackpropInput => c::conv2d_backprop_input(s, a, b, threads),
+                        ConvKind::BackpropFilter => c::conv2d_backprop_filter(s, a, b, threads),
+                        ConvKind::Depthwise => c::depthwise_conv2d(s, a, b, threads),
+                        ConvKind::DepthwiseBackpropInput => c::depthwise_conv2d_backprop_input(s, a, b, threads),
+                        ConvKind::DepthwiseBackpropFilter => c::depthwise_conv2d_backprop_filter(s, a, b),
                     }
                 }
                 let (a, b) = (inputs[0], inputs[1]);
@@ -470,6 +602,122 @@ impl KernelOp {
                     _ => return Err(err(format!("convolution of {} and {}", a.dtype, b.dtype))),
                 };
                 Ok(vec![Tensor { dtype: a.dtype, shape: out_shapes[0].clone(), data }])
+            }
+            KernelOp::BatchNorm { attrs, grad } => {
+                fn go<T: crate::batchnorm::BnElem>(
+                    a: &crate::batchnorm::BnAttrs,
+                    grad: bool,
+                    ins: &[&[T]],
+                    c: usize,
+                    outs: usize,
+                ) -> Vec<Vec<T>> {
+                    let mut v = if grad {
+                        let (dx, ds, doff) =
+                            crate::batchnorm::batch_norm_grad(a, ins[0], ins[1], c, ins[2], ins[3], ins[4]);
+                        vec![dx, ds, doff]
+                    } else {
+                        let unused = a.running_unused() && ins[3].len() != c;
+                        let (m, v) = if unused { (None, None) } else { (Some(ins[3]), Some(ins[4])) };
+                        let r = crate::batchnorm::batch_norm(a, ins[0], c, ins[1], ins[2], m, v);
+                        vec![r.y, r.batch_mean, r.batch_variance, r.reserve_mean, r.reserve_variance]
+                    };
+                    v.resize(outs, Vec::new());
+                    v
+                }
+                let x = inputs[if *grad { 1 } else { 0 }];
+                let c = x.shape.last().copied().unwrap_or(0);
+                let n = out_shapes.len();
+                let data: Vec<TensorData> = match x.dtype {
+                    DType::Float32 => {
+                        let v = inputs.iter().map(|t| f32_of(t)).collect::<Result<Vec<_>, _>>()?;
+                        go(attrs, *grad, &v, c, n).into_iter().map(|o| TensorData::F32(Arc::new(o))).collect()
+                    }
+                    DType::Float64 => {
+                        let v = inputs
+                            .iter()
+                            .map(|t| t.as_f64().ok_or_else(|| err("mixed batch-norm dtypes")))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        go(attrs, *grad, &v, c, n).into_iter().map(|o| TensorData::F64(Arc::new(o))).collect()
+                    }
+                    d => return Err(err(format!("batch normalisation of {d}"))),
+                };
+                Ok(data
+                    .into_iter()
+                    .zip(out_shapes)
+                    .map(|(data, shape)| Tensor { dtype: x.dtype, shape: shape.clone(), data })
+                    .collect())
+            }
+            KernelOp::Cumulative { .. } => {
+                use autoclust_graph::arith::TfArith;
+                fn go<T: TfArith>(v: &[T], one: T, zero: T, op: &KernelOp) -> Vec<T> {
+                    let KernelOp::Cumulative { prod, exclusive, reverse, outer, n, inner } = *op else {
+                        unreachable!("called for Cumulative")
+                    };
+                    let dims = (outer, n, inner);
+                    if prod {
+                        cumulative(v, dims, one, T::mul, exclusive, reverse)
+                    } else {
+                        cumulative(v, dims, zero, T::add, exclusive, reverse)
+                    }
+                }
+                let x = inputs[0];
+                let data = match &x.data {
+                    TensorData::F32(v) => TensorData::F32(Arc::new(go(v, 1.0, 0.0, self))),
+                    TensorData::F64(v) => TensorData::F64(Arc::new(go(v, 1.0, 0.0, self))),
+                    TensorData::I32(v) => TensorData::I32(Arc::new(go(v, 1, 0, self))),
+                    TensorData::I64(v) => TensorData::I64(Arc::new(go(v, 1, 0, self))),
+                    _ => return Err(err(format!("cumulative sum or product of {}", x.dtype))),
+                };
+                Ok(vec![Tensor { dtype: x.dtype, shape: out_shapes[0].clone(), data }])
+            }
+            KernelOp::Modular { kind } => {
+                use autoclust_graph::arith::TfArith;
+                fn go<T: TfArith>(kind: ModularKind, a: &[T], b: &[T], sh: [&[usize]; 3]) -> Result<Vec<T>, String> {
+                    // `y − y == y` only for y = 0 (integers).
+                    if T::IS_INT && b.iter().any(|&y| y.sub(y) == y) {
+                        return Err(err("Integer division by zero"));
+                    }
+                    Ok(broadcast_binary(a, sh[0], b, sh[1], sh[2], |x, y| kind.apply(x, y)))
+                }
+                let (a, b) = (inputs[0], inputs[1]);
+                let sh = [&a.shape[..], &b.shape[..], &out_shapes[0][..]];
+                let data = match (&a.data, &b.data) {
+                    (TensorData::F32(x), TensorData::F32(y)) => TensorData::F32(Arc::new(go(*kind, x, y, sh)?)),
+                    (TensorData::F64(x), TensorData::F64(y)) => TensorData::F64(Arc::new(go(*kind, x, y, sh)?)),
+                    (TensorData::I32(x), TensorData::I32(y)) => TensorData::I32(Arc::new(go(*kind, x, y, sh)?)),
+                    (TensorData::I64(x), TensorData::I64(y)) => TensorData::I64(Arc::new(go(*kind, x, y, sh)?)),
+                    _ => return Err(err(format!("{kind:?} of {} and {}", a.dtype, b.dtype))),
+                };
+                Ok(vec![Tensor { dtype: a.dtype, shape: out_shapes[0].clone(), data }])
+            }
+            KernelOp::KeyCounter => {
+                let gen = crate::random::generator_from_seed(inputs[0])?;
+                let (key, counter) = crate::random::key_counter_tensors(&gen);
+                Ok(vec![key, counter])
+            }
+            KernelOp::StatelessRandom { dist, v2, dtype: out_dtype } => {
+                let out_dtype = *out_dtype;
+                let gen = if *v2 {
+                    crate::random::generator_from_key_counter(inputs[0], inputs[1], inputs[2])?
+                } else {
+                    crate::random::generator_from_seed(inputs[0])?
+                };
+                let shape = out_shapes[0].clone();
+                let n: usize = shape.iter().product();
+                let t = match (dist, out_dtype) {
+                    (Some(d), DType::Float32) => tensor_f32(shape, crate::random::sample_f32(*d, gen, n)),
+                    (Some(d), DType::Float64) => Tensor {
+                        dtype: DType::Float64,
+                        shape,
+                        data: TensorData::F64(Arc::new(crate::random::sample_f64(*d, gen, n))),
+                    },
+                    (None, DType::Int32 | DType::Int64) => {
+                        let (lo, hi) = if *v2 { (inputs[3], inputs[4]) } else { (inputs[1], inputs[2]) };
+                        crate::random::uniform_ints(gen, out_dtype, shape, lo, hi)?
+                    }
+                    (_, d) => return Err(err(format!("stateless random {d}"))),
+                };
+                Ok(vec![t])
             }
             KernelOp::Gather { axis, batch_dims } => {
                 let params = inputs[0];

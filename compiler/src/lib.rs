@@ -64,6 +64,7 @@
 //! the node, so the runtime can run the cluster in its interpreter instead.
 
 pub mod analyze;
+pub mod batchnorm;
 mod buffers;
 mod codegen;
 pub mod constant_args;
@@ -76,6 +77,7 @@ pub mod math;
 pub mod plan;
 pub mod pool;
 pub mod profile;
+pub mod random;
 mod team;
 mod tile_routines;
 

@@ -521,7 +521,88 @@ impl FMath<'_, '_> {
         let below = self.b.ins().fcmp(FloatCC::LessThan, x, lo);
         self.sel(below, e, r)
     }
+
+    /// sin(x) (`cosine` false) or cos(x): j = round(x·2/π) by the 1.5·2^23 trick (the
+    /// float's low mantissa bits then hold j mod 2^22), r = x − j·π/2 by four fused
+    /// multiply-adds with π/2 split in four (Cody–Waite; each product exact inside the
+    /// FMA), Cephes' `sinf`/`cosf` polynomials on |r| ≤ π/4, and the quadrant j mod 4 (plus
+    /// one for the cosine) picking the polynomial (odd: the other one) and the sign (bit 1).
+    /// Accurate (see `tests/math.rs` for the measured ulps) for |x| below 2^17; past that
+    /// the reduction loses bits, and from 2^22 (where j no longer fits the trick) the result
+    /// is only some value in [−1, 1] — unlike TensorFlow's Eigen kernel, which reduces
+    /// exactly there; the angles and positions models feed sin and cos are far smaller.
+    /// ±inf and NaN give NaN; sin(±0) = ±0.
+    pub fn sin_cos(&mut self, x: Value, cosine: bool) -> Value {
+        let two_over_pi = self.c(std::f32::consts::FRAC_2_PI);
+        let magic = self.c(12_582_912.0);
+        let t = self.b.ins().fma(x, two_over_pi, magic);
+        let magic = self.c(12_582_912.0);
+        let j = self.sub(t, magic);
+        let mut r = x;
+        for part in SIN_PIO2 {
+            let c = self.c(-part);
+            r = self.b.ins().fma(j, c, r);
+        }
+        let z = self.mul(r, r);
+        // sin r = r + r·z·S(z); cos r = 1 − z/2 + z²·C(z).
+        let ps = self.horner(z, &SIN_POLY);
+        let rz = self.mul(r, z);
+        let sin_r = self.b.ins().fma(rz, ps, r);
+        let pc = self.horner(z, &COS_POLY);
+        let zz = self.mul(z, z);
+        let mhalf = self.c(-0.5);
+        let one = self.c(1.0);
+        let c0 = self.b.ins().fma(z, mhalf, one);
+        let cos_r = self.b.ins().fma(zz, pc, c0);
+        let tb = self.int_bits_of(t);
+        let q = if cosine {
+            let one = self.ci(1);
+            self.b.ins().iadd(tb, one)
+        } else {
+            tb
+        };
+        let one = self.ci(1);
+        let odd_bit = self.b.ins().band(q, one);
+        let zero = self.ci(0);
+        let odd = self.b.ins().icmp(cranelift_codegen::ir::condcodes::IntCC::NotEqual, odd_bit, zero);
+        let v = self.sel(odd, cos_r, sin_r);
+        let two = self.ci(2);
+        let neg_bit = self.b.ins().band(q, two);
+        let sign = self.b.ins().ishl_imm_u(neg_bit, 30);
+        let vb = self.int_bits_of(v);
+        let flipped = self.b.ins().bxor(vb, sign);
+        let v = self.float_of_bits(flipped);
+        // Past 2^22 the reduction means nothing: keep the result in [−1, 1] (NaN passing
+        // through the clamps), and a NaN of a finite x (an overflowed reduction) at 0.
+        let v = self.max_const(v, -1.0);
+        let v = self.min_const(v, 1.0);
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, v, v);
+        let ax = self.abs(x);
+        let inf = self.c(f32::INFINITY);
+        let finite = self.b.ins().fcmp(FloatCC::LessThan, ax, inf);
+        let lost = self.b.ins().band(nan, finite);
+        let zero = self.c(0.0);
+        let v = self.sel(lost, zero, v);
+        if cosine {
+            return v;
+        }
+        // sin(−0) = −0 (the polynomial's last addition rounds it to +0).
+        let zero = self.c(0.0);
+        let is_zero = self.b.ins().fcmp(FloatCC::Equal, x, zero);
+        self.sel(is_zero, x, v)
+    }
 }
+
+/// π/2 in four float32 parts (Cody–Waite; halves of SLEEF's `PI_A…PI_D`), the first three
+/// with trailing zero bits so the early steps of the reduction stay exact.
+const SIN_PIO2: [f32; 4] =
+    [1.570_312_5, 4.835_128_784_179_687_5e-4, 3.138_557_076_454_162_6e-7, 6.077_100_628_276_710_4e-11];
+
+/// sin r = r + r³·S(r²) on |r| ≤ π/4, highest degree first (Cephes' `sinf`).
+const SIN_POLY: [f32; 3] = [-1.951_529_589_1e-4, 8.332_160_873_6e-3, -1.666_665_461_1e-1];
+
+/// cos r = 1 − r²/2 + r⁴·C(r²) on |r| ≤ π/4, highest degree first (Cephes' `cosf`).
+const COS_POLY: [f32; 3] = [2.443_315_711_809_948e-5, -1.388_731_625_493_765e-3, 4.166_664_568_298_827e-2];
 
 /// `−(log ε + 2)` for float32 (ε = 2^−23), TensorFlow's softplus cut-off.
 pub(crate) const SOFTPLUS_THRESHOLD: f32 = 13.942_385;

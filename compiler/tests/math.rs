@@ -190,3 +190,59 @@ fn tanh_is_accurate_at_every_float_where_it_bends_and_saturates() {
     let (u, x) = worst.unwrap();
     assert!(u <= 5, "tanh: {u} ulps at {x:e}");
 }
+
+/// Sine and cosine against libm (in f64, rounded) for |x| < 2^17, where the four-part
+/// Cody–Waite reduction is exact enough (every 97th float of that range, both signs, plus
+/// the multiples of π/2 nearest to floats, where the reduced argument is tiniest); beyond it
+/// only |result| ≤ 1 or NaN is promised. ±inf and NaN give NaN, sin(±0) = ±0.
+#[test]
+fn sin_and_cos_are_accurate_below_2_pow_17() {
+    let limit = 131_072.0f32;
+    let mut xs: Vec<f32> = sweep().into_iter().filter(|x| x.is_finite()).collect();
+    // The floats nearest to k·π/2: the hardest reductions.
+    xs.extend((1..20_000).flat_map(|k| {
+        let x = (k as f64 * std::f64::consts::FRAC_PI_2 * 6.5) as f32;
+        [x, f32::from_bits(x.to_bits() + 1), f32::from_bits(x.to_bits() - 1), -x]
+    }));
+    for (op, reference) in [("Sin", f64::sin as fn(f64) -> f64), ("Cos", f64::cos)] {
+        let f = unary(op, xs.len());
+        let got = f.call(&[f32t(&[xs.len()], xs.clone())]).unwrap();
+        let got = got[0].as_f32().unwrap();
+        let mut worst = (0u64, 0f32);
+        for (&x, &g) in xs.iter().zip(got) {
+            if x.abs() >= limit {
+                assert!(g.abs() <= 1.0, "{op}({x:e}) = {g:e}: past 2^17 only a value in [-1, 1] is promised");
+                continue;
+            }
+            let w = reference(x as f64) as f32;
+            // Near a zero of the function the absolute error is what rounding promises.
+            if w.abs() < 1e-6 {
+                assert!((g - w).abs() <= NEAR_ZERO_ABS, "{op}({x:e}) = {g:e}, want {w:e}");
+                continue;
+            }
+            let u = ulps(g, w);
+            if u > worst.0 {
+                worst = (u, x);
+            }
+        }
+        assert!(worst.0 <= SIN_COS_ULPS, "{op}: {} ulps at x = {:e}", worst.0, worst.1);
+        eprintln!("{op}: worst {} ulps at {:e} over {} inputs", worst.0, worst.1, xs.len());
+        let special = unary(op, 5);
+        let s = [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+        let out = special.call(&[f32t(&[5], s.to_vec())]).unwrap();
+        let out = out[0].as_f32().unwrap();
+        assert!(out[2].is_nan() && out[3].is_nan() && out[4].is_nan(), "{op} of inf/NaN: {out:?}");
+        if op == "Sin" {
+            assert_eq!((out[0].to_bits(), out[1].to_bits()), (0.0f32.to_bits(), (-0.0f32).to_bits()));
+        } else {
+            assert_eq!((out[0], out[1]), (1.0, 1.0));
+        }
+    }
+}
+
+/// Measured worst case of [`sin_and_cos_are_accurate_below_2_pow_17`].
+const SIN_COS_ULPS: u64 = 2;
+
+/// The absolute error [`sin_and_cos_are_accurate_below_2_pow_17`] allows where the result is
+/// below 1e-6 (next to a multiple of π or π/2 the ulp of the result is tiny).
+const NEAR_ZERO_ABS: f32 = 1e-12;

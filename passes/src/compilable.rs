@@ -40,27 +40,36 @@ pub fn is_jit_op(op: &str) -> bool {
             | "Sqrt" | "Rsqrt" | "Square" | "Tanh" | "Sigmoid" | "Relu" | "Maximum" | "Minimum" | "Pow" | "Cast"
             | "Select" | "SelectV2" | "Reciprocal" | "Inv" | "SquaredDifference" | "Floor" | "Ceil" | "Sign"
             | "Erf" | "Erfc" | "Log1p" | "Softplus" | "IsNan" | "Expm1" | "Elu" | "Selu" | "Relu6" | "EluGrad"
-            | "SeluGrad" | "Relu6Grad" | "LeakyRelu" | "LeakyReluGrad"
+            | "SeluGrad" | "Relu6Grad" | "LeakyRelu" | "LeakyReluGrad" | "Sin" | "Cos"
             // Comparisons and logic.
             | "Equal" | "NotEqual" | "Less" | "LessEqual" | "Greater" | "GreaterEqual" | "LogicalAnd"
             | "LogicalOr" | "LogicalNot"
             // Linear algebra.
             | "MatMul" | "BatchMatMul" | "BatchMatMulV2" | "BiasAdd" | "BiasAddV1" | "BiasAddGrad" | "Einsum"
-            | "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter" | "MaxPool" | "MaxPoolGrad" | "AvgPool"
-            | "AvgPoolGrad"
+            | "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter" | "DepthwiseConv2dNative"
+            | "DepthwiseConv2dNativeBackpropInput" | "DepthwiseConv2dNativeBackpropFilter" | "MaxPool" | "MaxPoolGrad" | "AvgPool"
+            | "AvgPoolGrad" | "FusedBatchNorm" | "FusedBatchNormV2" | "FusedBatchNormV3" | "FusedBatchNormGrad"
+            | "FusedBatchNormGradV2" | "FusedBatchNormGradV3"
             // Reductions.
             | "Sum" | "Mean" | "Max" | "Min" | "Prod" | "ArgMax" | "ArgMin" | "Any" | "All"
             // Shapes and data movement.
             | "Split" | "SplitV" | "ReverseV2" | "StridedSliceGrad" | "Reshape" | "Shape" | "ShapeN" | "Size" | "Rank" | "ExpandDims" | "Squeeze" | "Transpose" | "ConcatV2" | "Pack"
             | "Slice" | "StridedSlice" | "Fill" | "ZerosLike" | "OnesLike" | "Tile" | "BroadcastTo" | "GatherV2" | "Gather"
-            | "UnsortedSegmentSum"
+            | "UnsortedSegmentSum" | "Cumsum" | "Cumprod"
+            // Stateless random samplers (pure functions of their seed or key and counter).
+            | "StatelessRandomUniform" | "StatelessRandomNormal" | "StatelessTruncatedNormal"
+            | "StatelessRandomUniformInt" | "StatelessRandomUniformV2" | "StatelessRandomNormalV2"
+            | "StatelessTruncatedNormalV2" | "StatelessRandomUniformIntV2" | "StatelessRandomGetKeyCounter"
+            | "StatelessRandomGetAlg"
             // Losses, activations and their gradients.
             | "Softmax" | "LogSoftmax" | "SoftmaxCrossEntropyWithLogits" | "SparseSoftmaxCrossEntropyWithLogits"
             | "ReluGrad" | "TanhGrad" | "SigmoidGrad" | "RsqrtGrad" | "SqrtGrad" | "ReciprocalGrad" | "InvGrad"
             | "BroadcastGradientArgs"
+            // Division-like ops (folded on constants, a kernel step on run-time values).
+            | "FloorDiv" | "FloorMod" | "Mod" | "TruncateDiv" | "TruncateMod"
             // Shape arithmetic, compiled only when its value is known at compile time (see
             // [`compile_time_known`]): TF2 gradients compute reduction indices with these.
-            | "FloorDiv" | "FloorMod" | "Range" | "InvertPermutation" | "DynamicStitch" | "ParallelDynamicStitch"
+            | "Range" | "InvertPermutation" | "DynamicStitch" | "ParallelDynamicStitch"
             | "ConcatOffset"
             // Plumbing.
             | "Identity" | "IdentityN" | "StopGradient" | "Snapshot" | "PreventGradient" | "Const" | "NoOp"
@@ -69,7 +78,10 @@ pub fn is_jit_op(op: &str) -> bool {
             | "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterMax"
             | "ResourceScatterMin" | "ResourceScatterUpdate" | "ResourceApplyGradientDescent"
             | "ResourceApplyMomentum" | "ResourceApplyAdam" | "ResourceApplyKerasMomentum" | "ResourceApplyAdagrad"
-            | "ResourceApplyAdagradV2" | "ResourceApplyRMSProp" | "VariableShape"
+            | "ResourceApplyAdagradV2" | "ResourceApplyRMSProp" | "ResourceApplyAdaMax" | "ResourceApplyAdadelta"
+            | "ResourceApplyCenteredRMSProp" | "ResourceApplyFtrl" | "ResourceApplyFtrlV2"
+            | "ResourceApplyProximalGradientDescent" | "ResourceApplyProximalAdagrad" | "ResourceApplyAddSign"
+            | "ResourceApplyPowerSign" | "VariableShape"
             // Pure scatters (what encapsulation lowers the resource scatters to).
             | "TensorScatterAdd" | "TensorScatterSub" | "TensorScatterMax" | "TensorScatterMin" | "TensorScatterUpdate"
     )
@@ -96,6 +108,15 @@ pub fn is_variable_op(op: &str) -> bool {
             | "ResourceApplyAdagrad"
             | "ResourceApplyAdagradV2"
             | "ResourceApplyRMSProp"
+            | "ResourceApplyAdaMax"
+            | "ResourceApplyAdadelta"
+            | "ResourceApplyCenteredRMSProp"
+            | "ResourceApplyFtrl"
+            | "ResourceApplyFtrlV2"
+            | "ResourceApplyProximalGradientDescent"
+            | "ResourceApplyProximalAdagrad"
+            | "ResourceApplyAddSign"
+            | "ResourceApplyPowerSign"
             | "VariableShape"
     )
 }
@@ -259,8 +280,7 @@ impl Compilability {
 }
 
 /// Ops the compiler folds but never generates code for (integer shape arithmetic).
-const FOLD_ONLY: &[&str] =
-    &["FloorDiv", "FloorMod", "Range", "InvertPermutation", "DynamicStitch", "ParallelDynamicStitch", "ConcatOffset"];
+const FOLD_ONLY: &[&str] = &["Range", "InvertPermutation", "DynamicStitch", "ParallelDynamicStitch", "ConcatOffset"];
 
 /// For every node: whether its outputs are known when a cluster is compiled for given input
 /// shapes — constants, the shapes of anything, and integer shape arithmetic on such values.
@@ -331,16 +351,35 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
         "Conv2D"
             | "Conv2DBackpropInput"
             | "Conv2DBackpropFilter"
+            | "DepthwiseConv2dNative"
+            | "DepthwiseConv2dNativeBackpropInput"
+            | "DepthwiseConv2dNativeBackpropFilter"
             | "MaxPool"
             | "MaxPoolGrad"
             | "AvgPool"
             | "AvgPoolGrad"
             | "BiasAdd"
             | "BiasAddGrad"
+            | "FusedBatchNorm"
+            | "FusedBatchNormV2"
+            | "FusedBatchNormV3"
+            | "FusedBatchNormGrad"
+            | "FusedBatchNormGradV2"
+            | "FusedBatchNormGradV3"
     ) && node.attr("data_format").and_then(AttrValue::as_str).is_some_and(|f| f != "NHWC")
     {
         return Some(NotCompilable::UnsupportedOp { op: format!("{op} in a data_format other than NHWC") });
     }
+    // Stateless random ops pass uint64 keys and counters between their kernels.
+    let uint64_ok = matches!(
+        op,
+        "StatelessRandomGetKeyCounter"
+            | "StatelessRandomUniformV2"
+            | "StatelessRandomNormalV2"
+            | "StatelessTruncatedNormalV2"
+            | "StatelessRandomUniformIntV2"
+    );
+    let is_supported_dtype = |t: DType| is_supported_dtype(t) || uint64_ok && t == DType::UInt64;
     for (port, (dtype, _)) in types.outputs(id).iter().enumerate() {
         let port = port as u32;
         if !is_supported_dtype(*dtype) {

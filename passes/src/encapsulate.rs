@@ -392,6 +392,10 @@ fn handle_slots(op: &str) -> Option<&'static [usize]> {
             &[0, 1]
         }
         "ResourceApplyAdam" | "ResourceApplyRMSProp" => &[0, 1, 2],
+        "ResourceApplyProximalGradientDescent" => &[0],
+        "ResourceApplyProximalAdagrad" | "ResourceApplyAddSign" | "ResourceApplyPowerSign" => &[0, 1],
+        "ResourceApplyAdaMax" | "ResourceApplyAdadelta" | "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => &[0, 1, 2],
+        "ResourceApplyCenteredRMSProp" => &[0, 1, 2, 3],
         _ => return None,
     })
 }
@@ -449,6 +453,21 @@ fn float_one(dtype: DType) -> Option<Tensor> {
         DType::Float64 => Tensor::from_f64(vec![], vec![1.0]).ok(),
         _ => None,
     }
+}
+
+/// A scalar constant `name/what` of a float dtype (`None` for other dtypes).
+fn scalar_const(body: &mut Body, name: &str, what: &str, dtype: DType, v: f64) -> Option<String> {
+    let t = match dtype {
+        DType::Float32 => Tensor::scalar_f32(v as f32),
+        DType::Float64 => Tensor::from_f64(vec![], vec![v]).ok()?,
+        _ => return None,
+    };
+    Some(body.op(
+        &format!("{name}/{what}"),
+        "Const",
+        vec![],
+        attrs(&[("dtype", AttrValue::Type(dtype)), ("value", AttrValue::Tensor(t))]),
+    ))
 }
 
 fn t_attr(dtype: DType) -> Attrs {
@@ -887,6 +906,249 @@ impl LowerCtx<'_> {
                     let num = body.op(&p("numerator"), "Mul", vec![lr_t, direction], ta.clone());
                     let step = body.op(&p("step"), "RealDiv", vec![num, denom], ta.clone());
                     write(&mut vars, &mut body, v, "Sub", vec![var_cur, step], ta);
+                }
+                // AdaMax, Adadelta, CenteredRMSProp, Ftrl(V2), the proximal ones, AddSign and
+                // PowerSign: the interpreter's update rules (runtime/src/kernels/optimizer.rs,
+                // `Rule::step`) term by term, every slot computed from the old values.
+                "ResourceApplyAdaMax"
+                | "ResourceApplyAdadelta"
+                | "ResourceApplyCenteredRMSProp"
+                | "ResourceApplyFtrl"
+                | "ResourceApplyFtrlV2"
+                | "ResourceApplyProximalGradientDescent"
+                | "ResourceApplyProximalAdagrad"
+                | "ResourceApplyAddSign"
+                | "ResourceApplyPowerSign" => {
+                    let dtype = vars[var(0)].dtype;
+                    let unsupported = || EncapsulateError::UnsupportedDType { node: name.into(), op: op.into(), dtype };
+                    let one = scalar_const(&mut body, name, "one", dtype, 1.0).ok_or_else(unsupported)?;
+                    let zero = scalar_const(&mut body, name, "zero", dtype, 0.0).ok_or_else(unsupported)?;
+                    let ta = t_attr(dtype);
+                    macro_rules! e {
+                        ($s:literal, $op:literal, $($i:expr),+) => {
+                            body.op(&format!("{name}/{}", $s), $op, vec![$($i.clone()),+], ta.clone())
+                        };
+                    }
+                    // TensorFlow's proximal step: l1 > 0 ? sgn(v)·max(|v| − shrink, 0)/scale : v/scale.
+                    macro_rules! proximal {
+                        ($v:expr, $l1:expr, $shrink:expr, $scale:expr) => {{
+                            let pos = e!("l1_positive", "Greater", $l1, zero);
+                            let sign = e!("sign", "Sign", $v);
+                            let abs = e!("abs", "Abs", $v);
+                            let shrunk = e!("shrunk", "Sub", abs, $shrink);
+                            let clipped = e!("clipped", "Maximum", shrunk, zero);
+                            let signed = e!("signed", "Mul", sign, clipped);
+                            let l1_step = e!("l1_step", "RealDiv", signed, $scale);
+                            let plain = e!("plain_step", "RealDiv", $v, $scale);
+                            e!("proximal", "SelectV2", pos, l1_step, plain)
+                        }};
+                    }
+                    match op {
+                        "ResourceApplyAdaMax" => {
+                            // m += (g − m)(1 − β₁); v = max(β₂v, |g|); var −= lr/(1 − β₁ᵗ)·(m/(v + ε))
+                            let (v, m, u) = (var(0), var(1), var(2));
+                            let (var_cur, m_cur, u_cur) = (
+                                read(&mut vars, &mut body, v),
+                                read(&mut vars, &mut body, m),
+                                read(&mut vars, &mut body, u),
+                            );
+                            let (b1p, lr, b1, b2, eps, g) = (arg(3), arg(4), arg(5), arg(6), arg(7), arg(8));
+                            let one_b1 = e!("one_minus_beta1", "Sub", one, b1);
+                            let g_m = e!("grad_minus_m", "Sub", g, m_cur);
+                            let dm = e!("m_delta", "Mul", g_m, one_b1);
+                            let m_new = write(&mut vars, &mut body, m, "AddV2", vec![m_cur, dm], ta.clone());
+                            let b2u = e!("beta2_v", "Mul", b2, u_cur);
+                            let abs_g = e!("abs_grad", "Abs", g);
+                            let u_new = write(&mut vars, &mut body, u, "Maximum", vec![b2u, abs_g], ta.clone());
+                            let one_b1p = e!("one_minus_beta1_power", "Sub", one, b1p);
+                            let lr_t = e!("lr_t", "RealDiv", lr, one_b1p);
+                            let u_eps = e!("v_epsilon", "AddV2", u_new, eps);
+                            let ratio = e!("ratio", "RealDiv", m_new, u_eps);
+                            let step = e!("step", "Mul", lr_t, ratio);
+                            write(&mut vars, &mut body, v, "Sub", vec![var_cur, step], ta);
+                        }
+                        "ResourceApplyAdadelta" => {
+                            // accum = accum·ρ + g·g·(1 − ρ); update = sqrt(au + ε)·rsqrt(accum + ε)·g
+                            // var −= update·lr; au = au·ρ + update·update·(1 − ρ)
+                            let (v, acc, au) = (var(0), var(1), var(2));
+                            let (var_cur, acc_cur, au_cur) = (
+                                read(&mut vars, &mut body, v),
+                                read(&mut vars, &mut body, acc),
+                                read(&mut vars, &mut body, au),
+                            );
+                            let (lr, rho, eps, g) = (arg(3), arg(4), arg(5), arg(6));
+                            let one_rho = e!("one_minus_rho", "Sub", one, rho);
+                            let acc_rho = e!("accum_rho", "Mul", acc_cur, rho);
+                            let g2 = e!("grad_squared", "Mul", g, g);
+                            let g2r = e!("grad_squared_scaled", "Mul", g2, one_rho);
+                            let acc_new = write(&mut vars, &mut body, acc, "AddV2", vec![acc_rho, g2r], ta.clone());
+                            let au_eps = e!("update_accum_epsilon", "AddV2", au_cur, eps);
+                            let num = e!("sqrt_update_accum", "Sqrt", au_eps);
+                            let acc_eps = e!("accum_epsilon", "AddV2", acc_new, eps);
+                            let root = e!("sqrt_accum", "Sqrt", acc_eps);
+                            let inv = e!("rsqrt_accum", "Reciprocal", root);
+                            let ratio = e!("ratio", "Mul", num, inv);
+                            let update = e!("update", "Mul", ratio, g);
+                            let step = e!("step", "Mul", update, lr);
+                            write(&mut vars, &mut body, v, "Sub", vec![var_cur, step], ta.clone());
+                            let au_rho = e!("update_accum_rho", "Mul", au_cur, rho);
+                            let u2 = e!("update_squared", "Mul", update, update);
+                            let u2r = e!("update_squared_scaled", "Mul", u2, one_rho);
+                            write(&mut vars, &mut body, au, "AddV2", vec![au_rho, u2r], ta);
+                        }
+                        "ResourceApplyCenteredRMSProp" => {
+                            // ms += (g² − ms)(1 − ρ); mg += (g − mg)(1 − ρ)
+                            // mom = mom·momentum + g·lr/sqrt(ms − mg² + ε); var −= mom
+                            let (v, mg, ms, mom) = (var(0), var(1), var(2), var(3));
+                            let var_cur = read(&mut vars, &mut body, v);
+                            let mg_cur = read(&mut vars, &mut body, mg);
+                            let ms_cur = read(&mut vars, &mut body, ms);
+                            let mom_cur = read(&mut vars, &mut body, mom);
+                            let (lr, rho, momentum, eps, g) = (arg(4), arg(5), arg(6), arg(7), arg(8));
+                            let one_rho = e!("one_minus_rho", "Sub", one, rho);
+                            let g2 = e!("grad_squared", "Mul", g, g);
+                            let g2_ms = e!("grad_squared_minus_ms", "Sub", g2, ms_cur);
+                            let dms = e!("ms_delta", "Mul", g2_ms, one_rho);
+                            let ms_new = write(&mut vars, &mut body, ms, "AddV2", vec![ms_cur, dms], ta.clone());
+                            let g_mg = e!("grad_minus_mg", "Sub", g, mg_cur);
+                            let dmg = e!("mg_delta", "Mul", g_mg, one_rho);
+                            let mg_new = write(&mut vars, &mut body, mg, "AddV2", vec![mg_cur, dmg], ta.clone());
+                            let mg2 = e!("mg_squared", "Mul", mg_new, mg_new);
+                            let centred = e!("centred", "Sub", ms_new, mg2);
+                            let denom = e!("denominator", "AddV2", centred, eps);
+                            let root = e!("sqrt_denominator", "Sqrt", denom);
+                            let decayed = e!("mom_decayed", "Mul", mom_cur, momentum);
+                            let g_lr = e!("grad_lr", "Mul", g, lr);
+                            let scaled = e!("scaled_grad", "RealDiv", g_lr, root);
+                            let mom_new = write(&mut vars, &mut body, mom, "AddV2", vec![decayed, scaled], ta.clone());
+                            write(&mut vars, &mut body, v, "Sub", vec![var_cur, mom_new], ta);
+                        }
+                        "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => {
+                            let v2 = op == "ResourceApplyFtrlV2";
+                            let by_lr =
+                                node.attr("multiply_linear_by_lr").and_then(AttrValue::as_bool).unwrap_or(false);
+                            let (v, acc, lin) = (var(0), var(1), var(2));
+                            let var_cur = read(&mut vars, &mut body, v);
+                            let acc_cur = read(&mut vars, &mut body, acc);
+                            let lin_cur = read(&mut vars, &mut body, lin);
+                            let (g, lr, l1, l2) = (arg(3), arg(4), arg(5), arg(6));
+                            let lr_power = arg(if v2 { 8 } else { 7 });
+                            let two = scalar_const(&mut body, name, "two", dtype, 2.0).ok_or_else(unsupported)?;
+                            let minus_half =
+                                scalar_const(&mut body, name, "minus_half", dtype, -0.5).ok_or_else(unsupported)?;
+                            let g_shrunk = if v2 {
+                                let two_shrink = e!("two_shrinkage", "Mul", two, arg(7));
+                                let pull = e!("shrinkage_pull", "Mul", two_shrink, var_cur);
+                                e!("grad_shrunk", "AddV2", g, pull)
+                            } else {
+                                g.clone()
+                            };
+                            let g2 = e!("grad_squared", "Mul", g, g);
+                            let acc_new = e!("new_accum", "AddV2", acc_cur, g2);
+                            // accum^(−lr_power), a square root when lr_power is −½ (as TensorFlow).
+                            let half = body.op(
+                                &format!("{name}/lr_power_is_half"),
+                                "Equal",
+                                vec![lr_power.clone(), minus_half],
+                                attrs(&[
+                                    ("T", AttrValue::Type(dtype)),
+                                    ("incompatible_shape_error", AttrValue::B(true)),
+                                ]),
+                            );
+                            let neg_power = e!("neg_lr_power", "Neg", lr_power);
+                            let new_root = e!("new_accum_sqrt", "Sqrt", acc_new);
+                            let new_pow_gen = e!("new_accum_pow", "Pow", acc_new, neg_power);
+                            let new_pow = e!("new_accum_power", "SelectV2", half, new_root, new_pow_gen);
+                            let old_root = e!("accum_sqrt", "Sqrt", acc_cur);
+                            let old_pow_gen = e!("accum_pow", "Pow", acc_cur, neg_power);
+                            let old_pow = e!("accum_power", "SelectV2", half, old_root, old_pow_gen);
+                            let dpow = e!("power_delta", "Sub", new_pow, old_pow);
+                            let two_l2 = e!("two_l2", "Mul", two, l2);
+                            let (lin_new, l1_eff, y) = if by_lr {
+                                let g_lr = e!("grad_lr", "Mul", g_shrunk, lr);
+                                let dv = e!("power_delta_var", "Mul", dpow, var_cur);
+                                let inc = e!("linear_delta", "Sub", g_lr, dv);
+                                let lin_new = write(&mut vars, &mut body, lin, "AddV2", vec![lin_cur, inc], ta.clone());
+                                let l1_eff = e!("l1_lr", "Mul", l1, lr);
+                                let two_l2_lr = e!("two_l2_lr", "Mul", two_l2, lr);
+                                (lin_new, l1_eff, e!("quadratic", "AddV2", new_pow, two_l2_lr))
+                            } else {
+                                let d_lr = e!("power_delta_lr", "RealDiv", dpow, lr);
+                                let dv = e!("power_delta_var", "Mul", d_lr, var_cur);
+                                let inc = e!("linear_delta", "Sub", g_shrunk, dv);
+                                let lin_new = write(&mut vars, &mut body, lin, "AddV2", vec![lin_cur, inc], ta.clone());
+                                let p_lr = e!("new_power_lr", "RealDiv", new_pow, lr);
+                                (lin_new, l1.clone(), e!("quadratic", "AddV2", p_lr, two_l2))
+                            };
+                            let sign = e!("linear_sign", "Sign", lin_new);
+                            let l1_sign = e!("l1_sign", "Mul", l1_eff, sign);
+                            let x = e!("pre_shrink", "Sub", l1_sign, lin_new);
+                            let abs = e!("linear_abs", "Abs", lin_new);
+                            let big = e!("above_l1", "Greater", abs, l1_eff);
+                            let value = e!("value", "RealDiv", x, y);
+                            write(&mut vars, &mut body, v, "SelectV2", vec![big, value, zero], ta.clone());
+                            write(&mut vars, &mut body, acc, "Identity", vec![acc_new], ta);
+                        }
+                        "ResourceApplyProximalGradientDescent" => {
+                            // prox = var − g·lr; var = proximal(prox, l1, lr·l1, 1 + l2·lr)
+                            let v = var(0);
+                            let var_cur = read(&mut vars, &mut body, v);
+                            let (lr, l1, l2, g) = (arg(1), arg(2), arg(3), arg(4));
+                            let g_lr = e!("grad_lr", "Mul", g, lr);
+                            let prox = e!("prox", "Sub", var_cur, g_lr);
+                            let shrink = e!("shrink", "Mul", lr, l1);
+                            let l2_lr = e!("l2_lr", "Mul", l2, lr);
+                            let scale = e!("scale", "AddV2", one, l2_lr);
+                            let new = proximal!(prox, l1, shrink, scale);
+                            write(&mut vars, &mut body, v, "Identity", vec![new], ta);
+                        }
+                        "ResourceApplyProximalAdagrad" => {
+                            // accum += g²; rate = lr·rsqrt(accum); prox = var − g·rate
+                            // var = proximal(prox, l1, rate·l1, 1 + l2·rate)
+                            let (v, acc) = (var(0), var(1));
+                            let var_cur = read(&mut vars, &mut body, v);
+                            let acc_cur = read(&mut vars, &mut body, acc);
+                            let (lr, l1, l2, g) = (arg(2), arg(3), arg(4), arg(5));
+                            let g2 = e!("grad_squared", "Mul", g, g);
+                            let acc_new = write(&mut vars, &mut body, acc, "AddV2", vec![acc_cur, g2], ta.clone());
+                            let root = e!("sqrt_accum", "Sqrt", acc_new);
+                            let inv = e!("rsqrt_accum", "Reciprocal", root);
+                            let rate = e!("rate", "Mul", lr, inv);
+                            let g_rate = e!("grad_rate", "Mul", g, rate);
+                            let prox = e!("prox", "Sub", var_cur, g_rate);
+                            let shrink = e!("shrink", "Mul", rate, l1);
+                            let l2_rate = e!("l2_rate", "Mul", l2, rate);
+                            let scale = e!("scale", "AddV2", one, l2_rate);
+                            let new = proximal!(prox, l1, shrink, scale);
+                            write(&mut vars, &mut body, v, "Identity", vec![new], ta);
+                        }
+                        _ => {
+                            // AddSign / PowerSign: m = m·β + g(1 − β); s = sgn(g)·sgn(m)
+                            // var −= lr·(α + decay·s)·g   or   lr·exp(log_base·decay·s)·g
+                            let (v, m) = (var(0), var(1));
+                            let var_cur = read(&mut vars, &mut body, v);
+                            let m_cur = read(&mut vars, &mut body, m);
+                            let (lr, a, decay, beta, g) = (arg(2), arg(3), arg(4), arg(5), arg(6));
+                            let m_beta = e!("m_beta", "Mul", m_cur, beta);
+                            let one_beta = e!("one_minus_beta", "Sub", one, beta);
+                            let g_beta = e!("grad_one_minus_beta", "Mul", g, one_beta);
+                            let m_new = write(&mut vars, &mut body, m, "AddV2", vec![m_beta, g_beta], ta.clone());
+                            let sg = e!("grad_sign", "Sign", g);
+                            let sm = e!("m_sign", "Sign", m_new);
+                            let agree = e!("agreement", "Mul", sg, sm);
+                            let scale = if op == "ResourceApplyAddSign" {
+                                let d = e!("decay_agreement", "Mul", decay, agree);
+                                e!("scale", "AddV2", a, d)
+                            } else {
+                                let ad = e!("log_base_decay", "Mul", a, decay);
+                                let ex = e!("exponent", "Mul", ad, agree);
+                                e!("scale", "Exp", ex)
+                            };
+                            let lr_scale = e!("lr_scale", "Mul", lr, scale);
+                            let step = e!("step", "Mul", lr_scale, g);
+                            write(&mut vars, &mut body, v, "Sub", vec![var_cur, step], ta);
+                        }
+                    }
                 }
                 _ => unreachable!("handle_slots lists only the ops above"),
             }

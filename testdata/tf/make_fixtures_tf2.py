@@ -59,6 +59,12 @@ after the last step). File layout and manifest: README.md.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
+- tf2_bn_depthwise_ftrl: a strided SAME `DepthwiseConv2dNative` into `FusedBatchNormV3` in training mode
+  with `exponential_avg_factor` (moving statistics assigned from its outputs), relu plus `Sin`, a dropout
+  mask from `tf.random.stateless_uniform` seeded by a counter variable, Dense, and `Cos` of the weights in
+  the loss; the gradients (`DepthwiseConv2dNativeBackprop{Input,Filter}`, `FusedBatchNormGradV3`) feed
+  `ResourceApplyFtrl`, `ResourceApplyAdaMax`, `ResourceApplyProximalAdagrad` and `ResourceApplyAddSign`;
+  an exclusive `Cumsum` of the logits is fetched. 2 steps, batch 5.
 """
 
 import json
@@ -511,9 +517,68 @@ def tf2_tensor_array():
     write("tf2_tensor_array", step.get_concrete_function(), variables, feeds, 2)
 
 
+def tf2_bn_depthwise_ftrl():
+    dw = tf.Variable(np.zeros((3, 3, 3, 2), np.float32), name="dw")
+    gamma = tf.Variable(np.zeros(6, np.float32), name="gamma")
+    beta = tf.Variable(np.zeros(6, np.float32), name="beta")
+    moving_mean = tf.Variable(np.zeros(6, np.float32), name="moving_mean")
+    moving_var = tf.Variable(np.ones(6, np.float32), name="moving_var")
+    w = tf.Variable(np.zeros((54, 4), np.float32), name="w")
+    slots = {k: tf.Variable(np.zeros(shape, np.float32), name=k) for k, shape in [
+        ("w_accum", (54, 4)), ("w_linear", (54, 4)), ("dw_m", (3, 3, 3, 2)), ("dw_v", (3, 3, 3, 2)),
+        ("gamma_accum", (6,)), ("beta_m", (6,))]}
+    counter = tf.Variable(np.int64(5), name="counter")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 6, 6, 3], tf.float32, name="x"),
+                                  tf.TensorSpec([None], tf.int32, name="labels")])
+    def train(x, labels):
+        seed = tf.stack([counter, counter * 3 + 1])
+        with tf.GradientTape() as tape:
+            h = tf.nn.depthwise_conv2d(x, dw, strides=[1, 2, 2, 1], padding="SAME")
+            y, batch_mean, batch_var, _, _, _ = tf.raw_ops.FusedBatchNormV3(
+                x=h, scale=gamma, offset=beta, mean=moving_mean, variance=moving_var, epsilon=0.001,
+                exponential_avg_factor=0.1, data_format="NHWC", is_training=True)
+            a = tf.nn.relu(y) + 0.1 * tf.sin(y)
+            keep = tf.random.stateless_uniform(tf.shape(a), seed) >= 0.25
+            d = tf.where(keep, a / 0.75, tf.zeros_like(a))
+            logits = tf.matmul(tf.reshape(d, [-1, 54]), w)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+            loss += 0.01 * tf.reduce_sum(tf.cos(w))
+        g_dw, g_gamma, g_beta, g_w = tape.gradient(loss, [dw, gamma, beta, w])
+        moving_mean.assign(batch_mean)
+        moving_var.assign(batch_var)
+        tf.raw_ops.ResourceApplyFtrl(var=w.handle, accum=slots["w_accum"].handle, linear=slots["w_linear"].handle,
+                                     grad=g_w, lr=0.05, l1=0.001, l2=0.002, lr_power=-0.5)
+        tf.raw_ops.ResourceApplyAdaMax(var=dw.handle, m=slots["dw_m"].handle, v=slots["dw_v"].handle,
+                                       beta1_power=0.9, lr=0.01, beta1=0.9, beta2=0.999, epsilon=1e-7, grad=g_dw)
+        tf.raw_ops.ResourceApplyProximalAdagrad(var=gamma.handle, accum=slots["gamma_accum"].handle, lr=0.05,
+                                                l1=0.001, l2=0.001, grad=g_gamma)
+        tf.raw_ops.ResourceApplyAddSign(var=beta.handle, m=slots["beta_m"].handle, lr=0.01, alpha=1.0,
+                                        sign_decay=0.9, beta=0.9, grad=g_beta)
+        counter.assign_add(1)
+        return loss, tf.cumsum(logits, axis=1, exclusive=True), batch_mean
+
+    rng = np.random.default_rng(33)
+    variables = [(dw, rng.standard_normal((3, 3, 3, 2)).astype(np.float32) * 0.4),
+                 (gamma, (1.0 + 0.1 * rng.standard_normal(6)).astype(np.float32)),
+                 (beta, (0.1 * rng.standard_normal(6)).astype(np.float32)),
+                 (moving_mean, np.zeros(6, np.float32)), (moving_var, np.ones(6, np.float32)),
+                 (w, rng.standard_normal((54, 4)).astype(np.float32) * 0.2),
+                 (slots["w_accum"], np.full((54, 4), 0.1, np.float32)), (slots["w_linear"], np.zeros((54, 4), np.float32)),
+                 (slots["dw_m"], np.zeros((3, 3, 3, 2), np.float32)), (slots["dw_v"], np.zeros((3, 3, 3, 2), np.float32)),
+                 (slots["gamma_accum"], np.full(6, 0.1, np.float32)), (slots["beta_m"], np.zeros(6, np.float32)),
+                 (counter, np.int64(5))]
+    cf = train.get_concrete_function()
+    captured = {id(e) for e, _ in cf.graph.captures}
+    variables = [(v, init) for v, init in variables if id(v.handle) in captured]
+    feeds = {"x": rng.standard_normal((5, 6, 6, 3)).astype(np.float32),
+             "labels": np.array([0, 3, 1, 2, 3], np.int32)}
+    write("tf2_bn_depthwise_ftrl", cf, variables, feeds, 2)
+
+
 FIXTURES = [tf2_tensor_array, tf2_band_atan2_bucketize, tf2_keras_activations, tf2_keras_lstm_gru, tf2_keras_layernorm_gelu, tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
             tf2_keras_cnn, tf2_einsum_attention, tf2_segment_topk_assert,
-            tf2_gather_scatter_nd]
+            tf2_gather_scatter_nd, tf2_bn_depthwise_ftrl]
 
 
 def main():

@@ -383,29 +383,20 @@ fn split_sizes(sizes: &[i64], n: usize) -> KResult<Vec<usize>> {
     Ok(sizes.iter().map(|&s| if s < 0 { rest as usize } else { s as usize }).collect())
 }
 
-/// `Cumsum`/`Cumprod` along `axis`, `exclusive` (start from the identity) and/or `reverse`.
+/// `Cumsum`/`Cumprod` along `axis`, `exclusive` (start from the identity) and/or `reverse`
+/// (the compiler's loop, `autoclust_compiler::kernels::cumulative`, with this dtype's
+/// arithmetic).
 fn cumulative<T: Num>(t: &Tensor, axis: usize, prod: bool, exclusive: bool, reverse: bool) -> KResult<Tensor> {
-    let x = T::slice(t);
     if t.rank() == 0 {
         return Ok(t.clone());
     }
-    let n = t.shape[axis];
-    let inner: usize = t.shape[axis + 1..].iter().product();
-    let outer: usize = t.shape[..axis].iter().product();
-    let identity = if prod { T::from_i64(1) } else { T::zero() };
-    let mut v = vec![identity; x.len()];
-    for o in 0..outer {
-        for i in 0..inner {
-            let mut acc = identity;
-            for k in 0..n {
-                let j = if reverse { n - 1 - k } else { k };
-                let at = (o * n + j) * inner + i;
-                let next = if prod { acc.mul(x[at]) } else { acc.add(x[at]) };
-                v[at] = if exclusive { acc } else { next };
-                acc = next;
-            }
-        }
-    }
+    let dims = (t.shape[..axis].iter().product(), t.shape[axis], t.shape[axis + 1..].iter().product());
+    let x = T::slice(t);
+    let v = if prod {
+        autoclust_compiler::kernels::cumulative(x, dims, T::from_i64(1), |a: T, b| a.mul(b), exclusive, reverse)
+    } else {
+        autoclust_compiler::kernels::cumulative(x, dims, T::zero(), |a: T, b| a.add(b), exclusive, reverse)
+    };
     Ok(tensor_of(t.shape.clone(), v))
 }
 

@@ -9,7 +9,8 @@
 //! same GEMM `MatMul` uses. The input gradient is the transposed product
 //! scattered back (col2im); the filter gradient is `colᵀ · dy` summed over
 //! the batch. Depthwise convolutions are direct loops (each channel meets
-//! only its own filter slice, so a GEMM buys nothing at these sizes).
+//! only its own filter slice, so a GEMM buys nothing at these sizes). All of them are the
+//! compiler's code (`autoclust_compiler::conv`), which compiled clusters call too.
 //!
 //! Output sizes and padding follow TensorFlow's `GetWindowedOutputSize`:
 //! `VALID` has no padding and `⌈(in − k_eff + 1) / stride⌉` outputs, `SAME`
@@ -122,62 +123,38 @@ fn conv2d_backprop_filter<T: Float + ConvElem>(
     Ok(tensor_of(filter.to_vec(), df))
 }
 
-/// The loops shared by the depthwise convolution and its gradients: calls
-/// `f(x index, filter index, output index)` for every tap that reads input.
-fn depthwise_taps(xd: [usize; 4], fd: [usize; 4], win: &Window, mut f: impl FnMut(usize, usize, usize)) {
-    let [n, h, w, c] = xd;
-    let [kh, kw, _, m] = fd;
-    let (oh, ow) = (win.h.output, win.w.output);
-    for b in 0..n {
-        for oy in 0..oh {
-            for ox in 0..ow {
-                let out_base = ((b * oh + oy) * ow + ox) * c * m;
-                for ky in 0..kh {
-                    let Some(iy) = win.h.source(oy, ky) else { continue };
-                    for kx in 0..kw {
-                        let Some(ix) = win.w.source(ox, kx) else { continue };
-                        let x_base = ((b * h + iy) * w + ix) * c;
-                        let f_base = (ky * kw + kx) * c * m;
-                        for ch in 0..c {
-                            for q in 0..m {
-                                f(x_base + ch, f_base + ch * m + q, out_base + ch * m + q);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
+fn depthwise<T: Float + ConvElem>(a: &WindowAttrs, x: &Tensor, f: &Tensor) -> KResult<Tensor> {
+    let (input, filter) = (nhwc(x, "input")?, filter_dims(f)?);
+    let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
+    super::budget(T::DTYPE, &s.depthwise_output())?;
+    let out = shared::depthwise_conv2d(&s, T::slice(x), T::slice(f), rayon::current_num_threads());
+    Ok(tensor_of(s.depthwise_output().to_vec(), out))
 }
 
-fn depthwise<T: Float>(a: &WindowAttrs, x: &Tensor, f: &Tensor) -> KResult<Tensor> {
-    let (xd, fd) = (nhwc(x, "input")?, filter_dims(f)?);
-    let win = conv_window(a, xd, fd)?;
-    let (xs, fs) = (T::slice(x), T::slice(f));
-    let out_c = xd[3] * fd[3];
-    let mut out = vec![T::zero(); xd[0] * win.h.output * win.w.output * out_c];
-    depthwise_taps(xd, fd, &win, |xi, fi, oi| out[oi] = out[oi].add(xs[xi].mul(fs[fi])));
-    Ok(tensor_of(vec![xd[0], win.h.output, win.w.output, out_c], out))
+fn depthwise_backprop_input<T: Float + ConvElem>(
+    a: &WindowAttrs,
+    sizes: &Tensor,
+    f: &Tensor,
+    dy: &Tensor,
+) -> KResult<Tensor> {
+    let (input, filter) = (sizes4::<T>(sizes, "input_sizes")?, filter_dims(f)?);
+    let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
+    check_out_backprop(dy, input[0], &s.win, input[3] * filter[3])?;
+    let dx = shared::depthwise_conv2d_backprop_input(&s, T::slice(f), T::slice(dy), rayon::current_num_threads());
+    Ok(tensor_of(input.to_vec(), dx))
 }
 
-fn depthwise_backprop_input<T: Float>(a: &WindowAttrs, sizes: &Tensor, f: &Tensor, dy: &Tensor) -> KResult<Tensor> {
-    let (xd, fd) = (sizes4::<T>(sizes, "input_sizes")?, filter_dims(f)?);
-    let win = conv_window(a, xd, fd)?;
-    check_out_backprop(dy, xd[0], &win, xd[3] * fd[3])?;
-    let (dys, fs) = (T::slice(dy), T::slice(f));
-    let mut dx = vec![T::zero(); xd.iter().product()];
-    depthwise_taps(xd, fd, &win, |xi, fi, oi| dx[xi] = dx[xi].add(dys[oi].mul(fs[fi])));
-    Ok(tensor_of(xd.to_vec(), dx))
-}
-
-fn depthwise_backprop_filter<T: Float>(a: &WindowAttrs, x: &Tensor, sizes: &Tensor, dy: &Tensor) -> KResult<Tensor> {
-    let (xd, fd) = (nhwc(x, "input")?, sizes4::<T>(sizes, "filter_sizes")?);
-    let win = conv_window(a, xd, fd)?;
-    check_out_backprop(dy, xd[0], &win, xd[3] * fd[3])?;
-    let (xs, dys) = (T::slice(x), T::slice(dy));
-    let mut df = vec![T::zero(); fd.iter().product()];
-    depthwise_taps(xd, fd, &win, |xi, fi, oi| df[fi] = df[fi].add(xs[xi].mul(dys[oi])));
-    Ok(tensor_of(fd.to_vec(), df))
+fn depthwise_backprop_filter<T: Float + ConvElem>(
+    a: &WindowAttrs,
+    x: &Tensor,
+    sizes: &Tensor,
+    dy: &Tensor,
+) -> KResult<Tensor> {
+    let (input, filter) = (nhwc(x, "input")?, sizes4::<T>(sizes, "filter_sizes")?);
+    let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
+    check_out_backprop(dy, input[0], &s.win, input[3] * filter[3])?;
+    let df = shared::depthwise_conv2d_backprop_filter(&s, T::slice(x), T::slice(dy));
+    Ok(tensor_of(filter.to_vec(), df))
 }
 
 fn same_dtype(a: &Tensor, b: &Tensor) -> KResult<()> {

@@ -650,9 +650,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Div" => Some(Arith::Div),
         "RealDiv" => Some(Arith::RealDiv),
         "FloorDiv" => Some(Arith::FloorDiv),
-        "FloorMod" | "Mod" => Some(Arith::FloorMod),
+        "FloorMod" => Some(Arith::FloorMod),
         "TruncateDiv" => Some(Arith::TruncateDiv),
-        "TruncateMod" => Some(Arith::TruncateMod),
+        // TensorFlow's `Mod` truncates (C's `%` and `fmod`): Mod(-7, 3) = -1.
+        "TruncateMod" | "Mod" => Some(Arith::TruncateMod),
         "Maximum" => Some(Arith::Maximum),
         "Minimum" => Some(Arith::Minimum),
         "Pow" => Some(Arith::Pow),

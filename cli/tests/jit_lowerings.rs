@@ -1,0 +1,522 @@
+//! The JIT lowerings of issue 20's real-model ops: fused batch normalisation and its
+//! gradient, depthwise convolutions and their gradients, Cumsum/Cumprod, the stateless
+//! random samplers and the remaining `ResourceApply*` optimizers. Each graph must run as
+//! compiled clusters only (no interpreted cluster, no `note:`), give the plain executor's
+//! values, and match an independent reference (a direct formula here, or TensorFlow's own
+//! numbers) — so a lowering that silently fell back to the interpreter, or a kernel both
+//! modes share that computed the wrong thing, fails.
+
+use std::collections::HashMap;
+use std::process::{Command, Output};
+
+fn autoclust(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_autoclust")).args(args).env_remove("RUST_LOG").output().expect("the binary runs")
+}
+
+fn notes(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("note: ")).map(String::from).collect()
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+/// A fetched tensor: shape and values (as f64).
+#[derive(Debug, PartialEq)]
+struct Value {
+    shape: Vec<usize>,
+    data: Vec<f64>,
+}
+
+/// `name:port = {json}` lines (and `--json`'s object form) into values by name.
+fn parse(stdout: &[u8]) -> HashMap<String, Value> {
+    let text = String::from_utf8_lossy(stdout);
+    let mut out = HashMap::new();
+    let mut add = |name: &str, v: &serde_json::Value| {
+        let shape = v["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+        let data = v["data"].as_array().unwrap().iter().map(|d| d.as_f64().unwrap_or(f64::NAN)).collect();
+        out.insert(name.to_string(), Value { shape, data });
+    };
+    if let Ok(j) = serde_json::from_str::<serde_json::Value>(&text) {
+        for section in ["fetches", "variables"] {
+            if let Some(m) = j[section].as_object() {
+                for (k, v) in m {
+                    add(k, v);
+                }
+            }
+        }
+        return out;
+    }
+    for line in text.lines() {
+        if let Some((name, json)) = line.split_once(" = ") {
+            add(name, &serde_json::from_str(json).unwrap());
+        }
+    }
+    out
+}
+
+/// Runs `args` clustered and unclustered; asserts the clustered run printed no note and that
+/// `bench` counts only compiled clusters; returns both runs' values.
+fn both_modes(graph: &str, args: &[&str]) -> (HashMap<String, Value>, HashMap<String, Value>, serde_json::Value) {
+    let mut run = vec!["run", graph];
+    run.extend(args);
+    let out = autoclust(&run);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(notes(&out).is_empty(), "{:?}", notes(&out));
+    let mut plain = run.clone();
+    plain.push("--no-cluster");
+    let reference = autoclust(&plain);
+    assert!(reference.status.success(), "{}", String::from_utf8_lossy(&reference.stderr));
+    let mut bench = vec!["bench", graph];
+    let mut rest = args.iter();
+    while let Some(a) = rest.next() {
+        match *a {
+            "--json" => {}
+            "--steps" => {
+                rest.next();
+            }
+            a => bench.push(a),
+        }
+    }
+    bench.extend(["--steps", "1", "--json"]);
+    let b = autoclust(&bench);
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&b.stdout).unwrap();
+    assert!(j["compiled_clusters"].as_u64().unwrap() >= 1, "{j}");
+    assert_eq!(j["interpreted_clusters"], 0, "{j}");
+    (parse(&out.stdout), parse(&reference.stdout), j)
+}
+
+fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}[{i}]: {g} vs {w}");
+    }
+}
+
+/// Deterministic values in [-2, 2] with three decimals.
+fn data(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s % 4001) as f64 - 2000.0) / 1000.0
+        })
+        .collect()
+}
+
+/// A JSON nested list of `v` in `shape`.
+fn nested(v: &[f64], shape: &[usize]) -> String {
+    if shape.len() <= 1 {
+        return format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
+    }
+    let n = v.len() / shape[0];
+    format!("[{}]", v.chunks(n).map(|c| nested(c, &shape[1..])).collect::<Vec<_>>().join(","))
+}
+
+const BATCH_NORM: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[2, 2, 3, 4]}
+scale = Const() {dtype = float32, value = float32[4]{1.5, -0.5, 2.0, 1.0}}
+offset = Const() {dtype = float32, value = float32[4]{0.1, 0.2, 0.3, 0.4}}
+mean = Const() {dtype = float32, value = float32[4]{0.5, 0.5, 0.5, 0.5}}
+var = Const() {dtype = float32, value = float32[4]{2.0, 2.0, 2.0, 2.0}}
+bn = FusedBatchNormV3(x, scale, offset, mean, var) {T = float32, U = float32, epsilon = 0.001, exponential_avg_factor = 0.25, is_training = true, data_format = "NHWC"}
+r = Relu(bn:0) {T = float32}
+g = FusedBatchNormGradV3(r, x, scale, bn:3, bn:4, bn:5) {T = float32, U = float32, epsilon = 0.001, is_training = true, data_format = "NHWC"}
+t = AddV2(g:0, x) {T = float32}
+inf = FusedBatchNorm(x, scale, offset, mean, var) {T = float32, epsilon = 0.001, is_training = false, data_format = "NHWC"}
+ig = FusedBatchNormGradV2(r, x, scale, mean, var) {T = float32, U = float32, epsilon = 0.001, is_training = false, data_format = "NHWC"}
+"#;
+
+/// `FusedBatchNormV3` in training mode with a running-average factor, its gradient, and the
+/// inference forms: compiled, equal to the plain executor, and equal to the definitions.
+#[test]
+fn fused_batch_norm_and_its_gradient_compile_and_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "bn.graph", BATCH_NORM);
+    let x = data(48, 1);
+    let feed = format!("x={}", nested(&x, &[2, 2, 3, 4]));
+    let fetches = ["bn:0", "bn:1", "bn:2", "t:0", "g:1", "g:2", "inf:0", "ig:0", "ig:1"];
+    let mut args = vec!["--feed", &feed];
+    for f in &fetches {
+        args.extend(["--fetch", f]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for f in fetches {
+        assert_eq!(got[f], plain[f], "{f}");
+    }
+    // The definitions, in f64: per channel the batch mean and the biased variance normalise;
+    // the running outputs blend the unbiased variance with factor 1/4.
+    let (scale, offset) = ([1.5, -0.5, 2.0, 1.0], [0.1, 0.2, 0.3, 0.4]);
+    for k in 0..4 {
+        let col: Vec<f64> = x.iter().skip(k).step_by(4).map(|&v| v as f32 as f64).collect();
+        let n = col.len() as f64;
+        let m = col.iter().sum::<f64>() / n;
+        let v = col.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n;
+        assert_close(&[got["bn:1"].data[k]], &[0.75 * 0.5 + 0.25 * m], 1e-6, "running mean");
+        assert_close(&[got["bn:2"].data[k]], &[0.75 * 2.0 + 0.25 * v * n / (n - 1.0)], 1e-6, "running variance");
+        for (j, &xv) in col.iter().enumerate() {
+            let y = (xv - m) / (v + 0.001).sqrt() * scale[k] + offset[k];
+            assert_close(&[got["bn:0"].data[j * 4 + k]], &[y], 1e-5, "y");
+            let yi = (xv - 0.5) / (2.001f64).sqrt() * scale[k] + offset[k];
+            assert_close(&[got["inf:0"].data[j * 4 + k]], &[yi], 1e-5, "inference y");
+        }
+        // The offset gradient is Σ dy, dy = relu(y).
+        let dy: f64 = (0..col.len()).map(|j| got["bn:0"].data[j * 4 + k].max(0.0)).sum();
+        assert_close(&[got["g:2"].data[k]], &[dy], 1e-5, "offset gradient");
+    }
+}
+
+const DEPTHWISE: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[2, 5, 4, 3]}
+f = Placeholder() {dtype = float32, shape = shape[3, 2, 3, 2]}
+y = DepthwiseConv2dNative(x, f) {T = float32, data_format = "NHWC", dilations = [1, 1, 1, 1], padding = "SAME", strides = [1, 2, 1, 1]}
+t = Tanh(y) {T = float32}
+xs = Shape(x) {T = float32, out_type = int32}
+fs = Shape(f) {T = float32, out_type = int32}
+dx = DepthwiseConv2dNativeBackpropInput(xs, f, t) {T = float32, data_format = "NHWC", dilations = [1, 1, 1, 1], padding = "SAME", strides = [1, 2, 1, 1]}
+df = DepthwiseConv2dNativeBackpropFilter(x, fs, t) {T = float32, data_format = "NHWC", dilations = [1, 1, 1, 1], padding = "SAME", strides = [1, 2, 1, 1]}
+v = DepthwiseConv2dNative(x, f) {T = float32, data_format = "NHWC", dilations = [1, 2, 1, 1], padding = "VALID", strides = [1, 1, 1, 1]}
+"#;
+
+/// The depthwise convolution of `x` `[N,H,W,C]` by `f` `[KH,KW,C,M]` with padding before
+/// (`ph`, `pw`), by its definition.
+#[allow(clippy::too_many_arguments)]
+fn depthwise_reference(
+    x: &[f64],
+    [n, h, w, c]: [usize; 4],
+    f: &[f64],
+    [kh, kw, _, m]: [usize; 4],
+    (oh, ow): (usize, usize),
+    (sh, sw): (usize, usize),
+    (dh, dw): (usize, usize),
+    (ph, pw): (usize, usize),
+) -> Vec<f64> {
+    let mut out = vec![0.0; n * oh * ow * c * m];
+    for b in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for ch in 0..c {
+                    for q in 0..m {
+                        let mut s = 0.0;
+                        for ky in 0..kh {
+                            for kx in 0..kw {
+                                let iy = (oy * sh + ky * dh) as isize - ph as isize;
+                                let ix = (ox * sw + kx * dw) as isize - pw as isize;
+                                if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
+                                    continue;
+                                }
+                                let xv = x[((b * h + iy as usize) * w + ix as usize) * c + ch];
+                                s += xv * f[((ky * kw + kx) * c + ch) * m + q];
+                            }
+                        }
+                        out[((b * oh + oy) * ow + ox) * c * m + ch * m + q] = s;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `DepthwiseConv2dNative` (SAME with strides, VALID with a dilation) and its two gradients
+/// (their size operands from `Shape`s): compiled, equal to the plain executor; the forward
+/// values equal the definition, and the gradients are its adjoints (⟨dx, x⟩ = ⟨t, y⟩ =
+/// ⟨df, f⟩ for the linear map y = x ⊛ f).
+#[test]
+fn depthwise_convolutions_compile_and_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "dw.graph", DEPTHWISE);
+    let (x, f) = (data(120, 2), data(36, 3));
+    let feeds = [format!("x={}", nested(&x, &[2, 5, 4, 3])), format!("f={}", nested(&f, &[3, 2, 3, 2]))];
+    let fetches = ["y:0", "t:0", "dx:0", "df:0", "v:0"];
+    let mut args = vec!["--feed", &feeds[0], "--feed", &feeds[1]];
+    for f in &fetches {
+        args.extend(["--fetch", f]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    // SAME, stride 2 × 1 over 5 × 4 with a 3 × 2 filter: 3 × 4 outputs, padding 1 above, 1 right.
+    let y = depthwise_reference(&x, [2, 5, 4, 3], &f, [3, 2, 3, 2], (3, 4), (2, 1), (1, 1), (1, 0));
+    assert_eq!(got["y:0"].shape, vec![2, 3, 4, 6]);
+    assert_close(&got["y:0"].data, &y, 1e-5, "SAME forward");
+    // VALID with dilation 2 along H: effective height 5, so 1 × 3 outputs.
+    let v = depthwise_reference(&x, [2, 5, 4, 3], &f, [3, 2, 3, 2], (1, 3), (1, 1), (2, 1), (0, 0));
+    assert_eq!(got["v:0"].shape, vec![2, 1, 3, 6]);
+    assert_close(&got["v:0"].data, &v, 1e-5, "dilated VALID forward");
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(p, q)| p * q).sum::<f64>();
+    let ty = dot(&got["t:0"].data, &got["y:0"].data);
+    assert_close(&[dot(&got["dx:0"].data, &x)], &[ty], 1e-4, "input gradient adjoint");
+    assert_close(&[dot(&got["df:0"].data, &f)], &[ty], 1e-4, "filter gradient adjoint");
+}
+
+const CUMULATIVE: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[2, 3, 4]}
+i = Placeholder() {dtype = int32, shape = shape[2, 3, 4]}
+a0 = Const() {dtype = int32, value = int32[]{0}}
+a1 = Const() {dtype = int32, value = int32[]{1}}
+am1 = Const() {dtype = int32, value = int32[]{-1}}
+s = Cumsum(x, a1) {T = float32, Tidx = int32}
+se = Cumsum(x, am1) {T = float32, Tidx = int32, exclusive = true}
+sr = Cumsum(x, a0) {T = float32, Tidx = int32, reverse = true}
+p = Cumprod(x, a1) {T = float32, Tidx = int32, exclusive = true, reverse = true}
+pi = Cumprod(i, am1) {T = int32, Tidx = int32}
+si = Cumsum(i, a1) {T = int32, Tidx = int32, reverse = true, exclusive = true}
+"#;
+
+/// The reference scan of `x` `[2, 3, 4]` along `axis`.
+fn scan(x: &[f64], axis: usize, prod: bool, exclusive: bool, reverse: bool) -> Vec<f64> {
+    let dims = [2usize, 3, 4];
+    let (outer, n, inner): (usize, usize, usize) =
+        (dims[..axis].iter().product(), dims[axis], dims[axis + 1..].iter().product());
+    let mut out = vec![0.0; x.len()];
+    for o in 0..outer {
+        for i in 0..inner {
+            let idx: Vec<usize> = (0..n).map(|k| (o * n + k) * inner + i).collect();
+            let order: Vec<usize> = if reverse { idx.iter().rev().copied().collect() } else { idx };
+            let mut acc = if prod { 1.0 } else { 0.0 };
+            for at in order {
+                let next = if prod { acc * x[at] } else { acc + x[at] };
+                out[at] = if exclusive { acc } else { next };
+                acc = next;
+            }
+        }
+    }
+    out
+}
+
+/// Cumsum/Cumprod along every axis, exclusive and reverse, float32 and int32: compiled,
+/// equal to the plain executor and to the definition.
+#[test]
+fn cumulative_sums_and_products_compile_and_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "cum.graph", CUMULATIVE);
+    let x = data(24, 4);
+    let ints: Vec<f64> = (0..24).map(|k| ((k * 7) % 5) as f64 - 2.0).collect();
+    let feeds = [format!("x={}", nested(&x, &[2, 3, 4])), format!("i={}", nested(&ints, &[2, 3, 4]))];
+    let fetches = ["s:0", "se:0", "sr:0", "p:0", "pi:0", "si:0"];
+    let mut args = vec!["--feed", &feeds[0], "--feed", &feeds[1]];
+    for f in &fetches {
+        args.extend(["--fetch", f]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    let xf: Vec<f64> = x.iter().map(|&v| v as f32 as f64).collect();
+    assert_close(&got["s:0"].data, &scan(&xf, 1, false, false, false), 1e-5, "Cumsum axis 1");
+    assert_close(&got["se:0"].data, &scan(&xf, 2, false, true, false), 1e-5, "exclusive Cumsum axis -1");
+    assert_close(&got["sr:0"].data, &scan(&xf, 0, false, false, true), 1e-5, "reverse Cumsum axis 0");
+    assert_close(&got["p:0"].data, &scan(&xf, 1, true, true, true), 1e-5, "exclusive reverse Cumprod");
+    assert_eq!(got["pi:0"].data, scan(&ints, 2, true, false, false), "int Cumprod");
+    assert_eq!(got["si:0"].data, scan(&ints, 1, false, true, true), "int Cumsum");
+}
+
+const RANDOM: &str = r#"
+seed = Placeholder() {dtype = int64, shape = shape[2]}
+shape = Const() {dtype = int32, value = int32[2]{2, 3}}
+kc = StatelessRandomGetKeyCounter(seed) {Tseed = int64}
+alg = StatelessRandomGetAlg() {}
+u = StatelessRandomUniformV2(shape, kc:0, kc:1, alg) {dtype = float32, Tshape = int32}
+n = StatelessRandomNormalV2(shape, kc:0, kc:1, alg) {dtype = float32, Tshape = int32}
+tn = StatelessTruncatedNormalV2(shape, kc:0, kc:1, alg) {dtype = float64, Tshape = int32}
+u1 = StatelessRandomUniform(shape, seed) {dtype = float32, T = int32, Tseed = int64}
+n1 = StatelessRandomNormal(shape, seed) {dtype = float64, T = int32, Tseed = int64}
+t1 = StatelessTruncatedNormal(shape, seed) {dtype = float32, T = int32, Tseed = int64}
+lo = Const() {dtype = int32, value = int32[]{-5}}
+hi = Const() {dtype = int32, value = int32[]{7}}
+i1 = StatelessRandomUniformInt(shape, seed, lo, hi) {dtype = int32, T = int32, Tseed = int64}
+keep = GreaterEqual(u, half) {T = float32}
+half = Const() {dtype = float32, value = float32[]{0.5}}
+z = Const() {dtype = float32, value = float32[]{0}}
+d = SelectV2(keep, n, z) {T = float32}
+"#;
+
+/// The stateless samplers (V2 from a key and counter, V1 from a seed) inside a compiled
+/// cluster draw bit for bit the plain executor's numbers — and TensorFlow's:
+/// `tf.random.stateless_uniform([6], seed=[1, 2])` gives the values below (TensorFlow 2.21).
+#[test]
+fn stateless_random_ops_compile_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "rnd.graph", RANDOM);
+    let fetches = ["u:0", "n:0", "tn:0", "u1:0", "n1:0", "t1:0", "i1:0", "d:0"];
+    let mut args = vec!["--feed", "seed=[1,2]"];
+    for f in &fetches {
+        args.extend(["--fetch", f]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    let tf = [0.844_060_4f32, 0.192_045_33, 0.996_223_2, 0.160_387_4, 0.271_990_18, 0.649_346];
+    let f32s = |v: &Value| v.data.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+    assert_eq!(f32s(&got["u:0"]), tf);
+    assert_eq!(f32s(&got["u1:0"]), tf);
+    assert!(got["t1:0"].data.iter().all(|v| v.abs() < 2.0));
+    assert!(got["i1:0"].data.iter().all(|&v| (-5.0..7.0).contains(&v)));
+}
+
+/// The optimizers that encapsulation lowers to elementwise code since this change, with
+/// their hyperparameters as scalars.
+const OPTIMIZERS: &[(&str, usize, &str)] = &[
+    ("ResourceApplyAdaMax", 3, "b1p, lr, b1, b2, eps, g"),
+    ("ResourceApplyAdadelta", 3, "lr, rho, eps, g"),
+    ("ResourceApplyCenteredRMSProp", 4, "lr, rho, mom, eps, g"),
+    ("ResourceApplyFtrl", 3, "g, lr, l1, l2, lrp"),
+    ("ResourceApplyFtrlV2", 3, "g, lr, l1, l2, shrink, lrp2"),
+    ("ResourceApplyProximalGradientDescent", 1, "lr, l1, l2, g"),
+    ("ResourceApplyProximalAdagrad", 2, "lr, l1, l2, g"),
+    ("ResourceApplyAddSign", 2, "lr, alpha, decay, beta, g"),
+    ("ResourceApplyPowerSign", 2, "lr, alpha, decay, beta, g"),
+];
+
+/// AdaMax, Adadelta, CenteredRMSProp, Ftrl, FtrlV2 (multiplying the linear term by lr, and a
+/// learning-rate power other than −½), the proximal ones, AddSign and PowerSign, three steps
+/// on a gradient of a fed value: compiled, and every variable equal to the plain kernels'.
+#[test]
+fn remaining_optimizers_compile_and_match_the_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from(
+        "x = Placeholder() {dtype = float32, shape = shape[6]}\n\
+         w = Const() {dtype = float32, value = float32[6]{0.5, -0.25, 1.0, -1.5, 0.75, 0.125}}\n\
+         g = Mul(x, w) {T = float32}\n",
+    );
+    let scalars = [
+        ("b1p", 0.81),
+        ("lr", 0.05),
+        ("b1", 0.9),
+        ("b2", 0.999),
+        ("eps", 1e-3),
+        ("rho", 0.95),
+        ("mom", 0.8),
+        ("l1", 0.01),
+        ("l2", 0.02),
+        ("alpha", 1.0),
+        ("decay", 0.5),
+        ("beta", 0.9),
+        ("lrp", -0.5),
+        ("lrp2", -0.25),
+        ("shrink", 0.1),
+    ];
+    for (k, v) in scalars {
+        text += &format!("{k} = Const() {{dtype = float32, value = float32[]{{{v}}}}}\n");
+    }
+    let mut vars: Vec<(String, autoclust_graph::Tensor)> = Vec::new();
+    let mut targets = Vec::new();
+    for (i, (op, slots, operands)) in OPTIMIZERS.iter().enumerate() {
+        let name = op.trim_start_matches("ResourceApply").to_lowercase();
+        let mut handles = Vec::new();
+        for s in 0..*slots {
+            let h = format!("{name}_{s}");
+            text += &format!("{h} = VarHandleOp() {{dtype = float32, shape = shape[6], shared_name = \"{h}\"}}\n");
+            // Accumulators positive (CenteredRMSProp's mean gradient 0, so ms − mg² stays
+            // positive), parameters of both signs.
+            let v: Vec<f32> = data(6, 10 + (i * 4 + s) as u64)
+                .iter()
+                .map(|&x| match s {
+                    0 => x as f32,
+                    1 if *op == "ResourceApplyCenteredRMSProp" => 0.0,
+                    _ => 0.1 + x.abs() as f32,
+                })
+                .collect();
+            vars.push((h.clone(), autoclust_graph::Tensor::from_f32(vec![6], v).unwrap()));
+            handles.push(h);
+        }
+        let extra = if *op == "ResourceApplyFtrlV2" { ", multiply_linear_by_lr = true" } else { "" };
+        text += &format!("{name} = {op}({}, {operands}) {{T = float32{extra}}}\n", handles.join(", "));
+        targets.push(name);
+    }
+    let g = write(&dir, "opt.graph", &text);
+    let vars_file = dir.path().join("vars.safetensors");
+    std::fs::write(&vars_file, autoclust_runtime::tensor_io::write_safetensors(&vars).unwrap()).unwrap();
+    let vars_file = vars_file.display().to_string();
+    let mut args = vec!["--vars", &vars_file, "--feed", "x=[1.5,-2,0.25,3,-0.5,1]", "--steps", "3", "--json"];
+    for t in &targets {
+        args.extend(["--target", t]);
+    }
+    let (got, plain, bench) = both_modes(&g, &args);
+    // Everything but the feed and the variable handles is in clusters: every optimizer op.
+    let handles = vars.len() as u64;
+    assert_eq!(
+        bench["total_nodes"].as_u64().unwrap() - bench["clustered_nodes"].as_u64().unwrap(),
+        1 + handles,
+        "{bench}"
+    );
+    assert_eq!(got.len(), vars.len(), "{got:?}");
+    for (name, before) in &vars {
+        let (a, b) = (&got[name.as_str()], &plain[name.as_str()]);
+        assert!(a.data.iter().all(|v| v.is_finite()), "{name}: {:?}", a.data);
+        assert_close(&a.data, &b.data, 1e-5, name);
+        assert_ne!(a.data, before.to_f64_vec().unwrap(), "{name} did not change");
+    }
+}
+
+const MODULAR: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[2, 4]}
+y = Placeholder() {dtype = float32, shape = shape[4]}
+i = Placeholder() {dtype = int32, shape = shape[2, 4]}
+j = Placeholder() {dtype = int32, shape = shape[4]}
+fm = FloorMod(x, y) {T = float32}
+m = Mod(x, y) {T = float32}
+fd = FloorDiv(x, y) {T = float32}
+e = Exp(fm) {T = float32}
+im = FloorMod(i, j) {T = int32}
+tm = TruncateMod(i, j) {T = int32}
+td = TruncateDiv(i, j) {T = int32}
+id = FloorDiv(i, j) {T = int32}
+s = AddV2(tm, td) {T = int32}
+"#;
+
+/// FloorMod, Mod (truncating, as TensorFlow's), FloorDiv on floats and FloorMod, TruncateMod,
+/// TruncateDiv, FloorDiv on ints, on run-time values with broadcasting: compiled, equal to
+/// the plain executor and to TensorFlow's definitions (values from TensorFlow 2.21).
+#[test]
+fn division_like_ops_compile_and_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "mod.graph", MODULAR);
+    let feeds =
+        ["x=[[-7,7,-7.5,5.5],[7,-7,0.5,-0.25]]", "y=[3,-3,2,-2]", "i=[[-7,7,-7,7],[8,-8,9,-9]]", "j=[3,-3,2,-2]"];
+    let fetches = ["fm:0", "m:0", "fd:0", "e:0", "im:0", "tm:0", "td:0", "id:0", "s:0"];
+    let mut args = Vec::new();
+    for f in &feeds {
+        args.extend(["--feed", f]);
+    }
+    for f in &fetches {
+        args.extend(["--fetch", f]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    // tf.raw_ops.FloorMod / Mod / FloorDiv of [-7, 7, -7.5, 5.5] by [3, -3, 2, -2]:
+    assert_eq!(got["fm:0"].data[..4], [2.0, -2.0, 0.5, -0.5]);
+    assert_eq!(got["m:0"].data[..4], [-1.0, 1.0, -1.5, 1.5]);
+    assert_eq!(got["fd:0"].data[..4], [-3.0, -3.0, -4.0, -3.0]);
+    // Integers [-7, 7, -7, 7] by [3, -3, 2, -2]: floor and truncation.
+    assert_eq!(got["im:0"].data[..4], [2.0, -2.0, 1.0, -1.0]);
+    assert_eq!(got["tm:0"].data[..4], [-1.0, 1.0, -1.0, 1.0]);
+    assert_eq!(got["td:0"].data[..4], [-2.0, -2.0, -3.0, -3.0]);
+    assert_eq!(got["id:0"].data[..4], [-3.0, -3.0, -4.0, -4.0]);
+    // An integer zero divisor is TensorFlow's error in both modes.
+    for cluster in [true, false] {
+        let mut run =
+            vec!["run", &g, "--feed", feeds[0], "--feed", feeds[1], "--feed", feeds[2], "--feed", "j=[3,0,2,1]"];
+        run.extend(["--fetch", "tm:0"]);
+        if !cluster {
+            run.push("--no-cluster");
+        }
+        let out = autoclust(&run);
+        assert!(!out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Integer division by zero"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

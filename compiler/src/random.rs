@@ -1,0 +1,349 @@
+//! TensorFlow's Philox4x32-10 generator and its distributions, bit for bit as TensorFlow's
+//! CPU kernels draw them — shared by the interpreter's random kernels
+//! (`runtime/src/kernels/random.rs`, which keeps the per-session state of the stateful
+//! ops) and compiled clusters (the stateless samplers are a kernel step,
+//! [`crate::kernels::KernelOp::StatelessRandom`]), so both modes draw the same numbers.
+//!
+//! - uniform float32: 23 random mantissa bits under exponent 127 give a float in [1, 2);
+//!   subtract 1. Float64: 52 bits from two words, the same way. Four (two) outputs per call.
+//! - normal: Box–Muller on two uniforms (`u1` clamped to 1e-7, angle `2π·u2`), sine first.
+//! - truncated normal: Box–Muller pairs, keeping values with |x| < 2, one word at a time;
+//!   each group of four (float64: two) outputs starts at its own reserved counter block
+//!   (256 words per output), so rejection never shifts other groups.
+//! - uniform int: `lo + bits % (hi − lo)`, 32 bits (int32) or 64 bits (int64) per output.
+
+const PHILOX_W32_A: u32 = 0x9E37_79B9;
+const PHILOX_W32_B: u32 = 0xBB67_AE85;
+const PHILOX_M4X32_A: u32 = 0xD251_1F53;
+const PHILOX_M4X32_B: u32 = 0xCD9E_8D57;
+
+/// Counter steps each output reserves (TensorFlow's `kReservedSamplesPerOutput`).
+pub const RESERVED_PER_OUTPUT: u64 = 256;
+
+/// The Philox4x32-10 generator: a 128-bit counter under a 64-bit key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Philox {
+    pub counter: [u32; 4],
+    pub key: [u32; 2],
+}
+
+impl Philox {
+    /// TensorFlow's `PhiloxRandom(seed_lo, seed_hi)`: the key from `seed`, the upper half
+    /// of the counter from `seed2`.
+    pub fn new(seed: u64, seed2: u64) -> Philox {
+        Philox { counter: [0, 0, seed2 as u32, (seed2 >> 32) as u32], key: [seed as u32, (seed >> 32) as u32] }
+    }
+
+    /// Advances the counter by `n` (128-bit add of a 64-bit count).
+    pub fn skip(&mut self, n: u64) {
+        let (lo, mut hi) = (n as u32, (n >> 32) as u32);
+        self.counter[0] = self.counter[0].wrapping_add(lo);
+        if self.counter[0] < lo {
+            hi = hi.wrapping_add(1);
+        }
+        self.counter[1] = self.counter[1].wrapping_add(hi);
+        if self.counter[1] < hi {
+            self.counter[2] = self.counter[2].wrapping_add(1);
+            if self.counter[2] == 0 {
+                self.counter[3] = self.counter[3].wrapping_add(1);
+            }
+        }
+    }
+
+    /// Four random words; the counter moves on by one.
+    pub fn next_block(&mut self) -> [u32; 4] {
+        let mut c = self.counter;
+        let mut k = self.key;
+        for round in 0..10 {
+            if round > 0 {
+                k[0] = k[0].wrapping_add(PHILOX_W32_A);
+                k[1] = k[1].wrapping_add(PHILOX_W32_B);
+            }
+            let p0 = u64::from(PHILOX_M4X32_A) * u64::from(c[0]);
+            let p1 = u64::from(PHILOX_M4X32_B) * u64::from(c[2]);
+            c = [(p1 >> 32) as u32 ^ c[1] ^ k[0], p1 as u32, (p0 >> 32) as u32 ^ c[3] ^ k[1], p0 as u32];
+        }
+        self.skip(1);
+        c
+    }
+}
+
+/// One word at a time from a [`Philox`] (TensorFlow's `SingleSampleAdapter`).
+struct SingleWords {
+    gen: Philox,
+    block: [u32; 4],
+    used: usize,
+}
+
+impl SingleWords {
+    fn new(gen: Philox) -> SingleWords {
+        SingleWords { gen, block: [0; 4], used: 4 }
+    }
+    fn next_word(&mut self) -> u32 {
+        if self.used == 4 {
+            self.block = self.gen.next_block();
+            self.used = 0;
+        }
+        self.used += 1;
+        self.block[self.used - 1]
+    }
+}
+
+/// A uniform float32 in [0, 1) from 23 random bits.
+pub fn word_to_f32(x: u32) -> f32 {
+    f32::from_bits((127 << 23) | (x & 0x7f_ffff)) - 1.0
+}
+
+/// A uniform float64 in [0, 1) from 52 random bits (`hi`'s low 20, then `lo`).
+pub fn words_to_f64(hi: u32, lo: u32) -> f64 {
+    let mantissa = (u64::from(hi & 0xf_ffff) << 32) | u64::from(lo);
+    f64::from_bits((1023 << 52) | mantissa) - 1.0
+}
+
+/// Box–Muller in float32, as TensorFlow computes it (the angle in double, then rounded).
+fn box_muller_f32(x0: u32, x1: u32) -> (f32, f32) {
+    let u1 = word_to_f32(x0).max(1.0e-7);
+    let v1 = (2.0 * std::f64::consts::PI * f64::from(word_to_f32(x1))) as f32;
+    let u2 = (-2.0f32 * u1.ln()).sqrt();
+    let (s, c) = v1.sin_cos();
+    (s * u2, c * u2)
+}
+
+/// Box–Muller in float64.
+fn box_muller_f64(x: [u32; 4]) -> (f64, f64) {
+    let u1 = words_to_f64(x[0], x[1]).max(1.0e-7);
+    let v1 = 2.0 * std::f64::consts::PI * words_to_f64(x[2], x[3]);
+    let u2 = (-2.0 * u1.ln()).sqrt();
+    let (s, c) = v1.sin_cos();
+    (s * u2, c * u2)
+}
+
+/// Which distribution a kernel draws from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Dist {
+    Uniform,
+    Normal,
+    Truncated,
+}
+
+/// Fills `n` outputs from fixed-size groups: each group is one [`Philox::next_block`].
+fn fill_groups<T: Copy + Default>(
+    gen: &mut Philox,
+    n: usize,
+    group: impl Fn([u32; 4]) -> [T; 4],
+    per: usize,
+) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        let g = group(gen.next_block());
+        let take = per.min(n - v.len());
+        v.extend_from_slice(&g[..take]);
+    }
+    v
+}
+
+/// Fills `n` outputs in groups of `per`, each group from its own reserved counter block.
+fn fill_truncated<T: Copy>(
+    base: Philox,
+    n: usize,
+    per: usize,
+    group: impl Fn(&mut SingleWords, &mut Vec<T>),
+) -> Vec<T> {
+    let mut v = Vec::with_capacity(n + per);
+    let skip_per_group = per as u64 * RESERVED_PER_OUTPUT / 4;
+    let mut g = 0u64;
+    while v.len() < n {
+        let mut gen = base;
+        gen.skip(g * skip_per_group);
+        let mut words = SingleWords::new(gen);
+        let start = v.len();
+        group(&mut words, &mut v);
+        debug_assert_eq!(v.len() - start, per);
+        g += 1;
+    }
+    v.truncate(n);
+    v
+}
+
+pub fn sample_f32(dist: Dist, gen: Philox, n: usize) -> Vec<f32> {
+    let mut gen = gen;
+    match dist {
+        Dist::Uniform => fill_groups(&mut gen, n, |b| b.map(word_to_f32), 4),
+        Dist::Normal => fill_groups(
+            &mut gen,
+            n,
+            |b| {
+                let (a0, a1) = box_muller_f32(b[0], b[1]);
+                let (a2, a3) = box_muller_f32(b[2], b[3]);
+                [a0, a1, a2, a3]
+            },
+            4,
+        ),
+        Dist::Truncated => fill_truncated(gen, n, 4, |w, v| {
+            let start = v.len();
+            loop {
+                let (x0, x1) = (w.next_word(), w.next_word());
+                let (f0, f1) = box_muller_f32(x0, x1);
+                for f in [f0, f1] {
+                    if f.abs() < 2.0 {
+                        v.push(f);
+                        if v.len() - start == 4 {
+                            return;
+                        }
+                    }
+                }
+            }
+        }),
+    }
+}
+
+pub fn sample_f64(dist: Dist, gen: Philox, n: usize) -> Vec<f64> {
+    let mut gen = gen;
+    match dist {
+        Dist::Uniform => {
+            fill_groups(&mut gen, n, |b| [words_to_f64(b[0], b[1]), words_to_f64(b[2], b[3]), 0.0, 0.0], 2)
+        }
+        Dist::Normal => fill_groups(
+            &mut gen,
+            n,
+            |b| {
+                let (d0, d1) = box_muller_f64(b);
+                [d0, d1, 0.0, 0.0]
+            },
+            2,
+        ),
+        Dist::Truncated => fill_truncated(gen, n, 2, |w, v| {
+            let start = v.len();
+            loop {
+                let x = [w.next_word(), w.next_word(), w.next_word(), w.next_word()];
+                let (d0, d1) = box_muller_f64(x);
+                for d in [d0, d1] {
+                    if d.abs() < 2.0 {
+                        v.push(d);
+                        if v.len() - start == 2 {
+                            return;
+                        }
+                    }
+                }
+            }
+        }),
+    }
+}
+
+/// `lo + x`, where `x < 2^32` fits the result (TensorFlow's `SignedAdd`).
+pub fn uniform_int32(gen: Philox, n: usize, lo: i32, hi: i32) -> Vec<i32> {
+    let range = (hi as u32).wrapping_sub(lo as u32);
+    let mut gen = gen;
+    fill_groups(&mut gen, n, |b| b.map(|x| lo.wrapping_add((x % range) as i32)), 4)
+}
+
+pub fn uniform_int64(gen: Philox, n: usize, lo: i64, hi: i64) -> Vec<i64> {
+    let range = (hi as u64).wrapping_sub(lo as u64);
+    let mut gen = gen;
+    let f = |b: [u32; 4]| {
+        let pick = |l: u32, h: u32| lo.wrapping_add(((u64::from(l) | (u64::from(h) << 32)) % range) as i64);
+        [pick(b[0], b[1]), pick(b[2], b[3]), 0, 0]
+    };
+    fill_groups(&mut gen, n, f, 2)
+}
+
+/// TensorFlow's `GenerateKey`: a stateless op's key and counter from its 64-bit seed pair.
+/// The seed is scrambled by one Philox block under a fixed key, so the user need not care
+/// which half of the seed is strong: the block's first two words become the key, its last
+/// two the counter's upper half.
+pub fn key_counter_from_seed(s0: u64, s1: u64) -> Philox {
+    let mut scramble = Philox {
+        counter: [s0 as u32, (s0 >> 32) as u32, s1 as u32, (s1 >> 32) as u32],
+        key: [0x3ec8_f720, 0x0246_1e29],
+    };
+    let mix = scramble.next_block();
+    Philox { counter: [0, 0, mix[2], mix[3]], key: [mix[0], mix[1]] }
+}
+
+/// The uint64 words of a uint64 vector of `len` elements.
+pub fn u64_words(t: &autoclust_graph::Tensor, what: &str, len: usize) -> Result<Vec<u64>, String> {
+    let bytes = match (&t.data, t.dtype) {
+        (autoclust_graph::TensorData::Raw(b), autoclust_graph::DType::UInt64) => b,
+        _ => return Err(format!("{what} must be uint64, got {}", t.dtype)),
+    };
+    if t.num_elements() != len || t.rank() != 1 {
+        return Err(format!("{what} must be a vector of {len} uint64, got shape {:?}", t.shape));
+    }
+    Ok(bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+}
+
+/// The generator of a V2 stateless op from its `key`, `counter` and `alg` operands
+/// (TensorFlow's `GetKeyCounterAlgFromInputs`; only Philox, algorithm 1 — what
+/// `StatelessRandomGetAlg` and auto-selection give on CPU — is supported).
+pub fn generator_from_key_counter(
+    key: &autoclust_graph::Tensor,
+    counter: &autoclust_graph::Tensor,
+    alg: &autoclust_graph::Tensor,
+) -> Result<Philox, String> {
+    let alg = match alg.to_i64_vec().as_deref() {
+        Some(&[a]) if alg.rank() == 0 => a,
+        _ => return Err(format!("alg must be an integer scalar, got {} {:?}", alg.dtype, alg.shape)),
+    };
+    if alg != 1 && alg != 3 {
+        return Err(format!(
+            "unsupported random algorithm {alg} (only Philox, 1, and auto-select, 3, are implemented)"
+        ));
+    }
+    let k = u64_words(key, "key", 1)?[0];
+    let c = u64_words(counter, "counter", 2)?;
+    Ok(Philox {
+        counter: [c[0] as u32, (c[0] >> 32) as u32, c[1] as u32, (c[1] >> 32) as u32],
+        key: [k as u32, (k >> 32) as u32],
+    })
+}
+
+/// The generator of a V1 stateless op from its `seed` operand (int32 or int64, shape `[2]`).
+pub fn generator_from_seed(seed: &autoclust_graph::Tensor) -> Result<Philox, String> {
+    match seed.to_i64_vec().as_deref() {
+        Some(&[s0, s1]) if seed.rank() == 1 => Ok(key_counter_from_seed(s0 as u64, s1 as u64)),
+        _ => Err(format!("seed must be an integer vector of shape [2], not {} {:?}", seed.dtype, seed.shape)),
+    }
+}
+
+/// `StatelessRandomGetKeyCounter`'s outputs from a generator: the key (uint64 `[1]`) and
+/// the counter (uint64 `[2]`).
+pub fn key_counter_tensors(gen: &Philox) -> (autoclust_graph::Tensor, autoclust_graph::Tensor) {
+    let t = |v: &[u64]| {
+        let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        autoclust_graph::Tensor::from_raw(autoclust_graph::DType::UInt64, vec![v.len()], bytes)
+            .expect("length matches the shape")
+    };
+    (
+        t(&[u64::from(gen.key[0]) | u64::from(gen.key[1]) << 32]),
+        t(&[
+            u64::from(gen.counter[0]) | u64::from(gen.counter[1]) << 32,
+            u64::from(gen.counter[2]) | u64::from(gen.counter[3]) << 32,
+        ]),
+    )
+}
+
+/// Uniform integers of `dtype` (int32 or int64) in `[lo, hi)` from scalar bounds, after
+/// TensorFlow's checks of them.
+pub fn uniform_ints(
+    gen: Philox,
+    dtype: autoclust_graph::DType,
+    shape: Vec<usize>,
+    lo: &autoclust_graph::Tensor,
+    hi: &autoclust_graph::Tensor,
+) -> Result<autoclust_graph::Tensor, String> {
+    use autoclust_graph::{DType, Tensor};
+    let scalar = |t: &Tensor, what: &str| match t.to_i64_vec().as_deref() {
+        Some(&[v]) if t.rank() == 0 => Ok(v),
+        _ => Err(format!("{what} must be 0-D, got shape {:?}", t.shape)),
+    };
+    let (lo, hi) = (scalar(lo, "minval")?, scalar(hi, "maxval")?);
+    let n: usize = shape.iter().product();
+    if n > 0 && lo >= hi {
+        return Err(format!("Need minval < maxval, got {lo} >= {hi}"));
+    }
+    let t = match dtype {
+        DType::Int32 => Tensor::from_i32(shape, uniform_int32(gen, n, lo as i32, hi as i32)),
+        _ => Tensor::from_i64(shape, uniform_int64(gen, n, lo, hi)),
+    };
+    t.map_err(|e| e.to_string())
+}
