@@ -1,7 +1,7 @@
 //! What the graph-optimization passes (`constant-fold`, `dependency-optimize`,
 //! `arithmetic-simplify`, `cse`) share: which nodes are *pure* (may be merged,
 //! folded or removed), which nodes the request pins, and [`Rewrite`], an edit
-//! list (uses redirected, nodes removed or replaced) applied in one rebuild.
+//! list (uses redirected, nodes removed or replaced) applied in place.
 //!
 //! Invariant every user keeps: a stateful node (registry `is_stateful`, a
 //! resource op, a call, an unknown op, a random op) is never removed, merged
