@@ -503,13 +503,11 @@ impl Graph {
             if removed(NodeId(i as u32)) {
                 continue;
             }
-            let dangling = n
-                .inputs
-                .iter()
-                .map(|o| (o.node, self.output_name(*o)))
-                .chain(n.control_inputs.iter().map(|&c| (c, format!("^{}", self.nodes[c.index()].name))))
-                .find(|(p, _)| removed(*p));
-            if let Some((_, input)) = dangling {
+            let data = n.inputs.iter().find(|o| removed(o.node)).map(|&o| self.output_name(o));
+            let dangling = data.or_else(|| {
+                n.control_inputs.iter().find(|&&c| removed(c)).map(|c| format!("^{}", self.nodes[c.index()].name))
+            });
+            if let Some(input) = dangling {
                 return Err(GraphError::UnknownInput { node: n.name.clone(), input, span: n.span });
             }
         }
@@ -521,11 +519,18 @@ impl Graph {
                 next += 1;
             }
         }
+        // The name index is renumbered in one scan of its entries: no name is hashed.
+        self.index.retain(|_, id| match new_id[id.index()] {
+            u32::MAX => false,
+            k => {
+                *id = NodeId(k);
+                true
+            }
+        });
         let old = std::mem::take(&mut self.nodes);
         self.nodes.reserve(next as usize);
         for (i, mut n) in old.into_iter().enumerate() {
             if new_id[i] == u32::MAX {
-                self.index.remove(&n.name);
                 continue;
             }
             for o in &mut n.inputs {
@@ -533,11 +538,6 @@ impl Graph {
             }
             for c in &mut n.control_inputs {
                 *c = NodeId(new_id[c.index()]);
-            }
-            if new_id[i] != i as u32 {
-                if let Some(slot) = self.index.get_mut(&n.name) {
-                    *slot = NodeId(new_id[i]);
-                }
             }
             self.nodes.push(n);
         }
