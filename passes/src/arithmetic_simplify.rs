@@ -214,6 +214,12 @@ fn reshape_of_reshape(graph: &Graph, id: NodeId, pin: &[bool]) -> Option<(Output
 
 /// Bypasses the nodes the identities of the module doc make redundant.
 pub fn arithmetic_simplify(graph: &Graph, ctx: &PassContext) -> Result<(Graph, SimplifyReport), PassError> {
+    arithmetic_simplify_owned(graph.clone(), ctx)
+}
+
+/// [`arithmetic_simplify`] editing `graph` in place (what the pass runs).
+pub(crate) fn arithmetic_simplify_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, SimplifyReport), PassError> {
+    let graph = &owned;
     let _span = tracing::debug_span!("arithmetic_simplify", nodes = graph.len()).entered();
     let keep = pinned_names(graph, ctx);
     let pin = pinned(graph, ctx);
@@ -287,7 +293,7 @@ pub fn arithmetic_simplify(graph: &Graph, ctx: &PassContext) -> Result<(Graph, S
         to.dedup();
         rw.remove(id, to);
     }
-    let out = rw.apply(graph)?;
+    let out = rw.apply(owned)?;
     let out = remove_dead(out, &keep, ctx)?;
     tracing::debug!(bypassed = report.bypassed, nodes = out.len(), "arithmetic-simplify done");
     Ok((out, report))
@@ -305,7 +311,7 @@ impl crate::pass::Pass for ArithmeticSimplifyPass {
          type, Reshape to the same shape, reductions over no axes or size-1 kept axes (same dtype and shape only)"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
-        let mut out = arithmetic_simplify(&graph, ctx)?.0;
+        let mut out = arithmetic_simplify_owned(graph, ctx)?.0;
         crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(arithmetic_simplify(body, c)?.0));
         Ok(out)
     }

@@ -99,6 +99,12 @@ fn materialise(op: &str, out_type: DType, dims: &[usize]) -> Option<Tensor> {
 
 /// Folds constants and materialises known shapes (module doc).
 pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldReport), PassError> {
+    constant_fold_owned(graph.clone(), ctx)
+}
+
+/// [`constant_fold`] editing `graph` in place (what the pass runs).
+pub(crate) fn constant_fold_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, FoldReport), PassError> {
+    let graph = &owned;
     let _span = tracing::debug_span!("constant_fold", nodes = graph.len()).entered();
     let keep = pinned_names(graph, ctx);
     let order = graph.topo_order()?;
@@ -308,7 +314,7 @@ pub fn constant_fold(graph: &Graph, ctx: &PassContext) -> Result<(Graph, FoldRep
         }
         report.folded += 1;
     }
-    let out = rw.apply(graph)?;
+    let out = rw.apply(owned)?;
     let out = remove_dead(out, &keep, ctx)?;
     tracing::debug!(folded = report.folded, shapes = report.shapes, nodes = out.len(), "constant-fold done");
     Ok((out, report))
@@ -395,7 +401,7 @@ impl crate::pass::Pass for ConstantFoldPass {
          Shape/Size/Rank of known static shapes, drop what becomes dead"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
-        let mut out = constant_fold(&graph, ctx)?.0;
+        let mut out = constant_fold_owned(graph, ctx)?.0;
         crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(constant_fold(body, c)?.0));
         Ok(out)
     }

@@ -143,12 +143,19 @@ fn other_variables_only(graph: &Graph, handle: NodeId, e: &autoclust_graph::Node
 
 /// Merges identical pure nodes (module doc).
 pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate::pass::PassError> {
+    cse_owned(graph.clone(), ctx)
+}
+
+/// [`cse`] editing `graph` in place (what the pass runs).
+pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate::pass::PassError> {
+    let graph = &owned;
     let _span = tracing::debug_span!("cse", nodes = graph.len()).entered();
     let order = graph.topo_order()?;
     let pin = pinned(graph, ctx);
     let succ = graph.successors();
     let mut rw = Rewrite::default();
-    let mut seen: HashMap<String, NodeId> = HashMap::new();
+    let mut seen: HashMap<u64, Vec<NodeId>> = HashMap::new();
+    let (mut inputs, mut controls) = (Vec::new(), Vec::new());
     let mut report = CseReport::default();
     let mut read_checks = 0usize;
     for id in order {
@@ -163,19 +170,23 @@ pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate
                 _ => continue,
             }
         }
-        let inputs: Vec<Output> = node.inputs.iter().map(|&o| rw.resolve(o)).collect();
-        let mut controls = Vec::new();
-        for &c in &node.control_inputs {
-            rw.resolve_control(c, &mut controls);
-        }
-        controls.sort();
-        controls.dedup();
-        // Internal attributes (`_class` colocation, `_has_manual_control_dependencies`, …)
-        // do not change a pure node's value; Grappler's dedup ignores them too.
-        let attrs: Vec<_> = node.attrs.iter().filter(|(k, _)| !k.starts_with('_')).collect();
-        let key = format!("{}|{}|{:?}|{:?}|{:?}", node.op, node.device, attrs, inputs, controls);
-        match seen.get(&key) {
-            Some(&first) => {
+        // Two nodes merge when their keys (op, device, attributes, resolved inputs and
+        // control inputs, as text) are equal. The text is hashed as it is written, so a
+        // node costs no allocation; it is spelled out only to confirm a hash match.
+        let hash = {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            write_key(&mut HashWriter(&mut h), graph, &rw, id, &mut inputs, &mut controls);
+            std::hash::Hasher::finish(&h)
+        };
+        let candidates = seen.get(&hash).map(Vec::as_slice).unwrap_or_default();
+        let matching = if candidates.is_empty() {
+            None
+        } else {
+            let key = key_string(graph, &rw, id, &mut inputs, &mut controls);
+            candidates.iter().copied().find(|&c| key_string(graph, &rw, c, &mut inputs, &mut controls) == key)
+        };
+        match matching {
+            Some(first) => {
                 if read && !no_effect_between(graph, first, id, &ctx.fed, &mut read_checks) {
                     continue;
                 }
@@ -187,14 +198,63 @@ pub fn cse(graph: &Graph, ctx: &PassContext) -> Result<(Graph, CseReport), crate
                 rw.remove(id, vec![first]);
                 report.merged += 1;
             }
-            None => {
-                seen.insert(key, id);
-            }
+            None => seen.entry(hash).or_default().push(id),
         }
     }
-    let out = rw.apply(graph)?;
+    let out = rw.apply(owned)?;
     tracing::debug!(merged = report.merged, nodes = out.len(), "cse done");
     Ok((out, report))
+}
+
+/// Writes node `id`'s merge key: op, device, attributes (internal `_` ones left out:
+/// `_class` colocation, `_has_manual_control_dependencies`, … do not change a pure
+/// node's value, and Grappler's dedup ignores them too), data inputs and sorted control
+/// inputs, each resolved through the edits so far (`inputs`, `controls`: scratch).
+fn write_key(
+    out: &mut dyn std::fmt::Write,
+    graph: &Graph,
+    rw: &Rewrite,
+    id: NodeId,
+    inputs: &mut Vec<Output>,
+    controls: &mut Vec<NodeId>,
+) {
+    let node = graph.node(id);
+    inputs.clear();
+    inputs.extend(node.inputs.iter().map(|&o| rw.resolve(o)));
+    controls.clear();
+    for &c in &node.control_inputs {
+        rw.resolve_control(c, controls);
+    }
+    controls.sort();
+    controls.dedup();
+    let attrs = node.attrs.iter().filter(|(k, _)| !k.starts_with('_'));
+    // Writing to a hasher or a string cannot fail.
+    let _ = write!(out, "{}|{}|{:?}|{:?}|{:?}", node.op, node.device, DebugList(attrs), inputs, controls);
+}
+
+fn key_string(graph: &Graph, rw: &Rewrite, id: NodeId, inputs: &mut Vec<Output>, controls: &mut Vec<NodeId>) -> String {
+    let mut key = String::new();
+    write_key(&mut key, graph, rw, id, inputs, controls);
+    key
+}
+
+/// Formats an iterator's items as a list, like a `Vec` of them.
+struct DebugList<I>(I);
+
+impl<I: Iterator<Item = T> + Clone, T: std::fmt::Debug> std::fmt::Debug for DebugList<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.clone()).finish()
+    }
+}
+
+/// A `fmt::Write` that feeds a hasher.
+struct HashWriter<'a>(&'a mut std::collections::hash_map::DefaultHasher);
+
+impl std::fmt::Write for HashWriter<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        std::hash::Hasher::write(self.0, s.as_bytes());
+        Ok(())
+    }
 }
 
 /// `cse`: [`cse`] as a registered pass.
@@ -209,7 +269,7 @@ impl crate::pass::Pass for CsePass {
          or fetched nodes"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, crate::pass::PassError> {
-        let mut out = cse(&graph, ctx)?.0;
+        let mut out = cse_owned(graph, ctx)?.0;
         crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(cse(body, c)?.0));
         Ok(out)
     }

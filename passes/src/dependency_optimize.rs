@@ -58,18 +58,27 @@ pub struct DependencyReport {
 
 /// Removes control relays and redundant control edges (module doc).
 pub fn dependency_optimize(graph: &Graph, ctx: &PassContext) -> Result<(Graph, DependencyReport), PassError> {
+    dependency_optimize_owned(graph.clone(), ctx)
+}
+
+/// [`dependency_optimize`] editing `graph` in place (what the pass runs).
+pub(crate) fn dependency_optimize_owned(
+    graph: Graph,
+    ctx: &PassContext,
+) -> Result<(Graph, DependencyReport), PassError> {
     let _span = tracing::debug_span!("dependency_optimize", nodes = graph.len()).entered();
-    let keep = pinned_names(graph, ctx);
+    let keep = pinned_names(&graph, ctx);
     let mut report = DependencyReport::default();
     let graph = remove_relays(graph, ctx, &mut report)?;
-    let graph = bypass_gated_identities(&graph, ctx, &mut report)?;
-    let graph = drop_redundant(&graph, &mut report)?;
+    let graph = bypass_gated_identities(graph, ctx, &mut report)?;
+    let graph = drop_redundant(graph, &mut report)?;
     let out = remove_dead(graph, &keep, ctx)?;
     tracing::debug!(relays = report.relays, edges = report.edges, nodes = out.len(), "dependency-optimize done");
     Ok((out, report))
 }
 
-fn remove_relays(graph: &Graph, ctx: &PassContext, report: &mut DependencyReport) -> Result<Graph, PassError> {
+fn remove_relays(owned: Graph, ctx: &PassContext, report: &mut DependencyReport) -> Result<Graph, PassError> {
+    let graph = &owned;
     let pin = pinned(graph, ctx);
     let succ = graph.successors();
     let mut rw = Rewrite::default();
@@ -115,17 +124,14 @@ fn remove_relays(graph: &Graph, ctx: &PassContext, report: &mut DependencyReport
         rw.remove(id, preds);
         report.relays += 1;
     }
-    Ok(rw.apply(graph)?)
+    Ok(rw.apply(owned)?)
 }
 
 /// `Identity(x, ^g…)` (TensorFlow's `tuple/control_dependency`): its data
 /// users read `x` and get `^g…` instead, its control users wait for `x`'s
 /// producer and `g…`; when that adds no edges (Grappler's rule).
-fn bypass_gated_identities(
-    graph: &Graph,
-    ctx: &PassContext,
-    report: &mut DependencyReport,
-) -> Result<Graph, PassError> {
+fn bypass_gated_identities(owned: Graph, ctx: &PassContext, report: &mut DependencyReport) -> Result<Graph, PassError> {
+    let graph = &owned;
     let pin = pinned(graph, ctx);
     let succ = graph.successors();
     let mut rw = Rewrite::default();
@@ -167,10 +173,11 @@ fn bypass_gated_identities(
         rw.remove(id, to);
         report.identities += 1;
     }
-    Ok(rw.apply(graph)?)
+    Ok(rw.apply(owned)?)
 }
 
-fn drop_redundant(graph: &Graph, report: &mut DependencyReport) -> Result<Graph, PassError> {
+fn drop_redundant(owned: Graph, report: &mut DependencyReport) -> Result<Graph, PassError> {
+    let graph = &owned;
     let order = graph.topo_order()?;
     let mut pos = vec![0usize; graph.len()];
     for (i, id) in order.iter().enumerate() {
@@ -196,7 +203,7 @@ fn drop_redundant(graph: &Graph, report: &mut DependencyReport) -> Result<Graph,
             }
         }
     }
-    Ok(rw.apply(graph)?)
+    Ok(rw.apply(owned)?)
 }
 
 /// The reusable state of the redundancy searches: visit stamps instead of a
@@ -264,7 +271,7 @@ impl crate::pass::Pass for DependencyOptimizePass {
          (users read x with ^g), drop control edges implied by other paths, remove dead pure nodes"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
-        let mut out = dependency_optimize(&graph, ctx)?.0;
+        let mut out = dependency_optimize_owned(graph, ctx)?.0;
         crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(dependency_optimize(body, c)?.0));
         Ok(out)
     }

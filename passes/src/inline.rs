@@ -61,10 +61,18 @@ pub struct InlineReport {
 
 /// Inlines every inlinable call of `graph` (module doc).
 pub fn inline_calls(graph: &Graph) -> Result<(Graph, InlineReport), GraphError> {
+    inline_calls_owned(graph.clone())
+}
+
+/// [`inline_calls`] taking the graph: a graph without calls comes back as it was, untouched.
+pub fn inline_calls_owned(graph: Graph) -> Result<(Graph, InlineReport), GraphError> {
     let _span = tracing::debug_span!("inline", nodes = graph.len()).entered();
     let mut report = InlineReport::default();
-    let mut current = graph.clone();
+    let mut current = graph;
     for _ in 0..MAX_ROUNDS {
+        if !current.nodes().iter().any(|n| is_call(&current, n)) {
+            break;
+        }
         let (next, n) = inline_round(&current)?;
         if n == 0 {
             break;

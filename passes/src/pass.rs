@@ -348,7 +348,7 @@ impl Pass for InlinePass {
          inputs gate the body; the call's name stays as an IdentityN after the body's effects; _noinline kept)"
     }
     fn run(&self, graph: Graph, _ctx: &PassContext) -> Result<Graph, PassError> {
-        let (graph, _report) = crate::inline::inline_calls(&graph)?;
+        let (graph, _report) = crate::inline::inline_calls_owned(graph)?;
         Ok(graph)
     }
 }

@@ -1,7 +1,7 @@
 //! What the graph-optimization passes (`constant-fold`, `dependency-optimize`,
 //! `arithmetic-simplify`, `cse`) share: which nodes are *pure* (may be merged,
 //! folded or removed), which nodes the request pins, and [`Rewrite`], an edit
-//! list (uses redirected, nodes removed or replaced) applied in one rebuild.
+//! list (uses redirected, nodes removed or replaced) applied in place.
 //!
 //! Invariant every user keeps: a stateful node (registry `is_stateful`, a
 //! resource op, a call, an unknown op, a random op) is never removed, merged
@@ -186,27 +186,59 @@ impl Rewrite {
         }
     }
 
-    /// The graph with every edit applied; node order and names kept.
-    pub fn apply(&self, graph: &Graph) -> Result<Graph, GraphError> {
+    /// The graph with every edit applied; node order and names kept. Edits in
+    /// place: only nodes an edit touches change, the rest keep their storage
+    /// (renumbered when nodes are removed) — no node is rebuilt from strings.
+    /// The result is the graph a rebuild from every node's resolved input
+    /// strings would give: each node's control inputs resolved through removed
+    /// nodes, without repeats, itself or its data producers.
+    pub fn apply(&self, mut graph: Graph) -> Result<Graph, GraphError> {
         if self.is_empty() {
-            return Ok(graph.clone());
+            return Ok(graph);
         }
-        let out_name = |o: Output| self.output_string(graph, o);
-        let mut raw = Vec::with_capacity(graph.len());
+        let old_len = graph.len();
+        // Added nodes go after every old one (ids `old_len..`), as a rebuild appends them.
+        let added_names: HashMap<&str, NodeId> =
+            self.added.iter().enumerate().map(|(k, n)| (n.name.as_str(), NodeId((old_len + k) as u32))).collect();
+        // Each old node's new inputs, computed against the old graph before anything moves.
+        let mut rewired: Vec<(NodeId, Vec<Output>, Vec<NodeId>)> = Vec::new();
+        let (mut data, mut controls) = (Vec::new(), Vec::new());
         for id in graph.node_ids() {
-            if self.removed.contains_key(&id) {
+            if self.removed.contains_key(&id) || self.replaced.contains_key(&id) {
                 continue;
             }
             let n = graph.node(id);
-            if let Some(r) = self.replaced.get(&id) {
-                raw.push(r.clone());
-                continue;
+            data.clear();
+            controls.clear();
+            for &o in &n.inputs {
+                let r = self.resolve(o);
+                data.push(match self.named.get(&r) {
+                    None => r,
+                    Some(s) => match autoclust_graph::parse_input(s) {
+                        Some(autoclust_graph::InputRef::Data { node, port }) => {
+                            match added_names.get(node).copied().or_else(|| graph.find(node)) {
+                                Some(p) => Output { node: p, port },
+                                None => {
+                                    return Err(GraphError::UnknownInput {
+                                        node: n.name.clone(),
+                                        input: s.clone(),
+                                        span: n.span,
+                                    })
+                                }
+                            }
+                        }
+                        _ => {
+                            return Err(GraphError::MalformedInput {
+                                node: n.name.clone(),
+                                input: s.clone(),
+                                span: n.span,
+                            })
+                        }
+                    },
+                });
             }
-            let mut inputs: Vec<String> = n.inputs.iter().map(|&o| out_name(o)).collect();
-            let data_preds: HashSet<NodeId> = n.inputs.iter().map(|&o| self.resolve(o).node).collect();
-            let mut controls = Vec::new();
             for &c in &n.control_inputs {
-                if self.drop_control.contains(&(id, c)) {
+                if !self.drop_control.is_empty() && self.drop_control.contains(&(id, c)) {
                     continue;
                 }
                 self.resolve_control(c, &mut controls);
@@ -214,19 +246,26 @@ impl Rewrite {
             for &c in self.add_control.get(&id).into_iter().flatten() {
                 self.resolve_control(c, &mut controls);
             }
-            controls.retain(|&c| c != id && !data_preds.contains(&c));
-            inputs.extend(controls.iter().map(|&c| format!("^{}", graph.name(c))));
-            raw.push(RawNode {
-                name: n.name.clone(),
-                op: n.op.clone(),
-                inputs,
-                attrs: n.attrs.clone(),
-                device: n.device.clone(),
-                span: n.span,
-            });
+            controls.retain(|&c| c != id && !n.inputs.iter().any(|&o| self.resolve(o).node == c));
+            if data != n.inputs || controls != n.control_inputs {
+                rewired.push((id, data.clone(), controls.clone()));
+            }
         }
-        raw.extend(self.added.iter().cloned());
-        Graph::from_raw(raw, graph.library.clone(), graph.versions.clone())
+        graph.append_raw(self.added.clone())?;
+        for (&id, raw) in &self.replaced {
+            if !self.removed.contains_key(&id) {
+                graph.replace_raw(id, raw.clone())?;
+            }
+        }
+        for (id, data, controls) in rewired {
+            graph.set_inputs(id, &data, &controls);
+        }
+        let mut remove = vec![false; graph.len()];
+        for &id in self.removed.keys() {
+            remove[id.index()] = true;
+        }
+        graph.remove_nodes(&remove)?;
+        Ok(graph)
     }
 }
 
@@ -278,8 +317,9 @@ pub(crate) fn remove_dead(graph: Graph, keep: &HashSet<String>, ctx: &PassContex
     if !dead.iter().any(|&d| d) {
         return Ok(graph);
     }
-    let raw: Vec<RawNode> = graph.to_raw().into_iter().zip(&dead).filter(|(_, &d)| !d).map(|(r, _)| r).collect();
-    Graph::from_raw(raw, graph.library.clone(), graph.versions.clone())
+    let mut graph = graph;
+    graph.remove_nodes(&dead)?;
+    Ok(graph)
 }
 
 /// The names of the nodes [`pinned`] keeps, computed on a pass's input graph

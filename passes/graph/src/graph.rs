@@ -415,6 +415,135 @@ impl Graph {
         Ok(())
     }
 
+    // In-place edits (issue 19): a pass that changes a few nodes of a large graph
+    // edits them where they are instead of rebuilding every node from strings.
+    // Each keeps the invariants `from_raw` checks (unique names, every input
+    // resolves) and gives the graph `from_raw` would give for the same nodes.
+
+    /// Appends nodes given by name, as [`Graph::from_raw`] resolves them: their
+    /// inputs may name existing nodes and each other. Nothing changes on error.
+    pub fn append_raw(&mut self, raw: Vec<RawNode>) -> Result<(), GraphError> {
+        let base = self.nodes.len();
+        let mut fresh: HashMap<&str, NodeId> = HashMap::with_capacity(raw.len());
+        for (k, n) in raw.iter().enumerate() {
+            if self.index.contains_key(&n.name) || fresh.insert(&n.name, NodeId((base + k) as u32)).is_some() {
+                return Err(GraphError::DuplicateNode { name: n.name.clone(), span: n.span });
+            }
+        }
+        let lookup = |name: &str| self.index.get(name).or_else(|| fresh.get(name)).copied();
+        let resolved = raw.iter().map(|n| resolve_inputs_with(n, &lookup)).collect::<Result<Vec<_>, _>>()?;
+        drop(fresh);
+        for (n, (inputs, control_inputs)) in raw.into_iter().zip(resolved) {
+            self.index.insert(n.name.clone(), NodeId(self.nodes.len() as u32));
+            self.nodes.push(Node {
+                name: n.name,
+                op: n.op,
+                inputs,
+                control_inputs,
+                attrs: n.attrs,
+                device: n.device,
+                span: n.span,
+            });
+        }
+        Ok(())
+    }
+
+    /// Replaces node `id` by `raw` (inputs by name), keeping its position; the
+    /// name may change if the new one is free.
+    pub fn replace_raw(&mut self, id: NodeId, raw: RawNode) -> Result<(), GraphError> {
+        let (inputs, control_inputs) = resolve_inputs_with(&raw, &|name: &str| self.index.get(name).copied())?;
+        let old = &self.nodes[id.index()].name;
+        if *old != raw.name {
+            if self.index.contains_key(&raw.name) {
+                return Err(GraphError::DuplicateNode { name: raw.name, span: raw.span });
+            }
+            self.index.remove(old);
+            self.index.insert(raw.name.clone(), id);
+        }
+        self.nodes[id.index()] = Node {
+            name: raw.name,
+            op: raw.op,
+            inputs,
+            control_inputs,
+            attrs: raw.attrs,
+            device: raw.device,
+            span: raw.span,
+        };
+        Ok(())
+    }
+
+    /// Sets node `id`'s inputs (every id must be a node of the graph). Reuses the
+    /// node's vectors: no allocation unless an input list grows.
+    pub fn set_inputs(&mut self, id: NodeId, inputs: &[Output], control_inputs: &[NodeId]) {
+        let len = self.nodes.len();
+        assert!(
+            inputs.iter().map(|o| o.node).chain(control_inputs.iter().copied()).all(|p| p.index() < len),
+            "set_inputs: an input of {id} does not exist"
+        );
+        let n = &mut self.nodes[id.index()];
+        if n.inputs != inputs {
+            n.inputs.clear();
+            n.inputs.extend_from_slice(inputs);
+        }
+        if n.control_inputs != control_inputs {
+            n.control_inputs.clear();
+            n.control_inputs.extend_from_slice(control_inputs);
+        }
+    }
+
+    /// Removes the nodes `remove` marks, keeping the others in order (renumbered,
+    /// as `from_raw` over the kept nodes would number them). Fails, changing
+    /// nothing, when a kept node has an input from a removed one.
+    pub fn remove_nodes(&mut self, remove: &[bool]) -> Result<(), GraphError> {
+        let removed = |p: NodeId| remove.get(p.index()).copied().unwrap_or(false);
+        if !self.nodes.iter().enumerate().any(|(i, _)| removed(NodeId(i as u32))) {
+            return Ok(());
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            if removed(NodeId(i as u32)) {
+                continue;
+            }
+            let data = n.inputs.iter().find(|o| removed(o.node)).map(|&o| self.output_name(o));
+            let dangling = data.or_else(|| {
+                n.control_inputs.iter().find(|&&c| removed(c)).map(|c| format!("^{}", self.nodes[c.index()].name))
+            });
+            if let Some(input) = dangling {
+                return Err(GraphError::UnknownInput { node: n.name.clone(), input, span: n.span });
+            }
+        }
+        let mut new_id = vec![u32::MAX; self.nodes.len()];
+        let mut next = 0u32;
+        for (i, slot) in new_id.iter_mut().enumerate() {
+            if !removed(NodeId(i as u32)) {
+                *slot = next;
+                next += 1;
+            }
+        }
+        // The name index is renumbered in one scan of its entries: no name is hashed.
+        self.index.retain(|_, id| match new_id[id.index()] {
+            u32::MAX => false,
+            k => {
+                *id = NodeId(k);
+                true
+            }
+        });
+        let old = std::mem::take(&mut self.nodes);
+        self.nodes.reserve(next as usize);
+        for (i, mut n) in old.into_iter().enumerate() {
+            if new_id[i] == u32::MAX {
+                continue;
+            }
+            for o in &mut n.inputs {
+                o.node = NodeId(new_id[o.node.index()]);
+            }
+            for c in &mut n.control_inputs {
+                *c = NodeId(new_id[c.index()]);
+            }
+            self.nodes.push(n);
+        }
+        Ok(())
+    }
+
     /// Adds a node whose inputs already exist. Fails on a duplicate name.
     pub fn add_node(&mut self, node: Node) -> Result<NodeId, GraphError> {
         if self.index.contains_key(&node.name) {
@@ -599,15 +728,18 @@ impl Graph {
 }
 
 fn resolve_inputs(n: &RawNode, index: &HashMap<String, NodeId>) -> Result<(Vec<Output>, Vec<NodeId>), GraphError> {
+    resolve_inputs_with(n, &|name: &str| index.get(name).copied())
+}
+
+fn resolve_inputs_with(
+    n: &RawNode,
+    index: &dyn Fn(&str) -> Option<NodeId>,
+) -> Result<(Vec<Output>, Vec<NodeId>), GraphError> {
     let mut inputs = Vec::with_capacity(n.inputs.len());
     let mut controls = Vec::new();
     for s in &n.inputs {
         let lookup = |name: &str| {
-            index.get(name).copied().ok_or_else(|| GraphError::UnknownInput {
-                node: n.name.clone(),
-                input: s.clone(),
-                span: n.span,
-            })
+            index(name).ok_or_else(|| GraphError::UnknownInput { node: n.name.clone(), input: s.clone(), span: n.span })
         };
         match parse_input(s) {
             Some(InputRef::Data { node, port }) => {
@@ -660,6 +792,33 @@ mod tests {
             device: String::new(),
             span: None,
         }
+    }
+
+    /// The in-place edits give the graph `from_raw` builds from the edited node list.
+    #[test]
+    fn in_place_edits_match_a_rebuild() {
+        let build = |nodes: Vec<RawNode>| Graph::from_raw(nodes, Library::default(), None).unwrap();
+        let mut g = build(vec![
+            raw("a", "Const", &[]),
+            raw("b", "Neg", &["a"]),
+            raw("c", "Neg", &["b", "^a"]),
+            raw("d", "AddV2", &["c", "b"]),
+        ]);
+        g.append_raw(vec![raw("e", "Neg", &["f"]), raw("f", "Const", &["^a"])]).unwrap();
+        g.replace_raw(NodeId(3), raw("d", "AddV2", &["e", "c"])).unwrap();
+        g.set_inputs(NodeId(2), &[Output { node: NodeId(0), port: 0 }], &[]);
+        g.remove_nodes(&[false, true, false, false, false, false]).unwrap();
+        let want = build(vec![
+            raw("a", "Const", &[]),
+            raw("c", "Neg", &["a"]),
+            raw("d", "AddV2", &["e", "c"]),
+            raw("e", "Neg", &["f"]),
+            raw("f", "Const", &["^a"]),
+        ]);
+        assert_eq!(g, want);
+        assert!(matches!(g.append_raw(vec![raw("a", "Const", &[])]), Err(GraphError::DuplicateNode { .. })));
+        assert!(matches!(g.remove_nodes(&[true]), Err(GraphError::UnknownInput { .. })));
+        assert_eq!(g, want, "a failed edit changes nothing");
     }
 
     #[test]
