@@ -994,12 +994,6 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
                     .ok_or_else(|| CompileError::unsupported(node, format!("{op} on {}", x.dtype)))?;
                 return Ok(NodeInfo { kind: NodeKind::Constant, outputs: vec![konst(folded)] });
             }
-            if axes.iter().all(|&a| x.shape[a] == 1) {
-                // Only size-1 axes reduced (a gradient's `Sum` over the axes
-                // `BroadcastGradientArgs` found empty): the values as they are, so a view —
-                // no copy, and −0.0 stays −0.0 as in TensorFlow's special case.
-                return Ok(NodeInfo { kind: NodeKind::View, outputs: vec![vi(x.dtype, shape)] });
-            }
             Ok(kernel(KernelOp::Reduce { kind, axes }, vec![0], vec![vi(x.dtype, shape)]))
         }
         // Split(axis, value) into `num_split` equal pieces; SplitV(value, size_splits, axis)
