@@ -321,6 +321,8 @@ pub fn clustered_session(
         ..
     } = program;
     let new_graph = Arc::new(new_graph);
+    // A compiled `While` keeps the session's iteration bound (`--max-loop-iterations`).
+    let compiler = CompilerOptions { max_loop_iterations: options.max_loop_iterations, ..compiler };
     let session = Session::with_jit(new_graph.clone(), options, Jit::new(compiler, true));
     for (name, value) in plain.session.variables() {
         if let Err(e) = session.set_variable(&name, value) {

@@ -461,15 +461,22 @@ function body(i: int32) -> (i2: int32) {
 
 #[test]
 fn endless_loops_stop_at_the_iteration_bound_naming_the_loop_and_step() {
-    for mode in [&[][..], &["--no-cluster"][..]] {
+    // Clustered, the pure loop is compiled inside `cluster_0`: the error names the loop
+    // through the cluster.
+    for (mode, node) in [
+        (&[][..], "node 'cluster_0' (cluster_0_fn): in cluster node 'loop' (While)"),
+        (&["--no-cluster"][..], "node 'loop' (While)"),
+    ] {
         let mut args = vec!["run", "{}", "--fetch", "loop", "--max-loop-iterations", "500", "--steps", "2"];
         args.extend_from_slice(mode);
         let (code, stderr) = probe(ENDLESS, &args);
         assert_eq!(code, Some(1), "{args:?}: {stderr}");
         assert_eq!(
             stderr,
-            "error: step 1 of 2: node 'loop' (While): the loop ran 500 iterations and its condition 'cond' is \
-             still true: --max-loop-iterations 500 reached (raise it if the loop is meant to run longer)",
+            format!(
+                "error: step 1 of 2: {node}: the loop ran 500 iterations and its condition 'cond' is still true: \
+                 --max-loop-iterations 500 reached (raise it if the loop is meant to run longer)"
+            ),
             "{args:?}"
         );
     }

@@ -520,3 +520,129 @@ fn division_like_ops_compile_and_match() {
         );
     }
 }
+
+/// Newton's iteration for `sqrt(c)` (`c` carried unchanged), then a branch on a fed
+/// threshold, all pure: TensorFlow 2 writes such loops and conditionals as `StatelessWhile`
+/// and `StatelessIf`.
+const FUNCTIONAL_CONTROL_FLOW: &str = r#"
+a = Placeholder() {dtype = float32, shape = shape[4]}
+n = Placeholder() {dtype = int32, shape = shape[]}
+t = Placeholder() {dtype = float32, shape = shape[]}
+zero = Const() {dtype = int32, value = int32[]{0}}
+ex = Exp(a) {T = float32}
+x0 = Mul(ex, ex) {T = float32}
+loop = StatelessWhile(zero, x0, ex, n) {T = [int32, float32, float32, int32], cond = @cond, body = @body, parallel_iterations = 10}
+s = Sum(loop:1, zero) {T = float32, Tidx = int32}
+big = Greater(s, t) {T = float32}
+br = StatelessIf(big, loop:1) {Tcond = bool, Tin = [float32], Tout = [float32], then_branch = @yes, else_branch = @no}
+out = Tanh(br) {T = float32}
+function cond(i: int32, x: float32, c: float32, n: int32) -> (c: bool) {
+  l = Less(i, n) {T = int32}
+  return c = l:z:0
+}
+function body(i: int32, x: float32, c: float32, n: int32) -> (i2: int32, x2: float32, c2: float32, n2: int32) {
+  one = Const() {dtype = int32, value = int32[]{1}}
+  next = AddV2(i, one:output:0) {T = int32}
+  q = RealDiv(c, x) {T = float32}
+  s = AddV2(x, q:z:0) {T = float32}
+  half = Const() {dtype = float32, value = float32[]{0.5}}
+  x2 = Mul(s:z:0, half:output:0) {T = float32}
+  return i2 = next:z:0
+  return x2 = x2:z:0
+  return c2 = c
+  return n2 = n
+}
+function yes(a: float32) -> (b: float32) {
+  e = Neg(a) {T = float32}
+  return b = e:y:0
+}
+function no(a: float32) -> (b: float32) {
+  e = Square(a) {T = float32}
+  return b = e:y:0
+}
+"#;
+
+/// A pure `StatelessWhile` and `StatelessIf` join the cluster and run as compiled code (the
+/// plan shows one `While` and one `If` step; no interpreted cluster, no note), give the plain
+/// executor's values, and equal the definitions: Newton's iteration converges to
+/// `sqrt(exp(a)) = exp(a/2)`, then the branch the threshold selects. The iteration bound
+/// holds for the compiled loop as for the interpreted one.
+#[test]
+fn functional_loops_and_branches_compile_and_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "cf.graph", FUNCTIONAL_CONTROL_FLOW);
+    let a = [0.1, 0.2, -0.3, 1.0];
+    let feed_a = format!("a={}", nested(&a, &[4]));
+    let sqrt: Vec<f64> = a.iter().map(|x: &f64| (x / 2.0).exp()).collect();
+    let total: f64 = sqrt.iter().sum();
+    for (threshold, then) in [("t=0", true), ("t=1000", false)] {
+        let args = ["--feed", &feed_a, "--feed", "n=30", "--feed", threshold, "--fetch", "out:0", "--fetch", "loop:1"];
+        let (got, plain, _) = both_modes(&g, &args);
+        assert_eq!(got["out:0"], plain["out:0"]);
+        assert_eq!(got["loop:1"], plain["loop:1"]);
+        assert_close(&got["loop:1"].data, &sqrt, 1e-6, "newton");
+        let want: Vec<f64> = sqrt.iter().map(|r| if then { (-r).tanh() } else { (r * r).tanh() }).collect();
+        assert!(total > 0.0);
+        assert_close(&got["out:0"].data, &want, 1e-6, threshold);
+    }
+    let dump = dir.path().join("dump");
+    let d = dump.display().to_string();
+    let args = ["run", &g, "--feed", &feed_a, "--feed", "n=3", "--feed", "t=0", "--fetch", "out:0", "--dump-clif", &d];
+    let out = autoclust(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan = std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap();
+    assert!(plan.contains("kernel While(@cond, @body) at loop"), "{plan}");
+    assert!(plan.contains("kernel If(@yes, @no) at br"), "{plan}");
+    // The loop-invariant operand `c` is carried unchanged: the body is compiled with it as
+    // an argument still (it is not a compile-time constant here), and the body's plan exists.
+    assert!(dump.join("cluster_0_fn_body.plan").exists());
+    // The iteration bound: the same error in both modes, naming the condition.
+    for cluster in [true, false] {
+        let mut run = vec!["run", &g, "--feed", &feed_a, "--feed", "n=5", "--feed", "t=0", "--fetch", "out:0"];
+        run.extend(["--max-loop-iterations", "3"]);
+        if !cluster {
+            run.push("--no-cluster");
+        }
+        let out = autoclust(&run);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("the loop ran 3 iterations and its condition 'cond' is still true"), "{err}");
+    }
+}
+
+/// A loop whose carried value grows (`ConcatV2` each iteration: TensorFlow needs a shape
+/// invariant for it, and XLA does not compile it) is declined by the compiler: the cluster
+/// runs in the interpreter and `run` says so, naming the loop; the values are the plain
+/// executor's.
+#[test]
+fn a_loop_whose_carried_shape_changes_is_interpreted_and_named() {
+    let g = r#"
+x = Placeholder() {dtype = float32, shape = shape[2]}
+zero = Const() {dtype = int32, value = int32[]{0}}
+e = Exp(x) {T = float32}
+loop = StatelessWhile(zero, e) {T = [int32, float32], cond = @cond, body = @body}
+y = Neg(loop:1) {T = float32}
+function cond(i: int32, v: float32) -> (c: bool) {
+  three = Const() {dtype = int32, value = int32[]{3}}
+  l = Less(i, three:output:0) {T = int32}
+  return c = l:z:0
+}
+function body(i: int32, v: float32) -> (i2: int32, v2: float32) {
+  one = Const() {dtype = int32, value = int32[]{1}}
+  next = AddV2(i, one:output:0) {T = int32}
+  axis = Const() {dtype = int32, value = int32[]{0}}
+  grown = ConcatV2(v, v, axis:output:0) {N = 2, T = float32, Tidx = int32}
+  return i2 = next:z:0
+  return v2 = grown:output:0
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "grow.graph", g);
+    let out = autoclust(&["run", &g, "--feed", "x=[0.5,-1]", "--fetch", "y:0"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let n = notes(&out);
+    assert!(n.iter().any(|l| l.contains("'loop'") && l.contains("a shape that changes across iterations")), "{n:?}");
+    let plain = autoclust(&["run", &g, "--feed", "x=[0.5,-1]", "--fetch", "y:0", "--no-cluster"]);
+    assert_eq!(parse(&out.stdout)["y:0"], parse(&plain.stdout)["y:0"]);
+    assert_eq!(parse(&out.stdout)["y:0"].shape, vec![16]);
+}

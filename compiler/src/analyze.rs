@@ -282,10 +282,14 @@ const FOLD_LIMIT: usize = 1 << 16;
 /// Analyses `body` for the given input signature.
 /// `constants` fixes the values of some arguments (`(index, value)`): they
 /// are compile-time constants like a `Const` (see [`crate::constant_args`]).
+/// `While`/`If` nodes have their functions compiled by `compiler` (named after `name`; see
+/// [`crate::control_flow`]).
 pub fn analyze(
     body: &Graph,
     inputs: &[(DType, Vec<usize>)],
     constants: &[(usize, Tensor)],
+    compiler: &crate::Compiler,
+    name: &str,
 ) -> Result<Analysis, CompileError> {
     let order = live_order(body)?;
     let mut nodes: Vec<Option<NodeInfo>> = vec![None; body.len()];
@@ -303,7 +307,11 @@ pub fn analyze(
                     .ok_or_else(|| CompileError::Invalid(format!("node '{}' reads a missing output", node.name)))
             })
             .collect::<Result<_, _>>()?;
-        let info = analyze_node(node, &ins, inputs, constants)?;
+        let info = match node.op.as_str() {
+            "While" | "StatelessWhile" => crate::control_flow::analyze_while(node, &ins, body, compiler, name)?,
+            "If" | "StatelessIf" => crate::control_flow::analyze_if(node, &ins, body, compiler, name)?,
+            _ => analyze_node(node, &ins, inputs, constants)?,
+        };
         for o in &info.outputs {
             within_budget(node, o.dtype, &o.shape)?;
         }

@@ -82,6 +82,12 @@ pub enum KernelOp {
     /// (`autoclust_graph::arith`, the interpreter's), operands broadcast to the output shape;
     /// an integer zero divisor is an error, as in TensorFlow's CPU kernels.
     Modular { kind: ModularKind },
+    /// A functional `While` whose condition and body are compiled ([`crate::control_flow`]):
+    /// operands and results are the loop-carried values.
+    While(crate::control_flow::LoopRef),
+    /// A functional `If` whose branches are compiled ([`crate::control_flow`]): operand 0
+    /// the predicate, the rest the branch's arguments.
+    If(crate::control_flow::BranchesRef),
 }
 
 /// Which division-like op a [`KernelOp::Modular`] computes.
@@ -406,6 +412,8 @@ impl KernelOp {
     /// Runs the kernel; `out_shapes` are the analysed output shapes.
     pub fn run(&self, inputs: &[&Tensor], out_shapes: &[Vec<usize>]) -> Result<Vec<Tensor>, String> {
         match self {
+            KernelOp::While(l) => l.0.run(inputs),
+            KernelOp::If(b) => b.0.run(inputs),
             KernelOp::Reduce { kind, axes } => {
                 let x = inputs[0];
                 let v = f32_of(x)?;

@@ -68,6 +68,7 @@ pub mod batchnorm;
 mod buffers;
 mod codegen;
 pub mod constant_args;
+pub mod control_flow;
 pub mod conv;
 pub mod einsum;
 pub mod gemm;
@@ -138,6 +139,9 @@ pub struct CompilerOptions {
     /// The widest tier of tile routines to use (`None`: the widest the host has).
     /// `AUTOCLUST_NO_AVX512=1` caps at [`TileTier::Avx2`].
     pub max_tile_tier: Option<TileTier>,
+    /// Iterations after which a compiled `While` fails (`None`:
+    /// [`control_flow::DEFAULT_MAX_LOOP_ITERATIONS`], the runtime's default).
+    pub max_loop_iterations: Option<u64>,
 }
 
 /// Compiles cluster bodies. Cheap to create; holds only options.
@@ -189,7 +193,7 @@ impl Compiler {
                 _ => return Err(CompileError::Invalid(format!("constant argument {i} does not match the signature"))),
             }
         }
-        let analysis = analyze::analyze(body, inputs, constants)?;
+        let analysis = analyze::analyze(body, inputs, constants, self, name)?;
         let program = plan::build(body, &analysis, &self.options, name)?;
         let compile_time = start.elapsed();
         tracing::debug!(?compile_time, steps = program.steps.len(), "compiled");

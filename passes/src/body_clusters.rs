@@ -75,10 +75,15 @@ pub fn cluster_function_bodies(graph: &mut Graph, config: ClusterConfig) -> Body
             }
         }
     }
+    let compiled = compiled_functions(graph);
     let mut k = 0;
     while k < queue.len() {
         let name = queue[k].clone();
         k += 1;
+        if compiled.contains(&name) {
+            // A `While`/`If` inside a cluster function also runs it, compiled as it is.
+            continue;
+        }
         let Some(function) = graph.library.function(&name).cloned() else { continue };
         for n in &function.nodes {
             for f in called_functions(&n.attrs) {
@@ -116,6 +121,32 @@ pub fn cluster_function_bodies(graph: &mut Graph, config: ClusterConfig) -> Body
         }
     }
     report
+}
+
+/// The functions that the functions `graph`'s nodes call by op name (cluster functions,
+/// whose `While`/`If` members the JIT compiles with their functions as they are) name in
+/// their attributes, transitively: clustering such a function would put calls in the body
+/// the JIT compiles.
+fn compiled_functions(graph: &Graph) -> HashSet<String> {
+    let mut out: HashSet<String> = HashSet::new();
+    let mut queue: Vec<String> = Vec::new();
+    for n in graph.nodes() {
+        if let Some(f) = graph.library.function(&n.op) {
+            for m in &f.nodes {
+                queue.extend(called_functions(&m.attrs).map(str::to_string));
+            }
+        }
+    }
+    while let Some(name) = queue.pop() {
+        if out.insert(name.clone()) {
+            if let Some(f) = graph.library.function(&name) {
+                for m in &f.nodes {
+                    queue.extend(called_functions(&m.attrs).map(str::to_string));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// One clustered body: the rewritten function and the library holding its

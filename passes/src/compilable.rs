@@ -327,10 +327,83 @@ fn compile_time_known(graph: &Graph) -> Vec<bool> {
     known
 }
 
+/// Functional control flow the JIT compiles inside a cluster (the compiler's
+/// `control_flow.rs`: each function compiled once, the loop run as calls of machine code)
+/// when every function it calls is pure and compilable ([`control_flow_refusal`]).
+pub const COMPILED_CONTROL_FLOW: &[&str] = &["While", "StatelessWhile", "If", "StatelessIf"];
+
+/// Why a functional `While`/`If` may not join a cluster (`None`: it may): each function it
+/// names must be a plain instantiation (no call attributes, no type attributes in its
+/// signature) with supported argument and result dtypes, and every node of it an op the
+/// JIT compiles that touches no variable (or, recursively, such a `While`/`If`) — so the
+/// node is a pure function of its operands, like any other member.
+pub fn control_flow_refusal(library: &autoclust_graph::Library, node: &autoclust_graph::Node) -> Option<NotCompilable> {
+    let mut seen = std::collections::HashSet::new();
+    control_flow_refusal_in(library, &node.op, &node.attrs, &mut seen)
+}
+
+fn control_flow_refusal_in(
+    library: &autoclust_graph::Library,
+    op: &str,
+    attrs: &autoclust_graph::Attrs,
+    seen: &mut std::collections::HashSet<String>,
+) -> Option<NotCompilable> {
+    let why = |why: String| Some(NotCompilable::Excluded { why });
+    for a in attrs.values().filter(|a| a.is_func()) {
+        let Some(f) = a.as_func() else { return why(format!("{op} with a list of functions is not compiled")) };
+        if !f.attrs.is_empty() {
+            return why(format!("its function '{}' is called with instantiation attributes", f.name));
+        }
+        let Some(function) = library.function(&f.name) else {
+            return why(format!("its function '{}' is not in the library", f.name));
+        };
+        if !seen.insert(f.name.clone()) {
+            continue;
+        }
+        if !function.signature.attrs.is_empty() {
+            return why(format!("its function '{}' has type attributes", f.name));
+        }
+        for n in &function.nodes {
+            let inner = n.op.as_str();
+            let refused = if COMPILED_CONTROL_FLOW.contains(&inner) {
+                control_flow_refusal_in(library, inner, &n.attrs, seen).is_some()
+            } else {
+                library.function(inner).is_some()
+                    || n.attrs.values().any(|a| a.is_func())
+                    || !is_jit_op(inner)
+                    || is_variable_op(inner)
+                    || FOLD_ONLY.contains(&inner)
+                    || matches!(n.attrs.get("_XlaCompile"), Some(AttrValue::B(false)))
+            };
+            if refused {
+                return why(format!(
+                    "its function '{}' runs '{}' ({inner}), which the JIT does not compile",
+                    f.name, n.name
+                ));
+            }
+        }
+        let sig = &function.signature;
+        if let Some(arg) = sig.inputs.iter().chain(&sig.outputs).find(|a| !a.dtype.is_some_and(is_supported_dtype)) {
+            return why(format!(
+                "its function '{}' passes '{}' of a dtype the JIT does not compile ({})",
+                f.name,
+                arg.name,
+                arg.dtype.map_or_else(|| "a type attribute".to_string(), |d| d.name().to_string())
+            ));
+        }
+    }
+    None
+}
+
 fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable> {
     let node = graph.node(id);
     let op = node.op.as_str();
-    if graph.library.function(op).is_some() || node.attrs.values().any(|a| a.is_func()) {
+    let control_flow = COMPILED_CONTROL_FLOW.contains(&op);
+    if control_flow {
+        if let Some(why) = control_flow_refusal(&graph.library, node) {
+            return Some(why);
+        }
+    } else if graph.library.function(op).is_some() || node.attrs.values().any(|a| a.is_func()) {
         return Some(NotCompilable::FunctionCall);
     }
     match op {
@@ -339,7 +412,7 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
         "VarHandleOp" | "_VarHandlesOp" | "VariableV2" | "Variable" => return Some(NotCompilable::VariableHandle),
         _ => {}
     }
-    if !is_jit_op(op) {
+    if !control_flow && !is_jit_op(op) {
         return Some(NotCompilable::UnsupportedOp { op: op.to_string() });
     }
     if matches!(node.attr("_XlaCompile"), Some(AttrValue::B(false))) {

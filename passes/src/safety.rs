@@ -316,7 +316,22 @@ mod tests {
             self.node(&format!("Const{id}"), "Const", &[]);
             format!("Const{id}")
         }
+        /// `Const_func`, a function that reads a variable (so a call of it is a modify; a
+        /// call of a function touching no variable is no resource op: `t21`).
         fn library(&mut self) {
+            self.pure_library();
+            let f = &mut self.library.functions_mut()[0];
+            f.nodes.push(RawNode {
+                name: "inner".into(),
+                op: "ReadVariableOp".into(),
+                inputs: vec![],
+                attrs: Attrs::new(),
+                device: String::new(),
+                span: None,
+            });
+        }
+        /// `Const_func` with an empty body (TensorFlow's test's constant function).
+        fn pure_library(&mut self) {
             self.library.functions_mut().push(FunctionDef {
                 signature: Signature { name: "Const_func".into(), ..Default::default() },
                 ..Default::default()
@@ -505,6 +520,21 @@ mod tests {
         let c = b.call("C");
         b.ctrl(&w, &c);
         assert_eq!(b.pairs(), [p("AssigneeW", "C")]);
+    }
+    #[test]
+    fn t21_call_of_pure_function() {
+        let mut b = Builder::default();
+        b.pure_library();
+        let w = b.write("W");
+        let r = b.read("R");
+        let c = b.call("C");
+        b.ctrl(&w, &c);
+        b.ctrl(&c, &r);
+        assert_eq!(b.pairs(), [p("AssigneeW", "ReadR")]);
+        // The same body under SymbolicGradient (which runs a gradient of it) stays a modify.
+        let sg = b.symgrad();
+        b.ctrl(&sg, &r);
+        assert!(b.pairs().contains(&p("SymbolicGradient", "ReadR")));
     }
     #[test]
     fn t15_symbolic_gradient_read() {

@@ -49,6 +49,8 @@ pub struct Jit {
     fallbacks: AtomicU64,
     /// Per function that ran: compiled code, or the first reason it was interpreted.
     status: Mutex<BTreeMap<String, FunctionStatus>>,
+    /// The bound on a `While`'s iterations (compiled or interpreted), from the options.
+    max_loop_iterations: u64,
 }
 
 /// How a cluster function has run so far (see [`Jit::function_status`]).
@@ -64,7 +66,10 @@ pub enum FunctionStatus {
 impl Jit {
     /// A JIT with these compiler options; `enabled: false` always interprets.
     pub fn new(options: CompilerOptions, enabled: bool) -> Jit {
+        let max_loop_iterations =
+            options.max_loop_iterations.unwrap_or(crate::function_call::DEFAULT_MAX_LOOP_ITERATIONS);
         Jit {
+            max_loop_iterations,
             cache: CompileCache::new(Compiler::new(options)),
             enabled,
             seen: Mutex::new(HashSet::new()),
@@ -163,14 +168,19 @@ impl Body {
     }
 
     /// Runs the body with the reference executor.
-    fn interpret(&self, inputs: &[Tensor]) -> KResult<Vec<Tensor>> {
+    /// A `While` in the body (one the JIT compiles, run here when it declined or failed)
+    /// stops after `max_loop_iterations`, as everywhere in the session.
+    fn interpret(&self, inputs: &[Tensor], max_loop_iterations: u64) -> KResult<Vec<Tensor>> {
         if inputs.len() != self.feeds.len() {
             return Err(KernelError::Arity { expected: self.feeds.len(), got: inputs.len() });
         }
         let store = VariableStore::new();
         let plan = self
             .plan
-            .get_or_init(|| Plan::build(&self.graph, &store, None, &self.feeds, &self.fetches, &[]).map(Arc::new))
+            .get_or_init(|| {
+                let request = (self.feeds.as_slice(), self.fetches.as_slice(), &[][..]);
+                Plan::build_limited(&self.graph, &store, None, request, max_loop_iterations).map(Arc::new)
+            })
             .clone()
             .map_err(|e| KernelError::invalid(format!("in function '{}': {e}", self.name)))?;
         let feeds: Vec<Tensor> = self.feed_arg.iter().map(|&i| inputs[i].clone()).collect();
@@ -328,7 +338,7 @@ fn call_site(
                         tracing::debug!(function = %body.name, error = %e, "compiled call failed; interpreting");
                         jit.record(&body.name, Some(format!("the compiled code failed at run time ({e})")));
                         jit.fallbacks.fetch_add(1, Ordering::Relaxed);
-                        return Ok(body.interpret(&back?)?.into_iter().collect());
+                        return Ok(body.interpret(&back?, jit.max_loop_iterations)?.into_iter().collect());
                     }
                 }
             }
@@ -344,7 +354,7 @@ fn call_site(
         jit.record(&body.name, Some("the JIT is disabled".into()));
     }
     jit.fallbacks.fetch_add(1, Ordering::Relaxed);
-    Ok(body.interpret(&inputs)?.into_iter().collect())
+    Ok(body.interpret(&inputs, jit.max_loop_iterations)?.into_iter().collect())
 }
 
 /// How an in-place attempt ended.

@@ -1,7 +1,7 @@
 //! The executor: a compact plan per (feeds, fetches, targets), run by
 //! pending-input counts.
 //!
-//! [`Plan::build`] prunes the graph to what the fetches and targets need
+//! [`Plan::build_limited`] prunes the graph to what the fetches and targets need
 //! (every node when there are neither; a fed node needs none of its inputs),
 //! prepares every kernel once (so an op without a kernel is an error before
 //! anything runs, and only if it must run), and lays the values out in a flat
@@ -148,19 +148,8 @@ fn is_cheap(op: &str) -> bool {
 }
 
 impl Plan {
-    /// Builds the plan. `feeds` must be sorted and deduplicated.
-    pub fn build(
-        graph: &Graph,
-        store: &VariableStore,
-        jit: Option<&Arc<Jit>>,
-        feeds: &[Output],
-        fetches: &[Output],
-        targets: &[NodeId],
-    ) -> Result<Plan, RunError> {
-        Plan::build_with(graph, store, jit, feeds, fetches, targets, &mut Instantiations::default())
-    }
-
-    /// [`Plan::build`] with a bound on every `While`'s iterations.
+    /// Builds the plan, with a bound on every `While`'s iterations. `feeds` must be sorted
+    /// and deduplicated.
     pub fn build_limited(
         graph: &Graph,
         store: &VariableStore,
@@ -173,7 +162,7 @@ impl Plan {
         Plan::build_with(graph, store, jit, feeds, fetches, targets, &mut inst)
     }
 
-    /// [`Plan::build`], sharing the function bodies `inst` has instantiated
+    /// [`Plan::build_limited`], sharing the function bodies `inst` has instantiated
     /// (a function body's plan is built inside its caller's).
     pub(crate) fn build_with(
         graph: &Graph,

@@ -31,7 +31,7 @@
 //! the inner node: `node 'outer' (StatefulPartitionedCall): in function 'f':
 //! node 'inner' (AssignAddVariableOp): …`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use autoclust_graph::{
@@ -106,16 +106,40 @@ fn is_cluster_function(f: &FunctionDef, library: &Library) -> bool {
         && sig.inputs.iter().all(plain_arg)
         && sig.outputs.iter().all(plain_arg)
         && f.ret.iter().all(|(_, v)| two_part(v))
-        && f.nodes.iter().all(|n| {
-            n.inputs.iter().all(|i| spelled_by_autoclust(i))
-                && library.function(&n.op).is_none()
-                && !n.attrs.values().any(is_func_like)
-                && effects::table_kind(&n.op).is_none()
-                && match registry::lookup(&n.op) {
-                    Some(schema) => !schema.is_stateful,
-                    None => kernels::has_pure_kernel(&n.op),
-                }
-        })
+        && {
+            let mut seen = HashSet::new();
+            f.nodes.iter().all(|n| {
+                n.inputs.iter().all(|i| spelled_by_autoclust(i)) && is_pure_node(&n.op, &n.attrs, library, &mut seen)
+            })
+        }
+}
+
+/// Whether a body node computes a pure function of its inputs: a stateless op with no
+/// resource or table effect that calls no function — or a functional `While`/`If` (which
+/// the JIT compiles inside a cluster, `autoclust_compiler::control_flow`) whose functions'
+/// nodes are all pure in the same sense. `seen` holds the functions already checked (or
+/// being checked: a recursive call is refused when the body is instantiated).
+fn is_pure_node(op: &str, attrs: &Attrs, library: &Library, seen: &mut HashSet<String>) -> bool {
+    if library.function(op).is_some() || effects::table_kind(op).is_some() {
+        return false;
+    }
+    if attrs.values().any(is_func_like) {
+        if !matches!(op, "While" | "StatelessWhile" | "If" | "StatelessIf") {
+            return false;
+        }
+        return attrs.values().filter(|a| is_func_like(a)).all(|a| {
+            let Some(f) = a.as_func().filter(|f| f.attrs.is_empty()) else { return false };
+            let Some(g) = library.function(&f.name) else { return false };
+            if !seen.insert(f.name.clone()) {
+                return true;
+            }
+            g.signature.attrs.is_empty() && g.nodes.iter().all(|m| is_pure_node(&m.op, &m.attrs, library, seen))
+        });
+    }
+    match registry::lookup(op) {
+        Some(schema) => !schema.is_stateful,
+        None => kernels::has_pure_kernel(op),
+    }
 }
 
 fn is_func_like(a: &AttrValue) -> bool {

@@ -56,6 +56,10 @@ after the last step). File layout and manifest: README.md.
 - tf2_tensor_array: a `tf.TensorArray` written in a `While` loop, then gathered, concatenated and stacked
   (`TensorListGather`, `TensorListConcatV2`), with its gradient (`TensorListSplit`,
   `TensorListScatterIntoExistingList`, `TensorListResize`), and a scattered array read back. 2 steps.
+- tf2_pure_loops: pure `tf.while_loop`s and `tf.cond`s in a step (TensorFlow 2 writes `StatelessWhile`
+  and `StatelessIf`): Newton iterations for a square root with a loop-invariant operand, a nested loop
+  (power iteration inside a loop over rounds), `maximum_iterations`, and a branch choosing between two
+  pure functions of a reduced value; the variable is updated from the loops' results. 2 steps, batch 3.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -576,9 +580,58 @@ def tf2_bn_depthwise_ftrl():
     write("tf2_bn_depthwise_ftrl", cf, variables, feeds, 2)
 
 
+def tf2_pure_loops():
+    w = tf.Variable(np.zeros((4, 4), np.float32), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x"),
+                                  tf.TensorSpec([], tf.int32, name="k")])
+    def step(x, k):
+        h = tf.tanh(tf.matmul(x, w.read_value()))
+        a = tf.reduce_sum(h * h, 0) + 1.0
+
+        # Newton's iteration for sqrt(a): `a` is carried unchanged.
+        def newton_cond(i, r, a_):
+            return i < k
+
+        def newton_body(i, r, a_):
+            return i + 1, 0.5 * (r + a_ / r), a_
+
+        _, root, _ = tf.while_loop(newton_cond, newton_body, [tf.constant(0), a, a])
+
+        # Power iteration on a symmetric matrix, repeated for three rounds (a nested loop).
+        m = tf.matmul(h, h, transpose_a=True) + tf.constant(np.eye(4, dtype=np.float32))
+
+        def power(v):
+            def pc(j, u):
+                return j < 5
+
+            def pb(j, u):
+                u = tf.linalg.matvec(m, u)
+                return j + 1, u / tf.norm(u)
+
+            return tf.while_loop(pc, pb, [tf.constant(0), v])[1]
+
+        def rounds_body(r, v, acc):
+            v = power(v)
+            return r + 1, v, acc + tf.reduce_sum(v * tf.linalg.matvec(m, v))
+
+        _, vec, acc = tf.while_loop(lambda r, v, acc: r < 3, rounds_body,
+                                    [tf.constant(0), tf.ones(4) / 2.0, tf.constant(0.0)],
+                                    maximum_iterations=10)
+        total = tf.reduce_sum(root)
+        picked = tf.cond(total > 6.0, lambda: tf.exp(-vec) * total, lambda: tf.square(vec) - total)
+        w.assign_add(0.01 * tf.tensordot(picked, root, axes=0))
+        return picked, acc, root
+
+    variables = [(w, (np.arange(16, dtype=np.float32).reshape(4, 4) / 20.0 - 0.3))]
+    feeds = {"x": np.array([[1, 2, -0.5, 0.3], [0.5, -1, 0.25, 0.1], [0.2, 0.4, -0.8, 1.5]], np.float32),
+             "k": np.array(6, np.int32)}
+    write("tf2_pure_loops", step.get_concrete_function(), variables, feeds, 2)
+
+
 FIXTURES = [tf2_tensor_array, tf2_band_atan2_bucketize, tf2_keras_activations, tf2_keras_lstm_gru, tf2_keras_layernorm_gelu, tf2_keras_dropout, tf2_scan_split_where, tf2_pad_clip_erf, tf2_control_flow, tf2_linear_step, tf2_mlp_sgd, tf2_keras_adam,
             tf2_keras_cnn, tf2_einsum_attention, tf2_segment_topk_assert,
-            tf2_gather_scatter_nd, tf2_bn_depthwise_ftrl]
+            tf2_gather_scatter_nd, tf2_bn_depthwise_ftrl, tf2_pure_loops]
 
 
 def main():

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::{AttrValue, DType, Graph, Library, Node, NodeId};
+use crate::{AttrValue, Attrs, DType, Graph, Library, ListValue, Node, NodeId};
 
 /// The functions a call node passes its input `slot` to, with the argument index there.
 fn call_targets(graph: &Graph, node: &Node, slot: usize) -> Vec<(String, usize)> {
@@ -191,9 +191,69 @@ pub fn may_call_function(node: &Node, library: &Library) -> bool {
     library.function(&node.op).is_some() || node.attrs.values().any(|a| a.is_func())
 }
 
-/// The resource kind of a node: the table's, else modify for a call, else none.
+/// The resource kind of a node: the table's; for a call, modify — unless every function it
+/// calls is known and touches no resource ([`calls_touch_no_resource`]), when it has none;
+/// none otherwise.
 pub fn resource_kind(node: &Node, library: &Library) -> Option<ResourceKind> {
-    table_kind(&node.op).or_else(|| may_call_function(node, library).then_some(ResourceKind::Modify))
+    table_kind(&node.op).or_else(|| {
+        (may_call_function(node, library) && !calls_touch_no_resource(node, library)).then_some(ResourceKind::Modify)
+    })
+}
+
+/// Ops that run exactly the functions their attributes name (and nothing else), so their
+/// effects are those functions' effects. Any other op with a function attribute
+/// (`SymbolicGradient` runs a gradient *of* its function, a dataset op runs it on elements
+/// it owns, …) keeps the conservative modify.
+pub const RUNS_NAMED_FUNCTIONS: &[&str] = &[
+    "PartitionedCall",
+    "StatefulPartitionedCall",
+    "While",
+    "StatelessWhile",
+    "If",
+    "StatelessIf",
+    "Case",
+    "StatelessCase",
+];
+
+/// Whether `node` runs only functions of `library` (a call by op name, or an op of
+/// [`RUNS_NAMED_FUNCTIONS`]) and none of them, nor any function they call in turn, has a
+/// node that accesses a resource (an op of [`table_kind`]'s table, or a call that may): then
+/// the call reads and writes no variable — a pure `While`/`If` of a TensorFlow 2 graph.
+pub fn calls_touch_no_resource(node: &Node, library: &Library) -> bool {
+    if library.function(&node.op).is_none() && !RUNS_NAMED_FUNCTIONS.contains(&node.op.as_str()) {
+        return false;
+    }
+    fn called<'a>(op: &'a str, attrs: &'a Attrs, library: &'a Library, out: &mut Vec<&'a str>) {
+        if library.function(op).is_some() {
+            out.push(op);
+        }
+        for a in attrs.values() {
+            match a {
+                AttrValue::Func(f) => out.push(&f.name),
+                AttrValue::List(ListValue::Func(fs)) => out.extend(fs.iter().map(|f| f.name.as_str())),
+                _ => {}
+            }
+        }
+    }
+    let mut stack: Vec<&str> = Vec::new();
+    called(&node.op, &node.attrs, library, &mut stack);
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    while let Some(name) = stack.pop() {
+        if !seen.insert(name) {
+            continue;
+        }
+        let Some(f) = library.function(name) else { return false };
+        for n in &f.nodes {
+            let calls = library.function(&n.op).is_some() || n.attrs.values().any(AttrValue::is_func);
+            if table_kind(&n.op).is_some()
+                || calls && library.function(&n.op).is_none() && !RUNS_NAMED_FUNCTIONS.contains(&n.op.as_str())
+            {
+                return false;
+            }
+            called(&n.op, &n.attrs, library, &mut stack);
+        }
+    }
+    true
 }
 
 /// TensorFlow 1 control-flow ops that move values between branches, frames and iterations:

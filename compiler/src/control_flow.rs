@@ -1,0 +1,316 @@
+//! Functional control flow inside a compiled cluster: `While`/`StatelessWhile` and
+//! `If`/`StatelessIf` whose functions this compiler can compile.
+//!
+//! What it lowers: the functions a `While` (`cond`, `body`) or an `If` (`then_branch`,
+//! `else_branch`) names are instantiated from the body's library and compiled — each once,
+//! for the dtypes and shapes the node is called with — into [`CompiledFunction`]s, and the
+//! node becomes one kernel step ([`crate::kernels::KernelOp::While`] / `If`) that runs them:
+//! the loop calls the compiled condition and the compiled body in turn until the condition
+//! is false; the conditional calls one compiled branch. No executor, no per-iteration
+//! instantiation, no dispatch of single ops: each iteration is two calls of machine code.
+//!
+//! Why it is sound:
+//! - The clusterer admits such a node only when its functions are pure (no resource op, no
+//!   stateful op; `passes/src/compilable.rs`), so running them here, inside the cluster's
+//!   SSA function, reorders no effect.
+//! - A loop-carried value must keep its dtype and shape (TensorFlow's shape invariants, which
+//!   XLA also requires): the body is compiled for the values the loop starts with and its
+//!   outputs are checked, at compile time, to have exactly those types — so every
+//!   iteration's call matches the signature the body was compiled for. A loop whose
+//!   carried shapes change is declined ([`CompileError::Unsupported`]) and the interpreter
+//!   runs the cluster, as TensorFlow's executor would run the loop.
+//! - Constants: an `If`'s operands that are compile-time constants of the enclosing body
+//!   are constants of every call of it, so the branches are compiled with them fixed. A
+//!   loop-carried value is a constant of the body only when the body returns it unchanged
+//!   (its `_Retval` reads its `_Arg`): only those are fixed, so a shape operand threaded
+//!   through the loop still folds.
+//! - The condition is TensorFlow's `ToBool`: a scalar is true when non-zero; a tensor with
+//!   elements is true.
+//! - A loop that runs `max_loop_iterations` iterations with its condition still true is an
+//!   error naming the condition, as in the runtime's `While` (never a hang).
+
+use std::fmt;
+use std::sync::Arc;
+
+use autoclust_graph::{AttrValue, DType, Graph, Node, NodeId, Tensor, TensorData};
+
+use crate::analyze::{NodeInfo, NodeKind, ValueInfo};
+use crate::kernels::KernelOp;
+use crate::{CompileError, CompiledFunction, Compiler};
+
+/// How many iterations a compiled `While` may run before the call fails, unless
+/// [`crate::CompilerOptions::max_loop_iterations`] says otherwise (the runtime's default).
+pub const DEFAULT_MAX_LOOP_ITERATIONS: u64 = 10_000_000;
+
+/// A compiled `While`: its condition and body, compiled for the loop-carried types.
+pub struct Loop {
+    cond: CompiledFunction,
+    body: CompiledFunction,
+    cond_name: String,
+    body_name: String,
+    limit: u64,
+}
+
+/// A compiled `If`: both branches, compiled for the operands' types.
+pub struct Branches {
+    then_branch: CompiledFunction,
+    else_branch: CompiledFunction,
+    then_name: String,
+    else_name: String,
+}
+
+impl fmt::Debug for Loop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "@{}, @{}", self.cond_name, self.body_name)
+    }
+}
+
+impl fmt::Debug for Branches {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "@{}, @{}", self.then_name, self.else_name)
+    }
+}
+
+/// The name of the function attribute `attr` of `node`, refusing instantiation attributes
+/// (a polymorphic function the caller binds: not compiled here).
+fn function_attr<'n>(node: &'n Node, attr: &str) -> Result<&'n str, CompileError> {
+    match node.attr(attr).and_then(AttrValue::as_func) {
+        Some(f) if f.attrs.is_empty() => Ok(f.name.as_str()),
+        Some(f) => Err(CompileError::unsupported(
+            node,
+            format!("its function '{}' is called with instantiation attributes", f.name),
+        )),
+        None => {
+            Err(CompileError::Invalid(format!("node '{}' ({}) has no function attribute '{attr}'", node.name, node.op)))
+        }
+    }
+}
+
+/// Instantiates `name` from `library_of`'s library.
+fn instantiate(node: &Node, library_of: &Graph, name: &str) -> Result<Graph, CompileError> {
+    let function = library_of.library.function(name).ok_or_else(|| {
+        CompileError::Invalid(format!("node '{}': function '{name}' is not in the library", node.name))
+    })?;
+    autoclust_graph::function::instantiate(function, &library_of.library)
+        .map_err(|e| CompileError::unsupported(node, format!("cannot instantiate '{name}': {e}")))
+}
+
+/// For each argument of `body`, whether its `_Retval` of the same index returns it unchanged
+/// (directly or through `Identity`): a loop-invariant value.
+fn passed_through(body: &Graph, args: usize) -> Vec<bool> {
+    let index = |id: NodeId| body.node(id).attr("index").and_then(AttrValue::as_int);
+    let mut through = vec![false; args];
+    for id in body.node_ids().filter(|&id| body.node(id).op == "_Retval") {
+        let Some(i) = index(id).and_then(|i| usize::try_from(i).ok()).filter(|&i| i < args) else { continue };
+        let mut src = body.node(id).inputs.first().copied();
+        while let Some(o) = src {
+            let n = body.node(o.node);
+            match n.op.as_str() {
+                "Identity" => src = n.inputs.first().copied(),
+                "_Arg" => {
+                    through[i] = o.port == 0 && index(o.node) == Some(i as i64);
+                    break;
+                }
+                _ => break,
+            }
+        }
+    }
+    through
+}
+
+fn signature(ins: &[ValueInfo]) -> Vec<(DType, Vec<usize>)> {
+    ins.iter().map(|v| (v.dtype, v.shape.clone())).collect()
+}
+
+fn constants(ins: &[ValueInfo], keep: impl Fn(usize) -> bool) -> Vec<(usize, Tensor)> {
+    ins.iter().enumerate().filter(|&(i, _)| keep(i)).filter_map(|(i, v)| v.konst.clone().map(|t| (i, t))).collect()
+}
+
+fn compiled_name(outer: &str, name: &str) -> String {
+    format!("{outer}/{name}")
+}
+
+/// The condition's output must be one scalar (TensorFlow's loop predicate).
+fn check_condition(node: &Node, name: &str, cond: &CompiledFunction) -> Result<(), CompileError> {
+    match cond.output_types().as_slice() {
+        [(d, s)]
+            if s.is_empty()
+                && matches!(d, DType::Bool | DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64) =>
+        {
+            Ok(())
+        }
+        [(d, s)] => Err(CompileError::unsupported(
+            node,
+            format!("the loop condition '{name}' returns a {d}{s:?}, not a scalar"),
+        )),
+        outs => Err(CompileError::unsupported(
+            node,
+            format!("the loop condition '{name}' returns {} values, not 1", outs.len()),
+        )),
+    }
+}
+
+/// Analyses a `While`/`StatelessWhile` node: compiles its condition and body for the
+/// loop-carried types `ins` (module doc).
+pub(crate) fn analyze_while(
+    node: &Node,
+    ins: &[ValueInfo],
+    outer: &Graph,
+    compiler: &Compiler,
+    outer_name: &str,
+) -> Result<NodeInfo, CompileError> {
+    let (cond_name, body_name) = (function_attr(node, "cond")?, function_attr(node, "body")?);
+    let (cond_graph, body_graph) = (instantiate(node, outer, cond_name)?, instantiate(node, outer, body_name)?);
+    let sig = signature(ins);
+    let invariant = passed_through(&body_graph, ins.len());
+    let fixed = constants(ins, |i| invariant[i]);
+    let body = compiler.compile_with_constants(&body_graph, &sig, &fixed, &compiled_name(outer_name, body_name))?;
+    let outs = body.output_types();
+    if outs.len() != sig.len() {
+        return Err(CompileError::unsupported(
+            node,
+            format!("the loop body '{body_name}' takes {} values but returns {}", sig.len(), outs.len()),
+        ));
+    }
+    for (i, (want, got)) in sig.iter().zip(&outs).enumerate() {
+        if want != got {
+            return Err(CompileError::unsupported(
+                node,
+                format!(
+                    "loop-carried value {i} enters as {}{:?} and leaves the body '{body_name}' as {}{:?} \
+                     (a shape that changes across iterations is not compiled)",
+                    want.0, want.1, got.0, got.1
+                ),
+            ));
+        }
+    }
+    let cond = compiler.compile_with_constants(&cond_graph, &sig, &fixed, &compiled_name(outer_name, cond_name))?;
+    check_condition(node, cond_name, &cond)?;
+    let limit = compiler.options().max_loop_iterations.unwrap_or(DEFAULT_MAX_LOOP_ITERATIONS);
+    let outputs = ins.iter().map(|v| ValueInfo { konst: None, ..v.clone() }).collect();
+    let lp = Loop { cond, body, cond_name: cond_name.to_string(), body_name: body_name.to_string(), limit };
+    Ok(NodeInfo {
+        kind: NodeKind::Kernel { op: KernelOp::While(LoopRef(Arc::new(lp))), data_inputs: (0..ins.len()).collect() },
+        outputs,
+    })
+}
+
+/// Analyses an `If`/`StatelessIf` node (operand 0 the predicate, the rest the branches'
+/// arguments): compiles both branches; their results must agree in dtype and shape.
+pub(crate) fn analyze_if(
+    node: &Node,
+    ins: &[ValueInfo],
+    outer: &Graph,
+    compiler: &Compiler,
+    outer_name: &str,
+) -> Result<NodeInfo, CompileError> {
+    let Some((pred, args)) = ins.split_first() else {
+        return Err(CompileError::Invalid(format!("If '{}' has no predicate", node.name)));
+    };
+    if !pred.shape.is_empty() {
+        return Err(CompileError::unsupported(node, "the predicate is not a scalar"));
+    }
+    let (then_name, else_name) = (function_attr(node, "then_branch")?, function_attr(node, "else_branch")?);
+    let sig = signature(args);
+    let fixed = constants(args, |_| true);
+    let then_graph = instantiate(node, outer, then_name)?;
+    let then_branch =
+        compiler.compile_with_constants(&then_graph, &sig, &fixed, &compiled_name(outer_name, then_name))?;
+    let else_graph = instantiate(node, outer, else_name)?;
+    let else_branch =
+        compiler.compile_with_constants(&else_graph, &sig, &fixed, &compiled_name(outer_name, else_name))?;
+    let (t, e) = (then_branch.output_types(), else_branch.output_types());
+    if t != e {
+        return Err(CompileError::unsupported(
+            node,
+            format!("its branches '{then_name}' and '{else_name}' return different types ({t:?} and {e:?})"),
+        ));
+    }
+    let outputs = t.into_iter().map(|(dtype, shape)| ValueInfo { dtype, shape, konst: None }).collect();
+    let br = Branches { then_branch, else_branch, then_name: then_name.to_string(), else_name: else_name.to_string() };
+    Ok(NodeInfo {
+        kind: NodeKind::Kernel { op: KernelOp::If(BranchesRef(Arc::new(br))), data_inputs: (0..ins.len()).collect() },
+        outputs,
+    })
+}
+
+/// TensorFlow's `ToBool` of a predicate (a scalar here: checked at compile time).
+fn to_bool(t: &Tensor) -> Result<bool, String> {
+    if !t.shape.is_empty() {
+        return Ok(t.num_elements() > 0);
+    }
+    match &t.data {
+        TensorData::Bool(v) => Ok(v[0]),
+        _ => t
+            .to_f64_vec()
+            .and_then(|v| v.first().copied())
+            .map(|x| x != 0.0)
+            .ok_or_else(|| format!("a predicate of dtype {} is not a number", t.dtype)),
+    }
+}
+
+impl Loop {
+    /// Runs the loop from `inputs` (the initial loop-carried values).
+    pub(crate) fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+        let mut values: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();
+        let mut done: u64 = 0;
+        loop {
+            let c = self.cond.call(&values).map_err(|e| format!("in the loop condition '{}': {e}", self.cond_name))?;
+            if !to_bool(&c[0])? {
+                return Ok(values);
+            }
+            if done == self.limit {
+                return Err(format!(
+                    "the loop ran {} iterations and its condition '{}' is still true: --max-loop-iterations {} \
+                     reached (raise it if the loop is meant to run longer)",
+                    self.limit, self.cond_name, self.limit
+                ));
+            }
+            values = self.body.call(&values).map_err(|e| format!("in the loop body '{}': {e}", self.body_name))?;
+            done += 1;
+        }
+    }
+}
+
+impl Branches {
+    /// Runs the branch `inputs[0]` selects on `inputs[1..]`.
+    pub(crate) fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+        let (pred, args) = inputs.split_first().ok_or("If without a predicate")?;
+        let args: Vec<Tensor> = args.iter().map(|&t| t.clone()).collect();
+        let (f, name) =
+            if to_bool(pred)? { (&self.then_branch, &self.then_name) } else { (&self.else_branch, &self.else_name) };
+        f.call(&args).map_err(|e| format!("in the branch '{name}': {e}"))
+    }
+}
+
+/// A shared [`Loop`] in a [`KernelOp`] (equal when it is the same compiled loop).
+#[derive(Clone)]
+pub struct LoopRef(pub(crate) Arc<Loop>);
+
+/// A shared [`Branches`] in a [`KernelOp`] (equal when they are the same compiled branches).
+#[derive(Clone)]
+pub struct BranchesRef(pub(crate) Arc<Branches>);
+
+impl PartialEq for LoopRef {
+    fn eq(&self, other: &LoopRef) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl PartialEq for BranchesRef {
+    fn eq(&self, other: &BranchesRef) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl fmt::Debug for LoopRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Debug for BranchesRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
