@@ -59,7 +59,8 @@ after the last step). File layout and manifest: README.md.
 - tf2_pure_loops: pure `tf.while_loop`s and `tf.cond`s in a step (TensorFlow 2 writes `StatelessWhile`
   and `StatelessIf`): Newton iterations for a square root with a loop-invariant operand, a nested loop
   (power iteration inside a loop over rounds), `maximum_iterations`, and a branch choosing between two
-  pure functions of a reduced value; the variable is updated from the loops' results. 2 steps, batch 3.
+  pure functions of a reduced value; the variable is updated from the loops' results. Also `tf.eye`
+  (`MatrixDiagV3`), a band `tf.linalg.diag_part`/`diag` with `k = (-1, 1)` and `set_diag`. 2 steps, batch 3.
 - tf2_keras_cnn: Keras Conv2D(relu) + BatchNormalization (training mode: batch moments, moving
   averages) + MaxPooling2D + Flatten + Dense, SGD with momentum; the gradients reshape and
   broadcast by shapes of tensors computed in other clusters. 2 steps, batch 5.
@@ -599,7 +600,7 @@ def tf2_pure_loops():
         _, root, _ = tf.while_loop(newton_cond, newton_body, [tf.constant(0), a, a])
 
         # Power iteration on a symmetric matrix, repeated for three rounds (a nested loop).
-        m = tf.matmul(h, h, transpose_a=True) + tf.constant(np.eye(4, dtype=np.float32))
+        m = tf.matmul(h, h, transpose_a=True) + tf.eye(4)
 
         def power(v):
             def pc(j, u):
@@ -621,7 +622,11 @@ def tf2_pure_loops():
         total = tf.reduce_sum(root)
         picked = tf.cond(total > 6.0, lambda: tf.exp(-vec) * total, lambda: tf.square(vec) - total)
         w.assign_add(0.01 * tf.tensordot(picked, root, axes=0))
-        return picked, acc, root
+        # The matrix-diagonal ops (tf.eye above is MatrixDiagV3): a tridiagonal band read
+        # back, rebuilt, and a matrix with its diagonal replaced.
+        band = tf.linalg.diag_part(m, k=(-1, 1))
+        diagonal = tf.reduce_sum(tf.linalg.diag(band, k=(-1, 1)) * tf.linalg.set_diag(m, tf.zeros(4)))
+        return picked, acc, root, diagonal
 
     variables = [(w, (np.arange(16, dtype=np.float32).reshape(4, 4) / 20.0 - 0.3))]
     feeds = {"x": np.array([[1, 2, -0.5, 0.3], [0.5, -1, 0.25, 0.1], [0.2, 0.4, -0.8, 1.5]], np.float32),

@@ -21,6 +21,7 @@ use crate::error::{KResult, KernelError};
 pub(crate) mod array;
 pub(crate) mod batchnorm;
 pub(crate) mod conv;
+pub(crate) mod diag;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod list;
@@ -84,6 +85,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = array::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = diag::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = nn::prepare(node)? {

@@ -16,6 +16,7 @@
 mod array_extra;
 mod calls;
 mod control_flow;
+mod diag;
 mod nn;
 mod ops;
 mod shapes;
@@ -253,7 +254,8 @@ impl InferCtx<'_> {
 
 /// The schema tables, one per op area. A later table never redefines an op of an earlier one
 /// (checked by a unit test).
-const TABLES: &[&[OpSchema]] = &[ops::OPS, array_extra::OPS, nn::OPS, calls::OPS, strings::OPS, control_flow::OPS];
+const TABLES: &[&[OpSchema]] =
+    &[ops::OPS, array_extra::OPS, nn::OPS, calls::OPS, strings::OPS, control_flow::OPS, diag::OPS];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {
     static INDEX: OnceLock<HashMap<&'static str, &'static OpSchema>> = OnceLock::new();
