@@ -646,3 +646,52 @@ function body(i: int32, v: float32) -> (i2: int32, v2: float32) {
     assert_eq!(parse(&out.stdout)["y:0"], parse(&plain.stdout)["y:0"]);
     assert_eq!(parse(&out.stdout)["y:0"].shape, vec![16]);
 }
+
+/// A pure `StatelessCase` (`tf.switch_case`) joins its cluster and runs the selected branch
+/// compiled; an index out of range runs the last branch, as TensorFlow does.
+#[test]
+fn a_case_compiles_and_runs_the_selected_branch() {
+    let g = r#"
+x = Placeholder() {dtype = float32, shape = shape[3]}
+i = Placeholder() {dtype = int32, shape = shape[]}
+e = Exp(x) {T = float32}
+c = StatelessCase(i, e) {Tin = [float32], Tout = [float32], branches = [@neg, @sq, @half]}
+y = Tanh(c) {T = float32}
+function neg(a: float32) -> (b: float32) {
+  n = Neg(a) {T = float32}
+  return b = n:y:0
+}
+function sq(a: float32) -> (b: float32) {
+  n = Square(a) {T = float32}
+  return b = n:y:0
+}
+function half(a: float32) -> (b: float32) {
+  h = Const() {dtype = float32, value = float32[]{0.5}}
+  n = Mul(a, h:output:0) {T = float32}
+  return b = n:z:0
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "case.graph", g);
+    let x = [0.1, -0.2, 0.3];
+    let feed_x = format!("x={}", nested(&x, &[3]));
+    for (index, branch) in [(0, 0), (1, 1), (2, 2), (7, 2), (-1, 2)] {
+        let feed_i = format!("i={index}");
+        let (got, plain, _) = both_modes(&g, &["--feed", &feed_x, "--feed", &feed_i, "--fetch", "y:0"]);
+        assert_eq!(got["y:0"], plain["y:0"], "index {index}");
+        let want: Vec<f64> = x
+            .iter()
+            .map(|v: &f64| {
+                let e = v.exp();
+                [-e, e * e, e * 0.5][branch].tanh()
+            })
+            .collect();
+        assert_close(&got["y:0"].data, &want, 1e-6, &format!("index {index}"));
+    }
+    let dump = dir.path().join("dump");
+    let d = dump.display().to_string();
+    let out = autoclust(&["run", &g, "--feed", &feed_x, "--feed", "i=1", "--fetch", "y:0", "--dump-clif", &d]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan = std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap();
+    assert!(plan.contains("kernel Case(@neg, @sq, @half) at c"), "{plan}");
+}

@@ -309,7 +309,9 @@ pub fn analyze(
             .collect::<Result<_, _>>()?;
         let info = match node.op.as_str() {
             "While" | "StatelessWhile" => crate::control_flow::analyze_while(node, &ins, body, compiler, name)?,
-            "If" | "StatelessIf" => crate::control_flow::analyze_if(node, &ins, body, compiler, name)?,
+            "If" | "StatelessIf" | "Case" | "StatelessCase" => {
+                crate::control_flow::analyze_branches(node, &ins, body, compiler, name)?
+            }
             _ => analyze_node(node, &ins, inputs, constants)?,
         };
         for o in &info.outputs {

@@ -1,8 +1,8 @@
-//! Functional control flow inside a compiled cluster: `While`/`StatelessWhile` and
-//! `If`/`StatelessIf` whose functions this compiler can compile.
+//! Functional control flow inside a compiled cluster: `While`/`StatelessWhile`,
+//! `If`/`StatelessIf` and `Case`/`StatelessCase` whose functions this compiler can compile.
 //!
-//! What it lowers: the functions a `While` (`cond`, `body`) or an `If` (`then_branch`,
-//! `else_branch`) names are instantiated from the body's library and compiled — each once,
+//! What it lowers: the functions a `While` (`cond`, `body`), an `If` (`then_branch`,
+//! `else_branch`) or a `Case` (`branches`) names are instantiated from the body's library and compiled — each once,
 //! for the dtypes and shapes the node is called with — into [`CompiledFunction`]s, and the
 //! node becomes one kernel step ([`crate::kernels::KernelOp::While`] / `If`) that runs them:
 //! the loop calls the compiled condition and the compiled body in turn until the condition
@@ -19,7 +19,7 @@
 //!   iteration's call matches the signature the body was compiled for. A loop whose
 //!   carried shapes change is declined ([`CompileError::Unsupported`]) and the interpreter
 //!   runs the cluster, as TensorFlow's executor would run the loop.
-//! - Constants: an `If`'s operands that are compile-time constants of the enclosing body
+//! - Constants: an `If`'s or `Case`'s operands that are compile-time constants of the enclosing body
 //!   are constants of every call of it, so the branches are compiled with them fixed. A
 //!   loop-carried value is a constant of the body only when the body returns it unchanged
 //!   (its `_Retval` reads its `_Arg`): only those are fixed, so a shape operand threaded
@@ -32,7 +32,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use autoclust_graph::{AttrValue, DType, Graph, Node, NodeId, Tensor, TensorData};
+use autoclust_graph::{AttrValue, DType, Graph, ListValue, Node, NodeId, Tensor, TensorData};
 
 use crate::analyze::{NodeInfo, NodeKind, ValueInfo};
 use crate::kernels::KernelOp;
@@ -51,12 +51,12 @@ pub struct Loop {
     limit: u64,
 }
 
-/// A compiled `If`: both branches, compiled for the operands' types.
+/// A compiled `If` (both branches, the predicate selecting) or `Case` (every branch, an
+/// index selecting; an index out of range runs the last, as TensorFlow does), compiled for
+/// the operands' types.
 pub struct Branches {
-    then_branch: CompiledFunction,
-    else_branch: CompiledFunction,
-    then_name: String,
-    else_name: String,
+    branches: Vec<(CompiledFunction, String)>,
+    indexed: bool,
 }
 
 impl fmt::Debug for Loop {
@@ -67,7 +67,8 @@ impl fmt::Debug for Loop {
 
 impl fmt::Debug for Branches {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "@{}, @{}", self.then_name, self.else_name)
+        let names: Vec<String> = self.branches.iter().map(|(_, n)| format!("@{n}")).collect();
+        f.write_str(&names.join(", "))
     }
 }
 
@@ -196,8 +197,9 @@ pub(crate) fn analyze_while(
 }
 
 /// Analyses an `If`/`StatelessIf` node (operand 0 the predicate, the rest the branches'
-/// arguments): compiles both branches; their results must agree in dtype and shape.
-pub(crate) fn analyze_if(
+/// arguments) or a `Case`/`StatelessCase` node (operand 0 the branch index): compiles every
+/// branch; their results must agree in dtype and shape.
+pub(crate) fn analyze_branches(
     node: &Node,
     ins: &[ValueInfo],
     outer: &Graph,
@@ -205,33 +207,55 @@ pub(crate) fn analyze_if(
     outer_name: &str,
 ) -> Result<NodeInfo, CompileError> {
     let Some((pred, args)) = ins.split_first() else {
-        return Err(CompileError::Invalid(format!("If '{}' has no predicate", node.name)));
+        return Err(CompileError::Invalid(format!("{} '{}' has no predicate or index", node.op, node.name)));
     };
     if !pred.shape.is_empty() {
-        return Err(CompileError::unsupported(node, "the predicate is not a scalar"));
+        return Err(CompileError::unsupported(node, "the predicate or branch index is not a scalar"));
     }
-    let (then_name, else_name) = (function_attr(node, "then_branch")?, function_attr(node, "else_branch")?);
+    let indexed = node.op.ends_with("Case");
+    let names: Vec<&str> = if indexed {
+        match node.attr("branches") {
+            Some(AttrValue::List(ListValue::Func(fs))) if !fs.is_empty() => fs
+                .iter()
+                .map(|f| {
+                    if f.attrs.is_empty() {
+                        Ok(f.name.as_str())
+                    } else {
+                        Err(CompileError::unsupported(
+                            node,
+                            format!("its function '{}' is called with attributes", f.name),
+                        ))
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+            _ => return Err(CompileError::Invalid(format!("Case '{}' has no branches", node.name))),
+        }
+    } else {
+        vec![function_attr(node, "then_branch")?, function_attr(node, "else_branch")?]
+    };
     let sig = signature(args);
     let fixed = constants(args, |_| true);
-    let then_graph = instantiate(node, outer, then_name)?;
-    let then_branch =
-        compiler.compile_with_constants(&then_graph, &sig, &fixed, &compiled_name(outer_name, then_name))?;
-    let else_graph = instantiate(node, outer, else_name)?;
-    let else_branch =
-        compiler.compile_with_constants(&else_graph, &sig, &fixed, &compiled_name(outer_name, else_name))?;
-    let (t, e) = (then_branch.output_types(), else_branch.output_types());
-    if t != e {
+    let mut branches = Vec::with_capacity(names.len());
+    for name in names {
+        let graph = instantiate(node, outer, name)?;
+        let f = compiler.compile_with_constants(&graph, &sig, &fixed, &compiled_name(outer_name, name))?;
+        branches.push((f, name.to_string()));
+    }
+    let types = branches[0].0.output_types();
+    if let Some((f, name)) = branches.iter().find(|(f, _)| f.output_types() != types) {
         return Err(CompileError::unsupported(
             node,
-            format!("its branches '{then_name}' and '{else_name}' return different types ({t:?} and {e:?})"),
+            format!(
+                "its branches '{}' and '{name}' return different types ({types:?} and {:?})",
+                branches[0].1,
+                f.output_types()
+            ),
         ));
     }
-    let outputs = t.into_iter().map(|(dtype, shape)| ValueInfo { dtype, shape, konst: None }).collect();
-    let br = Branches { then_branch, else_branch, then_name: then_name.to_string(), else_name: else_name.to_string() };
-    Ok(NodeInfo {
-        kind: NodeKind::Kernel { op: KernelOp::If(BranchesRef(Arc::new(br))), data_inputs: (0..ins.len()).collect() },
-        outputs,
-    })
+    let outputs = types.into_iter().map(|(dtype, shape)| ValueInfo { dtype, shape, konst: None }).collect();
+    let br = Branches { branches, indexed };
+    let op = if indexed { KernelOp::Case(BranchesRef(Arc::new(br))) } else { KernelOp::If(BranchesRef(Arc::new(br))) };
+    Ok(NodeInfo { kind: NodeKind::Kernel { op, data_inputs: (0..ins.len()).collect() }, outputs })
 }
 
 /// TensorFlow's `ToBool` of a predicate (a scalar here: checked at compile time).
@@ -275,10 +299,22 @@ impl Loop {
 impl Branches {
     /// Runs the branch `inputs[0]` selects on `inputs[1..]`.
     pub(crate) fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
-        let (pred, args) = inputs.split_first().ok_or("If without a predicate")?;
+        let (select, args) = inputs.split_first().ok_or("no predicate or branch index")?;
         let args: Vec<Tensor> = args.iter().map(|&t| t.clone()).collect();
-        let (f, name) =
-            if to_bool(pred)? { (&self.then_branch, &self.then_name) } else { (&self.else_branch, &self.else_name) };
+        let k = if self.indexed {
+            let i = select.to_f64_vec().and_then(|v| v.first().copied()).ok_or("the branch index is not a number")?;
+            // TensorFlow runs the last branch for an index out of range.
+            if i >= 0.0 && (i as usize) < self.branches.len() {
+                i as usize
+            } else {
+                self.branches.len() - 1
+            }
+        } else if to_bool(select)? {
+            0
+        } else {
+            1
+        };
+        let (f, name) = &self.branches[k];
         f.call(&args).map_err(|e| format!("in the branch '{name}': {e}"))
     }
 }

@@ -88,6 +88,8 @@ pub enum KernelOp {
     /// A functional `If` whose branches are compiled ([`crate::control_flow`]): operand 0
     /// the predicate, the rest the branch's arguments.
     If(crate::control_flow::BranchesRef),
+    /// A functional `Case` whose branches are compiled: operand 0 the branch index.
+    Case(crate::control_flow::BranchesRef),
 }
 
 /// Which division-like op a [`KernelOp::Modular`] computes.
@@ -413,7 +415,7 @@ impl KernelOp {
     pub fn run(&self, inputs: &[&Tensor], out_shapes: &[Vec<usize>]) -> Result<Vec<Tensor>, String> {
         match self {
             KernelOp::While(l) => l.0.run(inputs),
-            KernelOp::If(b) => b.0.run(inputs),
+            KernelOp::If(b) | KernelOp::Case(b) => b.0.run(inputs),
             KernelOp::Reduce { kind, axes } => {
                 let x = inputs[0];
                 let v = f32_of(x)?;

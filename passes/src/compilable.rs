@@ -330,27 +330,30 @@ fn compile_time_known(graph: &Graph) -> Vec<bool> {
 /// Functional control flow the JIT compiles inside a cluster (the compiler's
 /// `control_flow.rs`: each function compiled once, the loop run as calls of machine code)
 /// when every function it calls is pure and compilable ([`control_flow_refusal`]).
-pub const COMPILED_CONTROL_FLOW: &[&str] = &["While", "StatelessWhile", "If", "StatelessIf"];
+pub const COMPILED_CONTROL_FLOW: &[&str] = &["While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase"];
 
-/// Why a functional `While`/`If` may not join a cluster (`None`: it may): each function it
+/// Why a functional `While`/`If`/`Case` may not join a cluster (`None`: it may): each function it
 /// names must be a plain instantiation (no call attributes, no type attributes in its
 /// signature) with supported argument and result dtypes, and every node of it an op the
 /// JIT compiles that touches no variable (or, recursively, such a `While`/`If`) — so the
 /// node is a pure function of its operands, like any other member.
 pub fn control_flow_refusal(library: &autoclust_graph::Library, node: &autoclust_graph::Node) -> Option<NotCompilable> {
     let mut seen = std::collections::HashSet::new();
-    control_flow_refusal_in(library, &node.op, &node.attrs, &mut seen)
+    control_flow_refusal_in(library, &node.attrs, &mut seen)
 }
 
 fn control_flow_refusal_in(
     library: &autoclust_graph::Library,
-    op: &str,
     attrs: &autoclust_graph::Attrs,
     seen: &mut std::collections::HashSet<String>,
 ) -> Option<NotCompilable> {
     let why = |why: String| Some(NotCompilable::Excluded { why });
-    for a in attrs.values().filter(|a| a.is_func()) {
-        let Some(f) = a.as_func() else { return why(format!("{op} with a list of functions is not compiled")) };
+    let functions = attrs.values().flat_map(|a| match a {
+        AttrValue::Func(f) => std::slice::from_ref(f),
+        AttrValue::List(autoclust_graph::ListValue::Func(fs)) => fs.as_slice(),
+        _ => &[],
+    });
+    for f in functions {
         if !f.attrs.is_empty() {
             return why(format!("its function '{}' is called with instantiation attributes", f.name));
         }
@@ -366,7 +369,7 @@ fn control_flow_refusal_in(
         for n in &function.nodes {
             let inner = n.op.as_str();
             let refused = if COMPILED_CONTROL_FLOW.contains(&inner) {
-                control_flow_refusal_in(library, inner, &n.attrs, seen).is_some()
+                control_flow_refusal_in(library, &n.attrs, seen).is_some()
             } else {
                 library.function(inner).is_some()
                     || n.attrs.values().any(|a| a.is_func())

@@ -115,7 +115,7 @@ fn is_cluster_function(f: &FunctionDef, library: &Library) -> bool {
 }
 
 /// Whether a body node computes a pure function of its inputs: a stateless op with no
-/// resource or table effect that calls no function — or a functional `While`/`If` (which
+/// resource or table effect that calls no function — or a functional `While`/`If`/`Case` (which
 /// the JIT compiles inside a cluster, `autoclust_compiler::control_flow`) whose functions'
 /// nodes are all pure in the same sense. `seen` holds the functions already checked (or
 /// being checked: a recursive call is refused when the body is instantiated).
@@ -124,11 +124,18 @@ fn is_pure_node(op: &str, attrs: &Attrs, library: &Library, seen: &mut HashSet<S
         return false;
     }
     if attrs.values().any(is_func_like) {
-        if !matches!(op, "While" | "StatelessWhile" | "If" | "StatelessIf") {
+        if !matches!(op, "While" | "StatelessWhile" | "If" | "StatelessIf" | "Case" | "StatelessCase") {
             return false;
         }
-        return attrs.values().filter(|a| is_func_like(a)).all(|a| {
-            let Some(f) = a.as_func().filter(|f| f.attrs.is_empty()) else { return false };
+        let functions = attrs.values().flat_map(|a| match a {
+            AttrValue::Func(f) => std::slice::from_ref(f),
+            AttrValue::List(ListValue::Func(fs)) => fs.as_slice(),
+            _ => &[],
+        });
+        return functions.collect::<Vec<_>>().into_iter().all(|f| {
+            if !f.attrs.is_empty() {
+                return false;
+            }
             let Some(g) = library.function(&f.name) else { return false };
             if !seen.insert(f.name.clone()) {
                 return true;
