@@ -48,11 +48,14 @@ pub struct Limits {
     /// every interleaving of the steps is enumerated: the reference the
     /// reduced search is tested against.
     pub reduce: bool,
+    /// Iterations each TensorFlow 1 loop is unrolled to ([`crate::unroll`]); a loop that
+    /// would go on past them is an error ([`SemanticsError::LoopBound`]).
+    pub max_iterations: usize,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_states: 1_000_000, reduce: true }
+        Limits { max_states: 1_000_000, reduce: true, max_iterations: crate::unroll::DEFAULT_MAX_ITERATIONS }
     }
 }
 
@@ -180,6 +183,7 @@ pub fn explore(
         done: FixedBitSet::with_capacity(n),
         vars,
         values: vec![None; program.graph.len()],
+        dead: if program.control_flow { vec![0; program.graph.len()] } else { Vec::new() },
         pending: vec![None; n],
     };
     let mut ex = Explorer {
@@ -213,6 +217,15 @@ fn conflict(p: &Program<'_>, a: usize, b: usize) -> bool {
     x.writes.iter().any(|v| y.reads.contains(v) || y.writes.contains(v)) || y.writes.iter().any(|v| x.reads.contains(v))
 }
 
+/// A dead node: it did not run (seed 002's dead tensors), all its outputs are dead, and
+/// its control edges make their targets dead.
+const DEAD_NODE: u8 = 0xff;
+
+/// Whether output `port` of a node with dead mask `mask` is dead.
+fn dead_port(mask: u8, port: u32) -> bool {
+    mask == DEAD_NODE || (port < 8 && mask & (1 << port) != 0)
+}
+
 /// Values a step hands to its second half: `(variable, value)` pairs.
 type Handover = Rc<[(VarId, Tensor)]>;
 
@@ -222,6 +235,9 @@ struct State {
     vars: Vec<Option<Tensor>>,
     /// Per node: its output values, once known.
     values: Vec<Option<Rc<[Tensor]>>>,
+    /// Per node, with control flow only (else empty): which of its known outputs are dead
+    /// ([`DEAD_NODE`], or bit `p` for port `p` of a `Switch`).
+    dead: Vec<u8>,
     /// Per step: values it hands to its second half (a split RMW's old
     /// value; a snapshot's pending write-back).
     pending: Vec<Option<Handover>>,
@@ -247,7 +263,7 @@ struct Explorer<'a, 'g> {
 }
 
 impl Explorer<'_, '_> {
-    fn search(&mut self, state: State) -> Result<(), SemanticsError> {
+    fn search(&mut self, mut state: State) -> Result<(), SemanticsError> {
         let n = self.program.steps.len();
         let enabled: Vec<usize> = (0..n)
             .filter(|&s| {
@@ -264,11 +280,20 @@ impl Explorer<'_, '_> {
         }
         // A step no undone step (other than its successors) conflicts with
         // may run first: see the module documentation.
-        let ample = enabled
+        let mut ample = enabled
             .iter()
             .copied()
             .filter(|_| self.limits.reduce)
             .find(|&s| self.conflicts[s].ones().all(|t| state.done.contains(t) || self.after[s].contains(t)));
+        // A dead step accesses nothing, so it commutes with every step: run it first.
+        if self.program.control_flow && self.limits.reduce && ample.is_none() {
+            for &s in &enabled {
+                if self.step_dead(StepId(s as u32), &mut state)? {
+                    ample = Some(s);
+                    break;
+                }
+            }
+        }
         let choices = match ample {
             Some(s) => vec![s],
             None => enabled,
@@ -295,9 +320,21 @@ impl Explorer<'_, '_> {
     fn record(&mut self, mut state: State) -> Result<(), SemanticsError> {
         let p = self.program;
         let mut fetches = Vec::new();
+        for b in &p.loop_bounds {
+            if !self.node_dead(&mut state, b.node)? {
+                return Err(SemanticsError::LoopBound {
+                    frame: b.frame.clone(),
+                    max_iterations: b.max_iterations,
+                    node: p.graph.name(b.node).to_string(),
+                });
+            }
+        }
         for &o in &p.fetches {
             let name = format!("{}:{}", p.graph.name(o.node), o.port);
-            fetches.push((name, self.value(&mut state, o)?));
+            match self.value_or_dead(&mut state, o)? {
+                Some(t) => fetches.push((name, t)),
+                None => return Err(SemanticsError::DeadFetch { fetch: name }),
+            }
         }
         fetches.sort_by(|a, b| a.0.cmp(&b.0));
         let mut variables: Vec<(String, Tensor)> = p
@@ -351,6 +388,14 @@ impl Explorer<'_, '_> {
                     }
                 }
             }
+            if p.control_flow {
+                // Deadness reaches later steps over control edges too: hash it for every done step.
+                for s in st.done.ones() {
+                    if let Some(n) = self.step_node(StepId(s as u32)) {
+                        st.dead[n.index()].hash(h);
+                    }
+                }
+            }
             for (s, pending) in st.pending.iter().enumerate() {
                 if let Some(pending) = pending {
                     s.hash(h);
@@ -366,6 +411,25 @@ impl Explorer<'_, '_> {
     /// Runs step `s` on `st`.
     fn apply(&self, s: StepId, st: &mut State) -> Result<(), SemanticsError> {
         let p = self.program;
+        if p.control_flow && self.step_dead(s, st)? {
+            // Seed 002: a dead op does not run; a dead resource op accesses nothing.
+            match p.steps[s.0 as usize].kind {
+                StepKind::Whole { node } | StepKind::RmwRead { node } | StepKind::RmwWrite { node } => {
+                    st.dead[node.index()] = DEAD_NODE;
+                    if !matches!(p.steps[s.0 as usize].kind, StepKind::RmwRead { .. }) {
+                        st.values[node.index()] = Some(Vec::new().into());
+                    }
+                }
+                StepKind::Snapshot { cluster } => {
+                    for &m in &p.clusters[cluster].members {
+                        st.dead[m.index()] = DEAD_NODE;
+                        st.values[m.index()] = Some(Vec::new().into());
+                    }
+                }
+                StepKind::WriteBack { .. } => {}
+            }
+            return Ok(());
+        }
         match p.steps[s.0 as usize].kind {
             StepKind::Whole { node } => {
                 let a = p.access[node.index()].expect("a step's node is a resource op");
@@ -424,6 +488,63 @@ impl Explorer<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// The node whose deadness a step decides (a cluster's: its first member).
+    fn step_node(&self, s: StepId) -> Option<NodeId> {
+        match self.program.steps[s.0 as usize].kind {
+            StepKind::Whole { node } | StepKind::RmwRead { node } | StepKind::RmwWrite { node } => Some(node),
+            StepKind::Snapshot { cluster } | StepKind::WriteBack { cluster } => {
+                self.program.clusters[cluster].members.first().copied()
+            }
+        }
+    }
+
+    /// Whether step `s` (enabled: every step it depends on is done) is dead: a data input
+    /// or a control input of its node is dead (for a cluster, an input from outside it —
+    /// the cluster call's inputs). A split read-modify-write's and a cluster's second step
+    /// are dead with their first.
+    fn step_dead(&self, s: StepId, st: &mut State) -> Result<bool, SemanticsError> {
+        let p = self.program;
+        match p.steps[s.0 as usize].kind {
+            StepKind::Whole { node } | StepKind::RmwRead { node } => self.inputs_dead(node, None, st),
+            StepKind::RmwWrite { node } => Ok(st.dead[node.index()] == DEAD_NODE),
+            StepKind::Snapshot { cluster } => {
+                for &m in &p.clusters[cluster].members {
+                    if self.inputs_dead(m, Some(cluster), st)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            StepKind::WriteBack { cluster } => {
+                Ok(p.clusters[cluster].members.first().is_some_and(|m| st.dead[m.index()] == DEAD_NODE))
+            }
+        }
+    }
+
+    /// Whether a data or control input of `id` from outside `cluster` is dead.
+    fn inputs_dead(&self, id: NodeId, cluster: Option<usize>, st: &mut State) -> Result<bool, SemanticsError> {
+        let p = self.program;
+        let node = p.graph.node(id);
+        let outside = |n: NodeId| cluster.is_none() || p.cluster_of[n.index()] != cluster;
+        for &c in &node.control_inputs {
+            if outside(c) && self.node_dead(st, c)? {
+                return Ok(true);
+            }
+        }
+        for &o in &node.inputs {
+            if outside(o.node) && self.value_or_dead(st, o)?.is_none() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether node `id` is dead as a whole (what its control edges carry).
+    fn node_dead(&self, st: &mut State, id: NodeId) -> Result<bool, SemanticsError> {
+        self.ensure(st, id)?;
+        Ok(st.dead[id.index()] == DEAD_NODE)
     }
 
     /// A whole access of `node` to a variable holding `current`: its outputs
@@ -509,25 +630,112 @@ impl Explorer<'_, '_> {
         self.value(st, o)
     }
 
-    /// The value of an output, computing pure nodes on demand.
+    /// The value of a live output, computing pure nodes on demand.
     fn value(&self, st: &mut State, o: Output) -> Result<Tensor, SemanticsError> {
-        let vals = match &st.values[o.node.index()] {
+        self.value_or_dead(st, o)?.ok_or_else(|| {
+            self.kernel_error(o.node, format!("output {} is dead where a value is needed (internal)", o.port))
+        })
+    }
+
+    /// The value of an output, `None` when it is dead.
+    fn value_or_dead(&self, st: &mut State, o: Output) -> Result<Option<Tensor>, SemanticsError> {
+        let vals = self.ensure(st, o.node)?;
+        if self.program.control_flow && dead_port(st.dead[o.node.index()], o.port) {
+            return Ok(None);
+        }
+        vals.get(o.port as usize)
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| self.kernel_error(o.node, format!("has no output {}", o.port)))
+    }
+
+    /// A node's outputs, computing a pure node on demand (its deadness too).
+    fn ensure(&self, st: &mut State, id: NodeId) -> Result<Rc<[Tensor]>, SemanticsError> {
+        Ok(match &st.values[id.index()] {
             Some(v) => v.clone(),
             None => {
                 let p = self.program;
-                if p.access[o.node.index()].is_some() || p.cluster_of[o.node.index()].is_some() {
-                    return Err(self.kernel_error(o.node, "value needed before its step ran (internal)".into()));
+                if p.access[id.index()].is_some() || p.cluster_of[id.index()].is_some() {
+                    return Err(self.kernel_error(id, "value needed before its step ran (internal)".into()));
                 }
-                let v = self.compute_pure(o.node, st)?;
-                st.values[o.node.index()] = Some(v.clone());
+                let v = self.compute_pure(id, st)?;
+                st.values[id.index()] = Some(v.clone());
                 v
             }
+        })
+    }
+
+    /// Seed 002's dead values for a pure node: `Merge` forwards its live input (dead when
+    /// none is), `ControlTrigger` is never dead, any other op with a dead data or control
+    /// input is dead, and a live `Switch` kills the output its predicate does not take.
+    /// Sets the node's dead mask; returns its outputs when decided here, `None` when the
+    /// node is live and its kernel computes them.
+    fn dead_values(&self, id: NodeId, st: &mut State) -> Result<Option<Rc<[Tensor]>>, SemanticsError> {
+        let node = self.program.graph.node(id);
+        let dead = |st: &mut State| {
+            st.dead[id.index()] = DEAD_NODE;
+            Ok(Some(Rc::from(Vec::new())))
         };
-        vals.get(o.port as usize).cloned().ok_or_else(|| self.kernel_error(o.node, format!("has no output {}", o.port)))
+        match node.op.as_str() {
+            "Merge" | "RefMerge" => {
+                let mut live = None;
+                for (slot, &o) in node.inputs.iter().enumerate() {
+                    if let Some(t) = self.value_or_dead(st, o)? {
+                        if live.is_some() {
+                            return Err(SemanticsError::Unsupported {
+                                node: node.name.clone(),
+                                op: node.op.clone(),
+                                why: "more than one of its inputs is live: which one it forwards depends on \
+                                      timing, which explore does not model"
+                                    .into(),
+                            });
+                        }
+                        live = Some((slot, t));
+                    }
+                }
+                return match live {
+                    None => dead(st),
+                    Some((slot, t)) => {
+                        st.dead[id.index()] = 0;
+                        Ok(Some(vec![t, Tensor::scalar_i32(slot as i32)].into()))
+                    }
+                };
+            }
+            "ControlTrigger" => {
+                st.dead[id.index()] = 0;
+                return Ok(Some(Rc::from(Vec::new())));
+            }
+            _ => {}
+        }
+        if self.inputs_dead(id, None, st)? {
+            return dead(st);
+        }
+        st.dead[id.index()] = 0;
+        match node.op.as_str() {
+            "Switch" | "RefSwitch" => {
+                let data = self.input(id, 0, st)?;
+                let pred = self.input(id, 1, st)?;
+                let taken = match pred.as_bool() {
+                    Some(&[b]) => b,
+                    _ => return Err(self.kernel_error(id, "the predicate of a Switch must be a scalar bool".into())),
+                };
+                // Port 1 (true) is live when the predicate holds, port 0 (false) otherwise.
+                st.dead[id.index()] = if taken { 1 } else { 2 };
+                Ok(Some(vec![data.clone(), data].into()))
+            }
+            // A handle's value only carries its deadness (the variable is resolved statically).
+            "VarHandleOp" => Ok(Some(vec![Tensor::scalar_i32(0)].into())),
+            _ => Ok(None),
+        }
     }
 
     /// Evaluates a pure node from its inputs.
     fn compute_pure(&self, id: NodeId, st: &mut State) -> Result<Rc<[Tensor]>, SemanticsError> {
+        if self.program.control_flow {
+            if let Some(decided) = self.dead_values(id, st)? {
+                return Ok(decided);
+            }
+        }
         let node = self.program.graph.node(id);
         let unsupported = |why: &str| SemanticsError::Unsupported {
             node: node.name.clone(),

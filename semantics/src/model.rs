@@ -181,7 +181,22 @@ pub struct Program<'g> {
     /// The steps whose values the fetches consume.
     pub fetch_sources: Vec<StepId>,
     pub fetches: Vec<Output>,
+    /// Whether values may be dead (the graph has `Switch`/`Merge`/`ControlTrigger`): a step
+    /// or pure node with a dead input is then dead, and a dead step accesses nothing.
+    pub control_flow: bool,
+    /// Bound sentinels of unrolled loops: each must be dead when the run ends.
+    pub loop_bounds: Vec<LoopBound>,
     rmw: Rmw,
+}
+
+/// A loop unrolled to a bound ([`crate::unroll`]): `node` (a `NextIteration` of the last
+/// iteration) is live only if the loop would go on past `max_iterations` iterations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopBound {
+    pub node: NodeId,
+    /// The loop's frame name.
+    pub frame: String,
+    pub max_iterations: usize,
 }
 
 /// Keeps only what the fetches and targets need (TensorFlow's pruning; seed
@@ -237,17 +252,17 @@ impl<'g> Program<'g> {
         clusters: Option<&[ClusterSpec]>,
     ) -> Result<Program<'g>, SemanticsError> {
         let _span = tracing::debug_span!("semantics_model", nodes = graph.len()).entered();
-        // Frames and dead tensors (TensorFlow 1 control flow) are outside the model: each
-        // node fires exactly once here, which a loop or an untaken branch breaks.
-        if let Some(n) = graph.nodes().iter().find(|n| effects::is_v1_control_flow(&n.op)) {
+        // Loop frames must be unrolled into operation instances first (`crate::unroll`, which
+        // `explore_graph` does): here each node fires exactly once.
+        if let Some(n) = graph.nodes().iter().find(|n| crate::unroll::is_frame_op(&n.op)) {
             return Err(SemanticsError::Unsupported {
                 node: n.name.clone(),
                 op: n.op.clone(),
-                why: "v1 control flow is not supported by explore; operations in frames and dead \
-                      tensors are not modelled (`autoclust run` executes such graphs)"
-                    .into(),
+                why: "a loop frame's op: unroll the frames first (autoclust_semantics::unroll)".into(),
             });
         }
+        // Dead values (`Switch`, `Merge`, seed 002) are tracked only when the graph has them.
+        let control_flow = graph.nodes().iter().any(|n| effects::is_v1_control_flow(&n.op));
         let topo = graph.topo_order()?;
         let mut position = vec![0usize; graph.len()];
         for (i, n) in topo.iter().enumerate() {
@@ -423,6 +438,8 @@ impl<'g> Program<'g> {
             value_sources,
             fetch_sources,
             fetches,
+            control_flow,
+            loop_bounds: Vec::new(),
             rmw,
         })
     }
@@ -500,16 +517,23 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
         let n = graph.node(id);
         let Some(kind) = effects::resource_kind(n, &graph.library) else { continue };
         let Some(op) = AccessOp::of(&n.op) else {
+            let container = n.op.starts_with("Stack") || n.op.starts_with("TensorArray");
             return Err(SemanticsError::Unsupported {
                 node: n.name.clone(),
                 op: n.op.clone(),
-                why: format!("a {kind} resource op outside the modelled set"),
+                why: if container {
+                    format!("a {kind} op on a TensorFlow 1 stack or tensor array: these containers are not modelled")
+                } else {
+                    format!("a {kind} resource op outside the modelled set")
+                },
             });
         };
         let mut handle = n.inputs.first().map(|o| o.node);
         while let Some(h) = handle {
             let hn = graph.node(h);
-            if hn.op == "Identity" {
+            // Through `Identity`, and through the `Switch`es a v1 cond passes a handle
+            // through (the unrolled loops' `Enter`s are `Identity`s by now).
+            if matches!(hn.op.as_str(), "Identity" | "RefIdentity" | "Switch" | "RefSwitch") {
                 handle = hn.inputs.first().map(|o| o.node);
             } else {
                 break;

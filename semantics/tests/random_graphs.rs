@@ -18,7 +18,7 @@ fn query_for(fetches: &[String], targets: &[String], rmw: Rmw, reduce: bool) -> 
         fetches: fetches.to_vec(),
         targets: targets.to_vec(),
         rmw,
-        limits: Limits { max_states: 2_000_000, reduce },
+        limits: Limits { max_states: 2_000_000, reduce, ..Limits::default() },
     }
 }
 
