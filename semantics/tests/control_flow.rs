@@ -1,0 +1,258 @@
+//! TensorFlow 1 control flow in the model (issue 15 item 3): dead values (seed 002's
+//! Switch/Merge), loop frames unrolled into operation instances `(node, frame, iteration)`
+//! (seed 000), `parallel_iterations`, and the bound on iterations. Each expected outcome set
+//! is counted by hand in the test's comment.
+
+mod common;
+
+use autoclust_graph::{text, Graph, Tensor};
+use autoclust_passes::cluster::ClusterConfig;
+use autoclust_semantics::{
+    autoclusterer, explore_graph, verify, ClusterFn, ClusterSpec, Exploration, Inputs, Query, Rmw, RuntimeKernels,
+    SemanticsError,
+};
+use common::*;
+
+fn parse(src: &str) -> Graph {
+    text::parse(src).unwrap_or_else(|e| panic!("{e}\n{src}"))
+}
+
+fn q(fetches: &[&str], targets: &[&str], rmw: Rmw, max_iterations: usize) -> Query {
+    let mut q = query(fetches, rmw);
+    q.targets = targets.iter().map(|s| s.to_string()).collect();
+    q.limits.max_iterations = max_iterations;
+    q
+}
+
+fn try_explore(g: &Graph, q: &Query, inputs: &Inputs) -> Result<Exploration, SemanticsError> {
+    explore_graph(g, q, None, inputs, &RuntimeKernels)
+}
+
+/// Sorted `(fetch or variable, value)` rows, for the named columns.
+fn rows(e: &Exploration, cols: &[&str]) -> Vec<Vec<i32>> {
+    let mut out: Vec<Vec<i32>> = ints(e).iter().map(|r| cols.iter().map(|c| get(r, c)).collect()).collect();
+    out.sort();
+    out
+}
+
+/// A cond (`p`) whose true branch writes 7 to `v` through a `Switch`ed handle, and whose
+/// false branch adds 9 to `v` and reads the uninitialised `u` (under the branch's pivot).
+const COND: &str = r#"
+v = VarHandleOp() {dtype = int32, shape = shape[], shared_name = "v"}
+u = VarHandleOp() {dtype = int32, shape = shape[], shared_name = "u"}
+p = Placeholder() {dtype = bool, shape = shape[]}
+seven = Const() {dtype = int32, value = int32[]{7}}
+sw_v = Switch(v, p) {T = resource}
+sw_u = Switch(u, p) {T = resource}
+sw_x = Switch(seven, p) {T = int32}
+w_true = AssignVariableOp(sw_v:1, sw_x:1) {dtype = int32}
+pivot_f = Identity(sw_x) {T = int32}
+nine = Const(^pivot_f) {dtype = int32, value = int32[]{9}}
+w_false = AssignAddVariableOp(sw_v, nine) {dtype = int32}
+r_u = ReadVariableOp(sw_u) {dtype = int32}
+m = Merge(r_u, sw_x:1) {N = 2, T = int32}
+"#;
+
+fn feed_p(p: bool) -> Inputs {
+    let mut inputs = vars(&[("v", 0)]);
+    inputs.feeds.insert("p".into(), Tensor::scalar_bool(p));
+    inputs
+}
+
+/// The untaken branch's write never happens (seed 002: a dead op does not run), and its
+/// read of an uninitialised variable is no error: p = true gives v = 7 and m = 7 (the
+/// true branch's value); the false branch's `AssignAdd` would have made v = 9.
+#[test]
+fn untaken_branch_write_never_happens() {
+    let g = parse(COND);
+    let query = q(&["m:0"], &["w_true", "w_false"], Rmw::Split, 16);
+    let e = try_explore(&g, &query, &feed_p(true)).unwrap();
+    assert_eq!(rows(&e, &["m:0", "v"]), [[7, 7]]);
+    // p = false: the other branch runs; its read of `u` (uninitialised) is then an error.
+    let err = try_explore(&g, &query, &feed_p(false)).unwrap_err();
+    assert!(matches!(err, SemanticsError::Uninitialised { ref var, .. } if var == "u"), "{err}");
+    let mut inputs = feed_p(false);
+    inputs.vars.insert("u".into(), Tensor::scalar_i32(4));
+    let e = try_explore(&g, &query, &inputs).unwrap();
+    assert_eq!(rows(&e, &["m:0", "v"]), [[4, 9]]);
+}
+
+/// A cluster on the untaken branch is dead as a whole: its snapshot and write-back access
+/// nothing. The fixed cluster {nine, w_false} lies on the false branch.
+#[test]
+fn dead_cluster_instance_is_a_no_op() {
+    let g = parse(COND);
+    let query = q(&["m:0"], &["w_true", "w_false"], Rmw::Split, 16);
+    let ids = |names: &[&str]| names.iter().map(|n| g.find(n).unwrap()).collect::<Vec<_>>();
+    let cluster = vec![ClusterSpec { name: "cluster_0".into(), nodes: ids(&["nine", "w_false"]) }];
+    let clustered = run(&g, &query, &feed_p(true), Some(cluster.clone()));
+    assert_eq!(rows(&clustered, &["m:0", "v"]), [[7, 7]]);
+    assert!(clustered.witnesses[0].iter().any(|s| s.starts_with("cluster_0: write-back [v]")));
+    let mut inputs = feed_p(false);
+    inputs.vars.insert("u".into(), Tensor::scalar_i32(4));
+    let clustered = run(&g, &query, &inputs, Some(cluster.clone()));
+    assert_eq!(rows(&clustered, &["m:0", "v"]), [[4, 9]]);
+    let fixed = move |_: &Graph| Ok(cluster.clone());
+    let v = verify(&g, &query, &fixed as &ClusterFn<'_>, &inputs, &RuntimeKernels).unwrap();
+    assert!(v.holds());
+}
+
+/// A while loop of `k` iterations over variable `v`, `parallel_iterations = P`; `body` is
+/// the loop body's resource op(s), run under the pivot `i_id` (iteration counter `i_id`,
+/// `i_body` = i + 1, `v_enter` the handle, `one_enter` the constant 1).
+fn counted_loop(k: i32, parallel: u32, body: &str) -> String {
+    format!(
+        r#"
+v = VarHandleOp() {{dtype = int32, shape = shape[], shared_name = "v"}}
+zero = Const() {{dtype = int32, value = int32[]{{0}}}}
+k = Const() {{dtype = int32, value = int32[]{{{k}}}}}
+one = Const() {{dtype = int32, value = int32[]{{1}}}}
+i_enter = Enter(zero) {{T = int32, frame_name = "L", parallel_iterations = {parallel}}}
+k_enter = Enter(k) {{T = int32, frame_name = "L", is_constant = true, parallel_iterations = {parallel}}}
+one_enter = Enter(one) {{T = int32, frame_name = "L", is_constant = true, parallel_iterations = {parallel}}}
+v_enter = Enter(v) {{T = resource, frame_name = "L", is_constant = true, parallel_iterations = {parallel}}}
+i_merge = Merge(i_enter, i_next) {{N = 2, T = int32}}
+less = Less(i_merge, k_enter) {{T = int32}}
+cond = LoopCond(less)
+i_sw = Switch(i_merge, cond) {{T = int32}}
+i_id = Identity(i_sw:1) {{T = int32}}
+i_body = AddV2(i_id, one_enter) {{T = int32}}
+i_next = NextIteration(i_body) {{T = int32}}
+i_exit = Exit(i_sw) {{T = int32}}
+{body}
+"#
+    )
+}
+
+const INCREMENT: &str = "inc = AssignAddVariableOp(v_enter, one_enter, ^i_id) {dtype = int32}";
+
+/// A loop incrementing `v` k times ends with v = k when its iterations run one at a time
+/// (`parallel_iterations = 1`), split read-modify-writes or not.
+#[test]
+fn loop_increments_k_times() {
+    for k in [0, 1, 3, 5] {
+        let g = parse(&counted_loop(k, 1, INCREMENT));
+        for rmw in [Rmw::Split, Rmw::Atomic] {
+            let e = try_explore(&g, &q(&["i_exit:0"], &["inc"], rmw, 16), &vars(&[("v", 0)])).unwrap();
+            assert_eq!(rows(&e, &["i_exit:0", "v"]), [[k, k]], "k = {k}, {rmw:?}");
+        }
+    }
+}
+
+/// With `parallel_iterations = 10` the three iterations' increments are unordered: as
+/// seed 000's concurrent `*X += 1`, split increments can lose updates, v ∈ {1, 2, 3};
+/// atomic ones cannot, v = 3.
+#[test]
+fn parallel_iterations_race_like_concurrent_increments() {
+    let g = parse(&counted_loop(3, 10, INCREMENT));
+    let split = try_explore(&g, &q(&["i_exit:0"], &["inc"], Rmw::Split, 16), &vars(&[("v", 0)])).unwrap();
+    assert_eq!(rows(&split, &["v"]), [[1], [2], [3]]);
+    let atomic = try_explore(&g, &q(&["i_exit:0"], &["inc"], Rmw::Atomic, 16), &vars(&[("v", 0)])).unwrap();
+    assert_eq!(rows(&atomic, &["v"]), [[3]]);
+}
+
+/// A read of `v` unordered with a loop writing v = 1, 2, 3 (one per iteration): with the
+/// iterations in order, the read sees any of 0 (before all), 1, 2, 3, and v ends at 3: 4
+/// outcomes. With the iterations in parallel the writes land in any order too: the final
+/// value is any of 1, 2, 3 and the read any of 0..3, every pair possible: 12 outcomes.
+#[test]
+fn racy_read_against_a_loops_writes() {
+    let body = "w = AssignVariableOp(v_enter, i_body, ^i_id) {dtype = int32}\nr = ReadVariableOp(v) {dtype = int32}";
+    let g = parse(&counted_loop(3, 1, body));
+    let e = try_explore(&g, &q(&["r:0", "i_exit:0"], &["w"], Rmw::Split, 16), &vars(&[("v", 0)])).unwrap();
+    assert_eq!(rows(&e, &["r:0", "v"]), [[0, 3], [1, 3], [2, 3], [3, 3]]);
+    let g = parse(&counted_loop(3, 10, body));
+    let e = try_explore(&g, &q(&["r:0", "i_exit:0"], &["w"], Rmw::Split, 16), &vars(&[("v", 0)])).unwrap();
+    let want: Vec<Vec<i32>> = (0..4).flat_map(|r| (1..4).map(move |v| vec![r, v])).collect();
+    assert_eq!(rows(&e, &["r:0", "v"]), want);
+}
+
+/// A loop past the bound is an error naming its frame and the bound, never a truncated
+/// answer; at the bound it runs.
+#[test]
+fn loop_past_the_bound_is_an_error() {
+    let g = parse(&counted_loop(5, 1, INCREMENT));
+    let err = try_explore(&g, &q(&["i_exit:0"], &["inc"], Rmw::Split, 4), &vars(&[("v", 0)])).unwrap_err();
+    match &err {
+        SemanticsError::LoopBound { frame, max_iterations, .. } => {
+            assert_eq!((frame.as_str(), *max_iterations), ("L", 4));
+        }
+        other => panic!("{other}"),
+    }
+    let msg = err.to_string();
+    assert!(msg.contains("loop frame 'L'") && msg.contains("--max-iterations 4"), "{msg}");
+    let e = try_explore(&g, &q(&["i_exit:0"], &["inc"], Rmw::Split, 5), &vars(&[("v", 0)])).unwrap();
+    assert_eq!(rows(&e, &["i_exit:0", "v"]), [[5, 5]]);
+    // The same when the loop's exit is not fetched (only its writes are targets).
+    let err = try_explore(&g, &q(&[], &["inc"], Rmw::Split, 4), &vars(&[("v", 0)])).unwrap_err();
+    assert!(matches!(err, SemanticsError::LoopBound { .. }), "{err}");
+}
+
+/// Nested loops: an outer loop of 2 iterations around an inner loop of 3, each inner
+/// iteration incrementing v: v = 6, one instance per (outer, inner) iteration.
+#[test]
+fn nested_loops_unroll_per_outer_iteration() {
+    let src = r#"
+v = VarHandleOp() {dtype = int32, shape = shape[], shared_name = "v"}
+zero = Const() {dtype = int32, value = int32[]{0}}
+one = Const() {dtype = int32, value = int32[]{1}}
+two = Const() {dtype = int32, value = int32[]{2}}
+three = Const() {dtype = int32, value = int32[]{3}}
+o_enter = Enter(zero) {T = int32, frame_name = "O", parallel_iterations = 1}
+o_n = Enter(two) {T = int32, frame_name = "O", is_constant = true, parallel_iterations = 1}
+o_one = Enter(one) {T = int32, frame_name = "O", is_constant = true, parallel_iterations = 1}
+o_three = Enter(three) {T = int32, frame_name = "O", is_constant = true, parallel_iterations = 1}
+o_v = Enter(v) {T = resource, frame_name = "O", is_constant = true, parallel_iterations = 1}
+o_merge = Merge(o_enter, o_next) {N = 2, T = int32}
+o_less = Less(o_merge, o_n) {T = int32}
+o_cond = LoopCond(o_less)
+o_sw = Switch(o_merge, o_cond) {T = int32}
+o_id = Identity(o_sw:1) {T = int32}
+o_z = Sub(o_id, o_id) {T = int32}
+i_enter = Enter(o_z) {T = int32, frame_name = "I", parallel_iterations = 1}
+i_n = Enter(o_three) {T = int32, frame_name = "I", is_constant = true, parallel_iterations = 1}
+i_one = Enter(o_one) {T = int32, frame_name = "I", is_constant = true, parallel_iterations = 1}
+i_v = Enter(o_v) {T = resource, frame_name = "I", is_constant = true, parallel_iterations = 1}
+i_merge = Merge(i_enter, i_next) {N = 2, T = int32}
+i_less = Less(i_merge, i_n) {T = int32}
+i_cond = LoopCond(i_less)
+i_sw = Switch(i_merge, i_cond) {T = int32}
+i_id = Identity(i_sw:1) {T = int32}
+inc = AssignAddVariableOp(i_v, i_one, ^i_id) {dtype = int32}
+i_body = AddV2(i_id, i_one) {T = int32}
+i_next = NextIteration(i_body) {T = int32}
+i_exit = Exit(i_sw) {T = int32}
+o_body = AddV2(o_id, o_one, ^i_exit) {T = int32}
+o_next = NextIteration(o_body) {T = int32}
+o_exit = Exit(o_sw) {T = int32}
+"#;
+    let g = parse(src);
+    let e = try_explore(&g, &q(&["o_exit:0"], &["inc"], Rmw::Split, 4), &vars(&[("v", 0)])).unwrap();
+    assert_eq!(rows(&e, &["o_exit:0", "v"]), [[2, 6]]);
+    // The inner loop's bound is checked in every outer iteration.
+    let err = try_explore(&g, &q(&["o_exit:0"], &["inc"], Rmw::Split, 2), &vars(&[("v", 0)])).unwrap_err();
+    assert!(matches!(&err, SemanticsError::LoopBound { frame, .. } if frame == "I"), "{err}");
+}
+
+/// The real clusterer on a loop with a read-modify-write per iteration: the clustered
+/// program (each cluster instantiated per iteration) adds no outcome, and both agree on
+/// v = k.
+#[test]
+fn clustered_loop_verifies() {
+    let body = "inc = AssignAddVariableOp(v_enter, i_body, ^i_id) {dtype = int32}\n\
+                r = ReadVariableOp(v_enter, ^inc) {dtype = int32}\n\
+                twice = Mul(r, r) {T = int32}\n\
+                w = AssignVariableOp(v_enter, twice) {dtype = int32}";
+    let g = parse(&counted_loop(3, 1, body));
+    let query = q(&["i_exit:0"], &["w"], Rmw::Split, 8);
+    let config = ClusterConfig { min_cluster_size: 1, ..ClusterConfig::default() };
+    let clusterer = autoclusterer(config);
+    let v = verify(&g, &query, &clusterer, &vars(&[("v", 0)]), &RuntimeKernels).unwrap();
+    assert!(v.holds(), "{:?}", v.witness());
+    // The body clustered, one cluster instance per iteration (named after it).
+    let schedule = v.clustered.witnesses[0].join("\n");
+    assert!(schedule.contains("@L[2]: snapshot-read"), "{schedule}");
+    // v: (0+1)^2 = 1, (1+2)^2 = 9, (9+3)^2 = 144.
+    assert_eq!(rows(&v.original, &["v"]), [[144]]);
+    assert_eq!(rows(&v.clustered, &["v"]), [[144]]);
+}
