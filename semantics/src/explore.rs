@@ -632,9 +632,17 @@ impl Explorer<'_, '_> {
 
     /// The value of a live output, computing pure nodes on demand.
     fn value(&self, st: &mut State, o: Output) -> Result<Tensor, SemanticsError> {
-        self.value_or_dead(st, o)?.ok_or_else(|| {
-            self.kernel_error(o.node, format!("output {} is dead where a value is needed (internal)", o.port))
-        })
+        if self.program.control_flow {
+            return self.value_or_dead(st, o)?.ok_or_else(|| {
+                self.kernel_error(o.node, format!("output {} is dead where a value is needed (internal)", o.port))
+            });
+        }
+        // Without control flow (the hot path of acyclic graphs): no deadness to look at.
+        let vals = match &st.values[o.node.index()] {
+            Some(v) => v.clone(),
+            None => self.ensure(st, o.node)?,
+        };
+        vals.get(o.port as usize).cloned().ok_or_else(|| self.kernel_error(o.node, format!("has no output {}", o.port)))
     }
 
     /// The value of an output, `None` when it is dead.
