@@ -265,20 +265,24 @@ pub fn unroll(
             });
         }
     }
-    let mut chain: Vec<Vec<u32>> = vec![Vec::new(); da.frame_count()];
-    for f in 1..da.frame_count() {
-        let mut c = vec![f as u32];
-        let mut at = f;
-        while let Some(p) = parents[at].filter(|&p| p != 0) {
-            c.push(p);
-            at = p as usize;
-            if c.len() > parents.len() {
-                break;
+    let chain: Vec<Vec<u32>> = (0..da.frame_count())
+        .map(|f| {
+            if f == 0 {
+                return Vec::new();
             }
-        }
-        c.reverse();
-        chain[f] = c;
-    }
+            let mut c = vec![f as u32];
+            let mut at = f;
+            while let Some(p) = parents[at].filter(|&p| p != 0) {
+                c.push(p);
+                at = p as usize;
+                if c.len() > parents.len() {
+                    break;
+                }
+            }
+            c.reverse();
+            c
+        })
+        .collect();
     let fr = Frames { graph, da, chain, n };
 
     // Refuse what would not fit before building it.
