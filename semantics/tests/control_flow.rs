@@ -256,3 +256,59 @@ fn clustered_loop_verifies() {
     assert_eq!(rows(&v.original, &["v"]), [[144]]);
     assert_eq!(rows(&v.clustered, &["v"]), [[144]]);
 }
+
+/// Seed 001's problem graph inside a loop body (one iteration): clustering `a0` with `r0`
+/// (what the safety analysis forbids) lets the snapshot read v1 before `a1` writes it, so
+/// the clustered program can end with v0 = 6 and v2 = r0 = 0, which the original cannot
+/// (v0 = 6 implies r0 = 8). `verify` finds it over the cluster's loop instance.
+#[test]
+fn verify_catches_a_bad_cluster_inside_a_loop() {
+    let src = r#"
+v0 = VarHandleOp() {dtype = int32, shape = shape[], shared_name = "v0"}
+v1 = VarHandleOp() {dtype = int32, shape = shape[], shared_name = "v1"}
+v2 = VarHandleOp() {dtype = int32, shape = shape[], shared_name = "v2"}
+zero = Const() {dtype = int32, value = int32[]{0}}
+k = Const() {dtype = int32, value = int32[]{1}}
+one = Const() {dtype = int32, value = int32[]{1}}
+i_enter = Enter(zero) {T = int32, frame_name = "L", parallel_iterations = 1}
+k_enter = Enter(k) {T = int32, frame_name = "L", is_constant = true, parallel_iterations = 1}
+one_enter = Enter(one) {T = int32, frame_name = "L", is_constant = true, parallel_iterations = 1}
+h0 = Enter(v0) {T = resource, frame_name = "L", is_constant = true, parallel_iterations = 1}
+h1 = Enter(v1) {T = resource, frame_name = "L", is_constant = true, parallel_iterations = 1}
+h2 = Enter(v2) {T = resource, frame_name = "L", is_constant = true, parallel_iterations = 1}
+i_merge = Merge(i_enter, i_next) {N = 2, T = int32}
+less = Less(i_merge, k_enter) {T = int32}
+cond = LoopCond(less)
+i_sw = Switch(i_merge, cond) {T = int32}
+i_id = Identity(i_sw:1) {T = int32}
+six = Const(^i_id) {dtype = int32, value = int32[]{6}}
+seven = Const(^i_id) {dtype = int32, value = int32[]{7}}
+eight = Const(^i_id) {dtype = int32, value = int32[]{8}}
+a0 = AssignVariableOp(h0, six) {dtype = int32}
+r0 = ReadVariableOp(h1, ^a0) {dtype = int32}
+a1 = AssignVariableOp(h1, eight) {dtype = int32}
+a2 = AssignVariableOp(h0, seven, ^a1) {dtype = int32}
+keep = AssignVariableOp(h2, r0) {dtype = int32}
+i_body = AddV2(i_id, one_enter, ^keep, ^a2) {T = int32}
+i_next = NextIteration(i_body) {T = int32}
+i_exit = Exit(i_sw) {T = int32}
+"#;
+    let g = parse(src);
+    let query = q(&["i_exit:0"], &[], Rmw::Split, 4);
+    let inputs = vars(&[("v0", 0), ("v1", 0), ("v2", 0)]);
+    let original = try_explore(&g, &query, &inputs).unwrap();
+    for r in rows(&original, &["v0", "v2"]) {
+        assert!(r[0] != 6 || r[1] == 8, "{r:?}");
+    }
+    let ids = |names: &[&str]| names.iter().map(|n| g.find(n).unwrap()).collect::<Vec<_>>();
+    let bad = vec![ClusterSpec { name: "cluster_0".into(), nodes: ids(&["six", "a0", "r0"]) }];
+    let fixed = move |_: &Graph| Ok(bad.clone());
+    let v = verify(&g, &query, &fixed as &ClusterFn<'_>, &inputs, &RuntimeKernels).unwrap();
+    let (outcome, schedule) = v.witness().expect("the bad cluster adds an outcome");
+    let value = |name: &str| outcome.variables.iter().find(|(n, _)| n == name).unwrap().1.as_i32().unwrap()[0];
+    assert_eq!((value("v0"), value("v2")), (6, 0));
+    assert!(schedule.iter().any(|s| s.starts_with("cluster_0@L[0]: snapshot-read [v1]")), "{schedule:?}");
+    // The real clusterer keeps the loop body legal.
+    let real = autoclusterer(ClusterConfig { min_cluster_size: 1, ..ClusterConfig::default() });
+    assert!(verify(&g, &query, &real, &inputs, &RuntimeKernels).unwrap().holds());
+}
