@@ -312,3 +312,42 @@ i_exit = Exit(i_sw) {T = int32}
     let real = autoclusterer(ClusterConfig { min_cluster_size: 1, ..ClusterConfig::default() });
     assert!(verify(&g, &query, &real, &inputs, &RuntimeKernels).unwrap().holds());
 }
+
+/// What the model cannot answer is an error naming the node: a fetch inside a loop (only
+/// its Exit is a value of the run), a `Merge` with two live inputs (which one it forwards
+/// is a matter of timing), and an unrolling too large to build.
+#[test]
+fn unanswerable_requests_are_errors_naming_the_node() {
+    let g = parse(&counted_loop(2, 1, INCREMENT));
+    let err = try_explore(&g, &q(&["i_body:0"], &["inc"], Rmw::Split, 4), &vars(&[("v", 0)])).unwrap_err();
+    assert!(err.to_string().contains("node 'i_body'") && err.to_string().contains("inside loop frame 'L'"), "{err}");
+    let two_live = parse(
+        r#"
+a = Const() {dtype = int32, value = int32[]{1}}
+b = Const() {dtype = int32, value = int32[]{2}}
+p = Const() {dtype = bool, value = bool[]{true}}
+sw = Switch(a, p) {T = int32}
+m = Merge(sw:1, b) {N = 2, T = int32}
+"#,
+    );
+    let err = try_explore(&two_live, &q(&["m:0"], &[], Rmw::Split, 4), &Inputs::default()).unwrap_err();
+    assert!(err.to_string().contains("node 'm'") && err.to_string().contains("more than one of its inputs is live"));
+    // A nest two deep at a million iterations: refused before anything is built.
+    let nested = parse(
+        &(counted_loop(2, 1, INCREMENT)
+            .replace("i_body = AddV2(i_id, one_enter)", "i_body = AddV2(i_id, one_enter, ^j_exit)")
+            + r#"
+j_enter = Enter(i_id) {T = int32, frame_name = "J"}
+j_merge = Merge(j_enter, j_next) {N = 2, T = int32}
+j_less = Less(j_merge, j_merge) {T = int32}
+j_cond = LoopCond(j_less)
+j_sw = Switch(j_merge, j_cond) {T = int32}
+j_next = NextIteration(j_sw:1) {T = int32}
+j_exit = Exit(j_sw) {T = int32}
+"#),
+    );
+    let e = try_explore(&nested, &q(&["i_exit:0"], &["inc"], Rmw::Split, 4), &vars(&[("v", 0)])).unwrap();
+    assert_eq!(rows(&e, &["v"]), [[2]]);
+    let err = try_explore(&nested, &q(&["i_exit:0"], &["inc"], Rmw::Split, 1_000_000), &vars(&[("v", 0)])).unwrap_err();
+    assert!(matches!(err, SemanticsError::TooManyInstances { .. }), "{err}");
+}
