@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
-use autoclust_graph::{DType, NodeId, Output, Tensor, TensorData};
+use autoclust_graph::{DType, NodeId, Output, Tensor, TensorData, TensorList};
 use fixedbitset::FixedBitSet;
 
 use crate::eval::{synthetic, PureEval};
@@ -177,7 +177,13 @@ pub fn explore(
     }
     let mut vars = vec![None; program.vars.len()];
     for (i, v) in program.vars.iter().enumerate() {
-        vars[i] = inputs.vars.get(&v.name).cloned();
+        vars[i] = if v.stack {
+            // A stack is created empty by the run (its `StackV2`).
+            let element_dtype = v.dtype.unwrap_or(DType::Float32);
+            Some(Tensor::from_list(TensorList { element_dtype, element_shape: None, items: Vec::new() }))
+        } else {
+            inputs.vars.get(&v.name).cloned()
+        };
     }
     let root = State {
         done: FixedBitSet::with_capacity(n),
@@ -341,6 +347,7 @@ impl Explorer<'_, '_> {
             .vars
             .iter()
             .zip(&state.vars)
+            .filter(|(v, _)| !v.stack)
             .filter_map(|(v, t)| t.as_ref().map(|t| (v.name.clone(), t.clone())))
             .collect();
         variables.sort_by(|a, b| a.0.cmp(&b.0));
@@ -580,6 +587,21 @@ impl Explorer<'_, '_> {
                 let old = self.require(node, var, current)?;
                 (Vec::new(), Some(self.update(node, op, old, st)?))
             }
+            AccessOp::StackPush | AccessOp::StackPop => {
+                let stack = self.require(node, var, current)?;
+                let mut list = stack.as_list().cloned().ok_or_else(|| self.kernel_error(node, "not a stack".into()))?;
+                let elem = if op == AccessOp::StackPush {
+                    let elem = self.input(node, 1, st)?;
+                    list.items.push(Some(elem.clone()));
+                    elem
+                } else {
+                    list.items.pop().flatten().ok_or_else(|| {
+                        self.kernel_error(node, "Pop on an empty stack (TensorFlow: \"Stack is empty\")".into())
+                    })?
+                };
+                (vec![elem], Some(Tensor::from_list(list)))
+            }
+            AccessOp::StackClose => (Vec::new(), None),
         })
     }
 
@@ -732,7 +754,7 @@ impl Explorer<'_, '_> {
                 Ok(Some(vec![data.clone(), data].into()))
             }
             // A handle's value only carries its deadness (the variable is resolved statically).
-            "VarHandleOp" => Ok(Some(vec![Tensor::scalar_i32(0)].into())),
+            "VarHandleOp" | "StackV2" => Ok(Some(vec![Tensor::scalar_i32(0)].into())),
             _ => Ok(None),
         }
     }
@@ -768,6 +790,8 @@ impl Explorer<'_, '_> {
             "Identity" | "StopGradient" | "Snapshot" => vec![self.input(id, 0, st)?],
             "NoOp" => Vec::new(),
             "VarHandleOp" => return Err(unsupported("a resource handle used as a value")),
+            // A stack's handle only carries its deadness (the stack is resolved statically).
+            "StackV2" => vec![Tensor::scalar_i32(0)],
             _ => {
                 let mut ins = Vec::with_capacity(node.inputs.len());
                 for slot in 0..node.inputs.len() {

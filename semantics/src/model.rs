@@ -50,6 +50,9 @@ pub struct Variable {
     pub dtype: Option<DType>,
     /// The first handle node naming it (for error messages).
     pub handle: NodeId,
+    /// A TensorFlow 1 stack (`StackV2`, while-loop gradients): created empty by the run,
+    /// pushed and popped atomically, and not part of the outcome.
+    pub stack: bool,
 }
 
 /// How read-modify-write ops are modelled.
@@ -79,6 +82,12 @@ pub enum AccessOp {
     AssignSub,
     /// `ResourceApplyGradientDescent(var, alpha, delta)`: `var -= alpha * delta`.
     ApplyGradientDescent,
+    /// `StackPushV2(stack, elem)`: pushes `elem`, outputs it.
+    StackPush,
+    /// `StackPopV2(stack)`: pops the top element, outputs it.
+    StackPop,
+    /// `StackCloseV2(stack)`: nothing to model (the stack dies with the run).
+    StackClose,
 }
 
 impl AccessOp {
@@ -91,20 +100,36 @@ impl AccessOp {
             "AssignAddVariableOp" => AccessOp::AssignAdd,
             "AssignSubVariableOp" => AccessOp::AssignSub,
             "ResourceApplyGradientDescent" => AccessOp::ApplyGradientDescent,
+            "StackPushV2" => AccessOp::StackPush,
+            "StackPopV2" => AccessOp::StackPop,
+            "StackCloseV2" => AccessOp::StackClose,
             _ => return None,
         })
     }
     /// Whether the op reads the variable's value.
     pub fn reads(self) -> bool {
-        !matches!(self, AccessOp::Assign)
+        !matches!(self, AccessOp::Assign | AccessOp::StackClose)
     }
     /// Whether the op writes the variable.
     pub fn writes(self) -> bool {
-        matches!(self, AccessOp::Assign | AccessOp::AssignAdd | AccessOp::AssignSub | AccessOp::ApplyGradientDescent)
+        matches!(
+            self,
+            AccessOp::Assign
+                | AccessOp::AssignAdd
+                | AccessOp::AssignSub
+                | AccessOp::ApplyGradientDescent
+                | AccessOp::StackPush
+                | AccessOp::StackPop
+        )
     }
     /// Whether the op both reads and writes (a read-modify-write).
     pub fn is_rmw(self) -> bool {
         self.reads() && self.writes()
+    }
+    /// Whether the op is one atomic step even under [`Rmw::Split`]: a stack op holds its
+    /// stack's lock (TensorFlow's `StackOp`), and seed 000's split is about variables.
+    pub fn always_atomic(self) -> bool {
+        matches!(self, AccessOp::StackPush | AccessOp::StackPop | AccessOp::StackClose)
     }
     /// Whether reading an uninitialised variable is fine (it observes that).
     pub fn tolerates_uninitialised(self) -> bool {
@@ -317,7 +342,7 @@ impl<'g> Program<'g> {
             }
             let reads = if a.op.reads() { vec![a.var] } else { vec![] };
             let writes = if a.op.writes() { vec![a.var] } else { vec![] };
-            if a.op.is_rmw() && rmw == Rmw::Split {
+            if a.op.is_rmw() && rmw == Rmw::Split && !a.op.always_atomic() {
                 let r = push(&mut steps, StepKind::RmwRead { node: n }, reads, vec![]);
                 let w = push(&mut steps, StepKind::RmwWrite { node: n }, vec![], writes);
                 steps[w.0 as usize].deps.push(r);
@@ -507,14 +532,39 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
                 container,
                 dtype: n.attr("dtype").and_then(|a| a.as_type()),
                 handle: id,
+                stack: false,
             });
             VarId(vars.len() as u32 - 1)
         });
         var_of_handle[id.index()] = Some(v);
     }
+    // Each `StackV2` instance is a stack of its own, named after its node.
+    for id in graph.node_ids() {
+        let n = graph.node(id);
+        if n.op == "StackV2" {
+            vars.push(Variable {
+                name: n.name.clone(),
+                container: String::new(),
+                dtype: n.attr("elem_type").and_then(|a| a.as_type()),
+                handle: id,
+                stack: true,
+            });
+            var_of_handle[id.index()] = Some(VarId(vars.len() as u32 - 1));
+        }
+    }
     let mut access = vec![None; graph.len()];
     for id in graph.node_ids() {
         let n = graph.node(id);
+        if n.op == "StackV2" {
+            continue;
+        }
+        if matches!(n.op.as_str(), "VariableV2" | "Variable" | "TemporaryVariable") {
+            return Err(SemanticsError::Unsupported {
+                node: n.name.clone(),
+                op: n.op.clone(),
+                why: "a TensorFlow 1 reference variable: explore models resource variables (VarHandleOp)".into(),
+            });
+        }
         let Some(kind) = effects::resource_kind(n, &graph.library) else { continue };
         let Some(op) = AccessOp::of(&n.op) else {
             let container = n.op.starts_with("Stack") || n.op.starts_with("TensorArray");
@@ -522,7 +572,7 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
                 node: n.name.clone(),
                 op: n.op.clone(),
                 why: if container {
-                    format!("a {kind} op on a TensorFlow 1 stack or tensor array: these containers are not modelled")
+                    format!("a {kind} op on a TensorFlow 1 tensor array: tensor arrays are not modelled")
                 } else {
                     format!("a {kind} resource op outside the modelled set")
                 },
