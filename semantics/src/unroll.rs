@@ -53,9 +53,10 @@ const ENTER: &[&str] = &["Enter", "RefEnter"];
 const EXIT: &[&str] = &["Exit", "RefExit"];
 const NEXT: &[&str] = &["NextIteration", "RefNextIteration"];
 
-/// Whether the graph has loop frames (an `Enter`), so [`unroll`] is needed.
+/// Whether the graph has loop frames (or any loop op: `Enter`, `Exit`, `NextIteration`,
+/// `LoopCond`), so [`unroll`] is needed.
 pub fn has_frames(graph: &Graph) -> bool {
-    graph.nodes().iter().any(|n| ENTER.contains(&n.op.as_str()))
+    graph.nodes().iter().any(|n| is_frame_op(&n.op))
 }
 
 /// Whether `op` only makes sense in a graph with frames (refused by the model unless
@@ -289,8 +290,10 @@ pub fn unroll(
     let mut instances: usize = 2;
     for id in graph.node_ids() {
         let f = fr.da.frame(id);
-        let per = (n as usize).checked_pow(fr.depth(f) as u32 + 1).unwrap_or(usize::MAX);
-        instances = instances.saturating_add(per);
+        // An Exit is one instance per iteration of the loop it leaves, plus its join.
+        let extra = u32::from(EXIT.contains(&graph.node(id).op.as_str()));
+        let per = (n as usize).checked_pow(fr.depth(f) as u32 + extra).unwrap_or(usize::MAX);
+        instances = instances.saturating_add(per.saturating_mul(1 + extra as usize));
     }
     if instances > MAX_INSTANCES {
         return Err(SemanticsError::TooManyInstances { limit: MAX_INSTANCES, max_iterations });
