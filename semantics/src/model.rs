@@ -406,14 +406,17 @@ impl<'g> Program<'g> {
             s.deps.dedup();
         }
 
-        // Value dependencies: over data edges only, through pure unclustered nodes.
+        // Value dependencies: over data edges only, through pure unclustered nodes. With
+        // control flow, over control edges too: a control edge carries deadness, and the
+        // deadness of a pure node can depend on a step's value (a `Switch` on what it read).
         let value_sources_of = |starts: &mut dyn Iterator<Item = NodeId>, skip_cluster: Option<usize>| {
             let mut seen = vec![false; graph.len()];
             let mut stack: Vec<NodeId> = starts.collect();
             let mut out = Vec::new();
             while let Some(n) = stack.pop() {
-                for o in &graph.node(n).inputs {
-                    let p = o.node;
+                let node = graph.node(n);
+                let control: &[NodeId] = if control_flow { &node.control_inputs } else { &[] };
+                for p in node.inputs.iter().map(|o| o.node).chain(control.iter().copied()) {
                     if std::mem::replace(&mut seen[p.index()], true) {
                         continue;
                     }
