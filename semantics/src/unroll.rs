@@ -45,8 +45,10 @@ pub const DEFAULT_MAX_ITERATIONS: usize = 16;
 /// More operation instances than this is refused (a deep nest with a large bound).
 const MAX_INSTANCES: usize = 1_000_000;
 
-/// A node that is always dead (`Switch(false, false):1`), for inputs that never arrive.
+/// A node that is always dead (`Identity(Switch(false, false):1)`), for inputs that never
+/// arrive: its output carries a dead value, its control edges deadness.
 const DEAD_PRED: &str = "_explore/never";
+const DEAD_SWITCH: &str = "_explore/never_switch";
 const DEAD: &str = "_explore/dead";
 
 const ENTER: &[&str] = &["Enter", "RefEnter"];
@@ -177,7 +179,7 @@ impl Frames<'_> {
         enter: Option<bool>,
     ) -> Result<String, SemanticsError> {
         let dead = || match port {
-            Some(_) => format!("{DEAD}:1"),
+            Some(_) => DEAD.to_string(),
             None => format!("^{DEAD}"),
         };
         let named = |name: String| match port {
@@ -287,7 +289,7 @@ pub fn unroll(
     let fr = Frames { graph, da, chain, n };
 
     // Refuse what would not fit before building it.
-    let mut instances: usize = 2;
+    let mut instances: usize = 3;
     for id in graph.node_ids() {
         let f = fr.da.frame(id);
         // An Exit is one instance per iteration of the loop it leaves, plus its join.
@@ -314,15 +316,23 @@ pub fn unroll(
     let mut attrs = Attrs::new();
     attrs.insert("T".into(), AttrValue::Type(DType::Bool));
     raw.push(RawNode {
-        name: DEAD.into(),
+        name: DEAD_SWITCH.into(),
         op: "Switch".into(),
         inputs: vec![DEAD_PRED.into(), DEAD_PRED.into()],
+        attrs: attrs.clone(),
+        device: String::new(),
+        span: None,
+    });
+    raw.push(RawNode {
+        name: DEAD.into(),
+        op: "Identity".into(),
+        inputs: vec![format!("{DEAD_SWITCH}:1")],
         attrs,
         device: String::new(),
         span: None,
     });
     // Per instance (the unrolled graph keeps `raw`'s order): its frame and iteration vector.
-    let mut instance: Vec<(u32, Vec<u32>)> = vec![(0, Vec::new()), (0, Vec::new())];
+    let mut instance: Vec<(u32, Vec<u32>)> = vec![(0, Vec::new()); raw.len()];
     let mut sentinels: Vec<(String, String)> = Vec::new();
     for id in graph.node_ids() {
         let node = graph.node(id);
@@ -387,7 +397,7 @@ pub fn unroll(
     let unrolled = Graph::from_raw(raw, graph.library.clone(), graph.versions.clone()).map_err(|e| {
         SemanticsError::Unsupported {
             node: DEAD.into(),
-            op: "Switch".into(),
+            op: "Identity".into(),
             why: format!("unrolling the loop frames made a malformed graph: {e}"),
         }
     })?;

@@ -397,3 +397,16 @@ x = ReadVariableOp(u) {dtype = int32}
         assert!(reduced.states_explored <= every.states_explored);
     }
 }
+
+/// A `NextIteration` delivers to the next iteration, over control edges too: a write with
+/// a control input from it runs in iterations 1..=k (the last one only tests the
+/// condition), never in iteration 0, where nothing arrives: k writes for k iterations.
+#[test]
+fn next_iteration_control_edges_reach_the_next_iteration() {
+    let body = "probe = AssignAddVariableOp(v_enter, one_enter, ^i_next) {dtype = int32}";
+    for k in [0, 1, 3] {
+        let g = parse(&counted_loop(k, 1, body));
+        let e = try_explore(&g, &q(&["i_exit:0"], &["probe"], Rmw::Atomic, 8), &vars(&[("v", 0)])).unwrap();
+        assert_eq!(rows(&e, &["v"]), [[k]], "k = {k}");
+    }
+}
