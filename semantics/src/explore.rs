@@ -27,7 +27,7 @@ use autoclust_graph::{DType, NodeId, Output, Tensor, TensorData, TensorList};
 use fixedbitset::FixedBitSet;
 
 use crate::eval::{synthetic, PureEval};
-use crate::model::{AccessOp, Program, StepId, StepKind, VarId};
+use crate::model::{AccessOp, Program, StepId, StepKind, VarId, VarKind};
 use crate::SemanticsError;
 
 /// Values for placeholders and initial variable values, by name (CONTRACT.md §3).
@@ -177,12 +177,15 @@ pub fn explore(
     }
     let mut vars = vec![None; program.vars.len()];
     for (i, v) in program.vars.iter().enumerate() {
-        vars[i] = if v.stack {
+        vars[i] = match v.kind {
+            VarKind::Resource => inputs.vars.get(&v.name).cloned(),
             // A stack is created empty by the run (its `StackV2`).
-            let element_dtype = v.dtype.unwrap_or(DType::Float32);
-            Some(Tensor::from_list(TensorList { element_dtype, element_shape: None, items: Vec::new() }))
-        } else {
-            inputs.vars.get(&v.name).cloned()
+            VarKind::Stack => {
+                let element_dtype = v.dtype.unwrap_or(DType::Float32);
+                Some(Tensor::from_list(TensorList { element_dtype, element_shape: None, items: Vec::new() }))
+            }
+            // Tensor arrays are created by their steps.
+            VarKind::TensorArray { .. } | VarKind::GradientArray => None,
         };
     }
     let root = State {
@@ -347,7 +350,7 @@ impl Explorer<'_, '_> {
             .vars
             .iter()
             .zip(&state.vars)
-            .filter(|(v, _)| !v.stack)
+            .filter(|(v, _)| !v.kind.is_container())
             .filter_map(|(v, t)| t.as_ref().map(|t| (v.name.clone(), t.clone())))
             .collect();
         variables.sort_by(|a, b| a.0.cmp(&b.0));
@@ -601,7 +604,175 @@ impl Explorer<'_, '_> {
                 };
                 (vec![elem], Some(Tensor::from_list(list)))
             }
-            AccessOp::StackClose => (Vec::new(), None),
+            AccessOp::StackClose | AccessOp::TaClose => (Vec::new(), None),
+            AccessOp::TaCreate
+            | AccessOp::TaGrad
+            | AccessOp::TaWrite
+            | AccessOp::TaScatter
+            | AccessOp::TaRead
+            | AccessOp::TaGather
+            | AccessOp::TaSize => self.tensor_array(node, op, var, current, st)?,
+        })
+    }
+
+    /// A tensor-array op (TensorFlow's `TensorArray` kernels, as the runtime's
+    /// `containers.rs` runs them): its outputs and the array it leaves.
+    fn tensor_array(
+        &self,
+        node: NodeId,
+        op: AccessOp,
+        var: VarId,
+        current: Option<Tensor>,
+        st: &mut State,
+    ) -> Result<(Vec<Tensor>, Option<Tensor>), SemanticsError> {
+        let p = self.program;
+        let flow = || Tensor::scalar_f32(0.0);
+        let handle = || Tensor::scalar_i32(0);
+        let err = |m: String| self.kernel_error(node, m);
+        let ints = |t: &Tensor, what: &str| t.to_i64_vec().ok_or_else(|| err(format!("{what} must be integers")));
+        let list_of = |t: Option<Tensor>| -> Result<TensorList, SemanticsError> {
+            t.and_then(|t| t.as_list().cloned()).ok_or_else(|| err("the handle names no live TensorArray".into()))
+        };
+        let kind = p.vars[var.0 as usize].kind;
+        let element_dtype = p.vars[var.0 as usize].dtype.unwrap_or(DType::Float32);
+        let attr_shape = |name: &str| {
+            let s = p.graph.node(node).attr(name)?.as_shape()?;
+            s.dims.as_ref().map(|d| d.iter().map(|x| x.unwrap_or(-1)).collect::<Vec<i64>>())
+        };
+        let zeros = |shape: &Option<Vec<i64>>| match shape {
+            Some(s) if s.iter().all(|&d| d >= 0) => {
+                Tensor::zeros(element_dtype, s.iter().map(|&d| d as usize).collect()).map_err(|e| err(e.to_string()))
+            }
+            _ => Err(err("the element was never written and its shape is not fully known".into())),
+        };
+        let index = |list: &mut TensorList, i: i64, writing: bool| -> Result<usize, SemanticsError> {
+            if i < 0 {
+                return Err(err(format!("index {i} is negative")));
+            }
+            let i = i as usize;
+            if i >= list.items.len() {
+                if writing && kind == (VarKind::TensorArray { dynamic: true }) {
+                    list.items.resize(i + 1, None);
+                } else {
+                    return Err(err(format!(
+                        "index {i} is out of range for a TensorArray of size {}",
+                        list.items.len()
+                    )));
+                }
+            }
+            Ok(i)
+        };
+        let write = |list: &mut TensorList, i: i64, v: Tensor| -> Result<(), SemanticsError> {
+            let i = index(list, i, true)?;
+            let shape: Vec<i64> = v.shape.iter().map(|&d| d as i64).collect();
+            if let Some(es) = &list.element_shape {
+                let fits = es.len() == shape.len() && es.iter().zip(&shape).all(|(&a, &b)| a < 0 || a == b);
+                if !fits {
+                    return Err(err(format!(
+                        "the value's shape {:?} does not fit the TensorArray's element shape {es:?}",
+                        v.shape
+                    )));
+                }
+            }
+            list.element_shape = Some(shape);
+            list.items[i] = match list.items[i].take() {
+                None => Some(v),
+                Some(old) if kind == VarKind::GradientArray => {
+                    let add = synthetic(p.graph.name(node), "AddV2", old.dtype);
+                    Some(self.eval.compute(&add, &[old, v]).map_err(&err)?.swap_remove(0))
+                }
+                Some(_) => {
+                    return Err(err(format!(
+                        "could not write to TensorArray index {i} because it has already been written to"
+                    )))
+                }
+            };
+            Ok(())
+        };
+        let read = |list: &mut TensorList, i: i64| -> Result<Tensor, SemanticsError> {
+            let i = index(list, i, false)?;
+            match &list.items[i] {
+                Some(t) => Ok(t.clone()),
+                None if kind == VarKind::GradientArray => zeros(&list.element_shape),
+                None => Err(err(format!(
+                    "could not read from TensorArray index {i} because it has not yet been written to"
+                ))),
+            }
+        };
+        let scalar = |t: &Tensor, what: &str| match ints(t, what)?.as_slice() {
+            [i] if t.shape.is_empty() => Ok(*i),
+            _ => Err(err(format!("{what} must be an integer scalar"))),
+        };
+        Ok(match op {
+            AccessOp::TaCreate => {
+                let size = scalar(&self.input(node, 0, st)?, "size")?;
+                if size < 0 {
+                    return Err(err(format!("size {size} is negative")));
+                }
+                autoclust_graph::limits::check_count(DType::Resource, size as u64).map_err(|e| err(e.to_string()))?;
+                let list = TensorList {
+                    element_dtype,
+                    element_shape: attr_shape("element_shape"),
+                    items: vec![None; size as usize],
+                };
+                (vec![handle(), flow()], Some(Tensor::from_list(list)))
+            }
+            AccessOp::TaGrad => {
+                if current.is_some() {
+                    return Ok((vec![handle(), flow()], None));
+                }
+                let forward = self.program.access[node.index()].and_then(|a| a.source).expect("a gradient's source");
+                let f = list_of(st.vars[forward.0 as usize].clone())?;
+                let list =
+                    TensorList { element_dtype, element_shape: f.element_shape, items: vec![None; f.items.len()] };
+                (vec![handle(), flow()], Some(Tensor::from_list(list)))
+            }
+            AccessOp::TaWrite => {
+                let mut list = list_of(current)?;
+                let i = scalar(&self.input(node, 1, st)?, "index")?;
+                write(&mut list, i, self.input(node, 2, st)?)?;
+                (vec![flow()], Some(Tensor::from_list(list)))
+            }
+            AccessOp::TaScatter => {
+                let mut list = list_of(current)?;
+                let idx = ints(&self.input(node, 1, st)?, "indices")?;
+                let value = self.input(node, 2, st)?;
+                if value.shape.first().copied() != Some(idx.len()) {
+                    return Err(err(format!(
+                        "the value's first dimension ({:?}) must match the number of indices ({})",
+                        value.shape.first(),
+                        idx.len()
+                    )));
+                }
+                let unpack = synthetic(p.graph.name(node), "Unpack", value.dtype);
+                let parts = self.eval.compute(&unpack, &[value]).map_err(&err)?;
+                for (&i, part) in idx.iter().zip(parts) {
+                    write(&mut list, i, part)?;
+                }
+                (vec![flow()], Some(Tensor::from_list(list)))
+            }
+            AccessOp::TaRead => {
+                let mut list = list_of(current)?;
+                let i = scalar(&self.input(node, 1, st)?, "index")?;
+                (vec![read(&mut list, i)?], None)
+            }
+            AccessOp::TaGather => {
+                let mut list = list_of(current)?;
+                let idx = ints(&self.input(node, 1, st)?, "indices")?;
+                let items = idx.iter().map(|&i| read(&mut list, i)).collect::<Result<Vec<_>, _>>()?;
+                if items.is_empty() {
+                    let mut dims = vec![0i64];
+                    dims.extend(list.element_shape.clone().or_else(|| attr_shape("element_shape")).unwrap_or_default());
+                    return Ok((vec![zeros(&Some(dims))?], None));
+                }
+                let pack = synthetic(p.graph.name(node), "Pack", element_dtype);
+                (vec![self.eval.compute(&pack, &items).map_err(&err)?.swap_remove(0)], None)
+            }
+            AccessOp::TaSize => {
+                let list = list_of(current)?;
+                (vec![Tensor::scalar_i32(list.items.len() as i32)], None)
+            }
+            _ => unreachable!("tensor_array is only called for tensor-array ops"),
         })
     }
 

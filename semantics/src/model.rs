@@ -50,9 +50,31 @@ pub struct Variable {
     pub dtype: Option<DType>,
     /// The first handle node naming it (for error messages).
     pub handle: NodeId,
+    /// A resource variable, or a container the run creates (not part of the outcome).
+    pub kind: VarKind,
+}
+
+/// What a [`Variable`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VarKind {
+    /// A resource variable (`VarHandleOp`): given by the inputs, part of the outcome.
+    Resource,
     /// A TensorFlow 1 stack (`StackV2`, while-loop gradients): created empty by the run,
-    /// pushed and popped atomically, and not part of the outcome.
-    pub stack: bool,
+    /// pushed and popped atomically.
+    Stack,
+    /// A TensorFlow 1 tensor array (`TensorArrayV3`: `dynamic_rnn`, `map_fn`), created by
+    /// its `TensorArrayV3` step; `dynamic`: writes past its end grow it.
+    TensorArray { dynamic: bool },
+    /// The gradient array of a tensor array for one `source` (`TensorArrayGradV3`): created
+    /// by the first such op to run, with its forward array's size; writes to one index add.
+    GradientArray,
+}
+
+impl VarKind {
+    /// Whether the variable is a container the run creates (not part of the outcome).
+    pub fn is_container(self) -> bool {
+        self != VarKind::Resource
+    }
 }
 
 /// How read-modify-write ops are modelled.
@@ -88,6 +110,23 @@ pub enum AccessOp {
     StackPop,
     /// `StackCloseV2(stack)`: nothing to model (the stack dies with the run).
     StackClose,
+    /// `TensorArrayV3(size)`: creates the array (outputs a handle and a flow).
+    TaCreate,
+    /// `TensorArrayGradV3(array, flow)`: creates the gradient array (the access's variable)
+    /// from its forward array ([`Access::source`]) unless it exists.
+    TaGrad,
+    /// `TensorArrayWriteV3(array, index, value, flow)`.
+    TaWrite,
+    /// `TensorArrayScatterV3(array, indices, value, flow)`.
+    TaScatter,
+    /// `TensorArrayReadV3(array, index, flow)`.
+    TaRead,
+    /// `TensorArrayGatherV3(array, indices, flow)`.
+    TaGather,
+    /// `TensorArraySizeV3(array, flow)`.
+    TaSize,
+    /// `TensorArrayCloseV3(array)`: nothing to model.
+    TaClose,
 }
 
 impl AccessOp {
@@ -103,12 +142,20 @@ impl AccessOp {
             "StackPushV2" => AccessOp::StackPush,
             "StackPopV2" => AccessOp::StackPop,
             "StackCloseV2" => AccessOp::StackClose,
+            "TensorArrayV3" => AccessOp::TaCreate,
+            "TensorArrayGradV3" => AccessOp::TaGrad,
+            "TensorArrayWriteV3" => AccessOp::TaWrite,
+            "TensorArrayScatterV3" => AccessOp::TaScatter,
+            "TensorArrayReadV3" => AccessOp::TaRead,
+            "TensorArrayGatherV3" => AccessOp::TaGather,
+            "TensorArraySizeV3" => AccessOp::TaSize,
+            "TensorArrayCloseV3" => AccessOp::TaClose,
             _ => return None,
         })
     }
     /// Whether the op reads the variable's value.
     pub fn reads(self) -> bool {
-        !matches!(self, AccessOp::Assign | AccessOp::StackClose)
+        !matches!(self, AccessOp::Assign | AccessOp::StackClose | AccessOp::TaCreate | AccessOp::TaClose)
     }
     /// Whether the op writes the variable.
     pub fn writes(self) -> bool {
@@ -120,6 +167,10 @@ impl AccessOp {
                 | AccessOp::ApplyGradientDescent
                 | AccessOp::StackPush
                 | AccessOp::StackPop
+                | AccessOp::TaCreate
+                | AccessOp::TaGrad
+                | AccessOp::TaWrite
+                | AccessOp::TaScatter
         )
     }
     /// Whether the op both reads and writes (a read-modify-write).
@@ -129,7 +180,16 @@ impl AccessOp {
     /// Whether the op is one atomic step even under [`Rmw::Split`]: a stack op holds its
     /// stack's lock (TensorFlow's `StackOp`), and seed 000's split is about variables.
     pub fn always_atomic(self) -> bool {
-        matches!(self, AccessOp::StackPush | AccessOp::StackPop | AccessOp::StackClose)
+        !matches!(
+            self,
+            AccessOp::Read
+                | AccessOp::IsInitialized
+                | AccessOp::Shape
+                | AccessOp::Assign
+                | AccessOp::AssignAdd
+                | AccessOp::AssignSub
+                | AccessOp::ApplyGradientDescent
+        )
     }
     /// Whether reading an uninitialised variable is fine (it observes that).
     pub fn tolerates_uninitialised(self) -> bool {
@@ -142,6 +202,8 @@ impl AccessOp {
 pub struct Access {
     pub op: AccessOp,
     pub var: VarId,
+    /// A second variable the op reads: a `TensorArrayGradV3`'s forward array.
+    pub source: Option<VarId>,
 }
 
 /// What a step does when it runs.
@@ -313,6 +375,7 @@ impl<'g> Program<'g> {
                     if a.op.reads() && !writes.contains(&a.var) {
                         reads.push(a.var);
                     }
+                    reads.extend(a.source.filter(|v| !writes.contains(v)));
                     if a.op.writes() {
                         writes.push(a.var);
                     }
@@ -340,7 +403,8 @@ impl<'g> Program<'g> {
             if cluster_of[n.index()].is_some() {
                 continue;
             }
-            let reads = if a.op.reads() { vec![a.var] } else { vec![] };
+            let mut reads = if a.op.reads() { vec![a.var] } else { vec![] };
+            reads.extend(a.source);
             let writes = if a.op.writes() { vec![a.var] } else { vec![] };
             if a.op.is_rmw() && rmw == Rmw::Split && !a.op.always_atomic() {
                 let r = push(&mut steps, StepKind::RmwRead { node: n }, reads, vec![]);
@@ -535,30 +599,84 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
                 container,
                 dtype: n.attr("dtype").and_then(|a| a.as_type()),
                 handle: id,
-                stack: false,
+                kind: VarKind::Resource,
             });
             VarId(vars.len() as u32 - 1)
         });
         var_of_handle[id.index()] = Some(v);
     }
-    // Each `StackV2` instance is a stack of its own, named after its node.
+    // Each `StackV2` and `TensorArrayV3` instance is a container of its own, named after
+    // its node.
     for id in graph.node_ids() {
         let n = graph.node(id);
-        if n.op == "StackV2" {
-            vars.push(Variable {
-                name: n.name.clone(),
-                container: String::new(),
-                dtype: n.attr("elem_type").and_then(|a| a.as_type()),
-                handle: id,
-                stack: true,
-            });
-            var_of_handle[id.index()] = Some(VarId(vars.len() as u32 - 1));
+        let (kind, dtype) = match n.op.as_str() {
+            "StackV2" => (VarKind::Stack, "elem_type"),
+            "TensorArrayV3" => {
+                let dynamic = n.attr("dynamic_size").and_then(|a| a.as_bool()).unwrap_or(false);
+                (VarKind::TensorArray { dynamic }, "dtype")
+            }
+            _ => continue,
+        };
+        vars.push(Variable {
+            name: n.name.clone(),
+            container: String::new(),
+            dtype: n.attr(dtype).and_then(|a| a.as_type()),
+            handle: id,
+            kind,
+        });
+        var_of_handle[id.index()] = Some(VarId(vars.len() as u32 - 1));
+    }
+    // The variable whose handle reaches input 0 of `n`: traced back through `Identity`, and
+    // through the `Switch`es a v1 cond passes a handle through (the unrolled loops'
+    // `Enter`s are `Identity`s by now).
+    let handle_var = |n: &autoclust_graph::Node, var_of_handle: &[Option<VarId>]| {
+        let mut handle = n.inputs.first().map(|o| o.node);
+        while let Some(h) = handle {
+            let hn = graph.node(h);
+            if matches!(hn.op.as_str(), "Identity" | "RefIdentity" | "Switch" | "RefSwitch") {
+                handle = hn.inputs.first().map(|o| o.node);
+            } else {
+                break;
+            }
         }
+        handle.and_then(|h| var_of_handle[h.index()])
+    };
+    // A tensor array's gradient array per `source`: every `TensorArrayGradV3` of the same
+    // array and source names the same one (TensorFlow looks it up by source).
+    let mut grads: HashMap<(VarId, String), VarId> = HashMap::new();
+    let mut grad_source: Vec<Option<VarId>> = vec![None; graph.len()];
+    for id in graph.node_ids() {
+        let n = graph.node(id);
+        if n.op != "TensorArrayGradV3" {
+            continue;
+        }
+        let forward =
+            handle_var(n, &var_of_handle).ok_or_else(|| SemanticsError::UnknownVariable { node: n.name.clone() })?;
+        let source = n.attr("source").and_then(|a| a.as_str()).unwrap_or("").to_string();
+        let g = *grads.entry((forward, source.clone())).or_insert_with(|| {
+            let f = &vars[forward.0 as usize];
+            vars.push(Variable {
+                name: format!("{}/grad:{source}", f.name),
+                container: String::new(),
+                dtype: f.dtype,
+                handle: id,
+                kind: VarKind::GradientArray,
+            });
+            VarId(vars.len() as u32 - 1)
+        });
+        var_of_handle[id.index()] = Some(g);
+        grad_source[id.index()] = Some(forward);
     }
     let mut access = vec![None; graph.len()];
     for id in graph.node_ids() {
         let n = graph.node(id);
         if n.op == "StackV2" {
+            continue;
+        }
+        if matches!(n.op.as_str(), "TensorArrayV3" | "TensorArrayGradV3") {
+            let var = var_of_handle[id.index()].expect("a container of its own");
+            let op = AccessOp::of(&n.op).expect("modelled");
+            access[id.index()] = Some(Access { op, var, source: grad_source[id.index()] });
             continue;
         }
         if matches!(n.op.as_str(), "VariableV2" | "Variable" | "TemporaryVariable") {
@@ -575,27 +693,15 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
                 node: n.name.clone(),
                 op: n.op.clone(),
                 why: if container {
-                    format!("a {kind} op on a TensorFlow 1 tensor array: tensor arrays are not modelled")
+                    format!("a {kind} op on a TensorFlow 1 container that explore does not model")
                 } else {
                     format!("a {kind} resource op outside the modelled set")
                 },
             });
         };
-        let mut handle = n.inputs.first().map(|o| o.node);
-        while let Some(h) = handle {
-            let hn = graph.node(h);
-            // Through `Identity`, and through the `Switch`es a v1 cond passes a handle
-            // through (the unrolled loops' `Enter`s are `Identity`s by now).
-            if matches!(hn.op.as_str(), "Identity" | "RefIdentity" | "Switch" | "RefSwitch") {
-                handle = hn.inputs.first().map(|o| o.node);
-            } else {
-                break;
-            }
-        }
-        let var = handle
-            .and_then(|h| var_of_handle[h.index()])
-            .ok_or_else(|| SemanticsError::UnknownVariable { node: n.name.clone() })?;
-        access[id.index()] = Some(Access { op, var });
+        let var =
+            handle_var(n, &var_of_handle).ok_or_else(|| SemanticsError::UnknownVariable { node: n.name.clone() })?;
+        access[id.index()] = Some(Access { op, var, source: None });
     }
     Ok((vars, access))
 }
