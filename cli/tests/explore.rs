@@ -281,8 +281,8 @@ fn check_against_the_plain_executor(graph: &std::path::Path, args: &[String]) {
 /// Issue 15 item 3: the TensorFlow-made v1 control-flow fixtures (cond, gradients through a
 /// cond, while, nested while, a while loop updating a variable each iteration, gradients
 /// through a while loop — its stacks —, `map_fn` and a `dynamic_rnn` training step — their
-/// tensor arrays) explore and verify over their operation instances, with the plain
-/// executor's numbers.
+/// tensor arrays —, a loop over reference variables) explore and verify over their operation
+/// instances, with the plain executor's numbers.
 #[test]
 fn v1_control_flow_fixtures_verify_and_match_the_plain_executor() {
     for name in [
@@ -294,6 +294,7 @@ fn v1_control_flow_fixtures_verify_and_match_the_plain_executor() {
         "v1cf_grad_while",
         "v1cf_map_fn",
         "v1cf_dynamic_rnn",
+        "v1cf_ref_loop",
     ] {
         let (graph, args) = tf_request(name);
         check_against_the_plain_executor(&graph, &args);
@@ -315,22 +316,6 @@ fn v1_run_cases_verify_and_match_the_plain_executor() {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         check_against_the_plain_executor(&dir.join(file), &args);
     }
-}
-
-/// What explore does not model — TensorFlow 1 reference variables — is a clear error
-/// naming the node, never a silent answer.
-#[test]
-fn v1_reference_variables_are_refused_by_name() {
-    let (graph, args) = tf_request("v1cf_ref_loop");
-    let mut all = vec!["verify".to_string(), graph.display().to_string()];
-    all.extend(args);
-    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
-    let (code, _, stderr) = autoclust(&refs, &[]);
-    assert_eq!(code, 1, "{stderr}");
-    assert!(
-        stderr.contains("node 'w': explore does not model op VariableV2 (a TensorFlow 1 reference variable"),
-        "{stderr}"
-    );
 }
 
 /// `--max-iterations`: a loop past it is an error naming the frame; at it, the answer.

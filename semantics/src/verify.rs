@@ -45,6 +45,11 @@ pub fn explore_graph(
     inputs: &Inputs,
     eval: &dyn PureEval,
 ) -> Result<Exploration, SemanticsError> {
+    // TensorFlow 1 reference variables become resource variables first, as `run` turns them
+    // (autoclust_passes::ref_variables: each dereference a read where TensorFlow makes it).
+    let converted = autoclust_passes::ref_variables::ref_to_resource(graph)
+        .map_err(|e| SemanticsError::Clustering(format!("turning reference variables into resource variables: {e}")))?;
+    let graph = converted.as_ref().unwrap_or(graph);
     let (pruned, fetches) = prune(graph, &query.fetches, &query.targets)?;
     let clusters = clusterer.map(|c| c(&pruned)).transpose()?;
     if !has_frames(&pruned) {
