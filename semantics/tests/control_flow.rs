@@ -410,3 +410,43 @@ fn next_iteration_control_edges_reach_the_next_iteration() {
         assert_eq!(rows(&e, &["v"]), [[k]], "k = {k}");
     }
 }
+
+/// Tensor arrays follow the runtime's rules (TensorFlow's): written once per index, read
+/// and gathered back; a gradient array (one per array and `source`, every
+/// `TensorArrayGradV3` naming it sharing it) adds a second write to an index and reads an
+/// unwritten element as zeros; writing an index twice in a forward array is an error.
+#[test]
+fn tensor_arrays_write_read_gather_and_aggregate_gradients() {
+    let src = r#"
+n = Const() {dtype = int32, value = int32[]{3}}
+i0 = Const() {dtype = int32, value = int32[]{0}}
+i2 = Const() {dtype = int32, value = int32[]{2}}
+idx = Const() {dtype = int32, value = int32[2]{2, 0}}
+a = Const() {dtype = float32, value = float32[2]{1.0, 2.0}}
+b = Const() {dtype = float32, value = float32[2]{10.0, 20.0}}
+ta = TensorArrayV3(n) {dtype = float32, element_shape = shape[2], dynamic_size = false}
+w0 = TensorArrayWriteV3(ta, i0, a, ta:1) {T = float32}
+w2 = TensorArrayWriteV3(ta, i2, b, w0) {T = float32}
+g = TensorArrayGatherV3(ta, idx, w2) {dtype = float32, element_shape = shape[2]}
+size = TensorArraySizeV3(ta, w2)
+grad1 = TensorArrayGradV3(ta, w2) {source = "gradients"}
+grad2 = TensorArrayGradV3(ta, w2) {source = "gradients"}
+gw1 = TensorArrayWriteV3(grad1, i0, a, grad1:1) {T = float32}
+gw2 = TensorArrayWriteV3(grad2, i0, b, gw1) {T = float32}
+gr0 = TensorArrayReadV3(grad1, i0, gw2) {dtype = float32}
+gr2 = TensorArrayReadV3(grad2, i2, gw2) {dtype = float32}
+"#;
+    let g = parse(src);
+    let e = try_explore(&g, &q(&["g:0", "size:0", "gr0:0", "gr2:0"], &[], Rmw::Split, 4), &Inputs::default()).unwrap();
+    assert_eq!(e.outcomes.len(), 1);
+    let o = &e.outcomes[0];
+    let f32s = |name: &str| o.fetches.iter().find(|(n, _)| n == name).unwrap().1.as_f32().unwrap().to_vec();
+    assert_eq!(f32s("g:0"), [10.0, 20.0, 1.0, 2.0]);
+    assert_eq!(o.fetches.iter().find(|(n, _)| n == "size:0").unwrap().1.as_i32().unwrap(), [3]);
+    assert_eq!(f32s("gr0:0"), [11.0, 22.0]);
+    assert_eq!(f32s("gr2:0"), [0.0, 0.0]);
+    assert!(o.variables.is_empty(), "containers are not part of the outcome: {:?}", o.variables);
+    let twice = parse(&src.replace("w2 = TensorArrayWriteV3(ta, i2, b, w0)", "w2 = TensorArrayWriteV3(ta, i0, b, w0)"));
+    let err = try_explore(&twice, &q(&["g:0"], &[], Rmw::Split, 4), &Inputs::default()).unwrap_err();
+    assert!(err.to_string().contains("node 'w2'") && err.to_string().contains("already been written"), "{err}");
+}
