@@ -318,6 +318,14 @@ fn v1_run_cases_verify_and_match_the_plain_executor() {
     }
 }
 
+/// Tensor arrays split and concatenated (no TensorFlow fixture has them): as the plain
+/// executor runs them.
+#[test]
+fn tensor_array_split_and_concat_match_the_plain_executor() {
+    let args: Vec<String> = ["--fetch", "c:0,c:1,r1:0"].iter().map(|s| s.to_string()).collect();
+    check_against_the_plain_executor(&case("v1_tensor_array_split_concat.graph"), &args);
+}
+
 /// `--max-iterations`: a loop past it is an error naming the frame; at it, the answer.
 #[test]
 fn max_iterations_bounds_loops_with_a_clear_error() {

@@ -611,7 +611,9 @@ impl Explorer<'_, '_> {
             | AccessOp::TaScatter
             | AccessOp::TaRead
             | AccessOp::TaGather
-            | AccessOp::TaSize => self.tensor_array(node, op, var, current, st)?,
+            | AccessOp::TaSize
+            | AccessOp::TaConcat
+            | AccessOp::TaSplit => self.tensor_array(node, op, var, current, st)?,
         })
     }
 
@@ -771,6 +773,40 @@ impl Explorer<'_, '_> {
             AccessOp::TaSize => {
                 let list = list_of(current)?;
                 (vec![Tensor::scalar_i32(list.items.len() as i32)], None)
+            }
+            AccessOp::TaConcat => {
+                let mut list = list_of(current)?;
+                let n = list.items.len() as i64;
+                let items = (0..n).map(|i| read(&mut list, i)).collect::<Result<Vec<_>, _>>()?;
+                let lengths: Vec<i64> = items.iter().map(|t| t.shape.first().copied().unwrap_or(0) as i64).collect();
+                let value = if items.is_empty() {
+                    let mut dims = vec![0i64];
+                    dims.extend(
+                        list.element_shape.clone().map(|s| s.get(1..).unwrap_or_default().to_vec()).unwrap_or_default(),
+                    );
+                    zeros(&Some(dims))?
+                } else {
+                    let concat = synthetic(p.graph.name(node), "ConcatV2", element_dtype);
+                    let mut ins = items;
+                    ins.push(Tensor::scalar_i32(0));
+                    self.eval.compute(&concat, &ins).map_err(&err)?.swap_remove(0)
+                };
+                let lengths = Tensor::from_i64(vec![lengths.len()], lengths).map_err(|e| err(e.to_string()))?;
+                (vec![value, lengths], None)
+            }
+            AccessOp::TaSplit => {
+                let mut list = list_of(current)?;
+                let value = self.input(node, 1, st)?;
+                let lengths = self.input(node, 2, st)?;
+                if ints(&lengths, "lengths")?.iter().any(|&l| l < 0) {
+                    return Err(err("lengths must be non-negative".into()));
+                }
+                let split = synthetic(p.graph.name(node), "SplitV", value.dtype);
+                let parts = self.eval.compute(&split, &[value, lengths, Tensor::scalar_i32(0)]).map_err(&err)?;
+                for (i, part) in parts.into_iter().enumerate() {
+                    write(&mut list, i as i64, part)?;
+                }
+                (vec![flow()], Some(Tensor::from_list(list)))
             }
             _ => unreachable!("tensor_array is only called for tensor-array ops"),
         })

@@ -125,6 +125,12 @@ pub enum AccessOp {
     TaGather,
     /// `TensorArraySizeV3(array, flow)`.
     TaSize,
+    /// `TensorArrayConcatV3(array, flow)`: every element concatenated on axis 0, and their
+    /// lengths.
+    TaConcat,
+    /// `TensorArraySplitV3(array, value, lengths, flow)`: `value` cut on axis 0 into the
+    /// elements `0..`.
+    TaSplit,
     /// `TensorArrayCloseV3(array)`: nothing to model.
     TaClose,
 }
@@ -149,6 +155,8 @@ impl AccessOp {
             "TensorArrayReadV3" => AccessOp::TaRead,
             "TensorArrayGatherV3" => AccessOp::TaGather,
             "TensorArraySizeV3" => AccessOp::TaSize,
+            "TensorArrayConcatV3" => AccessOp::TaConcat,
+            "TensorArraySplitV3" => AccessOp::TaSplit,
             "TensorArrayCloseV3" => AccessOp::TaClose,
             _ => return None,
         })
@@ -171,6 +179,7 @@ impl AccessOp {
                 | AccessOp::TaGrad
                 | AccessOp::TaWrite
                 | AccessOp::TaScatter
+                | AccessOp::TaSplit
         )
     }
     /// Whether the op both reads and writes (a read-modify-write).
