@@ -54,6 +54,11 @@ pub struct Common {
     /// Give up (with an error) after this many states.
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
     pub max_states: usize,
+    /// Unroll each TensorFlow 1 loop to this many iterations (its operation instances); a
+    /// loop that would run longer is an error naming its frame.
+    #[arg(long, default_value_t = autoclust_semantics::DEFAULT_MAX_ITERATIONS as u32, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_iterations: u32,
     /// Minimum cluster size for the clustered program.
     #[arg(long, default_value_t = DEFAULT_MIN_CLUSTER_SIZE, value_name = "N")]
     pub min_cluster_size: usize,
@@ -105,7 +110,11 @@ impl Common {
             fetches,
             targets: self.target.clone(),
             rmw: if self.atomic_rmw { Rmw::Atomic } else { Rmw::Split },
-            limits: Limits { max_states: self.max_states, ..Limits::default() },
+            limits: Limits {
+                max_states: self.max_states,
+                max_iterations: self.max_iterations as usize,
+                ..Limits::default()
+            },
         };
         Ok((query, names))
     }

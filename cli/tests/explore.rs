@@ -221,3 +221,132 @@ fn optimized_outcomes_are_a_subset_of_the_originals() {
         }
     }
 }
+
+/// A TensorFlow-made fixture's request (testdata/tf/NAME.json): feeds, vars, fetches, targets.
+fn tf_request(name: &str) -> (PathBuf, Vec<String>) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/tf");
+    let m: Value = serde_json::from_slice(&std::fs::read(dir.join(format!("{name}.json"))).unwrap()).unwrap();
+    let mut args = Vec::new();
+    for key in ["feeds", "vars"] {
+        if let Some(f) = m[key].as_str() {
+            args.extend([format!("--{key}"), dir.join(f).display().to_string()]);
+        }
+    }
+    for key in ["fetch", "target"] {
+        let list: Vec<&str> = m[key].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        if !list.is_empty() {
+            args.extend([format!("--{key}"), list.join(",")]);
+        }
+    }
+    (dir.join(m["graph"].as_str().unwrap()), args)
+}
+
+/// `verify` passes; `explore` (original and `--clustered`) has exactly one outcome, equal
+/// to the plain executor's values — the independent oracle: `run --no-cluster
+/// --no-optimize`, one step, on the graph as loaded.
+fn check_against_the_plain_executor(graph: &std::path::Path, args: &[String]) {
+    let label = graph.display().to_string();
+    let with = |cmd: &[&str]| -> Vec<String> {
+        let mut all: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+        all.insert(1, label.clone());
+        all.extend_from_slice(args);
+        all
+    };
+    let call = |all: Vec<String>| {
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        autoclust(&refs, &[])
+    };
+    let (code, stdout, stderr) = call(with(&["verify"]));
+    assert_eq!(code, 0, "{label}: verify: {stdout}{stderr}");
+    assert!(stdout.starts_with("verify: ok"), "{label}: {stdout}");
+    let (code, stdout, stderr) = call(with(&["run", "--no-cluster", "--no-optimize", "--json"]));
+    assert_eq!(code, 0, "{label}: run: {stderr}");
+    let plain: Value = serde_json::from_str(&stdout).unwrap();
+    for clustered in [false, true] {
+        let mut cmd = vec!["explore", "--json"];
+        if clustered {
+            cmd.push("--clustered");
+        }
+        let (code, stdout, stderr) = call(with(&cmd));
+        assert_eq!(code, 0, "{label}: explore: {stderr}");
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        let outcomes = v["outcomes"].as_array().unwrap();
+        assert_eq!(outcomes.len(), 1, "{label} (clustered {clustered}): {stdout}");
+        for key in ["fetches", "variables"] {
+            assert_eq!(outcomes[0][key], plain[key], "{label} (clustered {clustered}): {key}");
+        }
+    }
+}
+
+/// Issue 15 item 3: the TensorFlow-made v1 control-flow fixtures (cond, gradients through a
+/// cond, while, nested while, a while loop updating a variable each iteration, gradients
+/// through a while loop — its stacks —, `map_fn` and a `dynamic_rnn` training step — their
+/// tensor arrays —, a loop over reference variables) explore and verify over their operation
+/// instances, with the plain executor's numbers.
+#[test]
+fn v1_control_flow_fixtures_verify_and_match_the_plain_executor() {
+    for name in [
+        "v1cf_cond",
+        "v1cf_grad_cond",
+        "v1cf_while",
+        "v1cf_nested_while",
+        "v1cf_while_var",
+        "v1cf_grad_while",
+        "v1cf_map_fn",
+        "v1cf_dynamic_rnn",
+        "v1cf_ref_loop",
+    ] {
+        let (graph, args) = tf_request(name);
+        check_against_the_plain_executor(&graph, &args);
+    }
+}
+
+/// The frame-executor cases of testdata/run (a cluster on an untaken branch, a dead control
+/// edge, an Enter only iteration 0 sees), with their RUN lines' inputs.
+#[test]
+fn v1_run_cases_verify_and_match_the_plain_executor() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/run");
+    let cases: [(&str, &[&str]); 4] = [
+        ("v1_dead_cluster_call.graph", &["--feed", "x=[0.5,1.0]", "--feed", "p=false", "--fetch", "m:0,after2:0"]),
+        ("v1_dead_cluster_call_true.graph", &["--feed", "x=[0.5,1.0]", "--feed", "p=true", "--fetch", "m:0,after2:0"]),
+        ("v1_dead_cluster_control_edge.graph", &["--feed", "x=[0.5,1.0]", "--feed", "p=false", "--fetch", "m:0"]),
+        ("v1_first_iteration_enter.graph", &["--feed", "x=2.0", "--fetch", "y:0", "--target", "done"]),
+    ];
+    for (file, args) in cases {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        check_against_the_plain_executor(&dir.join(file), &args);
+    }
+}
+
+/// Tensor arrays split and concatenated (no TensorFlow fixture has them): as the plain
+/// executor runs them.
+#[test]
+fn tensor_array_split_and_concat_match_the_plain_executor() {
+    let args: Vec<String> = ["--fetch", "c:0,c:1,r1:0"].iter().map(|s| s.to_string()).collect();
+    check_against_the_plain_executor(&case("v1_tensor_array_split_concat.graph"), &args);
+}
+
+/// `--max-iterations`: a loop past it is an error naming the frame; at it, the answer.
+#[test]
+fn max_iterations_bounds_loops_with_a_clear_error() {
+    let (graph, args) = tf_request("v1cf_while");
+    let run_with = |bound: &str| {
+        let mut all = vec!["explore".to_string(), graph.display().to_string(), "--max-iterations".into(), bound.into()];
+        all.extend(args.iter().cloned());
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        autoclust(&refs, &[])
+    };
+    // The fixture's loop runs 7 iterations (i_out = 7).
+    let (code, _, stderr) = run_with("6");
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("loop frame 'while/while_context' runs more than --max-iterations 6 iterations")
+            && stderr.contains("raise --max-iterations"),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = run_with("7");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("i_out:0 = 7 (int32)"), "{stdout}");
+    let (code, _, stderr) = run_with("0");
+    assert_eq!(code, 2, "{stderr}");
+}

@@ -24,6 +24,16 @@ pub enum SemanticsError {
     #[error("explored more than {limit} states without finishing; raise --max-states or fetch less")]
     StateBound { limit: usize },
     #[error(
+        "loop frame '{frame}' runs more than --max-iterations {max_iterations} iterations ('{node}' would start another); raise --max-iterations"
+    )]
+    LoopBound { frame: String, max_iterations: usize, node: String },
+    #[error(
+        "unrolling the loop frames to --max-iterations {max_iterations} makes more than {limit} operation instances; lower --max-iterations"
+    )]
+    TooManyInstances { limit: usize, max_iterations: usize },
+    #[error("fetch '{fetch}' is dead (it lies on a branch or loop iteration that did not run)")]
+    DeadFetch { fetch: String },
+    #[error(
         "the clustered program deadlocks: {steps} can never run (a cluster depends on itself through other nodes)"
     )]
     Deadlock { steps: String },

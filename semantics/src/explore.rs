@@ -23,11 +23,11 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
-use autoclust_graph::{DType, NodeId, Output, Tensor, TensorData};
+use autoclust_graph::{DType, NodeId, Output, Tensor, TensorData, TensorList};
 use fixedbitset::FixedBitSet;
 
 use crate::eval::{synthetic, PureEval};
-use crate::model::{AccessOp, Program, StepId, StepKind, VarId};
+use crate::model::{AccessOp, Program, StepId, StepKind, VarId, VarKind};
 use crate::SemanticsError;
 
 /// Values for placeholders and initial variable values, by name (CONTRACT.md §3).
@@ -48,11 +48,14 @@ pub struct Limits {
     /// every interleaving of the steps is enumerated: the reference the
     /// reduced search is tested against.
     pub reduce: bool,
+    /// Iterations each TensorFlow 1 loop is unrolled to ([`crate::unroll`]); a loop that
+    /// would go on past them is an error ([`SemanticsError::LoopBound`]).
+    pub max_iterations: usize,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_states: 1_000_000, reduce: true }
+        Limits { max_states: 1_000_000, reduce: true, max_iterations: crate::unroll::DEFAULT_MAX_ITERATIONS }
     }
 }
 
@@ -174,12 +177,22 @@ pub fn explore(
     }
     let mut vars = vec![None; program.vars.len()];
     for (i, v) in program.vars.iter().enumerate() {
-        vars[i] = inputs.vars.get(&v.name).cloned();
+        vars[i] = match v.kind {
+            VarKind::Resource => inputs.vars.get(&v.name).cloned(),
+            // A stack is created empty by the run (its `StackV2`).
+            VarKind::Stack => {
+                let element_dtype = v.dtype.unwrap_or(DType::Float32);
+                Some(Tensor::from_list(TensorList { element_dtype, element_shape: None, items: Vec::new() }))
+            }
+            // Tensor arrays are created by their steps.
+            VarKind::TensorArray { .. } | VarKind::GradientArray => None,
+        };
     }
     let root = State {
         done: FixedBitSet::with_capacity(n),
         vars,
         values: vec![None; program.graph.len()],
+        dead: if program.control_flow { vec![0; program.graph.len()] } else { Vec::new() },
         pending: vec![None; n],
     };
     let mut ex = Explorer {
@@ -213,6 +226,15 @@ fn conflict(p: &Program<'_>, a: usize, b: usize) -> bool {
     x.writes.iter().any(|v| y.reads.contains(v) || y.writes.contains(v)) || y.writes.iter().any(|v| x.reads.contains(v))
 }
 
+/// A dead node: it did not run (seed 002's dead tensors), all its outputs are dead, and
+/// its control edges make their targets dead.
+const DEAD_NODE: u8 = 0xff;
+
+/// Whether output `port` of a node with dead mask `mask` is dead.
+fn dead_port(mask: u8, port: u32) -> bool {
+    mask == DEAD_NODE || (port < 8 && mask & (1 << port) != 0)
+}
+
 /// Values a step hands to its second half: `(variable, value)` pairs.
 type Handover = Rc<[(VarId, Tensor)]>;
 
@@ -222,6 +244,9 @@ struct State {
     vars: Vec<Option<Tensor>>,
     /// Per node: its output values, once known.
     values: Vec<Option<Rc<[Tensor]>>>,
+    /// Per node, with control flow only (else empty): which of its known outputs are dead
+    /// ([`DEAD_NODE`], or bit `p` for port `p` of a `Switch`).
+    dead: Vec<u8>,
     /// Per step: values it hands to its second half (a split RMW's old
     /// value; a snapshot's pending write-back).
     pending: Vec<Option<Handover>>,
@@ -247,7 +272,7 @@ struct Explorer<'a, 'g> {
 }
 
 impl Explorer<'_, '_> {
-    fn search(&mut self, state: State) -> Result<(), SemanticsError> {
+    fn search(&mut self, mut state: State) -> Result<(), SemanticsError> {
         let n = self.program.steps.len();
         let enabled: Vec<usize> = (0..n)
             .filter(|&s| {
@@ -264,11 +289,20 @@ impl Explorer<'_, '_> {
         }
         // A step no undone step (other than its successors) conflicts with
         // may run first: see the module documentation.
-        let ample = enabled
+        let mut ample = enabled
             .iter()
             .copied()
             .filter(|_| self.limits.reduce)
             .find(|&s| self.conflicts[s].ones().all(|t| state.done.contains(t) || self.after[s].contains(t)));
+        // A dead step accesses nothing, so it commutes with every step: run it first.
+        if self.program.control_flow && self.limits.reduce && ample.is_none() {
+            for &s in &enabled {
+                if self.step_dead(StepId(s as u32), &mut state)? {
+                    ample = Some(s);
+                    break;
+                }
+            }
+        }
         let choices = match ample {
             Some(s) => vec![s],
             None => enabled,
@@ -295,15 +329,28 @@ impl Explorer<'_, '_> {
     fn record(&mut self, mut state: State) -> Result<(), SemanticsError> {
         let p = self.program;
         let mut fetches = Vec::new();
+        for b in &p.loop_bounds {
+            if !self.node_dead(&mut state, b.node)? {
+                return Err(SemanticsError::LoopBound {
+                    frame: b.frame.clone(),
+                    max_iterations: b.max_iterations,
+                    node: p.graph.name(b.node).to_string(),
+                });
+            }
+        }
         for &o in &p.fetches {
             let name = format!("{}:{}", p.graph.name(o.node), o.port);
-            fetches.push((name, self.value(&mut state, o)?));
+            match self.value_or_dead(&mut state, o)? {
+                Some(t) => fetches.push((name, t)),
+                None => return Err(SemanticsError::DeadFetch { fetch: name }),
+            }
         }
         fetches.sort_by(|a, b| a.0.cmp(&b.0));
         let mut variables: Vec<(String, Tensor)> = p
             .vars
             .iter()
             .zip(&state.vars)
+            .filter(|(v, _)| !v.kind.is_container())
             .filter_map(|(v, t)| t.as_ref().map(|t| (v.name.clone(), t.clone())))
             .collect();
         variables.sort_by(|a, b| a.0.cmp(&b.0));
@@ -351,6 +398,14 @@ impl Explorer<'_, '_> {
                     }
                 }
             }
+            if p.control_flow {
+                // Deadness reaches later steps over control edges too: hash it for every done step.
+                for s in st.done.ones() {
+                    if let Some(n) = self.step_node(StepId(s as u32)) {
+                        st.dead[n.index()].hash(h);
+                    }
+                }
+            }
             for (s, pending) in st.pending.iter().enumerate() {
                 if let Some(pending) = pending {
                     s.hash(h);
@@ -366,6 +421,25 @@ impl Explorer<'_, '_> {
     /// Runs step `s` on `st`.
     fn apply(&self, s: StepId, st: &mut State) -> Result<(), SemanticsError> {
         let p = self.program;
+        if p.control_flow && self.step_dead(s, st)? {
+            // Seed 002: a dead op does not run; a dead resource op accesses nothing.
+            match p.steps[s.0 as usize].kind {
+                StepKind::Whole { node } | StepKind::RmwRead { node } | StepKind::RmwWrite { node } => {
+                    st.dead[node.index()] = DEAD_NODE;
+                    if !matches!(p.steps[s.0 as usize].kind, StepKind::RmwRead { .. }) {
+                        st.values[node.index()] = Some(Vec::new().into());
+                    }
+                }
+                StepKind::Snapshot { cluster } => {
+                    for &m in &p.clusters[cluster].members {
+                        st.dead[m.index()] = DEAD_NODE;
+                        st.values[m.index()] = Some(Vec::new().into());
+                    }
+                }
+                StepKind::WriteBack { .. } => {}
+            }
+            return Ok(());
+        }
         match p.steps[s.0 as usize].kind {
             StepKind::Whole { node } => {
                 let a = p.access[node.index()].expect("a step's node is a resource op");
@@ -426,6 +500,63 @@ impl Explorer<'_, '_> {
         Ok(())
     }
 
+    /// The node whose deadness a step decides (a cluster's: its first member).
+    fn step_node(&self, s: StepId) -> Option<NodeId> {
+        match self.program.steps[s.0 as usize].kind {
+            StepKind::Whole { node } | StepKind::RmwRead { node } | StepKind::RmwWrite { node } => Some(node),
+            StepKind::Snapshot { cluster } | StepKind::WriteBack { cluster } => {
+                self.program.clusters[cluster].members.first().copied()
+            }
+        }
+    }
+
+    /// Whether step `s` (enabled: every step it depends on is done) is dead: a data input
+    /// or a control input of its node is dead (for a cluster, an input from outside it —
+    /// the cluster call's inputs). A split read-modify-write's and a cluster's second step
+    /// are dead with their first.
+    fn step_dead(&self, s: StepId, st: &mut State) -> Result<bool, SemanticsError> {
+        let p = self.program;
+        match p.steps[s.0 as usize].kind {
+            StepKind::Whole { node } | StepKind::RmwRead { node } => self.inputs_dead(node, None, st),
+            StepKind::RmwWrite { node } => Ok(st.dead[node.index()] == DEAD_NODE),
+            StepKind::Snapshot { cluster } => {
+                for &m in &p.clusters[cluster].members {
+                    if self.inputs_dead(m, Some(cluster), st)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            StepKind::WriteBack { cluster } => {
+                Ok(p.clusters[cluster].members.first().is_some_and(|m| st.dead[m.index()] == DEAD_NODE))
+            }
+        }
+    }
+
+    /// Whether a data or control input of `id` from outside `cluster` is dead.
+    fn inputs_dead(&self, id: NodeId, cluster: Option<usize>, st: &mut State) -> Result<bool, SemanticsError> {
+        let p = self.program;
+        let node = p.graph.node(id);
+        let outside = |n: NodeId| cluster.is_none() || p.cluster_of[n.index()] != cluster;
+        for &c in &node.control_inputs {
+            if outside(c) && self.node_dead(st, c)? {
+                return Ok(true);
+            }
+        }
+        for &o in &node.inputs {
+            if outside(o.node) && self.value_or_dead(st, o)?.is_none() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether node `id` is dead as a whole (what its control edges carry).
+    fn node_dead(&self, st: &mut State, id: NodeId) -> Result<bool, SemanticsError> {
+        self.ensure(st, id)?;
+        Ok(st.dead[id.index()] == DEAD_NODE)
+    }
+
     /// A whole access of `node` to a variable holding `current`: its outputs
     /// and the value it writes, if any.
     fn access(
@@ -459,6 +590,225 @@ impl Explorer<'_, '_> {
                 let old = self.require(node, var, current)?;
                 (Vec::new(), Some(self.update(node, op, old, st)?))
             }
+            AccessOp::StackPush | AccessOp::StackPop => {
+                let stack = self.require(node, var, current)?;
+                let mut list = stack.as_list().cloned().ok_or_else(|| self.kernel_error(node, "not a stack".into()))?;
+                let elem = if op == AccessOp::StackPush {
+                    let elem = self.input(node, 1, st)?;
+                    list.items.push(Some(elem.clone()));
+                    elem
+                } else {
+                    list.items.pop().flatten().ok_or_else(|| {
+                        self.kernel_error(node, "Pop on an empty stack (TensorFlow: \"Stack is empty\")".into())
+                    })?
+                };
+                (vec![elem], Some(Tensor::from_list(list)))
+            }
+            AccessOp::StackClose | AccessOp::TaClose => (Vec::new(), None),
+            AccessOp::TaCreate
+            | AccessOp::TaGrad
+            | AccessOp::TaWrite
+            | AccessOp::TaScatter
+            | AccessOp::TaRead
+            | AccessOp::TaGather
+            | AccessOp::TaSize
+            | AccessOp::TaConcat
+            | AccessOp::TaSplit => self.tensor_array(node, op, var, current, st)?,
+        })
+    }
+
+    /// A tensor-array op (TensorFlow's `TensorArray` kernels, as the runtime's
+    /// `containers.rs` runs them): its outputs and the array it leaves.
+    fn tensor_array(
+        &self,
+        node: NodeId,
+        op: AccessOp,
+        var: VarId,
+        current: Option<Tensor>,
+        st: &mut State,
+    ) -> Result<(Vec<Tensor>, Option<Tensor>), SemanticsError> {
+        let p = self.program;
+        let flow = || Tensor::scalar_f32(0.0);
+        let handle = || Tensor::scalar_i32(0);
+        let err = |m: String| self.kernel_error(node, m);
+        let ints = |t: &Tensor, what: &str| t.to_i64_vec().ok_or_else(|| err(format!("{what} must be integers")));
+        let list_of = |t: Option<Tensor>| -> Result<TensorList, SemanticsError> {
+            t.and_then(|t| t.as_list().cloned()).ok_or_else(|| err("the handle names no live TensorArray".into()))
+        };
+        let kind = p.vars[var.0 as usize].kind;
+        let element_dtype = p.vars[var.0 as usize].dtype.unwrap_or(DType::Float32);
+        let attr_shape = |name: &str| {
+            let s = p.graph.node(node).attr(name)?.as_shape()?;
+            s.dims.as_ref().map(|d| d.iter().map(|x| x.unwrap_or(-1)).collect::<Vec<i64>>())
+        };
+        let zeros = |shape: &Option<Vec<i64>>| match shape {
+            Some(s) if s.iter().all(|&d| d >= 0) => {
+                Tensor::zeros(element_dtype, s.iter().map(|&d| d as usize).collect()).map_err(|e| err(e.to_string()))
+            }
+            _ => Err(err("the element was never written and its shape is not fully known".into())),
+        };
+        let index = |list: &mut TensorList, i: i64, writing: bool| -> Result<usize, SemanticsError> {
+            if i < 0 {
+                return Err(err(format!("index {i} is negative")));
+            }
+            let i = i as usize;
+            if i >= list.items.len() {
+                if writing && kind == (VarKind::TensorArray { dynamic: true }) {
+                    list.items.resize(i + 1, None);
+                } else {
+                    return Err(err(format!(
+                        "index {i} is out of range for a TensorArray of size {}",
+                        list.items.len()
+                    )));
+                }
+            }
+            Ok(i)
+        };
+        let write = |list: &mut TensorList, i: i64, v: Tensor| -> Result<(), SemanticsError> {
+            let i = index(list, i, true)?;
+            let shape: Vec<i64> = v.shape.iter().map(|&d| d as i64).collect();
+            if let Some(es) = &list.element_shape {
+                let fits = es.len() == shape.len() && es.iter().zip(&shape).all(|(&a, &b)| a < 0 || a == b);
+                if !fits {
+                    return Err(err(format!(
+                        "the value's shape {:?} does not fit the TensorArray's element shape {es:?}",
+                        v.shape
+                    )));
+                }
+            }
+            list.element_shape = Some(shape);
+            list.items[i] = match list.items[i].take() {
+                None => Some(v),
+                Some(old) if kind == VarKind::GradientArray => {
+                    let add = synthetic(p.graph.name(node), "AddV2", old.dtype);
+                    Some(self.eval.compute(&add, &[old, v]).map_err(&err)?.swap_remove(0))
+                }
+                Some(_) => {
+                    return Err(err(format!(
+                        "could not write to TensorArray index {i} because it has already been written to"
+                    )))
+                }
+            };
+            Ok(())
+        };
+        let read = |list: &mut TensorList, i: i64| -> Result<Tensor, SemanticsError> {
+            let i = index(list, i, false)?;
+            match &list.items[i] {
+                Some(t) => Ok(t.clone()),
+                None if kind == VarKind::GradientArray => zeros(&list.element_shape),
+                None => Err(err(format!(
+                    "could not read from TensorArray index {i} because it has not yet been written to"
+                ))),
+            }
+        };
+        let scalar = |t: &Tensor, what: &str| match ints(t, what)?.as_slice() {
+            [i] if t.shape.is_empty() => Ok(*i),
+            _ => Err(err(format!("{what} must be an integer scalar"))),
+        };
+        Ok(match op {
+            AccessOp::TaCreate => {
+                let size = scalar(&self.input(node, 0, st)?, "size")?;
+                if size < 0 {
+                    return Err(err(format!("size {size} is negative")));
+                }
+                autoclust_graph::limits::check_count(DType::Resource, size as u64).map_err(|e| err(e.to_string()))?;
+                let list = TensorList {
+                    element_dtype,
+                    element_shape: attr_shape("element_shape"),
+                    items: vec![None; size as usize],
+                };
+                (vec![handle(), flow()], Some(Tensor::from_list(list)))
+            }
+            AccessOp::TaGrad => {
+                if current.is_some() {
+                    return Ok((vec![handle(), flow()], None));
+                }
+                let forward = self.program.access[node.index()].and_then(|a| a.source).expect("a gradient's source");
+                let f = list_of(st.vars[forward.0 as usize].clone())?;
+                let list =
+                    TensorList { element_dtype, element_shape: f.element_shape, items: vec![None; f.items.len()] };
+                (vec![handle(), flow()], Some(Tensor::from_list(list)))
+            }
+            AccessOp::TaWrite => {
+                let mut list = list_of(current)?;
+                let i = scalar(&self.input(node, 1, st)?, "index")?;
+                write(&mut list, i, self.input(node, 2, st)?)?;
+                (vec![flow()], Some(Tensor::from_list(list)))
+            }
+            AccessOp::TaScatter => {
+                let mut list = list_of(current)?;
+                let idx = ints(&self.input(node, 1, st)?, "indices")?;
+                let value = self.input(node, 2, st)?;
+                if value.shape.first().copied() != Some(idx.len()) {
+                    return Err(err(format!(
+                        "the value's first dimension ({:?}) must match the number of indices ({})",
+                        value.shape.first(),
+                        idx.len()
+                    )));
+                }
+                let unpack = synthetic(p.graph.name(node), "Unpack", value.dtype);
+                let parts = self.eval.compute(&unpack, &[value]).map_err(&err)?;
+                for (&i, part) in idx.iter().zip(parts) {
+                    write(&mut list, i, part)?;
+                }
+                (vec![flow()], Some(Tensor::from_list(list)))
+            }
+            AccessOp::TaRead => {
+                let mut list = list_of(current)?;
+                let i = scalar(&self.input(node, 1, st)?, "index")?;
+                (vec![read(&mut list, i)?], None)
+            }
+            AccessOp::TaGather => {
+                let mut list = list_of(current)?;
+                let idx = ints(&self.input(node, 1, st)?, "indices")?;
+                let items = idx.iter().map(|&i| read(&mut list, i)).collect::<Result<Vec<_>, _>>()?;
+                if items.is_empty() {
+                    let mut dims = vec![0i64];
+                    dims.extend(list.element_shape.clone().or_else(|| attr_shape("element_shape")).unwrap_or_default());
+                    return Ok((vec![zeros(&Some(dims))?], None));
+                }
+                let pack = synthetic(p.graph.name(node), "Pack", element_dtype);
+                (vec![self.eval.compute(&pack, &items).map_err(&err)?.swap_remove(0)], None)
+            }
+            AccessOp::TaSize => {
+                let list = list_of(current)?;
+                (vec![Tensor::scalar_i32(list.items.len() as i32)], None)
+            }
+            AccessOp::TaConcat => {
+                let mut list = list_of(current)?;
+                let n = list.items.len() as i64;
+                let items = (0..n).map(|i| read(&mut list, i)).collect::<Result<Vec<_>, _>>()?;
+                let lengths: Vec<i64> = items.iter().map(|t| t.shape.first().copied().unwrap_or(0) as i64).collect();
+                let value = if items.is_empty() {
+                    let mut dims = vec![0i64];
+                    dims.extend(
+                        list.element_shape.clone().map(|s| s.get(1..).unwrap_or_default().to_vec()).unwrap_or_default(),
+                    );
+                    zeros(&Some(dims))?
+                } else {
+                    let concat = synthetic(p.graph.name(node), "ConcatV2", element_dtype);
+                    let mut ins = items;
+                    ins.push(Tensor::scalar_i32(0));
+                    self.eval.compute(&concat, &ins).map_err(&err)?.swap_remove(0)
+                };
+                let lengths = Tensor::from_i64(vec![lengths.len()], lengths).map_err(|e| err(e.to_string()))?;
+                (vec![value, lengths], None)
+            }
+            AccessOp::TaSplit => {
+                let mut list = list_of(current)?;
+                let value = self.input(node, 1, st)?;
+                let lengths = self.input(node, 2, st)?;
+                if ints(&lengths, "lengths")?.iter().any(|&l| l < 0) {
+                    return Err(err("lengths must be non-negative".into()));
+                }
+                let split = synthetic(p.graph.name(node), "SplitV", value.dtype);
+                let parts = self.eval.compute(&split, &[value, lengths, Tensor::scalar_i32(0)]).map_err(&err)?;
+                for (i, part) in parts.into_iter().enumerate() {
+                    write(&mut list, i as i64, part)?;
+                }
+                (vec![flow()], Some(Tensor::from_list(list)))
+            }
+            _ => unreachable!("tensor_array is only called for tensor-array ops"),
         })
     }
 
@@ -509,25 +859,120 @@ impl Explorer<'_, '_> {
         self.value(st, o)
     }
 
-    /// The value of an output, computing pure nodes on demand.
+    /// The value of a live output, computing pure nodes on demand.
     fn value(&self, st: &mut State, o: Output) -> Result<Tensor, SemanticsError> {
+        if self.program.control_flow {
+            return self.value_or_dead(st, o)?.ok_or_else(|| {
+                self.kernel_error(o.node, format!("output {} is dead where a value is needed (internal)", o.port))
+            });
+        }
+        // Without control flow (the hot path of acyclic graphs): no deadness to look at.
         let vals = match &st.values[o.node.index()] {
             Some(v) => v.clone(),
-            None => {
-                let p = self.program;
-                if p.access[o.node.index()].is_some() || p.cluster_of[o.node.index()].is_some() {
-                    return Err(self.kernel_error(o.node, "value needed before its step ran (internal)".into()));
-                }
-                let v = self.compute_pure(o.node, st)?;
-                st.values[o.node.index()] = Some(v.clone());
-                v
-            }
+            None => self.ensure(st, o.node)?,
         };
         vals.get(o.port as usize).cloned().ok_or_else(|| self.kernel_error(o.node, format!("has no output {}", o.port)))
     }
 
+    /// The value of an output, `None` when it is dead.
+    fn value_or_dead(&self, st: &mut State, o: Output) -> Result<Option<Tensor>, SemanticsError> {
+        let vals = self.ensure(st, o.node)?;
+        if self.program.control_flow && dead_port(st.dead[o.node.index()], o.port) {
+            return Ok(None);
+        }
+        vals.get(o.port as usize)
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| self.kernel_error(o.node, format!("has no output {}", o.port)))
+    }
+
+    /// A node's outputs, computing a pure node on demand (its deadness too).
+    fn ensure(&self, st: &mut State, id: NodeId) -> Result<Rc<[Tensor]>, SemanticsError> {
+        Ok(match &st.values[id.index()] {
+            Some(v) => v.clone(),
+            None => {
+                let p = self.program;
+                if p.access[id.index()].is_some() || p.cluster_of[id.index()].is_some() {
+                    return Err(self.kernel_error(id, "value needed before its step ran (internal)".into()));
+                }
+                let v = self.compute_pure(id, st)?;
+                st.values[id.index()] = Some(v.clone());
+                v
+            }
+        })
+    }
+
+    /// Seed 002's dead values for a pure node: `Merge` forwards its live input (dead when
+    /// none is), `ControlTrigger` is never dead, any other op with a dead data or control
+    /// input is dead, and a live `Switch` kills the output its predicate does not take.
+    /// Sets the node's dead mask; returns its outputs when decided here, `None` when the
+    /// node is live and its kernel computes them.
+    fn dead_values(&self, id: NodeId, st: &mut State) -> Result<Option<Rc<[Tensor]>>, SemanticsError> {
+        let node = self.program.graph.node(id);
+        let dead = |st: &mut State| {
+            st.dead[id.index()] = DEAD_NODE;
+            Ok(Some(Rc::from(Vec::new())))
+        };
+        match node.op.as_str() {
+            "Merge" | "RefMerge" => {
+                let mut live = None;
+                for (slot, &o) in node.inputs.iter().enumerate() {
+                    if let Some(t) = self.value_or_dead(st, o)? {
+                        if live.is_some() {
+                            return Err(SemanticsError::Unsupported {
+                                node: node.name.clone(),
+                                op: node.op.clone(),
+                                why: "more than one of its inputs is live: which one it forwards depends on \
+                                      timing, which explore does not model"
+                                    .into(),
+                            });
+                        }
+                        live = Some((slot, t));
+                    }
+                }
+                return match live {
+                    None => dead(st),
+                    Some((slot, t)) => {
+                        st.dead[id.index()] = 0;
+                        Ok(Some(vec![t, Tensor::scalar_i32(slot as i32)].into()))
+                    }
+                };
+            }
+            "ControlTrigger" => {
+                st.dead[id.index()] = 0;
+                return Ok(Some(Rc::from(Vec::new())));
+            }
+            _ => {}
+        }
+        if self.inputs_dead(id, None, st)? {
+            return dead(st);
+        }
+        st.dead[id.index()] = 0;
+        match node.op.as_str() {
+            "Switch" | "RefSwitch" => {
+                let data = self.input(id, 0, st)?;
+                let pred = self.input(id, 1, st)?;
+                let taken = match pred.as_bool() {
+                    Some(&[b]) => b,
+                    _ => return Err(self.kernel_error(id, "the predicate of a Switch must be a scalar bool".into())),
+                };
+                // Port 1 (true) is live when the predicate holds, port 0 (false) otherwise.
+                st.dead[id.index()] = if taken { 1 } else { 2 };
+                Ok(Some(vec![data.clone(), data].into()))
+            }
+            // A handle's value only carries its deadness (the variable is resolved statically).
+            "VarHandleOp" | "StackV2" => Ok(Some(vec![Tensor::scalar_i32(0)].into())),
+            _ => Ok(None),
+        }
+    }
+
     /// Evaluates a pure node from its inputs.
     fn compute_pure(&self, id: NodeId, st: &mut State) -> Result<Rc<[Tensor]>, SemanticsError> {
+        if self.program.control_flow {
+            if let Some(decided) = self.dead_values(id, st)? {
+                return Ok(decided);
+            }
+        }
         let node = self.program.graph.node(id);
         let unsupported = |why: &str| SemanticsError::Unsupported {
             node: node.name.clone(),
@@ -552,6 +997,8 @@ impl Explorer<'_, '_> {
             "Identity" | "StopGradient" | "Snapshot" => vec![self.input(id, 0, st)?],
             "NoOp" => Vec::new(),
             "VarHandleOp" => return Err(unsupported("a resource handle used as a value")),
+            // A stack's handle only carries its deadness (the stack is resolved statically).
+            "StackV2" => vec![Tensor::scalar_i32(0)],
             _ => {
                 let mut ins = Vec::with_capacity(node.inputs.len());
                 for slot in 0..node.inputs.len() {

@@ -50,6 +50,31 @@ pub struct Variable {
     pub dtype: Option<DType>,
     /// The first handle node naming it (for error messages).
     pub handle: NodeId,
+    /// A resource variable, or a container the run creates (not part of the outcome).
+    pub kind: VarKind,
+}
+
+/// What a [`Variable`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VarKind {
+    /// A resource variable (`VarHandleOp`): given by the inputs, part of the outcome.
+    Resource,
+    /// A TensorFlow 1 stack (`StackV2`, while-loop gradients): created empty by the run,
+    /// pushed and popped atomically.
+    Stack,
+    /// A TensorFlow 1 tensor array (`TensorArrayV3`: `dynamic_rnn`, `map_fn`), created by
+    /// its `TensorArrayV3` step; `dynamic`: writes past its end grow it.
+    TensorArray { dynamic: bool },
+    /// The gradient array of a tensor array for one `source` (`TensorArrayGradV3`): created
+    /// by the first such op to run, with its forward array's size; writes to one index add.
+    GradientArray,
+}
+
+impl VarKind {
+    /// Whether the variable is a container the run creates (not part of the outcome).
+    pub fn is_container(self) -> bool {
+        self != VarKind::Resource
+    }
 }
 
 /// How read-modify-write ops are modelled.
@@ -79,6 +104,35 @@ pub enum AccessOp {
     AssignSub,
     /// `ResourceApplyGradientDescent(var, alpha, delta)`: `var -= alpha * delta`.
     ApplyGradientDescent,
+    /// `StackPushV2(stack, elem)`: pushes `elem`, outputs it.
+    StackPush,
+    /// `StackPopV2(stack)`: pops the top element, outputs it.
+    StackPop,
+    /// `StackCloseV2(stack)`: nothing to model (the stack dies with the run).
+    StackClose,
+    /// `TensorArrayV3(size)`: creates the array (outputs a handle and a flow).
+    TaCreate,
+    /// `TensorArrayGradV3(array, flow)`: creates the gradient array (the access's variable)
+    /// from its forward array ([`Access::source`]) unless it exists.
+    TaGrad,
+    /// `TensorArrayWriteV3(array, index, value, flow)`.
+    TaWrite,
+    /// `TensorArrayScatterV3(array, indices, value, flow)`.
+    TaScatter,
+    /// `TensorArrayReadV3(array, index, flow)`.
+    TaRead,
+    /// `TensorArrayGatherV3(array, indices, flow)`.
+    TaGather,
+    /// `TensorArraySizeV3(array, flow)`.
+    TaSize,
+    /// `TensorArrayConcatV3(array, flow)`: every element concatenated on axis 0, and their
+    /// lengths.
+    TaConcat,
+    /// `TensorArraySplitV3(array, value, lengths, flow)`: `value` cut on axis 0 into the
+    /// elements `0..`.
+    TaSplit,
+    /// `TensorArrayCloseV3(array)`: nothing to model.
+    TaClose,
 }
 
 impl AccessOp {
@@ -91,20 +145,60 @@ impl AccessOp {
             "AssignAddVariableOp" => AccessOp::AssignAdd,
             "AssignSubVariableOp" => AccessOp::AssignSub,
             "ResourceApplyGradientDescent" => AccessOp::ApplyGradientDescent,
+            "StackPushV2" => AccessOp::StackPush,
+            "StackPopV2" => AccessOp::StackPop,
+            "StackCloseV2" => AccessOp::StackClose,
+            "TensorArrayV3" => AccessOp::TaCreate,
+            "TensorArrayGradV3" => AccessOp::TaGrad,
+            "TensorArrayWriteV3" => AccessOp::TaWrite,
+            "TensorArrayScatterV3" => AccessOp::TaScatter,
+            "TensorArrayReadV3" => AccessOp::TaRead,
+            "TensorArrayGatherV3" => AccessOp::TaGather,
+            "TensorArraySizeV3" => AccessOp::TaSize,
+            "TensorArrayConcatV3" => AccessOp::TaConcat,
+            "TensorArraySplitV3" => AccessOp::TaSplit,
+            "TensorArrayCloseV3" => AccessOp::TaClose,
             _ => return None,
         })
     }
     /// Whether the op reads the variable's value.
     pub fn reads(self) -> bool {
-        !matches!(self, AccessOp::Assign)
+        !matches!(self, AccessOp::Assign | AccessOp::StackClose | AccessOp::TaCreate | AccessOp::TaClose)
     }
     /// Whether the op writes the variable.
     pub fn writes(self) -> bool {
-        matches!(self, AccessOp::Assign | AccessOp::AssignAdd | AccessOp::AssignSub | AccessOp::ApplyGradientDescent)
+        matches!(
+            self,
+            AccessOp::Assign
+                | AccessOp::AssignAdd
+                | AccessOp::AssignSub
+                | AccessOp::ApplyGradientDescent
+                | AccessOp::StackPush
+                | AccessOp::StackPop
+                | AccessOp::TaCreate
+                | AccessOp::TaGrad
+                | AccessOp::TaWrite
+                | AccessOp::TaScatter
+                | AccessOp::TaSplit
+        )
     }
     /// Whether the op both reads and writes (a read-modify-write).
     pub fn is_rmw(self) -> bool {
         self.reads() && self.writes()
+    }
+    /// Whether the op is one atomic step even under [`Rmw::Split`]: a stack op holds its
+    /// stack's lock (TensorFlow's `StackOp`), and seed 000's split is about variables.
+    pub fn always_atomic(self) -> bool {
+        !matches!(
+            self,
+            AccessOp::Read
+                | AccessOp::IsInitialized
+                | AccessOp::Shape
+                | AccessOp::Assign
+                | AccessOp::AssignAdd
+                | AccessOp::AssignSub
+                | AccessOp::ApplyGradientDescent
+        )
     }
     /// Whether reading an uninitialised variable is fine (it observes that).
     pub fn tolerates_uninitialised(self) -> bool {
@@ -117,6 +211,8 @@ impl AccessOp {
 pub struct Access {
     pub op: AccessOp,
     pub var: VarId,
+    /// A second variable the op reads: a `TensorArrayGradV3`'s forward array.
+    pub source: Option<VarId>,
 }
 
 /// What a step does when it runs.
@@ -181,7 +277,22 @@ pub struct Program<'g> {
     /// The steps whose values the fetches consume.
     pub fetch_sources: Vec<StepId>,
     pub fetches: Vec<Output>,
+    /// Whether values may be dead (the graph has `Switch`/`Merge`/`ControlTrigger`): a step
+    /// or pure node with a dead input is then dead, and a dead step accesses nothing.
+    pub control_flow: bool,
+    /// Bound sentinels of unrolled loops: each must be dead when the run ends.
+    pub loop_bounds: Vec<LoopBound>,
     rmw: Rmw,
+}
+
+/// A loop unrolled to a bound ([`crate::unroll`]): `node` (a `NextIteration` of the last
+/// iteration) is live only if the loop would go on past `max_iterations` iterations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopBound {
+    pub node: NodeId,
+    /// The loop's frame name.
+    pub frame: String,
+    pub max_iterations: usize,
 }
 
 /// Keeps only what the fetches and targets need (TensorFlow's pruning; seed
@@ -237,17 +348,17 @@ impl<'g> Program<'g> {
         clusters: Option<&[ClusterSpec]>,
     ) -> Result<Program<'g>, SemanticsError> {
         let _span = tracing::debug_span!("semantics_model", nodes = graph.len()).entered();
-        // Frames and dead tensors (TensorFlow 1 control flow) are outside the model: each
-        // node fires exactly once here, which a loop or an untaken branch breaks.
-        if let Some(n) = graph.nodes().iter().find(|n| effects::is_v1_control_flow(&n.op)) {
+        // Loop frames must be unrolled into operation instances first (`crate::unroll`, which
+        // `explore_graph` does): here each node fires exactly once.
+        if let Some(n) = graph.nodes().iter().find(|n| crate::unroll::is_frame_op(&n.op)) {
             return Err(SemanticsError::Unsupported {
                 node: n.name.clone(),
                 op: n.op.clone(),
-                why: "v1 control flow is not supported by explore; operations in frames and dead \
-                      tensors are not modelled (`autoclust run` executes such graphs)"
-                    .into(),
+                why: "a loop frame's op: unroll the frames first (autoclust_semantics::unroll)".into(),
             });
         }
+        // Dead values (`Switch`, `Merge`, seed 002) are tracked only when the graph has them.
+        let control_flow = graph.nodes().iter().any(|n| effects::is_v1_control_flow(&n.op));
         let topo = graph.topo_order()?;
         let mut position = vec![0usize; graph.len()];
         for (i, n) in topo.iter().enumerate() {
@@ -273,6 +384,7 @@ impl<'g> Program<'g> {
                     if a.op.reads() && !writes.contains(&a.var) {
                         reads.push(a.var);
                     }
+                    reads.extend(a.source.filter(|v| !writes.contains(v)));
                     if a.op.writes() {
                         writes.push(a.var);
                     }
@@ -300,9 +412,10 @@ impl<'g> Program<'g> {
             if cluster_of[n.index()].is_some() {
                 continue;
             }
-            let reads = if a.op.reads() { vec![a.var] } else { vec![] };
+            let mut reads = if a.op.reads() { vec![a.var] } else { vec![] };
+            reads.extend(a.source);
             let writes = if a.op.writes() { vec![a.var] } else { vec![] };
-            if a.op.is_rmw() && rmw == Rmw::Split {
+            if a.op.is_rmw() && rmw == Rmw::Split && !a.op.always_atomic() {
                 let r = push(&mut steps, StepKind::RmwRead { node: n }, reads, vec![]);
                 let w = push(&mut steps, StepKind::RmwWrite { node: n }, vec![], writes);
                 steps[w.0 as usize].deps.push(r);
@@ -366,14 +479,17 @@ impl<'g> Program<'g> {
             s.deps.dedup();
         }
 
-        // Value dependencies: over data edges only, through pure unclustered nodes.
+        // Value dependencies: over data edges only, through pure unclustered nodes. With
+        // control flow, over control edges too: a control edge carries deadness, and the
+        // deadness of a pure node can depend on a step's value (a `Switch` on what it read).
         let value_sources_of = |starts: &mut dyn Iterator<Item = NodeId>, skip_cluster: Option<usize>| {
             let mut seen = vec![false; graph.len()];
             let mut stack: Vec<NodeId> = starts.collect();
             let mut out = Vec::new();
             while let Some(n) = stack.pop() {
-                for o in &graph.node(n).inputs {
-                    let p = o.node;
+                let node = graph.node(n);
+                let control: &[NodeId] = if control_flow { &node.control_inputs } else { &[] };
+                for p in node.inputs.iter().map(|o| o.node).chain(control.iter().copied()) {
                     if std::mem::replace(&mut seen[p.index()], true) {
                         continue;
                     }
@@ -423,6 +539,8 @@ impl<'g> Program<'g> {
             value_sources,
             fetch_sources,
             fetches,
+            control_flow,
+            loop_bounds: Vec::new(),
             rmw,
         })
     }
@@ -490,35 +608,109 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
                 container,
                 dtype: n.attr("dtype").and_then(|a| a.as_type()),
                 handle: id,
+                kind: VarKind::Resource,
             });
             VarId(vars.len() as u32 - 1)
         });
         var_of_handle[id.index()] = Some(v);
     }
-    let mut access = vec![None; graph.len()];
+    // Each `StackV2` and `TensorArrayV3` instance is a container of its own, named after
+    // its node.
     for id in graph.node_ids() {
         let n = graph.node(id);
-        let Some(kind) = effects::resource_kind(n, &graph.library) else { continue };
-        let Some(op) = AccessOp::of(&n.op) else {
-            return Err(SemanticsError::Unsupported {
-                node: n.name.clone(),
-                op: n.op.clone(),
-                why: format!("a {kind} resource op outside the modelled set"),
-            });
+        let (kind, dtype) = match n.op.as_str() {
+            "StackV2" => (VarKind::Stack, "elem_type"),
+            "TensorArrayV3" => {
+                let dynamic = n.attr("dynamic_size").and_then(|a| a.as_bool()).unwrap_or(false);
+                (VarKind::TensorArray { dynamic }, "dtype")
+            }
+            _ => continue,
         };
+        vars.push(Variable {
+            name: n.name.clone(),
+            container: String::new(),
+            dtype: n.attr(dtype).and_then(|a| a.as_type()),
+            handle: id,
+            kind,
+        });
+        var_of_handle[id.index()] = Some(VarId(vars.len() as u32 - 1));
+    }
+    // The variable whose handle reaches input 0 of `n`: traced back through `Identity`, and
+    // through the `Switch`es a v1 cond passes a handle through (the unrolled loops'
+    // `Enter`s are `Identity`s by now).
+    let handle_var = |n: &autoclust_graph::Node, var_of_handle: &[Option<VarId>]| {
         let mut handle = n.inputs.first().map(|o| o.node);
         while let Some(h) = handle {
             let hn = graph.node(h);
-            if hn.op == "Identity" {
+            if matches!(hn.op.as_str(), "Identity" | "RefIdentity" | "Switch" | "RefSwitch") {
                 handle = hn.inputs.first().map(|o| o.node);
             } else {
                 break;
             }
         }
-        let var = handle
-            .and_then(|h| var_of_handle[h.index()])
-            .ok_or_else(|| SemanticsError::UnknownVariable { node: n.name.clone() })?;
-        access[id.index()] = Some(Access { op, var });
+        handle.and_then(|h| var_of_handle[h.index()])
+    };
+    // A tensor array's gradient array per `source`: every `TensorArrayGradV3` of the same
+    // array and source names the same one (TensorFlow looks it up by source).
+    let mut grads: HashMap<(VarId, String), VarId> = HashMap::new();
+    let mut grad_source: Vec<Option<VarId>> = vec![None; graph.len()];
+    for id in graph.node_ids() {
+        let n = graph.node(id);
+        if n.op != "TensorArrayGradV3" {
+            continue;
+        }
+        let forward =
+            handle_var(n, &var_of_handle).ok_or_else(|| SemanticsError::UnknownVariable { node: n.name.clone() })?;
+        let source = n.attr("source").and_then(|a| a.as_str()).unwrap_or("").to_string();
+        let g = *grads.entry((forward, source.clone())).or_insert_with(|| {
+            let f = &vars[forward.0 as usize];
+            vars.push(Variable {
+                name: format!("{}/grad:{source}", f.name),
+                container: String::new(),
+                dtype: f.dtype,
+                handle: id,
+                kind: VarKind::GradientArray,
+            });
+            VarId(vars.len() as u32 - 1)
+        });
+        var_of_handle[id.index()] = Some(g);
+        grad_source[id.index()] = Some(forward);
+    }
+    let mut access = vec![None; graph.len()];
+    for id in graph.node_ids() {
+        let n = graph.node(id);
+        if n.op == "StackV2" {
+            continue;
+        }
+        if matches!(n.op.as_str(), "TensorArrayV3" | "TensorArrayGradV3") {
+            let var = var_of_handle[id.index()].expect("a container of its own");
+            let op = AccessOp::of(&n.op).expect("modelled");
+            access[id.index()] = Some(Access { op, var, source: grad_source[id.index()] });
+            continue;
+        }
+        if matches!(n.op.as_str(), "VariableV2" | "Variable" | "TemporaryVariable") {
+            return Err(SemanticsError::Unsupported {
+                node: n.name.clone(),
+                op: n.op.clone(),
+                why: "a TensorFlow 1 reference variable: explore models resource variables (VarHandleOp)".into(),
+            });
+        }
+        let Some(kind) = effects::resource_kind(n, &graph.library) else { continue };
+        let Some(op) = AccessOp::of(&n.op) else {
+            let container = n.op.starts_with("Stack") || n.op.starts_with("TensorArray");
+            return Err(SemanticsError::Unsupported {
+                node: n.name.clone(),
+                op: n.op.clone(),
+                why: if container {
+                    format!("a {kind} op on a TensorFlow 1 container that explore does not model")
+                } else {
+                    format!("a {kind} resource op outside the modelled set")
+                },
+            });
+        };
+        let var =
+            handle_var(n, &var_of_handle).ok_or_else(|| SemanticsError::UnknownVariable { node: n.name.clone() })?;
+        access[id.index()] = Some(Access { op, var, source: None });
     }
     Ok((vars, access))
 }

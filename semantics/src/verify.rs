@@ -9,6 +9,7 @@ use autoclust_passes::cluster::{ClusterConfig, Clusterer};
 use crate::eval::PureEval;
 use crate::explore::{explore, Exploration, Inputs, Limits, Outcome};
 use crate::model::{prune, ClusterSpec, Program, Rmw};
+use crate::unroll::{has_frames, unroll};
 use crate::SemanticsError;
 
 /// What to run: fetches, targets, and the read-modify-write model.
@@ -44,9 +45,23 @@ pub fn explore_graph(
     inputs: &Inputs,
     eval: &dyn PureEval,
 ) -> Result<Exploration, SemanticsError> {
+    // TensorFlow 1 reference variables become resource variables first, as `run` turns them
+    // (autoclust_passes::ref_variables: each dereference a read where TensorFlow makes it).
+    let converted = autoclust_passes::ref_variables::ref_to_resource(graph)
+        .map_err(|e| SemanticsError::Clustering(format!("turning reference variables into resource variables: {e}")))?;
+    let graph = converted.as_ref().unwrap_or(graph);
     let (pruned, fetches) = prune(graph, &query.fetches, &query.targets)?;
     let clusters = clusterer.map(|c| c(&pruned)).transpose()?;
-    let program = Program::build(&pruned, fetches, query.rmw, clusters.as_deref())?;
+    if !has_frames(&pruned) {
+        let program = Program::build(&pruned, fetches, query.rmw, clusters.as_deref())?;
+        return explore(&program, eval, inputs, query.limits);
+    }
+    // Loop frames: explore their operation instances, unrolled to the bound.
+    let unrolled = unroll(&pruned, &fetches, clusters.as_deref(), query.limits.max_iterations)?;
+    let mut program =
+        Program::build(&unrolled.graph, unrolled.fetches.clone(), query.rmw, unrolled.clusters.as_deref())?;
+    unrolled.order_iterations(&mut program);
+    program.loop_bounds = unrolled.bounds.clone();
     explore(&program, eval, inputs, query.limits)
 }
 
