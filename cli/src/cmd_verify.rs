@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use autoclust_semantics::{autoclusterer, verify, RuntimeKernels};
+use autoclust_semantics::{autoclusterer, verify, RuntimeCalls};
 
 use crate::cmd_explore::{describe_outcome, rename_fetches, Common, Loaded};
 use crate::CliError;
@@ -25,7 +25,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let (query, names) = args.common.query(model.as_ref())?;
     let inputs = args.common.inputs(&graph, model.as_ref())?;
     let clusterer = autoclusterer(args.common.cluster_config());
-    let mut verdict = verify(&graph, &query, &clusterer, &inputs, &RuntimeKernels)
+    let mut verdict = verify(&graph, &query, &clusterer, &inputs, &RuntimeCalls::new(graph.library.clone()))
         .map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
     rename_fetches(&mut verdict.original, &names);
     rename_fetches(&mut verdict.clustered, &names);

@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use autoclust_graph::{
     effects, registry, AttrValue, Attrs, DType, FuncAttr, FunctionDef, Graph, Library, ListValue, Node, NodeId, Output,
-    Tensor, TensorData,
+    RawNode, Tensor, TensorData,
 };
 
 use crate::cluster_call::Jit;
@@ -283,6 +283,39 @@ pub(crate) fn prepare(
             })
         }
     }))
+}
+
+/// Runs `node`, a call of functions (`While`, `If`, `Case`, `PartitionedCall`, a Defun-style
+/// op) of `library`, on `inputs`, against an empty variable store: how the semantics
+/// explorer evaluates a call whose functions touch no variable
+/// (`autoclust_graph::effects::calls_touch_no_resource`), with the same kernels and loop
+/// bound as `run`. The node's control inputs are dropped (the caller ordered it already).
+pub fn run_call(node: &Node, library: &Library, inputs: &[Tensor], max_loop_iterations: u64) -> KResult<Vec<Tensor>> {
+    let arg = |i: usize| format!("_autoclust_call_arg_{i}");
+    let mut raw: Vec<RawNode> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut attrs = Attrs::new();
+            attrs.insert("dtype".into(), AttrValue::Type(t.dtype));
+            RawNode { name: arg(i), op: "Placeholder".into(), inputs: vec![], attrs, device: String::new(), span: None }
+        })
+        .collect();
+    raw.push(RawNode {
+        name: node.name.clone(),
+        op: node.op.clone(),
+        inputs: (0..inputs.len()).map(|i| format!("{}:0", arg(i))).collect(),
+        attrs: node.attrs.clone(),
+        device: String::new(),
+        span: None,
+    });
+    let graph = Graph::from_raw(raw, library.clone(), None).map_err(|e| KernelError::invalid(e.to_string()))?;
+    let id = graph.find(&node.name).ok_or_else(|| KernelError::invalid("the call node is missing"))?;
+    let store = VariableStore::new();
+    let mut inst = Instantiations { max_loop_iterations, ..Default::default() };
+    let f = prepare(&graph, &store, None, id, &mut inst)?
+        .ok_or_else(|| KernelError::invalid(format!("{} calls no function", node.op)))?;
+    Ok(f(&store, inputs.iter().cloned().collect())?.into_vec())
 }
 
 /// TensorFlow's `ToBool` of a predicate: a scalar is true when non-zero

@@ -46,7 +46,7 @@ pub mod variables;
 
 pub use cluster_call::{FunctionStatus, Jit};
 pub use error::{KernelError, RunError};
-pub use function_call::DEFAULT_MAX_LOOP_ITERATIONS;
+pub use function_call::{run_call, DEFAULT_MAX_LOOP_ITERATIONS};
 pub use kernels::compute;
 pub use session::{RunOutputs, RunRequest, Session, SessionOptions};
 pub use tensor_io::TensorIoError;

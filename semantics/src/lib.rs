@@ -16,7 +16,7 @@ pub mod unroll;
 pub mod verify;
 
 pub use error::SemanticsError;
-pub use eval::{PureEval, RuntimeKernels};
+pub use eval::{PureEval, RuntimeCalls, RuntimeKernels};
 pub use explore::{explore, Exploration, Inputs, Limits, Outcome};
 pub use model::{prune, ClusterSpec, LoopBound, Program, Rmw};
 pub use unroll::{unroll, Unrolled, DEFAULT_MAX_ITERATIONS};
