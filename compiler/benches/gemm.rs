@@ -71,6 +71,48 @@ fn autoclust_gemm_2threads(bench: Bencher<'_, '_>, shape: &(usize, usize, usize,
     });
 }
 
+/// A ladder of sizes around the split threshold, each product's operands rewritten by the
+/// calling thread before every call (as in a step, where the caller just produced them):
+/// `threads` 1 or 2, to see from which size a split pays once a helper must fetch its
+/// operands from the caller's cache.
+const LADDER: &[(usize, usize, usize, bool, bool)] = &[
+    (32, 256, 32, false, true),
+    (32, 256, 64, false, true),
+    (64, 256, 128, false, false),
+    (128, 256, 128, false, false),
+    (128, 256, 256, false, false),
+    (64, 784, 256, false, false),
+    (128, 1024, 1024, false, false),
+];
+
+fn fresh(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bool), threads: usize) {
+    let (m, k, n, ..) = *shape;
+    let (mut a, mut b, [rsa, csa, rsb, csb]) = operands(shape);
+    let mut c = vec![0f32; m * n];
+    let mut round = 0f32;
+    bench.bench_local(|| {
+        // The caller writes the operands (one store per cache line suffices) ...
+        round += 1.0;
+        for x in a.iter_mut().step_by(16).chain(b.iter_mut().step_by(16)) {
+            *x = round;
+        }
+        // SAFETY: the vectors hold the described matrices.
+        unsafe {
+            autoclust_compiler::gemm::gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), threads)
+        }
+    });
+}
+
+#[divan::bench(args = LADDER)]
+fn fresh_1thread(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bool)) {
+    fresh(bench, shape, 1);
+}
+
+#[divan::bench(args = LADDER)]
+fn fresh_2threads(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bool)) {
+    fresh(bench, shape, 2);
+}
+
 #[divan::bench(args = ["warm", "parked"])]
 fn team_round_trip(bench: Bencher<'_, '_>, helper: &str) {
     if helper == "parked" {
