@@ -1,7 +1,10 @@
 //! GEMM shapes of real training steps, on one thread: the project's `gemm` (which takes
 //! the unpacked kernels up to a moderate depth) against `matrixmultiply`'s packed
 //! `sgemm` alone. `nn`: B row-major; `nt`: B transposed (a product with `Wᵀ`);
-//! `tn`: A transposed (a weight gradient `xᵀ·dz`).
+//! `tn`: A transposed (a weight gradient `xᵀ·dz`). `autoclust_gemm_2threads` runs the
+//! LSTM step's shapes through `gemm(…, threads = 2)` (split across the team when large
+//! enough); `team_round_trip` is one empty two-part section with the helper spinning
+//! (`warm`) or parked (`parked`, after a sleep longer than its spin time).
 
 use divan::Bencher;
 
@@ -14,6 +17,7 @@ fn main() {
 const SHAPES: &[(usize, usize, usize, bool, bool)] = &[
     (32, 64, 256, false, false),
     (32, 32, 256, false, false),
+    (32, 256, 32, false, true),
     (32, 256, 64, false, true),
     (64, 32, 256, true, false),
     (32, 16, 32, false, true),
@@ -42,6 +46,82 @@ fn autoclust_gemm(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bo
             autoclust_compiler::gemm::gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), 1)
         }
     });
+}
+
+/// The Keras LSTM step's products (batch 32, embedding 32, 64 units, gates 256): forward
+/// `x·W` and `h·U`, backward `dz·Wᵀ` and `dz·Uᵀ`, the weight gradient `hᵀ·dz`.
+const LSTM: &[(usize, usize, usize, bool, bool)] = &[
+    (32, 32, 256, false, false),
+    (32, 64, 256, false, false),
+    (32, 256, 32, false, true),
+    (32, 256, 64, false, true),
+    (64, 32, 256, true, false),
+];
+
+#[divan::bench(args = LSTM)]
+fn autoclust_gemm_2threads(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bool)) {
+    let (m, k, n, ..) = *shape;
+    let (a, b, [rsa, csa, rsb, csb]) = operands(shape);
+    let mut c = vec![0f32; m * n];
+    bench.bench_local(|| {
+        // SAFETY: the vectors hold the described matrices.
+        unsafe {
+            autoclust_compiler::gemm::gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), 2)
+        }
+    });
+}
+
+/// A ladder of sizes around the split threshold, each product's operands rewritten by the
+/// calling thread before every call (as in a step, where the caller just produced them):
+/// `threads` 1 or 2, to see from which size a split pays once a helper must fetch its
+/// operands from the caller's cache.
+const LADDER: &[(usize, usize, usize, bool, bool)] = &[
+    (32, 256, 32, false, true),
+    (32, 256, 64, false, true),
+    (64, 256, 128, false, false),
+    (128, 256, 128, false, false),
+    (128, 256, 256, false, false),
+    (64, 784, 256, false, false),
+    (128, 1024, 1024, false, false),
+];
+
+fn fresh(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bool), threads: usize) {
+    let (m, k, n, ..) = *shape;
+    let (mut a, mut b, [rsa, csa, rsb, csb]) = operands(shape);
+    let mut c = vec![0f32; m * n];
+    let mut round = 0f32;
+    bench.bench_local(|| {
+        // The caller writes the operands (one store per cache line suffices) ...
+        round += 1.0;
+        for x in a.iter_mut().step_by(16).chain(b.iter_mut().step_by(16)) {
+            *x = round;
+        }
+        // SAFETY: the vectors hold the described matrices.
+        unsafe {
+            autoclust_compiler::gemm::gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), threads)
+        }
+    });
+}
+
+#[divan::bench(args = LADDER)]
+fn fresh_1thread(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bool)) {
+    fresh(bench, shape, 1);
+}
+
+#[divan::bench(args = LADDER)]
+fn fresh_2threads(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bool)) {
+    fresh(bench, shape, 2);
+}
+
+#[divan::bench(args = ["warm", "parked"])]
+fn team_round_trip(bench: Bencher<'_, '_>, helper: &str) {
+    if helper == "parked" {
+        bench
+            .with_inputs(|| std::thread::sleep(std::time::Duration::from_millis(5)))
+            .bench_local_values(|()| autoclust_compiler::gemm::team_round_trip());
+    } else {
+        bench.bench_local(autoclust_compiler::gemm::team_round_trip);
+    }
 }
 
 #[divan::bench(args = SHAPES)]

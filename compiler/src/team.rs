@@ -76,6 +76,8 @@ struct Team {
     epoch: AtomicU64,
     busy: AtomicBool,
     helpers: usize,
+    /// Helpers parked on `wake` (`State::sleepers`, readable without the lock).
+    parked: AtomicUsize,
 }
 
 fn team() -> &'static Team {
@@ -88,6 +90,7 @@ fn team() -> &'static Team {
             epoch: AtomicU64::new(0),
             busy: AtomicBool::new(false),
             helpers: cores.saturating_sub(1),
+            parked: AtomicUsize::new(0),
         }));
         for k in 0..t.helpers {
             // A helper that cannot be spawned only means fewer hands; parts still all run.
@@ -116,7 +119,9 @@ fn helper(t: &'static Team) {
         let mut st = t.state.lock().unwrap_or_else(|e| e.into_inner());
         while st.epoch == seen {
             st.sleepers += 1;
+            t.parked.fetch_add(1, Ordering::Relaxed);
             st = t.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            t.parked.fetch_sub(1, Ordering::Relaxed);
             st.sleepers -= 1;
         }
         seen = st.epoch;
@@ -129,6 +134,18 @@ fn helper(t: &'static Team) {
         section.work();
         section.refs.fetch_sub(1, Ordering::Release);
     }
+}
+
+/// Whether a section started now would find every helper awake (spinning or working, not
+/// parked) and the team free — a hint, read without the lock: a parked helper costs a
+/// futex wake-up (several microseconds on a VM) before it takes its part. Always false on
+/// a rayon worker (sections there go to rayon's pool, whose sleepers this does not see).
+pub(crate) fn awake() -> bool {
+    if rayon::current_thread_index().is_some() {
+        return false;
+    }
+    let t = team();
+    t.helpers > 0 && t.parked.load(Ordering::Relaxed) == 0 && !t.busy.load(Ordering::Relaxed)
 }
 
 /// How many threads a section may use here (the caller and the helpers).

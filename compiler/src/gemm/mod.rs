@@ -6,15 +6,18 @@
 //! then fight for the cores — profiles of the MLP step showed a quarter of the time in
 //! scheduler wake-ups and `sched_yield` between them. Here a large product is instead cut
 //! into one block of rows (or of columns, whichever side is longer) per thread and the
-//! blocks run as rayon tasks, so one pool serves everything.
+//! blocks run on [`crate::team`] (rayon's pool on a rayon worker), so one pool serves
+//! everything. Only large products are cut: from [`SPLIT_MACS_AWAKE`] multiply-adds when
+//! the team's helpers are spinning, from [`SPLIT_MACS_PARKED`] otherwise (the small
+//! products of a training step ran slower split than on one thread).
 //!
 //! Invariant: the blocks partition C — each element of C is written by exactly one
 //! single-threaded kernel call, with the same k-order of accumulation as an unsplit call,
 //! so the result does not depend on the thread count.
 //!
 //! Float32 products up to a moderate depth take [`unpacked`]'s kernels instead (no copies
-//! of A and B; the choice depends only on the depth and the strides, so every block of a
-//! split product takes the same path).
+//! of A, and of B only a transposed B's panels; the choice depends only on the depth and
+//! the strides, so every block of a split product takes the same path).
 
 mod unpacked;
 
@@ -58,8 +61,8 @@ impl GemmElem for f32 {
         rsc: isize,
         csc: isize,
     ) {
-        if unpacked::applies(k, csb, csc) {
-            // SAFETY: forwarded from the caller; C's columns are contiguous.
+        if unpacked::applies(k, rsb, csb, csc) {
+            // SAFETY: forwarded from the caller; C's columns are contiguous, B's columns or rows.
             unsafe { unpacked::sgemm(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc) }
         } else {
             // SAFETY: forwarded from the caller.
@@ -125,9 +128,33 @@ macro_rules! int_kernel {
 }
 int_kernel!(i32, i64);
 
-/// Multiply-adds below which a product runs on the calling thread (a rayon task costs a
-/// few microseconds; 2^18 multiply-adds take about that long on one core).
+/// Multiply-adds worth one parallel section: a batch of smaller products (einsum) whose
+/// total reaches this is spread over the team, one product per part.
 pub const PARALLEL_MACS: usize = 1 << 18;
+
+/// Multiply-adds from which one product is split across the team when its helpers are
+/// awake (spinning after a recent section) ...
+pub const SPLIT_MACS_AWAKE: usize = 1 << 20;
+/// ... and from which it is split even when they are parked (a futex wake-up first).
+///
+/// Measured on the 2-core EPYC (BENCHMARKS.md, "Small GEMMs of a training step"): in the
+/// Keras LSTM step the products of 2^18–2^19 multiply-adds (5–11 µs on one core) took
+/// 8–33 µs split, against 6–12 µs unsplit. Unlike a batch of products, the two halves of one
+/// product both read the whole of one operand, which the caller has just written, so the
+/// helper starts by fetching it from the caller's cache; and a helper that took its half
+/// and then lost its core (the machine is shared) holds the caller until it gets it back.
+pub const SPLIT_MACS_PARKED: usize = 1 << 22;
+
+/// How many blocks a product of `macs` multiply-adds is cut into, given the threads it may
+/// use and whether the team's helpers are awake ([`crate::team::awake`]).
+fn parts(macs: usize, threads: usize, awake: impl FnOnce() -> bool) -> usize {
+    let split = threads > 1 && (macs >= SPLIT_MACS_PARKED || (macs >= SPLIT_MACS_AWAKE && awake()));
+    if split {
+        threads
+    } else {
+        1
+    }
+}
 
 /// Rows of a block are a multiple of this (a register tile of the kernels) ...
 const ROW_TILE: usize = 8;
@@ -217,7 +244,30 @@ pub unsafe fn gemm_strided<T: GemmElem>(
         return;
     }
     let macs = m.saturating_mul(k).saturating_mul(n);
-    let parts = if threads > 1 && macs >= PARALLEL_MACS { threads } else { 1 };
+    // SAFETY: forwarded from the caller.
+    unsafe { gemm_blocks(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, csc, parts(macs, threads, crate::team::awake)) }
+}
+
+/// [`gemm_strided`] cut into `parts` blocks (fewer when C is small), run on the team.
+///
+/// # Safety
+/// As [`GemmElem::kernel`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_blocks<T: GemmElem>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: *const T,
+    rsa: isize,
+    csa: isize,
+    b: *const T,
+    rsb: isize,
+    csb: isize,
+    c: *mut T,
+    rsc: isize,
+    csc: isize,
+    parts: usize,
+) {
     let blocks = blocks(m, n, parts);
     let run = |p: Shared<T>, blk: Block| {
         let (r0, c0) = (blk.r0 as isize, blk.c0 as isize);
@@ -248,6 +298,12 @@ pub unsafe fn gemm_strided<T: GemmElem>(
     crate::team::run(blocks.len(), &|i| run(shared, blocks[i]));
 }
 
+/// One empty two-part section on the team, for the benchmark of its round trip.
+#[doc(hidden)]
+pub fn team_round_trip() {
+    crate::team::run(2, &|_| {});
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,12 +319,21 @@ mod tests {
         assert_eq!(blocks(1, 1, 1), vec![Block { r0: 0, r1: 1, c0: 0, c1: 1 }]);
     }
 
+    #[test]
+    fn only_large_products_split_and_moderate_ones_only_onto_awake_helpers() {
+        let lstm = 32 * 256 * 64;
+        assert_eq!(parts(lstm, 2, || true), 1, "an LSTM step's product stays on one thread");
+        assert_eq!(parts(SPLIT_MACS_AWAKE, 2, || true), 2);
+        assert_eq!(parts(SPLIT_MACS_AWAKE, 2, || false), 1, "not worth waking a parked helper");
+        assert_eq!(parts(SPLIT_MACS_PARKED, 2, || false), 2);
+        assert_eq!(parts(SPLIT_MACS_PARKED, 1, || true), 1, "one thread allowed");
+    }
+
     /// Split and unsplit products agree bit for bit, for both layouts of A and B, split by
-    /// rows (tall C) and by columns (wide C).
+    /// rows (tall C) and by columns (wide C), through the team and through `gemm` itself.
     #[test]
     fn split_products_equal_the_single_threaded_product() {
-        for (m, k, n) in [(130, 70, 90), (40, 70, 300)] {
-            assert!(m * k * n >= PARALLEL_MACS, "large enough to split");
+        for (m, k, n) in [(130, 70, 90), (40, 70, 300), (32, 256, 32), (64, 129, 128)] {
             let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 97) as f32 / 13.0 - 3.0).collect();
             let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 89) as f32 / 11.0 - 4.0).collect();
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
@@ -279,11 +344,18 @@ mod tests {
                 unsafe {
                     f32::kernel(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, one.as_mut_ptr(), n as isize, 1)
                 };
-                for threads in [2, 3] {
+                for parts in [2, 3] {
                     let mut split = vec![f32::NAN; m * n];
+                    let c = split.as_mut_ptr();
                     // SAFETY: as above.
-                    unsafe { gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, split.as_mut_ptr(), threads) };
-                    assert_eq!(one, split, "{m}x{k}x{n} ta={ta} tb={tb} threads={threads}");
+                    unsafe {
+                        gemm_blocks(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c, n as isize, 1, parts)
+                    };
+                    assert_eq!(one, split, "{m}x{k}x{n} ta={ta} tb={tb} parts={parts}");
+                    let mut via_gemm = vec![f32::NAN; m * n];
+                    // SAFETY: as above.
+                    unsafe { gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, via_gemm.as_mut_ptr(), parts) };
+                    assert_eq!(one, via_gemm, "{m}x{k}x{n} ta={ta} tb={tb} threads={parts}");
                 }
                 // One element against the definition.
                 let (i, j) = (m - 1, n - 1);

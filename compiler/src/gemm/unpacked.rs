@@ -6,8 +6,13 @@
 //! packing took 17% of the time and the multiply-adds 21%. Here B's rows are read where
 //! they lie — a register tile of `MR` rows × two vectors of C accumulates
 //! `A[i, p]·B[p, j..]` over `p`, with A's element broadcast from memory — so nothing is
-//! copied when B's columns are contiguous. A B whose *rows* are contiguous (a product with
-//! a transposed weight, `dz·Wᵀ`) is transposed once into a scratch buffer first.
+//! copied when B's columns are contiguous. A transposed B (its *rows* strided, each column
+//! contiguous: a product with a transposed weight, `dz·Wᵀ`, as every backward pass through
+//! a dense layer or an LSTM cell takes) is handled one column panel at a time: the panel's
+//! `k × 32` (AVX2: `k × 16`) elements are transposed by 8×8 register blocks into a per-thread
+//! scratch buffer, which the same register tile then reads as rows. The copy is `k·n`
+//! elements against `m·k·n` multiply-adds, and only one panel (≤ 128 KiB) is live at a time,
+//! so it stays in L1/L2 for every row tile that reads it.
 //!
 //! Invariant: every element of C is `fma(A[i,k-1], B[k-1,j], … fma(A[i,0], B[0,j], 0))`,
 //! accumulated in `p` order with one rounding per step — whatever the tile, the block the
@@ -46,10 +51,41 @@ pub(crate) fn tier() -> Option<Tier> {
     None
 }
 
-/// Whether a product with these strides and depth runs here. Depends only on `k` and the
-/// strides — never on `m` or `n` — so every block of a split product takes the same path.
-pub(crate) fn applies(k: usize, csb: isize, csc: isize) -> bool {
-    tier().is_some() && k <= MAX_K && csb == 1 && csc == 1
+/// Whether a product with these strides and depth runs here: C's columns contiguous, and
+/// B's columns contiguous (read in place) or its rows (a transposed B, packed panel by
+/// panel). Depends only on `k` and the strides — never on `m` or `n` — so every block of a
+/// split product takes the same path.
+pub(crate) fn applies(k: usize, rsb: isize, csb: isize, csc: isize) -> bool {
+    tier().is_some() && k <= MAX_K && (csb == 1 || rsb == 1) && csc == 1
+}
+
+/// Widest column panel of any tier (the AVX-512 tile's two vectors).
+const PANEL: usize = 32;
+
+/// One cache line of scratch.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([f32; 16]);
+
+thread_local! {
+    /// The panel buffer of a transposed B, one per thread (a split product packs each
+    /// block's panels on the thread that runs the block).
+    static SCRATCH: std::cell::RefCell<Vec<Line>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with a scratch buffer of at least `len` floats, 64-byte aligned.
+fn with_scratch<R>(len: usize, f: impl FnOnce(*mut f32) -> R) -> R {
+    let lines = len.div_ceil(16).max(1);
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut v) => {
+            if v.len() < lines {
+                v.resize(lines, Line([0.0; 16]));
+            }
+            f(v.as_mut_ptr().cast())
+        }
+        // Never nested today; a fresh buffer keeps it correct if it ever is.
+        Err(_) => f(vec![Line([0.0; 16]); lines].as_mut_ptr().cast()),
+    })
 }
 
 /// `C = A·B` (C's columns contiguous); the caller checked [`applies`].
@@ -71,41 +107,17 @@ pub(crate) unsafe fn sgemm(
     c: *mut f32,
     rsc: isize,
 ) {
-    debug_assert_eq!(csb, 1, "applies() checked B's columns are contiguous");
+    debug_assert!(csb == 1 || rsb == 1, "applies() checked B's columns or rows are contiguous");
+    let Some(t) = tier() else { unreachable!("applies() checked the tier") };
     // SAFETY: forwarded from the caller.
-    unsafe { dispatch(m, k, n, a, rsa, csa, b, rsb, c, rsc) }
+    unsafe { sgemm_tier(t, m, k, n, a, rsa, csa, b, rsb, csb, c, rsc) }
 }
 
-#[allow(clippy::too_many_arguments)]
-unsafe fn dispatch(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: *const f32,
-    rsa: isize,
-    csa: isize,
-    b: *const f32,
-    rsb: isize,
-    c: *mut f32,
-    rsc: isize,
-) {
-    #[cfg(target_arch = "x86_64")]
-    match tier() {
-        // SAFETY: the tier was detected on this host; the matrices are the caller's.
-        Some(Tier::Avx512) => unsafe { x86::sgemm_avx512(m, k, n, a, rsa, csa, b, rsb, c, rsc) },
-        // SAFETY: as above.
-        Some(Tier::Avx2) => unsafe { x86::sgemm_avx2(m, k, n, a, rsa, csa, b, rsb, c, rsc) },
-        None => unreachable!("applies() checked the tier"),
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (m, k, n, a, rsa, csa, b, rsb, c, rsc);
-        unreachable!("applies() is false without x86-64")
-    }
-}
-
-/// Runs one tier's kernel with a given tier, for the tests that compare tiers.
-#[cfg(test)]
+/// Runs one tier's kernel (the tests compare tiers through it). A B with `csb == 1` is read
+/// in place; otherwise `rsb == 1` and its panels are transposed into scratch.
+///
+/// # Safety
+/// As [`sgemm`]; the host has the tier.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn sgemm_tier(
     tier: Tier,
@@ -117,15 +129,28 @@ pub(crate) unsafe fn sgemm_tier(
     csa: isize,
     b: *const f32,
     rsb: isize,
+    csb: isize,
     c: *mut f32,
     rsc: isize,
 ) {
-    // SAFETY: forwarded; the test checks the host has the tier.
-    unsafe {
-        match tier {
-            Tier::Avx512 => x86::sgemm_avx512(m, k, n, a, rsa, csa, b, rsb, c, rsc),
-            Tier::Avx2 => x86::sgemm_avx2(m, k, n, a, rsa, csa, b, rsb, c, rsc),
+    #[cfg(target_arch = "x86_64")]
+    {
+        let run = |scratch: *mut f32| match tier {
+            // SAFETY: forwarded; the caller checked the host has the tier.
+            Tier::Avx512 => unsafe { x86::sgemm_avx512(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, scratch) },
+            // SAFETY: as above.
+            Tier::Avx2 => unsafe { x86::sgemm_avx2(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, scratch) },
+        };
+        if csb == 1 {
+            run(std::ptr::null_mut())
+        } else {
+            with_scratch(k * PANEL, run)
         }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (tier, m, k, n, a, rsa, csa, b, rsb, csb, c, rsc);
+        unreachable!("applies() is false without x86-64")
     }
 }
 
@@ -138,6 +163,103 @@ mod x86 {
     /// Rows per tile on AVX2 (6 rows × 16 columns = 12 of the 16 ymm registers).
     const MR256: usize = 6;
 
+    /// Columns `j..j+w` of B as a panel of rows: B itself when its columns are contiguous
+    /// (`csb == 1`), else those columns transposed into `scratch` (row stride `ss`).
+    /// Returns the panel's first element and row stride.
+    ///
+    /// # Safety
+    /// B is a valid `k×n` matrix with `j + w ≤ n`; with `csb ≠ 1`, `rsb == 1` and `scratch`
+    /// holds `k·ss` floats, `w ≤ ss`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    #[target_feature(enable = "avx")]
+    unsafe fn panel(
+        k: usize,
+        w: usize,
+        b: *const f32,
+        rsb: isize,
+        csb: isize,
+        j: usize,
+        scratch: *mut f32,
+        ss: usize,
+    ) -> (*const f32, isize) {
+        if csb == 1 {
+            return (b.wrapping_add(j), rsb);
+        }
+        debug_assert!(rsb == 1 && w <= ss);
+        // SAFETY: forwarded.
+        unsafe { transpose_panel(k, w, b.wrapping_offset(j as isize * csb), csb, scratch, ss) };
+        (scratch, ss as isize)
+    }
+
+    /// `s[p·ss + c] = B[p, c]` for `p < k`, `c < w`, where B's column `c` is the `k`
+    /// contiguous floats at `b + c·csb`: 8×8 blocks transposed in registers, scalar edges.
+    ///
+    /// # Safety
+    /// The columns are valid for `k` reads; `s` holds `k·ss` floats, `w ≤ ss`.
+    #[target_feature(enable = "avx")]
+    unsafe fn transpose_panel(k: usize, w: usize, b: *const f32, csb: isize, s: *mut f32, ss: usize) {
+        let (k8, w8) = (k & !7, w & !7);
+        let col = |c: usize| b.wrapping_offset(c as isize * csb);
+        let mut c = 0;
+        while c < w8 {
+            let mut p = 0;
+            while p < k8 {
+                // SAFETY: columns c..c+8, elements p..p+8 lie inside B; rows p..p+8 of the
+                // scratch, its columns c..c+8.
+                unsafe {
+                    let r0 = _mm256_loadu_ps(col(c).add(p));
+                    let r1 = _mm256_loadu_ps(col(c + 1).add(p));
+                    let r2 = _mm256_loadu_ps(col(c + 2).add(p));
+                    let r3 = _mm256_loadu_ps(col(c + 3).add(p));
+                    let r4 = _mm256_loadu_ps(col(c + 4).add(p));
+                    let r5 = _mm256_loadu_ps(col(c + 5).add(p));
+                    let r6 = _mm256_loadu_ps(col(c + 6).add(p));
+                    let r7 = _mm256_loadu_ps(col(c + 7).add(p));
+                    let t0 = _mm256_unpacklo_ps(r0, r1);
+                    let t1 = _mm256_unpackhi_ps(r0, r1);
+                    let t2 = _mm256_unpacklo_ps(r2, r3);
+                    let t3 = _mm256_unpackhi_ps(r2, r3);
+                    let t4 = _mm256_unpacklo_ps(r4, r5);
+                    let t5 = _mm256_unpackhi_ps(r4, r5);
+                    let t6 = _mm256_unpacklo_ps(r6, r7);
+                    let t7 = _mm256_unpackhi_ps(r6, r7);
+                    let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+                    let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+                    let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+                    let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+                    let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+                    let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+                    let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+                    let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+                    let d = s.add(p * ss + c);
+                    _mm256_storeu_ps(d, _mm256_permute2f128_ps::<0x20>(u0, u4));
+                    _mm256_storeu_ps(d.add(ss), _mm256_permute2f128_ps::<0x20>(u1, u5));
+                    _mm256_storeu_ps(d.add(2 * ss), _mm256_permute2f128_ps::<0x20>(u2, u6));
+                    _mm256_storeu_ps(d.add(3 * ss), _mm256_permute2f128_ps::<0x20>(u3, u7));
+                    _mm256_storeu_ps(d.add(4 * ss), _mm256_permute2f128_ps::<0x31>(u0, u4));
+                    _mm256_storeu_ps(d.add(5 * ss), _mm256_permute2f128_ps::<0x31>(u1, u5));
+                    _mm256_storeu_ps(d.add(6 * ss), _mm256_permute2f128_ps::<0x31>(u2, u6));
+                    _mm256_storeu_ps(d.add(7 * ss), _mm256_permute2f128_ps::<0x31>(u3, u7));
+                }
+                p += 8;
+            }
+            for p in k8..k {
+                for r in 0..8 {
+                    // SAFETY: as above, one element.
+                    unsafe { *s.add(p * ss + c + r) = *col(c + r).add(p) };
+                }
+            }
+            c += 8;
+        }
+        for c in w8..w {
+            for p in 0..k {
+                // SAFETY: as above, one element.
+                unsafe { *s.add(p * ss + c) = *col(c).add(p) };
+            }
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn sgemm_avx512(
@@ -149,8 +271,10 @@ mod x86 {
         csa: isize,
         b: *const f32,
         rsb: isize,
+        csb: isize,
         c: *mut f32,
         rsc: isize,
+        scratch: *mut f32,
     ) {
         let mut j = 0;
         while j < n {
@@ -163,7 +287,9 @@ mod x86 {
             } else {
                 0
             };
-            let (bj, cj) = (b.wrapping_add(j), c.wrapping_add(j));
+            let cj = c.wrapping_add(j);
+            // SAFETY: columns j..j+w of B, k deep; the scratch holds k×32 floats.
+            let (bj, rsb) = unsafe { panel(k, w, b, rsb, csb, j, scratch, 32) };
             let mut i = 0;
             // SAFETY (all tiles): rows i..i+MR and columns j..j+w lie inside the matrices;
             // the masks keep loads and stores inside them.
@@ -261,15 +387,19 @@ mod x86 {
         csa: isize,
         b: *const f32,
         rsb: isize,
+        csb: isize,
         c: *mut f32,
         rsc: isize,
+        scratch: *mut f32,
     ) {
         let mut j = 0;
         while j < n {
             let w = (n - j).min(16);
             let lo = mask256(w);
             let hi = mask256(w.saturating_sub(8));
-            let (bj, cj) = (b.wrapping_add(j), c.wrapping_add(j));
+            let cj = c.wrapping_add(j);
+            // SAFETY: columns j..j+w of B, k deep; the scratch holds k×16 floats.
+            let (bj, rsb) = unsafe { panel(k, w, b, rsb, csb, j, scratch, 16) };
             let mut i = 0;
             // SAFETY (all tiles): as in the AVX-512 path.
             while i + MR256 <= m {
@@ -351,17 +481,34 @@ mod tests {
     use super::*;
 
     /// The invariant's definition: one fused multiply-add per step, in `p` order.
-    fn reference(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32]) -> Vec<f32> {
+    fn reference(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool) -> Vec<f32> {
         let mut c = vec![0f32; m * n];
         for i in 0..m {
             for j in 0..n {
                 let mut acc = 0f32;
                 for p in 0..k {
                     let x = if ta { a[p * m + i] } else { a[i * k + p] };
-                    let y = b[p * n + j];
+                    let y = if tb { b[j * k + p] } else { b[p * n + j] };
                     acc = x.mul_add(y, acc);
                 }
                 c[i * n + j] = acc;
+            }
+        }
+        c
+    }
+
+    /// The product in float64, to check the definition itself is the product.
+    fn exact(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool) -> Vec<f64> {
+        let mut c = vec![0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k)
+                    .map(|p| {
+                        let x = if ta { a[p * m + i] } else { a[i * k + p] };
+                        let y = if tb { b[j * k + p] } else { b[p * n + j] };
+                        f64::from(x) * f64::from(y)
+                    })
+                    .sum();
             }
         }
         c
@@ -371,48 +518,99 @@ mod tests {
         (0..len).map(|i| ((i * 7919 + seed * 104_729) % 997) as f32 / 97.0 - 5.0).collect()
     }
 
-    /// Every remainder of the row and column tiles, both layouts of A, against the
-    /// definition bit for bit; C's padding (a wider row stride) is left alone.
+    /// Every remainder of the row and column tiles and of the 8×8 transpose blocks, both
+    /// layouts of A and of B, against the definition bit for bit (and the definition against
+    /// the float64 product); C's padding (a wider row stride) is left alone.
     #[test]
     fn products_equal_the_fused_definition_bit_for_bit() {
         let Some(host) = tier() else { return };
         let tiers: &[Tier] = if host == Tier::Avx512 { &[Tier::Avx512, Tier::Avx2] } else { &[Tier::Avx2] };
-        for (m, k, n) in [(1, 1, 1), (3, 0, 5), (7, 5, 33), (9, 17, 15), (17, 64, 47), (13, 3, 70), (8, 33, 16)] {
+        let shapes = [
+            (1, 1, 1),
+            (3, 0, 5),
+            (7, 5, 33),
+            (9, 17, 15),
+            (17, 64, 47),
+            (13, 3, 70),
+            (8, 33, 16),
+            (32, 256, 32),
+            (16, 40, 64),
+            (5, 9, 7),
+        ];
+        for (m, k, n) in shapes {
             let (a, b) = (data(m * k, 1), data(k * n, 2));
-            for ta in [false, true] {
-                let want = reference(m, k, n, &a, ta, &b);
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let want = reference(m, k, n, &a, ta, &b, tb);
+                for (w, x) in want.iter().zip(exact(m, k, n, &a, ta, &b, tb)) {
+                    assert!((f64::from(*w) - x).abs() <= 1e-4 * x.abs().max(1.0), "{w} vs {x}");
+                }
                 let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
-                let (rsb, csb) = (n as isize, 1);
+                let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
                 let rsc = n + 3;
                 let mut c = vec![f32::NAN; m * rsc];
-                assert!(applies(k, csb, 1));
+                assert!(applies(k, rsb, csb, 1));
                 // SAFETY: the vectors hold the described matrices.
                 unsafe { sgemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), rsc as isize) };
                 for i in 0..m {
-                    assert_eq!(&c[i * rsc..i * rsc + n], &want[i * n..(i + 1) * n], "{m}x{k}x{n} ta={ta}");
+                    assert_eq!(&c[i * rsc..i * rsc + n], &want[i * n..(i + 1) * n], "{m}x{k}x{n} ta={ta} tb={tb}");
                     assert!(c[i * rsc + n..(i + 1) * rsc].iter().all(|x| x.is_nan()), "padding written");
                 }
                 for &t in tiers {
                     let mut d = vec![f32::NAN; m * n];
                     // SAFETY: as above; the host has the tier.
                     unsafe {
-                        sgemm_tier(t, m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, d.as_mut_ptr(), n as isize)
+                        sgemm_tier(t, m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, d.as_mut_ptr(), n as isize)
                     };
-                    assert_eq!(d, want, "{t:?} {m}x{k}x{n} ta={ta}");
+                    assert_eq!(d, want, "{t:?} {m}x{k}x{n} ta={ta} tb={tb}");
                 }
             }
+        }
+    }
+
+    /// A transposed B that is a view into a wider matrix (its columns `k` apart in a row of
+    /// `ld > k` floats: B is a slice of a larger weight) packs only its own elements.
+    #[test]
+    fn transposed_views_of_a_wider_matrix() {
+        let Some(host) = tier() else { return };
+        let (m, k, n, ld) = (11, 21, 37, 29);
+        let a = data(m * k, 3);
+        let big = data(n * ld, 4);
+        let b: Vec<f32> = (0..n).flat_map(|j| big[j * ld..j * ld + k].to_vec()).collect();
+        let want = reference(m, k, n, &a, false, &b, true);
+        let tiers: &[Tier] = if host == Tier::Avx512 { &[Tier::Avx512, Tier::Avx2] } else { &[Tier::Avx2] };
+        for &t in tiers {
+            let mut d = vec![f32::NAN; m * n];
+            // SAFETY: `big` holds n rows of ld ≥ k floats; the host has the tier.
+            unsafe {
+                sgemm_tier(
+                    t,
+                    m,
+                    k,
+                    n,
+                    a.as_ptr(),
+                    k as isize,
+                    1,
+                    big.as_ptr(),
+                    1,
+                    ld as isize,
+                    d.as_mut_ptr(),
+                    n as isize,
+                )
+            };
+            assert_eq!(d, want, "{t:?}");
         }
     }
 
     #[test]
     fn only_moderate_depths_and_unit_column_strides_of_c_apply() {
         if tier().is_none() {
-            assert!(!applies(8, 1, 1));
+            assert!(!applies(8, 16, 1, 1));
             return;
         }
-        assert!(applies(MAX_K, 1, 1));
-        assert!(!applies(MAX_K + 1, 1, 1));
-        assert!(!applies(8, 1, 2), "a strided C goes to matrixmultiply");
-        assert!(!applies(8, 5, 1), "a transposed B goes to matrixmultiply");
+        assert!(applies(MAX_K, 16, 1, 1));
+        assert!(!applies(MAX_K + 1, 16, 1, 1));
+        assert!(!applies(8, 16, 1, 2), "a strided C goes to matrixmultiply");
+        assert!(applies(8, 1, 5, 1), "a transposed B is packed by panels");
+        assert!(!applies(8, 3, 5, 1), "a B strided both ways goes to matrixmultiply");
     }
 }
