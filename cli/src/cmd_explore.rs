@@ -256,8 +256,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let inputs = args.common.inputs(&graph, model.as_ref())?;
     let clusterer = autoclusterer(args.common.cluster_config());
     let clusterer = args.clustered.then_some(&clusterer as &autoclust_semantics::ClusterFn<'_>);
-    let mut exploration = explore_graph(&graph, &query, clusterer, &inputs, &autoclust_semantics::RuntimeCalls::new(graph.library.clone()))
-        .map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
+    let mut exploration = explore_graph(
+        &graph,
+        &query,
+        clusterer,
+        &inputs,
+        &autoclust_semantics::RuntimeCalls::new(graph.library.clone()),
+    )
+    .map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
     rename_fetches(&mut exploration, &names);
     if args.json {
         println!("{}", exploration_json(&exploration));

@@ -350,3 +350,26 @@ fn max_iterations_bounds_loops_with_a_clear_error() {
     let (code, _, stderr) = run_with("0");
     assert_eq!(code, 2, "{stderr}");
 }
+
+/// A pure functional loop (`StatelessWhile`), in the plain program and inside a cluster (the
+/// clusterer admits it, the JIT compiles it): explore evaluates it with the runtime, both
+/// programs have the one outcome `v = (2 tanh)³(0.3)`, and verify holds.
+#[test]
+fn pure_loops_are_explored_and_verified() {
+    let want = (0..3).fold(0.3f64, |y, _| 2.0 * y.tanh());
+    for clustered in [false, true] {
+        let mut args = vec!["--var", "v=0.3", "--target", "w"];
+        if clustered {
+            args.push("--clustered");
+        }
+        let rows = explore("pure_loop.graph", &args);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert!((get(&rows[0], "v") - want).abs() < 1e-5, "{rows:?}");
+    }
+    let path = case("pure_loop.graph");
+    let (code, stdout, stderr) = autoclust(&["verify", path.to_str().unwrap(), "--var", "v=0.3", "--target", "w"], &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.starts_with("verify: ok"), "{stdout}");
+    let (_, out, _) = autoclust(&["cluster", path.to_str().unwrap()], &[]);
+    assert!(out.lines().next().unwrap().contains("loop"), "the loop is clustered: {out}");
+}
