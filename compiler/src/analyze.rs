@@ -860,6 +860,16 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
         {
             return Err(CompileError::unsupported(node, "BiasAdd with data_format other than NHWC"));
         }
+        // BiasAdd is an Add only for a rank-1 bias over the value's last (channel) axis;
+        // anything else is TensorFlow's error, which the interpreter's kernel reports.
+        if (op == "BiasAdd" || op == "BiasAddV1")
+            && (ins[1].shape.len() != 1 || ins[0].shape.len() < 2 || ins[0].shape.last() != ins[1].shape.first())
+        {
+            return Err(CompileError::Invalid(format!(
+                "node '{}' ({op}): value {:?} must have rank >= 2 and bias {:?} rank 1 of its last dimension",
+                node.name, ins[0].shape, ins[1].shape
+            )));
+        }
         // TensorFlow's `Select` (v1): a rank-1 condition of a higher-rank `x` picks whole rows
         // (the fused loop reads it as `[n, 1, …]`); `x` and `y` have one shape.
         let row_select = op == "Select" && ins[0].shape.len() == 1 && ins[1].shape.len() > 1;

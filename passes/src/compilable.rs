@@ -446,6 +446,11 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     {
         return Some(NotCompilable::UnsupportedOp { op: format!("{op} in a data_format other than NHWC") });
     }
+    // A negative `batch_dims` counts from the indices' rank, which the bridge's lowering to
+    // `GatherV2` (its axis) does not know: the runtime's kernel gathers it.
+    if op == "ResourceGather" && node.attr("batch_dims").and_then(AttrValue::as_int).is_some_and(|b| b < 0) {
+        return Some(NotCompilable::UnsupportedOp { op: "ResourceGather with a negative batch_dims".into() });
+    }
     // Stateless random ops pass uint64 keys and counters between their kernels.
     let uint64_ok = matches!(
         op,

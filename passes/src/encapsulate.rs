@@ -532,6 +532,16 @@ impl LowerCtx<'_> {
                         vars.len() - 1
                     }
                 };
+                // A reader or writer declaring another dtype than the variable's fails in the
+                // plain executor ("wrong dtype"); the bridge would read past it, so the cluster
+                // is not encapsulated and the plain kernel reports the error.
+                if let Some(d) = node.attr("dtype").and_then(AttrValue::as_type).filter(|&d| d != vars[vi].dtype) {
+                    return Err(EncapsulateError::UnsupportedDType {
+                        node: node.name.clone(),
+                        op: format!("{} of variable '{}' (a {} variable)", node.op, vars[vi].base, vars[vi].dtype),
+                        dtype: d,
+                    });
+                }
                 handle_var.insert((n, slot), vi);
             }
         }

@@ -38,7 +38,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use autoclust_graph::{AttrValue, ListValue, Node, Tensor, TensorData};
+use autoclust_graph::{AttrValue, DType, ListValue, Node, Tensor, TensorData};
 
 use crate::error::{KResult, KernelError};
 use crate::kernels::resource::{handle_var, StatefulFn};
@@ -147,11 +147,16 @@ fn with_resolved<R>(
 /// `_AutoclustSnapshot(h1, …, hn)`: the current values of the n variables,
 /// taken atomically. An uninitialised variable fails the way the plain
 /// executor's read fails, naming the original read op when `node` records it.
+///
+/// The node's `dtypes` (the dtypes its readers declared) are checked as the plain
+/// `ReadVariableOp` checks its `dtype`: a variable of another dtype fails the read.
 pub fn snapshot_for(node: &Node) -> StatefulFn {
-    snapshot_with(Origins::of(node))
+    let declared: Vec<DType> =
+        node.attr("dtypes").and_then(AttrValue::as_type_list).map(<[DType]>::to_vec).unwrap_or_default();
+    snapshot_with(Origins::of(node), declared)
 }
 
-fn snapshot_with(origins: Origins) -> StatefulFn {
+fn snapshot_with(origins: Origins, declared: Vec<DType>) -> StatefulFn {
     let cache = OnceLock::new();
     Box::new(move |store: &VariableStore, inputs: Inputs| -> KResult<Outputs> {
         with_resolved(&cache, store, &inputs, |ids, set| {
@@ -159,7 +164,19 @@ fn snapshot_with(origins: Origins) -> StatefulFn {
             let mut out = Outputs::with_capacity(ids.len());
             for (i, &id) in ids.iter().enumerate() {
                 match guards.get(id) {
-                    Some(t) => out.push(t.clone()),
+                    Some(t) => {
+                        if let Some(&want) = declared.get(i).filter(|&&d| d != t.dtype) {
+                            return Err(origins.blame(
+                                i,
+                                KernelError::invalid(format!(
+                                    "Trying to read variable '{}' with wrong dtype. Expected {} got {want}",
+                                    store.get(id).name,
+                                    t.dtype
+                                )),
+                            ));
+                        }
+                        out.push(t.clone())
+                    }
                     None => return Err(origins.blame(i, KernelError::Uninitialized(store.get(id).name.clone()))),
                 }
             }

@@ -159,7 +159,10 @@ fn diag<T: Elem>(
     let src = T::slice(diagonal);
     let batch: usize = diagonal.shape[..r - lead].iter().product();
     let per = (band.num_diags() * max_len) as usize;
-    let mut out = Vec::with_capacity(batch * (rows * cols) as usize);
+    let mut shape = diagonal.shape[..r - lead].to_vec();
+    shape.extend([rows as usize, cols as usize]);
+    // Sizes from run-time values stay inside the tensor budget (`--max-tensor-bytes`).
+    let mut out = Vec::with_capacity(super::budget(T::DTYPE, &shape)?);
     for b in 0..batch {
         for m in 0..rows {
             for n in 0..cols {
@@ -170,8 +173,6 @@ fn diag<T: Elem>(
             }
         }
     }
-    let mut shape = diagonal.shape[..r - lead].to_vec();
-    shape.extend([rows as usize, cols as usize]);
     Ok(tensor_of(shape, out))
 }
 
