@@ -246,9 +246,16 @@ pub struct ValueInfo {
     pub dtype: DType,
     pub shape: Vec<usize>,
     pub konst: Option<Tensor>,
+    /// For a TensorList (a `DT_VARIANT` scalar), what is known of it ([`crate::lists`]).
+    pub list: Option<crate::lists::ListType>,
 }
 
 impl ValueInfo {
+    /// A compile-time constant.
+    pub fn constant(t: Tensor) -> ValueInfo {
+        konst(t)
+    }
+
     pub fn elements(&self) -> usize {
         self.shape.iter().product()
     }
@@ -287,6 +294,7 @@ const FOLD_LIMIT: usize = 1 << 16;
 pub fn analyze(
     body: &Graph,
     inputs: &[(DType, Vec<usize>)],
+    lists: &[(usize, crate::lists::ListType)],
     constants: &[(usize, Tensor)],
     compiler: &crate::Compiler,
     name: &str,
@@ -312,7 +320,22 @@ pub fn analyze(
             "If" | "StatelessIf" | "Case" | "StatelessCase" => {
                 crate::control_flow::analyze_branches(node, &ins, body, compiler, name)?
             }
-            _ => analyze_node(node, &ins, inputs, constants)?,
+            op if crate::lists::is_list_op(op) => crate::lists::analyze_list_op(node, &ins, compiler)?,
+            "StridedSlice" if ins.len() == 4 && (ins[1].konst.is_none() || ins[2].konst.is_none()) => {
+                crate::host::analyze_dynamic_slice(node, &ins, compiler)?
+            }
+            "Identity" | "Snapshot" | "StopGradient" | "AddN"
+                if ins.first().is_some_and(|v| v.dtype == DType::Variant) =>
+            {
+                crate::lists::analyze_list_op(node, &ins, compiler)?
+            }
+            _ => {
+                let mut info = analyze_node(node, &ins, inputs, constants)?;
+                if let (NodeKind::Arg(i), Some(out)) = (&info.kind, info.outputs.first_mut()) {
+                    out.list = lists.iter().find(|(k, _)| k == i).map(|(_, t)| t.clone());
+                }
+                info
+            }
         };
         for o in &info.outputs {
             within_budget(node, o.dtype, &o.shape)?;
@@ -447,11 +470,11 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
 }
 
 fn vi(dtype: DType, shape: Vec<usize>) -> ValueInfo {
-    ValueInfo { dtype, shape, konst: None }
+    ValueInfo { dtype, shape, konst: None, list: None }
 }
 
 fn konst(t: Tensor) -> ValueInfo {
-    ValueInfo { dtype: t.dtype, shape: t.shape.clone(), konst: Some(t) }
+    ValueInfo { dtype: t.dtype, shape: t.shape.clone(), konst: Some(t), list: None }
 }
 
 fn analyze_node(

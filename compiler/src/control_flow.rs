@@ -36,6 +36,7 @@ use autoclust_graph::{AttrValue, DType, Graph, ListValue, Node, NodeId, Tensor, 
 
 use crate::analyze::{NodeInfo, NodeKind, ValueInfo};
 use crate::kernels::KernelOp;
+use crate::lists::ListType;
 use crate::{CompileError, CompiledFunction, Compiler};
 
 /// How many iterations a compiled `While` may run before the call fails, unless
@@ -127,6 +128,29 @@ fn constants(ins: &[ValueInfo], keep: impl Fn(usize) -> bool) -> Vec<(usize, Ten
     ins.iter().enumerate().filter(|&(i, _)| keep(i)).filter_map(|(i, v)| v.konst.clone().map(|t| (i, t))).collect()
 }
 
+/// The types of the TensorLists a loop starts with, as carried values (length unknown).
+fn carried_lists(ins: &[ValueInfo]) -> Vec<(usize, ListType)> {
+    ins.iter().enumerate().filter_map(|(i, v)| v.list.as_ref().map(|t| (i, t.carried()))).collect()
+}
+
+/// The loop-carried list types after one more iteration: each entering type joined with
+/// what the body returns (dropped, i.e. unknown, when the body's result is not known).
+fn join_lists(
+    node: &Node,
+    lists: &[(usize, ListType)],
+    outs: &[Option<ListType>],
+) -> Result<Vec<(usize, ListType)>, CompileError> {
+    let mut next = Vec::with_capacity(lists.len());
+    for (i, t) in lists {
+        let Some(Some(out)) = outs.get(*i) else { continue };
+        let joined = t.join(&out.carried()).ok_or_else(|| {
+            CompileError::unsupported(node, format!("loop-carried list {i} changes its element dtype"))
+        })?;
+        next.push((*i, joined));
+    }
+    Ok(next)
+}
+
 fn compiled_name(outer: &str, name: &str) -> String {
     format!("{outer}/{name}")
 }
@@ -165,30 +189,56 @@ pub(crate) fn analyze_while(
     let sig = signature(ins);
     let invariant = passed_through(&body_graph, ins.len());
     let fixed = constants(ins, |i| invariant[i]);
-    let body = compiler.compile_with_constants(&body_graph, &sig, &fixed, &compiled_name(outer_name, body_name))?;
-    let outs = body.output_types();
-    if outs.len() != sig.len() {
-        return Err(CompileError::unsupported(
-            node,
-            format!("the loop body '{body_name}' takes {} values but returns {}", sig.len(), outs.len()),
-        ));
-    }
-    for (i, (want, got)) in sig.iter().zip(&outs).enumerate() {
-        if want != got {
+    // The loop-carried lists' types: the body is typed again with the join of what enters
+    // and what it returns until they settle (`crate::lists`).
+    let mut lists = carried_lists(ins);
+    let mut rounds = 0;
+    let body = loop {
+        let body = compiler.compile_typed(&body_graph, &sig, &lists, &fixed, &compiled_name(outer_name, body_name))?;
+        let outs = body.output_types();
+        if outs.len() != sig.len() {
             return Err(CompileError::unsupported(
                 node,
-                format!(
-                    "loop-carried value {i} enters as {}{:?} and leaves the body '{body_name}' as {}{:?} \
-                     (a shape that changes across iterations is not compiled)",
-                    want.0, want.1, got.0, got.1
-                ),
+                format!("the loop body '{body_name}' takes {} values but returns {}", sig.len(), outs.len()),
             ));
         }
-    }
-    let cond = compiler.compile_with_constants(&cond_graph, &sig, &fixed, &compiled_name(outer_name, cond_name))?;
+        for (i, (want, got)) in sig.iter().zip(&outs).enumerate() {
+            if want != got {
+                return Err(CompileError::unsupported(
+                    node,
+                    format!(
+                        "loop-carried value {i} enters as {}{:?} and leaves the body '{body_name}' as {}{:?} \
+                         (a shape that changes across iterations is not compiled)",
+                        want.0, want.1, got.0, got.1
+                    ),
+                ));
+            }
+        }
+        let next = join_lists(node, &lists, body.output_lists())?;
+        if next == lists {
+            break body;
+        }
+        rounds += 1;
+        if rounds > 4 {
+            return Err(CompileError::unsupported(
+                node,
+                format!("the list types of the loop body '{body_name}' do not settle"),
+            ));
+        }
+        lists = next;
+    };
+    let cond = compiler.compile_typed(&cond_graph, &sig, &lists, &fixed, &compiled_name(outer_name, cond_name))?;
     check_condition(node, cond_name, &cond)?;
     let limit = compiler.options().max_loop_iterations.unwrap_or(DEFAULT_MAX_LOOP_ITERATIONS);
-    let outputs = ins.iter().map(|v| ValueInfo { konst: None, ..v.clone() }).collect();
+    let outputs = ins
+        .iter()
+        .enumerate()
+        .map(|(i, v)| ValueInfo {
+            konst: None,
+            list: lists.iter().find(|(k, _)| *k == i).map(|(_, t)| t.clone()),
+            ..v.clone()
+        })
+        .collect();
     let lp = Loop { cond, body, cond_name: cond_name.to_string(), body_name: body_name.to_string(), limit };
     Ok(NodeInfo {
         kind: NodeKind::Kernel { op: KernelOp::While(LoopRef(Arc::new(lp))), data_inputs: (0..ins.len()).collect() },
@@ -235,10 +285,12 @@ pub(crate) fn analyze_branches(
     };
     let sig = signature(args);
     let fixed = constants(args, |_| true);
+    let lists: Vec<(usize, ListType)> =
+        args.iter().enumerate().filter_map(|(i, v)| v.list.clone().map(|t| (i, t))).collect();
     let mut branches = Vec::with_capacity(names.len());
     for name in names {
         let graph = instantiate(node, outer, name)?;
-        let f = compiler.compile_with_constants(&graph, &sig, &fixed, &compiled_name(outer_name, name))?;
+        let f = compiler.compile_typed(&graph, &sig, &lists, &fixed, &compiled_name(outer_name, name))?;
         branches.push((f, name.to_string()));
     }
     let types = branches[0].0.output_types();
@@ -252,7 +304,21 @@ pub(crate) fn analyze_branches(
             ),
         ));
     }
-    let outputs = types.into_iter().map(|(dtype, shape)| ValueInfo { dtype, shape, konst: None }).collect();
+    // A list result is what any branch may return: the join of theirs.
+    let mut out_lists: Vec<Option<ListType>> = branches[0].0.output_lists().to_vec();
+    for (f, _) in &branches[1..] {
+        for (acc, t) in out_lists.iter_mut().zip(f.output_lists()) {
+            *acc = match (acc.take(), t) {
+                (Some(a), Some(b)) => a.join(b),
+                _ => None,
+            };
+        }
+    }
+    let outputs = types
+        .into_iter()
+        .zip(out_lists)
+        .map(|((dtype, shape), list)| ValueInfo { dtype, shape, konst: None, list })
+        .collect();
     let br = Branches { branches, indexed };
     let op = if indexed { KernelOp::Case(BranchesRef(Arc::new(br))) } else { KernelOp::If(BranchesRef(Arc::new(br))) };
     Ok(NodeInfo { kind: NodeKind::Kernel { op, data_inputs: (0..ins.len()).collect() }, outputs })

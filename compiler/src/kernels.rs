@@ -90,6 +90,9 @@ pub enum KernelOp {
     If(crate::control_flow::BranchesRef),
     /// A functional `Case` whose branches are compiled: operand 0 the branch index.
     Case(crate::control_flow::BranchesRef),
+    /// An op run by the runtime's kernel, its outputs checked against their analysed
+    /// types ([`crate::host`]): the TensorList ops.
+    Host(crate::host::HostStep),
 }
 
 /// Which division-like op a [`KernelOp::Modular`] computes.
@@ -416,6 +419,7 @@ impl KernelOp {
         match self {
             KernelOp::While(l) => l.0.run(inputs),
             KernelOp::If(b) | KernelOp::Case(b) => b.0.run(inputs),
+            KernelOp::Host(h) => h.run(inputs, out_shapes),
             KernelOp::Reduce { kind, axes } => {
                 let x = inputs[0];
                 let v = f32_of(x)?;

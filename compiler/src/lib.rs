@@ -72,8 +72,10 @@ pub mod control_flow;
 pub mod conv;
 pub mod einsum;
 pub mod gemm;
+pub mod host;
 pub mod kernels;
 pub mod layout;
+pub mod lists;
 pub mod math;
 pub mod plan;
 pub mod pool;
@@ -142,6 +144,9 @@ pub struct CompilerOptions {
     /// Iterations after which a compiled `While` fails (`None`:
     /// [`control_flow::DEFAULT_MAX_LOOP_ITERATIONS`], the runtime's default).
     pub max_loop_iterations: Option<u64>,
+    /// Kernels for the ops the compiler types but does not lower (TensorList ops), which
+    /// the runtime provides ([`host`]); `None`: such ops are not compiled.
+    pub host_kernels: Option<host::HostKernelsRef>,
 }
 
 /// Compiles cluster bodies. Cheap to create; holds only options.
@@ -184,6 +189,20 @@ impl Compiler {
         constants: &[(usize, Tensor)],
         name: &str,
     ) -> Result<CompiledFunction, CompileError> {
+        self.compile_typed(body, inputs, &[], constants, name)
+    }
+
+    /// As [`Compiler::compile_with_constants`], with what is known of the TensorList
+    /// arguments (`(index, type)`; [`lists`]): a loop body's lists carried from the
+    /// enclosing body.
+    pub(crate) fn compile_typed(
+        &self,
+        body: &Graph,
+        inputs: &[(DType, Vec<usize>)],
+        lists: &[(usize, lists::ListType)],
+        constants: &[(usize, Tensor)],
+        name: &str,
+    ) -> Result<CompiledFunction, CompileError> {
         let span = tracing::debug_span!("compile", function = name, nodes = body.len());
         let _guard = span.enter();
         let start = Instant::now();
@@ -193,7 +212,8 @@ impl Compiler {
                 _ => return Err(CompileError::Invalid(format!("constant argument {i} does not match the signature"))),
             }
         }
-        let analysis = analyze::analyze(body, inputs, constants, self, name)?;
+        let analysis = analyze::analyze(body, inputs, lists, constants, self, name)?;
+        let output_lists = analysis.retvals.iter().map(|&o| analysis.value(o).list.clone()).collect();
         let program = plan::build(body, &analysis, &self.options, name)?;
         let compile_time = start.elapsed();
         tracing::debug!(?compile_time, steps = program.steps.len(), "compiled");
@@ -218,6 +238,7 @@ impl Compiler {
             constants: constants.to_vec(),
             program: Arc::new(program),
             compile_time,
+            output_lists,
         })
     }
 }
@@ -230,6 +251,8 @@ pub struct CompiledFunction {
     constants: Vec<(usize, Tensor)>,
     program: Arc<plan::Program>,
     compile_time: Duration,
+    /// What is known of each TensorList output (`None` for other outputs).
+    output_lists: Vec<Option<lists::ListType>>,
 }
 
 impl std::fmt::Debug for CompiledFunction {
@@ -343,6 +366,11 @@ impl CompiledFunction {
         self.program.output_types()
     }
 
+    /// What the analysis knows of each TensorList output, in `_Retval` index order.
+    pub fn output_lists(&self) -> &[Option<lists::ListType>] {
+        &self.output_lists
+    }
+
     /// A one-line-per-step description of the lowering (for logs and tests).
     pub fn describe(&self) -> Vec<String> {
         self.program.describe()
@@ -351,7 +379,9 @@ impl CompiledFunction {
 
 /// The cache key: a function name, the input dtypes and shapes, and the
 /// values of the arguments compiled as constants (`(index, elements)`).
-pub type CacheKey = (String, Vec<(DType, Vec<usize>)>, Vec<(usize, Vec<i64>)>);
+/// The fourth part: what is known of the TensorList arguments ([`lists::list_args`]), for
+/// which a body is compiled like for a shape.
+pub type CacheKey = (String, Vec<(DType, Vec<usize>)>, Vec<(usize, Vec<i64>)>, Vec<(usize, lists::ListType)>);
 
 /// The key form of constant arguments.
 pub fn constant_key(constants: &[(usize, Tensor)]) -> Vec<(usize, Vec<i64>)> {
@@ -431,7 +461,20 @@ impl CompileCache {
         inputs: &[(DType, Vec<usize>)],
         constants: &[(usize, Tensor)],
     ) -> Result<CompiledFunction, CompileError> {
-        let key: CacheKey = (name.to_string(), inputs.to_vec(), constant_key(constants));
+        self.get_or_compile_typed(name, body, inputs, &[], constants)
+    }
+
+    /// As [`CompileCache::get_or_compile`], for TensorList arguments of these types
+    /// ([`lists::list_args`]).
+    pub fn get_or_compile_typed(
+        &self,
+        name: &str,
+        body: &Graph,
+        inputs: &[(DType, Vec<usize>)],
+        lists: &[(usize, lists::ListType)],
+        constants: &[(usize, Tensor)],
+    ) -> Result<CompiledFunction, CompileError> {
+        let key: CacheKey = (name.to_string(), inputs.to_vec(), constant_key(constants), lists.to_vec());
         let (slot, earlier) = {
             let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(hit) = entries.slots.get(&key) {
@@ -448,7 +491,7 @@ impl CompileCache {
         // Only the thread that inserted the slot (or, should it panic, the next one)
         // runs this; the others wait for its result.
         slot.get_or_init(|| {
-            let result = self.compile_or_share(name, body, inputs, constants);
+            let result = self.compile_or_share(name, body, inputs, lists, constants);
             let sig: Vec<String> = inputs.iter().map(|(d, s)| format!("{d}{s:?}")).collect();
             match &result {
                 Ok(f) if earlier.unwrap_or(0) > 0 => tracing::info!(
@@ -475,15 +518,16 @@ impl CompileCache {
         name: &str,
         body: &Graph,
         inputs: &[(DType, Vec<usize>)],
+        lists: &[(usize, lists::ListType)],
         constants: &[(usize, Tensor)],
     ) -> Result<CompiledFunction, CompileError> {
         let compile = || {
             self.compiles.fetch_add(1, Ordering::Relaxed);
-            self.compiler.compile_with_constants(body, inputs, constants, name)
+            self.compiler.compile_typed(body, inputs, lists, constants, name)
         };
         let canonical = if self.compiler.options.dump_clif_dir.is_none() { canonical_body(body) } else { None };
         let Some(canonical) = canonical else { return compile() };
-        let key: CacheKey = (canonical, inputs.to_vec(), constant_key(constants));
+        let key: CacheKey = (canonical, inputs.to_vec(), constant_key(constants), lists.to_vec());
         let slot = self.by_body.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default().clone();
         let mut ran = false;
         let result = slot.get_or_init(|| {

@@ -33,10 +33,12 @@ use crate::deadness::DeadnessAnalysis;
 
 /// Whether the JIT compiles `op` (given supported dtypes and static shapes).
 pub fn is_jit_op(op: &str) -> bool {
-    matches!(
-        op,
-        // Elementwise arithmetic and math.
-        "Add" | "AddV2" | "AddN" | "Sub" | "Mul" | "MulNoNan" | "RealDiv" | "Div" | "DivNoNan" | "Neg" | "Abs" | "Exp" | "Log"
+    // TensorLists: typed by the compiler, run by the interpreter's kernels.
+    autoclust_graph::TENSOR_LIST_OPS.contains(&op)
+        || matches!(
+            op,
+            // Elementwise arithmetic and math.
+            "Add" | "AddV2" | "AddN" | "Sub" | "Mul" | "MulNoNan" | "RealDiv" | "Div" | "DivNoNan" | "Neg" | "Abs" | "Exp" | "Log"
             | "Sqrt" | "Rsqrt" | "Square" | "Tanh" | "Sigmoid" | "Relu" | "Maximum" | "Minimum" | "Pow" | "Cast"
             | "Select" | "SelectV2" | "Reciprocal" | "Inv" | "SquaredDifference" | "Floor" | "Ceil" | "Sign"
             | "Erf" | "Erfc" | "Log1p" | "Softplus" | "IsNan" | "Expm1" | "Elu" | "Selu" | "Relu6" | "EluGrad"
@@ -84,7 +86,7 @@ pub fn is_jit_op(op: &str) -> bool {
             | "ResourceApplyPowerSign" | "VariableShape"
             // Pure scatters (what encapsulation lowers the resource scatters to).
             | "TensorScatterAdd" | "TensorScatterSub" | "TensorScatterMax" | "TensorScatterMin" | "TensorScatterUpdate"
-    )
+        )
 }
 
 /// Whether `op` is one of the variable ops in [`is_jit_op`]'s set.
@@ -386,7 +388,8 @@ fn control_flow_refusal_in(
             }
         }
         let sig = &function.signature;
-        if let Some(arg) = sig.inputs.iter().chain(&sig.outputs).find(|a| !a.dtype.is_some_and(is_supported_dtype)) {
+        let passable = |t: DType| is_supported_dtype(t) || t == DType::Variant;
+        if let Some(arg) = sig.inputs.iter().chain(&sig.outputs).find(|a| !a.dtype.is_some_and(passable)) {
             return why(format!(
                 "its function '{}' passes '{}' of a dtype the JIT does not compile ({})",
                 f.name,
@@ -460,7 +463,13 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
             | "StatelessTruncatedNormalV2"
             | "StatelessRandomUniformIntV2"
     );
-    let is_supported_dtype = |t: DType| is_supported_dtype(t) || uint64_ok && t == DType::UInt64;
+    // TensorLists (variant scalars) pass between the list ops, the loops and branches that
+    // carry them, and the views and sums of lists; the compiler types them (its `lists.rs`).
+    let variant_ok = control_flow
+        || autoclust_graph::TENSOR_LIST_OPS.contains(&op)
+        || matches!(op, "Identity" | "Snapshot" | "StopGradient" | "AddN");
+    let is_supported_dtype =
+        |t: DType| is_supported_dtype(t) || uint64_ok && t == DType::UInt64 || variant_ok && t == DType::Variant;
     for (port, (dtype, _)) in types.outputs(id).iter().enumerate() {
         let port = port as u32;
         if !is_supported_dtype(*dtype) {

@@ -9,6 +9,7 @@ pub mod deadness;
 pub mod dependency_optimize;
 pub mod encapsulate;
 mod function_bodies;
+pub mod hoist_loop_reads;
 pub mod inline;
 pub mod pass;
 pub mod pipeline;

@@ -159,6 +159,7 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
         Box::new(VerifyPass),
         Box::new(SafetyAnnotatePass),
         Box::new(InlinePass),
+        Box::new(crate::hoist_loop_reads::HoistLoopReadsPass),
         Box::new(crate::constant_fold::ConstantFoldPass),
         Box::new(crate::arithmetic_simplify::ArithmeticSimplifyPass),
         Box::new(crate::cse::CsePass),
@@ -179,6 +180,7 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
 /// identical to another).
 pub const DEFAULT_PIPELINE: &[&str] = &[
     "inline",
+    "hoist-loop-reads",
     "constant-fold",
     "arithmetic-simplify",
     "cse",
@@ -447,7 +449,7 @@ mod tests {
         let e = Pipeline::parse("cluster,nope").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown pass 'nope' (known: verify, safety-annotate, inline, constant-fold, arithmetic-simplify, cse, \
+            "unknown pass 'nope' (known: verify, safety-annotate, inline, hoist-loop-reads, constant-fold, arithmetic-simplify, cse, \
              dependency-optimize, deadness, cluster, encapsulate, cluster-bodies)"
         );
         assert!(e.is_usage());
@@ -457,6 +459,7 @@ mod tests {
             Pipeline::parse("default,cluster").unwrap().names(),
             [
                 "inline",
+                "hoist-loop-reads",
                 "constant-fold",
                 "arithmetic-simplify",
                 "cse",

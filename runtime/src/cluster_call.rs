@@ -40,6 +40,25 @@ use crate::kernels::{Inputs, Outputs, PureFn};
 use crate::variables::{VarId, VariableStore};
 use smallvec::SmallVec;
 
+/// The interpreter's kernels as the compiler's host kernels (`autoclust_compiler::host`):
+/// what a compiled body runs for the ops the compiler types but does not lower.
+struct InterpreterKernels;
+
+impl InterpreterKernels {
+    fn shared() -> autoclust_compiler::host::HostKernelsRef {
+        autoclust_compiler::host::HostKernelsRef(Arc::new(InterpreterKernels))
+    }
+}
+
+impl autoclust_compiler::host::HostKernels for InterpreterKernels {
+    fn prepare(&self, node: &autoclust_graph::Node) -> Result<autoclust_compiler::host::HostFn, String> {
+        let f = crate::kernels::prepare(node).map_err(|e| e.to_string())?;
+        Ok(Box::new(move |ins: Vec<Tensor>| {
+            f(ins.into_iter().collect()).map(|o| o.into_vec()).map_err(|e| e.to_string())
+        }))
+    }
+}
+
 /// A session's JIT: the compile cache and its statistics.
 pub struct Jit {
     cache: CompileCache,
@@ -66,6 +85,9 @@ pub enum FunctionStatus {
 impl Jit {
     /// A JIT with these compiler options; `enabled: false` always interprets.
     pub fn new(options: CompilerOptions, enabled: bool) -> Jit {
+        // The TensorList ops of compiled loop bodies run the interpreter's kernels.
+        let host_kernels = options.host_kernels.clone().or_else(|| Some(InterpreterKernels::shared()));
+        let options = CompilerOptions { host_kernels, ..options };
         let max_loop_iterations =
             options.max_loop_iterations.unwrap_or(crate::function_call::DEFAULT_MAX_LOOP_ITERATIONS);
         Jit {
@@ -220,6 +242,8 @@ pub use autoclust_graph::ORIGIN_OP_ATTR;
 /// the compiler declined this signature, so the interpreter runs it).
 struct SiteCache {
     sig: Vec<(DType, Vec<usize>)>,
+    /// The TensorList arguments' types (compiled for like shapes).
+    lists: Vec<(usize, autoclust_compiler::lists::ListType)>,
     /// The values of the arguments compiled as constants.
     constants: Vec<(usize, Tensor)>,
     compiled: Option<Arc<CompiledFunction>>,
@@ -230,6 +254,7 @@ impl SiteCache {
         self.sig.len() == inputs.len()
             && self.sig.iter().zip(inputs).all(|((d, s), t)| *d == t.dtype && same_dims(s, &t.shape))
             && self.constants.iter().all(|(i, t)| inputs[*i].bit_eq(t))
+            && (self.lists.is_empty() || autoclust_compiler::lists::list_args(inputs) == self.lists)
     }
 }
 
@@ -267,10 +292,12 @@ fn lookup(
     }
     let sig: Vec<(DType, Vec<usize>)> = inputs.iter().map(|t| (t.dtype, t.shape.clone())).collect();
     let constants = constant_values(body, inputs);
-    let compiled = match jit.cache.get_or_compile(&body.name, &body.graph, &sig, &constants) {
+    let lists = autoclust_compiler::lists::list_args(inputs);
+    let compiled = match jit.cache.get_or_compile_typed(&body.name, &body.graph, &sig, &lists, &constants) {
         Ok(f) => {
             let mut seen = jit.seen.lock();
-            let key: CacheKey = (body.name.clone(), sig.clone(), autoclust_compiler::constant_key(&constants));
+            let key: CacheKey =
+                (body.name.clone(), sig.clone(), autoclust_compiler::constant_key(&constants), lists.clone());
             if !seen.contains(&key) {
                 jit.compile_nanos.fetch_add(f.compile_time().as_nanos() as u64, Ordering::Relaxed);
                 seen.insert(key);
@@ -285,7 +312,7 @@ fn lookup(
             None
         }
     };
-    *site.write() = Some(SiteCache { sig, constants, compiled: compiled.clone() });
+    *site.write() = Some(SiteCache { sig, lists, constants, compiled: compiled.clone() });
     compiled
 }
 

@@ -95,7 +95,7 @@ fn is_cluster_function(f: &FunctionDef, library: &Library) -> bool {
         a.number_attr.is_empty()
             && a.type_list_attr.is_empty()
             && !a.is_ref
-            && a.dtype.is_some_and(|d| d != DType::Resource && d != DType::Variant)
+            && a.dtype.is_some_and(|d| d != DType::Resource)
     };
     let two_part = |s: &str| s.split(':').count() == 2;
     let spelled_by_autoclust = |s: &str| s.starts_with('^') || s.split(':').count() <= 2;

@@ -220,6 +220,18 @@ pub const RUNS_NAMED_FUNCTIONS: &[&str] = &[
 /// node that accesses a resource (an op of [`table_kind`]'s table, or a call that may): then
 /// the call reads and writes no variable — a pure `While`/`If` of a TensorFlow 2 graph.
 pub fn calls_touch_no_resource(node: &Node, library: &Library) -> bool {
+    calls_only(node, library, |_| false)
+}
+
+/// Whether `node` runs only functions of `library` (as [`calls_touch_no_resource`]) and none
+/// of them, transitively, writes a resource: every resource op in them only reads.
+pub fn calls_write_no_resource(node: &Node, library: &Library) -> bool {
+    calls_only(node, library, |k| !k.writes())
+}
+
+/// Whether `node` runs only known functions whose resource ops, transitively, all have a
+/// kind `allowed` accepts (a call that may run unknown code is never accepted).
+fn calls_only(node: &Node, library: &Library, allowed: impl Fn(ResourceKind) -> bool) -> bool {
     if library.function(&node.op).is_none() && !RUNS_NAMED_FUNCTIONS.contains(&node.op.as_str()) {
         return false;
     }
@@ -245,7 +257,7 @@ pub fn calls_touch_no_resource(node: &Node, library: &Library) -> bool {
         let Some(f) = library.function(name) else { return false };
         for n in &f.nodes {
             let calls = library.function(&n.op).is_some() || n.attrs.values().any(AttrValue::is_func);
-            if table_kind(&n.op).is_some()
+            if table_kind(&n.op).is_some_and(|k| !allowed(k))
                 || calls && library.function(&n.op).is_none() && !RUNS_NAMED_FUNCTIONS.contains(&n.op.as_str())
             {
                 return false;

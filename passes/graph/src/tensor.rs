@@ -28,6 +28,24 @@ pub enum TensorData {
     List(Arc<TensorList>),
 }
 
+/// The TensorList ops (TensorFlow's `list_kernels.cc`) whose kernels the runtime has and
+/// whose types the compiler tracks inside compiled bodies (`autoclust_compiler::lists`).
+pub const TENSOR_LIST_OPS: &[&str] = &[
+    "EmptyTensorList",
+    "TensorListReserve",
+    "TensorListFromTensor",
+    "TensorListGetItem",
+    "TensorListSetItem",
+    "TensorListPushBack",
+    "TensorListPopBack",
+    "TensorListStack",
+    "TensorListGather",
+    "TensorListLength",
+    "TensorListElementShape",
+    "TensorListResize",
+    "TensorListScatterIntoExistingList",
+];
+
 /// TensorFlow's `TensorList`, the value of a `DT_VARIANT` scalar: what `tf.TensorArray`,
 /// Keras RNN loops and while-loop gradient accumulators are made of. Immutable like every
 /// tensor value: list ops build a new list (sharing the element tensors).
