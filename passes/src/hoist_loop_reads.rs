@@ -158,10 +158,8 @@ fn hoist(graph: &mut Graph, id: NodeId) -> Result<usize, PassError> {
         return Ok(0);
     }
     let mut replaced: Vec<(usize, DType)> = Vec::new();
-    for k in 0..types.len() {
-        if types[k] != DType::Resource {
-            continue;
-        }
+    let handles: Vec<usize> = (0..types.len()).filter(|&k| types[k] == DType::Resource).collect();
+    for k in handles {
         let (body_reads, forwards, body_other) = uses_of(&body, &body.signature.inputs[k].name.clone());
         let (cond_reads, cond_forwards, cond_other) = uses_of(&cond, &cond.signature.inputs[k].name.clone());
         if body_other || cond_other || !cond_forwards.is_empty() || !returns_arg(&body, k, &forwards) {
