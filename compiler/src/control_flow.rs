@@ -356,7 +356,10 @@ impl Loop {
                     self.limit, self.cond_name, self.limit
                 ));
             }
-            values = self.body.call(&values).map_err(|e| format!("in the loop body '{}': {e}", self.body_name))?;
+            values = self
+                .body
+                .call_owned(std::mem::take(&mut values))
+                .map_err(|e| format!("in the loop body '{}': {e}", self.body_name))?;
             done += 1;
         }
     }

@@ -64,7 +64,13 @@ impl HostStep {
 
     /// Runs the kernel and checks its results against the analysed types.
     pub(crate) fn run(&self, inputs: &[&Tensor], out_shapes: &[Vec<usize>]) -> Result<Vec<Tensor>, String> {
-        let outs = (self.kernel)(inputs.iter().map(|&t| t.clone()).collect())?;
+        self.run_owned(inputs.iter().map(|&t| t.clone()).collect(), out_shapes)
+    }
+
+    /// As [`HostStep::run`] on owned operands (a list the caller no longer holds is
+    /// updated in place).
+    pub(crate) fn run_owned(&self, inputs: Vec<Tensor>, out_shapes: &[Vec<usize>]) -> Result<Vec<Tensor>, String> {
+        let outs = (self.kernel)(inputs)?;
         if outs.len() != out_shapes.len() {
             return Err(format!("{} returned {} values, {} were expected", self.op, outs.len(), out_shapes.len()));
         }

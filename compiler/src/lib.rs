@@ -272,6 +272,13 @@ impl CompiledFunction {
         self.program.run(inputs)
     }
 
+    /// As [`CompiledFunction::call`], taking the inputs: a value only the call holds (a
+    /// loop's carried TensorList) can then be updated in place.
+    pub fn call_owned(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>, CompileError> {
+        self.check(&inputs)?;
+        self.program.run_owned(inputs, &[]).map_err(|(e, _)| e)
+    }
+
     /// The `(input, output)` pairs this function can compute in place: output `j` written
     /// into the buffer of input `i` when the caller donates that input (see
     /// [`CompiledFunction::call_donating`]). Each input and each output is in at most one pair.

@@ -979,6 +979,30 @@ impl Program {
                     let (dtype, shape) = self.types[step.outputs[0]].clone();
                     vals[step.outputs[0]] = Some(Tensor { dtype, shape, data: x.data });
                 }
+                StepKind::Kernel { op: KernelOp::Host(h) } => {
+                    // Owned operands: a value this step reads last is moved in, so a list op
+                    // updates a list no one else holds in place (a loop pushing onto its
+                    // accumulator every iteration would copy it every iteration otherwise).
+                    let mut ins: Vec<Tensor> = Vec::with_capacity(step.inputs.len());
+                    for (k, &v) in step.inputs.iter().enumerate() {
+                        let last = self.last_use[v] == Some(si)
+                            && !self.retvals.contains(&v)
+                            && !step.inputs[k + 1..].contains(&v)
+                            && !step.inputs[..k].contains(&v);
+                        let t = if last { vals[v].take() } else { vals[v].clone() };
+                        ins.push(t.ok_or_else(|| CompileError::Runtime {
+                            node: step.name.clone(),
+                            reason: format!("value {v} missing"),
+                        })?);
+                    }
+                    let shapes: Vec<Vec<usize>> = step.outputs.iter().map(|&o| self.types[o].1.clone()).collect();
+                    let outs = h
+                        .run_owned(ins, &shapes)
+                        .map_err(|reason| CompileError::Runtime { node: step.name.clone(), reason })?;
+                    for (&o, t) in step.outputs.iter().zip(outs) {
+                        vals[o] = Some(t);
+                    }
+                }
                 StepKind::Kernel { op } => {
                     let ins: Vec<Tensor> =
                         step.inputs.iter().map(|&v| get(vals, v, &step.name)).collect::<Result<_, _>>()?;

@@ -381,8 +381,14 @@ fn control_flow_refusal_in(
                     || matches!(n.attrs.get("_XlaCompile"), Some(AttrValue::B(false)))
             };
             if refused {
+                let hint = if inner == "ReadVariableOp" {
+                    " (when the loop writes no variable, the hoist-loop-reads pass of `run`'s default \
+                     pipeline reads it before the loop instead: `opt --passes default` shows that graph)"
+                } else {
+                    ""
+                };
                 return why(format!(
-                    "its function '{}' runs '{}' ({inner}), which the JIT does not compile",
+                    "its function '{}' runs '{}' ({inner}), which the JIT does not compile{hint}",
                     f.name, n.name
                 ));
             }
