@@ -695,3 +695,85 @@ function half(a: float32) -> (b: float32) {
     let plan = std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap();
     assert!(plan.contains("kernel Case(@neg, @sq, @half) at c"), "{plan}");
 }
+
+const SPACE_BATCH_BITS: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[2, 2, 4, 1]}
+y = Placeholder() {dtype = float32, shape = shape[8, 1, 3, 2]}
+f = Placeholder() {dtype = float32, shape = shape[4]}
+block = Const() {dtype = int32, value = int32[2]{2, 2}}
+pads = Const() {dtype = int32, value = int32[2, 2]{0, 0, 2, 0}}
+crops = Const() {dtype = int32, value = int32[2, 2]{0, 1, 1, 2}}
+s = SpaceToBatchND(x, block, pads) {T = float32, Tblock_shape = int32, Tpaddings = int32}
+sr = Relu(s) {T = float32}
+b = BatchToSpaceND(y, block, crops) {T = float32, Tblock_shape = int32, Tcrops = int32}
+bn = Neg(b) {T = float32}
+begin = Const() {dtype = int32, value = int32[4]{0, 0, 0, 0}}
+size = Const() {dtype = int32, value = int32[4]{2, 2, 2, 1}}
+xs = Slice(x, begin, size) {T = float32, Index = int32}
+pp = Const() {dtype = int32, value = int32[4, 2]{0, 0, 1, 0, 0, 2, 0, 0}}
+p = Pad(xs, pp) {T = float32, Tpaddings = int32}
+pn = Neg(p) {T = float32}
+fa = Abs(f) {T = float32}
+fs = Sub(f, fa) {T = float32}
+bc = Bitcast(fs) {T = float32, type = int32}
+sign = Const() {dtype = int32, value = int32[]{-2147483648}}
+and = BitwiseAnd(bc, sign) {T = int32}
+shifts = Const() {dtype = int32, value = int32[4]{31, 1, 40, -3}}
+rs = RightShift(bc, shifts) {T = int32}
+one = Const() {dtype = int32, value = int32[]{1}}
+or = BitwiseOr(bc, one) {T = int32}
+xo = BitwiseXor(bc, or) {T = int32}
+ls = LeftShift(or, shifts) {T = int32}
+back = Bitcast(bc) {T = int32, type = float32}
+"#;
+
+/// `SpaceToBatchND` (with padding) and `BatchToSpaceND` (with crops) — a dilated Keras
+/// `Conv1D` is wrapped in them —, `Pad`, `Bitcast` and the bitwise ops (Keras 3's `argmax`
+/// tests a float's sign bit with `Bitcast` + `BitwiseAnd`): compiled, equal to the plain
+/// executor, and equal to TensorFlow 2.21's values for the same operands.
+#[test]
+fn space_batch_pad_and_bit_ops_compile_and_match_tensorflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "sb.graph", SPACE_BATCH_BITS);
+    let x: Vec<f64> = (0..16).map(|k| k as f64 - 5.5).collect();
+    let y: Vec<f64> = (0..48).map(|k| k as f64).collect();
+    let f = [1.5, 0.0, 0.25, -2.25];
+    let feeds = [
+        format!("x={}", nested(&x, &[2, 2, 4, 1])),
+        format!("y={}", nested(&y, &[8, 1, 3, 2])),
+        format!("f={}", nested(&f, &[4])),
+    ];
+    let fetches = ["sr:0", "bn:0", "pn:0", "bc:0", "and:0", "rs:0", "or:0", "xo:0", "ls:0", "back:0"];
+    let mut args = vec!["--feed", &feeds[0], "--feed", &feeds[1], "--feed", &feeds[2]];
+    for k in &fetches {
+        args.extend(["--fetch", k]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    // TensorFlow: tf.raw_ops.SpaceToBatchND(x, [2, 2], [[0, 0], [2, 0]]), then Relu.
+    let s = [
+        0.0, -5.5, -3.5, 0.0, 2.5, 4.5, 0.0, -4.5, -2.5, 0.0, 3.5, 5.5, 0.0, -1.5, 0.5, 0.0, 6.5, 8.5, 0.0, -0.5, 1.5,
+        0.0, 7.5, 9.5,
+    ];
+    assert_eq!(got["sr:0"].shape, [8, 1, 3, 1]);
+    assert_eq!(got["sr:0"].data, s.iter().map(|&v: &f64| v.max(0.0)).collect::<Vec<_>>());
+    let b = [12.0, 13.0, 2.0, 3.0, 14.0, 15.0, 18.0, 19.0, 8.0, 9.0, 20.0, 21.0];
+    assert_eq!(got["bn:0"].shape, [2, 1, 3, 2]);
+    assert_eq!(got["bn:0"].data, b.iter().map(|v: &f64| -v).collect::<Vec<_>>());
+    let p = [
+        0.0, 0.0, 0.0, 0.0, -5.5, -4.5, 0.0, 0.0, -1.5, -0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.5, 3.5, 0.0, 0.0, 6.5,
+        7.5, 0.0, 0.0,
+    ];
+    assert_eq!(got["pn:0"].shape, [2, 3, 4, 1]);
+    assert_eq!(got["pn:0"].data, p.iter().map(|v: &f64| -v).collect::<Vec<_>>());
+    // f − |f| = [0, 0, 0, −4.5]: TensorFlow's tf.bitcast and tf.bitwise on those floats.
+    assert_eq!(got["bc:0"].data, [0.0, 0.0, 0.0, -1_064_304_640.0]);
+    assert_eq!(got["and:0"].data, [0.0, 0.0, 0.0, -2_147_483_648.0]);
+    assert_eq!(got["rs:0"].data, [0.0, 0.0, 0.0, -1_064_304_640.0]);
+    assert_eq!(got["or:0"].data, [1.0, 1.0, 1.0, -1_064_304_639.0]);
+    assert_eq!(got["xo:0"].data, [1.0, 1.0, 1.0, 1.0]);
+    assert_eq!(got["ls:0"].data, [-2_147_483_648.0, 2.0, -2_147_483_648.0, -1_064_304_639.0]);
+    assert_eq!(got["back:0"].data, [0.0, 0.0, 0.0, -4.5]);
+}

@@ -1286,6 +1286,60 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             let dims = x.shape.clone();
             Ok(kernel(KernelOp::Strided { dims: dims.clone(), strides, offset }, vec![0], vec![vi(x.dtype, dims)]))
         }
+        // Zero padding: the input scattered into a zeroed output of the padded shape.
+        "Pad" => {
+            need(2)?;
+            let x = &ins[0];
+            let p = int_const(node, &ins[1], "paddings")?;
+            let r = x.shape.len();
+            if p.len() != 2 * r || p.iter().any(|&v| v < 0) {
+                return Err(CompileError::unsupported(node, format!("paddings {p:?} for rank {r}")));
+            }
+            let out: Vec<usize> = (0..r).map(|d| x.shape[d] + p[2 * d] as usize + p[2 * d + 1] as usize).collect();
+            within_budget(node, x.dtype, &out)?;
+            let st = strides_of(&out);
+            let offset = (0..r).map(|d| p[2 * d] as isize * st[d] as isize).sum();
+            let strides = st.iter().map(|&s| s as isize).collect();
+            let op = KernelOp::StridedScatter { dims: x.shape.clone(), strides, offset };
+            Ok(kernel(op, vec![0], vec![vi(x.dtype, out)]))
+        }
+        "SpaceToBatchND" | "BatchToSpaceND" => {
+            need(3)?;
+            let x = &ins[0];
+            let block = int_const(node, &ins[1], "block_shape")?;
+            let pads = int_const(node, &ins[2], "paddings")?;
+            let sb = crate::reshuffle::SpaceBatch::new(op == "SpaceToBatchND", &block, &pads)
+                .map_err(|e| CompileError::unsupported(node, e))?;
+            let out = sb.output_shape(&x.shape).map_err(|e| CompileError::unsupported(node, e))?;
+            Ok(kernel(KernelOp::SpaceBatch(sb), vec![0], vec![vi(x.dtype, out)]))
+        }
+        "Bitcast" => {
+            need(1)?;
+            let x = &ins[0];
+            let to = attr_type(node, "type").ok_or_else(|| CompileError::unsupported(node, "no output type"))?;
+            let native = |d: DType| matches!(d, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64);
+            if !native(x.dtype) || !native(to) {
+                return Err(CompileError::unsupported(node, format!("Bitcast of {} to {to}", x.dtype)));
+            }
+            let out = crate::reshuffle::bitcast_shape(&x.shape, x.dtype, to)
+                .map_err(|e| CompileError::unsupported(node, e))?;
+            Ok(kernel(KernelOp::Bitcast { to }, vec![0], vec![vi(to, out)]))
+        }
+        "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "LeftShift" | "RightShift" => {
+            need(2)?;
+            let (a, b) = (&ins[0], &ins[1]);
+            if a.dtype != b.dtype || !matches!(a.dtype, DType::Int32 | DType::Int64) {
+                return Err(CompileError::unsupported(node, format!("{op} of {} and {}", a.dtype, b.dtype)));
+            }
+            let shape = broadcast_shapes(&a.shape, &b.shape).ok_or_else(|| {
+                CompileError::Invalid(format!(
+                    "node '{}': shapes {:?} and {:?} do not broadcast",
+                    node.name, a.shape, b.shape
+                ))
+            })?;
+            let kind = crate::reshuffle::BitwiseKind::from_tf(op).expect("a bitwise op");
+            Ok(kernel(KernelOp::Bitwise { kind }, vec![0, 1], vec![vi(a.dtype, shape)]))
+        }
         "Transpose" => {
             need(2)?;
             let x = &ins[0];

@@ -45,6 +45,7 @@ fn shape_operands(op: &str, inputs: usize) -> Vec<usize> {
         "Split" => vec![0],
         "SplitV" => vec![1, 2],
         "Pad" | "PadV2" | "MirrorPad" => vec![1],
+        "SpaceToBatchND" | "BatchToSpaceND" => vec![1, 2],
         "OneHot" => vec![1],
         "UnsortedSegmentSum" | "UnsortedSegmentMax" | "UnsortedSegmentMin" | "UnsortedSegmentProd" => vec![2],
         "ScatterNd" => vec![2],

@@ -82,6 +82,12 @@ pub enum KernelOp {
     /// (`autoclust_graph::arith`, the interpreter's), operands broadcast to the output shape;
     /// an integer zero divisor is an error, as in TensorFlow's CPU kernels.
     Modular { kind: ModularKind },
+    /// `SpaceToBatchND` / `BatchToSpaceND` (see [`crate::reshuffle`]).
+    SpaceBatch(crate::reshuffle::SpaceBatch),
+    /// `Bitcast` to `to` (the same bytes as another type).
+    Bitcast { to: DType },
+    /// An integer bitwise binary op, operands broadcast to the output shape.
+    Bitwise { kind: crate::reshuffle::BitwiseKind },
     /// A functional `While` whose condition and body are compiled ([`crate::control_flow`]):
     /// operands and results are the loop-carried values.
     While(crate::control_flow::LoopRef),
@@ -408,6 +414,9 @@ impl KernelOp {
                 | KernelOp::Concat { .. }
                 | KernelOp::Pack { .. }
                 | KernelOp::Einsum { .. }
+                | KernelOp::SpaceBatch(_)
+                | KernelOp::Bitcast { .. }
+                | KernelOp::Bitwise { .. }
         )
     }
 
@@ -700,6 +709,9 @@ impl KernelOp {
                 };
                 Ok(vec![Tensor { dtype: a.dtype, shape: out_shapes[0].clone(), data }])
             }
+            KernelOp::SpaceBatch(sb) => Ok(vec![sb.run(inputs[0])?]),
+            KernelOp::Bitcast { to } => Ok(vec![crate::reshuffle::bitcast(inputs[0], *to)?]),
+            KernelOp::Bitwise { kind } => Ok(vec![kind.run(inputs[0], inputs[1], &out_shapes[0])?]),
             KernelOp::KeyCounter => {
                 let gen = crate::random::generator_from_seed(inputs[0])?;
                 let (key, counter) = crate::random::key_counter_tensors(&gen);

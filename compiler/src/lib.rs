@@ -79,6 +79,7 @@ pub mod plan;
 pub mod pool;
 pub mod profile;
 pub mod random;
+pub mod reshuffle;
 mod team;
 mod tile_routines;
 

@@ -1351,6 +1351,50 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(dispatch_num!(inp[0].dtype, unsorted_segment(r, &inp[0], &inp[1], num as usize))?)
             })
         }
+        // The compiler's kernels (`autoclust_compiler::reshuffle`), so both modes agree.
+        "SpaceToBatchND" | "BatchToSpaceND" => {
+            let to_batch = node.op == "SpaceToBatchND";
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                let block = int_values(&inp[1], "block_shape")?;
+                let pads = int_values(&inp[2], if to_batch { "paddings" } else { "crops" })?;
+                let sb = autoclust_compiler::reshuffle::SpaceBatch::new(to_batch, &block, &pads)
+                    .map_err(KernelError::invalid)?;
+                let out = sb.output_shape(&inp[0].shape).map_err(KernelError::invalid)?;
+                budget(inp[0].dtype, &out)?;
+                one(sb.run(&inp[0]).map_err(KernelError::invalid)?)
+            })
+        }
+        "Bitcast" => {
+            let to = super::attr_type(node, "type")?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                one(autoclust_compiler::reshuffle::bitcast(&inp[0], to).map_err(KernelError::invalid)?)
+            })
+        }
+        "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "LeftShift" | "RightShift" => {
+            let kind = autoclust_compiler::reshuffle::BitwiseKind::from_tf(&node.op).expect("a bitwise op");
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                if inp[0].dtype != inp[1].dtype {
+                    return Err(KernelError::invalid(format!("{} and {} operands", inp[0].dtype, inp[1].dtype)));
+                }
+                let out =
+                    autoclust_compiler::analyze::broadcast_shapes(&inp[0].shape, &inp[1].shape).ok_or_else(|| {
+                        KernelError::invalid(format!("Incompatible shapes: {:?} vs. {:?}", inp[0].shape, inp[1].shape))
+                    })?;
+                one(kind.run(&inp[0], &inp[1], &out).map_err(KernelError::invalid)?)
+            })
+        }
+        "Invert" => Box::new(|inp: Inputs| {
+            arity(&inp, 1)?;
+            let t = &inp[0];
+            one(match (t.as_i32(), t.as_i64()) {
+                (Some(v), _) => tensor_of(t.shape.clone(), v.iter().map(|x| !x).collect::<Vec<i32>>()),
+                (_, Some(v)) => tensor_of(t.shape.clone(), v.iter().map(|x| !x).collect::<Vec<i64>>()),
+                _ => return Err(KernelError::DType(t.dtype)),
+            })
+        }),
         "ReverseV2" => Box::new(|inp: Inputs| {
             arity(&inp, 2)?;
             let r = inp[0].rank() as i64;
