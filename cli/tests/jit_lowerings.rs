@@ -725,12 +725,16 @@ or = BitwiseOr(bc, one) {T = int32}
 xo = BitwiseXor(bc, or) {T = int32}
 ls = LeftShift(or, shifts) {T = int32}
 back = Bitcast(bc) {T = int32, type = float32}
+l2 = L2Loss(x) {T = float32}
+u = Unpack(y) {T = float32, num = 8, axis = 0}
+u3 = Neg(u:3) {T = float32}
 "#;
 
 /// `SpaceToBatchND` (with padding) and `BatchToSpaceND` (with crops) — a dilated Keras
 /// `Conv1D` is wrapped in them —, `Pad`, `Bitcast` and the bitwise ops (Keras 3's `argmax`
-/// tests a float's sign bit with `Bitcast` + `BitwiseAnd`): compiled, equal to the plain
-/// executor, and equal to TensorFlow 2.21's values for the same operands.
+/// tests a float's sign bit with `Bitcast` + `BitwiseAnd`), `L2Loss` (`tf.clip_by_global_norm`)
+/// and `Unpack` (`TimeDistributed`'s gradient): compiled, equal to the plain executor, and equal
+/// to TensorFlow 2.21's values for the same operands (or their definitions).
 #[test]
 fn space_batch_pad_and_bit_ops_compile_and_match_tensorflow() {
     let dir = tempfile::tempdir().unwrap();
@@ -743,7 +747,7 @@ fn space_batch_pad_and_bit_ops_compile_and_match_tensorflow() {
         format!("y={}", nested(&y, &[8, 1, 3, 2])),
         format!("f={}", nested(&f, &[4])),
     ];
-    let fetches = ["sr:0", "bn:0", "pn:0", "bc:0", "and:0", "rs:0", "or:0", "xo:0", "ls:0", "back:0"];
+    let fetches = ["sr:0", "bn:0", "pn:0", "bc:0", "and:0", "rs:0", "or:0", "xo:0", "ls:0", "back:0", "l2:0", "u3:0"];
     let mut args = vec!["--feed", &feeds[0], "--feed", &feeds[1], "--feed", &feeds[2]];
     for k in &fetches {
         args.extend(["--fetch", k]);
@@ -776,4 +780,15 @@ fn space_batch_pad_and_bit_ops_compile_and_match_tensorflow() {
     assert_eq!(got["xo:0"].data, [1.0, 1.0, 1.0, 1.0]);
     assert_eq!(got["ls:0"].data, [-2_147_483_648.0, 2.0, -2_147_483_648.0, -1_064_304_639.0]);
     assert_eq!(got["back:0"].data, [0.0, 0.0, 0.0, -4.5]);
+    assert_eq!(got["l2:0"].data, [x.iter().map(|v| v * v).sum::<f64>() / 2.0]);
+    assert_eq!(got["u3:0"].shape, [1, 3, 2]);
+    assert_eq!(got["u3:0"].data, y[18..24].iter().map(|v| -v).collect::<Vec<_>>());
+    // Each of the new ops is a cluster member (none is left to the plain executor).
+    let c = autoclust(&["cluster", &g, "--json"]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    let unclustered: Vec<&str> = j["unclustered"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    for n in ["s", "b", "p", "bc", "and", "rs", "or", "xo", "ls", "back", "l2", "u"] {
+        assert!(!unclustered.contains(&n), "{n} is unclustered: {unclustered:?}");
+    }
 }

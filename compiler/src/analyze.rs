@@ -1286,6 +1286,31 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             let dims = x.shape.clone();
             Ok(kernel(KernelOp::Strided { dims: dims.clone(), strides, offset }, vec![0], vec![vi(x.dtype, dims)]))
         }
+        "L2Loss" => {
+            need(1)?;
+            let x = &ins[0];
+            if !matches!(x.dtype, DType::Float32 | DType::Float64) {
+                return Err(CompileError::unsupported(node, format!("L2Loss of {}", x.dtype)));
+            }
+            Ok(kernel(KernelOp::L2Loss, vec![0], vec![vi(x.dtype, vec![])]))
+        }
+        // Unpack: a Split into pieces of one along the axis, each without that axis.
+        "Unpack" => {
+            need(1)?;
+            let x = &ins[0];
+            let a = norm_axis(node, attr_int(node, "axis").unwrap_or(0), x.shape.len())?;
+            let n = x.shape[a];
+            if attr_int(node, "num").is_some_and(|k| k != n as i64) {
+                return Err(CompileError::unsupported(
+                    node,
+                    format!("num does not match dimension {n} (the kernel reports it)"),
+                ));
+            }
+            let mut piece = x.shape.clone();
+            piece.remove(a);
+            let outputs = (0..n).map(|_| vi(x.dtype, piece.clone())).collect();
+            Ok(kernel(KernelOp::Split { axis: a, sizes: vec![1; n] }, vec![0], outputs))
+        }
         // Zero padding: the input scattered into a zeroed output of the padded shape.
         "Pad" => {
             need(2)?;

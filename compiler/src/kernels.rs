@@ -84,6 +84,9 @@ pub enum KernelOp {
     Modular { kind: ModularKind },
     /// `SpaceToBatchND` / `BatchToSpaceND` (see [`crate::reshuffle`]).
     SpaceBatch(crate::reshuffle::SpaceBatch),
+    /// `L2Loss`: Σx²/2 of a float tensor, summed in f64 in element order (the interpreter's
+    /// kernel, so both modes agree bit for bit).
+    L2Loss,
     /// `Bitcast` to `to` (the same bytes as another type).
     Bitcast { to: DType },
     /// An integer bitwise binary op, operands broadcast to the output shape.
@@ -392,6 +395,11 @@ fn strided_scatter<T: Copy + Default>(v: &[T], len: usize, dims: &[usize], strid
     out
 }
 
+/// Σx² in f64, in element order (`L2Loss`; the interpreter's kernel calls it too).
+pub fn l2_sum(v: impl Iterator<Item = f64>) -> f64 {
+    v.map(|x| x * x).sum()
+}
+
 /// Rows `[start, start + len)` of each of the `outer` rows of `row` elements.
 fn split_piece<T: Copy>(v: &[T], outer: usize, row: usize, start: usize, len: usize) -> Vec<T> {
     let mut o = Vec::with_capacity(outer * len);
@@ -415,6 +423,7 @@ impl KernelOp {
                 | KernelOp::Pack { .. }
                 | KernelOp::Einsum { .. }
                 | KernelOp::SpaceBatch(_)
+                | KernelOp::L2Loss
                 | KernelOp::Bitcast { .. }
                 | KernelOp::Bitwise { .. }
         )
@@ -710,6 +719,21 @@ impl KernelOp {
                 Ok(vec![Tensor { dtype: a.dtype, shape: out_shapes[0].clone(), data }])
             }
             KernelOp::SpaceBatch(sb) => Ok(vec![sb.run(inputs[0])?]),
+            KernelOp::L2Loss => {
+                let x = inputs[0];
+                let t = match &x.data {
+                    TensorData::F32(v) => {
+                        tensor_f32(vec![], vec![(l2_sum(v.iter().map(|&e| f64::from(e))) / 2.0) as f32])
+                    }
+                    TensorData::F64(v) => Tensor {
+                        dtype: DType::Float64,
+                        shape: vec![],
+                        data: TensorData::F64(Arc::new(vec![l2_sum(v.iter().copied()) / 2.0])),
+                    },
+                    _ => return Err(err(format!("L2Loss of {}", x.dtype))),
+                };
+                Ok(vec![t])
+            }
             KernelOp::Bitcast { to } => Ok(vec![crate::reshuffle::bitcast(inputs[0], *to)?]),
             KernelOp::Bitwise { kind } => Ok(vec![kind.run(inputs[0], inputs[1], &out_shapes[0])?]),
             KernelOp::KeyCounter => {
