@@ -783,12 +783,214 @@ fn space_batch_pad_and_bit_ops_compile_and_match_tensorflow() {
     assert_eq!(got["l2:0"].data, [x.iter().map(|v| v * v).sum::<f64>() / 2.0]);
     assert_eq!(got["u3:0"].shape, [1, 3, 2]);
     assert_eq!(got["u3:0"].data, y[18..24].iter().map(|v| -v).collect::<Vec<_>>());
-    // Each of the new ops is a cluster member (none is left to the plain executor).
-    let c = autoclust(&["cluster", &g, "--json"]);
+    assert_clustered(&g, &["s", "b", "p", "bc", "and", "rs", "or", "xo", "ls", "back", "l2", "u"]);
+}
+
+/// Each of `nodes` is a cluster member (none is left to the plain executor).
+fn assert_clustered(graph: &str, nodes: &[&str]) {
+    let c = autoclust(&["cluster", graph, "--json"]);
     assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
     let j: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
     let unclustered: Vec<&str> = j["unclustered"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
-    for n in ["s", "b", "p", "bc", "and", "rs", "or", "xo", "ls", "back", "l2", "u"] {
-        assert!(!unclustered.contains(&n), "{n} is unclustered: {unclustered:?}");
+    for n in nodes {
+        assert!(!unclustered.contains(n), "{n} is unclustered: {unclustered:?}");
     }
+}
+
+const RESIZE_TOPK: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[1, 3, 4, 2]}
+dy = Placeholder() {dtype = float32, shape = shape[1, 5, 3, 2]}
+p = Placeholder() {dtype = float32, shape = shape[5, 4]}
+t = Placeholder() {dtype = int32, shape = shape[5]}
+s53 = Const() {dtype = int32, value = int32[2]{5, 3}}
+s46 = Const() {dtype = int32, value = int32[2]{4, 6}}
+s25 = Const() {dtype = int32, value = int32[2]{2, 5}}
+r = ResizeBilinear(x, s53) {T = float32, align_corners = false, half_pixel_centers = true}
+a = ResizeBilinear(x, s46) {T = float32, align_corners = true, half_pixel_centers = false}
+l = ResizeBilinear(x, s25) {T = float32}
+g = ResizeBilinearGrad(dy, x) {T = float32, align_corners = false, half_pixel_centers = true}
+one = Const() {dtype = int32, value = int32[]{1}}
+two = Const() {dtype = int32, value = int32[]{2}}
+pp = Mul(p, p) {T = float32}
+k1 = InTopKV2(pp, t, one) {T = int32}
+k2 = InTopKV2(pp, t, two) {T = int32}
+rn = Neg(r) {T = float32}
+an = Neg(a) {T = float32}
+ln = Neg(l) {T = float32}
+gn = Neg(g) {T = float32}
+k = LogicalAnd(k1, k2) {}
+k1f = Cast(k1) {SrcT = bool, DstT = float32}
+k2f = Cast(k2) {SrcT = bool, DstT = float32}
+kf = Cast(k) {SrcT = bool, DstT = float32}
+"#;
+
+/// `ResizeBilinear` (half-pixel centers, align_corners, legacy), its gradient, and `InTopKV2`
+/// (ties, a row with a non-finite prediction, a target out of range): compiled, equal to the plain executor, and equal
+/// to TensorFlow 2.21's values for the same operands.
+#[test]
+fn resize_bilinear_and_in_top_k_compile_and_match_tensorflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let gr = write(&dir, "rt.graph", RESIZE_TOPK);
+    let x: Vec<f64> = (0..24).map(|k| ((k * 7) % 11 - 5) as f64 / 4.0).collect();
+    let dy: Vec<f64> = (0..30).map(|k| ((k * 5) % 7 - 3) as f64 / 2.0).collect();
+    let feeds = [
+        format!("x={}", nested(&x, &[1, 3, 4, 2])),
+        format!("dy={}", nested(&dy, &[1, 5, 3, 2])),
+        // Squared: the same order per row, and 1e30² overflows to inf (TensorFlow's row of a NaN).
+        "p=[[0.1,0.5,0.5,0.2],[0.3,0.3,0.3,0.3],[1.0,1e30,0.0,0.0],[0.0,0.2,0.1,0.4],[0.9,0.1,0.2,0.3]]".to_string(),
+        "t=[2,0,0,1,7]".to_string(),
+    ];
+    let fetches = ["rn:0", "an:0", "ln:0", "gn:0", "k1f:0", "k2f:0", "kf:0"];
+    let mut args = vec![];
+    for f in &feeds {
+        args.extend(["--feed", f]);
+    }
+    for f in &fetches {
+        args.extend(["--fetch", f]);
+    }
+    let (got, plain, _) = both_modes(&gr, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    let neg = |v: &[f64]| v.iter().map(|x| -x).collect::<Vec<_>>();
+    let r = [
+        -1.125,
+        0.625,
+        -0.125,
+        0.25,
+        0.8750001192092896,
+        -0.12499988079071045,
+        -1.024999976158142,
+        0.5416666269302368,
+        -0.024999991059303284,
+        -0.20000004768371582,
+        0.9750001430511475,
+        -0.024999871850013733,
+        -0.875,
+        0.4166666269302368,
+        0.125,
+        -0.875,
+        1.1250001192092896,
+        0.12500011920928955,
+        -0.7249999642372131,
+        0.5666666626930237,
+        0.27500003576278687,
+        -0.7249999642372131,
+        -0.10000038146972656,
+        0.2750001549720764,
+        -0.625,
+        0.6666666269302368,
+        0.375,
+        -0.625,
+        -0.9166669845581055,
+        0.37500011920928955,
+    ];
+    assert_eq!(got["rn:0"].shape, [1, 5, 3, 2]);
+    assert_close(&got["rn:0"].data, &neg(&r), 1e-6, "ResizeBilinear half-pixel");
+    let a = [
+        -1.25,
+        0.5,
+        -0.7999999523162842,
+        0.9500000476837158,
+        -0.34999996423721313,
+        0.8499999046325684,
+        0.10000002384185791,
+        -0.35000014305114746,
+        0.5500000715255737,
+        -0.44999992847442627,
+        1.0,
+        0.0,
+        -1.0833333730697632,
+        0.6666666865348816,
+        -0.6333332657814026,
+        0.016666650772094727,
+        -0.18333329260349274,
+        -0.4500000476837158,
+        0.2666667103767395,
+        -0.5500000715255737,
+        0.7166667580604553,
+        -0.2833332419395447,
+        1.1666666269302368,
+        0.1666666716337204,
+        -0.9166666269302368,
+        0.8333333730697632,
+        -0.4666666090488434,
+        -0.366666704416275,
+        -0.01666662096977234,
+        -1.0166665315628052,
+        0.4333333671092987,
+        -0.5666666030883789,
+        0.5166666507720947,
+        -0.11666658520698547,
+        0.41666656732559204,
+        0.3333333432674408,
+        -0.75,
+        1.0,
+        -0.29999998211860657,
+        -0.20000004768371582,
+        0.15000003576278687,
+        -0.8499999642372131,
+        0.6000000238418579,
+        -0.3999999761581421,
+        -0.05000019073486328,
+        0.05000007152557373,
+        -1.25,
+        0.5,
+    ];
+    assert_close(&got["an:0"].data, &neg(&a), 1e-6, "ResizeBilinear align_corners");
+    let l = [
+        -1.25,
+        0.5,
+        -0.6499999761581421,
+        1.100000023841858,
+        -0.04999998211860657,
+        0.04999995231628418,
+        0.5500000715255737,
+        -0.44999992847442627,
+        1.0,
+        0.0,
+        -0.875,
+        0.875,
+        -0.2749999761581421,
+        -0.7250000238418579,
+        0.32500001788139343,
+        -0.6749999523162842,
+        0.3749999403953552,
+        -0.07499992847442627,
+        0.0,
+        0.375,
+    ];
+    assert_close(&got["ln:0"].data, &neg(&l), 1e-6, "ResizeBilinear legacy");
+    let g = [
+        -1.5,
+        0.08333343267440796,
+        -5.960464477539063e-08,
+        -0.4833333492279053,
+        0.4499998688697815,
+        -0.26666688919067383,
+        0.7500001788139343,
+        1.166666865348816,
+        0.7499998211860657,
+        -0.75,
+        -0.4999999403953552,
+        0.05000007152557373,
+        -0.6499999165534973,
+        0.1333335041999817,
+        -1.4901161193847656e-07,
+        -0.3333333730697632,
+        -0.08333314955234528,
+        1.5,
+        0.0833333283662796,
+        -0.40000006556510925,
+        -0.04999985918402672,
+        -0.5333335995674133,
+        -0.75,
+        0.8333334922790527,
+    ];
+    assert_eq!(got["gn:0"].shape, [1, 3, 4, 2]);
+    assert_close(&got["gn:0"].data, &neg(&g), 1e-6, "ResizeBilinearGrad");
+    assert_eq!(got["k1f:0"].data, [1.0, 1.0, 0.0, 0.0, 0.0]);
+    assert_eq!(got["k2f:0"].data, [1.0, 1.0, 0.0, 1.0, 0.0]);
+    assert_eq!(got["kf:0"].data, [1.0, 1.0, 0.0, 0.0, 0.0]);
+    assert_clustered(&gr, &["r", "a", "l", "g", "k1", "k2"]);
 }

@@ -1286,6 +1286,66 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             let dims = x.shape.clone();
             Ok(kernel(KernelOp::Strided { dims: dims.clone(), strides, offset }, vec![0], vec![vi(x.dtype, dims)]))
         }
+        "ResizeBilinear" | "ResizeBilinearGrad" => {
+            need(2)?;
+            let grad = op == "ResizeBilinearGrad";
+            let attrs = crate::resize::Resize {
+                align_corners: attr_bool(node, "align_corners"),
+                half_pixel_centers: attr_bool(node, "half_pixel_centers"),
+            };
+            let (x, out_shape) = if grad {
+                let (dy, orig) = (&ins[0], &ins[1]);
+                if orig.shape.len() != 4
+                    || dy.shape.len() != 4
+                    || orig.shape[0] != dy.shape[0]
+                    || orig.shape[3] != dy.shape[3]
+                {
+                    return Err(CompileError::unsupported(
+                        node,
+                        "ResizeBilinearGrad operands (the kernel reports them)",
+                    ));
+                }
+                (dy, orig.shape.clone())
+            } else {
+                let x = &ins[0];
+                let size = int_const(node, &ins[1], "size")?;
+                let [h, w] = size[..] else { return Err(CompileError::unsupported(node, "size is not [2]")) };
+                if h <= 0 || w <= 0 || x.shape.len() != 4 {
+                    return Err(CompileError::unsupported(node, "resize operands (the kernel reports them)"));
+                }
+                (x, vec![x.shape[0], h as usize, w as usize, x.shape[3]])
+            };
+            let out_dtype = if grad { ins[1].dtype } else { DType::Float32 };
+            if x.dtype != DType::Float32 || out_dtype != DType::Float32 {
+                return Err(CompileError::unsupported(node, format!("{op} of {}", x.dtype)));
+            }
+            let (image, hw) = if grad {
+                (&out_shape, (out_shape[1], out_shape[2]))
+            } else {
+                (&x.shape, (out_shape[1], out_shape[2]))
+            };
+            attrs.check(image, hw).map_err(|e| CompileError::unsupported(node, e))?;
+            let out_hw = (out_shape[1], out_shape[2]);
+            within_budget(node, DType::Float32, &out_shape)?;
+            Ok(kernel(KernelOp::ResizeBilinear { attrs, grad, out_hw }, vec![0], vec![vi(DType::Float32, out_shape)]))
+        }
+        "InTopKV2" | "InTopK" => {
+            need(2)?;
+            let (p, t) = (&ins[0], &ins[1]);
+            if p.dtype != DType::Float32 || p.shape.len() != 2 || t.shape.len() != 1 || t.shape[0] != p.shape[0] {
+                return Err(CompileError::unsupported(node, "InTopK operands (the kernel reports them)"));
+            }
+            let k = if op == "InTopK" {
+                attr_int(node, "k").ok_or_else(|| CompileError::unsupported(node, "no k"))?
+            } else {
+                need(3)?;
+                match int_const(node, &ins[2], "k")?[..] {
+                    [k] => k,
+                    _ => return Err(CompileError::unsupported(node, "k is not a scalar")),
+                }
+            };
+            Ok(kernel(KernelOp::InTopK { k }, vec![0, 1], vec![vi(DType::Bool, vec![t.shape[0]])]))
+        }
         "L2Loss" => {
             need(1)?;
             let x = &ins[0];

@@ -80,6 +80,7 @@ pub mod pool;
 pub mod profile;
 pub mod random;
 pub mod reshuffle;
+pub mod resize;
 mod team;
 mod tile_routines;
 

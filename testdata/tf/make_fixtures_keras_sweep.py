@@ -265,10 +265,23 @@ def sweep_gru_stacked_sgd_clipvalue():
                   feeds, metrics=[keras.metrics.SparseCategoricalAccuracy()])
 
 
+def sweep_resize_topk_lamb():
+    """UpSampling2D(bilinear) + Conv2D + Resizing (bilinear, half-pixel centers: `ResizeBilinear` and its
+    gradient) + GlobalAveragePooling2D + Dense; SparseTopKCategoricalAccuracy (`InTopKV2`); Lamb."""
+    keras, L, rng = start(112)
+    m = keras.Sequential([keras.Input((4, 4, 2)), L.UpSampling2D(2, interpolation="bilinear"),
+                          L.Conv2D(3, 3, activation="relu"), L.Resizing(5, 7), L.GlobalAveragePooling2D(), L.Dense(4)])
+    feeds = {"x": rng.standard_normal((4, 4, 4, 2)).astype(np.float32), "labels": np.array([0, 1, 2, 3], np.int32)}
+    train_fixture("sweep_resize_topk_lamb", m, keras.optimizers.Lamb(0.01),
+                  keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  [tf.TensorSpec([None, 4, 4, 2], tf.float32, name="x"), tf.TensorSpec([None], tf.int32, name="labels")],
+                  feeds, metrics=[keras.metrics.SparseTopKCategoricalAccuracy(k=2)])
+
+
 FIXTURES = [sweep_sepconv_bn_dropout_lion, sweep_mha_mask_adadelta, sweep_masking_lstm_ftrl, sweep_bigru_huber_adamw,
             sweep_conv1d_causal_bce_metrics, sweep_mlp_mse_rmsprop_centered, sweep_embedding_mask_pool_adam_amsgrad,
             sweep_autoencoder_conv_transpose_nadam, sweep_simplernn_timedistributed_adamax, sweep_inference_bn_dropout,
-            sweep_gru_stacked_sgd_clipvalue]
+            sweep_gru_stacked_sgd_clipvalue, sweep_resize_topk_lamb]
 
 
 def main():

@@ -3,7 +3,8 @@
 //! (transpose gradients), `OneHot`, and the N-d resource scatters
 //! (`ResourceScatterNd{Add,Sub,Update}`), `Einsum` (Keras attention and `EinsumDense`), the
 //! sorted `Segment*` reductions, `TopKV2`/`TopK`, `Assert`, `GatherNd`/`ResourceGatherNd`/`ScatterNd`, `ReverseV2`,
-//! `BroadcastArgs` and `SpaceToBatchND`/`BatchToSpaceND` (dilated convolutions). Signatures and shape functions follow the ops'
+//! `BroadcastArgs`, `SpaceToBatchND`/`BatchToSpaceND` (dilated convolutions) , `InTopKV2`/`InTopK`
+//! (Keras' top-k accuracy metrics) and `ResizeBilinear`/`ResizeBilinearGrad`. Signatures and shape functions follow the ops'
 //! `REGISTER_OP`s in TensorFlow's `array_ops.cc`, `math_ops.cc` and `state_ops.cc`:
 //! unknown ranks and dimensions stay unknown, and a shape function fails only where
 //! TensorFlow's would.
@@ -332,6 +333,24 @@ fn batch_to_space(c: &InferCtx<'_>) -> Shapes {
     space_batch(c, false)
 }
 
+/// `InTopKV2` / `InTopK`: one bool per row of `predictions` `[batch, classes]`.
+fn in_top_k(c: &InferCtx<'_>) -> Shapes {
+    one(Shape::with_dims(vec![dims_of(c.shape(0)).and_then(|d| d.first().copied().flatten())]))
+}
+
+/// `ResizeBilinear`: `[batch, size[0], size[1], channels]`.
+fn resize_bilinear(c: &InferCtx<'_>) -> Shapes {
+    let d = dims_of(c.shape(0));
+    let at = |i: usize| d.and_then(|d| d.get(i).copied().flatten());
+    let size = c.known_value(1);
+    let hw = |i: usize| size.as_ref().and_then(|s| s.get(i).copied());
+    one(Shape::with_dims(vec![at(0), hw(0), hw(1), at(3)]))
+}
+
+fn same_as_1(c: &InferCtx<'_>) -> Shapes {
+    one(c.shape(1).clone())
+}
+
 fn same_as_input(c: &InferCtx<'_>) -> Shapes {
     one(c.shape(0).clone())
 }
@@ -355,6 +374,9 @@ const SORTED_SEGMENT_IN: &[ArgSpec] = &[a("data", T), a("segment_ids", ty("Tindi
 const SORTED_SUM_ATTRS: &[AttrSpec] = &[tattr("T", Some(NUMBER)), tattr("Tindices", Some(INDEX))];
 const SORTED_MINMAX_ATTRS: &[AttrSpec] = &[tattr("T", Some(REAL)), tattr("Tindices", Some(INDEX))];
 const TOPK_OUT: &[ArgSpec] = &[a("values", T), a("indices", ty("index_type"))];
+
+const RESIZE_ATTRS: &[AttrSpec] =
+    &[tattr("T", Some(REAL)), bdef("align_corners", false), bdef("half_pixel_centers", false)];
 
 const fn sorted_segment_op(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
     op(name, OpFamily::Reduction, SORTED_SEGMENT_IN, SEGMENT_OUT, attrs, sorted_segment)
@@ -523,6 +545,41 @@ pub(super) static OPS: &[OpSchema] = &[
             no_outputs,
         )
     },
+    op(
+        "ResizeBilinear",
+        OpFamily::Shape,
+        &[a("images", T), a("size", TypeRule::Fixed(Int32))],
+        &[a("resized_images", TypeRule::Fixed(Float32))],
+        RESIZE_ATTRS,
+        resize_bilinear,
+    ),
+    op(
+        "ResizeBilinearGrad",
+        OpFamily::Shape,
+        &[a("grads", TypeRule::Fixed(Float32)), a("original_image", T)],
+        &[a("output", T)],
+        RESIZE_ATTRS,
+        same_as_1,
+    ),
+    op(
+        "InTopKV2",
+        OpFamily::Shape,
+        &[a("predictions", TypeRule::Fixed(Float32)), a("targets", T), a("k", T)],
+        &[a("precision", TypeRule::Fixed(DType::Bool))],
+        &[tdef("T", Int32, INDEX)],
+        in_top_k,
+    ),
+    op(
+        "InTopK",
+        OpFamily::Shape,
+        &[a("predictions", TypeRule::Fixed(Float32)), a("targets", T)],
+        &[a("precision", TypeRule::Fixed(DType::Bool))],
+        &[
+            AttrSpec { name: "k", kind: AttrKind::Int, default: AttrDefault::Required, allowed: None },
+            tdef("T", Int32, INDEX),
+        ],
+        in_top_k,
+    ),
     op(
         "SpaceToBatchND",
         OpFamily::Shape,
