@@ -822,9 +822,18 @@ k = LogicalAnd(k1, k2) {}
 k1f = Cast(k1) {SrcT = bool, DstT = float32}
 k2f = Cast(k2) {SrcT = bool, DstT = float32}
 kf = Cast(k) {SrcT = bool, DstT = float32}
+s27 = Const() {dtype = int32, value = int32[2]{2, 7}}
+s34 = Const() {dtype = int32, value = int32[2]{3, 4}}
+n = ResizeNearestNeighbor(x, s53) {T = float32, align_corners = false, half_pixel_centers = true}
+na = ResizeNearestNeighbor(x, s27) {T = float32, align_corners = true, half_pixel_centers = false}
+ng = ResizeNearestNeighborGrad(dy, s34) {T = float32, align_corners = false, half_pixel_centers = true}
+nn = Neg(n) {T = float32}
+nan = Neg(na) {T = float32}
+ngn = Neg(ng) {T = float32}
 "#;
 
-/// `ResizeBilinear` (half-pixel centers, align_corners, legacy), its gradient, and `InTopKV2`
+/// `ResizeBilinear` (half-pixel centers, align_corners, legacy), `ResizeNearestNeighbor`, their
+/// gradients, and `InTopKV2`
 /// (ties, a row with a non-finite prediction, a target out of range): compiled, equal to the plain executor, and equal
 /// to TensorFlow 2.21's values for the same operands.
 #[test]
@@ -840,7 +849,7 @@ fn resize_bilinear_and_in_top_k_compile_and_match_tensorflow() {
         "p=[[0.1,0.5,0.5,0.2],[0.3,0.3,0.3,0.3],[1.0,1e30,0.0,0.0],[0.0,0.2,0.1,0.4],[0.9,0.1,0.2,0.3]]".to_string(),
         "t=[2,0,0,1,7]".to_string(),
     ];
-    let fetches = ["rn:0", "an:0", "ln:0", "gn:0", "k1f:0", "k2f:0", "kf:0"];
+    let fetches = ["rn:0", "an:0", "ln:0", "gn:0", "k1f:0", "k2f:0", "kf:0", "nn:0", "nan:0", "ngn:0"];
     let mut args = vec![];
     for f in &feeds {
         args.extend(["--feed", f]);
@@ -992,5 +1001,21 @@ fn resize_bilinear_and_in_top_k_compile_and_match_tensorflow() {
     assert_eq!(got["k1f:0"].data, [1.0, 1.0, 0.0, 0.0, 0.0]);
     assert_eq!(got["k2f:0"].data, [1.0, 1.0, 0.0, 1.0, 0.0]);
     assert_eq!(got["kf:0"].data, [1.0, 1.0, 0.0, 0.0, 0.0]);
-    assert_clustered(&gr, &["r", "a", "l", "g", "k1", "k2"]);
+    let n = [
+        -1.25, 0.5, 0.25, -0.75, 1.0, 0.0, -1.25, 0.5, 0.25, -0.75, 1.0, 0.0, -1.0, 0.75, 0.5, -0.5, 1.25, 0.25, -0.75,
+        1.0, 0.75, -0.25, -1.25, 0.5, -0.75, 1.0, 0.75, -0.25, -1.25, 0.5,
+    ];
+    assert_eq!(got["nn:0"].data, neg(&n));
+    let na = [
+        -1.25, 0.5, -0.5, 1.25, -0.5, 1.25, 0.25, -0.75, 0.25, -0.75, 1.0, 0.0, 1.0, 0.0, -0.75, 1.0, 0.0, -1.0, 0.0,
+        -1.0, 0.75, -0.25, 0.75, -0.25, -1.25, 0.5, -1.25, 0.5,
+    ];
+    assert_eq!(got["nan:0"].shape, [1, 2, 7, 2]);
+    assert_eq!(got["nan:0"].data, neg(&na));
+    let ng = [
+        -2.0, -0.5, 0.0, 0.0, 1.0, -1.0, 0.5, 2.0, 0.5, -0.5, 0.0, 0.0, -1.5, 1.0, 0.0, -1.0, 0.5, 2.0, 0.0, 0.0, 0.0,
+        -2.0, -0.5, 1.0,
+    ];
+    assert_eq!(got["ngn:0"].data, neg(&ng));
+    assert_clustered(&gr, &["r", "a", "l", "g", "k1", "k2", "n", "na", "ng"]);
 }

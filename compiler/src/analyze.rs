@@ -1329,6 +1329,27 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             within_budget(node, DType::Float32, &out_shape)?;
             Ok(kernel(KernelOp::ResizeBilinear { attrs, grad, out_hw }, vec![0], vec![vi(DType::Float32, out_shape)]))
         }
+        "ResizeNearestNeighbor" | "ResizeNearestNeighborGrad" => {
+            need(2)?;
+            let grad = op == "ResizeNearestNeighborGrad";
+            let attrs = crate::resize::Resize {
+                align_corners: attr_bool(node, "align_corners"),
+                half_pixel_centers: attr_bool(node, "half_pixel_centers"),
+            };
+            let x = &ins[0];
+            let size = int_const(node, &ins[1], "size")?;
+            let [h, w] = size[..] else { return Err(CompileError::unsupported(node, "size is not [2]")) };
+            if h <= 0 || w <= 0 || x.shape.len() != 4 || (grad && x.dtype != DType::Float32) {
+                return Err(CompileError::unsupported(node, "resize operands (the kernel reports them)"));
+            }
+            let out_hw = (h as usize, w as usize);
+            let out_shape = vec![x.shape[0], out_hw.0, out_hw.1, x.shape[3]];
+            let image = if grad { &out_shape } else { &x.shape };
+            let hw = if grad { (x.shape[1], x.shape[2]) } else { out_hw };
+            attrs.check(image, hw).map_err(|e| CompileError::unsupported(node, e))?;
+            within_budget(node, x.dtype, &out_shape)?;
+            Ok(kernel(KernelOp::ResizeNearest { attrs, grad, out_hw }, vec![0], vec![vi(x.dtype, out_shape)]))
+        }
         "InTopKV2" | "InTopK" => {
             need(2)?;
             let (p, t) = (&ins[0], &ins[1]);

@@ -47,7 +47,7 @@ fn shape_operands(op: &str, inputs: usize) -> Vec<usize> {
         "Pad" | "PadV2" | "MirrorPad" => vec![1],
         "SpaceToBatchND" | "BatchToSpaceND" => vec![1, 2],
         "InTopKV2" => vec![2],
-        "ResizeBilinear" => vec![1],
+        "ResizeBilinear" | "ResizeNearestNeighbor" | "ResizeNearestNeighborGrad" => vec![1],
         "OneHot" => vec![1],
         "UnsortedSegmentSum" | "UnsortedSegmentMax" | "UnsortedSegmentMin" | "UnsortedSegmentProd" => vec![2],
         "ScatterNd" => vec![2],

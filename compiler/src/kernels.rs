@@ -87,6 +87,8 @@ pub enum KernelOp {
     /// `ResizeBilinear` of float32 NHWC images to `out_hw`, or (`grad`) `ResizeBilinearGrad`
     /// of float32 gradients onto `out_hw` (see [`crate::resize`]).
     ResizeBilinear { attrs: crate::resize::Resize, grad: bool, out_hw: (usize, usize) },
+    /// `ResizeNearestNeighbor` (any dtype) or (`grad`) `ResizeNearestNeighborGrad` (float32) to `out_hw`.
+    ResizeNearest { attrs: crate::resize::Resize, grad: bool, out_hw: (usize, usize) },
     /// `InTopKV2`/`InTopK` with a compile-time `k`: (predictions `[B, C]` float32, targets `[B]`) → bool `[B]`.
     InTopK { k: i64 },
     /// `L2Loss`: Σx²/2 of a float tensor, summed in f64 in element order (the interpreter's
@@ -461,6 +463,7 @@ impl KernelOp {
                 | KernelOp::L2Loss
                 | KernelOp::InTopK { .. }
                 | KernelOp::ResizeBilinear { .. }
+                | KernelOp::ResizeNearest { .. }
                 | KernelOp::Bitcast { .. }
                 | KernelOp::Bitwise { .. }
         )
@@ -766,6 +769,16 @@ impl KernelOp {
                     attrs.forward(v, s, *out_hw)
                 };
                 Ok(vec![tensor_f32(out_shapes[0].clone(), out)])
+            }
+            KernelOp::ResizeNearest { attrs, grad, out_hw } => {
+                let x = inputs[0];
+                let s = x.shape.clone();
+                if *grad {
+                    let out = attrs.nearest_backward(f32_of(x)?, (s[0], s[1], s[2], s[3]), *out_hw);
+                    return Ok(vec![tensor_f32(out_shapes[0].clone(), out)]);
+                }
+                let data = map_data!(x, |v| attrs.nearest_forward(v, &s, *out_hw));
+                Ok(vec![Tensor { dtype: x.dtype, shape: out_shapes[0].clone(), data }])
             }
             KernelOp::InTopK { k } => {
                 let p = f32_of(inputs[0])?;

@@ -92,3 +92,60 @@ impl Resize {
         out
     }
 }
+
+/// `ResizeNearestNeighbor`'s source index along one axis for each of `out` positions
+/// (TensorFlow's: `floor` of the scaled position, `round` with `align_corners`, the
+/// half-pixel scaler without the −0.5 shift, clamped to `[0, inp − 1]`).
+fn nearest(out: usize, inp: usize, r: Resize) -> Vec<usize> {
+    let scale =
+        if r.align_corners && out > 1 { (inp as f32 - 1.0) / (out as f32 - 1.0) } else { inp as f32 / out as f32 };
+    (0..out)
+        .map(|i| {
+            let x = if r.half_pixel_centers { (i as f32 + 0.5) * scale } else { i as f32 * scale };
+            let v = if r.align_corners { x.round() } else { x.floor() } as i64;
+            v.min(inp as i64 - 1).max(0) as usize
+        })
+        .collect()
+}
+
+impl Resize {
+    /// `ResizeNearestNeighbor` of `x` (`[b, ih, iw, c]`) to `[b, oh, ow, c]`.
+    pub fn nearest_forward<T: Copy>(&self, x: &[T], input: &[usize], (oh, ow): (usize, usize)) -> Vec<T> {
+        let (b, ih, iw, c) = (input[0], input[1], input[2], input[3]);
+        let (ys, xs) = (nearest(oh, ih, *self), nearest(ow, iw, *self));
+        let mut out = Vec::with_capacity(b * oh * ow * c);
+        for n in 0..b {
+            let img = &x[n * ih * iw * c..][..ih * iw * c];
+            for &y in &ys {
+                for &xx in &xs {
+                    out.extend_from_slice(&img[(y * iw + xx) * c..][..c]);
+                }
+            }
+        }
+        out
+    }
+
+    /// `ResizeNearestNeighborGrad`: `dy` (`[b, gh, gw, c]`) summed back onto `[b, oh, ow, c]`
+    /// (`out_hw` is the op's `size`, the forward input's), in TensorFlow's order.
+    pub fn nearest_backward(
+        &self,
+        dy: &[f32],
+        (b, gh, gw, c): (usize, usize, usize, usize),
+        (oh, ow): (usize, usize),
+    ) -> Vec<f32> {
+        let (ys, xs) = (nearest(gh, oh, *self), nearest(gw, ow, *self));
+        let mut out = vec![0f32; b * oh * ow * c];
+        for n in 0..b {
+            let o = &mut out[n * oh * ow * c..][..oh * ow * c];
+            let g = &dy[n * gh * gw * c..][..gh * gw * c];
+            for (y, &oy) in ys.iter().enumerate() {
+                for (x, &ox) in xs.iter().enumerate() {
+                    for ch in 0..c {
+                        o[(oy * ow + ox) * c + ch] += g[(y * gw + x) * c + ch];
+                    }
+                }
+            }
+        }
+        out
+    }
+}

@@ -1412,6 +1412,39 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(tensor_of(out, attrs.forward(&xf, &x.shape, (h, w))))
             })
         }
+        "ResizeNearestNeighbor" | "ResizeNearestNeighborGrad" => {
+            let grad = node.op == "ResizeNearestNeighborGrad";
+            let flag = |name: &str| node.attr(name).and_then(|a| a.as_bool()).unwrap_or(false);
+            let attrs = autoclust_compiler::resize::Resize {
+                align_corners: flag("align_corners"),
+                half_pixel_centers: flag("half_pixel_centers"),
+            };
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let x = &inp[0];
+                let size = int_values(&inp[1], "size")?;
+                let [h, w] = size[..] else {
+                    return Err(KernelError::invalid(format!(
+                        "size must be a 1-D int32 Tensor of 2 elements, got {size:?}"
+                    )));
+                };
+                if h <= 0 || w <= 0 || x.rank() != 4 {
+                    return Err(KernelError::invalid(format!("invalid resize of {:?} to [{h}, {w}]", x.shape)));
+                }
+                let (h, w) = (h as usize, w as usize);
+                let out = vec![x.shape[0], h, w, x.shape[3]];
+                let (image, hw) = if grad { (&out, (x.shape[1], x.shape[2])) } else { (&x.shape, (h, w)) };
+                attrs.check(image, hw).map_err(KernelError::invalid)?;
+                budget(x.dtype, &out)?;
+                if grad {
+                    let dy = x.as_f32().ok_or(KernelError::DType(x.dtype))?;
+                    let s = &x.shape;
+                    return one(tensor_of(out.clone(), attrs.nearest_backward(dy, (s[0], s[1], s[2], s[3]), (h, w))));
+                }
+                let s = x.shape.clone();
+                one(dispatch_all!(x.dtype, nearest_any(x, &attrs, &s, (h, w), out))?)
+            })
+        }
         "InTopKV2" | "InTopK" => {
             let attr_k = if node.op == "InTopK" {
                 Some(node.attr("k").and_then(|a| a.as_int()).ok_or_else(|| KernelError::Attr("k".into()))?)
@@ -1594,6 +1627,17 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         _ => return Ok(None),
     };
     Ok(Some(f))
+}
+
+/// `ResizeNearestNeighbor` of any element type, by the compiler's kernel.
+fn nearest_any<T: Elem>(
+    x: &Tensor,
+    attrs: &autoclust_compiler::resize::Resize,
+    shape: &[usize],
+    hw: (usize, usize),
+    out: Vec<usize>,
+) -> KResult<Tensor> {
+    Ok(tensor_of(out, attrs.nearest_forward(T::slice(x), shape, hw)))
 }
 
 #[cfg(test)]

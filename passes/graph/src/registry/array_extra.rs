@@ -4,7 +4,7 @@
 //! (`ResourceScatterNd{Add,Sub,Update}`), `Einsum` (Keras attention and `EinsumDense`), the
 //! sorted `Segment*` reductions, `TopKV2`/`TopK`, `Assert`, `GatherNd`/`ResourceGatherNd`/`ScatterNd`, `ReverseV2`,
 //! `BroadcastArgs`, `SpaceToBatchND`/`BatchToSpaceND` (dilated convolutions) , `InTopKV2`/`InTopK`
-//! (Keras' top-k accuracy metrics) and `ResizeBilinear`/`ResizeBilinearGrad`. Signatures and shape functions follow the ops'
+//! (Keras' top-k accuracy metrics), `ResizeBilinear`/`ResizeNearestNeighbor` and their gradients. Signatures and shape functions follow the ops'
 //! `REGISTER_OP`s in TensorFlow's `array_ops.cc`, `math_ops.cc` and `state_ops.cc`:
 //! unknown ranks and dimensions stay unknown, and a shape function fails only where
 //! TensorFlow's would.
@@ -338,7 +338,7 @@ fn in_top_k(c: &InferCtx<'_>) -> Shapes {
     one(Shape::with_dims(vec![dims_of(c.shape(0)).and_then(|d| d.first().copied().flatten())]))
 }
 
-/// `ResizeBilinear`: `[batch, size[0], size[1], channels]`.
+/// `ResizeBilinear`, `ResizeNearestNeighbor` and its gradient: `[batch, size[0], size[1], channels]`.
 fn resize_bilinear(c: &InferCtx<'_>) -> Shapes {
     let d = dims_of(c.shape(0));
     let at = |i: usize| d.and_then(|d| d.get(i).copied().flatten());
@@ -560,6 +560,22 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("output", T)],
         RESIZE_ATTRS,
         same_as_1,
+    ),
+    op(
+        "ResizeNearestNeighbor",
+        OpFamily::Shape,
+        &[a("images", T), a("size", TypeRule::Fixed(Int32))],
+        &[a("resized_images", T)],
+        RESIZE_ATTRS,
+        resize_bilinear,
+    ),
+    op(
+        "ResizeNearestNeighborGrad",
+        OpFamily::Shape,
+        &[a("grads", T), a("size", TypeRule::Fixed(Int32))],
+        &[a("output", T)],
+        RESIZE_ATTRS,
+        resize_bilinear,
     ),
     op(
         "InTopKV2",
