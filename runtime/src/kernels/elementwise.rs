@@ -845,7 +845,8 @@ mod tests {
     fn trigonometric_and_hyperbolic_unaries_follow_their_definitions() {
         // Keras 3's RandomRotation computes its transform with `Tan`.
         let x = [0.3, -0.9, 0.7, 0.0];
-        let cases: [(&str, fn(f64) -> f64); 6] = [
+        type Case = (&'static str, fn(f64) -> f64);
+        let cases: [Case; 6] = [
             ("Tan", f64::tan),
             ("Asin", f64::asin),
             ("Acos", f64::acos),
