@@ -795,4 +795,327 @@ function body2(i: int32, acc: variant, s: float32) -> (i2: int32, acc2: variant,
     let plan = std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap();
     assert!(plan.contains("kernel While(@cond_hoisted, @body_hoisted) at loop"), "{plan}");
     assert!(plan.contains("kernel While(@cond2, @body2) at back"), "{plan}");
+
+const SPACE_BATCH_BITS: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[2, 2, 4, 1]}
+y = Placeholder() {dtype = float32, shape = shape[8, 1, 3, 2]}
+f = Placeholder() {dtype = float32, shape = shape[4]}
+block = Const() {dtype = int32, value = int32[2]{2, 2}}
+pads = Const() {dtype = int32, value = int32[2, 2]{0, 0, 2, 0}}
+crops = Const() {dtype = int32, value = int32[2, 2]{0, 1, 1, 2}}
+s = SpaceToBatchND(x, block, pads) {T = float32, Tblock_shape = int32, Tpaddings = int32}
+sr = Relu(s) {T = float32}
+b = BatchToSpaceND(y, block, crops) {T = float32, Tblock_shape = int32, Tcrops = int32}
+bn = Neg(b) {T = float32}
+begin = Const() {dtype = int32, value = int32[4]{0, 0, 0, 0}}
+size = Const() {dtype = int32, value = int32[4]{2, 2, 2, 1}}
+xs = Slice(x, begin, size) {T = float32, Index = int32}
+pp = Const() {dtype = int32, value = int32[4, 2]{0, 0, 1, 0, 0, 2, 0, 0}}
+p = Pad(xs, pp) {T = float32, Tpaddings = int32}
+pn = Neg(p) {T = float32}
+fa = Abs(f) {T = float32}
+fs = Sub(f, fa) {T = float32}
+bc = Bitcast(fs) {T = float32, type = int32}
+sign = Const() {dtype = int32, value = int32[]{-2147483648}}
+and = BitwiseAnd(bc, sign) {T = int32}
+shifts = Const() {dtype = int32, value = int32[4]{31, 1, 40, -3}}
+rs = RightShift(bc, shifts) {T = int32}
+one = Const() {dtype = int32, value = int32[]{1}}
+or = BitwiseOr(bc, one) {T = int32}
+xo = BitwiseXor(bc, or) {T = int32}
+ls = LeftShift(or, shifts) {T = int32}
+back = Bitcast(bc) {T = int32, type = float32}
+l2 = L2Loss(x) {T = float32}
+u = Unpack(y) {T = float32, num = 8, axis = 0}
+u3 = Neg(u:3) {T = float32}
+"#;
+
+/// `SpaceToBatchND` (with padding) and `BatchToSpaceND` (with crops) — a dilated Keras
+/// `Conv1D` is wrapped in them —, `Pad`, `Bitcast` and the bitwise ops (Keras 3's `argmax`
+/// tests a float's sign bit with `Bitcast` + `BitwiseAnd`), `L2Loss` (`tf.clip_by_global_norm`)
+/// and `Unpack` (`TimeDistributed`'s gradient): compiled, equal to the plain executor, and equal
+/// to TensorFlow 2.21's values for the same operands (or their definitions).
+#[test]
+fn space_batch_pad_and_bit_ops_compile_and_match_tensorflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "sb.graph", SPACE_BATCH_BITS);
+    let x: Vec<f64> = (0..16).map(|k| k as f64 - 5.5).collect();
+    let y: Vec<f64> = (0..48).map(|k| k as f64).collect();
+    let f = [1.5, 0.0, 0.25, -2.25];
+    let feeds = [
+        format!("x={}", nested(&x, &[2, 2, 4, 1])),
+        format!("y={}", nested(&y, &[8, 1, 3, 2])),
+        format!("f={}", nested(&f, &[4])),
+    ];
+    let fetches = ["sr:0", "bn:0", "pn:0", "bc:0", "and:0", "rs:0", "or:0", "xo:0", "ls:0", "back:0", "l2:0", "u3:0"];
+    let mut args = vec!["--feed", &feeds[0], "--feed", &feeds[1], "--feed", &feeds[2]];
+    for k in &fetches {
+        args.extend(["--fetch", k]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    // TensorFlow: tf.raw_ops.SpaceToBatchND(x, [2, 2], [[0, 0], [2, 0]]), then Relu.
+    let s = [
+        0.0, -5.5, -3.5, 0.0, 2.5, 4.5, 0.0, -4.5, -2.5, 0.0, 3.5, 5.5, 0.0, -1.5, 0.5, 0.0, 6.5, 8.5, 0.0, -0.5, 1.5,
+        0.0, 7.5, 9.5,
+    ];
+    assert_eq!(got["sr:0"].shape, [8, 1, 3, 1]);
+    assert_eq!(got["sr:0"].data, s.iter().map(|&v: &f64| v.max(0.0)).collect::<Vec<_>>());
+    let b = [12.0, 13.0, 2.0, 3.0, 14.0, 15.0, 18.0, 19.0, 8.0, 9.0, 20.0, 21.0];
+    assert_eq!(got["bn:0"].shape, [2, 1, 3, 2]);
+    assert_eq!(got["bn:0"].data, b.iter().map(|v: &f64| -v).collect::<Vec<_>>());
+    let p = [
+        0.0, 0.0, 0.0, 0.0, -5.5, -4.5, 0.0, 0.0, -1.5, -0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.5, 3.5, 0.0, 0.0, 6.5,
+        7.5, 0.0, 0.0,
+    ];
+    assert_eq!(got["pn:0"].shape, [2, 3, 4, 1]);
+    assert_eq!(got["pn:0"].data, p.iter().map(|v: &f64| -v).collect::<Vec<_>>());
+    // f − |f| = [0, 0, 0, −4.5]: TensorFlow's tf.bitcast and tf.bitwise on those floats.
+    assert_eq!(got["bc:0"].data, [0.0, 0.0, 0.0, -1_064_304_640.0]);
+    assert_eq!(got["and:0"].data, [0.0, 0.0, 0.0, -2_147_483_648.0]);
+    assert_eq!(got["rs:0"].data, [0.0, 0.0, 0.0, -1_064_304_640.0]);
+    assert_eq!(got["or:0"].data, [1.0, 1.0, 1.0, -1_064_304_639.0]);
+    assert_eq!(got["xo:0"].data, [1.0, 1.0, 1.0, 1.0]);
+    assert_eq!(got["ls:0"].data, [-2_147_483_648.0, 2.0, -2_147_483_648.0, -1_064_304_639.0]);
+    assert_eq!(got["back:0"].data, [0.0, 0.0, 0.0, -4.5]);
+    assert_eq!(got["l2:0"].data, [x.iter().map(|v| v * v).sum::<f64>() / 2.0]);
+    assert_eq!(got["u3:0"].shape, [1, 3, 2]);
+    assert_eq!(got["u3:0"].data, y[18..24].iter().map(|v| -v).collect::<Vec<_>>());
+    assert_clustered(&g, &["s", "b", "p", "bc", "and", "rs", "or", "xo", "ls", "back", "l2", "u"]);
+}
+
+/// Each of `nodes` is a cluster member (none is left to the plain executor).
+fn assert_clustered(graph: &str, nodes: &[&str]) {
+    let c = autoclust(&["cluster", graph, "--json"]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    let unclustered: Vec<&str> = j["unclustered"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    for n in nodes {
+        assert!(!unclustered.contains(n), "{n} is unclustered: {unclustered:?}");
+    }
+}
+
+const RESIZE_TOPK: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[1, 3, 4, 2]}
+dy = Placeholder() {dtype = float32, shape = shape[1, 5, 3, 2]}
+p = Placeholder() {dtype = float32, shape = shape[5, 4]}
+t = Placeholder() {dtype = int32, shape = shape[5]}
+s53 = Const() {dtype = int32, value = int32[2]{5, 3}}
+s46 = Const() {dtype = int32, value = int32[2]{4, 6}}
+s25 = Const() {dtype = int32, value = int32[2]{2, 5}}
+r = ResizeBilinear(x, s53) {T = float32, align_corners = false, half_pixel_centers = true}
+a = ResizeBilinear(x, s46) {T = float32, align_corners = true, half_pixel_centers = false}
+l = ResizeBilinear(x, s25) {T = float32}
+g = ResizeBilinearGrad(dy, x) {T = float32, align_corners = false, half_pixel_centers = true}
+one = Const() {dtype = int32, value = int32[]{1}}
+two = Const() {dtype = int32, value = int32[]{2}}
+pp = Mul(p, p) {T = float32}
+k1 = InTopKV2(pp, t, one) {T = int32}
+k2 = InTopKV2(pp, t, two) {T = int32}
+rn = Neg(r) {T = float32}
+an = Neg(a) {T = float32}
+ln = Neg(l) {T = float32}
+gn = Neg(g) {T = float32}
+k = LogicalAnd(k1, k2) {}
+k1f = Cast(k1) {SrcT = bool, DstT = float32}
+k2f = Cast(k2) {SrcT = bool, DstT = float32}
+kf = Cast(k) {SrcT = bool, DstT = float32}
+s27 = Const() {dtype = int32, value = int32[2]{2, 7}}
+s34 = Const() {dtype = int32, value = int32[2]{3, 4}}
+n = ResizeNearestNeighbor(x, s53) {T = float32, align_corners = false, half_pixel_centers = true}
+na = ResizeNearestNeighbor(x, s27) {T = float32, align_corners = true, half_pixel_centers = false}
+ng = ResizeNearestNeighborGrad(dy, s34) {T = float32, align_corners = false, half_pixel_centers = true}
+nn = Neg(n) {T = float32}
+nan = Neg(na) {T = float32}
+ngn = Neg(ng) {T = float32}
+"#;
+
+/// `ResizeBilinear` (half-pixel centers, align_corners, legacy), `ResizeNearestNeighbor`, their
+/// gradients, and `InTopKV2`
+/// (ties, a row with a non-finite prediction, a target out of range): compiled, equal to the plain executor, and equal
+/// to TensorFlow 2.21's values for the same operands.
+#[test]
+fn resize_bilinear_and_in_top_k_compile_and_match_tensorflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let gr = write(&dir, "rt.graph", RESIZE_TOPK);
+    let x: Vec<f64> = (0..24).map(|k| ((k * 7) % 11 - 5) as f64 / 4.0).collect();
+    let dy: Vec<f64> = (0..30).map(|k| ((k * 5) % 7 - 3) as f64 / 2.0).collect();
+    let feeds = [
+        format!("x={}", nested(&x, &[1, 3, 4, 2])),
+        format!("dy={}", nested(&dy, &[1, 5, 3, 2])),
+        // Squared: the same order per row, and 1e30² overflows to inf (TensorFlow's row of a NaN).
+        "p=[[0.1,0.5,0.5,0.2],[0.3,0.3,0.3,0.3],[1.0,1e30,0.0,0.0],[0.0,0.2,0.1,0.4],[0.9,0.1,0.2,0.3]]".to_string(),
+        "t=[2,0,0,1,7]".to_string(),
+    ];
+    let fetches = ["rn:0", "an:0", "ln:0", "gn:0", "k1f:0", "k2f:0", "kf:0", "nn:0", "nan:0", "ngn:0"];
+    let mut args = vec![];
+    for f in &feeds {
+        args.extend(["--feed", f]);
+    }
+    for f in &fetches {
+        args.extend(["--fetch", f]);
+    }
+    let (got, plain, _) = both_modes(&gr, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    let neg = |v: &[f64]| v.iter().map(|x| -x).collect::<Vec<_>>();
+    let r = [
+        -1.125,
+        0.625,
+        -0.125,
+        0.25,
+        0.8750001192092896,
+        -0.12499988079071045,
+        -1.024999976158142,
+        0.5416666269302368,
+        -0.024999991059303284,
+        -0.20000004768371582,
+        0.9750001430511475,
+        -0.024999871850013733,
+        -0.875,
+        0.4166666269302368,
+        0.125,
+        -0.875,
+        1.1250001192092896,
+        0.12500011920928955,
+        -0.7249999642372131,
+        0.5666666626930237,
+        0.27500003576278687,
+        -0.7249999642372131,
+        -0.10000038146972656,
+        0.2750001549720764,
+        -0.625,
+        0.6666666269302368,
+        0.375,
+        -0.625,
+        -0.9166669845581055,
+        0.37500011920928955,
+    ];
+    assert_eq!(got["rn:0"].shape, [1, 5, 3, 2]);
+    assert_close(&got["rn:0"].data, &neg(&r), 1e-6, "ResizeBilinear half-pixel");
+    let a = [
+        -1.25,
+        0.5,
+        -0.7999999523162842,
+        0.9500000476837158,
+        -0.34999996423721313,
+        0.8499999046325684,
+        0.10000002384185791,
+        -0.35000014305114746,
+        0.5500000715255737,
+        -0.44999992847442627,
+        1.0,
+        0.0,
+        -1.0833333730697632,
+        0.6666666865348816,
+        -0.6333332657814026,
+        0.016666650772094727,
+        -0.18333329260349274,
+        -0.4500000476837158,
+        0.2666667103767395,
+        -0.5500000715255737,
+        0.7166667580604553,
+        -0.2833332419395447,
+        1.1666666269302368,
+        0.1666666716337204,
+        -0.9166666269302368,
+        0.8333333730697632,
+        -0.4666666090488434,
+        -0.366666704416275,
+        -0.01666662096977234,
+        -1.0166665315628052,
+        0.4333333671092987,
+        -0.5666666030883789,
+        0.5166666507720947,
+        -0.11666658520698547,
+        0.41666656732559204,
+        0.3333333432674408,
+        -0.75,
+        1.0,
+        -0.29999998211860657,
+        -0.20000004768371582,
+        0.15000003576278687,
+        -0.8499999642372131,
+        0.6000000238418579,
+        -0.3999999761581421,
+        -0.05000019073486328,
+        0.05000007152557373,
+        -1.25,
+        0.5,
+    ];
+    assert_close(&got["an:0"].data, &neg(&a), 1e-6, "ResizeBilinear align_corners");
+    let l = [
+        -1.25,
+        0.5,
+        -0.6499999761581421,
+        1.100000023841858,
+        -0.04999998211860657,
+        0.04999995231628418,
+        0.5500000715255737,
+        -0.44999992847442627,
+        1.0,
+        0.0,
+        -0.875,
+        0.875,
+        -0.2749999761581421,
+        -0.7250000238418579,
+        0.32500001788139343,
+        -0.6749999523162842,
+        0.3749999403953552,
+        -0.07499992847442627,
+        0.0,
+        0.375,
+    ];
+    assert_close(&got["ln:0"].data, &neg(&l), 1e-6, "ResizeBilinear legacy");
+    let g = [
+        -1.5,
+        0.08333343267440796,
+        -5.960464477539063e-08,
+        -0.4833333492279053,
+        0.4499998688697815,
+        -0.26666688919067383,
+        0.7500001788139343,
+        1.166666865348816,
+        0.7499998211860657,
+        -0.75,
+        -0.4999999403953552,
+        0.05000007152557373,
+        -0.6499999165534973,
+        0.1333335041999817,
+        -1.4901161193847656e-07,
+        -0.3333333730697632,
+        -0.08333314955234528,
+        1.5,
+        0.0833333283662796,
+        -0.40000006556510925,
+        -0.04999985918402672,
+        -0.5333335995674133,
+        -0.75,
+        0.8333334922790527,
+    ];
+    assert_eq!(got["gn:0"].shape, [1, 3, 4, 2]);
+    assert_close(&got["gn:0"].data, &neg(&g), 1e-6, "ResizeBilinearGrad");
+    assert_eq!(got["k1f:0"].data, [1.0, 1.0, 0.0, 0.0, 0.0]);
+    assert_eq!(got["k2f:0"].data, [1.0, 1.0, 0.0, 1.0, 0.0]);
+    assert_eq!(got["kf:0"].data, [1.0, 1.0, 0.0, 0.0, 0.0]);
+    let n = [
+        -1.25, 0.5, 0.25, -0.75, 1.0, 0.0, -1.25, 0.5, 0.25, -0.75, 1.0, 0.0, -1.0, 0.75, 0.5, -0.5, 1.25, 0.25, -0.75,
+        1.0, 0.75, -0.25, -1.25, 0.5, -0.75, 1.0, 0.75, -0.25, -1.25, 0.5,
+    ];
+    assert_eq!(got["nn:0"].data, neg(&n));
+    let na = [
+        -1.25, 0.5, -0.5, 1.25, -0.5, 1.25, 0.25, -0.75, 0.25, -0.75, 1.0, 0.0, 1.0, 0.0, -0.75, 1.0, 0.0, -1.0, 0.0,
+        -1.0, 0.75, -0.25, 0.75, -0.25, -1.25, 0.5, -1.25, 0.5,
+    ];
+    assert_eq!(got["nan:0"].shape, [1, 2, 7, 2]);
+    assert_eq!(got["nan:0"].data, neg(&na));
+    let ng = [
+        -2.0, -0.5, 0.0, 0.0, 1.0, -1.0, 0.5, 2.0, 0.5, -0.5, 0.0, 0.0, -1.5, 1.0, 0.0, -1.0, 0.5, 2.0, 0.0, 0.0, 0.0,
+        -2.0, -0.5, 1.0,
+    ];
+    assert_eq!(got["ngn:0"].data, neg(&ng));
+    assert_clustered(&gr, &["r", "a", "l", "g", "k1", "k2", "n", "na", "ng"]);
 }

@@ -1309,6 +1309,166 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             let dims = x.shape.clone();
             Ok(kernel(KernelOp::Strided { dims: dims.clone(), strides, offset }, vec![0], vec![vi(x.dtype, dims)]))
         }
+        "ResizeBilinear" | "ResizeBilinearGrad" => {
+            need(2)?;
+            let grad = op == "ResizeBilinearGrad";
+            let attrs = crate::resize::Resize {
+                align_corners: attr_bool(node, "align_corners"),
+                half_pixel_centers: attr_bool(node, "half_pixel_centers"),
+            };
+            let (x, out_shape) = if grad {
+                let (dy, orig) = (&ins[0], &ins[1]);
+                if orig.shape.len() != 4
+                    || dy.shape.len() != 4
+                    || orig.shape[0] != dy.shape[0]
+                    || orig.shape[3] != dy.shape[3]
+                {
+                    return Err(CompileError::unsupported(
+                        node,
+                        "ResizeBilinearGrad operands (the kernel reports them)",
+                    ));
+                }
+                (dy, orig.shape.clone())
+            } else {
+                let x = &ins[0];
+                let size = int_const(node, &ins[1], "size")?;
+                let [h, w] = size[..] else { return Err(CompileError::unsupported(node, "size is not [2]")) };
+                if h <= 0 || w <= 0 || x.shape.len() != 4 {
+                    return Err(CompileError::unsupported(node, "resize operands (the kernel reports them)"));
+                }
+                (x, vec![x.shape[0], h as usize, w as usize, x.shape[3]])
+            };
+            let out_dtype = if grad { ins[1].dtype } else { DType::Float32 };
+            if x.dtype != DType::Float32 || out_dtype != DType::Float32 {
+                return Err(CompileError::unsupported(node, format!("{op} of {}", x.dtype)));
+            }
+            let (image, hw) = if grad {
+                (&out_shape, (out_shape[1], out_shape[2]))
+            } else {
+                (&x.shape, (out_shape[1], out_shape[2]))
+            };
+            attrs.check(image, hw).map_err(|e| CompileError::unsupported(node, e))?;
+            let out_hw = (out_shape[1], out_shape[2]);
+            within_budget(node, DType::Float32, &out_shape)?;
+            Ok(kernel(KernelOp::ResizeBilinear { attrs, grad, out_hw }, vec![0], vec![vi(DType::Float32, out_shape)]))
+        }
+        "ResizeNearestNeighbor" | "ResizeNearestNeighborGrad" => {
+            need(2)?;
+            let grad = op == "ResizeNearestNeighborGrad";
+            let attrs = crate::resize::Resize {
+                align_corners: attr_bool(node, "align_corners"),
+                half_pixel_centers: attr_bool(node, "half_pixel_centers"),
+            };
+            let x = &ins[0];
+            let size = int_const(node, &ins[1], "size")?;
+            let [h, w] = size[..] else { return Err(CompileError::unsupported(node, "size is not [2]")) };
+            if h <= 0 || w <= 0 || x.shape.len() != 4 || (grad && x.dtype != DType::Float32) {
+                return Err(CompileError::unsupported(node, "resize operands (the kernel reports them)"));
+            }
+            let out_hw = (h as usize, w as usize);
+            let out_shape = vec![x.shape[0], out_hw.0, out_hw.1, x.shape[3]];
+            let image = if grad { &out_shape } else { &x.shape };
+            let hw = if grad { (x.shape[1], x.shape[2]) } else { out_hw };
+            attrs.check(image, hw).map_err(|e| CompileError::unsupported(node, e))?;
+            within_budget(node, x.dtype, &out_shape)?;
+            Ok(kernel(KernelOp::ResizeNearest { attrs, grad, out_hw }, vec![0], vec![vi(x.dtype, out_shape)]))
+        }
+        "InTopKV2" | "InTopK" => {
+            need(2)?;
+            let (p, t) = (&ins[0], &ins[1]);
+            if p.dtype != DType::Float32 || p.shape.len() != 2 || t.shape.len() != 1 || t.shape[0] != p.shape[0] {
+                return Err(CompileError::unsupported(node, "InTopK operands (the kernel reports them)"));
+            }
+            let k = if op == "InTopK" {
+                attr_int(node, "k").ok_or_else(|| CompileError::unsupported(node, "no k"))?
+            } else {
+                need(3)?;
+                match int_const(node, &ins[2], "k")?[..] {
+                    [k] => k,
+                    _ => return Err(CompileError::unsupported(node, "k is not a scalar")),
+                }
+            };
+            Ok(kernel(KernelOp::InTopK { k }, vec![0, 1], vec![vi(DType::Bool, vec![t.shape[0]])]))
+        }
+        "L2Loss" => {
+            need(1)?;
+            let x = &ins[0];
+            if !matches!(x.dtype, DType::Float32 | DType::Float64) {
+                return Err(CompileError::unsupported(node, format!("L2Loss of {}", x.dtype)));
+            }
+            Ok(kernel(KernelOp::L2Loss, vec![0], vec![vi(x.dtype, vec![])]))
+        }
+        // Unpack: a Split into pieces of one along the axis, each without that axis.
+        "Unpack" => {
+            need(1)?;
+            let x = &ins[0];
+            let a = norm_axis(node, attr_int(node, "axis").unwrap_or(0), x.shape.len())?;
+            let n = x.shape[a];
+            if attr_int(node, "num").is_some_and(|k| k != n as i64) {
+                return Err(CompileError::unsupported(
+                    node,
+                    format!("num does not match dimension {n} (the kernel reports it)"),
+                ));
+            }
+            let mut piece = x.shape.clone();
+            piece.remove(a);
+            let outputs = (0..n).map(|_| vi(x.dtype, piece.clone())).collect();
+            Ok(kernel(KernelOp::Split { axis: a, sizes: vec![1; n] }, vec![0], outputs))
+        }
+        // Zero padding: the input scattered into a zeroed output of the padded shape.
+        "Pad" => {
+            need(2)?;
+            let x = &ins[0];
+            let p = int_const(node, &ins[1], "paddings")?;
+            let r = x.shape.len();
+            if p.len() != 2 * r || p.iter().any(|&v| v < 0) {
+                return Err(CompileError::unsupported(node, format!("paddings {p:?} for rank {r}")));
+            }
+            let out: Vec<usize> = (0..r).map(|d| x.shape[d] + p[2 * d] as usize + p[2 * d + 1] as usize).collect();
+            within_budget(node, x.dtype, &out)?;
+            let st = strides_of(&out);
+            let offset = (0..r).map(|d| p[2 * d] as isize * st[d] as isize).sum();
+            let strides = st.iter().map(|&s| s as isize).collect();
+            let op = KernelOp::StridedScatter { dims: x.shape.clone(), strides, offset };
+            Ok(kernel(op, vec![0], vec![vi(x.dtype, out)]))
+        }
+        "SpaceToBatchND" | "BatchToSpaceND" => {
+            need(3)?;
+            let x = &ins[0];
+            let block = int_const(node, &ins[1], "block_shape")?;
+            let pads = int_const(node, &ins[2], "paddings")?;
+            let sb = crate::reshuffle::SpaceBatch::new(op == "SpaceToBatchND", &block, &pads)
+                .map_err(|e| CompileError::unsupported(node, e))?;
+            let out = sb.output_shape(&x.shape).map_err(|e| CompileError::unsupported(node, e))?;
+            Ok(kernel(KernelOp::SpaceBatch(sb), vec![0], vec![vi(x.dtype, out)]))
+        }
+        "Bitcast" => {
+            need(1)?;
+            let x = &ins[0];
+            let to = attr_type(node, "type").ok_or_else(|| CompileError::unsupported(node, "no output type"))?;
+            let native = |d: DType| matches!(d, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64);
+            if !native(x.dtype) || !native(to) {
+                return Err(CompileError::unsupported(node, format!("Bitcast of {} to {to}", x.dtype)));
+            }
+            let out = crate::reshuffle::bitcast_shape(&x.shape, x.dtype, to)
+                .map_err(|e| CompileError::unsupported(node, e))?;
+            Ok(kernel(KernelOp::Bitcast { to }, vec![0], vec![vi(to, out)]))
+        }
+        "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "LeftShift" | "RightShift" => {
+            need(2)?;
+            let (a, b) = (&ins[0], &ins[1]);
+            if a.dtype != b.dtype || !matches!(a.dtype, DType::Int32 | DType::Int64) {
+                return Err(CompileError::unsupported(node, format!("{op} of {} and {}", a.dtype, b.dtype)));
+            }
+            let shape = broadcast_shapes(&a.shape, &b.shape).ok_or_else(|| {
+                CompileError::Invalid(format!(
+                    "node '{}': shapes {:?} and {:?} do not broadcast",
+                    node.name, a.shape, b.shape
+                ))
+            })?;
+            let kind = crate::reshuffle::BitwiseKind::from_tf(op).expect("a bitwise op");
+            Ok(kernel(KernelOp::Bitwise { kind }, vec![0, 1], vec![vi(a.dtype, shape)]))
+        }
         "Transpose" => {
             need(2)?;
             let x = &ins[0];

@@ -82,6 +82,22 @@ pub enum KernelOp {
     /// (`autoclust_graph::arith`, the interpreter's), operands broadcast to the output shape;
     /// an integer zero divisor is an error, as in TensorFlow's CPU kernels.
     Modular { kind: ModularKind },
+    /// `SpaceToBatchND` / `BatchToSpaceND` (see [`crate::reshuffle`]).
+    SpaceBatch(crate::reshuffle::SpaceBatch),
+    /// `ResizeBilinear` of float32 NHWC images to `out_hw`, or (`grad`) `ResizeBilinearGrad`
+    /// of float32 gradients onto `out_hw` (see [`crate::resize`]).
+    ResizeBilinear { attrs: crate::resize::Resize, grad: bool, out_hw: (usize, usize) },
+    /// `ResizeNearestNeighbor` (any dtype) or (`grad`) `ResizeNearestNeighborGrad` (float32) to `out_hw`.
+    ResizeNearest { attrs: crate::resize::Resize, grad: bool, out_hw: (usize, usize) },
+    /// `InTopKV2`/`InTopK` with a compile-time `k`: (predictions `[B, C]` float32, targets `[B]`) → bool `[B]`.
+    InTopK { k: i64 },
+    /// `L2Loss`: Σx²/2 of a float tensor, summed in f64 in element order (the interpreter's
+    /// kernel, so both modes agree bit for bit).
+    L2Loss,
+    /// `Bitcast` to `to` (the same bytes as another type).
+    Bitcast { to: DType },
+    /// An integer bitwise binary op, operands broadcast to the output shape.
+    Bitwise { kind: crate::reshuffle::BitwiseKind },
     /// A functional `While` whose condition and body are compiled ([`crate::control_flow`]):
     /// operands and results are the loop-carried values.
     While(crate::control_flow::LoopRef),
@@ -389,6 +405,41 @@ fn strided_scatter<T: Copy + Default>(v: &[T], len: usize, dims: &[usize], strid
     out
 }
 
+/// TensorFlow's `InTopK`: whether each row's target class is among the `k` largest of its
+/// `c` predictions (ties counted in the target's favour: only strictly larger predictions
+/// push it out); false for a target out of range or a row with a non-finite prediction.
+pub fn in_top_k(p: &[f32], c: usize, targets: &[i64], k: i64) -> Vec<bool> {
+    targets
+        .iter()
+        .enumerate()
+        .map(|(b, &t)| {
+            let row = &p[b * c..(b + 1) * c];
+            if t < 0 || t as usize >= c || !row[t as usize].is_finite() {
+                return false;
+            }
+            let target = row[t as usize];
+            let mut more = 0i64;
+            for &x in row {
+                if !x.is_finite() {
+                    return false;
+                }
+                if x > target {
+                    more += 1;
+                    if more > k {
+                        break;
+                    }
+                }
+            }
+            more < k
+        })
+        .collect()
+}
+
+/// Σx² in f64, in element order (`L2Loss`; the interpreter's kernel calls it too).
+pub fn l2_sum(v: impl Iterator<Item = f64>) -> f64 {
+    v.map(|x| x * x).sum()
+}
+
 /// Rows `[start, start + len)` of each of the `outer` rows of `row` elements.
 fn split_piece<T: Copy>(v: &[T], outer: usize, row: usize, start: usize, len: usize) -> Vec<T> {
     let mut o = Vec::with_capacity(outer * len);
@@ -411,6 +462,13 @@ impl KernelOp {
                 | KernelOp::Concat { .. }
                 | KernelOp::Pack { .. }
                 | KernelOp::Einsum { .. }
+                | KernelOp::SpaceBatch(_)
+                | KernelOp::L2Loss
+                | KernelOp::InTopK { .. }
+                | KernelOp::ResizeBilinear { .. }
+                | KernelOp::ResizeNearest { .. }
+                | KernelOp::Bitcast { .. }
+                | KernelOp::Bitwise { .. }
         )
     }
 
@@ -704,6 +762,52 @@ impl KernelOp {
                 };
                 Ok(vec![Tensor { dtype: a.dtype, shape: out_shapes[0].clone(), data }])
             }
+            KernelOp::SpaceBatch(sb) => Ok(vec![sb.run(inputs[0])?]),
+            KernelOp::ResizeBilinear { attrs, grad, out_hw } => {
+                let x = inputs[0];
+                let v = f32_of(x)?;
+                let s = &x.shape;
+                let out = if *grad {
+                    attrs.backward(v, (s[0], s[1], s[2], s[3]), *out_hw)
+                } else {
+                    attrs.forward(v, s, *out_hw)
+                };
+                Ok(vec![tensor_f32(out_shapes[0].clone(), out)])
+            }
+            KernelOp::ResizeNearest { attrs, grad, out_hw } => {
+                let x = inputs[0];
+                let s = x.shape.clone();
+                if *grad {
+                    let out = attrs.nearest_backward(f32_of(x)?, (s[0], s[1], s[2], s[3]), *out_hw);
+                    return Ok(vec![tensor_f32(out_shapes[0].clone(), out)]);
+                }
+                let data = map_data!(x, |v| attrs.nearest_forward(v, &s, *out_hw));
+                Ok(vec![Tensor { dtype: x.dtype, shape: out_shapes[0].clone(), data }])
+            }
+            KernelOp::InTopK { k } => {
+                let p = f32_of(inputs[0])?;
+                let t = inputs[1].to_i64_vec().ok_or_else(|| err("targets must be int32 or int64"))?;
+                let c = inputs[0].shape[1];
+                let v = in_top_k(p, c, &t, *k);
+                Ok(vec![Tensor { dtype: DType::Bool, shape: vec![t.len()], data: TensorData::Bool(Arc::new(v)) }])
+            }
+            KernelOp::L2Loss => {
+                let x = inputs[0];
+                let t = match &x.data {
+                    TensorData::F32(v) => {
+                        tensor_f32(vec![], vec![(l2_sum(v.iter().map(|&e| f64::from(e))) / 2.0) as f32])
+                    }
+                    TensorData::F64(v) => Tensor {
+                        dtype: DType::Float64,
+                        shape: vec![],
+                        data: TensorData::F64(Arc::new(vec![l2_sum(v.iter().copied()) / 2.0])),
+                    },
+                    _ => return Err(err(format!("L2Loss of {}", x.dtype))),
+                };
+                Ok(vec![t])
+            }
+            KernelOp::Bitcast { to } => Ok(vec![crate::reshuffle::bitcast(inputs[0], *to)?]),
+            KernelOp::Bitwise { kind } => Ok(vec![kind.run(inputs[0], inputs[1], &out_shapes[0])?]),
             KernelOp::KeyCounter => {
                 let gen = crate::random::generator_from_seed(inputs[0])?;
                 let (key, counter) = crate::random::key_counter_tensors(&gen);

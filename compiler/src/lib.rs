@@ -81,6 +81,8 @@ pub mod plan;
 pub mod pool;
 pub mod profile;
 pub mod random;
+pub mod reshuffle;
+pub mod resize;
 mod team;
 mod tile_routines;
 

@@ -57,7 +57,9 @@ pub fn is_jit_op(op: &str) -> bool {
             // Shapes and data movement.
             | "Split" | "SplitV" | "ReverseV2" | "StridedSliceGrad" | "Reshape" | "Shape" | "ShapeN" | "Size" | "Rank" | "ExpandDims" | "Squeeze" | "Transpose" | "ConcatV2" | "Pack"
             | "Slice" | "StridedSlice" | "Fill" | "ZerosLike" | "OnesLike" | "Tile" | "BroadcastTo" | "GatherV2" | "Gather"
-            | "UnsortedSegmentSum" | "Cumsum" | "Cumprod"
+            | "UnsortedSegmentSum" | "Cumsum" | "Cumprod" | "Pad" | "Unpack" | "L2Loss" | "InTopKV2" | "InTopK" | "ResizeBilinear" | "ResizeBilinearGrad" | "ResizeNearestNeighbor" | "ResizeNearestNeighborGrad" | "SpaceToBatchND" | "BatchToSpaceND"
+            // Bit-level ops (Keras 3's argmax tests a float's sign bit with them).
+            | "Bitcast" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "LeftShift" | "RightShift"
             // Stateless random samplers (pure functions of their seed or key and counter).
             | "StatelessRandomUniform" | "StatelessRandomNormal" | "StatelessTruncatedNormal"
             | "StatelessRandomUniformInt" | "StatelessRandomUniformV2" | "StatelessRandomNormalV2"

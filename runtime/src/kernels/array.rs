@@ -1351,6 +1351,162 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(dispatch_num!(inp[0].dtype, unsorted_segment(r, &inp[0], &inp[1], num as usize))?)
             })
         }
+        // The compiler's kernels (`autoclust_compiler::reshuffle`), so both modes agree.
+        "SpaceToBatchND" | "BatchToSpaceND" => {
+            let to_batch = node.op == "SpaceToBatchND";
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                let block = int_values(&inp[1], "block_shape")?;
+                let pads = int_values(&inp[2], if to_batch { "paddings" } else { "crops" })?;
+                let sb = autoclust_compiler::reshuffle::SpaceBatch::new(to_batch, &block, &pads)
+                    .map_err(KernelError::invalid)?;
+                let out = sb.output_shape(&inp[0].shape).map_err(KernelError::invalid)?;
+                budget(inp[0].dtype, &out)?;
+                one(sb.run(&inp[0]).map_err(KernelError::invalid)?)
+            })
+        }
+        "ResizeBilinear" | "ResizeBilinearGrad" => {
+            let grad = node.op == "ResizeBilinearGrad";
+            let flag = |name: &str| node.attr(name).and_then(|a| a.as_bool()).unwrap_or(false);
+            let attrs = autoclust_compiler::resize::Resize {
+                align_corners: flag("align_corners"),
+                half_pixel_centers: flag("half_pixel_centers"),
+            };
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let x = &inp[0];
+                if grad {
+                    let orig = &inp[1];
+                    if orig.dtype != autoclust_graph::DType::Float32 {
+                        return Err(KernelError::DType(orig.dtype));
+                    }
+                    let dy = x.as_f32().ok_or(KernelError::DType(x.dtype))?;
+                    if x.rank() != 4 || orig.rank() != 4 || x.shape[0] != orig.shape[0] || x.shape[3] != orig.shape[3] {
+                        return Err(KernelError::invalid(format!(
+                            "grads {:?} and original_image {:?} do not match",
+                            x.shape, orig.shape
+                        )));
+                    }
+                    let (s, o) = (&x.shape, &orig.shape);
+                    attrs.check(o, (s[1], s[2])).map_err(KernelError::invalid)?;
+                    let v = attrs.backward(dy, (s[0], s[1], s[2], s[3]), (o[1], o[2]));
+                    return one(tensor_of(o.clone(), v));
+                }
+                let size = int_values(&inp[1], "size")?;
+                let [h, w] = size[..] else {
+                    return Err(KernelError::invalid(format!(
+                        "size must be a 1-D int32 Tensor of 2 elements, got {size:?}"
+                    )));
+                };
+                if h <= 0 || w <= 0 {
+                    return Err(KernelError::invalid(format!("output dimensions must be positive, got [{h}, {w}]")));
+                }
+                let (h, w) = (h as usize, w as usize);
+                attrs.check(&x.shape, (h, w)).map_err(KernelError::invalid)?;
+                let out = vec![x.shape[0], h, w, x.shape[3]];
+                budget(autoclust_graph::DType::Float32, &out)?;
+                let xf: Vec<f32> = match x.as_f32() {
+                    Some(v) => v.to_vec(),
+                    None => x.to_f64_vec().ok_or(KernelError::DType(x.dtype))?.iter().map(|&v| v as f32).collect(),
+                };
+                one(tensor_of(out, attrs.forward(&xf, &x.shape, (h, w))))
+            })
+        }
+        "ResizeNearestNeighbor" | "ResizeNearestNeighborGrad" => {
+            let grad = node.op == "ResizeNearestNeighborGrad";
+            let flag = |name: &str| node.attr(name).and_then(|a| a.as_bool()).unwrap_or(false);
+            let attrs = autoclust_compiler::resize::Resize {
+                align_corners: flag("align_corners"),
+                half_pixel_centers: flag("half_pixel_centers"),
+            };
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let x = &inp[0];
+                let size = int_values(&inp[1], "size")?;
+                let [h, w] = size[..] else {
+                    return Err(KernelError::invalid(format!(
+                        "size must be a 1-D int32 Tensor of 2 elements, got {size:?}"
+                    )));
+                };
+                if h <= 0 || w <= 0 || x.rank() != 4 {
+                    return Err(KernelError::invalid(format!("invalid resize of {:?} to [{h}, {w}]", x.shape)));
+                }
+                let (h, w) = (h as usize, w as usize);
+                let out = vec![x.shape[0], h, w, x.shape[3]];
+                let (image, hw) = if grad { (&out, (x.shape[1], x.shape[2])) } else { (&x.shape, (h, w)) };
+                attrs.check(image, hw).map_err(KernelError::invalid)?;
+                budget(x.dtype, &out)?;
+                if grad {
+                    let dy = x.as_f32().ok_or(KernelError::DType(x.dtype))?;
+                    let s = &x.shape;
+                    return one(tensor_of(out.clone(), attrs.nearest_backward(dy, (s[0], s[1], s[2], s[3]), (h, w))));
+                }
+                let s = x.shape.clone();
+                one(dispatch_all!(x.dtype, nearest_any(x, &attrs, &s, (h, w), out))?)
+            })
+        }
+        "InTopKV2" | "InTopK" => {
+            let attr_k = if node.op == "InTopK" {
+                Some(node.attr("k").and_then(|a| a.as_int()).ok_or_else(|| KernelError::Attr("k".into()))?)
+            } else {
+                None
+            };
+            Box::new(move |inp: Inputs| {
+                arity(&inp, if attr_k.is_some() { 2 } else { 3 })?;
+                let (p, t) = (&inp[0], &inp[1]);
+                let k = match attr_k {
+                    Some(k) => k,
+                    None => int_scalar(&inp[2], "k")?,
+                };
+                let pv = p.as_f32().ok_or(KernelError::DType(p.dtype))?;
+                let tv = int_values(t, "targets")?;
+                if p.rank() != 2 {
+                    return Err(KernelError::invalid(format!(
+                        "predictions must be 2-dimensional, got rank {}",
+                        p.rank()
+                    )));
+                }
+                if t.rank() != 1 || t.shape[0] != p.shape[0] {
+                    return Err(KernelError::invalid(format!(
+                        "First dimension of predictions {} must match length of targets {}",
+                        p.shape[0],
+                        t.shape.first().copied().unwrap_or(0)
+                    )));
+                }
+                let v = autoclust_compiler::kernels::in_top_k(pv, p.shape[1], &tv, k);
+                one(tensor_of(vec![tv.len()], v))
+            })
+        }
+        "Bitcast" => {
+            let to = super::attr_type(node, "type")?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                one(autoclust_compiler::reshuffle::bitcast(&inp[0], to).map_err(KernelError::invalid)?)
+            })
+        }
+        "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "LeftShift" | "RightShift" => {
+            let kind = autoclust_compiler::reshuffle::BitwiseKind::from_tf(&node.op).expect("a bitwise op");
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                if inp[0].dtype != inp[1].dtype {
+                    return Err(KernelError::invalid(format!("{} and {} operands", inp[0].dtype, inp[1].dtype)));
+                }
+                let out =
+                    autoclust_compiler::analyze::broadcast_shapes(&inp[0].shape, &inp[1].shape).ok_or_else(|| {
+                        KernelError::invalid(format!("Incompatible shapes: {:?} vs. {:?}", inp[0].shape, inp[1].shape))
+                    })?;
+                one(kind.run(&inp[0], &inp[1], &out).map_err(KernelError::invalid)?)
+            })
+        }
+        "Invert" => Box::new(|inp: Inputs| {
+            arity(&inp, 1)?;
+            let t = &inp[0];
+            one(match (t.as_i32(), t.as_i64()) {
+                (Some(v), _) => tensor_of(t.shape.clone(), v.iter().map(|x| !x).collect::<Vec<i32>>()),
+                (_, Some(v)) => tensor_of(t.shape.clone(), v.iter().map(|x| !x).collect::<Vec<i64>>()),
+                _ => return Err(KernelError::DType(t.dtype)),
+            })
+        }),
         "ReverseV2" => Box::new(|inp: Inputs| {
             arity(&inp, 2)?;
             let r = inp[0].rank() as i64;
@@ -1471,6 +1627,17 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         _ => return Ok(None),
     };
     Ok(Some(f))
+}
+
+/// `ResizeNearestNeighbor` of any element type, by the compiler's kernel.
+fn nearest_any<T: Elem>(
+    x: &Tensor,
+    attrs: &autoclust_compiler::resize::Resize,
+    shape: &[usize],
+    hw: (usize, usize),
+    out: Vec<usize>,
+) -> KResult<Tensor> {
+    Ok(tensor_of(out, attrs.nearest_forward(T::slice(x), shape, hw)))
 }
 
 #[cfg(test)]

@@ -252,6 +252,12 @@ pub(crate) trait Float: Num {
     fn tanh(self) -> Self;
     fn sin(self) -> Self;
     fn cos(self) -> Self;
+    fn tan(self) -> Self;
+    fn asin(self) -> Self;
+    fn acos(self) -> Self;
+    fn atan(self) -> Self;
+    fn sinh(self) -> Self;
+    fn cosh(self) -> Self;
     fn floor(self) -> Self;
     fn ceil(self) -> Self;
     fn round_even(self) -> Self;
@@ -293,6 +299,24 @@ macro_rules! float_impl {
             }
             fn cos(self) -> Self {
                 <$t>::cos(self)
+            }
+            fn tan(self) -> Self {
+                <$t>::tan(self)
+            }
+            fn asin(self) -> Self {
+                <$t>::asin(self)
+            }
+            fn acos(self) -> Self {
+                <$t>::acos(self)
+            }
+            fn atan(self) -> Self {
+                <$t>::atan(self)
+            }
+            fn sinh(self) -> Self {
+                <$t>::sinh(self)
+            }
+            fn cosh(self) -> Self {
+                <$t>::cosh(self)
             }
             fn floor(self) -> Self {
                 <$t>::floor(self)
@@ -447,6 +471,12 @@ pub(crate) enum Unary {
     Sigmoid,
     Sin,
     Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
     Floor,
     Ceil,
     Round,
@@ -527,6 +557,12 @@ fn unary_float<T: Float>(op: Unary, t: Tensor) -> KResult<Tensor> {
         Unary::Sigmoid => map_same(t, sigmoid::<T>),
         Unary::Sin => map_same(t, T::sin),
         Unary::Cos => map_same(t, T::cos),
+        Unary::Tan => map_same(t, T::tan),
+        Unary::Asin => map_same(t, T::asin),
+        Unary::Acos => map_same(t, T::acos),
+        Unary::Atan => map_same(t, T::atan),
+        Unary::Sinh => map_same(t, T::sinh),
+        Unary::Cosh => map_same(t, T::cosh),
         Unary::Floor => map_same(t, T::floor),
         Unary::Ceil => map_same(t, T::ceil),
         Unary::Round => map_same(t, T::round_even),
@@ -705,6 +741,12 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Sigmoid" => Some(Unary::Sigmoid),
         "Sin" => Some(Unary::Sin),
         "Cos" => Some(Unary::Cos),
+        "Tan" => Some(Unary::Tan),
+        "Asin" => Some(Unary::Asin),
+        "Acos" => Some(Unary::Acos),
+        "Atan" => Some(Unary::Atan),
+        "Sinh" => Some(Unary::Sinh),
+        "Cosh" => Some(Unary::Cosh),
         "Floor" => Some(Unary::Floor),
         "Ceil" => Some(Unary::Ceil),
         "Round" | "Rint" => Some(Unary::Round),
@@ -798,6 +840,28 @@ mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::AttrValue;
+
+    #[test]
+    fn trigonometric_and_hyperbolic_unaries_follow_their_definitions() {
+        // Keras 3's RandomRotation computes its transform with `Tan`.
+        let x = [0.3, -0.9, 0.7, 0.0];
+        type Case = (&'static str, fn(f64) -> f64);
+        let cases: [Case; 6] = [
+            ("Tan", f64::tan),
+            ("Asin", f64::asin),
+            ("Acos", f64::acos),
+            ("Atan", f64::atan),
+            ("Sinh", f64::sinh),
+            ("Cosh", f64::cosh),
+        ];
+        for (op, f) in cases {
+            let r = run1(&node(op, &[]), &[Tensor::from_f64(vec![4], x.to_vec()).unwrap()]).unwrap();
+            let want: Vec<f64> = x.iter().map(|&v| f(v)).collect();
+            assert_eq!(r.as_f64().unwrap(), &want[..], "{op}");
+            let r32 = run1(&node(op, &[]), &[Tensor::from_f32(vec![1], vec![0.5]).unwrap()]).unwrap();
+            assert!((f64::from(r32.as_f32().unwrap()[0]) - f(0.5)).abs() < 1e-6, "{op} float32");
+        }
+    }
 
     #[test]
     fn broadcasting_shapes() {

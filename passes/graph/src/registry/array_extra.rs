@@ -2,8 +2,9 @@
 //! embedding lookups (`Unique`, `UnsortedSegment{Sum,Max,Min,Prod}`), `InvertPermutation`
 //! (transpose gradients), `OneHot`, and the N-d resource scatters
 //! (`ResourceScatterNd{Add,Sub,Update}`), `Einsum` (Keras attention and `EinsumDense`), the
-//! sorted `Segment*` reductions, `TopKV2`/`TopK`, `Assert`, `GatherNd`/`ResourceGatherNd`/`ScatterNd`, `ReverseV2` and
-//! `BroadcastArgs`. Signatures and shape functions follow the ops'
+//! sorted `Segment*` reductions, `TopKV2`/`TopK`, `Assert`, `GatherNd`/`ResourceGatherNd`/`ScatterNd`, `ReverseV2`,
+//! `BroadcastArgs`, `SpaceToBatchND`/`BatchToSpaceND` (dilated convolutions) , `InTopKV2`/`InTopK`
+//! (Keras' top-k accuracy metrics), `ResizeBilinear`/`ResizeNearestNeighbor` and their gradients. Signatures and shape functions follow the ops'
 //! `REGISTER_OP`s in TensorFlow's `array_ops.cc`, `math_ops.cc` and `state_ops.cc`:
 //! unknown ranks and dimensions stay unknown, and a shape function fails only where
 //! TensorFlow's would.
@@ -262,6 +263,94 @@ fn broadcast_args(c: &InferCtx<'_>) -> Shapes {
     }]))
 }
 
+/// `SpaceToBatchND` (`to_batch`) and `BatchToSpaceND`: input `[B, s_1..s_M, rest..]`, block
+/// shape `[M]`, paddings or crops `[M, 2]`. SpaceToBatchND gives `[B·Πb, (s_i + p_i0 + p_i1) / b_i,
+/// rest..]`, BatchToSpaceND `[B / Πb, s_i·b_i − c_i0 − c_i1, rest..]`; dimensions whose operands
+/// are not known stay unknown.
+fn space_batch(c: &InferCtx<'_>, to_batch: bool) -> Shapes {
+    let input = dims_of(c.shape(0));
+    let (block, pads) = (c.known_value(1), c.known_value(2));
+    let (Some(input), Some(block)) = (input, block) else {
+        return one(match (input, c.shape(1).dims.as_ref().and_then(|d| d.first().copied().flatten())) {
+            (Some(d), _) => Shape::with_dims(vec![None; d.len()]),
+            _ => Shape::unknown(),
+        });
+    };
+    let m = block.len();
+    if input.len() < m + 1 {
+        return Err(format!("input has rank {}, needs at least {}", input.len(), m + 1));
+    }
+    if block.iter().any(|&b| b < 1) {
+        return Err(format!("block_shape {block:?} must be positive"));
+    }
+    if let Some(p) = &pads {
+        if p.len() != 2 * m {
+            return Err(format!(
+                "{} has {} elements, not [{m}, 2]",
+                if to_batch { "paddings" } else { "crops" },
+                p.len()
+            ));
+        }
+        if p.iter().any(|&x| x < 0) {
+            return Err(format!("{} must be non-negative", if to_batch { "paddings" } else { "crops" }));
+        }
+    }
+    let prod: i64 = block.iter().product();
+    let mut out = Vec::with_capacity(input.len());
+    out.push(match input[0] {
+        Some(b) if to_batch => Some(b * prod),
+        Some(b) if b % prod != 0 => return Err(format!("batch {b} is not divisible by the block size {prod}")),
+        Some(b) => Some(b / prod),
+        None => None,
+    });
+    for i in 0..m {
+        let extra = pads.as_ref().map(|p| p[2 * i] + p[2 * i + 1]);
+        out.push(match (input[1 + i], extra) {
+            (Some(s), Some(e)) if to_batch => {
+                if (s + e) % block[i] != 0 {
+                    return Err(format!("padded size {} is not divisible by the block size {}", s + e, block[i]));
+                }
+                Some((s + e) / block[i])
+            }
+            (Some(s), Some(e)) => {
+                if s * block[i] < e {
+                    return Err(format!("crops {e} exceed the size {}", s * block[i]));
+                }
+                Some(s * block[i] - e)
+            }
+            _ => None,
+        });
+    }
+    out.extend_from_slice(&input[m + 1..]);
+    one(Shape::with_dims(out))
+}
+
+fn space_to_batch(c: &InferCtx<'_>) -> Shapes {
+    space_batch(c, true)
+}
+
+fn batch_to_space(c: &InferCtx<'_>) -> Shapes {
+    space_batch(c, false)
+}
+
+/// `InTopKV2` / `InTopK`: one bool per row of `predictions` `[batch, classes]`.
+fn in_top_k(c: &InferCtx<'_>) -> Shapes {
+    one(Shape::with_dims(vec![dims_of(c.shape(0)).and_then(|d| d.first().copied().flatten())]))
+}
+
+/// `ResizeBilinear`, `ResizeNearestNeighbor` and its gradient: `[batch, size[0], size[1], channels]`.
+fn resize_bilinear(c: &InferCtx<'_>) -> Shapes {
+    let d = dims_of(c.shape(0));
+    let at = |i: usize| d.and_then(|d| d.get(i).copied().flatten());
+    let size = c.known_value(1);
+    let hw = |i: usize| size.as_ref().and_then(|s| s.get(i).copied());
+    one(Shape::with_dims(vec![at(0), hw(0), hw(1), at(3)]))
+}
+
+fn same_as_1(c: &InferCtx<'_>) -> Shapes {
+    one(c.shape(1).clone())
+}
+
 fn same_as_input(c: &InferCtx<'_>) -> Shapes {
     one(c.shape(0).clone())
 }
@@ -285,6 +374,9 @@ const SORTED_SEGMENT_IN: &[ArgSpec] = &[a("data", T), a("segment_ids", ty("Tindi
 const SORTED_SUM_ATTRS: &[AttrSpec] = &[tattr("T", Some(NUMBER)), tattr("Tindices", Some(INDEX))];
 const SORTED_MINMAX_ATTRS: &[AttrSpec] = &[tattr("T", Some(REAL)), tattr("Tindices", Some(INDEX))];
 const TOPK_OUT: &[ArgSpec] = &[a("values", T), a("indices", ty("index_type"))];
+
+const RESIZE_ATTRS: &[AttrSpec] =
+    &[tattr("T", Some(REAL)), bdef("align_corners", false), bdef("half_pixel_centers", false)];
 
 const fn sorted_segment_op(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
     op(name, OpFamily::Reduction, SORTED_SEGMENT_IN, SEGMENT_OUT, attrs, sorted_segment)
@@ -453,6 +545,73 @@ pub(super) static OPS: &[OpSchema] = &[
             no_outputs,
         )
     },
+    op(
+        "ResizeBilinear",
+        OpFamily::Shape,
+        &[a("images", T), a("size", TypeRule::Fixed(Int32))],
+        &[a("resized_images", TypeRule::Fixed(Float32))],
+        RESIZE_ATTRS,
+        resize_bilinear,
+    ),
+    op(
+        "ResizeBilinearGrad",
+        OpFamily::Shape,
+        &[a("grads", TypeRule::Fixed(Float32)), a("original_image", T)],
+        &[a("output", T)],
+        RESIZE_ATTRS,
+        same_as_1,
+    ),
+    op(
+        "ResizeNearestNeighbor",
+        OpFamily::Shape,
+        &[a("images", T), a("size", TypeRule::Fixed(Int32))],
+        &[a("resized_images", T)],
+        RESIZE_ATTRS,
+        resize_bilinear,
+    ),
+    op(
+        "ResizeNearestNeighborGrad",
+        OpFamily::Shape,
+        &[a("grads", T), a("size", TypeRule::Fixed(Int32))],
+        &[a("output", T)],
+        RESIZE_ATTRS,
+        resize_bilinear,
+    ),
+    op(
+        "InTopKV2",
+        OpFamily::Shape,
+        &[a("predictions", TypeRule::Fixed(Float32)), a("targets", T), a("k", T)],
+        &[a("precision", TypeRule::Fixed(DType::Bool))],
+        &[tdef("T", Int32, INDEX)],
+        in_top_k,
+    ),
+    op(
+        "InTopK",
+        OpFamily::Shape,
+        &[a("predictions", TypeRule::Fixed(Float32)), a("targets", T)],
+        &[a("precision", TypeRule::Fixed(DType::Bool))],
+        &[
+            AttrSpec { name: "k", kind: AttrKind::Int, default: AttrDefault::Required, allowed: None },
+            tdef("T", Int32, INDEX),
+        ],
+        in_top_k,
+    ),
+    op(
+        "SpaceToBatchND",
+        OpFamily::Shape,
+        &[a("input", T), a("block_shape", ty("Tblock_shape")), a("paddings", ty("Tpaddings"))],
+        &[a("output", T)],
+        &[tattr("T", None), tdef("Tblock_shape", Int32, INDEX), tdef("Tpaddings", Int32, INDEX)],
+        space_to_batch,
+    ),
+    op(
+        "BatchToSpaceND",
+        OpFamily::Shape,
+        &[a("input", T), a("block_shape", ty("Tblock_shape")), a("crops", ty("Tcrops"))],
+        &[a("output", T)],
+        &[tattr("T", None), tdef("Tblock_shape", Int32, INDEX), tdef("Tcrops", Int32, INDEX)],
+        batch_to_space,
+    ),
     op(
         "ReverseV2",
         OpFamily::Shape,

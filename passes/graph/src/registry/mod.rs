@@ -14,6 +14,7 @@
 //! Ops not in the registry are opaque: the verifier never rejects them.
 
 mod array_extra;
+mod bitwise;
 mod calls;
 mod control_flow;
 mod diag;
@@ -255,7 +256,7 @@ impl InferCtx<'_> {
 /// The schema tables, one per op area. A later table never redefines an op of an earlier one
 /// (checked by a unit test).
 const TABLES: &[&[OpSchema]] =
-    &[ops::OPS, array_extra::OPS, nn::OPS, calls::OPS, strings::OPS, control_flow::OPS, diag::OPS];
+    &[ops::OPS, array_extra::OPS, nn::OPS, calls::OPS, strings::OPS, control_flow::OPS, diag::OPS, bitwise::OPS];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {
     static INDEX: OnceLock<HashMap<&'static str, &'static OpSchema>> = OnceLock::new();

@@ -317,6 +317,12 @@ pub(super) static OPS: &[OpSchema] = &[
     unary("Erfc", T_FLOATS),
     unary("Sin", T_FLOAT_COMPLEX),
     unary("Cos", T_FLOAT_COMPLEX),
+    unary("Tan", T_FLOAT_COMPLEX),
+    unary("Asin", T_FLOAT_COMPLEX),
+    unary("Acos", T_FLOAT_COMPLEX),
+    unary("Atan", T_FLOAT_COMPLEX),
+    unary("Sinh", T_FLOAT_COMPLEX),
+    unary("Cosh", T_FLOAT_COMPLEX),
     unary("Rint", T_FLOATS),
     unary("Softsign", T_FLOATS),
     op(
