@@ -302,14 +302,20 @@ impl Pipeline {
             let before = graph.revision();
             graph = pass.run(graph, ctx)?;
             stats.push((pass.name(), graph.len(), start.elapsed()));
-            if !graph.unchanged_since(&before) {
+            let changed = !graph.unchanged_since(&before);
+            if changed {
                 #[cfg(test)]
                 tests::VERIFICATIONS.with(|v| v.set(v.get() + 1));
                 let types = verify(&graph)
                     .map_err(|source| PassError::Invalid { pass: pass.name().to_string(), source: Box::new(source) })?;
                 ctx.remember(&graph, types);
             }
-            tracing::debug!(nodes = graph.len(), functions = graph.library.functions.len(), "pass done");
+            tracing::debug!(
+                nodes = graph.len(),
+                functions = graph.library.functions.len(),
+                reverified = changed,
+                "pass done"
+            );
             if let Some(hook) = &ctx.after_pass {
                 hook(pass.name(), &graph);
             }
