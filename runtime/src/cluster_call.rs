@@ -110,6 +110,9 @@ impl Jit {
     }
 }
 
+/// Input dtypes and shapes, by argument.
+type Signature = Vec<(DType, Vec<usize>)>;
+
 impl Jit {
     /// Compiles ahead, on a scoped pool of `threads` workers (0: one per core), the
     /// cluster functions that `graph`'s call nodes run, for the input dtypes and shapes
@@ -126,13 +129,13 @@ impl Jit {
             return 0;
         }
         let Ok((types, _)) = autoclust_graph::infer::infer_partial(graph) else { return 0 };
-        let mut seen: HashSet<(&str, Vec<(DType, Vec<usize>)>)> = HashSet::new();
+        let mut seen: HashSet<(&str, Signature)> = HashSet::new();
         let mut work = Vec::new();
         for node in graph.nodes() {
             if !is_call(&node.op, &graph.library) || !crate::function_call::is_cluster_call(node, &graph.library) {
                 continue;
             }
-            let sig: Option<Vec<(DType, Vec<usize>)>> =
+            let sig: Option<Signature> =
                 node.inputs.iter().map(|&o| types.output(o).and_then(|(d, s)| Some((*d, s.to_known()?)))).collect();
             if let Some(sig) = sig {
                 if seen.insert((node.op.as_str(), sig.clone())) {
