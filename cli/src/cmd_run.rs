@@ -323,6 +323,7 @@ pub fn clustered_session(
     let new_graph = Arc::new(new_graph);
     // A compiled `While` keeps the session's iteration bound (`--max-loop-iterations`).
     let compiler = CompilerOptions { max_loop_iterations: options.max_loop_iterations, ..compiler };
+    let threads = options.threads;
     let session = Session::with_jit(new_graph.clone(), options, Jit::new(compiler, true));
     for (name, value) in plain.session.variables() {
         if let Err(e) = session.set_variable(&name, value) {
@@ -348,6 +349,8 @@ pub fn clustered_session(
             vec!["running unclustered: a fetch or target did not survive the rewrite".into()],
         ));
     };
+    // Every cluster whose signature is static compiles now, on all cores (issue 19).
+    session.jit().precompile(&new_graph, threads);
     let report = ClusterReport {
         clusters: bridges.into_iter().map(|b| (b.cluster, b.function)).collect(),
         clustered_nodes,

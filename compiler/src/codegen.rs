@@ -167,8 +167,28 @@ pub(crate) struct CodeGen<'d> {
 impl<'d> CodeGen<'d> {
     /// `tier`: the tile routines fused loops may call (`tile_routines.rs`; `None`: f32x4
     /// code only). The caller picks it with [`TileTier::select`], so the host has it.
-    pub fn new(prefix: &str, dump: Option<&'d Path>, tier: Option<TileTier>) -> Result<CodeGen<'d>, CompileError> {
+    /// `quick`: allocate registers in a single pass (small bodies; see below).
+    pub fn new(
+        prefix: &str,
+        dump: Option<&'d Path>,
+        tier: Option<TileTier>,
+        quick: bool,
+    ) -> Result<CodeGen<'d>, CompileError> {
         let mut flags = settings::builder();
+        // Small bodies (see `plan::QUICK_REGALLOC_ELEMENTS`) take Cranelift's single-pass
+        // register allocator: their loops run a few iterations, so the backtracking
+        // allocator's better code cannot pay for its compile time — its share of a
+        // 10^5-node graph's first clustered step (a thousand small clusters) was a fifth.
+        // Values are the same either way (`tests/regalloc.rs`). `AUTOCLUST_REGALLOC=
+        // backtracking|single_pass` forces one allocator (for A/B measurements).
+        let quick = match std::env::var("AUTOCLUST_REGALLOC").as_deref() {
+            Ok("single_pass") => true,
+            Ok("backtracking") => false,
+            _ => quick,
+        };
+        if quick {
+            flags.set("regalloc_algorithm", "single_pass").map_err(cg_err)?;
+        }
         flags.set("use_colocated_libcalls", "false").map_err(cg_err)?;
         flags.set("is_pic", "false").map_err(cg_err)?;
         // No e-graph optimisation: the generated loops are already in the shape we want

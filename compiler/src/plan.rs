@@ -197,6 +197,10 @@ fn depends_on_group(body: &Graph, group_of: &[Option<usize>], groups: &[GroupBui
 }
 
 /// Builds the program for an analysed body.
+/// Bodies whose values all have at most this many elements are compiled with Cranelift's
+/// single-pass register allocator (see [`CodeGen::new`]).
+pub(crate) const QUICK_REGALLOC_ELEMENTS: usize = 1024;
+
 pub(crate) fn build(
     body: &Graph,
     an: &Analysis,
@@ -281,7 +285,8 @@ pub(crate) fn build(
         std::fs::create_dir_all(d).map_err(|e| CompileError::Codegen(format!("creating {}: {e}", d.display())))?;
     }
     let tier = if options.no_tile_routines { None } else { crate::TileTier::select(options.max_tile_tier) };
-    let mut cg = CodeGen::new(name, dump, tier)?;
+    let largest = types.iter().map(|(_, s)| s.iter().product::<usize>()).max().unwrap_or(0);
+    let mut cg = CodeGen::new(name, dump, tier, largest <= QUICK_REGALLOC_ELEMENTS)?;
     let mut steps: Vec<(usize, Step)> = Vec::new(); // (position in topo order, step)
     let mut args: Vec<Option<ValueId>> = Vec::new();
     let mut constants = Vec::new();

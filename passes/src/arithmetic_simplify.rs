@@ -46,7 +46,7 @@
 
 use std::collections::HashMap;
 
-use autoclust_graph::infer::{infer_partial, TypeInfo};
+use autoclust_graph::infer::TypeInfo;
 use autoclust_graph::{AttrValue, DType, Graph, Node, NodeId, Output, RawNode, Tensor};
 
 use crate::pass::{PassContext, PassError};
@@ -223,7 +223,7 @@ pub(crate) fn arithmetic_simplify_owned(owned: Graph, ctx: &PassContext) -> Resu
     let _span = tracing::debug_span!("arithmetic_simplify", nodes = graph.len()).entered();
     let keep = pinned_names(graph, ctx);
     let pin = pinned(graph, ctx);
-    let (info, _) = infer_partial(graph).map_err(|e| PassError::InvalidInput(Box::new(e)))?;
+    let info = ctx.types(graph)?;
     let succ = graph.successors();
     let mut rw = Rewrite::default();
     let mut report = SimplifyReport::default();

@@ -42,7 +42,7 @@
 
 use std::collections::HashMap;
 
-use autoclust_graph::infer::{infer_partial, TypeInfo};
+use autoclust_graph::infer::TypeInfo;
 use autoclust_graph::{AttrValue, Attrs, DType, Graph, NodeId, Output, RawNode, Tensor};
 
 use crate::pass::{PassContext, PassError};
@@ -108,7 +108,7 @@ pub(crate) fn constant_fold_owned(owned: Graph, ctx: &PassContext) -> Result<(Gr
     let _span = tracing::debug_span!("constant_fold", nodes = graph.len()).entered();
     let keep = pinned_names(graph, ctx);
     let order = graph.topo_order()?;
-    let (info, _) = infer_partial(graph).map_err(|e| PassError::InvalidInput(Box::new(e)))?;
+    let info = ctx.types(graph)?;
     let mut rw = Rewrite::default();
     let mut report = FoldReport::default();
     // Known values, and the control inputs a use of each must inherit.

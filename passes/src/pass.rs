@@ -33,6 +33,7 @@
 
 use std::fmt;
 
+use autoclust_graph::infer::TypeInfo;
 use autoclust_graph::verify::{verify, VerifyError};
 use autoclust_graph::{AttrValue, CycleError, Graph, ListValue};
 
@@ -78,7 +79,15 @@ pub struct PassContext {
     /// then leaves a float `x + (+0.0)` alone (`-0.0 + 0.0` is `+0.0`). Off by
     /// default, as TensorFlow's Grappler rewrites it to `x`.
     pub exact_signed_zeros: bool,
+    /// The types the driver's last verification found, and the graph they are of
+    /// (the driver fills it: leave it default).
+    pub verified: VerifiedTypes,
 }
+
+/// The types of the graph the pass driver verified last: a pass over that graph,
+/// unchanged, takes them instead of typing it again ([`PassContext::types`]).
+#[derive(Default)]
+pub struct VerifiedTypes(std::sync::Mutex<Option<(autoclust_graph::Revision, std::sync::Arc<TypeInfo>)>>);
 
 /// Evaluates one pure node on its constant inputs (see [`PassContext::evaluator`]).
 pub type Evaluator = std::sync::Arc<
@@ -90,6 +99,27 @@ pub type Evaluator = std::sync::Arc<
 impl PassContext {
     fn note(&self, lines: impl IntoIterator<Item = String>) {
         self.notes.lock().unwrap_or_else(|e| e.into_inner()).extend(lines);
+    }
+
+    /// The dtypes and static shapes of `graph`'s outputs, as
+    /// [`autoclust_graph::infer::infer_partial`] gives them: the driver's, when it
+    /// verified this graph as it is (a verified graph types without a failure, so
+    /// `infer_partial` would find the same), else computed now.
+    pub fn types(&self, graph: &Graph) -> Result<std::sync::Arc<TypeInfo>, PassError> {
+        if let Some((revision, types)) = &*self.verified.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            if graph.unchanged_since(revision) {
+                return Ok(types.clone());
+            }
+        }
+        let (types, _) =
+            autoclust_graph::infer::infer_partial(graph).map_err(|e| PassError::InvalidInput(Box::new(e)))?;
+        Ok(std::sync::Arc::new(types))
+    }
+
+    /// Keeps the types of a graph just verified (for [`PassContext::types`]).
+    fn remember(&self, graph: &Graph, types: TypeInfo) {
+        *self.verified.0.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((graph.revision(), std::sync::Arc::new(types)));
     }
 
     /// The notes recorded so far, emptying the list.
@@ -252,25 +282,42 @@ impl Pipeline {
         self.passes.iter().map(|p| p.name()).collect()
     }
 
-    /// Verifies `graph`, then runs every pass, re-verifying after each.
+    /// Verifies `graph`, then runs every pass, re-verifying after each one
+    /// that changed the graph ([`Graph::unchanged_since`]: a graph no pass
+    /// edited is the graph verified before).
     pub fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         self.run_timed(graph, ctx).map(|(g, _)| g)
     }
 
     /// As [`Pipeline::run`], also returning each pass's name, the graph's
     /// node count after it, and the time it took (verification excluded).
+    /// The types each verification finds are kept in `ctx` for the passes
+    /// that follow while the graph stays as it is ([`PassContext::types`]).
     pub fn run_timed(&self, graph: Graph, ctx: &PassContext) -> Result<(Graph, Vec<PassStat>), PassError> {
-        verify(&graph).map_err(|e| PassError::InvalidInput(Box::new(e)))?;
+        let types = verify(&graph).map_err(|e| PassError::InvalidInput(Box::new(e)))?;
+        ctx.remember(&graph, types);
         let mut graph = graph;
         let mut stats = Vec::new();
         for pass in &self.passes {
             let _span = tracing::info_span!("pass", name = pass.name(), nodes = graph.len()).entered();
             let start = std::time::Instant::now();
+            let before = graph.revision();
             graph = pass.run(graph, ctx)?;
             stats.push((pass.name(), graph.len(), start.elapsed()));
-            verify(&graph)
-                .map_err(|source| PassError::Invalid { pass: pass.name().to_string(), source: Box::new(source) })?;
-            tracing::debug!(nodes = graph.len(), functions = graph.library.functions.len(), "pass done");
+            let changed = !graph.unchanged_since(&before);
+            if changed {
+                #[cfg(test)]
+                tests::VERIFICATIONS.with(|v| v.set(v.get() + 1));
+                let types = verify(&graph)
+                    .map_err(|source| PassError::Invalid { pass: pass.name().to_string(), source: Box::new(source) })?;
+                ctx.remember(&graph, types);
+            }
+            tracing::debug!(
+                nodes = graph.len(),
+                functions = graph.library.functions.len(),
+                reverified = changed,
+                "pass done"
+            );
             if let Some(hook) = &ctx.after_pass {
                 hook(pass.name(), &graph);
             }
@@ -471,6 +518,87 @@ mod tests {
                 "cluster"
             ]
         );
+    }
+
+    thread_local! {
+        /// Verifications the driver ran after a pass, on this thread.
+        pub(super) static VERIFICATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn verifications() -> usize {
+        VERIFICATIONS.with(|v| v.get())
+    }
+
+    /// A pass for the driver's tests: appends `(name, op, inputs)`, a float32 op, when given.
+    struct Append(Option<(&'static str, &'static str, &'static [&'static str])>);
+
+    impl Pass for Append {
+        fn name(&self) -> &'static str {
+            "append"
+        }
+        fn description(&self) -> &'static str {
+            "test"
+        }
+        fn run(&self, mut graph: Graph, _ctx: &PassContext) -> Result<Graph, PassError> {
+            if let Some((name, op, inputs)) = self.0 {
+                graph.append_raw(vec![autoclust_graph::RawNode {
+                    name: name.into(),
+                    op: op.into(),
+                    inputs: inputs.iter().map(|s| s.to_string()).collect(),
+                    attrs: [("T".to_string(), AttrValue::Type(autoclust_graph::DType::Float32))].into_iter().collect(),
+                    device: String::new(),
+                    span: None,
+                }])?;
+            }
+            Ok(graph)
+        }
+    }
+
+    const SMALL: &str = "x = Placeholder() {dtype = float32, shape = shape[2]}\n\
+                         y = Neg(x) {T = float32}\n\
+                         z = Neg(y) {T = float32}\n";
+
+    #[test]
+    fn only_passes_that_change_the_graph_are_verified_after() {
+        let g = autoclust_graph::text::parse(SMALL).unwrap();
+        let ctx = PassContext::default();
+        let before = verifications();
+        // cse and dependency-optimize find nothing to do here; `verify` changes nothing.
+        let out = Pipeline::parse("verify,cse,dependency-optimize,verify").unwrap().run(g.clone(), &ctx).unwrap();
+        assert_eq!(out, g);
+        assert_eq!(verifications(), before);
+        let changing = Pipeline {
+            passes: vec![Box::new(Append(None)), Box::new(Append(Some(("w", "Neg", &["z"])))), Box::new(Append(None))],
+        };
+        // Only the second pass appends.
+        let out = changing.run(g, &ctx).unwrap();
+        assert_eq!(out.len(), 4);
+        assert_eq!(verifications(), before + 1);
+    }
+
+    #[test]
+    fn a_pass_that_breaks_the_graph_is_caught() {
+        let g = autoclust_graph::text::parse(SMALL).unwrap();
+        let broken = Pipeline { passes: vec![Box::new(Append(None)), Box::new(Append(Some(("w", "AddV2", &["z"]))))] };
+        let e = broken.run(g, &PassContext::default()).unwrap_err();
+        assert!(e.to_string().starts_with("pass 'append' produced an invalid graph"), "{e}");
+    }
+
+    #[test]
+    fn passes_share_the_types_of_a_verified_graph_until_it_changes() {
+        let mut g = autoclust_graph::text::parse(SMALL).unwrap();
+        let ctx = PassContext::default();
+        let types = verify(&g).unwrap();
+        ctx.remember(&g, types);
+        let first = ctx.types(&g).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&first, &ctx.types(&g.clone()).unwrap()));
+        let z = g.find("z").unwrap();
+        let x = g.find("x").unwrap();
+        // Rewiring to the same inputs is no edit; rewiring to others is.
+        g.set_inputs(z, &[autoclust_graph::Output { node: g.find("y").unwrap(), port: 0 }], &[]);
+        assert!(std::sync::Arc::ptr_eq(&first, &ctx.types(&g).unwrap()));
+        g.set_inputs(z, &[autoclust_graph::Output { node: x, port: 0 }], &[]);
+        assert!(!std::sync::Arc::ptr_eq(&first, &ctx.types(&g).unwrap()));
     }
 
     #[test]

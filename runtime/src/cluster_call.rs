@@ -132,6 +132,61 @@ impl Jit {
     }
 }
 
+/// Input dtypes and shapes, by argument.
+type Signature = Vec<(DType, Vec<usize>)>;
+
+impl Jit {
+    /// Compiles ahead, on a scoped pool of `threads` workers (0: one per core), the
+    /// cluster functions that `graph`'s call nodes run, for the input dtypes and shapes
+    /// inference gives them — when every one is static and the body takes no argument as
+    /// a compile-time constant (whose value only a call knows). The first step then
+    /// finds them in the cache, where the executor would compile each one when it first
+    /// reaches it (one after another when the clusters wait on each other). Each
+    /// (function, signature) compiles once either way, and a call gets what its own
+    /// compile would have given (declines included, with their reasons), whatever the
+    /// order the pool compiled in; a function whose inferred signature turns out not to
+    /// be the call's is compiled again by the call. Returns how many were compiled.
+    pub fn precompile(&self, graph: &Graph, threads: usize) -> usize {
+        if !self.enabled {
+            return 0;
+        }
+        let Ok((types, _)) = autoclust_graph::infer::infer_partial(graph) else { return 0 };
+        let mut seen: HashSet<(&str, Signature)> = HashSet::new();
+        let mut work = Vec::new();
+        for node in graph.nodes() {
+            if !is_call(&node.op, &graph.library) || !crate::function_call::is_cluster_call(node, &graph.library) {
+                continue;
+            }
+            let sig: Option<Signature> =
+                node.inputs.iter().map(|&o| types.output(o).and_then(|(d, s)| Some((*d, s.to_known()?)))).collect();
+            if let Some(sig) = sig {
+                if seen.insert((node.op.as_str(), sig.clone())) {
+                    work.push((node.op.as_str(), sig));
+                }
+            }
+        }
+        let threads =
+            if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads };
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let compiled = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..threads.min(work.len()) {
+                scope.spawn(|| {
+                    while let Some((name, sig)) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let Some(function) = graph.library.function(name) else { continue };
+                        let Ok(body) = Body::new(function, &graph.library) else { continue };
+                        if body.constant_args.is_empty() {
+                            let _ = self.cache.get_or_compile(name, &body.graph, sig, &[]);
+                            compiled.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        compiled.into_inner()
+    }
+}
+
 impl Default for Jit {
     fn default() -> Jit {
         Jit::new(CompilerOptions::default(), true)

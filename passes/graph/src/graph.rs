@@ -243,6 +243,47 @@ pub struct Graph {
     index: HashMap<String, NodeId>,
     pub library: Library,
     pub versions: Option<Versions>,
+    /// Replaced by a fresh value by every edit of the nodes (see [`Graph::revision`]).
+    stamp: Stamp,
+}
+
+/// A number no other graph's node list has had: fresh at construction and after
+/// every edit, kept by a clone (whose nodes are the same). Not part of equality.
+#[derive(Clone, Copy)]
+struct Stamp(u64);
+
+impl Stamp {
+    fn fresh() -> Stamp {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Stamp(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+impl Default for Stamp {
+    fn default() -> Stamp {
+        Stamp::fresh()
+    }
+}
+
+impl PartialEq for Stamp {
+    fn eq(&self, _: &Stamp) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for Stamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// A graph as it was at one point (see [`Graph::revision`]). Holds a share of the
+/// graph's library, so an edit of the library's functions copies them and shows.
+#[derive(Clone, Debug)]
+pub struct Revision {
+    stamp: u64,
+    library: Library,
+    versions: Option<Versions>,
 }
 
 /// An input string split into its parts.
@@ -293,7 +334,31 @@ impl Graph {
                 span: n.span,
             });
         }
-        Ok(Graph { nodes, index, library, versions })
+        Ok(Graph { nodes, index, library, versions, stamp: Stamp::fresh() })
+    }
+
+    /// The graph as it is now, for [`Graph::unchanged_since`].
+    pub fn revision(&self) -> Revision {
+        Revision { stamp: self.stamp.0, library: self.library.clone(), versions: self.versions.clone() }
+    }
+
+    /// Whether this graph is the one `revision` was taken of (or a clone of it),
+    /// with no edit since: no node added, removed, replaced, rewired or given new
+    /// attributes (through any `&mut self` method), the same library functions
+    /// (never edited: [`Library::functions_mut`] copies them while `revision` shares
+    /// them), gradients and versions. `false` can mean an edit that changed nothing
+    /// in the end; `true` means the graph is exactly as it was. What the pass driver
+    /// uses to verify only graphs a pass changed.
+    pub fn unchanged_since(&self, revision: &Revision) -> bool {
+        self.stamp.0 == revision.stamp
+            && std::sync::Arc::ptr_eq(&self.library.functions, &revision.library.functions)
+            && self.library.gradients == revision.library.gradients
+            && self.versions == revision.versions
+    }
+
+    /// Records an edit of the nodes.
+    fn edited(&mut self) {
+        self.stamp = Stamp::fresh();
     }
 
     /// How many outputs node `id` has, when its op says (see [`crate::registry::output_count`]).
@@ -433,6 +498,9 @@ impl Graph {
         let lookup = |name: &str| self.index.get(name).or_else(|| fresh.get(name)).copied();
         let resolved = raw.iter().map(|n| resolve_inputs_with(n, &lookup)).collect::<Result<Vec<_>, _>>()?;
         drop(fresh);
+        if !raw.is_empty() {
+            self.edited();
+        }
         for (n, (inputs, control_inputs)) in raw.into_iter().zip(resolved) {
             self.index.insert(n.name.clone(), NodeId(self.nodes.len() as u32));
             self.nodes.push(Node {
@@ -460,6 +528,7 @@ impl Graph {
             self.index.remove(old);
             self.index.insert(raw.name.clone(), id);
         }
+        self.edited();
         self.nodes[id.index()] = Node {
             name: raw.name,
             op: raw.op,
@@ -481,13 +550,19 @@ impl Graph {
             "set_inputs: an input of {id} does not exist"
         );
         let n = &mut self.nodes[id.index()];
+        let mut edited = false;
         if n.inputs != inputs {
             n.inputs.clear();
             n.inputs.extend_from_slice(inputs);
+            edited = true;
         }
         if n.control_inputs != control_inputs {
             n.control_inputs.clear();
             n.control_inputs.extend_from_slice(control_inputs);
+            edited = true;
+        }
+        if edited {
+            self.edited();
         }
     }
 
@@ -511,6 +586,7 @@ impl Graph {
                 return Err(GraphError::UnknownInput { node: n.name.clone(), input, span: n.span });
             }
         }
+        self.edited();
         let mut new_id = vec![u32::MAX; self.nodes.len()];
         let mut next = 0u32;
         for (i, slot) in new_id.iter_mut().enumerate() {
@@ -555,6 +631,7 @@ impl Graph {
         }
         self.index.insert(node.name.clone(), id);
         self.nodes.push(node);
+        self.edited();
         Ok(id)
     }
 
@@ -600,6 +677,7 @@ impl Graph {
     /// Mutable access to a node's attributes and device. Inputs and names are
     /// changed only through rebuilding, so the graph's invariants hold.
     pub fn attrs_mut(&mut self, id: NodeId) -> &mut Attrs {
+        self.edited();
         &mut self.nodes[id.index()].attrs
     }
     pub fn nodes(&self) -> &[Node] {
@@ -791,6 +869,53 @@ mod tests {
             attrs: Attrs::new(),
             device: String::new(),
             span: None,
+        }
+    }
+
+    /// Every edit shows in [`Graph::unchanged_since`]; a call that edits nothing, a
+    /// failed edit and a clone do not.
+    #[test]
+    fn revisions_see_every_edit() {
+        let mut g = Graph::from_raw(
+            vec![raw("a", "Const", &[]), raw("b", "Neg", &["a"]), raw("c", "Neg", &["b"])],
+            Library::default(),
+            None,
+        )
+        .unwrap();
+        let r = g.revision();
+        assert!(g.unchanged_since(&r) && g.clone().unchanged_since(&r));
+        g.set_inputs(NodeId(2), &[Output { node: NodeId(1), port: 0 }], &[]);
+        g.remove_nodes(&[false, false, false]).unwrap();
+        g.append_raw(Vec::new()).unwrap();
+        assert!(g.append_raw(vec![raw("a", "Const", &[])]).is_err());
+        assert!(g.remove_nodes(&[false, true, false]).is_err());
+        assert!(g.unchanged_since(&r), "no edit");
+        let other = Graph::from_raw(g.to_raw(), Library::default(), None).unwrap();
+        assert!(!other.unchanged_since(&r), "another graph, even an equal one");
+        type Edit = Box<dyn Fn(&mut Graph)>;
+        let edits: Vec<Edit> = vec![
+            Box::new(|g| g.set_inputs(NodeId(2), &[Output { node: NodeId(0), port: 0 }], &[])),
+            Box::new(|g| g.set_inputs(NodeId(2), &[Output { node: NodeId(1), port: 0 }], &[NodeId(0)])),
+            Box::new(|g| g.remove_nodes(&[false, false, true]).unwrap()),
+            Box::new(|g| g.append_raw(vec![raw("d", "Neg", &["c"])]).unwrap()),
+            Box::new(|g| g.replace_raw(NodeId(2), raw("c", "Neg", &["b"])).unwrap()),
+            Box::new(|g| {
+                let _ = g.attrs_mut(NodeId(0));
+            }),
+            Box::new(|g| {
+                g.add_node(Node { name: "e".into(), ..g.node(NodeId(0)).clone() }).unwrap();
+            }),
+            Box::new(|g| g.library.functions_mut().clear()),
+            Box::new(|g| {
+                g.library.gradients.push(GradientDef { function_name: "f".into(), gradient_func: "g".into() })
+            }),
+            Box::new(|g| g.versions = Some(Versions::default())),
+        ];
+        for (k, edit) in edits.iter().enumerate() {
+            let mut h = g.clone();
+            let r = h.revision();
+            edit(&mut h);
+            assert!(!h.unchanged_since(&r), "edit {k} not seen");
         }
     }
 

@@ -29,7 +29,7 @@ pub use dtype::{DType, RefBase};
 pub use effects::ResourceKind;
 pub use graph::{
     parse_input, ArgDef, AttrDef, CycleError, FunctionDef, GradientDef, Graph, GraphError, InputRef, Library, Node,
-    NodeId, Output, PortOutOfRange, RawNode, Signature, Span, Successors, Versions,
+    NodeId, Output, PortOutOfRange, RawNode, Revision, Signature, Span, Successors, Versions,
 };
 pub use protocol::ORIGIN_OP_ATTR;
 pub use shape::{Dim, Shape};
