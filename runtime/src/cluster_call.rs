@@ -159,7 +159,9 @@ impl Jit {
             }
             let sig: Option<Signature> =
                 node.inputs.iter().map(|&o| types.output(o).and_then(|(d, s)| Some((*d, s.to_known()?)))).collect();
-            if let Some(sig) = sig {
+            // A TensorList argument's type (its length and element shapes) is known only
+            // from the value: such a cluster compiles at its first call.
+            if let Some(sig) = sig.filter(|s| s.iter().all(|(d, _)| *d != DType::Variant)) {
                 if seen.insert((node.op.as_str(), sig.clone())) {
                     work.push((node.op.as_str(), sig));
                 }
