@@ -373,3 +373,14 @@ fn pure_loops_are_explored_and_verified() {
     let (_, out, _) = autoclust(&["cluster", path.to_str().unwrap()], &[]);
     assert!(out.lines().next().unwrap().contains("loop"), "the loop is clustered: {out}");
 }
+
+/// TensorFlow 2 function graphs capture their variables as resource `Placeholder`s (no
+/// `VarHandleOp`): `verify` and `explore` resolve them as `run` does (named after the node),
+/// so TF2/Keras steps explore and verify, with the plain executor's numbers.
+#[test]
+fn tf2_function_graphs_with_captured_variables_verify_and_match_the_plain_executor() {
+    for name in ["tf2_mlp_sgd", "keras_mlp_inference"] {
+        let (graph, args) = tf_request(name);
+        check_against_the_plain_executor(&graph, &args);
+    }
+}

@@ -962,6 +962,9 @@ impl Explorer<'_, '_> {
             }
             // A handle's value only carries its deadness (the variable is resolved statically).
             "VarHandleOp" | "StackV2" => Ok(Some(vec![Tensor::scalar_i32(0)].into())),
+            "Placeholder" if autoclust_graph::effects::names_variable(node) => {
+                Ok(Some(vec![Tensor::scalar_i32(0)].into()))
+            }
             _ => Ok(None),
         }
     }
@@ -986,6 +989,9 @@ impl Explorer<'_, '_> {
                 .ok_or_else(|| self.kernel_error(id, "Const without a tensor 'value'".into()))?
                 .map_err(|e| self.kernel_error(id, e.to_string()))?
                 .into_owned()],
+            "Placeholder" if autoclust_graph::effects::names_variable(node) => {
+                return Err(unsupported("a resource handle used as a value"))
+            }
             "Placeholder" => match self.inputs.feeds.get(&node.name) {
                 Some(t) => vec![t.clone()],
                 None => return Err(SemanticsError::MissingFeed { node: node.name.clone() }),

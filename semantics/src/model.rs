@@ -321,7 +321,7 @@ pub fn prune(graph: &Graph, fetches: &[String], targets: &[String]) -> Result<(G
     }
     // Variable handles are kept too (they have no inputs and no effect), so
     // every variable of the graph appears in the outcomes, as in `run`.
-    roots.extend(graph.node_ids().filter(|&n| graph.node(n).op == "VarHandleOp"));
+    roots.extend(graph.node_ids().filter(|&n| autoclust_graph::effects::names_variable(graph.node(n))));
     let mut keep = vec![false; graph.len()];
     while let Some(n) = roots.pop() {
         if !std::mem::replace(&mut keep[n.index()], true) {
@@ -593,7 +593,9 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
     let mut var_of_handle: Vec<Option<VarId>> = vec![None; graph.len()];
     for id in graph.node_ids() {
         let n = graph.node(id);
-        if n.op != "VarHandleOp" {
+        // A `VarHandleOp`, or a resource `Placeholder` (a TensorFlow 2 function graph's
+        // captured variable, named after its node as `run` names it).
+        if !autoclust_graph::effects::names_variable(n) {
             continue;
         }
         let text = |k: &str| n.attr(k).and_then(|a| a.as_str()).unwrap_or("").to_string();
@@ -606,7 +608,7 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
                 // As the session names it: `container/name` outside the default container.
                 name: if container.is_empty() { name } else { format!("{container}/{name}") },
                 container,
-                dtype: n.attr("dtype").and_then(|a| a.as_type()),
+                dtype: autoclust_graph::effects::variable_dtype(graph, id),
                 handle: id,
                 kind: VarKind::Resource,
             });
