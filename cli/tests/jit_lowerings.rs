@@ -696,106 +696,6 @@ function half(a: float32) -> (b: float32) {
     assert!(plan.contains("kernel Case(@neg, @sq, @half) at c"), "{plan}");
 }
 
-/// A Keras-style recurrent loop: the inputs unstacked into a TensorList, the state updated
-/// from a variable the loop only reads (the `hoist-loop-reads` pass carries its value), each
-/// state pushed onto an accumulator list; a second loop pops the accumulator (a while-loop
-/// gradient's shape) and a `TensorListStack` gathers the states. Everything is compiled —
-/// the loops with their list ops inside one cluster — and equals the plain executor and the
-/// recurrence computed here.
-#[test]
-fn a_recurrent_loop_with_tensor_lists_and_a_read_only_variable_compiles() {
-    let g = r#"
-w = VarHandleOp() {dtype = float32, shape = shape[2], shared_name = "w"}
-x = Placeholder() {dtype = float32, shape = shape[3,2]}
-zero = Const() {dtype = int32, value = int32[]{0}}
-n = Const() {dtype = int32, value = int32[]{3}}
-es = Const() {dtype = int32, value = int32[1]{2}}
-esu = Const() {dtype = int32, value = int32[1]{-1}}
-xs = TensorListFromTensor(x, es) {element_dtype = float32, shape_type = int32}
-acc = EmptyTensorList(esu, n) {element_dtype = float32, shape_type = int32}
-h0 = Const() {dtype = float32, value = float32[2]{0.25, -0.5}}
-s0 = Const() {dtype = float32, value = float32[2]{0.0, 0.0}}
-loop = While(zero, h0, xs, acc, w) {T = [int32, float32, variant, variant, resource], cond = @cond, body = @body}
-st = TensorListStack(loop:3, es) {element_dtype = float32, num_elements = 3}
-back = StatelessWhile(zero, loop:3, s0) {T = [int32, variant, float32], cond = @cond2, body = @body2}
-function cond(i: int32, h: float32, xs: variant, acc: variant, w: resource) -> (c: bool) {
-  three = Const() {dtype = int32, value = int32[]{3}}
-  l = Less(i, three:0) {T = int32}
-  return c = l:0
-}
-function body(i: int32, h: float32, xs: variant, acc: variant, w: resource) -> (i2: int32, h2: float32, xs2: variant, acc2: variant, w2: resource) {
-  es = Const() {dtype = int32, value = int32[1]{2}}
-  xi = TensorListGetItem(xs, i, es:0) {element_dtype = float32}
-  r = ReadVariableOp(w) {dtype = float32}
-  m = Mul(h, r:0) {T = float32}
-  a = AddV2(m:0, xi:0) {T = float32}
-  hn = Tanh(a:0) {T = float32}
-  pushed = TensorListPushBack(acc, hn:0) {element_dtype = float32}
-  one = Const() {dtype = int32, value = int32[]{1}}
-  next = AddV2(i, one:0) {T = int32}
-  return i2 = next:0
-  return h2 = hn:0
-  return xs2 = xs
-  return acc2 = pushed:0
-  return w2 = w
-}
-function cond2(i: int32, acc: variant, s: float32) -> (c: bool) {
-  three = Const() {dtype = int32, value = int32[]{3}}
-  l = Less(i, three:0) {T = int32}
-  return c = l:0
-}
-function body2(i: int32, acc: variant, s: float32) -> (i2: int32, acc2: variant, s2: float32) {
-  esu = Const() {dtype = int32, value = int32[1]{-1}}
-  pop = TensorListPopBack(acc, esu:0) {element_dtype = float32}
-  k = Cast(i) {SrcT = int32, DstT = float32}
-  one = Const() {dtype = int32, value = int32[]{1}}
-  onef = Const() {dtype = float32, value = float32[]{1.0}}
-  wk = AddV2(k:0, onef:0) {T = float32}
-  t = Mul(pop:1, wk:0) {T = float32}
-  sum = AddV2(s, t:0) {T = float32}
-  next = AddV2(i, one:0) {T = int32}
-  return i2 = next:0
-  return acc2 = pop:0
-  return s2 = sum:0
-}
-"#;
-    let dir = tempfile::tempdir().unwrap();
-    let g = write(&dir, "rnn.graph", g);
-    let w = [0.5f64, -1.0];
-    let vars = vec![("w".to_string(), autoclust_graph::Tensor::from_f32(vec![2], vec![0.5, -1.0]).unwrap())];
-    let vars_file = dir.path().join("vars.safetensors");
-    std::fs::write(&vars_file, autoclust_runtime::tensor_io::write_safetensors(&vars).unwrap()).unwrap();
-    let vars_file = vars_file.display().to_string();
-    let x = [0.1f64, 0.2, -0.3, 0.4, 1.0, -2.0];
-    let feed = format!("x={}", nested(&x, &[3, 2]));
-    let args = ["--vars", &vars_file, "--feed", &feed, "--fetch", "loop:1", "--fetch", "st:0", "--fetch", "back:2"];
-    let (got, plain, bench) = both_modes(&g, &args);
-    for k in ["loop:1", "st:0", "back:2"] {
-        assert_eq!(got[k], plain[k], "{k}");
-    }
-    // The recurrence, and the popped states weighted 1, 2, 3 from the last.
-    let mut h = [0.25f64, -0.5];
-    let mut states = Vec::new();
-    for t in 0..3 {
-        for j in 0..2 {
-            h[j] = (h[j] * w[j] + x[2 * t + j]).tanh();
-        }
-        states.push(h);
-    }
-    assert_close(&got["loop:1"].data, &h, 1e-6, "final state");
-    assert_close(&got["st:0"].data, &states.concat(), 1e-6, "stacked states");
-    let sum: Vec<f64> = (0..2).map(|j| (0..3).map(|k| states[2 - k][j] * (k as f64 + 1.0)).sum()).collect();
-    assert_close(&got["back:2"].data, &sum, 1e-6, "popped");
-    // Only the feed and the handle stay outside clusters.
-    assert_eq!(bench["total_nodes"].as_u64().unwrap() - bench["clustered_nodes"].as_u64().unwrap(), 2, "{bench}");
-    let dump = dir.path().join("dump");
-    let d = dump.display().to_string();
-    let out = autoclust(&["run", &g, "--vars", &vars_file, "--feed", &feed, "--fetch", "back:2", "--dump-clif", &d]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let plan = std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap();
-    assert!(plan.contains("kernel While(@cond_hoisted, @body_hoisted) at loop"), "{plan}");
-    assert!(plan.contains("kernel While(@cond2, @body2) at back"), "{plan}");
-
 const SPACE_BATCH_BITS: &str = r#"
 x = Placeholder() {dtype = float32, shape = shape[2, 2, 4, 1]}
 y = Placeholder() {dtype = float32, shape = shape[8, 1, 3, 2]}
@@ -1118,4 +1018,105 @@ fn resize_bilinear_and_in_top_k_compile_and_match_tensorflow() {
     ];
     assert_eq!(got["ngn:0"].data, neg(&ng));
     assert_clustered(&gr, &["r", "a", "l", "g", "k1", "k2", "n", "na", "ng"]);
+}
+
+/// A Keras-style recurrent loop: the inputs unstacked into a TensorList, the state updated
+/// from a variable the loop only reads (the `hoist-loop-reads` pass carries its value), each
+/// state pushed onto an accumulator list; a second loop pops the accumulator (a while-loop
+/// gradient's shape) and a `TensorListStack` gathers the states. Everything is compiled —
+/// the loops with their list ops inside one cluster — and equals the plain executor and the
+/// recurrence computed here.
+#[test]
+fn a_recurrent_loop_with_tensor_lists_and_a_read_only_variable_compiles() {
+    let g = r#"
+w = VarHandleOp() {dtype = float32, shape = shape[2], shared_name = "w"}
+x = Placeholder() {dtype = float32, shape = shape[3,2]}
+zero = Const() {dtype = int32, value = int32[]{0}}
+n = Const() {dtype = int32, value = int32[]{3}}
+es = Const() {dtype = int32, value = int32[1]{2}}
+esu = Const() {dtype = int32, value = int32[1]{-1}}
+xs = TensorListFromTensor(x, es) {element_dtype = float32, shape_type = int32}
+acc = EmptyTensorList(esu, n) {element_dtype = float32, shape_type = int32}
+h0 = Const() {dtype = float32, value = float32[2]{0.25, -0.5}}
+s0 = Const() {dtype = float32, value = float32[2]{0.0, 0.0}}
+loop = While(zero, h0, xs, acc, w) {T = [int32, float32, variant, variant, resource], cond = @cond, body = @body}
+st = TensorListStack(loop:3, es) {element_dtype = float32, num_elements = 3}
+back = StatelessWhile(zero, loop:3, s0) {T = [int32, variant, float32], cond = @cond2, body = @body2}
+function cond(i: int32, h: float32, xs: variant, acc: variant, w: resource) -> (c: bool) {
+  three = Const() {dtype = int32, value = int32[]{3}}
+  l = Less(i, three:0) {T = int32}
+  return c = l:0
+}
+function body(i: int32, h: float32, xs: variant, acc: variant, w: resource) -> (i2: int32, h2: float32, xs2: variant, acc2: variant, w2: resource) {
+  es = Const() {dtype = int32, value = int32[1]{2}}
+  xi = TensorListGetItem(xs, i, es:0) {element_dtype = float32}
+  r = ReadVariableOp(w) {dtype = float32}
+  m = Mul(h, r:0) {T = float32}
+  a = AddV2(m:0, xi:0) {T = float32}
+  hn = Tanh(a:0) {T = float32}
+  pushed = TensorListPushBack(acc, hn:0) {element_dtype = float32}
+  one = Const() {dtype = int32, value = int32[]{1}}
+  next = AddV2(i, one:0) {T = int32}
+  return i2 = next:0
+  return h2 = hn:0
+  return xs2 = xs
+  return acc2 = pushed:0
+  return w2 = w
+}
+function cond2(i: int32, acc: variant, s: float32) -> (c: bool) {
+  three = Const() {dtype = int32, value = int32[]{3}}
+  l = Less(i, three:0) {T = int32}
+  return c = l:0
+}
+function body2(i: int32, acc: variant, s: float32) -> (i2: int32, acc2: variant, s2: float32) {
+  esu = Const() {dtype = int32, value = int32[1]{-1}}
+  pop = TensorListPopBack(acc, esu:0) {element_dtype = float32}
+  k = Cast(i) {SrcT = int32, DstT = float32}
+  one = Const() {dtype = int32, value = int32[]{1}}
+  onef = Const() {dtype = float32, value = float32[]{1.0}}
+  wk = AddV2(k:0, onef:0) {T = float32}
+  t = Mul(pop:1, wk:0) {T = float32}
+  sum = AddV2(s, t:0) {T = float32}
+  next = AddV2(i, one:0) {T = int32}
+  return i2 = next:0
+  return acc2 = pop:0
+  return s2 = sum:0
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "rnn.graph", g);
+    let w = [0.5f64, -1.0];
+    let vars = vec![("w".to_string(), autoclust_graph::Tensor::from_f32(vec![2], vec![0.5, -1.0]).unwrap())];
+    let vars_file = dir.path().join("vars.safetensors");
+    std::fs::write(&vars_file, autoclust_runtime::tensor_io::write_safetensors(&vars).unwrap()).unwrap();
+    let vars_file = vars_file.display().to_string();
+    let x = [0.1f64, 0.2, -0.3, 0.4, 1.0, -2.0];
+    let feed = format!("x={}", nested(&x, &[3, 2]));
+    let args = ["--vars", &vars_file, "--feed", &feed, "--fetch", "loop:1", "--fetch", "st:0", "--fetch", "back:2"];
+    let (got, plain, bench) = both_modes(&g, &args);
+    for k in ["loop:1", "st:0", "back:2"] {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    // The recurrence, and the popped states weighted 1, 2, 3 from the last.
+    let mut h = [0.25f64, -0.5];
+    let mut states = Vec::new();
+    for t in 0..3 {
+        for j in 0..2 {
+            h[j] = (h[j] * w[j] + x[2 * t + j]).tanh();
+        }
+        states.push(h);
+    }
+    assert_close(&got["loop:1"].data, &h, 1e-6, "final state");
+    assert_close(&got["st:0"].data, &states.concat(), 1e-6, "stacked states");
+    let sum: Vec<f64> = (0..2).map(|j| (0..3).map(|k| states[2 - k][j] * (k as f64 + 1.0)).sum()).collect();
+    assert_close(&got["back:2"].data, &sum, 1e-6, "popped");
+    // Only the feed and the handle stay outside clusters.
+    assert_eq!(bench["total_nodes"].as_u64().unwrap() - bench["clustered_nodes"].as_u64().unwrap(), 2, "{bench}");
+    let dump = dir.path().join("dump");
+    let d = dump.display().to_string();
+    let out = autoclust(&["run", &g, "--vars", &vars_file, "--feed", &feed, "--fetch", "back:2", "--dump-clif", &d]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan = std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap();
+    assert!(plan.contains("kernel While(@cond_hoisted, @body_hoisted) at loop"), "{plan}");
+    assert!(plan.contains("kernel While(@cond2, @body2) at back"), "{plan}");
 }
