@@ -76,19 +76,36 @@ pub struct Loaded {
     pub model: Option<ModelContext>,
 }
 
+/// The graph with `hoist-loop-reads` applied (unchanged when it has no such loop).
+fn hoist_loop_reads(graph: Graph, path: &Path) -> Result<Graph, CliError> {
+    use autoclust_passes::pass::Pass;
+    if !graph.nodes().iter().any(|n| matches!(n.op.as_str(), "While" | "StatelessWhile")) {
+        return Ok(graph);
+    }
+    autoclust_passes::hoist_loop_reads::HoistLoopReadsPass
+        .run(graph, &autoclust_passes::pass::PassContext::default())
+        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))
+}
+
 impl Common {
     /// Reads the graph. A SavedModel's signature is picked (`--signature`, default
     /// `serving_default`), its variables restored, and its function calls inlined (as `run`
     /// does), so the model sees the variable accesses of the signature's function.
+    ///
+    /// A `While` that only reads a variable has the read before the loop
+    /// (`hoist-loop-reads`, as `run` does: every outcome of that graph is an outcome of
+    /// the original, see the pass's soundness argument), so the model sees one read
+    /// access and a pure loop it can evaluate.
     pub fn load(&self, path: &Path) -> Result<Loaded, CliError> {
         if !is_saved_model(path, self.format)? {
             no_signature_without_model(path, self.signature.as_deref())?;
-            return Ok(Loaded { graph: load_graph(path, self.format)?, model: None });
+            let graph = hoist_loop_reads(load_graph(path, self.format)?, path)?;
+            return Ok(Loaded { graph, model: None });
         }
         let (graph, model) = load_model(path, self.signature.as_deref())?;
         let (graph, _) = autoclust_passes::inline::inline_calls(&graph)
             .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-        Ok(Loaded { graph, model: Some(model) })
+        Ok(Loaded { graph: hoist_loop_reads(graph, path)?, model: Some(model) })
     }
 
     /// The query, and how to name its fetches back: graph tensor (`node:port`) → the

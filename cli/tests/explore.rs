@@ -376,10 +376,12 @@ fn pure_loops_are_explored_and_verified() {
 
 /// TensorFlow 2 function graphs capture their variables as resource `Placeholder`s (no
 /// `VarHandleOp`): `verify` and `explore` resolve them as `run` does (named after the node),
-/// so TF2/Keras steps explore and verify, with the plain executor's numbers.
+/// so TF2/Keras steps explore and verify, with the plain executor's numbers — the Keras LSTM
+/// step and a `tf.while_loop` over TensorArrays included, whose loops read a variable every
+/// iteration (explored with the read before the loop, `hoist-loop-reads`).
 #[test]
 fn tf2_function_graphs_with_captured_variables_verify_and_match_the_plain_executor() {
-    for name in ["tf2_mlp_sgd", "keras_mlp_inference"] {
+    for name in ["tf2_mlp_sgd", "keras_mlp_inference", "keras_lstm_classifier", "tf2_tensor_array"] {
         let (graph, args) = tf_request(name);
         check_against_the_plain_executor(&graph, &args);
     }
