@@ -5,8 +5,9 @@
 //! they call) write no resource, and a loop-carried resource handle `k` that the body returns
 //! unchanged and uses only as the operand of `ReadVariableOp`s (in the body or the condition).
 //! Then:
-//! - a `ReadVariableOp` of the loop's handle operand `k` is added before the loop (gated by
-//!   the loop's control inputs) and becomes operand `k` instead of the handle;
+//! - a `ReadVariableOp` of the loop's handle operand `k` is added before the loop — gated by
+//!   the loop's control inputs and by the producers of all its operands, so it runs where
+//!   the loop could first run — and becomes operand `k` instead of the handle;
 //! - the loop gets copies of its functions in which argument and result `k` have the
 //!   variable's dtype and each `ReadVariableOp` of argument `k` is an `Identity` of it;
 //! - the loop's consumers of output `k` (the unchanged handle) read the handle operand itself.
@@ -18,9 +19,11 @@
 //! Why it is sound (seed 002's semantics: a run is some total order of the ops consistent
 //! with the edges, each variable access atomic):
 //! - The loop is one node of its graph: every other node is ordered before it, after it, or
-//!   not at all. So some valid order runs the whole loop without interruption, and in it no
-//!   write can fall between the hoisted read and the loop's own reads; and the loop writes no
-//!   resource itself. Each of its reads therefore sees the value the hoisted read saw: every
+//!   not at all. The hoisted read waits for everything the loop waits for (its control
+//!   inputs and its operands' producers) and the loop waits for the read, so anything ordered
+//!   before the loop is ordered before the read, and some valid order runs the read and then
+//!   the whole loop without interruption; in it no write can fall between the hoisted read
+//!   and the loop's own reads, and the loop writes no resource itself. Each of its reads therefore sees the value the hoisted read saw: every
 //!   result of the rewritten graph is a result of some order of the original one.
 //! - A loop that runs zero times did not read the variable at all; the hoisted read does.
 //!   The values are the same; the one difference is a variable that is not initialised,
@@ -188,9 +191,18 @@ fn hoist(graph: &mut Graph, id: NodeId) -> Result<usize, PassError> {
     let (body_name, cond_name) = (body.signature.name.clone(), cond.signature.name.clone());
     graph.library.functions_mut().extend([body, cond]);
 
-    // The reads before the loop, gated like it.
+    // The reads before the loop, where its first iteration would read: after the loop's
+    // control inputs and after every operand's producer (an operand may be computed from a
+    // write of this very variable, which the loop's reads must see).
     let mut node_names: HashSet<String> = graph.nodes().iter().map(|n| n.name.clone()).collect();
-    let gates: Vec<String> = node.control_inputs.iter().map(|&c| format!("^{}", graph.name(c))).collect();
+    let mut gate_nodes: Vec<NodeId> = node.control_inputs.clone();
+    let handles: Vec<NodeId> = replaced.iter().map(|&(k, _)| node.inputs[k].node).collect();
+    for o in &node.inputs {
+        if !gate_nodes.contains(&o.node) && !handles.contains(&o.node) {
+            gate_nodes.push(o.node);
+        }
+    }
+    let gates: Vec<String> = gate_nodes.iter().map(|&c| format!("^{}", graph.name(c))).collect();
     let mut raw = Vec::new();
     let mut read_names = Vec::new();
     for &(k, dtype) in &replaced {
