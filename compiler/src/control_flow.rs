@@ -32,7 +32,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use autoclust_graph::{AttrValue, DType, Graph, ListValue, Node, NodeId, Tensor, TensorData};
+use autoclust_graph::{AttrValue, DType, Graph, ListValue, Node, NodeId, Tensor};
 
 use crate::analyze::{NodeInfo, NodeKind, ValueInfo};
 use crate::kernels::KernelOp;
@@ -41,7 +41,7 @@ use crate::{CompileError, CompiledFunction, Compiler};
 
 /// How many iterations a compiled `While` may run before the call fails, unless
 /// [`crate::CompilerOptions::max_loop_iterations`] says otherwise (the runtime's default).
-pub const DEFAULT_MAX_LOOP_ITERATIONS: u64 = 10_000_000;
+pub use autoclust_graph::limits::DEFAULT_MAX_LOOP_ITERATIONS;
 
 /// A compiled `While`: its condition and body, compiled for the loop-carried types.
 pub struct Loop {
@@ -324,19 +324,9 @@ pub(crate) fn analyze_branches(
     Ok(NodeInfo { kind: NodeKind::Kernel { op, data_inputs: (0..ins.len()).collect() }, outputs })
 }
 
-/// TensorFlow's `ToBool` of a predicate (a scalar here: checked at compile time).
+/// TensorFlow's `ToBool` of a predicate ([`Tensor::truth`]).
 fn to_bool(t: &Tensor) -> Result<bool, String> {
-    if !t.shape.is_empty() {
-        return Ok(t.num_elements() > 0);
-    }
-    match &t.data {
-        TensorData::Bool(v) => Ok(v[0]),
-        _ => t
-            .to_f64_vec()
-            .and_then(|v| v.first().copied())
-            .map(|x| x != 0.0)
-            .ok_or_else(|| format!("a predicate of dtype {} is not a number", t.dtype)),
-    }
+    t.truth().ok_or_else(|| format!("a predicate of dtype {} is not a number", t.dtype))
 }
 
 impl Loop {

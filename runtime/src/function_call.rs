@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use autoclust_graph::{
     effects, registry, AttrValue, Attrs, DType, FuncAttr, FunctionDef, Graph, Library, ListValue, Node, NodeId, Output,
-    RawNode, Tensor, TensorData,
+    RawNode, Tensor,
 };
 
 use crate::cluster_call::Jit;
@@ -69,7 +69,7 @@ impl Default for Instantiations {
 /// has no bound; a loop whose condition never turns false would hang).
 /// `SessionOptions::max_loop_iterations` (the CLI's `--max-loop-iterations`)
 /// overrides it.
-pub const DEFAULT_MAX_LOOP_ITERATIONS: u64 = 10_000_000;
+pub use autoclust_graph::limits::DEFAULT_MAX_LOOP_ITERATIONS;
 
 /// Whether `node` is the call of a cluster function written by the
 /// encapsulation pass, which [`crate::cluster_call`] runs (JIT first).
@@ -321,17 +321,8 @@ pub fn run_call(node: &Node, library: &Library, inputs: &[Tensor], max_loop_iter
 /// TensorFlow's `ToBool` of a predicate: a scalar is true when non-zero
 /// (a string when non-empty); any other tensor when it has elements.
 fn to_bool(t: &Tensor, what: &str) -> KResult<bool> {
-    if !t.shape.is_empty() {
-        return Ok(t.num_elements() > 0);
-    }
-    Ok(match &t.data {
-        TensorData::Bool(v) => v[0],
-        TensorData::Str(v) => !v[0].is_empty(),
-        TensorData::Raw(b) => b.iter().any(|&x| x != 0),
-        _ => t.to_f64_vec().and_then(|v| v.first().copied()).map(|x| x != 0.0).ok_or_else(|| {
-            KernelError::invalid(format!("{what} must be a scalar number, bool or string, got {}", t.dtype))
-        })?,
-    })
+    t.truth()
+        .ok_or_else(|| KernelError::invalid(format!("{what} must be a scalar number, bool or string, got {}", t.dtype)))
 }
 
 /// Instantiates (or finds) a function body for this plan.

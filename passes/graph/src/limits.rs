@@ -21,6 +21,11 @@ use crate::DType;
 /// under the memory of the machines autoclust runs on.
 pub const DEFAULT_MAX_TENSOR_BYTES: u64 = 1 << 31;
 
+/// How many iterations a functional `While` may run before the step fails (interpreted or
+/// compiled alike), unless `--max-loop-iterations` says otherwise: a loop that never ends is
+/// an error, never a hang.
+pub const DEFAULT_MAX_LOOP_ITERATIONS: u64 = 10_000_000;
+
 static MAX_TENSOR_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_MAX_TENSOR_BYTES);
 
 /// The current budget for one tensor, in bytes.

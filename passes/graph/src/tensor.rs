@@ -137,6 +137,21 @@ impl Tensor {
         }
     }
 
+    /// TensorFlow's `ToBool` of a loop or branch predicate: a non-scalar is true when it has
+    /// elements; a scalar bool is itself, a number is true when non-zero, a string when
+    /// non-empty. `None` for a scalar of another dtype.
+    pub fn truth(&self) -> Option<bool> {
+        if !self.shape.is_empty() {
+            return Some(self.num_elements() > 0);
+        }
+        match &self.data {
+            TensorData::Bool(v) => v.first().copied(),
+            TensorData::Str(v) => v.first().map(|s| !s.is_empty()),
+            TensorData::Raw(b) => Some(b.iter().any(|&x| x != 0)),
+            _ => self.to_f64_vec().and_then(|v| v.first().copied()).map(|x| x != 0.0),
+        }
+    }
+
     pub fn num_elements(&self) -> usize {
         self.shape.iter().product()
     }
