@@ -162,22 +162,10 @@ pub fn join_shapes(a: &PartialShape, b: &PartialShape) -> PartialShape {
     }
 }
 
-/// The most specific shape both describe (the runtime's `merge`), `Err` if they conflict.
+/// The most specific shape both describe, `Err` if they conflict
+/// ([`autoclust_graph::merge_element_shapes`], the interpreter's rule).
 fn merge_shapes(a: &PartialShape, b: &PartialShape) -> Result<PartialShape, ()> {
-    match (a, b) {
-        (None, x) | (x, None) => Ok(x.clone()),
-        (Some(x), Some(y)) if x.len() == y.len() => x
-            .iter()
-            .zip(y)
-            .map(|(&p, &q)| match (p, q) {
-                (-1, d) | (d, -1) => Ok(d),
-                (p, q) if p == q => Ok(p),
-                _ => Err(()),
-            })
-            .collect::<Result<Vec<i64>, ()>>()
-            .map(Some),
-        _ => Err(()),
-    }
+    autoclust_graph::merge_element_shapes(a, b).ok_or(())
 }
 
 fn full(s: &PartialShape) -> Option<Vec<usize>> {

@@ -33,4 +33,7 @@ pub use graph::{
 };
 pub use protocol::ORIGIN_OP_ATTR;
 pub use shape::{Dim, Shape};
-pub use tensor::{CompactTensor, Tensor, TensorData, TensorError, TensorList, COMPACT_MIN_ELEMENTS, TENSOR_LIST_OPS};
+pub use tensor::{
+    merge_element_shapes, CompactTensor, Tensor, TensorData, TensorError, TensorList, COMPACT_MIN_ELEMENTS,
+    TENSOR_LIST_OPS,
+};

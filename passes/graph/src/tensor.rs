@@ -46,6 +46,28 @@ pub const TENSOR_LIST_OPS: &[&str] = &[
     "TensorListScatterIntoExistingList",
 ];
 
+/// The most specific element shape two partial shapes (`None` an unknown rank, −1 an unknown
+/// dimension) both describe — TensorFlow's `MergeWith` for a list's `element_shape` — or
+/// `None` when they conflict. The interpreter's list kernels and the compiler's list types
+/// share it.
+#[allow(clippy::option_option)]
+pub fn merge_element_shapes(a: &Option<Vec<i64>>, b: &Option<Vec<i64>>) -> Option<Option<Vec<i64>>> {
+    match (a, b) {
+        (None, x) | (x, None) => Some(x.clone()),
+        (Some(x), Some(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .map(|(&p, &q)| match (p, q) {
+                (-1, d) | (d, -1) => Some(d),
+                (p, q) if p == q => Some(p),
+                _ => None,
+            })
+            .collect::<Option<Vec<i64>>>()
+            .map(Some),
+        _ => None,
+    }
+}
+
 /// TensorFlow's `TensorList`, the value of a `DT_VARIANT` scalar: what `tf.TensorArray`,
 /// Keras RNN loops and while-loop gradient accumulators are made of. Immutable like every
 /// tensor value: list ops build a new list (sharing the element tensors).

@@ -47,23 +47,10 @@ fn element_shape(t: &Tensor) -> KResult<Option<Vec<i64>>> {
 
 /// The most specific shape both describe, or an error if they conflict.
 fn merge(a: &Option<Vec<i64>>, b: &Option<Vec<i64>>) -> KResult<Option<Vec<i64>>> {
-    match (a, b) {
-        (None, x) | (x, None) => Ok(x.clone()),
-        (Some(x), Some(y)) => {
-            if x.len() != y.len() {
-                return Err(KernelError::invalid(format!("Incompatible shapes during merge: {x:?} vs. {y:?}")));
-            }
-            x.iter()
-                .zip(y)
-                .map(|(&p, &q)| match (p, q) {
-                    (-1, d) | (d, -1) => Ok(d),
-                    (p, q) if p == q => Ok(p),
-                    _ => Err(KernelError::invalid(format!("Incompatible shapes during merge: {x:?} vs. {y:?}"))),
-                })
-                .collect::<KResult<Vec<i64>>>()
-                .map(Some)
-        }
-    }
+    autoclust_graph::merge_element_shapes(a, b).ok_or_else(|| {
+        let text = |s: &Option<Vec<i64>>| format!("{:?}", s.as_deref().unwrap_or_default());
+        KernelError::invalid(format!("Incompatible shapes during merge: {} vs. {}", text(a), text(b)))
+    })
 }
 
 /// Zeros for an unset slot; the shape must be fully known.
