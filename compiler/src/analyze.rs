@@ -958,7 +958,7 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
                     node.name, ins[0].shape
                 )));
             }
-            Ok(NodeInfo { kind: NodeKind::View, outputs: vec![vi(ins[0].dtype, shape)] })
+            Ok(same_values(&ins[0], shape))
         }
         "ExpandDims" => {
             need(2)?;
@@ -985,7 +985,7 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
                 .filter(|(i, &d)| !(d == 1 && (axes.is_empty() || axes.contains(i))))
                 .map(|(_, &d)| d)
                 .collect();
-            Ok(NodeInfo { kind: NodeKind::View, outputs: vec![vi(ins[0].dtype, shape)] })
+            Ok(same_values(&ins[0], shape))
         }
         "MatMul" => {
             need(2)?;
@@ -1036,6 +1036,12 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
                 let folded = fold_int_reduce(t, &axes, kind, shape)
                     .ok_or_else(|| CompileError::unsupported(node, format!("{op} on {}", x.dtype)))?;
                 return Ok(NodeInfo { kind: NodeKind::Constant, outputs: vec![konst(folded)] });
+            }
+            if axes.iter().all(|&a| x.shape[a] == 1) {
+                // Reducing nothing (no axes, or only extent-1 axes — a gradient's `Sum` over
+                // the axes `BroadcastGradientArgs` found for operands of one shape): every
+                // output element is its one input element, in the same order.
+                return Ok(same_values(x, shape));
             }
             Ok(kernel(KernelOp::Reduce { kind, axes }, vec![0], vec![vi(x.dtype, shape)]))
         }
@@ -1991,6 +1997,16 @@ fn strided_slice(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileErro
     Ok(kernel(KernelOp::Strided { dims, strides: kstrides, offset }, vec![0], vec![vi(x.dtype, out_shape)]))
 }
 
+/// A node whose output holds its (first) input's elements in the same order, as `shape`:
+/// an elementwise copy when the shape is the input's and the fused loops compute its dtype
+/// (so it joins its producer's fused loop and its consumers' instead of splitting them —
+/// a lone one still becomes a view, see `plan::build`), else a view of the input's buffer.
+fn same_values(x: &ValueInfo, shape: Vec<usize>) -> NodeInfo {
+    let kind =
+        if shape == x.shape && is_compiled_dtype(x.dtype) { NodeKind::Elementwise(EwOp::Copy) } else { NodeKind::View };
+    NodeInfo { kind, outputs: vec![vi(x.dtype, shape)] }
+}
+
 /// Evaluates a node on constant inputs at compile time. `None` leaves it to run time.
 fn evaluate(node: &Node, info: &NodeInfo, inputs: &[&Tensor]) -> Option<Vec<Tensor>> {
     match &info.kind {
@@ -2002,6 +2018,12 @@ fn evaluate(node: &Node, info: &NodeInfo, inputs: &[&Tensor]) -> Option<Vec<Tens
             let ins: Vec<&Tensor> = data_inputs.iter().map(|&i| inputs[i]).collect();
             let shapes: Vec<Vec<usize>> = info.outputs.iter().map(|o| o.shape.clone()).collect();
             op.run(&ins, &shapes).ok()
+        }
+        NodeKind::Elementwise(EwOp::Copy) => {
+            // Identity, or a Reshape/Squeeze/reduction that keeps shape and order
+            // ([`same_values`]): its other inputs (a shape, axes) are not operands.
+            let t = inputs[0];
+            Some(vec![Tensor { dtype: t.dtype, shape: info.outputs[0].shape.clone(), data: t.data.clone() }])
         }
         NodeKind::Elementwise(ew) => {
             let out = &info.outputs[0];

@@ -358,7 +358,6 @@ pub(crate) fn build(
                 if groups[g].members.len() == 1
                     && groups[g].gemm.is_none()
                     && matches!(kind(id), NodeKind::Elementwise(EwOp::Copy))
-                    && node.inputs.len() == 1
                 {
                     // A lone Identity (a ReadVariableOp of the original graph, say, whose value
                     // feeds a GEMM) aliases its operand: tensors are immutable, so a copy would
@@ -508,7 +507,10 @@ fn fused_spec(
         let NodeKind::Elementwise(op) = info.kind else { unreachable!("grouped nodes are elementwise") };
         let mut args = Vec::new();
         let mut adt = Vec::new();
-        for (i, &o) in node.inputs.iter().enumerate() {
+        // A copy's operand is its first input (a same-shape Reshape or reduction has a shape
+        // or axes input besides, see `analyze::same_values`).
+        let operands = if matches!(op, EwOp::Copy) { &node.inputs[..1] } else { &node.inputs[..] };
+        for (i, &o) in operands.iter().enumerate() {
             let v = an.value(o);
             adt.push(v.dtype);
             if group_of[o.node.index()] == Some(gi) {

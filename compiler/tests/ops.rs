@@ -320,6 +320,57 @@ fn broadcast_gradient_args_feed_a_sum() {
 }
 
 #[test]
+fn reductions_over_nothing_fuse_with_their_neighbours() {
+    // The gradient of `x * y` for operands of one shape, as TF2 writes it inside a loop
+    // body: `Sum(dz * y, r0)` over BroadcastGradientArgs' (empty) axes, `Reshape` to x's
+    // shape, then the next op. Reducing nothing and reshaping to the same shape keep every
+    // element in place, so the whole chain is one fused loop (it was a loop, a Reduce
+    // kernel, a view and a second loop); a Sum over an extent-1 axis is a view.
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        arg("y", 1, DType::Float32),
+        arg("dz", 2, DType::Float32),
+        arg("w", 3, DType::Float32),
+        node("sx", "Shape", &["x"], vec![]),
+        node("sy", "Shape", &["y"], vec![]),
+        node("bga", "BroadcastGradientArgs", &["sx", "sy"], vec![]),
+        node("m", "Mul", &["dz", "y"], vec![]),
+        node("s", "Sum", &["m", "bga:0"], vec![]),
+        node("gx", "Reshape", &["s", "sx"], vec![]),
+        node("out", "Tanh", &["gx"], vec![]),
+        ints("zero", &[0]),
+        node("sw", "Sum", &["w", "zero"], vec![]),
+        ret("r0", "out", 0),
+        ret("r1", "sw", 0),
+    ]);
+    let (n, m) = (4, 3);
+    let (x, y, dz) = (rand_f32(n * m, 1, -1.0, 1.0), rand_f32(n * m, 2, -1.0, 1.0), rand_f32(n * m, 3, -1.0, 1.0));
+    let w = rand_f32(m, 4, -1.0, 1.0);
+    let s = vec![n, m];
+    let f = compiler()
+        .compile(
+            &g,
+            &[
+                (DType::Float32, s.clone()),
+                (DType::Float32, s.clone()),
+                (DType::Float32, s.clone()),
+                (DType::Float32, vec![1, m]),
+            ],
+        )
+        .unwrap();
+    let desc = f.describe();
+    assert!(!desc.iter().any(|d| d.contains("Reduce")), "{desc:?}");
+    assert_eq!(desc.iter().filter(|d| d.starts_with("fused")).count(), 1, "{desc:?}");
+    assert!(desc.iter().any(|d| d.starts_with("fused 4 ops")), "{desc:?}");
+    let got = f.call(&[f32t(&s, x), f32t(&s, y.clone()), f32t(&s, dz.clone()), f32t(&[1, m], w.clone())]).unwrap();
+    let want: Vec<f32> = dz.iter().zip(&y).map(|(a, b)| (a * b).tanh()).collect();
+    assert_eq!(got[0].shape, s);
+    assert_close(got[0].as_f32().unwrap(), &want, 1e-6, "x*y gradient");
+    assert_eq!(got[1].shape, vec![m]);
+    assert_eq!(got[1].as_f32().unwrap(), &w[..]);
+}
+
+#[test]
 fn cache_hits_same_signature_and_recompiles_new_shapes() {
     let g = graph(vec![arg("x", 0, DType::Float32), node("e", "Exp", &["x"], vec![]), ret("r", "e", 0)]);
     let cache = CompileCache::new(compiler());
