@@ -341,7 +341,7 @@ fn reductions_over_nothing_fuse_with_their_neighbours() {
         ints("zero", &[0]),
         node("sw", "Sum", &["w", "zero"], vec![]),
         ret("r0", "out", 0),
-        ret("r1", "sw", 0),
+        ret("r1", "sw", 1),
     ]);
     let (n, m) = (4, 3);
     let (x, y, dz) = (rand_f32(n * m, 1, -1.0, 1.0), rand_f32(n * m, 2, -1.0, 1.0), rand_f32(n * m, 3, -1.0, 1.0));
