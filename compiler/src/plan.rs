@@ -7,6 +7,11 @@
 //! graph stays acyclic and a group can run as one loop nest after all its external inputs
 //! exist. A MatMul whose only consumer is in a group of its output shape becomes that
 //! group's GEMM prologue (the epilogue is the group's loop).
+//!
+//! Pairs: with more than one thread, steps of a few microseconds that are too small to
+//! split themselves across the cores (an LSTM cell's products, a VAE's two GEMM chains)
+//! are ordered so that independent ones become adjacent, and each such pair runs at once
+//! on the caller and a helper of the team ([`pair_cost`], [`Program::run_pair`]).
 
 use std::sync::Arc;
 
@@ -91,6 +96,9 @@ pub(crate) struct Program {
     last_use: Vec<Option<usize>>,
     /// Outputs that may be computed into an argument's buffer (see [`InPlace`]).
     pub(crate) in_place: Vec<InPlace>,
+    /// Per step: it and the next step are independent and run at once, one on the caller
+    /// and one on a helper of the team ([`crate::team`]).
+    pair_first: Vec<bool>,
     /// Declared last so the code outlives nothing that points into it.
     _code: JitCode,
 }
@@ -416,19 +424,33 @@ pub(crate) fn build(
             }
         }
     }
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(usize, usize)>> = steps
-        .iter()
-        .enumerate()
-        .filter(|(si, _)| pending[*si] == 0)
-        .map(|(si, (pos, _))| std::cmp::Reverse((*pos, si)))
-        .collect();
+    // Steps worth running beside another (see [`pair_cost`]) wait until no other step is
+    // ready, so that independent ones meet in the ready set; two that meet there are
+    // paired (adjacent in the order, run at once).
+    let heavy: Vec<bool> =
+        steps.iter().map(|(_, s)| threads > 1 && pair_cost(s, &types).is_some_and(|c| c >= PAIR_MIN_NS)).collect();
+    let key = |si: usize, pos: usize| std::cmp::Reverse((heavy[si], pos, si));
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(bool, usize, usize)>> =
+        steps.iter().enumerate().filter(|(si, _)| pending[*si] == 0).map(|(si, (pos, _))| key(si, *pos)).collect();
     let mut order = Vec::with_capacity(steps.len());
-    while let Some(std::cmp::Reverse((_, si))) = ready.pop() {
-        order.push(si);
-        for &u in &users[si] {
-            pending[u] -= 1;
-            if pending[u] == 0 {
-                ready.push(std::cmp::Reverse((steps[u].0, u)));
+    let mut pair_first: Vec<bool> = Vec::with_capacity(steps.len());
+    while let Some(std::cmp::Reverse((h, _, si))) = ready.pop() {
+        let mut take = vec![si];
+        if h && ready.peek().is_some_and(|r| r.0 .0) {
+            let std::cmp::Reverse((_, _, other)) = ready.pop().expect("peeked");
+            take.push(other);
+        }
+        pair_first.push(take.len() == 2);
+        if take.len() == 2 {
+            pair_first.push(false);
+        }
+        for si in take {
+            order.push(si);
+            for &u in &users[si] {
+                pending[u] -= 1;
+                if pending[u] == 0 {
+                    ready.push(key(u, steps[u].0));
+                }
             }
         }
     }
@@ -468,8 +490,54 @@ pub(crate) fn build(
         pools,
         last_use,
         in_place,
+        pair_first,
         _code: code,
     })
+}
+
+/// Estimated nanoseconds below which a step is not worth handing to another core (a
+/// section's round trip costs about a microsecond when the helper is awake).
+const PAIR_MIN_NS: usize = 1500;
+
+/// The estimated nanoseconds of a step that may run beside an independent one, on one
+/// core: a GEMM, a fused loop (with or without its GEMM prologue) or a pure data-movement
+/// or reduction kernel, each too small to split itself across the cores (larger ones use
+/// both cores already). `None` for every other step: views, host steps (they take their
+/// operands), control flow (it runs nested programs), kernels that split themselves.
+///
+/// Why running two at once is sound: neither reads a value the other writes (they were
+/// both ready), each writes only its own outputs' buffers (fresh or taken from its value's
+/// pool under the pool's lock), and inputs are immutable tensors.
+fn pair_cost(step: &Step, types: &[(DType, Vec<usize>)]) -> Option<usize> {
+    let elems = |v: ValueId| types[v].1.iter().product::<usize>();
+    // m·k·n from the element counts of A (m·k), B (k·n) and C (m·n).
+    let macs = |a: ValueId, b: ValueId, c: ValueId| ((elems(a) * elems(b) * elems(c)) as f64).sqrt() as usize;
+    match &step.kind {
+        StepKind::Gemm { .. } => {
+            let m = macs(step.inputs[0], step.inputs[1], step.outputs[0]);
+            (m < crate::gemm::SPLIT_MACS_AWAKE).then_some(m / 32)
+        }
+        StepKind::Fused { dims, gemm, ops, .. } => {
+            let work = dims.iter().product::<usize>() * ops.max(&1);
+            let pro = gemm.as_ref().map_or(0, |gp| macs(gp.a, gp.b, gp.out));
+            (work < PARALLEL_WORK && pro < crate::gemm::SPLIT_MACS_AWAKE).then_some(work / 2 + pro / 32)
+        }
+        StepKind::Kernel { op } => {
+            let pure = matches!(
+                op,
+                KernelOp::Reduce { .. }
+                    | KernelOp::Softmax { .. }
+                    | KernelOp::Strided { .. }
+                    | KernelOp::StridedScatter { .. }
+                    | KernelOp::Concat { .. }
+                    | KernelOp::Pack { .. }
+                    | KernelOp::Split { .. }
+            );
+            let n: usize = step.inputs.iter().map(|&v| elems(v)).sum();
+            (pure && n < PARALLEL_WORK).then_some(n / 2)
+        }
+        StepKind::View => None,
+    }
 }
 
 /// A step whose output shares its input's buffer (tensors are immutable).
@@ -635,6 +703,26 @@ struct FusedRun<'a> {
     consts: &'a [ConstLanes],
 }
 
+/// Value `v` of the table (a clone: tensors share their buffers).
+fn value(vals: &[Option<Tensor>], v: ValueId, node: &str) -> Result<Tensor, CompileError> {
+    vals[v].clone().ok_or_else(|| CompileError::Runtime { node: node.into(), reason: format!("value {v} missing") })
+}
+
+/// The donations of a pair's two steps, shared with the helper running one of them.
+#[derive(Clone, Copy)]
+struct SharedDonations<'a>([&'a [(ValueId, usize, ValueId, *mut u8)]; 2]);
+// SAFETY: the write pointers point into buffers the call owns (their only references are
+// the donated arguments'); each is written by at most one step (`donated_out` hands a
+// buffer to the step that last reads it, and not to a step whose partner reads it).
+unsafe impl Send for SharedDonations<'_> {}
+unsafe impl Sync for SharedDonations<'_> {}
+
+impl<'a> SharedDonations<'a> {
+    fn get(&self, k: usize) -> &'a [(ValueId, usize, ValueId, *mut u8)] {
+        self.0[k]
+    }
+}
+
 /// A raw pointer the worker threads may share (the buffers it points to outlive the scope).
 #[derive(Clone, Copy)]
 struct SharedPtrs(*const *mut u8);
@@ -786,7 +874,13 @@ impl Program {
     }
 
     pub(crate) fn describe(&self) -> Vec<String> {
-        self.steps.iter().map(|s| self.describe_step(s)).collect()
+        let mut out: Vec<String> = self.steps.iter().map(|s| self.describe_step(s)).collect();
+        for (si, d) in out.iter_mut().enumerate() {
+            if self.pair_first[si] {
+                d.push_str(" | beside the next step");
+            }
+        }
+        out
     }
 
     /// One step as `--dump-clif` and profiles write it.
@@ -972,17 +1066,24 @@ impl Program {
         donations: &[(ValueId, usize, ValueId, *mut u8)],
         written: &mut bool,
     ) -> Result<Vec<Tensor>, CompileError> {
-        let get = |vals: &[Option<Tensor>], v: ValueId, name: &str| -> Result<Tensor, CompileError> {
-            vals[v]
-                .clone()
-                .ok_or_else(|| CompileError::Runtime { node: name.into(), reason: format!("value {v} missing") })
-        };
         let profiling = crate::profile::enabled();
-        for (si, step) in self.steps.iter().enumerate() {
+        let mut si = 0;
+        while si < self.steps.len() {
+            if self.pair_first[si] {
+                self.run_pair(si, vals, donations, written, profiling)?;
+                for k in [si, si + 1] {
+                    for &v in &self.free_after[k] {
+                        vals[v] = None;
+                    }
+                }
+                si += 2;
+                continue;
+            }
+            let step = &self.steps[si];
             let start = profiling.then(std::time::Instant::now);
             match &step.kind {
                 StepKind::View => {
-                    let x = get(vals, step.inputs[0], &step.name)?;
+                    let x = value(vals, step.inputs[0], &step.name)?;
                     let (dtype, shape) = self.types[step.outputs[0]].clone();
                     vals[step.outputs[0]] = Some(Tensor { dtype, shape, data: x.data });
                 }
@@ -1010,51 +1111,10 @@ impl Program {
                         vals[o] = Some(t);
                     }
                 }
-                StepKind::Kernel { op } => {
-                    let ins: Vec<Tensor> =
-                        step.inputs.iter().map(|&v| get(vals, v, &step.name)).collect::<Result<_, _>>()?;
-                    let refs: Vec<&Tensor> = ins.iter().collect();
-                    let recycled = match op {
-                        KernelOp::Scatter { kind } => self.scatter_pooled(*kind, &refs, step.outputs[0]),
-                        _ => None,
-                    };
-                    let outs = match recycled {
-                        Some(r) => r.map(|t| vec![t]),
-                        None => {
-                            let shapes: Vec<Vec<usize>> =
-                                step.outputs.iter().map(|&o| self.types[o].1.clone()).collect();
-                            let outs = op.run(&refs, &shapes);
-                            if let (KernelOp::Scatter { .. }, Ok(outs)) = (op, &outs) {
-                                // Remember the output so the next call can recycle it.
-                                let o = step.outputs[0];
-                                if self.pooled(o) {
-                                    let p = Pooled { data: outs[0].data.clone(), stamp: fresh_stamp(), derived: None };
-                                    self.pools[o].put(p);
-                                }
-                            }
-                            outs
-                        }
-                    }
-                    .map_err(|reason| CompileError::Runtime { node: step.name.clone(), reason })?;
+                _ => {
+                    let outs = self.step_outputs(si, vals, donations, written)?;
                     for (&o, t) in step.outputs.iter().zip(outs) {
                         vals[o] = Some(t);
-                    }
-                }
-                StepKind::Gemm { func, .. } => {
-                    let a = get(vals, step.inputs[0], &step.name)?;
-                    let b = get(vals, step.inputs[1], &step.name)?;
-                    vals[step.outputs[0]] = Some(self.gemm_call(*func, &a, &b, step.outputs[0], &step.name)?);
-                }
-                StepKind::Fused { func, dims, gemm, ops, ext, consts, .. } => {
-                    if let Some(gp) = gemm {
-                        let a = get(vals, gp.a, &step.name)?;
-                        let b = get(vals, gp.b, &step.name)?;
-                        vals[gp.out] = Some(self.gemm_call(gp.func, &a, &b, gp.out, &step.name)?);
-                    }
-                    let fused = FusedRun { step, func: *func, dims, ops: *ops, ext, consts };
-                    self.run_fused(si, &fused, vals, donations, written)?;
-                    if let Some(gp) = gemm {
-                        vals[gp.out] = None;
                     }
                 }
             }
@@ -1062,12 +1122,130 @@ impl Program {
                 vals[v] = None;
             }
             if let Some(start) = start {
-                crate::profile::record(self as *const Program as usize, si, start.elapsed(), || {
-                    (self.name.clone(), self.describe_step(step))
-                });
+                self.record(si, start);
+            }
+            si += 1;
+        }
+        self.retvals.iter().map(|&v| value(vals, v, "_Retval")).collect()
+    }
+
+    fn record(&self, si: usize, start: std::time::Instant) {
+        crate::profile::record(self as *const Program as usize, si, start.elapsed(), || {
+            (self.name.clone(), self.describe_step(&self.steps[si]))
+        });
+    }
+
+    /// Runs steps `si` and `si + 1` (independent: see [`pair_cost`]) at once, one on the
+    /// calling thread and one on a helper of the team (both on the caller when the team is
+    /// busy); the first error in step order is returned. A step writes into a donated
+    /// buffer only when its partner does not read that buffer (the partner may still be
+    /// reading it; `donated_out` checks the step's own and later reads).
+    fn run_pair(
+        &self,
+        si: usize,
+        vals: &mut [Option<Tensor>],
+        donations: &[(ValueId, usize, ValueId, *mut u8)],
+        written: &mut bool,
+        profiling: bool,
+    ) -> Result<(), CompileError> {
+        type Slot = std::sync::Mutex<Option<(Result<Vec<Tensor>, CompileError>, bool)>>;
+        let results: [Slot; 2] = Default::default();
+        {
+            let shared: &[Option<Tensor>] = vals;
+            let reads_donated = |k: usize| {
+                self.steps[k]
+                    .inputs
+                    .iter()
+                    .any(|&v| shared[v].as_ref().is_some_and(|t| donations.iter().any(|d| data_ptr(t) == d.3)))
+            };
+            let own = SharedDonations([
+                if reads_donated(si + 1) { &[] } else { donations },
+                if reads_donated(si) { &[] } else { donations },
+            ]);
+            crate::team::run(2, &|k| {
+                let start = profiling.then(std::time::Instant::now);
+                let mut w = false;
+                let r = self.step_outputs(si + k, shared, own.get(k), &mut w);
+                if let Some(start) = start {
+                    self.record(si + k, start);
+                }
+                *results[k].lock().unwrap_or_else(|e| e.into_inner()) = Some((r, w));
+            });
+        }
+        let mut first_error = None;
+        for (k, slot) in results.into_iter().enumerate() {
+            let (outs, w) = slot.into_inner().unwrap_or_else(|e| e.into_inner()).expect("every part ran");
+            *written |= w;
+            match outs {
+                Ok(outs) => {
+                    for (&o, t) in self.steps[si + k].outputs.iter().zip(outs) {
+                        vals[o] = Some(t);
+                    }
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
         }
-        self.retvals.iter().map(|&v| get(vals, v, "_Retval")).collect()
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// The outputs of step `si` (a GEMM, a fused loop or a kernel other than a host step),
+    /// reading its inputs from `vals`.
+    fn step_outputs(
+        &self,
+        si: usize,
+        vals: &[Option<Tensor>],
+        donations: &[(ValueId, usize, ValueId, *mut u8)],
+        written: &mut bool,
+    ) -> Result<Vec<Tensor>, CompileError> {
+        let step = &self.steps[si];
+        match &step.kind {
+            StepKind::Kernel { op } => {
+                let ins: Vec<Tensor> =
+                    step.inputs.iter().map(|&v| value(vals, v, &step.name)).collect::<Result<_, _>>()?;
+                let refs: Vec<&Tensor> = ins.iter().collect();
+                let recycled = match op {
+                    KernelOp::Scatter { kind } => self.scatter_pooled(*kind, &refs, step.outputs[0]),
+                    _ => None,
+                };
+                match recycled {
+                    Some(r) => r.map(|t| vec![t]),
+                    None => {
+                        let shapes: Vec<Vec<usize>> = step.outputs.iter().map(|&o| self.types[o].1.clone()).collect();
+                        let outs = op.run(&refs, &shapes);
+                        if let (KernelOp::Scatter { .. }, Ok(outs)) = (op, &outs) {
+                            // Remember the output so the next call can recycle it.
+                            let o = step.outputs[0];
+                            if self.pooled(o) {
+                                let p = Pooled { data: outs[0].data.clone(), stamp: fresh_stamp(), derived: None };
+                                self.pools[o].put(p);
+                            }
+                        }
+                        outs
+                    }
+                }
+                .map_err(|reason| CompileError::Runtime { node: step.name.clone(), reason })
+            }
+            StepKind::Gemm { func, .. } => {
+                let a = value(vals, step.inputs[0], &step.name)?;
+                let b = value(vals, step.inputs[1], &step.name)?;
+                Ok(vec![self.gemm_call(*func, &a, &b, step.outputs[0], &step.name)?])
+            }
+            StepKind::Fused { func, dims, gemm, ops, ext, consts, .. } => {
+                let product = match gemm {
+                    Some(gp) => {
+                        let a = value(vals, gp.a, &step.name)?;
+                        let b = value(vals, gp.b, &step.name)?;
+                        Some((gp.out, self.gemm_call(gp.func, &a, &b, gp.out, &step.name)?))
+                    }
+                    None => None,
+                };
+                let fused = FusedRun { step, func: *func, dims, ops: *ops, ext, consts };
+                self.run_fused(si, &fused, vals, product.as_ref(), donations, written)
+            }
+            StepKind::View => unreachable!("views are run by run_steps"),
+        }
     }
 
     /// The donated buffer output `o` of step `si` may be written into, when every
@@ -1097,14 +1275,17 @@ impl Program {
         (strong_count(data) == holders).then(|| Out::Donated(data.clone(), ptr))
     }
 
+    /// Runs a fused loop; `product` is its GEMM prologue's output (a value of the step's
+    /// own, not in `vals`).
     fn run_fused(
         &self,
         si: usize,
         run: &FusedRun<'_>,
-        vals: &mut [Option<Tensor>],
+        vals: &[Option<Tensor>],
+        product: Option<&(ValueId, Tensor)>,
         donations: &[(ValueId, usize, ValueId, *mut u8)],
         written: &mut bool,
-    ) -> Result<(), CompileError> {
+    ) -> Result<Vec<Tensor>, CompileError> {
         let FusedRun { step, func, dims, ops, ext, consts } = *run;
         let f = self.fns[func];
         // Donated buffers first, while the only references are the values (not `held`).
@@ -1117,10 +1298,10 @@ impl Program {
         // Hold the input tensors so their buffers stay alive during the call.
         let mut held: SmallVec<[Tensor; 4]> = SmallVec::with_capacity(ext.len());
         for &v in ext {
-            let t = vals[v].clone().ok_or_else(|| CompileError::Runtime {
-                node: step.name.clone(),
-                reason: format!("value {v} missing"),
-            })?;
+            let t = match product {
+                Some((p, t)) if *p == v => t.clone(),
+                _ => value(vals, v, &step.name)?,
+            };
             ptrs.push(data_ptr(&t));
             held.push(t);
         }
@@ -1167,10 +1348,7 @@ impl Program {
             }
         }
         drop(held);
-        for (&o, b) in step.outputs.iter().zip(outs) {
-            // SAFETY: the loop nest writes every element of every live output exactly once.
-            vals[o] = Some(unsafe { self.finish(o, b) });
-        }
-        Ok(())
+        // SAFETY: the loop nest writes every element of every live output exactly once.
+        Ok(step.outputs.iter().zip(outs).map(|(&o, b)| unsafe { self.finish(o, b) }).collect())
     }
 }

@@ -371,6 +371,57 @@ fn reductions_over_nothing_fuse_with_their_neighbours() {
 }
 
 #[test]
+fn independent_products_run_in_pairs_and_match_one_thread() {
+    // An LSTM cell's two products (x·W, h·U) and, from their sum dz, the four products of
+    // its gradient (dz·Wᵀ, dz·Uᵀ, xᵀ·dz + acc, hᵀ·dz): independent steps of a few
+    // microseconds each, which a 2-thread program runs two at a time.
+    let (b, d, u) = (32usize, 32usize, 64usize);
+    let mm = |name: &str, a: &str, bb: &str, ta: bool, tb: bool| {
+        node(name, "MatMul", &[a, bb], vec![("transpose_a", AttrValue::B(ta)), ("transpose_b", AttrValue::B(tb))])
+    };
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        arg("h", 1, DType::Float32),
+        arg("w", 2, DType::Float32),
+        arg("uu", 3, DType::Float32),
+        arg("acc", 4, DType::Float32),
+        mm("xw", "x", "w", false, false),
+        mm("hu", "h", "uu", false, false),
+        node("z", "Add", &["xw", "hu"], vec![]),
+        node("dz", "Tanh", &["z"], vec![]),
+        mm("dx", "dz", "w", false, true),
+        mm("dh", "dz", "uu", false, true),
+        mm("dw", "x", "dz", true, false),
+        node("dwacc", "AddV2", &["dw", "acc"], vec![]),
+        mm("du", "h", "dz", true, false),
+        ret("r0", "dx", 0),
+        ret("r1", "dh", 1),
+        ret("r2", "dwacc", 2),
+        ret("r3", "du", 3),
+    ]);
+    let shapes = [vec![b, d], vec![b, u], vec![d, 4 * u], vec![u, 4 * u], vec![d, 4 * u]];
+    let sig: Vec<(DType, Vec<usize>)> = shapes.iter().map(|s| (DType::Float32, s.clone())).collect();
+    let ins: Vec<Tensor> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| f32t(s, rand_f32(s.iter().product(), 10 + i as u64, -0.5, 0.5)))
+        .collect();
+    let two = compiler().compile(&g, &sig).unwrap();
+    let desc = two.describe();
+    assert!(desc.iter().filter(|d| d.ends_with("beside the next step")).count() >= 2, "{desc:?}");
+    let one = Compiler::new(CompilerOptions { threads: 1, ..Default::default() }).compile(&g, &sig).unwrap();
+    assert!(!one.describe().iter().any(|d| d.ends_with("beside the next step")), "{:?}", one.describe());
+    let want = one.call(&ins).unwrap();
+    for _ in 0..20 {
+        let got = two.call(&ins).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.shape, w.shape);
+            assert_eq!(g.as_f32().unwrap(), w.as_f32().unwrap(), "paired steps compute what one thread does");
+        }
+    }
+}
+
+#[test]
 fn cache_hits_same_signature_and_recompiles_new_shapes() {
     let g = graph(vec![arg("x", 0, DType::Float32), node("e", "Exp", &["x"], vec![]), ret("r", "e", 0)]);
     let cache = CompileCache::new(compiler());

@@ -227,3 +227,56 @@ fn variable_step_loop() {
         }
     }
 }
+
+/// Wall µs per call of an LSTM gradient body's four independent products (and the forward
+/// cell's two) compiled for one thread and for two (paired steps), alternated.
+#[test]
+#[ignore]
+fn paired_products() {
+    use autoclust_graph::AttrValue;
+    let (b, d, u) = (32usize, 32usize, 64usize);
+    let mm = |name: &str, a: &str, bb: &str, ta: bool, tb: bool| {
+        node(name, "MatMul", &[a, bb], vec![("transpose_a", AttrValue::B(ta)), ("transpose_b", AttrValue::B(tb))])
+    };
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        arg("h", 1, DType::Float32),
+        arg("w", 2, DType::Float32),
+        arg("uu", 3, DType::Float32),
+        arg("dz", 4, DType::Float32),
+        mm("dx", "dz", "w", false, true),
+        mm("dh", "dz", "uu", false, true),
+        mm("dw", "x", "dz", true, false),
+        mm("du", "h", "dz", true, false),
+        mm("xw", "x", "w", false, false),
+        mm("hu", "h", "uu", false, false),
+        ret("r0", "dx", 0),
+        ret("r1", "dh", 1),
+        ret("r2", "dw", 2),
+        ret("r3", "du", 3),
+        ret("r4", "xw", 4),
+        ret("r5", "hu", 5),
+    ]);
+    let shapes = [vec![b, d], vec![b, u], vec![d, 4 * u], vec![u, 4 * u], vec![b, 4 * u]];
+    let sig: Vec<(DType, Vec<usize>)> = shapes.iter().map(|s| (DType::Float32, s.clone())).collect();
+    let ins: Vec<_> =
+        shapes.iter().enumerate().map(|(i, s)| f32t(s, rand_f32(s.iter().product(), i as u64, -0.5, 0.5))).collect();
+    let fs: Vec<_> = [1, 2]
+        .iter()
+        .map(|&t| Compiler::new(CompilerOptions { threads: t, ..Default::default() }).compile(&g, &sig).unwrap())
+        .collect();
+    eprintln!("{:?}", fs[1].describe());
+    for round in 0..5 {
+        for (k, f) in fs.iter().enumerate() {
+            let start = std::time::Instant::now();
+            for _ in 0..2000 {
+                std::hint::black_box(f.call(&ins).unwrap());
+            }
+            eprintln!(
+                "round {round} threads {}: {:.2} µs per call",
+                k + 1,
+                start.elapsed().as_secs_f64() * 1e6 / 2000.0
+            );
+        }
+    }
+}
