@@ -817,3 +817,39 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
     }
     Ok((vars, access))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every op the interpreter has a resource-variable kernel for is modelled; the model's
+    /// reads and writes agree
+    /// with TensorFlow's resource-operation table, which the safety analysis uses (so a
+    /// cluster holding one of these ops snapshots and writes back all its variables, and
+    /// no write→read path through it shares a cluster); and an optimizer's handles are its
+    /// leading inputs, at most four.
+    #[test]
+    fn every_resource_kernel_is_modelled_and_agrees_with_the_safety_table() {
+        let mut modelled = 0;
+        for schema in autoclust_graph::registry::all() {
+            let op = schema.name;
+            if !autoclust_runtime::kernels::resource::is_resource_op(op) {
+                continue;
+            }
+            let access = AccessOp::of(op).unwrap_or_else(|| panic!("{op} has a kernel but no model"));
+            let kind = effects::table_kind(op).unwrap_or_else(|| panic!("{op} is not in the resource table"));
+            assert_eq!((access.reads(), access.writes()), (kind.reads(), kind.writes()), "{op}");
+            let handles = handle_slots(op);
+            if access == AccessOp::Apply {
+                assert!(handles.len() <= 4 && handles.iter().enumerate().all(|(i, &h)| i == h), "{op}: {handles:?}");
+            } else {
+                assert_eq!(handles, [0], "{op}");
+            }
+            modelled += 1;
+        }
+        // 6 reads and assigns, 2 gathers, 10 scatters, 29 optimizer ops.
+        assert_eq!(modelled, 47);
+        assert_eq!(handle_slots("ResourceApplyCenteredRMSProp"), [0, 1, 2, 3]);
+        assert_eq!(handle_slots("ResourceSparseApplyAdagradDA"), [0, 1, 2]);
+    }
+}
