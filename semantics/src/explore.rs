@@ -278,6 +278,9 @@ struct Explorer<'a, 'g> {
 /// What a resource kernel gives: its outputs and its variables' values afterwards.
 type KernelResult = (Vec<Tensor>, Vec<Tensor>);
 
+/// What an access does: its outputs and the values it writes, by variable.
+type AccessResult = (Vec<Tensor>, Vec<(VarId, Tensor)>);
+
 impl Explorer<'_, '_> {
     fn search(&mut self, mut state: State) -> Result<(), SemanticsError> {
         let n = self.program.steps.len();
@@ -584,7 +587,7 @@ impl Explorer<'_, '_> {
         a: Access,
         mut current: Vec<Option<Tensor>>,
         st: &mut State,
-    ) -> Result<(Vec<Tensor>, Vec<(VarId, Tensor)>), SemanticsError> {
+    ) -> Result<AccessResult, SemanticsError> {
         if a.op.runs_kernel() {
             return self.kernel(node, a, current, st);
         }
@@ -601,7 +604,7 @@ impl Explorer<'_, '_> {
         a: Access,
         current: Vec<Option<Tensor>>,
         st: &mut State,
-    ) -> Result<(Vec<Tensor>, Vec<(VarId, Tensor)>), SemanticsError> {
+    ) -> Result<AccessResult, SemanticsError> {
         let p = self.program;
         let vars: Vec<VarId> = a.vars().collect();
         let mut values = Vec::with_capacity(vars.len());
