@@ -463,3 +463,15 @@ fn racing_scatters_have_the_executors_outcome_and_the_split_models_lost_updates(
         assert!(split.iter().any(is_plain), "{extra:?}");
     }
 }
+
+/// TensorFlow 1 graphs calling `tf.function`s that read and write the variables they are
+/// passed (`StatefulPartitionedCall`, nested calls, a legacy `Defun` called by name): the
+/// calls are inlined as `run` inlines them, so these steps verify and explore to the plain
+/// executor's values (which runs the calls op by op, uninlined).
+#[test]
+fn graphs_calling_functions_on_variables_verify_and_match_the_plain_executor() {
+    for name in ["function_calls", "calls_nested", "calls_train_step"] {
+        let (graph, args) = tf_request(name);
+        check_against_the_plain_executor(&graph, &args);
+    }
+}
