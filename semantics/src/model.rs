@@ -146,6 +146,9 @@ pub enum AccessOp {
     /// `ResourceScatterNd{Add,Sub,Update}`: an indexed read-modify-write of one variable,
     /// computed by the interpreter's kernel (the ops the runtime has a kernel for;
     /// `ResourceScatterNdMin/Max` and `ResourceStridedSliceAssign` have none, in `run` or here).
+    /// TensorFlow's kernels of these hold only a shared lock for numeric dtypes, so two of
+    /// them may also tear each other row by row, which the model does not produce (the
+    /// runtime locks them exclusively; docs/semantics.md, "Not modelled").
     Scatter,
     /// An optimizer's fused update, `ResourceApply*` / `ResourceSparseApply*` (all but
     /// `ResourceApplyGradientDescent`): a read-modify-write of the parameter and of every
