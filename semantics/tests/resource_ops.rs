@@ -7,7 +7,12 @@ use std::collections::BTreeSet;
 
 use autoclust_graph::{Graph, Tensor};
 use autoclust_passes::cluster::ClusterConfig;
-use autoclust_semantics::{autoclusterer, explore_graph, verify, ClusterSpec, Inputs, Query, Rmw, RuntimeKernels};
+use autoclust_semantics::{
+    autoclusterer, explore_graph, verify, ClusterSpec, Exploration, Inputs, Limits, Query, Rmw, RuntimeKernels,
+    SemanticsError,
+};
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 /// Adam's variables (`w`, its slots `m` and `v`), scalar float32, and its operands: with
 /// `m = v = 0` and gradient 1 the update gives `m = 0.5`, `v = 0.25`, `w -= 0.1`.
@@ -188,5 +193,154 @@ fn an_uninitialised_slot_names_the_node_and_the_variable() {
     for rmw in [Rmw::Split, Rmw::Atomic] {
         let err = explore_graph(&g, &query(&[], &["adam"], rmw), None, &init, &RuntimeKernels).unwrap_err();
         assert!(err.to_string().contains("'adam'") && err.to_string().contains("'m'"), "{err}");
+    }
+}
+
+/// One op of a random float32 graph: 0 read, 1 assign, 2 `ResourceApplyMomentum` (two
+/// variables), 3 pure add, 4 `ResourceApplyAdam` (three variables; momentum with fewer).
+#[derive(Clone, Debug)]
+struct Op {
+    kind: u8,
+    var: usize,
+    other: usize,
+    a: usize,
+    b: usize,
+    controls: Vec<usize>,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    (0u8..5, 0usize..3, 1usize..3, any::<usize>(), any::<usize>(), prop::collection::vec(any::<usize>(), 0..2))
+        .prop_map(|(kind, var, other, a, b, controls)| Op { kind, var, other, a, b, controls })
+}
+
+/// The graph's text, fetches (every value) and targets (every write).
+fn random_graph(vars_n: usize, ops: &[Op]) -> (Graph, Vec<String>, Vec<String>) {
+    let mut text = String::new();
+    for v in 0..vars_n {
+        text += &format!(
+            "v{v} = VarHandleOp() {{container = \"\", dtype = float32, shape = shape[], shared_name = \"v{v}\"}}\n"
+        );
+    }
+    for (name, x) in [("c0", 1.0), ("c1", 2.0), ("half", 0.5), ("quarter", 0.25), ("eps", 0.001)] {
+        text += &format!("{name} = Const() {{dtype = float32, value = float32[]{{{x:?}}}}}\n");
+    }
+    let (mut values, mut fetches, mut targets, mut names) =
+        (vec!["c0".to_string(), "c1".to_string()], Vec::new(), Vec::new(), Vec::<String>::new());
+    for (i, op) in ops.iter().enumerate() {
+        let name = format!("n{i}");
+        let var = |k: usize| format!("v{}", (op.var + k) % vars_n);
+        let (x, y) = (values[op.a % values.len()].clone(), values[op.b % values.len()].clone());
+        let mut controls: Vec<String> = if names.is_empty() {
+            vec![]
+        } else {
+            op.controls.iter().map(|c| names[c % names.len()].clone()).collect()
+        };
+        controls.sort();
+        controls.dedup();
+        let ctrl: String = controls.iter().map(|c| format!(", ^{c}")).collect();
+        let kind = match op.kind {
+            4 if vars_n == 3 => 4,
+            2 | 4 if vars_n >= 2 => 2,
+            2 | 4 => 1,
+            k => k,
+        };
+        match kind {
+            0 => {
+                text += &format!("{name} = ReadVariableOp({}{ctrl}) {{dtype = float32}}\n", var(0));
+                values.push(name.clone());
+                fetches.push(format!("{name}:0"));
+            }
+            1 => {
+                text += &format!("{name} = AssignVariableOp({}, {x}{ctrl}) {{dtype = float32}}\n", var(0));
+                targets.push(name.clone());
+            }
+            2 => {
+                let slot = var(1 + (op.other - 1) % (vars_n - 1));
+                text += &format!(
+                    "{name} = ResourceApplyMomentum({}, {slot}, half, {x}, quarter{ctrl}) \
+                     {{T = float32, use_locking = false, use_nesterov = false}}\n",
+                    var(0)
+                );
+                targets.push(name.clone());
+            }
+            4 => {
+                text += &format!(
+                    "{name} = ResourceApplyAdam({}, {}, {}, half, quarter, half, half, quarter, eps, {x}{ctrl}) \
+                     {{T = float32, use_locking = false, use_nesterov = false}}\n",
+                    var(0),
+                    var(op.other),
+                    var(3 - op.other)
+                );
+                targets.push(name.clone());
+            }
+            _ => {
+                text += &format!("{name} = AddV2({x}, {y}{ctrl}) {{T = float32}}\n");
+                values.push(name.clone());
+                fetches.push(format!("{name}:0"));
+            }
+        }
+        names.push(name);
+    }
+    (autoclust_graph::text::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}")), fetches, targets)
+}
+
+fn random_inputs(vars_n: usize) -> Inputs {
+    let names: Vec<String> = (0..vars_n).map(|v| format!("v{v}")).collect();
+    scalars(&names.iter().enumerate().map(|(i, n)| (n.as_str(), i as f32 + 1.0)).collect::<Vec<_>>())
+}
+
+fn bounded(fetches: &[String], targets: &[String], rmw: Rmw, reduce: bool, max_states: usize) -> Query {
+    let mut q = query(&[], &[], rmw);
+    q.fetches = fetches.to_vec();
+    q.targets = targets.to_vec();
+    q.limits = Limits { max_states, reduce, ..Limits::default() };
+    q
+}
+
+fn same_outcomes(a: &Exploration, b: &Exploration) -> bool {
+    a.outcomes.len() == b.outcomes.len() && a.outcomes.iter().all(|o| b.contains(o))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// With optimizer updates of two and three variables among reads, assigns and pure
+    /// ops: the real clusterer adds no behaviour (seed 000's split model), and the reduced
+    /// search finds exactly the outcomes of the full enumeration, for both models.
+    #[test]
+    fn multi_variable_updates_verify_and_reduce_exactly(
+        vars_n in 1usize..4,
+        ops in prop::collection::vec(op(), 1..7),
+        min_size in 1usize..3,
+    ) {
+        let (g, fetches, targets) = random_graph(vars_n, &ops);
+        let inputs = random_inputs(vars_n);
+        let clusterer = autoclusterer(ClusterConfig { min_cluster_size: min_size, ..ClusterConfig::default() });
+        let verdict = match verify(&g, &bounded(&fetches, &targets, Rmw::Split, true, 200_000), &clusterer, &inputs, &RuntimeKernels) {
+            Err(SemanticsError::StateBound { .. }) => return Err(TestCaseError::reject("state bound")),
+            r => r.unwrap(),
+        };
+        prop_assert!(verdict.holds(), "witness {:?}", verdict.witness());
+        for rmw in [Rmw::Split, Rmw::Atomic] {
+            let reduced = explore_graph(&g, &bounded(&fetches, &targets, rmw, true, 200_000), None, &inputs, &RuntimeKernels).unwrap();
+            match explore_graph(&g, &bounded(&fetches, &targets, rmw, false, 50_000), None, &inputs, &RuntimeKernels) {
+                Err(SemanticsError::StateBound { .. }) => {}
+                r => prop_assert!(same_outcomes(&reduced, &r.unwrap()), "{rmw:?}"),
+            }
+        }
+    }
+}
+
+/// The property above is not vacuous: the real clusterer puts the optimizer updates of
+/// these graphs into clusters with the reads and the pure ops that feed them.
+#[test]
+fn the_real_clusterer_clusters_multi_variable_updates() {
+    let op = |kind, var, a, controls: Vec<usize>| Op { kind, var, other: 1, a, b: 0, controls };
+    // n0 = Read(v0); n1 = n0 + c0; n2 = Adam(v0, v1, v2, grad n1); n3 = Momentum(v1, v2, grad n0).
+    let (g, _, _) =
+        random_graph(3, &[op(0, 0, 0, vec![]), op(3, 0, 2, vec![]), op(4, 0, 3, vec![]), op(2, 1, 2, vec![])]);
+    let clusters = autoclusterer(ClusterConfig { min_cluster_size: 1, ..ClusterConfig::default() })(&g).unwrap();
+    for apply in ["ResourceApplyAdam", "ResourceApplyMomentum"] {
+        assert!(clusters.iter().any(|c| c.nodes.iter().any(|&n| g.node(n).op == apply)), "{apply}: {clusters:?}");
     }
 }
