@@ -88,9 +88,9 @@ fn hoist_loop_reads(graph: Graph, path: &Path) -> Result<Graph, CliError> {
 }
 
 impl Common {
-    /// Reads the graph. A SavedModel's signature is picked (`--signature`, default
-    /// `serving_default`), its variables restored, and its function calls inlined (as `run`
-    /// does), so the model sees the variable accesses of the signature's function.
+    /// Reads the graph, its function calls inlined (as `run` does), so the model sees the
+    /// variable accesses of the functions it calls. A SavedModel's signature is picked
+    /// (`--signature`, default `serving_default`) and its variables restored.
     ///
     /// A `While` that only reads a variable has the read before the loop
     /// (`hoist-loop-reads`, as `run` does: every outcome of that graph is an outcome of
@@ -99,8 +99,12 @@ impl Common {
     pub fn load(&self, path: &Path) -> Result<Loaded, CliError> {
         if !is_saved_model(path, self.format)? {
             no_signature_without_model(path, self.signature.as_deref())?;
-            let graph = hoist_loop_reads(load_graph(path, self.format)?, path)?;
-            return Ok(Loaded { graph, model: None });
+            // Function calls are inlined, as `run` inlines them (and TensorFlow's runtime
+            // does): a call's body ops are accesses of their own, ordered by the body's
+            // edges and the call's control inputs, not one atomic step.
+            let (graph, _) = autoclust_passes::inline::inline_calls_owned(load_graph(path, self.format)?)
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            return Ok(Loaded { graph: hoist_loop_reads(graph, path)?, model: None });
         }
         let (graph, model) = load_model(path, self.signature.as_deref())?;
         let (graph, _) = autoclust_passes::inline::inline_calls(&graph)

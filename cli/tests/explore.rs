@@ -386,3 +386,92 @@ fn tf2_function_graphs_with_captured_variables_verify_and_match_the_plain_execut
         check_against_the_plain_executor(&graph, &args);
     }
 }
+
+/// The TensorFlow 1 optimizers' fused updates (`ResourceApply*` — several variables read
+/// and written at once — and `ResourceSparseApply*`), the embedding lookups and their
+/// sparse updates (`ResourceGather`, `ResourceScatterAdd`/`Sub`) and the Keras optimizers
+/// that update slots by scatters: `explore` models them with the interpreter's kernels, so
+/// these training steps verify and explore to exactly the plain executor's values.
+#[test]
+fn tf1_optimizer_and_embedding_steps_verify_and_match_the_plain_executor() {
+    for name in [
+        "mlp_opt_adadelta",
+        "mlp_opt_adagrad",
+        "mlp_opt_adagrad_da",
+        "mlp_opt_adam",
+        "mlp_opt_ftrl",
+        "mlp_opt_ftrl_v2",
+        "mlp_opt_momentum",
+        "mlp_opt_momentum_nesterov",
+        "mlp_opt_proximal_adagrad",
+        "mlp_opt_proximal_sgd",
+        "mlp_opt_rmsprop",
+        "mlp_opt_rmsprop_centered",
+        "mlp_raw_opts",
+        "ref_mlp_momentum",
+        "cnn_strided",
+        "embedding",
+        "embedding_int64",
+        "embedding_adagrad",
+        "embedding_adagrad_da",
+        "embedding_adam",
+        "embedding_ftrl",
+        "embedding_momentum",
+        "embedding_raw_sparse",
+        "embedding_rmsprop",
+        "keras_wide_deep",
+        "keras_gru_rmsprop",
+        "tf2_bn_depthwise_ftrl",
+        "tf2_gather_scatter_nd",
+    ] {
+        let (graph, args) = tf_request(name);
+        check_against_the_plain_executor(&graph, &args);
+    }
+}
+
+/// `array_ops` scatters into one table three times (`ResourceScatterNdAdd`/`Sub`/`Update`,
+/// unordered): the executor's atomic read-modify-writes give one outcome, the plain
+/// executor's; seed 000's split model adds the lost updates (three outcomes, the
+/// executor's among them); `verify` holds.
+#[test]
+fn racing_scatters_have_the_executors_outcome_and_the_split_models_lost_updates() {
+    let (graph, args) = tf_request("array_ops");
+    let call = |cmd: &[&str]| {
+        let mut all: Vec<String> = vec![cmd[0].to_string(), graph.display().to_string()];
+        all.extend(cmd[1..].iter().map(|s| s.to_string()));
+        all.extend(args.iter().cloned());
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let (code, stdout, stderr) = autoclust(&refs, &[]);
+        assert_eq!(code, 0, "{cmd:?}: {stdout}{stderr}");
+        stdout
+    };
+    assert!(call(&["verify"]).starts_with("verify: ok"));
+    let plain: Value = serde_json::from_str(&call(&["run", "--no-cluster", "--no-optimize", "--json"])).unwrap();
+    let outcomes = |extra: &[&str]| -> Vec<Value> {
+        let mut cmd = vec!["explore", "--json"];
+        cmd.extend_from_slice(extra);
+        let v: Value = serde_json::from_str(&call(&cmd)).unwrap();
+        v["outcomes"].as_array().unwrap().clone()
+    };
+    let is_plain = |o: &Value| o["fetches"] == plain["fetches"] && o["variables"] == plain["variables"];
+    let atomic = outcomes(&["--atomic-rmw"]);
+    assert_eq!(atomic.len(), 1);
+    assert!(is_plain(&atomic[0]));
+    for extra in [&[][..], &["--clustered"][..]] {
+        let split = outcomes(extra);
+        assert_eq!(split.len(), 3, "{extra:?}");
+        assert!(split.iter().any(is_plain), "{extra:?}");
+    }
+}
+
+/// TensorFlow 1 graphs calling `tf.function`s that read and write the variables they are
+/// passed (`StatefulPartitionedCall`, nested calls, a legacy `Defun` called by name): the
+/// calls are inlined as `run` inlines them, so these steps verify and explore to the plain
+/// executor's values (which runs the calls op by op, uninlined).
+#[test]
+fn graphs_calling_functions_on_variables_verify_and_match_the_plain_executor() {
+    for name in ["function_calls", "calls_nested", "calls_train_step"] {
+        let (graph, args) = tf_request(name);
+        check_against_the_plain_executor(&graph, &args);
+    }
+}

@@ -50,6 +50,47 @@ impl PureEval for RuntimeCalls {
     }
 }
 
+/// Runs resource op `node` with the interpreter's own kernel
+/// (`autoclust_runtime::kernels::resource::prepare`, what `run` executes) on a private
+/// variable store holding `vars`: `inputs[i]` is data input `i`, `None` where the input
+/// is a variable handle; `vars` gives, in the order of those handles, each variable's name
+/// (a name given twice is one variable, passed twice, as the graph passed it) and value.
+/// Returns the op's outputs and every variable's value afterwards, in `vars` order. The
+/// given tensors are never changed (the kernel copies a shared buffer before writing).
+pub fn resource_kernel(
+    node: &Node,
+    inputs: &[Option<Tensor>],
+    vars: &[(&str, Tensor)],
+) -> Result<(Vec<Tensor>, Vec<Tensor>), String> {
+    use autoclust_runtime::kernels::resource::{handle_tensor, prepare};
+    use autoclust_runtime::VariableStore;
+    let kernel = prepare(node).map_err(|e| e.to_string())?.ok_or_else(|| format!("no kernel for {}", node.op))?;
+    let store = VariableStore::new();
+    let mut ids = Vec::with_capacity(vars.len());
+    let mut given = vars.iter();
+    let mut args = autoclust_runtime::kernels::Inputs::new();
+    for input in inputs {
+        match input {
+            Some(t) => args.push(t.clone()),
+            None => {
+                let (name, value) = given.next().ok_or("more handle inputs than variables (internal)")?;
+                let id = store.get_or_create("", name, value.dtype, autoclust_graph::Shape::unknown());
+                if store.get(id).read().is_none() {
+                    store.get(id).write(value.clone());
+                }
+                ids.push(id);
+                args.push(handle_tensor(id));
+            }
+        }
+    }
+    let outputs = kernel(&store, args).map_err(|e| e.to_string())?;
+    let after = ids
+        .iter()
+        .map(|&id| store.get(id).read().ok_or_else(|| "a variable lost its value (internal)".to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((outputs.into_vec(), after))
+}
+
 /// A synthetic node running `op` with type attribute `T = dtype`, used to
 /// express the compute half of a read-modify-write (`AssignAdd` is `AddV2`).
 pub(crate) fn synthetic(name: &str, op: &str, dtype: DType) -> Node {

@@ -27,7 +27,7 @@ use autoclust_graph::{DType, NodeId, Output, Tensor, TensorData, TensorList};
 use fixedbitset::FixedBitSet;
 
 use crate::eval::{synthetic, PureEval};
-use crate::model::{AccessOp, Program, StepId, StepKind, VarId, VarKind};
+use crate::model::{Access, AccessOp, Program, StepId, StepKind, VarId, VarKind};
 use crate::SemanticsError;
 
 /// Values for placeholders and initial variable values, by name (CONTRACT.md §3).
@@ -210,6 +210,7 @@ pub fn explore(
         path: Vec::new(),
         states: 1,
         pure_cache: RefCell::new(HashMap::new()),
+        kernel_cache: RefCell::new(HashMap::new()),
     };
     ex.visited.insert(ex.key(&root));
     ex.search(root)?;
@@ -269,7 +270,16 @@ struct Explorer<'a, 'g> {
     states: usize,
     /// Pure node outputs by fingerprint of (node, input values).
     pure_cache: RefCell<HashMap<u128, Rc<[Tensor]>>>,
+    /// Resource kernels' outputs and variable values by fingerprint of (node, input
+    /// values, variable values).
+    kernel_cache: RefCell<HashMap<u128, KernelResult>>,
 }
+
+/// What a resource kernel gives: its outputs and its variables' values afterwards.
+type KernelResult = (Vec<Tensor>, Vec<Tensor>);
+
+/// What an access does: its outputs and the values it writes, by variable.
+type AccessResult = (Vec<Tensor>, Vec<(VarId, Tensor)>);
 
 impl Explorer<'_, '_> {
     fn search(&mut self, mut state: State) -> Result<(), SemanticsError> {
@@ -443,26 +453,38 @@ impl Explorer<'_, '_> {
         match p.steps[s.0 as usize].kind {
             StepKind::Whole { node } => {
                 let a = p.access[node.index()].expect("a step's node is a resource op");
-                let var = a.var.0 as usize;
-                let current = st.vars[var].clone();
-                let (outputs, written) = self.access(node, a.op, current, st)?;
-                if let Some(w) = written {
-                    st.vars[var] = Some(w);
+                let current: Vec<Option<Tensor>> = a.vars().map(|v| st.vars[v.0 as usize].clone()).collect();
+                let (outputs, written) = self.run_access(node, a, current, st)?;
+                for (v, w) in written {
+                    st.vars[v.0 as usize] = Some(w);
                 }
                 st.values[node.index()] = Some(outputs.into());
             }
             StepKind::RmwRead { node } => {
+                // Every variable of the op at once (see `AccessOp::Apply`).
                 let a = p.access[node.index()].expect("a step's node is a resource op");
-                let old = self.require(node, a.var, st.vars[a.var.0 as usize].clone())?;
-                st.pending[s.0 as usize] = Some(vec![(a.var, old)].into());
+                let mut old = Vec::new();
+                for v in a.vars() {
+                    old.push((v, self.require(node, v, st.vars[v.0 as usize].clone())?));
+                }
+                st.pending[s.0 as usize] = Some(old.into());
             }
             StepKind::RmwWrite { node } => {
                 let a = p.access[node.index()].expect("a step's node is a resource op");
                 let read = StepId(s.0 - 1);
-                let old = st.pending[read.0 as usize].take().expect("the read half ran first")[0].1.clone();
-                let new = self.update(node, a.op, old, st)?;
-                st.vars[a.var.0 as usize] = Some(new);
-                st.values[node.index()] = Some(Vec::new().into());
+                let old = st.pending[read.0 as usize].take().expect("the read half ran first");
+                if a.op.runs_kernel() {
+                    let current = old.iter().map(|(_, t)| Some(t.clone())).collect();
+                    let (outputs, written) = self.run_access(node, a, current, st)?;
+                    for (v, w) in written {
+                        st.vars[v.0 as usize] = Some(w);
+                    }
+                    st.values[node.index()] = Some(outputs.into());
+                } else {
+                    let new = self.update(node, a.op, old[0].1.clone(), st)?;
+                    st.vars[a.var.0 as usize] = Some(new);
+                    st.values[node.index()] = Some(Vec::new().into());
+                }
             }
             StepKind::Snapshot { cluster } => {
                 let c = &p.clusters[cluster];
@@ -472,10 +494,10 @@ impl Explorer<'_, '_> {
                 for &m in &c.members {
                     match p.access[m.index()] {
                         Some(a) => {
-                            let current = ssa.get(&a.var).cloned().flatten();
-                            let (outputs, written) = self.access(m, a.op, current, st)?;
-                            if let Some(w) = written {
-                                ssa.insert(a.var, Some(w));
+                            let current = a.vars().map(|v| ssa.get(&v).cloned().flatten()).collect();
+                            let (outputs, written) = self.run_access(m, a, current, st)?;
+                            for (v, w) in written {
+                                ssa.insert(v, Some(w));
                             }
                             st.values[m.index()] = Some(outputs.into());
                         }
@@ -557,6 +579,63 @@ impl Explorer<'_, '_> {
         Ok(st.dead[id.index()] == DEAD_NODE)
     }
 
+    /// A whole access of `node` (`a`) to its variables holding `current` (in
+    /// [`Access::vars`] order): its outputs and the values it writes.
+    fn run_access(
+        &self,
+        node: NodeId,
+        a: Access,
+        mut current: Vec<Option<Tensor>>,
+        st: &mut State,
+    ) -> Result<AccessResult, SemanticsError> {
+        if a.op.runs_kernel() {
+            return self.kernel(node, a, current, st);
+        }
+        let (outputs, written) = self.access(node, a.op, current.swap_remove(0), st)?;
+        Ok((outputs, written.map(|w| (a.var, w)).into_iter().collect()))
+    }
+
+    /// An op the interpreter's kernel computes ([`AccessOp::runs_kernel`]): its outputs
+    /// and, when it writes, the new value of each of its variables. Kernels run once per
+    /// distinct (node, inputs, variable values), like pure nodes.
+    fn kernel(
+        &self,
+        node: NodeId,
+        a: Access,
+        current: Vec<Option<Tensor>>,
+        st: &mut State,
+    ) -> Result<AccessResult, SemanticsError> {
+        let p = self.program;
+        let vars: Vec<VarId> = a.vars().collect();
+        let mut values = Vec::with_capacity(vars.len());
+        for (&v, t) in vars.iter().zip(current) {
+            values.push((p.vars[v.0 as usize].name.as_str(), self.require(node, v, t)?));
+        }
+        let n = p.graph.node(node);
+        let handles = crate::model::handle_slots(&n.op);
+        let mut inputs = Vec::with_capacity(n.inputs.len());
+        for slot in 0..n.inputs.len() {
+            inputs.push(if handles.contains(&slot) { None } else { Some(self.input(node, slot, st)?) });
+        }
+        let key = fingerprint(|h| {
+            node.hash(h);
+            for t in inputs.iter().flatten().chain(values.iter().map(|(_, t)| t)) {
+                hash_tensor(t, h);
+            }
+        });
+        let cached = self.kernel_cache.borrow().get(&key).cloned();
+        let (outputs, after) = match cached {
+            Some(hit) => hit,
+            None => {
+                let out = crate::eval::resource_kernel(n, &inputs, &values).map_err(|m| self.kernel_error(node, m))?;
+                self.kernel_cache.borrow_mut().insert(key, out.clone());
+                out
+            }
+        };
+        let written = if a.op.writes() { vars.into_iter().zip(after).collect() } else { Vec::new() };
+        Ok((outputs, written))
+    }
+
     /// A whole access of `node` to a variable holding `current`: its outputs
     /// and the value it writes, if any.
     fn access(
@@ -614,6 +693,9 @@ impl Explorer<'_, '_> {
             | AccessOp::TaSize
             | AccessOp::TaConcat
             | AccessOp::TaSplit => self.tensor_array(node, op, var, current, st)?,
+            AccessOp::Gather | AccessOp::Scatter | AccessOp::Apply => {
+                unreachable!("the interpreter's kernel computes these (Explorer::kernel)")
+            }
         })
     }
 

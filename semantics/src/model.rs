@@ -14,6 +14,12 @@
 //!   `ResourceApplyGradientDescent`) is two steps, read then write
 //!   ([`Rmw::Split`], seed 000), or one ([`Rmw::Atomic`], seed 002's `Assign-f`,
 //!   what the plain executor does);
+//! - the indexed ops (`ResourceGather`/`ResourceGatherNd` reads, `ResourceScatter*` and
+//!   `ResourceScatterNd*` read-modify-writes of one variable) and the optimizers' fused
+//!   ops (`ResourceApply*`, `ResourceSparseApply*`: a read-modify-write of the parameter
+//!   and every slot at once) likewise, their values computed by the interpreter's own
+//!   kernels ([`crate::eval::resource_kernel`]); see [`AccessOp::Apply`] for why a
+//!   multi-variable op reads all its variables in one step;
 //! - a cluster of the auto-clustered program (seed 001) is a snapshot step
 //!   that reads every variable its members read, then a write-back step that
 //!   writes the final SSA value of every variable its members write; its
@@ -133,6 +139,37 @@ pub enum AccessOp {
     TaSplit,
     /// `TensorArrayCloseV3(array)`: nothing to model.
     TaClose,
+    /// `ResourceGather(var, indices)`, `ResourceGatherNd(var, indices)`: an indexed read,
+    /// computed by the interpreter's kernel.
+    Gather,
+    /// `ResourceScatter{Add,Sub,Mul,Div,Min,Max,Update}(var, indices, updates)` and
+    /// `ResourceScatterNd{Add,Sub,Update}`: an indexed read-modify-write of one variable,
+    /// computed by the interpreter's kernel (the ops the runtime has a kernel for;
+    /// `ResourceScatterNdMin/Max` and `ResourceStridedSliceAssign` have none, in `run` or here).
+    /// TensorFlow's kernels of these hold only a shared lock for numeric dtypes, so two of
+    /// them may also tear each other row by row, which the model does not produce (the
+    /// runtime locks them exclusively; docs/semantics.md, "Not modelled").
+    Scatter,
+    /// An optimizer's fused update, `ResourceApply*` / `ResourceSparseApply*` (all but
+    /// `ResourceApplyGradientDescent`): a read-modify-write of the parameter and of every
+    /// slot variable its handles name ([`Access::vars`]), computed by the interpreter's
+    /// kernel.
+    ///
+    /// Under [`Rmw::Split`] it is **one** read step reading every variable, the update, and
+    /// **one** write step writing them all — not a read step per variable. TensorFlow's
+    /// kernels (`training_ops.cc`) start with `MaybeLockVariableInputMutexesInOrder`,
+    /// which for resource variables takes every variable's mutex, in address order, before
+    /// reading any of them, whatever `use_locking` says (exclusively for dense ops and for
+    /// sparse ops with `use_locking`; shared for sparse ops without it), and holds them
+    /// until every write is done. So the values an op reads are always one consistent
+    /// snapshot of its variables; separate reads would add torn snapshots (a new `m`
+    /// with an old `v`) no TensorFlow run produces. Splitting the read from the write is
+    /// seed 000's model, as for `AssignAdd`; [`Rmw::Atomic`] (one step) is the plain
+    /// executor, which holds all the locks across the whole op. Not modelled: two sparse
+    /// updates without `use_locking` that share a variable (TensorFlow's shared locks, the
+    /// "Hogwild" mode) may interleave element by element; the split model gives them the
+    /// lost updates of whole reads and writes, not element-level tearing.
+    Apply,
 }
 
 impl AccessOp {
@@ -158,6 +195,11 @@ impl AccessOp {
             "TensorArrayConcatV3" => AccessOp::TaConcat,
             "TensorArraySplitV3" => AccessOp::TaSplit,
             "TensorArrayCloseV3" => AccessOp::TaClose,
+            "ResourceGather" | "ResourceGatherNd" => AccessOp::Gather,
+            // Only what the interpreter has a kernel for: the model runs that kernel.
+            _ if !autoclust_runtime::kernels::resource::is_resource_op(op) => return None,
+            _ if op.starts_with("ResourceScatter") => AccessOp::Scatter,
+            _ if op.starts_with("ResourceApply") || op.starts_with("ResourceSparseApply") => AccessOp::Apply,
             _ => return None,
         })
     }
@@ -180,6 +222,8 @@ impl AccessOp {
                 | AccessOp::TaWrite
                 | AccessOp::TaScatter
                 | AccessOp::TaSplit
+                | AccessOp::Scatter
+                | AccessOp::Apply
         )
     }
     /// Whether the op both reads and writes (a read-modify-write).
@@ -198,7 +242,15 @@ impl AccessOp {
                 | AccessOp::AssignAdd
                 | AccessOp::AssignSub
                 | AccessOp::ApplyGradientDescent
+                | AccessOp::Gather
+                | AccessOp::Scatter
+                | AccessOp::Apply
         )
+    }
+    /// Whether the op's outputs and new values come from the interpreter's kernel of the
+    /// node itself ([`crate::eval::resource_kernel`]), given its variables' values.
+    pub fn runs_kernel(self) -> bool {
+        matches!(self, AccessOp::Gather | AccessOp::Scatter | AccessOp::Apply)
     }
     /// Whether reading an uninitialised variable is fine (it observes that).
     pub fn tolerates_uninitialised(self) -> bool {
@@ -210,9 +262,37 @@ impl AccessOp {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Access {
     pub op: AccessOp,
+    /// The variable of its first handle input.
     pub var: VarId,
     /// A second variable the op reads: a `TensorArrayGradV3`'s forward array.
     pub source: Option<VarId>,
+    /// The variables of its further handle inputs, in input order: an optimizer's slots
+    /// ([`AccessOp::Apply`]; at most three, `ResourceApplyCenteredRMSProp`'s).
+    pub slots: [Option<VarId>; 3],
+}
+
+impl Access {
+    /// Every variable the op reads or writes through its handles, in input order (`var`
+    /// first). A variable passed twice appears twice.
+    pub fn vars(&self) -> impl Iterator<Item = VarId> + '_ {
+        std::iter::once(self.var).chain(self.slots.iter().flatten().copied())
+    }
+}
+
+/// The inputs of resource op `op` that are variable handles (the registry's `resource`
+/// arguments), in order; `[0]` for an op the registry does not know.
+pub(crate) fn handle_slots(op: &str) -> Vec<usize> {
+    use autoclust_graph::registry::{lookup, TypeRule};
+    match lookup(op) {
+        Some(schema) => schema
+            .inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.ty == TypeRule::Fixed(DType::Resource))
+            .map(|(i, _)| i)
+            .collect(),
+        None => vec![0],
+    }
 }
 
 /// What a step does when it runs.
@@ -381,12 +461,14 @@ impl<'g> Program<'g> {
             for &m in &members {
                 cluster_of[m.index()] = Some(id);
                 if let Some(a) = access[m.index()] {
-                    if a.op.reads() && !writes.contains(&a.var) {
-                        reads.push(a.var);
+                    for v in a.vars() {
+                        if a.op.reads() && !writes.contains(&v) {
+                            reads.push(v);
+                        }
                     }
                     reads.extend(a.source.filter(|v| !writes.contains(v)));
                     if a.op.writes() {
-                        writes.push(a.var);
+                        writes.extend(a.vars());
                     }
                 }
             }
@@ -412,9 +494,13 @@ impl<'g> Program<'g> {
             if cluster_of[n.index()].is_some() {
                 continue;
             }
-            let mut reads = if a.op.reads() { vec![a.var] } else { vec![] };
+            let mut reads: Vec<VarId> = if a.op.reads() { a.vars().collect() } else { vec![] };
             reads.extend(a.source);
-            let writes = if a.op.writes() { vec![a.var] } else { vec![] };
+            reads.sort();
+            reads.dedup();
+            let mut writes: Vec<VarId> = if a.op.writes() { a.vars().collect() } else { vec![] };
+            writes.sort();
+            writes.dedup();
             if a.op.is_rmw() && rmw == Rmw::Split && !a.op.always_atomic() {
                 let r = push(&mut steps, StepKind::RmwRead { node: n }, reads, vec![]);
                 let w = push(&mut steps, StepKind::RmwWrite { node: n }, vec![], writes);
@@ -556,7 +642,7 @@ impl<'g> Program<'g> {
         let var_names =
             |vs: &[VarId]| vs.iter().map(|v| self.vars[v.0 as usize].name.as_str()).collect::<Vec<_>>().join(", ");
         let node_var = |n: NodeId| match self.access[n.index()] {
-            Some(a) => self.vars[a.var.0 as usize].name.clone(),
+            Some(a) => a.vars().map(|v| self.vars[v.0 as usize].name.as_str()).collect::<Vec<_>>().join(", "),
             None => String::new(),
         };
         match step.kind {
@@ -640,8 +726,8 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
     // The variable whose handle reaches input 0 of `n`: traced back through `Identity`, and
     // through the `Switch`es a v1 cond passes a handle through (the unrolled loops'
     // `Enter`s are `Identity`s by now).
-    let handle_var = |n: &autoclust_graph::Node, var_of_handle: &[Option<VarId>]| {
-        let mut handle = n.inputs.first().map(|o| o.node);
+    let handle_var_of = |start: NodeId, var_of_handle: &[Option<VarId>]| {
+        let mut handle = Some(start);
         while let Some(h) = handle {
             let hn = graph.node(h);
             if matches!(hn.op.as_str(), "Identity" | "RefIdentity" | "Switch" | "RefSwitch") {
@@ -651,6 +737,9 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
             }
         }
         handle.and_then(|h| var_of_handle[h.index()])
+    };
+    let handle_var = |n: &autoclust_graph::Node, var_of_handle: &[Option<VarId>]| {
+        n.inputs.first().and_then(|o| handle_var_of(o.node, var_of_handle))
     };
     // A tensor array's gradient array per `source`: every `TensorArrayGradV3` of the same
     // array and source names the same one (TensorFlow looks it up by source).
@@ -687,7 +776,7 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
         if matches!(n.op.as_str(), "TensorArrayV3" | "TensorArrayGradV3") {
             let var = var_of_handle[id.index()].expect("a container of its own");
             let op = AccessOp::of(&n.op).expect("modelled");
-            access[id.index()] = Some(Access { op, var, source: grad_source[id.index()] });
+            access[id.index()] = Some(Access { op, var, source: grad_source[id.index()], slots: [None; 3] });
             continue;
         }
         if matches!(n.op.as_str(), "VariableV2" | "Variable" | "TemporaryVariable") {
@@ -712,7 +801,58 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
         };
         let var =
             handle_var(n, &var_of_handle).ok_or_else(|| SemanticsError::UnknownVariable { node: n.name.clone() })?;
-        access[id.index()] = Some(Access { op, var, source: None });
+        let mut slots = [None; 3];
+        if op == AccessOp::Apply {
+            let handles = handle_slots(&n.op);
+            if handles.first() != Some(&0) || handles.len() > 1 + slots.len() {
+                return Err(SemanticsError::Unsupported {
+                    node: n.name.clone(),
+                    op: n.op.clone(),
+                    why: format!("its variable handles are inputs {handles:?}, which the model does not expect"),
+                });
+            }
+            for (slot, &input) in slots.iter_mut().zip(&handles[1..]) {
+                let v = n.inputs.get(input).and_then(|o| handle_var_of(o.node, &var_of_handle));
+                *slot = Some(v.ok_or_else(|| SemanticsError::UnknownVariable { node: n.name.clone() })?);
+            }
+        }
+        access[id.index()] = Some(Access { op, var, source: None, slots });
     }
     Ok((vars, access))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every op the interpreter has a resource-variable kernel for is modelled; the model's
+    /// reads and writes agree
+    /// with TensorFlow's resource-operation table, which the safety analysis uses (so a
+    /// cluster holding one of these ops snapshots and writes back all its variables, and
+    /// no write→read path through it shares a cluster); and an optimizer's handles are its
+    /// leading inputs, at most four.
+    #[test]
+    fn every_resource_kernel_is_modelled_and_agrees_with_the_safety_table() {
+        let mut modelled = 0;
+        for schema in autoclust_graph::registry::all() {
+            let op = schema.name;
+            if !autoclust_runtime::kernels::resource::is_resource_op(op) {
+                continue;
+            }
+            let access = AccessOp::of(op).unwrap_or_else(|| panic!("{op} has a kernel but no model"));
+            let kind = effects::table_kind(op).unwrap_or_else(|| panic!("{op} is not in the resource table"));
+            assert_eq!((access.reads(), access.writes()), (kind.reads(), kind.writes()), "{op}");
+            let handles = handle_slots(op);
+            if access == AccessOp::Apply {
+                assert!(handles.len() <= 4 && handles.iter().enumerate().all(|(i, &h)| i == h), "{op}: {handles:?}");
+            } else {
+                assert_eq!(handles, [0], "{op}");
+            }
+            modelled += 1;
+        }
+        // 6 reads and assigns, 2 gathers, 10 scatters, 29 optimizer ops.
+        assert_eq!(modelled, 47);
+        assert_eq!(handle_slots("ResourceApplyCenteredRMSProp"), [0, 1, 2, 3]);
+        assert_eq!(handle_slots("ResourceSparseApplyAdagradDA"), [0, 1, 2]);
+    }
 }

@@ -219,8 +219,9 @@ fn scatter_nd_apply<T: Num>(
     Ok(())
 }
 
-/// Prepares a resource op's kernel, or `None` if `node.op` is not one.
-pub(crate) fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
+/// Prepares a resource op's kernel, or `None` if `node.op` is not one. Public so that
+/// `autoclust-semantics` computes these ops' updates with the very kernels `run` uses.
+pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
     let f: StatefulFn = match node.op.as_str() {
         "ReadVariableOp" => {
             let dtype = node.attr("dtype").and_then(|a| a.as_type());
