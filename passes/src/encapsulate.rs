@@ -244,8 +244,109 @@ pub fn ssa_order(graph: &Graph, members: &[NodeId], position: &[usize]) -> Vec<N
     }
     // Ancestor-closed prefix first, then the rest: both in topological order.
     let (mut first, rest): (Vec<NodeId>, Vec<NodeId>) = order.into_iter().partition(|n| early[n.index()]);
-    first.extend(rest);
+    first.extend(order_multi_variable_reads(graph, rest, &member, position));
     first
+}
+
+/// The variables a member's handle operands name (`None` for one no `Identity` chain
+/// resolves: it may be any variable).
+fn member_variables(graph: &Graph, n: NodeId) -> Vec<Option<NodeId>> {
+    let node = graph.node(n);
+    let Some(slots) = handle_slots(&node.op) else { return Vec::new() };
+    slots
+        .iter()
+        .filter_map(|&slot| node.inputs.get(slot).copied())
+        .map(|mut o| {
+            for _ in 0..graph.len() + 1 {
+                let p = graph.node(o.node);
+                if autoclust_graph::effects::names_variable(p) {
+                    return Some(o.node);
+                }
+                match p.op.as_str() {
+                    "Identity" if !p.inputs.is_empty() => o = p.inputs[0],
+                    _ => return None,
+                }
+            }
+            None
+        })
+        .collect()
+}
+
+/// Orders the members after the pure reads' prefix (`rest`, topologically ordered) so that
+/// an op reading several variables in one atomic step (a `ResourceApply*`: TensorFlow locks
+/// all its variables before reading any) comes before every other member writing one of
+/// them. It then reads all of them from the snapshot. Placed after such a write (its
+/// topological position may say so when the graph does not order the two), it would read
+/// that variable from the write and the others from the snapshot — a combination no
+/// interleaving of the original graph produces when another cluster writes one of the
+/// others meanwhile (found by `semantics/tests/resource_ops.rs`). A write the graph orders
+/// before it is a write→read path, which the safety analysis keeps out of the cluster. Two
+/// updates of the same variables may follow each other (the second reads them all from the
+/// first, as one atomic read at the write-back). When the constraints conflict (two such
+/// ops sharing some but not all variables, neither ordered before the other) the
+/// topological order is kept (issue note: the clusterer should keep them apart).
+fn order_multi_variable_reads(graph: &Graph, rest: Vec<NodeId>, member: &[bool], position: &[usize]) -> Vec<NodeId> {
+    let library = &graph.library;
+    let vars: Vec<Vec<Option<NodeId>>> = rest.iter().map(|&n| member_variables(graph, n)).collect();
+    let multi: Vec<bool> = rest
+        .iter()
+        .zip(&vars)
+        .map(|(&n, v)| v.len() >= 2 && resource_kind(graph.node(n), library).is_some_and(ResourceKind::reads))
+        .collect();
+    if !multi.iter().any(|&m| m) {
+        return rest;
+    }
+    let shares = |a: &[Option<NodeId>], b: &[Option<NodeId>]| {
+        a.iter().any(|x| b.iter().any(|y| x.is_none() || y.is_none() || x == y))
+    };
+    let index: HashMap<NodeId, usize> = rest.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); rest.len()];
+    let mut pending = vec![0usize; rest.len()];
+    for (i, &n) in rest.iter().enumerate() {
+        for p in graph.forward_predecessors(n) {
+            if let (true, Some(&j)) = (member[p.index()], index.get(&p)) {
+                succ[j].push(i);
+                pending[i] += 1;
+            }
+        }
+    }
+    for y in (0..rest.len()).filter(|&y| multi[y]) {
+        for x in 0..rest.len() {
+            let writes = resource_kind(graph.node(rest[x]), library).is_some_and(ResourceKind::writes);
+            // Two updates of the same variables (each writes them all) may go in either
+            // order: the second reads all of them from the first.
+            let same = multi[x] && vars[x].iter().all(Option::is_some) && {
+                let mut a = vars[x].clone();
+                let mut b = vars[y].clone();
+                a.sort();
+                b.sort();
+                a == b
+            };
+            if x != y && writes && !same && shares(&vars[x], &vars[y]) {
+                succ[y].push(x);
+                pending[x] += 1;
+            }
+        }
+    }
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(usize, usize)>> = (0..rest.len())
+        .filter(|&i| pending[i] == 0)
+        .map(|i| std::cmp::Reverse((position[rest[i].index()], i)))
+        .collect();
+    let mut out = Vec::with_capacity(rest.len());
+    while let Some(std::cmp::Reverse((_, i))) = ready.pop() {
+        out.push(rest[i]);
+        for &u in &succ[i] {
+            pending[u] -= 1;
+            if pending[u] == 0 {
+                ready.push(std::cmp::Reverse((position[rest[u].index()], u)));
+            }
+        }
+    }
+    if out.len() == rest.len() {
+        out
+    } else {
+        rest
+    }
 }
 
 /// Rewrites each cluster into snapshot, call and write-back (module doc).

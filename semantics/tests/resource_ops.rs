@@ -344,3 +344,27 @@ fn the_real_clusterer_clusters_multi_variable_updates() {
         assert!(clusters.iter().any(|c| c.nodes.iter().any(|&n| g.node(n).op == apply)), "{apply}: {clusters:?}");
     }
 }
+
+/// The counterexample the property test above found (before `encapsulate::ssa_order`
+/// ordered a multi-variable update before the other writes of its variables): `v0 := 2`
+/// and a Momentum update of (v0, v1) in one cluster with no path between them, `v1 := 1`
+/// in another, and a read of v0 after it. With the assignment first in the cluster's body,
+/// the update read v0 from it and v1 from the snapshot, and the clustered program could
+/// fetch the initial v0 while the update used v0 = 2 and the initial v1 — no interleaving
+/// of the graph does that.
+#[test]
+fn an_update_is_ordered_before_an_unordered_write_of_its_variables() {
+    let op = |kind: u8, var: usize, a: usize, controls: Vec<usize>| Op { kind, var, other: 1, a, b: 0, controls };
+    let ops = [op(1, 2, 1, vec![]), op(2, 0, 1, vec![]), op(1, 1, 0, vec![]), op(0, 2, 0, vec![2])];
+    let (g, fetches, targets) = random_graph(2, &ops);
+    let clusterer = autoclusterer(ClusterConfig { min_cluster_size: 1, ..ClusterConfig::default() });
+    let verdict = verify(
+        &g,
+        &bounded(&fetches, &targets, Rmw::Split, true, 200_000),
+        &clusterer,
+        &random_inputs(2),
+        &RuntimeKernels,
+    )
+    .unwrap();
+    assert!(verdict.holds(), "witness {:?}", verdict.witness());
+}
