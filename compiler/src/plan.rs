@@ -500,10 +500,10 @@ pub(crate) fn build(
 const PAIR_MIN_NS: usize = 1500;
 
 /// The estimated nanoseconds of a step that may run beside an independent one, on one
-/// core: a GEMM, a fused loop (with or without its GEMM prologue) or a pure data-movement
-/// or reduction kernel, each too small to split itself across the cores (larger ones use
-/// both cores already). `None` for every other step: views, host steps (they take their
-/// operands), control flow (it runs nested programs), kernels that split themselves.
+/// core: a GEMM or a fused loop (with or without its GEMM prologue), each too small to
+/// split itself across the cores (larger ones use both cores already). `None` for every
+/// other step: views and kernels (host steps take their operands, control flow runs nested
+/// programs, and the others split themselves at thresholds of their own).
 ///
 /// Why running two at once is sound: neither reads a value the other writes (they were
 /// both ready), each writes only its own outputs' buffers (fresh or taken from its value's
@@ -522,20 +522,9 @@ fn pair_cost(step: &Step, types: &[(DType, Vec<usize>)]) -> Option<usize> {
             let pro = gemm.as_ref().map_or(0, |gp| macs(gp.a, gp.b, gp.out));
             (work < PARALLEL_WORK && pro < crate::gemm::SPLIT_MACS_AWAKE).then_some(work / 2 + pro / 32)
         }
-        StepKind::Kernel { op } => {
-            let pure = matches!(
-                op,
-                KernelOp::Reduce { .. }
-                    | KernelOp::Softmax { .. }
-                    | KernelOp::Strided { .. }
-                    | KernelOp::StridedScatter { .. }
-                    | KernelOp::Concat { .. }
-                    | KernelOp::Pack { .. }
-                    | KernelOp::Split { .. }
-            );
-            let n: usize = step.inputs.iter().map(|&v| elems(v)).sum();
-            (pure && n < PARALLEL_WORK).then_some(n / 2)
-        }
+        // Kernels decide for themselves whether to split (a softmax, a reduction, a
+        // convolution at their own thresholds); paired, they could not.
+        StepKind::Kernel { .. } => None,
         StepKind::View => None,
     }
 }
