@@ -830,9 +830,19 @@ ng = ResizeNearestNeighborGrad(dy, s34) {T = float32, align_corners = false, hal
 nn = Neg(n) {T = float32}
 nan = Neg(na) {T = float32}
 ngn = Neg(ng) {T = float32}
+four = Const() {dtype = float32, value = float32[]{4}}
+x4 = Mul(x, four) {T = float32}
+xi = Cast(x4) {SrcT = float32, DstT = int32}
+ri = ResizeBilinear(xi, s53) {T = int32, align_corners = false, half_pixel_centers = true}
+xd = Cast(x) {SrcT = float32, DstT = float64}
+rd = ResizeBilinear(xd, s46) {T = float64, align_corners = true, half_pixel_centers = false}
+rin = Neg(ri) {T = float32}
+rdn = Neg(rd) {T = float32}
 "#;
 
-/// `ResizeBilinear` (half-pixel centers, align_corners, legacy), `ResizeNearestNeighbor`, their
+/// `ResizeBilinear` (half-pixel centers, align_corners, legacy; float32 images, and int32 and
+/// float64 ones, which the clusterer admits and the compiler must then lower: `both_modes`
+/// fails on an interpreted cluster), `ResizeNearestNeighbor`, their
 /// gradients, and `InTopKV2`
 /// (ties, a row with a non-finite prediction, a target out of range): compiled, equal to the plain executor, and equal
 /// to TensorFlow 2.21's values for the same operands.
@@ -849,7 +859,8 @@ fn resize_bilinear_and_in_top_k_compile_and_match_tensorflow() {
         "p=[[0.1,0.5,0.5,0.2],[0.3,0.3,0.3,0.3],[1.0,1e30,0.0,0.0],[0.0,0.2,0.1,0.4],[0.9,0.1,0.2,0.3]]".to_string(),
         "t=[2,0,0,1,7]".to_string(),
     ];
-    let fetches = ["rn:0", "an:0", "ln:0", "gn:0", "k1f:0", "k2f:0", "kf:0", "nn:0", "nan:0", "ngn:0"];
+    let fetches =
+        ["rn:0", "an:0", "ln:0", "gn:0", "k1f:0", "k2f:0", "kf:0", "nn:0", "nan:0", "ngn:0", "rin:0", "rdn:0"];
     let mut args = vec![];
     for f in &feeds {
         args.extend(["--feed", f]);
@@ -947,6 +958,11 @@ fn resize_bilinear_and_in_top_k_compile_and_match_tensorflow() {
         0.5,
     ];
     assert_close(&got["an:0"].data, &neg(&a), 1e-6, "ResizeBilinear align_corners");
+    // The int32 image is 4·x (exact integers) and the float64 one x: TensorFlow reads both as
+    // float32, so their resizes are 4·r (scaling by a power of two is exact) and a.
+    let r4: Vec<f64> = r.iter().map(|v| 4.0 * v).collect();
+    assert_close(&got["rin:0"].data, &neg(&r4), 4e-6, "ResizeBilinear of int32");
+    assert_close(&got["rdn:0"].data, &neg(&a), 1e-6, "ResizeBilinear of float64");
     let l = [
         -1.25,
         0.5,
@@ -1017,7 +1033,7 @@ fn resize_bilinear_and_in_top_k_compile_and_match_tensorflow() {
         -2.0, -0.5, 1.0,
     ];
     assert_eq!(got["ngn:0"].data, neg(&ng));
-    assert_clustered(&gr, &["r", "a", "l", "g", "k1", "k2", "n", "na", "ng"]);
+    assert_clustered(&gr, &["r", "a", "l", "g", "k1", "k2", "n", "na", "ng", "ri", "rd"]);
 }
 
 /// A Keras-style recurrent loop: the inputs unstacked into a TensorList, the state updated

@@ -1338,8 +1338,15 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
                 }
                 (x, vec![x.shape[0], h as usize, w as usize, x.shape[3]])
             };
+            // The forward resize reads any real image type as float32 (TensorFlow's kernel
+            // casts each element) and writes float32; the gradient is float32 only.
             let out_dtype = if grad { ins[1].dtype } else { DType::Float32 };
-            if x.dtype != DType::Float32 || out_dtype != DType::Float32 {
+            let readable = if grad {
+                x.dtype == DType::Float32
+            } else {
+                matches!(x.dtype, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64)
+            };
+            if !readable || out_dtype != DType::Float32 {
                 return Err(CompileError::unsupported(node, format!("{op} of {}", x.dtype)));
             }
             let (image, hw) = if grad {
@@ -1773,7 +1780,8 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             if !matches!(dtype, DType::Float32 | DType::Float64) || ins[data[1]].dtype != dtype {
                 return Err(CompileError::unsupported(node, format!("{op} of {dtype}")));
             }
-            let win = attrs.conv_window(input, filter).map_err(|e| CompileError::unsupported(node, e.to_string()))?;
+            let win = if depthwise { attrs.depthwise_window(input, filter) } else { attrs.conv_window(input, filter) }
+                .map_err(|e| CompileError::unsupported(node, e.to_string()))?;
             let shape = ConvShape { input, filter, win };
             let output = if depthwise { shape.depthwise_output() } else { shape.output() };
             if let Some(dy) = dy {

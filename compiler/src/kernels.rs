@@ -765,12 +765,16 @@ impl KernelOp {
             KernelOp::SpaceBatch(sb) => Ok(vec![sb.run(inputs[0])?]),
             KernelOp::ResizeBilinear { attrs, grad, out_hw } => {
                 let x = inputs[0];
-                let v = f32_of(x)?;
                 let s = &x.shape;
                 let out = if *grad {
-                    attrs.backward(v, (s[0], s[1], s[2], s[3]), *out_hw)
-                } else {
+                    attrs.backward(f32_of(x)?, (s[0], s[1], s[2], s[3]), *out_hw)
+                } else if let Some(v) = x.as_f32() {
                     attrs.forward(v, s, *out_hw)
+                } else {
+                    // Another real type, read as float32 as the interpreter's kernel reads it.
+                    let v = x.to_f64_vec().ok_or_else(|| err(format!("ResizeBilinear of {}", x.dtype)))?;
+                    let v: Vec<f32> = v.iter().map(|&e| e as f32).collect();
+                    attrs.forward(&v, s, *out_hw)
                 };
                 Ok(vec![tensor_f32(out_shapes[0].clone(), out)])
             }
