@@ -1136,3 +1136,45 @@ function body2(i: int32, acc: variant, s: float32) -> (i2: int32, acc2: variant,
     assert!(plan.contains("kernel While(@cond_hoisted, @body_hoisted) at loop"), "{plan}");
     assert!(plan.contains("kernel While(@cond2, @body2) at back"), "{plan}");
 }
+
+const INT_REDUCTIONS: &str = r#"
+x = Placeholder() {dtype = int32, shape = shape[2, 3]}
+y = Placeholder() {dtype = int64, shape = shape[2, 3]}
+a0 = Const() {dtype = int32, value = int32[]{0}}
+a1 = Const() {dtype = int32, value = int32[]{1}}
+both = Const() {dtype = int32, value = int32[2]{0, 1}}
+mx = Max(x, a1) {T = int32, Tidx = int32, keep_dims = false}
+mn = Min(x, a0) {T = int32, Tidx = int32, keep_dims = false}
+sm = Sum(x, both) {T = int32, Tidx = int32, keep_dims = false}
+pr = Prod(y, a1) {T = int64, Tidx = int32, keep_dims = true}
+me = Mean(x, a1) {T = int32, Tidx = int32, keep_dims = false}
+men = Mean(y, a0) {T = int64, Tidx = int32, keep_dims = false}
+mxn = Neg(mx) {T = int32}
+"#;
+
+/// Reductions of run-time integer values (Keras' bincount takes the `Max` of its int32 input;
+/// the clusterer admits them): compiled, equal to the plain executor and to TensorFlow's
+/// integer semantics (`Mean` truncates toward zero).
+#[test]
+fn integer_reductions_compile_and_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "ir.graph", INT_REDUCTIONS);
+    let mut args = vec!["--feed", "x=[[3,-1,7],[2,9,-4]]", "--feed", "y=[[3,-1,7],[2,9,-10]]"];
+    let fetches = ["mx:0", "mn:0", "sm:0", "pr:0", "me:0", "men:0", "mxn:0"];
+    for f in &fetches {
+        args.extend(["--fetch", f]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    assert_eq!(got["mx:0"].data, [7.0, 9.0]);
+    assert_eq!(got["mn:0"].data, [2.0, -1.0, -4.0]);
+    assert_eq!(got["sm:0"].data, [16.0]);
+    assert_eq!(got["pr:0"].shape, [2, 1]);
+    assert_eq!(got["pr:0"].data, [-21.0, -180.0]);
+    assert_eq!(got["me:0"].data, [3.0, 2.0]);
+    assert_eq!(got["men:0"].data, [2.0, 4.0, -1.0]);
+    assert_eq!(got["mxn:0"].data, [-7.0, -9.0]);
+    assert_clustered(&g, &["mx", "mn", "sm", "pr", "me", "men"]);
+}

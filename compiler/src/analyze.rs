@@ -1013,8 +1013,11 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
         "Sum" | "Mean" | "Max" | "Min" | "Prod" => {
             need(2)?;
             let x = &ins[0];
-            let int_constant = matches!(x.dtype, DType::Int32 | DType::Int64) && x.konst.is_some();
-            if x.dtype != DType::Float32 && !int_constant {
+            let int = matches!(x.dtype, DType::Int32 | DType::Int64);
+            let int_constant = int && x.konst.is_some();
+            // Run-time integer values (Keras' bincount takes the `Max` of its int32 input) are
+            // reduced exactly by `kernels::reduce_int`.
+            if x.dtype != DType::Float32 && !int {
                 return Err(CompileError::unsupported(node, format!("{op} on {}", x.dtype)));
             }
             let r = x.shape.len();

@@ -212,7 +212,7 @@ impl WindowAttrs {
     /// input depth `G > 1` times, as TensorFlow's shape function allows; `O` must be a
     /// multiple of `G` (TensorFlow's check).
     pub fn conv_window(&self, input: [usize; 4], filter: [usize; 4]) -> CResult<Window> {
-        if filter[2] == 0 || input[3] % filter[2] != 0 {
+        if filter[2] == 0 || input[3] % filter[2] != 0 || input[3] == 0 {
             return invalid(format!(
                 "input depth must be evenly divisible by filter depth: {} vs {}",
                 input[3], filter[2]
@@ -400,6 +400,9 @@ pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> V
     let og = o / g;
     let (pixels, row) = (s.pixels(), s.row());
     let mut out = vec![T::default(); n * pixels * o];
+    if out.is_empty() {
+        return out;
+    }
     let dst = Shared(out.as_mut_ptr());
     let scratch = if g > 1 { pixels * og } else { 0 };
     over_images::<T>(n, pixels * row + scratch, threads, &|b, buf, t| {

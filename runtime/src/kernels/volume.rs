@@ -47,6 +47,15 @@ impl Axis {
         Ok(Axis { input, kernel, stride, dilation, pad, output })
     }
 
+    /// The taps of output `o` that read input (not padding): computed, not searched, so a
+    /// huge window over a small input costs its inside taps only.
+    fn inside(&self, o: usize) -> std::ops::Range<usize> {
+        let base = o * self.stride;
+        let lo = self.pad.saturating_sub(base).div_ceil(self.dilation);
+        let hi = (self.input + self.pad).saturating_sub(base).div_ceil(self.dilation).min(self.kernel);
+        lo.min(hi)..hi
+    }
+
     /// The input index tap `k` of output `o` reads, if it is not padding.
     fn source(&self, o: usize, k: usize) -> Option<usize> {
         let i = (o * self.stride + k * self.dilation).checked_sub(self.pad)?;
@@ -146,13 +155,17 @@ fn taps(ax: &[Axis; 3], mut f: impl FnMut(usize, usize, usize)) {
         for oh in 0..h.output {
             for ow in 0..w.output {
                 let o = (od * h.output + oh) * w.output + ow;
-                for kd in 0..d.kernel {
+                for kd in d.inside(od) {
                     let Some(id) = d.source(od, kd) else { continue };
-                    for kh in 0..h.kernel {
+                    for kh in h.inside(oh) {
                         let Some(ih) = h.source(oh, kh) else { continue };
-                        for kw in 0..w.kernel {
+                        for kw in w.inside(ow) {
                             let Some(iw) = w.source(ow, kw) else { continue };
-                            f(o, (id * h.input + ih) * w.input + iw, (kd * h.kernel + kh) * w.kernel + kw);
+                            // The tap index (a filter's taps are a real tensor's; a pooling
+                            // window's may be huge, and pooling ignores it).
+                            let tap =
+                                kd.wrapping_mul(h.kernel).wrapping_add(kh).wrapping_mul(w.kernel).wrapping_add(kw);
+                            f(o, (id * h.input + ih) * w.input + iw, tap);
                         }
                     }
                 }
@@ -178,7 +191,7 @@ struct Conv {
 impl Conv {
     fn new(a: &Attrs, input: [usize; 5], filter: [usize; 5]) -> KResult<Conv> {
         let (c, cg, o) = (input[4], filter[3], filter[4]);
-        if cg == 0 || c % cg != 0 {
+        if cg == 0 || c % cg != 0 || c == 0 {
             return Err(KernelError::invalid(format!(
                 "input depth must be evenly divisible by filter depth: {c} vs {cg}"
             )));
@@ -410,4 +423,104 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         }),
     };
     Ok(Some(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::tests_support::{node, run1};
+    use autoclust_graph::ListValue;
+
+    fn attrs(padding: &str, strides: [i64; 3], ksize: Option<[i64; 3]>) -> Vec<(&'static str, AttrValue)> {
+        let five = |v: [i64; 3]| AttrValue::List(ListValue::I(vec![1, v[0], v[1], v[2], 1]));
+        let mut a = vec![
+            ("T", AttrValue::Type(DType::Float64)),
+            ("padding", AttrValue::S(padding.as_bytes().to_vec())),
+            ("strides", five(strides)),
+        ];
+        if let Some(k) = ksize {
+            a.push(("ksize", five(k)));
+        }
+        a
+    }
+
+    fn t(shape: &[usize], seed: u64) -> Tensor {
+        let n: usize = shape.iter().product();
+        let v = (0..n as u64).map(|i| (((i * 7919 + seed * 104729) % 97) as f64 - 48.0) / 16.0).collect();
+        Tensor::from_f64(shape.to_vec(), v).unwrap()
+    }
+
+    /// The taps [`Axis::inside`] computes are exactly those [`Axis::source`] accepts.
+    #[test]
+    fn inside_taps_are_the_reading_ones() {
+        for (input, kernel, stride, dilation, same) in
+            [(5, 3, 1, 1, true), (7, 4, 2, 1, true), (6, 3, 1, 2, true), (4, 9, 1, 1, true), (8, 3, 3, 1, false)]
+        {
+            let a = Axis::new(input, kernel, stride, dilation, same).unwrap();
+            for o in 0..a.output {
+                let want: Vec<usize> = (0..kernel).filter(|&k| a.source(o, k).is_some()).collect();
+                assert_eq!(a.inside(o).collect::<Vec<_>>(), want, "{input} {kernel} {stride} {dilation} {o}");
+            }
+        }
+        // A huge window over a small input is cheap.
+        let a = Axis::new(3, 1 << 40, 1, 1, true).unwrap();
+        assert_eq!(a.inside(0).len(), 3);
+    }
+
+    /// `<conv(x, f), dy>` is bilinear: its derivatives in x and f are the two backprops
+    /// (a grouped convolution too); average pooling likewise against its gradient.
+    #[test]
+    fn backprops_are_adjoint_to_the_forward() {
+        let dot = |a: &Tensor, b: &Tensor| -> f64 {
+            a.as_f64().unwrap().iter().zip(b.as_f64().unwrap()).map(|(p, q)| p * q).sum()
+        };
+        let sizes = |s: &[usize]| Tensor::from_i32(vec![5], s.iter().map(|&d| d as i32).collect()).unwrap();
+        for (c, fshape, pad, strides) in [
+            (2, [2, 3, 2, 2, 3], "SAME", [1, 2, 1]),
+            (4, [2, 2, 1, 2, 4], "VALID", [1, 1, 2]),
+            (3, [1, 1, 1, 3, 2], "SAME", [2, 1, 1]),
+        ] {
+            let x = t(&[2, 4, 5, 3, c], 1);
+            let f = t(&fshape, 2);
+            let at = attrs(pad, strides, None);
+            let y = run1(&node("Conv3D", &at), &[x.clone(), f.clone()]).unwrap();
+            let dy = t(&y.shape, 3);
+            let dx = run1(&node("Conv3DBackpropInputV2", &at), &[sizes(&x.shape), f.clone(), dy.clone()]).unwrap();
+            let df = run1(&node("Conv3DBackpropFilterV2", &at), &[x.clone(), sizes(&f.shape), dy.clone()]).unwrap();
+            let lhs = dot(&y, &dy);
+            assert!((dot(&dx, &x) - lhs).abs() < 1e-9, "{c} {pad} input");
+            assert!((dot(&df, &f) - lhs).abs() < 1e-9, "{c} {pad} filter");
+        }
+        let x = t(&[2, 4, 5, 3, 2], 4);
+        let at = attrs("SAME", [1, 2, 1], Some([2, 3, 2]));
+        let y = run1(&node("AvgPool3D", &at), &[x.clone()]).unwrap();
+        let dy = t(&y.shape, 5);
+        let dx = run1(&node("AvgPool3DGrad", &at), &[sizes(&x.shape), dy.clone()]).unwrap();
+        assert!((dot(&dx, &x) - dot(&y, &dy)).abs() < 1e-9, "avg pool");
+    }
+
+    /// TensorFlow 2.21's values: a 2×2×2 SAME window, stride 1, over `[1,3,3,2,0,0,0,0]`
+    /// (`[1,2,2,2,1]`): the max, its gradient of ones (every tap equal to its window's max
+    /// gets it, ties included), and the average over the inside taps only.
+    #[test]
+    fn pooling_matches_tensorflow() {
+        let x = Tensor::from_f64(vec![1, 2, 2, 2, 1], vec![1.0, 3.0, 3.0, 2.0, 0.0, 0.0, 0.0, 0.0]).unwrap();
+        let at = attrs("SAME", [1, 1, 1], Some([2, 2, 2]));
+        let y = run1(&node("MaxPool3D", &at), &[x.clone()]).unwrap();
+        assert_eq!(y.as_f64().unwrap(), [3.0, 3.0, 3.0, 2.0, 0.0, 0.0, 0.0, 0.0]);
+        let ones = Tensor::from_f64(vec![1, 2, 2, 2, 1], vec![1.0; 8]).unwrap();
+        let g = run1(&node("MaxPool3DGrad", &at), &[x.clone(), y, ones]).unwrap();
+        assert_eq!(g.as_f64().unwrap(), [0.0, 2.0, 2.0, 1.0, 1.0, 2.0, 2.0, 4.0]);
+        let a = run1(&node("AvgPool3D", &at), &[x]).unwrap();
+        assert_eq!(a.as_f64().unwrap(), [1.125, 1.25, 1.25, 1.0, 0.0, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn bad_depths_are_errors_not_panics() {
+        let at = attrs("SAME", [1, 1, 1], None);
+        let e = run1(&node("Conv3D", &at), &[t(&[1, 2, 2, 2, 0], 1), t(&[1, 1, 1, 2, 2], 2)]).unwrap_err();
+        assert!(e.to_string().contains("divisible"), "{e}");
+        let e = run1(&node("Conv3D", &at), &[t(&[1, 2, 2, 2, 4], 1), t(&[1, 1, 1, 2, 3], 2)]).unwrap_err();
+        assert!(e.to_string().contains("number of groups"), "{e}");
+    }
 }
