@@ -1238,10 +1238,10 @@ pub fn reduce_int(v: &[i64], shape: &[usize], axes: &[usize], kind: ReduceKind, 
     let r = shape.len();
     let mut ostride = vec![0usize; r];
     let mut out_len = 1usize;
-    for d in (0..r).rev() {
+    for (d, (os, &n)) in ostride.iter_mut().zip(shape).enumerate().rev() {
         if !axes.contains(&d) {
-            ostride[d] = out_len;
-            out_len *= shape[d];
+            *os = out_len;
+            out_len *= n;
         }
     }
     let count: usize = axes.iter().map(|&a| shape[a]).product();
@@ -1263,12 +1263,12 @@ pub fn reduce_int(v: &[i64], shape: &[usize], axes: &[usize], kind: ReduceKind, 
             ReduceKind::Max => out[o].max(x),
             ReduceKind::Min => out[o].min(x),
         };
-        for d in (0..r).rev() {
-            idx[d] += 1;
-            if idx[d] < shape[d] {
+        for (i, &n) in idx.iter_mut().zip(shape).rev() {
+            *i += 1;
+            if *i < n {
                 break;
             }
-            idx[d] = 0;
+            *i = 0;
         }
     }
     if kind == ReduceKind::Mean {

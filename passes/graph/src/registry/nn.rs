@@ -415,9 +415,9 @@ fn window3(c: &InferCtx<'_>, input: &Shape, kernel: [Dim; 3], depth: Dim, dilate
     let same = c.node.attr("padding").and_then(|a| a.as_str()) == Some("SAME");
     let Some(d) = rank_n(input, 5, "input")? else { return Ok(vec![Shape::with_dims(vec![None; 5])]) };
     let mut out = vec![d[0]];
-    for i in 0..3 {
-        out.push(windowed(d[i + 1], kernel[i], strides[i], dilations[i], same, None)?);
-    }
+    let spatial: Result<Vec<Dim>, String> =
+        (0..3).map(|i| windowed(d[i + 1], kernel[i], strides[i], dilations[i], same, None)).collect();
+    out.extend(spatial?);
     out.push(depth);
     Ok(vec![Shape::with_dims(out)])
 }
@@ -1060,6 +1060,39 @@ mod tests {
     }
     fn s(x: &str) -> AttrValue {
         AttrValue::S(x.as_bytes().to_vec())
+    }
+
+    /// The 3-D window ops (Keras' Conv3D: SAME stride 2, grouped; MaxPooling3D VALID), a
+    /// 2-D `DenseBincount` and an image transform to another output size.
+    #[test]
+    fn volume_bincount_and_transform_shapes() {
+        let conv = node("Conv3D", &[("strides", ints(&[1, 2, 1, 2, 1])), ("padding", s("SAME"))]);
+        let out = infer(&conv, &[Shape::known(&[2, 5, 6, 7, 4]), Shape::known(&[3, 3, 3, 2, 6])], &[None, None], 1);
+        assert_eq!(out.unwrap(), vec![Shape::known(&[2, 3, 6, 4, 6])]);
+        let bad = infer(&conv, &[Shape::known(&[2, 5, 6, 7, 5]), Shape::known(&[3, 3, 3, 2, 6])], &[None, None], 1);
+        assert!(bad.is_err());
+        let pool = node(
+            "MaxPool3D",
+            &[("ksize", ints(&[1, 2, 2, 3, 1])), ("strides", ints(&[1, 2, 2, 1, 1])), ("padding", s("VALID"))],
+        );
+        let out = infer(&pool, &[Shape::known(&[1, 5, 4, 6, 3])], &[None], 1);
+        assert_eq!(out.unwrap(), vec![Shape::known(&[1, 2, 2, 4, 3])]);
+        let bincount = node("DenseBincount", &[]);
+        let out = infer(
+            &bincount,
+            &[Shape::known(&[4, 5]), Shape::scalar(), Shape::known(&[0])],
+            &[None, Some(vec![Some(7)]), None],
+            1,
+        );
+        assert_eq!(out.unwrap(), vec![Shape::known(&[4, 7])]);
+        let tr = node("ImageProjectiveTransformV3", &[("interpolation", s("BILINEAR"))]);
+        let out = infer(
+            &tr,
+            &[Shape::known(&[3, 5, 6, 2]), Shape::known(&[3, 8]), Shape::known(&[2]), Shape::scalar()],
+            &[None, None, Some(vec![Some(7), Some(4)]), None],
+            1,
+        );
+        assert_eq!(out.unwrap(), vec![Shape::known(&[3, 7, 4, 2])]);
     }
 
     #[test]
