@@ -212,14 +212,14 @@ impl WindowAttrs {
     /// input depth `G > 1` times, as TensorFlow's shape function allows; `O` must be a
     /// multiple of `G` (TensorFlow's check).
     pub fn conv_window(&self, input: [usize; 4], filter: [usize; 4]) -> CResult<Window> {
-        if filter[2] == 0 || input[3] % filter[2] != 0 || input[3] == 0 {
+        if filter[2] == 0 || !input[3].is_multiple_of(filter[2]) || input[3] == 0 {
             return invalid(format!(
                 "input depth must be evenly divisible by filter depth: {} vs {}",
                 input[3], filter[2]
             ));
         }
         let groups = input[3] / filter[2];
-        if groups > 1 && filter[3] % groups != 0 {
+        if groups > 1 && !filter[3].is_multiple_of(groups) {
             return invalid(format!(
                 "output depth must be evenly divisible by number of groups: {} vs {groups}",
                 filter[3]

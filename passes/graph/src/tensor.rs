@@ -305,7 +305,7 @@ impl Tensor {
             TensorData::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
             // uint8 (images) and float16 from their raw little-endian bytes.
             TensorData::Raw(b) if self.dtype == DType::UInt8 => b.iter().map(|&x| x as f64).collect(),
-            TensorData::Raw(b) if self.dtype == DType::Float16 && b.len() % 2 == 0 => {
+            TensorData::Raw(b) if self.dtype == DType::Float16 && b.len().is_multiple_of(2) => {
                 b.chunks_exact(2).map(|h| f16_to_f32(u16::from_le_bytes([h[0], h[1]])) as f64).collect()
             }
             _ => return None,
@@ -439,6 +439,19 @@ impl fmt::Display for Tensor {
     }
 }
 
+/// The value of IEEE half-precision bits (exact: every half is a float32).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = if h & 0x8000 != 0 { -1.0f32 } else { 1.0 };
+    let exp = i32::from((h >> 10) & 0x1f);
+    let frac = f32::from(h & 0x3ff);
+    match exp {
+        0 => sign * frac * 2f32.powi(-24),
+        31 if frac == 0.0 => sign * f32::INFINITY,
+        31 => f32::NAN,
+        e => sign * (1.0 + frac / 1024.0) * 2f32.powi(e - 15),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,18 +488,5 @@ mod tests {
             CompactTensor::or_dense(three, vec![usize::MAX, 4]),
             Err(TensorError::TooLarge(crate::limits::SizeError::Overflow { .. }))
         ));
-    }
-}
-
-/// The value of IEEE half-precision bits (exact: every half is a float32).
-pub fn f16_to_f32(h: u16) -> f32 {
-    let sign = if h & 0x8000 != 0 { -1.0f32 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1f);
-    let frac = f32::from(h & 0x3ff);
-    match exp {
-        0 => sign * frac * 2f32.powi(-24),
-        31 if frac == 0.0 => sign * f32::INFINITY,
-        31 => f32::NAN,
-        e => sign * (1.0 + frac / 1024.0) * 2f32.powi(e - 15),
     }
 }

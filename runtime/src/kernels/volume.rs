@@ -191,13 +191,13 @@ struct Conv {
 impl Conv {
     fn new(a: &Attrs, input: [usize; 5], filter: [usize; 5]) -> KResult<Conv> {
         let (c, cg, o) = (input[4], filter[3], filter[4]);
-        if cg == 0 || c % cg != 0 || c == 0 {
+        if cg == 0 || !c.is_multiple_of(cg) || c == 0 {
             return Err(KernelError::invalid(format!(
                 "input depth must be evenly divisible by filter depth: {c} vs {cg}"
             )));
         }
         let groups = c / cg;
-        if o % groups != 0 {
+        if !o.is_multiple_of(groups) {
             return Err(KernelError::invalid(format!(
                 "output depth must be evenly divisible by number of groups: {o} vs {groups}"
             )));
@@ -493,7 +493,7 @@ mod tests {
         }
         let x = t(&[2, 4, 5, 3, 2], 4);
         let at = attrs("SAME", [1, 2, 1], Some([2, 3, 2]));
-        let y = run1(&node("AvgPool3D", &at), &[x.clone()]).unwrap();
+        let y = run1(&node("AvgPool3D", &at), std::slice::from_ref(&x)).unwrap();
         let dy = t(&y.shape, 5);
         let dx = run1(&node("AvgPool3DGrad", &at), &[sizes(&x.shape), dy.clone()]).unwrap();
         assert!((dot(&dx, &x) - dot(&y, &dy)).abs() < 1e-9, "avg pool");
@@ -506,7 +506,7 @@ mod tests {
     fn pooling_matches_tensorflow() {
         let x = Tensor::from_f64(vec![1, 2, 2, 2, 1], vec![1.0, 3.0, 3.0, 2.0, 0.0, 0.0, 0.0, 0.0]).unwrap();
         let at = attrs("SAME", [1, 1, 1], Some([2, 2, 2]));
-        let y = run1(&node("MaxPool3D", &at), &[x.clone()]).unwrap();
+        let y = run1(&node("MaxPool3D", &at), std::slice::from_ref(&x)).unwrap();
         assert_eq!(y.as_f64().unwrap(), [3.0, 3.0, 3.0, 2.0, 0.0, 0.0, 0.0, 0.0]);
         let ones = Tensor::from_f64(vec![1, 2, 2, 2, 1], vec![1.0; 8]).unwrap();
         let g = run1(&node("MaxPool3DGrad", &at), &[x.clone(), y, ones]).unwrap();
