@@ -158,8 +158,46 @@ def ops4_resize_uint8_half():
     write("ops4_resize_uint8_half", cf, [], feeds, 1)
 
 
+def ops4_conv3d_transpose_rmsprop():
+    """Conv3DTranspose (stride 2: `Conv3DBackpropInputV2` forward, `Conv3D` in its gradient),
+    UpSampling3D, ZeroPadding3D + Cropping3D, MaxPooling3D, GlobalMaxPooling3D; RMSprop."""
+    keras, L, rng = start(407)
+    m = keras.Sequential([keras.Input((4, 4, 4, 2)), L.Conv3DTranspose(3, 2, strides=2), L.UpSampling3D(1),
+                          L.ZeroPadding3D(1), L.Cropping3D(1), L.MaxPooling3D(2), L.GlobalMaxPooling3D(), L.Dense(2)])
+    feeds = {"x": rng.standard_normal((2, 4, 4, 4, 2)).astype(np.float32), "labels": np.array([0, 1], np.int32)}
+    train_fixture("ops4_conv3d_transpose_rmsprop", m, keras.optimizers.RMSprop(0.01),
+                  keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  [tf.TensorSpec([None, 4, 4, 4, 2], tf.float32, name="x"),
+                   tf.TensorSpec([None], tf.int32, name="labels")],
+                  feeds)
+
+
+def ops4_preprocess_random():
+    """Keras RandomFlip, RandomContrast, RandomBrightness, RandomCrop, Rescaling, CenterCrop with
+    `training=True` (stateless draws from SeedGenerator states), then Discretization +
+    CategoryEncoding(one_hot) of a second input: inference of a preprocessing graph, 2 steps."""
+    keras, L, rng = start(408)
+    m = keras.Sequential([keras.Input((8, 8, 3)), L.RandomFlip(seed=1), L.RandomContrast(0.3, seed=2),
+                          L.RandomBrightness(0.2, seed=3), L.RandomCrop(6, 6, seed=4), L.Rescaling(1 / 255.0),
+                          L.CenterCrop(4, 4)])
+    disc = L.Discretization(bin_boundaries=[-1.0, 0.0, 1.5])
+    onehot = L.CategoryEncoding(4, output_mode="one_hot")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 8, 8, 3], tf.float32, name="x"),
+                                  tf.TensorSpec([None, 4], tf.float32, name="v")])
+    def preprocess(x, v):
+        return m(x, training=True), onehot(disc(v))
+
+    cf = preprocess.get_concrete_function()
+    variables = captured_variables(cf, m.variables + seed_states(m))
+    check_captures("ops4_preprocess_random", cf, variables)
+    write("ops4_preprocess_random", cf, variables,
+          {"x": rng.uniform(0, 255, (3, 8, 8, 3)).astype(np.float32), "v": rng.standard_normal((3, 4)).astype(np.float32)},
+          2)
+
+
 FIXTURES = [ops4_grouped_conv_sgd, ops4_conv3d_pool3d_adam, ops4_bincount, ops4_image_transform_raw,
-            ops4_random_augment, ops4_resize_uint8_half]
+            ops4_random_augment, ops4_resize_uint8_half, ops4_conv3d_transpose_rmsprop, ops4_preprocess_random]
 
 
 def main():
