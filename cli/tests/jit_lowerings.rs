@@ -830,9 +830,19 @@ ng = ResizeNearestNeighborGrad(dy, s34) {T = float32, align_corners = false, hal
 nn = Neg(n) {T = float32}
 nan = Neg(na) {T = float32}
 ngn = Neg(ng) {T = float32}
+four = Const() {dtype = float32, value = float32[]{4}}
+x4 = Mul(x, four) {T = float32}
+xi = Cast(x4) {SrcT = float32, DstT = int32}
+ri = ResizeBilinear(xi, s53) {T = int32, align_corners = false, half_pixel_centers = true}
+xd = Cast(x) {SrcT = float32, DstT = float64}
+rd = ResizeBilinear(xd, s46) {T = float64, align_corners = true, half_pixel_centers = false}
+rin = Neg(ri) {T = float32}
+rdn = Neg(rd) {T = float32}
 "#;
 
-/// `ResizeBilinear` (half-pixel centers, align_corners, legacy), `ResizeNearestNeighbor`, their
+/// `ResizeBilinear` (half-pixel centers, align_corners, legacy; float32 images, and int32 and
+/// float64 ones, which the clusterer admits and the compiler must then lower: `both_modes`
+/// fails on an interpreted cluster), `ResizeNearestNeighbor`, their
 /// gradients, and `InTopKV2`
 /// (ties, a row with a non-finite prediction, a target out of range): compiled, equal to the plain executor, and equal
 /// to TensorFlow 2.21's values for the same operands.
@@ -849,7 +859,8 @@ fn resize_bilinear_and_in_top_k_compile_and_match_tensorflow() {
         "p=[[0.1,0.5,0.5,0.2],[0.3,0.3,0.3,0.3],[1.0,1e30,0.0,0.0],[0.0,0.2,0.1,0.4],[0.9,0.1,0.2,0.3]]".to_string(),
         "t=[2,0,0,1,7]".to_string(),
     ];
-    let fetches = ["rn:0", "an:0", "ln:0", "gn:0", "k1f:0", "k2f:0", "kf:0", "nn:0", "nan:0", "ngn:0"];
+    let fetches =
+        ["rn:0", "an:0", "ln:0", "gn:0", "k1f:0", "k2f:0", "kf:0", "nn:0", "nan:0", "ngn:0", "rin:0", "rdn:0"];
     let mut args = vec![];
     for f in &feeds {
         args.extend(["--feed", f]);
@@ -947,6 +958,11 @@ fn resize_bilinear_and_in_top_k_compile_and_match_tensorflow() {
         0.5,
     ];
     assert_close(&got["an:0"].data, &neg(&a), 1e-6, "ResizeBilinear align_corners");
+    // The int32 image is 4·x (exact integers) and the float64 one x: TensorFlow reads both as
+    // float32, so their resizes are 4·r (scaling by a power of two is exact) and a.
+    let r4: Vec<f64> = r.iter().map(|v| 4.0 * v).collect();
+    assert_close(&got["rin:0"].data, &neg(&r4), 4e-6, "ResizeBilinear of int32");
+    assert_close(&got["rdn:0"].data, &neg(&a), 1e-6, "ResizeBilinear of float64");
     let l = [
         -1.25,
         0.5,
@@ -1017,7 +1033,7 @@ fn resize_bilinear_and_in_top_k_compile_and_match_tensorflow() {
         -2.0, -0.5, 1.0,
     ];
     assert_eq!(got["ngn:0"].data, neg(&ng));
-    assert_clustered(&gr, &["r", "a", "l", "g", "k1", "k2", "n", "na", "ng"]);
+    assert_clustered(&gr, &["r", "a", "l", "g", "k1", "k2", "n", "na", "ng", "ri", "rd"]);
 }
 
 /// A Keras-style recurrent loop: the inputs unstacked into a TensorList, the state updated
@@ -1119,4 +1135,46 @@ function body2(i: int32, acc: variant, s: float32) -> (i2: int32, acc2: variant,
     let plan = std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap();
     assert!(plan.contains("kernel While(@cond_hoisted, @body_hoisted) at loop"), "{plan}");
     assert!(plan.contains("kernel While(@cond2, @body2) at back"), "{plan}");
+}
+
+const INT_REDUCTIONS: &str = r#"
+x = Placeholder() {dtype = int32, shape = shape[2, 3]}
+y = Placeholder() {dtype = int64, shape = shape[2, 3]}
+a0 = Const() {dtype = int32, value = int32[]{0}}
+a1 = Const() {dtype = int32, value = int32[]{1}}
+both = Const() {dtype = int32, value = int32[2]{0, 1}}
+mx = Max(x, a1) {T = int32, Tidx = int32, keep_dims = false}
+mn = Min(x, a0) {T = int32, Tidx = int32, keep_dims = false}
+sm = Sum(x, both) {T = int32, Tidx = int32, keep_dims = false}
+pr = Prod(y, a1) {T = int64, Tidx = int32, keep_dims = true}
+me = Mean(x, a1) {T = int32, Tidx = int32, keep_dims = false}
+men = Mean(y, a0) {T = int64, Tidx = int32, keep_dims = false}
+mxn = Neg(mx) {T = int32}
+"#;
+
+/// Reductions of run-time integer values (Keras' bincount takes the `Max` of its int32 input;
+/// the clusterer admits them): compiled, equal to the plain executor and to TensorFlow's
+/// integer semantics (`Mean` truncates toward zero).
+#[test]
+fn integer_reductions_compile_and_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "ir.graph", INT_REDUCTIONS);
+    let mut args = vec!["--feed", "x=[[3,-1,7],[2,9,-4]]", "--feed", "y=[[3,-1,7],[2,9,-10]]"];
+    let fetches = ["mx:0", "mn:0", "sm:0", "pr:0", "me:0", "men:0", "mxn:0"];
+    for f in &fetches {
+        args.extend(["--fetch", f]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}");
+    }
+    assert_eq!(got["mx:0"].data, [7.0, 9.0]);
+    assert_eq!(got["mn:0"].data, [2.0, -1.0, -4.0]);
+    assert_eq!(got["sm:0"].data, [16.0]);
+    assert_eq!(got["pr:0"].shape, [2, 1]);
+    assert_eq!(got["pr:0"].data, [-21.0, -180.0]);
+    assert_eq!(got["me:0"].data, [3.0, 2.0]);
+    assert_eq!(got["men:0"].data, [2.0, 4.0, -1.0]);
+    assert_eq!(got["mxn:0"].data, [-7.0, -9.0]);
+    assert_clustered(&g, &["mx", "mn", "sm", "pr", "me", "men"]);
 }

@@ -1013,8 +1013,11 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
         "Sum" | "Mean" | "Max" | "Min" | "Prod" => {
             need(2)?;
             let x = &ins[0];
-            let int_constant = matches!(x.dtype, DType::Int32 | DType::Int64) && x.konst.is_some();
-            if x.dtype != DType::Float32 && !int_constant {
+            let int = matches!(x.dtype, DType::Int32 | DType::Int64);
+            let int_constant = int && x.konst.is_some();
+            // Run-time integer values (Keras' bincount takes the `Max` of its int32 input) are
+            // reduced exactly by `kernels::reduce_int`.
+            if x.dtype != DType::Float32 && !int {
                 return Err(CompileError::unsupported(node, format!("{op} on {}", x.dtype)));
             }
             let r = x.shape.len();
@@ -1344,8 +1347,15 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
                 }
                 (x, vec![x.shape[0], h as usize, w as usize, x.shape[3]])
             };
+            // The forward resize reads any real image type as float32 (TensorFlow's kernel
+            // casts each element) and writes float32; the gradient is float32 only.
             let out_dtype = if grad { ins[1].dtype } else { DType::Float32 };
-            if x.dtype != DType::Float32 || out_dtype != DType::Float32 {
+            let readable = if grad {
+                x.dtype == DType::Float32
+            } else {
+                matches!(x.dtype, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64)
+            };
+            if !readable || out_dtype != DType::Float32 {
                 return Err(CompileError::unsupported(node, format!("{op} of {}", x.dtype)));
             }
             let (image, hw) = if grad {
@@ -1779,7 +1789,8 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             if !matches!(dtype, DType::Float32 | DType::Float64) || ins[data[1]].dtype != dtype {
                 return Err(CompileError::unsupported(node, format!("{op} of {dtype}")));
             }
-            let win = attrs.conv_window(input, filter).map_err(|e| CompileError::unsupported(node, e.to_string()))?;
+            let win = if depthwise { attrs.depthwise_window(input, filter) } else { attrs.conv_window(input, filter) }
+                .map_err(|e| CompileError::unsupported(node, e.to_string()))?;
             let shape = ConvShape { input, filter, win };
             let output = if depthwise { shape.depthwise_output() } else { shape.output() };
             if let Some(dy) = dy {

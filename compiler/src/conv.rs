@@ -207,11 +207,31 @@ impl WindowAttrs {
         Ok(WindowAttrs { strides, dilations, padding: padding_attr(node)? })
     }
 
-    /// The geometry of a convolution of `input` `[N,H,W,C]` by a `[KH,KW,C,O]` filter.
+    /// The geometry of a convolution of `input` `[N,H,W,C]` by a `[KH,KW,C/G,O]` filter: a
+    /// grouped convolution (Keras `Conv2D(groups=G)`) when the filter's in-depth divides the
+    /// input depth `G > 1` times, as TensorFlow's shape function allows; `O` must be a
+    /// multiple of `G` (TensorFlow's check).
     pub fn conv_window(&self, input: [usize; 4], filter: [usize; 4]) -> CResult<Window> {
+        if filter[2] == 0 || !input[3].is_multiple_of(filter[2]) || input[3] == 0 {
+            return invalid(format!(
+                "input depth must be evenly divisible by filter depth: {} vs {}",
+                input[3], filter[2]
+            ));
+        }
+        let groups = input[3] / filter[2];
+        if groups > 1 && !filter[3].is_multiple_of(groups) {
+            return invalid(format!(
+                "output depth must be evenly divisible by number of groups: {} vs {groups}",
+                filter[3]
+            ));
+        }
+        Window::new((input[1], input[2]), (filter[0], filter[1]), self.strides, self.dilations, &self.padding)
+    }
+
+    /// The geometry of a depthwise convolution of `input` `[N,H,W,C]` by a `[KH,KW,C,M]`
+    /// filter (the filter's in-depth is the input's).
+    pub fn depthwise_window(&self, input: [usize; 4], filter: [usize; 4]) -> CResult<Window> {
         if filter[2] != input[3] {
-            // TensorFlow allows grouped convolutions (input depth a multiple of the
-            // filter's); the CPU kernels do not, and neither does this one.
             return invalid(format!("input depth must equal the filter's input depth: {} vs {}", input[3], filter[2]));
         }
         Window::new((input[1], input[2]), (filter[0], filter[1]), self.strides, self.dilations, &self.padding)
@@ -235,34 +255,40 @@ impl ConvShape {
     pub fn output(&self) -> [usize; 4] {
         [self.input[0], self.win.h.output, self.win.w.output, self.filter[3]]
     }
-    /// The shape of one image's im2col buffer, `[OH·OW, KH·KW·C]` (saturating, for a
-    /// size check before anything is allocated).
+    /// The shape of one image's im2col buffer (of one group), `[OH·OW, KH·KW·C/G]`
+    /// (saturating, for a size check before anything is allocated).
     pub fn im2col_shape(&self) -> [usize; 2] {
         let pixels = self.win.h.output.saturating_mul(self.win.w.output);
-        let row = self.filter[0].saturating_mul(self.filter[1]).saturating_mul(self.input[3]);
+        let row = self.filter[0].saturating_mul(self.filter[1]).saturating_mul(self.filter[2]);
         [pixels, row]
+    }
+    /// How many groups a (grouped) convolution has: input depth / the filter's in-depth.
+    pub fn groups(&self) -> usize {
+        self.input[3].checked_div(self.filter[2]).unwrap_or(1).max(1)
     }
     fn pixels(&self) -> usize {
         self.win.h.output * self.win.w.output
     }
+    /// The length of one im2col row: one group's taps, `KH·KW·C/G`.
     fn row(&self) -> usize {
-        self.filter[0] * self.filter[1] * self.input[3]
+        self.filter[0] * self.filter[1] * self.filter[2]
     }
 }
 
-/// im2col of one image `x` (`[H, W, C]`): `[OH·OW, KH·KW·C]`, zero where the tap is padding.
-fn im2col<T: ConvElem>(x: &[T], c: usize, win: &Window, col: &mut [T]) {
+/// im2col of channels `c0..c0 + cg` of one image `x` (`[H, W, C]`): `[OH·OW, KH·KW·cg]`,
+/// zero where the tap is padding.
+fn im2col<T: ConvElem>(x: &[T], (c, c0, cg): (usize, usize, usize), win: &Window, col: &mut [T]) {
     let (kh, kw) = (win.h.kernel, win.w.kernel);
-    let row = kh * kw * c;
+    let row = kh * kw * cg;
     for oy in 0..win.h.output {
         for ox in 0..win.w.output {
             let dst = &mut col[(oy * win.w.output + ox) * row..][..row];
             for ky in 0..kh {
                 let iy = win.h.source(oy, ky);
                 for kx in 0..kw {
-                    let d = &mut dst[(ky * kw + kx) * c..][..c];
+                    let d = &mut dst[(ky * kw + kx) * cg..][..cg];
                     match (iy, win.w.source(ox, kx)) {
-                        (Some(iy), Some(ix)) => d.copy_from_slice(&x[(iy * win.w.input + ix) * c..][..c]),
+                        (Some(iy), Some(ix)) => d.copy_from_slice(&x[(iy * win.w.input + ix) * c + c0..][..cg]),
                         _ => d.fill(T::default()),
                     }
                 }
@@ -271,10 +297,11 @@ fn im2col<T: ConvElem>(x: &[T], c: usize, win: &Window, col: &mut [T]) {
     }
 }
 
-/// col2im: adds `col` (`[OH·OW, KH·KW·C]`) back into one image `dx` (`[H, W, C]`).
-fn col2im<T: ConvElem>(col: &[T], c: usize, win: &Window, dx: &mut [T]) {
+/// col2im: adds `col` (`[OH·OW, KH·KW·cg]`) back into channels `c0..c0 + cg` of one image
+/// `dx` (`[H, W, C]`).
+fn col2im<T: ConvElem>(col: &[T], (c, c0, cg): (usize, usize, usize), win: &Window, dx: &mut [T]) {
     let (kh, kw) = (win.h.kernel, win.w.kernel);
-    let row = kh * kw * c;
+    let row = kh * kw * cg;
     for oy in 0..win.h.output {
         for ox in 0..win.w.output {
             let src = &col[(oy * win.w.output + ox) * row..][..row];
@@ -282,8 +309,8 @@ fn col2im<T: ConvElem>(col: &[T], c: usize, win: &Window, dx: &mut [T]) {
                 let Some(iy) = win.h.source(oy, ky) else { continue };
                 for kx in 0..kw {
                     let Some(ix) = win.w.source(ox, kx) else { continue };
-                    let d = &mut dx[(iy * win.w.input + ix) * c..][..c];
-                    for (p, &q) in d.iter_mut().zip(&src[(ky * kw + kx) * c..][..c]) {
+                    let d = &mut dx[(iy * win.w.input + ix) * c + c0..][..cg];
+                    for (p, &q) in d.iter_mut().zip(&src[(ky * kw + kx) * cg..][..cg]) {
                         *p += q;
                     }
                 }
@@ -363,34 +390,62 @@ fn over_images<T: ConvElem>(
     }
 }
 
-/// `Conv2D`: `x` `[N,H,W,C]` by `f` `[KH,KW,C,O]` → `[N,OH,OW,O]`.
+/// `Conv2D`: `x` `[N,H,W,C]` by `f` `[KH,KW,C/G,O]` → `[N,OH,OW,O]`. With `G > 1` groups,
+/// output channels `g·O/G..(g+1)·O/G` are input channels `g·C/G..(g+1)·C/G` convolved with
+/// their filter columns: one im2col and one GEMM per group.
 pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> Vec<T> {
     let [n, h, w, c] = s.input;
     let o = s.filter[3];
+    let (g, cg) = (s.groups(), s.filter[2]);
+    let og = o / g;
     let (pixels, row) = (s.pixels(), s.row());
     let mut out = vec![T::default(); n * pixels * o];
+    if out.is_empty() {
+        return out;
+    }
     let dst = Shared(out.as_mut_ptr());
-    over_images::<T>(n, pixels * row, threads, &|b, col, t| {
-        im2col(&x[b * h * w * c..][..h * w * c], c, &s.win, col);
+    let scratch = if g > 1 { pixels * og } else { 0 };
+    over_images::<T>(n, pixels * row + scratch, threads, &|b, buf, t| {
+        let (col, tmp) = buf.split_at_mut(pixels * row);
+        let xb = &x[b * h * w * c..][..h * w * c];
         // SAFETY: image b's output rows are its own.
         let y = unsafe { dst.slice(b * pixels * o, pixels * o) };
-        mm(pixels, row, o, col, row as isize, 1, f, o as isize, 1, y, t);
+        if g == 1 {
+            im2col(xb, (c, 0, c), &s.win, col);
+            mm(pixels, row, o, col, row as isize, 1, f, o as isize, 1, y, t);
+            return;
+        }
+        for grp in 0..g {
+            im2col(xb, (c, grp * cg, cg), &s.win, col);
+            // tmp [pixels, O/G] = col · the group's filter columns (row stride O).
+            mm(pixels, row, og, col, row as isize, 1, &f[grp * og..], o as isize, 1, tmp, t);
+            for (yr, tr) in y.chunks_mut(o).zip(tmp.chunks(og)) {
+                yr[grp * og..][..og].copy_from_slice(tr);
+            }
+        }
     });
     out
 }
 
-/// `Conv2DBackpropInput`: the gradient `[N,H,W,C]` from `f` and `dy` `[N,OH,OW,O]`.
+/// `Conv2DBackpropInput`: the gradient `[N,H,W,C]` from `f` and `dy` `[N,OH,OW,O]` (group by
+/// group for a grouped convolution).
 pub fn conv2d_backprop_input<T: ConvElem>(s: &ConvShape, f: &[T], dy: &[T], threads: usize) -> Vec<T> {
     let [n, h, w, c] = s.input;
     let o = s.filter[3];
+    let (g, cg) = (s.groups(), s.filter[2]);
+    let og = o / g;
     let (pixels, row) = (s.pixels(), s.row());
     let mut dx = vec![T::default(); n * h * w * c];
     let dst = Shared(dx.as_mut_ptr());
     over_images::<T>(n, pixels * row, threads, &|b, col, t| {
-        // col = dy_b [pixels, O] · filterᵀ [O, row].
-        mm(pixels, o, row, &dy[b * pixels * o..][..pixels * o], o as isize, 1, f, 1, o as isize, col, t);
         // SAFETY: image b's gradient is its own.
-        col2im(col, c, &s.win, unsafe { dst.slice(b * h * w * c, h * w * c) });
+        let dxb = unsafe { dst.slice(b * h * w * c, h * w * c) };
+        for grp in 0..g {
+            // col = dy_b[:, group] [pixels, O/G] · the group's filter columnsᵀ [O/G, row].
+            let a = &dy[b * pixels * o + grp * og..];
+            mm(pixels, og, row, a, o as isize, 1, &f[grp * og..], 1, o as isize, col, t);
+            col2im(col, (c, grp * cg, cg), &s.win, dxb);
+        }
     });
     dx
 }
@@ -407,6 +462,8 @@ const FILTER_GRAD_GROUPS: usize = 8;
 pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], threads: usize) -> Vec<T> {
     let [n, h, w, c] = s.input;
     let o = s.filter[3];
+    let (g, cg) = (s.groups(), s.filter[2]);
+    let og = o / g;
     let (pixels, row) = (s.pixels(), s.row());
     let size = row * o;
     let mut df = vec![T::default(); size];
@@ -419,18 +476,24 @@ pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], thr
     let mut partials = vec![T::default(); groups * size];
     let dst = Shared(partials.as_mut_ptr());
     let parallel = threads > 1 && groups > 1;
-    let group = |g: usize| {
+    let group = |gi: usize| {
         let mut col = vec![T::default(); pixels * row];
-        let mut part = vec![T::default(); size];
-        // SAFETY: group g's partial is its own.
-        let acc = unsafe { dst.slice(g * size, size) };
-        for b in g * per..((g + 1) * per).min(n) {
-            im2col(&x[b * h * w * c..][..h * w * c], c, &s.win, &mut col);
-            // part = colᵀ [row, pixels] · dy_b [pixels, O].
-            let t = if parallel { 1 } else { threads };
-            mm(row, pixels, o, &col, 1, row as isize, &dy[b * pixels * o..][..pixels * o], o as isize, 1, &mut part, t);
-            for (p, &q) in acc.iter_mut().zip(&part) {
-                *p += q;
+        let mut part = vec![T::default(); row * og];
+        // SAFETY: group gi's partial is its own.
+        let acc = unsafe { dst.slice(gi * size, size) };
+        for b in gi * per..((gi + 1) * per).min(n) {
+            let xb = &x[b * h * w * c..][..h * w * c];
+            for grp in 0..g {
+                im2col(xb, (c, grp * cg, cg), &s.win, &mut col);
+                // part = colᵀ [row, pixels] · dy_b[:, group] [pixels, O/G].
+                let t = if parallel { 1 } else { threads };
+                let a = &dy[b * pixels * o + grp * og..];
+                mm(row, pixels, og, &col, 1, row as isize, a, o as isize, 1, &mut part, t);
+                for (ar, pr) in acc.chunks_mut(o).zip(part.chunks(og)) {
+                    for (p, &q) in ar[grp * og..][..og].iter_mut().zip(pr) {
+                        *p += q;
+                    }
+                }
             }
         }
     };
@@ -559,8 +622,10 @@ mod tests {
     #[test]
     fn results_do_not_depend_on_the_thread_count() {
         let attrs = WindowAttrs { strides: (2, 1), dilations: (1, 1), padding: Padding::Same };
-        for n in [1usize, 2, 5, 11] {
-            let (input, filter) = ([n, 7, 6, 3], [3, 2, 3, 4]);
+        // Plain, and grouped (two groups of two input channels, three outputs each).
+        for (n, c, filter) in [1usize, 2, 5, 11].into_iter().flat_map(|n| [(n, 3, [3, 2, 3, 4]), (n, 4, [3, 2, 2, 6])])
+        {
+            let input = [n, 7, 6, c];
             let s = ConvShape { input, filter, win: attrs.conv_window(input, filter).unwrap() };
             let x = data(input.iter().product(), 1);
             let f = data(filter.iter().product(), 2);

@@ -480,8 +480,20 @@ impl KernelOp {
             KernelOp::Host(h) => h.run(inputs, out_shapes),
             KernelOp::Reduce { kind, axes } => {
                 let x = inputs[0];
-                let v = f32_of(x)?;
-                Ok(vec![tensor_f32(out_shapes[0].clone(), reduce(v, &x.shape, axes, *kind))])
+                let shape = out_shapes[0].clone();
+                match &x.data {
+                    TensorData::I32(v) => {
+                        let v: Vec<i64> = v.iter().map(|&e| i64::from(e)).collect();
+                        let r = reduce_int(&v, &x.shape, axes, *kind, true);
+                        let data = TensorData::I32(Arc::new(r.into_iter().map(|e| e as i32).collect()));
+                        Ok(vec![Tensor { dtype: DType::Int32, shape, data }])
+                    }
+                    TensorData::I64(v) => {
+                        let data = TensorData::I64(Arc::new(reduce_int(v, &x.shape, axes, *kind, false)));
+                        Ok(vec![Tensor { dtype: DType::Int64, shape, data }])
+                    }
+                    _ => Ok(vec![tensor_f32(shape, reduce(f32_of(x)?, &x.shape, axes, *kind))]),
+                }
             }
             KernelOp::BoolReduce { all, axes } => {
                 let x = inputs[0];
@@ -765,12 +777,16 @@ impl KernelOp {
             KernelOp::SpaceBatch(sb) => Ok(vec![sb.run(inputs[0])?]),
             KernelOp::ResizeBilinear { attrs, grad, out_hw } => {
                 let x = inputs[0];
-                let v = f32_of(x)?;
                 let s = &x.shape;
                 let out = if *grad {
-                    attrs.backward(v, (s[0], s[1], s[2], s[3]), *out_hw)
-                } else {
+                    attrs.backward(f32_of(x)?, (s[0], s[1], s[2], s[3]), *out_hw)
+                } else if let Some(v) = x.as_f32() {
                     attrs.forward(v, s, *out_hw)
+                } else {
+                    // Another real type, read as float32 as the interpreter's kernel reads it.
+                    let v = x.to_f64_vec().ok_or_else(|| err(format!("ResizeBilinear of {}", x.dtype)))?;
+                    let v: Vec<f32> = v.iter().map(|&e| e as f32).collect();
+                    attrs.forward(&v, s, *out_hw)
                 };
                 Ok(vec![tensor_f32(out_shapes[0].clone(), out)])
             }
@@ -1214,6 +1230,55 @@ const PARALLEL_REDUCE: usize = 1 << 16;
 /// bias-gradient and BatchNorm pattern, `[N·H·W, C] → [C]`). Large inputs are split over
 /// the team along the outermost run: kept → disjoint output slices; reduced → one partial
 /// accumulator per part, combined in part order (a reassociation of the sum only).
+/// An integer reduction of `v` (row-major `shape`) over `axes`, as the interpreter's kernels
+/// compute it: sums and products wrap (in 32 bits when `bits32`), so their order never
+/// matters; `Mean` is the wrapped sum divided by the count, truncated (0 over no element);
+/// `Max`/`Min` of no element are the type's lowest/highest value.
+pub fn reduce_int(v: &[i64], shape: &[usize], axes: &[usize], kind: ReduceKind, bits32: bool) -> Vec<i64> {
+    let r = shape.len();
+    let mut ostride = vec![0usize; r];
+    let mut out_len = 1usize;
+    for (d, (os, &n)) in ostride.iter_mut().zip(shape).enumerate().rev() {
+        if !axes.contains(&d) {
+            *os = out_len;
+            out_len *= n;
+        }
+    }
+    let count: usize = axes.iter().map(|&a| shape[a]).product();
+    let wrap = |x: i64| if bits32 { x as i32 as i64 } else { x };
+    let (lowest, highest) = if bits32 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
+    let init = match kind {
+        ReduceKind::Max => lowest,
+        ReduceKind::Min => highest,
+        ReduceKind::Prod => 1,
+        ReduceKind::Sum | ReduceKind::Mean => 0,
+    };
+    let mut out = vec![init; out_len];
+    let mut idx = vec![0usize; r];
+    for &x in v {
+        let o: usize = idx.iter().zip(&ostride).map(|(i, s)| i * s).sum();
+        out[o] = match kind {
+            ReduceKind::Sum | ReduceKind::Mean => wrap(out[o].wrapping_add(x)),
+            ReduceKind::Prod => wrap(out[o].wrapping_mul(x)),
+            ReduceKind::Max => out[o].max(x),
+            ReduceKind::Min => out[o].min(x),
+        };
+        for (i, &n) in idx.iter_mut().zip(shape).rev() {
+            *i += 1;
+            if *i < n {
+                break;
+            }
+            *i = 0;
+        }
+    }
+    if kind == ReduceKind::Mean {
+        for o in &mut out {
+            *o = if count == 0 { 0 } else { wrap(*o).wrapping_div(count as i64) };
+        }
+    }
+    out
+}
+
 pub fn reduce(v: &[f32], shape: &[usize], axes: &[usize], kind: ReduceKind) -> Vec<f32> {
     // Collapse into runs of kept (K) / reduced (R) dimensions, dropping size-1 dims.
     let mut runs: Vec<(bool, usize)> = Vec::new();

@@ -457,6 +457,10 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     {
         return Some(NotCompilable::UnsupportedOp { op: format!("{op} in a data_format other than NHWC") });
     }
+    // The JIT's resize gradient is float32 only (its forward reads every admitted type).
+    if op == "ResizeBilinearGrad" && node.attr("T").and_then(AttrValue::as_type).is_some_and(|t| t != DType::Float32) {
+        return Some(NotCompilable::UnsupportedOp { op: "ResizeBilinearGrad of a type other than float32".into() });
+    }
     // A negative `batch_dims` counts from the indices' rank, which the bridge's lowering to
     // `GatherV2` (its axis) does not know: the runtime's kernel gathers it.
     if op == "ResourceGather" && node.attr("batch_dims").and_then(AttrValue::as_int).is_some_and(|b| b < 0) {

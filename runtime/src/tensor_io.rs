@@ -38,6 +38,8 @@ fn st_dtype(d: DType) -> Option<StDtype> {
         DType::Int32 => StDtype::I32,
         DType::Int64 => StDtype::I64,
         DType::Bool => StDtype::BOOL,
+        DType::UInt8 => StDtype::U8,
+        DType::Float16 => StDtype::F16,
         _ => return None,
     })
 }
@@ -49,6 +51,8 @@ fn le_bytes(t: &Tensor) -> Option<Vec<u8>> {
         TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::Bool(v) => v.iter().map(|&x| x as u8).collect(),
+        // uint8 and float16 are kept as their little-endian bytes.
+        TensorData::Raw(b) if matches!(t.dtype, DType::UInt8 | DType::Float16) => b.to_vec(),
         _ => return None,
     })
 }
@@ -102,6 +106,16 @@ pub fn read_safetensors(bytes: &[u8]) -> Result<Vec<(String, Tensor)>, TensorIoE
                 data.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect(),
             ),
             StDtype::BOOL => Tensor::from_bool(shape, data.iter().map(|&b| b != 0).collect()),
+            StDtype::U8 | StDtype::F16 => {
+                let (dtype, width) = if view.dtype() == StDtype::U8 { (DType::UInt8, 1) } else { (DType::Float16, 2) };
+                if data.len() != shape.iter().product::<usize>() * width {
+                    return Err(TensorIoError::Value(format!(
+                        "tensor '{name}': {} bytes for shape {shape:?}",
+                        data.len()
+                    )));
+                }
+                Ok(Tensor { dtype, shape, data: TensorData::Raw(std::sync::Arc::new(data.to_vec())) })
+            }
             d => return Err(TensorIoError::DType { name, dtype: format!("{d:?}") }),
         }
         .map_err(bad)?;

@@ -65,6 +65,11 @@ fn conv_window(a: &WindowAttrs, input: [usize; 4], filter: [usize; 4]) -> KResul
     Ok(a.conv_window(input, filter)?)
 }
 
+/// The geometry of a depthwise convolution (the filter's in-depth is the input's).
+fn depthwise_window(a: &WindowAttrs, input: [usize; 4], filter: [usize; 4]) -> KResult<Window> {
+    Ok(a.depthwise_window(input, filter)?)
+}
+
 fn conv2d<T: Float + ConvElem>(a: &WindowAttrs, x: &Tensor, f: &Tensor) -> KResult<Tensor> {
     let (input, filter) = (nhwc(x, "input")?, filter_dims(f)?);
     let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
@@ -125,7 +130,7 @@ fn conv2d_backprop_filter<T: Float + ConvElem>(
 
 fn depthwise<T: Float + ConvElem>(a: &WindowAttrs, x: &Tensor, f: &Tensor) -> KResult<Tensor> {
     let (input, filter) = (nhwc(x, "input")?, filter_dims(f)?);
-    let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
+    let s = ConvShape { input, filter, win: depthwise_window(a, input, filter)? };
     super::budget(T::DTYPE, &s.depthwise_output())?;
     let out = shared::depthwise_conv2d(&s, T::slice(x), T::slice(f), rayon::current_num_threads());
     Ok(tensor_of(s.depthwise_output().to_vec(), out))
@@ -138,7 +143,7 @@ fn depthwise_backprop_input<T: Float + ConvElem>(
     dy: &Tensor,
 ) -> KResult<Tensor> {
     let (input, filter) = (sizes4::<T>(sizes, "input_sizes")?, filter_dims(f)?);
-    let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
+    let s = ConvShape { input, filter, win: depthwise_window(a, input, filter)? };
     check_out_backprop(dy, input[0], &s.win, input[3] * filter[3])?;
     let dx = shared::depthwise_conv2d_backprop_input(&s, T::slice(f), T::slice(dy), rayon::current_num_threads());
     Ok(tensor_of(input.to_vec(), dx))
@@ -151,7 +156,7 @@ fn depthwise_backprop_filter<T: Float + ConvElem>(
     dy: &Tensor,
 ) -> KResult<Tensor> {
     let (input, filter) = (nhwc(x, "input")?, sizes4::<T>(sizes, "filter_sizes")?);
-    let s = ConvShape { input, filter, win: conv_window(a, input, filter)? };
+    let s = ConvShape { input, filter, win: depthwise_window(a, input, filter)? };
     check_out_backprop(dy, input[0], &s.win, input[3] * filter[3])?;
     let df = shared::depthwise_conv2d_backprop_filter(&s, T::slice(x), T::slice(dy));
     Ok(tensor_of(filter.to_vec(), df))
@@ -243,10 +248,13 @@ mod tests {
         Tensor::from_f64(shape.to_vec(), v).unwrap()
     }
 
-    /// The definition, straight from the formula.
+    /// The definition, straight from the formula (grouped when the filter's in-depth `cg`
+    /// is a fraction of the input's: output channel `oc` reads input channels of group
+    /// `oc / (o / groups)`).
     fn naive(x: &Tensor, f: &Tensor, win: &Window) -> Vec<f64> {
         let [n, h, w, c] = nhwc(x, "x").unwrap();
-        let [kh, kw, _, o] = filter_dims(f).unwrap();
+        let [kh, kw, cg, o] = filter_dims(f).unwrap();
+        let og = o / (c / cg);
         let (xs, fs) = (x.as_f64().unwrap(), f.as_f64().unwrap());
         let mut out = vec![0.0; n * win.h.output * win.w.output * o];
         for b in 0..n {
@@ -261,9 +269,9 @@ mod tests {
                                 if iy < 0 || ix < 0 || iy >= h as i64 || ix >= w as i64 {
                                     continue;
                                 }
-                                for ic in 0..c {
-                                    s += xs[((b * h + iy as usize) * w + ix as usize) * c + ic]
-                                        * fs[((ky * kw + kx) * c + ic) * o + oc];
+                                for ic in 0..cg {
+                                    s += xs[((b * h + iy as usize) * w + ix as usize) * c + oc / og * cg + ic]
+                                        * fs[((ky * kw + kx) * cg + ic) * o + oc];
                                 }
                             }
                         }
@@ -306,12 +314,45 @@ mod tests {
         }
     }
 
+    /// A grouped convolution (Keras `Conv2D(groups=G)`: the filter's in-depth is C/G) is G
+    /// independent convolutions, each group's output channels reading its input channels.
+    #[test]
+    fn grouped_conv2d_matches_the_definition() {
+        for (groups, fshape, pad, stride, dil) in [
+            (2, [3, 2, 3, 4], "SAME", 1, 1),
+            (3, [2, 2, 2, 6], "VALID", 2, 1),
+            (6, [3, 3, 1, 6], "SAME", 1, 2),
+            (2, [1, 3, 3, 2], "SAME", 2, 1),
+        ] {
+            let c = fshape[2] * groups;
+            let x = t(&[3, 7, 6, c], 7);
+            let f = t(&fshape, 8);
+            let nd = node("Conv2D", &attrs(pad, stride, dil));
+            let got = run1(&nd, &[x.clone(), f.clone()]).unwrap();
+            let a = WindowAttrs::parse(&nd, true).unwrap();
+            let win = conv_window(&a, [3, 7, 6, c], fshape).unwrap();
+            let want = naive(&x, &f, &win);
+            assert_eq!(got.shape, vec![3, win.h.output, win.w.output, fshape[3]]);
+            for (g, w) in got.as_f64().unwrap().iter().zip(&want) {
+                assert!((g - w).abs() < 1e-12, "groups {groups} {pad} {stride} {dil}: {g} vs {w}");
+            }
+        }
+        // An input depth the filter's does not divide, and an output depth the groups do not.
+        let nd = node("Conv2D", &attrs("SAME", 1, 1));
+        let e = run1(&nd, &[t(&[1, 4, 4, 5], 1), t(&[3, 3, 2, 4], 2)]).unwrap_err();
+        assert!(e.to_string().contains("evenly divisible by filter depth"), "{e}");
+        let e = run1(&nd, &[t(&[1, 4, 4, 6], 1), t(&[3, 3, 2, 4], 2)]).unwrap_err();
+        assert!(e.to_string().contains("number of groups"), "{e}");
+    }
+
     /// `<conv(x, f), dy>` is bilinear: its derivatives in x and f are the
     /// two backprops, checked against each other through the inner product.
     #[test]
     fn backprops_are_adjoint_to_the_forward() {
         for (op, bi, bf, (fshape, yc)) in [
             ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", ([3, 3, 2, 3], 3)),
+            // Grouped: two groups of one input channel, two output channels each.
+            ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", ([3, 2, 1, 4], 4)),
             (
                 "DepthwiseConv2dNative",
                 "DepthwiseConv2dNativeBackpropInput",

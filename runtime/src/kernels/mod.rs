@@ -24,6 +24,7 @@ pub(crate) mod conv;
 pub(crate) mod diag;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
+pub(crate) mod image;
 pub(crate) mod list;
 pub(crate) mod matmul;
 pub(crate) mod nn;
@@ -34,6 +35,7 @@ pub(crate) mod reduce;
 pub mod resource;
 pub(crate) mod shape_ops;
 pub(crate) mod string;
+pub(crate) mod volume;
 pub use string::print_stdout_to_stderr;
 
 /// A kernel's inputs, owned so that a unique buffer can be reused in place.
@@ -100,6 +102,12 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = list::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = volume::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = image::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))

@@ -382,6 +382,112 @@ fn fused_batch_norm_grad(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![x, v.clone(), v, Shape::known(&[0]), Shape::known(&[0])])
 }
 
+// ------------------------------------------------- 3-D windows, bincount, image transforms
+
+fn rank_n(s: &Shape, n: usize, what: &str) -> Result<Option<Vec<Dim>>, String> {
+    match &s.dims {
+        None => Ok(None),
+        Some(d) if d.len() == n => Ok(Some(d.clone())),
+        Some(_) => Err(format!("{what} must be {n}-dimensional, but has shape {s}")),
+    }
+}
+
+/// The three spatial entries of a 5-element NDHWC attribute (`strides`, `ksize`,
+/// `dilations`); the batch and channel entries must be 1.
+fn spatial3(c: &InferCtx<'_>, name: &str) -> Result<[i64; 3], String> {
+    let v = c.attr_ints(name);
+    if v.is_empty() && name == "dilations" {
+        return Ok([1, 1, 1]);
+    }
+    if c.node.attr("data_format").and_then(|a| a.as_str()).is_some_and(|f| f != "NDHWC") {
+        return Err("only the NDHWC data format is supported".into());
+    }
+    match v[..] {
+        [1, a, b, d, 1] => Ok([a, b, d]),
+        _ => Err(format!("{name} must be 5 values [1, d, h, w, 1], got {v:?}")),
+    }
+}
+
+/// `[N, OD, OH, OW, depth]` of a 3-D window op over `input` with a `kernel` window.
+fn window3(c: &InferCtx<'_>, input: &Shape, kernel: [Dim; 3], depth: Dim, dilated: bool) -> Shapes {
+    let strides = spatial3(c, "strides")?;
+    let dilations = if dilated { spatial3(c, "dilations")? } else { [1, 1, 1] };
+    let same = c.node.attr("padding").and_then(|a| a.as_str()) == Some("SAME");
+    let Some(d) = rank_n(input, 5, "input")? else { return Ok(vec![Shape::with_dims(vec![None; 5])]) };
+    let mut out = vec![d[0]];
+    let spatial: Result<Vec<Dim>, String> =
+        (0..3).map(|i| windowed(d[i + 1], kernel[i], strides[i], dilations[i], same, None)).collect();
+    out.extend(spatial?);
+    out.push(depth);
+    Ok(vec![Shape::with_dims(out)])
+}
+
+fn conv3d(c: &InferCtx<'_>) -> Shapes {
+    let f = rank_n(c.shape(1), 5, "filter")?;
+    let (k, fin, fout) = f.map_or(([None; 3], None, None), |f| ([f[0], f[1], f[2]], f[3], f[4]));
+    let depth = rank_n(c.shape(0), 5, "input")?.and_then(|d| d[4]);
+    if let (Some(d), Some(i)) = (depth, fin) {
+        if i == 0 || d % i != 0 {
+            return Err(format!("input depth {d} is not a multiple of the filter's input depth {i}"));
+        }
+    }
+    window3(c, c.shape(0), k, fout, true)
+}
+
+fn pool3d(c: &InferCtx<'_>) -> Shapes {
+    let k = spatial3(c, "ksize")?;
+    let depth = rank_n(c.shape(0), 5, "input")?.and_then(|d| d[4]);
+    window3(c, c.shape(0), [Some(k[0]), Some(k[1]), Some(k[2])], depth, false)
+}
+
+/// A 5-D shape from the value of shape operand `i`, else an unknown 5-D shape.
+fn shape5_operand(c: &InferCtx<'_>, i: usize, what: &str) -> Shapes {
+    Ok(vec![match c.value(i) {
+        Some(v) if v.len() == 5 => Shape::with_dims(v.iter().map(|d| d.filter(|x| *x >= 0)).collect()),
+        Some(v) => return Err(format!("{what} must have 5 elements, got {}", v.len())),
+        None => Shape::with_dims(vec![None; 5]),
+    }])
+}
+fn conv3d_input_sizes(c: &InferCtx<'_>) -> Shapes {
+    shape5_operand(c, 0, "input_sizes")
+}
+fn conv3d_filter_sizes(c: &InferCtx<'_>) -> Shapes {
+    shape5_operand(c, 1, "filter_sizes")
+}
+fn max_pool3d_grad(c: &InferCtx<'_>) -> Shapes {
+    rank_n(c.shape(0), 5, "orig_input")?;
+    Ok(vec![c.shape(0).clone()])
+}
+fn avg_pool3d_grad(c: &InferCtx<'_>) -> Shapes {
+    shape5_operand(c, 0, "orig_input_shape")
+}
+
+/// `DenseBincount`: `[size]` for a 1-D input, `[rows, size]` for a 2-D one.
+fn dense_bincount(c: &InferCtx<'_>) -> Shapes {
+    let size = c.scalar_value(1).filter(|&s| s >= 0);
+    if c.scalar_value(1).is_some_and(|s| s < 0) {
+        return Err("size must be non-negative".into());
+    }
+    Ok(vec![match &c.shape(0).dims {
+        None => Shape::unknown(),
+        Some(d) if d.len() <= 1 => Shape::with_dims(vec![size]),
+        Some(d) if d.len() == 2 => Shape::with_dims(vec![d[0], size]),
+        Some(d) => return Err(format!("input must be at most 2-dimensional, got rank {}", d.len())),
+    }])
+}
+
+/// `ImageProjectiveTransformV2/V3`: `[batch, output_shape[0], output_shape[1], channels]`.
+fn projective_transform(c: &InferCtx<'_>) -> Shapes {
+    let images = rank4(c.shape(0), "images")?;
+    let (n, ch) = images.map_or((None, None), |d| (d[0], d[3]));
+    let (h, w) = match c.value(2) {
+        Some([h, w]) => (h.filter(|x| *x > 0), w.filter(|x| *x > 0)),
+        Some(v) => return Err(format!("output_shape must have 2 elements, got {}", v.len())),
+        None => (None, None),
+    };
+    Ok(vec![Shape::with_dims(vec![n, h, w, ch])])
+}
+
 // ---------------------------------------------------------------- tables
 
 const CONV_ATTRS: &[AttrSpec] = &[
@@ -392,6 +498,43 @@ const CONV_ATTRS: &[AttrSpec] = &[
     opt("explicit_paddings", AttrKind::ListInt),
     opt("data_format", AttrKind::String),
     opt("dilations", AttrKind::ListInt),
+];
+const CONV3D_ATTRS: &[AttrSpec] = &[
+    tattr("T", FLOATS),
+    req("strides", AttrKind::ListInt),
+    req("padding", AttrKind::String),
+    opt("data_format", AttrKind::String),
+    opt("dilations", AttrKind::ListInt),
+];
+const CONV3D_GRAD_ATTRS: &[AttrSpec] = &[
+    tattr("T", FLOATS),
+    req("strides", AttrKind::ListInt),
+    req("padding", AttrKind::String),
+    opt("data_format", AttrKind::String),
+    opt("dilations", AttrKind::ListInt),
+    tdef("Tshape", Int32, INDEX),
+];
+const POOL3D_ATTRS: &[AttrSpec] = &[
+    tattr("T", FLOATS),
+    req("ksize", AttrKind::ListInt),
+    req("strides", AttrKind::ListInt),
+    req("padding", AttrKind::String),
+    opt("data_format", AttrKind::String),
+];
+const MAX_POOL3D_GRAD_ATTRS: &[AttrSpec] = &[
+    tdef("T", Float32, FLOATS),
+    tdef("TInput", Float32, FLOATS),
+    req("ksize", AttrKind::ListInt),
+    req("strides", AttrKind::ListInt),
+    req("padding", AttrKind::String),
+    opt("data_format", AttrKind::String),
+];
+const BINCOUNT_ATTRS: &[AttrSpec] =
+    &[tattr("Tidx", INDEX), tattr("T", &[Int32, Int64, Float32, Float64]), bdef("binary_output", false)];
+const TRANSFORM_ATTRS: &[AttrSpec] = &[
+    tattr("dtype", &[UInt8, Int32, Int64, Float16, BFloat16, Float32, Float64]),
+    req("interpolation", AttrKind::String),
+    opt("fill_mode", AttrKind::String),
 ];
 const DEPTHWISE_ATTRS: &[AttrSpec] = &[
     tattr("T", FLOATS),
@@ -783,6 +926,55 @@ pub(super) static OPS: &[OpSchema] = &[
         DEPTHWISE_ATTRS,
         from_input_1,
     ),
+    // ---- 3-D convolutions and pooling (NDHWC).
+    nn("Conv3D", &[a("input", T), a("filter", T)], &[a("output", T)], CONV3D_ATTRS, conv3d),
+    nn(
+        "Conv3DBackpropInputV2",
+        &[a("input_sizes", TypeRule::Attr("Tshape")), a("filter", T), a("out_backprop", T)],
+        &[a("output", T)],
+        CONV3D_GRAD_ATTRS,
+        conv3d_input_sizes,
+    ),
+    nn(
+        "Conv3DBackpropFilterV2",
+        &[a("input", T), a("filter_sizes", I32), a("out_backprop", T)],
+        &[a("output", T)],
+        CONV3D_ATTRS,
+        conv3d_filter_sizes,
+    ),
+    nn("MaxPool3D", &[a("input", T)], &[a("output", T)], POOL3D_ATTRS, pool3d),
+    nn(
+        "MaxPool3DGrad",
+        &[a("orig_input", TypeRule::Attr("TInput")), a("orig_output", TypeRule::Attr("TInput")), a("grad", T)],
+        &[a("output", T)],
+        MAX_POOL3D_GRAD_ATTRS,
+        max_pool3d_grad,
+    ),
+    nn("AvgPool3D", &[a("input", T)], &[a("output", T)], POOL3D_ATTRS, pool3d),
+    nn("AvgPool3DGrad", &[a("orig_input_shape", I32), a("grad", T)], &[a("output", T)], POOL3D_ATTRS, avg_pool3d_grad),
+    // ---- Preprocessing: `tf.math.bincount` / Keras CategoryEncoding, Keras' random image
+    // transforms.
+    nn(
+        "DenseBincount",
+        &[a("input", TypeRule::Attr("Tidx")), a("size", TypeRule::Attr("Tidx")), a("weights", T)],
+        &[a("output", T)],
+        BINCOUNT_ATTRS,
+        dense_bincount,
+    ),
+    nn(
+        "ImageProjectiveTransformV2",
+        &[a("images", TypeRule::Attr("dtype")), a("transforms", F32), a("output_shape", I32)],
+        &[a("transformed_images", TypeRule::Attr("dtype"))],
+        TRANSFORM_ATTRS,
+        projective_transform,
+    ),
+    nn(
+        "ImageProjectiveTransformV3",
+        &[a("images", TypeRule::Attr("dtype")), a("transforms", F32), a("output_shape", I32), a("fill_value", F32)],
+        &[a("transformed_images", TypeRule::Attr("dtype"))],
+        TRANSFORM_ATTRS,
+        projective_transform,
+    ),
     // ---- Pooling.
     nn("MaxPool", &[a("input", T)], &[a("output", T)], POOL_ATTRS, pool),
     nn(
@@ -868,6 +1060,39 @@ mod tests {
     }
     fn s(x: &str) -> AttrValue {
         AttrValue::S(x.as_bytes().to_vec())
+    }
+
+    /// The 3-D window ops (Keras' Conv3D: SAME stride 2, grouped; MaxPooling3D VALID), a
+    /// 2-D `DenseBincount` and an image transform to another output size.
+    #[test]
+    fn volume_bincount_and_transform_shapes() {
+        let conv = node("Conv3D", &[("strides", ints(&[1, 2, 1, 2, 1])), ("padding", s("SAME"))]);
+        let out = infer(&conv, &[Shape::known(&[2, 5, 6, 7, 4]), Shape::known(&[3, 3, 3, 2, 6])], &[None, None], 1);
+        assert_eq!(out.unwrap(), vec![Shape::known(&[2, 3, 6, 4, 6])]);
+        let bad = infer(&conv, &[Shape::known(&[2, 5, 6, 7, 5]), Shape::known(&[3, 3, 3, 2, 6])], &[None, None], 1);
+        assert!(bad.is_err());
+        let pool = node(
+            "MaxPool3D",
+            &[("ksize", ints(&[1, 2, 2, 3, 1])), ("strides", ints(&[1, 2, 2, 1, 1])), ("padding", s("VALID"))],
+        );
+        let out = infer(&pool, &[Shape::known(&[1, 5, 4, 6, 3])], &[None], 1);
+        assert_eq!(out.unwrap(), vec![Shape::known(&[1, 2, 2, 4, 3])]);
+        let bincount = node("DenseBincount", &[]);
+        let out = infer(
+            &bincount,
+            &[Shape::known(&[4, 5]), Shape::scalar(), Shape::known(&[0])],
+            &[None, Some(vec![Some(7)]), None],
+            1,
+        );
+        assert_eq!(out.unwrap(), vec![Shape::known(&[4, 7])]);
+        let tr = node("ImageProjectiveTransformV3", &[("interpolation", s("BILINEAR"))]);
+        let out = infer(
+            &tr,
+            &[Shape::known(&[3, 5, 6, 2]), Shape::known(&[3, 8]), Shape::known(&[2]), Shape::scalar()],
+            &[None, None, Some(vec![Some(7), Some(4)]), None],
+            1,
+        );
+        assert_eq!(out.unwrap(), vec![Shape::known(&[3, 7, 4, 2])]);
     }
 
     #[test]

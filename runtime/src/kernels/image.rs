@@ -1,0 +1,323 @@
+//! Preprocessing kernels of Keras 3 graphs: `DenseBincount` (`tf.math.bincount`, Keras
+//! `CategoryEncoding`) and `ImageProjectiveTransformV2`/`V3` (Keras' `RandomRotation`,
+//! `RandomTranslation`, `RandomZoom`; `tf.raw_ops`), with TensorFlow's semantics.
+//!
+//! `DenseBincount`: a 1-D input counts into `[size]`, a 2-D input row by row into
+//! `[rows, size]`; values `>= size` are dropped, a negative value is an error; `weights`
+//! (the input's shape, or empty for counts) are summed instead of ones; `binary_output`
+//! writes 1 for every value present.
+//!
+//! `ImageProjectiveTransformV3` (`image_ops.h`, `ProjectiveGenerator`): output pixel
+//! `(x, y)` of image `b` reads the input at `((a0·x + a1·y + a2) / k, (b0·x + b1·y + b2) / k)`,
+//! `k = c0·x + c1·y + 1` (the image's transform, or the one shared transform), all in
+//! float32; `k == 0` gives the fill value. The coordinate is first mapped into the image by
+//! the fill mode (`REFLECT` `dcba|abcd|dcba`, `WRAP` `abcd|abcd|abcd`, `NEAREST` clamped,
+//! `CONSTANT` unchanged), then read by `NEAREST` (rounded half away from zero) or `BILINEAR`
+//! interpolation; a read outside the image is the fill value (cast to the image's type
+//! first). The result is cast back to the image's type (truncating for integers).
+//! Images may be uint8 (stored as raw bytes), int32, int64, float32 or float64.
+
+use std::sync::Arc;
+
+use autoclust_graph::{AttrValue, DType, Node, Tensor, TensorData};
+
+use super::{arity, int_scalar, int_values, one, Inputs, PureFn};
+use crate::error::{KResult, KernelError};
+
+fn bincount(x: &Tensor, size: &Tensor, w: &Tensor, binary: bool, out_dtype: DType) -> KResult<Tensor> {
+    let size = int_scalar(size, "size")?;
+    let size =
+        usize::try_from(size).map_err(|_| KernelError::invalid(format!("size ({size}) must be non-negative")))?;
+    let values = int_values(x, "input")?;
+    let (rows, shape) = match x.shape.len() {
+        0 | 1 => (1, vec![size]),
+        2 => (x.shape[0], vec![x.shape[0], size]),
+        r => return Err(KernelError::invalid(format!("input must be at most 2-dimensional, got rank {r}"))),
+    };
+    let weights = if w.num_elements() == 0 {
+        None
+    } else if w.shape != x.shape {
+        return Err(KernelError::invalid(format!(
+            "input and weights must have the same shape: {:?} vs {:?}",
+            x.shape, w.shape
+        )));
+    } else {
+        Some(w.to_f64_vec().ok_or(KernelError::DType(w.dtype))?)
+    };
+    if values.iter().any(|&v| v < 0) {
+        return Err(KernelError::invalid("Input arr must be non-negative!"));
+    }
+    let len = super::budget(out_dtype, &shape)?;
+    let mut out = vec![0.0f64; len];
+    let per_row = values.len().checked_div(rows).unwrap_or(0);
+    for (i, &v) in values.iter().enumerate() {
+        let v = v as usize;
+        if v >= size {
+            continue;
+        }
+        let at = (i / per_row.max(1)) * size + v;
+        if binary {
+            out[at] = 1.0;
+        } else {
+            out[at] += weights.as_ref().map_or(1.0, |w| w[i]);
+        }
+    }
+    typed(out_dtype, shape, out)
+}
+
+/// A tensor of `dtype` from f64 values (integers truncated toward zero, as `static_cast`).
+fn typed(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> KResult<Tensor> {
+    let t = match dtype {
+        DType::Float32 => Tensor::from_f32(shape, v.into_iter().map(|x| x as f32).collect()),
+        DType::Float64 => Tensor::from_f64(shape, v),
+        DType::Int32 => Tensor::from_i32(shape, v.into_iter().map(|x| x as i32).collect()),
+        DType::Int64 => Tensor::from_i64(shape, v.into_iter().map(|x| x as i64).collect()),
+        DType::UInt8 => {
+            return Ok(Tensor {
+                dtype,
+                shape,
+                data: TensorData::Raw(Arc::new(v.into_iter().map(|x| x as u8).collect())),
+            })
+        }
+        d => return Err(KernelError::DType(d)),
+    };
+    t.map_err(|e| KernelError::invalid(e.to_string()))
+}
+
+/// An image's values as f32 (uint8 from its raw bytes).
+fn image_values(t: &Tensor) -> KResult<Vec<f32>> {
+    match (&t.data, t.dtype) {
+        (TensorData::Raw(b), DType::UInt8) if b.len() == t.num_elements() => Ok(b.iter().map(|&x| x as f32).collect()),
+        (TensorData::F32(v), DType::Float32) => Ok(v.to_vec()),
+        (TensorData::F64(v), DType::Float64) => Ok(v.iter().map(|&x| x as f32).collect()),
+        (TensorData::I32(v), DType::Int32) => Ok(v.iter().map(|&x| x as f32).collect()),
+        (TensorData::I64(v), DType::Int64) => Ok(v.iter().map(|&x| x as f32).collect()),
+        _ => Err(KernelError::DType(t.dtype)),
+    }
+}
+
+/// `static_cast<T>(float)` then back to float: the value a `T` image holds.
+fn as_image_type(dtype: DType, v: f32) -> f32 {
+    match dtype {
+        DType::UInt8 => v as u8 as f32,
+        DType::Int32 => v as i32 as f32,
+        DType::Int64 => v as i64 as f32,
+        _ => v,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fill {
+    Reflect,
+    Wrap,
+    Constant,
+    Nearest,
+}
+
+/// TensorFlow's `MapCoordinate<fill_mode>`: an input coordinate mapped into `[0, len - 1]`.
+fn map_coordinate(mode: Fill, c: f32, len: i64) -> f32 {
+    let clamp = |v: f32| v.max(0.0).min((len - 1) as f32);
+    match mode {
+        Fill::Constant => c,
+        Fill::Nearest => clamp(c),
+        Fill::Reflect => {
+            let mut v = c;
+            if v < 0.0 {
+                if len <= 1 {
+                    v = 0.0;
+                } else {
+                    let sz2 = 2 * len;
+                    if v < sz2 as f32 {
+                        v += (sz2 * ((-v / sz2 as f32) as i64)) as f32;
+                    }
+                    v = if v < -len as f32 { v + sz2 as f32 } else { -v - 1.0 };
+                }
+            } else if v > (len - 1) as f32 {
+                if len <= 1 {
+                    v = 0.0;
+                } else {
+                    let sz2 = 2 * len;
+                    v -= (sz2 * ((v / sz2 as f32) as i64)) as f32;
+                    if v >= len as f32 {
+                        v = sz2 as f32 - v - 1.0;
+                    }
+                }
+            }
+            clamp(v)
+        }
+        Fill::Wrap => {
+            let mut v = c;
+            if v < 0.0 {
+                if len <= 1 {
+                    v = 0.0;
+                } else {
+                    let sz = len - 1;
+                    v += (len * ((-v / sz as f32) as i64 + 1)) as f32;
+                }
+            } else if v > (len - 1) as f32 {
+                if len <= 1 {
+                    v = 0.0;
+                } else {
+                    let sz = len - 1;
+                    v -= (len * ((v / sz as f32) as i64)) as f32;
+                }
+            }
+            clamp(v)
+        }
+    }
+}
+
+struct Transform {
+    bilinear: bool,
+    fill: Fill,
+}
+
+impl Transform {
+    fn parse(node: &Node) -> KResult<Transform> {
+        let bilinear = match node.attr("interpolation").and_then(AttrValue::as_str) {
+            Some("NEAREST") => false,
+            Some("BILINEAR") => true,
+            Some(i) => return Err(KernelError::invalid(format!("unknown interpolation {i}"))),
+            None => return Err(KernelError::Attr("interpolation".into())),
+        };
+        let fill = match node.attr("fill_mode").and_then(AttrValue::as_str).unwrap_or("CONSTANT") {
+            "REFLECT" => Fill::Reflect,
+            "WRAP" => Fill::Wrap,
+            "CONSTANT" => Fill::Constant,
+            "NEAREST" => Fill::Nearest,
+            f => return Err(KernelError::invalid(format!("unknown fill_mode {f}"))),
+        };
+        Ok(Transform { bilinear, fill })
+    }
+
+    fn run(&self, images: &Tensor, transforms: &Tensor, output_shape: &Tensor, fill: f32) -> KResult<Tensor> {
+        let [n, h, w, c] = images.shape[..] else {
+            return Err(KernelError::invalid(format!("images must be 4-dimensional, got shape {:?}", images.shape)));
+        };
+        let t = transforms.as_f32().ok_or(KernelError::DType(transforms.dtype))?;
+        if transforms.rank() != 2 || transforms.shape[1] != 8 || !(transforms.shape[0] == 1 || transforms.shape[0] == n)
+        {
+            return Err(KernelError::invalid(format!(
+                "transforms must be [1, 8] or [{n}, 8], got shape {:?}",
+                transforms.shape
+            )));
+        }
+        let size = int_values(output_shape, "output_shape")?;
+        let [oh, ow] = size[..] else {
+            return Err(KernelError::invalid(format!("output_shape must have 2 elements, got {size:?}")));
+        };
+        if oh <= 0 || ow <= 0 {
+            return Err(KernelError::invalid(format!("output dimensions must be positive, got [{oh}, {ow}]")));
+        }
+        let (oh, ow) = (oh as usize, ow as usize);
+        let shape = vec![n, oh, ow, c];
+        let len = super::budget(images.dtype, &shape)?;
+        let x = image_values(images)?;
+        let dtype = images.dtype;
+        let fill = as_image_type(dtype, fill);
+        let read = |b: usize, y: i64, xx: i64, ch: usize| -> f32 {
+            if (0..h as i64).contains(&y) && (0..w as i64).contains(&xx) {
+                x[((b * h + y as usize) * w + xx as usize) * c + ch]
+            } else {
+                fill
+            }
+        };
+        let mut out = Vec::with_capacity(len);
+        for b in 0..n {
+            let tr = if transforms.shape[0] == 1 { &t[..8] } else { &t[b * 8..][..8] };
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let (fx, fy) = (ox as f32, oy as f32);
+                    let k = tr[6] * fx + tr[7] * fy + 1.0;
+                    if k == 0.0 {
+                        out.extend(std::iter::repeat_n(fill as f64, c));
+                        continue;
+                    }
+                    let ix = (tr[0] * fx + tr[1] * fy + tr[2]) / k;
+                    let iy = (tr[3] * fx + tr[4] * fy + tr[5]) / k;
+                    let xm = map_coordinate(self.fill, ix, w as i64);
+                    let ym = map_coordinate(self.fill, iy, h as i64);
+                    for ch in 0..c {
+                        let v = if self.bilinear {
+                            let (y0, x0) = (ym.floor(), xm.floor());
+                            let (y1, x1) = (y0 + 1.0, x0 + 1.0);
+                            let (y0i, x0i, y1i, x1i) = (y0 as i64, x0 as i64, y1 as i64, x1 as i64);
+                            let top = (x1 - xm) * read(b, y0i, x0i, ch) + (xm - x0) * read(b, y0i, x1i, ch);
+                            let bottom = (x1 - xm) * read(b, y1i, x0i, ch) + (xm - x0) * read(b, y1i, x1i, ch);
+                            (y1 - ym) * top + (ym - y0) * bottom
+                        } else {
+                            read(b, ym.round() as i64, xm.round() as i64, ch)
+                        };
+                        out.push(v as f64);
+                    }
+                }
+            }
+        }
+        typed(dtype, shape, out)
+    }
+}
+
+/// Prepares a preprocessing kernel, or `None` if `node.op` is not one.
+pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
+    Ok(Some(match node.op.as_str() {
+        "DenseBincount" => {
+            let binary = super::attr_bool_or(node, "binary_output", false)?;
+            let out = super::attr_type_or(node, "T", DType::Float32)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                one(bincount(&inp[0], &inp[1], &inp[2], binary, out)?)
+            })
+        }
+        "ImageProjectiveTransformV2" | "ImageProjectiveTransformV3" => {
+            let v3 = node.op == "ImageProjectiveTransformV3";
+            let tr = Transform::parse(node)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, if v3 { 4 } else { 3 })?;
+                let fill = if v3 {
+                    let f = inp[3].as_f32().filter(|f| f.len() == 1).ok_or_else(|| {
+                        KernelError::invalid(format!("fill_value must be a float32 scalar, got {:?}", inp[3].shape))
+                    })?;
+                    f[0]
+                } else {
+                    0.0
+                };
+                one(tr.run(&inp[0], &inp[1], &inp[2], fill)?)
+            })
+        }
+        _ => return Ok(None),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// TensorFlow's `MapCoordinate` on a length-4 axis (values from its definition: reflect
+    /// `dcba|abcd|dcba`, wrap `abcd|abcd`, clamped nearest).
+    #[test]
+    fn fill_modes_map_coordinates_like_tensorflow() {
+        let r = |c| map_coordinate(Fill::Reflect, c, 4);
+        assert_eq!([r(-1.0), r(-4.0), r(-5.0), r(4.0), r(7.0), r(8.0), r(1.5)], [0.0, 3.0, 3.0, 3.0, 0.0, 0.0, 1.5]);
+        let w = |c| map_coordinate(Fill::Wrap, c, 4);
+        assert_eq!([w(-1.0), w(4.0), w(5.0), w(2.0)], [3.0, 0.0, 1.0, 2.0]);
+        let n = |c| map_coordinate(Fill::Nearest, c, 4);
+        assert_eq!([n(-2.5), n(9.0), n(1.25)], [0.0, 3.0, 1.25]);
+        assert_eq!(map_coordinate(Fill::Constant, -7.5, 4), -7.5);
+        assert_eq!(map_coordinate(Fill::Reflect, -3.0, 1), 0.0);
+    }
+
+    #[test]
+    fn bincount_counts_weights_and_drops_large_values() {
+        let x = Tensor::from_i32(vec![2, 3], vec![1, 1, 5, 0, 2, 2]).unwrap();
+        let w = Tensor::from_f32(vec![2, 3], vec![0.5, 1.0, 9.0, 2.0, 3.0, 4.0]).unwrap();
+        let size = Tensor::scalar_i32(3);
+        let empty = Tensor::from_f32(vec![0], vec![]).unwrap();
+        let got = bincount(&x, &size, &w, false, DType::Float32).unwrap();
+        assert_eq!(got.shape, [2, 3]);
+        assert_eq!(got.as_f32().unwrap(), [0.0, 1.5, 0.0, 2.0, 0.0, 7.0]);
+        let got = bincount(&x, &size, &empty, true, DType::Float32).unwrap();
+        assert_eq!(got.as_f32().unwrap(), [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]);
+        let neg = Tensor::from_i32(vec![2], vec![1, -1]).unwrap();
+        assert!(bincount(&neg, &size, &empty, false, DType::Float32).is_err());
+    }
+}
