@@ -1178,3 +1178,37 @@ fn integer_reductions_compile_and_match() {
     assert_eq!(got["mxn:0"].data, [-7.0, -9.0]);
     assert_clustered(&g, &["mx", "mn", "sm", "pr", "me", "men"]);
 }
+
+/// Float64 reductions (`Sum`, `Mean`, `Max`, `Min`, `Prod` over leading, middle, trailing and
+/// all axes) compile — they were admitted into clusters and then left to the interpreter —
+/// and give the interpreter's values bit for bit (each output accumulated in input order).
+#[test]
+fn float64_reductions_compile_and_match_the_interpreter_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = write(
+        &dir,
+        "f64_reduce.graph",
+        "x = Placeholder() {dtype = float64, shape = shape[3, 4, 5]}\n\
+         a0 = Const() {dtype = int32, value = int32[1]{0}}\n\
+         a1 = Const() {dtype = int32, value = int32[1]{1}}\n\
+         a02 = Const() {dtype = int32, value = int32[2]{0, 2}}\n\
+         all = Const() {dtype = int32, value = int32[3]{0, 1, 2}}\n\
+         e = Exp(x) {T = float64}\n\
+         s = Sum(e, a0) {T = float64, Tidx = int32, keep_dims = false}\n\
+         m = Mean(e, a1) {T = float64, Tidx = int32, keep_dims = true}\n\
+         mx = Max(x, all) {T = float64, Tidx = int32, keep_dims = false}\n\
+         mn = Min(x, a02) {T = float64, Tidx = int32, keep_dims = false}\n\
+         p = Prod(e, a1) {T = float64, Tidx = int32, keep_dims = false}\n\
+         out = AddV2(s, s) {T = float64}\n",
+    );
+    let x: Vec<f64> = data(60, 7).iter().map(|v| v * 3.0 - 1.0).collect();
+    let feed = format!("x={}", nested(&x, &[3, 4, 5]));
+    let args =
+        ["--feed", &feed, "--fetch", "out:0", "--fetch", "m:0", "--fetch", "mx:0", "--fetch", "mn:0", "--fetch", "p:0"];
+    let (got, want, _) = both_modes(&graph, &args);
+    for name in ["out:0", "m:0", "mx:0", "mn:0", "p:0"] {
+        assert_eq!(got[name].shape, want[name].shape, "{name}");
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got[name].data), bits(&want[name].data), "{name}: compiled vs interpreter");
+    }
+}

@@ -1017,7 +1017,7 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             let int_constant = int && x.konst.is_some();
             // Run-time integer values (Keras' bincount takes the `Max` of its int32 input) are
             // reduced exactly by `kernels::reduce_int`.
-            if x.dtype != DType::Float32 && !int {
+            if !matches!(x.dtype, DType::Float32 | DType::Float64) && !int {
                 return Err(CompileError::unsupported(node, format!("{op} on {}", x.dtype)));
             }
             let r = x.shape.len();
@@ -2405,6 +2405,20 @@ mod tests {
             device: String::new(),
             span: None,
         }
+    }
+
+    /// The clusterer admits the ops the JIT computes in float32 only on float32 alone
+    /// (`autoclust_graph::JIT_FLOAT32_ONLY_OPS`): that list is exactly the registry's ops
+    /// whose elementwise lowering is transcendental.
+    #[test]
+    fn the_float32_only_list_is_the_transcendental_ops() {
+        let mut transcendental: Vec<&str> = autoclust_graph::registry::op_names()
+            .filter(|op| EwOp::from_node(&node(op)).is_some_and(EwOp::is_transcendental))
+            .collect();
+        let mut listed = autoclust_graph::JIT_FLOAT32_ONLY_OPS.to_vec();
+        transcendental.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(transcendental, listed);
     }
 
     fn fold(op: &str, ins: &[Tensor], out: DType) -> Option<Tensor> {

@@ -492,6 +492,10 @@ impl KernelOp {
                         let data = TensorData::I64(Arc::new(reduce_int(v, &x.shape, axes, *kind, false)));
                         Ok(vec![Tensor { dtype: DType::Int64, shape, data }])
                     }
+                    TensorData::F64(v) => {
+                        let data = TensorData::F64(Arc::new(reduce_f64(v, &x.shape, axes, *kind)));
+                        Ok(vec![Tensor { dtype: DType::Float64, shape, data }])
+                    }
                     _ => Ok(vec![tensor_f32(shape, reduce(f32_of(x)?, &x.shape, axes, *kind))]),
                 }
             }
@@ -1221,15 +1225,55 @@ fn combine_rows(acc: &mut [f64], row: &[f32], kind: ReduceKind) {
 /// Elements below which a reduction runs on one thread.
 const PARALLEL_REDUCE: usize = 1 << 16;
 
-/// Reduces `axes` of a row-major float32 tensor of `shape`, accumulating in f64.
-///
-/// The shape is first collapsed into alternating runs of kept and reduced dimensions
-/// (size-1 dimensions dropped), then walked in memory order without any transpose: a
-/// reduced innermost run folds each contiguous row with eight accumulators
-/// ([`fold_row`]); a kept innermost run adds whole rows into the accumulators (the
-/// bias-gradient and BatchNorm pattern, `[N·H·W, C] → [C]`). Large inputs are split over
-/// the team along the outermost run: kept → disjoint output slices; reduced → one partial
-/// accumulator per part, combined in part order (a reassociation of the sum only).
+/// A float64 reduction over `axes` of `v` (of `shape`), each output element accumulated in
+/// input order with TensorFlow's element arithmetic (`TfArith`: NaN-propagating max/min) —
+/// the additions, products and comparisons the interpreter's float64 kernel makes, in the
+/// same order, so the two agree bit for bit.
+pub fn reduce_f64(v: &[f64], shape: &[usize], axes: &[usize], kind: ReduceKind) -> Vec<f64> {
+    use autoclust_graph::arith::TfArith;
+    let r = shape.len();
+    let mut ostride = vec![0usize; r];
+    let mut out_len = 1usize;
+    for (d, (os, &n)) in ostride.iter_mut().zip(shape).enumerate().rev() {
+        if !axes.contains(&d) {
+            *os = out_len;
+            out_len *= n;
+        }
+    }
+    let count: usize = axes.iter().map(|&a| shape[a]).product();
+    let init = match kind {
+        ReduceKind::Max => <f64 as TfArith>::lowest(),
+        ReduceKind::Min => <f64 as TfArith>::highest(),
+        ReduceKind::Prod => 1.0,
+        ReduceKind::Sum | ReduceKind::Mean => 0.0,
+    };
+    let mut out = vec![init; out_len];
+    let mut idx = vec![0usize; r];
+    for &x in v {
+        let o: usize = idx.iter().zip(&ostride).map(|(i, s)| i * s).sum();
+        out[o] = match kind {
+            ReduceKind::Sum | ReduceKind::Mean => out[o] + x,
+            ReduceKind::Prod => out[o] * x,
+            ReduceKind::Max => TfArith::maximum(out[o], x),
+            ReduceKind::Min => TfArith::minimum(out[o], x),
+        };
+        for (i, &n) in idx.iter_mut().zip(shape).rev() {
+            *i += 1;
+            if *i < n {
+                break;
+            }
+            *i = 0;
+        }
+    }
+    if kind == ReduceKind::Mean {
+        let n = count as f64;
+        for o in &mut out {
+            *o /= n;
+        }
+    }
+    out
+}
+
 /// An integer reduction of `v` (row-major `shape`) over `axes`, as the interpreter's kernels
 /// compute it: sums and products wrap (in 32 bits when `bits32`), so their order never
 /// matters; `Mean` is the wrapped sum divided by the count, truncated (0 over no element);
@@ -1279,6 +1323,15 @@ pub fn reduce_int(v: &[i64], shape: &[usize], axes: &[usize], kind: ReduceKind, 
     out
 }
 
+/// Reduces `axes` of a row-major float32 tensor of `shape`, accumulating in f64.
+///
+/// The shape is first collapsed into alternating runs of kept and reduced dimensions
+/// (size-1 dimensions dropped), then walked in memory order without any transpose: a
+/// reduced innermost run folds each contiguous row with eight accumulators
+/// ([`fold_row`]); a kept innermost run adds whole rows into the accumulators (the
+/// bias-gradient and BatchNorm pattern, `[N·H·W, C] → [C]`). Large inputs are split over
+/// the team along the outermost run: kept → disjoint output slices; reduced → one partial
+/// accumulator per part, combined in part order (a reassociation of the sum only).
 pub fn reduce(v: &[f32], shape: &[usize], axes: &[usize], kind: ReduceKind) -> Vec<f32> {
     // Collapse into runs of kept (K) / reduced (R) dimensions, dropping size-1 dims.
     let mut runs: Vec<(bool, usize)> = Vec::new();

@@ -457,6 +457,13 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     {
         return Some(NotCompilable::UnsupportedOp { op: format!("{op} in a data_format other than NHWC") });
     }
+    // The JIT's transcendental routines are float32 only.
+    if autoclust_graph::JIT_FLOAT32_ONLY_OPS.contains(&op)
+        && node.attr("T").and_then(AttrValue::as_type).is_some_and(|t| t != DType::Float32)
+    {
+        let t = node.attr("T").and_then(AttrValue::as_type).map(|t| t.to_string()).unwrap_or_default();
+        return Some(NotCompilable::UnsupportedOp { op: format!("{op} on {t}") });
+    }
     // The JIT's resize gradient is float32 only (its forward reads every admitted type).
     if op == "ResizeBilinearGrad" && node.attr("T").and_then(AttrValue::as_type).is_some_and(|t| t != DType::Float32) {
         return Some(NotCompilable::UnsupportedOp { op: "ResizeBilinearGrad of a type other than float32".into() });

@@ -263,6 +263,11 @@ fn index() -> &'static HashMap<&'static str, &'static OpSchema> {
     INDEX.get_or_init(|| TABLES.iter().flat_map(|t| t.iter()).map(|s| (s.name, s)).collect())
 }
 
+/// Every op the registry knows.
+pub fn op_names() -> impl Iterator<Item = &'static str> {
+    TABLES.iter().flat_map(|t| t.iter()).map(|s| s.name)
+}
+
 /// The schema of `op`, if the registry knows it.
 pub fn lookup(op: &str) -> Option<&'static OpSchema> {
     index().get(op).copied()
