@@ -1212,3 +1212,30 @@ fn float64_reductions_compile_and_match_the_interpreter_exactly() {
         assert_eq!(bits(&got[name].data), bits(&want[name].data), "{name}: compiled vs interpreter");
     }
 }
+
+/// A float64 MatMul, Softmax or ArgMax (float32-only lowerings in the JIT) stays outside
+/// clusters instead of sending its cluster to the interpreter: the elementwise ops around
+/// them still compile, and no `note:` is printed.
+#[test]
+fn float64_ops_the_jit_lowers_for_float32_only_stay_outside_clusters() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = write(
+        &dir,
+        "f64_kernels.graph",
+        "x = Placeholder() {dtype = float64, shape = shape[2, 3]}\n\
+         w = Const() {dtype = float64, value = float64[3, 2]{1, 2, 3, 4, 5, 6}}\n\
+         ax = Const() {dtype = int32, value = int32[]{1}}\n\
+         a = Neg(x) {T = float64}\n\
+         b = Square(a) {T = float64}\n\
+         mm = MatMul(b, w) {T = float64, transpose_a = false, transpose_b = false}\n\
+         sm = Softmax(mm) {T = float64}\n\
+         am = ArgMax(sm, ax) {T = float64, Tidx = int32, output_type = int64}\n\
+         c = Neg(sm) {T = float64}\n\
+         d = Square(c) {T = float64}\n",
+    );
+    let args = ["--feed", "x=[[1,2,3],[4,5,6]]", "--fetch", "d:0", "--fetch", "am:0"];
+    let (got, want, _) = both_modes(&graph, &args);
+    for name in ["d:0", "am:0"] {
+        assert_eq!(got[name].data, want[name].data, "{name}");
+    }
+}

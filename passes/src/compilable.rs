@@ -457,8 +457,8 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     {
         return Some(NotCompilable::UnsupportedOp { op: format!("{op} in a data_format other than NHWC") });
     }
-    // The JIT's transcendental routines are float32 only.
-    if autoclust_graph::JIT_FLOAT32_ONLY_OPS.contains(&op)
+    // The JIT's transcendental routines, GEMM, softmax and arg-extreme kernels are float32 only.
+    if (autoclust_graph::JIT_FLOAT32_ONLY_OPS.contains(&op) || autoclust_graph::JIT_FLOAT32_ONLY_KERNELS.contains(&op))
         && node.attr("T").and_then(AttrValue::as_type).is_some_and(|t| t != DType::Float32)
     {
         let t = node.attr("T").and_then(AttrValue::as_type).map(|t| t.to_string()).unwrap_or_default();

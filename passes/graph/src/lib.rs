@@ -35,5 +35,5 @@ pub use protocol::ORIGIN_OP_ATTR;
 pub use shape::{Dim, Shape};
 pub use tensor::{
     merge_element_shapes, CompactTensor, Tensor, TensorData, TensorError, TensorList, COMPACT_MIN_ELEMENTS,
-    JIT_FLOAT32_ONLY_OPS, TENSOR_LIST_OPS,
+    JIT_FLOAT32_ONLY_KERNELS, JIT_FLOAT32_ONLY_OPS, TENSOR_LIST_OPS,
 };
