@@ -180,13 +180,7 @@ pub fn is_list_op(op: &str) -> bool {
 /// An `element_shape` operand's value: a scalar −1 is an unknown rank. `None` when the
 /// operand is not a compile-time constant.
 fn shape_operand(v: &ValueInfo) -> Option<PartialShape> {
-    let t = v.konst.as_ref()?;
-    let d = t.to_i64_vec()?;
-    match t.shape.len() {
-        0 if d == [-1] => Some(None),
-        1 => Some(Some(d)),
-        _ => None,
-    }
+    autoclust_graph::element_shape_operand(v.konst.as_ref()?)
 }
 
 fn int_operand(v: &ValueInfo) -> Option<i64> {

@@ -34,6 +34,6 @@ pub use graph::{
 pub use protocol::ORIGIN_OP_ATTR;
 pub use shape::{Dim, Shape};
 pub use tensor::{
-    merge_element_shapes, CompactTensor, Tensor, TensorData, TensorError, TensorList, COMPACT_MIN_ELEMENTS,
-    JIT_FLOAT32_ONLY_KERNELS, JIT_FLOAT32_ONLY_OPS, TENSOR_LIST_OPS,
+    element_shape_operand, merge_element_shapes, CompactTensor, Tensor, TensorData, TensorError, TensorList,
+    COMPACT_MIN_ELEMENTS, JIT_FLOAT32_ONLY_KERNELS, JIT_FLOAT32_ONLY_OPS, TENSOR_LIST_OPS,
 };

@@ -58,6 +58,19 @@ pub const TENSOR_LIST_OPS: &[&str] = &[
     "TensorListScatterIntoExistingList",
 ];
 
+/// A TensorList's `element_shape` operand: a vector of dimensions (−1: unknown) or the scalar
+/// −1 (unknown rank: `Some(None)`); `None` when it is neither (or not integers). The
+/// interpreter's list kernels and the compiler's list types share it.
+#[allow(clippy::option_option)]
+pub fn element_shape_operand(t: &Tensor) -> Option<Option<Vec<i64>>> {
+    let d = t.to_i64_vec()?;
+    match t.shape.len() {
+        0 if d == [-1] => Some(None),
+        1 => Some(Some(d)),
+        _ => None,
+    }
+}
+
 /// The most specific element shape two partial shapes (`None` an unknown rank, −1 an unknown
 /// dimension) both describe — TensorFlow's `MergeWith` for a list's `element_shape` — or
 /// `None` when they conflict. The interpreter's list kernels and the compiler's list types

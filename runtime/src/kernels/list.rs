@@ -34,15 +34,13 @@ fn list_of<'t>(t: &'t Tensor, what: &str) -> KResult<&'t TensorList> {
 
 /// An `element_shape` operand: a scalar −1 is an unknown rank, −1 entries unknown dims.
 fn element_shape(t: &Tensor) -> KResult<Option<Vec<i64>>> {
-    let v = int_values(t, "element_shape")?;
-    match t.rank() {
-        0 if v == [-1] => Ok(None),
-        1 => Ok(Some(v)),
-        _ => Err(KernelError::invalid(format!(
+    int_values(t, "element_shape")?;
+    autoclust_graph::element_shape_operand(t).ok_or_else(|| {
+        KernelError::invalid(format!(
             "element_shape must be a vector or the scalar -1, got shape {}",
             debug_shape(&t.shape)
-        ))),
-    }
+        ))
+    })
 }
 
 /// The most specific shape both describe, or an error if they conflict.
