@@ -1321,10 +1321,7 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
         "ResizeBilinear" | "ResizeBilinearGrad" => {
             need(2)?;
             let grad = op == "ResizeBilinearGrad";
-            let attrs = crate::resize::Resize {
-                align_corners: attr_bool(node, "align_corners"),
-                half_pixel_centers: attr_bool(node, "half_pixel_centers"),
-            };
+            let attrs = crate::resize::Resize::of(node);
             let (x, out_shape) = if grad {
                 let (dy, orig) = (&ins[0], &ins[1]);
                 if orig.shape.len() != 4
@@ -1371,10 +1368,7 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
         "ResizeNearestNeighbor" | "ResizeNearestNeighborGrad" => {
             need(2)?;
             let grad = op == "ResizeNearestNeighborGrad";
-            let attrs = crate::resize::Resize {
-                align_corners: attr_bool(node, "align_corners"),
-                half_pixel_centers: attr_bool(node, "half_pixel_centers"),
-            };
+            let attrs = crate::resize::Resize::of(node);
             let x = &ins[0];
             let size = int_const(node, &ins[1], "size")?;
             let [h, w] = size[..] else { return Err(CompileError::unsupported(node, "size is not [2]")) };

@@ -1231,40 +1231,18 @@ const PARALLEL_REDUCE: usize = 1 << 16;
 /// same order, so the two agree bit for bit.
 pub fn reduce_f64(v: &[f64], shape: &[usize], axes: &[usize], kind: ReduceKind) -> Vec<f64> {
     use autoclust_graph::arith::TfArith;
-    let r = shape.len();
-    let mut ostride = vec![0usize; r];
-    let mut out_len = 1usize;
-    for (d, (os, &n)) in ostride.iter_mut().zip(shape).enumerate().rev() {
-        if !axes.contains(&d) {
-            *os = out_len;
-            out_len *= n;
-        }
-    }
-    let count: usize = axes.iter().map(|&a| shape[a]).product();
     let init = match kind {
         ReduceKind::Max => <f64 as TfArith>::lowest(),
         ReduceKind::Min => <f64 as TfArith>::highest(),
         ReduceKind::Prod => 1.0,
         ReduceKind::Sum | ReduceKind::Mean => 0.0,
     };
-    let mut out = vec![init; out_len];
-    let mut idx = vec![0usize; r];
-    for &x in v {
-        let o: usize = idx.iter().zip(&ostride).map(|(i, s)| i * s).sum();
-        out[o] = match kind {
-            ReduceKind::Sum | ReduceKind::Mean => out[o] + x,
-            ReduceKind::Prod => out[o] * x,
-            ReduceKind::Max => TfArith::maximum(out[o], x),
-            ReduceKind::Min => TfArith::minimum(out[o], x),
-        };
-        for (i, &n) in idx.iter_mut().zip(shape).rev() {
-            *i += 1;
-            if *i < n {
-                break;
-            }
-            *i = 0;
-        }
-    }
+    let (mut out, count) = fold_in_order(v, shape, axes, init, |a, x| match kind {
+        ReduceKind::Sum | ReduceKind::Mean => a + x,
+        ReduceKind::Prod => a * x,
+        ReduceKind::Max => TfArith::maximum(a, x),
+        ReduceKind::Min => TfArith::minimum(a, x),
+    });
     if kind == ReduceKind::Mean {
         let n = count as f64;
         for o in &mut out {
@@ -1279,6 +1257,31 @@ pub fn reduce_f64(v: &[f64], shape: &[usize], axes: &[usize], kind: ReduceKind) 
 /// matters; `Mean` is the wrapped sum divided by the count, truncated (0 over no element);
 /// `Max`/`Min` of no element are the type's lowest/highest value.
 pub fn reduce_int(v: &[i64], shape: &[usize], axes: &[usize], kind: ReduceKind, bits32: bool) -> Vec<i64> {
+    let wrap = |x: i64| if bits32 { x as i32 as i64 } else { x };
+    let (lowest, highest) = if bits32 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
+    let init = match kind {
+        ReduceKind::Max => lowest,
+        ReduceKind::Min => highest,
+        ReduceKind::Prod => 1,
+        ReduceKind::Sum | ReduceKind::Mean => 0,
+    };
+    let (mut out, count) = fold_in_order(v, shape, axes, init, |a, x| match kind {
+        ReduceKind::Sum | ReduceKind::Mean => wrap(a.wrapping_add(x)),
+        ReduceKind::Prod => wrap(a.wrapping_mul(x)),
+        ReduceKind::Max => a.max(x),
+        ReduceKind::Min => a.min(x),
+    });
+    if kind == ReduceKind::Mean {
+        for o in &mut out {
+            *o = if count == 0 { 0 } else { wrap(*o).wrapping_div(count as i64) };
+        }
+    }
+    out
+}
+
+/// Folds each element of `v` (row-major `shape`) into its output element (the `axes`
+/// removed), in input order, from `init`; returns the outputs and how many inputs each has.
+fn fold_in_order<T: Copy>(v: &[T], shape: &[usize], axes: &[usize], init: T, f: impl Fn(T, T) -> T) -> (Vec<T>, usize) {
     let r = shape.len();
     let mut ostride = vec![0usize; r];
     let mut out_len = 1usize;
@@ -1289,24 +1292,11 @@ pub fn reduce_int(v: &[i64], shape: &[usize], axes: &[usize], kind: ReduceKind, 
         }
     }
     let count: usize = axes.iter().map(|&a| shape[a]).product();
-    let wrap = |x: i64| if bits32 { x as i32 as i64 } else { x };
-    let (lowest, highest) = if bits32 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
-    let init = match kind {
-        ReduceKind::Max => lowest,
-        ReduceKind::Min => highest,
-        ReduceKind::Prod => 1,
-        ReduceKind::Sum | ReduceKind::Mean => 0,
-    };
     let mut out = vec![init; out_len];
     let mut idx = vec![0usize; r];
     for &x in v {
         let o: usize = idx.iter().zip(&ostride).map(|(i, s)| i * s).sum();
-        out[o] = match kind {
-            ReduceKind::Sum | ReduceKind::Mean => wrap(out[o].wrapping_add(x)),
-            ReduceKind::Prod => wrap(out[o].wrapping_mul(x)),
-            ReduceKind::Max => out[o].max(x),
-            ReduceKind::Min => out[o].min(x),
-        };
+        out[o] = f(out[o], x);
         for (i, &n) in idx.iter_mut().zip(shape).rev() {
             *i += 1;
             if *i < n {
@@ -1315,12 +1305,7 @@ pub fn reduce_int(v: &[i64], shape: &[usize], axes: &[usize], kind: ReduceKind, 
             *i = 0;
         }
     }
-    if kind == ReduceKind::Mean {
-        for o in &mut out {
-            *o = if count == 0 { 0 } else { wrap(*o).wrapping_div(count as i64) };
-        }
-    }
-    out
+    (out, count)
 }
 
 /// Reduces `axes` of a row-major float32 tensor of `shape`, accumulating in f64.

@@ -11,6 +11,14 @@ pub struct Resize {
     pub half_pixel_centers: bool,
 }
 
+impl Resize {
+    /// The attributes of a `Resize*` node (both default to false, as in TensorFlow's OpDef).
+    pub fn of(node: &autoclust_graph::Node) -> Resize {
+        let flag = |name: &str| node.attr(name).and_then(autoclust_graph::AttrValue::as_bool).unwrap_or(false);
+        Resize { align_corners: flag("align_corners"), half_pixel_centers: flag("half_pixel_centers") }
+    }
+}
+
 /// One axis's source positions: (lower index, upper index, lerp) per output index.
 fn weights(out: usize, inp: usize, r: Resize) -> Vec<(usize, usize, f32)> {
     let scale =

@@ -536,7 +536,7 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
 /// `Placeholder`, TF2's captured variable), directly or through `Identity` chains: the
 /// handle's `shared_name`, else its node name (two handles of one `shared_name` are one
 /// variable).
-fn traced_variable(graph: &Graph, mut id: NodeId) -> Option<String> {
+pub(crate) fn traced_variable(graph: &Graph, mut id: NodeId) -> Option<String> {
     for _ in 0..graph.len() + 1 {
         let n = graph.node(id);
         if autoclust_graph::effects::names_variable(n) {

@@ -250,25 +250,13 @@ pub fn ssa_order(graph: &Graph, members: &[NodeId], position: &[usize]) -> Vec<N
 
 /// The variables a member's handle operands name (`None` for one no `Identity` chain
 /// resolves: it may be any variable).
-fn member_variables(graph: &Graph, n: NodeId) -> Vec<Option<NodeId>> {
+fn member_variables(graph: &Graph, n: NodeId) -> Vec<Option<String>> {
     let node = graph.node(n);
     let Some(slots) = handle_slots(&node.op) else { return Vec::new() };
     slots
         .iter()
-        .filter_map(|&slot| node.inputs.get(slot).copied())
-        .map(|mut o| {
-            for _ in 0..graph.len() + 1 {
-                let p = graph.node(o.node);
-                if autoclust_graph::effects::names_variable(p) {
-                    return Some(o.node);
-                }
-                match p.op.as_str() {
-                    "Identity" if !p.inputs.is_empty() => o = p.inputs[0],
-                    _ => return None,
-                }
-            }
-            None
-        })
+        .filter_map(|&slot| node.inputs.get(slot))
+        .map(|o| crate::compilable::traced_variable(graph, o.node))
         .collect()
 }
 
@@ -287,7 +275,7 @@ fn member_variables(graph: &Graph, n: NodeId) -> Vec<Option<NodeId>> {
 /// topological order is kept (issue note: the clusterer should keep them apart).
 fn order_multi_variable_reads(graph: &Graph, rest: Vec<NodeId>, member: &[bool], position: &[usize]) -> Vec<NodeId> {
     let library = &graph.library;
-    let vars: Vec<Vec<Option<NodeId>>> = rest.iter().map(|&n| member_variables(graph, n)).collect();
+    let vars: Vec<Vec<Option<String>>> = rest.iter().map(|&n| member_variables(graph, n)).collect();
     let multi: Vec<bool> = rest
         .iter()
         .zip(&vars)
@@ -296,7 +284,7 @@ fn order_multi_variable_reads(graph: &Graph, rest: Vec<NodeId>, member: &[bool],
     if !multi.iter().any(|&m| m) {
         return rest;
     }
-    let shares = |a: &[Option<NodeId>], b: &[Option<NodeId>]| {
+    let shares = |a: &[Option<String>], b: &[Option<String>]| {
         a.iter().any(|x| b.iter().any(|y| x.is_none() || y.is_none() || x == y))
     };
     let index: HashMap<NodeId, usize> = rest.iter().enumerate().map(|(i, &n)| (n, i)).collect();

@@ -1367,11 +1367,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         }
         "ResizeBilinear" | "ResizeBilinearGrad" => {
             let grad = node.op == "ResizeBilinearGrad";
-            let flag = |name: &str| node.attr(name).and_then(|a| a.as_bool()).unwrap_or(false);
-            let attrs = autoclust_compiler::resize::Resize {
-                align_corners: flag("align_corners"),
-                half_pixel_centers: flag("half_pixel_centers"),
-            };
+            let attrs = autoclust_compiler::resize::Resize::of(node);
             Box::new(move |inp: Inputs| {
                 arity(&inp, 2)?;
                 let x = &inp[0];
@@ -1414,11 +1410,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         }
         "ResizeNearestNeighbor" | "ResizeNearestNeighborGrad" => {
             let grad = node.op == "ResizeNearestNeighborGrad";
-            let flag = |name: &str| node.attr(name).and_then(|a| a.as_bool()).unwrap_or(false);
-            let attrs = autoclust_compiler::resize::Resize {
-                align_corners: flag("align_corners"),
-                half_pixel_centers: flag("half_pixel_centers"),
-            };
+            let attrs = autoclust_compiler::resize::Resize::of(node);
             Box::new(move |inp: Inputs| {
                 arity(&inp, 2)?;
                 let x = &inp[0];
