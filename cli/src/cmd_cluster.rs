@@ -132,6 +132,13 @@ fn explain(graph: &Graph, clustering: &Clustering) -> Vec<String> {
                 graph.name(*from),
                 graph.name(*to)
             ),
+            Refusal::PartlySharedVariables { from, to } => format!(
+                "refused merge of {} and {}: multi-variable updates sharing only some variables ({}, {})",
+                named(*from),
+                named(*to),
+                graph.name(*from),
+                graph.name(*to)
+            ),
             Refusal::Deadness { from, to, why } => {
                 format!("refused merge of {} and {}: {why}", named(*from), named(*to))
             }

@@ -551,6 +551,72 @@ pub(crate) fn traced_variable(graph: &Graph, mut id: NodeId) -> Option<String> {
     None
 }
 
+/// Which inputs of a supported resource op are variable handles.
+pub(crate) fn handle_slots(op: &str) -> Option<&'static [usize]> {
+    Some(match op {
+        "ReadVariableOp"
+        | "AssignVariableOp"
+        | "AssignAddVariableOp"
+        | "AssignSubVariableOp"
+        | "VariableShape"
+        | "ResourceGather"
+        | "ResourceScatterAdd"
+        | "ResourceScatterSub"
+        | "ResourceScatterUpdate"
+        | "ResourceScatterMax"
+        | "ResourceScatterMin"
+        | "ResourceApplyGradientDescent" => &[0],
+        "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" | "ResourceApplyAdagrad" | "ResourceApplyAdagradV2" => {
+            &[0, 1]
+        }
+        "ResourceApplyAdam" | "ResourceApplyRMSProp" => &[0, 1, 2],
+        "ResourceApplyProximalGradientDescent" => &[0],
+        "ResourceApplyProximalAdagrad" | "ResourceApplyAddSign" | "ResourceApplyPowerSign" => &[0, 1],
+        "ResourceApplyAdaMax" | "ResourceApplyAdadelta" | "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => &[0, 1, 2],
+        "ResourceApplyCenteredRMSProp" => &[0, 1, 2, 3],
+        _ => return None,
+    })
+}
+
+/// The variables a member's handle operands name (`None` for one no `Identity` chain
+/// resolves: it may be any variable).
+pub(crate) fn handle_variables(graph: &Graph, n: NodeId) -> Vec<Option<String>> {
+    let node = graph.node(n);
+    let Some(slots) = handle_slots(&node.op) else { return Vec::new() };
+    slots.iter().filter_map(|&slot| node.inputs.get(slot)).map(|o| traced_variable(graph, o.node)).collect()
+}
+
+/// The variables of a *multi-variable update*: an op that reads two or more variables in
+/// one atomic step and writes them (every `ResourceApply*` with slots: TensorFlow locks all
+/// its variables before reading any), sorted; `None` for any other op. A `None` inside is a
+/// handle no `Identity` chain resolves (it may be any variable).
+pub(crate) fn multi_variable_update(graph: &Graph, n: NodeId) -> Option<Vec<Option<String>>> {
+    let kind = autoclust_graph::effects::resource_kind(graph.node(n), &graph.library)?;
+    let mut vars = handle_variables(graph, n);
+    if vars.len() < 2 || !kind.reads() || !kind.writes() {
+        return None;
+    }
+    vars.sort();
+    Some(vars)
+}
+
+/// Whether two multi-variable updates ([`multi_variable_update`]) may not share a cluster:
+/// they share some variable (or might: an unresolved handle) but not all. A cluster reads
+/// its variables in one snapshot and computes its members in one order; whichever of the
+/// two comes second would read the shared variables from the first and its others from the
+/// snapshot, a combination no interleaving of the graph produces once another cluster
+/// writes one of those others in between (each update reads all its variables at one
+/// instant). Two updates of the same variables may follow each other: the second reads
+/// all of them from the first. (A path between the two is a write→read pair, which the
+/// safety analysis refuses anyway.)
+pub(crate) fn updates_conflict(a: &[Option<String>], b: &[Option<String>]) -> bool {
+    let resolved = |v: &[Option<String>]| v.iter().all(Option::is_some);
+    if a == b && resolved(a) {
+        return false;
+    }
+    a.iter().any(|x| b.iter().any(|y| x.is_none() || y.is_none() || x == y))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -100,6 +100,8 @@ use autoclust_graph::{
     Signature, Tensor,
 };
 
+use crate::compilable::{handle_slots, handle_variables};
+
 pub use autoclust_graph::protocol::{CLUSTER_ATTR, SNAPSHOT_OP, WRITE_BACK_OP};
 
 /// A cluster to encapsulate: its name and members.
@@ -248,18 +250,6 @@ pub fn ssa_order(graph: &Graph, members: &[NodeId], position: &[usize]) -> Vec<N
     first
 }
 
-/// The variables a member's handle operands name (`None` for one no `Identity` chain
-/// resolves: it may be any variable).
-fn member_variables(graph: &Graph, n: NodeId) -> Vec<Option<String>> {
-    let node = graph.node(n);
-    let Some(slots) = handle_slots(&node.op) else { return Vec::new() };
-    slots
-        .iter()
-        .filter_map(|&slot| node.inputs.get(slot))
-        .map(|o| crate::compilable::traced_variable(graph, o.node))
-        .collect()
-}
-
 /// Orders the members after the pure reads' prefix (`rest`, topologically ordered) so that
 /// an op reading several variables in one atomic step (a `ResourceApply*`: TensorFlow locks
 /// all its variables before reading any) comes before every other member writing one of
@@ -272,10 +262,11 @@ fn member_variables(graph: &Graph, n: NodeId) -> Vec<Option<String>> {
 /// updates of the same variables may follow each other (the second reads them all from the
 /// first, as one atomic read at the write-back). When the constraints conflict (two such
 /// ops sharing some but not all variables, neither ordered before the other) the
-/// topological order is kept (issue note: the clusterer should keep them apart).
+/// topological order is kept; the clusterer keeps such pairs apart
+/// ([`crate::compilable::updates_conflict`]), so a cluster it made never has one.
 fn order_multi_variable_reads(graph: &Graph, rest: Vec<NodeId>, member: &[bool], position: &[usize]) -> Vec<NodeId> {
     let library = &graph.library;
-    let vars: Vec<Vec<Option<String>>> = rest.iter().map(|&n| member_variables(graph, n)).collect();
+    let vars: Vec<Vec<Option<String>>> = rest.iter().map(|&n| handle_variables(graph, n)).collect();
     let multi: Vec<bool> = rest
         .iter()
         .zip(&vars)
@@ -460,33 +451,6 @@ fn shape_source(graph: &Graph, types: Option<&TypeInfo>, o: Output) -> Option<Ou
     let handle = autoclust_graph::effects::names_variable(graph.node(x.node))
         || matches!(types.and_then(|t| t.output(x)), Some((DType::Resource, _)));
     (!handle).then_some(x)
-}
-
-/// Which inputs of a supported resource op are variable handles.
-fn handle_slots(op: &str) -> Option<&'static [usize]> {
-    Some(match op {
-        "ReadVariableOp"
-        | "AssignVariableOp"
-        | "AssignAddVariableOp"
-        | "AssignSubVariableOp"
-        | "VariableShape"
-        | "ResourceGather"
-        | "ResourceScatterAdd"
-        | "ResourceScatterSub"
-        | "ResourceScatterUpdate"
-        | "ResourceScatterMax"
-        | "ResourceScatterMin"
-        | "ResourceApplyGradientDescent" => &[0],
-        "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" | "ResourceApplyAdagrad" | "ResourceApplyAdagradV2" => {
-            &[0, 1]
-        }
-        "ResourceApplyAdam" | "ResourceApplyRMSProp" => &[0, 1, 2],
-        "ResourceApplyProximalGradientDescent" => &[0],
-        "ResourceApplyProximalAdagrad" | "ResourceApplyAddSign" | "ResourceApplyPowerSign" => &[0, 1],
-        "ResourceApplyAdaMax" | "ResourceApplyAdadelta" | "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => &[0, 1, 2],
-        "ResourceApplyCenteredRMSProp" => &[0, 1, 2, 3],
-        _ => return None,
-    })
 }
 
 /// The largest outside `Const` copied into a cluster body rather than passed in.

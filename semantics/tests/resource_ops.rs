@@ -368,3 +368,45 @@ fn an_update_is_ordered_before_an_unordered_write_of_its_variables() {
     .unwrap();
     assert!(verdict.holds(), "witness {:?}", verdict.witness());
 }
+
+/// Two momentum updates sharing one of their two variables (`a` of (v0, v1), `b` of
+/// (v1, v2)), unordered, beside `v2 := 9 →ᶜ r = Read(v1)`. In one cluster, whichever
+/// update came second would read the shared v1 from the first and its other variable from
+/// the snapshot; with the assignment and the read between the snapshot and the
+/// write-back, the program could fetch the initial v1 while `b` used v2's initial value
+/// and `a`'s v1 — no interleaving does that (`r` reading the initial v1 comes before `a`'s
+/// write, so after `v2 := 9`). The clusterer keeps the two updates apart.
+#[test]
+fn updates_sharing_only_some_variables_are_not_clustered_together() {
+    let g = autoclust_graph::text::parse(
+        r#"
+v0 = VarHandleOp() {container = "", dtype = float32, shape = shape[], shared_name = "v0"}
+v1 = VarHandleOp() {container = "", dtype = float32, shape = shape[], shared_name = "v1"}
+v2 = VarHandleOp() {container = "", dtype = float32, shape = shape[], shared_name = "v2"}
+lr = Const() {dtype = float32, value = float32[]{0.5}}
+mom = Const() {dtype = float32, value = float32[]{0.25}}
+g = Const() {dtype = float32, value = float32[]{1.0}}
+nine = Const() {dtype = float32, value = float32[]{9.0}}
+a = ResourceApplyMomentum(v0, v1, lr, g, mom) {T = float32, use_locking = false, use_nesterov = false}
+b = ResourceApplyMomentum(v1, v2, lr, g, mom) {T = float32, use_locking = false, use_nesterov = false}
+w2 = AssignVariableOp(v2, nine) {dtype = float32}
+r = ReadVariableOp(v1, ^w2) {dtype = float32}
+"#,
+    )
+    .unwrap();
+    let init = scalars(&[("v0", 1.0), ("v1", 2.0), ("v2", 3.0)]);
+    for min_cluster_size in [1, 2] {
+        let clusterer = autoclusterer(ClusterConfig { min_cluster_size, ..ClusterConfig::default() });
+        let clusters = clusterer(&g).unwrap();
+        let (a, b) = (g.find("a").unwrap(), g.find("b").unwrap());
+        assert!(!clusters.iter().any(|c| c.nodes.contains(&a) && c.nodes.contains(&b)), "{clusters:?}");
+        let verdict = verify(&g, &query(&["r"], &["a", "b"], Rmw::Split), &clusterer, &init, &RuntimeKernels).unwrap();
+        assert!(verdict.holds(), "witness {:?}", verdict.witness());
+    }
+    // The pair forced into one cluster: the verifier finds the outcome no interleaving gives.
+    let both = |g: &Graph| {
+        Ok(vec![ClusterSpec { name: "cluster_0".into(), nodes: vec![g.find("a").unwrap(), g.find("b").unwrap()] }])
+    };
+    let verdict = verify(&g, &query(&["r"], &["a", "b"], Rmw::Split), &both, &init, &RuntimeKernels).unwrap();
+    assert!(verdict.witness().is_some(), "the forced cluster should add an outcome");
+}

@@ -3,10 +3,12 @@
 //! sorts over the quotient graph instead of the incremental order).
 //!
 //! Checked: every node is in at most one cluster and `of_node` agrees with
-//! the cluster lists; no cluster holds an incompatible pair; contracting
+//! the cluster lists; no cluster holds an incompatible pair, nor two
+//! multi-variable updates sharing only some variables
+//! ([`crate::compilable::updates_conflict`]); contracting
 //! every cluster leaves the graph acyclic; and, optionally, maximality: no
-//! two clusters joined by an edge can be merged without a cycle or an
-//! incompatible pair.
+//! two clusters joined by an edge can be merged without a cycle or one of
+//! those pairs.
 
 use autoclust_graph::{Graph, NodeId};
 
@@ -25,6 +27,12 @@ pub fn check_clustering(
     if clustering.of_node.len() != n {
         return Err(format!("of_node has {} entries for {n} nodes", clustering.of_node.len()));
     }
+    let updates: Vec<Option<Vec<Option<String>>>> =
+        graph.node_ids().map(|id| crate::compilable::multi_variable_update(graph, id)).collect();
+    let apart = |a: NodeId, b: NodeId| match (&updates[a.index()], &updates[b.index()]) {
+        (Some(x), Some(y)) => crate::compilable::updates_conflict(x, y),
+        _ => false,
+    };
     let mut seen = vec![None; n];
     for (ci, c) in clustering.clusters.iter().enumerate() {
         if c.name != format!("cluster_{ci}") {
@@ -42,6 +50,14 @@ pub fn check_clustering(
             for &b in &c.nodes {
                 if a != b && incompatible(a, b) {
                     return Err(format!("{} holds incompatible pair ({}, {})", c.name, graph.name(a), graph.name(b)));
+                }
+                if a != b && apart(a, b) {
+                    return Err(format!(
+                        "{} holds updates sharing only some variables ({}, {})",
+                        c.name,
+                        graph.name(a),
+                        graph.name(b)
+                    ));
                 }
             }
         }
@@ -107,8 +123,10 @@ pub fn check_clustering(
         }
         for (a, b) in adjacent {
             let (ca, cb) = (&clustering.clusters[a], &clustering.clusters[b]);
-            let unsafe_pair =
-                ca.nodes.iter().any(|&x| cb.nodes.iter().any(|&y| incompatible(x, y) || incompatible(y, x)));
+            let unsafe_pair = ca
+                .nodes
+                .iter()
+                .any(|&x| cb.nodes.iter().any(|&y| incompatible(x, y) || incompatible(y, x) || apart(x, y)));
             if !unsafe_pair && acyclic(&quotient(Some((a, b)))) {
                 return Err(format!("adjacent clusters {} and {} could be merged", ca.name, cb.name));
             }

@@ -107,6 +107,9 @@ struct Engine<'a> {
     /// Dense indices of the writers reaching some reader in the cluster.
     reached: Vec<FixedBitSet>,
     resource_ops: Vec<Vec<NodeId>>,
+    /// The cluster's multi-variable updates with their variables
+    /// ([`crate::compilable::multi_variable_update`]); few, so merges compare them pairwise.
+    updates: Vec<Vec<(NodeId, Vec<Option<String>>)>>,
     /// v1 control flow: only nodes of one frame with one deadness predicate may merge.
     deadness: Option<std::sync::Arc<crate::deadness::DeadnessAnalysis>>,
 }
@@ -140,6 +143,7 @@ impl<'a> Engine<'a> {
         let mut writers = vec![FixedBitSet::new(); n];
         let mut reached = vec![FixedBitSet::new(); n];
         let mut resource_ops = vec![Vec::new(); n];
+        let mut updates = vec![Vec::new(); n];
         // A graph whose loops do not close as frames should (never made by TensorFlow):
         // cluster nothing rather than trust the cycle check.
         let candidate: Vec<bool> = graph.node_ids().map(|id| loops_ok && comp.is_compilable(id)).collect();
@@ -149,6 +153,9 @@ impl<'a> Engine<'a> {
                 continue;
             }
             resource_ops[i].push(id);
+            if let Some(vars) = crate::compilable::multi_variable_update(graph, id).filter(|_| !config.ignore_safety) {
+                updates[i].push((id, vars));
+            }
             if let Some(w) = safety.writer_index(id) {
                 writers[i].grow(w + 1);
                 writers[i].insert(w);
@@ -170,6 +177,7 @@ impl<'a> Engine<'a> {
             writers,
             reached,
             resource_ops,
+            updates,
             deadness,
         }
     }
@@ -352,7 +360,9 @@ impl<'a> Engine<'a> {
     /// Merges two live candidate clusters if legal; returns the survivor.
     fn try_merge(&mut self, a: u32, b: u32, budget: usize) -> Result<u32, Refusal> {
         super::cycles::count(1);
-        if let Some(r) = self.resource_conflict(a, b).or_else(|| self.resource_conflict(b, a)) {
+        if let Some(r) =
+            self.resource_conflict(a, b).or_else(|| self.resource_conflict(b, a)).or_else(|| self.update_conflict(a, b))
+        {
             return Err(r);
         }
         let (fa, fb) = (self.first[a as usize], self.first[b as usize]);
@@ -368,6 +378,8 @@ impl<'a> Engine<'a> {
                 self.members[s].extend(moved);
                 let moved = std::mem::take(&mut self.resource_ops[v]);
                 self.resource_ops[s].extend(moved);
+                let moved = std::mem::take(&mut self.updates[v]);
+                self.updates[s].extend(moved);
                 let w = std::mem::take(&mut self.writers[v]);
                 self.writers[s].union_with(&w);
                 let r = std::mem::take(&mut self.reached[v]);
@@ -393,6 +405,17 @@ impl<'a> Engine<'a> {
         let from = self.safety.writer(w);
         let to = self.resource_ops[b as usize].iter().copied().find(|&r| self.safety.is_incompatible(from, r))?;
         Some(Refusal::WriteBeforeRead { from, to })
+    }
+
+    /// Two multi-variable updates, one in each cluster, that share only some variables
+    /// ([`crate::compilable::updates_conflict`]).
+    fn update_conflict(&self, a: u32, b: u32) -> Option<Refusal> {
+        let (ua, ub) = (&self.updates[a as usize], &self.updates[b as usize]);
+        ua.iter().find_map(|(x, vx)| {
+            ub.iter()
+                .find(|(_, vy)| crate::compilable::updates_conflict(vx, vy))
+                .map(|&(y, _)| Refusal::PartlySharedVariables { from: *x, to: y })
+        })
     }
 
     /// The final candidate clusters, members in topological order, ordered

@@ -37,6 +37,11 @@
 //!   reaching B's readers, and vice versa) — cheap, and it keeps the check
 //!   valid for sibling merges where no edge orients the pair
 //!   (`WriteBeforeRead { from, to }`);
+//! * no two multi-variable updates of A ∪ B (each reads all its variables
+//!   at one instant) share some but not all variables
+//!   (`PartlySharedVariables`, [`crate::compilable::updates_conflict`]):
+//!   with no path between them, the second in the cluster's order would
+//!   read the shared ones from the first and the rest from the snapshot;
 //! * with v1 control flow, A and B lie in one frame under one deadness
 //!   predicate ([`crate::deadness::DeadnessAnalysis`], `Deadness { from, to,
 //!   why }`), so the cluster's call is live exactly when its members would
@@ -131,6 +136,9 @@ pub enum Refusal {
     CycleCheckTooCostly { from: NodeId, to: NodeId },
     /// Merging would put the incompatible pair `(from, to)` in one cluster.
     WriteBeforeRead { from: NodeId, to: NodeId },
+    /// `from` and `to` update several variables each in one atomic step and share some but
+    /// not all of them ([`crate::compilable::updates_conflict`]).
+    PartlySharedVariables { from: NodeId, to: NodeId },
     /// v1 control flow: the clusters of `from` and `to` lie in different frames or are
     /// live under different deadness predicates ([`crate::deadness::DeadnessAnalysis`]).
     Deadness { from: NodeId, to: NodeId, why: String },
