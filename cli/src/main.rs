@@ -64,23 +64,20 @@ enum Command {
     Bench(cmd_bench::Args),
 }
 
-/// Tells glibc's allocator to keep the memory of freed tensors for the next step instead of
-/// returning it to the kernel. By default a buffer of 128 KiB or more is its own `mmap`,
-/// unmapped when freed (a TLB shootdown on every core, and zeroed pages faulted in again
-/// on the next allocation), and the heap's free top is trimmed above 128 KiB. A training
-/// step frees and reallocates megabytes of activations every step: on the residual CNN
-/// bench step this cost 35–45% of the step (`perf`: `native_write_msr`,
-/// `smp_call_function_many_cond`, `clear_page_erms`). Buffers below 32 MiB (glibc's
-/// maximum) now come from the heap, and up to 256 MiB of free heap stays mapped — what
-/// TensorFlow's BFC allocator and jemalloc-style allocators do too.
-fn keep_freed_tensor_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `mallopt` only sets allocator parameters; called before any thread starts.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
-    }
-}
+/// The process's allocator: mimalloc, for two measured reasons.
+/// - **The passes.** Loading, optimizing and clustering a large graph make millions of small
+///   allocations (node names, attribute maps, adjacency sets); with glibc's allocator,
+///   `malloc`/`free` and their consolidation were ~30% of `autoclust cluster` on the
+///   10⁵-node scale graph and ~20% of its clustered `run` (perf). Preloading mimalloc
+///   cut the clustered run's CPU time 1.5× (BENCHMARKS.md, issue 19).
+/// - **Freed tensors stay mapped.** A training step frees and reallocates megabytes of
+///   activations every step; glibc's defaults unmap every buffer of 128 KiB or more when it
+///   is freed (a TLB shootdown on every core and zeroed pages faulted in again: 35–45% of
+///   the residual CNN bench step before `mallopt` raised the thresholds). mimalloc keeps
+///   freed segments for reuse and returns them to the kernel only after a delay, as
+///   TensorFlow's BFC allocator keeps its pool.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     // Writing to a closed pipe (`autoclust cluster G | head`) ends the process quietly, as
@@ -90,7 +87,6 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    keep_freed_tensor_memory();
     let cli = Cli::parse();
     if let Some(bytes) = cli.max_tensor_bytes {
         autoclust_graph::limits::set_max_tensor_bytes(bytes);
