@@ -500,22 +500,34 @@ fn lowered_graphs_run_like_the_originals() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let hand = root.join("testdata/lower-control-flow");
     let strings = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let dir = tempfile::tempdir().unwrap();
+    // `run` takes variables from a file: safetensors with one int32 scalar `v`.
+    let var_file = |value: i32| {
+        let header = br#"{"v":{"dtype":"I32","shape":[],"data_offsets":[0,4]}}"#;
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend_from_slice(header);
+        bytes.extend_from_slice(&value.to_le_bytes());
+        let path = dir.path().join(format!("v{value}.safetensors"));
+        std::fs::write(&path, bytes).unwrap();
+        path.display().to_string()
+    };
+    let (v1, v10) = (var_file(1), var_file(10));
     let mut cases: Vec<(PathBuf, Vec<String>)> = Vec::new();
     for name in ["tf2_control_flow", "calls_cond_while", "tf2_pure_loops", "tf2_keras_lstm_gru"] {
         cases.push(tf_request(name));
     }
     for p in ["true", "false"] {
         let feed = format!("p={p}");
-        let args = ["--var", "v=1", "--feed", feed.as_str(), "--fetch", "c:0,after:0"];
+        let args = ["--vars", v1.as_str(), "--feed", feed.as_str(), "--fetch", "c:0,after:0"];
         cases.push((hand.join("if_on_variable.graph"), strings(&args)));
     }
     for i in ["0", "1", "2", "7", "-1"] {
         let feed = format!("i={i}");
-        cases.push((hand.join("case_chain.graph"), strings(&["--var", "v=1", "--feed", feed.as_str(), "--fetch", "c:0"])));
+        let args = ["--vars", v1.as_str(), "--feed", feed.as_str(), "--fetch", "c:0"];
+        cases.push((hand.join("case_chain.graph"), strings(&args)));
     }
-    cases.push((hand.join("while_on_variable.graph"), strings(&["--var", "v=10", "--fetch", "loop:0,after:0"])));
-    cases.push((hand.join("nested.graph"), strings(&["--var", "v=10", "--fetch", "loop:0,top:0"])));
-    let dir = tempfile::tempdir().unwrap();
+    cases.push((hand.join("while_on_variable.graph"), strings(&["--vars", v10.as_str(), "--fetch", "loop:0,after:0"])));
+    cases.push((hand.join("nested.graph"), strings(&["--vars", v10.as_str(), "--fetch", "loop:0,top:0"])));
     for (k, (graph, args)) in cases.iter().enumerate() {
         let label = graph.display().to_string();
         let (code, lowered, stderr) =

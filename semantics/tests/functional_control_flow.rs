@@ -91,8 +91,8 @@ fn the_clustered_while_keeps_its_accesses_outside_clusters() {
 }
 
 /// An `If` whose then-branch adds `x` to `v` and whose else-branch assigns 9 to it (its
-/// constant 9 has no input: only the branch's pivot keeps it dead); `after` reads `v` after
-/// the `If`, `c:0` is the branch's result.
+/// write gets the handle through the predicate's `Switch`, its constant 9 only the branch's
+/// pivot); `after` reads `v` after the `If`, `c:0` is the branch's result.
 const IF: &str = r#"
 v = VarHandleOp() {container = "", dtype = int32, shape = shape[], shared_name = "v"}
 p = Placeholder() {dtype = bool, shape = shape[]}
