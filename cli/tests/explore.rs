@@ -536,7 +536,11 @@ fn lowered_graphs_run_like_the_originals() {
         let top_level = |text: &str| {
             text.lines()
                 .filter(|l| !l.starts_with(' ') && !l.starts_with('#'))
-                .filter(|l| ["= If(", "= StatelessIf(", "= While(", "= StatelessWhile(", "= Case("].iter().any(|op| l.contains(op)))
+                .filter(|l| {
+                    ["= If(", "= StatelessIf(", "= While(", "= StatelessWhile(", "= Case("]
+                        .iter()
+                        .any(|op| l.contains(op))
+                })
                 .count()
         };
         assert_eq!(top_level(&lowered), 0, "{label}: functional control flow left:\n{lowered}");

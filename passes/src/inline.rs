@@ -126,10 +126,7 @@ fn is_effectful(node: &autoclust_graph::Node, graph: &Graph) -> bool {
 }
 
 /// One level: every inlinable call of the current graph.
-fn inline_round(
-    graph: &Graph,
-    select: &dyn Fn(&autoclust_graph::Node) -> bool,
-) -> Result<(Graph, usize), GraphError> {
+fn inline_round(graph: &Graph, select: &dyn Fn(&autoclust_graph::Node) -> bool) -> Result<(Graph, usize), GraphError> {
     let mut raw = graph.to_raw();
     let mut taken: HashSet<String> = raw.iter().map(|n| n.name.clone()).collect();
     // Replacement of `call:port` for data consumers.

@@ -173,6 +173,9 @@ pub fn lower_control_flow_where(
     Ok((current, report))
 }
 
+/// `^name` of a body's effectful nodes.
+type Effects = Vec<String>;
+
 /// The nodes being built for one lowered node `c`: names `c/…`, its device and span.
 struct Site<'a> {
     graph: &'a Graph,
@@ -212,7 +215,7 @@ impl Site<'_> {
         args: &[String],
         gate: &str,
         want: usize,
-    ) -> Result<(Vec<(String, DType)>, Vec<String>), String> {
+    ) -> Result<(Vec<(String, DType)>, Effects), String> {
         let prefix = format!("{}/{prefix}", self.node.name);
         let body = inline_body(self.graph, &f.name, &f.attrs, &prefix, args, &[format!("^{gate}")], self.taken)?;
         if body.returns.len() != want {
@@ -257,7 +260,10 @@ fn type_list(types: Vec<DType>) -> AttrValue {
 }
 
 fn types_attr(node: &Node, key: &str) -> Result<Vec<DType>, String> {
-    node.attr(key).and_then(AttrValue::as_type_list).map(<[DType]>::to_vec).ok_or_else(|| format!("no type list '{key}'"))
+    node.attr(key)
+        .and_then(AttrValue::as_type_list)
+        .map(<[DType]>::to_vec)
+        .ok_or_else(|| format!("no type list '{key}'"))
 }
 
 fn func_attr<'n>(node: &'n Node, key: &str) -> Result<&'n FuncAttr, String> {
@@ -265,12 +271,7 @@ fn func_attr<'n>(node: &'n Node, key: &str) -> Result<&'n FuncAttr, String> {
 }
 
 /// The nodes replacing `node` (the last one keeps its name), or why it stays.
-fn lower_node(
-    graph: &Graph,
-    node: &Node,
-    raw: &RawNode,
-    taken: &mut HashSet<String>,
-) -> Result<Vec<RawNode>, String> {
+fn lower_node(graph: &Graph, node: &Node, raw: &RawNode, taken: &mut HashSet<String>) -> Result<Vec<RawNode>, String> {
     if matches!(node.attr(LOWER_ATTR), Some(AttrValue::B(false))) {
         return Err(format!("{LOWER_ATTR} is false"));
     }
@@ -403,12 +404,7 @@ fn lower_branches(
             vec![("T", AttrValue::Type(t)), ("N", AttrValue::I(n as i64))],
         ));
     }
-    let executed = site.add(
-        "branch_executed",
-        "Merge",
-        dones,
-        vec![("T", root_t), ("N", AttrValue::I(n as i64))],
-    );
+    let executed = site.add("branch_executed", "Merge", dones, vec![("T", root_t), ("N", AttrValue::I(n as i64))]);
     stand_in(site, outputs, tout, format!("^{executed}"));
     Ok(())
 }

@@ -68,6 +68,9 @@ pub fn explore_graph(
     explore(&program, eval, inputs, query.limits)
 }
 
+/// A graph to explore, its fetches and the clustered program's clusters.
+type Request = (Graph, Vec<Output>, Option<Vec<ClusterSpec>>);
+
 /// The graph with every functional `If`/`Case`/`While` that touches a variable and lies
 /// outside the clusters lowered to TensorFlow 1 control flow
 /// (`autoclust_passes::lower_control_flow`), so its bodies' accesses are steps of their own
@@ -77,11 +80,11 @@ pub fn explore_graph(
 /// A functional node inside a cluster stays: the cluster is one atomic step whose members
 /// the interpreter computes, loops included (the clusterer admits only pure ones). Nested
 /// control flow in a lowered body is lowered with it.
-pub fn lower_effectful_control_flow(
+pub(crate) fn lower_effectful_control_flow(
     graph: Graph,
     fetches: Vec<Output>,
     clusters: Option<Vec<ClusterSpec>>,
-) -> Result<(Graph, Vec<Output>, Option<Vec<ClusterSpec>>), SemanticsError> {
+) -> Result<Request, SemanticsError> {
     use autoclust_passes::lower_control_flow::{is_functional_control_flow, lower_control_flow_where};
     let mut in_cluster = vec![false; graph.len()];
     for c in clusters.iter().flatten() {

@@ -7,7 +7,9 @@ mod common;
 
 use autoclust_graph::{text, Graph, Tensor};
 use autoclust_passes::cluster::ClusterConfig;
-use autoclust_semantics::{autoclusterer, explore_graph, verify, ClusterFn, Exploration, Inputs, Query, Rmw, RuntimeKernels};
+use autoclust_semantics::{
+    autoclusterer, explore_graph, verify, ClusterFn, Exploration, Inputs, Query, Rmw, RuntimeKernels,
+};
 use common::*;
 
 fn parse(src: &str) -> Graph {
@@ -74,7 +76,8 @@ fn a_functional_while_writing_a_variable_explores_per_iteration() {
         let inputs = vars(&[("v", 10)]);
         let original = explore_graph(&g, &query, None, &inputs, &RuntimeKernels).unwrap();
         assert_eq!(rows(&original, &cols), want, "{rmw:?}");
-        let clustered = explore_graph(&g, &query, Some(&clusterer as &ClusterFn<'_>), &inputs, &RuntimeKernels).unwrap();
+        let clustered =
+            explore_graph(&g, &query, Some(&clusterer as &ClusterFn<'_>), &inputs, &RuntimeKernels).unwrap();
         assert_eq!(rows(&clustered, &cols), want, "{rmw:?} clustered");
         let verdict = verify(&g, &query, &clusterer as &ClusterFn<'_>, &inputs, &RuntimeKernels).unwrap();
         assert!(verdict.holds(), "{rmw:?}");
