@@ -79,7 +79,10 @@ type Request = (Graph, Vec<Output>, Option<Vec<ClusterSpec>>);
 ///
 /// A functional node inside a cluster stays: the cluster is one atomic step whose members
 /// the interpreter computes, loops included (the clusterer admits only pure ones). Nested
-/// control flow in a lowered body is lowered with it.
+/// control flow in a lowered body is lowered with it. The clusters are the clusterer's on the
+/// unlowered graph, as `run` forms them; the pure clusters `run` also forms inside loop and
+/// branch bodies (`cluster-bodies`) are not modelled: the lowered bodies run op by op (pure
+/// clusters hold no variable access, so they only narrow the orders).
 pub(crate) fn lower_effectful_control_flow(
     graph: Graph,
     fetches: Vec<Output>,
