@@ -66,14 +66,23 @@ pub fn inline_calls(graph: &Graph) -> Result<(Graph, InlineReport), GraphError> 
 
 /// [`inline_calls`] taking the graph: a graph without calls comes back as it was, untouched.
 pub fn inline_calls_owned(graph: Graph) -> Result<(Graph, InlineReport), GraphError> {
+    inline_calls_where(graph, &|_| true)
+}
+
+/// [`inline_calls_owned`] limited to the calls `select` picks (at every level: a call inside
+/// an inlined body is inlined only if `select` picks it too).
+pub fn inline_calls_where(
+    graph: Graph,
+    select: &dyn Fn(&autoclust_graph::Node) -> bool,
+) -> Result<(Graph, InlineReport), GraphError> {
     let _span = tracing::debug_span!("inline", nodes = graph.len()).entered();
     let mut report = InlineReport::default();
     let mut current = graph;
     for _ in 0..MAX_ROUNDS {
-        if !current.nodes().iter().any(|n| is_call(&current, n)) {
+        if !current.nodes().iter().any(|n| is_call(&current, n) && select(n)) {
             break;
         }
-        let (next, n) = inline_round(&current)?;
+        let (next, n) = inline_round(&current, select)?;
         if n == 0 {
             break;
         }
@@ -117,7 +126,7 @@ fn is_effectful(node: &autoclust_graph::Node, graph: &Graph) -> bool {
 }
 
 /// One level: every inlinable call of the current graph.
-fn inline_round(graph: &Graph) -> Result<(Graph, usize), GraphError> {
+fn inline_round(graph: &Graph, select: &dyn Fn(&autoclust_graph::Node) -> bool) -> Result<(Graph, usize), GraphError> {
     let mut raw = graph.to_raw();
     let mut taken: HashSet<String> = raw.iter().map(|n| n.name.clone()).collect();
     // Replacement of `call:port` for data consumers.
@@ -126,7 +135,8 @@ fn inline_round(graph: &Graph) -> Result<(Graph, usize), GraphError> {
     let mut inlined = 0;
     for (id, call_raw) in graph.node_ids().zip(raw.drain(..)) {
         let node = graph.node(id);
-        let Some(expansion) = expand(graph, node, &call_raw, &mut taken) else {
+        let expansion = if select(node) { expand(graph, node, &call_raw, &mut taken) } else { None };
+        let Some(expansion) = expansion else {
             out.push(call_raw);
             continue;
         };
@@ -171,36 +181,9 @@ fn expand(
     if is_true(node.attr("_noinline")) || is_true(function.attrs.get("_noinline")) {
         return None;
     }
-    if function.nodes.iter().any(|n| n.op == "VarHandleOp") {
-        return None;
-    }
-    let body = match instantiate_with(function, &graph.library, bind) {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::debug!(call = %node.name, error = %e, "not inlined");
-            return None;
-        }
-    };
     let call = &node.name;
-    let data_inputs: Vec<&String> = call_raw.inputs.iter().filter(|s| !s.starts_with('^')).collect();
+    let data_inputs: Vec<String> = call_raw.inputs.iter().filter(|s| !s.starts_with('^')).cloned().collect();
     let control_inputs: Vec<String> = call_raw.inputs.iter().filter(|s| s.starts_with('^')).cloned().collect();
-
-    // Names: `_Arg` i → the call's data input i; other nodes → `call/name`.
-    let mut arg_input: HashMap<usize, String> = HashMap::new();
-    let mut new_name: HashMap<usize, String> = HashMap::new();
-    for b in body.node_ids() {
-        let n = body.node(b);
-        match n.op.as_str() {
-            "_Arg" => {
-                let i = n.attr("index").and_then(AttrValue::as_int)? as usize;
-                arg_input.insert(b.index(), (*data_inputs.get(i)?).clone());
-            }
-            "_Retval" => {}
-            _ => {
-                new_name.insert(b.index(), fresh_name(&format!("{call}/{}", n.name), taken));
-            }
-        }
-    }
     let mut nodes = Vec::new();
     let gate: Vec<String> = if control_inputs.len() > 1 {
         let name = fresh_name(&format!("{call}/input_control_node"), taken);
@@ -216,6 +199,111 @@ fn expand(
     } else {
         control_inputs.clone()
     };
+    let body = match inline_body(graph, fname, bind, call, &data_inputs, &gate, taken) {
+        Ok(b) => b,
+        Err(why) => {
+            tracing::debug!(call = %node.name, error = %why, "not inlined");
+            return None;
+        }
+    };
+    nodes.extend(body.nodes);
+    let effectful = body.effectful;
+    let returns = body.returns;
+    // The call's own name: its results and its completion.
+    let mut stand_in_inputs: Vec<String> = returns.iter().map(|r| r.0.clone()).collect();
+    stand_in_inputs.extend(effectful.iter().cloned());
+    if returns.is_empty() {
+        // Even a body without effects completes after the call's control inputs.
+        stand_in_inputs.extend(gate.iter().cloned());
+    }
+    let mut attrs = Attrs::new();
+    let op = if returns.is_empty() {
+        "NoOp"
+    } else {
+        let types: Option<Vec<_>> = returns.iter().map(|r| r.1.as_type()).collect();
+        attrs.insert("T".into(), AttrValue::List(ListValue::Type(types?)));
+        "IdentityN"
+    };
+    nodes.push(RawNode {
+        name: call.clone(),
+        op: op.into(),
+        inputs: stand_in_inputs,
+        attrs,
+        device: node.device.clone(),
+        span: node.span,
+    });
+    let redirect = returns
+        .iter()
+        .enumerate()
+        .map(|(k, (value, _))| {
+            if effectful.is_empty() {
+                value.clone()
+            } else if k == 0 {
+                call.clone()
+            } else {
+                format!("{call}:{k}")
+            }
+        })
+        .collect();
+    Some(Expansion { nodes, redirect })
+}
+
+/// A function body instantiated into a graph's namespace ([`inline_body`]): what inlining a
+/// call and lowering functional control flow (`crate::lower_control_flow`) both splice in.
+#[derive(Clone, Debug)]
+pub struct InlinedBody {
+    /// The body's nodes (every one but `_Arg` and `_Retval`), named `prefix/name`.
+    pub nodes: Vec<RawNode>,
+    /// Per return value, in index order: the input naming it and its dtype (`T`).
+    pub returns: Vec<(String, AttrValue)>,
+    /// `^name` of every effectful body node and every control output (module doc).
+    pub effectful: Vec<String>,
+}
+
+/// Function `fname`'s body (instantiated with `bind`) as nodes of `graph`'s namespace:
+/// each body node `n` becomes `prefix/n` (fresh in `taken`), a use of argument `i` a use of
+/// `args[i]` (a control use, a control edge from `args[i]`'s node), and every body node with
+/// no input from another body node gets the control inputs `gate`. The module doc's rewrite, without the call's stand-in.
+pub fn inline_body(
+    graph: &Graph,
+    fname: &str,
+    bind: &Attrs,
+    prefix: &str,
+    args: &[String],
+    gate: &[String],
+    taken: &mut HashSet<String>,
+) -> Result<InlinedBody, String> {
+    let function = graph.library.function(fname).ok_or_else(|| format!("no function '{fname}' in the library"))?;
+    if function.nodes.iter().any(|n| n.op == "VarHandleOp") {
+        return Err(format!("function '{fname}' creates a variable (VarHandleOp)"));
+    }
+    let body = instantiate_with(function, &graph.library, bind).map_err(|e| e.to_string())?;
+    let index_of = |n: &autoclust_graph::Node| -> Result<usize, String> {
+        n.attr("index")
+            .and_then(AttrValue::as_int)
+            .map(|i| i as usize)
+            .ok_or_else(|| format!("function '{fname}': node '{}' has no index", n.name))
+    };
+
+    // Names: `_Arg` i → `args[i]`; other nodes → `prefix/name`.
+    let mut arg_input: HashMap<usize, String> = HashMap::new();
+    let mut new_name: HashMap<usize, String> = HashMap::new();
+    for b in body.node_ids() {
+        let n = body.node(b);
+        match n.op.as_str() {
+            "_Arg" => {
+                let i = index_of(n)?;
+                let arg = args
+                    .get(i)
+                    .ok_or_else(|| format!("function '{fname}' takes argument {i}, but {} are given", args.len()))?;
+                arg_input.insert(b.index(), arg.clone());
+            }
+            "_Retval" => {}
+            _ => {
+                new_name.insert(b.index(), fresh_name(&format!("{prefix}/{}", n.name), taken));
+            }
+        }
+    }
     let data_ref = |o: autoclust_graph::Output| -> String {
         if let Some(arg) = arg_input.get(&o.node.index()) {
             return arg.clone();
@@ -236,6 +324,7 @@ fn expand(
             None => format!("^{}", new_name[&c.index()]),
         }
     };
+    let mut nodes = Vec::new();
     let mut effectful: Vec<String> = Vec::new();
     let control_ret: HashSet<&str> = function.control_ret.iter().map(|(_, n)| n.as_str()).collect();
     let mut returns: Vec<(usize, String, AttrValue)> = Vec::new();
@@ -245,8 +334,9 @@ fn expand(
             continue;
         }
         if n.op == "_Retval" {
-            let k = n.attr("index").and_then(AttrValue::as_int)? as usize;
-            returns.push((k, data_ref(n.inputs[0]), n.attr("T")?.clone()));
+            let k = index_of(n)?;
+            let t = n.attr("T").ok_or_else(|| format!("function '{fname}': return {k} has no type"))?;
+            returns.push((k, data_ref(n.inputs[0]), t.clone()));
             continue;
         }
         let mut inputs: Vec<String> = n.inputs.iter().map(|&o| data_ref(o)).collect();
@@ -274,40 +364,5 @@ fn expand(
         });
     }
     returns.sort_by_key(|r| r.0);
-    // The call's own name: its results and its completion.
-    let mut stand_in_inputs: Vec<String> = returns.iter().map(|r| r.1.clone()).collect();
-    stand_in_inputs.extend(effectful.iter().cloned());
-    if returns.is_empty() {
-        // Even a body without effects completes after the call's control inputs.
-        stand_in_inputs.extend(gate.iter().cloned());
-    }
-    let mut attrs = Attrs::new();
-    let op = if returns.is_empty() {
-        "NoOp"
-    } else {
-        let types: Option<Vec<_>> = returns.iter().map(|r| r.2.as_type()).collect();
-        attrs.insert("T".into(), AttrValue::List(ListValue::Type(types?)));
-        "IdentityN"
-    };
-    nodes.push(RawNode {
-        name: call.clone(),
-        op: op.into(),
-        inputs: stand_in_inputs,
-        attrs,
-        device: node.device.clone(),
-        span: node.span,
-    });
-    let redirect = returns
-        .iter()
-        .map(|(k, value, _)| {
-            if effectful.is_empty() {
-                value.clone()
-            } else if *k == 0 {
-                call.clone()
-            } else {
-                format!("{call}:{k}")
-            }
-        })
-        .collect();
-    Some(Expansion { nodes, redirect })
+    Ok(InlinedBody { nodes, returns: returns.into_iter().map(|(_, v, t)| (v, t)).collect(), effectful })
 }

@@ -11,6 +11,7 @@ pub mod encapsulate;
 mod function_bodies;
 pub mod hoist_loop_reads;
 pub mod inline;
+pub mod lower_control_flow;
 pub mod pass;
 pub mod pipeline;
 pub mod ref_variables;

@@ -8,6 +8,9 @@
 //! - `safety-annotate` — the safety analysis written onto the resource ops
 //!   ([`KIND_ATTR`], [`UNSAFE_TO_ATTR`]), so FileCheck cases can test it;
 //! - `inline` — function calls replaced by their bodies ([`crate::inline`]);
+//! - `lower-control-flow` — functional `If`/`Case`/`While` lowered to
+//!   TensorFlow 1 control flow ([`crate::lower_control_flow`]; not in `default`:
+//!   `explore`/`verify` use it);
 //! - `constant-fold`, `arithmetic-simplify`, `cse`, `dependency-optimize` —
 //!   Grappler's graph optimizations ([`crate::constant_fold`],
 //!   [`crate::arithmetic_simplify`], [`crate::cse`],
@@ -190,6 +193,7 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
         Box::new(SafetyAnnotatePass),
         Box::new(InlinePass),
         Box::new(crate::hoist_loop_reads::HoistLoopReadsPass),
+        Box::new(crate::lower_control_flow::LowerControlFlowPass),
         Box::new(crate::constant_fold::ConstantFoldPass),
         Box::new(crate::arithmetic_simplify::ArithmeticSimplifyPass),
         Box::new(crate::cse::CsePass),
@@ -496,7 +500,7 @@ mod tests {
         let e = Pipeline::parse("cluster,nope").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown pass 'nope' (known: verify, safety-annotate, inline, hoist-loop-reads, constant-fold, arithmetic-simplify, cse, \
+            "unknown pass 'nope' (known: verify, safety-annotate, inline, hoist-loop-reads, lower-control-flow, constant-fold, arithmetic-simplify, cse, \
              dependency-optimize, deadness, cluster, encapsulate, cluster-bodies)"
         );
         assert!(e.is_usage());

@@ -31,7 +31,7 @@
 //! edges through pure nodes — exactly the constraints a total order of all
 //! nodes imposes on the accesses.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use autoclust_graph::{effects, DType, Graph, NodeId, Output, RawNode};
 
@@ -723,23 +723,41 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
         });
         var_of_handle[id.index()] = Some(VarId(vars.len() as u32 - 1));
     }
-    // The variable whose handle reaches input 0 of `n`: traced back through `Identity`, and
-    // through the `Switch`es a v1 cond passes a handle through (the unrolled loops'
-    // `Enter`s are `Identity`s by now).
-    let handle_var_of = |start: NodeId, var_of_handle: &[Option<VarId>]| {
-        let mut handle = Some(start);
-        while let Some(h) = handle {
-            let hn = graph.node(h);
-            if matches!(hn.op.as_str(), "Identity" | "RefIdentity" | "Switch" | "RefSwitch") {
-                handle = hn.inputs.first().map(|o| o.node);
-            } else {
-                break;
+    // The variable whose handle reaches output `start`: traced back through `Identity`,
+    // `IdentityN` (port by port), the `Switch`es a cond passes a handle through, `Enter`,
+    // `Exit`, `NextIteration`, and every input of a `Merge` (a lowered cond's or loop's: all
+    // must name the same variable). The unrolled loops' `Enter`s, `NextIteration`s and
+    // `Exit`s are `Identity`s and `Merge`s by now; the unroller's always-dead inputs name
+    // nothing and are skipped. Two variables, or a source that is not a variable, is no answer.
+    let handle_var_of = |start: Output, var_of_handle: &[Option<VarId>]| -> Option<VarId> {
+        let mut found: Option<VarId> = None;
+        let mut seen: HashSet<Output> = HashSet::new();
+        let mut stack = vec![start];
+        while let Some(o) = stack.pop() {
+            if !seen.insert(o) {
+                continue;
+            }
+            if let Some(v) = var_of_handle[o.node.index()] {
+                if found.is_some_and(|f| f != v) {
+                    return None;
+                }
+                found = Some(v);
+                continue;
+            }
+            let hn = graph.node(o.node);
+            match hn.op.as_str() {
+                "Identity" | "RefIdentity" | "Switch" | "RefSwitch" | "Enter" | "RefEnter" | "Exit" | "RefExit"
+                | "NextIteration" | "RefNextIteration" => stack.extend(hn.inputs.first().copied()),
+                "IdentityN" => stack.extend(hn.inputs.get(o.port as usize).copied()),
+                "Merge" | "RefMerge" if o.port == 0 => stack.extend(hn.inputs.iter().copied()),
+                "Const" if crate::unroll::is_dead_sentinel(&hn.name) => {}
+                _ => return None,
             }
         }
-        handle.and_then(|h| var_of_handle[h.index()])
+        found
     };
     let handle_var = |n: &autoclust_graph::Node, var_of_handle: &[Option<VarId>]| {
-        n.inputs.first().and_then(|o| handle_var_of(o.node, var_of_handle))
+        n.inputs.first().and_then(|&o| handle_var_of(o, var_of_handle))
     };
     // A tensor array's gradient array per `source`: every `TensorArrayGradV3` of the same
     // array and source names the same one (TensorFlow looks it up by source).
@@ -812,7 +830,7 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
                 });
             }
             for (slot, &input) in slots.iter_mut().zip(&handles[1..]) {
-                let v = n.inputs.get(input).and_then(|o| handle_var_of(o.node, &var_of_handle));
+                let v = n.inputs.get(input).and_then(|&o| handle_var_of(o, &var_of_handle));
                 *slot = Some(v.ok_or_else(|| SemanticsError::UnknownVariable { node: n.name.clone() })?);
             }
         }

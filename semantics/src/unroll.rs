@@ -51,6 +51,12 @@ const DEAD_PRED: &str = "_explore/never";
 const DEAD_SWITCH: &str = "_explore/never_switch";
 const DEAD: &str = "_explore/dead";
 
+/// Whether `name` is the unroller's always-dead predicate (what a never-arriving input's
+/// chain ends in: it names no variable).
+pub(crate) fn is_dead_sentinel(name: &str) -> bool {
+    name == DEAD_PRED
+}
+
 const ENTER: &[&str] = &["Enter", "RefEnter"];
 const EXIT: &[&str] = &["Exit", "RefExit"];
 const NEXT: &[&str] = &["NextIteration", "RefNextIteration"];

@@ -3,7 +3,9 @@
 //! criterion). A clustered outcome the original cannot produce is a
 //! counterexample, reported with the schedule that produces it.
 
-use autoclust_graph::Graph;
+use std::collections::HashSet;
+
+use autoclust_graph::{effects, Graph, Output};
 use autoclust_passes::cluster::{ClusterConfig, Clusterer};
 
 use crate::eval::PureEval;
@@ -52,6 +54,7 @@ pub fn explore_graph(
     let graph = converted.as_ref().unwrap_or(graph);
     let (pruned, fetches) = prune(graph, &query.fetches, &query.targets)?;
     let clusters = clusterer.map(|c| c(&pruned)).transpose()?;
+    let (pruned, fetches, clusters) = lower_effectful_control_flow(pruned, fetches, clusters)?;
     if !has_frames(&pruned) {
         let program = Program::build(&pruned, fetches, query.rmw, clusters.as_deref())?;
         return explore(&program, eval, inputs, query.limits);
@@ -63,6 +66,65 @@ pub fn explore_graph(
     unrolled.order_iterations(&mut program);
     program.loop_bounds = unrolled.bounds.clone();
     explore(&program, eval, inputs, query.limits)
+}
+
+/// A graph to explore, its fetches and the clustered program's clusters.
+type Request = (Graph, Vec<Output>, Option<Vec<ClusterSpec>>);
+
+/// The graph with every functional `If`/`Case`/`While` that touches a variable and lies
+/// outside the clusters lowered to TensorFlow 1 control flow
+/// (`autoclust_passes::lower_control_flow`), so its bodies' accesses are steps of their own
+/// and its loops unroll like a v1 loop; the fetches and clusters mapped onto it by name (the
+/// lowering keeps every other node's name, and a lowered node's name as its results).
+///
+/// A functional node inside a cluster stays: the cluster is one atomic step whose members
+/// the interpreter computes, loops included (the clusterer admits only pure ones). Nested
+/// control flow in a lowered body is lowered with it. The clusters are the clusterer's on the
+/// unlowered graph, as `run` forms them; the pure clusters `run` also forms inside loop and
+/// branch bodies (`cluster-bodies`) are not modelled: the lowered bodies run op by op (pure
+/// clusters hold no variable access, so they only narrow the orders).
+pub(crate) fn lower_effectful_control_flow(
+    graph: Graph,
+    fetches: Vec<Output>,
+    clusters: Option<Vec<ClusterSpec>>,
+) -> Result<Request, SemanticsError> {
+    use autoclust_passes::lower_control_flow::{is_functional_control_flow, lower_control_flow_where};
+    let mut in_cluster = vec![false; graph.len()];
+    for c in clusters.iter().flatten() {
+        for n in &c.nodes {
+            in_cluster[n.index()] = true;
+        }
+    }
+    let wanted: HashSet<String> = graph
+        .node_ids()
+        .filter(|&id| {
+            let n = graph.node(id);
+            is_functional_control_flow(&n.op)
+                && !in_cluster[id.index()]
+                && effects::resource_kind(n, &graph.library).is_some()
+        })
+        .map(|id| graph.name(id).to_string())
+        .collect();
+    if wanted.is_empty() {
+        return Ok((graph, fetches, clusters));
+    }
+    let (lowered, report) = lower_control_flow_where(graph.clone(), &|_, n| wanted.contains(&n.name))
+        .map_err(|e| SemanticsError::Clustering(format!("lowering functional control flow: {e}")))?;
+    if let Some((node, why)) = report.left.iter().find(|(n, _)| wanted.contains(n)) {
+        let op = graph.find(node).map(|id| graph.node(id).op.clone()).unwrap_or_default();
+        return Err(SemanticsError::Unsupported {
+            node: node.clone(),
+            op,
+            why: format!("functional control flow on variables that cannot be lowered: {why}"),
+        });
+    }
+    let find = |id: autoclust_graph::NodeId| lowered.find(graph.name(id)).expect("the lowering keeps names");
+    let fetches = fetches.into_iter().map(|o| Output { node: find(o.node), port: o.port }).collect();
+    let clusters = clusters.map(|cs| {
+        cs.into_iter().map(|c| ClusterSpec { name: c.name, nodes: c.nodes.into_iter().map(find).collect() }).collect()
+    });
+    tracing::debug!(lowered = report.lowered, nodes = lowered.len(), "functional control flow lowered");
+    Ok((lowered, fetches, clusters))
 }
 
 /// The result of [`verify`].

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::{AttrValue, Attrs, DType, Graph, Library, ListValue, Node, NodeId};
+use crate::{AttrValue, Attrs, DType, Graph, Library, ListValue, Node, NodeId, Output};
 
 /// The functions a call node passes its input `slot` to, with the argument index there.
 fn call_targets(graph: &Graph, node: &Node, slot: usize) -> Vec<(String, usize)> {
@@ -82,17 +82,32 @@ pub fn variable_dtype(graph: &Graph, id: NodeId) -> Option<DType> {
     if node.op == "VarHandleOp" {
         return node.attr("dtype").and_then(AttrValue::as_type);
     }
-    let mut handles = vec![id];
-    let mut seen = vec![false; graph.len()];
+    // The handle's outputs, followed through the ops that pass a handle on (an `Identity`,
+    // and the `Switch`/`Merge`/`Enter`/`Exit`/`NextIteration`/`IdentityN` of lowered
+    // control flow), port by port.
+    let mut handles = vec![Output { node: id, port: 0 }];
+    let mut seen = std::collections::HashSet::new();
     while let Some(h) = handles.pop() {
-        if std::mem::replace(&mut seen[h.index()], true) {
+        if !seen.insert(h) {
             continue;
         }
         for (i, user) in graph.nodes().iter().enumerate() {
-            let Some(slot) = user.inputs.iter().position(|o| o.node == h) else { continue };
-            if user.op == "Identity" {
-                handles.push(NodeId(i as u32));
-                continue;
+            let Some(slot) = user.inputs.iter().position(|&o| o == h) else { continue };
+            let node = NodeId(i as u32);
+            match user.op.as_str() {
+                "Identity" | "Enter" | "Exit" | "NextIteration" | "Merge" => {
+                    handles.push(Output { node, port: 0 });
+                    continue;
+                }
+                "Switch" if slot == 0 => {
+                    handles.extend([Output { node, port: 0 }, Output { node, port: 1 }]);
+                    continue;
+                }
+                "IdentityN" => {
+                    handles.push(Output { node, port: slot as u32 });
+                    continue;
+                }
+                _ => {}
             }
             // A call (If, While, PartitionedCall, …): what its body does with the argument.
             if let Some(t) = call_targets(graph, user, slot)
