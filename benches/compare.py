@@ -35,7 +35,7 @@ Engines:
 
 A TF2 export (tf.function's FuncGraph) holds its variables as captured `Placeholder`s of dtype
 resource; for the Session engines (tf, tf_xla) each becomes a VarHandleOp whose shared_name is the
-placeholder's name (autoclust's name for it, CONTRACT.md section 3), typed from the vars file.
+placeholder's name (autoclust's name for it, docs/contract.md section 3), typed from the vars file.
 autoclust's columns include bench --json's cluster counts (clusters compiled+interpreted, clustered
 nodes of total nodes).
 

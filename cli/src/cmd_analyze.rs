@@ -1,4 +1,4 @@
-//! `autoclust analyze` (CONTRACT.md §4): the resource-operation safety
+//! `autoclust analyze` (docs/contract.md §4): the resource-operation safety
 //! analysis — every resource op with its kind, and every incompatible pair
 //! `(from, to)`, both sorted by node name. `--json` prints the contract's
 //! JSON; without it, a readable listing.

@@ -1,4 +1,4 @@
-//! `autoclust bench` (CONTRACT.md §4): runs one graph unclustered (the plain
+//! `autoclust bench` (docs/contract.md §4): runs one graph unclustered (the plain
 //! executor) and clustered (auto-clustered, JIT-compiled; see
 //! [`crate::cmd_run`]) in one process, each in a fresh session with the same
 //! initial variables and inputs, and reports steps per second of each, their

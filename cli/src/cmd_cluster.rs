@@ -1,4 +1,4 @@
-//! `autoclust cluster` (CONTRACT.md §4): auto-clustering. `--json` prints
+//! `autoclust cluster` (docs/contract.md §4): auto-clustering. `--json` prints
 //! every cluster (members sorted by name) and every unclustered node, each
 //! node exactly once; `--explain` lists why each refused merge was refused
 //! and why each unclustered node is not compilable; `--dot FILE` writes a
@@ -125,20 +125,19 @@ fn explain(graph: &Graph, clustering: &Clustering) -> Vec<String> {
                 named(*to),
                 graph.name(*via)
             ),
-            Refusal::WriteBeforeRead { from, to } => format!(
-                "refused merge of {} and {}: write->read pair ({}, {})",
-                named(*from),
-                named(*to),
-                graph.name(*from),
-                graph.name(*to)
-            ),
-            Refusal::PartlySharedVariables { from, to } => format!(
-                "refused merge of {} and {}: multi-variable updates sharing only some variables ({}, {})",
-                named(*from),
-                named(*to),
-                graph.name(*from),
-                graph.name(*to)
-            ),
+            Refusal::WriteBeforeRead { from, to } | Refusal::PartlySharedVariables { from, to } => {
+                let pair = match r {
+                    Refusal::WriteBeforeRead { .. } => "write->read pair",
+                    _ => "multi-variable updates sharing only some variables",
+                };
+                format!(
+                    "refused merge of {} and {}: {pair} ({}, {})",
+                    named(*from),
+                    named(*to),
+                    graph.name(*from),
+                    graph.name(*to)
+                )
+            }
             Refusal::Deadness { from, to, why } => {
                 format!("refused merge of {} and {}: {why}", named(*from), named(*to))
             }

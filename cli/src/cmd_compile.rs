@@ -1,4 +1,4 @@
-//! `autoclust compile GRAPH -o OUT [--min-cluster-size N]` (CONTRACT.md §4):
+//! `autoclust compile GRAPH -o OUT [--min-cluster-size N]` (docs/contract.md §4):
 //! runs the graph-optimization pipeline (`opt --passes default`; `--no-optimize`
 //! skips it), then `cluster` and `encapsulate`, and writes the
 //! clustered program — each cluster replaced by its bridge (snapshot-read,

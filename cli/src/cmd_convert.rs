@@ -1,4 +1,4 @@
-//! `autoclust convert GRAPH -o OUT` (CONTRACT.md §4): reads a graph in any
+//! `autoclust convert GRAPH -o OUT` (docs/contract.md §4): reads a graph in any
 //! format and writes it in the format OUT's extension names (`--to`
 //! overrides it, e.g. for `-o -`). The output is written atomically, so a
 //! failed conversion leaves no file.

@@ -1,4 +1,4 @@
-//! `autoclust explore` (CONTRACT.md §4): every outcome a graph may produce
+//! `autoclust explore` (docs/contract.md §4): every outcome a graph may produce
 //! under the seeds' semantics (autoclust-semantics, docs/semantics.md), and
 //! the options it shares with `autoclust verify`.
 
@@ -297,7 +297,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// CONTRACT.md §4's JSON form of an exploration.
+/// docs/contract.md §4's JSON form of an exploration.
 pub fn exploration_json(e: &Exploration) -> String {
     let outcomes: Vec<String> = e
         .outcomes

@@ -1,4 +1,4 @@
-//! `autoclust opt GRAPH --passes P1,P2,..` (CONTRACT.md §4): runs named
+//! `autoclust opt GRAPH --passes P1,P2,..` (docs/contract.md §4): runs named
 //! passes through the pass manager and prints the resulting graph in the
 //! native format on stdout. `--list-passes` lists the registered passes;
 //! `--dump-after PASS` (or `all`) prints the graph after that pass on

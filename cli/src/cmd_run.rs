@@ -1,4 +1,4 @@
-//! `autoclust run` (CONTRACT.md §4): runs a graph K times in one session and
+//! `autoclust run` (docs/contract.md §4): runs a graph K times in one session and
 //! writes the last step's fetches (`--out`, `--json`) and every variable
 //! (`--save-vars`, `--json`). Inputs: `--feeds F.safetensors`, `--vars
 //! F.safetensors`, `--feed NAME=JSON` (typed by the placeholder's dtype).

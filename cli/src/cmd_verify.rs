@@ -1,4 +1,4 @@
-//! `autoclust verify` (CONTRACT.md §4): checks that auto-clustering adds no
+//! `autoclust verify` (docs/contract.md §4): checks that auto-clustering adds no
 //! behaviour — every outcome of the clustered program is an outcome of the
 //! original (docs/semantics.md). Exit 0 with a one-line summary; otherwise
 //! exit 1 with an outcome only the clustered program produces and the

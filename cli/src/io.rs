@@ -13,7 +13,7 @@ use autoclust_graph::{Graph, Span};
 
 use crate::CliError;
 
-/// A graph file format (CONTRACT.md §2).
+/// A graph file format (docs/contract.md §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// GraphDef in protobuf text format (`.pbtxt`).

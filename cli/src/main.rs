@@ -1,4 +1,4 @@
-//! `autoclust`: the command line (CONTRACT.md §4). The only place errors are
+//! `autoclust`: the command line (docs/contract.md §4). The only place errors are
 //! formatted: every library error becomes one `error:` line naming the file
 //! and line, or the node, at fault; exit 1 for bad input or a failed check,
 //! 2 for usage errors (clap's own exit code).

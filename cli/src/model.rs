@@ -1,5 +1,5 @@
 //! What the commands add for SavedModels, checkpoints and numpy files
-//! (CONTRACT.md §2–3): the selected signature (feeds keyed by its input
+//! (docs/contract.md §2–3): the selected signature (feeds keyed by its input
 //! names, fetches by its output keys) for `run`, `bench`, `explore` and
 //! `verify`, the signature's share of the graph for the graph-only commands
 //! ([`load_graph_for_signature`]), the variables restored from the

@@ -1,4 +1,4 @@
-//! `note:` lines (CONTRACT.md, "Never silent"): when `run`, `bench` or
+//! `note:` lines (docs/contract.md, "Never silent"): when `run`, `bench` or
 //! `compile` fall short of what the graph allows, they say so on stderr, one
 //! line per cause naming the node, whatever `RUST_LOG` says.
 //!

@@ -1,5 +1,5 @@
 //! `autoclust explore` and `autoclust verify` on the seeds' examples in
-//! testdata/explore/ (CONTRACT.md §4, docs/semantics.md).
+//! testdata/explore/ (docs/contract.md §4, docs/semantics.md).
 
 use std::path::PathBuf;
 use std::process::Command;

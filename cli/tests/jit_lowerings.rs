@@ -7,21 +7,9 @@
 //! modes share that computed the wrong thing, fails.
 
 use std::collections::HashMap;
-use std::process::{Command, Output};
 
-fn autoclust(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_autoclust")).args(args).env_remove("RUST_LOG").output().expect("the binary runs")
-}
-
-fn notes(out: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("note: ")).map(String::from).collect()
-}
-
-fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
-    let p = dir.path().join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
-}
+mod support;
+use support::{autoclust, notes, write};
 
 /// A fetched tensor: shape and values (as f64).
 #[derive(Debug, PartialEq)]

@@ -1,23 +1,10 @@
-//! "Never silent" (CONTRACT.md): `run`, `bench` and `compile` say on stderr,
+//! "Never silent" (docs/contract.md): `run`, `bench` and `compile` say on stderr,
 //! as `note:` lines naming the node, when they fall short of what the graph
 //! allows — whatever RUST_LOG says — and print nothing extra when they do
 //! not. `bench --json` reports the clusters it ran and how.
 
-use std::process::{Command, Output};
-
-fn autoclust(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_autoclust")).args(args).env_remove("RUST_LOG").output().expect("the binary runs")
-}
-
-fn notes(out: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("note: ")).map(String::from).collect()
-}
-
-fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
-    let p = dir.path().join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
-}
+mod support;
+use support::{autoclust, notes, write};
 
 /// A cluster the compiler fully lowers: `tanh(x) * x + x`.
 const COMPILED: &str = r#"

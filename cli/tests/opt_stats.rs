@@ -1,4 +1,4 @@
-//! `autoclust opt` beyond FileCheck (CONTRACT.md §4): `--passes default` is the
+//! `autoclust opt` beyond FileCheck (docs/contract.md §4): `--passes default` is the
 //! optimization pipeline run before clustering, `--fetch`/`--target` prune
 //! first, and `--stats` prints a Grappler-style JSON summary.
 

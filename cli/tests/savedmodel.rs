@@ -1,5 +1,5 @@
 //! End-to-end tests of SavedModel directories, checkpoints and numpy feeds
-//! (CONTRACT.md §2–3) on the TensorFlow-made fixtures of
+//! (docs/contract.md §2–3) on the TensorFlow-made fixtures of
 //! `testdata/savedmodel/` (made by its `make_fixtures.py`): results equal
 //! TensorFlow's in both modes, `train_step` trains, checkpoints round-trip,
 //! and bad input gets one `error:` line naming the part at fault.

@@ -114,7 +114,7 @@ pub fn cluster_function_bodies(graph: &mut Graph, config: ClusterConfig) -> Body
             }
             Ok(None) => report.body_nodes += function.nodes.len(),
             Err(why) => {
-                // Never silent (CONTRACT.md): the body still runs, op by op.
+                // Never silent (docs/contract.md): the body still runs, op by op.
                 report.notes.push(format!("function '{name}' is not clustered ({why}), so its body runs op by op"));
                 report.body_nodes += function.nodes.len();
             }

@@ -167,7 +167,7 @@ impl NotCompilable {
     /// Whether this refusal is a shortfall of the analysis rather than a
     /// decision by design: the node might have been clustered had its types
     /// been worked out. `run`, `bench` and `compile` report these as `note:`
-    /// lines (CONTRACT.md, "Never silent").
+    /// lines (docs/contract.md, "Never silent").
     pub fn is_shortfall(&self) -> bool {
         matches!(
             self,
@@ -551,7 +551,11 @@ pub(crate) fn traced_variable(graph: &Graph, mut id: NodeId) -> Option<String> {
     None
 }
 
-/// Which inputs of a supported resource op are variable handles.
+/// Which inputs of a resource op the JIT supports are variable handles; `None` for every
+/// other op. The slots are the registry's resource inputs ([`OpSchema::resource_inputs`],
+/// held in step by a unit test); the list of ops is the JIT's.
+///
+/// [`OpSchema::resource_inputs`]: autoclust_graph::registry::OpSchema::resource_inputs
 pub(crate) fn handle_slots(op: &str) -> Option<&'static [usize]> {
     Some(match op {
         "ReadVariableOp"
@@ -629,6 +633,21 @@ mod tests {
         for op in ["Placeholder", "VarHandleOp", "StringJoin", "PartitionedCall", "Print", "RandomUniform", "Switch"] {
             assert!(!is_jit_op(op), "{op}");
         }
+    }
+
+    #[test]
+    fn handle_slots_are_the_registrys_resource_inputs() {
+        let mut checked = 0;
+        for schema in autoclust_graph::registry::all() {
+            if let Some(slots) = handle_slots(schema.name) {
+                let registry: Vec<usize> = schema.resource_inputs().collect();
+                assert_eq!(slots, registry.as_slice(), "{}", schema.name);
+                assert!(is_jit_op(schema.name), "{} has handle slots but the JIT does not take it", schema.name);
+                checked += 1;
+            }
+        }
+        // Every op of the table (27 today) is in the registry.
+        assert!(checked >= 27, "only {checked} resource ops checked: one of the table is not in the registry");
     }
 
     #[test]

@@ -110,7 +110,7 @@ fn no_effect_between(graph: &Graph, a: NodeId, b: NodeId, fed: &HashSet<String>,
 /// after it.
 fn variable_key(n: &autoclust_graph::Node, fed: &HashSet<String>) -> Option<(Vec<u8>, Vec<u8>)> {
     if effects::names_variable(n) && n.op == "Placeholder" && !fed.contains(&n.name) {
-        // A resource placeholder names the variable called after the node (CONTRACT.md §3).
+        // A resource placeholder names the variable called after the node (docs/contract.md §3).
         return Some((Vec::new(), n.name.clone().into_bytes()));
     }
     if n.op != "VarHandleOp" {

@@ -100,7 +100,7 @@ use autoclust_graph::{
     Signature, Tensor,
 };
 
-use crate::compilable::{handle_slots, handle_variables};
+use crate::compilable::{handle_slots, handle_variables, updates_conflict};
 
 pub use autoclust_graph::protocol::{CLUSTER_ATTR, SNAPSHOT_OP, WRITE_BACK_OP};
 
@@ -266,7 +266,15 @@ pub fn ssa_order(graph: &Graph, members: &[NodeId], position: &[usize]) -> Vec<N
 /// ([`crate::compilable::updates_conflict`]), so a cluster it made never has one.
 fn order_multi_variable_reads(graph: &Graph, rest: Vec<NodeId>, member: &[bool], position: &[usize]) -> Vec<NodeId> {
     let library = &graph.library;
-    let vars: Vec<Vec<Option<String>>> = rest.iter().map(|&n| handle_variables(graph, n)).collect();
+    // Sorted, as [`updates_conflict`] compares them as sets.
+    let vars: Vec<Vec<Option<String>>> = rest
+        .iter()
+        .map(|&n| {
+            let mut v = handle_variables(graph, n);
+            v.sort();
+            v
+        })
+        .collect();
     let multi: Vec<bool> = rest
         .iter()
         .zip(&vars)
@@ -275,9 +283,6 @@ fn order_multi_variable_reads(graph: &Graph, rest: Vec<NodeId>, member: &[bool],
     if !multi.iter().any(|&m| m) {
         return rest;
     }
-    let shares = |a: &[Option<String>], b: &[Option<String>]| {
-        a.iter().any(|x| b.iter().any(|y| x.is_none() || y.is_none() || x == y))
-    };
     let index: HashMap<NodeId, usize> = rest.iter().enumerate().map(|(i, &n)| (n, i)).collect();
     let mut succ: Vec<Vec<usize>> = vec![Vec::new(); rest.len()];
     let mut pending = vec![0usize; rest.len()];
@@ -289,19 +294,17 @@ fn order_multi_variable_reads(graph: &Graph, rest: Vec<NodeId>, member: &[bool],
             }
         }
     }
+    let writers: Vec<usize> = (0..rest.len())
+        .filter(|&x| {
+            !vars[x].is_empty() && resource_kind(graph.node(rest[x]), library).is_some_and(ResourceKind::writes)
+        })
+        .collect();
     for y in (0..rest.len()).filter(|&y| multi[y]) {
-        for x in 0..rest.len() {
-            let writes = resource_kind(graph.node(rest[x]), library).is_some_and(ResourceKind::writes);
-            // Two updates of the same variables (each writes them all) may go in either
-            // order: the second reads all of them from the first.
-            let same = multi[x] && vars[x].iter().all(Option::is_some) && {
-                let mut a = vars[x].clone();
-                let mut b = vars[y].clone();
-                a.sort();
-                b.sort();
-                a == b
-            };
-            if x != y && writes && !same && shares(&vars[x], &vars[y]) {
+        for &x in &writers {
+            // A writer of some of `y`'s variables goes after `y`, which reads them all from the
+            // snapshot; two updates of the same variables may go in either order (the second
+            // reads all of them from the first), the rule [`updates_conflict`] states.
+            if x != y && updates_conflict(&vars[x], &vars[y]) {
                 succ[y].push(x);
                 pending[x] += 1;
             }

@@ -63,7 +63,7 @@ pub struct PassContext {
     /// Called after each pass (and its verification) with the pass name and
     /// the graph; the CLI uses it for `--dump-after`.
     pub after_pass: Option<AfterPassHook>,
-    /// Shortfalls passes found (CONTRACT.md, "Never silent"), one line per
+    /// Shortfalls passes found (docs/contract.md, "Never silent"), one line per
     /// cause naming the node, for the driver to print as `note:` lines: nodes
     /// the clusterer declined for want of types, clusters not encapsulated.
     pub notes: std::sync::Mutex<Vec<String>>,

@@ -4,7 +4,7 @@
 //!
 //! What it transforms:
 //! - `VariableV2` → `VarHandleOp` with the same name, `dtype`, `shape`,
-//!   `container` and `shared_name` (so the variable keeps its CONTRACT.md §3
+//!   `container` and `shared_name` (so the variable keeps its docs/contract.md §3
 //!   name and `--vars` initialises it);
 //! - every op that takes a variable *by reference* becomes its resource
 //!   counterpart on the handle: `Assign` → `AssignVariableOp`,

@@ -1,5 +1,5 @@
 //! Resource-operation safety analysis (TensorFlow's
-//! `resource_operation_safety_analysis.cc`; seed 001; CONTRACT.md §4 `analyze`).
+//! `resource_operation_safety_analysis.cc`; seed 001; docs/contract.md §4 `analyze`).
 //!
 //! A cluster runs as: one atomic snapshot of every variable it reads, a pure
 //! function, one atomic write-back of every variable it writes. So inside a

@@ -29,7 +29,7 @@
 //!   `StatefulPartitionedCall`, Defun nodes, `If`/`Case`/`While` and their
 //!   stateless forms — each body instantiated once per plan and run op by op
 //!   against the session's variables (the call itself is not atomic).
-//! - [`tensor_io`]: safetensors and JSON in and out (CONTRACT.md §3).
+//! - [`tensor_io`]: safetensors and JSON in and out (docs/contract.md §3).
 
 pub mod bridge;
 pub mod cluster_call;

@@ -1,4 +1,4 @@
-//! numpy's files as feeds (CONTRACT.md §3): `.npy` (one array: magic,
+//! numpy's files as feeds (docs/contract.md §3): `.npy` (one array: magic,
 //! version, a Python-literal header with `descr`, `fortran_order` and
 //! `shape`, then the elements in C order) and `.npz` (a zip archive of
 //! `NAME.npy` members, stored by `np.savez` or deflated by

@@ -1,4 +1,4 @@
-//! Tensors in and out (CONTRACT.md §3): safetensors files for float32,
+//! Tensors in and out (docs/contract.md §3): safetensors files for float32,
 //! float64, int32, int64 and bool (safetensors' `BOOL`, one byte each), small
 //! JSON values for `--feed NAME=JSON` (a number or nested lists, typed by the
 //! placeholder), and the JSON form `{"dtype", "shape", "data"}` with `data`
@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use autoclust_graph::{DType, Tensor, TensorData};
+use autoclust_graph::{half, DType, Tensor, TensorData};
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 
 /// Why tensors could not be read or written.
@@ -40,6 +40,7 @@ fn st_dtype(d: DType) -> Option<StDtype> {
         DType::Bool => StDtype::BOOL,
         DType::UInt8 => StDtype::U8,
         DType::Float16 => StDtype::F16,
+        DType::BFloat16 => StDtype::BF16,
         _ => return None,
     })
 }
@@ -51,8 +52,8 @@ fn le_bytes(t: &Tensor) -> Option<Vec<u8>> {
         TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::Bool(v) => v.iter().map(|&x| x as u8).collect(),
-        // uint8 and float16 are kept as their little-endian bytes.
-        TensorData::Raw(b) if matches!(t.dtype, DType::UInt8 | DType::Float16) => b.to_vec(),
+        // uint8, float16 and bfloat16 are kept as their little-endian bytes.
+        TensorData::Raw(b) if t.dtype == DType::UInt8 || t.dtype.is_half() => b.to_vec(),
         _ => return None,
     })
 }
@@ -106,8 +107,12 @@ pub fn read_safetensors(bytes: &[u8]) -> Result<Vec<(String, Tensor)>, TensorIoE
                 data.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect(),
             ),
             StDtype::BOOL => Tensor::from_bool(shape, data.iter().map(|&b| b != 0).collect()),
-            StDtype::U8 | StDtype::F16 => {
-                let (dtype, width) = if view.dtype() == StDtype::U8 { (DType::UInt8, 1) } else { (DType::Float16, 2) };
+            StDtype::U8 | StDtype::F16 | StDtype::BF16 => {
+                let (dtype, width) = match view.dtype() {
+                    StDtype::U8 => (DType::UInt8, 1),
+                    StDtype::F16 => (DType::Float16, 2),
+                    _ => (DType::BFloat16, 2),
+                };
                 if data.len() != shape.iter().product::<usize>() * width {
                     return Err(TensorIoError::Value(format!(
                         "tensor '{name}': {} bytes for shape {shape:?}",
@@ -214,6 +219,17 @@ fn build(dtype: DType, shape: Vec<usize>, flat: &[&serde_json::Value]) -> Result
             Tensor::from_f32(shape, flat.iter().map(|v| num(v).map(|x| x as f32)).collect::<Result<_, _>>()?)
         }
         DType::Float64 => Tensor::from_f64(shape, flat.iter().map(|v| num(v)).collect::<Result<_, _>>()?),
+        // Half types: each number rounded to nearest (ties to even), as TensorFlow's
+        // `np.float16(x)` / `tf.constant(x, tf.bfloat16)` round it.
+        DType::Float16 | DType::BFloat16 => {
+            let narrow = if dtype == DType::BFloat16 { half::f32_to_bf16 } else { half::f32_to_f16 };
+            let bits: Vec<u8> = flat
+                .iter()
+                .map(|v| num(v).map(|x| narrow(x as f32).to_le_bytes()))
+                .collect::<Result<Vec<_>, _>>()?
+                .concat();
+            Tensor::from_raw(dtype, shape, bits)
+        }
         DType::Int32 => Tensor::from_i32(
             shape,
             flat.iter()
@@ -320,6 +336,13 @@ pub fn tensor_to_json(t: &Tensor) -> String {
             sep(&mut out, i);
             out.push_str(&json_string(&String::from_utf8_lossy(x)));
         }),
+        // float16 and bfloat16 as the numbers their bits hold (each exactly a float32).
+        TensorData::Raw(_) if t.dtype.is_half() => {
+            t.to_f64_vec().unwrap_or_default().iter().enumerate().for_each(|(i, &x)| {
+                sep(&mut out, i);
+                push_float(&mut out, x, || format!("{:?}", x as f32));
+            })
+        }
         TensorData::Raw(v) => v.iter().enumerate().for_each(|(i, x)| {
             sep(&mut out, i);
             let _ = write!(out, "{x}");

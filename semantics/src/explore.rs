@@ -30,7 +30,7 @@ use crate::eval::{synthetic, PureEval};
 use crate::model::{Access, AccessOp, Program, StepId, StepKind, VarId, VarKind};
 use crate::SemanticsError;
 
-/// Values for placeholders and initial variable values, by name (CONTRACT.md §3).
+/// Values for placeholders and initial variable values, by name (docs/contract.md §3).
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
     /// Placeholder node name → value.

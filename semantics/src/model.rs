@@ -49,7 +49,7 @@ pub struct StepId(pub u32);
 /// `VarHandleOp` nodes name it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Variable {
-    /// CONTRACT.md §3: the `shared_name`, or the handle's node name when
+    /// docs/contract.md §3: the `shared_name`, or the handle's node name when
     /// empty; prefixed `container/` outside the default container.
     pub name: String,
     pub container: String,
@@ -282,15 +282,8 @@ impl Access {
 /// The inputs of resource op `op` that are variable handles (the registry's `resource`
 /// arguments), in order; `[0]` for an op the registry does not know.
 pub(crate) fn handle_slots(op: &str) -> Vec<usize> {
-    use autoclust_graph::registry::{lookup, TypeRule};
-    match lookup(op) {
-        Some(schema) => schema
-            .inputs
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| a.ty == TypeRule::Fixed(DType::Resource))
-            .map(|(i, _)| i)
-            .collect(),
+    match autoclust_graph::registry::lookup(op) {
+        Some(schema) => schema.resource_inputs().collect(),
         None => vec![0],
     }
 }

@@ -11,6 +11,7 @@ from calling the concrete function eagerly `steps` times). Sizes are fixture siz
 test suite stays fast. File layout and manifest: README.md; the cases are listed there.
 """
 
+import json
 import os
 import sys
 
@@ -18,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_fixtures_tf2  # noqa: E402
 from make_fixtures_tf2 import captured_variables, write  # noqa: E402
 
 
@@ -72,6 +74,26 @@ def train_fixture(name, model, opt, loss_fn, specs, feeds, steps=2, metrics=(), 
     variables = captured_variables(cf, candidates)
     check_captures(name, cf, variables)
     write(name, cf, variables, feeds, steps)
+
+
+def set_half_tolerance(name, tolerance):
+    """Records in `name`'s manifest how far a half-precision fixture's floats may differ from
+    TensorFlow's, as a fraction of each tensor's largest magnitude (cli/tests/tf_fixtures.rs).
+
+    Why not bit-exact: autoclust computes a float16/bfloat16 op in float32 and rounds once (and
+    AddN and Sigmoid with TensorFlow's intermediate roundings), which gives TensorFlow's bits for
+    elementwise ops, Conv2D, float16 MatMul and BiasAddGrad. TensorFlow's CPU kernels without oneDNN
+    accumulate some sums in half precision, in Eigen's packet order: float16 Sum/Mean, Softmax's
+    sum, Conv2DBackpropFilter, and bfloat16 MatMul/BiasAddGrad (measured op by op on TF 2.21); those
+    differ by an ulp or a few, which training steps carry into the gradients. With oneDNN (TF's
+    default on x86) TensorFlow accumulates in float32 as autoclust does."""
+    path = os.path.join(make_fixtures_tf2.OUT, name + ".json")
+    with open(path) as fh:
+        manifest = json.load(fh)
+    manifest["half_tolerance"] = tolerance
+    with open(path, "w") as fh:
+        json.dump(manifest, fh, indent=1)
+        fh.write("\n")
 
 
 def start(seed):
@@ -278,10 +300,83 @@ def sweep_resize_topk_lamb():
                   feeds, metrics=[keras.metrics.SparseTopKCategoricalAccuracy(k=2)])
 
 
+def sweep_mixed_float16_conv_bn_lossscale():
+    """Keras' `mixed_float16` policy: Conv2D (no bias: before BatchNormalization its gradient is zero
+    in exact arithmetic, so its value would be float16 rounding noise) + BatchNormalization (FusedBatchNormV3 with T = half,
+    U = float) + ReLU + GAP2D + Dense in float16, a float32 softmax head, float32 variables and
+    optimizer; LossScaleOptimizer around SGD with momentum (dynamic loss scale: the gradients'
+    finiteness decides, in an `If`, whether to step and how the scale moves)."""
+    keras, L, rng = start(113)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        m = keras.Sequential([keras.Input((6, 6, 2)), L.Conv2D(4, 3, padding="same", use_bias=False), L.BatchNormalization(), L.ReLU(),
+                              L.GlobalAveragePooling2D(), L.Dense(3), L.Activation("softmax", dtype="float32")])
+        opt = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.05, momentum=0.9))
+        loss_fn = keras.losses.SparseCategoricalCrossentropy()
+        opt.build(m.trainable_variables)
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 6, 6, 2], tf.float32, name="x"),
+                                      tf.TensorSpec([None], tf.int32, name="labels")])
+        def train(x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, m(x, training=True))
+                scaled = opt.scale_loss(loss)
+            grads = tape.gradient(scaled, m.trainable_variables)
+            opt.apply_gradients(zip(grads, m.trainable_variables))
+            return loss
+
+        cf = train.get_concrete_function()
+        variables = captured_variables(cf, m.variables + opt.variables)
+        check_captures("sweep_mixed_float16_conv_bn_lossscale", cf, variables)
+        feeds = {"x": rng.standard_normal((4, 6, 6, 2)).astype(np.float32), "labels": np.array([0, 1, 2, 1], np.int32)}
+        write("sweep_mixed_float16_conv_bn_lossscale", cf, variables, feeds, 3)
+        set_half_tolerance("sweep_mixed_float16_conv_bn_lossscale", 0.002)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def sweep_mixed_bfloat16_mlp_layernorm_sgd():
+    """Keras' `mixed_bfloat16` policy (the CPU/TPU one): Dense + GELU + LayerNormalization + Dense in
+    bfloat16 with a float32 logits cast; SGD with momentum on float32 variables (not Adam: Adam's
+    m / sqrt(v) turns a gradient component that is bfloat16 rounding noise into a full step of
+    either sign); the step also returns the bfloat16 hidden activations (fetched as bfloat16)."""
+    keras, L, rng = start(114)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        inp = keras.Input((5,))
+        h = L.Dense(8, activation="gelu")(inp)
+        h = L.LayerNormalization()(h)
+        logits = L.Activation("linear", dtype="float32")(L.Dense(3)(h))
+        m = keras.Model(inp, [logits, h])
+        opt = keras.optimizers.SGD(0.1, momentum=0.9)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        opt.build(m.trainable_variables)
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 5], tf.float32, name="x"),
+                                      tf.TensorSpec([None], tf.int32, name="labels")])
+        def train(x, y):
+            with tf.GradientTape() as tape:
+                logits, hidden = m(x, training=True)
+                loss = loss_fn(y, logits)
+            grads = tape.gradient(loss, m.trainable_variables)
+            opt.apply_gradients(zip(grads, m.trainable_variables))
+            return loss, hidden
+
+        cf = train.get_concrete_function()
+        variables = captured_variables(cf, m.variables + opt.variables)
+        check_captures("sweep_mixed_bfloat16_mlp_layernorm_sgd", cf, variables)
+        feeds = {"x": rng.standard_normal((4, 5)).astype(np.float32), "labels": np.array([2, 0, 1, 1], np.int32)}
+        write("sweep_mixed_bfloat16_mlp_layernorm_sgd", cf, variables, feeds, 2)
+        set_half_tolerance("sweep_mixed_bfloat16_mlp_layernorm_sgd", 0.03)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
 FIXTURES = [sweep_sepconv_bn_dropout_lion, sweep_mha_mask_adadelta, sweep_masking_lstm_ftrl, sweep_bigru_huber_adamw,
             sweep_conv1d_causal_bce_metrics, sweep_mlp_mse_rmsprop_centered, sweep_embedding_mask_pool_adam_amsgrad,
             sweep_autoencoder_conv_transpose_nadam, sweep_simplernn_timedistributed_adamax, sweep_inference_bn_dropout,
-            sweep_gru_stacked_sgd_clipvalue, sweep_resize_topk_lamb]
+            sweep_gru_stacked_sgd_clipvalue, sweep_resize_topk_lamb, sweep_mixed_float16_conv_bn_lossscale,
+            sweep_mixed_bfloat16_mlp_layernorm_sgd]
 
 
 def main():

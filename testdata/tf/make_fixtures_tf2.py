@@ -7,7 +7,7 @@ Each graph is a `tf.function`'s concrete FuncGraph as TensorFlow 2 exports it
 as `Placeholder`s of dtype `resource` named after their first use (e.g.
 `MatMul/ReadVariableOp/resource`), not as VarHandleOps; stateful ops are ordered by automatic
 control dependencies; the input signature leaves the batch dimension unknown (`[?, n]`). autoclust
-names such a variable after the placeholder node (CONTRACT.md §3, a handle without `shared_name`),
+names such a variable after the placeholder node (docs/contract.md §3, a handle without `shared_name`),
 so the `.vars.safetensors` files use those names.
 
 Expected values come from calling the same concrete function eagerly, `steps` times with the same

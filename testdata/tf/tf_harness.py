@@ -2,7 +2,7 @@
 
 - `export(graph, directory, name)`: writes NAME.pbtxt exactly as `tf.io.write_graph(as_text=True)` does.
 - `TfRunner`: imports a GraphDef into a fresh graph and session, loads variable values by the
-  VarHandleOp's `shared_name` (CONTRACT.md section 3) instead of running initializers, and runs
+  VarHandleOp's `shared_name` (docs/contract.md section 3) instead of running initializers, and runs
   fetches/targets with feeds, the way `autoclust run` does.
 - `explore_outcomes`: enumerates every outcome the seeds' semantics allow for small graphs of
   resource ops (each read/write atomic; read-modify-write ops either split into read, compute,

@@ -9,7 +9,7 @@
 //! time limit. Input `i` of a format is a pure function of `(format, i)` (a xorshift
 //! stream seeded by both), so a failure is reproduced by its index alone.
 //!
-//! The oracle is the contract (CONTRACT.md §1): exit status 0, 1 or 2; on a non-zero
+//! The oracle is the contract (docs/contract.md §1): exit status 0, 1 or 2; on a non-zero
 //! status the first stderr line starts `error:`; never a panic, a signal (abort on a
 //! failed allocation, stack overflow), a hang past the time limit, or a partial output
 //! file. For `run`, both modes run and must agree: when both succeed their fetched

@@ -207,6 +207,11 @@ impl DType {
         matches!(self, DType::Float32 | DType::Float64 | DType::Float16 | DType::BFloat16)
     }
 
+    /// `float16` or `bfloat16` (stored as their bits; computed through float32).
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::Float16 | DType::BFloat16)
+    }
+
     pub fn is_integer(self) -> bool {
         matches!(
             self,

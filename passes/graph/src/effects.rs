@@ -1,6 +1,6 @@
 //! Resource effects of ops: TensorFlow's resource-operation table.
 //!
-//! Follows `resource_operation_table.cc` and CONTRACT.md §4 (`analyze`):
+//! Follows `resource_operation_table.cc` and docs/contract.md §4 (`analyze`):
 //! an op reads, writes, or modifies (reads and writes) resource variables,
 //! or has no resource effect. Any op that may call a function — a node whose
 //! op names a library function, or that has a `func` (or list of `func`)
@@ -63,7 +63,7 @@ fn dtype_in_function(library: &Library, name: &str, arg: usize, depth: usize) ->
 
 /// Whether `node` names a resource variable: a `VarHandleOp`, or a `Placeholder` of dtype
 /// `resource` — how a TensorFlow 2 function graph (a `tf.function`'s FuncGraph) captures a
-/// variable. A placeholder's variable is named after the node (CONTRACT.md §3's rule for a
+/// variable. A placeholder's variable is named after the node (docs/contract.md §3's rule for a
 /// handle without a `shared_name`), so `--vars` can initialise it.
 pub fn names_variable(node: &Node) -> bool {
     match node.op.as_str() {

@@ -14,6 +14,7 @@ pub mod effects;
 pub mod einsum;
 pub mod function;
 mod graph;
+pub mod half;
 pub mod infer;
 pub mod limits;
 pub mod protocol;

@@ -328,10 +328,12 @@ impl Tensor {
             TensorData::I32(v) => v.iter().map(|&x| x as f64).collect(),
             TensorData::I64(v) => v.iter().map(|&x| x as f64).collect(),
             TensorData::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
-            // uint8 (images) and float16 from their raw little-endian bytes.
+            // uint8 (images), float16 and bfloat16 from their raw little-endian bytes.
             TensorData::Raw(b) if self.dtype == DType::UInt8 => b.iter().map(|&x| x as f64).collect(),
-            TensorData::Raw(b) if self.dtype == DType::Float16 && b.len().is_multiple_of(2) => {
-                b.chunks_exact(2).map(|h| f16_to_f32(u16::from_le_bytes([h[0], h[1]])) as f64).collect()
+            TensorData::Raw(b) if self.dtype.is_half() && b.len().is_multiple_of(2) => {
+                let widen =
+                    if self.dtype == DType::BFloat16 { crate::half::bf16_to_f32 } else { crate::half::f16_to_f32 };
+                b.chunks_exact(2).map(|h| widen(u16::from_le_bytes([h[0], h[1]])) as f64).collect()
             }
             _ => return None,
         })
@@ -461,19 +463,6 @@ impl CompactTensor {
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}{:?}", self.dtype, self.shape)
-    }
-}
-
-/// The value of IEEE half-precision bits (exact: every half is a float32).
-pub fn f16_to_f32(h: u16) -> f32 {
-    let sign = if h & 0x8000 != 0 { -1.0f32 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1f);
-    let frac = f32::from(h & 0x3ff);
-    match exp {
-        0 => sign * frac * 2f32.powi(-24),
-        31 if frac == 0.0 => sign * f32::INFINITY,
-        31 => f32::NAN,
-        e => sign * (1.0 + frac / 1024.0) * 2f32.powi(e - 15),
     }
 }
 

@@ -24,6 +24,7 @@ pub(crate) mod conv;
 pub(crate) mod diag;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
+pub mod half;
 pub(crate) mod image;
 pub(crate) mod list;
 pub(crate) mod matmul;
@@ -67,6 +68,10 @@ pub fn has_pure_kernel(op: &str) -> bool {
 
 /// Prepares the kernel of a stateless op.
 pub fn prepare(node: &Node) -> KResult<PureFn> {
+    // First: an op in float16 or bfloat16 is its float32 kernel, rounded once per op.
+    if let Some(f) = half::prepare(node)? {
+        return Ok(f);
+    }
     // First: `Equal`/`NotEqual` on strings are wrapped around the elementwise kernels.
     if let Some(f) = string::prepare(node)? {
         return Ok(f);

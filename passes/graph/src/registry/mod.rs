@@ -179,6 +179,12 @@ impl OpSchema {
         crate::effects::table_kind(self.name)
     }
 
+    /// The inputs that are resource handles (fixed dtype `resource`), in order: for a
+    /// variable op, the variables it reads or writes.
+    pub fn resource_inputs(&self) -> impl Iterator<Item = usize> + '_ {
+        self.inputs.iter().enumerate().filter(|(_, a)| a.ty == TypeRule::Fixed(DType::Resource)).map(|(i, _)| i)
+    }
+
     /// The attribute spec of `name`.
     pub fn attr(&self, name: &str) -> Option<&'static AttrSpec> {
         self.attrs.iter().find(|a| a.name == name)

@@ -1,0 +1,263 @@
+//! Half-precision ops: `float16` and `bfloat16`, as TensorFlow's CPU kernels compute them.
+//!
+//! TensorFlow's CPU kernels on `Eigen::half` and `Eigen::bfloat16` compute every arithmetic
+//! operation in float32 and round the result to the half type (Eigen's operators convert
+//! both operands to `float`, compute, and convert back with round-to-nearest-even). So a
+//! half-precision op here is the float32 kernel of the same op (its half type attributes
+//! rewritten to `float32`), with its half inputs widened exactly and its half outputs rounded
+//! to nearest-even: one rounding per op, as in TensorFlow. Keras' `mixed_float16` and
+//! `mixed_bfloat16` policies put such ops in every training step (the forward and backward
+//! pass in half precision, the variables and the optimizer in float32).
+//!
+//! `Cast` to or from a half type is handled directly (a float32 step in between, as
+//! `static_cast` through Eigen's half types does). Half tensors are stored as their
+//! little-endian bit patterns ([`TensorData::Raw`], two bytes per element), the form
+//! constants, feeds and safetensors files give them.
+//!
+//! Outputs whose signature type is not a half attribute (FusedBatchNormV3's float32
+//! statistics under `U = float`, an `ArgMax`'s index) are passed through unchanged.
+
+use std::sync::Arc;
+
+use autoclust_graph::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use autoclust_graph::{AttrValue, DType, ListValue, Node, Tensor, TensorData};
+
+use super::{Inputs, Outputs, PureFn};
+use crate::error::{KResult, KernelError};
+
+/// A half tensor widened to float32 (exact).
+pub fn widen(t: &Tensor) -> KResult<Tensor> {
+    let TensorData::Raw(bytes) = &t.data else { return Err(KernelError::DType(t.dtype)) };
+    if bytes.len() != t.num_elements() * 2 {
+        return Err(KernelError::invalid(format!(
+            "a {} tensor of {} elements has {} bytes",
+            t.dtype,
+            t.num_elements(),
+            bytes.len()
+        )));
+    }
+    let to_f32 = if t.dtype == DType::BFloat16 { bf16_to_f32 } else { f16_to_f32 };
+    let v: Vec<f32> = bytes.chunks_exact(2).map(|c| to_f32(u16::from_le_bytes([c[0], c[1]]))).collect();
+    Ok(Tensor { dtype: DType::Float32, shape: t.shape.clone(), data: TensorData::F32(Arc::new(v)) })
+}
+
+/// A float32 tensor rounded to the half type `dtype`.
+pub fn narrow(t: &Tensor, dtype: DType) -> KResult<Tensor> {
+    let Some(v) = t.as_f32() else { return Err(KernelError::DType(t.dtype)) };
+    let to_bits = if dtype == DType::BFloat16 { f32_to_bf16 } else { f32_to_f16 };
+    let bytes: Vec<u8> = v.iter().flat_map(|&x| to_bits(x).to_le_bytes()).collect();
+    Ok(Tensor { dtype, shape: t.shape.clone(), data: TensorData::Raw(Arc::new(bytes)) })
+}
+
+/// The node's type attributes (single or list) that name a half type.
+fn half_attrs(node: &Node) -> bool {
+    node.attrs.values().any(|v| match v {
+        AttrValue::Type(d) => d.is_half(),
+        AttrValue::List(ListValue::Type(l)) => l.iter().any(|d| d.is_half()),
+        _ => false,
+    })
+}
+
+/// The kernel of a node with a half type attribute, or `None` for any other node.
+pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
+    // A constant's value is already in its type: nothing to compute.
+    if !half_attrs(node) || node.op == "Const" {
+        return Ok(None);
+    }
+    if node.op == "Cast" {
+        let dst = super::attr_type(node, "DstT")?;
+        return Ok(Some(Box::new(move |inp: Inputs| {
+            super::arity(&inp, 1)?;
+            let x = &inp[0];
+            let wide = if x.dtype.is_half() { widen(x)? } else { x.clone() };
+            let out = if dst.is_half() {
+                narrow(&super::elementwise::cast(&wide, DType::Float32)?, dst)?
+            } else {
+                super::elementwise::cast(&wide, dst)?
+            };
+            super::one(out)
+        })));
+    }
+    if let Some(f) = rounded_per_step(node)? {
+        return Ok(Some(f));
+    }
+    let out_types = autoclust_graph::infer::attr_output_dtypes(node).ok_or_else(|| {
+        KernelError::invalid(format!("cannot tell the output types of {} in half precision", node.op))
+    })?;
+    let mut wide = node.clone();
+    for v in wide.attrs.values_mut() {
+        match v {
+            AttrValue::Type(d) if d.is_half() => *d = DType::Float32,
+            AttrValue::List(ListValue::Type(list)) => {
+                for d in list.iter_mut().filter(|d| d.is_half()) {
+                    *d = DType::Float32;
+                }
+            }
+            _ => {}
+        }
+    }
+    let kernel = super::prepare(&wide)?;
+    Ok(Some(Box::new(move |inp: Inputs| {
+        let inp: Inputs =
+            inp.into_iter().map(|t| if t.dtype.is_half() { widen(&t) } else { Ok(t) }).collect::<KResult<_>>()?;
+        let outs = kernel(inp)?;
+        outs.into_iter()
+            .enumerate()
+            .map(|(i, t)| match out_types.get(i) {
+                Some(&d) if d.is_half() && t.dtype == DType::Float32 => narrow(&t, d),
+                _ => Ok(t),
+            })
+            .collect::<KResult<Outputs>>()
+    })))
+}
+
+/// Ops whose TensorFlow kernel is an expression of several half-precision operations, each
+/// rounded: `AddN` adds left to right (`((x0 + x1) + x2) + …`, as its `Add8`/`Add8p`
+/// expressions do), `Sigmoid` is Eigen's generic logistic `e / (1 + e)` with `e = exp(x)` (1 where `e` overflows). Computing
+/// them with the same roundings gives TensorFlow's bits; one rounding at the end would not.
+fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
+    if !matches!(node.op.as_str(), "AddN" | "Sigmoid") {
+        return Ok(None);
+    }
+    let dtype = super::attr_type(node, "T")?;
+    let to_bits = if dtype == DType::BFloat16 { f32_to_bf16 } else { f32_to_f16 };
+    let from_bits = if dtype == DType::BFloat16 { bf16_to_f32 } else { f16_to_f32 };
+    let round = move |x: f32| from_bits(to_bits(x));
+    Ok(Some(match node.op.as_str() {
+        "AddN" => Box::new(move |inp: Inputs| {
+            let first = inp.first().ok_or_else(|| KernelError::invalid("AddN needs inputs"))?;
+            if inp.iter().any(|t| t.dtype != dtype || t.shape != first.shape) {
+                return Err(KernelError::invalid("AddN inputs must have one dtype and one shape"));
+            }
+            let mut acc = widen(first)?;
+            for t in &inp[1..] {
+                let x = widen(t)?;
+                let sum: Vec<f32> = acc
+                    .as_f32()
+                    .expect("widened")
+                    .iter()
+                    .zip(x.as_f32().expect("widened"))
+                    .map(|(&a, &b)| round(a + b))
+                    .collect();
+                acc = Tensor { dtype: DType::Float32, shape: acc.shape.clone(), data: TensorData::F32(Arc::new(sum)) };
+            }
+            super::one(narrow(&acc, dtype)?)
+        }),
+        "Sigmoid" => Box::new(move |inp: Inputs| {
+            super::arity(&inp, 1)?;
+            let x = widen(&inp[0])?;
+            let y: Vec<f32> = x
+                .as_f32()
+                .expect("widened")
+                .iter()
+                .map(|&v| {
+                    let e = round(v.exp());
+                    if e.is_infinite() {
+                        1.0
+                    } else {
+                        round(e / round(1.0 + e))
+                    }
+                })
+                .collect();
+            super::one(narrow(
+                &Tensor { dtype: DType::Float32, shape: x.shape.clone(), data: TensorData::F32(Arc::new(y)) },
+                dtype,
+            )?)
+        }),
+        _ => return Ok(None),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn half_node(op: &str, attrs: &[(&str, AttrValue)]) -> Node {
+        Node {
+            name: "n".into(),
+            op: op.into(),
+            inputs: Vec::new(),
+            control_inputs: Vec::new(),
+            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            device: String::new(),
+            span: None,
+        }
+    }
+
+    fn f16_tensor(v: &[f32]) -> Tensor {
+        let t = Tensor::from_f32(vec![v.len()], v.to_vec()).unwrap();
+        narrow(&t, DType::Float16).unwrap()
+    }
+
+    #[test]
+    fn an_op_rounds_once_to_its_half_type() {
+        // 1 + 2^-10 is the binary16 after 1; half of it added to 1 ties to even (1), in one
+        // rounding; a sum of float32 values rounded once.
+        let add = super::super::prepare(&half_node("AddV2", &[("T", AttrValue::Type(DType::Float16))])).unwrap();
+        let a = f16_tensor(&[1.0, 2048.0, 0.1]);
+        let b = f16_tensor(&[1.0 / 1024.0, 1.0, 0.2]);
+        let out = add([a, b].into_iter().collect()).unwrap();
+        assert_eq!(out[0].dtype, DType::Float16);
+        let got = widen(&out[0]).unwrap();
+        let want: Vec<f32> = [
+            1.0 + 1.0 / 1024.0,
+            2048.0,
+            f16_to_f32(f32_to_f16(f16_to_f32(f32_to_f16(0.1)) + f16_to_f32(f32_to_f16(0.2)))),
+        ]
+        .to_vec();
+        assert_eq!(got.as_f32().unwrap(), want.as_slice());
+    }
+
+    #[test]
+    fn add_n_and_sigmoid_round_as_tensorflow_does() {
+        // AddN adds left to right, rounding each sum: 1 + 2^-11 ties to even (1) twice, where
+        // one rounding of the whole sum would give 1 + 2^-10.
+        let add_n = super::super::prepare(&half_node(
+            "AddN",
+            &[("T", AttrValue::Type(DType::Float16)), ("N", AttrValue::I(3))],
+        ))
+        .unwrap();
+        let (one, tiny) = (f16_tensor(&[1.0]), f16_tensor(&[1.0 / 2048.0]));
+        let out = add_n([one, tiny.clone(), tiny].into_iter().collect()).unwrap();
+        assert_eq!(widen(&out[0]).unwrap().as_f32().unwrap(), &[1.0]);
+        // Sigmoid: TensorFlow 2.21's float16 bits (tf.sigmoid on a float16 constant), which one
+        // rounding of the exact value misses by an ulp.
+        let sigmoid = super::super::prepare(&half_node("Sigmoid", &[("T", AttrValue::Type(DType::Float16))])).unwrap();
+        let out = sigmoid([f16_tensor(&[-5.875, -5.75, -5.25, -4.875])].into_iter().collect()).unwrap();
+        let TensorData::Raw(bytes) = &out[0].data else { panic!("half bits") };
+        let bits: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+        assert_eq!(bits, [6589, 6784, 7513, 8129]);
+    }
+
+    #[test]
+    fn cast_goes_through_float32_and_keeps_other_outputs() {
+        let to_half = super::super::prepare(&half_node(
+            "Cast",
+            &[("SrcT", AttrValue::Type(DType::Int32)), ("DstT", AttrValue::Type(DType::BFloat16))],
+        ))
+        .unwrap();
+        let out = to_half([Tensor::from_i32(vec![2], vec![3, 257]).unwrap()].into_iter().collect()).unwrap();
+        assert_eq!(out[0].dtype, DType::BFloat16);
+        // 257 is not a bfloat16: it rounds to 256 (ties to even).
+        assert_eq!(widen(&out[0]).unwrap().as_f32().unwrap(), &[3.0, 256.0]);
+        let back = super::super::prepare(&half_node(
+            "Cast",
+            &[("SrcT", AttrValue::Type(DType::BFloat16)), ("DstT", AttrValue::Type(DType::Int64))],
+        ))
+        .unwrap();
+        let out = back(out.into_iter().collect()).unwrap();
+        assert_eq!(out[0].as_i64().unwrap(), &[3, 256]);
+        // ArgMax on a half input: its index output is not rounded.
+        let argmax = super::super::prepare(&half_node(
+            "ArgMax",
+            &[
+                ("T", AttrValue::Type(DType::Float16)),
+                ("Tidx", AttrValue::Type(DType::Int32)),
+                ("output_type", AttrValue::Type(DType::Int64)),
+            ],
+        ))
+        .unwrap();
+        let out = argmax([f16_tensor(&[0.5, 3.0, -1.0]), Tensor::scalar_i32(0)].into_iter().collect()).unwrap();
+        assert_eq!(out[0].as_i64().unwrap(), &[1]);
+    }
+}
