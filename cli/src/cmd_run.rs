@@ -146,6 +146,9 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
             session.set_variable(&name, t).map_err(|e| CliError::input(format!("{}: {e}", show(path))))?;
         }
     }
+    if let Some(m) = model {
+        run_init_op(&session, m)?;
+    }
     // With a signature, feeds and fetches are named by its keys; `graph_name` finds the tensor.
     let feed_tensor = |name: &str, what: &str| -> Result<String, CliError> {
         match model {
@@ -224,6 +227,23 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
     })
 }
 
+/// Runs a SavedModel's initialisation op once, as TensorFlow's loader does before the
+/// model serves: it fills the model's lookup tables (from constants, or from its asset
+/// files, whose paths it is fed).
+fn run_init_op(session: &Session, model: &ModelContext) -> Result<(), CliError> {
+    let Some(init) = &model.init_op else { return Ok(()) };
+    let fail = |e: String| CliError::input(format!("{}: initialisation op '{init}': {e}", model.dir));
+    let target = session.node(init).map_err(|e| fail(e.to_string()))?;
+    let mut feeds = Vec::new();
+    for (tensor, path) in &model.asset_feeds {
+        let o = session.output(tensor).map_err(|e| fail(format!("asset {e}")))?;
+        let t = Tensor::from_strings(vec![], vec![path.as_bytes().to_vec()]).map_err(|e| fail(e.to_string()))?;
+        feeds.push((o, t));
+    }
+    session.run(&RunRequest { feeds, fetches: Vec::new(), targets: vec![target] }).map_err(|e| fail(e.to_string()))?;
+    Ok(())
+}
+
 /// The evaluator `constant-fold` uses: the runtime's stateless kernels.
 pub fn kernel_evaluator() -> Evaluator {
     Arc::new(|node, inputs| autoclust_runtime::compute(node, inputs).map_err(|e| e.to_string()))
@@ -263,6 +283,7 @@ pub fn optimized(plain: Prepared, options: SessionOptions) -> Result<Prepared, C
             return keep_plain(plain, format!("variable '{var}' does not carry over ({e})"));
         }
     }
+    session.adopt_tables(&plain.session);
     let find = |id: NodeId| optimized.find(graph.name(id));
     let feeds: Option<Vec<(Output, Tensor)>> = request
         .feeds
@@ -332,6 +353,7 @@ pub fn clustered_session(
             return Ok(unclustered(plain, vec![why]));
         }
     }
+    session.adopt_tables(&plain.session);
     let mut feeds = Vec::with_capacity(request.feeds.len());
     for (o, t) in &request.feeds {
         // A placeholder missing from the rewritten graph was pruned: nothing needs its value.

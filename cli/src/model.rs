@@ -32,6 +32,10 @@ pub struct ModelContext {
     /// Session variable name → checkpoint key.
     pub keys: BTreeMap<String, String>,
     pub object_graph: Option<Tensor>,
+    /// The op that initialises the model's lookup tables (TensorFlow's loader runs it once,
+    /// before anything else), and the asset paths it is fed.
+    pub init_op: Option<String>,
+    pub asset_feeds: Vec<(String, String)>,
 }
 
 impl ModelContext {
@@ -90,7 +94,7 @@ pub fn load_model(path: &Path, signature: Option<&str>) -> Result<(Graph, ModelC
     let sm = load_saved_model(path)?;
     let dir = path.display().to_string();
     check_acyclic(&sm.graph, &dir)?;
-    let SavedModel { graph, mut signatures, variables, object_graph } = sm;
+    let SavedModel { graph, mut signatures, variables, object_graph, init_op, asset_feeds } = sm;
     let name = signature.unwrap_or("serving_default");
     let Some(sig) = signatures.remove(name) else {
         let names: Vec<&str> = signatures.keys().map(String::as_str).collect();
@@ -99,7 +103,16 @@ pub fn load_model(path: &Path, signature: Option<&str>) -> Result<(Graph, ModelC
     };
     let keys = variables.iter().map(|v| (v.name.clone(), v.key.clone())).collect();
     let variables = variables.into_iter().map(|v| (v.name, v.value)).collect();
-    let model = ModelContext { dir, signature_name: name.to_string(), signature: sig, variables, keys, object_graph };
+    let model = ModelContext {
+        dir,
+        signature_name: name.to_string(),
+        signature: sig,
+        variables,
+        keys,
+        object_graph,
+        init_op,
+        asset_feeds,
+    };
     Ok((graph, model))
 }
 

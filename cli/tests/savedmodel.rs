@@ -364,6 +364,44 @@ fn explore_and_verify_take_the_signature() {
     assert_eq!(usage.status.code(), Some(2));
 }
 
+/// A Keras export whose lookup tables its init op fills (an integer vocabulary, a string
+/// vocabulary with hashed out-of-vocabulary buckets, a vocabulary file among its assets):
+/// `run` runs the init op once, as TensorFlow's loader does, and gives TensorFlow's outputs in
+/// both modes; the table ops stay outside clusters.
+#[test]
+fn lookup_tables_are_initialised_and_match_tensorflow() {
+    // make_fixtures.py's LOOKUP_WORDS and LOOKUP_COLORS.
+    let strings = [
+        "--feed",
+        r#"words=[["cat", "zebra"], ["fish", "bird"]]"#,
+        "--feed",
+        r#"colors=[["green", "pink"], ["red", "blue"]]"#,
+    ];
+    check_against_tensorflow("lookup", "lookup.feeds.npz", &strings, "lookup.expected.npz");
+    let v = json(&autoclust(&["cluster", s(&fixture("lookup")), "--signature", "serving_default", "--json"]));
+    let clustered: Vec<&str> = v["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["nodes"].as_array().unwrap())
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(!clustered.is_empty(), "{v}");
+    assert!(!clustered.iter().any(|n| n.contains("LookupTable")), "a table op in a cluster: {clustered:?}");
+    // A lookup key of the wrong type is an error naming the op, not a panic.
+    let e = error_line(&autoclust(&[
+        "run",
+        s(&fixture("lookup")),
+        "--feeds",
+        s(&fixture("lookup.feeds.npz")),
+        "--feed",
+        "words=[[1, 2], [3, 4]]",
+        "--feed",
+        r#"colors=[["red", "red"], ["red", "red"]]"#,
+    ]));
+    assert!(e.contains("words"), "{e}");
+}
+
 /// `bench` on every fixture: the Keras export, and the train_step signature.
 #[test]
 fn bench_takes_every_fixture() {

@@ -520,6 +520,9 @@ fn node_kernel(
     if let Some(f) = crate::containers::prepare(node)? {
         return Ok(NodeKernel::Stateful(f));
     }
+    if let Some(f) = kernels::lookup::prepare(node)? {
+        return Ok(NodeKernel::Stateful(f));
+    }
     if let Some(f) = resource::prepare(node)? {
         return Ok(NodeKernel::Stateful(f));
     }

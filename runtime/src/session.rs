@@ -232,6 +232,12 @@ impl Session {
         format!("{}:{}", self.graph.name(o.node), o.port)
     }
 
+    /// Makes `other`'s lookup tables this session's too (the same tables): a session built
+    /// from another's graph (optimized, clustered) keeps the tables its initialisation filled.
+    pub fn adopt_tables(&self, other: &Session) {
+        self.store.lookup_tables().adopt(other.store.lookup_tables());
+    }
+
     /// Every initialised variable `(name, value)`, sorted by name. The name
     /// is the `shared_name` (or node name), prefixed `container/` when the
     /// container is not the default one.

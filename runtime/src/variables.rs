@@ -66,6 +66,8 @@ pub struct VariableStore {
     /// The session's other per-node state that persists across runs: the
     /// generators of the stateful random ops.
     random: crate::kernels::random::RandomStates,
+    /// The session's lookup tables (`HashTableV2`, ...).
+    lookup: crate::kernels::lookup::LookupTables,
 }
 
 impl VariableStore {
@@ -92,6 +94,11 @@ impl VariableStore {
         }));
         index.insert((container.to_string(), name.to_string()), id);
         id
+    }
+
+    /// The session's lookup tables.
+    pub fn lookup_tables(&self) -> &crate::kernels::lookup::LookupTables {
+        &self.lookup
     }
 
     /// The generators of the session's stateful random ops.

@@ -115,6 +115,41 @@ def cnn():
     np.savez(os.path.join(HERE, "cnn.expected.npz"), **{k: v.numpy() for k, v in out.items()})
 
 
+def lookup():
+    """A Keras export with three lookup tables, each filled by the SavedModel's init op:
+    IntegerLookup (int64 keys, a constant vocabulary), StringLookup with two out-of-vocabulary
+    hash buckets (`StringToHashBucketFast`), and StringLookup on a vocabulary file (an asset:
+    `InitializeTableFromTextFileV2` fed the file's path; the path also sits in a string
+    variable). Feeds: `ids` in lookup.feeds.npz; the two string inputs are given as JSON by
+    the test (npz holds no strings), their values in LOOKUP_WORDS / LOOKUP_COLORS."""
+    tf.keras.utils.set_random_seed(7)
+    layers = tf.keras.layers
+    vocab = os.path.join(HERE, "lookup_colors.txt")
+    with open(vocab, "w") as f:
+        f.write("red\ngreen\nblue\n")
+    ids = tf.keras.Input((3,), dtype="int64", name="ids")
+    words = tf.keras.Input((2,), dtype="string", name="words")
+    colors = tf.keras.Input((2,), dtype="string", name="colors")
+    a = layers.Embedding(6, 2)(layers.IntegerLookup(vocabulary=[10, 20, 30, 40])(ids))
+    b = layers.Embedding(6, 2)(layers.StringLookup(vocabulary=["cat", "dog", "fish"], num_oov_indices=2)(words))
+    c = layers.Embedding(5, 2)(layers.StringLookup(vocabulary=vocab)(colors))
+    h = layers.Concatenate(axis=1)([a, b, c])
+    model = tf.keras.Model([ids, words, colors], layers.Dense(2, name="out")(layers.Flatten()(h)))
+    path = os.path.join(HERE, "lookup")
+    model.export(path, verbose=False)
+    os.remove(vocab)  # the export copied it into lookup/assets/
+    x = np.array([[10, 40, 99], [30, 20, 10]], np.int64)
+    loaded = tf.saved_model.load(path)
+    sig = loaded.signatures["serving_default"]
+    out = sig(ids=tf.constant(x), words=tf.constant(LOOKUP_WORDS), colors=tf.constant(LOOKUP_COLORS))
+    np.savez(os.path.join(HERE, "lookup.feeds.npz"), ids=x)
+    np.savez(os.path.join(HERE, "lookup.expected.npz"), **{k: v.numpy() for k, v in out.items()})
+
+
+LOOKUP_WORDS = [["cat", "zebra"], ["fish", "bird"]]
+LOOKUP_COLORS = [["green", "pink"], ["red", "blue"]]
+
+
 def train():
     m = Trainer()
     path = os.path.join(HERE, "train")
@@ -191,3 +226,4 @@ if __name__ == "__main__":
     dense2_sliced()
     cnn()
     train()
+    lookup()

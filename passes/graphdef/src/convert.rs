@@ -79,6 +79,11 @@ fn attrs_from_proto(
 ) -> Result<Attrs, GraphDefError> {
     let mut attrs = Attrs::new();
     for (k, v) in map {
+        // TensorFlow writes internal annotations with no value (`_input_shapes` on the
+        // functions of a SavedModel's resource destroyers, for one); they carry nothing.
+        if v.value.is_none() && k.starts_with('_') {
+            continue;
+        }
         let v = attr_from_proto(v, &k, ctx, 1)?;
         attrs.insert(k, v);
     }

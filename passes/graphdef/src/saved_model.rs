@@ -67,6 +67,13 @@ pub struct SavedModel {
     /// The checkpoint's serialized object graph, written back into
     /// checkpoints saved from this model so `tf.train.Checkpoint` can restore them.
     pub object_graph: Option<Tensor>,
+    /// The op that initialises the model's other resources (its lookup tables), run once
+    /// before anything else as TensorFlow's loader does: the `__saved_model_init_op`
+    /// signature's output, or a TF1 model's `saved_model_main_op` / `legacy_init_op`.
+    pub init_op: Option<String>,
+    /// The string tensors that carry the asset files' paths into `init_op`, with each
+    /// file's path in the SavedModel's `assets/` directory.
+    pub asset_feeds: Vec<(String, String)>,
 }
 
 /// Why a SavedModel could not be loaded; every variant names the file at fault.
@@ -106,6 +113,30 @@ pub fn load_saved_model(dir: &Path) -> Result<SavedModel, SavedModelError> {
     let meta = metas.swap_remove(pick);
     let graph = graph_from_proto(meta.graph_def.clone().unwrap_or_default(), &[])
         .map_err(|source| SavedModelError::Graph { path: shown.clone(), source })?;
+
+    let node_of = |tensor: &str| tensor.split(':').next().unwrap_or(tensor).trim_start_matches('^').to_string();
+    let init_op = meta
+        .signature_def
+        .get("__saved_model_init_op")
+        .and_then(|def| def.outputs.values().next())
+        .map(|info| node_of(&info.name))
+        .or_else(|| {
+            ["saved_model_main_op", "legacy_init_op"].iter().find_map(|k| {
+                let list = meta.collection_def.get(*k)?.node_list().value.first()?;
+                Some(node_of(list))
+            })
+        })
+        .filter(|n| graph.find(n).is_some());
+    let asset_feeds: Vec<(String, String)> = meta
+        .asset_file_def
+        .iter()
+        .filter(|a| !a.tensor_info.name.is_empty())
+        .map(|a| {
+            let tensor = &a.tensor_info.name;
+            let tensor = if tensor.contains(':') { tensor.clone() } else { format!("{tensor}:0") };
+            (tensor, dir.join("assets").join(&a.filename).display().to_string())
+        })
+        .collect();
 
     let mut signatures = BTreeMap::new();
     for (name, def) in &meta.signature_def {
@@ -179,7 +210,7 @@ pub fn load_saved_model(dir: &Path) -> Result<SavedModel, SavedModelError> {
         (variables, object_graph)
     };
     tracing::debug!(nodes = graph.len(), signatures = signatures.len(), variables = variables.len(), "loaded");
-    Ok(SavedModel { graph, signatures, variables, object_graph })
+    Ok(SavedModel { graph, signatures, variables, object_graph, init_op, asset_feeds })
 }
 
 /// Saved-object node id → checkpoint key of its `VARIABLE_VALUE`, by walking

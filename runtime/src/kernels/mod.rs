@@ -27,6 +27,7 @@ pub(crate) mod elementwise;
 pub mod half;
 pub(crate) mod image;
 pub(crate) mod list;
+pub mod lookup;
 pub(crate) mod matmul;
 pub(crate) mod nn;
 pub(crate) mod optimizer;

@@ -249,7 +249,16 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
                 let value = inp.pop().expect("two inputs");
                 let id = handle_var(&inp[0])?;
                 check_dtype(store, id, &value, dtype)?;
-                super::check_native(&value)?;
+                // Any value a variable can hold: numbers, strings (Keras keeps a vocabulary
+                // file's path in a string variable), half-precision and byte types.
+                let storable = match &value.data {
+                    TensorData::Str(_) => value.dtype == DType::String,
+                    TensorData::Raw(_) => !matches!(value.dtype, DType::Resource | DType::Variant),
+                    _ => super::check_native(&value).is_ok(),
+                };
+                if !storable {
+                    return Err(KernelError::DType(value.dtype));
+                }
                 let var = store.get(id);
                 let mut g = var.lock();
                 if validate_shape {

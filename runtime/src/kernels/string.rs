@@ -104,6 +104,18 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(substr(&inp[0], &inp[1], &inp[2], utf8)?)
             })
         }
+        "StringToHashBucketFast" => {
+            let buckets = attr_int_or(node, "num_buckets", 0)?;
+            if buckets <= 0 {
+                return Err(KernelError::invalid(format!("num_buckets must be positive, got {buckets}")));
+            }
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let v = strings(&inp[0], "input")?;
+                let h: Vec<i64> = v.iter().map(|s| (fingerprint64(s) % buckets as u64) as i64).collect();
+                one(Tensor::from_i64(inp[0].shape.clone(), h).expect("same element count"))
+            })
+        }
         "StringLength" => {
             let utf8 = unit_is_utf8(node)?;
             Box::new(move |inp: Inputs| {
@@ -836,6 +848,120 @@ fn reduce_join(t: &Tensor, axes: &[i64], keep_dims: bool, sep: &[u8]) -> KResult
     Ok(str_tensor(out_shape, out))
 }
 
+// ---------------------------------------------------------------- Fingerprint64
+
+/// TensorFlow's `Fingerprint64` (FarmHash's `farmhashna::Hash64`), which `StringToHashBucketFast`
+/// reduces modulo the bucket count: Keras' `Hashing` layer, the out-of-vocabulary buckets of
+/// `StringLookup`, feature columns' hash buckets. Little-endian loads, wrapping arithmetic.
+pub(crate) fn fingerprint64(s: &[u8]) -> u64 {
+    const K0: u64 = 0xc3a5_c85c_97cb_3127;
+    const K1: u64 = 0xb492_b66f_be98_f273;
+    const K2: u64 = 0x9ae1_6a3b_2f90_404f;
+    let load64 = |i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+    let load32 = |i: usize| u64::from(u32::from_le_bytes(s[i..i + 4].try_into().expect("4 bytes")));
+    let shift_mix = |v: u64| v ^ (v >> 47);
+    let mix16 = |u: u64, v: u64, mul: u64| {
+        let a = shift_mix((u ^ v).wrapping_mul(mul));
+        let b = shift_mix((v ^ a).wrapping_mul(mul));
+        b.wrapping_mul(mul)
+    };
+    // Two 64-bit lanes from the 32 bytes at `i` and two seeds.
+    let weak32 = |i: usize, a: u64, b: u64| {
+        let (w, x, y, z) = (load64(i), load64(i + 8), load64(i + 16), load64(i + 24));
+        let a = a.wrapping_add(w);
+        let b = b.wrapping_add(a).wrapping_add(z).rotate_right(21);
+        let c = a;
+        let a = a.wrapping_add(x).wrapping_add(y);
+        let b = b.wrapping_add(a.rotate_right(44));
+        (a.wrapping_add(z), b.wrapping_add(c))
+    };
+    let len = s.len();
+    let mul = K2.wrapping_add(2 * len as u64);
+    if len <= 16 {
+        if len >= 8 {
+            let a = load64(0).wrapping_add(K2);
+            let b = load64(len - 8);
+            let c = b.rotate_right(37).wrapping_mul(mul).wrapping_add(a);
+            let d = a.rotate_right(25).wrapping_add(b).wrapping_mul(mul);
+            return mix16(c, d, mul);
+        }
+        if len >= 4 {
+            return mix16((len as u64).wrapping_add(load32(0) << 3), load32(len - 4), mul);
+        }
+        if len > 0 {
+            let y = u64::from(s[0]) + (u64::from(s[len >> 1]) << 8);
+            let z = len as u64 + (u64::from(s[len - 1]) << 2);
+            return shift_mix(y.wrapping_mul(K2) ^ z.wrapping_mul(K0)).wrapping_mul(K2);
+        }
+        return K2;
+    }
+    if len <= 32 {
+        let a = load64(0).wrapping_mul(K1);
+        let b = load64(8);
+        let c = load64(len - 8).wrapping_mul(mul);
+        let d = load64(len - 16).wrapping_mul(K2);
+        return mix16(
+            a.wrapping_add(b).rotate_right(43).wrapping_add(c.rotate_right(30)).wrapping_add(d),
+            a.wrapping_add(b.wrapping_add(K2).rotate_right(18)).wrapping_add(c),
+            mul,
+        );
+    }
+    if len <= 64 {
+        let a = load64(0).wrapping_mul(K2);
+        let b = load64(8);
+        let c = load64(len - 8).wrapping_mul(mul);
+        let d = load64(len - 16).wrapping_mul(K2);
+        let y = a.wrapping_add(b).rotate_right(43).wrapping_add(c.rotate_right(30)).wrapping_add(d);
+        let z = mix16(y, a.wrapping_add(b.wrapping_add(K2).rotate_right(18)).wrapping_add(c), mul);
+        let e = load64(16).wrapping_mul(mul);
+        let f = load64(24);
+        let g = y.wrapping_add(load64(len - 32)).wrapping_mul(mul);
+        let h = z.wrapping_add(load64(len - 24)).wrapping_mul(mul);
+        return mix16(
+            e.wrapping_add(f).rotate_right(43).wrapping_add(g.rotate_right(30)).wrapping_add(h),
+            e.wrapping_add(f.wrapping_add(a).rotate_right(18)).wrapping_add(g),
+            mul,
+        );
+    }
+    // Longer: 64-byte blocks through a 56-byte state, then the last 64 bytes.
+    const SEED: u64 = 81;
+    let mut x = SEED.wrapping_mul(K2).wrapping_add(load64(0));
+    let mut y = SEED.wrapping_mul(K1).wrapping_add(113);
+    let mut z = shift_mix(y.wrapping_mul(K2).wrapping_add(113)).wrapping_mul(K2);
+    let (mut v, mut w) = ((0u64, 0u64), (0u64, 0u64));
+    let end = ((len - 1) / 64) * 64;
+    let mut i = 0;
+    while i != end {
+        x = x.wrapping_add(y).wrapping_add(v.0).wrapping_add(load64(i + 8)).rotate_right(37).wrapping_mul(K1);
+        y = y.wrapping_add(v.1).wrapping_add(load64(i + 48)).rotate_right(42).wrapping_mul(K1);
+        x ^= w.1;
+        y = y.wrapping_add(v.0).wrapping_add(load64(i + 40));
+        z = z.wrapping_add(w.0).rotate_right(33).wrapping_mul(K1);
+        v = weak32(i, v.1.wrapping_mul(K1), x.wrapping_add(w.0));
+        w = weak32(i + 32, z.wrapping_add(w.1), y.wrapping_add(load64(i + 16)));
+        std::mem::swap(&mut z, &mut x);
+        i += 64;
+    }
+    let mul = K1.wrapping_add((z & 0xff) << 1);
+    let i = len - 64;
+    w.0 = w.0.wrapping_add(((len - 1) & 63) as u64);
+    v.0 = v.0.wrapping_add(w.0);
+    w.0 = w.0.wrapping_add(v.0);
+    x = x.wrapping_add(y).wrapping_add(v.0).wrapping_add(load64(i + 8)).rotate_right(37).wrapping_mul(mul);
+    y = y.wrapping_add(v.1).wrapping_add(load64(i + 48)).rotate_right(42).wrapping_mul(mul);
+    x ^= w.1.wrapping_mul(9);
+    y = y.wrapping_add(v.0.wrapping_mul(9)).wrapping_add(load64(i + 40));
+    z = z.wrapping_add(w.0).rotate_right(33).wrapping_mul(mul);
+    v = weak32(i, v.1.wrapping_mul(mul), x.wrapping_add(w.0));
+    w = weak32(i + 32, z.wrapping_add(w.1), y.wrapping_add(load64(i + 16)));
+    std::mem::swap(&mut z, &mut x);
+    mix16(
+        mix16(v.0, w.0, mul).wrapping_add(shift_mix(y).wrapping_mul(K0)).wrapping_add(z),
+        mix16(v.1, w.1, mul).wrapping_add(x),
+        mul,
+    )
+}
+
 // ---------------------------------------------------------------- Substr
 
 /// The byte offset of the `k`-th UTF-8 character of `s` (`s.len()` past the end).
@@ -1036,6 +1162,44 @@ fn string_compare(a: &Tensor, b: &Tensor, eq: bool) -> KResult<Tensor> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fingerprint64_is_tensorflows() {
+        // tf.fingerprint(strings, method="farmhash64") on TensorFlow 2.21, read little-endian:
+        // every length class of the hash (0-3, 4-7, 8-16, 17-32, 33-64, the 64-byte loop).
+        let want: &[(usize, u64)] = &[
+            (0, 11160318154034397263),
+            (1, 2306457298695425288),
+            (2, 17486552014915984738),
+            (3, 3523311821169223142),
+            (4, 473593037329527107),
+            (7, 1569742213834331321),
+            (8, 13923189644216589485),
+            (9, 3360238077910378414),
+            (15, 6541703650042772514),
+            (16, 3153366072664288190),
+            (17, 1911055825576415187),
+            (31, 6620607282915852483),
+            (32, 4325841828167543377),
+            (33, 7329471301467199501),
+            (63, 15382397934360557508),
+            (64, 13501884776936417979),
+            (65, 94290204895048236),
+            (127, 14088157295298043744),
+            (128, 12103402985858112929),
+            (129, 3649461333179736673),
+            (200, 300769320742858783),
+        ];
+        for (i, &(n, fp)) in want.iter().enumerate() {
+            let s: Vec<u8> = (0..n).map(|j| ((i * 7 + j * 13 + 1) % 256) as u8).collect();
+            assert_eq!(fingerprint64(&s), fp, "length {n}");
+        }
+        // tf.strings.to_hash_bucket_fast(["hello world"], 1000) == [11].
+        let k = prepare(&node("StringToHashBucketFast", &[("num_buckets", AttrValue::I(1000))])).unwrap().unwrap();
+        let out =
+            k([Tensor::from_strings(vec![1], vec![b"hello world".to_vec()]).unwrap()].into_iter().collect()).unwrap();
+        assert_eq!(out[0].as_i64().unwrap(), &[11]);
+    }
+
     use super::*;
 
     fn node(op: &str, attrs: &[(&str, AttrValue)]) -> Node {

@@ -18,6 +18,7 @@ mod bitwise;
 mod calls;
 mod control_flow;
 mod diag;
+mod lookup;
 mod nn;
 mod ops;
 mod shapes;
@@ -150,6 +151,8 @@ pub enum OpFamily {
     ControlFlow,
     /// Per-step containers: the StackV2 and TensorArrayV3 families.
     Container,
+    /// Session lookup tables: the HashTableV2 family.
+    LookupTable,
 }
 
 /// Computes output shapes from the inputs' facts.
@@ -261,8 +264,17 @@ impl InferCtx<'_> {
 
 /// The schema tables, one per op area. A later table never redefines an op of an earlier one
 /// (checked by a unit test).
-const TABLES: &[&[OpSchema]] =
-    &[ops::OPS, array_extra::OPS, nn::OPS, calls::OPS, strings::OPS, control_flow::OPS, diag::OPS, bitwise::OPS];
+const TABLES: &[&[OpSchema]] = &[
+    ops::OPS,
+    array_extra::OPS,
+    nn::OPS,
+    calls::OPS,
+    strings::OPS,
+    control_flow::OPS,
+    diag::OPS,
+    bitwise::OPS,
+    lookup::OPS,
+];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {
     static INDEX: OnceLock<HashMap<&'static str, &'static OpSchema>> = OnceLock::new();

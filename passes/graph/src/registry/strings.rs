@@ -189,6 +189,13 @@ pub(super) const OPS: &[OpSchema] = &[
         substr,
     ),
     op(
+        "StringToHashBucketFast",
+        &[a("input", STR)],
+        &[a("output", TypeRule::Fixed(Int64))],
+        &[req("num_buckets", AttrKind::Int)],
+        same_as_0,
+    ),
+    op(
         "StringLength",
         &[a("input", STR)],
         &[a("output", TypeRule::Fixed(Int32))],
