@@ -32,6 +32,7 @@ pub(crate) mod matmul;
 pub(crate) mod nn;
 pub(crate) mod optimizer;
 pub(crate) mod pool;
+pub(crate) mod ragged;
 pub mod random;
 pub(crate) mod reduce;
 pub mod resource;
@@ -114,6 +115,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = image::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = ragged::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))

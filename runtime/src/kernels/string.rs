@@ -104,6 +104,47 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(substr(&inp[0], &inp[1], &inp[2], utf8)?)
             })
         }
+        "StringLower" | "StringUpper" => {
+            // TensorFlow: ASCII case mapping by default; with `encoding = "utf-8"`, Unicode's.
+            let upper = node.op == "StringUpper";
+            let utf8 = match attr_bytes_or(node, "encoding", b"")?.as_slice() {
+                b"" => false,
+                b"utf-8" | b"UTF-8" | b"utf8" => true,
+                other => {
+                    return Err(KernelError::invalid(format!(
+                        "encoding must be \"\" or \"utf-8\", got \"{}\"",
+                        String::from_utf8_lossy(other)
+                    )))
+                }
+            };
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let v = strings(&inp[0], "input")?;
+                let out: Vec<Vec<u8>> = v
+                    .iter()
+                    .map(|s| match (utf8, upper) {
+                        (false, false) => s.to_ascii_lowercase(),
+                        (false, true) => s.to_ascii_uppercase(),
+                        (true, false) => String::from_utf8_lossy(s).to_lowercase().into_bytes(),
+                        (true, true) => String::from_utf8_lossy(s).to_uppercase().into_bytes(),
+                    })
+                    .collect();
+                one(Tensor::from_strings(inp[0].shape.clone(), out).expect("same element count"))
+            })
+        }
+        "StaticRegexFullMatch" => {
+            let pattern = attr_bytes_or(node, "pattern", b"")?;
+            let pattern = String::from_utf8(pattern).map_err(|_| KernelError::invalid("pattern is not UTF-8"))?;
+            // RE2's FullMatch: the whole string, not a substring.
+            let re = regex::bytes::Regex::new(&format!("\\A(?:{pattern})\\z"))
+                .map_err(|e| KernelError::invalid(format!("Invalid pattern: {pattern}, error: {e}")))?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let v = strings(&inp[0], "input")?;
+                let out: Vec<bool> = v.iter().map(|s| re.is_match(s)).collect();
+                one(Tensor::from_bool(inp[0].shape.clone(), out).expect("same element count"))
+            })
+        }
         "StringToHashBucketFast" => {
             let buckets = attr_int_or(node, "num_buckets", 0)?;
             if buckets <= 0 {

@@ -794,7 +794,46 @@ pub(super) static OPS: &[OpSchema] = &[
         list_element_shape_out,
     ),
     op("TensorListLength", OpFamily::Shape, &[a("input_handle", VARIANT)], &[a("length", I32)], &[], list_length),
+    op(
+        "RaggedTensorToTensor",
+        OpFamily::Shape,
+        &[
+            a("shape", ty("Tshape")),
+            a("values", T),
+            a("default_value", T),
+            ArgSpec { name: "row_partition_tensors", ty: ty("Tindex"), number_attr: Some("num_row_partition_tensors") },
+        ],
+        &[a("result", T)],
+        &[
+            tattr("T", None),
+            tattr("Tindex", Some(INDEX)),
+            tattr("Tshape", Some(INDEX)),
+            AttrSpec {
+                name: "num_row_partition_tensors",
+                kind: AttrKind::Int,
+                default: AttrDefault::Required,
+                allowed: None,
+            },
+            AttrSpec {
+                name: "row_partition_types",
+                kind: AttrKind::ListString,
+                default: AttrDefault::Required,
+                allowed: None,
+            },
+        ],
+        ragged_to_tensor,
+    ),
 ];
+
+/// `RaggedTensorToTensor`: the `shape` operand's dimensions where they are known and not -1.
+fn ragged_to_tensor(c: &InferCtx<'_>) -> Shapes {
+    match c.value(0) {
+        Some(v) if c.shape(0).rank() == Some(1) => {
+            one(Shape::with_dims(v.iter().map(|d| d.filter(|&x| x >= 0)).collect()))
+        }
+        _ => one(Shape::unknown()),
+    }
+}
 
 #[cfg(test)]
 mod tests {

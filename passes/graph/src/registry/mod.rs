@@ -66,6 +66,7 @@ pub enum AttrKind {
     ListInt,
     ListType,
     ListFloat,
+    ListString,
 }
 
 impl AttrKind {
@@ -81,6 +82,7 @@ impl AttrKind {
             AttrKind::ListInt => "a list of ints",
             AttrKind::ListType => "a list of types",
             AttrKind::ListFloat => "a list of floats",
+            AttrKind::ListString => "a list of strings",
         }
     }
 
@@ -96,6 +98,7 @@ impl AttrKind {
             AttrKind::ListInt => v.as_int_list().is_some(),
             AttrKind::ListType => v.as_type_list().is_some(),
             AttrKind::ListFloat => matches!(v, AttrValue::List(ListValue::F(_) | ListValue::Empty)),
+            AttrKind::ListString => matches!(v, AttrValue::List(ListValue::S(_) | ListValue::Empty)),
         }
     }
 }

@@ -209,6 +209,15 @@ pub(super) const OPS: &[OpSchema] = &[
         &[idef("maxsplit", -1)],
         string_split,
     ),
+    op("StringLower", &[a("input", STR)], &[a("output", STR)], &[opt("encoding", AttrKind::String)], same_as_0),
+    op("StringUpper", &[a("input", STR)], &[a("output", STR)], &[opt("encoding", AttrKind::String)], same_as_0),
+    op(
+        "StaticRegexFullMatch",
+        &[a("input", STR)],
+        &[a("output", TypeRule::Fixed(Bool))],
+        &[req("pattern", AttrKind::String)],
+        same_as_0,
+    ),
     op(
         "StaticRegexReplace",
         &[a("input", STR)],
