@@ -45,7 +45,10 @@ const EXECUTOR_OPS: &[(&str, &str)] = &[
 const KERNEL_LESS: &[(&str, &str)] = &[];
 
 fn has_kernel(op: &str) -> bool {
-    kernels::has_pure_kernel(op) || kernels::resource::is_resource_op(op) || kernels::random::is_random_op(op)
+    kernels::has_pure_kernel(op)
+        || kernels::resource::is_resource_op(op)
+        || kernels::random::is_random_op(op)
+        || kernels::lookup::is_lookup_op(op)
 }
 
 #[test]

@@ -296,6 +296,20 @@ fn int_attr(node: &Node, name: &str, default: i64) -> i64 {
     node.attr(name).and_then(AttrValue::as_int).unwrap_or(default)
 }
 
+/// Whether [`prepare`] has a kernel for `op`.
+pub fn is_lookup_op(op: &str) -> bool {
+    let probe = Node {
+        name: String::new(),
+        op: op.to_string(),
+        inputs: Vec::new(),
+        control_inputs: Vec::new(),
+        attrs: Default::default(),
+        device: String::new(),
+        span: None,
+    };
+    !matches!(prepare(&probe), Ok(None))
+}
+
 /// The kernel of a lookup-table op, or `None` for any other op.
 pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
     let f: StatefulFn = match node.op.as_str() {
