@@ -170,19 +170,8 @@ fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests_support::node;
     use super::*;
-
-    fn half_node(op: &str, attrs: &[(&str, AttrValue)]) -> Node {
-        Node {
-            name: "n".into(),
-            op: op.into(),
-            inputs: Vec::new(),
-            control_inputs: Vec::new(),
-            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-            device: String::new(),
-            span: None,
-        }
-    }
 
     fn f16_tensor(v: &[f32]) -> Tensor {
         let t = Tensor::from_f32(vec![v.len()], v.to_vec()).unwrap();
@@ -193,7 +182,7 @@ mod tests {
     fn an_op_rounds_once_to_its_half_type() {
         // 1 + 2^-10 is the binary16 after 1; half of it added to 1 ties to even (1), in one
         // rounding; a sum of float32 values rounded once.
-        let add = super::super::prepare(&half_node("AddV2", &[("T", AttrValue::Type(DType::Float16))])).unwrap();
+        let add = super::super::prepare(&node("AddV2", &[("T", AttrValue::Type(DType::Float16))])).unwrap();
         let a = f16_tensor(&[1.0, 2048.0, 0.1]);
         let b = f16_tensor(&[1.0 / 1024.0, 1.0, 0.2]);
         let out = add([a, b].into_iter().collect()).unwrap();
@@ -212,17 +201,15 @@ mod tests {
     fn add_n_and_sigmoid_round_as_tensorflow_does() {
         // AddN adds left to right, rounding each sum: 1 + 2^-11 ties to even (1) twice, where
         // one rounding of the whole sum would give 1 + 2^-10.
-        let add_n = super::super::prepare(&half_node(
-            "AddN",
-            &[("T", AttrValue::Type(DType::Float16)), ("N", AttrValue::I(3))],
-        ))
-        .unwrap();
+        let add_n =
+            super::super::prepare(&node("AddN", &[("T", AttrValue::Type(DType::Float16)), ("N", AttrValue::I(3))]))
+                .unwrap();
         let (one, tiny) = (f16_tensor(&[1.0]), f16_tensor(&[1.0 / 2048.0]));
         let out = add_n([one, tiny.clone(), tiny].into_iter().collect()).unwrap();
         assert_eq!(widen(&out[0]).unwrap().as_f32().unwrap(), &[1.0]);
         // Sigmoid: TensorFlow 2.21's float16 bits (tf.sigmoid on a float16 constant), which one
         // rounding of the exact value misses by an ulp.
-        let sigmoid = super::super::prepare(&half_node("Sigmoid", &[("T", AttrValue::Type(DType::Float16))])).unwrap();
+        let sigmoid = super::super::prepare(&node("Sigmoid", &[("T", AttrValue::Type(DType::Float16))])).unwrap();
         let out = sigmoid([f16_tensor(&[-5.875, -5.75, -5.25, -4.875])].into_iter().collect()).unwrap();
         let TensorData::Raw(bytes) = &out[0].data else { panic!("half bits") };
         let bits: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
@@ -231,7 +218,7 @@ mod tests {
 
     #[test]
     fn cast_goes_through_float32_and_keeps_other_outputs() {
-        let to_half = super::super::prepare(&half_node(
+        let to_half = super::super::prepare(&node(
             "Cast",
             &[("SrcT", AttrValue::Type(DType::Int32)), ("DstT", AttrValue::Type(DType::BFloat16))],
         ))
@@ -240,7 +227,7 @@ mod tests {
         assert_eq!(out[0].dtype, DType::BFloat16);
         // 257 is not a bfloat16: it rounds to 256 (ties to even).
         assert_eq!(widen(&out[0]).unwrap().as_f32().unwrap(), &[3.0, 256.0]);
-        let back = super::super::prepare(&half_node(
+        let back = super::super::prepare(&node(
             "Cast",
             &[("SrcT", AttrValue::Type(DType::BFloat16)), ("DstT", AttrValue::Type(DType::Int64))],
         ))
@@ -248,7 +235,7 @@ mod tests {
         let out = back(out.into_iter().collect()).unwrap();
         assert_eq!(out[0].as_i64().unwrap(), &[3, 256]);
         // ArgMax on a half input: its index output is not rounded.
-        let argmax = super::super::prepare(&half_node(
+        let argmax = super::super::prepare(&node(
             "ArgMax",
             &[
                 ("T", AttrValue::Type(DType::Float16)),

@@ -298,16 +298,7 @@ fn int_attr(node: &Node, name: &str, default: i64) -> i64 {
 
 /// Whether [`prepare`] has a kernel for `op`.
 pub fn is_lookup_op(op: &str) -> bool {
-    let probe = Node {
-        name: String::new(),
-        op: op.to_string(),
-        inputs: Vec::new(),
-        control_inputs: Vec::new(),
-        attrs: Default::default(),
-        device: String::new(),
-        span: None,
-    };
-    !matches!(prepare(&probe), Ok(None))
+    !matches!(prepare(&super::probe(op)), Ok(None))
 }
 
 /// The kernel of a lookup-table op, or `None` for any other op.
@@ -446,19 +437,8 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests_support::node;
     use super::*;
-
-    fn node(op: &str, attrs: &[(&str, AttrValue)]) -> Node {
-        Node {
-            name: format!("{op}_node"),
-            op: op.into(),
-            inputs: Vec::new(),
-            control_inputs: Vec::new(),
-            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-            device: String::new(),
-            span: None,
-        }
-    }
 
     fn strings(v: &[&str]) -> Tensor {
         Tensor::from_strings(vec![v.len()], v.iter().map(|s| s.as_bytes().to_vec()).collect()).unwrap()

@@ -56,7 +56,12 @@ pub fn compute(node: &Node, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelErro
 
 /// Whether [`prepare`] has a kernel for `op` (resource ops excluded).
 pub fn has_pure_kernel(op: &str) -> bool {
-    let probe = Node {
+    !matches!(prepare(&probe(op)), Err(KernelError::NoKernel(_)))
+}
+
+/// A node of `op` with nothing set, to ask a `prepare` whether it knows the op.
+pub(crate) fn probe(op: &str) -> Node {
+    Node {
         name: String::new(),
         op: op.to_string(),
         inputs: Vec::new(),
@@ -64,8 +69,7 @@ pub fn has_pure_kernel(op: &str) -> bool {
         attrs: Default::default(),
         device: String::new(),
         span: None,
-    };
-    !matches!(prepare(&probe), Err(KernelError::NoKernel(_)))
+    }
 }
 
 /// Prepares the kernel of a stateless op.

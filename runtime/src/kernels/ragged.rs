@@ -184,20 +184,8 @@ mod tests {
     use super::*;
 
     fn node(types: &[&str]) -> Node {
-        Node {
-            name: "r".into(),
-            op: "RaggedTensorToTensor".into(),
-            inputs: Vec::new(),
-            control_inputs: Vec::new(),
-            attrs: [(
-                "row_partition_types".to_string(),
-                AttrValue::List(ListValue::S(types.iter().map(|t| t.as_bytes().to_vec()).collect())),
-            )]
-            .into_iter()
-            .collect(),
-            device: String::new(),
-            span: None,
-        }
+        let types = AttrValue::List(ListValue::S(types.iter().map(|t| t.as_bytes().to_vec()).collect()));
+        super::super::tests_support::node("RaggedTensorToTensor", &[("row_partition_types", types)])
     }
 
     #[test]
