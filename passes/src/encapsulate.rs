@@ -97,7 +97,7 @@ use autoclust_graph::function::fresh_name;
 use autoclust_graph::infer::TypeInfo;
 use autoclust_graph::{
     ArgDef, AttrValue, Attrs, CycleError, DType, FunctionDef, Graph, GraphError, ListValue, NodeId, Output, RawNode,
-    Signature, Tensor,
+    Shape, Signature, Tensor,
 };
 
 use crate::compilable::{handle_slots, handle_variables, updates_conflict};
@@ -198,6 +198,10 @@ struct Variable {
     /// Snapshot argument index, if the variable is read before it is written.
     snapshot_arg: Option<usize>,
     written: bool,
+    /// The static shape of the variable's current value: its handle's declared shape,
+    /// then that of each value an `AssignVariableOp` gives it (every other update keeps
+    /// the shape).
+    shape: Shape,
 }
 
 /// One encapsulated cluster before the graph is rebuilt.
@@ -212,6 +216,10 @@ struct Lowered {
     external_inputs: Vec<Output>,
     /// Member outputs used outside, in the call's output order.
     external_outputs: Vec<Output>,
+    /// The static shape of each output of the call (external outputs, then written
+    /// values), recorded on the call as `_output_shapes` so that inference types what
+    /// follows it and the runtime can compile the next clusters ahead.
+    output_shapes: Vec<Shape>,
     /// Outside nodes the cluster depends on (besides handles), in first-use order.
     deps: Vec<NodeId>,
 }
@@ -583,6 +591,12 @@ impl LowerCtx<'_> {
                             current: None,
                             snapshot_arg: None,
                             written: false,
+                            shape: g
+                                .node(handle_node)
+                                .attr("shape")
+                                .and_then(AttrValue::as_shape)
+                                .cloned()
+                                .unwrap_or_default(),
                         });
                         var_of_key.insert(key, vars.len() - 1);
                         vars.len() - 1
@@ -719,6 +733,7 @@ impl LowerCtx<'_> {
                             same_shape_check(&mut body, node, value, cur, vars[v].dtype, &variable_name(g, &vars[v]));
                     }
                     write(&mut vars, &mut body, v, "Identity", vec![value], ta);
+                    vars[v].shape = self.static_shape(node.inputs[1]);
                 }
                 "AssignAddVariableOp" | "AssignSubVariableOp" => {
                     let v = var(0);
@@ -1276,7 +1291,22 @@ impl LowerCtx<'_> {
             control_ret: Vec::new(),
         };
         let external_inputs = body.external_args.iter().map(|(o, _, _)| *o).collect();
-        Ok(Ok(Lowered { spec, function, vars, snapshot_vars, written_vars, external_inputs, external_outputs, deps }))
+        let output_shapes = external_outputs
+            .iter()
+            .map(|&o| self.static_shape(o))
+            .chain(written_vars.iter().map(|&v| vars[v].shape.clone()))
+            .collect();
+        Ok(Ok(Lowered {
+            spec,
+            function,
+            vars,
+            snapshot_vars,
+            written_vars,
+            external_inputs,
+            external_outputs,
+            output_shapes,
+            deps,
+        }))
     }
 
     /// Follows `Identity` nodes outside the cluster back to a `VarHandleOp`.
@@ -1403,6 +1433,11 @@ impl LowerCtx<'_> {
         body.external_index.insert(input, body.external_args.len());
         body.external_args.push((input, name.clone(), dtype));
         Ok(name)
+    }
+
+    /// The static shape inference gives a value (unknown when it gives none).
+    fn static_shape(&self, o: Output) -> Shape {
+        self.types.and_then(|t| t.output(o)).map(|(_, s)| s.clone()).unwrap_or_default()
     }
 
     /// The dtype of a value: type inference, else the producer's attributes.
@@ -1598,11 +1633,15 @@ fn rebuild(
             // Without a snapshot, the call itself waits for the dependencies.
             controls.retain(|c| !call_inputs.iter().any(|i| i.split(':').next() == Some(&c[1..])));
             call_inputs.extend(controls);
+            let mut call_attrs = Attrs::new();
+            if l.output_shapes.iter().any(|s| s.dims.is_some()) {
+                call_attrs.insert("_output_shapes".into(), AttrValue::List(ListValue::Shape(l.output_shapes.clone())));
+            }
             raw.push(RawNode {
                 name: n.call.clone(),
                 op: l.function.signature.name.clone(),
                 inputs: call_inputs,
-                attrs: Attrs::new(),
+                attrs: call_attrs,
                 device: String::new(),
                 span: None,
             });
@@ -1777,6 +1816,48 @@ mod tests {
         // The body instantiates into a runnable graph.
         let body = autoclust_graph::function::instantiate(f, &e.graph.library).unwrap();
         assert!(body.topo_order().is_ok());
+    }
+
+    #[test]
+    fn the_call_records_its_output_shapes_and_the_snapshot_is_typed() {
+        let shape = |d: &[i64]| AttrValue::Shape(Shape::with_dims(d.iter().map(|&x| Some(x)).collect()));
+        let mut v0 = var("v0", "var_0");
+        v0.attrs.insert("shape".into(), shape(&[3]));
+        let five = Tensor::from_f32(vec![5], vec![1.0; 5]).unwrap();
+        let g = Graph::from_raw(
+            vec![
+                v0,
+                raw("r0", "ReadVariableOp", &["v0"], dt()),
+                raw("n", "Neg", &["r0"], t_attr(DType::Float32)),
+                raw(
+                    "c",
+                    "Const",
+                    &[],
+                    attrs(&[("dtype", AttrValue::Type(DType::Float32)), ("value", AttrValue::Tensor(five))]),
+                ),
+                raw("a", "AssignVariableOp", &["v0", "c", "^r0"], dt()),
+                raw("use", "Identity", &["n"], t_attr(DType::Float32)),
+            ],
+            Library::default(),
+            None,
+        )
+        .unwrap();
+        let nodes = ["r0", "n", "c", "a"].iter().map(|n| g.find(n).unwrap()).collect();
+        let e = encapsulate(&g, &[ClusterSpec { name: "cluster_0".into(), nodes }]).unwrap();
+        let call = e.graph.node(e.graph.find("cluster_0").unwrap());
+        // The external output `n` keeps the variable's shape; the written value is the new one.
+        assert_eq!(
+            call.attr("_output_shapes"),
+            Some(&AttrValue::List(ListValue::Shape(vec![
+                Shape::with_dims(vec![Some(3)]),
+                Shape::with_dims(vec![Some(5)])
+            ])))
+        );
+        let types = autoclust_graph::infer::infer(&e.graph).unwrap();
+        let snapshot = e.graph.find("cluster_0_snapshot").unwrap();
+        assert_eq!(types.outputs(snapshot), [(DType::Float32, Shape::with_dims(vec![Some(3)]))]);
+        let use_ = e.graph.find("use").unwrap();
+        assert_eq!(types.outputs(use_), [(DType::Float32, Shape::with_dims(vec![Some(3)]))]);
     }
 
     #[test]

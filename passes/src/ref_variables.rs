@@ -190,8 +190,11 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
                     node.attrs.insert(k.into(), v.clone());
                 }
             }
-            node.attrs.entry("container".into()).or_insert(AttrValue::S(Vec::new()));
-            node.attrs.entry("shared_name".into()).or_insert(AttrValue::S(Vec::new()));
+            for name in ["container", "shared_name"] {
+                if !node.attrs.contains_key(name) {
+                    node.attrs.insert(name.into(), AttrValue::S(Vec::new()));
+                }
+            }
             raw.push(node);
             continue;
         }

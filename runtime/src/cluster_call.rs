@@ -153,12 +153,18 @@ impl Jit {
         let Ok((types, _)) = autoclust_graph::infer::infer_partial(graph) else { return 0 };
         let mut seen: HashSet<(&str, Signature)> = HashSet::new();
         let mut work = Vec::new();
+        let mut calls = 0;
         for node in graph.nodes() {
             if !is_call(&node.op, &graph.library) || !crate::function_call::is_cluster_call(node, &graph.library) {
                 continue;
             }
+            calls += 1;
             let sig: Option<Signature> =
                 node.inputs.iter().map(|&o| types.output(o).and_then(|(d, s)| Some((*d, s.to_known()?)))).collect();
+            if sig.is_none() {
+                let unknown = node.inputs.iter().find(|&&o| types.output(o).and_then(|(_, s)| s.to_known()).is_none());
+                tracing::debug!(call = %node.name, input = ?unknown.map(|o| graph.name(o.node)), "not precompiled: an input's type is not static");
+            }
             // A TensorList argument's type (its length and element shapes) is known only
             // from the value: such a cluster compiles at its first call.
             if let Some(sig) = sig.filter(|s| s.iter().all(|(d, _)| *d != DType::Variant)) {
@@ -167,6 +173,7 @@ impl Jit {
                 }
             }
         }
+        tracing::debug!(calls, signatures = work.len(), "precompiling");
         let threads =
             if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads };
         let next = std::sync::atomic::AtomicUsize::new(0);

@@ -579,9 +579,32 @@ fn infer_call(
 }
 
 fn infer_opaque(id: NodeId, node: &Node, info: &mut TypeInfo) {
+    if node.op == crate::protocol::SNAPSHOT_OP {
+        return infer_snapshot(id, node, info);
+    }
     let Some(types) = node.attr("Tout").and_then(AttrValue::as_type_list) else { return };
     let mut shapes = vec![Shape::unknown(); types.len()];
     refine_with_output_shapes(node, &mut shapes);
+    info.set_outputs(id, types.iter().copied().zip(shapes));
+}
+
+/// The bridge's snapshot: output `i` is the value of the variable behind data input
+/// `i`, of the dtype its `dtypes` attribute names and the shape its handle carries
+/// (unknown when the handle's `VarHandleOp` is out of sight). Typed statically, a
+/// cluster call's signature is known before the first step, so it compiles ahead.
+fn infer_snapshot(id: NodeId, node: &Node, info: &mut TypeInfo) {
+    let Some(types) = node.attr("dtypes").and_then(AttrValue::as_type_list) else { return };
+    let shapes: Vec<Shape> = (0..types.len())
+        .map(|i| {
+            node.inputs
+                .get(i)
+                .and_then(|o| info.handles.get(o))
+                .filter(|h| h.dtype == types[i])
+                .map(|h| h.shape.clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    info.out_counts[id.index()] = Some(types.len() as u32);
     info.set_outputs(id, types.iter().copied().zip(shapes));
 }
 
@@ -662,5 +685,33 @@ pub(crate) mod testing {
             }
             Err(e) => format!("error: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use crate::{AttrValue, DType, ListValue};
+
+    #[test]
+    fn a_snapshot_is_typed_from_its_variables_handles() {
+        let mut b = Builder::new();
+        b.var("v", DType::Float32, &[4, 3]).var("w", DType::Int32, &[-1]).var("u", DType::Float32, &[2]);
+        // `u` is declared float32 but the snapshot says int32: its shape is not trusted.
+        let dtypes = AttrValue::List(ListValue::Type(vec![DType::Float32, DType::Int32, DType::Int32]));
+        b.node("snap", crate::protocol::SNAPSHOT_OP, &["v", "w", "u"], &[("dtypes", dtypes)]);
+        assert_eq!(shape_of(&b, "snap:0"), "[4,3]");
+        assert_eq!(shape_of(&b, "snap:1"), "[?]");
+        assert_eq!(shape_of(&b, "snap:2"), "[*]");
+        let g = b.build();
+        let info = super::infer(&g).unwrap();
+        let snap = g.find("snap").unwrap();
+        assert_eq!(
+            info.outputs(snap).iter().map(|t| t.0).collect::<Vec<_>>(),
+            [DType::Float32, DType::Int32, DType::Int32]
+        );
+        // Port 3 does not exist.
+        b.node("bad", "Identity", &["snap:3"], &[("T", ty(DType::Float32))]);
+        assert!(shape_of(&b, "bad").starts_with("error:"), "{}", shape_of(&b, "bad"));
     }
 }

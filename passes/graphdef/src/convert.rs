@@ -8,7 +8,6 @@
 //! `*_val` form for scalars and splats and `tensor_content` otherwise,
 //! as TensorFlow's own writers do.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use autoclust_graph::limits::MAX_ATTR_DEPTH;
@@ -160,7 +159,7 @@ fn list_from_proto(
 
 /// A function attribute whose value is at `depth`: its attributes are one level deeper.
 fn func_from_proto(f: pb::NameAttrList, name: &str, ctx: Ctx<'_>, depth: usize) -> Result<FuncAttr, GraphDefError> {
-    let mut attrs = BTreeMap::new();
+    let mut attrs = autoclust_graph::Attrs::new();
     for (k, v) in f.attr {
         let v = attr_from_proto(v, &format!("{name}.{k}"), ctx, depth + 1)?;
         attrs.insert(k, v);

@@ -3,7 +3,6 @@
 //! milliseconds. Every error carries the `line:column` where the offending
 //! token starts.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::print::{has_native_buffer, is_ident_byte, is_type_string};
@@ -682,8 +681,7 @@ impl Parser<'_> {
     fn func(&mut self) -> R<FuncAttr> {
         self.expect(b'@')?;
         let name = self.name()?;
-        let attrs: BTreeMap<String, AttrValue> =
-            if self.peek() == Some(b'{') { self.attrs()? } else { BTreeMap::new() };
+        let attrs: Attrs = if self.peek() == Some(b'{') { self.attrs()? } else { Attrs::new() };
         Ok(FuncAttr { name, attrs })
     }
 

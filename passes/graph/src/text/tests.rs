@@ -232,7 +232,7 @@ fn arb_dtype() -> impl Strategy<Value = DType> {
 
 fn arb_func() -> impl Strategy<Value = FuncAttr> {
     (arb_name(), prop::collection::btree_map(arb_name(), any::<i64>().prop_map(AttrValue::I), 0..2))
-        .prop_map(|(name, attrs)| FuncAttr { name, attrs })
+        .prop_map(|(name, attrs)| FuncAttr { name, attrs: attrs.into_iter().collect() })
 }
 
 fn arb_attr() -> impl Strategy<Value = AttrValue> {
@@ -288,7 +288,7 @@ fn arb_graph() -> impl Strategy<Value = Graph> {
                         inputs.push(format!("^{}", raw[i.index(raw.len())].name));
                     }
                 }
-                raw.push(RawNode { name, op, inputs, attrs, device, span: None });
+                raw.push(RawNode { name, op, inputs, attrs: attrs.into_iter().collect(), device, span: None });
             }
             let versions = versions.map(|(producer, min_consumer, bad_consumers)| Versions {
                 producer,
@@ -361,7 +361,7 @@ fn arb_function() -> impl Strategy<Value = FunctionDef> {
                     inputs: vec![format!("{name}:out:0"), "^x".into()],
                     name,
                     op,
-                    attrs,
+                    attrs: attrs.into_iter().collect(),
                     device: String::new(),
                     span: None,
                 })
@@ -377,7 +377,7 @@ fn arb_function() -> impl Strategy<Value = FunctionDef> {
                     is_stateful,
                     description: String::new(),
                 },
-                attrs,
+                attrs: attrs.into_iter().collect(),
                 nodes,
                 ret,
                 control_ret: vec![("c".into(), "n".into())],
