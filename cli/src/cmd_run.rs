@@ -371,21 +371,21 @@ pub fn clustered_session(
             vec!["running unclustered: a fetch or target did not survive the rewrite".into()],
         ));
     };
-    // Every cluster whose signature is static compiles now, on all cores (issue 19).
-    session.jit().precompile(&new_graph, threads);
+    // Every cluster whose signature is static compiles now, on all cores (issue 19), while
+    // this thread builds the step's plan.
+    let request = RunRequest { feeds, fetches, targets };
+    std::thread::scope(|scope| {
+        scope.spawn(|| session.jit().precompile(&new_graph, threads));
+        // An error here is the first step's to report.
+        let _ = session.prepare(&request);
+    });
     let report = ClusterReport {
         clusters: bridges.into_iter().map(|b| (b.cluster, b.function)).collect(),
         clustered_nodes,
         total_nodes,
         notes,
     };
-    Ok(Prepared {
-        session,
-        request: RunRequest { feeds, fetches, targets },
-        fetch_names: plain.fetch_names,
-        report: Some(report),
-        notes: plain.notes,
-    })
+    Ok(Prepared { session, request, fetch_names: plain.fetch_names, report: Some(report), notes: plain.notes })
 }
 
 /// The plain executor standing in for the clustered path, with why.

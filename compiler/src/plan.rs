@@ -216,11 +216,7 @@ pub(crate) fn build(
     name: &str,
 ) -> Result<Program, CompileError> {
     let n = body.len();
-    let threads = if options.threads == 0 {
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-    } else {
-        options.threads
-    };
+    let threads = if options.threads == 0 { crate::team::cores() } else { options.threads };
     // Value ids.
     let mut vid: Vec<Vec<ValueId>> = vec![Vec::new(); n];
     let mut types = Vec::new();

@@ -216,6 +216,21 @@ impl Session {
         }
     }
 
+    /// Builds (and keeps) the plan of `req` without running it, as the first `run` would:
+    /// the clustered `run` does it while the clusters compile on other threads. An error
+    /// here is the one `run` would give.
+    pub fn prepare(&self, req: &RunRequest) -> Result<(), RunError> {
+        let mut feeds: Vec<Output> = req.feeds.iter().map(|(o, _)| *o).collect();
+        feeds.sort();
+        let in_graph = |o: &Output| o.node.index() < self.graph.len();
+        if !feeds.iter().chain(&req.fetches).all(in_graph) || req.targets.iter().any(|t| t.index() >= self.graph.len())
+        {
+            // `run` names the bad request.
+            return Ok(());
+        }
+        self.plan((feeds, req.fetches.clone(), req.targets.clone())).map(|_| ())
+    }
+
     fn plan(&self, key: PlanKey) -> Result<Arc<Plan>, RunError> {
         if let Some(p) = self.plans.lock().get(&key) {
             return Ok(p.clone());
