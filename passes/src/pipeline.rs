@@ -224,8 +224,11 @@ pub fn prune(graph: &Graph, fetches: &[Output], targets: &[NodeId]) -> Result<Gr
         }
         stack.extend(graph.predecessors(id).filter(|p| !needed[p.index()]));
     }
-    let raw = graph.to_raw().into_iter().zip(&needed).filter(|(_, &k)| k).map(|(r, _)| r).collect();
-    Graph::from_raw(raw, graph.library.clone(), graph.versions.clone())
+    // Renumbered as `from_raw` over the kept nodes would, without re-resolving every input.
+    let mut pruned = graph.clone();
+    let remove: Vec<bool> = needed.iter().map(|&k| !k).collect();
+    pruned.remove_nodes(&remove)?;
+    Ok(pruned)
 }
 
 fn fresh_name(g: &Graph, base: &str) -> String {
@@ -262,16 +265,21 @@ fn validates_shape(node: &Node) -> bool {
 /// Writes the origin attributes (module doc, step 5) on every bridge node.
 fn record_origins(pruned: &Graph, specs: &[ClusterSpec], out: &mut Graph, bridges: &[crate::encapsulate::Bridge]) {
     let Ok(order) = pruned.topo_order() else { return };
-    let position: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let mut position = vec![usize::MAX; pruned.len()];
+    for (i, &id) in order.iter().enumerate() {
+        position[id.index()] = i;
+    }
+    let spec_of: HashMap<&str, &ClusterSpec> = specs.iter().map(|s| (s.name.as_str(), s)).collect();
     for bridge in bridges {
-        let Some(spec) = specs.iter().find(|s| s.name == bridge.cluster) else { continue };
+        let Some(spec) = spec_of.get(bridge.cluster.as_str()) else { continue };
         let mut ordered: Vec<NodeId> = spec.nodes.clone();
-        ordered.sort_by_key(|id| position.get(id).copied().unwrap_or(usize::MAX));
+        ordered.sort_by_key(|id| position[id.index()]);
         // The members touching the handle named `handle`, with how they touch it.
         let users = |handle: &str| -> Vec<(NodeId, bool, bool)> {
+            let Some(h) = pruned.find(handle) else { return Vec::new() };
             ordered
                 .iter()
-                .filter(|&&m| pruned.node(m).inputs.iter().any(|i| pruned.name(i.node) == handle))
+                .filter(|&&m| pruned.node(m).inputs.iter().any(|i| i.node == h))
                 .filter_map(|&m| {
                     let kind = resource_kind(pruned.node(m), &pruned.library)?;
                     Some((m, kind.reads(), kind.writes()))
