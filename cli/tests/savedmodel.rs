@@ -402,6 +402,31 @@ fn lookup_tables_are_initialised_and_match_tensorflow() {
     assert!(e.contains("words"), "{e}");
 }
 
+/// TextVectorization (StaticRegexReplace, StringLower, StringSplitV2, StaticRegexFullMatch,
+/// a lookup table, RaggedTensorToTensor) feeding an Embedding: TensorFlow's logits in both
+/// modes, and no string op in a cluster.
+#[test]
+fn text_vectorization_matches_tensorflow() {
+    // make_fixtures.py's TEXT_SENTENCES.
+    let sentences = r#"sentences=["The cat sat on the MAT!", "A dog, a cat.", "zebras   dance on   mats and the dogs sing loudly"]"#;
+    check_against_tensorflow("text", "text.feeds.npz", &["--feed", sentences], "text.expected.npz");
+    let v = json(&autoclust(&["cluster", s(&fixture("text")), "--signature", "serving_default", "--json"]));
+    let clustered: Vec<&str> = v["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["nodes"].as_array().unwrap())
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(!clustered.is_empty(), "{v}");
+    // The string ops' nodes (inlined from the signature's function), by their last name part.
+    let string_ops =
+        ["StringLower", "StaticRegexReplace", "StringSplitV2", "LookupTableFindV2", "RaggedTensorToTensor"];
+    let in_cluster: Vec<&&str> =
+        clustered.iter().filter(|n| string_ops.contains(&n.rsplit('/').next().unwrap_or(n))).collect();
+    assert!(in_cluster.is_empty(), "a string op in a cluster: {in_cluster:?}");
+}
+
 /// `bench` on every fixture: the Keras export, and the train_step signature.
 #[test]
 fn bench_takes_every_fixture() {

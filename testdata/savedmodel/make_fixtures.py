@@ -146,6 +146,35 @@ def lookup():
     np.savez(os.path.join(HERE, "lookup.expected.npz"), **{k: v.numpy() for k, v in out.items()})
 
 
+def text():
+    """A Keras export of a TextVectorization layer (lower-case and strip punctuation, split on
+    whitespace, a fixed vocabulary in a lookup table the init op fills, ragged rows padded to
+    a fixed length: StaticRegexReplace, StringLower, StringSplitV2, RaggedTensorToTensor) into an
+    Embedding, a mean over the tokens and a Dense layer, plus a float input added to the logits.
+    Feeds: `bias` in text.feeds.npz; the sentences are given as JSON by the test, their values
+    in TEXT_SENTENCES."""
+    tf.keras.utils.set_random_seed(11)
+    layers = tf.keras.layers
+    sentences = tf.keras.Input((), dtype="string", name="sentences")
+    bias = tf.keras.Input((2,), dtype="float32", name="bias")
+    vectorize = layers.TextVectorization(
+        vocabulary=["the", "cat", "sat", "on", "mat", "dog"], output_sequence_length=6
+    )
+    h = layers.GlobalAveragePooling1D()(layers.Embedding(8, 3)(vectorize(sentences)))
+    out = layers.Add(name="logits")([layers.Dense(2)(h), bias])
+    model = tf.keras.Model([sentences, bias], out)
+    path = os.path.join(HERE, "text")
+    model.export(path, verbose=False)
+    b = np.array([[0.5, -0.5], [1.0, 0.0], [0.0, 0.25]], np.float32)
+    loaded = tf.saved_model.load(path)
+    got = loaded.signatures["serving_default"](sentences=tf.constant(TEXT_SENTENCES), bias=tf.constant(b))
+    np.savez(os.path.join(HERE, "text.feeds.npz"), bias=b)
+    np.savez(os.path.join(HERE, "text.expected.npz"), **{k: v.numpy() for k, v in got.items()})
+
+
+TEXT_SENTENCES = ["The cat sat on the MAT!", "A dog, a cat.", "zebras   dance on   mats and the dogs sing loudly"]
+
+
 LOOKUP_WORDS = [["cat", "zebra"], ["fish", "bird"]]
 LOOKUP_COLORS = [["green", "pink"], ["red", "blue"]]
 
@@ -227,3 +256,4 @@ if __name__ == "__main__":
     cnn()
     train()
     lookup()
+    text()

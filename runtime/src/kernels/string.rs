@@ -1278,6 +1278,39 @@ mod tests {
     }
 
     #[test]
+    fn string_lower_and_upper_are_tensorflows() {
+        // tf.strings.lower/upper on TensorFlow 2.21: ASCII only by default, Unicode with utf-8.
+        let x = s(&["ÄBC Def", "ÉCOLE", "mIxEd 123"]);
+        let case = |op: &str, encoding: &str| {
+            texts(&run(&node(op, &[("encoding", AttrValue::S(encoding.into()))]), std::slice::from_ref(&x)).unwrap()[0])
+        };
+        assert_eq!(case("StringLower", ""), ["Äbc def", "École", "mixed 123"]);
+        assert_eq!(case("StringLower", "utf-8"), ["äbc def", "école", "mixed 123"]);
+        assert_eq!(case("StringUpper", ""), ["ÄBC DEF", "ÉCOLE", "MIXED 123"]);
+        assert_eq!(case("StringUpper", "utf-8"), ["ÄBC DEF", "ÉCOLE", "MIXED 123"]);
+        let bad = run(&node("StringLower", &[("encoding", AttrValue::S(b"latin-1".to_vec()))]), &[x]);
+        assert!(bad.unwrap_err().to_string().contains("latin-1"));
+    }
+
+    #[test]
+    fn static_regex_full_match_matches_the_whole_string() {
+        // tf.strings.regex_full_match on TensorFlow 2.21.
+        let y = s(&["ab", "abc1", "", "xyz", "a"]);
+        let full = |pattern: &str| {
+            let out = run(
+                &node("StaticRegexFullMatch", &[("pattern", AttrValue::S(pattern.into()))]),
+                std::slice::from_ref(&y),
+            );
+            out.unwrap()[0].as_bool().unwrap().to_vec()
+        };
+        assert_eq!(full("a|ab"), [true, false, false, false, true]);
+        assert_eq!(full("[a-z]+"), [true, false, false, true, true]);
+        assert_eq!(full(""), [false, false, true, false, false]);
+        let bad = run(&node("StaticRegexFullMatch", &[("pattern", AttrValue::S(b"(".to_vec()))]), &[y]);
+        assert!(bad.is_err());
+    }
+
+    #[test]
     fn as_string_follows_printf() {
         // Expected values printed by TensorFlow 2.21.
         let x = Tensor::from_f32(vec![6], vec![1.5, -2.25, 1e10, 1.2345678e-7, f32::NAN, f32::NEG_INFINITY]).unwrap();
