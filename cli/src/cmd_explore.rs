@@ -282,7 +282,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         &query,
         clusterer,
         &inputs,
-        &autoclust_semantics::RuntimeCalls::new(graph.library.clone()),
+        &autoclust_semantics::RuntimeCalls::with_tables(
+            graph.library.clone(),
+            crate::cmd_run::initialised_tables(&graph, model.as_ref())?,
+        ),
     )
     .map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
     rename_fetches(&mut exploration, &names);

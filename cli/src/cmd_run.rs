@@ -30,7 +30,7 @@ use autoclust_passes::pass::{Evaluator, PassContext, Pipeline};
 use autoclust_passes::pipeline::{clustered_program, ClusteredProgram, PipelineError};
 use autoclust_runtime::cluster_call::CompilerOptions;
 use autoclust_runtime::tensor_io::{tensor_from_json, tensors_to_json_object, write_safetensors};
-use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
+use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions, VariableStore};
 
 use crate::io::{write_all_atomic, Format};
 use crate::model::{checkpoint_files, load_to_run, only_input, read_feed_file, read_vars, ModelContext};
@@ -225,6 +225,22 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         report: None,
         notes: Vec::new(),
     })
+}
+
+/// The lookup tables a SavedModel's initialisation op fills, for `explore` and `verify`
+/// (which read tables as filled before the step, `autoclust_semantics::RuntimeCalls`): the
+/// op runs once, on a plain session holding the model's variables, as `run` runs it. Empty
+/// when there is no model or no initialisation op.
+pub fn initialised_tables(graph: &Graph, model: Option<&ModelContext>) -> Result<Arc<VariableStore>, CliError> {
+    let tables = Arc::new(VariableStore::new());
+    let Some(m) = model.filter(|m| m.init_op.is_some()) else { return Ok(tables) };
+    let session = Session::new(Arc::new(graph.clone()), SessionOptions { threads: 1, ..SessionOptions::default() });
+    for (name, t) in &m.variables {
+        session.set_variable(name, t.clone()).map_err(|e| CliError::input(format!("{}: {e}", m.dir)))?;
+    }
+    run_init_op(&session, m)?;
+    tables.lookup_tables().adopt(session.variable_store().lookup_tables());
+    Ok(tables)
 }
 
 /// Runs a SavedModel's initialisation op once, as TensorFlow's loader does before the

@@ -25,7 +25,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let (query, names) = args.common.query(model.as_ref())?;
     let inputs = args.common.inputs(&graph, model.as_ref())?;
     let clusterer = autoclusterer(args.common.cluster_config());
-    let mut verdict = verify(&graph, &query, &clusterer, &inputs, &RuntimeCalls::new(graph.library.clone()))
+    let eval =
+        RuntimeCalls::with_tables(graph.library.clone(), crate::cmd_run::initialised_tables(&graph, model.as_ref())?);
+    let mut verdict = verify(&graph, &query, &clusterer, &inputs, &eval)
         .map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
     rename_fetches(&mut verdict.original, &names);
     rename_fetches(&mut verdict.clustered, &names);

@@ -427,6 +427,37 @@ fn text_vectorization_matches_tensorflow() {
     assert!(in_cluster.is_empty(), "a string op in a cluster: {in_cluster:?}");
 }
 
+/// `explore` and `verify` on models with lookup tables: the tables are filled by the init op
+/// before the step, as `run` fills them, so the explored outcome is TensorFlow's and clustering
+/// adds no behaviour.
+#[test]
+fn explore_and_verify_read_the_initialised_lookup_tables() {
+    let (lookup_feeds, text_feeds) = (fixture("lookup.feeds.npz"), fixture("text.feeds.npz"));
+    let lookup = [
+        "--feeds",
+        s(&lookup_feeds),
+        "--feed",
+        r#"words=[["cat", "zebra"], ["fish", "bird"]]"#,
+        "--feed",
+        r#"colors=[["green", "pink"], ["red", "blue"]]"#,
+    ];
+    let sentences = r#"sentences=["The cat sat on the MAT!", "A dog, a cat.", "zebras   dance on   mats and the dogs sing loudly"]"#;
+    let text = ["--feeds", s(&text_feeds), "--feed", sentences];
+    for (model, args) in [("lookup", &lookup[..]), ("text", &text[..])] {
+        for clustered in [&[][..], &["--clustered"][..]] {
+            let v = json(&autoclust(&[&["explore", s(&fixture(model))][..], args, clustered, &["--json"]].concat()));
+            let outcomes = v["outcomes"].as_array().unwrap();
+            assert_eq!(outcomes.len(), 1, "{model}: {v}");
+            for (key, want) in expected(&format!("{model}.expected.npz")) {
+                assert_close(&format!("explore {model} {key}"), &outcomes[0]["fetches"][&key], &want);
+            }
+        }
+        let out = autoclust(&[&["verify", s(&fixture(model))][..], args].concat());
+        assert!(out.status.success(), "{model}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("verify: ok"), "{model}");
+    }
+}
+
 /// `bench` on every fixture: the Keras export, and the train_step signature.
 #[test]
 fn bench_takes_every_fixture() {

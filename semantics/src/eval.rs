@@ -5,7 +5,10 @@
 //! kernels ([`RuntimeKernels`]), so `explore` computes exactly what `run`
 //! computes; tests may pass a smaller one.
 
+use std::sync::Arc;
+
 use autoclust_graph::{AttrValue, Attrs, DType, Library, Node, Tensor};
+use autoclust_runtime::VariableStore;
 
 /// Computes the outputs of a stateless op from its input values.
 pub trait PureEval {
@@ -27,16 +30,52 @@ impl PureEval for RuntimeKernels {
 /// `If`, `Case` or function call; `effects::calls_touch_no_resource`) run by the runtime
 /// on `library` ([`autoclust_runtime::run_call`]): what `explore`/`verify` evaluate with, so
 /// a graph whose loops and branches are pure (or clustered with them) is explored.
-#[derive(Clone, Debug)]
+///
+/// Lookup tables (`StringLookup`, `IntegerLookup`, `TextVectorization`, vocabulary feature
+/// columns) are read from `tables`, which the caller fills before exploring (a SavedModel's
+/// initialisation op, run once as TensorFlow's loader runs it). A table the step only reads
+/// holds the same entries whatever the schedule, so its reads are pure functions of their
+/// keys; an op that writes a table inside the explored step would make the table's contents
+/// depend on the schedule, which the model does not track: it is refused by name.
+#[derive(Clone)]
 pub struct RuntimeCalls {
     pub library: Library,
     /// The bound on a loop's iterations (`run --max-loop-iterations`'s default).
     pub max_loop_iterations: u64,
+    /// The lookup tables, as initialised before the step (none: every table is empty, and
+    /// reading one fails as in TensorFlow, "Table not initialized.").
+    pub tables: Arc<VariableStore>,
+}
+
+impl std::fmt::Debug for RuntimeCalls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeCalls").field("max_loop_iterations", &self.max_loop_iterations).finish_non_exhaustive()
+    }
 }
 
 impl RuntimeCalls {
     pub fn new(library: Library) -> RuntimeCalls {
-        RuntimeCalls { library, max_loop_iterations: autoclust_runtime::DEFAULT_MAX_LOOP_ITERATIONS }
+        RuntimeCalls::with_tables(library, Arc::new(VariableStore::new()))
+    }
+
+    /// Reads lookup tables from `tables` (see the type's doc).
+    pub fn with_tables(library: Library, tables: Arc<VariableStore>) -> RuntimeCalls {
+        RuntimeCalls { library, max_loop_iterations: autoclust_runtime::DEFAULT_MAX_LOOP_ITERATIONS, tables }
+    }
+
+    fn lookup(&self, node: &Node, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
+        use autoclust_runtime::kernels::lookup;
+        if lookup::writes_table(&node.op) {
+            return Err(format!(
+                "{} writes a lookup table inside the explored step; explore and verify model tables \
+                 as filled before the step (by a SavedModel's initialisation op)",
+                node.op
+            ));
+        }
+        let kernel =
+            lookup::prepare(node).map_err(|e| e.to_string())?.ok_or_else(|| format!("no kernel for {}", node.op))?;
+        let outputs = kernel(&self.tables, inputs.iter().cloned().collect()).map_err(|e| e.to_string())?;
+        Ok(outputs.into_vec())
     }
 }
 
@@ -45,6 +84,9 @@ impl PureEval for RuntimeCalls {
         if autoclust_graph::effects::may_call_function(node, &self.library) {
             return autoclust_runtime::run_call(node, &self.library, inputs, self.max_loop_iterations)
                 .map_err(|e| e.to_string());
+        }
+        if autoclust_runtime::kernels::lookup::is_lookup_op(&node.op) {
+            return self.lookup(node, inputs);
         }
         RuntimeKernels.compute(node, inputs)
     }
@@ -63,7 +105,6 @@ pub fn resource_kernel(
     vars: &[(&str, Tensor)],
 ) -> Result<(Vec<Tensor>, Vec<Tensor>), String> {
     use autoclust_runtime::kernels::resource::{handle_tensor, prepare};
-    use autoclust_runtime::VariableStore;
     let kernel = prepare(node).map_err(|e| e.to_string())?.ok_or_else(|| format!("no kernel for {}", node.op))?;
     let store = VariableStore::new();
     let mut ids = Vec::with_capacity(vars.len());
@@ -104,5 +145,53 @@ pub(crate) fn synthetic(name: &str, op: &str, dtype: DType) -> Node {
         attrs,
         device: String::new(),
         span: None,
+    }
+}
+
+#[cfg(test)]
+mod lookup_tests {
+    use super::*;
+
+    fn node(op: &str, attrs: &[(&str, AttrValue)]) -> Node {
+        Node {
+            name: "t".into(),
+            op: op.into(),
+            inputs: Vec::new(),
+            control_inputs: Vec::new(),
+            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            device: String::new(),
+            span: None,
+        }
+    }
+
+    #[test]
+    fn tables_are_read_as_filled_and_never_written_in_the_step() {
+        let types = [("key_dtype", AttrValue::Type(DType::Int64)), ("value_dtype", AttrValue::Type(DType::Int64))];
+        let table = node("HashTableV2", &types);
+        // Filled before the step, on the store the evaluator reads.
+        let store = Arc::new(VariableStore::new());
+        let filled = RuntimeCalls::with_tables(Library::default(), store.clone());
+        let handle = filled.compute(&table, &[]).unwrap().remove(0);
+        let import =
+            autoclust_runtime::kernels::lookup::prepare(&node("LookupTableImportV2", &types)).unwrap().unwrap();
+        let keys = Tensor::from_i64(vec![2], vec![10, 20]).unwrap();
+        let values = Tensor::from_i64(vec![2], vec![1, 2]).unwrap();
+        import(&store, [handle.clone(), keys.clone(), values.clone()].into_iter().collect()).unwrap();
+        let find = node(
+            "LookupTableFindV2",
+            &[("Tin", AttrValue::Type(DType::Int64)), ("Tout", AttrValue::Type(DType::Int64))],
+        );
+        let asked = Tensor::from_i64(vec![3], vec![20, 99, 10]).unwrap();
+        let default = Tensor::from_i64(vec![], vec![-1]).unwrap();
+        let got = filled.compute(&find, &[handle.clone(), asked.clone(), default.clone()]).unwrap();
+        assert_eq!(got[0].as_i64().unwrap(), &[2, -1, 1]);
+        // A write inside the explored step is refused by name.
+        let e = filled.compute(&node("LookupTableImportV2", &types), &[handle, keys, values]).unwrap_err();
+        assert!(e.contains("LookupTableImportV2 writes a lookup table"), "{e}");
+        // Without initialisation, reading fails as in TensorFlow.
+        let empty = RuntimeCalls::new(Library::default());
+        let h = empty.compute(&table, &[]).unwrap().remove(0);
+        let e = empty.compute(&find, &[h, asked, default]).unwrap_err();
+        assert!(e.contains("not initialized"), "{e}");
     }
 }

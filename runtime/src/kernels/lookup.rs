@@ -296,6 +296,18 @@ fn int_attr(node: &Node, name: &str, default: i64) -> i64 {
     node.attr(name).and_then(AttrValue::as_int).unwrap_or(default)
 }
 
+/// Whether `op` changes a table's entries (fills, imports, inserts or removes).
+pub fn writes_table(op: &str) -> bool {
+    matches!(
+        op,
+        "LookupTableImportV2"
+            | "InitializeTableV2"
+            | "InitializeTableFromTextFileV2"
+            | "LookupTableInsertV2"
+            | "LookupTableRemoveV2"
+    )
+}
+
 /// Whether [`prepare`] has a kernel for `op`.
 pub fn is_lookup_op(op: &str) -> bool {
     !matches!(prepare(&super::probe(op)), Ok(None))
