@@ -48,6 +48,10 @@ pub struct Common {
     /// Nodes to run without fetching.
     #[arg(long, value_delimiter = ',', value_name = "N,..")]
     pub target: Vec<String>,
+    /// Nodes to run once, in order, before the explored step (a TensorFlow 1 program's
+    /// variable and table initialisers: `init`, `init_all_tables`), comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "N,..")]
+    pub init: Vec<String>,
     /// Each read-modify-write op is one atomic step (as the plain executor runs it).
     #[arg(long)]
     pub atomic_rmw: bool,
@@ -153,6 +157,23 @@ impl Common {
     /// Reads `--feeds`, `--vars`, `--feed` and `--var` against `graph`; a SavedModel's
     /// variables come first (`--vars`/`--var` override them), its feeds are keyed by the
     /// signature's input names, and every input must be fed.
+    /// Runs the SavedModel's initialisation op and the `--init` nodes before the step
+    /// ([`crate::cmd_run::initial_state`]): the variables they set join `inputs` (a value
+    /// given by `--vars`/`--var` or the model is what they started from), and the lookup
+    /// tables they filled are returned for the evaluator.
+    pub fn initialise(
+        &self,
+        graph: &Graph,
+        model: Option<&ModelContext>,
+        inputs: &mut Inputs,
+    ) -> Result<std::sync::Arc<autoclust_runtime::VariableStore>, CliError> {
+        let given: Vec<(String, autoclust_graph::Tensor)> =
+            inputs.vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let (tables, vars) = crate::cmd_run::initial_state(graph, model, &given, &self.init)?;
+        inputs.vars.extend(vars);
+        Ok(tables)
+    }
+
     pub fn inputs(&self, graph: &Graph, model: Option<&ModelContext>) -> Result<Inputs, CliError> {
         let mut inputs = Inputs::default();
         // The placeholder node a feed name (a signature input key, or a node name) feeds.
@@ -274,7 +295,8 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let Loaded { graph, model } = args.common.load(&args.graph)?;
     let (query, names) = args.common.query(model.as_ref())?;
-    let inputs = args.common.inputs(&graph, model.as_ref())?;
+    let mut inputs = args.common.inputs(&graph, model.as_ref())?;
+    let tables = args.common.initialise(&graph, model.as_ref(), &mut inputs)?;
     let clusterer = autoclusterer(args.common.cluster_config());
     let clusterer = args.clustered.then_some(&clusterer as &autoclust_semantics::ClusterFn<'_>);
     let mut exploration = explore_graph(
@@ -282,10 +304,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         &query,
         clusterer,
         &inputs,
-        &autoclust_semantics::RuntimeCalls::with_tables(
-            graph.library.clone(),
-            crate::cmd_run::initialised_tables(&graph, model.as_ref())?,
-        ),
+        &autoclust_semantics::RuntimeCalls::with_tables(graph.library.clone(), tables),
     )
     .map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
     rename_fetches(&mut exploration, &names);

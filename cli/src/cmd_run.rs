@@ -64,6 +64,10 @@ pub struct InputArgs {
     /// Nodes to run for their effects, comma-separated.
     #[arg(long, value_delimiter = ',', value_name = "N,..")]
     pub target: Vec<String>,
+    /// Nodes to run once, in order, before the first step (a TensorFlow 1 program's
+    /// variable and table initialisers: `init`, `init_all_tables`), comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "N,..")]
+    pub init: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -149,6 +153,7 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
     if let Some(m) = model {
         run_init_op(&session, m)?;
     }
+    run_init_targets(&session, &inputs.init)?;
     // With a signature, feeds and fetches are named by its keys; `graph_name` finds the tensor.
     let feed_tensor = |name: &str, what: &str| -> Result<String, CliError> {
         match model {
@@ -227,20 +232,44 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
     })
 }
 
-/// The lookup tables a SavedModel's initialisation op fills, for `explore` and `verify`
-/// (which read tables as filled before the step, `autoclust_semantics::RuntimeCalls`): the
-/// op runs once, on a plain session holding the model's variables, as `run` runs it. Empty
-/// when there is no model or no initialisation op.
-pub fn initialised_tables(graph: &Graph, model: Option<&ModelContext>) -> Result<Arc<VariableStore>, CliError> {
+/// What runs before `explore`'s and `verify`'s step, as before `run`'s: a SavedModel's
+/// initialisation op, then the `--init` nodes, once each, on a plain session holding the
+/// model's and the given variables (`vars`). Returns the lookup tables they filled (which
+/// `autoclust_semantics::RuntimeCalls` reads as fixed for the step) and every variable they
+/// gave a value, for the exploration's initial state. Nothing runs when there is neither.
+pub fn initial_state(
+    graph: &Graph,
+    model: Option<&ModelContext>,
+    vars: &[(String, Tensor)],
+    init: &[String],
+) -> Result<(Arc<VariableStore>, Vec<(String, Tensor)>), CliError> {
     let tables = Arc::new(VariableStore::new());
-    let Some(m) = model.filter(|m| m.init_op.is_some()) else { return Ok(tables) };
-    let session = Session::new(Arc::new(graph.clone()), SessionOptions { threads: 1, ..SessionOptions::default() });
-    for (name, t) in &m.variables {
-        session.set_variable(name, t.clone()).map_err(|e| CliError::input(format!("{}: {e}", m.dir)))?;
+    let init_op = model.filter(|m| m.init_op.is_some());
+    if init_op.is_none() && init.is_empty() {
+        return Ok((tables, Vec::new()));
     }
-    run_init_op(&session, m)?;
+    let session = Session::new(Arc::new(graph.clone()), SessionOptions { threads: 1, ..SessionOptions::default() });
+    for (name, t) in vars {
+        session.set_variable(name, t.clone()).map_err(|e| CliError::input(format!("variable '{name}': {e}")))?;
+    }
+    if let Some(m) = init_op {
+        run_init_op(&session, m)?;
+    }
+    run_init_targets(&session, init)?;
     tables.lookup_tables().adopt(session.variable_store().lookup_tables());
-    Ok(tables)
+    Ok((tables, session.variables()))
+}
+
+/// Runs each `--init` node once, in order.
+fn run_init_targets(session: &Session, init: &[String]) -> Result<(), CliError> {
+    for name in init {
+        let fail = |e: String| CliError::input(format!("--init '{name}': {e}"));
+        let target = session.node(name).map_err(|e| fail(e.to_string()))?;
+        session
+            .run(&RunRequest { feeds: Vec::new(), fetches: Vec::new(), targets: vec![target] })
+            .map_err(|e| fail(e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// Runs a SavedModel's initialisation op once, as TensorFlow's loader does before the

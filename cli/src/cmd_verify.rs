@@ -23,10 +23,10 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let Loaded { graph, model } = args.common.load(&args.graph)?;
     let (query, names) = args.common.query(model.as_ref())?;
-    let inputs = args.common.inputs(&graph, model.as_ref())?;
+    let mut inputs = args.common.inputs(&graph, model.as_ref())?;
+    let tables = args.common.initialise(&graph, model.as_ref(), &mut inputs)?;
     let clusterer = autoclusterer(args.common.cluster_config());
-    let eval =
-        RuntimeCalls::with_tables(graph.library.clone(), crate::cmd_run::initialised_tables(&graph, model.as_ref())?);
+    let eval = RuntimeCalls::with_tables(graph.library.clone(), tables);
     let mut verdict = verify(&graph, &query, &clusterer, &inputs, &eval)
         .map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
     rename_fetches(&mut verdict.original, &names);

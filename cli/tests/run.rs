@@ -175,3 +175,42 @@ fn with_neither_fetch_nor_target_every_node_runs() {
     assert_eq!(v["variables"]["X"]["data"][0], 1.0);
     assert_eq!(v["variables"]["Y"]["data"][0], 2.0);
 }
+
+/// A TensorFlow 1 step whose variables and lookup tables are initialised by ops the program
+/// runs first (`init`, `init_all_tables`): `--init` runs them once before the step, in `run`
+/// (both modes), `explore` and `verify`, with TensorFlow's results (make_tf1_tables.py).
+#[test]
+fn init_runs_tf1_initialisers_before_the_step() {
+    let g = testdata("tf1_tables.pbtxt");
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(testdata("tf1_tables.expected.json")).unwrap()).unwrap();
+    let feeds =
+        ["--feed", r#"color=["red","blue","pink"]"#, "--feed", "size=[5,9,2]", "--feed", "x=[[1,2],[3,4],[5,6]]"];
+    let close = |what: &str, got: &serde_json::Value, want: &serde_json::Value| {
+        let (got, want) = (got["data"].as_array().unwrap(), want.as_array().unwrap());
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (a, b) in got.iter().zip(want) {
+            assert!((a.as_f64().unwrap() - b.as_f64().unwrap()).abs() < 1e-5, "{what}: {got:?} != {want:?}");
+        }
+    };
+    let init = ["--init", "init,init_all_tables"];
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let base = [&["run", g.to_str().unwrap()][..], &feeds, &init, mode, &["--json"]].concat();
+        let v = json(&autoclust(&[&base[..], &["--fetch", "y"]].concat()));
+        close("y", &v["fetches"]["y:0"], &want["y"]);
+        let v = json(&autoclust(&[&base[..], &["--target", "train"]].concat()));
+        close("w", &v["variables"]["w"], &want["w"]);
+        close("emb", &v["variables"]["emb"], &want["emb"]);
+    }
+    let v =
+        json(&autoclust(&[&["explore", g.to_str().unwrap()][..], &feeds, &init, &["--fetch", "y", "--json"]].concat()));
+    close("explore y", &v["outcomes"][0]["fetches"]["y:0"], &want["y"]);
+    let out = autoclust(&[&["verify", g.to_str().unwrap()][..], &feeds, &init, &["--target", "train"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Without the table initialiser: TensorFlow's error, naming the lookup.
+    let out = autoclust(&[&["run", g.to_str().unwrap()][..], &feeds, &["--init", "init", "--fetch", "y"]].concat());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && e.contains("LookupTableFindV2") && e.contains("Table not initialized"), "{e}");
+    let out = autoclust(&[&["run", g.to_str().unwrap()][..], &feeds, &["--init", "nope", "--fetch", "y"]].concat());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--init 'nope'"));
+}
