@@ -232,6 +232,9 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
     })
 }
 
+/// The lookup tables and the variables (name, value) set before a step.
+pub type InitialState = (Arc<VariableStore>, Vec<(String, Tensor)>);
+
 /// What runs before `explore`'s and `verify`'s step, as before `run`'s: a SavedModel's
 /// initialisation op, then the `--init` nodes, once each, on a plain session holding the
 /// model's and the given variables (`vars`). Returns the lookup tables they filled (which
@@ -242,7 +245,7 @@ pub fn initial_state(
     model: Option<&ModelContext>,
     vars: &[(String, Tensor)],
     init: &[String],
-) -> Result<(Arc<VariableStore>, Vec<(String, Tensor)>), CliError> {
+) -> Result<InitialState, CliError> {
     let tables = Arc::new(VariableStore::new());
     let init_op = model.filter(|m| m.init_op.is_some());
     if init_op.is_none() && init.is_empty() {
