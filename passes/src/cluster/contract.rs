@@ -102,8 +102,9 @@ struct Engine<'a> {
     members: Vec<Vec<NodeId>>,
     /// The member earliest in topological order (names the cluster in refusals).
     first: Vec<NodeId>,
-    /// Dense indices of the writers in the cluster.
-    writers: Vec<FixedBitSet>,
+    /// Dense indices of the writers in the cluster: a short list (a cluster holds a few
+    /// writers; a bitset over every writer of the graph made each check scan ~N/64 words).
+    writers: Vec<Vec<u32>>,
     /// Dense indices of the writers reaching some reader in the cluster.
     reached: Vec<FixedBitSet>,
     resource_ops: Vec<Vec<NodeId>>,
@@ -140,7 +141,7 @@ impl<'a> Engine<'a> {
         for &(enter, exit) in deadness.as_ref().map_or(&[][..], |d| d.loop_edges()) {
             loops_ok &= cycles.insert_edge(enter.0, exit.0);
         }
-        let mut writers = vec![FixedBitSet::new(); n];
+        let mut writers = vec![Vec::new(); n];
         let mut reached = vec![FixedBitSet::new(); n];
         let mut resource_ops = vec![Vec::new(); n];
         let mut updates = vec![Vec::new(); n];
@@ -157,8 +158,7 @@ impl<'a> Engine<'a> {
                 updates[i].push((id, vars));
             }
             if let Some(w) = safety.writer_index(id) {
-                writers[i].grow(w + 1);
-                writers[i].insert(w);
+                writers[i].push(w as u32);
             }
             if let Some(set) = safety.reaching_writers(id).filter(|_| !config.ignore_safety) {
                 reached[i] = set.clone();
@@ -381,7 +381,7 @@ impl<'a> Engine<'a> {
                 let moved = std::mem::take(&mut self.updates[v]);
                 self.updates[s].extend(moved);
                 let w = std::mem::take(&mut self.writers[v]);
-                self.writers[s].union_with(&w);
+                self.writers[s].extend(w);
                 let r = std::mem::take(&mut self.reached[v]);
                 self.reached[s].union_with(&r);
                 if self.topo_pos[self.first[v].index()] < self.topo_pos[self.first[s].index()] {
@@ -398,11 +398,11 @@ impl<'a> Engine<'a> {
 
     /// A writer of `a` reaching a reader of `b`: the incompatible pair.
     fn resource_conflict(&self, a: u32, b: u32) -> Option<Refusal> {
-        if self.writers[a as usize].is_disjoint(&self.reached[b as usize]) {
-            return None;
-        }
-        let w = self.writers[a as usize].intersection(&self.reached[b as usize]).next()?;
-        let from = self.safety.writer(w);
+        let reached = &self.reached[b as usize];
+        // The lowest such writer, as a bitset intersection would give it (explanations
+        // name the same pair whatever the merge order).
+        let w = self.writers[a as usize].iter().copied().filter(|&w| reached.contains(w as usize)).min()?;
+        let from = self.safety.writer(w as usize);
         let to = self.resource_ops[b as usize].iter().copied().find(|&r| self.safety.is_incompatible(from, r))?;
         Some(Refusal::WriteBeforeRead { from, to })
     }
