@@ -364,6 +364,18 @@ fn explore_and_verify_take_the_signature() {
     assert_eq!(usage.status.code(), Some(2));
 }
 
+/// The nodes `cluster` puts in clusters in the fixture's serving_default signature.
+fn clustered_nodes(model: &str) -> Vec<String> {
+    let v = json(&autoclust(&["cluster", s(&fixture(model)), "--signature", "serving_default", "--json"]));
+    v["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["nodes"].as_array().unwrap())
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect()
+}
+
 /// A Keras export whose lookup tables its init op fills (an integer vocabulary, a string
 /// vocabulary with hashed out-of-vocabulary buckets, a vocabulary file among its assets):
 /// `run` runs the init op once, as TensorFlow's loader does, and gives TensorFlow's outputs in
@@ -378,15 +390,8 @@ fn lookup_tables_are_initialised_and_match_tensorflow() {
         r#"colors=[["green", "pink"], ["red", "blue"]]"#,
     ];
     check_against_tensorflow("lookup", "lookup.feeds.npz", &strings, "lookup.expected.npz");
-    let v = json(&autoclust(&["cluster", s(&fixture("lookup")), "--signature", "serving_default", "--json"]));
-    let clustered: Vec<&str> = v["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|c| c["nodes"].as_array().unwrap())
-        .map(|n| n.as_str().unwrap())
-        .collect();
-    assert!(!clustered.is_empty(), "{v}");
+    let clustered = clustered_nodes("lookup");
+    assert!(!clustered.is_empty());
     assert!(!clustered.iter().any(|n| n.contains("LookupTable")), "a table op in a cluster: {clustered:?}");
     // A lookup key of the wrong type is an error naming the op, not a panic.
     let e = error_line(&autoclust(&[
@@ -410,19 +415,12 @@ fn text_vectorization_matches_tensorflow() {
     // make_fixtures.py's TEXT_SENTENCES.
     let sentences = r#"sentences=["The cat sat on the MAT!", "A dog, a cat.", "zebras   dance on   mats and the dogs sing loudly"]"#;
     check_against_tensorflow("text", "text.feeds.npz", &["--feed", sentences], "text.expected.npz");
-    let v = json(&autoclust(&["cluster", s(&fixture("text")), "--signature", "serving_default", "--json"]));
-    let clustered: Vec<&str> = v["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|c| c["nodes"].as_array().unwrap())
-        .map(|n| n.as_str().unwrap())
-        .collect();
-    assert!(!clustered.is_empty(), "{v}");
+    let clustered = clustered_nodes("text");
+    assert!(!clustered.is_empty());
     // The string ops' nodes (inlined from the signature's function), by their last name part.
     let string_ops =
         ["StringLower", "StaticRegexReplace", "StringSplitV2", "LookupTableFindV2", "RaggedTensorToTensor"];
-    let in_cluster: Vec<&&str> =
+    let in_cluster: Vec<&String> =
         clustered.iter().filter(|n| string_ops.contains(&n.rsplit('/').next().unwrap_or(n))).collect();
     assert!(in_cluster.is_empty(), "a string op in a cluster: {in_cluster:?}");
 }
