@@ -214,3 +214,64 @@ fn init_runs_tf1_initialisers_before_the_step() {
     let out = autoclust(&[&["run", g.to_str().unwrap()][..], &feeds, &["--init", "nope", "--fetch", "y"]].concat());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--init 'nope'"));
 }
+
+/// A TF1 estimator-style step built with tf.compat.v1.feature_column (embedding, indicator,
+/// numeric and bucketized columns over vocabulary lists and hash buckets, a row with no tags):
+/// its sparse ops (SparseToDense, SparseFillEmptyRows, SparseReshape, SparseSegment{Mean,SqrtN,
+/// Sum} and their gradients) and string gathers run, and `y`, `loss` and every variable after
+/// one Adagrad step equal TensorFlow's (make_tf1_feature_columns.py) in both modes; the
+/// clustered run compiles every cluster; explore and verify pass.
+#[test]
+fn tf1_feature_columns_match_tensorflow() {
+    let g = testdata("tf1_feature_columns.pbtxt");
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(testdata("tf1_feature_columns.expected.json")).unwrap()).unwrap();
+    let feeds = [
+        "--init",
+        "init,init_all_tables",
+        "--feed",
+        r#"color=[["red"],["pink"],["blue"]]"#,
+        "--feed",
+        r#"tags=[["a","c"],["",""],["d","zz"]]"#,
+        "--feed",
+        "age=[[20],[45],[70]]",
+        "--feed",
+        r#"city=[["paris"],["rome"],["oslo"]]"#,
+        "--feed",
+        "label=[[1],[0],[2]]",
+    ];
+    // Relative: the Adagrad accumulators reach 1e6, where one float32 step is 0.06.
+    let close = |what: &str, got: &serde_json::Value, want: &serde_json::Value| {
+        let got = got["data"].as_array().unwrap_or_else(|| panic!("{what}: {got}"));
+        let want: Vec<f64> = match want.as_array() {
+            Some(w) => w.iter().map(|x| x.as_f64().unwrap()).collect(),
+            None => vec![want.as_f64().unwrap()],
+        };
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (a, b) in got.iter().zip(&want) {
+            let a = a.as_f64().unwrap();
+            assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{what}: {got:?} != {want:?}");
+        }
+    };
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let base = [&["run", g.to_str().unwrap()][..], &feeds, mode, &["--json"]].concat();
+        let v = json(&autoclust(&[&base[..], &["--fetch", "y,loss"]].concat()));
+        close("y", &v["fetches"]["y:0"], &want["y"]);
+        close("loss", &v["fetches"]["loss:0"], &want["loss"]);
+        let v = json(&autoclust(&[&base[..], &["--target", "train"]].concat()));
+        let vars = want["variables"].as_object().unwrap();
+        assert_eq!(vars.len(), 12);
+        for (name, w) in vars {
+            close(name, &v["variables"][name], w);
+        }
+    }
+    let b = json(&autoclust(
+        &[&["bench", g.to_str().unwrap()][..], &feeds, &["--target", "train", "--json", "--steps", "3"]].concat(),
+    ));
+    assert_eq!(b["interpreted_clusters"], 0, "{b}");
+    assert!(b["compiled_clusters"].as_u64().unwrap() >= 1, "{b}");
+    let v = json(&autoclust(&[&["explore", g.to_str().unwrap()][..], &feeds, &["--fetch", "y", "--json"]].concat()));
+    close("explore y", &v["outcomes"][0]["fetches"]["y:0"], &want["y"]);
+    let out = autoclust(&[&["verify", g.to_str().unwrap()][..], &feeds, &["--target", "train"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -530,6 +530,9 @@ fn index_string(shape: &[usize], mut i: usize) -> String {
 /// dimensions of params and indices are matched one to one; the output is
 /// `params.shape[:axis] + indices.shape[batch_dims:] + params.shape[axis+1:]`.
 pub(crate) fn gather_batched(params: &Tensor, indices: &Tensor, axis: i64, batch_dims: i64) -> KResult<Tensor> {
+    if is_untyped(params) {
+        return by_positions(params, |pos| gather_batched(pos, indices, axis, batch_dims));
+    }
     super::check_native(params)?;
     if params.rank() == 0 {
         return Err(KernelError::invalid("params must be at least 1 dimensional"));
@@ -976,7 +979,24 @@ fn nd_offsets(shape: &[usize], indices: &Tensor, what: &str) -> KResult<(Vec<usi
 /// `GatherNd`: `params` sliced at each index tuple: shape `indices.shape[:-1] + params.shape[K:]`.
 /// `GatherNd` of any native dtype (also `ResourceGatherNd`'s, on the variable's value).
 pub(crate) fn gather_nd_any(params: &Tensor, indices: &Tensor) -> KResult<Tensor> {
+    if is_untyped(params) {
+        return by_positions(params, |pos| gather_nd::<i64>(pos, indices));
+    }
     dispatch_all!(params.dtype, gather_nd(params, indices))
+}
+
+/// Whether `t` holds strings or raw bytes, which the typed kernels do not move.
+fn is_untyped(t: &Tensor) -> bool {
+    matches!(t.data, autoclust_graph::TensorData::Str(_) | autoclust_graph::TensorData::Raw(_))
+}
+
+/// An element-moving op on a dtype without a typed path (strings, raw-byte dtypes): the op
+/// runs on the int64 positions of `t`'s elements, and the elements follow their positions.
+fn by_positions(t: &Tensor, op: impl FnOnce(&Tensor) -> KResult<Tensor>) -> KResult<Tensor> {
+    let n = t.num_elements();
+    let pos = op(&tensor_of(t.shape.clone(), (0..n as i64).collect::<Vec<i64>>()))?;
+    let src: Vec<Option<usize>> = pos.as_i64().unwrap_or(&[]).iter().map(|&p| Some(p as usize)).collect();
+    super::take_or(t, &src, None, pos.shape.clone())
 }
 
 fn gather_nd<T: Elem>(params: &Tensor, indices: &Tensor) -> KResult<Tensor> {

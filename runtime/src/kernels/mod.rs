@@ -37,6 +37,7 @@ pub mod random;
 pub(crate) mod reduce;
 pub mod resource;
 pub(crate) mod shape_ops;
+pub(crate) mod sparse;
 pub(crate) mod string;
 pub(crate) mod volume;
 pub use string::print_stdout_to_stderr;
@@ -122,6 +123,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = ragged::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = sparse::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))
@@ -225,6 +229,62 @@ pub(crate) fn budget(dtype: DType, shape: &[usize]) -> KResult<usize> {
 pub(crate) fn tensor_of<T: Elem>(shape: Vec<usize>, v: Vec<T>) -> Tensor {
     debug_assert_eq!(shape.iter().product::<usize>(), v.len());
     Tensor { dtype: T::DTYPE, shape, data: T::wrap(v) }
+}
+
+/// Elements moved without arithmetic, for every dtype with a flat buffer (strings and the
+/// raw-byte dtypes included): output element `i` of `shape` is `t`'s element `src[i]`, or
+/// `fill`'s first element where `src[i]` is `None`. The sparse and gather kernels use it for
+/// the dtypes their typed paths do not cover.
+pub(crate) fn take_or(t: &Tensor, src: &[Option<usize>], fill: Option<&Tensor>, shape: Vec<usize>) -> KResult<Tensor> {
+    fn pick<E: Clone>(v: &[E], fill: Option<&[E]>, src: &[Option<usize>]) -> KResult<Vec<E>> {
+        let default = fill.and_then(|f| f.first());
+        src.iter()
+            .map(|s| match s {
+                Some(j) => {
+                    v.get(*j).cloned().ok_or_else(|| KernelError::invalid(format!("element {j} is out of range")))
+                }
+                None => default.cloned().ok_or_else(|| KernelError::invalid("no default value to fill with")),
+            })
+            .collect()
+    }
+    if fill.is_some_and(|f| f.dtype != t.dtype) {
+        return Err(KernelError::invalid(format!(
+            "the default value's dtype {} differs from the values' {}",
+            fill.map_or(t.dtype, |f| f.dtype),
+            t.dtype
+        )));
+    }
+    budget(t.dtype, &shape)?;
+    macro_rules! arm {
+        ($var:ident, $v:expr) => {{
+            let f = match fill.map(|f| &f.data) {
+                None => None,
+                Some(TensorData::$var(w)) => Some(&w[..]),
+                Some(_) => return Err(KernelError::DType(t.dtype)),
+            };
+            TensorData::$var(Arc::new(pick($v, f, src)?))
+        }};
+    }
+    let data = match &t.data {
+        TensorData::F32(v) => arm!(F32, v),
+        TensorData::F64(v) => arm!(F64, v),
+        TensorData::I32(v) => arm!(I32, v),
+        TensorData::I64(v) => arm!(I64, v),
+        TensorData::Bool(v) => arm!(Bool, v),
+        TensorData::Str(v) => arm!(Str, v),
+        TensorData::Raw(bytes) => {
+            let w = t.dtype.size_of().filter(|&w| w > 0).ok_or(KernelError::DType(t.dtype))?;
+            let rows: Vec<&[u8]> = bytes.chunks_exact(w).collect();
+            let f: Option<Vec<&[u8]>> = match fill.map(|f| &f.data) {
+                None => None,
+                Some(TensorData::Raw(b)) => Some(b.chunks_exact(w).collect()),
+                Some(_) => return Err(KernelError::DType(t.dtype)),
+            };
+            TensorData::Raw(Arc::new(pick(&rows, f.as_deref(), src)?.concat()))
+        }
+        TensorData::List(_) => return Err(KernelError::DType(t.dtype)),
+    };
+    Ok(Tensor { dtype: t.dtype, shape, data })
 }
 
 /// Checks that `t` has a native buffer of its dtype (a corrupt tensor would

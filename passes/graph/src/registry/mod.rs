@@ -15,6 +15,7 @@
 
 mod array_extra;
 mod bitwise;
+mod build;
 mod calls;
 mod control_flow;
 mod diag;
@@ -22,6 +23,7 @@ mod lookup;
 mod nn;
 mod ops;
 mod shapes;
+mod sparse;
 mod strided;
 mod strings;
 
@@ -31,6 +33,7 @@ use std::sync::OnceLock;
 use crate::ListValue;
 use crate::{AttrValue, DType, Dim, Node, ResourceKind, Shape};
 
+pub use sparse::resolve_reshape as resolve_sparse_reshape;
 pub use strided::{strided_slice, SliceSpec};
 
 /// Where an argument's dtype comes from.
@@ -277,6 +280,7 @@ const TABLES: &[&[OpSchema]] = &[
     diag::OPS,
     bitwise::OPS,
     lookup::OPS,
+    sparse::OPS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {

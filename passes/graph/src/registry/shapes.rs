@@ -66,7 +66,7 @@ fn shape_from_value(v: &[Dim], what: &str) -> Result<Shape, String> {
 }
 
 /// The rank a shape operand implies when its value is unknown: its length.
-fn shape_from_operand(c: &InferCtx<'_>, i: usize, what: &str) -> Result<Shape, String> {
+pub(super) fn shape_from_operand(c: &InferCtx<'_>, i: usize, what: &str) -> Result<Shape, String> {
     if let Some(v) = c.value(i) {
         return shape_from_value(v, what);
     }

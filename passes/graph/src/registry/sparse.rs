@@ -1,0 +1,371 @@
+//! Schemas of the sparse-tensor ops that TensorFlow 1 feature columns, `tf.sparse` and
+//! `embedding_lookup_sparse` put in ordinary training graphs (`sparse_ops.cc`,
+//! `math_ops.cc`, `array_ops.cc`): `SparseToDense`, `SparseFillEmptyRows` and its gradient,
+//! `SparseReshape`, the `SparseSegment{Sum,Mean,SqrtN}` reductions (with and without
+//! `num_segments`) and their gradients (V1 and V2), `UniqueWithCounts` and
+//! `SparseTensorDenseMatMul`.
+//!
+//! A sparse tensor is three dense tensors (int64 `indices [N, R]`, `values [N]`, int64
+//! `dense_shape [R]`), so every op here is an ordinary stateless op on dense values. Shape
+//! functions follow TensorFlow's: unknown ranks and dimensions stay unknown, and a shape
+//! function fails only where TensorFlow's would.
+
+use super::build::{arg, bool_attr_or, pure_op, type_attr, type_attr_or};
+use super::shapes::shape_from_operand;
+use super::{AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
+use crate::DType::{
+    self, BFloat16, Float16, Float32, Float64, Int16, Int32, Int64, Int8, UInt16, UInt32, UInt64, UInt8,
+};
+use crate::{Dim, Shape};
+
+type Shapes = Result<Vec<Shape>, String>;
+
+const REAL: &[DType] = &[Float16, BFloat16, Float32, Float64, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64];
+const FLOAT: &[DType] = &[Float16, BFloat16, Float32, Float64];
+const INDEX: &[DType] = &[Int32, Int64];
+
+const T: TypeRule = TypeRule::Attr("T");
+const I64: TypeRule = TypeRule::Fixed(Int64);
+const I32: TypeRule = TypeRule::Fixed(Int32);
+const BOOL: TypeRule = TypeRule::Fixed(DType::Bool);
+
+fn rank_is(c: &InferCtx<'_>, i: usize, what: &str, want: usize) -> Result<(), String> {
+    match c.shape(i).rank() {
+        Some(r) if r != want => Err(format!("{what} must be rank {want}, but has shape {}", c.shape(i))),
+        _ => Ok(()),
+    }
+}
+
+/// Dimension `d` of input `i`, when known.
+fn dim(c: &InferCtx<'_>, i: usize, d: usize) -> Dim {
+    c.shape(i).dims.as_ref().and_then(|v| v.get(d).copied()).flatten()
+}
+
+/// Two dimensions that must agree.
+fn merge_dim(a: Dim, b: Dim, what: &str) -> Result<Dim, String> {
+    match (a, b) {
+        (Some(x), Some(y)) if x != y => Err(format!("{what}: dimensions {x} and {y} differ")),
+        (Some(x), _) | (_, Some(x)) => Ok(Some(x)),
+        _ => Ok(None),
+    }
+}
+
+/// `[first] + shape(i)[1..]`, unknown when input `i`'s rank is.
+fn rows_like(c: &InferCtx<'_>, i: usize, first: Dim) -> Shape {
+    match c.shape(i).dims.as_deref() {
+        Some([_, rest @ ..]) => {
+            let mut d = vec![first];
+            d.extend_from_slice(rest);
+            Shape::with_dims(d)
+        }
+        _ => Shape::unknown(),
+    }
+}
+
+/// `SparseToDense`: the dense shape is the value of `output_shape`.
+fn sparse_to_dense(c: &InferCtx<'_>) -> Shapes {
+    if c.shape(1).rank().is_some_and(|r| r > 1) {
+        return Err(format!("output_shape must be a scalar or vector, but has shape {}", c.shape(1)));
+    }
+    rank_is(c, 3, "default_value", 0)?;
+    Ok(vec![shape_from_operand(c, 1, "output_shape")?])
+}
+
+/// `SparseFillEmptyRows`: `[?, R]`, `[?]`, `[dense_shape[0]]`, `[N]`.
+fn fill_empty_rows(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 0, "indices", 2)?;
+    rank_is(c, 1, "values", 1)?;
+    rank_is(c, 2, "dense_shape", 1)?;
+    rank_is(c, 3, "default_value", 0)?;
+    let n = merge_dim(dim(c, 0, 0), dim(c, 1, 0), "indices and values")?;
+    let r = merge_dim(dim(c, 0, 1), dim(c, 2, 0), "indices and dense_shape")?;
+    let rows = c.value(2).and_then(|v| v.first().copied()).flatten().filter(|&d| d >= 0);
+    Ok(vec![
+        Shape::with_dims(vec![None, r]),
+        Shape::with_dims(vec![None]),
+        Shape::with_dims(vec![rows]),
+        Shape::with_dims(vec![n]),
+    ])
+}
+
+/// `SparseFillEmptyRowsGrad`: `d_values` like `reverse_index_map`, `d_default_value` a scalar.
+fn fill_empty_rows_grad(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 0, "reverse_index_map", 1)?;
+    rank_is(c, 1, "grad_values", 1)?;
+    Ok(vec![Shape::with_dims(vec![dim(c, 0, 0)]), Shape::scalar()])
+}
+
+/// `SparseReshape`: `[N, R']` and `[R']`.
+fn sparse_reshape(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 0, "input_indices", 2)?;
+    rank_is(c, 1, "input_shape", 1)?;
+    rank_is(c, 2, "new_shape", 1)?;
+    merge_dim(dim(c, 0, 1), dim(c, 1, 0), "input_indices and input_shape")?;
+    let r = dim(c, 2, 0);
+    Ok(vec![Shape::with_dims(vec![dim(c, 0, 0), r]), Shape::with_dims(vec![r])])
+}
+
+/// `SparseReshape`'s output shape, when both shapes are known: `new_shape` with its `-1`
+/// resolved (nothing when the reshape is invalid; the kernel reports that).
+fn value_sparse_reshape(c: &InferCtx<'_>) -> Vec<Option<Vec<Dim>>> {
+    let (Some(input), Some(new)) = (c.known_value(1), c.known_value(2)) else { return Vec::new() };
+    vec![None, resolve_reshape(&input, &new).ok().map(|v| v.into_iter().map(Some).collect())]
+}
+
+/// The shape `new` names for a tensor of shape `input`, its one `-1` inferred: TensorFlow's
+/// `Reshape` rule for sparse tensors (`reshape_util.cc`), shared with the kernel.
+pub fn resolve_reshape(input: &[i64], new: &[i64]) -> Result<Vec<i64>, String> {
+    if let Some(d) = input.iter().find(|&&d| d < 0) {
+        return Err(format!("input_shape has a negative dimension {d}"));
+    }
+    let dense = input.iter().try_fold(1i64, |a, &d| a.checked_mul(d)).ok_or("input_shape overflows int64")?;
+    let mut unknown = None;
+    let mut product = 1i64;
+    for (i, &d) in new.iter().enumerate() {
+        if d == -1 {
+            if unknown.is_some() {
+                return Err(format!("only one output dimension may be -1, not both {} and {i}", unknown.unwrap_or(0)));
+            }
+            unknown = Some(i);
+        } else if d < 0 {
+            return Err(format!("size {i} must be non-negative, not {d}"));
+        } else {
+            product = product.checked_mul(d).ok_or("new_shape overflows int64")?;
+        }
+    }
+    let mut out = new.to_vec();
+    if let Some(i) = unknown {
+        if product <= 0 {
+            return Err("reshape cannot infer the missing input size for an empty tensor unless all \
+                        specified input sizes are non-zero"
+                .into());
+        }
+        let missing = dense / product;
+        if missing * product != dense {
+            return Err(format!(
+                "Input to reshape is a SparseTensor with {dense} dense values, but the requested shape \
+                 requires a multiple of {product}"
+            ));
+        }
+        out[i] = missing;
+    } else if product != dense {
+        return Err(format!(
+            "Input to reshape is a tensor with {dense} dense values, but the requested shape has {product}"
+        ));
+    }
+    Ok(out)
+}
+
+/// `SparseSegment*`: `[?] + data.shape[1..]`.
+fn segment(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 1, "indices", 1)?;
+    rank_is(c, 2, "segment_ids", 1)?;
+    merge_dim(dim(c, 1, 0), dim(c, 2, 0), "indices and segment_ids")?;
+    if c.shape(0).rank() == Some(0) {
+        return Err("data must be at least rank 1".into());
+    }
+    Ok(vec![rows_like(c, 0, None)])
+}
+
+/// `SparseSegment*WithNumSegments`: `[num_segments] + data.shape[1..]`.
+fn segment_with_num(c: &InferCtx<'_>) -> Shapes {
+    segment(c)?;
+    rank_is(c, 3, "num_segments", 0)?;
+    let num = c.scalar_value(3);
+    if let Some(n) = num.filter(|&n| n < 0) {
+        return Err(format!("num_segments must be non-negative, got {n}"));
+    }
+    Ok(vec![rows_like(c, 0, num)])
+}
+
+/// `SparseSegment*Grad`: `[output_dim0] + grad.shape[1..]`.
+fn segment_grad(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 1, "indices", 1)?;
+    rank_is(c, 2, "segment_ids", 1)?;
+    rank_is(c, 3, "output_dim0", 0)?;
+    merge_dim(dim(c, 1, 0), dim(c, 2, 0), "indices and segment_ids")?;
+    let d0 = c.scalar_value(3).filter(|&n| n >= 0);
+    Ok(vec![rows_like(c, 0, d0)])
+}
+
+/// `SparseSegment*GradV2`: one row per distinct index, and the sorted distinct indices.
+fn segment_grad_v2(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 1, "indices", 1)?;
+    rank_is(c, 2, "segment_ids", 1)?;
+    rank_is(c, 3, "dense_output_dim0", 0)?;
+    merge_dim(dim(c, 1, 0), dim(c, 2, 0), "indices and segment_ids")?;
+    Ok(vec![rows_like(c, 0, None), Shape::with_dims(vec![None])])
+}
+
+/// `UniqueWithCounts`: `y` and `count` of unknown length, `idx` like `x`.
+fn unique_with_counts(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 0, "x", 1)?;
+    Ok(vec![Shape::with_dims(vec![None]), Shape::with_dims(vec![dim(c, 0, 0)]), Shape::with_dims(vec![None])])
+}
+
+/// `SparseTensorDenseMatMul`: `[rows of op(a), columns of op(b)]`.
+fn sparse_dense_matmul(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 0, "a_indices", 2)?;
+    rank_is(c, 1, "a_values", 1)?;
+    rank_is(c, 2, "a_shape", 1)?;
+    rank_is(c, 3, "b", 2)?;
+    if let Some(r) = dim(c, 2, 0).filter(|&r| r != 2) {
+        return Err(format!("a_shape must have 2 elements, got {r}"));
+    }
+    let (adj_a, adj_b) = (c.attr_bool("adjoint_a", false), c.attr_bool("adjoint_b", false));
+    let a_shape = c.value(2).filter(|v| v.len() == 2);
+    let rows = a_shape.and_then(|v| v[usize::from(adj_a)]);
+    let inner_a = a_shape.and_then(|v| v[usize::from(!adj_a)]);
+    let inner_b = dim(c, 3, usize::from(adj_b));
+    merge_dim(inner_a, inner_b, "the inner dimensions of a and b")?;
+    Ok(vec![Shape::with_dims(vec![rows, dim(c, 3, usize::from(!adj_b))])])
+}
+
+const SEGMENT_SUM_ATTRS: &[AttrSpec] =
+    &[type_attr("T", Some(REAL)), type_attr_or("Tidx", Int32, INDEX), type_attr_or("Tsegmentids", Int32, INDEX)];
+const SEGMENT_MEAN_ATTRS: &[AttrSpec] =
+    &[type_attr("T", Some(FLOAT)), type_attr_or("Tidx", Int32, INDEX), type_attr_or("Tsegmentids", Int32, INDEX)];
+const SEGMENT_SUM_NUM_ATTRS: &[AttrSpec] = &[
+    type_attr("T", Some(REAL)),
+    type_attr_or("Tidx", Int32, INDEX),
+    type_attr_or("Tnumsegments", Int32, INDEX),
+    type_attr_or("Tsegmentids", Int32, INDEX),
+];
+const SEGMENT_MEAN_NUM_ATTRS: &[AttrSpec] = &[
+    type_attr("T", Some(FLOAT)),
+    type_attr_or("Tidx", Int32, INDEX),
+    type_attr_or("Tnumsegments", Int32, INDEX),
+    type_attr_or("Tsegmentids", Int32, INDEX),
+];
+const SEGMENT_IN: &[super::ArgSpec] =
+    &[arg("data", T), arg("indices", TypeRule::Attr("Tidx")), arg("segment_ids", TypeRule::Attr("Tsegmentids"))];
+const SEGMENT_NUM_IN: &[super::ArgSpec] = &[
+    arg("data", T),
+    arg("indices", TypeRule::Attr("Tidx")),
+    arg("segment_ids", TypeRule::Attr("Tsegmentids")),
+    arg("num_segments", TypeRule::Attr("Tnumsegments")),
+];
+const GRAD_IN: &[super::ArgSpec] = &[
+    arg("grad", T),
+    arg("indices", TypeRule::Attr("Tidx")),
+    arg("segment_ids", TypeRule::Attr("Tsegmentids")),
+    arg("output_dim0", I32),
+];
+const GRAD_V2_IN: &[super::ArgSpec] = &[
+    arg("grad", T),
+    arg("indices", TypeRule::Attr("Tidx")),
+    arg("segment_ids", TypeRule::Attr("Tsegmentids")),
+    arg("dense_output_dim0", I32),
+];
+const OUTPUT: &[super::ArgSpec] = &[arg("output", T)];
+const GRAD_V2_OUT: &[super::ArgSpec] = &[arg("output", T), arg("sorted_unique_indices", TypeRule::Attr("Tidx"))];
+
+const fn seg(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
+    pure_op(name, OpFamily::Reduction, SEGMENT_IN, OUTPUT, attrs, segment)
+}
+const fn seg_num(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
+    pure_op(name, OpFamily::Reduction, SEGMENT_NUM_IN, OUTPUT, attrs, segment_with_num)
+}
+const fn seg_grad(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
+    pure_op(name, OpFamily::Reduction, GRAD_IN, OUTPUT, attrs, segment_grad)
+}
+const fn seg_grad_v2(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
+    pure_op(name, OpFamily::Reduction, GRAD_V2_IN, GRAD_V2_OUT, attrs, segment_grad_v2)
+}
+
+pub(super) static OPS: &[OpSchema] = &[
+    pure_op(
+        "SparseToDense",
+        OpFamily::Shape,
+        &[
+            arg("sparse_indices", TypeRule::Attr("Tindices")),
+            arg("output_shape", TypeRule::Attr("Tindices")),
+            arg("sparse_values", T),
+            arg("default_value", T),
+        ],
+        &[arg("dense", T)],
+        &[bool_attr_or("validate_indices", true), type_attr("T", None), type_attr("Tindices", Some(INDEX))],
+        sparse_to_dense,
+    ),
+    pure_op(
+        "SparseFillEmptyRows",
+        OpFamily::Shape,
+        &[arg("indices", I64), arg("values", T), arg("dense_shape", I64), arg("default_value", T)],
+        &[
+            arg("output_indices", I64),
+            arg("output_values", T),
+            arg("empty_row_indicator", BOOL),
+            arg("reverse_index_map", I64),
+        ],
+        &[type_attr("T", None)],
+        fill_empty_rows,
+    ),
+    pure_op(
+        "SparseFillEmptyRowsGrad",
+        OpFamily::Shape,
+        &[arg("reverse_index_map", I64), arg("grad_values", T)],
+        &[arg("d_values", T), arg("d_default_value", T)],
+        &[type_attr("T", None)],
+        fill_empty_rows_grad,
+    ),
+    OpSchema {
+        value_fn: Some(value_sparse_reshape),
+        ..pure_op(
+            "SparseReshape",
+            OpFamily::Shape,
+            &[arg("input_indices", I64), arg("input_shape", I64), arg("new_shape", I64)],
+            &[arg("output_indices", I64), arg("output_shape", I64)],
+            &[],
+            sparse_reshape,
+        )
+    },
+    seg("SparseSegmentSum", SEGMENT_SUM_ATTRS),
+    seg("SparseSegmentMean", SEGMENT_MEAN_ATTRS),
+    seg("SparseSegmentSqrtN", SEGMENT_MEAN_ATTRS),
+    seg_num("SparseSegmentSumWithNumSegments", SEGMENT_SUM_NUM_ATTRS),
+    seg_num("SparseSegmentMeanWithNumSegments", SEGMENT_MEAN_NUM_ATTRS),
+    seg_num("SparseSegmentSqrtNWithNumSegments", SEGMENT_MEAN_NUM_ATTRS),
+    seg_grad("SparseSegmentSumGrad", SEGMENT_MEAN_ATTRS),
+    seg_grad("SparseSegmentMeanGrad", SEGMENT_MEAN_ATTRS),
+    seg_grad("SparseSegmentSqrtNGrad", SEGMENT_MEAN_ATTRS),
+    seg_grad_v2("SparseSegmentSumGradV2", SEGMENT_MEAN_ATTRS),
+    seg_grad_v2("SparseSegmentMeanGradV2", SEGMENT_MEAN_ATTRS),
+    seg_grad_v2("SparseSegmentSqrtNGradV2", SEGMENT_MEAN_ATTRS),
+    pure_op(
+        "UniqueWithCounts",
+        OpFamily::Shape,
+        &[arg("x", T)],
+        &[arg("y", T), arg("idx", TypeRule::Attr("out_idx")), arg("count", TypeRule::Attr("out_idx"))],
+        &[type_attr("T", None), type_attr_or("out_idx", Int32, INDEX)],
+        unique_with_counts,
+    ),
+    pure_op(
+        "SparseTensorDenseMatMul",
+        OpFamily::MatMul,
+        &[arg("a_indices", TypeRule::Attr("Tindices")), arg("a_values", T), arg("a_shape", I64), arg("b", T)],
+        &[arg("product", T)],
+        &[
+            type_attr("T", None),
+            type_attr_or("Tindices", Int64, INDEX),
+            bool_attr_or("adjoint_a", false),
+            bool_attr_or("adjoint_b", false),
+        ],
+        sparse_dense_matmul,
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::resolve_reshape;
+
+    #[test]
+    fn reshape_infers_the_missing_dimension_and_rejects_mismatches() {
+        assert_eq!(resolve_reshape(&[2, 3, 4], &[6, -1]).unwrap(), vec![6, 4]);
+        assert_eq!(resolve_reshape(&[2, 3], &[3, 2]).unwrap(), vec![3, 2]);
+        assert!(resolve_reshape(&[2, 3], &[4, -1]).unwrap_err().contains("multiple of 4"));
+        assert!(resolve_reshape(&[2, 3], &[-1, -1]).unwrap_err().contains("only one"));
+        assert!(resolve_reshape(&[2, 3], &[5, 1]).unwrap_err().contains("6 dense values"));
+        assert!(resolve_reshape(&[0, 3], &[0, -1]).unwrap_err().contains("empty tensor"));
+        assert!(resolve_reshape(&[2, 3], &[-2, 3]).unwrap_err().contains("non-negative"));
+    }
+}

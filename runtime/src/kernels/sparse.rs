@@ -1,0 +1,990 @@
+//! Sparse-tensor kernels: what TensorFlow 1 feature columns, `tf.sparse` and
+//! `embedding_lookup_sparse` run in ordinary training steps. `SparseToDense`,
+//! `SparseFillEmptyRows` and its gradient, `SparseReshape`, the `SparseSegment{Sum,Mean,SqrtN}`
+//! reductions (with and without `num_segments`) and their gradients (V1 and V2),
+//! `UniqueWithCounts`, `SparseTensorDenseMatMul`.
+//!
+//! A sparse tensor is int64 `indices [N, R]`, `values [N]` and int64 `dense_shape [R]`. Every
+//! index is checked before it is used; the checks and their messages follow TensorFlow's CPU
+//! kernels (2.21), and the float arithmetic follows their order (segment rows are added in
+//! index order, a mean divides the sum by the count), checked against TensorFlow by
+//! `testdata/tf/make_fixtures_sparse.py`'s cases in this file's tests.
+
+use autoclust_graph::{DType, Node, Tensor};
+
+use super::elementwise::Num;
+use super::{arity, attr_bool_or, attr_type_or, budget, dispatch_num, int_scalar, int_values, one, take_or, tensor_of};
+use super::{Inputs, Outputs, PureFn};
+use crate::error::{KResult, KernelError};
+
+/// The sparse ops' kernels, or `None` if `node.op` is not one.
+pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
+    let f: PureFn = match node.op.as_str() {
+        "SparseToDense" => {
+            let validate = attr_bool_or(node, "validate_indices", true)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 4)?;
+                one(sparse_to_dense(&inp[0], &inp[1], &inp[2], &inp[3], validate)?)
+            })
+        }
+        "SparseFillEmptyRows" => Box::new(|inp: Inputs| {
+            arity(&inp, 4)?;
+            fill_empty_rows(&inp[0], &inp[1], &inp[2], &inp[3])
+        }),
+        "SparseFillEmptyRowsGrad" => Box::new(|inp: Inputs| {
+            arity(&inp, 2)?;
+            dispatch_num!(inp[1].dtype, fill_empty_rows_grad(&inp[0], &inp[1]))
+        }),
+        "SparseReshape" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            sparse_reshape(&inp[0], &inp[1], &inp[2])
+        }),
+        "SparseSegmentSum" | "SparseSegmentMean" | "SparseSegmentSqrtN" => {
+            let scale = Scale::of(&node.op);
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                one(dispatch_num!(inp[0].dtype, segment_reduce(&inp[0], &inp[1], &inp[2], None, scale))?)
+            })
+        }
+        "SparseSegmentSumWithNumSegments"
+        | "SparseSegmentMeanWithNumSegments"
+        | "SparseSegmentSqrtNWithNumSegments" => {
+            let scale = Scale::of(&node.op);
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 4)?;
+                if inp[3].rank() != 0 {
+                    return Err(KernelError::invalid(format!(
+                        "num_segments should be a scalar, not shape {}",
+                        super::shape_ops::debug_shape(&inp[3].shape)
+                    )));
+                }
+                let num = int_scalar(&inp[3], "num_segments")?;
+                one(dispatch_num!(inp[0].dtype, segment_reduce(&inp[0], &inp[1], &inp[2], Some(num), scale))?)
+            })
+        }
+        "SparseSegmentSumGrad" | "SparseSegmentMeanGrad" | "SparseSegmentSqrtNGrad" => {
+            let scale = Scale::of(&node.op);
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 4)?;
+                let g = dispatch_num!(inp[0].dtype, segment_grad(&inp[0], &inp[1], &inp[2], &inp[3], scale))?;
+                one(g.dense)
+            })
+        }
+        "SparseSegmentSumGradV2" | "SparseSegmentMeanGradV2" | "SparseSegmentSqrtNGradV2" => {
+            let scale = Scale::of(&node.op);
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 4)?;
+                let g = dispatch_num!(inp[0].dtype, segment_grad(&inp[0], &inp[1], &inp[2], &inp[3], scale))?;
+                g.compact(&inp[0], inp[1].dtype)
+            })
+        }
+        "UniqueWithCounts" => {
+            let out_idx = attr_type_or(node, "out_idx", DType::Int32)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                unique_with_counts(&inp[0], out_idx)
+            })
+        }
+        "SparseTensorDenseMatMul" => {
+            let adj = (attr_bool_or(node, "adjoint_a", false)?, attr_bool_or(node, "adjoint_b", false)?);
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 4)?;
+                one(dispatch_num!(inp[3].dtype, sparse_dense_matmul(&inp[0], &inp[1], &inp[2], &inp[3], adj))?)
+            })
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(f))
+}
+
+fn shape_str(s: &[usize]) -> String {
+    super::shape_ops::debug_shape(s)
+}
+
+fn join(v: &[i64]) -> String {
+    v.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// `SparseToDense`: `default_value` everywhere except at `sparse_indices`, which take
+/// `sparse_values` (one value, or one per index). With `validate_indices`, the indices must
+/// be in bounds, sorted in row-major order and distinct; without, a repeated index takes its
+/// last value. An out-of-bounds index is an error either way.
+fn sparse_to_dense(
+    indices: &Tensor,
+    output_shape: &Tensor,
+    values: &Tensor,
+    default: &Tensor,
+    validate: bool,
+) -> KResult<Tensor> {
+    if indices.rank() > 2 {
+        return Err(KernelError::invalid(format!(
+            "sparse_indices should be a scalar, vector, or matrix, got shape {}",
+            shape_str(&indices.shape)
+        )));
+    }
+    if output_shape.rank() > 1 {
+        return Err(KernelError::invalid(format!(
+            "output_shape should be a scalar or vector, got shape {}",
+            shape_str(&output_shape.shape)
+        )));
+    }
+    let num_elems = if indices.rank() > 0 { indices.shape[0] } else { 1 };
+    let num_dims = if indices.rank() > 1 { indices.shape[1] } else { 1 };
+    if !(values.rank() == 0 || (values.rank() == 1 && values.shape[0] == num_elems)) {
+        return Err(KernelError::invalid(format!(
+            "sparse_values has incorrect shape {}, should be [] or [{num_elems}]",
+            shape_str(&values.shape)
+        )));
+    }
+    if default.num_elements() != 1 || default.rank() != 0 {
+        return Err(KernelError::invalid(format!(
+            "default_value should be a scalar, got shape {}",
+            shape_str(&default.shape)
+        )));
+    }
+    let dense = int_values(output_shape, "output_shape")?;
+    if dense.len() != num_dims {
+        return Err(KernelError::invalid(format!(
+            "output_shape has incorrect number of elements: {} should be: {num_dims}",
+            dense.len()
+        )));
+    }
+    if let Some(d) = dense.iter().find(|&&d| d < 0) {
+        return Err(KernelError::invalid(format!("output_shape has a negative dimension {d}")));
+    }
+    let shape: Vec<usize> = dense.iter().map(|&d| d as usize).collect();
+    budget(values.dtype, &shape)?;
+    let idx = int_values(indices, "sparse_indices")?;
+    let strides = super::strides(&shape);
+    let mut src: Vec<Option<usize>> = vec![None; shape.iter().product()];
+    for i in 0..num_elems {
+        let at = &idx[i * num_dims..(i + 1) * num_dims];
+        if at.iter().zip(&dense).any(|(&x, &d)| x < 0 || x >= d) {
+            return Err(KernelError::invalid(if validate {
+                format!("indices[{i}] = [{}] is out of bounds: need 0 <= index < [{}]", join(at), join(&dense))
+            } else {
+                format!("Indices are not valid (out of bounds).  Shape: [{}]", join(&dense))
+            }));
+        }
+        if validate && i > 0 {
+            let prev = &idx[(i - 1) * num_dims..i * num_dims];
+            match prev.cmp(at) {
+                std::cmp::Ordering::Greater => {
+                    return Err(KernelError::invalid(format!(
+                        "indices[{i}] = [{}] is out of order. Many sparse ops require sorted indices.\n    \
+                         Use `tf.sparse.reorder` to create a correctly ordered copy.\n\n",
+                        join(at)
+                    )))
+                }
+                std::cmp::Ordering::Equal => {
+                    return Err(KernelError::invalid(format!("indices[{i}] = [{}] is repeated", join(at))))
+                }
+                std::cmp::Ordering::Less => {}
+            }
+        }
+        let flat: usize = at.iter().zip(&strides).map(|(&x, &s)| x as usize * s).sum();
+        src[flat] = Some(if values.rank() == 0 { 0 } else { i });
+    }
+    take_or(values, &src, Some(default), shape)
+}
+
+/// The rows and columns of a rank-2 `indices` tensor.
+fn index_matrix(indices: &Tensor, what: &str) -> KResult<(Vec<i64>, usize, usize)> {
+    if indices.rank() != 2 {
+        return Err(KernelError::invalid(format!("{what} must be a matrix, got shape {}", shape_str(&indices.shape))));
+    }
+    Ok((int_values(indices, what)?, indices.shape[0], indices.shape[1]))
+}
+
+/// `SparseFillEmptyRows`: every row of the dense shape that has no entry gets one, at
+/// column 0 (all trailing coordinates 0) with `default_value`. The output lists the rows in
+/// order, each row's entries in their input order; `reverse_index_map[i]` is where input
+/// entry `i` went, `empty_row_indicator[r]` whether row `r` was filled.
+fn fill_empty_rows(indices: &Tensor, values: &Tensor, dense_shape: &Tensor, default: &Tensor) -> KResult<Outputs> {
+    let (idx, n, rank) = index_matrix(indices, "indices")?;
+    if values.rank() != 1 || values.shape[0] != n {
+        return Err(KernelError::invalid(format!(
+            "values must be a vector of the {n} indices' length, got shape {}",
+            shape_str(&values.shape)
+        )));
+    }
+    if dense_shape.rank() != 1 {
+        return Err(KernelError::invalid(format!(
+            "dense_shape must be a vector, got shape {}",
+            shape_str(&dense_shape.shape)
+        )));
+    }
+    if default.rank() != 0 {
+        return Err(KernelError::invalid(format!(
+            "default_value must be a scalar, got shape {}",
+            shape_str(&default.shape)
+        )));
+    }
+    let dense = int_values(dense_shape, "dense_shape")?;
+    if dense.len() != rank {
+        return Err(KernelError::invalid(format!(
+            "dense_shape has {} elements but indices has {rank} columns",
+            dense.len()
+        )));
+    }
+    if rank == 0 {
+        return Err(KernelError::invalid("Dense shape cannot be empty."));
+    }
+    if dense[0] == 0 && n != 0 {
+        return Err(KernelError::invalid(format!(
+            "Received SparseTensor with dense_shape[0] = 0 but indices.shape[0] = {n}"
+        )));
+    }
+    let rows = usize::try_from(dense[0])
+        .map_err(|_| KernelError::invalid(format!("dense_shape[0] must be non-negative, got {}", dense[0])))?;
+    budget(DType::Bool, &[rows])?;
+    let mut count = vec![0usize; rows];
+    for i in 0..n {
+        let r = idx[i * rank];
+        if r < 0 || r as usize >= rows {
+            return Err(KernelError::invalid(format!("indices({i}, 0) is invalid: {r} >= {rows}")));
+        }
+        count[r as usize] += 1;
+    }
+    // Where each row's entries start in the output (an empty row takes one slot).
+    let mut start = Vec::with_capacity(rows);
+    let mut m = 0usize;
+    for &c in &count {
+        start.push(m);
+        m += c.max(1);
+    }
+    let mut out_idx = vec![0i64; m * rank];
+    let mut src: Vec<Option<usize>> = vec![None; m];
+    let mut reverse = vec![0i64; n];
+    let mut filled = vec![0usize; rows];
+    for i in 0..n {
+        let r = idx[i * rank] as usize;
+        let o = start[r] + filled[r];
+        filled[r] += 1;
+        out_idx[o * rank..(o + 1) * rank].copy_from_slice(&idx[i * rank..(i + 1) * rank]);
+        src[o] = Some(i);
+        reverse[i] = o as i64;
+    }
+    let mut empty = vec![false; rows];
+    for r in 0..rows {
+        if count[r] == 0 {
+            empty[r] = true;
+            out_idx[start[r] * rank] = r as i64;
+        }
+    }
+    let out_values = take_or(values, &src, Some(default), vec![m])?;
+    Ok(Outputs::from_vec(vec![
+        tensor_of(vec![m, rank], out_idx),
+        out_values,
+        tensor_of(vec![rows], empty),
+        tensor_of(vec![n], reverse),
+    ]))
+}
+
+/// `SparseFillEmptyRowsGrad`: `d_values[i] = grad_values[reverse_index_map[i]]`;
+/// `d_default_value` sums the gradients of the filled entries (those no input maps to).
+fn fill_empty_rows_grad<T: Num>(reverse: &Tensor, grad: &Tensor) -> KResult<Outputs> {
+    if reverse.rank() != 1 || grad.rank() != 1 {
+        return Err(KernelError::invalid(format!(
+            "reverse_index_map and grad_values must be vectors, got shapes {} and {}",
+            shape_str(&reverse.shape),
+            shape_str(&grad.shape)
+        )));
+    }
+    let map = int_values(reverse, "reverse_index_map")?;
+    let g = T::slice(grad);
+    let mut used = vec![false; g.len()];
+    let mut d = Vec::with_capacity(map.len());
+    for (i, &j) in map.iter().enumerate() {
+        let Some(&x) = usize::try_from(j).ok().and_then(|j| g.get(j)) else {
+            return Err(KernelError::invalid(format!(
+                "Elements in reverse index must be in [0, {}) but got {j} at {i}",
+                g.len()
+            )));
+        };
+        used[j as usize] = true;
+        d.push(x);
+    }
+    let mut dd = T::zero();
+    for (x, u) in g.iter().zip(&used) {
+        if !u {
+            dd = dd.add(*x);
+        }
+    }
+    Ok(Outputs::from_vec(vec![tensor_of(vec![map.len()], d), tensor_of(Vec::new(), vec![dd])]))
+}
+
+/// `SparseReshape`: the same entries under a new dense shape (one `-1` inferred); each
+/// entry keeps its row-major position.
+fn sparse_reshape(indices: &Tensor, input_shape: &Tensor, new_shape: &Tensor) -> KResult<Outputs> {
+    let (idx, n, rank) = index_matrix(indices, "input_indices")?;
+    for (t, what) in [(input_shape, "input_shape"), (new_shape, "new_shape")] {
+        if t.rank() != 1 {
+            return Err(KernelError::invalid(format!("{what} must be a vector, got shape {}", shape_str(&t.shape))));
+        }
+    }
+    let input = int_values(input_shape, "input_shape")?;
+    if input.len() != rank {
+        return Err(KernelError::invalid(format!(
+            "Input rank ({}) and indices rank ({rank}) do not match",
+            input.len()
+        )));
+    }
+    let new = int_values(new_shape, "new_shape")?;
+    let out_shape = autoclust_graph::registry::resolve_sparse_reshape(&input, &new).map_err(|e| {
+        KernelError::invalid(if e.starts_with("Input to reshape") {
+            // TensorFlow prints the inferred dimension as 1.
+            let shown: Vec<i64> = new.iter().map(|&d| if d == -1 { 1 } else { d }).collect();
+            format!("{e}. input_shape=[{}] output_shape=[{}]", join(&input), join(&shown))
+        } else {
+            e
+        })
+    })?;
+    let out_rank = out_shape.len();
+    let in_strides = row_major_strides(&input);
+    let out_strides = row_major_strides(&out_shape);
+    let mut out = vec![0i64; n * out_rank];
+    for i in 0..n {
+        let at = &idx[i * rank..(i + 1) * rank];
+        if at.iter().zip(&input).any(|(&x, &d)| x < 0 || x >= d) {
+            return Err(KernelError::invalid(format!(
+                "indices[{i}] = [{}] is out of bounds: need 0 <= index < [{}]",
+                join(at),
+                join(&input)
+            )));
+        }
+        let mut flat: i64 = at.iter().zip(&in_strides).map(|(x, s)| x * s).sum();
+        for (o, s) in out[i * out_rank..(i + 1) * out_rank].iter_mut().zip(&out_strides) {
+            *o = flat / s;
+            flat %= s;
+        }
+    }
+    Ok(Outputs::from_vec(vec![tensor_of(vec![n, out_rank], out), tensor_of(vec![out_rank], out_shape)]))
+}
+
+/// Row-major strides of a shape of non-negative `i64` dimensions (a zero dimension gives
+/// stride 1 where a division would need it; no index exists in an empty shape anyway).
+fn row_major_strides(shape: &[i64]) -> Vec<i64> {
+    let mut st = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        st[d] = (st[d + 1] * shape[d + 1]).max(1);
+    }
+    st
+}
+
+/// How a sparse segment reduction scales a segment's sum: by 1, `1/count`, `1/sqrt(count)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scale {
+    Sum,
+    Mean,
+    SqrtN,
+}
+
+impl Scale {
+    fn of(op: &str) -> Scale {
+        if op.starts_with("SparseSegmentMean") {
+            Scale::Mean
+        } else if op.starts_with("SparseSegmentSqrtN") {
+            Scale::SqrtN
+        } else {
+            Scale::Sum
+        }
+    }
+
+    /// The divisor of a segment of `count` rows.
+    fn divisor<T: Num>(self, count: usize) -> Option<T> {
+        match self {
+            Scale::Sum => None,
+            Scale::Mean => Some(T::from_f64(count as f64)),
+            Scale::SqrtN => Some(T::from_f64((count as f64).sqrt())),
+        }
+    }
+}
+
+/// The (row, segment) pairs of a sparse segment op, checked: `indices` and `segment_ids` are
+/// vectors of one length, ids sorted.
+/// `grad`: the gradient ops' wording of a bad index.
+fn segment_pairs(indices: &Tensor, ids: &Tensor, rows: usize, grad: bool) -> KResult<(Vec<i64>, Vec<i64>)> {
+    if indices.rank() != 1 || ids.rank() != 1 {
+        return Err(KernelError::invalid(format!(
+            "indices and segment_ids should be vectors, got shapes {} and {}",
+            shape_str(&indices.shape),
+            shape_str(&ids.shape)
+        )));
+    }
+    if indices.shape[0] != ids.shape[0] {
+        return Err(KernelError::invalid(format!(
+            "segment_ids and indices should have same size, got {} and {}",
+            ids.shape[0], indices.shape[0]
+        )));
+    }
+    let idx = int_values(indices, "indices")?;
+    let seg = int_values(ids, "segment_ids")?;
+    for (k, &i) in idx.iter().enumerate() {
+        if i < 0 || i as usize >= rows {
+            return Err(KernelError::invalid(match grad {
+                false => format!("Bad: indices[{k}] == {i} out of range [0, {rows})"),
+                true => format!("Index {i} out of range [0, {rows})."),
+            }));
+        }
+    }
+    let segments = seg.last().map_or(0, |&s| s.max(0) + 1);
+    for k in 0..seg.len() {
+        if seg[k] < 0 {
+            return Err(KernelError::invalid(format!(
+                "Segment id {} out of range [0, {segments}), possibly because 'segment_ids' input is not sorted.",
+                seg[k]
+            )));
+        }
+        if k > 0 && seg[k] < seg[k - 1] {
+            return Err(KernelError::invalid("segment ids are not increasing"));
+        }
+    }
+    Ok((idx, seg))
+}
+
+/// `SparseSegment{Sum,Mean,SqrtN}[WithNumSegments]`: `out[s] = scale(Σ data[indices[k]])`
+/// over the `k` with `segment_ids[k] = s`, rows added in order; empty segments are 0.
+fn segment_reduce<T: Num>(
+    data: &Tensor,
+    indices: &Tensor,
+    ids: &Tensor,
+    num: Option<i64>,
+    scale: Scale,
+) -> KResult<Tensor> {
+    if data.rank() == 0 {
+        return Err(KernelError::invalid("data must be at least rank 1"));
+    }
+    let rows = data.shape[0];
+    let (idx, seg) = segment_pairs(indices, ids, rows, false)?;
+    let last = seg.last().map_or(0, |&s| s + 1);
+    let segments = match num {
+        Some(n) if n < last => return Err(KernelError::invalid("segment ids must be < num_segments")),
+        Some(n) => n,
+        None => last,
+    };
+    let mut shape = data.shape.clone();
+    shape[0] = usize::try_from(segments).map_err(|_| KernelError::invalid("num_segments must be non-negative"))?;
+    budget(data.dtype, &shape)?;
+    let inner: usize = data.shape[1..].iter().product();
+    let x = T::slice(data);
+    let mut out = vec![T::zero(); shape.iter().product()];
+    let mut k = 0;
+    while k < seg.len() {
+        let s = seg[k] as usize;
+        let begin = k;
+        while k < seg.len() && seg[k] as usize == s {
+            k += 1;
+        }
+        reduce_rows(&mut out[s * inner..(s + 1) * inner], x, inner, &idx[begin..k], scale);
+    }
+    Ok(tensor_of(shape, out))
+}
+
+/// One segment of a sparse segment reduction, in TensorFlow's order (its CPU kernel's
+/// `Reduce`): one row is copied; up to nine rows are added left to right and scaled by the
+/// reciprocal `1/n` (`1/sqrt(n)`); more rows are added as a first chunk of `n mod 8` rows
+/// (8 or 9 when that is 0 or 1) and then blocks of 8, each block summed before it is added,
+/// and the total divided by `n` (`sqrt(n)`).
+fn reduce_rows<T: Num>(dst: &mut [T], x: &[T], inner: usize, rows: &[i64], scale: Scale) {
+    let row = |i: i64| &x[i as usize * inner..(i as usize + 1) * inner];
+    let sum_into = |dst: &mut [T], rows: &[i64]| {
+        dst.copy_from_slice(row(rows[0]));
+        for &i in &rows[1..] {
+            dst.iter_mut().zip(row(i)).for_each(|(d, &y)| *d = d.add(y));
+        }
+    };
+    let n = rows.len();
+    match n {
+        1 => dst.copy_from_slice(row(rows[0])),
+        2..=9 => {
+            sum_into(dst, rows);
+            if let Some(div) = scale.divisor::<T>(n) {
+                let r = T::one().div(div);
+                dst.iter_mut().for_each(|d| *d = d.mul(r));
+            }
+        }
+        _ => {
+            let first = match n & 7 {
+                0 => 8,
+                1 => 9,
+                r => r,
+            };
+            sum_into(dst, &rows[..first]);
+            let mut block = vec![T::zero(); inner];
+            for chunk in rows[first..].chunks(8) {
+                sum_into(&mut block, chunk);
+                dst.iter_mut().zip(&block).for_each(|(d, &b)| *d = d.add(b));
+            }
+            if let Some(div) = scale.divisor::<T>(n) {
+                dst.iter_mut().for_each(|d| *d = d.div(div));
+            }
+        }
+    }
+}
+
+/// A `SparseSegment*Grad`'s result: the dense gradient and which of its rows an index hit.
+struct SegmentGrad {
+    dense: Tensor,
+    hit: Vec<bool>,
+}
+
+impl SegmentGrad {
+    /// The V2 ops' form: only the rows an index hit, and those sorted indices.
+    fn compact(self, grad: &Tensor, index_dtype: DType) -> KResult<Outputs> {
+        let rows: Vec<i64> = self.hit.iter().enumerate().filter(|(_, &h)| h).map(|(r, _)| r as i64).collect();
+        let inner: usize = grad.shape[1..].iter().product();
+        let src: Vec<Option<usize>> =
+            rows.iter().flat_map(|&r| (0..inner).map(move |j| Some(r as usize * inner + j))).collect();
+        let mut shape = grad.shape.clone();
+        shape[0] = rows.len();
+        let values = take_or(&self.dense, &src, None, shape)?;
+        let n = rows.len();
+        Ok(Outputs::from_vec(vec![values, super::int_tensor(index_dtype, vec![n], rows)?]))
+    }
+}
+
+/// `SparseSegment{Sum,Mean,SqrtN}Grad`: `out[indices[k]] += grad[segment_ids[k]] · w(s)`, with
+/// `w` 1, `1/count`, `1/sqrt(count)` of the segment, accumulated in `k` order.
+fn segment_grad<T: Num>(
+    grad: &Tensor,
+    indices: &Tensor,
+    ids: &Tensor,
+    dim0: &Tensor,
+    scale: Scale,
+) -> KResult<SegmentGrad> {
+    if grad.rank() == 0 {
+        return Err(KernelError::invalid("gradient must be at least rank 1"));
+    }
+    if dim0.rank() != 0 {
+        return Err(KernelError::invalid(format!(
+            "output_dim0 should be a scalar, got shape {}",
+            shape_str(&dim0.shape)
+        )));
+    }
+    let d0 = int_scalar(dim0, "output_dim0")?;
+    let d0 = usize::try_from(d0).map_err(|_| KernelError::invalid(format!("output_dim0 must be >= 0, got {d0}")))?;
+    let (idx, seg) = segment_pairs(indices, ids, d0, true)?;
+    let segments = grad.shape[0];
+    let mut counts = vec![0usize; segments];
+    for &s in &seg {
+        let Some(c) = counts.get_mut(s as usize) else {
+            return Err(KernelError::invalid("Invalid number of segments"));
+        };
+        *c += 1;
+    }
+    let mut shape = grad.shape.clone();
+    shape[0] = d0;
+    budget(grad.dtype, &shape)?;
+    let inner: usize = grad.shape[1..].iter().product();
+    let g = T::slice(grad);
+    // TensorFlow computes the weights in double and rounds them to T once.
+    let weights: Vec<Option<T>> = counts
+        .iter()
+        .map(|&c| match scale {
+            Scale::Sum => None,
+            Scale::Mean => Some(T::from_f64(1.0 / c.max(1) as f64)),
+            Scale::SqrtN => Some(T::from_f64(1.0 / (c.max(1) as f64).sqrt())),
+        })
+        .collect();
+    let mut out = vec![T::zero(); shape.iter().product()];
+    let mut hit = vec![false; d0];
+    for (&i, &s) in idx.iter().zip(&seg) {
+        let (i, s) = (i as usize, s as usize);
+        hit[i] = true;
+        let src = &g[s * inner..(s + 1) * inner];
+        let dst = &mut out[i * inner..(i + 1) * inner];
+        match weights[s] {
+            Some(w) => dst.iter_mut().zip(src).for_each(|(d, &y)| *d = d.add(y.mul(w))),
+            None => dst.iter_mut().zip(src).for_each(|(d, &y)| *d = d.add(y)),
+        }
+    }
+    Ok(SegmentGrad { dense: tensor_of(shape, out), hit })
+}
+
+/// A hashable key for one element of any dtype with a flat buffer: floats by their bits with
+/// -0.0 folded into 0.0 (a NaN is never equal to anything, so each NaN gets its own key).
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Bits(u64),
+    Bytes(Vec<u8>),
+    Unique(usize),
+}
+
+fn keys(t: &Tensor) -> KResult<Vec<Key>> {
+    use autoclust_graph::TensorData as D;
+    let float = |f: f64, i: usize| if f.is_nan() { Key::Unique(i) } else { Key::Bits((f + 0.0).to_bits()) };
+    Ok(match &t.data {
+        D::F32(v) => v.iter().enumerate().map(|(i, &x)| float(f64::from(x), i)).collect(),
+        D::F64(v) => v.iter().enumerate().map(|(i, &x)| float(x, i)).collect(),
+        D::I32(v) => v.iter().map(|&x| Key::Bits(x as u64)).collect(),
+        D::I64(v) => v.iter().map(|&x| Key::Bits(x as u64)).collect(),
+        D::Bool(v) => v.iter().map(|&x| Key::Bits(u64::from(x))).collect(),
+        D::Str(v) => v.iter().map(|b| Key::Bytes(b.clone())).collect(),
+        _ => return Err(KernelError::DType(t.dtype)),
+    })
+}
+
+/// `UniqueWithCounts`: the distinct elements in order of first occurrence, each element's
+/// position in that list, and how often each distinct element occurs.
+fn unique_with_counts(x: &Tensor, out_idx: DType) -> KResult<Outputs> {
+    if x.rank() != 1 {
+        return Err(KernelError::invalid(format!("unique expects a 1D vector, got shape {}", shape_str(&x.shape))));
+    }
+    let mut first: Vec<Option<usize>> = Vec::new();
+    let mut counts: Vec<i64> = Vec::new();
+    let mut idx = Vec::with_capacity(x.shape[0]);
+    let mut seen: std::collections::HashMap<Key, usize> = std::collections::HashMap::with_capacity(x.shape[0]);
+    for (i, k) in keys(x)?.into_iter().enumerate() {
+        let next = first.len();
+        let j = *seen.entry(k).or_insert(next);
+        if j == next {
+            first.push(Some(i));
+            counts.push(0);
+        }
+        counts[j] += 1;
+        idx.push(j as i64);
+    }
+    let n = first.len();
+    Ok(Outputs::from_vec(vec![
+        take_or(x, &first, None, vec![n])?,
+        super::int_tensor(out_idx, vec![x.shape[0]], idx)?,
+        super::int_tensor(out_idx, vec![n], counts)?,
+    ]))
+}
+
+/// `SparseTensorDenseMatMul`: `op(A) · op(B)` for a sparse rank-2 `A`, adding each entry's
+/// products into its output row in entry order.
+fn sparse_dense_matmul<T: Num>(
+    a_indices: &Tensor,
+    a_values: &Tensor,
+    a_shape: &Tensor,
+    b: &Tensor,
+    (adj_a, adj_b): (bool, bool),
+) -> KResult<Tensor> {
+    let (idx, n, rank) = index_matrix(a_indices, "a_indices")?;
+    if rank != 2 {
+        return Err(KernelError::invalid(format!("a_indices must have 2 columns, got {rank}")));
+    }
+    let shape = int_values(a_shape, "a_shape")?;
+    if shape.len() != 2 || shape.iter().any(|&d| d < 0) {
+        return Err(KernelError::invalid(format!("a_shape must be 2 non-negative dimensions, got {shape:?}")));
+    }
+    if a_values.dtype != b.dtype || a_values.rank() != 1 || a_values.shape[0] != n {
+        return Err(KernelError::invalid(format!(
+            "a_values must be a {} vector of length {n}, got {} of shape {}",
+            b.dtype,
+            a_values.dtype,
+            shape_str(&a_values.shape)
+        )));
+    }
+    if b.rank() != 2 {
+        return Err(KernelError::invalid(format!("Tensor 'b' is not a matrix, got shape {}", shape_str(&b.shape))));
+    }
+    let (a_rows, a_cols) = (shape[0] as usize, shape[1] as usize);
+    let (out_rows, inner_a) = if adj_a { (a_cols, a_rows) } else { (a_rows, a_cols) };
+    let (inner_b, out_cols) = if adj_b { (b.shape[1], b.shape[0]) } else { (b.shape[0], b.shape[1]) };
+    if inner_a != inner_b {
+        return Err(KernelError::invalid(format!(
+            "Cannot multiply A and B because inner dimension does not match: {inner_a} vs. {inner_b}.  Did you \
+             forget a transpose?  Dimensions of A: [{a_rows}, {a_cols}).  Dimensions of B: {}",
+            shape_str(&b.shape)
+        )));
+    }
+    budget(b.dtype, &[out_rows, out_cols])?;
+    let (av, bv) = (T::slice(a_values), T::slice(b));
+    let mut out = vec![T::zero(); out_rows * out_cols];
+    for e in 0..n {
+        let (r, c) = (idx[2 * e], idx[2 * e + 1]);
+        let (m, k) = if adj_a { (c, r) } else { (r, c) };
+        // TensorFlow's wording: `m` is the row of op(A), `k` its column.
+        let (mi, ki) = if adj_a { (1, 0) } else { (0, 1) };
+        if k < 0 || k as usize >= inner_a {
+            return Err(KernelError::invalid(format!("k ({k}) from index[{e},{ki}] out of bounds (>={inner_a})")));
+        }
+        if m < 0 || m as usize >= out_rows {
+            return Err(KernelError::invalid(format!("m ({m}) from index[{e},{mi}] out of bounds (>={out_rows})")));
+        }
+        let (m, k) = (m as usize, k as usize);
+        let a = av[e];
+        let row = &mut out[m * out_cols..(m + 1) * out_cols];
+        for (j, o) in row.iter_mut().enumerate() {
+            let bkj = if adj_b { bv[j * inner_b + k] } else { bv[k * out_cols + j] };
+            *o = o.add(a.mul(bkj));
+        }
+    }
+    Ok(tensor_of(vec![out_rows, out_cols], out))
+}
+
+/// Every expected value and message below is TensorFlow 2.21's for the same call (run
+/// eagerly through `gen_sparse_ops`/`gen_math_ops`/`gen_array_ops`, CPU).
+#[cfg(test)]
+mod tests {
+    use autoclust_graph::{AttrValue, Tensor, TensorData};
+
+    use crate::kernels::compute;
+    use crate::kernels::tests_support::{node, run1};
+
+    fn i64s(shape: &[usize], v: &[i64]) -> Tensor {
+        Tensor::from_i64(shape.to_vec(), v.to_vec()).unwrap()
+    }
+    fn i32s(v: &[i32]) -> Tensor {
+        Tensor::from_i32(vec![v.len()], v.to_vec()).unwrap()
+    }
+    fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
+        Tensor::from_f32(shape.to_vec(), v.to_vec()).unwrap()
+    }
+    fn strs(v: &[&str]) -> Tensor {
+        Tensor::from_strings(vec![v.len()], v.iter().map(|s| s.as_bytes().to_vec()).collect()).unwrap()
+    }
+    fn err(op: &str, attrs: &[(&str, AttrValue)], inputs: &[Tensor]) -> String {
+        compute(&node(op, attrs), inputs).unwrap_err().to_string()
+    }
+    fn close(got: &Tensor, want: &[f32]) {
+        let g = got.as_f32().unwrap();
+        assert_eq!(g.len(), want.len(), "{g:?} vs {want:?}");
+        for (a, b) in g.iter().zip(want) {
+            assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "{g:?} vs {want:?}");
+        }
+    }
+
+    #[test]
+    fn sparse_to_dense_fills_validates_and_lets_the_last_repeat_win_unvalidated() {
+        let no_validate = [("validate_indices", AttrValue::B(false))];
+        let d = run1(
+            &node("SparseToDense", &no_validate),
+            &[
+                i64s(&[3, 2], &[1, 0, 0, 1, 1, 0]),
+                i64s(&[2], &[2, 2]),
+                f32s(&[3], &[1., 2., 3.]),
+                Tensor::scalar_f32(0.),
+            ],
+        )
+        .unwrap();
+        assert_eq!((d.shape.clone(), d.as_f32().unwrap().to_vec()), (vec![2, 2], vec![0., 2., 3., 0.]));
+        // A scalar value for every index, a vector of indices (rank-1 output).
+        let d = run1(
+            &node("SparseToDense", &no_validate),
+            &[i64s(&[2], &[3, 0]), i64s(&[1], &[5]), Tensor::scalar_i64(7), Tensor::scalar_i64(-1)],
+        )
+        .unwrap();
+        assert_eq!(d.as_i64().unwrap(), &[7, -1, -1, 7, -1]);
+        let d = run1(
+            &node("SparseToDense", &[]),
+            &[
+                i64s(&[2, 1], &[0, 2]),
+                i64s(&[1], &[3]),
+                strs(&["a", "b"]),
+                Tensor::from_strings(vec![], vec![b"z".to_vec()]).unwrap(),
+            ],
+        )
+        .unwrap();
+        assert!(matches!(&d.data, TensorData::Str(v) if **v == [b"a".to_vec(), b"z".to_vec(), b"b".to_vec()]));
+        let two =
+            |idx: &[i64]| [i64s(&[2, 2], idx), i64s(&[2], &[2, 2]), f32s(&[2], &[1., 2.]), Tensor::scalar_f32(0.)];
+        assert!(err("SparseToDense", &[], &two(&[1, 0, 0, 1])).contains("indices[1] = [0,1] is out of order"));
+        assert!(err("SparseToDense", &[], &two(&[0, 1, 0, 1])).contains("indices[1] = [0,1] is repeated"));
+        assert!(err("SparseToDense", &[], &two(&[0, 1, 2, 1]))
+            .contains("indices[1] = [2,1] is out of bounds: need 0 <= index < [2,2]"));
+        assert!(err("SparseToDense", &no_validate, &two(&[0, 1, 2, 1]))
+            .contains("Indices are not valid (out of bounds).  Shape: [2,2]"));
+    }
+
+    #[test]
+    fn fill_empty_rows_orders_by_row_keeping_each_rows_input_order() {
+        let out = compute(
+            &node("SparseFillEmptyRows", &[]),
+            &[
+                i64s(&[4, 2], &[3, 1, 1, 2, 3, 0, 1, 0]),
+                f32s(&[4], &[1., 2., 3., 4.]),
+                i64s(&[2], &[5, 4]),
+                Tensor::scalar_f32(-1.),
+            ],
+        )
+        .unwrap();
+        assert_eq!(out[0].as_i64().unwrap(), &[0, 0, 1, 2, 1, 0, 2, 0, 3, 1, 3, 0, 4, 0]);
+        assert_eq!(out[1].as_f32().unwrap(), &[-1., 2., 4., -1., 1., 3., -1.]);
+        assert_eq!(out[2].as_bool().unwrap(), &[true, false, true, false, true]);
+        assert_eq!(out[3].as_i64().unwrap(), &[4, 1, 5, 2]);
+        let bad = |row: i64| {
+            err(
+                "SparseFillEmptyRows",
+                &[],
+                &[i64s(&[1, 2], &[row, 1]), f32s(&[1], &[1.]), i64s(&[2], &[5, 4]), Tensor::scalar_f32(-1.)],
+            )
+        };
+        assert!(bad(5).contains("indices(0, 0) is invalid: 5 >= 5"));
+        assert!(bad(-1).contains("indices(0, 0) is invalid: -1 >= 5"));
+        let g = compute(
+            &node("SparseFillEmptyRowsGrad", &[]),
+            &[i64s(&[3], &[2, 0, 3]), f32s(&[5], &[1., 2., 4., 8., 16.])],
+        )
+        .unwrap();
+        assert_eq!((g[0].as_f32().unwrap(), g[1].as_f32().unwrap()), (&[4., 1., 8.][..], &[18.][..]));
+    }
+
+    #[test]
+    fn sparse_reshape_moves_each_entry_to_its_row_major_place() {
+        let out = compute(
+            &node("SparseReshape", &[]),
+            &[i64s(&[2, 3], &[0, 0, 1, 1, 2, 3]), i64s(&[3], &[2, 3, 4]), i64s(&[2], &[4, -1])],
+        )
+        .unwrap();
+        assert_eq!((out[0].as_i64().unwrap(), out[1].as_i64().unwrap()), (&[0, 1, 3, 5][..], &[4, 6][..]));
+        let bad = |new: &[i64]| {
+            err("SparseReshape", &[], &[i64s(&[1, 3], &[0, 0, 1]), i64s(&[3], &[2, 3, 4]), i64s(&[new.len()], new)])
+        };
+        assert!(bad(&[5, -1]).contains(
+            "Input to reshape is a SparseTensor with 24 dense values, but the requested shape requires a multiple of 5. \
+             input_shape=[2,3,4] output_shape=[5,1]"
+        ));
+        assert!(
+            bad(&[5, 5]).contains("Input to reshape is a tensor with 24 dense values, but the requested shape has 25")
+        );
+        assert!(bad(&[-1, -1]).contains("only one output dimension may be -1, not both 0 and 1"));
+    }
+
+    #[test]
+    fn sparse_segment_reductions_match_tensorflow() {
+        let d = f32s(&[4, 2], &[1., 2., 3., 4., 5., 6., 7., 8.]);
+        let mean = run1(&node("SparseSegmentMean", &[]), &[d.clone(), i32s(&[0, 1, 3, 2, 2]), i32s(&[0, 0, 0, 2, 2])])
+            .unwrap();
+        assert_eq!(mean.shape, vec![3, 2]);
+        close(&mean, &[3.6666667, 4.666667, 0., 0., 5., 6.]);
+        let sqrtn = run1(&node("SparseSegmentSqrtN", &[]), &[d.clone(), i32s(&[0, 1, 3]), i32s(&[0, 0, 1])]).unwrap();
+        close(&sqrtn, &[2.828427, 4.2426405, 7., 8.]);
+        let sum = run1(
+            &node("SparseSegmentSumWithNumSegments", &[]),
+            &[d.clone(), i32s(&[0, 1, 3]), i32s(&[0, 0, 1]), Tensor::scalar_i32(4)],
+        )
+        .unwrap();
+        assert_eq!(
+            (sum.shape.clone(), sum.as_f32().unwrap().to_vec()),
+            (vec![4, 2], vec![4., 6., 7., 8., 0., 0., 0., 0.])
+        );
+        let e = err(
+            "SparseSegmentMeanWithNumSegments",
+            &[],
+            &[d.clone(), i32s(&[0, 1, 3]), i32s(&[0, 0, 3]), Tensor::scalar_i32(2)],
+        );
+        assert!(e.contains("segment ids must be < num_segments"), "{e}");
+        assert!(err("SparseSegmentSum", &[], &[d.clone(), i32s(&[0, 1, 3]), i32s(&[1, 0, 1])])
+            .contains("segment ids are not increasing"));
+        assert!(err("SparseSegmentSum", &[], &[d.clone(), i32s(&[0, 4, 3]), i32s(&[0, 0, 1])])
+            .contains("Bad: indices[1] == 4 out of range [0, 4)"));
+        assert!(err("SparseSegmentSum", &[], &[d, i32s(&[0, 1, 3]), i32s(&[-1, 0, 1])])
+            .contains("Segment id -1 out of range [0, 2), possibly because 'segment_ids' input is not sorted."));
+    }
+
+    /// Rows of very different magnitudes, so that the order of the additions shows in the bits.
+    #[test]
+    fn sparse_segment_reductions_add_in_tensorflows_order_bit_for_bit() {
+        let rows: [f32; 12] = [
+            17640524.0,
+            0.4001572,
+            0.000978738,
+            6.7226796,
+            1867558.0,
+            -6.840945,
+            0.09500884,
+            -3027144.2,
+            -0.51609427,
+            41.05985,
+            0.14404356,
+            5.817094,
+        ];
+        let d = f32s(&[12, 1], &rows);
+        // (rows, [mean, sqrtn, sum] as TensorFlow's float32 bits)
+        let want: [(usize, [u32; 3]); 4] = [
+            (3, [1253274334, 1260087353, 1267111462]),
+            (10, [1237921550, 1251937470, 1266383570]),
+            (11, [1236722934, 1251452387, 1266383570]),
+            (12, [1235724091, 1251029285, 1266383576]),
+        ];
+        for (n, bits) in want {
+            let idx: Vec<i32> = (0..n as i32).collect();
+            for (op, b) in ["SparseSegmentMean", "SparseSegmentSqrtN", "SparseSegmentSum"].iter().zip(bits) {
+                let got = run1(&node(op, &[]), &[d.clone(), i32s(&idx), i32s(&vec![0; n])]).unwrap();
+                assert_eq!(got.as_f32().unwrap()[0].to_bits(), b, "{op} over {n} rows");
+            }
+        }
+    }
+
+    #[test]
+    fn sparse_segment_gradients_match_tensorflow() {
+        let g = f32s(&[3, 2], &[1., 2., 3., 4., 5., 6.]);
+        let ins = |idx: &[i32]| [g.clone(), i32s(idx), i32s(&[0, 0, 1, 2]), Tensor::scalar_i32(5)];
+        let mean = run1(&node("SparseSegmentMeanGrad", &[]), &ins(&[0, 1, 0, 3])).unwrap();
+        assert_eq!(mean.shape, vec![5, 2]);
+        close(&mean, &[3.5, 5., 0.5, 1., 0., 0., 5., 6., 0., 0.]);
+        let sqrtn = run1(&node("SparseSegmentSqrtNGrad", &[]), &ins(&[0, 1, 0, 3])).unwrap();
+        close(&sqrtn, &[3.7071068, 5.4142137, 0.70710677, std::f32::consts::SQRT_2, 0., 0., 5., 6., 0., 0.]);
+        let sum = run1(&node("SparseSegmentSumGrad", &[]), &ins(&[0, 1, 0, 3])).unwrap();
+        close(&sum, &[4., 6., 1., 2., 0., 0., 5., 6., 0., 0.]);
+        let v2 = compute(&node("SparseSegmentMeanGradV2", &[]), &ins(&[3, 1, 0, 3])).unwrap();
+        close(&v2[0], &[3., 4., 0.5, 1., 5.5, 7.]);
+        assert_eq!(v2[1].as_i32().unwrap(), &[0, 1, 3]);
+        let bad_seg = [g.clone(), i32s(&[0, 1]), i32s(&[0, 4]), Tensor::scalar_i32(5)];
+        assert!(err("SparseSegmentMeanGrad", &[], &bad_seg).contains("Invalid number of segments"));
+        let bad_idx = [g, i32s(&[0, 7]), i32s(&[0, 1]), Tensor::scalar_i32(5)];
+        assert!(err("SparseSegmentMeanGrad", &[], &bad_idx).contains("Index 7 out of range [0, 5)."));
+    }
+
+    #[test]
+    fn unique_with_counts_on_strings_and_floats() {
+        let out = compute(&node("UniqueWithCounts", &[]), &[strs(&["b", "a", "b", "c", "a", "b"])]).unwrap();
+        assert!(matches!(&out[0].data, TensorData::Str(v) if **v == [b"b".to_vec(), b"a".to_vec(), b"c".to_vec()]));
+        assert_eq!((out[1].as_i32().unwrap(), out[2].as_i32().unwrap()), (&[0, 1, 0, 2, 1, 0][..], &[3, 2, 1][..]));
+        let out = compute(
+            &node("UniqueWithCounts", &[("out_idx", AttrValue::Type(autoclust_graph::DType::Int64))]),
+            &[f32s(&[6], &[1., -0., 0., f32::NAN, f32::NAN, 1.])],
+        )
+        .unwrap();
+        let y = out[0].as_f32().unwrap();
+        assert_eq!(
+            (y.len(), y[0], y[1].to_bits(), y[2].is_nan(), y[3].is_nan()),
+            (4, 1., (-0f32).to_bits(), true, true)
+        );
+        assert_eq!((out[1].as_i64().unwrap(), out[2].as_i64().unwrap()), (&[0, 1, 1, 2, 3, 0][..], &[2, 2, 1, 1][..]));
+    }
+
+    #[test]
+    fn sparse_dense_matmul_with_and_without_adjoints() {
+        let a = [i64s(&[3, 2], &[0, 1, 2, 0, 0, 0]), f32s(&[3], &[2., 3., 5.]), i64s(&[2], &[3, 2])];
+        let p = run1(
+            &node("SparseTensorDenseMatMul", &[]),
+            &[a[0].clone(), a[1].clone(), a[2].clone(), f32s(&[2, 2], &[1., 2., 3., 4.])],
+        )
+        .unwrap();
+        assert_eq!((p.shape.clone(), p.as_f32().unwrap().to_vec()), (vec![3, 2], vec![11., 18., 0., 0., 3., 6.]));
+        let adj = [("adjoint_a", AttrValue::B(true)), ("adjoint_b", AttrValue::B(true))];
+        let p = run1(
+            &node("SparseTensorDenseMatMul", &adj),
+            &[a[0].clone(), a[1].clone(), a[2].clone(), f32s(&[2, 3], &[1., 2., 3., 4., 5., 6.])],
+        )
+        .unwrap();
+        assert_eq!((p.shape.clone(), p.as_f32().unwrap().to_vec()), (vec![2, 2], vec![14., 38., 2., 8.]));
+        let e = err(
+            "SparseTensorDenseMatMul",
+            &[],
+            &[
+                i64s(&[2, 2], &[0, 1, 3, 0]),
+                f32s(&[2], &[2., 3.]),
+                i64s(&[2], &[3, 2]),
+                f32s(&[2, 2], &[1., 2., 3., 4.]),
+            ],
+        );
+        assert!(e.contains("m (3) from index[1,0] out of bounds (>=3)"), "{e}");
+    }
+
+    #[test]
+    fn gathers_move_strings() {
+        let t = Tensor::from_strings(vec![2, 2], ["a", "b", "c", "d"].iter().map(|s| s.as_bytes().to_vec()).collect())
+            .unwrap();
+        let g = run1(&node("GatherNd", &[]), &[t, i64s(&[2, 2], &[1, 0, 0, 1])]).unwrap();
+        assert!(matches!(&g.data, TensorData::Str(v) if **v == [b"c".to_vec(), b"b".to_vec()]));
+        let g =
+            run1(&node("GatherV2", &[]), &[strs(&["a", "b", "c"]), i32s(&[2, 0, 2]), Tensor::scalar_i32(0)]).unwrap();
+        assert!(matches!(&g.data, TensorData::Str(v) if **v == [b"c".to_vec(), b"a".to_vec(), b"c".to_vec()]));
+    }
+}
