@@ -215,63 +215,76 @@ fn init_runs_tf1_initialisers_before_the_step() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--init 'nope'"));
 }
 
-/// A TF1 estimator-style step built with tf.compat.v1.feature_column (embedding, indicator,
-/// numeric and bucketized columns over vocabulary lists and hash buckets, a row with no tags):
-/// its sparse ops (SparseToDense, SparseFillEmptyRows, SparseReshape, SparseSegment{Mean,SqrtN,
-/// Sum} and their gradients) and string gathers run, and `y`, `loss` and every variable after
-/// one Adagrad step equal TensorFlow's (make_tf1_feature_columns.py) in both modes; the
-/// clustered run compiles every cluster; explore and verify pass.
+/// TF1 estimator-style steps built with tf.compat.v1.feature_column
+/// (make_tf1_feature_columns.py): embedding, indicator, numeric and bucketized columns over
+/// vocabulary lists and hash buckets with a row that has no tags; and a wide-and-deep step with
+/// linear_model, a weighted identity column, a hashed crossed column and FTRL. Their sparse ops
+/// (SparseToDense, SparseFillEmptyRows, SparseReshape, SparseSegment{Mean,SqrtN,Sum} and their
+/// gradients, SparseCross) and string gathers run; `y`, `loss` and every variable after one
+/// step equal TensorFlow's in both modes; the clustered run compiles every cluster; explore
+/// and verify pass.
 #[test]
 fn tf1_feature_columns_match_tensorflow() {
-    let g = testdata("tf1_feature_columns.pbtxt");
-    let want: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(testdata("tf1_feature_columns.expected.json")).unwrap()).unwrap();
-    let feeds = [
-        "--init",
-        "init,init_all_tables",
-        "--feed",
+    let deep = [
         r#"color=[["red"],["pink"],["blue"]]"#,
-        "--feed",
         r#"tags=[["a","c"],["",""],["d","zz"]]"#,
-        "--feed",
         "age=[[20],[45],[70]]",
-        "--feed",
         r#"city=[["paris"],["rome"],["oslo"]]"#,
-        "--feed",
         "label=[[1],[0],[2]]",
     ];
-    // Relative: the Adagrad accumulators reach 1e6, where one float32 step is 0.06.
+    check_feature_columns("tf1_feature_columns", &deep, 12);
+    let wide = [
+        r#"color=[["red"],["pink"],["blue"]]"#,
+        r#"city=[["paris"],["rome"],["oslo"]]"#,
+        "uid=[[3],[12],[7]]",
+        "w=[[0.5],[2],[1]]",
+        "age=[[20],[45],[70]]",
+        "label=[[1],[0],[1]]",
+    ];
+    check_feature_columns("tf1_feature_columns_wide", &wide, 27);
+}
+
+fn check_feature_columns(name: &str, feeds: &[&str], variables: usize) {
+    let g = testdata(&format!("{name}.pbtxt"));
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(testdata(&format!("{name}.expected.json"))).unwrap()).unwrap();
+    let mut feed_args = vec!["--init", "init,init_all_tables"];
+    for f in feeds {
+        feed_args.extend(["--feed", f]);
+    }
+    let feeds = &feed_args[..];
+    // Relative: Adagrad's accumulators reach 1e6, where one float32 step is 0.06.
     let close = |what: &str, got: &serde_json::Value, want: &serde_json::Value| {
-        let got = got["data"].as_array().unwrap_or_else(|| panic!("{what}: {got}"));
+        let got = got["data"].as_array().unwrap_or_else(|| panic!("{name} {what}: {got}"));
         let want: Vec<f64> = match want.as_array() {
             Some(w) => w.iter().map(|x| x.as_f64().unwrap()).collect(),
             None => vec![want.as_f64().unwrap()],
         };
-        assert_eq!(got.len(), want.len(), "{what}");
+        assert_eq!(got.len(), want.len(), "{name} {what}");
         for (a, b) in got.iter().zip(&want) {
             let a = a.as_f64().unwrap();
-            assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{what}: {got:?} != {want:?}");
+            assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{name} {what}: {got:?} != {want:?}");
         }
     };
     for mode in [&[][..], &["--no-cluster"][..]] {
-        let base = [&["run", g.to_str().unwrap()][..], &feeds, mode, &["--json"]].concat();
+        let base = [&["run", g.to_str().unwrap()][..], feeds, mode, &["--json"]].concat();
         let v = json(&autoclust(&[&base[..], &["--fetch", "y,loss"]].concat()));
         close("y", &v["fetches"]["y:0"], &want["y"]);
         close("loss", &v["fetches"]["loss:0"], &want["loss"]);
         let v = json(&autoclust(&[&base[..], &["--target", "train"]].concat()));
         let vars = want["variables"].as_object().unwrap();
-        assert_eq!(vars.len(), 12);
-        for (name, w) in vars {
-            close(name, &v["variables"][name], w);
+        assert_eq!(vars.len(), variables, "{name}");
+        for (var, w) in vars {
+            close(var, &v["variables"][var], w);
         }
     }
     let b = json(&autoclust(
-        &[&["bench", g.to_str().unwrap()][..], &feeds, &["--target", "train", "--json", "--steps", "3"]].concat(),
+        &[&["bench", g.to_str().unwrap()][..], feeds, &["--target", "train", "--json", "--steps", "3"]].concat(),
     ));
-    assert_eq!(b["interpreted_clusters"], 0, "{b}");
-    assert!(b["compiled_clusters"].as_u64().unwrap() >= 1, "{b}");
-    let v = json(&autoclust(&[&["explore", g.to_str().unwrap()][..], &feeds, &["--fetch", "y", "--json"]].concat()));
+    assert_eq!(b["interpreted_clusters"], 0, "{name}: {b}");
+    assert!(b["compiled_clusters"].as_u64().unwrap() >= 1, "{name}: {b}");
+    let v = json(&autoclust(&[&["explore", g.to_str().unwrap()][..], feeds, &["--fetch", "y", "--json"]].concat()));
     close("explore y", &v["outcomes"][0]["fetches"]["y:0"], &want["y"]);
-    let out = autoclust(&[&["verify", g.to_str().unwrap()][..], &feeds, &["--target", "train"]].concat());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = autoclust(&[&["verify", g.to_str().unwrap()][..], feeds, &["--target", "train"]].concat());
+    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
 }

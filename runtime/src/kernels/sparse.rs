@@ -2,7 +2,8 @@
 //! `embedding_lookup_sparse` run in ordinary training steps. `SparseToDense`,
 //! `SparseFillEmptyRows` and its gradient, `SparseReshape`, the `SparseSegment{Sum,Mean,SqrtN}`
 //! reductions (with and without `num_segments`) and their gradients (V1 and V2),
-//! `UniqueWithCounts`, `SparseTensorDenseMatMul`.
+//! `UniqueWithCounts`, `SparseTensorDenseMatMul`, and `SparseCross` (feature columns'
+//! `crossed_column`, hashed as TensorFlow hashes it).
 //!
 //! A sparse tensor is int64 `indices [N, R]`, `values [N]` and int64 `dense_shape [R]`. Every
 //! index is checked before it is used; the checks and their messages follow TensorFlow's CPU
@@ -13,7 +14,10 @@
 use autoclust_graph::{DType, Node, Tensor};
 
 use super::elementwise::Num;
-use super::{arity, attr_bool_or, attr_type_or, budget, dispatch_num, int_scalar, int_values, one, take_or, tensor_of};
+use super::{
+    arity, attr_bool_or, attr_int_or, attr_type_or, budget, dispatch_num, int_scalar, int_values, one, take_or,
+    tensor_of,
+};
 use super::{Inputs, Outputs, PureFn};
 use crate::error::{KResult, KernelError};
 
@@ -91,6 +95,17 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 arity(&inp, 4)?;
                 one(dispatch_num!(inp[3].dtype, sparse_dense_matmul(&inp[0], &inp[1], &inp[2], &inp[3], adj))?)
             })
+        }
+        "SparseCross" => {
+            let spec = Cross {
+                n: usize::try_from(attr_int_or(node, "N", 0)?).map_err(|_| KernelError::Attr("N".into()))?,
+                hashed: attr_bool_or(node, "hashed_output", false)?,
+                buckets: attr_int_or(node, "num_buckets", 0)?,
+                key: attr_int_or(node, "hash_key", 0)? as u64,
+                internal: attr_type_or(node, "internal_type", DType::Int64)?,
+                out: attr_type_or(node, "out_type", DType::Int64)?,
+            };
+            Box::new(move |inp: Inputs| spec.run(&inp))
         }
         _ => return Ok(None),
     };
@@ -716,6 +731,184 @@ fn sparse_dense_matmul<T: Num>(
     Ok(tensor_of(vec![out_rows, out_cols], out))
 }
 
+/// One feature of a crossed column.
+#[derive(Clone, Copy)]
+enum Feature<'a> {
+    Int(i64),
+    Str(&'a [u8]),
+}
+
+impl Feature<'_> {
+    /// The feature's hash in a cross: an integer is its own bits, a string its Fingerprint64.
+    fn hash(self) -> u64 {
+        match self {
+            Feature::Int(v) => v as u64,
+            Feature::Str(b) => super::string::fingerprint64(b),
+        }
+    }
+    fn text(self) -> Vec<u8> {
+        match self {
+            Feature::Int(v) => v.to_string().into_bytes(),
+            Feature::Str(b) => b.to_vec(),
+        }
+    }
+}
+
+/// Farmhash's `FingerprintCat64`: folds `fp2` into `fp1`.
+fn fingerprint_cat64(fp1: u64, fp2: u64) -> u64 {
+    const MUL: u64 = 0xc6a4_a793_5bd1_e995;
+    let shift_mix = |v: u64| v ^ (v >> 47);
+    let mut r = fp1 ^ MUL;
+    r ^= shift_mix(fp2.wrapping_mul(MUL)).wrapping_mul(MUL);
+    r = r.wrapping_mul(MUL);
+    r = shift_mix(r).wrapping_mul(MUL);
+    shift_mix(r)
+}
+
+/// `SparseCross`'s attributes.
+struct Cross {
+    n: usize,
+    hashed: bool,
+    buckets: i64,
+    key: u64,
+    internal: DType,
+    out: DType,
+}
+
+impl Cross {
+    /// The features of every column (sparse inputs first, then dense), row by row.
+    fn columns<'a>(&self, inp: &'a [Tensor]) -> KResult<(usize, Vec<Vec<Vec<Feature<'a>>>>)> {
+        let n = self.n;
+        if inp.len() < 3 * n {
+            return Err(KernelError::Arity { expected: 3 * n, got: inp.len() });
+        }
+        let features = |t: &'a Tensor| -> KResult<Vec<Feature<'a>>> {
+            if self.internal == DType::String && t.dtype != DType::String {
+                return Err(KernelError::invalid(format!(
+                    "Input values should be of internal type 7 but received {}",
+                    if t.dtype == DType::Int64 { 9 } else { 3 }
+                )));
+            }
+            match (&t.data, t.dtype) {
+                (autoclust_graph::TensorData::Str(v), _) => Ok(v.iter().map(|b| Feature::Str(b)).collect()),
+                (_, DType::Int64 | DType::Int32) => {
+                    Ok(int_values(t, "values")?.into_iter().map(Feature::Int).collect())
+                }
+                (_, d) => Err(KernelError::DType(d)),
+            }
+        };
+        let dense = &inp[3 * n..];
+        let batch = match (n, dense.first()) {
+            (0, Some(d)) if d.rank() == 2 => d.shape[0],
+            (0, _) => return Err(KernelError::invalid("SparseCross needs at least one input column of rank 2")),
+            _ => {
+                let sh = int_values(&inp[2 * n], "shapes")?;
+                usize::try_from(sh.first().copied().unwrap_or(-1))
+                    .map_err(|_| KernelError::invalid(format!("shapes[0] must be a valid dense shape, got {sh:?}")))?
+            }
+        };
+        budget(DType::Int64, &[batch])?;
+        let mut cols = Vec::with_capacity(inp.len() - 2 * n);
+        for c in 0..n {
+            let (idx, values, shape) = (&inp[c], &inp[n + c], &inp[2 * n + c]);
+            let (ix, k, rank) = index_matrix(idx, "indices")?;
+            let sh = int_values(shape, "shapes")?;
+            if rank != 2 || sh.len() != 2 {
+                return Err(KernelError::invalid(format!(
+                    "Expected indices[{c}] of rank 2 and shapes[{c}] of 2 elements, got {rank} columns and {} elements",
+                    sh.len()
+                )));
+            }
+            if sh[0] != batch as i64 {
+                return Err(KernelError::invalid(format!("Expected batch size {batch} got {}", sh[0])));
+            }
+            let v = features(values)?;
+            if v.len() != k {
+                return Err(KernelError::invalid(format!(
+                    "Expected size of values[{c}] to be {k} (the rows of indices[{c}]), got {}",
+                    v.len()
+                )));
+            }
+            let mut rows: Vec<Vec<Feature<'a>>> = vec![Vec::new(); batch];
+            for (e, f) in v.into_iter().enumerate() {
+                let r = ix[e * 2];
+                let row = usize::try_from(r).ok().and_then(|r| rows.get_mut(r)).ok_or_else(|| {
+                    KernelError::invalid(format!("indices[{c}][{e}] has row {r}, not in [0, {batch})"))
+                })?;
+                row.push(f);
+            }
+            cols.push(rows);
+        }
+        for (c, d) in dense.iter().enumerate() {
+            if d.rank() != 2 || d.shape[0] != batch {
+                return Err(KernelError::invalid(format!(
+                    "Expected dense_inputs[{c}] to be a matrix of {batch} rows, got shape {}",
+                    shape_str(&d.shape)
+                )));
+            }
+            let w = d.shape[1];
+            let v = features(d)?;
+            cols.push((0..batch).map(|r| v[r * w..(r + 1) * w].to_vec()).collect());
+        }
+        Ok((batch, cols))
+    }
+
+    /// Each row's cartesian product of its columns' features, the last column varying
+    /// fastest; a row with an empty column crosses to nothing.
+    fn run(&self, inp: &[Tensor]) -> KResult<Outputs> {
+        if !self.hashed && self.out != DType::String {
+            return Err(KernelError::invalid("an unhashed SparseCross outputs strings: out_type must be string"));
+        }
+        let (batch, cols) = self.columns(inp)?;
+        let mut indices: Vec<i64> = Vec::new();
+        let mut hashes: Vec<i64> = Vec::new();
+        let mut texts: Vec<Vec<u8>> = Vec::new();
+        let mut widest = 0usize;
+        for r in 0..batch {
+            let row: Vec<&[Feature<'_>]> = cols.iter().map(|c| &c[r][..]).collect();
+            if row.is_empty() || row.iter().any(|f| f.is_empty()) {
+                continue;
+            }
+            let count = row
+                .iter()
+                .try_fold(1usize, |a, f| a.checked_mul(f.len()))
+                .ok_or_else(|| KernelError::invalid(format!("the cross of row {r} has too many elements")))?;
+            budget(DType::Int64, &[indices.len() / 2 + count, 2])?;
+            widest = widest.max(count);
+            let mut pick = vec![0usize; row.len()];
+            for j in 0..count {
+                indices.extend([r as i64, j as i64]);
+                if self.hashed {
+                    let h = row.iter().zip(&pick).fold(self.key, |h, (f, &p)| fingerprint_cat64(h, f[p].hash()));
+                    let m = if self.buckets > 0 { self.buckets as u64 } else { i64::MAX as u64 };
+                    hashes.push((h % m) as i64);
+                } else {
+                    let parts: Vec<Vec<u8>> = row.iter().zip(&pick).map(|(f, &p)| f[p].text()).collect();
+                    texts.push(parts.join(&b"_X_"[..]));
+                }
+                for d in (0..row.len()).rev() {
+                    pick[d] += 1;
+                    if pick[d] < row[d].len() {
+                        break;
+                    }
+                    pick[d] = 0;
+                }
+            }
+        }
+        let m = indices.len() / 2;
+        let values = if self.hashed {
+            tensor_of(vec![m], hashes)
+        } else {
+            Tensor::from_strings(vec![m], texts).map_err(|e| KernelError::invalid(e.to_string()))?
+        };
+        Ok(Outputs::from_vec(vec![
+            tensor_of(vec![m, 2], indices),
+            values,
+            tensor_of(vec![2], vec![batch as i64, widest as i64]),
+        ]))
+    }
+}
+
 /// Every expected value and message below is TensorFlow 2.21's for the same call (run
 /// eagerly through `gen_sparse_ops`/`gen_math_ops`/`gen_array_ops`, CPU).
 #[cfg(test)]
@@ -975,6 +1168,85 @@ mod tests {
             ],
         );
         assert!(e.contains("m (3) from index[1,0] out of bounds (>=3)"), "{e}");
+    }
+
+    #[test]
+    fn sparse_cross_hashes_and_joins_as_tensorflow_does() {
+        let s64 = |n: i64| AttrValue::I(n);
+        let cross = |n: i64, hashed: bool, buckets: i64, key: i64, string: bool| {
+            let t = if string { autoclust_graph::DType::String } else { autoclust_graph::DType::Int64 };
+            node(
+                "SparseCross",
+                &[
+                    ("N", s64(n)),
+                    ("hashed_output", AttrValue::B(hashed)),
+                    ("num_buckets", s64(buckets)),
+                    ("hash_key", s64(key)),
+                    ("out_type", AttrValue::Type(t)),
+                    ("internal_type", AttrValue::Type(t)),
+                ],
+            )
+        };
+        // A sparse int64 column (row 0 {3, 5}, row 1 empty, row 2 {7}) crossed with a dense
+        // string column.
+        let sp = [i64s(&[3, 2], &[0, 0, 0, 1, 2, 0]), i64s(&[3], &[3, 5, 7]), i64s(&[2], &[3, 2])];
+        let dense = Tensor::from_strings(
+            vec![3, 2],
+            ["a", "b", "c", "d", "e", "f"].iter().map(|s| s.as_bytes().to_vec()).collect(),
+        )
+        .unwrap();
+        let ins = [sp[0].clone(), sp[1].clone(), sp[2].clone(), dense.clone()];
+        let out = compute(&cross(1, true, 11, 956888297470, false), &ins).unwrap();
+        assert_eq!(out[0].as_i64().unwrap(), &[0, 0, 0, 1, 0, 2, 0, 3, 2, 0, 2, 1]);
+        assert_eq!(out[1].as_i64().unwrap(), &[7, 10, 4, 9, 0, 10]);
+        assert_eq!(out[2].as_i64().unwrap(), &[3, 4]);
+        // No buckets: the hash modulo int64's largest value.
+        let out = compute(&cross(1, true, 0, 956888297470, false), &ins).unwrap();
+        assert_eq!(
+            out[1].as_i64().unwrap(),
+            &[
+                4855451275547336152,
+                3302797561873708220,
+                1400899581459493255,
+                6967780403841078329,
+                5785055058097186729,
+                4248272816791748458
+            ]
+        );
+        // Dense columns only, unhashed and hashed.
+        let pqr = Tensor::from_strings(vec![3, 1], vec![b"p".to_vec(), b"q".to_vec(), b"r".to_vec()]).unwrap();
+        let out = compute(&cross(0, false, 0, 0, true), &[dense.clone(), pqr.clone()]).unwrap();
+        let want: Vec<Vec<u8>> =
+            ["a_X_p", "b_X_p", "c_X_q", "d_X_q", "e_X_r", "f_X_r"].iter().map(|s| s.as_bytes().to_vec()).collect();
+        assert!(matches!(&out[1].data, TensorData::Str(v) if **v == want));
+        let out = compute(&cross(0, true, 0, 5, false), &[dense, pqr]).unwrap();
+        assert_eq!(
+            out[1].as_i64().unwrap(),
+            &[
+                6613846311707836347,
+                6049114119091453315,
+                4269352465137134501,
+                180144845060906389,
+                3428736871398203054,
+                6267934502996413274
+            ]
+        );
+        // Two sparse columns (int64, string) and a dense int64 column, 1000 buckets.
+        let s2 = [i64s(&[4, 2], &[0, 0, 1, 0, 1, 1, 2, 0]), strs(&["x", "y", "z", "w"]), i64s(&[2], &[3, 2])];
+        let out = compute(
+            &cross(2, true, 1000, 956888297470, false),
+            &[
+                sp[0].clone(),
+                s2[0].clone(),
+                sp[1].clone(),
+                s2[1].clone(),
+                sp[2].clone(),
+                s2[2].clone(),
+                i64s(&[3, 1], &[9, 8, 7]),
+            ],
+        )
+        .unwrap();
+        assert_eq!((out[1].as_i64().unwrap(), out[2].as_i64().unwrap()), (&[223, 21, 499][..], &[3, 2][..]));
     }
 
     #[test]

@@ -36,3 +36,18 @@ pub(super) const fn pure_op(
 ) -> OpSchema {
     OpSchema { name, family, inputs, outputs, attrs, is_stateful: false, shape_fn, value_fn: None }
 }
+
+/// An argument repeated `number_attr` times, each of dtype `ty`.
+pub(super) const fn repeated(name: &'static str, ty: TypeRule, number_attr: &'static str) -> ArgSpec {
+    ArgSpec { name, ty, number_attr: Some(number_attr) }
+}
+
+/// An argument list typed by a `list(type)` attribute.
+pub(super) const fn typed_list(name: &'static str, attr: &'static str) -> ArgSpec {
+    ArgSpec { name, ty: TypeRule::ListAttr(attr), number_attr: None }
+}
+
+/// A required attribute of `kind`.
+pub(super) const fn required(name: &'static str, kind: AttrKind) -> AttrSpec {
+    AttrSpec { name, kind, default: AttrDefault::Required, allowed: None }
+}

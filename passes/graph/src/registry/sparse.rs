@@ -3,16 +3,16 @@
 //! `math_ops.cc`, `array_ops.cc`): `SparseToDense`, `SparseFillEmptyRows` and its gradient,
 //! `SparseReshape`, the `SparseSegment{Sum,Mean,SqrtN}` reductions (with and without
 //! `num_segments`) and their gradients (V1 and V2), `UniqueWithCounts` and
-//! `SparseTensorDenseMatMul`.
+//! `SparseTensorDenseMatMul`, and `SparseCross` (feature columns' `crossed_column`).
 //!
 //! A sparse tensor is three dense tensors (int64 `indices [N, R]`, `values [N]`, int64
 //! `dense_shape [R]`), so every op here is an ordinary stateless op on dense values. Shape
 //! functions follow TensorFlow's: unknown ranks and dimensions stay unknown, and a shape
 //! function fails only where TensorFlow's would.
 
-use super::build::{arg, bool_attr_or, pure_op, type_attr, type_attr_or};
+use super::build::{arg, bool_attr_or, pure_op, repeated, required, type_attr, type_attr_or, typed_list};
 use super::shapes::shape_from_operand;
-use super::{AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
+use super::{AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
 use crate::DType::{
     self, BFloat16, Float16, Float32, Float64, Int16, Int32, Int64, Int8, UInt16, UInt32, UInt64, UInt8,
 };
@@ -221,6 +221,11 @@ fn sparse_dense_matmul(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::with_dims(vec![rows, dim(c, 3, usize::from(!adj_b))])])
 }
 
+/// `SparseCross`: `[?, 2]`, `[?]`, `[2]`.
+fn sparse_cross(_: &InferCtx<'_>) -> Shapes {
+    Ok(vec![Shape::with_dims(vec![None, Some(2)]), Shape::with_dims(vec![None]), Shape::known(&[2])])
+}
+
 const SEGMENT_SUM_ATTRS: &[AttrSpec] =
     &[type_attr("T", Some(REAL)), type_attr_or("Tidx", Int32, INDEX), type_attr_or("Tsegmentids", Int32, INDEX)];
 const SEGMENT_MEAN_ATTRS: &[AttrSpec] =
@@ -351,6 +356,28 @@ pub(super) static OPS: &[OpSchema] = &[
             bool_attr_or("adjoint_b", false),
         ],
         sparse_dense_matmul,
+    ),
+    pure_op(
+        "SparseCross",
+        OpFamily::Shape,
+        &[
+            repeated("indices", I64, "N"),
+            typed_list("values", "sparse_types"),
+            repeated("shapes", I64, "N"),
+            typed_list("dense_inputs", "dense_types"),
+        ],
+        &[arg("output_indices", I64), arg("output_values", TypeRule::Attr("out_type")), arg("output_shape", I64)],
+        &[
+            required("N", AttrKind::Int),
+            required("hashed_output", AttrKind::Bool),
+            required("num_buckets", AttrKind::Int),
+            required("hash_key", AttrKind::Int),
+            required("sparse_types", AttrKind::ListType),
+            required("dense_types", AttrKind::ListType),
+            type_attr("out_type", Some(&[Int64, DType::String])),
+            type_attr("internal_type", Some(&[Int64, DType::String])),
+        ],
+        sparse_cross,
     ),
 ];
 
