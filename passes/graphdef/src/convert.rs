@@ -49,11 +49,17 @@ impl Ctx<'_> {
 }
 
 /// Builds a graph from a decoded `GraphDef`. `spans[i]` is where node `i` starts in a text file.
-pub fn graph_from_proto(gd: pb::GraphDef, spans: &[Span]) -> Result<Graph, GraphDefError> {
+pub fn graph_from_proto(mut gd: pb::GraphDef, spans: &[Span]) -> Result<Graph, GraphDefError> {
     let mut raw = Vec::with_capacity(gd.node.len());
-    for (i, n) in gd.node.into_iter().enumerate() {
+    for (i, n) in std::mem::take(&mut gd.node).into_iter().enumerate() {
         raw.push(node_from_proto(n, spans.get(i).copied())?);
     }
+    graph_from_nodes(raw, gd)
+}
+
+/// Builds a graph from nodes already converted and the rest of their `GraphDef` (its library
+/// and versions; its `node` field is ignored).
+pub(crate) fn graph_from_nodes(raw: Vec<RawNode>, gd: pb::GraphDef) -> Result<Graph, GraphDefError> {
     let library = match gd.library.into_option() {
         Some(lib) => library_from_proto(lib)?,
         None => Library::default(),
@@ -66,7 +72,7 @@ pub fn graph_from_proto(gd: pb::GraphDef, spans: &[Span]) -> Result<Graph, Graph
     Ok(Graph::from_raw(raw, library, versions)?)
 }
 
-fn node_from_proto(n: pb::NodeDef, span: Option<Span>) -> Result<RawNode, GraphDefError> {
+pub(crate) fn node_from_proto(n: pb::NodeDef, span: Option<Span>) -> Result<RawNode, GraphDefError> {
     let ctx = Ctx { node: &n.name, span };
     let attrs = attrs_from_proto(n.attr, ctx)?;
     Ok(RawNode { name: n.name, op: n.op, inputs: n.input, attrs, device: n.device, span })

@@ -78,10 +78,35 @@ pub fn parse_text_proto(text: &str) -> Result<(GraphDef, Vec<Span>), GraphDefErr
     Ok((*gd, spans))
 }
 
-/// Reads a `.pbtxt` GraphDef.
+/// Reads a `.pbtxt` GraphDef. Each `node { … }` is converted as soon as it is read, so the
+/// parse never holds every `NodeDef` (with its attribute map) at once.
 pub fn parse_pbtxt(text: &str) -> Result<Graph, GraphDefError> {
-    let (gd, spans) = parse_text_proto(text)?;
-    graph_from_proto(gd, &spans)
+    let _span = tracing::debug_span!("parse_pbtxt", bytes = text.len()).entered();
+    let mut raw = Vec::new();
+    let mut failed: Option<GraphDefError> = None;
+    let mut sink = |m: Box<dyn protobuf::MessageDyn>, span: Span| -> bool {
+        let converted = match m.downcast_box::<proto::graph_def::NodeDef>() {
+            Ok(n) => convert::node_from_proto(*n, Some(span)),
+            Err(_) => Err(GraphDefError::Binary("internal: a node is not a NodeDef".into())),
+        };
+        match converted {
+            Ok(n) => {
+                raw.push(n);
+                true
+            }
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    };
+    let parsed = text::parse_message_streaming(text, &GraphDef::descriptor(), "node", &mut sink);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let gd =
+        parsed?.downcast_box::<GraphDef>().map_err(|_| GraphDefError::Binary("internal: wrong message type".into()))?;
+    convert::graph_from_nodes(raw, *gd)
 }
 
 /// Reads a binary `.pb` GraphDef.
@@ -163,6 +188,29 @@ versions { producer: 12 }
         assert_eq!(e.to_string(), "2:1: node 'a': input 'zz' names no node in the graph");
         let e = parse_pbtxt("versions { producer: 99999999999 }").unwrap_err();
         assert!(e.to_string().contains("out of range"), "{e}");
+    }
+
+    /// The streaming reader (nodes converted as they are read) gives what reading the whole
+    /// `GraphDef` first gives: the same nodes, library and versions, list syntax included; and a node that fails to convert stops it with that node's error.
+    #[test]
+    fn streaming_parse_equals_the_whole_message_parse() {
+        let text = "node { name: \"a\" op: \"Const\" attr { key: \"dtype\" value { type: DT_FLOAT } } }\n\
+                    node: [ { name: \"b\" op: \"Neg\" input: \"a\" },\n  { name: \"c\" op: \"Neg\" input: \"b\" } ]\n\
+                    library { function { signature { name: \"f\" } } }\nversions { producer: 7 }\n\
+                    node { name: \"d\" op: \"NoOp\" input: \"^c\" }\n";
+        let streamed = parse_pbtxt(text).unwrap();
+        let (gd, spans) = parse_text_proto(text).unwrap();
+        let whole = graph_from_proto(gd, &spans).unwrap();
+        assert_eq!(to_pbtxt(&streamed), to_pbtxt(&whole));
+        // Each node's span is where its `node` field starts (one for a list of nodes).
+        let line = |n: &str| streamed.node(streamed.find(n).unwrap()).span.map(|s| s.line);
+        assert_eq!([line("a"), line("b"), line("c"), line("d")], [Some(1), Some(2), Some(2), Some(6)]);
+        assert!(streamed.library.function("f").is_some());
+        let bad = "node { name: \"a\" op: \"NoOp\" }\n\
+                   node { name: \"x\" op: \"Const\" attr { key: \"value\" value { tensor { dtype: DT_FLOAT \
+                   tensor_shape { dim { size: 2 } } tensor_content: \"abc\" } } } }\nnode { name: ";
+        let e = parse_pbtxt(bad).unwrap_err();
+        assert!(e.to_string().starts_with("2:1: node 'x': attribute 'value'"), "{e}");
     }
 
     #[test]

@@ -226,25 +226,41 @@ pub fn parse_message(
     descriptor: &MessageDescriptor,
     track: &str,
 ) -> Result<(Box<dyn MessageDyn>, Vec<Span>), TextError> {
-    let mut p = Parser {
-        lx: Lexer::new(text),
-        peeked: None,
-        track_spans: Vec::new(),
-        depth: 0,
-        attr_depth: 0,
-        function: None,
-        node: None,
-        attr: None,
-    };
+    let mut p = Parser::new(text, None);
     let mut msg = descriptor.new_instance();
     p.fields(&mut *msg, descriptor, None, Some(track))?;
     Ok((msg, p.track_spans))
 }
 
-struct Parser<'a> {
+/// What [`parse_message_streaming`] does with each entry of the tracked field: takes it with
+/// the position where it starts, and returns `false` to stop the parse.
+pub type EntrySink<'s> = &'s mut dyn FnMut(Box<dyn MessageDyn>, Span) -> bool;
+
+/// Like [`parse_message`], but each entry of the top-level repeated message field `track` goes
+/// to `sink` as soon as it is read instead of into the message, so that a caller converting
+/// entries one by one never holds them all (a 10⁵-node GraphDef's `NodeDef`s and their attribute
+/// maps are most of its memory). When `sink` returns `false` the parse stops with an error at
+/// that entry; the caller knows why.
+pub fn parse_message_streaming(
+    text: &str,
+    descriptor: &MessageDescriptor,
+    track: &str,
+    sink: EntrySink<'_>,
+) -> Result<Box<dyn MessageDyn>, TextError> {
+    let mut p = Parser::new(text, Some(sink));
+    let mut msg = descriptor.new_instance();
+    p.fields(&mut *msg, descriptor, None, Some(track))?;
+    Ok(msg)
+}
+
+struct Parser<'a, 's> {
     lx: Lexer<'a>,
     peeked: Option<(Token<'a>, usize)>,
     track_spans: Vec<Span>,
+    /// Where tracked entries go instead of the message (streaming), and the position of the
+    /// tracked field being read.
+    sink: Option<EntrySink<'s>>,
+    tracking: Option<Span>,
     /// Messages enclosing the one being read (at most [`MAX_MESSAGE_DEPTH`]).
     depth: usize,
     /// `AttrValue` messages enclosing the one being read (at most [`MAX_ATTR_DEPTH`]).
@@ -256,7 +272,42 @@ struct Parser<'a> {
     attr: Option<String>,
 }
 
-impl<'a> Parser<'a> {
+impl<'a, 's> Parser<'a, 's> {
+    fn new(text: &'a str, sink: Option<EntrySink<'s>>) -> Self {
+        Parser {
+            lx: Lexer::new(text),
+            peeked: None,
+            track_spans: Vec::new(),
+            sink,
+            tracking: None,
+            depth: 0,
+            attr_depth: 0,
+            function: None,
+            node: None,
+            attr: None,
+        }
+    }
+
+    /// Puts one value of a repeated field into `msg`, or hands it to the sink when it is an
+    /// entry of the tracked field.
+    fn push_repeated(
+        &mut self,
+        msg: &mut dyn MessageDyn,
+        field: &FieldDescriptor,
+        v: ReflectValueBox,
+        tracked: Option<Span>,
+    ) -> Result<(), TextError> {
+        match (tracked, self.sink.as_mut(), v) {
+            (Some(span), Some(sink), ReflectValueBox::Message(m)) => {
+                if !sink(m, span) {
+                    return Err(TextError { span, message: "the entry was refused".into() });
+                }
+            }
+            (_, _, v) => field.mut_repeated(msg).push(v),
+        }
+        Ok(())
+    }
+
     fn next(&mut self) -> Result<(Token<'a>, usize), TextError> {
         match self.peeked.take() {
             Some(t) => Ok(t),
@@ -308,7 +359,9 @@ impl<'a> Parser<'a> {
                 return self.lx.err(at, format!("unknown field '{name}' in {}", desc.full_name()));
             };
             if track == Some(name) {
-                self.track_spans.push(self.lx.span_at(at));
+                let span = self.lx.span_at(at);
+                self.track_spans.push(span);
+                self.tracking = Some(span);
             }
             self.field_value(msg, &field)?;
             if name == "name" {
@@ -354,13 +407,14 @@ impl<'a> Parser<'a> {
                 field.set_singular_field(msg, v);
             }
             RuntimeFieldType::Repeated(t) => {
+                let tracked = self.tracking.take();
                 let is_msg = matches!(t, RuntimeType::Message(_));
                 let colon = self.eat(b':')?;
                 if (colon || is_msg) && self.eat(b'[')? {
                     if !self.eat(b']')? {
                         loop {
                             let v = self.value(&t)?;
-                            field.mut_repeated(msg).push(v);
+                            self.push_repeated(msg, field, v, tracked)?;
                             if self.eat(b']')? {
                                 break;
                             }
@@ -370,7 +424,7 @@ impl<'a> Parser<'a> {
                     return Ok(());
                 }
                 let v = if colon { self.value(&t)? } else { self.value_after_name(&t)? };
-                field.mut_repeated(msg).push(v);
+                self.push_repeated(msg, field, v, tracked)?;
             }
             RuntimeFieldType::Map(k, v) => {
                 self.eat(b':')?;
