@@ -4,7 +4,7 @@
 //! The reasoning (soundness, maximality, determinism) is in the parent
 //! module's doc.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use autoclust_graph::{AttrValue, Graph, NodeId};
 use fixedbitset::FixedBitSet;
@@ -206,7 +206,7 @@ impl<'a> Engine<'a> {
             let edges = self.edge_pass(Phase::All, &mut refusals);
             let siblings = self.config.sibling_merges && self.sibling_pass(&mut refusals);
             if !edges && !siblings {
-                let mut seen = HashSet::new();
+                let mut seen = FxHashSet::default();
                 refusals.retain(|r| seen.insert(r.clone()));
                 return refusals;
             }
@@ -399,6 +399,9 @@ impl<'a> Engine<'a> {
     /// A writer of `a` reaching a reader of `b`: the incompatible pair.
     fn resource_conflict(&self, a: u32, b: u32) -> Option<Refusal> {
         let reached = &self.reached[b as usize];
+        if self.writers[a as usize].is_empty() || reached.is_clear() {
+            return None;
+        }
         // The lowest such writer, as a bitset intersection would give it (explanations
         // name the same pair whatever the merge order).
         let w = self.writers[a as usize].iter().copied().filter(|&w| reached.contains(w as usize)).min()?;

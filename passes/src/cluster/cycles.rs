@@ -9,10 +9,10 @@
 //! reachability search from `x` to `y` only visits ranks in
 //! `(rank[x], rank[y])`. Inserting an edge that breaks the order re-ranks
 //! just the nodes in that window (the two bounded searches of PK) reusing
-//! their own rank slots. Adjacency sets are insertion-ordered (`IndexSet`,
+//! their own rank slots. Adjacency sets are insertion-ordered ([`AdjSet`],
 //! `swap_remove`), so every result is deterministic.
 
-use indexmap::IndexSet;
+use super::adjacency::AdjSet;
 
 #[cfg(test)]
 thread_local! {
@@ -55,8 +55,8 @@ pub enum Reach {
 #[derive(Clone, Debug)]
 pub struct GraphCycles {
     rank: Vec<u32>,
-    out: Vec<IndexSet<u32>>,
-    inn: Vec<IndexSet<u32>>,
+    out: Vec<AdjSet>,
+    inn: Vec<AdjSet>,
     live: Vec<bool>,
     /// Visit marks: `mark[v] == stamp` means visited in the current search.
     mark: Vec<u32>,
@@ -81,8 +81,8 @@ impl GraphCycles {
         }
         GraphCycles {
             rank,
-            out: vec![IndexSet::new(); n],
-            inn: vec![IndexSet::new(); n],
+            out: vec![AdjSet::default(); n],
+            inn: vec![AdjSet::default(); n],
             live: vec![true; n],
             mark: vec![0; n],
             bmark: vec![0; n],
@@ -106,10 +106,10 @@ impl GraphCycles {
     pub fn rank(&self, x: u32) -> u32 {
         self.rank[x as usize]
     }
-    pub fn successors(&self, x: u32) -> &IndexSet<u32> {
+    pub fn successors(&self, x: u32) -> &AdjSet {
         &self.out[x as usize]
     }
-    pub fn predecessors(&self, x: u32) -> &IndexSet<u32> {
+    pub fn predecessors(&self, x: u32) -> &AdjSet {
         &self.inn[x as usize]
     }
     /// Edges the reachability searches have scanned so far.

@@ -86,6 +86,7 @@
 //! cost a call per step and fuse nothing. It is dissolved like an undersized
 //! cluster, so the guarantees above are unaffected.
 
+mod adjacency;
 pub mod check;
 pub mod contract;
 pub mod cycles;
