@@ -109,7 +109,7 @@ mod tests {
             x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
             let v = (x >> 16) % 97;
             // Grow for a while, then mostly remove, then grow again.
-            let remove = (step / 700) % 2 == 1 && x % 4 != 0;
+            let remove = (step / 700) % 2 == 1 && !x.is_multiple_of(4);
             if remove {
                 assert_eq!(a.swap_remove(&v), b.swap_remove(&v));
             } else {
