@@ -425,6 +425,16 @@ fn text_vectorization_matches_tensorflow() {
     assert!(in_cluster.is_empty(), "a string op in a cluster: {in_cluster:?}");
 }
 
+/// TextVectorization's multi_hot (with bigrams: StringNGrams), count and tf_idf modes
+/// (RaggedBincount, with weights) in one Keras export: both outputs equal TensorFlow's in both
+/// modes, and the dense work after the counts is clustered.
+#[test]
+fn text_vectorization_output_modes_match_tensorflow() {
+    let sentences = r#"sentences=["The cat sat on the MAT!", "A dog, a cat.", "zebras   dance on   mats and the dogs sing loudly"]"#;
+    check_against_tensorflow("text_modes", "text_modes.feeds.npz", &["--feed", sentences], "text_modes.expected.npz");
+    assert!(!clustered_nodes("text_modes").is_empty());
+}
+
 /// `explore` and `verify` on models with lookup tables: the tables are filled by the init op
 /// before the step, as `run` fills them, so the explored outcome is TensorFlow's and clustering
 /// adds no behaviour.

@@ -172,6 +172,34 @@ def text():
     np.savez(os.path.join(HERE, "text.expected.npz"), **{k: v.numpy() for k, v in got.items()})
 
 
+def text_modes():
+    """TextVectorization's other output modes in one Keras export: multi_hot over unigrams and
+    bigrams (StringNGrams, RaggedBincount), count and tf_idf (RaggedBincount with weights),
+    each feeding a Dense layer (so the step has work to cluster), plus the raw tf_idf
+    vector. Feeds: `bias` in text_modes.feeds.npz; the sentences are TEXT_SENTENCES."""
+    tf.keras.utils.set_random_seed(12)
+    layers = tf.keras.layers
+    sentences = tf.keras.Input((), dtype="string", name="sentences")
+    bias = tf.keras.Input((2,), dtype="float32", name="bias")
+    vocab = ["the", "cat", "sat", "on", "mat", "dog", "the cat", "cat sat", "on the"]
+    multi_hot = layers.TextVectorization(vocabulary=vocab, ngrams=2, output_mode="multi_hot")
+    count = layers.TextVectorization(vocabulary=vocab[:6], output_mode="count")
+    tf_idf = layers.TextVectorization(
+        vocabulary=vocab[:6], output_mode="tf_idf", idf_weights=[0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+    )
+    feats = layers.Concatenate()([multi_hot(sentences), count(sentences)])
+    logits = layers.Add(name="logits")([layers.Dense(2)(feats), bias])
+    idf = layers.Identity(name="tf_idf")(tf_idf(sentences))
+    model = tf.keras.Model([sentences, bias], {"logits": logits, "tf_idf": idf})
+    path = os.path.join(HERE, "text_modes")
+    model.export(path, verbose=False)
+    b = np.array([[0.5, -0.5], [1.0, 0.0], [0.0, 0.25]], np.float32)
+    loaded = tf.saved_model.load(path)
+    got = loaded.signatures["serving_default"](sentences=tf.constant(TEXT_SENTENCES), bias=tf.constant(b))
+    np.savez(os.path.join(HERE, "text_modes.feeds.npz"), bias=b)
+    np.savez(os.path.join(HERE, "text_modes.expected.npz"), **{k: v.numpy() for k, v in got.items()})
+
+
 TEXT_SENTENCES = ["The cat sat on the MAT!", "A dog, a cat.", "zebras   dance on   mats and the dogs sing loudly"]
 
 
@@ -257,3 +285,4 @@ if __name__ == "__main__":
     train()
     lookup()
     text()
+    text_modes()

@@ -1,11 +1,14 @@
 //! Preprocessing kernels of Keras 3 graphs: `DenseBincount` (`tf.math.bincount`, Keras
-//! `CategoryEncoding`) and `ImageProjectiveTransformV2`/`V3` (Keras' `RandomRotation`,
+//! `CategoryEncoding`), `RaggedBincount` (`TextVectorization`'s `multi_hot`, `count` and
+//! `tf_idf` modes), `Bincount`, and `ImageProjectiveTransformV2`/`V3` (Keras' `RandomRotation`,
 //! `RandomTranslation`, `RandomZoom`; `tf.raw_ops`), with TensorFlow's semantics.
 //!
 //! `DenseBincount`: a 1-D input counts into `[size]`, a 2-D input row by row into
 //! `[rows, size]`; values `>= size` are dropped, a negative value is an error; `weights`
 //! (the input's shape, or empty for counts) are summed instead of ones; `binary_output`
-//! writes 1 for every value present.
+//! writes 1 for every value present. `RaggedBincount` counts the values of row `r`
+//! (`values[splits[r]..splits[r+1]]`) into row `r` of `[rows, size]`; `Bincount` counts a
+//! whole tensor into `[size]`.
 //!
 //! `ImageProjectiveTransformV3` (`image_ops.h`, `ProjectiveGenerator`): output pixel
 //! `(x, y)` of image `b` reads the input at `((a0·x + a1·y + a2) / k, (b0·x + b1·y + b2) / k)`,
@@ -24,15 +27,51 @@ use autoclust_graph::{AttrValue, DType, Node, Tensor, TensorData};
 use super::{arity, int_scalar, int_values, one, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
+/// Which values `bincount` sees and how they fall into rows.
+enum Rows<'a> {
+    /// `DenseBincount`: a 1-D input is one row, a 2-D input one row per row.
+    Dense,
+    /// `RaggedBincount`: row `r` holds `values[splits[r]..splits[r + 1]]`.
+    Ragged(&'a [i64]),
+    /// `Bincount`: the whole tensor is one row.
+    Flat,
+}
+
 fn bincount(x: &Tensor, size: &Tensor, w: &Tensor, binary: bool, out_dtype: DType) -> KResult<Tensor> {
+    bincount_rows(x, size, w, binary, out_dtype, Rows::Dense)
+}
+
+fn bincount_rows(
+    x: &Tensor,
+    size: &Tensor,
+    w: &Tensor,
+    binary: bool,
+    out_dtype: DType,
+    rows_of: Rows<'_>,
+) -> KResult<Tensor> {
     let size = int_scalar(size, "size")?;
     let size =
         usize::try_from(size).map_err(|_| KernelError::invalid(format!("size ({size}) must be non-negative")))?;
     let values = int_values(x, "input")?;
-    let (rows, shape) = match x.shape.len() {
-        0 | 1 => (1, vec![size]),
-        2 => (x.shape[0], vec![x.shape[0], size]),
-        r => return Err(KernelError::invalid(format!("input must be at most 2-dimensional, got rank {r}"))),
+    let (rows, shape) = match (&rows_of, x.shape.len()) {
+        (Rows::Ragged(splits), 1) => {
+            let ok = splits.first() == Some(&0)
+                && splits.windows(2).all(|p| p[0] <= p[1])
+                && splits.last().is_some_and(|&e| e as usize == values.len());
+            if !ok {
+                return Err(KernelError::invalid(format!(
+                    "splits must start at 0, not decrease and end at the number of values ({}), got {splits:?}",
+                    values.len()
+                )));
+            }
+            (splits.len() - 1, vec![splits.len() - 1, size])
+        }
+        (Rows::Ragged(_), r) => return Err(KernelError::invalid(format!("values must be a vector, got rank {r}"))),
+        (Rows::Flat, _) | (Rows::Dense, 0 | 1) => (1, vec![size]),
+        (Rows::Dense, 2) => (x.shape[0], vec![x.shape[0], size]),
+        (Rows::Dense, r) => {
+            return Err(KernelError::invalid(format!("input must be at most 2-dimensional, got rank {r}")))
+        }
     };
     let weights = if w.num_elements() == 0 {
         None
@@ -44,18 +83,32 @@ fn bincount(x: &Tensor, size: &Tensor, w: &Tensor, binary: bool, out_dtype: DTyp
     } else {
         Some(w.to_f64_vec().ok_or(KernelError::DType(w.dtype))?)
     };
-    if values.iter().any(|&v| v < 0) {
-        return Err(KernelError::invalid("Input arr must be non-negative!"));
+    match rows_of {
+        Rows::Ragged(_) if values.iter().any(|&v| v < 0) => {
+            return Err(KernelError::invalid("Input must be non-negative"));
+        }
+        _ if values.iter().any(|&v| v < 0) => return Err(KernelError::invalid("Input arr must be non-negative!")),
+        _ => {}
     }
     let len = super::budget(out_dtype, &shape)?;
     let mut out = vec![0.0f64; len];
     let per_row = values.len().checked_div(rows).unwrap_or(0);
+    let mut row = 0usize;
     for (i, &v) in values.iter().enumerate() {
-        let v = v as usize;
-        if v >= size {
+        let r = match rows_of {
+            Rows::Ragged(splits) => {
+                while i as i64 >= splits[row + 1] {
+                    row += 1;
+                }
+                row
+            }
+            Rows::Dense => i / per_row.max(1),
+            Rows::Flat => 0,
+        };
+        if v as usize >= size {
             continue;
         }
-        let at = (i / per_row.max(1)) * size + v;
+        let at = r * size + v as usize;
         if binary {
             out[at] = 1.0;
         } else {
@@ -65,7 +118,6 @@ fn bincount(x: &Tensor, size: &Tensor, w: &Tensor, binary: bool, out_dtype: DTyp
     typed(out_dtype, shape, out)
 }
 
-/// A tensor of `dtype` from f64 values (integers truncated toward zero, as `static_cast`).
 fn typed(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> KResult<Tensor> {
     let t = match dtype {
         DType::Float32 => Tensor::from_f32(shape, v.into_iter().map(|x| x as f32).collect()),
@@ -268,6 +320,22 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(bincount(&inp[0], &inp[1], &inp[2], binary, out)?)
             })
         }
+        "RaggedBincount" => {
+            let binary = super::attr_bool_or(node, "binary_output", false)?;
+            let out = super::attr_type_or(node, "T", DType::Float32)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 4)?;
+                let splits = int_values(&inp[0], "splits")?;
+                one(bincount_rows(&inp[1], &inp[2], &inp[3], binary, out, Rows::Ragged(&splits))?)
+            })
+        }
+        "Bincount" => {
+            let out = super::attr_type_or(node, "T", DType::Float32)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                one(bincount_rows(&inp[0], &inp[1], &inp[2], false, out, Rows::Flat)?)
+            })
+        }
         "ImageProjectiveTransformV2" | "ImageProjectiveTransformV3" => {
             let v3 = node.op == "ImageProjectiveTransformV3";
             let tr = Transform::parse(node)?;
@@ -304,6 +372,43 @@ mod tests {
         assert_eq!([n(-2.5), n(9.0), n(1.25)], [0.0, 3.0, 1.25]);
         assert_eq!(map_coordinate(Fill::Constant, -7.5, 4), -7.5);
         assert_eq!(map_coordinate(Fill::Reflect, -3.0, 1), 0.0);
+    }
+
+    /// TensorFlow 2.21's outputs for the same calls (`gen_math_ops.ragged_bincount`, `bincount`).
+    #[test]
+    fn ragged_and_flat_bincount_match_tensorflow() {
+        let splits = Tensor::from_i64(vec![5], vec![0, 3, 3, 4, 6]).unwrap();
+        let values = Tensor::from_i64(vec![6], vec![1, 3, 3, 0, 5, 9]).unwrap();
+        let size = Tensor::scalar_i64(6);
+        let empty = Tensor::from_f32(vec![0], vec![]).unwrap();
+        let node = |op: &str, binary: bool| {
+            let mut n = super::super::probe(op);
+            n.attrs.insert("binary_output".into(), AttrValue::B(binary));
+            n.attrs.insert("T".into(), AttrValue::Type(DType::Float32));
+            n
+        };
+        let run = |n: &Node, ins: &[Tensor]| super::super::compute(n, ins).map(|mut o| o.remove(0));
+        let got = run(&node("RaggedBincount", false), &[splits.clone(), values.clone(), size.clone(), empty.clone()])
+            .unwrap();
+        assert_eq!(got.shape, [4, 6]);
+        let counts = [0., 1., 0., 2., 0., 0., 0., 0., 0., 0., 0., 0., 1., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 1.];
+        assert_eq!(got.as_f32().unwrap(), counts);
+        let got =
+            run(&node("RaggedBincount", true), &[splits.clone(), values.clone(), size.clone(), empty.clone()]).unwrap();
+        assert_eq!(got.as_f32().unwrap()[..6], [0., 1., 0., 1., 0., 0.]);
+        let w = Tensor::from_f32(vec![6], vec![0.5, 1., 2., 3., 4., 5.]).unwrap();
+        let got = run(&node("RaggedBincount", false), &[splits.clone(), values, size.clone(), w]).unwrap();
+        assert_eq!(got.as_f32().unwrap()[..6], [0., 0.5, 0., 3., 0., 0.]);
+        assert_eq!(got.as_f32().unwrap()[12..], [3., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 4.]);
+        let neg = Tensor::from_i64(vec![6], vec![1, -3, 3, 0, 5, 9]).unwrap();
+        let e = run(&node("RaggedBincount", false), &[splits, neg, size, empty.clone()]).unwrap_err();
+        assert!(e.to_string().contains("Input must be non-negative"), "{e}");
+        let arr = Tensor::from_i32(vec![5], vec![1, 3, 3, 0, 5]).unwrap();
+        let got = run(&node("Bincount", false), &[arr, Tensor::scalar_i32(6), empty.clone()]).unwrap();
+        assert_eq!(got.as_f32().unwrap(), [1., 1., 0., 2., 0., 1.]);
+        let arr = Tensor::from_i32(vec![5], vec![1, -3, 3, 0, 7]).unwrap();
+        let e = run(&node("Bincount", false), &[arr, Tensor::scalar_i32(6), empty]).unwrap_err();
+        assert!(e.to_string().contains("Input arr must be non-negative!"), "{e}");
     }
 
     #[test]

@@ -173,6 +173,23 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 string_split(&inp[0], &inp[1], maxsplit)
             })
         }
+        "StringNGrams" => {
+            let spec = NGrams {
+                separator: attr_bytes_or(node, "separator", b" ")?,
+                widths: super::attr_ints_or(node, "ngram_widths")?,
+                left_pad: attr_bytes_or(node, "left_pad", b"")?,
+                right_pad: attr_bytes_or(node, "right_pad", b"")?,
+                pad_width: attr_int_or(node, "pad_width", 0)?,
+                preserve_short: attr_bool_or(node, "preserve_short_sequences", false)?,
+            };
+            if let Some(w) = spec.widths.iter().find(|&&w| w < 1) {
+                return Err(KernelError::invalid(format!("ngram_widths must contain positive values, got {w}")));
+            }
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                spec.run(&inp[0], &inp[1])
+            })
+        }
         "StaticRegexReplace" => {
             let pattern = attr_bytes_or(node, "pattern", b"")?;
             let pattern = String::from_utf8(pattern).map_err(|_| KernelError::invalid("pattern is not UTF-8"))?;
@@ -1201,6 +1218,88 @@ fn string_compare(a: &Tensor, b: &Tensor, eq: bool) -> KResult<Tensor> {
     Ok(Tensor::from_bool(out_shape, out).expect("broadcast element count"))
 }
 
+/// `StringNGrams` (`tf.strings.ngrams`, `TextVectorization(ngrams=…)`): for each row of a
+/// ragged string tensor and each width `w` in turn, the row's `w`-grams with up to
+/// `min(pad_width, w - 1)` pads at each end (`pad_width < 0`: `w - 1`), joined by
+/// `separator`. With `preserve_short_sequences`, a non-empty row that yields no n-gram at
+/// all yields one of its whole sequence.
+struct NGrams {
+    separator: Vec<u8>,
+    widths: Vec<i64>,
+    left_pad: Vec<u8>,
+    right_pad: Vec<u8>,
+    pad_width: i64,
+    preserve_short: bool,
+}
+
+impl NGrams {
+    fn pad(&self, width: i64) -> i64 {
+        (if self.pad_width < 0 { width - 1 } else { self.pad_width }).min(width - 1)
+    }
+
+    fn count(&self, len: i64, width: i64) -> i64 {
+        (len + 2 * self.pad(width) - width + 1).max(0)
+    }
+
+    /// The `count` n-grams of `width` over `row`, appended to `out`.
+    fn grams(&self, row: &[Vec<u8>], width: i64, count: i64, out: &mut Vec<Vec<u8>>) {
+        let pad = self.pad(width);
+        for i in 0..count {
+            let left = (pad - i).max(0);
+            let right = (pad - (count - (i + 1))).max(0);
+            let tokens = width - (left + right);
+            let start = if left > 0 { 0 } else { i - pad };
+            let mut parts: Vec<&[u8]> = Vec::with_capacity(width as usize);
+            parts.extend(std::iter::repeat_n(&self.left_pad[..], left as usize));
+            parts.extend(row[start as usize..(start + tokens) as usize].iter().map(Vec::as_slice));
+            parts.extend(std::iter::repeat_n(&self.right_pad[..], right as usize));
+            out.push(parts.join(&self.separator[..]));
+        }
+    }
+
+    fn run(&self, data: &Tensor, splits: &Tensor) -> KResult<Outputs> {
+        let TensorData::Str(tokens) = &data.data else { return Err(KernelError::DType(data.dtype)) };
+        if data.rank() != 1 || splits.rank() != 1 {
+            return Err(KernelError::invalid("data and data_splits must be vectors"));
+        }
+        let sp = super::int_values(splits, "data_splits")?;
+        let ok = sp.is_empty()
+            || (sp[0] == 0
+                && sp.windows(2).all(|p| p[0] <= p[1])
+                && sp.last().is_some_and(|&e| e as usize == tokens.len()));
+        if !ok {
+            return Err(KernelError::invalid(format!(
+                "Invalid split value: splits must start at 0, not decrease and end at the data size {}, got {sp:?}",
+                tokens.len()
+            )));
+        }
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut out_splits: Vec<i64> = vec![0];
+        for r in sp.windows(2) {
+            let row = &tokens[r[0] as usize..r[1] as usize];
+            let len = row.len() as i64;
+            let before = out.len();
+            for &w in &self.widths {
+                let n = self.count(len, w);
+                budget(DType::String, &[out.len() + n as usize])?;
+                self.grams(row, w, n, &mut out);
+            }
+            if self.preserve_short && out.len() == before && len > 0 && !self.widths.is_empty() {
+                // One n-gram of the whole row, as wide as the row and its pads.
+                let w = len + 2 * self.pad_width;
+                self.grams(row, w, 1, &mut out);
+            }
+            out_splits.push(out.len() as i64);
+        }
+        if sp.is_empty() {
+            out_splits.clear();
+        }
+        let n = out.len();
+        let splits_out = super::int_tensor(splits.dtype, vec![out_splits.len()], out_splits)?;
+        Ok(Outputs::from_vec(vec![str_tensor(vec![n], out), splits_out]))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -1464,5 +1563,53 @@ mod tests {
         assert_eq!(run(&n, &[s(&["a", "b"]), s(&["a", "c"])]).unwrap()[0].as_bool().unwrap(), &[false, true]);
         let x = Tensor::from_i32(vec![2], vec![1, 2]).unwrap();
         assert_eq!(run(&n, &[x.clone(), x]).unwrap()[0].as_bool().unwrap(), &[false, false]);
+    }
+
+    /// TensorFlow 2.21's outputs for the same calls (`gen_string_ops.string_n_grams`) on the
+    /// rows ["a","b","c"], [], ["d"], ["e","f"].
+    #[test]
+    fn string_ngrams_match_tensorflow() {
+        let data = Tensor::from_strings(
+            vec![6],
+            ["a", "b", "c", "d", "e", "f"].iter().map(|s| s.as_bytes().to_vec()).collect(),
+        )
+        .unwrap();
+        let splits = Tensor::from_i64(vec![5], vec![0, 3, 3, 4, 6]).unwrap();
+        let run = |widths: &[i64], left: &str, right: &str, pad: i64, preserve: bool| {
+            let mut n = super::super::probe("StringNGrams");
+            for (k, v) in [
+                ("separator", AttrValue::S(b"_".to_vec())),
+                ("ngram_widths", AttrValue::List(autoclust_graph::ListValue::I(widths.to_vec()))),
+                ("left_pad", AttrValue::S(left.as_bytes().to_vec())),
+                ("right_pad", AttrValue::S(right.as_bytes().to_vec())),
+                ("pad_width", AttrValue::I(pad)),
+                ("preserve_short_sequences", AttrValue::B(preserve)),
+            ] {
+                n.attrs.insert(k.into(), v);
+            }
+            let out = super::super::compute(&n, &[data.clone(), splits.clone()]).unwrap();
+            let TensorData::Str(g) = &out[0].data else { panic!("not strings") };
+            let grams: Vec<String> = g.iter().map(|b| String::from_utf8(b.clone()).unwrap()).collect();
+            (grams.join(" "), out[1].as_i64().unwrap().to_vec())
+        };
+        assert_eq!(run(&[1, 2], " ", " ", 0, false), ("a b c a_b b_c d e f e_f".into(), vec![0, 5, 5, 6, 9]));
+        assert_eq!(
+            run(&[2], "<", ">", -1, false),
+            ("<_a a_b b_c c_> <_> <_d d_> <_e e_f f_>".into(), vec![0, 4, 5, 7, 10])
+        );
+        assert_eq!(run(&[3], "<", ">", 1, false), ("<_a_b a_b_c b_c_> <_d_> <_e_f e_f_>".into(), vec![0, 3, 3, 4, 6]));
+        assert_eq!(run(&[3], "", "", 0, true), ("a_b_c d e_f".into(), vec![0, 1, 1, 2, 3]));
+        assert_eq!(run(&[4], "", "", 0, true), ("a_b_c d e_f".into(), vec![0, 1, 1, 2, 3]));
+        assert_eq!(run(&[6], "<", ">", 1, true), ("<_a_b_c_> <_d_> <_e_f_>".into(), vec![0, 1, 1, 2, 3]));
+        let (grams, sp) = run(&[2, 3], "L", "R", 2, true);
+        assert_eq!(sp, vec![0, 9, 12, 17, 24]);
+        assert_eq!(
+            grams,
+            "L_a a_b b_c c_R L_L_a L_a_b a_b_c b_c_R c_R_R L_R L_L_R L_R_R L_d d_R L_L_d L_d_R d_R_R \
+             L_e e_f f_R L_L_e L_e_f e_f_R f_R_R"
+        );
+        let (grams, sp) = run(&[5], "<", ">", -1, true);
+        assert_eq!(sp, vec![0, 7, 11, 16, 22]);
+        assert!(grams.starts_with("<_<_<_<_a <_<_<_a_b <_<_a_b_c <_a_b_c_> a_b_c_>_> b_c_>_>_> c_>_>_>_> <_<_<_<_>"));
     }
 }

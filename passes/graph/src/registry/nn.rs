@@ -476,6 +476,23 @@ fn dense_bincount(c: &InferCtx<'_>) -> Shapes {
     }])
 }
 
+/// `RaggedBincount`: `[len(splits) - 1, size]`.
+fn ragged_bincount(c: &InferCtx<'_>) -> Shapes {
+    if c.scalar_value(2).is_some_and(|s| s < 0) {
+        return Err("size must be non-negative".into());
+    }
+    let rows = c.shape(0).dims.as_ref().and_then(|d| d.first().copied()).flatten().map(|n| (n - 1).max(0));
+    Ok(vec![Shape::with_dims(vec![rows, c.scalar_value(2)])])
+}
+
+/// `Bincount`: `[size]`.
+fn flat_bincount(c: &InferCtx<'_>) -> Shapes {
+    if c.scalar_value(1).is_some_and(|s| s < 0) {
+        return Err("size must be non-negative".into());
+    }
+    Ok(vec![Shape::with_dims(vec![c.scalar_value(1)])])
+}
+
 /// `ImageProjectiveTransformV2/V3`: `[batch, output_shape[0], output_shape[1], channels]`.
 fn projective_transform(c: &InferCtx<'_>) -> Shapes {
     let images = rank4(c.shape(0), "images")?;
@@ -960,6 +977,25 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("output", T)],
         BINCOUNT_ATTRS,
         dense_bincount,
+    ),
+    nn(
+        "RaggedBincount",
+        &[
+            a("splits", TypeRule::Fixed(Int64)),
+            a("values", TypeRule::Attr("Tidx")),
+            a("size", TypeRule::Attr("Tidx")),
+            a("weights", T),
+        ],
+        &[a("output", T)],
+        BINCOUNT_ATTRS,
+        ragged_bincount,
+    ),
+    nn(
+        "Bincount",
+        &[a("arr", I32), a("size", I32), a("weights", T)],
+        &[a("bins", T)],
+        &[tattr("T", &[Int32, Int64, Float32, Float64])],
+        flat_bincount,
     ),
     nn(
         "ImageProjectiveTransformV2",

@@ -98,6 +98,16 @@ fn substr(c: &InferCtx<'_>) -> Shapes {
 }
 
 /// `StringSplitV2`: a vector in; indices `[?, 2]`, values `[?]`, dense shape `[2]`.
+/// `StringNGrams`: `[?]` n-grams, and splits like the input's.
+fn string_ngrams(c: &InferCtx<'_>) -> Shapes {
+    for (i, what) in [(0, "data"), (1, "data_splits")] {
+        if c.shape(i).rank().is_some_and(|r| r != 1) {
+            return Err(format!("{what} must be a vector, but has shape {}", c.shape(i)));
+        }
+    }
+    Ok(vec![Shape::with_dims(vec![None]), c.shape(1).clone()])
+}
+
 fn string_split(c: &InferCtx<'_>) -> Shapes {
     if c.shape(0).rank().is_some_and(|r| r != 1) {
         return Err(format!("input must be a vector, but has shape {}", c.shape(0)));
@@ -208,6 +218,21 @@ pub(super) const OPS: &[OpSchema] = &[
         &[a("indices", TypeRule::Fixed(Int64)), a("values", STR), a("shape", TypeRule::Fixed(Int64))],
         &[idef("maxsplit", -1)],
         string_split,
+    ),
+    op(
+        "StringNGrams",
+        &[a("data", STR), a("data_splits", TypeRule::Attr("Tsplits"))],
+        &[a("ngrams", STR), a("ngrams_splits", TypeRule::Attr("Tsplits"))],
+        &[
+            req("separator", AttrKind::String),
+            req("ngram_widths", AttrKind::ListInt),
+            req("left_pad", AttrKind::String),
+            req("right_pad", AttrKind::String),
+            req("pad_width", AttrKind::Int),
+            req("preserve_short_sequences", AttrKind::Bool),
+            AttrSpec { name: "Tsplits", kind: AttrKind::Type, default: AttrDefault::Type(Int64), allowed: Some(INDEX) },
+        ],
+        string_ngrams,
     ),
     op("StringLower", &[a("input", STR)], &[a("output", STR)], &[opt("encoding", AttrKind::String)], same_as_0),
     op("StringUpper", &[a("input", STR)], &[a("output", STR)], &[opt("encoding", AttrKind::String)], same_as_0),
