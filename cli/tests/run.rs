@@ -288,3 +288,36 @@ fn check_feature_columns(name: &str, feeds: &[&str], variables: usize) {
     let out = autoclust(&[&["verify", g.to_str().unwrap()][..], feeds, &["--target", "train"]].concat());
     assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A TF1 step with LRN (and LRNGrad), Roll, Xlogy (and Xdivy in its gradient), and hard and soft
+/// non-maximum suppression on the side (make_tf1_lrn_nms.py): the fetches and the variable
+/// after one SGD step equal TensorFlow's in both modes.
+#[test]
+fn tf1_lrn_roll_xlogy_and_nms_match_tensorflow() {
+    let g = testdata("tf1_lrn_nms.pbtxt");
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(testdata("tf1_lrn_nms.expected.json")).unwrap()).unwrap();
+    let feeds: Vec<String> = ["x", "boxes", "scores"].iter().map(|k| format!("{k}={}", want[*k])).collect();
+    let close = |what: &str, got: &serde_json::Value, want: &serde_json::Value| {
+        let got = got["data"].as_array().unwrap_or_else(|| panic!("{what}: {got}"));
+        let want = want.as_array().unwrap();
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (a, b) in got.iter().zip(want) {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{what}: {got:?} != {want:?}");
+        }
+    };
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut base = vec!["run", g.to_str().unwrap(), "--init", "init", "--json"];
+        for f in &feeds {
+            base.extend(["--feed", f.as_str()]);
+        }
+        base.extend_from_slice(mode);
+        let v = json(&autoclust(&[&base[..], &["--fetch", "loss,hard,valid,soft,soft_scores"]].concat()));
+        for k in ["loss", "hard", "valid", "soft", "soft_scores"] {
+            close(k, &v["fetches"][format!("{k}:0")], &want[k]);
+        }
+        let v = json(&autoclust(&[&base[..], &["--target", "train"]].concat()));
+        close("k", &v["variables"]["k"], &want["k"]);
+    }
+}

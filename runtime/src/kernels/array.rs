@@ -1074,6 +1074,46 @@ fn unique<T: Elem>(x: &Tensor, out_idx: autoclust_graph::DType) -> KResult<Outpu
     Ok(out)
 }
 
+/// `Roll`: each element moved `shift[i]` places along `axis[i]`, wrapping around (`shift`
+/// and `axis` scalars or vectors of one length; an axis named twice moves by the sum). Any
+/// dtype.
+fn roll(t: &Tensor, shift: &Tensor, axis: &Tensor) -> KResult<Tensor> {
+    if shift.rank() > 1 || axis.rank() > 1 {
+        return Err(KernelError::invalid("shift and axis must be scalars or 1-D vectors"));
+    }
+    let (shifts, axes) = (int_values(shift, "shift")?, int_values(axis, "axis")?);
+    if shifts.len() != axes.len() {
+        return Err(KernelError::invalid(format!(
+            "shift and axis must have the same size, got {} and {}",
+            shifts.len(),
+            axes.len()
+        )));
+    }
+    let rank = t.rank();
+    let mut total = vec![0i64; rank];
+    for (&s, &a) in shifts.iter().zip(&axes) {
+        let a = norm_axis(a, rank, "axis")
+            .map_err(|_| KernelError::invalid(format!("axis {a} is out of range for a tensor of rank {rank}")))?;
+        total[a] = total[a].wrapping_add(s);
+    }
+    // Output index j along an axis of size n reads input index (j - shift) mod n.
+    let n = t.num_elements();
+    let st = strides(&t.shape);
+    let mut src = Vec::with_capacity(n);
+    let mut idx = vec![0usize; rank];
+    for _ in 0..n {
+        let mut off = 0usize;
+        for d in 0..rank {
+            let size = t.shape[d] as i64;
+            let from = (idx[d] as i64 - total[d]).rem_euclid(size.max(1));
+            off += from as usize * st[d];
+        }
+        src.push(Some(off));
+        next_index(&mut idx, &t.shape);
+    }
+    super::take_or(t, &src, None, t.shape.clone())
+}
+
 /// `InvertPermutation`: `y[x[i]] = i`.
 fn invert_permutation(x: &Tensor) -> KResult<Tensor> {
     if x.rank() != 1 {
@@ -1631,6 +1671,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 dispatch_all!(inp[0].dtype, unique(&inp[0], out_idx))
             })
         }
+        "Roll" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            one(roll(&inp[0], &inp[1], &inp[2])?)
+        }),
         "InvertPermutation" => Box::new(|inp: Inputs| {
             arity(&inp, 1)?;
             one(invert_permutation(&inp[0])?)
@@ -1985,5 +2029,22 @@ mod tests {
         // Elementwise broadcasting of two small operands to a huge result.
         let (col, row) = (iota(vec![1 << 16, 1]), iota(vec![1, 1 << 16]));
         assert!(too_large(run1(&node("AddV2", &[]), &[col, row]).unwrap_err()));
+    }
+
+    /// TensorFlow's `tf.roll` on the same inputs.
+    #[test]
+    fn roll_wraps_each_axis_and_sums_repeated_axes() {
+        let x = Tensor::from_i32(vec![3, 4], (0..12).collect()).unwrap();
+        let shift = Tensor::from_i32(vec![3], vec![1, -1, 5]).unwrap();
+        let axis = Tensor::from_i32(vec![3], vec![0, 1, 0]).unwrap();
+        let r = run1(&node("Roll", &[]), &[x, shift, axis]).unwrap();
+        assert_eq!(r.as_i32().unwrap(), &[1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8]);
+        let s = Tensor::from_strings(vec![3], vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]).unwrap();
+        let r = run1(&node("Roll", &[]), &[s, Tensor::scalar_i32(1), Tensor::scalar_i32(0)]).unwrap();
+        assert!(
+            matches!(&r.data, autoclust_graph::TensorData::Str(v) if **v == [b"c".to_vec(), b"a".to_vec(), b"b".to_vec()])
+        );
+        let e = run1(&node("Roll", &[]), &[Tensor::scalar_i32(1), Tensor::scalar_i32(1), Tensor::scalar_i32(0)]);
+        assert!(e.is_err());
     }
 }

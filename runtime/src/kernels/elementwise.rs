@@ -379,6 +379,10 @@ pub(crate) enum Arith {
     MulNoNan,
     /// `atan2(y, x)`: floats only.
     Atan2,
+    /// `x·log(y)`, `x/y`, `x·log1p(y)`, each 0 where `x == 0` (whatever `y`): floats only.
+    Xlogy,
+    Xdivy,
+    Xlog1py,
 }
 
 fn same_dtype(a: &Tensor, b: &Tensor) -> KResult<()> {
@@ -412,7 +416,14 @@ fn arith<T: Num>(op: Arith, a: Tensor, b: Tensor) -> KResult<Tensor> {
         Sub => zip_same(a, b, T::sub),
         Mul => zip_same(a, b, T::mul),
         Div | TruncateDiv => zip_same(a, b, T::div),
-        RealDiv | Atan2 if T::IS_INT => Err(KernelError::DType(T::DTYPE)),
+        RealDiv | Atan2 | Xlogy | Xdivy | Xlog1py if T::IS_INT => Err(KernelError::DType(T::DTYPE)),
+        Xlogy => {
+            zip_same(a, b, |x: T, y: T| if x.is_nonzero() { x.mul(T::from_f64(y.to_f64().ln())) } else { T::zero() })
+        }
+        Xdivy => zip_same(a, b, |x: T, y: T| if x.is_nonzero() { x.div(y) } else { T::zero() }),
+        Xlog1py => {
+            zip_same(a, b, |x: T, y: T| if x.is_nonzero() { x.mul(T::from_f64(y.to_f64().ln_1p())) } else { T::zero() })
+        }
         Atan2 => zip_same(a, b, |y: T, x: T| T::from_f64(y.to_f64().atan2(x.to_f64()))),
         RealDiv => zip_same(a, b, T::div),
         FloorDiv => zip_same(a, b, T::floordiv),
@@ -694,6 +705,9 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Minimum" => Some(Arith::Minimum),
         "Pow" => Some(Arith::Pow),
         "Atan2" => Some(Arith::Atan2),
+        "Xlogy" => Some(Arith::Xlogy),
+        "Xdivy" => Some(Arith::Xdivy),
+        "Xlog1py" => Some(Arith::Xlog1py),
         "SquaredDifference" => Some(Arith::SquaredDifference),
         "DivNoNan" => Some(Arith::DivNoNan),
         "MulNoNan" => Some(Arith::MulNoNan),
@@ -820,7 +834,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(dispatch_all!(inp[1].dtype, select(&inp[0], &inp[1], &inp[2], v2))?)
             })
         }
-        "AddN" => Box::new(|inp: Inputs| {
+        "AddN" | "AccumulateNV2" => Box::new(|inp: Inputs| {
             let dt = inp.first().map(|t| t.dtype).ok_or_else(|| KernelError::invalid("AddN needs inputs"))?;
             if inp.iter().any(|t| t.dtype != dt) {
                 return Err(KernelError::invalid("AddN inputs have different dtypes"));
@@ -1051,5 +1065,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// TensorFlow's `tf.math.xlogy`, `xdivy`, `xlog1py`: 0 wherever x is 0, even for y ≤ 0.
+    #[test]
+    fn xlogy_family_is_zero_where_x_is_zero() {
+        let x = Tensor::from_f32(vec![4], vec![0., 2., 0., 3.]).unwrap();
+        let y = Tensor::from_f32(vec![4], vec![0., 3., -1., 0.5]).unwrap();
+        let r = run1(&node("Xlogy", &[]), &[x.clone(), y.clone()]).unwrap();
+        assert_eq!(r.as_f32().unwrap(), &[0.0, 2.1972246, 0.0, -2.0794415]);
+        let r = run1(&node("Xdivy", &[]), &[x.clone(), y]).unwrap();
+        assert_eq!(r.as_f32().unwrap(), &[0.0, 0.6666667, 0.0, 6.0]);
+        let y1 = Tensor::from_f32(vec![4], vec![-1., 3., -1., 0.5]).unwrap();
+        let r = run1(&node("Xlog1py", &[]), &[x, y1]).unwrap();
+        assert_eq!(r.as_f32().unwrap(), &[0.0, 2.7725887, 0.0, 1.2163953]);
     }
 }

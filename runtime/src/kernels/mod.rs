@@ -21,6 +21,7 @@ use crate::error::{KResult, KernelError};
 pub(crate) mod array;
 pub(crate) mod batchnorm;
 pub(crate) mod conv;
+pub(crate) mod detection;
 pub(crate) mod diag;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
@@ -28,6 +29,7 @@ pub mod half;
 pub(crate) mod image;
 pub(crate) mod list;
 pub mod lookup;
+pub(crate) mod lrn;
 pub(crate) mod matmul;
 pub(crate) mod nn;
 pub(crate) mod optimizer;
@@ -126,6 +128,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = sparse::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = detection::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))

@@ -4,7 +4,8 @@
 //! (`ReluGrad`, `Relu6Grad`, `TanhGrad`, `SigmoidGrad`, `SqrtGrad`,
 //! `RsqrtGrad`, `ReciprocalGrad`), `L2Loss`, and `BroadcastGradientArgs`; [`prepare`] also
 //! dispatches to the convolution ([`super::conv`]), pooling
-//! ([`super::pool`]) and batch-norm ([`super::batchnorm`]) kernels.
+//! ([`super::pool`]), batch-norm ([`super::batchnorm`]) and local-response-normalisation
+//! ([`super::lrn`]) kernels.
 
 use autoclust_graph::{DType, Node, Tensor};
 
@@ -243,7 +244,7 @@ fn data_format_nchw(node: &Node) -> KResult<bool> {
 
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     // Convolutions, pooling and batch normalisation live in their own files.
-    for area in [super::conv::prepare, super::pool::prepare, super::batchnorm::prepare] {
+    for area in [super::conv::prepare, super::pool::prepare, super::batchnorm::prepare, super::lrn::prepare] {
         if let Some(f) = area(node)? {
             return Ok(Some(f));
         }

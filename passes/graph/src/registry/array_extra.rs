@@ -116,6 +116,24 @@ fn unsorted_segment(c: &InferCtx<'_>) -> Shapes {
     one(Shape::with_dims(out))
 }
 
+/// `Roll`: the input's shape; `shift` and `axis` are scalars or vectors of one length.
+fn roll(c: &InferCtx<'_>) -> Shapes {
+    let (shift, axis) = (c.shape(1), c.shape(2));
+    for (s, what) in [(shift, "shift"), (axis, "axis")] {
+        if s.rank().is_some_and(|r| r > 1) {
+            return Err(format!("{what} must be a scalar or a vector, but has shape {s}"));
+        }
+    }
+    if let (Some(x), Some(y)) = (dims_of(shift), dims_of(axis)) {
+        if let (Some(Some(p)), Some(Some(q))) = (x.first(), y.first()) {
+            if p != q {
+                return Err(format!("shift and axis must have the same size, got {p} and {q}"));
+            }
+        }
+    }
+    one(c.shape(0).clone())
+}
+
 /// `InvertPermutation`: a vector in, the same shape out.
 fn invert_permutation(c: &InferCtx<'_>) -> Shapes {
     let x = c.shape(0);
@@ -482,6 +500,14 @@ pub(super) static OPS: &[OpSchema] = &[
     segment("UnsortedSegmentProd", SEGMENT_SUM_ATTRS),
     segment("UnsortedSegmentMax", SEGMENT_MINMAX_ATTRS),
     segment("UnsortedSegmentMin", SEGMENT_MINMAX_ATTRS),
+    op(
+        "Roll",
+        OpFamily::Shape,
+        &[a("input", T), a("shift", ty("Tshift")), a("axis", ty("Taxis"))],
+        &[a("output", T)],
+        &[tattr("T", None), tattr("Tshift", Some(INDEX)), tattr("Taxis", Some(INDEX))],
+        roll,
+    ),
     op(
         "InvertPermutation",
         OpFamily::Shape,

@@ -18,6 +18,7 @@ mod bitwise;
 mod build;
 mod calls;
 mod control_flow;
+mod detection;
 mod diag;
 mod lookup;
 mod nn;
@@ -281,6 +282,7 @@ const TABLES: &[&[OpSchema]] = &[
     bitwise::OPS,
     lookup::OPS,
     sparse::OPS,
+    detection::OPS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {

@@ -476,6 +476,22 @@ fn dense_bincount(c: &InferCtx<'_>) -> Shapes {
     }])
 }
 
+/// `LRN`: a rank-4 input, the same shape out.
+fn lrn(c: &InferCtx<'_>) -> Shapes {
+    rank4(c.shape(0), "input")?;
+    Ok(vec![c.shape(0).clone()])
+}
+
+/// `LRNGrad`: the three rank-4 operands agree; the gradient has their shape.
+fn lrn_grad(c: &InferCtx<'_>) -> Shapes {
+    let mut s = c.shape(0).clone();
+    for i in 0..3 {
+        rank4(c.shape(i), "input")?;
+        s = merge_shapes(&s, c.shape(i))?;
+    }
+    Ok(vec![s])
+}
+
 /// `RaggedBincount`: `[len(splits) - 1, size]`.
 fn ragged_bincount(c: &InferCtx<'_>) -> Shapes {
     if c.scalar_value(2).is_some_and(|s| s < 0) {
@@ -545,6 +561,13 @@ const MAX_POOL3D_GRAD_ATTRS: &[AttrSpec] = &[
     req("strides", AttrKind::ListInt),
     req("padding", AttrKind::String),
     opt("data_format", AttrKind::String),
+];
+const LRN_ATTRS: &[AttrSpec] = &[
+    AttrSpec { name: "depth_radius", kind: AttrKind::Int, default: AttrDefault::Int(5), allowed: None },
+    AttrSpec { name: "bias", kind: AttrKind::Float, default: AttrDefault::Optional, allowed: None },
+    AttrSpec { name: "alpha", kind: AttrKind::Float, default: AttrDefault::Optional, allowed: None },
+    AttrSpec { name: "beta", kind: AttrKind::Float, default: AttrDefault::Optional, allowed: None },
+    tdef("T", Float32, &[Float16, BFloat16, Float32]),
 ];
 const BINCOUNT_ATTRS: &[AttrSpec] =
     &[tattr("Tidx", INDEX), tattr("T", &[Int32, Int64, Float32, Float64]), bdef("binary_output", false)];
@@ -977,6 +1000,14 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("output", T)],
         BINCOUNT_ATTRS,
         dense_bincount,
+    ),
+    nn("LRN", &[a("input", T)], &[a("output", T)], LRN_ATTRS, lrn),
+    nn(
+        "LRNGrad",
+        &[a("input_grads", T), a("input_image", T), a("output_image", T)],
+        &[a("output", T)],
+        LRN_ATTRS,
+        lrn_grad,
     ),
     nn(
         "RaggedBincount",

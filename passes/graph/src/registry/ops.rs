@@ -388,6 +388,9 @@ pub(super) static OPS: &[OpSchema] = &[
     binary("Minimum", T_REAL),
     binary("Pow", T_NUMBER),
     binary("Atan2", T_FLOATS),
+    binary("Xlogy", T_FLOATS),
+    binary("Xdivy", T_FLOATS),
+    binary("Xlog1py", T_FLOATS),
     op(
         "Bucketize",
         OpFamily::Unary,
@@ -435,6 +438,16 @@ pub(super) static OPS: &[OpSchema] = &[
         &[an("inputs", T, "N")],
         &[a("sum", T)],
         &[iattr("N"), tattr("T", None)],
+        s::merge_all,
+    ),
+    // `tf.math.accumulate_n`'s op (TF1 gradients with `EXPERIMENTAL_ACCUMULATE_N`): AddN with
+    // a declared `shape`.
+    op(
+        "AccumulateNV2",
+        OpFamily::Binary,
+        &[an("inputs", T, "N")],
+        &[a("sum", T)],
+        &[iattr("N"), tattr("T", None), req("shape", AttrKind::Shape)],
         s::merge_all,
     ),
     // ---- Linear algebra and NN.

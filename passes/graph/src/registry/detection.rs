@@ -1,0 +1,101 @@
+//! Schemas of the object-detection ops of TensorFlow's inference graphs (`image_ops.cc`):
+//! `NonMaxSuppressionV3`, `V4` (padded output) and `V5` (soft-NMS with scores), the ops
+//! `tf.image.non_max_suppression*` emit in SSD / Faster R-CNN / Keras-CV post-processing.
+
+use super::build::{arg, bool_attr_or, pure_op, type_attr_or};
+use super::{ArgSpec, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
+use crate::DType::{BFloat16, Float16, Float32, Int32};
+use crate::Shape;
+
+type Shapes = Result<Vec<Shape>, String>;
+
+const T: TypeRule = TypeRule::Attr("T");
+const T_THR: TypeRule = TypeRule::Attr("T_threshold");
+const I32: TypeRule = TypeRule::Fixed(Int32);
+
+/// Boxes `[N, 4]`, scores `[N]`, the other operands scalars.
+fn check(c: &InferCtx<'_>) -> Result<(), String> {
+    let boxes = c.shape(0);
+    if boxes.rank().is_some_and(|r| r != 2) {
+        return Err(format!("boxes must be 2-D, but has shape {boxes}"));
+    }
+    if let Some(Some(k)) = boxes.dims.as_ref().map(|d| d[1]) {
+        if k != 4 {
+            return Err(format!("boxes must have 4 columns, but has shape {boxes}"));
+        }
+    }
+    if c.shape(1).rank().is_some_and(|r| r != 1) {
+        return Err(format!("scores must be 1-D, but has shape {}", c.shape(1)));
+    }
+    for i in 2..c.inputs.len() {
+        if c.shape(i).rank().is_some_and(|r| r != 0) {
+            return Err(format!("input {i} must be a scalar, but has shape {}", c.shape(i)));
+        }
+    }
+    Ok(())
+}
+
+/// The selected indices: `[max_output_size]` when padded, else `[?]`.
+fn selected(c: &InferCtx<'_>, padded: bool) -> Shape {
+    Shape::with_dims(vec![if padded { c.scalar_value(2) } else { None }])
+}
+
+fn nms_v3(c: &InferCtx<'_>) -> Shapes {
+    check(c)?;
+    Ok(vec![selected(c, false)])
+}
+
+fn nms_v4(c: &InferCtx<'_>) -> Shapes {
+    check(c)?;
+    Ok(vec![selected(c, c.attr_bool("pad_to_max_output_size", false)), Shape::scalar()])
+}
+
+fn nms_v5(c: &InferCtx<'_>) -> Shapes {
+    check(c)?;
+    let s = selected(c, c.attr_bool("pad_to_max_output_size", false));
+    Ok(vec![s.clone(), s, Shape::scalar()])
+}
+
+const FLOATS: &[crate::DType] = &[Float16, BFloat16, Float32];
+const V3_IN: &[ArgSpec] = &[
+    arg("boxes", T),
+    arg("scores", T),
+    arg("max_output_size", I32),
+    arg("iou_threshold", T_THR),
+    arg("score_threshold", T_THR),
+];
+const V5_IN: &[ArgSpec] = &[
+    arg("boxes", T),
+    arg("scores", T),
+    arg("max_output_size", I32),
+    arg("iou_threshold", T),
+    arg("score_threshold", T),
+    arg("soft_nms_sigma", T),
+];
+const V3_ATTRS: &[AttrSpec] = &[type_attr_or("T", Float32, FLOATS), type_attr_or("T_threshold", Float32, FLOATS)];
+const V4_ATTRS: &[AttrSpec] = &[
+    type_attr_or("T", Float32, FLOATS),
+    type_attr_or("T_threshold", Float32, FLOATS),
+    bool_attr_or("pad_to_max_output_size", false),
+];
+const V5_ATTRS: &[AttrSpec] = &[type_attr_or("T", Float32, FLOATS), bool_attr_or("pad_to_max_output_size", false)];
+
+pub(super) static OPS: &[OpSchema] = &[
+    pure_op("NonMaxSuppressionV3", OpFamily::NeuralNet, V3_IN, &[arg("selected_indices", I32)], V3_ATTRS, nms_v3),
+    pure_op(
+        "NonMaxSuppressionV4",
+        OpFamily::NeuralNet,
+        V3_IN,
+        &[arg("selected_indices", I32), arg("valid_outputs", I32)],
+        V4_ATTRS,
+        nms_v4,
+    ),
+    pure_op(
+        "NonMaxSuppressionV5",
+        OpFamily::NeuralNet,
+        V5_IN,
+        &[arg("selected_indices", I32), arg("selected_scores", T), arg("valid_outputs", I32)],
+        V5_ATTRS,
+        nms_v5,
+    ),
+];
