@@ -2,8 +2,12 @@
 //! `embedding_lookup_sparse` run in ordinary training steps. `SparseToDense`,
 //! `SparseFillEmptyRows` and its gradient, `SparseReshape`, the `SparseSegment{Sum,Mean,SqrtN}`
 //! reductions (with and without `num_segments`) and their gradients (V1 and V2),
-//! `UniqueWithCounts`, `SparseTensorDenseMatMul`, and `SparseCross` (feature columns'
-//! `crossed_column`, hashed as TensorFlow hashes it).
+//! `UniqueWithCounts`, `SparseTensorDenseMatMul`, `SparseCross` (feature columns'
+//! `crossed_column`, hashed as TensorFlow hashes it), and the `tf.sparse` algebra:
+//! `SparseReorder`, `SparseConcat` (output in row-major order), `SparseSlice`, `SparseAdd` (a
+//! merge of two index-ordered operands; a sum whose magnitude is below `thresh` is dropped),
+//! `SparseReduceSum`, `SparseTensorDenseAdd`, `SparseDenseCwise{Add,Mul,Div}` (the dense
+//! operand broadcast to the sparse shape).
 //!
 //! A sparse tensor is int64 `indices [N, R]`, `values [N]` and int64 `dense_shape [R]`. Every
 //! index is checked before it is used; the checks and their messages follow TensorFlow's CPU
@@ -94,6 +98,43 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             Box::new(move |inp: Inputs| {
                 arity(&inp, 4)?;
                 one(dispatch_num!(inp[3].dtype, sparse_dense_matmul(&inp[0], &inp[1], &inp[2], &inp[3], adj))?)
+            })
+        }
+        "SparseReorder" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            let (idx, n, rank) = index_matrix(&inp[0], "input_indices")?;
+            let order = row_major_order(&idx, n, rank);
+            let (indices, values) = permuted(&idx, rank, &inp[1], &order)?;
+            Ok(Outputs::from_vec(vec![indices, values]))
+        }),
+        "SparseConcat" => {
+            let dim = attr_int_or(node, "concat_dim", 0)?;
+            Box::new(move |inp: Inputs| sparse_concat(&inp, dim))
+        }
+        "SparseSlice" => Box::new(|inp: Inputs| {
+            arity(&inp, 5)?;
+            sparse_slice(&inp)
+        }),
+        "SparseAdd" => Box::new(|inp: Inputs| {
+            arity(&inp, 7)?;
+            dispatch_num!(inp[1].dtype, sparse_add(&inp))
+        }),
+        "SparseReduceSum" => {
+            let keep = attr_bool_or(node, "keep_dims", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 4)?;
+                one(dispatch_num!(inp[1].dtype, sparse_reduce_sum(&inp, keep))?)
+            })
+        }
+        "SparseTensorDenseAdd" => Box::new(|inp: Inputs| {
+            arity(&inp, 4)?;
+            one(dispatch_num!(inp[1].dtype, sparse_dense_add(&inp))?)
+        }),
+        "SparseDenseCwiseAdd" | "SparseDenseCwiseMul" | "SparseDenseCwiseDiv" => {
+            let op = node.op.clone();
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 4)?;
+                one(dispatch_num!(inp[1].dtype, sparse_dense_cwise(&inp, &op))?)
             })
         }
         "SparseCross" => {
@@ -731,6 +772,295 @@ fn sparse_dense_matmul<T: Num>(
     Ok(tensor_of(vec![out_rows, out_cols], out))
 }
 
+/// The entries' order sorted by index, row-major (stable).
+fn row_major_order(idx: &[i64], n: usize, rank: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| idx[a * rank..(a + 1) * rank].cmp(&idx[b * rank..(b + 1) * rank]));
+    order
+}
+
+/// Indices and values with the entries taken in `order`.
+fn permuted(idx: &[i64], rank: usize, values: &Tensor, order: &[usize]) -> KResult<(Tensor, Tensor)> {
+    let n = order.len();
+    if values.rank() != 1 || values.shape[0] != idx.len().checked_div(rank).unwrap_or(values.shape[0]) {
+        return Err(KernelError::invalid(format!(
+            "values must be a vector with one value per index, got shape {}",
+            shape_str(&values.shape)
+        )));
+    }
+    let mut out = Vec::with_capacity(n * rank);
+    for &e in order {
+        out.extend_from_slice(&idx[e * rank..(e + 1) * rank]);
+    }
+    let src: Vec<Option<usize>> = order.iter().map(|&e| Some(e)).collect();
+    Ok((tensor_of(vec![n, rank], out), take_or(values, &src, None, vec![n])?))
+}
+
+/// `SparseConcat`: the operands side by side along `dim` (indices shifted by the sizes before
+/// them), in row-major order.
+fn sparse_concat(inp: &[Tensor], dim: i64) -> KResult<Outputs> {
+    if !inp.len().is_multiple_of(3) || inp.len() < 6 {
+        return Err(KernelError::invalid(format!(
+            "SparseConcat needs N >= 2 sparse operands, got {} inputs",
+            inp.len()
+        )));
+    }
+    let n = inp.len() / 3;
+    let shapes: Vec<Vec<i64>> = (0..n).map(|i| int_values(&inp[2 * n + i], "shapes")).collect::<KResult<_>>()?;
+    let rank = shapes[0].len();
+    let d = if dim < 0 { dim + rank as i64 } else { dim };
+    if d < 0 || d as usize >= rank {
+        return Err(KernelError::invalid(format!(
+            "Concat dimension must be in range [{}, {rank}), got {dim}",
+            -(rank as i64)
+        )));
+    }
+    let d = d as usize;
+    let mut out_shape = shapes[0].clone();
+    out_shape[d] = 0;
+    let (mut all, mut src_values) = (Vec::new(), Vec::new());
+    for (i, sh) in shapes.iter().enumerate() {
+        if sh.len() != rank || sh.iter().zip(&shapes[0]).enumerate().any(|(k, (a, b))| k != d && a != b) {
+            return Err(KernelError::invalid(format!(
+                "All SparseTensors' shapes must match except on the concat dimension, got {:?} and {sh:?}",
+                shapes[0]
+            )));
+        }
+        let (idx, k, r) = index_matrix(&inp[i], "indices")?;
+        if r != rank || inp[n + i].rank() != 1 || inp[n + i].shape[0] != k {
+            return Err(KernelError::invalid(format!("sparse operand {i} has mismatched indices and values")));
+        }
+        for e in 0..k {
+            let mut row = idx[e * rank..(e + 1) * rank].to_vec();
+            row[d] += out_shape[d];
+            all.extend(row);
+            src_values.push((i, e));
+        }
+        out_shape[d] += sh[d];
+    }
+    let total = src_values.len();
+    let order = row_major_order(&all, total, rank);
+    // Gather the values: concatenate them first (one dtype), then permute.
+    let mut flat_src = Vec::with_capacity(total);
+    let mut offsets = vec![0usize; n];
+    for i in 1..n {
+        offsets[i] = offsets[i - 1] + inp[n + i - 1].shape[0];
+    }
+    for &(i, e) in &src_values {
+        flat_src.push(offsets[i] + e);
+    }
+    let values = super::array::concat(&inp[n..2 * n], 0)?;
+    let picked: Vec<usize> = order.iter().map(|&o| flat_src[o]).collect();
+    let mut out_idx = Vec::with_capacity(total * rank);
+    for &o in &order {
+        out_idx.extend_from_slice(&all[o * rank..(o + 1) * rank]);
+    }
+    let src: Vec<Option<usize>> = picked.into_iter().map(Some).collect();
+    Ok(Outputs::from_vec(vec![
+        tensor_of(vec![total, rank], out_idx),
+        take_or(&values, &src, None, vec![total])?,
+        tensor_of(vec![rank], out_shape),
+    ]))
+}
+
+/// `SparseSlice`: the entries inside `[start, start + size)` (clipped to the shape), shifted to
+/// the slice's origin, in their input order.
+fn sparse_slice(inp: &[Tensor]) -> KResult<Outputs> {
+    let (idx, n, rank) = index_matrix(&inp[0], "indices")?;
+    let shape = int_values(&inp[2], "shape")?;
+    let (start, size) = (int_values(&inp[3], "start")?, int_values(&inp[4], "size")?);
+    if shape.len() != rank || start.len() != rank || size.len() != rank {
+        return Err(KernelError::invalid(format!(
+            "Expected start and size of {rank} elements (the rank), got {} and {}",
+            start.len(),
+            size.len()
+        )));
+    }
+    let out_shape: Vec<i64> =
+        (0..rank).map(|d| (start[d].saturating_add(size[d])).min(shape[d]).saturating_sub(start[d]).max(0)).collect();
+    let mut keep = Vec::new();
+    let mut out_idx = Vec::new();
+    for e in 0..n {
+        let at = &idx[e * rank..(e + 1) * rank];
+        if (0..rank).all(|d| at[d] >= start[d] && at[d] < start[d] + out_shape[d]) {
+            keep.push(Some(e));
+            out_idx.extend((0..rank).map(|d| at[d] - start[d]));
+        }
+    }
+    let m = keep.len();
+    Ok(Outputs::from_vec(vec![
+        tensor_of(vec![m, rank], out_idx),
+        take_or(&inp[1], &keep, None, vec![m])?,
+        tensor_of(vec![rank], out_shape),
+    ]))
+}
+
+/// `SparseAdd`: a merge of `a` and `b`, each taken in its index order; an index in both sums
+/// its values, kept when `|sum| >= thresh`; an index in one operand is copied.
+fn sparse_add<T: Num>(inp: &[Tensor]) -> KResult<Outputs> {
+    let (ai, an, rank) = index_matrix(&inp[0], "a_indices")?;
+    let (bi, bn, brank) = index_matrix(&inp[3], "b_indices")?;
+    let (ash, bsh) = (int_values(&inp[2], "a_shape")?, int_values(&inp[5], "b_shape")?);
+    if ash != bsh || rank != brank || ash.len() != rank {
+        return Err(KernelError::invalid(format!(
+            "Operands do not have the same ranks or shapes: {ash:?} and {bsh:?}"
+        )));
+    }
+    let (av, bv) = (T::slice(&inp[1]), T::slice(&inp[4]));
+    if av.len() != an || bv.len() != bn || inp[4].dtype != inp[1].dtype {
+        return Err(KernelError::invalid("each operand needs one value of its dtype per index"));
+    }
+    let thresh = inp[6].to_f64_vec().and_then(|v| v.first().copied()).ok_or(KernelError::DType(inp[6].dtype))?;
+    let (mut out_idx, mut out_v) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    let row = |v: &[i64], k: usize| v[k * rank..(k + 1) * rank].to_vec();
+    while i < an && j < bn {
+        match row(&ai, i).cmp(&row(&bi, j)) {
+            std::cmp::Ordering::Less => {
+                out_idx.extend(row(&ai, i));
+                out_v.push(av[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out_idx.extend(row(&bi, j));
+                out_v.push(bv[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                let s = av[i].add(bv[j]);
+                if s.to_f64().abs() >= thresh {
+                    out_idx.extend(row(&ai, i));
+                    out_v.push(s);
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    for (k, &v) in av.iter().enumerate().skip(i) {
+        out_idx.extend(row(&ai, k));
+        out_v.push(v);
+    }
+    for (k, &v) in bv.iter().enumerate().skip(j) {
+        out_idx.extend(row(&bi, k));
+        out_v.push(v);
+    }
+    let m = out_v.len();
+    Ok(Outputs::from_vec(vec![
+        tensor_of(vec![m, rank], out_idx),
+        tensor_of(vec![m], out_v),
+        tensor_of(vec![rank], ash),
+    ]))
+}
+
+/// The dense shape of a sparse operand and each entry's flat offset in it, checked in bounds.
+fn dense_offsets(idx: &[i64], n: usize, rank: usize, shape: &[i64]) -> KResult<(Vec<usize>, Vec<usize>)> {
+    if shape.len() != rank || shape.iter().any(|&d| d < 0) {
+        return Err(KernelError::invalid(format!("the dense shape {shape:?} does not fit indices of rank {rank}")));
+    }
+    let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+    let st = super::strides(&dims);
+    let mut offs = Vec::with_capacity(n);
+    for e in 0..n {
+        let at = &idx[e * rank..(e + 1) * rank];
+        if at.iter().zip(shape).any(|(&x, &d)| x < 0 || x >= d) {
+            return Err(KernelError::invalid(format!(
+                "indices[{e}] = [{}] is out of bounds: need 0 <= index < [{}]",
+                join(at),
+                join(shape)
+            )));
+        }
+        offs.push(at.iter().zip(&st).map(|(&x, &s)| x as usize * s).sum());
+    }
+    Ok((dims, offs))
+}
+
+/// `SparseReduceSum`: the sparse tensor made dense and summed over `reduction_axes`; entries
+/// are added in row-major index order.
+fn sparse_reduce_sum<T: Num>(inp: &[Tensor], keep: bool) -> KResult<Tensor> {
+    let (idx, n, rank) = index_matrix(&inp[0], "input_indices")?;
+    let shape = int_values(&inp[2], "input_shape")?;
+    let (dims, _) = dense_offsets(&idx, n, rank, &shape)?;
+    let mut reduced = vec![false; rank];
+    for a in int_values(&inp[3], "reduction_axes")? {
+        let r = rank as i64;
+        if a < -r || a >= r {
+            return Err(KernelError::invalid(format!(
+                "Invalid reduction dimension {a}, for input with {rank} dimensions."
+            )));
+        }
+        reduced[a.rem_euclid(r) as usize] = true;
+    }
+    let out_dims: Vec<usize> = (0..rank).filter(|&d| !reduced[d]).map(|d| dims[d]).collect();
+    budget(inp[1].dtype, &out_dims)?;
+    let st = super::strides(&out_dims);
+    let v = T::slice(&inp[1]);
+    if v.len() != n {
+        return Err(KernelError::invalid("input_values must have one value per index"));
+    }
+    let mut out = vec![T::zero(); out_dims.iter().product()];
+    for e in row_major_order(&idx, n, rank) {
+        let at = &idx[e * rank..(e + 1) * rank];
+        let o: usize = (0..rank).filter(|&d| !reduced[d]).zip(&st).map(|(d, &s)| at[d] as usize * s).sum();
+        out[o] = out[o].add(v[e]);
+    }
+    let shape: Vec<usize> =
+        if keep { (0..rank).map(|d| if reduced[d] { 1 } else { dims[d] }).collect() } else { out_dims };
+    Ok(tensor_of(shape, out))
+}
+
+/// `SparseTensorDenseAdd`: `b` with each sparse entry added at its index.
+fn sparse_dense_add<T: Num>(inp: &[Tensor]) -> KResult<Tensor> {
+    let (idx, n, rank) = index_matrix(&inp[0], "a_indices")?;
+    let shape = int_values(&inp[2], "a_shape")?;
+    let b = &inp[3];
+    if b.shape.iter().map(|&d| d as i64).collect::<Vec<_>>() != shape || b.dtype != inp[1].dtype {
+        return Err(KernelError::invalid(format!(
+            "Dimensions of a_shape {shape:?} and b {} must match",
+            shape_str(&b.shape)
+        )));
+    }
+    let (_, offs) = dense_offsets(&idx, n, rank, &shape)?;
+    let a = T::slice(&inp[1]);
+    if a.len() != n {
+        return Err(KernelError::invalid("a_values must have one value per index"));
+    }
+    let mut out = T::slice(b).to_vec();
+    for (e, &o) in offs.iter().enumerate() {
+        out[o] = out[o].add(a[e]);
+    }
+    Ok(tensor_of(b.shape.clone(), out))
+}
+
+/// `SparseDenseCwise{Add,Mul,Div}`: each entry's value with the dense operand (broadcast to the
+/// sparse shape) at its index.
+fn sparse_dense_cwise<T: Num>(inp: &[Tensor], op: &str) -> KResult<Tensor> {
+    let (idx, n, rank) = index_matrix(&inp[0], "sp_indices")?;
+    let shape = int_values(&inp[2], "sp_shape")?;
+    let (dims, offs) = dense_offsets(&idx, n, rank, &shape)?;
+    let dense = super::elementwise::broadcast_to::<T>(&inp[3], &dims).map_err(|_| {
+        KernelError::invalid(format!(
+            "SparseDenseBinaryOpShared broadcasts dense to sparse only; got incompatible shapes: [{}] vs. {}",
+            join(&shape),
+            shape_str(&inp[3].shape)
+        ))
+    })?;
+    let (v, d) = (T::slice(&inp[1]), T::slice(&dense));
+    if v.len() != n {
+        return Err(KernelError::invalid("sp_values must have one value per index"));
+    }
+    let out: Vec<T> = offs
+        .iter()
+        .enumerate()
+        .map(|(e, &o)| match op {
+            "SparseDenseCwiseAdd" => v[e].add(d[o]),
+            "SparseDenseCwiseMul" => v[e].mul(d[o]),
+            _ => v[e].div(d[o]),
+        })
+        .collect();
+    Ok(tensor_of(vec![n], out))
+}
+
 /// One feature of a crossed column.
 #[derive(Clone, Copy)]
 enum Feature<'a> {
@@ -1247,6 +1577,106 @@ mod tests {
         )
         .unwrap();
         assert_eq!((out[1].as_i64().unwrap(), out[2].as_i64().unwrap()), (&[223, 21, 499][..], &[3, 2][..]));
+    }
+
+    /// TensorFlow 2.21's `gen_sparse_ops` results for the `tf.sparse` algebra.
+    #[test]
+    fn sparse_algebra_matches_tensorflow() {
+        let out = compute(
+            &node("SparseReorder", &[]),
+            &[i64s(&[4, 2], &[2, 1, 0, 3, 1, 0, 0, 1]), f32s(&[4], &[1., 2., 3., 4.]), i64s(&[2], &[3, 4])],
+        )
+        .unwrap();
+        assert_eq!(out[0].as_i64().unwrap(), &[0, 1, 0, 3, 1, 0, 2, 1]);
+        assert_eq!(out[1].as_f32().unwrap(), &[4., 2., 3., 1.]);
+        let concat = |dim: i64, b_idx: &[i64], b_shape: &[i64]| {
+            compute(
+                &node("SparseConcat", &[("concat_dim", AttrValue::I(dim)), ("N", AttrValue::I(2))]),
+                &[
+                    i64s(&[2, 2], &[0, 1, 1, 0]),
+                    i64s(&[2, 2], b_idx),
+                    f32s(&[2], &[1., 2.]),
+                    f32s(&[2], &[3., 4.]),
+                    i64s(&[2], &[2, 3]),
+                    i64s(&[2], b_shape),
+                ],
+            )
+            .unwrap()
+        };
+        let o = concat(0, &[0, 0, 2, 1], &[3, 3]);
+        assert_eq!(
+            (o[0].as_i64().unwrap(), o[1].as_f32().unwrap()),
+            (&[0, 1, 1, 0, 2, 0, 4, 1][..], &[1., 2., 3., 4.][..])
+        );
+        assert_eq!(o[2].as_i64().unwrap(), &[5, 3]);
+        let o = concat(1, &[0, 0, 1, 2], &[2, 4]);
+        assert_eq!(
+            (o[0].as_i64().unwrap(), o[1].as_f32().unwrap()),
+            (&[0, 1, 0, 3, 1, 0, 1, 5][..], &[1., 3., 2., 4.][..])
+        );
+        assert_eq!(o[2].as_i64().unwrap(), &[2, 7]);
+        let add = |b_idx: &[i64], b_vals: &[f32], thresh: f32| {
+            compute(
+                &node("SparseAdd", &[]),
+                &[
+                    i64s(&[2, 2], &[0, 1, 1, 0]),
+                    f32s(&[2], &[1., 2.]),
+                    i64s(&[2], &[2, 3]),
+                    i64s(&[b_vals.len(), 2], b_idx),
+                    f32s(&[b_vals.len()], b_vals),
+                    i64s(&[2], &[2, 3]),
+                    Tensor::scalar_f32(thresh),
+                ],
+            )
+            .unwrap()
+        };
+        let o = add(&[0, 1, 1, 2, 0, 0], &[3., -2., 5.], 0.0);
+        assert_eq!(
+            (o[0].as_i64().unwrap(), o[1].as_f32().unwrap()),
+            (&[0, 1, 1, 0, 1, 2, 0, 0][..], &[4., 2., -2., 5.][..])
+        );
+        let o = add(&[0, 1, 1, 0], &[-1., 0.5], 0.6);
+        assert_eq!((o[0].as_i64().unwrap(), o[1].as_f32().unwrap()), (&[1, 0][..], &[2.5][..]));
+        let sp = [i64s(&[3, 2], &[0, 1, 1, 0, 1, 2]), f32s(&[3], &[1., 2., 3.]), i64s(&[2], &[2, 3])];
+        let r =
+            run1(&node("SparseReduceSum", &[]), &[sp[0].clone(), sp[1].clone(), sp[2].clone(), i32s(&[1])]).unwrap();
+        assert_eq!((r.shape.clone(), r.as_f32().unwrap().to_vec()), (vec![2], vec![1., 5.]));
+        let r = run1(
+            &node("SparseReduceSum", &[("keep_dims", AttrValue::B(true))]),
+            &[sp[0].clone(), sp[1].clone(), sp[2].clone(), i32s(&[0, 1])],
+        )
+        .unwrap();
+        assert_eq!((r.shape.clone(), r.as_f32().unwrap().to_vec()), (vec![1, 1], vec![6.]));
+        let two = [i64s(&[2, 2], &[0, 1, 1, 0]), f32s(&[2], &[1., 2.]), i64s(&[2], &[2, 3])];
+        let r = run1(
+            &node("SparseTensorDenseAdd", &[]),
+            &[two[0].clone(), two[1].clone(), two[2].clone(), f32s(&[2, 3], &[10., 20., 30., 40., 50., 60.])],
+        )
+        .unwrap();
+        assert_eq!(r.as_f32().unwrap(), &[10., 21., 30., 42., 50., 60.]);
+        let cw = |op: &str, dense: Tensor| {
+            run1(&node(op, &[]), &[two[0].clone(), two[1].clone(), two[2].clone(), dense])
+                .unwrap()
+                .as_f32()
+                .unwrap()
+                .to_vec()
+        };
+        assert_eq!(cw("SparseDenseCwiseMul", f32s(&[2, 1], &[10., 40.])), vec![10., 80.]);
+        assert_eq!(cw("SparseDenseCwiseDiv", f32s(&[3], &[10., 20., 30.])), vec![0.05, 0.2]);
+        assert_eq!(cw("SparseDenseCwiseAdd", f32s(&[3], &[10., 20., 30.])), vec![21., 12.]);
+        let o = compute(
+            &node("SparseSlice", &[]),
+            &[
+                i64s(&[4, 2], &[0, 1, 1, 0, 1, 2, 2, 2]),
+                f32s(&[4], &[1., 2., 3., 4.]),
+                i64s(&[2], &[3, 3]),
+                i64s(&[2], &[1, 1]),
+                i64s(&[2], &[5, 2]),
+            ],
+        )
+        .unwrap();
+        assert_eq!((o[0].as_i64().unwrap(), o[1].as_f32().unwrap()), (&[0, 1, 1, 1][..], &[3., 4.][..]));
+        assert_eq!(o[2].as_i64().unwrap(), &[2, 2]);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! `math_ops.cc`, `array_ops.cc`): `SparseToDense`, `SparseFillEmptyRows` and its gradient,
 //! `SparseReshape`, the `SparseSegment{Sum,Mean,SqrtN}` reductions (with and without
 //! `num_segments`) and their gradients (V1 and V2), `UniqueWithCounts` and
-//! `SparseTensorDenseMatMul`, and `SparseCross` (feature columns' `crossed_column`).
+//! `SparseTensorDenseMatMul`, `SparseCross` (feature columns' `crossed_column`), and the
+//! `tf.sparse` algebra: `SparseReorder`, `SparseConcat`, `SparseSlice`, `SparseAdd`,
+//! `SparseReduceSum`, `SparseTensorDenseAdd`, `SparseDenseCwise{Add,Mul,Div}`.
 //!
 //! A sparse tensor is three dense tensors (int64 `indices [N, R]`, `values [N]`, int64
 //! `dense_shape [R]`), so every op here is an ordinary stateless op on dense values. Shape
@@ -221,6 +223,64 @@ fn sparse_dense_matmul(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::with_dims(vec![rows, dim(c, 3, usize::from(!adj_b))])])
 }
 
+/// A sparse tensor's three outputs of unknown size: `[?, rank]`, `[?]`, and `[rank]` (the
+/// rank from input `shape_input`'s length).
+fn sparse_triple(c: &InferCtx<'_>, shape_input: usize) -> Vec<Shape> {
+    let r = dim(c, shape_input, 0);
+    vec![Shape::with_dims(vec![None, r]), Shape::with_dims(vec![None]), Shape::with_dims(vec![r])]
+}
+
+/// `SparseReorder`: indices and values as given.
+fn sparse_reorder(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 0, "input_indices", 2)?;
+    Ok(vec![c.shape(0).clone(), c.shape(1).clone()])
+}
+
+fn sparse_triple_from_2(c: &InferCtx<'_>) -> Shapes {
+    Ok(sparse_triple(c, 2))
+}
+
+/// `SparseConcat`: the shapes are inputs `2N..3N`.
+fn sparse_concat(c: &InferCtx<'_>) -> Shapes {
+    let n = c.inputs.len() / 3;
+    Ok(sparse_triple(c, 2 * n))
+}
+
+/// `SparseReduceSum`: dense, rank unknown unless the shape and axes are known.
+fn sparse_reduce_sum(c: &InferCtx<'_>) -> Shapes {
+    let (Some(shape), Some(axes)) = (c.known_value(2), c.known_value(3)) else { return Ok(vec![Shape::unknown()]) };
+    let r = shape.len() as i64;
+    let mut reduced = vec![false; shape.len()];
+    for a in axes {
+        if a < -r || a >= r {
+            return Err(format!("Invalid reduction dimension {a} for input with {r} dimensions"));
+        }
+        reduced[a.rem_euclid(r.max(1)) as usize] = true;
+    }
+    let keep = c.attr_bool("keep_dims", false);
+    let dims = shape
+        .iter()
+        .zip(&reduced)
+        .filter_map(|(&d, &red)| match (red, keep) {
+            (true, true) => Some(Some(1)),
+            (true, false) => None,
+            (false, _) => Some(Some(d)),
+        })
+        .collect();
+    Ok(vec![Shape::with_dims(dims)])
+}
+
+/// `SparseTensorDenseAdd`: the dense operand's shape.
+fn sparse_dense_add(c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![c.shape(3).clone()])
+}
+
+/// `SparseDenseCwise*`: one value per sparse entry.
+fn sparse_dense_cwise(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 0, "sp_indices", 2)?;
+    Ok(vec![Shape::with_dims(vec![dim(c, 0, 0)])])
+}
+
 /// `SparseCross`: `[?, 2]`, `[?]`, `[2]`.
 fn sparse_cross(_: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::with_dims(vec![None, Some(2)]), Shape::with_dims(vec![None]), Shape::known(&[2])])
@@ -264,6 +324,13 @@ const GRAD_V2_IN: &[super::ArgSpec] = &[
 ];
 const OUTPUT: &[super::ArgSpec] = &[arg("output", T)];
 const GRAD_V2_OUT: &[super::ArgSpec] = &[arg("output", T), arg("sorted_unique_indices", TypeRule::Attr("Tidx"))];
+
+const CWISE_IN: &[super::ArgSpec] =
+    &[arg("sp_indices", I64), arg("sp_values", T), arg("sp_shape", I64), arg("dense", T)];
+const CWISE_ATTRS: &[AttrSpec] = &[type_attr("T", Some(REAL))];
+const fn cwise(name: &'static str) -> OpSchema {
+    pure_op(name, OpFamily::Binary, CWISE_IN, OUTPUT, CWISE_ATTRS, sparse_dense_cwise)
+}
 
 const fn seg(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
     pure_op(name, OpFamily::Reduction, SEGMENT_IN, OUTPUT, attrs, segment)
@@ -357,6 +424,70 @@ pub(super) static OPS: &[OpSchema] = &[
         ],
         sparse_dense_matmul,
     ),
+    pure_op(
+        "SparseReorder",
+        OpFamily::Shape,
+        &[arg("input_indices", I64), arg("input_values", T), arg("input_shape", I64)],
+        &[arg("output_indices", I64), arg("output_values", T)],
+        &[type_attr("T", None)],
+        sparse_reorder,
+    ),
+    pure_op(
+        "SparseConcat",
+        OpFamily::Shape,
+        &[repeated("indices", I64, "N"), repeated("values", T, "N"), repeated("shapes", I64, "N")],
+        &[arg("output_indices", I64), arg("output_values", T), arg("output_shape", I64)],
+        &[required("concat_dim", AttrKind::Int), required("N", AttrKind::Int), type_attr("T", None)],
+        sparse_concat,
+    ),
+    pure_op(
+        "SparseSlice",
+        OpFamily::Shape,
+        &[arg("indices", I64), arg("values", T), arg("shape", I64), arg("start", I64), arg("size", I64)],
+        &[arg("output_indices", I64), arg("output_values", T), arg("output_shape", I64)],
+        &[type_attr("T", None)],
+        sparse_triple_from_2,
+    ),
+    pure_op(
+        "SparseAdd",
+        OpFamily::Binary,
+        &[
+            arg("a_indices", I64),
+            arg("a_values", T),
+            arg("a_shape", I64),
+            arg("b_indices", I64),
+            arg("b_values", T),
+            arg("b_shape", I64),
+            arg("thresh", TypeRule::Attr("Treal")),
+        ],
+        &[arg("sum_indices", I64), arg("sum_values", T), arg("sum_shape", I64)],
+        &[type_attr("T", Some(REAL)), type_attr("Treal", Some(REAL))],
+        sparse_triple_from_2,
+    ),
+    pure_op(
+        "SparseReduceSum",
+        OpFamily::Reduction,
+        &[arg("input_indices", I64), arg("input_values", T), arg("input_shape", I64), arg("reduction_axes", I32)],
+        &[arg("output", T)],
+        &[bool_attr_or("keep_dims", false), type_attr("T", Some(REAL))],
+        sparse_reduce_sum,
+    ),
+    pure_op(
+        "SparseTensorDenseAdd",
+        OpFamily::Binary,
+        &[
+            arg("a_indices", TypeRule::Attr("Tindices")),
+            arg("a_values", T),
+            arg("a_shape", TypeRule::Attr("Tindices")),
+            arg("b", T),
+        ],
+        &[arg("output", T)],
+        &[type_attr("T", Some(REAL)), type_attr("Tindices", Some(INDEX))],
+        sparse_dense_add,
+    ),
+    cwise("SparseDenseCwiseAdd"),
+    cwise("SparseDenseCwiseMul"),
+    cwise("SparseDenseCwiseDiv"),
     pure_op(
         "SparseCross",
         OpFamily::Shape,
