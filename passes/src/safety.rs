@@ -257,6 +257,12 @@ impl SafetyAnalysis {
         self.reached_by.get(id.index()).and_then(|s| s.as_deref())
     }
 
+    /// [`SafetyAnalysis::reaching_writers`] as the shared set itself (readers reached by the
+    /// same writers share one), for a caller that keeps it without copying.
+    pub fn reaching_writers_shared(&self, id: NodeId) -> Option<Rc<FixedBitSet>> {
+        self.reached_by.get(id.index()).and_then(Clone::clone)
+    }
+
     /// The topological order the analysis used (back edges dropped).
     pub fn order(&self) -> &[NodeId] {
         &self.order

@@ -849,7 +849,22 @@ fn sparse_concat(inp: &[Tensor], dim: i64) -> KResult<Outputs> {
     for &(i, e) in &src_values {
         flat_src.push(offsets[i] + e);
     }
-    let values = super::array::concat(&inp[n..2 * n], 0)?;
+    let values = match inp[n..2 * n]
+        .iter()
+        .map(|t| match &t.data {
+            autoclust_graph::TensorData::Str(v) => Some(v.as_slice()),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()
+    {
+        // Strings have no typed concat: join the lists.
+        Some(lists) => {
+            let all: Vec<Vec<u8>> = lists.concat();
+            let len = all.len();
+            Tensor::from_strings(vec![len], all).map_err(|e| KernelError::invalid(e.to_string()))?
+        }
+        None => super::array::concat(&inp[n..2 * n], 0)?,
+    };
     let picked: Vec<usize> = order.iter().map(|&o| flat_src[o]).collect();
     let mut out_idx = Vec::with_capacity(total * rank);
     for &o in &order {
@@ -1615,6 +1630,22 @@ mod tests {
             (&[0, 1, 0, 3, 1, 0, 1, 5][..], &[1., 3., 2., 4.][..])
         );
         assert_eq!(o[2].as_i64().unwrap(), &[2, 7]);
+        // String values (tf.sparse.concat of string features).
+        let o = compute(
+            &node("SparseConcat", &[("concat_dim", AttrValue::I(1)), ("N", AttrValue::I(2))]),
+            &[
+                i64s(&[2, 2], &[0, 1, 1, 0]),
+                i64s(&[2, 2], &[0, 0, 1, 2]),
+                strs(&["a", "b"]),
+                strs(&["c", "d"]),
+                i64s(&[2], &[2, 3]),
+                i64s(&[2], &[2, 4]),
+            ],
+        )
+        .unwrap();
+        assert!(
+            matches!(&o[1].data, TensorData::Str(v) if **v == [b"a".to_vec(), b"c".to_vec(), b"b".to_vec(), b"d".to_vec()])
+        );
         let add = |b_idx: &[i64], b_vals: &[f32], thresh: f32| {
             compute(
                 &node("SparseAdd", &[]),
