@@ -10,8 +10,8 @@ use autoclust_graph::{Node, Tensor};
 
 use super::elementwise::Num;
 use super::{
-    arity, attr_int_or, budget, dispatch_all, dispatch_num, int_scalar, int_values, norm_axis, one, shape_values,
-    strides, tensor_of, Elem, Inputs, Outputs, PureFn,
+    arity, attr_bool_or, attr_int_or, budget, dispatch_all, dispatch_num, int_scalar, int_values, norm_axis, one,
+    shape_values, strides, tensor_of, Elem, Inputs, Outputs, PureFn,
 };
 use crate::error::{KResult, KernelError};
 
@@ -398,6 +398,54 @@ fn cumulative<T: Num>(t: &Tensor, axis: usize, prod: bool, exclusive: bool, reve
         autoclust_compiler::kernels::cumulative(x, dims, T::zero(), |a: T, b| a.add(b), exclusive, reverse)
     };
     Ok(tensor_of(t.shape.clone(), v))
+}
+
+/// `CumulativeLogsumexp`: the running `log(Σ exp)` along `axis`, each step
+/// `max + log1p(exp(min − max))` (−∞ the identity, as TensorFlow's scan).
+fn cumulative_logsumexp<T: super::elementwise::Float>(
+    t: &Tensor,
+    axis: usize,
+    exclusive: bool,
+    reverse: bool,
+) -> KResult<Tensor> {
+    if t.rank() == 0 {
+        return Ok(t.clone());
+    }
+    let dims = (t.shape[..axis].iter().product(), t.shape[axis], t.shape[axis + 1..].iter().product());
+    let minus_inf = T::from_f64(f64::NEG_INFINITY);
+    let add = move |a: T, b: T| {
+        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+        if lo == minus_inf {
+            return hi;
+        }
+        hi.add(lo.sub(hi).exp().ln_1p())
+    };
+    let v = autoclust_compiler::kernels::cumulative(T::slice(t), dims, minus_inf, add, exclusive, reverse);
+    Ok(tensor_of(t.shape.clone(), v))
+}
+
+/// `LinSpace(start, stop, num)`: `start + i·step` in the element type, `step =
+/// (stop − start)/(num − 1)`, the last element exactly `stop` (TensorFlow's kernel).
+fn lin_space<T: super::elementwise::Float>(start: &Tensor, stop: &Tensor, num: usize) -> KResult<Tensor> {
+    for (t, what) in [(start, "start"), (stop, "stop")] {
+        if t.rank() != 0 || t.dtype != T::DTYPE {
+            return Err(KernelError::invalid(format!(
+                "{what} must be a {} scalar, not {} of shape {}",
+                T::DTYPE,
+                t.dtype,
+                super::shape_ops::debug_shape(&t.shape)
+            )));
+        }
+    }
+    budget(T::DTYPE, &[num])?;
+    let (a, b) = (T::slice(start)[0], T::slice(stop)[0]);
+    let v: Vec<T> = if num == 1 {
+        vec![a]
+    } else {
+        let step = b.sub(a).div(T::from_i64(num as i64 - 1));
+        (0..num).map(|i| if i == num - 1 { b } else { a.add(step.mul(T::from_i64(i as i64))) }).collect()
+    };
+    Ok(tensor_of(vec![num], v))
 }
 
 /// `Where(condition)`: the coordinates of the true (non-zero) elements, int64 `[count, rank]`,
@@ -1375,6 +1423,24 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             arity(&inp, 3)?;
             one(dispatch_num!(inp[0].dtype, range(&inp[0], &inp[1], &inp[2]))?)
         }),
+        "LinSpace" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            let num = int_scalar(&inp[2], "num")?;
+            if num <= 0 {
+                return Err(KernelError::invalid(format!("Requires num > 0: {num}")));
+            }
+            one(super::dispatch_float!(inp[0].dtype, lin_space(&inp[0], &inp[1], num as usize))?)
+        }),
+        "CumulativeLogsumexp" => {
+            let exclusive = attr_bool_or(node, "exclusive", false)?;
+            let reverse = attr_bool_or(node, "reverse", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let t = &inp[0];
+                let ax = norm_axis(int_scalar(&inp[1], "axis")?, t.rank().max(1), "cumulative axis")?;
+                one(super::dispatch_float!(t.dtype, cumulative_logsumexp(t, ax, exclusive, reverse))?)
+            })
+        }
         "OneHot" => {
             let axis = attr_int_or(node, "axis", -1)?;
             Box::new(move |inp: Inputs| {

@@ -488,6 +488,14 @@ pub(crate) enum Unary {
     Atan,
     Sinh,
     Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    /// ln|Γ(x)|, ψ(x), erf⁻¹(x), Φ⁻¹(x): computed in float64 ([`super::special`]).
+    Lgamma,
+    Digamma,
+    Erfinv,
+    Ndtri,
     Floor,
     Ceil,
     Round,
@@ -574,6 +582,13 @@ fn unary_float<T: Float>(op: Unary, t: Tensor) -> KResult<Tensor> {
         Unary::Atan => map_same(t, T::atan),
         Unary::Sinh => map_same(t, T::sinh),
         Unary::Cosh => map_same(t, T::cosh),
+        Unary::Asinh => map_same(t, |x: T| T::from_f64(libm::asinh(x.to_f64()))),
+        Unary::Acosh => map_same(t, |x: T| T::from_f64(libm::acosh(x.to_f64()))),
+        Unary::Atanh => map_same(t, |x: T| T::from_f64(libm::atanh(x.to_f64()))),
+        Unary::Lgamma => map_same(t, |x: T| T::from_f64(libm::lgamma(x.to_f64()))),
+        Unary::Digamma => map_same(t, |x: T| T::from_f64(super::special::digamma(x.to_f64()))),
+        Unary::Erfinv => map_same(t, |x: T| T::from_f64(super::special::erfinv(x.to_f64()))),
+        Unary::Ndtri => map_same(t, |x: T| T::from_f64(super::special::ndtri(x.to_f64()))),
         Unary::Floor => map_same(t, T::floor),
         Unary::Ceil => map_same(t, T::ceil),
         Unary::Round => map_same(t, T::round_even),
@@ -761,6 +776,13 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Atan" => Some(Unary::Atan),
         "Sinh" => Some(Unary::Sinh),
         "Cosh" => Some(Unary::Cosh),
+        "Asinh" => Some(Unary::Asinh),
+        "Acosh" => Some(Unary::Acosh),
+        "Atanh" => Some(Unary::Atanh),
+        "Lgamma" => Some(Unary::Lgamma),
+        "Digamma" => Some(Unary::Digamma),
+        "Erfinv" => Some(Unary::Erfinv),
+        "Ndtri" => Some(Unary::Ndtri),
         "Floor" => Some(Unary::Floor),
         "Ceil" => Some(Unary::Ceil),
         "Round" | "Rint" => Some(Unary::Round),
@@ -875,6 +897,62 @@ mod tests {
             let r32 = run1(&node(op, &[]), &[Tensor::from_f32(vec![1], vec![0.5]).unwrap()]).unwrap();
             assert!((f64::from(r32.as_f32().unwrap()[0]) - f(0.5)).abs() < 1e-6, "{op} float32");
         }
+    }
+
+    #[test]
+    fn special_functions_match_tensorflow_float32() {
+        // TensorFlow 2.21's float32 results; ours round a float64 computation once, so they
+        // agree to a few ulps (TensorFlow's own float32 Digamma is 4 ulps off near 0.5).
+        let check = |op: &str, x: &[f32], want: &[f32]| {
+            let r = run1(&node(op, &[]), &[Tensor::from_f32(vec![x.len()], x.to_vec()).unwrap()]).unwrap();
+            for (g, w) in r.as_f32().unwrap().iter().zip(want) {
+                let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 1e-6 * w.abs().max(1.0);
+                assert!(ok, "{op}: {g} vs {w}");
+            }
+        };
+        let x = [-2.5, -0.5, 0.1, 0.5, 1.0, 2.0, 7.5, 30.0, 1e-3];
+        check("Lgamma", &x, &[-0.056243714, 1.2655121, 2.2527127, 0.57236493, 0.0, 0.0, 7.534364, 71.25704, 6.907179]);
+        check(
+            "Lgamma",
+            &[0.0, -1.0, -2.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN],
+            &[f32::INFINITY, f32::INFINITY, f32::INFINITY, f32::INFINITY, f32::INFINITY, f32::NAN],
+        );
+        check(
+            "Digamma",
+            &x,
+            &[1.1031568, 0.036489964, -10.423755, -1.9635107, -0.5772159, 0.4227842, 1.9467576, 3.3844383, -1000.57556],
+        );
+        check(
+            "Digamma",
+            &[0.0, -1.0, f32::INFINITY, f32::NEG_INFINITY],
+            &[f32::NAN, f32::NAN, f32::INFINITY, f32::NAN],
+        );
+        check(
+            "Erfinv",
+            &[-0.999, -0.5, 0.0, 0.3, 0.9, 0.99999, 1.0, -1.0, 1.5],
+            &[-2.3267562, -0.4769363, 0.0, 0.27246267, 1.1630871, 3.123206, f32::INFINITY, f32::NEG_INFINITY, f32::NAN],
+        );
+        check(
+            "Ndtri",
+            &[0.0, 1e-30, 1e-6, 0.02, 0.3, 0.5, 0.975, 1.0, -0.1],
+            &[
+                f32::NEG_INFINITY,
+                -11.464024,
+                -4.753424,
+                -2.053749,
+                -0.52440047,
+                0.0,
+                1.9599644,
+                f32::INFINITY,
+                f32::NAN,
+            ],
+        );
+        check("Asinh", &[0.0, 0.5, -2.0, 30.0], &[0.0, 0.48121184, -1.4436355, 4.094622]);
+        check("Acosh", &[1.0, 1.5, 10.0, 0.5], &[0.0, 0.9624237, 2.993223, f32::NAN]);
+        check("Atanh", &[0.0, 0.5, -0.9, 1.0, 2.0], &[0.0, 0.54930615, -1.4722193, f32::INFINITY, f32::NAN]);
+        // Float64 goes through the same path without rounding.
+        let r = run1(&node("Digamma", &[]), &[Tensor::from_f64(vec![1], vec![1.0]).unwrap()]).unwrap();
+        assert!((r.as_f64().unwrap()[0] + 0.5772156649015323).abs() < 1e-15);
     }
 
     #[test]

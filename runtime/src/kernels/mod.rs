@@ -27,6 +27,7 @@ pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub mod half;
 pub(crate) mod image;
+pub(crate) mod linalg;
 pub(crate) mod list;
 pub mod lookup;
 pub(crate) mod lrn;
@@ -36,10 +37,13 @@ pub(crate) mod optimizer;
 pub(crate) mod pool;
 pub(crate) mod ragged;
 pub mod random;
+pub(crate) mod rearrange;
 pub(crate) mod reduce;
 pub mod resource;
+pub(crate) mod search;
 pub(crate) mod shape_ops;
 pub(crate) mod sparse;
+pub(crate) mod special;
 pub(crate) mod string;
 pub(crate) mod volume;
 pub use string::print_stdout_to_stderr;
@@ -131,6 +135,15 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = detection::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = linalg::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = rearrange::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = search::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))

@@ -219,6 +219,23 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(dispatch_all!(t.dtype, arg_extreme(t, axis, max, out_type))?)
             })));
         }
+        "EuclideanNorm" => {
+            // sqrt(Σ x²): the squares summed by `Sum`'s kernel (its order and vectorisation),
+            // the root taken in the element type (truncating for integers, as TensorFlow's).
+            let keep_dims = attr_bool_or(node, "keep_dims", false)?;
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let axes = int_values(&inp[1], "reduction indices")?;
+                let sq = super::elementwise::unary_dispatch(super::elementwise::Unary::Square, inp[0].clone())?;
+                let sum = reduce(Reduce::Sum, &sq, &axes, keep_dims)?;
+                if sum.dtype.is_integer() {
+                    let v: Vec<i64> =
+                        super::int_values(&sum, "sum")?.iter().map(|&x| (x as f64).sqrt() as i64).collect();
+                    return one(super::int_tensor(sum.dtype, sum.shape.clone(), v)?);
+                }
+                one(super::elementwise::unary_dispatch(super::elementwise::Unary::Sqrt, sum)?)
+            })));
+        }
         _ => return Ok(None),
     };
     let keep_dims = attr_bool_or(node, "keep_dims", false)?;

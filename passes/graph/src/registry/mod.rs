@@ -20,9 +20,11 @@ mod calls;
 mod control_flow;
 mod detection;
 mod diag;
+mod linalg;
 mod lookup;
 mod nn;
 mod ops;
+mod rearrange;
 mod shapes;
 mod sparse;
 mod strided;
@@ -283,6 +285,8 @@ const TABLES: &[&[OpSchema]] = &[
     lookup::OPS,
     sparse::OPS,
     detection::OPS,
+    linalg::OPS,
+    rearrange::OPS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {

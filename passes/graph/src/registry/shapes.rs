@@ -1161,6 +1161,17 @@ fn range_len(c: &InferCtx<'_>) -> Result<Option<i64>, String> {
     Ok(i64::try_from((span + step - 1) / step).ok())
 }
 
+/// `LinSpace`: `[num]`, scalar `start` and `stop`.
+pub(super) fn lin_space(c: &InferCtx<'_>) -> Shapes {
+    require_scalar(c, 0, "start")?;
+    require_scalar(c, 1, "stop")?;
+    require_scalar(c, 2, "num")?;
+    match c.scalar_value(2) {
+        Some(n) if n <= 0 => Err(format!("Requires num > 0: {n}")),
+        n => one(Shape::with_dims(vec![n])),
+    }
+}
+
 pub(super) fn range(c: &InferCtx<'_>) -> Shapes {
     for i in 0..3 {
         require_scalar(c, i, ["start", "limit", "delta"][i])?;

@@ -1,0 +1,118 @@
+//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `MatrixInverse`, `Cholesky`,
+//! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
+//! over the last two dimensions with batch dimensions in front. Shape functions follow
+//! TensorFlow's (`MakeBatchSquareMatrix`, `MatrixSolveShapeFn`,
+//! `MatrixTriangularSolveShapeFn`): square matrices where the op needs them, the solves'
+//! rows merged with the matrix's, the triangular solve's batch dimensions broadcast.
+//! Complex dtypes are not supported (autoclust has no complex tensors).
+
+use super::build::{arg, bool_attr_or, pure_op, type_attr};
+use super::{broadcast_shapes, merge_shapes, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
+use crate::DType::{self, BFloat16, Float16, Float32, Float64};
+use crate::{Dim, Shape};
+
+type Shapes = Result<Vec<Shape>, String>;
+
+const FLOAT: &[DType] = &[Float64, Float32, Float16, BFloat16];
+const T: TypeRule = TypeRule::Attr("T");
+
+/// `(batch, rows, cols)` of input `i`, `None` for an unknown rank.
+fn matrix(c: &InferCtx<'_>, i: usize, what: &str) -> Result<Option<(Vec<Dim>, Dim, Dim)>, String> {
+    match c.shape(i).dims.as_deref() {
+        None => Ok(None),
+        Some(d) if d.len() < 2 => Err(format!("{what} must have rank >= 2, but has shape {}", c.shape(i))),
+        Some(d) => Ok(Some((d[..d.len() - 2].to_vec(), d[d.len() - 2], d[d.len() - 1]))),
+    }
+}
+
+/// A square batch of matrices: `(batch, n)`.
+fn square(c: &InferCtx<'_>, i: usize, what: &str) -> Result<Option<(Vec<Dim>, Dim)>, String> {
+    let Some((batch, r, k)) = matrix(c, i, what)? else { return Ok(None) };
+    match (r, k) {
+        (Some(r), Some(k)) if r != k => Err(format!("{what} must be square, but has shape {}", c.shape(i))),
+        _ => Ok(Some((batch, r.or(k)))),
+    }
+}
+
+fn with(mut lead: Vec<Dim>, tail: &[Dim]) -> Shape {
+    lead.extend_from_slice(tail);
+    Shape::with_dims(lead)
+}
+
+/// `MatrixInverse`, `Cholesky`: the input's shape, made square.
+fn same_square(c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![match square(c, 0, "input")? {
+        Some((batch, n)) => with(batch, &[n, n]),
+        None => Shape::unknown(),
+    }])
+}
+
+/// `MatrixDeterminant`: the batch dimensions.
+fn determinant(c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![square(c, 0, "input")?.map_or_else(Shape::unknown, |(batch, _)| Shape::with_dims(batch))])
+}
+
+/// `LogMatrixDeterminant`: the batch dimensions, twice.
+fn log_determinant(c: &InferCtx<'_>) -> Shapes {
+    let s = determinant(c)?.remove(0);
+    Ok(vec![s.clone(), s])
+}
+
+/// The rows the matrix and the right-hand side agree on, and the rhs's columns.
+fn solve_dims(c: &InferCtx<'_>) -> Result<Option<(Vec<Dim>, Vec<Dim>, Dim, Dim)>, String> {
+    let (Some((mb, n)), Some((rb, rows, k))) = (square(c, 0, "matrix")?, matrix(c, 1, "rhs")?) else {
+        return Ok(None);
+    };
+    let n = match (n, rows) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(format!("the matrix {} and the rhs {} have different rows", c.shape(0), c.shape(1)))
+        }
+        (a, b) => a.or(b),
+    };
+    Ok(Some((mb, rb, n, k)))
+}
+
+/// `MatrixSolve`: the batch dimensions must agree; `[..., N, K]`.
+fn solve(c: &InferCtx<'_>) -> Shapes {
+    let Some((mb, rb, n, k)) = solve_dims(c)? else { return Ok(vec![Shape::unknown()]) };
+    let batch = merge_shapes(&Shape::with_dims(mb), &Shape::with_dims(rb))?;
+    Ok(vec![with(batch.dims.unwrap_or_default(), &[n, k])])
+}
+
+/// `MatrixTriangularSolve`: the batch dimensions broadcast; `[..., N, K]`.
+fn triangular_solve(c: &InferCtx<'_>) -> Shapes {
+    let Some((mb, rb, n, k)) = solve_dims(c)? else { return Ok(vec![Shape::unknown()]) };
+    let batch = broadcast_shapes(&Shape::with_dims(mb), &Shape::with_dims(rb))?;
+    Ok(vec![match batch.dims {
+        Some(b) => with(b, &[n, k]),
+        None => Shape::unknown(),
+    }])
+}
+
+const T_ATTR: &[AttrSpec] = &[type_attr("T", Some(FLOAT))];
+const ADJOINT: &[AttrSpec] = &[bool_attr_or("adjoint", false), type_attr("T", Some(FLOAT))];
+const TRIANGULAR: &[AttrSpec] =
+    &[bool_attr_or("lower", true), bool_attr_or("adjoint", false), type_attr("T", Some(FLOAT))];
+
+pub(super) static OPS: &[OpSchema] = &[
+    pure_op("MatrixInverse", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], ADJOINT, same_square),
+    pure_op("Cholesky", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], T_ATTR, same_square),
+    pure_op(
+        "MatrixTriangularSolve",
+        OpFamily::MatMul,
+        &[arg("matrix", T), arg("rhs", T)],
+        &[arg("output", T)],
+        TRIANGULAR,
+        triangular_solve,
+    ),
+    pure_op("MatrixSolve", OpFamily::MatMul, &[arg("matrix", T), arg("rhs", T)], &[arg("output", T)], ADJOINT, solve),
+    pure_op("MatrixDeterminant", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], T_ATTR, determinant),
+    pure_op(
+        "LogMatrixDeterminant",
+        OpFamily::MatMul,
+        &[arg("input", T)],
+        &[arg("sign", T), arg("log_abs_determinant", T)],
+        T_ATTR,
+        log_determinant,
+    ),
+];

@@ -1,0 +1,508 @@
+//! Dense linear algebra on batches of small matrices, what `tf.linalg` puts in Gaussian
+//! process, normalising-flow and second-order training graphs: `MatrixInverse`, `Cholesky`,
+//! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
+//! each over the last two dimensions of a float32 or float64 tensor (float16 and bfloat16
+//! through the float32 kernel), batch dimensions in front.
+//!
+//! TensorFlow's CPU kernels run Eigen's decompositions in the input's precision; these run
+//! the same decompositions (LU with partial pivoting, Cholesky–Banachiewicz, forward and
+//! back substitution) in float64 and round once, so float32 results agree with
+//! TensorFlow's to a few ulps and are never less accurate. The errors are TensorFlow's:
+//! an LU pivot that is exactly zero makes `MatrixInverse` and `MatrixSolve` fail ("not
+//! invertible") where `MatrixDeterminant` answers (signed) 0; a matrix that is not positive
+//! definite gives `Cholesky` a lower triangle of NaNs, TensorFlow's answer since 2.x (it
+//! only logs a warning). Only `MatrixTriangularSolve` broadcasts batch
+//! dimensions (as TensorFlow's does since 2.2); `MatrixSolve` requires them equal.
+
+use autoclust_graph::{DType, Node, Tensor};
+
+use super::elementwise::broadcast_shape;
+use super::{arity, attr_bool_or, budget, tensor_of, Inputs, Outputs, PureFn};
+use crate::error::{KResult, KernelError};
+
+pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
+    let f: PureFn = match node.op.as_str() {
+        "MatrixInverse" => {
+            let adjoint = attr_bool_or(node, "adjoint", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let m = Batch::square(&inp[0], "input")?;
+                let mut out = Vec::with_capacity(m.data.len());
+                for a in m.matrices() {
+                    let a = if adjoint { transpose(a, m.rows) } else { a.to_vec() };
+                    let lu = Lu::new(a, m.rows);
+                    if lu.singular() {
+                        return Err(KernelError::invalid("Input is not invertible."));
+                    }
+                    out.extend(lu.solve(&identity(m.rows), m.rows));
+                }
+                single(m.output(inp[0].shape.clone(), out))
+            })
+        }
+        "Cholesky" => Box::new(|inp: Inputs| {
+            arity(&inp, 1)?;
+            let m = Batch::square(&inp[0], "input")?;
+            let mut out = Vec::with_capacity(m.data.len());
+            for a in m.matrices() {
+                out.extend(cholesky(a, m.rows).unwrap_or_else(|| failed_cholesky(m.rows)));
+            }
+            single(m.output(inp[0].shape.clone(), out))
+        }),
+        "MatrixTriangularSolve" => {
+            let lower = attr_bool_or(node, "lower", true)?;
+            let adjoint = attr_bool_or(node, "adjoint", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                triangular_solve(&inp[0], &inp[1], lower, adjoint)
+            })
+        }
+        "MatrixSolve" => {
+            let adjoint = attr_bool_or(node, "adjoint", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let m = Batch::square(&inp[0], "matrix")?;
+                let b = Batch::new(&inp[1], "rhs")?;
+                if m.lead != b.lead || m.rows != b.rows || inp[0].dtype != inp[1].dtype {
+                    return Err(KernelError::invalid(format!(
+                        "the matrix {:?} and the right-hand side {:?} do not agree (the batch dimensions \
+                         and rows must be equal)",
+                        inp[0].shape, inp[1].shape
+                    )));
+                }
+                let mut out = Vec::with_capacity(b.data.len());
+                for (a, rhs) in m.matrices().zip(b.matrices()) {
+                    let a = if adjoint { transpose(a, m.rows) } else { a.to_vec() };
+                    let lu = Lu::new(a, m.rows);
+                    if lu.singular() {
+                        return Err(KernelError::invalid("Input matrix is not invertible."));
+                    }
+                    out.extend(lu.solve(rhs, b.cols));
+                }
+                single(b.output(inp[1].shape.clone(), out))
+            })
+        }
+        "MatrixDeterminant" | "LogMatrixDeterminant" => {
+            let log = node.op == "LogMatrixDeterminant";
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let m = Batch::square(&inp[0], "input")?;
+                let (mut signs, mut logs) = (Vec::new(), Vec::new());
+                for a in m.matrices() {
+                    let (sign, log_abs) = Lu::new(a.to_vec(), m.rows).log_determinant();
+                    signs.push(sign);
+                    logs.push(log_abs);
+                }
+                let shape = m.lead.clone();
+                if log {
+                    let mut o = Outputs::new();
+                    o.push(m.output(shape.clone(), signs));
+                    o.push(m.output(shape, logs));
+                    Ok(o)
+                } else {
+                    let det = signs.iter().zip(&logs).map(|(s, l)| s * l.exp()).collect();
+                    single(m.output(shape, det))
+                }
+            })
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(f))
+}
+
+fn single(t: Tensor) -> KResult<Outputs> {
+    super::one(t)
+}
+
+/// A float tensor read as a batch of `rows × cols` matrices, in float64.
+struct Batch {
+    dtype: DType,
+    lead: Vec<usize>,
+    rows: usize,
+    cols: usize,
+    data: Vec<f64>,
+}
+
+impl Batch {
+    fn new(t: &Tensor, what: &str) -> KResult<Batch> {
+        if !matches!(t.dtype, DType::Float32 | DType::Float64) {
+            return Err(KernelError::DType(t.dtype));
+        }
+        let r = t.rank();
+        if r < 2 {
+            return Err(KernelError::invalid(format!("{what} must have rank >= 2, got shape {:?}", t.shape)));
+        }
+        let data = t.to_f64_vec().ok_or(KernelError::DType(t.dtype))?;
+        Ok(Batch { dtype: t.dtype, lead: t.shape[..r - 2].to_vec(), rows: t.shape[r - 2], cols: t.shape[r - 1], data })
+    }
+
+    fn square(t: &Tensor, what: &str) -> KResult<Batch> {
+        let b = Batch::new(t, what)?;
+        if b.rows != b.cols {
+            return Err(KernelError::invalid(format!("{what} must be a square matrix, got shape {:?}", t.shape)));
+        }
+        Ok(b)
+    }
+
+    fn size(&self) -> usize {
+        self.rows * self.cols
+    }
+
+    fn matrices(&self) -> impl Iterator<Item = &[f64]> {
+        // `chunks_exact(0)` panics; a batch of empty matrices yields as many empty slices.
+        let size = self.size();
+        let count = self.lead.iter().product::<usize>();
+        (0..count).map(move |i| &self.data[i * size..(i + 1) * size])
+    }
+
+    /// Rounds `v` back to the batch's dtype.
+    fn output(&self, shape: Vec<usize>, v: Vec<f64>) -> Tensor {
+        debug_assert_eq!(shape.iter().product::<usize>(), v.len());
+        match self.dtype {
+            DType::Float32 => tensor_of(shape, v.into_iter().map(|x| x as f32).collect()),
+            _ => tensor_of(shape, v),
+        }
+    }
+}
+
+fn transpose(a: &[f64], n: usize) -> Vec<f64> {
+    let mut t = vec![0.0; a.len()];
+    for i in 0..n {
+        for j in 0..n {
+            t[j * n + i] = a[i * n + j];
+        }
+    }
+    t
+}
+
+fn identity(n: usize) -> Vec<f64> {
+    let mut e = vec![0.0; n * n];
+    for i in 0..n {
+        e[i * n + i] = 1.0;
+    }
+    e
+}
+
+/// `P·A = L·U` with partial pivoting (the largest magnitude in the column, the first on
+/// ties, as Eigen's `PartialPivLU`), stored compactly: `U` on and above the diagonal, `L`'s
+/// multipliers below it.
+struct Lu {
+    n: usize,
+    lu: Vec<f64>,
+    /// Row `i` of `P·A` is row `perm[i]` of `A`.
+    perm: Vec<usize>,
+    swaps: usize,
+}
+
+impl Lu {
+    fn new(mut a: Vec<f64>, n: usize) -> Lu {
+        let mut perm: Vec<usize> = (0..n).collect();
+        let mut swaps = 0;
+        for k in 0..n {
+            let mut p = k;
+            for i in k + 1..n {
+                if a[i * n + k].abs() > a[p * n + k].abs() {
+                    p = i;
+                }
+            }
+            if p != k {
+                for j in 0..n {
+                    a.swap(k * n + j, p * n + j);
+                }
+                perm.swap(k, p);
+                swaps += 1;
+            }
+            let pivot = a[k * n + k];
+            if pivot == 0.0 {
+                continue;
+            }
+            for i in k + 1..n {
+                let f = a[i * n + k] / pivot;
+                a[i * n + k] = f;
+                for j in k + 1..n {
+                    a[i * n + j] -= f * a[k * n + j];
+                }
+            }
+        }
+        Lu { n, lu: a, perm, swaps }
+    }
+
+    fn singular(&self) -> bool {
+        (0..self.n).any(|i| self.lu[i * self.n + i] == 0.0)
+    }
+
+    /// `A⁻¹·B` for `B` of `n × k`.
+    fn solve(&self, b: &[f64], k: usize) -> Vec<f64> {
+        let n = self.n;
+        let mut x = vec![0.0; n * k];
+        for i in 0..n {
+            x[i * k..(i + 1) * k].copy_from_slice(&b[self.perm[i] * k..(self.perm[i] + 1) * k]);
+        }
+        for i in 0..n {
+            for j in 0..i {
+                let l = self.lu[i * n + j];
+                for c in 0..k {
+                    x[i * k + c] -= l * x[j * k + c];
+                }
+            }
+        }
+        for i in (0..n).rev() {
+            for j in i + 1..n {
+                let u = self.lu[i * n + j];
+                for c in 0..k {
+                    x[i * k + c] -= u * x[j * k + c];
+                }
+            }
+            let d = self.lu[i * n + i];
+            for c in 0..k {
+                x[i * k + c] /= d;
+            }
+        }
+        x
+    }
+
+    /// `(sign, log|det|)`: a signed zero and `-inf` for a singular matrix (the sign is the
+    /// product of the permutation's and the pivots' signs, a zero pivot counting 0, as
+    /// TensorFlow's), `(1, 0)` for an empty one.
+    fn log_determinant(&self) -> (f64, f64) {
+        let n = self.n;
+        let mut sign = if self.swaps % 2 == 0 { 1.0 } else { -1.0 };
+        let mut log = 0.0;
+        for i in 0..n {
+            let d = self.lu[i * n + i];
+            if d == 0.0 {
+                sign *= 0.0;
+            } else if d < 0.0 {
+                sign = -sign;
+            }
+            log += d.abs().ln();
+        }
+        (sign, log)
+    }
+}
+
+/// What TensorFlow (2.21) answers for a matrix that is not positive definite: no error,
+/// the lower triangle NaN (it logs a warning), zeros above it.
+fn failed_cholesky(n: usize) -> Vec<f64> {
+    (0..n * n).map(|i| if i % n <= i / n { f64::NAN } else { 0.0 }).collect()
+}
+
+/// The lower Cholesky factor of the symmetric matrix whose lower triangle `a` holds (the
+/// upper triangle is not read, as TensorFlow's), or `None` when it is not positive definite.
+fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
+    let mut l = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            let mut s = a[i * n + j];
+            for k in 0..j {
+                s -= l[i * n + k] * l[j * n + k];
+            }
+            if i == j {
+                if !(s > 0.0) {
+                    return None;
+                }
+                l[i * n + i] = s.sqrt();
+            } else {
+                l[i * n + j] = s / l[j * n + j];
+            }
+        }
+    }
+    Some(l)
+}
+
+/// `MatrixTriangularSolve`: `X` with `op(A)·X = B`, `A` read from its lower (or upper)
+/// triangle, `op` the transpose when `adjoint`; batch dimensions broadcast.
+fn triangular_solve(matrix: &Tensor, rhs: &Tensor, lower: bool, adjoint: bool) -> KResult<Outputs> {
+    let m = Batch::square(matrix, "matrix")?;
+    let b = Batch::new(rhs, "rhs")?;
+    if m.dtype != b.dtype {
+        return Err(KernelError::invalid(format!("matrix is {} but rhs is {}", m.dtype, b.dtype)));
+    }
+    if m.rows != b.rows {
+        return Err(KernelError::invalid(format!(
+            "the matrix {:?} and the right-hand side {:?} have different numbers of rows",
+            matrix.shape, rhs.shape
+        )));
+    }
+    let lead = broadcast_shape(&m.lead, &b.lead)?;
+    let (n, k) = (m.rows, b.cols);
+    let mut shape = lead.clone();
+    shape.extend([n, k]);
+    budget(m.dtype, &shape)?;
+    let count: usize = lead.iter().product();
+    let (sm, sb) =
+        (super::elementwise::bcast_strides(&m.lead, &lead), super::elementwise::bcast_strides(&b.lead, &lead));
+    let mut out = Vec::with_capacity(count * n * k);
+    let mut index = vec![0usize; lead.len()];
+    for _ in 0..count {
+        let im: usize = index.iter().zip(&sm).map(|(i, s)| i * s).sum();
+        let ib: usize = index.iter().zip(&sb).map(|(i, s)| i * s).sum();
+        let a = &m.data[im * n * n..(im + 1) * n * n];
+        let mut x = b.data[ib * n * k..(ib + 1) * n * k].to_vec();
+        // op(A)[i][j]: A's lower triangle transposed is an upper-triangular system.
+        let at = |i: usize, j: usize| if adjoint { a[j * n + i] } else { a[i * n + j] };
+        let forward = lower != adjoint;
+        let rows: Box<dyn Iterator<Item = usize>> = if forward { Box::new(0..n) } else { Box::new((0..n).rev()) };
+        for i in rows {
+            let known: Box<dyn Iterator<Item = usize>> = if forward { Box::new(0..i) } else { Box::new(i + 1..n) };
+            for j in known {
+                let f = at(i, j);
+                for c in 0..k {
+                    x[i * k + c] -= f * x[j * k + c];
+                }
+            }
+            let d = at(i, i);
+            for c in 0..k {
+                x[i * k + c] /= d;
+            }
+        }
+        out.extend(x);
+        for d in (0..lead.len()).rev() {
+            index[d] += 1;
+            if index[d] < lead[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    single(m.output(shape, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::tests_support::{node, run1};
+    use autoclust_graph::AttrValue;
+
+    /// Float32 results within 2 ulps-ish of TensorFlow's (both round a correct value).
+    fn close(got: &Tensor, want: &[f32]) {
+        let got = got.as_f32().expect("float32");
+        assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+        for (g, w) in got.iter().zip(want) {
+            let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= 3e-7 * w.abs().max(1.0);
+            assert!(ok, "{got:?} vs {want:?}");
+        }
+    }
+
+    fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
+        Tensor::from_f32(shape.to_vec(), v.to_vec()).unwrap()
+    }
+
+    fn a3() -> Tensor {
+        f32s(&[3, 3], &[4., 1., 2., 1., 5., 3., 2., 3., 6.])
+    }
+
+    fn with(op: &str, attrs: &[(&str, bool)]) -> Node {
+        let attrs: Vec<(&str, AttrValue)> = attrs.iter().map(|&(k, v)| (k, AttrValue::B(v))).collect();
+        node(op, &attrs)
+    }
+
+    // Every expected value below is TensorFlow 2.21's (tf.linalg on the CPU).
+
+    #[test]
+    fn inverse_matches_tensorflow() {
+        let r = run1(&with("MatrixInverse", &[]), &[a3()]).unwrap();
+        close(&r, &[0.3, 0.0, -0.1, 0.0, 0.2857143, -0.14285715, -0.1, -0.14285715, 0.2714286]);
+        let b = f32s(&[2, 2, 2], &[2., -1., 0., 3., 0., 1., 1., 0.]);
+        let r = run1(&with("MatrixInverse", &[]), &[b]).unwrap();
+        assert_eq!(r.shape, vec![2, 2, 2]);
+        close(&r, &[0.5, 0.16666667, 0.0, 0.33333334, 0.0, 1.0, 1.0, 0.0]);
+        let r = run1(&with("MatrixInverse", &[("adjoint", true)]), &[f32s(&[2, 2], &[1., 2., 3., 4.])]).unwrap();
+        close(&r, &[-2.0, 1.5, 1.0, -0.5]);
+        let e = run1(&with("MatrixInverse", &[]), &[f32s(&[2, 2], &[1., 2., 2., 4.])]).unwrap_err();
+        assert_eq!(e.to_string(), "Input is not invertible.");
+        let a64 = Tensor::from_f64(vec![3, 3], vec![4., 1., 2., 1., 5., 3., 2., 3., 6.]).unwrap();
+        let r = run1(&with("MatrixInverse", &[]), &[a64]).unwrap();
+        let want = [
+            0.3,
+            0.0,
+            -0.1,
+            0.0,
+            0.2857142857142857,
+            -0.14285714285714282,
+            -0.1,
+            -0.14285714285714285,
+            0.2714285714285714,
+        ];
+        for (g, w) in r.as_f64().unwrap().iter().zip(want) {
+            assert!((g - w).abs() < 1e-15, "{g} vs {w}");
+        }
+        let e = run1(&with("MatrixInverse", &[]), &[f32s(&[2, 3], &[0.; 6])]).unwrap_err();
+        assert!(e.to_string().contains("square"), "{e}");
+    }
+
+    #[test]
+    fn cholesky_matches_tensorflow_and_fills_nan_when_not_positive_definite() {
+        let r = run1(&with("Cholesky", &[]), &[a3()]).unwrap();
+        close(&r, &[2.0, 0.0, 0.0, 0.5, 2.1794496, 0.0, 1.0, 1.1470786, 1.9194298]);
+        let b = f32s(&[2, 2, 2], &[1., 2., 2., 1., 4., 2., 2., 3.]);
+        let r = run1(&with("Cholesky", &[]), &[b]).unwrap();
+        close(&r, &[f32::NAN, 0.0, f32::NAN, f32::NAN, 2.0, 0.0, 1.0, 1.4142135]);
+        // The upper triangle is never read.
+        let r = run1(&with("Cholesky", &[]), &[f32s(&[2, 2], &[4., 99., 2., 2.])]).unwrap();
+        close(&r, &[2.0, 0.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn triangular_solve_matches_tensorflow_in_all_four_modes_and_broadcasts() {
+        let l = [2., 0., 0., 1., 3., 0., -1., 2., 4.];
+        let rhs = f32s(&[3, 2], &[1., 2., 3., 4., 5., 6.]);
+        let solve = |m: &[f32], lower: bool, adjoint: bool| {
+            let n = with("MatrixTriangularSolve", &[("lower", lower), ("adjoint", adjoint)]);
+            run1(&n, &[f32s(&[3, 3], m), rhs.clone()]).unwrap()
+        };
+        let lower_no_adj = [0.5, 1.0, 0.8333334, 1.0, 0.9583333, 1.25];
+        let lower_adj = [1.0416666, 1.5833333, 0.16666667, 0.33333334, 1.25, 1.5];
+        close(&solve(&l, true, false), &lower_no_adj);
+        close(&solve(&l, true, true), &lower_adj);
+        // Lᵀ with garbage below the diagonal, which an upper solve must not read.
+        let mut u = [0f32; 9];
+        for i in 0..3 {
+            for j in 0..3 {
+                u[i * 3 + j] = if j >= i { l[j * 3 + i] } else { 100.0 };
+            }
+        }
+        close(&solve(&u, false, false), &lower_adj);
+        close(&solve(&u, false, true), &lower_no_adj);
+        // matrix [2, 1, 3, 3] against rhs [1, 2, 3, 1]: the batch broadcasts to [2, 2].
+        let l2: Vec<f32> = l.iter().copied().chain(l.iter().map(|x| x * 2.0)).collect();
+        let m = f32s(&[2, 1, 3, 3], &l2);
+        let r = f32s(&[1, 2, 3, 1], &[1., 3., 5., 2., 4., 6.]);
+        let out = run1(&with("MatrixTriangularSolve", &[]), &[m, r]).unwrap();
+        assert_eq!(out.shape, vec![2, 2, 3, 1]);
+        close(&out, &[0.5, 0.8333334, 0.9583333, 1.0, 1.0, 1.25, 0.25, 0.41666669, 0.47916666, 0.5, 0.5, 0.625]);
+    }
+
+    #[test]
+    fn solve_matches_tensorflow() {
+        let rhs = f32s(&[3, 2], &[1., 2., 3., 4., 5., 6.]);
+        let r = run1(&with("MatrixSolve", &[]), &[a3(), rhs]).unwrap();
+        close(&r, &[-0.2, 0.0, 0.14285715, 0.2857143, 0.82857144, 0.85714287]);
+        let m = f32s(&[2, 2], &[1., 2., 3., 4.]);
+        let r = run1(&with("MatrixSolve", &[("adjoint", true)]), &[m, f32s(&[2, 1], &[1., 1.])]).unwrap();
+        close(&r, &[-0.5, 0.5]);
+        let e =
+            run1(&with("MatrixSolve", &[]), &[f32s(&[2, 2], &[1., 2., 2., 4.]), f32s(&[2, 1], &[1., 1.])]).unwrap_err();
+        assert_eq!(e.to_string(), "Input matrix is not invertible.");
+    }
+
+    #[test]
+    fn determinants_match_tensorflow_including_signed_zero() {
+        let r = run1(&with("MatrixDeterminant", &[]), &[a3()]).unwrap();
+        close(&r, &[69.99999]);
+        let b = f32s(&[2, 2, 2], &[2., -1., 0., 3., 0., 1., 1., 0.]);
+        let r = run1(&with("MatrixDeterminant", &[]), &[b.clone()]).unwrap();
+        assert_eq!(r.shape, vec![2]);
+        close(&r, &[6.0, -1.0]);
+        let sing = f32s(&[2, 2], &[1., 2., 2., 4.]);
+        let r = run1(&with("MatrixDeterminant", &[]), &[sing.clone()]).unwrap();
+        assert_eq!(r.as_f32().unwrap()[0].to_bits(), (-0.0f32).to_bits());
+        let out = crate::kernels::compute(&with("LogMatrixDeterminant", &[]), &[b]).unwrap();
+        close(&out[0], &[1.0, -1.0]);
+        close(&out[1], &[1.7917595, 0.0]);
+        let out = crate::kernels::compute(&with("LogMatrixDeterminant", &[]), &[sing]).unwrap();
+        assert_eq!(out[0].as_f32().unwrap()[0].to_bits(), (-0.0f32).to_bits());
+        assert_eq!(out[1].as_f32().unwrap(), &[f32::NEG_INFINITY]);
+        let r = run1(&with("MatrixDeterminant", &[]), &[f32s(&[2, 0, 0], &[])]).unwrap();
+        assert_eq!(r.as_f32().unwrap(), &[1.0, 1.0]);
+    }
+}
