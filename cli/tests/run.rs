@@ -292,6 +292,54 @@ fn check_feature_columns(name: &str, feeds: &[&str], variables: usize) {
 /// A TF1 step with LRN (and LRNGrad), Roll, Xlogy (and Xdivy in its gradient), and hard and soft
 /// non-maximum suppression on the side (make_tf1_lrn_nms.py): the fetches and the variable
 /// after one SGD step equal TensorFlow's in both modes.
+/// A TensorFlow 1 step over tf.linalg (Cholesky, triangular solve, slogdet, inv, solve, det and
+/// their gradients), special functions (lgamma, erfinv, digamma, ndtri, inverse hyperbolics) and
+/// element-moving ops (depth_to_space, reverse_sequence, dynamic_partition, searchsorted, …):
+/// every fetch, and every variable after one step, within 1e-5 of TensorFlow's, in both modes,
+/// with nothing said on stderr (no fallback).
+#[test]
+fn tf1_linalg_special_and_rearrange_ops_match_tensorflow() {
+    let g = testdata("tf1_linalg_special.pbtxt");
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(testdata("tf1_linalg_special.expected.json")).unwrap()).unwrap();
+    let feeds: Vec<String> = want["feeds"].as_object().unwrap().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let fetches: Vec<&str> = want
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !["feeds", "w", "log_noise", "k", "v"].contains(k))
+        .collect();
+    assert!(fetches.len() > 15, "{fetches:?}");
+    let close = |what: &str, got: &serde_json::Value, want: &serde_json::Value| {
+        let got = got["data"].as_array().unwrap_or_else(|| panic!("{what}: {got}"));
+        let want = want.as_array().unwrap();
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (a, b) in got.iter().zip(want) {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{what}: {got:?} != {want:?}");
+        }
+    };
+    let fetch_list = fetches.join(",");
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut base = vec!["run", g.to_str().unwrap(), "--init", "init", "--json"];
+        for f in &feeds {
+            base.extend(["--feed", f.as_str()]);
+        }
+        base.extend_from_slice(mode);
+        let out = autoclust(&[&base[..], &["--fetch", &fetch_list]].concat());
+        assert!(out.stderr.is_empty(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let v = json(&out);
+        for k in &fetches {
+            close(k, &v["fetches"][format!("{k}:0")], &want[*k]);
+        }
+        let v = json(&autoclust(&[&base[..], &["--target", "train"]].concat()));
+        for k in ["w", "log_noise", "k", "v"] {
+            close(k, &v["variables"][k], &want[k]);
+        }
+    }
+}
+
 #[test]
 fn tf1_lrn_roll_xlogy_and_nms_match_tensorflow() {
     let g = testdata("tf1_lrn_nms.pbtxt");
