@@ -247,6 +247,41 @@ pub fn uniform_int64(gen: Philox, n: usize, lo: i64, hi: i64) -> Vec<i64> {
     fill_groups(&mut gen, n, f, 2)
 }
 
+/// The generator reservation of a `Multinomial` run (`ReserveRandomOutputs` of
+/// `batch × ceil4(samples) × 2` outputs: the CPU kernel draws doubles, two words each).
+pub fn categorical_outputs(batch: usize, samples: usize) -> usize {
+    batch * samples.div_ceil(4) * 4 * 2
+}
+
+/// `Multinomial`'s CPU sampling, rows in order from one generator (TensorFlow's kernel when
+/// its work sharder runs the batch as one shard, which it does below ~10⁴ cost units — a
+/// batch of a few rows; larger batches TensorFlow splits across threads with per-shard
+/// skips, so its numbers then depend on its thread count): per row, the unnormalised CDF of
+/// `exp(logit − max)` over the finite logits in float64, then for each sample a uniform
+/// double (two words) times the total, and the first class whose CDF exceeds it.
+pub fn categorical(gen: Philox, logits: &[f64], batch: usize, classes: usize, samples: usize) -> Vec<i64> {
+    let mut words = SingleWords::new(gen);
+    let mut out = Vec::with_capacity(batch * samples);
+    let mut cdf = vec![0.0f64; classes];
+    for row in logits.chunks_exact(classes.max(1)).take(batch) {
+        let max = row.iter().copied().filter(|x| x.is_finite()).fold(f64::MIN, f64::max);
+        let mut total = 0.0;
+        for (c, &x) in cdf.iter_mut().zip(row) {
+            if x.is_finite() {
+                total += (x - max).exp();
+            }
+            *c = total;
+        }
+        for _ in 0..samples {
+            let hi = words.next_word();
+            let lo = words.next_word();
+            let target = words_to_f64(hi, lo) * total;
+            out.push(cdf.partition_point(|&c| c <= target) as i64);
+        }
+    }
+    out
+}
+
 /// TensorFlow's `GenerateKey`: a stateless op's key and counter from its 64-bit seed pair.
 /// The seed is scrambled by one Philox block under a fixed key, so the user need not care
 /// which half of the seed is strong: the block's first two words become the key, its last

@@ -12,6 +12,7 @@ element-moving ops older models use:
 - a depth_to_space/space_to_depth round trip around a convolution, reverse_sequence over a
   padded batch, a cumulative logsumexp and a euclidean norm (all in the gradient too),
   dynamic_partition (its gradient is DynamicStitch);
+- seeded tf.random.categorical and stateless_categorical (Multinomial, StatelessMultinomial);
 - searchsorted, unravel_index, setdiff1d, linspace, tensor_diag/diag_part, reverse (V1),
   InplaceUpdate (on a copy: TensorFlow updates its input buffer in place) and Empty as side fetches.
 The JSON holds TensorFlow's fetches for the feeds below and the variables after one `train` step.
@@ -26,6 +27,7 @@ tf1.disable_eager_execution()
 raw = tf.raw_ops
 g = tf1.Graph()
 with g.as_default():
+    tf1.set_random_seed(7)
     x = tf1.placeholder(tf.float32, [6, 3], name="x")
     y = tf1.placeholder(tf.float32, [6, 1], name="y")
     img = tf1.placeholder(tf.float32, [2, 4, 4, 4], name="img")
@@ -77,6 +79,9 @@ with g.as_default():
     tf.identity(raw.InplaceUpdate(x=x * 1.0, i=[4, 0], v=tf.ones([2, 3])), name="out_inplace")
     tf.identity(raw.Empty(shape=[2, 2], dtype=tf.float32, init=True), name="out_empty")
     tf.identity(parts[1], name="out_part1")
+    logits = tf.concat([tf.transpose(xs), [[-np.inf] * 6]], axis=0)   # [4, 6]: class 3 is never drawn
+    tf.identity(tf.random.categorical(tf.transpose(logits), 5, seed=3), name="out_categorical")
+    tf.identity(tf.random.stateless_categorical(tf.transpose(logits), 4, seed=[5, 6]), name="out_stateless_categorical")
     init = tf1.global_variables_initializer()
 
     rng = np.random.default_rng(11)
@@ -90,7 +95,7 @@ with g.as_default():
     }
     feed = {g.get_tensor_by_name(n + ":0"): v for n, v in feed_vals.items()}
     fetches = ["loss"] + ["out_" + n for n in ["sign", "det", "solve", "digamma", "ndtri", "hyper", "searchsorted", "searchsorted_right",
-               "unravel", "setdiff", "setdiff_idx", "linspace", "diag_roundtrip", "reverse_v1", "inplace", "empty", "part1"]]
+               "unravel", "setdiff", "setdiff_idx", "linspace", "diag_roundtrip", "reverse_v1", "inplace", "empty", "part1", "categorical", "stateless_categorical"]]
     with tf1.Session(graph=g) as s:
         s.run(init)
         vals = s.run([n + ":0" for n in fetches], feed)

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use autoclust_graph::{DType, Node, Tensor};
 use parking_lot::Mutex;
 
-use super::{arity, attr_int_or, attr_type, one, tensor_of, Inputs, PureFn};
+use super::{arity, attr_int_or, attr_type, attr_type_or, one, tensor_of, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
 pub use autoclust_compiler::random::{key_counter_from_seed, word_to_f32, words_to_f64, Philox};
@@ -88,7 +88,7 @@ impl RandomStates {
 
 /// Whether `op` is one of the random ops here.
 pub fn is_random_op(op: &str) -> bool {
-    matches!(op, "RandomUniform" | "RandomStandardNormal" | "TruncatedNormal" | "RandomUniformInt")
+    matches!(op, "RandomUniform" | "RandomStandardNormal" | "TruncatedNormal" | "RandomUniformInt" | "Multinomial")
 }
 
 /// The output shape from the `shape` operand (a vector of int32 or int64).
@@ -119,8 +119,7 @@ pub(crate) fn scope_random_ops(
     body: autoclust_graph::Graph,
     function: &str,
 ) -> Result<autoclust_graph::Graph, autoclust_graph::GraphError> {
-    let is_random =
-        |op: &str| matches!(op, "RandomUniform" | "RandomStandardNormal" | "TruncatedNormal" | "RandomUniformInt");
+    let is_random = is_random_op;
     if !body.nodes().iter().any(|n| is_random(&n.op)) {
         return Ok(body);
     }
@@ -139,6 +138,16 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
         "RandomStandardNormal" => Some(Dist::Normal),
         "TruncatedNormal" => Some(Dist::Truncated),
         "RandomUniformInt" => None,
+        "Multinomial" => {
+            let out = attr_type_or(node, "output_dtype", DType::Int64)?;
+            let gen = states.get(&key, attr_int_or(node, "seed", 0)?, attr_int_or(node, "seed2", 0)?);
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let (batch, samples) = categorical_dims(&inp[0], &inp[1])?;
+                let local = gen.reserve(autoclust_compiler::random::categorical_outputs(batch, samples));
+                one(categorical(&inp[0], batch, samples, out, local)?)
+            })));
+        }
         _ => return Ok(None),
     };
     let seed = attr_int_or(node, "seed", 0)?;
@@ -212,6 +221,38 @@ fn generator_v1(seed: &Tensor) -> KResult<Philox> {
     autoclust_compiler::random::generator_from_seed(seed).map_err(KernelError::invalid)
 }
 
+/// `(batch, num_samples)` after `Multinomial`'s checks of its operands.
+fn categorical_dims(logits: &Tensor, num_samples: &Tensor) -> KResult<(usize, usize)> {
+    let debug = super::shape_ops::debug_shape;
+    if logits.rank() != 2 {
+        return Err(KernelError::invalid(format!("logits should be a matrix, got shape {}", debug(&logits.shape))));
+    }
+    if num_samples.rank() != 0 {
+        return Err(KernelError::invalid(format!(
+            "num_samples should be a scalar, got shape {}",
+            debug(&num_samples.shape)
+        )));
+    }
+    let n = super::int_scalar(num_samples, "num_samples")?;
+    let samples =
+        usize::try_from(n).map_err(|_| KernelError::invalid(format!("num_samples should be non-negative, got {n}")))?;
+    if logits.shape[1] == 0 {
+        return Err(KernelError::invalid("num_classes should be positive, got 0"));
+    }
+    Ok((logits.shape[0], samples))
+}
+
+/// `[batch, num_samples]` class indices drawn from each row of `logits`.
+fn categorical(logits: &Tensor, batch: usize, samples: usize, out: DType, gen: Philox) -> KResult<Tensor> {
+    if !matches!(logits.dtype, DType::Float32 | DType::Float64) {
+        return Err(KernelError::DType(logits.dtype));
+    }
+    super::budget(out, &[batch, samples])?;
+    let l = logits.to_f64_vec().ok_or(KernelError::DType(logits.dtype))?;
+    let v = autoclust_compiler::random::categorical(gen, &l, batch, logits.shape[1], samples);
+    super::int_tensor(out, vec![batch, samples], v)
+}
+
 /// `lo + bits % (hi − lo)` after TensorFlow's checks of the bounds.
 fn uniform_ints(gen: Philox, dtype: DType, shape: Vec<usize>, lo: &Tensor, hi: &Tensor) -> KResult<Tensor> {
     for (t, what) in [(lo, "minval"), (hi, "maxval")] {
@@ -266,6 +307,14 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
         "StatelessRandomNormalV2" | "StatelessRandomNormal" => Some(Dist::Normal),
         "StatelessTruncatedNormalV2" | "StatelessTruncatedNormal" => Some(Dist::Truncated),
         "StatelessRandomUniformIntV2" | "StatelessRandomUniformInt" => None,
+        "StatelessMultinomial" => {
+            let out = attr_type_or(node, "output_dtype", DType::Int64)?;
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                let (batch, samples) = categorical_dims(&inp[0], &inp[1])?;
+                one(categorical(&inp[0], batch, samples, out, generator_v1(&inp[2])?)?)
+            })));
+        }
         _ => return Ok(None),
     };
     let v2 = node.op.ends_with("V2");
@@ -429,6 +478,44 @@ mod tests {
         );
         assert_eq!(a.to_i64_vec().unwrap(), [977468329344, 814483544156, 467393330372]);
         assert_eq!(b.to_i64_vec().unwrap(), [815446418110, 148019594750, 635762995954]);
+    }
+
+    #[test]
+    fn multinomial_draws_tensorflows_classes() {
+        // TensorFlow 2.21: Multinomial(seed=7, seed2=3) run twice in one session, a float64
+        // one (seed 5, 9) with int32 output, and StatelessMultinomial(seed=[11, 42]); a −∞
+        // logit is never drawn.
+        let logits =
+            Tensor::from_f32(vec![2, 5], vec![0.0, 1.0, -1.0, 2.0, f32::NEG_INFINITY, 3.0, 0.5, 0.5, 0.0, 1.0])
+                .unwrap();
+        // One session per op: the test nodes share a name, which keys a session's generators.
+        let seeded = |seed: i64, seed2: i64, out: DType| {
+            let states = RandomStates::new();
+            let attrs = [
+                ("seed", AttrValue::I(seed)),
+                ("seed2", AttrValue::I(seed2)),
+                ("output_dtype", AttrValue::Type(out)),
+                ("T", AttrValue::Type(DType::Float32)),
+            ];
+            prepare(&node("Multinomial", &attrs), &states).unwrap().unwrap()
+        };
+        let m = seeded(7, 3, DType::Int64);
+        let run = |f: &PureFn, l: &Tensor, n: i32| f([l.clone(), Tensor::scalar_i32(n)].into_iter().collect()).unwrap();
+        let a = run(&m, &logits, 7);
+        assert_eq!(a[0].shape, vec![2, 7]);
+        assert_eq!(a[0].as_i64().unwrap(), &[1, 3, 3, 0, 3, 3, 3, 2, 4, 0, 0, 1, 2, 2]);
+        assert_eq!(run(&m, &logits, 7)[0].as_i64().unwrap(), &[1, 1, 3, 3, 1, 3, 3, 2, 0, 0, 0, 0, 1, 0]);
+        let l64 = super::super::elementwise::cast(&logits, DType::Float64).unwrap();
+        let c = run(&seeded(5, 9, DType::Int32), &l64, 3);
+        assert_eq!(c[0].as_i32().unwrap(), &[3, 3, 3, 0, 0, 0]);
+        let s = prepare_stateless(&node("StatelessMultinomial", &[])).unwrap().unwrap();
+        let seed = Tensor::from_i64(vec![2], vec![11, 42]).unwrap();
+        let d = s([logits.clone(), Tensor::scalar_i32(6), seed].into_iter().collect()).unwrap();
+        assert_eq!(d[0].as_i64().unwrap(), &[0, 3, 1, 3, 1, 3, 0, 0, 0, 0, 0, 2]);
+        let e = m([Tensor::from_f32(vec![3], vec![0.0; 3]).unwrap(), Tensor::scalar_i32(1)].into_iter().collect());
+        assert_eq!(e.unwrap_err().to_string(), "logits should be a matrix, got shape [3]");
+        let e = m([logits, Tensor::scalar_i32(-1)].into_iter().collect()).unwrap_err();
+        assert_eq!(e.to_string(), "num_samples should be non-negative, got -1");
     }
 
     #[test]

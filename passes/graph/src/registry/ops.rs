@@ -975,7 +975,23 @@ pub(super) static OPS: &[OpSchema] = &[
         &[tattr("Tout", Some(INDEX)), tattr("T", Some(INDEX)), idef("seed", 0), idef("seed2", 0)],
         s::shape_from_value_0,
     )),
+    stateful(op(
+        "Multinomial",
+        OpFamily::Random,
+        &[a("logits", T), a("num_samples", TypeRule::Fixed(Int32))],
+        &[a("output", ty("output_dtype"))],
+        &[tattr("T", Some(FLOATS)), tdef("output_dtype", Int64, INDEX), idef("seed", 0), idef("seed2", 0)],
+        s::multinomial,
+    )),
     // ---- Stateless random numbers (pure: the same key, counter or seed, the same numbers).
+    op(
+        "StatelessMultinomial",
+        OpFamily::Random,
+        &[a("logits", T), a("num_samples", TypeRule::Fixed(Int32)), a("seed", ty("Tseed"))],
+        &[a("output", ty("output_dtype"))],
+        &[tattr("T", Some(FLOATS)), tdef("Tseed", Int64, INDEX), tdef("output_dtype", Int64, INDEX)],
+        s::multinomial,
+    ),
     op(
         "StatelessRandomGetKeyCounter",
         OpFamily::Random,

@@ -1161,6 +1161,16 @@ fn range_len(c: &InferCtx<'_>) -> Result<Option<i64>, String> {
     Ok(i64::try_from((span + step - 1) / step).ok())
 }
 
+/// `Multinomial`, `StatelessMultinomial`: `[batch, num_samples]` from a logits matrix.
+pub(super) fn multinomial(c: &InferCtx<'_>) -> Shapes {
+    if c.shape(0).rank().is_some_and(|r| r != 2) {
+        return Err(rank_err("logits", c.shape(0), "a matrix"));
+    }
+    require_scalar(c, 1, "num_samples")?;
+    let batch = c.shape(0).dims.as_ref().and_then(|d| d[0]);
+    one(Shape::with_dims(vec![batch, c.scalar_value(1)]))
+}
+
 /// `LinSpace`: `[num]`, scalar `start` and `stop`.
 pub(super) fn lin_space(c: &InferCtx<'_>) -> Shapes {
     require_scalar(c, 0, "start")?;
