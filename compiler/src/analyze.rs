@@ -497,6 +497,9 @@ fn analyze_node(
     };
     let constant =
         |outs: Vec<Tensor>| NodeInfo { kind: NodeKind::Constant, outputs: outs.into_iter().map(konst).collect() };
+    // A malformed attribute (a mask that is a float, say) is refused as the verifier and
+    // the interpreter's kernels refuse it, not read as its default.
+    autoclust_graph::infer::check_set_attrs(node).map_err(|e| CompileError::Invalid(e.to_string()))?;
     let op = node.op.as_str();
     match op {
         "_Arg" => {
@@ -521,6 +524,13 @@ fn analyze_node(
             let i = attr_int(node, "index")
                 .ok_or_else(|| CompileError::Invalid(format!("_Retval '{}' has no index", node.name)))?
                 as usize;
+            // The declared type is the function's contract (the interpreter checks it too).
+            if let Some(t) = attr_type(node, "T").filter(|&t| t != ins[0].dtype) {
+                return Err(CompileError::Invalid(format!(
+                    "_Retval '{}' is {t} but the body produced {}",
+                    node.name, ins[0].dtype
+                )));
+            }
             return Ok(NodeInfo { kind: NodeKind::Retval(i), outputs: vec![] });
         }
         "Const" => {

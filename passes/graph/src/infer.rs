@@ -298,12 +298,28 @@ fn bad_attr(node: &Node, attr: &str, message: String) -> VerifyError {
     VerifyError::BadAttr { node: node.name.clone(), span: node.span, op: node.op.clone(), attr: attr.into(), message }
 }
 
+/// The attributes the node sets, against the registry's schema of its op: of the right
+/// kind, type attributes among the allowed dtypes (absent ones are not checked; nothing is
+/// for an op the registry does not know). For passes that see nodes the verifier has not,
+/// such as the bodies the compiler instantiates: a malformed attribute is refused there as
+/// the verifier and the kernels refuse it, never read as its default.
+pub fn check_set_attrs(node: &Node) -> Result<(), VerifyError> {
+    match registry::lookup(&node.op) {
+        Some(schema) => check_attrs_with(node, schema, false),
+        None => Ok(()),
+    }
+}
+
 /// Checks the node's attributes against the schema: present when required,
 /// of the right kind, type attributes among the allowed dtypes.
 fn check_attrs(node: &Node, schema: &OpSchema) -> Result<(), VerifyError> {
+    check_attrs_with(node, schema, true)
+}
+
+fn check_attrs_with(node: &Node, schema: &OpSchema, required: bool) -> Result<(), VerifyError> {
     for spec in schema.attrs {
         let Some(v) = node.attr(spec.name) else {
-            if spec.default == registry::AttrDefault::Required {
+            if required && spec.default == registry::AttrDefault::Required {
                 return Err(missing(node, spec.name));
             }
             continue;
