@@ -213,6 +213,74 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(Tensor::from_strings(inp[0].shape.clone(), out).expect("same element count"))
             })
         }
+        "RegexReplace" => {
+            let global = attr_bool_or(node, "replace_global", true)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                let re = regex_operand(&inp[1], false)?;
+                let rewrite = rewrite_from_re2(&scalar_bytes(&inp[2], "rewrite")?, re.captures_len())?;
+                let v = strings(&inp[0], "input")?;
+                let out: Vec<Vec<u8>> = v
+                    .iter()
+                    .map(|s| {
+                        let limit = if global { 0 } else { 1 };
+                        re.replacen(s, limit, rewrite.as_slice()).into_owned()
+                    })
+                    .collect();
+                one(Tensor::from_strings(inp[0].shape.clone(), out).expect("same element count"))
+            })
+        }
+        "RegexFullMatch" => Box::new(|inp: Inputs| {
+            arity(&inp, 2)?;
+            let re = regex_operand(&inp[1], true)?;
+            let out: Vec<bool> = strings(&inp[0], "input")?.iter().map(|s| re.is_match(s)).collect();
+            one(Tensor::from_bool(inp[0].shape.clone(), out).expect("same element count"))
+        }),
+        "StringStrip" => Box::new(|inp: Inputs| {
+            arity(&inp, 1)?;
+            // C's isspace: space, \t, \n, \v, \f, \r.
+            let space = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
+            let out: Vec<Vec<u8>> = strings(&inp[0], "input")?
+                .iter()
+                .map(|s| {
+                    let start = s.iter().position(|c| !space(c)).unwrap_or(s.len());
+                    let end = s.iter().rposition(|c| !space(c)).map_or(start, |e| e + 1);
+                    s[start..end].to_vec()
+                })
+                .collect();
+            one(Tensor::from_strings(inp[0].shape.clone(), out).expect("same element count"))
+        }),
+        "StringSplit" => {
+            let skip_empty = attr_bool_or(node, "skip_empty", true)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                string_split_v1(&inp[0], &inp[1], skip_empty)
+            })
+        }
+        "Print" => {
+            let message = attr_bytes_or(node, "message", b"")?;
+            let summarize = attr_int_or(node, "summarize", 3)?;
+            let first_n = attr_int_or(node, "first_n", -1)?;
+            let calls = std::sync::atomic::AtomicI64::new(0);
+            Box::new(move |mut inp: Inputs| {
+                if inp.is_empty() {
+                    return Err(KernelError::Arity { expected: 1, got: 0 });
+                }
+                let printed = calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if first_n < 0 || printed < first_n {
+                    let mut msg = message.clone();
+                    for t in &inp[1..] {
+                        msg.push(b'[');
+                        msg.extend_from_slice(&summarize_value_v1(t, summarize));
+                        msg.push(b']');
+                    }
+                    msg.push(b'\n');
+                    PrintTarget::Stderr.write(&msg)?;
+                }
+                inp.truncate(1);
+                Ok(inp.into_iter().collect())
+            })
+        }
         "Equal" | "NotEqual" => {
             // Numeric comparisons stay with the elementwise kernels; strings are compared here.
             let numeric = super::elementwise::prepare(node)?.ok_or_else(|| KernelError::NoKernel(node.op.clone()))?;
@@ -653,7 +721,8 @@ fn c_escape(s: &[u8], out: &mut Vec<u8>) {
 }
 
 /// One element as `PrintOneElement(x, print_v2 = true)` writes it.
-fn push_element(t: &Tensor, i: usize, out: &mut Vec<u8>) {
+/// `PrintOneElement`: strings C-escaped, in quotes for `print_v2` (`quoted`).
+fn push_element(t: &Tensor, i: usize, out: &mut Vec<u8>, quoted: bool) {
     let text = match &t.data {
         TensorData::F32(v) => float_text(v[i]),
         TensorData::F64(v) => double_text(v[i]),
@@ -661,9 +730,13 @@ fn push_element(t: &Tensor, i: usize, out: &mut Vec<u8>) {
         TensorData::I64(v) => v[i].to_string(),
         TensorData::Bool(v) => (if v[i] { "1" } else { "0" }).to_string(),
         TensorData::Str(v) => {
-            out.push(b'"');
+            if quoted {
+                out.push(b'"');
+            }
             c_escape(&v[i], out);
-            out.push(b'"');
+            if quoted {
+                out.push(b'"');
+            }
             return;
         }
         _ => "?".to_string(),
@@ -696,7 +769,7 @@ pub(crate) fn summarize_value(t: &Tensor, max_entries: i64) -> Vec<u8> {
             if i > 0 {
                 out.push(b' ');
             }
-            push_element(t, i, &mut out);
+            push_element(t, i, &mut out, true);
         }
         if n > limit {
             out.extend_from_slice(b"...");
@@ -720,7 +793,7 @@ fn dim_spacing(dim: usize, ndims: usize, out: &mut Vec<u8>) {
 fn print_dim(t: &Tensor, dim: usize, ends: usize, offset: usize, out: &mut Vec<u8>) {
     let ndims = t.shape.len();
     if dim == ndims {
-        push_element(t, offset, out);
+        push_element(t, offset, out, true);
         return;
     }
     out.push(b'[');
@@ -1161,6 +1234,117 @@ fn string_split(input: &Tensor, sep: &Tensor, maxsplit: i64) -> KResult<Outputs>
     Ok(o)
 }
 
+/// V1 `StringSplit`: each byte of `delimiter` separates tokens (an empty delimiter splits
+/// into bytes); an empty input string has no tokens; with `skip_empty`, neither do the
+/// empty pieces between adjacent delimiters.
+fn string_split_v1(input: &Tensor, delimiter: &Tensor, skip_empty: bool) -> KResult<Outputs> {
+    if input.rank() != 1 {
+        return Err(KernelError::invalid(format!("input must be a vector, got shape: {}", shape_string(&input.shape))));
+    }
+    let delim = scalar_bytes(delimiter, "delimiter")?;
+    let v = strings(input, "input")?;
+    let (mut indices, mut values, mut widest) = (Vec::new(), Vec::new(), 0usize);
+    for (row, s) in v.iter().enumerate() {
+        let parts: Vec<&[u8]> = if s.is_empty() {
+            Vec::new()
+        } else if delim.is_empty() {
+            s.chunks(1).collect()
+        } else {
+            s.split(|c| delim.contains(c)).filter(|p| !(skip_empty && p.is_empty())).collect()
+        };
+        widest = widest.max(parts.len());
+        for (col, p) in parts.into_iter().enumerate() {
+            indices.extend([row as i64, col as i64]);
+            values.push(p.to_vec());
+        }
+    }
+    let n = values.len();
+    let mut o = Outputs::new();
+    o.push(Tensor::from_i64(vec![n, 2], indices).expect("two per value"));
+    o.push(str_tensor(vec![n], values));
+    o.push(Tensor::from_i64(vec![2], vec![v.len() as i64, widest as i64]).expect("two"));
+    Ok(o)
+}
+
+/// A scalar string operand's bytes.
+fn scalar_bytes(t: &Tensor, what: &str) -> KResult<Vec<u8>> {
+    if t.rank() != 0 {
+        return Err(KernelError::invalid(format!("{what} must be scalar, but received {}", shape_string(&t.shape))));
+    }
+    Ok(strings(t, what)?[0].clone())
+}
+
+/// The regex of a `pattern` operand (anchored at both ends for a full match), with
+/// TensorFlow's error for one RE2 cannot parse.
+fn regex_operand(t: &Tensor, full: bool) -> KResult<regex::bytes::Regex> {
+    let pattern =
+        String::from_utf8(scalar_bytes(t, "pattern")?).map_err(|_| KernelError::invalid("pattern is not UTF-8"))?;
+    let source = if full { format!("\\A(?:{pattern})\\z") } else { pattern.clone() };
+    regex::bytes::Regex::new(&source).map_err(|e| {
+        let why = e.to_string();
+        let why = why.lines().last().unwrap_or("").trim().trim_start_matches("error: ");
+        KernelError::invalid(format!("Invalid pattern: {pattern}, error: {why}"))
+    })
+}
+
+/// `Tensor::SummarizeValue(max_entries)` with `print_v2 = false` (the V1 `Print` op): the
+/// first `max_entries` elements in row-major order, nested in brackets per dimension, `...`
+/// where the listing stops.
+pub(crate) fn summarize_value_v1(t: &Tensor, max_entries: i64) -> Vec<u8> {
+    let n = t.num_elements();
+    let limit = if max_entries < 0 { n } else { (max_entries as usize).min(n) };
+    if matches!(t.data, TensorData::Raw(_) | TensorData::List(_)) {
+        return summarize_value(t, max_entries);
+    }
+    let mut out = Vec::new();
+    if t.shape.is_empty() {
+        if limit > 0 {
+            push_element(t, 0, &mut out, false);
+        }
+        return out;
+    }
+    let mut next = 0usize;
+    print_dim_v1(t, 0, limit, &mut next, &mut out);
+    if n > limit {
+        out.extend_from_slice(b"...");
+    }
+    out
+}
+
+/// TensorFlow's `PrintOneDim`.
+fn print_dim_v1(t: &Tensor, dim: usize, limit: usize, next: &mut usize, out: &mut Vec<u8>) {
+    if *next >= limit {
+        return;
+    }
+    let count = t.shape[dim];
+    if dim == t.shape.len() - 1 {
+        for i in 0..count {
+            if *next >= limit {
+                if dim != 0 {
+                    out.extend_from_slice(b"...");
+                }
+                return;
+            }
+            if i > 0 {
+                out.push(b' ');
+            }
+            push_element(t, *next, out, false);
+            *next += 1;
+        }
+        return;
+    }
+    for _ in 0..count {
+        let opened = *next < limit;
+        if opened {
+            out.push(b'[');
+        }
+        print_dim_v1(t, dim + 1, limit, next, out);
+        if *next < limit || opened {
+            out.push(b']');
+        }
+    }
+}
+
 // ---------------------------------------------------------------- StaticRegexReplace
 
 /// RE2's rewrite string (`\0`..`\9` name groups, `\\` is a backslash) as a `regex`
@@ -1302,6 +1486,65 @@ impl NGrams {
 
 #[cfg(test)]
 mod tests {
+    // Expected strings and messages below are TensorFlow 2.21's.
+
+    #[test]
+    fn v1_print_summaries_and_pass_through_match_tensorflow() {
+        let x = Tensor::from_f32(vec![2, 5], (0..10).map(|i| i as f32 / 4.0).collect()).unwrap();
+        let y = Tensor::from_i32(vec![2, 2], vec![1, 2, 3, 4]).unwrap();
+        let text = |t: &Tensor, k: i64| String::from_utf8(summarize_value_v1(t, k)).unwrap();
+        // tf.compat.v1.Print(x, [x, y, 3.5, ["a", "b"]], summarize=7) logged
+        // "[[0 0.25 0.5 0.75 1][1.25 1.5...]...][[1 2][3 4]][3.5][a b]"; the default 3 gave
+        // "[[0 0.25 0.5...]...][[1 2][3...]...]".
+        assert_eq!(text(&x, 7), "[0 0.25 0.5 0.75 1][1.25 1.5...]...");
+        assert_eq!(text(&y, 7), "[1 2][3 4]");
+        assert_eq!(text(&Tensor::scalar_f32(3.5), 7), "3.5");
+        assert_eq!(text(&s(&["a", "b"]), 7), "a b");
+        assert_eq!(text(&x, 3), "[0 0.25 0.5...]...");
+        assert_eq!(text(&y, 3), "[1 2][3...]...");
+        let p = prepare(&node("Print", &[("message", AttrValue::S(b"vals: ".to_vec()))])).unwrap().unwrap();
+        let out = p([x.clone(), y].into_iter().collect()).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0], x);
+    }
+
+    #[test]
+    fn regex_ops_with_operand_patterns_strip_and_v1_split_match_tensorflow() {
+        let input = s(&["Hello  World", " a,b ,c ", "", "x"]);
+        let scalar = |v: &str| Tensor::from_strings(vec![], vec![v.as_bytes().to_vec()]).unwrap();
+        let k = prepare(&node("RegexReplace", &[])).unwrap().unwrap();
+        let out = k([input.clone(), scalar("[aeiou]+"), scalar("<\\0>")].into_iter().collect()).unwrap();
+        assert_eq!(texts(&out[0]), ["H<e>ll<o>  W<o>rld", " <a>,b ,c ", "", "x"]);
+        let once = prepare(&node("RegexReplace", &[("replace_global", AttrValue::B(false))])).unwrap().unwrap();
+        let out = once([input.clone(), scalar("o"), scalar("0")].into_iter().collect()).unwrap();
+        assert_eq!(texts(&out[0]), ["Hell0  World", " a,b ,c ", "", "x"]);
+        let e = k([input.clone(), scalar("("), scalar("x")].into_iter().collect()).unwrap_err();
+        assert!(e.to_string().starts_with("Invalid pattern: (, error: "), "{e}");
+        let m = prepare(&node("RegexFullMatch", &[])).unwrap().unwrap();
+        let out = m([input, scalar("[A-Za-z ]+")].into_iter().collect()).unwrap();
+        assert_eq!(out[0].as_bool().unwrap(), &[true, false, false, true]);
+
+        let strip = prepare(&node("StringStrip", &[])).unwrap().unwrap();
+        let out = strip([s(&["  a b \t\n", "x", " \x0b\x0cy\r "])].into_iter().collect()).unwrap();
+        assert_eq!(texts(&out[0]), ["a b", "x", "y"]);
+
+        let split = |skip: bool, v: &[&str], d: &str| {
+            let k = prepare(&node("StringSplit", &[("skip_empty", AttrValue::B(skip))])).unwrap().unwrap();
+            k([s(v), scalar(d)].into_iter().collect()).unwrap()
+        };
+        let out = split(true, &["a b  c", "", "d,e f"], " ,");
+        assert_eq!(out[0].as_i64().unwrap(), &[0, 0, 0, 1, 0, 2, 2, 0, 2, 1, 2, 2]);
+        assert_eq!(texts(&out[1]), ["a", "b", "c", "d", "e", "f"]);
+        assert_eq!(out[2].as_i64().unwrap(), &[3, 3]);
+        let out = split(false, &["a b  c", "", "d,e f"], " ,");
+        assert_eq!(out[0].as_i64().unwrap(), &[0, 0, 0, 1, 0, 2, 0, 3, 2, 0, 2, 1, 2, 2]);
+        assert_eq!(texts(&out[1]), ["a", "b", "", "c", "d", "e", "f"]);
+        assert_eq!(out[2].as_i64().unwrap(), &[3, 4]);
+        let out = split(true, &["ab", "c"], "");
+        assert_eq!(out[0].as_i64().unwrap(), &[0, 0, 0, 1, 1, 0]);
+        assert_eq!(out[2].as_i64().unwrap(), &[2, 2]);
+    }
+
     #[test]
     fn fingerprint64_is_tensorflows() {
         // tf.fingerprint(strings, method="farmhash64") on TensorFlow 2.21, read little-endian:

@@ -113,9 +113,19 @@ fn string_split(c: &InferCtx<'_>) -> Shapes {
         return Err(format!("input must be a vector, but has shape {}", c.shape(0)));
     }
     if c.shape(1).rank().is_some_and(|r| r != 0) {
-        return Err(format!("sep must be a scalar, but has shape {}", c.shape(1)));
+        return Err(format!("the separator must be a scalar, but has shape {}", c.shape(1)));
     }
     Ok(vec![Shape::with_dims(vec![None, Some(2)]), Shape::with_dims(vec![None]), Shape::known(&[2])])
+}
+
+/// `RegexReplace`, `RegexFullMatch`: the input's shape; the pattern (and rewrite) scalars.
+fn regex_operands(c: &InferCtx<'_>) -> Shapes {
+    for i in 1..c.inputs.len() {
+        if c.shape(i).rank().is_some_and(|r| r != 0) {
+            return Err(format!("operand {i} must be a scalar, but has shape {}", c.shape(i)));
+        }
+    }
+    Ok(vec![c.shape(0).clone()])
 }
 
 pub(super) const OPS: &[OpSchema] = &[
@@ -243,6 +253,45 @@ pub(super) const OPS: &[OpSchema] = &[
         &[req("pattern", AttrKind::String)],
         same_as_0,
     ),
+    op(
+        "RegexFullMatch",
+        &[a("input", STR), a("pattern", STR)],
+        &[a("output", TypeRule::Fixed(Bool))],
+        &[],
+        regex_operands,
+    ),
+    op(
+        "RegexReplace",
+        &[a("input", STR), a("pattern", STR), a("rewrite", STR)],
+        &[a("output", STR)],
+        &[bdef("replace_global", true)],
+        regex_operands,
+    ),
+    op("StringStrip", &[a("input", STR)], &[a("output", STR)], &[], same_as_0),
+    op(
+        "StringSplit",
+        &[a("input", STR), a("delimiter", STR)],
+        &[a("indices", TypeRule::Fixed(Int64)), a("values", STR), a("shape", TypeRule::Fixed(Int64))],
+        &[bdef("skip_empty", true)],
+        string_split,
+    ),
+    // The V1 `tf.Print`: passes `input` through and logs `data`. Stateful, as TensorFlow's.
+    OpSchema {
+        is_stateful: true,
+        ..op(
+            "Print",
+            &[a("input", TypeRule::Attr("T")), a("data", TypeRule::ListAttr("U"))],
+            &[a("output", TypeRule::Attr("T"))],
+            &[
+                req("T", AttrKind::Type),
+                AttrSpec { name: "U", kind: AttrKind::ListType, default: AttrDefault::Required, allowed: None },
+                opt("message", AttrKind::String),
+                idef("first_n", -1),
+                idef("summarize", 3),
+            ],
+            same_as_0,
+        )
+    },
     op(
         "StaticRegexReplace",
         &[a("input", STR)],
