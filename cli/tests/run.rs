@@ -292,6 +292,41 @@ fn check_feature_columns(name: &str, feeds: &[&str], variables: usize) {
 /// A TF1 step with LRN (and LRNGrad), Roll, Xlogy (and Xdivy in its gradient), and hard and soft
 /// non-maximum suppression on the side (make_tf1_lrn_nms.py): the fetches and the variable
 /// after one SGD step equal TensorFlow's in both modes.
+/// TensorFlow's image resampling ops in an inference graph (bicubic with half-pixel centers and
+/// align_corners, area, crop_and_resize bilinear and nearest with boxes leaving the image,
+/// extract_patches into a patch embedding): every fetch within 1e-4 relative of TensorFlow's
+/// (pixel values up to 255), in both modes, nothing on stderr.
+#[test]
+fn tf1_image_resampling_ops_match_tensorflow() {
+    let g = testdata("tf1_image_ops.pbtxt");
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(testdata("tf1_image_ops.expected.json")).unwrap()).unwrap();
+    let feeds: Vec<String> = want["feeds"].as_object().unwrap().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let fetches: Vec<&str> = want.as_object().unwrap().keys().map(String::as_str).filter(|k| *k != "feeds").collect();
+    assert_eq!(fetches.len(), 7);
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut args = vec!["run", g.to_str().unwrap(), "--json"];
+        for f in &feeds {
+            args.extend(["--feed", f.as_str()]);
+        }
+        let list = fetches.join(",");
+        args.extend(["--fetch", &list]);
+        args.extend_from_slice(mode);
+        let out = autoclust(&args);
+        assert!(out.stderr.is_empty(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let v = json(&out);
+        for k in &fetches {
+            let got = v["fetches"][format!("{k}:0")]["data"].as_array().unwrap_or_else(|| panic!("{k}"));
+            let w = want[*k].as_array().unwrap();
+            assert_eq!(got.len(), w.len(), "{k}");
+            for (a, b) in got.iter().zip(w) {
+                let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+                assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "{mode:?} {k}: {a} vs {b}");
+            }
+        }
+    }
+}
+
 /// A TensorFlow 1 step over tf.linalg (Cholesky, triangular solve, slogdet, inv, solve, det and
 /// their gradients), special functions (lgamma, erfinv, digamma, ndtri, inverse hyperbolics) and
 /// element-moving ops (depth_to_space, reverse_sequence, dynamic_partition, searchsorted, …):

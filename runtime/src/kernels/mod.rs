@@ -39,6 +39,7 @@ pub(crate) mod ragged;
 pub mod random;
 pub(crate) mod rearrange;
 pub(crate) mod reduce;
+pub(crate) mod resample;
 pub mod resource;
 pub(crate) mod search;
 pub(crate) mod shape_ops;
@@ -144,6 +145,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = search::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = resample::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))

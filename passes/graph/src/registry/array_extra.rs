@@ -365,6 +365,32 @@ fn resize_bilinear(c: &InferCtx<'_>) -> Shapes {
     one(Shape::with_dims(vec![at(0), hw(0), hw(1), at(3)]))
 }
 
+/// `CropAndResize`: `[num_boxes, crop_height, crop_width, depth]`.
+fn crop_and_resize(c: &InferCtx<'_>) -> Shapes {
+    let boxes = dims_of(c.shape(1)).and_then(|d| d.first().copied().flatten());
+    let depth = dims_of(c.shape(0)).and_then(|d| d.get(3).copied().flatten());
+    let size = c.known_value(3);
+    let hw = |i: usize| size.as_ref().and_then(|s| s.get(i).copied());
+    one(Shape::with_dims(vec![boxes, hw(0), hw(1), depth]))
+}
+
+/// `ExtractImagePatches`: the windowed output size of the effective (dilated) window per
+/// spatial dimension, `ksize_rows · ksize_cols · depth` channels.
+fn extract_image_patches(c: &InferCtx<'_>) -> Shapes {
+    let (k, s, r) = (c.attr_ints("ksizes"), c.attr_ints("strides"), c.attr_ints("rates"));
+    if k.len() != 4 || s.len() != 4 || r.len() != 4 {
+        return Err("ksizes, strides and rates must have 4 elements".into());
+    }
+    let same = matches!(c.node.attr("padding").and_then(crate::AttrValue::as_str), Some("SAME"));
+    let d = dims_of(c.shape(0));
+    let at = |i: usize| d.and_then(|d| d.get(i).copied().flatten());
+    let out = |i: usize| {
+        let eff = (k[i] - 1) * r[i] + 1;
+        at(i).map(|n| if same { (n + s[i] - 1) / s[i] } else { ((n - eff) / s[i] + 1).max(0) })
+    };
+    one(Shape::with_dims(vec![at(0), out(1), out(2), at(3).map(|d| d * k[1] * k[2])]))
+}
+
 fn same_as_1(c: &InferCtx<'_>) -> Shapes {
     one(c.shape(1).clone())
 }
@@ -578,6 +604,58 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("resized_images", TypeRule::Fixed(Float32))],
         RESIZE_ATTRS,
         resize_bilinear,
+    ),
+    op(
+        "ResizeBicubic",
+        OpFamily::Shape,
+        &[a("images", T), a("size", TypeRule::Fixed(Int32))],
+        &[a("resized_images", TypeRule::Fixed(Float32))],
+        RESIZE_ATTRS,
+        resize_bilinear,
+    ),
+    op(
+        "ResizeArea",
+        OpFamily::Shape,
+        &[a("images", T), a("size", TypeRule::Fixed(Int32))],
+        &[a("resized_images", TypeRule::Fixed(Float32))],
+        &[tattr("T", Some(REAL)), bdef("align_corners", false)],
+        resize_bilinear,
+    ),
+    op(
+        "CropAndResize",
+        OpFamily::Shape,
+        &[
+            a("image", T),
+            a("boxes", TypeRule::Fixed(Float32)),
+            a("box_ind", TypeRule::Fixed(Int32)),
+            a("crop_size", TypeRule::Fixed(Int32)),
+        ],
+        &[a("crops", TypeRule::Fixed(Float32))],
+        &[
+            tattr("T", Some(REAL)),
+            AttrSpec { name: "method", kind: AttrKind::String, default: AttrDefault::Optional, allowed: None },
+            AttrSpec {
+                name: "extrapolation_value",
+                kind: AttrKind::Float,
+                default: AttrDefault::Optional,
+                allowed: None,
+            },
+        ],
+        crop_and_resize,
+    ),
+    op(
+        "ExtractImagePatches",
+        OpFamily::Shape,
+        &[a("images", T)],
+        &[a("patches", T)],
+        &[
+            AttrSpec { name: "ksizes", kind: AttrKind::ListInt, default: AttrDefault::Required, allowed: None },
+            AttrSpec { name: "strides", kind: AttrKind::ListInt, default: AttrDefault::Required, allowed: None },
+            AttrSpec { name: "rates", kind: AttrKind::ListInt, default: AttrDefault::Required, allowed: None },
+            tattr("T", None),
+            AttrSpec { name: "padding", kind: AttrKind::String, default: AttrDefault::Required, allowed: None },
+        ],
+        extract_image_patches,
     ),
     op(
         "ResizeBilinearGrad",
