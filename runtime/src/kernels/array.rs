@@ -95,7 +95,7 @@ pub(crate) struct SliceMasks {
 
 impl SliceMasks {
     /// The masks of a `StridedSlice`/`StridedSliceGrad` node (0 when absent).
-    fn of(node: &Node) -> KResult<SliceMasks> {
+    pub(crate) fn of(node: &Node) -> KResult<SliceMasks> {
         Ok(SliceMasks {
             begin: attr_int_or(node, "begin_mask", 0)?,
             end: attr_int_or(node, "end_mask", 0)?,
@@ -233,6 +233,74 @@ fn strided_slice(t: &Tensor, begin: &[i64], end: &[i64], stride: &[i64], m: Slic
 
 /// `StridedSliceGrad`: a zero tensor of `shape` with `dy` written into the
 /// region `StridedSlice(shape, begin, end, strides)` selects.
+/// The flat positions of the elements of a `shape` tensor that a strided slice selects, in
+/// the slice's order, and the slice's final shape.
+pub(crate) fn slice_positions(
+    shape: &[usize],
+    begin: &[i64],
+    end: &[i64],
+    stride: &[i64],
+    m: SliceMasks,
+) -> KResult<(Vec<usize>, Vec<usize>)> {
+    let n = budget(autoclust_graph::DType::Int64, shape)?;
+    let iota = tensor_of(shape.to_vec(), (0..n as i64).collect::<Vec<i64>>());
+    let t = strided_slice(&iota, begin, end, stride, m)?;
+    Ok((t.as_i64().unwrap_or(&[]).iter().map(|&p| p as usize).collect(), t.shape.clone()))
+}
+
+/// `dst` with its elements at `pos` (a slice of final shape `slice`) replaced by `value`
+/// broadcast to that shape: `StridedSliceAssign`'s semantics, TensorFlow's error when the
+/// value does not broadcast.
+pub(crate) fn assign_slice(dst: &Tensor, pos: &[usize], slice: &[usize], value: &Tensor) -> KResult<Tensor> {
+    if value.dtype != dst.dtype {
+        return Err(KernelError::invalid(format!("the value is {} but the tensor {}", value.dtype, dst.dtype)));
+    }
+    let debug = super::shape_ops::debug_shape;
+    if super::elementwise::broadcast_shape(&value.shape, slice).ok().as_deref() != Some(slice) {
+        return Err(KernelError::invalid(format!(
+            "Cannot broadcast input shape {} into final shape {}",
+            debug(&value.shape),
+            debug(slice)
+        )));
+    }
+    let st = super::elementwise::bcast_strides(&value.shape, slice);
+    let mut from = Vec::with_capacity(pos.len());
+    let mut idx = vec![0usize; slice.len()];
+    for _ in 0..pos.len() {
+        from.push(idx.iter().zip(&st).map(|(i, s)| i * s).sum::<usize>());
+        for d in (0..slice.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < slice[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    fn write<T: Elem>(dst: &Tensor, pos: &[usize], from: &[usize], value: &Tensor) -> KResult<Tensor> {
+        let mut out = T::slice(dst).to_vec();
+        let v = T::slice(value);
+        for (&p, &f) in pos.iter().zip(from) {
+            out[p] = v[f];
+        }
+        Ok(tensor_of(dst.shape.clone(), out))
+    }
+    if dst.dtype == autoclust_graph::DType::String {
+        let (mut out, v) = (strings_of(dst), strings_of(value));
+        for (&p, &f) in pos.iter().zip(&from) {
+            out[p] = v[f].clone();
+        }
+        return Tensor::from_strings(dst.shape.clone(), out).map_err(|e| KernelError::invalid(e.to_string()));
+    }
+    dispatch_all!(dst.dtype, write(dst, pos, &from, value))
+}
+
+fn strings_of(t: &Tensor) -> Vec<Vec<u8>> {
+    match &t.data {
+        autoclust_graph::TensorData::Str(v) => v.to_vec(),
+        _ => Vec::new(),
+    }
+}
+
 fn strided_slice_grad(
     shape: &[usize],
     begin: &[i64],
@@ -1349,6 +1417,16 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 let (b, e, s) =
                     (int_values(&inp[1], "begin")?, int_values(&inp[2], "end")?, int_values(&inp[3], "strides")?);
                 one(strided_slice(&inp[0], &b, &e, &s, m)?)
+            })
+        }
+        "TensorStridedSliceUpdate" => {
+            let m = SliceMasks::of(node)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 5)?;
+                let (b, e, s) =
+                    (int_values(&inp[1], "begin")?, int_values(&inp[2], "end")?, int_values(&inp[3], "strides")?);
+                let (pos, slice) = slice_positions(&inp[0].shape, &b, &e, &s, m)?;
+                one(assign_slice(&inp[0], &pos, &slice, &inp[4])?)
             })
         }
         "StridedSliceGrad" => {

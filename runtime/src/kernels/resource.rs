@@ -319,6 +319,22 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
             let t = store.get(id).read().ok_or_else(|| uninit(store, id))?;
             one(super::array::gather_nd_any(&t, &inp[1])?)
         }),
+        "ResourceStridedSliceAssign" => {
+            let m = super::array::SliceMasks::of(node)?;
+            Box::new(move |store: &VariableStore, inp: Inputs| {
+                arity(&inp, 5)?;
+                let id = handle_var(&inp[0])?;
+                let (b, e, s) =
+                    (int_values(&inp[1], "begin")?, int_values(&inp[2], "end")?, int_values(&inp[3], "strides")?);
+                let var = store.get(id);
+                let mut g = var.lock();
+                let cur = g.as_ref().ok_or_else(|| uninit(store, id))?;
+                let (pos, slice) = super::array::slice_positions(&cur.shape, &b, &e, &s, m)?;
+                let next = super::array::assign_slice(cur, &pos, &slice, &inp[4])?;
+                *g = Some(next);
+                Ok(Outputs::new())
+            })
+        }
         "ResourceScatterNdAdd" => scatter_nd_kernel(Scatter::Add),
         "ResourceScatterNdSub" => scatter_nd_kernel(Scatter::Sub),
         "ResourceScatterNdUpdate" => scatter_nd_kernel(Scatter::Update),
@@ -398,6 +414,7 @@ pub fn is_resource_op(op: &str) -> bool {
             | "ResourceScatterNdAdd"
             | "ResourceScatterNdSub"
             | "ResourceScatterNdUpdate"
+            | "ResourceStridedSliceAssign"
     ) || super::optimizer::is_optimizer_op(op)
 }
 
@@ -417,6 +434,38 @@ mod tests {
 
     fn run(op: &str, store: &VariableStore, inp: Inputs) -> KResult<Outputs> {
         prepare(&node(op, &[]))?.expect("a resource op")(store, inp)
+    }
+
+    #[test]
+    fn strided_slice_assign_broadcasts_like_tensorflow() {
+        // TensorFlow 2.21: v = arange(12).reshape(3, 4); v[1:3, ::2].assign([[100, 101],
+        // [102, 103]]); v[0, 1:].assign(5.0); v[0, :].assign([7., 8.]) fails.
+        let (store, id) = store_with(Tensor::from_f32(vec![3, 4], (0..12).map(|i| i as f32).collect()).unwrap());
+        let i32s = |v: &[i32]| Tensor::from_i32(vec![v.len()], v.to_vec()).unwrap();
+        let h = handle_tensor(id);
+        let value = Tensor::from_f32(vec![2, 2], vec![100., 101., 102., 103.]).unwrap();
+        run(
+            "ResourceStridedSliceAssign",
+            &store,
+            smallvec![h.clone(), i32s(&[1, 0]), i32s(&[3, 4]), i32s(&[1, 2]), value],
+        )
+        .unwrap();
+        let shrink = node("ResourceStridedSliceAssign", &[("shrink_axis_mask", autoclust_graph::AttrValue::I(1))]);
+        let f = prepare(&shrink).unwrap().unwrap();
+        f(&store, smallvec![h.clone(), i32s(&[0, 1]), i32s(&[1, 4]), i32s(&[1, 1]), Tensor::scalar_f32(5.0)]).unwrap();
+        let got = store.get(id).lock().clone().unwrap();
+        assert_eq!(got.as_f32().unwrap(), &[0., 5., 5., 5., 100., 5., 101., 7., 102., 9., 103., 11.]);
+        let two = Tensor::from_f32(vec![2], vec![7., 8.]).unwrap();
+        let e = f(&store, smallvec![h, i32s(&[0, 0]), i32s(&[1, 4]), i32s(&[1, 1]), two]).unwrap_err();
+        assert_eq!(e.to_string(), "Cannot broadcast input shape [2] into final shape [4]");
+        let x = Tensor::from_i32(vec![2, 3], (0..6).collect()).unwrap();
+        let v = Tensor::from_i32(vec![2, 2], vec![9, 9, 8, 8]).unwrap();
+        let r = crate::kernels::compute(
+            &node("TensorStridedSliceUpdate", &[]),
+            &[x, i32s(&[0, 1]), i32s(&[2, 3]), i32s(&[1, 1]), v],
+        )
+        .unwrap();
+        assert_eq!(r[0].as_i32().unwrap(), &[0, 9, 9, 3, 8, 8]);
     }
 
     #[test]

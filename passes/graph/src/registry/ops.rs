@@ -100,6 +100,16 @@ const DTYPE_ATTRS: &[AttrSpec] = &[tattr("dtype", None), opt("validate_shape", A
 const SCATTER_IN: &[ArgSpec] = &[a("resource", RES), a("indices", ty("Tindices")), a("updates", ty("dtype"))];
 const SCATTER_ATTRS: &[AttrSpec] = &[tattr("dtype", None), tattr("Tindices", Some(INDEX))];
 
+const SLICE_ASSIGN_ATTRS: &[AttrSpec] = &[
+    tattr("T", None),
+    tattr("Index", Some(INDEX)),
+    idef("begin_mask", 0),
+    idef("end_mask", 0),
+    idef("ellipsis_mask", 0),
+    idef("new_axis_mask", 0),
+    idef("shrink_axis_mask", 0),
+];
+
 const fn unary(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
     op(name, OpFamily::Unary, X_T, Y_T, attrs, s::same_as_0)
 }
@@ -874,6 +884,22 @@ pub(super) static OPS: &[OpSchema] = &[
         ],
         s::shape_from_value_0,
     ),
+    op(
+        "TensorStridedSliceUpdate",
+        OpFamily::Shape,
+        &[a("input", T), a("begin", ty("Index")), a("end", ty("Index")), a("strides", ty("Index")), a("value", T)],
+        &[a("output", T)],
+        SLICE_ASSIGN_ATTRS,
+        s::same_as_0,
+    ),
+    stateful(op(
+        "ResourceStridedSliceAssign",
+        OpFamily::Resource,
+        &[a("ref", RES), a("begin", ty("Index")), a("end", ty("Index")), a("strides", ty("Index")), a("value", T)],
+        &[],
+        SLICE_ASSIGN_ATTRS,
+        s::none,
+    )),
     valued(
         op(
             "Fill",
