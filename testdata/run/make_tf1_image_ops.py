@@ -5,7 +5,8 @@
 An inference graph over TensorFlow's image resampling ops, as detection and vision-transformer
 front ends use them: tf.image.resize with bicubic (half-pixel centers) and area methods, the
 legacy align_corners bicubic, crop_and_resize (bilinear and nearest, boxes partly outside the
-image), extract_patches feeding a patch embedding (MatMul), and a small conv head on the crops.
+image), extract_patches feeding a patch embedding (MatMul), a small conv head on the crops, and the
+colour ops (adjust_hue, adjust_saturation, adjust_contrast, rgb_to_hsv, hsv_to_rgb).
 The JSON holds TensorFlow's fetches for the feeds below.
 """
 import os, json
@@ -30,7 +31,11 @@ with g.as_default():
     emb = tf.matmul(tf.reshape(patches, [-1, 48]), w)
     k = tf.constant(np.linspace(-0.5, 0.5, 3 * 3 * 3 * 4, dtype=np.float32).reshape(3, 3, 3, 4))
     head = tf.reduce_mean(tf.nn.relu(tf.nn.conv2d(crops, k, 1, "SAME")), axis=[1, 2])
-    for name, t in [("up", up), ("down", down), ("legacy", legacy), ("crops", crops), ("near", near), ("emb", emb), ("head", head)]:
+    unit = img / 255.0
+    color = tf.image.adjust_contrast(tf.image.adjust_saturation(tf.image.adjust_hue(unit, 0.2), 1.4), 0.8)
+    hsv = tf.image.rgb_to_hsv(color)
+    back = tf.image.hsv_to_rgb(hsv)
+    for name, t in [("color", color), ("hsv", hsv), ("back", back), ("up", up), ("down", down), ("legacy", legacy), ("crops", crops), ("near", near), ("emb", emb), ("head", head)]:
         tf.identity(t, name="out_" + name)
     rng = np.random.default_rng(5)
     feed_vals = {
@@ -39,7 +44,7 @@ with g.as_default():
         "box_ind": np.array([0, 1, 1], np.int32),
     }
     feed = {g.get_tensor_by_name(n + ":0"): v for n, v in feed_vals.items()}
-    fetches = ["out_" + n for n in ["up", "down", "legacy", "crops", "near", "emb", "head"]]
+    fetches = ["out_" + n for n in ["color", "hsv", "back", "up", "down", "legacy", "crops", "near", "emb", "head"]]
     with tf1.Session(graph=g) as s:
         vals = s.run([n + ":0" for n in fetches], feed)
     out = {n: np.asarray(v).ravel().tolist() for n, v in zip(fetches, vals)}

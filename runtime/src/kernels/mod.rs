@@ -20,6 +20,7 @@ use crate::error::{KResult, KernelError};
 
 pub(crate) mod array;
 pub(crate) mod batchnorm;
+pub(crate) mod color;
 pub(crate) mod conv;
 pub(crate) mod detection;
 pub(crate) mod diag;
@@ -148,6 +149,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = resample::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = color::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))

@@ -419,6 +419,8 @@ const SORTED_SUM_ATTRS: &[AttrSpec] = &[tattr("T", Some(NUMBER)), tattr("Tindice
 const SORTED_MINMAX_ATTRS: &[AttrSpec] = &[tattr("T", Some(REAL)), tattr("Tindices", Some(INDEX))];
 const TOPK_OUT: &[ArgSpec] = &[a("values", T), a("indices", ty("index_type"))];
 
+/// The colour ops' images: float32 (and the half types through it).
+const COLOR_ATTRS: &[AttrSpec] = &[tattr("T", Some(&[Float16, BFloat16, Float32]))];
 const RESIZE_ATTRS: &[AttrSpec] =
     &[tattr("T", Some(REAL)), bdef("align_corners", false), bdef("half_pixel_centers", false)];
 
@@ -604,6 +606,32 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("resized_images", TypeRule::Fixed(Float32))],
         RESIZE_ATTRS,
         resize_bilinear,
+    ),
+    op("RGBToHSV", OpFamily::Shape, &[a("images", T)], &[a("output", T)], COLOR_ATTRS, same_as_input),
+    op("HSVToRGB", OpFamily::Shape, &[a("images", T)], &[a("output", T)], COLOR_ATTRS, same_as_input),
+    op(
+        "AdjustHue",
+        OpFamily::Shape,
+        &[a("images", T), a("delta", TypeRule::Fixed(Float32))],
+        &[a("output", T)],
+        COLOR_ATTRS,
+        same_as_input,
+    ),
+    op(
+        "AdjustSaturation",
+        OpFamily::Shape,
+        &[a("images", T), a("scale", TypeRule::Fixed(Float32))],
+        &[a("output", T)],
+        COLOR_ATTRS,
+        same_as_input,
+    ),
+    op(
+        "AdjustContrastv2",
+        OpFamily::Shape,
+        &[a("images", T), a("contrast_factor", TypeRule::Fixed(Float32))],
+        &[a("output", T)],
+        COLOR_ATTRS,
+        same_as_input,
     ),
     op(
         "ResizeBicubic",
