@@ -143,9 +143,10 @@ pub enum AccessOp {
     /// computed by the interpreter's kernel.
     Gather,
     /// `ResourceScatter{Add,Sub,Mul,Div,Min,Max,Update}(var, indices, updates)` and
-    /// `ResourceScatterNd{Add,Sub,Update}`: an indexed read-modify-write of one variable,
-    /// computed by the interpreter's kernel (the ops the runtime has a kernel for;
-    /// `ResourceScatterNdMin/Max` and `ResourceStridedSliceAssign` have none, in `run` or here).
+    /// `ResourceScatterNd{Add,Sub,Update}` and `ResourceStridedSliceAssign` (`v[...].assign`):
+    /// an indexed read-modify-write of one variable, computed by the interpreter's kernel
+    /// (the ops the runtime has a kernel for; `ResourceScatterNdMin/Max` have none, in `run`
+    /// or here).
     /// TensorFlow's kernels of these hold only a shared lock for numeric dtypes, so two of
     /// them may also tear each other row by row, which the model does not produce (the
     /// runtime locks them exclusively; docs/semantics.md, "Not modelled").
@@ -198,7 +199,7 @@ impl AccessOp {
             "ResourceGather" | "ResourceGatherNd" => AccessOp::Gather,
             // Only what the interpreter has a kernel for: the model runs that kernel.
             _ if !autoclust_runtime::kernels::resource::is_resource_op(op) => return None,
-            _ if op.starts_with("ResourceScatter") => AccessOp::Scatter,
+            _ if op.starts_with("ResourceScatter") || op == "ResourceStridedSliceAssign" => AccessOp::Scatter,
             _ if op.starts_with("ResourceApply") || op.starts_with("ResourceSparseApply") => AccessOp::Apply,
             _ => return None,
         })
@@ -861,8 +862,9 @@ mod tests {
             }
             modelled += 1;
         }
-        // 6 reads and assigns, 2 gathers, 10 scatters, 29 optimizer ops.
-        assert_eq!(modelled, 47);
+        // 6 reads and assigns, 2 gathers, 11 scatters (a strided-slice assign among them),
+        // 29 optimizer ops.
+        assert_eq!(modelled, 48);
         assert_eq!(handle_slots("ResourceApplyCenteredRMSProp"), [0, 1, 2, 3]);
         assert_eq!(handle_slots("ResourceSparseApplyAdagradDA"), [0, 1, 2]);
     }

@@ -18,7 +18,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             Box::new(move |inp: Inputs| {
                 arity(&inp, 1)?;
                 let f = if to_hsv { rgb_to_hsv } else { hsv_to_rgb };
-                one(per_pixel(&inp[0], |p| f(p))?)
+                one(per_pixel(&inp[0], f)?)
             })
         }
         "AdjustHue" => Box::new(|inp: Inputs| {
@@ -206,6 +206,7 @@ fn adjust_contrast(t: &Tensor, factor: f32) -> KResult<Tensor> {
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision, clippy::approx_constant)] // TensorFlow's printed values
 mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};

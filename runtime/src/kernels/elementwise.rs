@@ -872,6 +872,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision, clippy::approx_constant)] // TensorFlow's printed values
 mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};

@@ -77,7 +77,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             arity(&inp, 1)?;
             let t = &inp[0];
             let r = t.rank();
-            if r == 0 || r % 2 != 0 || t.shape[..r / 2] != t.shape[r / 2..] {
+            if r == 0 || !r.is_multiple_of(2) || t.shape[..r / 2] != t.shape[r / 2..] {
                 return Err(KernelError::invalid(format!(
                     "Invalid shape {:?}: the input must have an even rank and dimensions [D1, ..., Dk, D1, ..., Dk]",
                     t.shape
@@ -355,6 +355,7 @@ fn add_rows<T: Num>(x: &Tensor, rows: &[usize], v: &Tensor, row: usize, sub: boo
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision, clippy::approx_constant)] // TensorFlow's printed values
 mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};

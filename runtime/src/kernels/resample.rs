@@ -340,6 +340,7 @@ fn extract_patches(
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision, clippy::approx_constant)] // TensorFlow's printed values
 mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};

@@ -58,8 +58,11 @@ fn log_determinant(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![s.clone(), s])
 }
 
+/// A solve's matrix batch, rhs batch, rows and rhs columns.
+type SolveDims = (Vec<Dim>, Vec<Dim>, Dim, Dim);
+
 /// The rows the matrix and the right-hand side agree on, and the rhs's columns.
-fn solve_dims(c: &InferCtx<'_>) -> Result<Option<(Vec<Dim>, Vec<Dim>, Dim, Dim)>, String> {
+fn solve_dims(c: &InferCtx<'_>) -> Result<Option<SolveDims>, String> {
     let (Some((mb, n)), Some((rb, rows, k))) = (square(c, 0, "matrix")?, matrix(c, 1, "rhs")?) else {
         return Ok(None);
     };
