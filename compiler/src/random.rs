@@ -247,6 +247,19 @@ pub fn uniform_int64(gen: Philox, n: usize, lo: i64, hi: i64) -> Vec<i64> {
     fill_groups(&mut gen, n, f, 2)
 }
 
+/// `RandomShuffle`'s permutation of `0..n` (TensorFlow's `ShuffleRange`: for each position
+/// but the last, a swap with a later one chosen by one 32-bit word modulo the rest's length,
+/// so exactly `n − 1` words are drawn).
+pub fn shuffled_indices(gen: Philox, n: usize) -> Vec<usize> {
+    let mut words = SingleWords::new(gen);
+    let mut perm: Vec<usize> = (0..n).collect();
+    for i in 0..n.saturating_sub(1) {
+        let j = i + (words.next_word() % ((n - i) as u32)) as usize;
+        perm.swap(i, j);
+    }
+    perm
+}
+
 /// The generator reservation of a `Multinomial` run (`ReserveRandomOutputs` of
 /// `batch × ceil4(samples) × 2` outputs: the CPU kernel draws doubles, two words each).
 pub fn categorical_outputs(batch: usize, samples: usize) -> usize {

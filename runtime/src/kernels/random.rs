@@ -63,6 +63,15 @@ impl GuardedPhilox {
         g.skip((outputs as u64).wrapping_mul(RESERVED_PER_OUTPUT));
         local
     }
+
+    /// TensorFlow's `ReserveSamples32(n)`: the shared generator moves past the
+    /// `ceil(n / 4)` blocks of `n` 32-bit words (no 256× margin; `RandomShuffle`'s).
+    pub fn reserve_words(&self, words: u64) -> Philox {
+        let mut g = self.gen.lock();
+        let local = *g;
+        g.skip(words.div_ceil(4));
+        local
+    }
 }
 
 /// The random generators of one session, by node name.
@@ -88,7 +97,15 @@ impl RandomStates {
 
 /// Whether `op` is one of the random ops here.
 pub fn is_random_op(op: &str) -> bool {
-    matches!(op, "RandomUniform" | "RandomStandardNormal" | "TruncatedNormal" | "RandomUniformInt" | "Multinomial")
+    matches!(
+        op,
+        "RandomUniform"
+            | "RandomStandardNormal"
+            | "TruncatedNormal"
+            | "RandomUniformInt"
+            | "Multinomial"
+            | "RandomShuffle"
+    )
 }
 
 /// The output shape from the `shape` operand (a vector of int32 or int64).
@@ -138,6 +155,22 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
         "RandomStandardNormal" => Some(Dist::Normal),
         "TruncatedNormal" => Some(Dist::Truncated),
         "RandomUniformInt" => None,
+        "RandomShuffle" => {
+            let gen = states.get(&key, attr_int_or(node, "seed", 0)?, attr_int_or(node, "seed2", 0)?);
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let t = &inp[0];
+                if t.num_elements() <= 1 || t.shape[0] <= 1 {
+                    return one(t.clone());
+                }
+                let rows = t.shape[0];
+                let local = gen.reserve_words(rows as u64 - 1);
+                let perm = autoclust_compiler::random::shuffled_indices(local, rows);
+                let row = t.num_elements() / rows;
+                let src: Vec<Option<usize>> = perm.iter().flat_map(|&r| (r * row..(r + 1) * row).map(Some)).collect();
+                one(super::take_or(t, &src, None, t.shape.clone())?)
+            })));
+        }
         "Multinomial" => {
             let out = attr_type_or(node, "output_dtype", DType::Int64)?;
             let gen = states.get(&key, attr_int_or(node, "seed", 0)?, attr_int_or(node, "seed2", 0)?);
@@ -517,6 +550,27 @@ mod tests {
         assert_eq!(e.unwrap_err().to_string(), "logits should be a matrix, got shape [3]");
         let e = m([logits, Tensor::scalar_i32(-1)].into_iter().collect()).unwrap_err();
         assert_eq!(e.to_string(), "num_samples should be non-negative, got -1");
+    }
+
+    #[test]
+    fn random_shuffle_draws_tensorflows_permutations() {
+        // TensorFlow 2.21: RandomShuffle(range(10), seed=7, seed2=3) run twice in a session
+        // (its generator moves on by ceil(9 / 4) blocks), and rows of a [6, 2] matrix with
+        // seeds 5, 9.
+        let shuffle = |seed: i64, seed2: i64| {
+            let attrs = [("seed", AttrValue::I(seed)), ("seed2", AttrValue::I(seed2))];
+            let states = RandomStates::new();
+            let f = prepare(&node("RandomShuffle", &attrs), &states).unwrap().unwrap();
+            (f, states)
+        };
+        let (f, _states) = shuffle(7, 3);
+        let v = Tensor::from_i32(vec![10], (0..10).collect()).unwrap();
+        assert_eq!(f([v.clone()].into_iter().collect()).unwrap()[0].as_i32().unwrap(), &[3, 4, 2, 9, 8, 5, 1, 6, 7, 0]);
+        assert_eq!(f([v].into_iter().collect()).unwrap()[0].as_i32().unwrap(), &[2, 9, 6, 7, 1, 0, 8, 5, 3, 4]);
+        let (g, _states) = shuffle(5, 9);
+        let m = Tensor::from_f32(vec![6, 2], (0..12).map(|x| x as f32).collect()).unwrap();
+        let r = g([m].into_iter().collect()).unwrap();
+        assert_eq!(r[0].as_f32().unwrap(), &[4., 5., 8., 9., 10., 11., 0., 1., 2., 3., 6., 7.]);
     }
 
     #[test]

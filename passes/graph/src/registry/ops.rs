@@ -1002,6 +1002,14 @@ pub(super) static OPS: &[OpSchema] = &[
         s::shape_from_value_0,
     )),
     stateful(op(
+        "RandomShuffle",
+        OpFamily::Random,
+        &[a("value", T)],
+        &[a("output", T)],
+        &[tattr("T", None), idef("seed", 0), idef("seed2", 0)],
+        s::same_as_0,
+    )),
+    stateful(op(
         "Multinomial",
         OpFamily::Random,
         &[a("logits", T), a("num_samples", TypeRule::Fixed(Int32))],
