@@ -295,36 +295,44 @@ fn check_feature_columns(name: &str, feeds: &[&str], variables: usize) {
 /// TensorFlow's image resampling ops in an inference graph (bicubic with half-pixel centers and
 /// align_corners, area, crop_and_resize bilinear and nearest with boxes leaving the image,
 /// extract_patches into a patch embedding) and the colour ops (hue, saturation, contrast, HSV
-/// round trip): every fetch within 1e-4 relative of TensorFlow's
-/// (pixel values up to 255), in both modes, nothing on stderr.
+/// round trip): every fetch, and a gain variable after one SGD step through the bicubic and
+/// crop gradients (`ResizeBicubicGrad`, `CropAndResizeGradImage`, `CropAndResizeGradBoxes`),
+/// within 1e-4 relative of TensorFlow's (pixel values up to 255), in both modes, nothing on
+/// stderr.
 #[test]
 fn tf1_image_resampling_ops_match_tensorflow() {
     let g = testdata("tf1_image_ops.pbtxt");
     let want: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(testdata("tf1_image_ops.expected.json")).unwrap()).unwrap();
     let feeds: Vec<String> = want["feeds"].as_object().unwrap().iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let fetches: Vec<&str> = want.as_object().unwrap().keys().map(String::as_str).filter(|k| *k != "feeds").collect();
-    assert_eq!(fetches.len(), 10);
-    for mode in [&[][..], &["--no-cluster"][..]] {
-        let mut args = vec!["run", g.to_str().unwrap(), "--json"];
-        for f in &feeds {
-            args.extend(["--feed", f.as_str()]);
+    let fetches: Vec<&str> =
+        want.as_object().unwrap().keys().map(String::as_str).filter(|k| !["feeds", "gain"].contains(k)).collect();
+    assert_eq!(fetches.len(), 11);
+    let close = |what: &str, got: &serde_json::Value, want: &serde_json::Value| {
+        let got = got["data"].as_array().unwrap_or_else(|| panic!("{what}: {got}"));
+        let w = want.as_array().unwrap();
+        assert_eq!(got.len(), w.len(), "{what}");
+        for (a, b) in got.iter().zip(w) {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "{what}: {a} vs {b}");
         }
+    };
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut base = vec!["run", g.to_str().unwrap(), "--init", "init", "--json"];
+        for f in &feeds {
+            base.extend(["--feed", f.as_str()]);
+        }
+        base.extend_from_slice(mode);
         let list = fetches.join(",");
-        args.extend(["--fetch", &list]);
-        args.extend_from_slice(mode);
-        let out = autoclust(&args);
+        let out = autoclust(&[&base[..], &["--fetch", &list]].concat());
         assert!(out.stderr.is_empty(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
         let v = json(&out);
         for k in &fetches {
-            let got = v["fetches"][format!("{k}:0")]["data"].as_array().unwrap_or_else(|| panic!("{k}"));
-            let w = want[*k].as_array().unwrap();
-            assert_eq!(got.len(), w.len(), "{k}");
-            for (a, b) in got.iter().zip(w) {
-                let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-                assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "{mode:?} {k}: {a} vs {b}");
-            }
+            close(k, &v["fetches"][format!("{k}:0")], &want[*k]);
         }
+        // One SGD step through ResizeBicubicGrad and CropAndResizeGradImage.
+        let v = json(&autoclust(&[&base[..], &["--target", "train"]].concat()));
+        close("gain", &v["variables"]["gain"], &want["gain"]);
     }
 }
 

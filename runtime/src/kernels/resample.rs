@@ -45,13 +45,50 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(tensor_of(vec![dims.0, out.0, out.1, dims.3], v))
             })
         }
+        "ResizeBicubicGrad" => {
+            let align = attr_bool_or(node, "align_corners", false)?;
+            let half = attr_bool_or(node, "half_pixel_centers", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let (g, orig) = (&inp[0], &inp[1]);
+                let dy = g.as_f32().filter(|_| g.dtype == DType::Float32).ok_or(KernelError::DType(g.dtype))?;
+                let (&[n, oh, ow, c], &[n2, h, w, c2]) = (&g.shape[..], &orig.shape[..]) else {
+                    return Err(KernelError::invalid("grads and original_image must be 4-dimensional"));
+                };
+                if n != n2 || c != c2 || h == 0 || w == 0 {
+                    return Err(KernelError::invalid(format!(
+                        "grads {:?} and original_image {:?} do not match",
+                        g.shape, orig.shape
+                    )));
+                }
+                let v = resize_bicubic_grad(dy, (n, h, w, c), (oh, ow), align, half);
+                let out = tensor_of(orig.shape.clone(), v);
+                one(super::elementwise::cast(&out, orig.dtype)?)
+            })
+        }
+        "CropAndResizeGradImage" => {
+            let nearest = crop_method(node)?;
+            let out = super::attr_type_or(node, "T", DType::Float32)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 4)?;
+                let size = int_values(&inp[3], "image_size")?;
+                let [n, h, w, d] = size[..] else {
+                    return Err(KernelError::invalid(format!("image_size must be a 4-element vector, got {size:?}")));
+                };
+                if [n, h, w, d].iter().any(|&x| x <= 0) {
+                    return Err(KernelError::invalid("image dimensions must be positive"));
+                }
+                let dims = (n as usize, h as usize, w as usize, d as usize);
+                let t = crop_and_resize_grad_image(&inp[0], &inp[1], &inp[2], dims, nearest)?;
+                one(super::elementwise::cast(&t, out)?)
+            })
+        }
+        "CropAndResizeGradBoxes" => Box::new(|inp: Inputs| {
+            arity(&inp, 4)?;
+            crop_and_resize_grad_boxes(&inp[0], &inp[1], &inp[2], &inp[3])
+        }),
         "CropAndResize" => {
-            let method = node.attr("method").and_then(|a| a.as_str().map(str::to_string)).unwrap_or("bilinear".into());
-            let nearest = match method.as_str() {
-                "bilinear" => false,
-                "nearest" => true,
-                m => return Err(KernelError::invalid(format!("method must be 'bilinear' or 'nearest', got {m}"))),
-            };
+            let nearest = crop_method(node)?;
             let extrapolation = attr_float_or(node, "extrapolation_value", 0.0)?;
             Box::new(move |inp: Inputs| {
                 arity(&inp, 4)?;
@@ -84,6 +121,177 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 }
 
 type Dims = (usize, usize, usize, usize);
+
+/// Whether a crop op samples `nearest` (else `bilinear`).
+fn crop_method(node: &Node) -> KResult<bool> {
+    match node.attr("method").and_then(|a| a.as_str()).unwrap_or("bilinear") {
+        "bilinear" => Ok(false),
+        "nearest" => Ok(true),
+        m => Err(KernelError::invalid(format!("method must be 'bilinear' or 'nearest', got {m}"))),
+    }
+}
+
+/// `ResizeBicubicGrad`: each output gradient spread over its 4×4 taps with the forward
+/// weights, in TensorFlow's order (`grad · wy · wx` accumulated row by row).
+fn resize_bicubic_grad(dy: &[f32], (n, h, w, c): Dims, (oh, ow): (usize, usize), align: bool, half: bool) -> Vec<f32> {
+    let table = coefficients(if half { -0.5 } else { -0.75 });
+    let (sy, sx) = (resize_scale(h, oh, align), resize_scale(w, ow, align));
+    let xs: Vec<_> = (0..ow).map(|x| cubic_taps(&table, sx, x, w, half)).collect();
+    let mut out = vec![0f32; n * h * w * c];
+    for b in 0..n {
+        for y in 0..oh {
+            let (yi, yw) = cubic_taps(&table, sy, y, h, half);
+            for (x, (xi, xw)) in xs.iter().enumerate() {
+                for ch in 0..c {
+                    let g = dy[((b * oh + y) * ow + x) * c + ch];
+                    for i in 0..4 {
+                        for j in 0..4 {
+                            out[((b * h + yi[i]) * w + xi[j]) * c + ch] += g * yw[i] * xw[j];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `CropAndResizeGradBoxes`: each box's coordinate gradients from the image's bilinear
+/// slopes at its samples (TensorFlow's kernel; nearest sampling uses the same form).
+fn crop_and_resize_grad_boxes(
+    grads: &Tensor,
+    image: &Tensor,
+    boxes: &Tensor,
+    box_ind: &Tensor,
+) -> KResult<super::Outputs> {
+    let (img, (n, h, w, c)) = images(image)?;
+    let g = grads.as_f32().filter(|_| grads.dtype == DType::Float32).ok_or(KernelError::DType(grads.dtype))?;
+    let bx = boxes.as_f32().filter(|_| boxes.dtype == DType::Float32).ok_or(KernelError::DType(boxes.dtype))?;
+    let ind = int_values(box_ind, "box_ind")?;
+    let [nb, ch, cw, gd] = grads.shape[..] else {
+        return Err(KernelError::invalid(format!("grads must be 4-D, got shape {:?}", grads.shape)));
+    };
+    if boxes.shape != [nb, 4] || ind.len() != nb || gd != c || h == 0 || w == 0 {
+        return Err(KernelError::invalid(format!(
+            "grads {:?}, image {:?}, boxes {:?} and box_ind {:?} do not agree",
+            grads.shape, image.shape, boxes.shape, box_ind.shape
+        )));
+    }
+    if ind.iter().any(|&b| b < 0 || b as usize >= n) {
+        return Err(KernelError::invalid(format!("box_index has values outside [0, {n})")));
+    }
+    let (hm1, wm1) = ((h - 1) as f32, (w - 1) as f32);
+    let mut out = vec![0f32; nb * 4];
+    for (k, &b) in ind.iter().enumerate() {
+        let [y1, x1, y2, x2] = [bx[k * 4], bx[k * 4 + 1], bx[k * 4 + 2], bx[k * 4 + 3]];
+        let hr = if ch > 1 { hm1 / (ch - 1) as f32 } else { 0.0 };
+        let wr = if cw > 1 { wm1 / (cw - 1) as f32 } else { 0.0 };
+        let (hs, ws) = (if ch > 1 { (y2 - y1) * hr } else { 0.0 }, if cw > 1 { (x2 - x1) * wr } else { 0.0 });
+        let at = |r: usize, col: usize, d: usize| img[((b as usize * h + r) * w + col) * c + d];
+        for y in 0..ch {
+            let in_y = if ch > 1 { y1 * hm1 + y as f32 * hs } else { 0.5 * (y1 + y2) * hm1 };
+            if in_y < 0.0 || in_y > hm1 {
+                continue;
+            }
+            let (top, bottom) = (in_y.floor() as usize, in_y.ceil() as usize);
+            let yl = in_y - top as f32;
+            for x in 0..cw {
+                let in_x = if cw > 1 { x1 * wm1 + x as f32 * ws } else { 0.5 * (x1 + x2) * wm1 };
+                if in_x < 0.0 || in_x > wm1 {
+                    continue;
+                }
+                let (left, right) = (in_x.floor() as usize, in_x.ceil() as usize);
+                let xl = in_x - left as f32;
+                for d in 0..c {
+                    let (tl, tr, bl, br) =
+                        (at(top, left, d), at(top, right, d), at(bottom, left, d), at(bottom, right, d));
+                    let top_grad = g[((k * ch + y) * cw + x) * c + d];
+                    let ygrad = ((1.0 - xl) * (bl - tl) + xl * (br - tr)) * top_grad;
+                    let xgrad = ((1.0 - yl) * (tr - tl) + yl * (br - bl)) * top_grad;
+                    if ch > 1 {
+                        out[k * 4] += ygrad * (hm1 - y as f32 * hr);
+                        out[k * 4 + 2] += ygrad * (y as f32 * hr);
+                    } else {
+                        out[k * 4] += ygrad * 0.5 * hm1;
+                        out[k * 4 + 2] += ygrad * 0.5 * hm1;
+                    }
+                    if cw > 1 {
+                        out[k * 4 + 1] += xgrad * (wm1 - x as f32 * wr);
+                        out[k * 4 + 3] += xgrad * (x as f32 * wr);
+                    } else {
+                        out[k * 4 + 1] += xgrad * 0.5 * wm1;
+                        out[k * 4 + 3] += xgrad * 0.5 * wm1;
+                    }
+                }
+            }
+        }
+    }
+    one(tensor_of(vec![nb, 4], out))
+}
+
+/// `CropAndResizeGradImage`: the crops' gradients sent back to the pixels each sample read
+/// (bilinear: split over the four corners by the same weights; nearest: to the one pixel).
+fn crop_and_resize_grad_image(
+    grads: &Tensor,
+    boxes: &Tensor,
+    box_ind: &Tensor,
+    (n, h, w, c): Dims,
+    nearest: bool,
+) -> KResult<Tensor> {
+    let g = grads.as_f32().filter(|_| grads.dtype == DType::Float32).ok_or(KernelError::DType(grads.dtype))?;
+    let bx = boxes.as_f32().filter(|_| boxes.dtype == DType::Float32).ok_or(KernelError::DType(boxes.dtype))?;
+    let ind = int_values(box_ind, "box_ind")?;
+    let [nb, ch, cw, gd] = grads.shape[..] else {
+        return Err(KernelError::invalid(format!("grads must be 4-D, got shape {:?}", grads.shape)));
+    };
+    if boxes.shape != [nb, 4] || ind.len() != nb || gd != c {
+        return Err(KernelError::invalid(format!(
+            "grads {:?}, boxes {:?}, box_ind {:?} and depth {c} do not agree",
+            grads.shape, boxes.shape, box_ind.shape
+        )));
+    }
+    if ind.iter().any(|&b| b < 0 || b as usize >= n) {
+        return Err(KernelError::invalid(format!("box_index has values outside [0, {n})")));
+    }
+    let mut out = vec![0f32; budget(DType::Float32, &[n, h, w, c])?];
+    let (hm1, wm1) = ((h - 1) as f32, (w - 1) as f32);
+    for (k, &b) in ind.iter().enumerate() {
+        let [y1, x1, y2, x2] = [bx[k * 4], bx[k * 4 + 1], bx[k * 4 + 2], bx[k * 4 + 3]];
+        let hs = if ch > 1 { (y2 - y1) * hm1 / (ch - 1) as f32 } else { 0.0 };
+        let ws = if cw > 1 { (x2 - x1) * wm1 / (cw - 1) as f32 } else { 0.0 };
+        let at = |r: usize, col: usize, d: usize| ((b as usize * h + r) * w + col) * c + d;
+        for y in 0..ch {
+            let in_y = if ch > 1 { y1 * hm1 + y as f32 * hs } else { 0.5 * (y1 + y2) * hm1 };
+            if in_y < 0.0 || in_y > hm1 {
+                continue;
+            }
+            let (top, bottom) = (in_y.floor() as usize, in_y.ceil() as usize);
+            let yl = in_y - top as f32;
+            for x in 0..cw {
+                let in_x = if cw > 1 { x1 * wm1 + x as f32 * ws } else { 0.5 * (x1 + x2) * wm1 };
+                if in_x < 0.0 || in_x > wm1 {
+                    continue;
+                }
+                let (left, right) = (in_x.floor() as usize, in_x.ceil() as usize);
+                let xl = in_x - left as f32;
+                for d in 0..c {
+                    let gv = g[((k * ch + y) * cw + x) * c + d];
+                    if nearest {
+                        out[at(in_y.round() as usize, in_x.round() as usize, d)] += gv;
+                        continue;
+                    }
+                    let dtop = (1.0 - yl) * gv;
+                    out[at(top, left, d)] += (1.0 - xl) * dtop;
+                    out[at(top, right, d)] += xl * dtop;
+                    let dbottom = yl * gv;
+                    out[at(bottom, left, d)] += (1.0 - xl) * dbottom;
+                    out[at(bottom, right, d)] += xl * dbottom;
+                }
+            }
+        }
+    }
+    Ok(tensor_of(vec![n, h, w, c], out))
+}
 
 /// A rank-4 image batch as float32 values.
 fn images(t: &Tensor) -> KResult<(Vec<f32>, Dims)> {
@@ -460,6 +668,112 @@ mod tests {
         let bad = Tensor::from_i32(vec![4], vec![0, 2, 1, 0]).unwrap();
         let e = crate::kernels::compute(&bil, &[img, boxes, bad, size(3, 2)]).unwrap_err();
         assert_eq!(e.to_string(), "box_index has values outside [0, 2)");
+    }
+
+    #[test]
+    fn gradients_of_bicubic_and_crop_match_tensorflow() {
+        let x = Tensor::from_f32(vec![1, 4, 5, 1], (0..20).map(|i| (i as f32).powf(1.5)).collect()).unwrap();
+        let g = Tensor::from_f32(vec![1, 3, 7, 1], (0..21).map(|i| -1.0 + i as f32 / 10.0).collect()).unwrap();
+        let cases: [(bool, bool, [f32; 20]); 3] = [
+            (
+                false,
+                false,
+                [
+                    -1.1158695, -1.2191213, -1.0086105, -0.8299696, -0.726429, -0.2987715, -0.2328589, -0.0769639,
+                    0.0719908, 0.26478, 0.0469144, 0.1957721, 0.3406649, 0.489358, 0.7399788, 0.3406342, 0.5397564,
+                    0.6537989, 0.7804234, 1.0445222,
+                ],
+            ),
+            (
+                false,
+                true,
+                [
+                    -1.1611475, -1.2980927, -1.0623555, -0.8548602, -0.523544, -0.2088702, -0.1451968, 0.0, 0.1451968,
+                    0.2088702, -0.2088702, -0.1451968, 0.0, 0.1451968, 0.2088702, 0.523544, 0.8548602, 1.0623555,
+                    1.2980927, 1.1611476,
+                ],
+            ),
+            (
+                true,
+                false,
+                [
+                    -1.2122258, -1.008443, -0.8746719, -0.6894586, -0.5563048, -0.4052221, -0.2613822, -0.1342879,
+                    0.0007042, 0.1337005, -0.1337005, -0.0007042, 0.1342879, 0.2613822, 0.4052221, 0.5563048,
+                    0.6894585, 0.8746718, 1.008443, 1.2122258,
+                ],
+            ),
+        ];
+        for (half, align, want) in cases {
+            let n = node(
+                "ResizeBicubicGrad",
+                &[("half_pixel_centers", AttrValue::B(half)), ("align_corners", AttrValue::B(align))],
+            );
+            let r = run1(&n, &[g.clone(), x.clone()]).unwrap();
+            let got = r.as_f32().unwrap();
+            for (a, b) in got.iter().zip(want) {
+                assert!((a - b).abs() <= 2e-6, "{half} {align}: {got:?}");
+            }
+        }
+        let boxes = Tensor::from_f32(
+            vec![4, 4],
+            vec![0., 0., 1., 1., 0.1, 0.2, 0.6, 0.9, -0.2, 0.5, 0.5, 1.3, 0.8, 0.8, 0.2, 0.1],
+        )
+        .unwrap();
+        let ind = Tensor::from_i32(vec![4], vec![0, 1, 1, 0]).unwrap();
+        let size = Tensor::from_i32(vec![4], vec![2, 4, 4, 2]).unwrap();
+        let lin = |n: usize| (0..n).map(|i| -1.0 + 3.0 * i as f32 / (n - 1) as f32).collect::<Vec<f32>>();
+        let gb = Tensor::from_f32(vec![4, 3, 2, 2], lin(48)).unwrap();
+        let r = run1(&node("CropAndResizeGradImage", &[]), &[gb, boxes.clone(), ind.clone(), size.clone()]).unwrap();
+        let want_head = [-0.4578725, -0.3761704, 0.2323406, 0.2400002, 0.4340424, 0.4493616, -0.5829786, -0.5089362];
+        let got = r.as_f32().unwrap();
+        assert_eq!(got.len(), 64);
+        for (a, b) in got.iter().zip(want_head) {
+            assert!((a - b).abs() <= 2e-6, "{got:?}");
+        }
+        assert!((got[45] - 0.5529788).abs() <= 2e-6 && got[56..].iter().all(|&v| v == 0.0), "{got:?}");
+        let gn = Tensor::from_f32(vec![4, 2, 3, 2], lin(48)).unwrap();
+        let near = node("CropAndResizeGradImage", &[("method", AttrValue::S(b"nearest".to_vec()))]);
+        let r = run1(&near, &[gn, boxes, ind, size]).unwrap();
+        let want_head = [-1.0, -0.9361702, 0.0, 0.0, -0.8723404, -0.8085106, -0.7446808, -0.680851, 1.9361702, 2.0];
+        for (a, b) in r.as_f32().unwrap().iter().zip(want_head) {
+            assert!((a - b).abs() <= 2e-6, "{:?}", r.as_f32().unwrap());
+        }
+    }
+
+    #[test]
+    fn crop_box_gradients_match_tensorflow() {
+        let img = Tensor::from_f32(vec![2, 4, 4, 2], (0..64).map(|i| (i as f32).powf(1.3)).collect()).unwrap();
+        let boxes = Tensor::from_f32(
+            vec![4, 4],
+            vec![0., 0., 1., 1., 0.1, 0.2, 0.6, 0.9, -0.2, 0.5, 0.5, 1.3, 0.8, 0.8, 0.2, 0.1],
+        )
+        .unwrap();
+        let ind = Tensor::from_i32(vec![4], vec![0, 1, 1, 0]).unwrap();
+        let lin = |n: usize| (0..n).map(|i| -1.0 + 3.0 * i as f32 / (n - 1) as f32).collect::<Vec<f32>>();
+        let check = |g: Tensor, want: &[f32]| {
+            let r = crate::kernels::compute(
+                &node("CropAndResizeGradBoxes", &[]),
+                &[g, img.clone(), boxes.clone(), ind.clone()],
+            )
+            .unwrap();
+            for (a, b) in r[0].as_f32().unwrap().iter().zip(want) {
+                assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{:?}", r[0].as_f32().unwrap());
+            }
+        };
+        check(
+            Tensor::from_f32(vec![4, 3, 2, 2], lin(48)).unwrap(),
+            &[
+                -90.945557, 0.0, -90.945557, 0.0, -28.181484, 8.694832, 172.01904, 27.638435, 76.978203, 91.683167,
+                290.42691, 0.0, 676.46991, 168.90503, 646.80737, 163.50024,
+            ],
+        );
+        check(
+            Tensor::from_f32(vec![4, 1, 1, 2], lin(8)).unwrap(),
+            &[
+                -55.471153, -13.80361, -55.471153, -13.80361, 7.1746702, 1.7500935, 7.1746702, 1.7500935, 88.884476,
+                22.079518, 88.884476, 22.079518, 125.81538, 31.497532, 125.81538, 31.497532,
+            ],
+        );
     }
 
     #[test]

@@ -365,6 +365,19 @@ fn resize_bilinear(c: &InferCtx<'_>) -> Shapes {
     one(Shape::with_dims(vec![at(0), hw(0), hw(1), at(3)]))
 }
 
+/// `CropAndResizeGradBoxes`: `[num_boxes, 4]`.
+fn crop_grad_boxes(c: &InferCtx<'_>) -> Shapes {
+    one(Shape::with_dims(vec![dims_of(c.shape(2)).and_then(|d| d.first().copied().flatten()), Some(4)]))
+}
+
+/// `CropAndResizeGradImage`: the value of `image_size`.
+fn crop_grad_image(c: &InferCtx<'_>) -> Shapes {
+    one(Shape::with_dims(match c.value(3) {
+        Some(v) if v.len() == 4 => v.to_vec(),
+        _ => vec![None; 4],
+    }))
+}
+
 /// `CropAndResize`: `[num_boxes, crop_height, crop_width, depth]`.
 fn crop_and_resize(c: &InferCtx<'_>) -> Shapes {
     let boxes = dims_of(c.shape(1)).and_then(|d| d.first().copied().flatten());
@@ -684,6 +697,46 @@ pub(super) static OPS: &[OpSchema] = &[
             AttrSpec { name: "padding", kind: AttrKind::String, default: AttrDefault::Required, allowed: None },
         ],
         extract_image_patches,
+    ),
+    op(
+        "ResizeBicubicGrad",
+        OpFamily::Shape,
+        &[a("grads", TypeRule::Fixed(Float32)), a("original_image", T)],
+        &[a("output", T)],
+        &[tattr("T", Some(&[Float32, Float64])), bdef("align_corners", false), bdef("half_pixel_centers", false)],
+        same_as_1,
+    ),
+    op(
+        "CropAndResizeGradBoxes",
+        OpFamily::Shape,
+        &[
+            a("grads", TypeRule::Fixed(Float32)),
+            a("image", T),
+            a("boxes", TypeRule::Fixed(Float32)),
+            a("box_ind", TypeRule::Fixed(Int32)),
+        ],
+        &[a("output", TypeRule::Fixed(Float32))],
+        &[
+            tattr("T", Some(REAL)),
+            AttrSpec { name: "method", kind: AttrKind::String, default: AttrDefault::Optional, allowed: None },
+        ],
+        crop_grad_boxes,
+    ),
+    op(
+        "CropAndResizeGradImage",
+        OpFamily::Shape,
+        &[
+            a("grads", TypeRule::Fixed(Float32)),
+            a("boxes", TypeRule::Fixed(Float32)),
+            a("box_ind", TypeRule::Fixed(Int32)),
+            a("image_size", TypeRule::Fixed(Int32)),
+        ],
+        &[a("output", T)],
+        &[
+            tattr("T", Some(&[Float16, Float32, Float64])),
+            AttrSpec { name: "method", kind: AttrKind::String, default: AttrDefault::Optional, allowed: None },
+        ],
+        crop_grad_image,
     ),
     op(
         "ResizeBilinearGrad",
