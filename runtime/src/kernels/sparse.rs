@@ -119,6 +119,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             arity(&inp, 7)?;
             dispatch_num!(inp[1].dtype, sparse_add(&inp))
         }),
+        "SparseSoftmax" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            one(super::dispatch_float!(inp[1].dtype, sparse_softmax(&inp[0], &inp[1], &inp[2]))?)
+        }),
         "SparseReduceSum" => {
             let keep = attr_bool_or(node, "keep_dims", false)?;
             Box::new(move |inp: Inputs| {
@@ -250,6 +254,44 @@ fn index_matrix(indices: &Tensor, what: &str) -> KResult<(Vec<i64>, usize, usize
         return Err(KernelError::invalid(format!("{what} must be a matrix, got shape {}", shape_str(&indices.shape))));
     }
     Ok((int_values(indices, what)?, indices.shape[0], indices.shape[1]))
+}
+
+/// `SparseSoftmax`: a softmax over each run of consecutive entries that share all but their
+/// last coordinate (the input in canonical row-major order, as TensorFlow requires), in the
+/// element type: `exp(v − max) / Σ`.
+fn sparse_softmax<T: super::elementwise::Float>(indices: &Tensor, values: &Tensor, shape: &Tensor) -> KResult<Tensor> {
+    let (idx, n, rank) = index_matrix(indices, "sp_indices")?;
+    if shape.rank() != 1 || shape.num_elements() < 2 {
+        return Err(KernelError::invalid(format!(
+            "Input should have rank >= 2, but received shape: {}",
+            int_values(shape, "sp_shape")?.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+        )));
+    }
+    if values.rank() != 1 || values.shape[0] != n || shape.num_elements() != rank {
+        return Err(KernelError::invalid(format!(
+            "sp_values {} and sp_shape {} do not fit sp_indices {}",
+            shape_str(&values.shape),
+            shape_str(&shape.shape),
+            shape_str(&indices.shape)
+        )));
+    }
+    let v = T::slice(values);
+    let mut out = Vec::with_capacity(n);
+    let mut start = 0;
+    while start < n {
+        let prefix = &idx[start * rank..start * rank + rank - 1];
+        let mut end = start + 1;
+        while end < n && &idx[end * rank..end * rank + rank - 1] == prefix {
+            end += 1;
+        }
+        let group = &v[start..end];
+        let max = group.iter().copied().fold(group[0], |m, x| if x > m { x } else { m });
+        let exps: Vec<T> = group.iter().map(|&x| x.sub(max).exp()).collect();
+        let sum = exps.iter().copied().fold(T::zero(), |a, e| a.add(e));
+        out.extend(exps.into_iter().map(|e| e.div(sum)));
+        start = end;
+    }
+    Ok(tensor_of(vec![n], out))
 }
 
 /// `SparseFillEmptyRows`: every row of the dense shape that has no entry gets one, at
@@ -1258,6 +1300,37 @@ impl Cross {
 /// eagerly through `gen_sparse_ops`/`gen_math_ops`/`gen_array_ops`, CPU).
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sparse_softmax_matches_tensorflow() {
+        // TensorFlow 2.21: tf.raw_ops.SparseSoftmax on a [3, 4] and a [2, 2, 4] sparse tensor.
+        let idx = Tensor::from_i64(vec![6, 2], vec![0, 0, 0, 2, 0, 3, 1, 1, 2, 0, 2, 1]).unwrap();
+        let vals = Tensor::from_f32(vec![6], vec![1.0, 2.0, -1.0, 5.0, 0.5, 0.5]).unwrap();
+        let shape = Tensor::from_i64(vec![2], vec![3, 4]).unwrap();
+        let r = crate::kernels::compute(&super::super::probe("SparseSoftmax"), &[idx, vals, shape]).unwrap();
+        let want = [0.25949648, 0.70538455, 0.035119027, 1.0, 0.5, 0.5];
+        for (g, w) in r[0].as_f32().unwrap().iter().zip(want) {
+            assert!((g - w).abs() < 1e-7, "{:?}", r[0]);
+        }
+        let idx3 = Tensor::from_i64(vec![5, 3], vec![0, 0, 1, 0, 0, 2, 0, 1, 0, 1, 0, 0, 1, 0, 3]).unwrap();
+        let v3 = Tensor::from_f64(vec![5], vec![1., 3., 7., -2., 100.]).unwrap();
+        let s3 = Tensor::from_i64(vec![3], vec![2, 2, 4]).unwrap();
+        let r = crate::kernels::compute(&super::super::probe("SparseSoftmax"), &[idx3, v3, s3]).unwrap();
+        let want = [0.11920292202211755, 0.8807970779778823, 1.0, 5.0345753587649823e-45, 1.0];
+        for (g, w) in r[0].as_f64().unwrap().iter().zip(want) {
+            assert!((g - w).abs() <= 1e-15 * w.max(1e-300), "{:?}", r[0]);
+        }
+        let e = crate::kernels::compute(
+            &super::super::probe("SparseSoftmax"),
+            &[
+                Tensor::from_i64(vec![1, 1], vec![0]).unwrap(),
+                Tensor::from_f32(vec![1], vec![1.0]).unwrap(),
+                Tensor::from_i64(vec![1], vec![3]).unwrap(),
+            ],
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "Input should have rank >= 2, but received shape: 3");
+    }
+
     use autoclust_graph::{AttrValue, Tensor, TensorData};
 
     use crate::kernels::compute;

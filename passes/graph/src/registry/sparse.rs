@@ -5,7 +5,7 @@
 //! `num_segments`) and their gradients (V1 and V2), `UniqueWithCounts` and
 //! `SparseTensorDenseMatMul`, `SparseCross` (feature columns' `crossed_column`), and the
 //! `tf.sparse` algebra: `SparseReorder`, `SparseConcat`, `SparseSlice`, `SparseAdd`,
-//! `SparseReduceSum`, `SparseTensorDenseAdd`, `SparseDenseCwise{Add,Mul,Div}`.
+//! `SparseReduceSum`, `SparseTensorDenseAdd`, `SparseDenseCwise{Add,Mul,Div}`, `SparseSoftmax`.
 //!
 //! A sparse tensor is three dense tensors (int64 `indices [N, R]`, `values [N]`, int64
 //! `dense_shape [R]`), so every op here is an ordinary stateless op on dense values. Shape
@@ -62,6 +62,14 @@ fn rows_like(c: &InferCtx<'_>, i: usize, first: Dim) -> Shape {
         }
         _ => Shape::unknown(),
     }
+}
+
+/// `SparseSoftmax`: the values' shape.
+fn sparse_softmax(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 0, "sp_indices", 2)?;
+    rank_is(c, 1, "sp_values", 1)?;
+    rank_is(c, 2, "sp_shape", 1)?;
+    Ok(vec![c.shape(1).clone()])
 }
 
 /// `SparseToDense`: the dense shape is the value of `output_shape`.
@@ -463,6 +471,14 @@ pub(super) static OPS: &[OpSchema] = &[
         &[arg("sum_indices", I64), arg("sum_values", T), arg("sum_shape", I64)],
         &[type_attr("T", Some(REAL)), type_attr("Treal", Some(REAL))],
         sparse_triple_from_2,
+    ),
+    pure_op(
+        "SparseSoftmax",
+        OpFamily::NeuralNet,
+        &[arg("sp_indices", I64), arg("sp_values", T), arg("sp_shape", I64)],
+        &[arg("output", T)],
+        &[type_attr("T", Some(FLOAT))],
+        sparse_softmax,
     ),
     pure_op(
         "SparseReduceSum",
