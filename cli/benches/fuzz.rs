@@ -1,6 +1,7 @@
 //! The fuzzer's long mode (issue 13): `cargo bench -p autoclust --bench fuzz -- [--inputs N]
-//! [--formats pbtxt,pb,native,safetensors,numpy,savedmodel] [--start S] [--threads T]`.
-//! Runs the release binary on inputs `S..S+N` of each format under a 4 GB address-space
+//! [--formats pbtxt,pb,native,safetensors,numpy,savedmodel] [--start S] [--threads T]
+//! [--bin PATH]`. Runs the release binary (or `--bin`, a copy that a rebuild of
+//! `target/release` cannot replace under a long run) on inputs `S..S+N` of each format under a 4 GB address-space
 //! limit, prints a table of outcomes, and keeps every case that breaks the contract under
 //! `target/fuzz-findings/` with the command that shows it.
 
@@ -29,7 +30,7 @@ fn main() {
         }
         None => Format::ALL.to_vec(),
     };
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_autoclust"));
+    let bin = opt("--bin").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_autoclust")), PathBuf::from);
     let keep = engine::repo_root().join("target/fuzz-findings");
     let limits = Limits::default();
     println!("| format | inputs | executions | exit 0 | exit 1 | exit 2 | findings | seconds |");

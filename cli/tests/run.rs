@@ -182,8 +182,7 @@ fn with_neither_fetch_nor_target_every_node_runs() {
 #[test]
 fn init_runs_tf1_initialisers_before_the_step() {
     let g = testdata("tf1_tables.pbtxt");
-    let want: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(testdata("tf1_tables.expected.json")).unwrap()).unwrap();
+    let want = expected("tf1_tables");
     let feeds =
         ["--feed", r#"color=["red","blue","pink"]"#, "--feed", "size=[5,9,2]", "--feed", "x=[[1,2],[3,4],[5,6]]"];
     let close = |what: &str, got: &serde_json::Value, want: &serde_json::Value| {
@@ -246,8 +245,7 @@ fn tf1_feature_columns_match_tensorflow() {
 
 fn check_feature_columns(name: &str, feeds: &[&str], variables: usize) {
     let g = testdata(&format!("{name}.pbtxt"));
-    let want: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(testdata(&format!("{name}.expected.json"))).unwrap()).unwrap();
+    let want = expected(name);
     let mut feed_args = vec!["--init", "init,init_all_tables"];
     for f in feeds {
         feed_args.extend(["--feed", f]);
@@ -289,9 +287,58 @@ fn check_feature_columns(name: &str, feeds: &[&str], variables: usize) {
     assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// A TF1 step with LRN (and LRNGrad), Roll, Xlogy (and Xdivy in its gradient), and hard and soft
-/// non-maximum suppression on the side (make_tf1_lrn_nms.py): the fetches and the variable
-/// after one SGD step equal TensorFlow's in both modes.
+/// Runs TF1 fixture `name` in both modes with `feeds`: every fetch, and every variable of
+/// `variables` after one `train` step, within `rel` (relative, absolute below 1) of TensorFlow's
+/// values in `name.expected.json`, with nothing said on stderr (no fallback).
+fn check_against_tensorflow(name: &str, feeds: &[String], fetches: &[&str], variables: &[&str], rel: f64) {
+    let g = testdata(&format!("{name}.pbtxt"));
+    let want = expected(name);
+    let close = |what: &str, got: &serde_json::Value, want: &serde_json::Value| {
+        let got = got["data"].as_array().unwrap_or_else(|| panic!("{name} {what}: {got}"));
+        let want = want.as_array().unwrap_or_else(|| panic!("{name} {what}: expected {want}"));
+        assert_eq!(got.len(), want.len(), "{name} {what}");
+        for (a, b) in got.iter().zip(want) {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!((a - b).abs() <= rel * b.abs().max(1.0), "{name} {what}: {got:?} != {want:?}");
+        }
+    };
+    let fetch_list = fetches.join(",");
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut base = vec!["run", g.to_str().unwrap(), "--init", "init", "--json"];
+        for f in feeds {
+            base.extend(["--feed", f.as_str()]);
+        }
+        base.extend_from_slice(mode);
+        let out = autoclust(&[&base[..], &["--fetch", &fetch_list]].concat());
+        assert!(out.stderr.is_empty(), "{name} {mode:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let v = json(&out);
+        for k in fetches {
+            close(k, &v["fetches"][format!("{k}:0")], &want[*k]);
+        }
+        let out = autoclust(&[&base[..], &["--target", "train"]].concat());
+        assert!(out.stderr.is_empty(), "{name} {mode:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let v = json(&out);
+        for k in variables {
+            close(k, &v["variables"][*k], &want[*k]);
+        }
+    }
+}
+
+/// TensorFlow's values for fixture `name`.
+fn expected(name: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(testdata(&format!("{name}.expected.json"))).unwrap()).unwrap()
+}
+
+/// The feeds a fixture's expected values record under `"feeds"`, as `--feed` arguments.
+fn recorded_feeds(want: &serde_json::Value) -> Vec<String> {
+    want["feeds"].as_object().unwrap().iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
+/// The keys of a fixture's expected values that are fetches (not feeds or variables).
+fn recorded_fetches<'a>(want: &'a serde_json::Value, variables: &[&str]) -> Vec<&'a str> {
+    want.as_object().unwrap().keys().map(String::as_str).filter(|k| *k != "feeds" && !variables.contains(k)).collect()
+}
+
 /// TensorFlow's image resampling ops in an inference graph (bicubic with half-pixel centers and
 /// align_corners, area, crop_and_resize bilinear and nearest with boxes leaving the image,
 /// extract_patches into a patch embedding) and the colour ops (hue, saturation, contrast, HSV
@@ -301,39 +348,10 @@ fn check_feature_columns(name: &str, feeds: &[&str], variables: usize) {
 /// stderr.
 #[test]
 fn tf1_image_resampling_ops_match_tensorflow() {
-    let g = testdata("tf1_image_ops.pbtxt");
-    let want: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(testdata("tf1_image_ops.expected.json")).unwrap()).unwrap();
-    let feeds: Vec<String> = want["feeds"].as_object().unwrap().iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let fetches: Vec<&str> =
-        want.as_object().unwrap().keys().map(String::as_str).filter(|k| !["feeds", "gain"].contains(k)).collect();
+    let want = expected("tf1_image_ops");
+    let fetches = recorded_fetches(&want, &["gain"]);
     assert_eq!(fetches.len(), 11);
-    let close = |what: &str, got: &serde_json::Value, want: &serde_json::Value| {
-        let got = got["data"].as_array().unwrap_or_else(|| panic!("{what}: {got}"));
-        let w = want.as_array().unwrap();
-        assert_eq!(got.len(), w.len(), "{what}");
-        for (a, b) in got.iter().zip(w) {
-            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-            assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "{what}: {a} vs {b}");
-        }
-    };
-    for mode in [&[][..], &["--no-cluster"][..]] {
-        let mut base = vec!["run", g.to_str().unwrap(), "--init", "init", "--json"];
-        for f in &feeds {
-            base.extend(["--feed", f.as_str()]);
-        }
-        base.extend_from_slice(mode);
-        let list = fetches.join(",");
-        let out = autoclust(&[&base[..], &["--fetch", &list]].concat());
-        assert!(out.stderr.is_empty(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
-        let v = json(&out);
-        for k in &fetches {
-            close(k, &v["fetches"][format!("{k}:0")], &want[*k]);
-        }
-        // One SGD step through ResizeBicubicGrad and CropAndResizeGradImage.
-        let v = json(&autoclust(&[&base[..], &["--target", "train"]].concat()));
-        close("gain", &v["variables"]["gain"], &want["gain"]);
-    }
+    check_against_tensorflow("tf1_image_ops", &recorded_feeds(&want), &fetches, &["gain"], 1e-4);
 }
 
 /// A TensorFlow 1 step over tf.linalg (Cholesky, triangular solve, slogdet, inv, solve, det and
@@ -343,73 +361,20 @@ fn tf1_image_resampling_ops_match_tensorflow() {
 /// with nothing said on stderr (no fallback).
 #[test]
 fn tf1_linalg_special_and_rearrange_ops_match_tensorflow() {
-    let g = testdata("tf1_linalg_special.pbtxt");
-    let want: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(testdata("tf1_linalg_special.expected.json")).unwrap()).unwrap();
-    let feeds: Vec<String> = want["feeds"].as_object().unwrap().iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let fetches: Vec<&str> = want
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !["feeds", "w", "log_noise", "k", "v"].contains(k))
-        .collect();
+    let want = expected("tf1_linalg_special");
+    let variables = ["w", "log_noise", "k", "v"];
+    let fetches = recorded_fetches(&want, &variables);
     assert!(fetches.len() > 15, "{fetches:?}");
-    let close = |what: &str, got: &serde_json::Value, want: &serde_json::Value| {
-        let got = got["data"].as_array().unwrap_or_else(|| panic!("{what}: {got}"));
-        let want = want.as_array().unwrap();
-        assert_eq!(got.len(), want.len(), "{what}");
-        for (a, b) in got.iter().zip(want) {
-            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-            assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{what}: {got:?} != {want:?}");
-        }
-    };
-    let fetch_list = fetches.join(",");
-    for mode in [&[][..], &["--no-cluster"][..]] {
-        let mut base = vec!["run", g.to_str().unwrap(), "--init", "init", "--json"];
-        for f in &feeds {
-            base.extend(["--feed", f.as_str()]);
-        }
-        base.extend_from_slice(mode);
-        let out = autoclust(&[&base[..], &["--fetch", &fetch_list]].concat());
-        assert!(out.stderr.is_empty(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
-        let v = json(&out);
-        for k in &fetches {
-            close(k, &v["fetches"][format!("{k}:0")], &want[*k]);
-        }
-        let v = json(&autoclust(&[&base[..], &["--target", "train"]].concat()));
-        for k in ["w", "log_noise", "k", "v"] {
-            close(k, &v["variables"][k], &want[k]);
-        }
-    }
+    check_against_tensorflow("tf1_linalg_special", &recorded_feeds(&want), &fetches, &variables, 1e-5);
 }
 
+/// A TF1 step with LRN (and LRNGrad), Roll, Xlogy (and Xdivy in its gradient), and hard and soft
+/// non-maximum suppression on the side (make_tf1_lrn_nms.py): the fetches and the variable
+/// after one SGD step equal TensorFlow's in both modes.
 #[test]
 fn tf1_lrn_roll_xlogy_and_nms_match_tensorflow() {
-    let g = testdata("tf1_lrn_nms.pbtxt");
-    let want: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(testdata("tf1_lrn_nms.expected.json")).unwrap()).unwrap();
+    let want = expected("tf1_lrn_nms");
     let feeds: Vec<String> = ["x", "boxes", "scores"].iter().map(|k| format!("{k}={}", want[*k])).collect();
-    let close = |what: &str, got: &serde_json::Value, want: &serde_json::Value| {
-        let got = got["data"].as_array().unwrap_or_else(|| panic!("{what}: {got}"));
-        let want = want.as_array().unwrap();
-        assert_eq!(got.len(), want.len(), "{what}");
-        for (a, b) in got.iter().zip(want) {
-            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-            assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{what}: {got:?} != {want:?}");
-        }
-    };
-    for mode in [&[][..], &["--no-cluster"][..]] {
-        let mut base = vec!["run", g.to_str().unwrap(), "--init", "init", "--json"];
-        for f in &feeds {
-            base.extend(["--feed", f.as_str()]);
-        }
-        base.extend_from_slice(mode);
-        let v = json(&autoclust(&[&base[..], &["--fetch", "loss,hard,valid,soft,soft_scores"]].concat()));
-        for k in ["loss", "hard", "valid", "soft", "soft_scores"] {
-            close(k, &v["fetches"][format!("{k}:0")], &want[k]);
-        }
-        let v = json(&autoclust(&[&base[..], &["--target", "train"]].concat()));
-        close("k", &v["variables"]["k"], &want["k"]);
-    }
+    let fetches = ["loss", "hard", "valid", "soft", "soft_scores"];
+    check_against_tensorflow("tf1_lrn_nms", &feeds, &fetches, &["k"], 1e-5);
 }

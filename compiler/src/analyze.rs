@@ -451,23 +451,8 @@ fn shape_tensor(dtype: DType, v: Vec<i64>) -> Tensor {
     }
 }
 
-/// Numpy broadcasting of two shapes.
-pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let r = a.len().max(b.len());
-    let mut out = vec![0; r];
-    for i in 0..r {
-        let x = if i + a.len() >= r { a[i + a.len() - r] } else { 1 };
-        let y = if i + b.len() >= r { b[i + b.len() - r] } else { 1 };
-        out[i] = if x == y || y == 1 {
-            x
-        } else if x == 1 {
-            y
-        } else {
-            return None;
-        };
-    }
-    Some(out)
-}
+/// Numpy broadcasting of two shapes (the graph crate's one definition).
+pub use autoclust_graph::broadcast_dims as broadcast_shapes;
 
 fn vi(dtype: DType, shape: Vec<usize>) -> ValueInfo {
     ValueInfo { dtype, shape, konst: None, list: None }
@@ -779,28 +764,7 @@ fn filled(node: &Node, dtype: DType, shape: Vec<usize>, v: f64) -> Result<Tensor
     t.map_err(|e| CompileError::Invalid(e.to_string()))
 }
 
-/// TensorFlow's BroadcastGradientArgs: the axes each input was broadcast along.
-pub fn broadcast_gradient_args(a: &[i64], b: &[i64]) -> Option<(Vec<i64>, Vec<i64>)> {
-    let r = a.len().max(b.len());
-    let (mut ra, mut rb) = (Vec::new(), Vec::new());
-    for i in 0..r {
-        let x = if i + a.len() >= r { a[i + a.len() - r] } else { 1 };
-        let y = if i + b.len() >= r { b[i + b.len() - r] } else { 1 };
-        if x == y {
-            if x == 1 {
-                ra.push(i as i64);
-                rb.push(i as i64);
-            }
-        } else if x == 1 {
-            ra.push(i as i64);
-        } else if y == 1 {
-            rb.push(i as i64);
-        } else {
-            return None;
-        }
-    }
-    Some((ra, rb))
-}
+use autoclust_graph::broadcast_gradient_args;
 
 fn is_compiled_dtype(d: DType) -> bool {
     matches!(d, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64 | DType::Bool)
@@ -817,14 +781,7 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
     };
     // The stateless random ops pass uint64 keys and counters from kernel to kernel (no
     // loop ever computes on them).
-    let uint64_ok = matches!(
-        op,
-        "StatelessRandomGetKeyCounter"
-            | "StatelessRandomUniformV2"
-            | "StatelessRandomNormalV2"
-            | "StatelessTruncatedNormalV2"
-            | "StatelessRandomUniformIntV2"
-    );
+    let uint64_ok = autoclust_graph::jit_ops::UINT64_KEY_OPS.contains(&op);
     for v in ins {
         if !(is_compiled_dtype(v.dtype) || uint64_ok && v.dtype == DType::UInt64) {
             return Err(CompileError::unsupported(node, format!("dtype {}", v.dtype)));
@@ -853,7 +810,8 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
     if let Some(ew) = EwOp::from_node(node) {
         let arity = match ew {
             EwOp::Select => 3,
-            EwOp::AddN | EwOp::Copy => ins.len(),
+            // Variadic, but never empty (TensorFlow's `N >= 1`; an input-less copy has no value).
+            EwOp::AddN | EwOp::Copy => ins.len().max(1),
             EwOp::Neg
             | EwOp::Abs
             | EwOp::Exp
@@ -2423,6 +2381,59 @@ mod tests {
         transcendental.sort_unstable();
         listed.sort_unstable();
         assert_eq!(transcendental, listed);
+    }
+
+    /// Whether the compiler's lowering table has an entry for `op`: probed with an input-less
+    /// node, an op without one is refused as "op has no lowering" before any input is read
+    /// (the others fail on their arity, their attributes or their missing operands).
+    fn lowers(op: &str) -> bool {
+        if crate::lists::is_list_op(op) {
+            return true;
+        }
+        let n = node(op);
+        let probe = std::panic::catch_unwind(|| analyze_node(&n, &[], &[], &[]));
+        let Ok(result) = probe else { panic!("{op}: the analysis panics on a node without inputs") };
+        match result {
+            Err(CompileError::Unsupported { reason, .. }) => reason != "op has no lowering",
+            _ => true,
+        }
+    }
+
+    /// The clusterer admits what `autoclust_graph::jit_ops` lists; the compiler lowers what
+    /// its table handles. The two are one list: every listed compute op has a lowering, and
+    /// every registry op with a lowering is listed — except the ops below, each with the
+    /// reason the clusterer keeps them out although the compiler could run them.
+    #[test]
+    fn the_lowering_table_is_the_jit_op_list() {
+        // Ops the compiler meets only in bodies the pipeline builds, never in a user's
+        // graph cluster: encapsulation's argument, result and write-back shape-check nodes,
+        // and functional control flow (admitted by the clusterer as control flow, not as ops).
+        const NOT_CLUSTER_OPS: &[&str] = &[
+            "_Arg",
+            "_Retval",
+            autoclust_graph::protocol::SAME_SHAPE_OP,
+            "While",
+            "StatelessWhile",
+            "If",
+            "StatelessIf",
+            "Case",
+            "StatelessCase",
+        ];
+        let listed: Vec<&str> =
+            autoclust_graph::jit_ops::JIT_COMPUTE_OPS.iter().chain(autoclust_graph::TENSOR_LIST_OPS).copied().collect();
+        // Listed, but rewritten before the compiler sees a body: encapsulation splits an
+        // `IdentityN` into one `Identity` per output.
+        const REWRITTEN_BY_ENCAPSULATION: &[&str] = &["IdentityN"];
+        let unlowered: Vec<&str> =
+            listed.iter().copied().filter(|op| !lowers(op) && !REWRITTEN_BY_ENCAPSULATION.contains(op)).collect();
+        assert!(unlowered.is_empty(), "listed in jit_ops but the compiler has no lowering: {unlowered:?}");
+        let unlisted: Vec<&str> = autoclust_graph::registry::op_names()
+            .filter(|op| lowers(op) && !listed.contains(op) && !NOT_CLUSTER_OPS.contains(op))
+            .collect();
+        assert!(unlisted.is_empty(), "lowered by the compiler but not in jit_ops: {unlisted:?}");
+        for op in autoclust_graph::jit_ops::VARIABLE_OPS {
+            assert!(!lowers(op), "{op} is run by the bridge; the compiler should never see it");
+        }
     }
 
     fn fold(op: &str, ins: &[Tensor], out: DType) -> Option<Tensor> {

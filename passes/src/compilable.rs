@@ -31,99 +31,9 @@ use autoclust_graph::{AttrValue, DType, Graph, NodeId};
 
 use crate::deadness::DeadnessAnalysis;
 
-/// Whether the JIT compiles `op` (given supported dtypes and static shapes).
-pub fn is_jit_op(op: &str) -> bool {
-    // TensorLists: typed by the compiler, run by the interpreter's kernels.
-    autoclust_graph::TENSOR_LIST_OPS.contains(&op)
-        || matches!(
-            op,
-            // Elementwise arithmetic and math.
-            "Add" | "AddV2" | "AddN" | "Sub" | "Mul" | "MulNoNan" | "RealDiv" | "Div" | "DivNoNan" | "Neg" | "Abs" | "Exp" | "Log"
-            | "Sqrt" | "Rsqrt" | "Square" | "Tanh" | "Sigmoid" | "Relu" | "Maximum" | "Minimum" | "Pow" | "Cast"
-            | "Select" | "SelectV2" | "Reciprocal" | "Inv" | "SquaredDifference" | "Floor" | "Ceil" | "Sign"
-            | "Erf" | "Erfc" | "Log1p" | "Softplus" | "IsNan" | "Expm1" | "Elu" | "Selu" | "Relu6" | "EluGrad"
-            | "SeluGrad" | "Relu6Grad" | "LeakyRelu" | "LeakyReluGrad" | "Sin" | "Cos"
-            // Comparisons and logic.
-            | "Equal" | "NotEqual" | "Less" | "LessEqual" | "Greater" | "GreaterEqual" | "LogicalAnd"
-            | "LogicalOr" | "LogicalNot"
-            // Linear algebra.
-            | "MatMul" | "BatchMatMul" | "BatchMatMulV2" | "BiasAdd" | "BiasAddV1" | "BiasAddGrad" | "Einsum"
-            | "Conv2D" | "Conv2DBackpropInput" | "Conv2DBackpropFilter" | "DepthwiseConv2dNative"
-            | "DepthwiseConv2dNativeBackpropInput" | "DepthwiseConv2dNativeBackpropFilter" | "MaxPool" | "MaxPoolGrad" | "AvgPool"
-            | "AvgPoolGrad" | "FusedBatchNorm" | "FusedBatchNormV2" | "FusedBatchNormV3" | "FusedBatchNormGrad"
-            | "FusedBatchNormGradV2" | "FusedBatchNormGradV3"
-            // Reductions.
-            | "Sum" | "Mean" | "Max" | "Min" | "Prod" | "ArgMax" | "ArgMin" | "Any" | "All"
-            // Shapes and data movement.
-            | "Split" | "SplitV" | "ReverseV2" | "StridedSliceGrad" | "Reshape" | "Shape" | "ShapeN" | "Size" | "Rank" | "ExpandDims" | "Squeeze" | "Transpose" | "ConcatV2" | "Pack"
-            | "Slice" | "StridedSlice" | "Fill" | "ZerosLike" | "OnesLike" | "Tile" | "BroadcastTo" | "GatherV2" | "Gather"
-            | "UnsortedSegmentSum" | "Cumsum" | "Cumprod" | "Pad" | "Unpack" | "L2Loss" | "InTopKV2" | "InTopK" | "ResizeBilinear" | "ResizeBilinearGrad" | "ResizeNearestNeighbor" | "ResizeNearestNeighborGrad" | "SpaceToBatchND" | "BatchToSpaceND"
-            // Bit-level ops (Keras 3's argmax tests a float's sign bit with them).
-            | "Bitcast" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "LeftShift" | "RightShift"
-            // Stateless random samplers (pure functions of their seed or key and counter).
-            | "StatelessRandomUniform" | "StatelessRandomNormal" | "StatelessTruncatedNormal"
-            | "StatelessRandomUniformInt" | "StatelessRandomUniformV2" | "StatelessRandomNormalV2"
-            | "StatelessTruncatedNormalV2" | "StatelessRandomUniformIntV2" | "StatelessRandomGetKeyCounter"
-            | "StatelessRandomGetAlg"
-            // Losses, activations and their gradients.
-            | "Softmax" | "LogSoftmax" | "SoftmaxCrossEntropyWithLogits" | "SparseSoftmaxCrossEntropyWithLogits"
-            | "ReluGrad" | "TanhGrad" | "SigmoidGrad" | "RsqrtGrad" | "SqrtGrad" | "ReciprocalGrad" | "InvGrad"
-            | "BroadcastGradientArgs"
-            // Division-like ops (folded on constants, a kernel step on run-time values).
-            | "FloorDiv" | "FloorMod" | "Mod" | "TruncateDiv" | "TruncateMod"
-            // Shape arithmetic, compiled only when its value is known at compile time (see
-            // [`compile_time_known`]): TF2 gradients compute reduction indices with these.
-            | "Range" | "InvertPermutation" | "DynamicStitch" | "ParallelDynamicStitch"
-            | "ConcatOffset"
-            // Plumbing.
-            | "Identity" | "IdentityN" | "StopGradient" | "Snapshot" | "PreventGradient" | "Const" | "NoOp"
-            // Variable ops the bridge snapshots and writes back.
-            | "ReadVariableOp" | "AssignVariableOp" | "AssignAddVariableOp" | "AssignSubVariableOp"
-            | "ResourceGather" | "ResourceScatterAdd" | "ResourceScatterSub" | "ResourceScatterMax"
-            | "ResourceScatterMin" | "ResourceScatterUpdate" | "ResourceApplyGradientDescent"
-            | "ResourceApplyMomentum" | "ResourceApplyAdam" | "ResourceApplyKerasMomentum" | "ResourceApplyAdagrad"
-            | "ResourceApplyAdagradV2" | "ResourceApplyRMSProp" | "ResourceApplyAdaMax" | "ResourceApplyAdadelta"
-            | "ResourceApplyCenteredRMSProp" | "ResourceApplyFtrl" | "ResourceApplyFtrlV2"
-            | "ResourceApplyProximalGradientDescent" | "ResourceApplyProximalAdagrad" | "ResourceApplyAddSign"
-            | "ResourceApplyPowerSign" | "VariableShape"
-            // Pure scatters (what encapsulation lowers the resource scatters to).
-            | "TensorScatterAdd" | "TensorScatterSub" | "TensorScatterMax" | "TensorScatterMin" | "TensorScatterUpdate"
-        )
-}
-
-/// Whether `op` is one of the variable ops in [`is_jit_op`]'s set.
-pub fn is_variable_op(op: &str) -> bool {
-    matches!(
-        op,
-        "ReadVariableOp"
-            | "AssignVariableOp"
-            | "AssignAddVariableOp"
-            | "AssignSubVariableOp"
-            | "ResourceGather"
-            | "ResourceScatterAdd"
-            | "ResourceScatterSub"
-            | "ResourceScatterMax"
-            | "ResourceScatterMin"
-            | "ResourceScatterUpdate"
-            | "ResourceApplyGradientDescent"
-            | "ResourceApplyMomentum"
-            | "ResourceApplyAdam"
-            | "ResourceApplyKerasMomentum"
-            | "ResourceApplyAdagrad"
-            | "ResourceApplyAdagradV2"
-            | "ResourceApplyRMSProp"
-            | "ResourceApplyAdaMax"
-            | "ResourceApplyAdadelta"
-            | "ResourceApplyCenteredRMSProp"
-            | "ResourceApplyFtrl"
-            | "ResourceApplyFtrlV2"
-            | "ResourceApplyProximalGradientDescent"
-            | "ResourceApplyProximalAdagrad"
-            | "ResourceApplyAddSign"
-            | "ResourceApplyPowerSign"
-            | "VariableShape"
-    )
-}
+/// Whether the JIT compiles `op` (given supported dtypes and static shapes): the one list
+/// in [`autoclust_graph::jit_ops`], which a compiler test holds to its lowering table.
+pub use autoclust_graph::jit_ops::{is_jit_op, is_variable_op};
 
 fn is_supported_dtype(t: DType) -> bool {
     matches!(t, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64 | DType::Bool)
@@ -474,14 +384,7 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
         return Some(NotCompilable::UnsupportedOp { op: "ResourceGather with a negative batch_dims".into() });
     }
     // Stateless random ops pass uint64 keys and counters between their kernels.
-    let uint64_ok = matches!(
-        op,
-        "StatelessRandomGetKeyCounter"
-            | "StatelessRandomUniformV2"
-            | "StatelessRandomNormalV2"
-            | "StatelessTruncatedNormalV2"
-            | "StatelessRandomUniformIntV2"
-    );
+    let uint64_ok = autoclust_graph::jit_ops::UINT64_KEY_OPS.contains(&op);
     // TensorLists (variant scalars) pass between the list ops, the loops and branches that
     // carry them, and the views and sums of lists; the compiler types them (its `lists.rs`).
     let variant_ok = control_flow

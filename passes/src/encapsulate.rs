@@ -342,7 +342,7 @@ fn order_multi_variable_reads(graph: &Graph, rest: Vec<NodeId>, member: &[bool],
 /// Rewrites each cluster into snapshot, call and write-back (module doc).
 pub fn encapsulate(graph: &Graph, clusters: &[ClusterSpec]) -> Result<Encapsulated, EncapsulateError> {
     let _span = tracing::debug_span!("encapsulate", clusters = clusters.len()).entered();
-    let order = crate::safety::topological_order(graph)?;
+    let order = graph.topo_order()?;
     let mut position = vec![0usize; graph.len()];
     for (i, id) in order.iter().enumerate() {
         position[id.index()] = i;
@@ -1713,7 +1713,7 @@ fn rebuild(
         });
     }
     let out = Graph::from_raw(raw, library, graph.versions.clone())?;
-    if let Err(source) = crate::safety::topological_order(&out) {
+    if let Err(source) = out.topo_order() {
         let cluster = bridges.first().map(|b| b.cluster.clone()).unwrap_or_default();
         return Err(EncapsulateError::CycleAfterRewrite { cluster, source });
     }

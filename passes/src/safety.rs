@@ -50,21 +50,14 @@ pub struct SafetyAnalysis {
     order: Vec<NodeId>,
 }
 
-/// Whether `src → dst` is a loop back edge (`NextIteration → Merge`), which
-/// the analysis and the clusterer's cycle graph ignore.
-pub fn is_back_edge(graph: &Graph, src: NodeId, dst: NodeId) -> bool {
-    graph.node(src).op == "NextIteration" && matches!(graph.node(dst).op.as_str(), "Merge" | "RefMerge")
-}
-
-/// Successors of every node over data and control edges, back edges dropped,
-/// deduplicated, in consumer-id order.
+/// Successors of every node over data and control edges, loop back edges dropped (the
+/// graph crate's one rule, [`Graph::forward_predecessors`]), deduplicated, in consumer-id
+/// order.
 pub fn forward_edges(graph: &Graph) -> Vec<Vec<NodeId>> {
     let mut succ = vec![Vec::new(); graph.len()];
     for dst in graph.node_ids() {
-        for src in graph.predecessors(dst) {
-            if !is_back_edge(graph, src, dst) {
-                succ[src.index()].push(dst);
-            }
+        for src in graph.forward_predecessors(dst) {
+            succ[src.index()].push(dst);
         }
     }
     for s in &mut succ {
@@ -74,66 +67,11 @@ pub fn forward_edges(graph: &Graph) -> Vec<Vec<NodeId>> {
     succ
 }
 
-/// A deterministic topological order ignoring back edges: among ready nodes
-/// the one created first goes first. A cycle is an error naming its nodes.
-pub fn topological_order(graph: &Graph) -> Result<Vec<NodeId>, CycleError> {
-    let succ = forward_edges(graph);
-    let mut pending = vec![0u32; graph.len()];
-    for s in &succ {
-        for d in s {
-            pending[d.index()] += 1;
-        }
-    }
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<u32>> =
-        (0..graph.len() as u32).filter(|&i| pending[i as usize] == 0).map(std::cmp::Reverse).collect();
-    let mut order = Vec::with_capacity(graph.len());
-    while let Some(std::cmp::Reverse(i)) = ready.pop() {
-        order.push(NodeId(i));
-        for d in &succ[i as usize] {
-            let p = &mut pending[d.index()];
-            *p -= 1;
-            if *p == 0 {
-                ready.push(std::cmp::Reverse(d.0));
-            }
-        }
-    }
-    if order.len() == graph.len() {
-        return Ok(order);
-    }
-    Err(CycleError { nodes: find_cycle(graph, &pending) })
-}
-
-/// Walks predecessors among the nodes still pending until one repeats; the
-/// repeated stretch, reversed into edge order, is a cycle.
-fn find_cycle(graph: &Graph, pending: &[u32]) -> Vec<String> {
-    let Some(start) = pending.iter().position(|&p| p > 0) else { return Vec::new() };
-    let mut seen = vec![usize::MAX; graph.len()];
-    let mut path = Vec::new();
-    let mut cur = NodeId(start as u32);
-    loop {
-        if seen[cur.index()] != usize::MAX {
-            let mut ids: Vec<NodeId> = path[seen[cur.index()]..].iter().rev().copied().collect();
-            let first = ids.iter().enumerate().min_by_key(|(_, id)| **id).map(|(k, _)| k).unwrap_or(0);
-            ids.rotate_left(first);
-            ids.push(ids[0]);
-            return ids.into_iter().map(|id| graph.name(id).to_string()).collect();
-        }
-        seen[cur.index()] = path.len();
-        path.push(cur);
-        // A node left pending has a pending predecessor over a kept edge.
-        let next = graph.predecessors(cur).find(|&p| pending[p.index()] > 0 && !is_back_edge(graph, p, cur));
-        match next {
-            Some(p) => cur = p,
-            None => return path.iter().map(|id| graph.name(*id).to_string()).collect(),
-        }
-    }
-}
-
 impl SafetyAnalysis {
     /// Runs the analysis. Fails only if the graph (without back edges) has a cycle.
     pub fn compute(graph: &Graph) -> Result<SafetyAnalysis, CycleError> {
         let _span = tracing::debug_span!("safety_analysis", nodes = graph.len()).entered();
-        let order = topological_order(graph)?;
+        let order = graph.topo_order()?;
         let n = graph.len();
         let kinds: Vec<Option<ResourceKind>> =
             graph.nodes().iter().map(|node| resource_kind(node, &graph.library)).collect();

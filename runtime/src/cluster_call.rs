@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use autoclust_compiler::kernels::ScatterKind;
 pub use autoclust_compiler::{profile, CompilerOptions};
 use autoclust_compiler::{CacheKey, CompileCache, CompiledFunction, Compiler};
 use autoclust_graph::{DType, FunctionDef, Graph, Library, NodeId, Output, Tensor};
@@ -521,14 +522,7 @@ fn try_in_place(b: &Bridged, f: &CompiledFunction, inputs: Inputs) -> InPlace {
 /// interpreter needs them when the JIT declines a body. `indices` is
 /// `[..., K]` into the first K dimensions of `tensor`; duplicates accumulate.
 pub(crate) fn prepare_tensor_scatter(node: &autoclust_graph::Node) -> KResult<Option<PureFn>> {
-    let kind = match node.op.as_str() {
-        "TensorScatterAdd" => ScatterKind::Add,
-        "TensorScatterSub" => ScatterKind::Sub,
-        "TensorScatterUpdate" => ScatterKind::Update,
-        "TensorScatterMax" => ScatterKind::Max,
-        "TensorScatterMin" => ScatterKind::Min,
-        _ => return Ok(None),
-    };
+    let Some(kind) = ScatterKind::from_tf(&node.op) else { return Ok(None) };
     Ok(Some(Box::new(move |mut inp: Inputs| -> KResult<Outputs> {
         crate::kernels::arity(&inp, 3)?;
         let updates = inp.pop().expect("three inputs");
@@ -573,15 +567,6 @@ pub(crate) fn prepare_tensor_scatter(node: &autoclust_graph::Node) -> KResult<Op
         crate::kernels::dispatch_num!(tensor.dtype, scatter_rows(kind, &mut tensor, &offsets, slice, &updates))?;
         crate::kernels::one(tensor)
     })))
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ScatterKind {
-    Add,
-    Sub,
-    Update,
-    Max,
-    Min,
 }
 
 fn scatter_rows<T: crate::kernels::elementwise::Num>(

@@ -699,18 +699,20 @@ impl Graph {
         n.inputs.iter().map(|o| o.node).chain(n.control_inputs.iter().copied())
     }
 
-    /// Whether edges out of this node are loop back edges: TensorFlow's v1
-    /// while loops close their cycle through `NextIteration -> Merge`, and
-    /// TensorFlow's own passes (and this crate's topological orders) drop
-    /// every edge leaving a `NextIteration` node, so such graphs are DAGs.
-    pub fn is_back_edge_source(&self, id: NodeId) -> bool {
-        matches!(self.nodes[id.index()].op.as_str(), "NextIteration" | "RefNextIteration")
+    /// Whether `src → dst` is a loop back edge: TensorFlow's v1 while loops close their
+    /// cycle through `NextIteration → Merge`, the one edge every topological order here
+    /// drops (inference, verification, the safety analysis, the clusterer's cycle graph,
+    /// encapsulation), so such graphs are DAGs. Only that edge: a `NextIteration` feeding
+    /// anything else keeps its edge, so a path through it still orders the clusterer.
+    pub fn is_back_edge(&self, src: NodeId, dst: NodeId) -> bool {
+        matches!(self.nodes[src.index()].op.as_str(), "NextIteration" | "RefNextIteration")
+            && matches!(self.nodes[dst.index()].op.as_str(), "Merge" | "RefMerge")
     }
 
     /// Predecessors over forward edges only: [`Graph::predecessors`] without
-    /// the loop back edges (see [`Graph::is_back_edge_source`]).
+    /// the loop back edges ([`Graph::is_back_edge`]).
     pub fn forward_predecessors(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
-        self.predecessors(id).filter(move |p| !self.is_back_edge_source(*p))
+        self.predecessors(id).filter(move |p| !self.is_back_edge(*p, id))
     }
 
     /// Successor lists for every node (data and control edges alike, with
@@ -730,8 +732,8 @@ impl Graph {
         Successors { data, control }
     }
 
-    /// A topological order (data and control edges, loop back edges out of
-    /// `NextIteration` dropped), deterministic: among ready nodes the one
+    /// A topological order (data and control edges, the loop back edges
+    /// `NextIteration → Merge` dropped), deterministic: among ready nodes the one
     /// created first goes first. A cycle is an error naming the nodes on one cycle.
     pub fn topo_order(&self) -> Result<Vec<NodeId>, CycleError> {
         // Successors in compressed-sparse-row form: two flat arrays instead of

@@ -86,11 +86,7 @@ impl TypeInfo {
 /// Unknown ops: outputs from `Tout` and `_output_shapes` when present, else none.
 pub fn infer(graph: &Graph) -> Result<TypeInfo, VerifyError> {
     let _span = tracing::debug_span!("infer", nodes = graph.len()).entered();
-    let order = match topological_order(graph) {
-        Some(order) => order,
-        // The graph's own sort names the nodes on a cycle.
-        None => graph.topo_order()?,
-    };
+    let order = graph.topo_order()?;
     let mut info = TypeInfo::empty(graph.len());
     for id in order {
         infer_node(graph, id, &mut info)?;
@@ -106,10 +102,7 @@ pub fn infer(graph: &Graph) -> Result<TypeInfo, VerifyError> {
 /// (the clusterer, encapsulation). Fails only on a cycle.
 pub fn infer_partial(graph: &Graph) -> Result<(TypeInfo, Vec<(NodeId, VerifyError)>), VerifyError> {
     let _span = tracing::debug_span!("infer_partial", nodes = graph.len()).entered();
-    let order = match topological_order(graph) {
-        Some(order) => order,
-        None => graph.topo_order()?,
-    };
+    let order = graph.topo_order()?;
     let mut info = TypeInfo::empty(graph.len());
     let mut errors = Vec::new();
     for id in order {
@@ -161,46 +154,6 @@ pub fn static_shape(graph: &Graph, output: Output) -> Shape {
         }
     }
     info.output(output).map(|t| t.1.clone()).unwrap_or_default()
-}
-
-/// A topological order over data and control edges (Kahn's algorithm on
-/// flat successor arrays); `None` when the graph has a cycle.
-fn topological_order(graph: &Graph) -> Option<Vec<NodeId>> {
-    let n = graph.len();
-    let mut pending = vec![0u32; n];
-    let mut offsets = vec![0u32; n + 1];
-    for (i, count) in pending.iter_mut().enumerate() {
-        for p in graph.forward_predecessors(NodeId(i as u32)) {
-            *count += 1;
-            offsets[p.index() + 1] += 1;
-        }
-    }
-    for i in 0..n {
-        offsets[i + 1] += offsets[i];
-    }
-    let mut fill = offsets.clone();
-    let mut succ = vec![0u32; offsets[n] as usize];
-    for i in 0..n {
-        for p in graph.forward_predecessors(NodeId(i as u32)) {
-            let at = &mut fill[p.index()];
-            succ[*at as usize] = i as u32;
-            *at += 1;
-        }
-    }
-    let mut order: Vec<NodeId> = (0..n as u32).filter(|&i| pending[i as usize] == 0).map(NodeId).collect();
-    order.reserve(n - order.len());
-    let mut next = 0;
-    while let Some(&id) = order.get(next) {
-        next += 1;
-        for &s in &succ[offsets[id.index()] as usize..offsets[id.index() + 1] as usize] {
-            let p = &mut pending[s as usize];
-            *p -= 1;
-            if *p == 0 {
-                order.push(NodeId(s));
-            }
-        }
-    }
-    (order.len() == n).then_some(order)
 }
 
 /// `target` and its data ancestors in topological order; `None` on a cycle.

@@ -16,6 +16,7 @@ pub mod function;
 mod graph;
 pub mod half;
 pub mod infer;
+pub mod jit_ops;
 pub mod limits;
 pub mod protocol;
 pub mod registry;
@@ -32,9 +33,10 @@ pub use graph::{
     parse_input, ArgDef, AttrDef, CycleError, FunctionDef, GradientDef, Graph, GraphError, InputRef, Library, Node,
     NodeId, Output, PortOutOfRange, RawNode, Revision, Signature, Span, Successors, Versions,
 };
+pub use jit_ops::{JIT_FLOAT32_ONLY_KERNELS, JIT_FLOAT32_ONLY_OPS};
 pub use protocol::ORIGIN_OP_ATTR;
-pub use shape::{Dim, Shape};
+pub use shape::{broadcast_dims, broadcast_gradient_args, Dim, Shape};
 pub use tensor::{
     element_shape_operand, merge_element_shapes, CompactTensor, Tensor, TensorData, TensorError, TensorList,
-    COMPACT_MIN_ELEMENTS, JIT_FLOAT32_ONLY_KERNELS, JIT_FLOAT32_ONLY_OPS, TENSOR_LIST_OPS,
+    COMPACT_MIN_ELEMENTS, TENSOR_LIST_OPS,
 };

@@ -42,6 +42,46 @@ impl Shape {
     }
 }
 
+/// TensorFlow's (numpy's) broadcast of two concrete shapes, aligned at their last
+/// dimensions; `None` when a pair of dimensions differs and neither is 1. The one concrete
+/// broadcast the compiler's analysis and the interpreter's kernels share (the registry's
+/// `broadcast_shapes` is its symbolic form, over partly known [`Shape`]s).
+pub fn broadcast_dims(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let at = |s: &[usize], i: usize| if i + s.len() >= n { s[i + s.len() - n] } else { 1 };
+    (0..n)
+        .map(|i| match (at(a, i), at(b, i)) {
+            (x, y) if x == y || y == 1 => Some(x),
+            (1, y) => Some(y),
+            _ => None,
+        })
+        .collect()
+}
+
+/// TensorFlow's `BroadcastGradientArgs` of two known shapes: the axes (of the broadcast
+/// result) each operand was broadcast along, to be summed away in its gradient. An axis
+/// where both are 1 is in both lists, as TensorFlow reports it. `None` when the shapes do
+/// not broadcast. The registry's value function, the compiler's folding and the
+/// interpreter's kernel all use this one.
+pub fn broadcast_gradient_args(s0: &[i64], s1: &[i64]) -> Option<(Vec<i64>, Vec<i64>)> {
+    let n = s0.len().max(s1.len());
+    let at = |s: &[i64], i: usize| if i + s.len() >= n { s[i + s.len() - n] } else { 1 };
+    let (mut r0, mut r1) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let (x, y) = (at(s0, i), at(s1, i));
+        if x == 1 {
+            r0.push(i as i64);
+        }
+        if y == 1 {
+            r1.push(i as i64);
+        }
+        if x != y && x != 1 && y != 1 {
+            return None;
+        }
+    }
+    Some((r0, r1))
+}
+
 impl fmt::Display for Shape {
     /// `[2,?,3]`, `[]` for a scalar, `[*]` for unknown rank.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -61,5 +101,25 @@ impl fmt::Display for Shape {
                 f.write_str("]")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concrete_broadcasts_follow_tensorflow() {
+        assert_eq!(broadcast_dims(&[2, 3], &[3]), Some(vec![2, 3]));
+        assert_eq!(broadcast_dims(&[4, 1], &[1, 5]), Some(vec![4, 5]));
+        assert_eq!(broadcast_dims(&[], &[2]), Some(vec![2]));
+        assert_eq!(broadcast_dims(&[0, 3], &[1, 3]), Some(vec![0, 3]));
+        assert_eq!(broadcast_dims(&[1], &[0]), Some(vec![0]));
+        assert_eq!(broadcast_dims(&[2, 3], &[2]), None);
+        assert_eq!(broadcast_gradient_args(&[2, 3], &[3]), Some((vec![], vec![0])));
+        assert_eq!(broadcast_gradient_args(&[4, 1], &[1, 5]), Some((vec![1], vec![0])));
+        assert_eq!(broadcast_gradient_args(&[], &[2, 2]), Some((vec![0, 1], vec![])));
+        assert_eq!(broadcast_gradient_args(&[1, 3], &[1, 3]), Some((vec![0], vec![0])));
+        assert_eq!(broadcast_gradient_args(&[2], &[3]), None);
     }
 }

@@ -28,18 +28,6 @@ pub enum TensorData {
     List(Arc<TensorList>),
 }
 
-/// The elementwise ops the JIT computes in float32 only (its transcendental routines,
-/// `autoclust_compiler::analyze::EwOp::is_transcendental`, kept equal by a compiler test):
-/// the clusterer admits them on float32 alone, so a float64 `Exp` stays outside clusters
-/// instead of sending its cluster to the interpreter.
-pub const JIT_FLOAT32_ONLY_OPS: &[&str] =
-    &["Exp", "Log", "Tanh", "Sigmoid", "Pow", "Erf", "Erfc", "Log1p", "Softplus", "Expm1", "Elu", "Selu", "Sin", "Cos"];
-
-/// The kernel ops (not elementwise) the JIT lowers for float32 only (its GEMM, softmax and
-/// arg-extreme kernels); admitted into clusters on float32 alone, like
-/// [`JIT_FLOAT32_ONLY_OPS`].
-pub const JIT_FLOAT32_ONLY_KERNELS: &[&str] = &["MatMul", "Softmax", "LogSoftmax", "ArgMax", "ArgMin"];
-
 /// The TensorList ops (TensorFlow's `list_kernels.cc`) whose kernels the runtime has and
 /// whose types the compiler tracks inside compiled bodies (`autoclust_compiler::lists`).
 pub const TENSOR_LIST_OPS: &[&str] = &[

@@ -1687,10 +1687,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 if inp[0].dtype != inp[1].dtype {
                     return Err(KernelError::invalid(format!("{} and {} operands", inp[0].dtype, inp[1].dtype)));
                 }
-                let out =
-                    autoclust_compiler::analyze::broadcast_shapes(&inp[0].shape, &inp[1].shape).ok_or_else(|| {
-                        KernelError::invalid(format!("Incompatible shapes: {:?} vs. {:?}", inp[0].shape, inp[1].shape))
-                    })?;
+                let out = super::elementwise::broadcast_shape(&inp[0].shape, &inp[1].shape)?;
                 one(kind.run(&inp[0], &inp[1], &out).map_err(KernelError::invalid)?)
             })
         }

@@ -22,7 +22,6 @@ use crate::error::{KResult, KernelError};
 pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 const CHUNK: usize = 1 << 13;
 
-/// TensorFlow's broadcast of two shapes.
 /// Shape equality without a `memcmp` call: shapes are a handful of dims, and
 /// on scalar-heavy graphs the library call dominated each kernel (perf, scalar_10k).
 #[inline]
@@ -30,23 +29,10 @@ pub(crate) fn same_shape(a: &[usize], b: &[usize]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
+/// TensorFlow's broadcast of two shapes ([`autoclust_graph::broadcast_dims`]), with its error.
 pub fn broadcast_shape(a: &[usize], b: &[usize]) -> KResult<Vec<usize>> {
-    let n = a.len().max(b.len());
-    let mut out = vec![0; n];
-    for (i, o) in out.iter_mut().enumerate() {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
-        *o = if da == db {
-            da
-        } else if da == 1 {
-            db
-        } else if db == 1 {
-            da
-        } else {
-            return Err(KernelError::invalid(format!("Incompatible shapes: {a:?} vs. {b:?}")));
-        };
-    }
-    Ok(out)
+    autoclust_graph::broadcast_dims(a, b)
+        .ok_or_else(|| KernelError::invalid(format!("Incompatible shapes: {a:?} vs. {b:?}")))
 }
 
 /// Strides of `shape` seen through its broadcast to `out` (0 along broadcast dimensions).

@@ -198,34 +198,11 @@ fn relu_grad_int<T: Num>(a: &Tensor, b: &Tensor) -> KResult<Tensor> {
     zip_map::<T, T, T>(a, b, |dy, x| if x > T::zero() { dy } else { T::zero() })
 }
 
-/// TensorFlow's `BroadcastGradientArgs`: the axes each operand was broadcast
-/// along (to be summed away in its gradient).
+/// TensorFlow's `BroadcastGradientArgs` ([`autoclust_graph::broadcast_gradient_args`]),
+/// with its error.
 pub fn broadcast_gradient_args(s0: &[i64], s1: &[i64]) -> KResult<(Vec<i64>, Vec<i64>)> {
-    let n = s0.len().max(s1.len());
-    let pad = |s: &[i64]| -> Vec<i64> {
-        let mut v = vec![1; n - s.len()];
-        v.extend_from_slice(s);
-        v
-    };
-    let (a, b) = (pad(s0), pad(s1));
-    let (mut r0, mut r1) = (Vec::new(), Vec::new());
-    for i in 0..n {
-        let (x, y) = (a[i], b[i]);
-        if x == y {
-            // Equal dims of size 1 are reduced in both (TF keeps them in both lists).
-            if x == 1 {
-                r0.push(i as i64);
-                r1.push(i as i64);
-            }
-        } else if x == 1 {
-            r0.push(i as i64);
-        } else if y == 1 {
-            r1.push(i as i64);
-        } else {
-            return Err(KernelError::invalid(format!("Incompatible shapes: {s0:?} vs. {s1:?}")));
-        }
-    }
-    Ok((r0, r1))
+    autoclust_graph::broadcast_gradient_args(s0, s1)
+        .ok_or_else(|| KernelError::invalid(format!("Incompatible shapes: {s0:?} vs. {s1:?}")))
 }
 
 fn l2_loss<T: Float>(t: &Tensor) -> KResult<Tensor> {

@@ -181,47 +181,33 @@ fn crop_and_resize_grad_boxes(
         return Err(KernelError::invalid(format!("box_index has values outside [0, {n})")));
     }
     let (hm1, wm1) = ((h - 1) as f32, (w - 1) as f32);
+    let hr = if ch > 1 { hm1 / (ch - 1) as f32 } else { 0.0 };
+    let wr = if cw > 1 { wm1 / (cw - 1) as f32 } else { 0.0 };
     let mut out = vec![0f32; nb * 4];
     for (k, &b) in ind.iter().enumerate() {
-        let [y1, x1, y2, x2] = [bx[k * 4], bx[k * 4 + 1], bx[k * 4 + 2], bx[k * 4 + 3]];
-        let hr = if ch > 1 { hm1 / (ch - 1) as f32 } else { 0.0 };
-        let wr = if cw > 1 { wm1 / (cw - 1) as f32 } else { 0.0 };
-        let (hs, ws) = (if ch > 1 { (y2 - y1) * hr } else { 0.0 }, if cw > 1 { (x2 - x1) * wr } else { 0.0 });
+        let bk = [bx[k * 4], bx[k * 4 + 1], bx[k * 4 + 2], bx[k * 4 + 3]];
         let at = |r: usize, col: usize, d: usize| img[((b as usize * h + r) * w + col) * c + d];
-        for y in 0..ch {
-            let in_y = if ch > 1 { y1 * hm1 + y as f32 * hs } else { 0.5 * (y1 + y2) * hm1 };
-            if in_y < 0.0 || in_y > hm1 {
-                continue;
-            }
-            let (top, bottom) = (in_y.floor() as usize, in_y.ceil() as usize);
-            let yl = in_y - top as f32;
-            for x in 0..cw {
-                let in_x = if cw > 1 { x1 * wm1 + x as f32 * ws } else { 0.5 * (x1 + x2) * wm1 };
-                if in_x < 0.0 || in_x > wm1 {
-                    continue;
+        for p in CropGrid::new(bk, (ch, cw), (h, w), true).samples() {
+            let (y, x) = (p.y as f32, p.x as f32);
+            for d in 0..c {
+                let (tl, tr, bl, br) =
+                    (at(p.top, p.left, d), at(p.top, p.right, d), at(p.bottom, p.left, d), at(p.bottom, p.right, d));
+                let top_grad = g[((k * ch + p.y) * cw + p.x) * c + d];
+                let ygrad = ((1.0 - p.xl) * (bl - tl) + p.xl * (br - tr)) * top_grad;
+                let xgrad = ((1.0 - p.yl) * (tr - tl) + p.yl * (br - bl)) * top_grad;
+                if ch > 1 {
+                    out[k * 4] += ygrad * (hm1 - y * hr);
+                    out[k * 4 + 2] += ygrad * (y * hr);
+                } else {
+                    out[k * 4] += ygrad * 0.5 * hm1;
+                    out[k * 4 + 2] += ygrad * 0.5 * hm1;
                 }
-                let (left, right) = (in_x.floor() as usize, in_x.ceil() as usize);
-                let xl = in_x - left as f32;
-                for d in 0..c {
-                    let (tl, tr, bl, br) =
-                        (at(top, left, d), at(top, right, d), at(bottom, left, d), at(bottom, right, d));
-                    let top_grad = g[((k * ch + y) * cw + x) * c + d];
-                    let ygrad = ((1.0 - xl) * (bl - tl) + xl * (br - tr)) * top_grad;
-                    let xgrad = ((1.0 - yl) * (tr - tl) + yl * (br - bl)) * top_grad;
-                    if ch > 1 {
-                        out[k * 4] += ygrad * (hm1 - y as f32 * hr);
-                        out[k * 4 + 2] += ygrad * (y as f32 * hr);
-                    } else {
-                        out[k * 4] += ygrad * 0.5 * hm1;
-                        out[k * 4 + 2] += ygrad * 0.5 * hm1;
-                    }
-                    if cw > 1 {
-                        out[k * 4 + 1] += xgrad * (wm1 - x as f32 * wr);
-                        out[k * 4 + 3] += xgrad * (x as f32 * wr);
-                    } else {
-                        out[k * 4 + 1] += xgrad * 0.5 * wm1;
-                        out[k * 4 + 3] += xgrad * 0.5 * wm1;
-                    }
+                if cw > 1 {
+                    out[k * 4 + 1] += xgrad * (wm1 - x * wr);
+                    out[k * 4 + 3] += xgrad * (x * wr);
+                } else {
+                    out[k * 4 + 1] += xgrad * 0.5 * wm1;
+                    out[k * 4 + 3] += xgrad * 0.5 * wm1;
                 }
             }
         }
@@ -254,43 +240,123 @@ fn crop_and_resize_grad_image(
         return Err(KernelError::invalid(format!("box_index has values outside [0, {n})")));
     }
     let mut out = vec![0f32; budget(DType::Float32, &[n, h, w, c])?];
-    let (hm1, wm1) = ((h - 1) as f32, (w - 1) as f32);
     for (k, &b) in ind.iter().enumerate() {
-        let [y1, x1, y2, x2] = [bx[k * 4], bx[k * 4 + 1], bx[k * 4 + 2], bx[k * 4 + 3]];
-        let hs = if ch > 1 { (y2 - y1) * hm1 / (ch - 1) as f32 } else { 0.0 };
-        let ws = if cw > 1 { (x2 - x1) * wm1 / (cw - 1) as f32 } else { 0.0 };
+        let bk = [bx[k * 4], bx[k * 4 + 1], bx[k * 4 + 2], bx[k * 4 + 3]];
         let at = |r: usize, col: usize, d: usize| ((b as usize * h + r) * w + col) * c + d;
-        for y in 0..ch {
-            let in_y = if ch > 1 { y1 * hm1 + y as f32 * hs } else { 0.5 * (y1 + y2) * hm1 };
-            if in_y < 0.0 || in_y > hm1 {
-                continue;
-            }
-            let (top, bottom) = (in_y.floor() as usize, in_y.ceil() as usize);
-            let yl = in_y - top as f32;
-            for x in 0..cw {
-                let in_x = if cw > 1 { x1 * wm1 + x as f32 * ws } else { 0.5 * (x1 + x2) * wm1 };
-                if in_x < 0.0 || in_x > wm1 {
+        for p in CropGrid::new(bk, (ch, cw), (h, w), false).samples() {
+            for d in 0..c {
+                let gv = g[((k * ch + p.y) * cw + p.x) * c + d];
+                if nearest {
+                    out[at(p.in_y.round() as usize, p.in_x.round() as usize, d)] += gv;
                     continue;
                 }
-                let (left, right) = (in_x.floor() as usize, in_x.ceil() as usize);
-                let xl = in_x - left as f32;
-                for d in 0..c {
-                    let gv = g[((k * ch + y) * cw + x) * c + d];
-                    if nearest {
-                        out[at(in_y.round() as usize, in_x.round() as usize, d)] += gv;
-                        continue;
-                    }
-                    let dtop = (1.0 - yl) * gv;
-                    out[at(top, left, d)] += (1.0 - xl) * dtop;
-                    out[at(top, right, d)] += xl * dtop;
-                    let dbottom = yl * gv;
-                    out[at(bottom, left, d)] += (1.0 - xl) * dbottom;
-                    out[at(bottom, right, d)] += xl * dbottom;
-                }
+                let dtop = (1.0 - p.yl) * gv;
+                out[at(p.top, p.left, d)] += (1.0 - p.xl) * dtop;
+                out[at(p.top, p.right, d)] += p.xl * dtop;
+                let dbottom = p.yl * gv;
+                out[at(p.bottom, p.left, d)] += (1.0 - p.xl) * dbottom;
+                out[at(p.bottom, p.right, d)] += p.xl * dbottom;
             }
         }
     }
     Ok(tensor_of(vec![n, h, w, c], out))
+}
+
+/// Where a crop's cells sample the image (TensorFlow's CropAndResize geometry): cell
+/// `(y, x)` of a `ch × cw` crop of box `[y1, x1, y2, x2]` reads the image at `(in_y, in_x)`,
+/// or nothing when that falls outside it. The forward kernel and both gradients walk the same
+/// points; only the step's rounding differs (`ratio`: TensorFlow's box gradient multiplies by
+/// `(h − 1)/(ch − 1)` computed first, the other two divide last).
+struct CropGrid {
+    origin: (f32, f32),
+    step: (f32, f32),
+    centre: (f32, f32),
+    crop: (usize, usize),
+    last: (f32, f32),
+}
+
+/// A sampling point inside the image: its position, the pixels around it and the weights.
+struct CropSample {
+    y: usize,
+    x: usize,
+    in_y: f32,
+    in_x: f32,
+    top: usize,
+    bottom: usize,
+    left: usize,
+    right: usize,
+    yl: f32,
+    xl: f32,
+}
+
+impl CropGrid {
+    fn new(b: [f32; 4], (ch, cw): (usize, usize), (h, w): (usize, usize), ratio: bool) -> CropGrid {
+        let [y1, x1, y2, x2] = b;
+        let (hm1, wm1) = ((h - 1) as f32, (w - 1) as f32);
+        let step = |lo: f32, hi: f32, m1: f32, n: usize| match (n > 1, ratio) {
+            (false, _) => 0.0,
+            (true, true) => (hi - lo) * (m1 / (n - 1) as f32),
+            (true, false) => (hi - lo) * m1 / (n - 1) as f32,
+        };
+        CropGrid {
+            origin: (y1 * hm1, x1 * wm1),
+            step: (step(y1, y2, hm1, ch), step(x1, x2, wm1, cw)),
+            centre: (0.5 * (y1 + y2) * hm1, 0.5 * (x1 + x2) * wm1),
+            crop: (ch, cw),
+            last: (hm1, wm1),
+        }
+    }
+
+    fn row(&self, y: usize) -> f32 {
+        if self.crop.0 > 1 {
+            self.origin.0 + y as f32 * self.step.0
+        } else {
+            self.centre.0
+        }
+    }
+
+    fn col(&self, x: usize) -> f32 {
+        if self.crop.1 > 1 {
+            self.origin.1 + x as f32 * self.step.1
+        } else {
+            self.centre.1
+        }
+    }
+
+    /// Every cell in row-major order, with its sample (`None` outside the image).
+    fn cells(&self) -> impl Iterator<Item = (usize, usize, Option<CropSample>)> + '_ {
+        let (ch, cw) = self.crop;
+        (0..ch).flat_map(move |y| {
+            let in_y = self.row(y);
+            (0..cw).map(move |x| {
+                let in_x = self.col(x);
+                // Written as TensorFlow tests it: a NaN coordinate is not "outside".
+                let outside = in_y < 0.0 || in_y > self.last.0 || in_x < 0.0 || in_x > self.last.1;
+                let inside = !outside;
+                let sample = inside.then(|| {
+                    let (top, left) = (in_y.floor(), in_x.floor());
+                    CropSample {
+                        y,
+                        x,
+                        in_y,
+                        in_x,
+                        top: top as usize,
+                        bottom: in_y.ceil() as usize,
+                        left: left as usize,
+                        right: in_x.ceil() as usize,
+                        yl: in_y - top,
+                        xl: in_x - left,
+                    }
+                });
+                (y, x, sample)
+            })
+        })
+    }
+
+    /// The cells inside the image.
+    fn samples(&self) -> impl Iterator<Item = CropSample> + '_ {
+        self.cells().filter_map(|(_, _, s)| s)
+    }
 }
 
 /// A rank-4 image batch as float32 values.
@@ -464,37 +530,21 @@ fn crop_and_resize(
     let (ch, cw) = (ch as usize, cw as usize);
     let shape = vec![nb, ch, cw, c];
     let mut out = Vec::with_capacity(budget(DType::Float32, &shape)?);
-    let (hm1, wm1) = ((h - 1) as f32, (w - 1) as f32);
     for (k, &b) in ind.iter().enumerate() {
-        let [y1, x1, y2, x2] = [bx[k * 4], bx[k * 4 + 1], bx[k * 4 + 2], bx[k * 4 + 3]];
-        let hs = if ch > 1 { (y2 - y1) * hm1 / (ch - 1) as f32 } else { 0.0 };
-        let ws = if cw > 1 { (x2 - x1) * wm1 / (cw - 1) as f32 } else { 0.0 };
+        let bk = [bx[k * 4], bx[k * 4 + 1], bx[k * 4 + 2], bx[k * 4 + 3]];
         let at = |r: usize, col: usize, d: usize| img[((b as usize * h + r) * w + col) * c + d];
-        for y in 0..ch {
-            let in_y = if ch > 1 { y1 * hm1 + y as f32 * hs } else { 0.5 * (y1 + y2) * hm1 };
-            if in_y < 0.0 || in_y > hm1 {
-                out.extend(std::iter::repeat_n(extrapolation, cw * c));
-                continue;
-            }
-            for x in 0..cw {
-                let in_x = if cw > 1 { x1 * wm1 + x as f32 * ws } else { 0.5 * (x1 + x2) * wm1 };
-                if in_x < 0.0 || in_x > wm1 {
-                    out.extend(std::iter::repeat_n(extrapolation, c));
-                    continue;
-                }
-                if nearest {
-                    let (r, col) = (in_y.round() as usize, in_x.round() as usize);
+        for (_, _, cell) in CropGrid::new(bk, (ch, cw), (h, w), false).cells() {
+            match cell {
+                None => out.extend(std::iter::repeat_n(extrapolation, c)),
+                Some(p) if nearest => {
+                    let (r, col) = (p.in_y.round() as usize, p.in_x.round() as usize);
                     out.extend((0..c).map(|d| at(r, col, d)));
-                    continue;
                 }
-                let (top, bottom) = (in_y.floor() as usize, in_y.ceil() as usize);
-                let (left, right) = (in_x.floor() as usize, in_x.ceil() as usize);
-                let (yl, xl) = (in_y - top as f32, in_x - left as f32);
-                for d in 0..c {
-                    let t = at(top, left, d) + (at(top, right, d) - at(top, left, d)) * xl;
-                    let bo = at(bottom, left, d) + (at(bottom, right, d) - at(bottom, left, d)) * xl;
-                    out.push(t + (bo - t) * yl);
-                }
+                Some(p) => out.extend((0..c).map(|d| {
+                    let t = at(p.top, p.left, d) + (at(p.top, p.right, d) - at(p.top, p.left, d)) * p.xl;
+                    let bo = at(p.bottom, p.left, d) + (at(p.bottom, p.right, d) - at(p.bottom, p.left, d)) * p.xl;
+                    t + (bo - t) * p.yl
+                })),
             }
         }
     }

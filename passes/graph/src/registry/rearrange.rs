@@ -7,7 +7,7 @@
 
 use super::build::{arg, bool_attr_or, pure_op, repeated, required, type_attr, type_attr_or};
 use super::shapes::{same_as_0, shape_from_operand};
-use super::{AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
+use super::{ArgSpec, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
 use crate::DType::{self, Bool, Int32, Int64};
 use crate::{Dim, Shape};
 
@@ -153,6 +153,13 @@ const BLOCK: &[AttrSpec] = &[
     AttrSpec { name: "data_format", kind: AttrKind::String, default: super::AttrDefault::Optional, allowed: None },
 ];
 
+/// `InplaceUpdate`/`Add`/`Sub`: rows `i` of `x` replaced by, or combined with, the rows of `v`.
+const fn inplace(name: &'static str) -> OpSchema {
+    const INPUTS: &[ArgSpec] = &[arg("x", T), arg("i", TypeRule::Fixed(Int32)), arg("v", T)];
+    const OUTPUTS: &[ArgSpec] = &[arg("y", T)];
+    pure_op(name, OpFamily::Shape, INPUTS, OUTPUTS, T_ANY, same_as_0)
+}
+
 pub(super) static OPS: &[OpSchema] = &[
     pure_op("DepthToSpace", OpFamily::Shape, &[arg("input", T)], &[arg("output", T)], BLOCK, depth_to_space),
     pure_op("SpaceToDepth", OpFamily::Shape, &[arg("input", T)], &[arg("output", T)], BLOCK, space_to_depth),
@@ -187,30 +194,9 @@ pub(super) static OPS: &[OpSchema] = &[
         &[required("num_partitions", AttrKind::Int), type_attr("T", None)],
         dynamic_partition,
     ),
-    pure_op(
-        "InplaceUpdate",
-        OpFamily::Shape,
-        &[arg("x", T), arg("i", TypeRule::Fixed(Int32)), arg("v", T)],
-        &[arg("y", T)],
-        T_ANY,
-        same_as_0,
-    ),
-    pure_op(
-        "InplaceAdd",
-        OpFamily::Shape,
-        &[arg("x", T), arg("i", TypeRule::Fixed(Int32)), arg("v", T)],
-        &[arg("y", T)],
-        T_ANY,
-        same_as_0,
-    ),
-    pure_op(
-        "InplaceSub",
-        OpFamily::Shape,
-        &[arg("x", T), arg("i", TypeRule::Fixed(Int32)), arg("v", T)],
-        &[arg("y", T)],
-        T_ANY,
-        same_as_0,
-    ),
+    inplace("InplaceUpdate"),
+    inplace("InplaceAdd"),
+    inplace("InplaceSub"),
     pure_op(
         "Empty",
         OpFamily::Shape,

@@ -481,23 +481,7 @@ pub(super) fn sparse_softmax_xent(c: &InferCtx<'_>) -> Shapes {
 
 /// The reduction indices of `BroadcastGradientArgs` for two known shapes.
 fn gradient_reduction_indices(s0: &[i64], s1: &[i64]) -> Result<(Vec<i64>, Vec<i64>), String> {
-    let n = s0.len().max(s1.len());
-    let (mut r0, mut r1) = (Vec::new(), Vec::new());
-    for k in 0..n {
-        let d0 = if k + s0.len() >= n { s0[k + s0.len() - n] } else { 1 };
-        let d1 = if k + s1.len() >= n { s1[k + s1.len() - n] } else { 1 };
-        if d0 == 1 && d1 == 1 {
-            r0.push(k as i64);
-            r1.push(k as i64);
-        } else if d0 == 1 {
-            r0.push(k as i64);
-        } else if d1 == 1 {
-            r1.push(k as i64);
-        } else if d0 != d1 {
-            return Err(format!("incompatible shapes {s0:?} and {s1:?}"));
-        }
-    }
-    Ok((r0, r1))
+    crate::broadcast_gradient_args(s0, s1).ok_or_else(|| format!("incompatible shapes {s0:?} and {s1:?}"))
 }
 
 pub(super) fn broadcast_gradient_args(c: &InferCtx<'_>) -> Shapes {

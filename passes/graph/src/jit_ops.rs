@@ -1,0 +1,290 @@
+//! Which ops the JIT lowers: the one list the clusterer admits from and the compiler's
+//! lowering table is held to.
+//!
+//! The clusterer (`autoclust_passes::compilable`) admits a node into a cluster only if its
+//! op is here ([`is_jit_op`]); the compiler (`autoclust_compiler::analyze`) lowers exactly
+//! [`JIT_COMPUTE_OPS`] — a compiler test probes its lowering table with every registry op
+//! and fails when the two drift apart, naming the op. [`VARIABLE_OPS`] never reach the
+//! compiler: encapsulation turns them into the bridge's snapshot arguments and write-back
+//! results (and the resource scatters into the pure scatters listed here), so the bridge,
+//! not the JIT, is what runs them. The dtype restrictions on some of these ops live beside
+//! them ([`JIT_FLOAT32_ONLY_OPS`], [`JIT_FLOAT32_ONLY_KERNELS`], [`UINT64_KEY_OPS`]).
+
+use crate::TENSOR_LIST_OPS;
+
+/// The compute ops the compiler lowers (elementwise loops, GEMM and the other kernels,
+/// folded shape arithmetic), given supported dtypes.
+pub const JIT_COMPUTE_OPS: &[&str] = &[
+    // Elementwise arithmetic and math.
+    "Add",
+    "AddV2",
+    "AddN",
+    "Sub",
+    "Mul",
+    "MulNoNan",
+    "RealDiv",
+    "Div",
+    "DivNoNan",
+    "Neg",
+    "Abs",
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Rsqrt",
+    "Square",
+    "Tanh",
+    "Sigmoid",
+    "Relu",
+    "Maximum",
+    "Minimum",
+    "Pow",
+    "Cast",
+    "Select",
+    "SelectV2",
+    "Reciprocal",
+    "Inv",
+    "SquaredDifference",
+    "Floor",
+    "Ceil",
+    "Sign",
+    "Erf",
+    "Erfc",
+    "Log1p",
+    "Softplus",
+    "IsNan",
+    "Expm1",
+    "Elu",
+    "Selu",
+    "Relu6",
+    "EluGrad",
+    "SeluGrad",
+    "Relu6Grad",
+    "LeakyRelu",
+    "LeakyReluGrad",
+    "Sin",
+    "Cos",
+    // Comparisons and logic.
+    "Equal",
+    "NotEqual",
+    "Less",
+    "LessEqual",
+    "Greater",
+    "GreaterEqual",
+    "LogicalAnd",
+    "LogicalOr",
+    "LogicalNot",
+    // Linear algebra.
+    "MatMul",
+    "BatchMatMul",
+    "BatchMatMulV2",
+    "BiasAdd",
+    "BiasAddV1",
+    "BiasAddGrad",
+    "Einsum",
+    "Conv2D",
+    "Conv2DBackpropInput",
+    "Conv2DBackpropFilter",
+    "DepthwiseConv2dNative",
+    "DepthwiseConv2dNativeBackpropInput",
+    "DepthwiseConv2dNativeBackpropFilter",
+    "MaxPool",
+    "MaxPoolGrad",
+    "AvgPool",
+    "AvgPoolGrad",
+    "FusedBatchNorm",
+    "FusedBatchNormV2",
+    "FusedBatchNormV3",
+    "FusedBatchNormGrad",
+    "FusedBatchNormGradV2",
+    "FusedBatchNormGradV3",
+    // Reductions.
+    "Sum",
+    "Mean",
+    "Max",
+    "Min",
+    "Prod",
+    "ArgMax",
+    "ArgMin",
+    "Any",
+    "All",
+    // Shapes and data movement.
+    "Split",
+    "SplitV",
+    "ReverseV2",
+    "StridedSliceGrad",
+    "Reshape",
+    "Shape",
+    "ShapeN",
+    "Size",
+    "Rank",
+    "ExpandDims",
+    "Squeeze",
+    "Transpose",
+    "ConcatV2",
+    "Pack",
+    "Slice",
+    "StridedSlice",
+    "Fill",
+    "ZerosLike",
+    "OnesLike",
+    "Tile",
+    "BroadcastTo",
+    "GatherV2",
+    "Gather",
+    "UnsortedSegmentSum",
+    "Cumsum",
+    "Cumprod",
+    "Pad",
+    "Unpack",
+    "L2Loss",
+    "InTopKV2",
+    "InTopK",
+    "ResizeBilinear",
+    "ResizeBilinearGrad",
+    "ResizeNearestNeighbor",
+    "ResizeNearestNeighborGrad",
+    "SpaceToBatchND",
+    "BatchToSpaceND",
+    // Bit-level ops (Keras 3's argmax tests a float's sign bit with them).
+    "Bitcast",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "LeftShift",
+    "RightShift",
+    // Stateless random samplers (pure functions of their seed or key and counter).
+    "StatelessRandomUniform",
+    "StatelessRandomNormal",
+    "StatelessTruncatedNormal",
+    "StatelessRandomUniformInt",
+    "StatelessRandomUniformV2",
+    "StatelessRandomNormalV2",
+    "StatelessTruncatedNormalV2",
+    "StatelessRandomUniformIntV2",
+    "StatelessRandomGetKeyCounter",
+    "StatelessRandomGetAlg",
+    // Losses, activations and their gradients.
+    "Softmax",
+    "LogSoftmax",
+    "SoftmaxCrossEntropyWithLogits",
+    "SparseSoftmaxCrossEntropyWithLogits",
+    "ReluGrad",
+    "TanhGrad",
+    "SigmoidGrad",
+    "RsqrtGrad",
+    "SqrtGrad",
+    "ReciprocalGrad",
+    "InvGrad",
+    "BroadcastGradientArgs",
+    // Division-like ops (folded on constants, a kernel step on run-time values).
+    "FloorDiv",
+    "FloorMod",
+    "Mod",
+    "TruncateDiv",
+    "TruncateMod",
+    // Shape arithmetic, compiled only when its value is known at compile time (the clusterer's
+    // `compile_time_known`): TF2 gradients compute reduction indices with these.
+    "Range",
+    "InvertPermutation",
+    "DynamicStitch",
+    "ParallelDynamicStitch",
+    "ConcatOffset",
+    // Plumbing.
+    "Identity",
+    "IdentityN",
+    "StopGradient",
+    "Snapshot",
+    "PreventGradient",
+    "Const",
+    "NoOp",
+    // Pure scatters (what encapsulation lowers the resource scatters to).
+    "TensorScatterAdd",
+    "TensorScatterSub",
+    "TensorScatterMax",
+    "TensorScatterMin",
+    "TensorScatterUpdate",
+];
+
+/// The variable ops the bridge snapshots and writes back: admitted into clusters, turned
+/// by encapsulation into arguments, results and pure ops before the compiler sees a body.
+pub const VARIABLE_OPS: &[&str] = &[
+    "ReadVariableOp",
+    "AssignVariableOp",
+    "AssignAddVariableOp",
+    "AssignSubVariableOp",
+    "ResourceGather",
+    "ResourceScatterAdd",
+    "ResourceScatterSub",
+    "ResourceScatterMax",
+    "ResourceScatterMin",
+    "ResourceScatterUpdate",
+    "ResourceApplyGradientDescent",
+    "ResourceApplyMomentum",
+    "ResourceApplyAdam",
+    "ResourceApplyKerasMomentum",
+    "ResourceApplyAdagrad",
+    "ResourceApplyAdagradV2",
+    "ResourceApplyRMSProp",
+    "ResourceApplyAdaMax",
+    "ResourceApplyAdadelta",
+    "ResourceApplyCenteredRMSProp",
+    "ResourceApplyFtrl",
+    "ResourceApplyFtrlV2",
+    "ResourceApplyProximalGradientDescent",
+    "ResourceApplyProximalAdagrad",
+    "ResourceApplyAddSign",
+    "ResourceApplyPowerSign",
+    "VariableShape",
+];
+
+/// The stateless random ops that pass uint64 keys and counters from kernel to kernel (no
+/// loop ever computes on them): the only ops whose uint64 operands a cluster may carry.
+pub const UINT64_KEY_OPS: &[&str] = &[
+    "StatelessRandomGetKeyCounter",
+    "StatelessRandomUniformV2",
+    "StatelessRandomNormalV2",
+    "StatelessTruncatedNormalV2",
+    "StatelessRandomUniformIntV2",
+];
+
+/// The elementwise ops the JIT computes in float32 only (its transcendental routines,
+/// `autoclust_compiler::analyze::EwOp::is_transcendental`, kept equal by a compiler test):
+/// the clusterer admits them on float32 alone, so a float64 `Exp` stays outside clusters
+/// instead of sending its cluster to the interpreter.
+pub const JIT_FLOAT32_ONLY_OPS: &[&str] =
+    &["Exp", "Log", "Tanh", "Sigmoid", "Pow", "Erf", "Erfc", "Log1p", "Softplus", "Expm1", "Elu", "Selu", "Sin", "Cos"];
+
+/// The kernel ops (not elementwise) the JIT lowers for float32 only (its GEMM, softmax and
+/// arg-extreme kernels); admitted into clusters on float32 alone, like
+/// [`JIT_FLOAT32_ONLY_OPS`].
+pub const JIT_FLOAT32_ONLY_KERNELS: &[&str] = &["MatMul", "Softmax", "LogSoftmax", "ArgMax", "ArgMin"];
+
+/// Whether the clusterer may put `op` in a cluster (given supported dtypes): a compute op
+/// the JIT lowers, a variable op the bridge runs, or a TensorList op (typed by the compiler,
+/// run by the interpreter's list kernels).
+pub fn is_jit_op(op: &str) -> bool {
+    JIT_COMPUTE_OPS.contains(&op) || VARIABLE_OPS.contains(&op) || TENSOR_LIST_OPS.contains(&op)
+}
+
+/// Whether `op` is one of the variable ops the bridge snapshots and writes back.
+pub fn is_variable_op(op: &str) -> bool {
+    VARIABLE_OPS.contains(&op)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every listed op is a registry op and listed once.
+    #[test]
+    fn the_lists_name_registry_ops_once() {
+        let mut seen = std::collections::HashSet::new();
+        for op in JIT_COMPUTE_OPS.iter().chain(VARIABLE_OPS) {
+            assert!(crate::registry::is_known(op), "{op} is not a registry op");
+            assert!(seen.insert(*op), "{op} is listed twice");
+        }
+        for op in UINT64_KEY_OPS.iter().chain(JIT_FLOAT32_ONLY_OPS).chain(JIT_FLOAT32_ONLY_KERNELS) {
+            assert!(JIT_COMPUTE_OPS.contains(op), "{op} has a dtype rule but is not lowered");
+        }
+    }
+}
