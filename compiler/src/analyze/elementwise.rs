@@ -1,0 +1,347 @@
+//! Elementwise ops of a cluster body: the [`EwOp`]s the fused-loop code generator knows
+//! (arithmetic, comparisons, logic, activations and their gradients, casts, `Select`,
+//! `AddN`, `BiasAdd` as an `Add` over the channel axis), the division-like ops that run as
+//! a kernel step with TensorFlow's element arithmetic on run-time values, and the integer
+//! bitwise ops. An elementwise node's shape is the broadcast of its operands'.
+
+use super::*;
+
+/// An elementwise op the fused-loop code generator knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EwOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// `y == 0 ? 0 : x / y` (float only).
+    DivNoNan,
+    /// `y == 0 ? 0 : x · y` (float only; a NaN or infinite x times a zero y gives 0).
+    MulNoNan,
+    Neg,
+    Abs,
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Square,
+    Tanh,
+    Sigmoid,
+    Relu,
+    Maximum,
+    Minimum,
+    Pow,
+    Cast,
+    Select,
+    Less,
+    LessEqual,
+    Greater,
+    GreaterEqual,
+    Equal,
+    NotEqual,
+    LogicalAnd,
+    LogicalOr,
+    LogicalNot,
+    Reciprocal,
+    SquaredDifference,
+    ReluGrad,
+    TanhGrad,
+    SigmoidGrad,
+    /// `RsqrtGrad(y, dy)`: -(y·y·y·dy·0.5), in the interpreter's order.
+    RsqrtGrad,
+    /// `SqrtGrad(y, dy)`: dy·0.5 / y.
+    SqrtGrad,
+    /// `ReciprocalGrad(y, dy)` (`InvGrad`): -(dy·y·y).
+    ReciprocalGrad,
+    Floor,
+    Ceil,
+    Sign,
+    /// Integer `FloorDiv`/`FloorMod`: folded when constant (shape arithmetic), never generated.
+    FloorDiv,
+    FloorMod,
+    /// Identity, StopGradient, Snapshot inside a group: no code.
+    Copy,
+    /// AddN: n-ary sum.
+    AddN,
+    /// The error function and its complement (float32; see `math.rs`).
+    Erf,
+    Erfc,
+    /// `log(1 + x)`, accurate near 0.
+    Log1p,
+    /// `log(1 + e^x)` with TensorFlow's thresholds.
+    Softplus,
+    /// `x != x`: bool.
+    IsNan,
+    /// `e^x − 1`, accurate near 0 (float32).
+    Expm1,
+    /// `x < 0 ? e^x − 1 : x`.
+    Elu,
+    /// `x < 0 ? scale·alpha·(e^x − 1) : scale·x` with TensorFlow's constants.
+    Selu,
+    /// `min(max(x, 0), 6)`.
+    Relu6,
+    /// `(dy, y)`: `y < 0 ? dy·(y + 1) : dy`.
+    EluGrad,
+    /// `(dy, y)`: `y < 0 ? dy·(y + scale·alpha) : dy·scale`.
+    SeluGrad,
+    /// `(dy, x)`: `0 < x < 6 ? dy : 0`.
+    Relu6Grad,
+    /// `x < 0 ? alpha·x : x`, alpha's float32 bits from the node's attribute.
+    LeakyRelu(u32),
+    /// `(dy, x)`: `x > 0 ? dy : dy·alpha`.
+    LeakyReluGrad(u32),
+    /// Sine and cosine (float32; range reduction and polynomials in `math.rs`).
+    Sin,
+    Cos,
+}
+
+impl EwOp {
+    /// The elementwise op for a TensorFlow op name.
+    pub fn from_tf(op: &str) -> Option<EwOp> {
+        Some(match op {
+            "Add" | "AddV2" | "BiasAdd" | "BiasAddV1" => EwOp::Add,
+            "Sub" => EwOp::Sub,
+            "Mul" => EwOp::Mul,
+            "RealDiv" | "Div" => EwOp::Div,
+            "DivNoNan" => EwOp::DivNoNan,
+            "MulNoNan" => EwOp::MulNoNan,
+            "Neg" => EwOp::Neg,
+            "Abs" => EwOp::Abs,
+            "Exp" => EwOp::Exp,
+            "Log" => EwOp::Log,
+            "Sqrt" => EwOp::Sqrt,
+            "Rsqrt" => EwOp::Rsqrt,
+            "Square" => EwOp::Square,
+            "Tanh" => EwOp::Tanh,
+            "Sigmoid" => EwOp::Sigmoid,
+            "Relu" => EwOp::Relu,
+            "Maximum" => EwOp::Maximum,
+            "Minimum" => EwOp::Minimum,
+            "Pow" => EwOp::Pow,
+            "Cast" => EwOp::Cast,
+            "Select" | "SelectV2" => EwOp::Select,
+            "Less" => EwOp::Less,
+            "LessEqual" => EwOp::LessEqual,
+            "Greater" => EwOp::Greater,
+            "GreaterEqual" => EwOp::GreaterEqual,
+            "Equal" => EwOp::Equal,
+            "NotEqual" => EwOp::NotEqual,
+            "LogicalAnd" => EwOp::LogicalAnd,
+            "LogicalOr" => EwOp::LogicalOr,
+            "LogicalNot" => EwOp::LogicalNot,
+            "Reciprocal" | "Inv" => EwOp::Reciprocal,
+            "SquaredDifference" => EwOp::SquaredDifference,
+            "ReluGrad" => EwOp::ReluGrad,
+            "TanhGrad" => EwOp::TanhGrad,
+            "SigmoidGrad" => EwOp::SigmoidGrad,
+            "RsqrtGrad" => EwOp::RsqrtGrad,
+            "SqrtGrad" => EwOp::SqrtGrad,
+            "ReciprocalGrad" | "InvGrad" => EwOp::ReciprocalGrad,
+            "Floor" => EwOp::Floor,
+            "Ceil" => EwOp::Ceil,
+            "Sign" => EwOp::Sign,
+            "FloorDiv" => EwOp::FloorDiv,
+            "FloorMod" => EwOp::FloorMod,
+            "Identity" | "StopGradient" | "Snapshot" | "PreventGradient" => EwOp::Copy,
+            "AddN" => EwOp::AddN,
+            "Erf" => EwOp::Erf,
+            "Erfc" => EwOp::Erfc,
+            "Log1p" => EwOp::Log1p,
+            "Softplus" => EwOp::Softplus,
+            "IsNan" => EwOp::IsNan,
+            "Expm1" => EwOp::Expm1,
+            "Elu" => EwOp::Elu,
+            "Selu" => EwOp::Selu,
+            "Relu6" => EwOp::Relu6,
+            "EluGrad" => EwOp::EluGrad,
+            "SeluGrad" => EwOp::SeluGrad,
+            "Relu6Grad" => EwOp::Relu6Grad,
+            "Sin" => EwOp::Sin,
+            "Cos" => EwOp::Cos,
+            _ => return None,
+        })
+    }
+
+    /// The elementwise op a node computes: [`EwOp::from_tf`], plus the ops whose function
+    /// depends on an attribute (`LeakyRelu`'s `alpha`, TensorFlow's default 0.2).
+    pub fn from_node(node: &Node) -> Option<EwOp> {
+        let alpha = || node.attr("alpha").and_then(AttrValue::as_float).unwrap_or(0.2);
+        match node.op.as_str() {
+            "LeakyRelu" => Some(EwOp::LeakyRelu(alpha().to_bits())),
+            "LeakyReluGrad" => Some(EwOp::LeakyReluGrad(alpha().to_bits())),
+            op => EwOp::from_tf(op),
+        }
+    }
+
+    /// Whether the op's result is bool regardless of its operands.
+    pub fn is_predicate(self) -> bool {
+        matches!(
+            self,
+            EwOp::Less
+                | EwOp::LessEqual
+                | EwOp::Greater
+                | EwOp::GreaterEqual
+                | EwOp::Equal
+                | EwOp::NotEqual
+                | EwOp::LogicalAnd
+                | EwOp::LogicalOr
+                | EwOp::LogicalNot
+                | EwOp::IsNan
+        )
+    }
+
+    /// Ops computed with polynomial approximations (float only).
+    pub fn is_transcendental(self) -> bool {
+        matches!(
+            self,
+            EwOp::Exp
+                | EwOp::Log
+                | EwOp::Tanh
+                | EwOp::Sigmoid
+                | EwOp::Pow
+                | EwOp::Erf
+                | EwOp::Erfc
+                | EwOp::Log1p
+                | EwOp::Softplus
+                | EwOp::Expm1
+                | EwOp::Elu
+                | EwOp::Selu
+                | EwOp::Sin
+                | EwOp::Cos
+        )
+    }
+}
+
+/// An elementwise, division-like or bitwise node; any other op is "no lowering" (the next
+/// family is tried).
+pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileError> {
+    let op = node.op.as_str();
+    let need = |n: usize| check_arity(node, ins, n);
+    // FloorDiv/FloorMod on constants stay elementwise folds (shape arithmetic); on run-time
+    // values they, Mod, TruncateDiv and TruncateMod are a kernel step with TensorFlow's
+    // element arithmetic.
+    if let Some(kind) = crate::kernels::ModularKind::from_tf(op) {
+        need(2)?;
+        let folds = EwOp::from_tf(op).is_some() && ins.iter().all(|v| v.konst.is_some());
+        if !folds {
+            let (a, b) = (&ins[0], &ins[1]);
+            if a.dtype != b.dtype || !matches!(a.dtype, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64) {
+                return Err(CompileError::unsupported(node, format!("{op} of {} and {}", a.dtype, b.dtype)));
+            }
+            let shape = broadcast_shapes(&a.shape, &b.shape).ok_or_else(|| {
+                CompileError::Invalid(format!(
+                    "node '{}': shapes {:?} and {:?} do not broadcast",
+                    node.name, a.shape, b.shape
+                ))
+            })?;
+            return Ok(kernel(KernelOp::Modular { kind }, vec![0, 1], vec![vi(a.dtype, shape)]));
+        }
+    }
+    if let Some(ew) = EwOp::from_node(node) {
+        let arity = match ew {
+            EwOp::Select => 3,
+            // Variadic, but never empty (TensorFlow's `N >= 1`; an input-less copy has no value).
+            EwOp::AddN | EwOp::Copy => ins.len().max(1),
+            EwOp::Neg
+            | EwOp::Abs
+            | EwOp::Exp
+            | EwOp::Log
+            | EwOp::Sqrt
+            | EwOp::Rsqrt
+            | EwOp::Square
+            | EwOp::Tanh
+            | EwOp::Sigmoid
+            | EwOp::Relu
+            | EwOp::Cast
+            | EwOp::LogicalNot
+            | EwOp::Reciprocal
+            | EwOp::Floor
+            | EwOp::Ceil
+            | EwOp::Sign
+            | EwOp::Erf
+            | EwOp::Erfc
+            | EwOp::Log1p
+            | EwOp::Softplus
+            | EwOp::IsNan
+            | EwOp::Expm1
+            | EwOp::Elu
+            | EwOp::Selu
+            | EwOp::Relu6
+            | EwOp::Sin
+            | EwOp::Cos
+            | EwOp::LeakyRelu(_) => 1,
+            _ => 2,
+        };
+        need(arity)?;
+        if matches!(ew, EwOp::Copy) && ins.len() != 1 {
+            return Err(CompileError::Invalid(format!("node '{}' ({op}) needs 1 input", node.name)));
+        }
+        if (op == "BiasAdd" || op == "BiasAddV1")
+            && node.attr("data_format").and_then(AttrValue::as_str).is_some_and(|f| f != "NHWC")
+        {
+            return Err(CompileError::unsupported(node, "BiasAdd with data_format other than NHWC"));
+        }
+        // BiasAdd is an Add only for a rank-1 bias over the value's last (channel) axis;
+        // anything else is TensorFlow's error, which the interpreter's kernel reports.
+        if (op == "BiasAdd" || op == "BiasAddV1")
+            && (ins[1].shape.len() != 1 || ins[0].shape.len() < 2 || ins[0].shape.last() != ins[1].shape.first())
+        {
+            return Err(CompileError::Invalid(format!(
+                "node '{}' ({op}): value {:?} must have rank >= 2 and bias {:?} rank 1 of its last dimension",
+                node.name, ins[0].shape, ins[1].shape
+            )));
+        }
+        // TensorFlow's `Select` (v1): a rank-1 condition of a higher-rank `x` picks whole rows
+        // (the fused loop reads it as `[n, 1, …]`); `x` and `y` have one shape.
+        let row_select = op == "Select" && ins[0].shape.len() == 1 && ins[1].shape.len() > 1;
+        if op == "Select"
+            && !ins[0].shape.is_empty()
+            && (ins[1].shape != ins[2].shape
+                || ins[0].shape != ins[1].shape && !(row_select && ins[0].shape[0] == ins[1].shape[0]))
+        {
+            return Err(CompileError::Invalid(format!(
+                "node '{}' (Select): condition {:?} does not fit x {:?} and y {:?}",
+                node.name, ins[0].shape, ins[1].shape, ins[2].shape
+            )));
+        }
+        let first = if row_select { 1 } else { 0 };
+        let mut shape = ins[first].shape.clone();
+        for v in &ins[first + 1..arity] {
+            shape = broadcast_shapes(&shape, &v.shape).ok_or_else(|| {
+                CompileError::Invalid(format!(
+                    "node '{}': shapes {:?} do not broadcast",
+                    node.name,
+                    ins.iter().map(|v| &v.shape).collect::<Vec<_>>()
+                ))
+            })?;
+        }
+        let data_dtype = if matches!(ew, EwOp::Select) { ins[1].dtype } else { ins[0].dtype };
+        let dtype = match ew {
+            _ if ew.is_predicate() => DType::Bool,
+            EwOp::Cast => attr_type(node, "DstT")
+                .ok_or_else(|| CompileError::Invalid(format!("Cast '{}' has no DstT", node.name)))?,
+            _ => data_dtype,
+        };
+        if !is_compiled_dtype(dtype) {
+            return Err(CompileError::unsupported(node, format!("dtype {dtype}")));
+        }
+        return Ok(NodeInfo { kind: NodeKind::Elementwise(ew), outputs: vec![vi(dtype, shape)] });
+    }
+    match op {
+        "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "LeftShift" | "RightShift" => {
+            need(2)?;
+            let (a, b) = (&ins[0], &ins[1]);
+            if a.dtype != b.dtype || !matches!(a.dtype, DType::Int32 | DType::Int64) {
+                return Err(CompileError::unsupported(node, format!("{op} of {} and {}", a.dtype, b.dtype)));
+            }
+            let shape = broadcast_shapes(&a.shape, &b.shape).ok_or_else(|| {
+                CompileError::Invalid(format!(
+                    "node '{}': shapes {:?} and {:?} do not broadcast",
+                    node.name, a.shape, b.shape
+                ))
+            })?;
+            let kind = crate::reshuffle::BitwiseKind::from_tf(op).expect("a bitwise op");
+            Ok(kernel(KernelOp::Bitwise { kind }, vec![0, 1], vec![vi(a.dtype, shape)]))
+        }
+        _ => Err(no_lowering(node)),
+    }
+}

@@ -1,0 +1,82 @@
+//! The stateless random samplers of a cluster body (TensorFlow's Philox, `crate::random`):
+//! the shape operand is a compile-time value; the seed (V1) or key, counter and algorithm
+//! (V2) are data, carried as uint64 from kernel to kernel.
+
+use super::*;
+
+/// The ops of this family; any other is "no lowering" (the next family is tried).
+pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileError> {
+    let op = node.op.as_str();
+    let need = |n: usize| check_arity(node, ins, n);
+    match op {
+        // Stateless random samplers (TensorFlow's Philox, `crate::random`): the shape operand
+        // is a compile-time value, the seed (V1) or key, counter and algorithm (V2) are data.
+        "StatelessRandomUniform"
+        | "StatelessRandomNormal"
+        | "StatelessTruncatedNormal"
+        | "StatelessRandomUniformInt"
+        | "StatelessRandomUniformV2"
+        | "StatelessRandomNormalV2"
+        | "StatelessTruncatedNormalV2"
+        | "StatelessRandomUniformIntV2" => {
+            use crate::random::Dist;
+            let v2 = op.ends_with("V2");
+            let dist = if op.contains("Truncated") {
+                Some(Dist::Truncated)
+            } else if op.contains("Normal") {
+                Some(Dist::Normal)
+            } else if op.contains("Int") {
+                None
+            } else {
+                Some(Dist::Uniform)
+            };
+            let data: Vec<usize> = match (v2, dist.is_some()) {
+                (false, true) => vec![1],
+                (false, false) => vec![1, 2, 3],
+                (true, true) => vec![1, 2, 3],
+                (true, false) => vec![1, 2, 3, 4, 5],
+            };
+            need(data.len() + 1)?;
+            let dtype = match (attr_type(node, "dtype"), dist) {
+                (Some(d), _) => d,
+                (None, Some(_)) => DType::Float32,
+                (None, None) => return Err(CompileError::unsupported(node, "no dtype attribute")),
+            };
+            let dtype_ok = match dist {
+                Some(_) => matches!(dtype, DType::Float32 | DType::Float64),
+                None => matches!(dtype, DType::Int32 | DType::Int64),
+            };
+            let vector = |v: &ValueInfo, len: usize| v.shape[..] == [len];
+            let operands_ok = if v2 {
+                ins[1].dtype == DType::UInt64
+                    && vector(&ins[1], 1)
+                    && ins[2].dtype == DType::UInt64
+                    && vector(&ins[2], 2)
+                    && ins[3].shape.is_empty()
+                    && ins[3].dtype == DType::Int32
+            } else {
+                matches!(ins[1].dtype, DType::Int32 | DType::Int64) && vector(&ins[1], 2)
+            };
+            let bounds_ok = dist.is_some()
+                || data[data.len() - 2..].iter().all(|&i| ins[i].shape.is_empty() && ins[i].dtype == dtype);
+            if !dtype_ok || !operands_ok || !bounds_ok {
+                return Err(CompileError::unsupported(node, "operands the kernel refuses (it reports them)"));
+            }
+            let shape = int_const(node, &ins[0], "shape")?;
+            let shape = dims_of(node, &shape, "shape")?;
+            Ok(kernel(KernelOp::StatelessRandom { dist, v2, dtype }, data, vec![vi(dtype, shape)]))
+        }
+        // Philox on CPU (what the kernels implement).
+        "StatelessRandomGetAlg" => {
+            Ok(NodeInfo { kind: NodeKind::Constant, outputs: vec![konst(Tensor::scalar_i32(1))] })
+        }
+        "StatelessRandomGetKeyCounter" => {
+            need(1)?;
+            if !matches!(ins[0].dtype, DType::Int32 | DType::Int64) || ins[0].shape[..] != [2] {
+                return Err(CompileError::unsupported(node, "the seed is not an integer vector of 2"));
+            }
+            Ok(kernel(KernelOp::KeyCounter, vec![0], vec![vi(DType::UInt64, vec![1]), vi(DType::UInt64, vec![2])]))
+        }
+        _ => Err(no_lowering(node)),
+    }
+}
