@@ -354,6 +354,7 @@ fn stateless_random_ops_compile_bit_for_bit() {
 /// their hyperparameters as scalars.
 const OPTIMIZERS: &[(&str, usize, &str)] = &[
     ("ResourceApplyAdaMax", 3, "b1p, lr, b1, b2, eps, g"),
+    ("ResourceApplyAdamWithAmsgrad", 4, "b1p, b2p, lr, b1, b2, eps, g"),
     ("ResourceApplyAdadelta", 3, "lr, rho, eps, g"),
     ("ResourceApplyCenteredRMSProp", 4, "lr, rho, mom, eps, g"),
     ("ResourceApplyFtrl", 3, "g, lr, l1, l2, lrp"),
@@ -377,6 +378,7 @@ fn remaining_optimizers_compile_and_match_the_kernels() {
     );
     let scalars = [
         ("b1p", 0.81),
+        ("b2p", 0.998),
         ("lr", 0.05),
         ("b1", 0.9),
         ("b2", 0.999),

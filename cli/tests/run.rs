@@ -378,3 +378,27 @@ fn tf1_lrn_roll_xlogy_and_nms_match_tensorflow() {
     let fetches = ["loss", "hard", "valid", "soft", "soft_scores"];
     check_against_tensorflow("tf1_lrn_nms", &feeds, &fetches, &["k"], 1e-5);
 }
+
+/// A TF1 step with reflection padding (MirrorPad, MirrorPadGrad), max_pool_with_argmax (and
+/// MaxPoolGradWithArgmax), the raw AMSGrad update, a running maximum by ResourceScatterNdMax,
+/// unique rows and columns (UniqueV2, UniqueWithCountsV2) and the keyed and V1 string hash
+/// buckets (make_tf1_pool_hash.py): every fetch and every variable after one step within 1e-5
+/// of TensorFlow's, in both modes, nothing on stderr.
+#[test]
+fn tf1_argmax_pooling_amsgrad_unique_and_hashes_match_tensorflow() {
+    let want = expected("tf1_pool_hash");
+    let variables = ["k", "k_m", "k_v", "k_vhat", "best"];
+    let fetches = recorded_fetches(&want, &variables);
+    assert_eq!(fetches.len(), 9, "{fetches:?}");
+    let feeds = recorded_feeds(&want);
+    check_against_tensorflow("tf1_pool_hash", &feeds, &fetches, &variables, 1e-5);
+    // The explorer models the AMSGrad update and the scatter-max as read-modify-writes of
+    // their variables, and the clustered step's outcomes are the original's.
+    let g = testdata("tf1_pool_hash.pbtxt");
+    let mut args = vec!["verify", g.to_str().unwrap(), "--init", "init", "--target", "train"];
+    for f in &feeds {
+        args.extend(["--feed", f.as_str()]);
+    }
+    let out = autoclust(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -97,8 +97,9 @@ fn windows(win: &Window, mut f: impl FnMut(usize, &[usize])) {
 }
 
 /// For every image, output pixel and channel, the input pixel its max came from
-/// (`usize::MAX` for a window with no real element).
-fn argmax<T: PoolElem>(s: &PoolShape, x: &[T]) -> Vec<usize> {
+/// (`usize::MAX` for a window with no real element): the first maximum in row-major scan
+/// order, a later element replacing it only when strictly greater (TensorFlow's CPU kernels).
+pub fn argmax<T: PoolElem>(s: &PoolShape, x: &[T]) -> Vec<usize> {
     let [n, h, w, c] = s.input;
     let out_pixels = s.out_pixels();
     let mut arg = vec![usize::MAX; n * out_pixels * c];

@@ -480,7 +480,7 @@ pub(crate) fn handle_slots(op: &str) -> Option<&'static [usize]> {
         "ResourceApplyProximalGradientDescent" => &[0],
         "ResourceApplyProximalAdagrad" | "ResourceApplyAddSign" | "ResourceApplyPowerSign" => &[0, 1],
         "ResourceApplyAdaMax" | "ResourceApplyAdadelta" | "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => &[0, 1, 2],
-        "ResourceApplyCenteredRMSProp" => &[0, 1, 2, 3],
+        "ResourceApplyCenteredRMSProp" | "ResourceApplyAdamWithAmsgrad" => &[0, 1, 2, 3],
         _ => return None,
     })
 }

@@ -936,11 +936,13 @@ impl LowerCtx<'_> {
                     let mom_new = write(&mut vars, &mut body, mom, "AddV2", vec![decayed, scaled], ta.clone());
                     write(&mut vars, &mut body, v, "Sub", vec![var_cur, mom_new], ta);
                 }
-                "ResourceApplyAdam" => {
+                "ResourceApplyAdam" | "ResourceApplyAdamWithAmsgrad" => {
                     // lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
                     // m = m + (grad - m) * (1 - beta1);  v = v + (grad² - v) * (1 - beta2)
                     // var -= lr_t * m / (sqrt(v) + epsilon)
-                    // (use_nesterov: m replaced by m * beta1 + (1 - beta1) * grad in the last line)
+                    // (use_nesterov: m replaced by m * beta1 + (1 - beta1) * grad in the last line;
+                    // AMSGrad: vhat = max(vhat, v) and sqrt(vhat) in the last line)
+                    let amsgrad = op == "ResourceApplyAdamWithAmsgrad";
                     let (v, m, s) = (var(0), var(1), var(2));
                     let dtype = vars[v].dtype;
                     let one_value = float_one(dtype).ok_or_else(|| EncapsulateError::UnsupportedDType {
@@ -953,7 +955,9 @@ impl LowerCtx<'_> {
                     let var_cur = read(&mut vars, &mut body, v);
                     let m_cur = read(&mut vars, &mut body, m);
                     let v_cur = read(&mut vars, &mut body, s);
-                    let (b1p, b2p, lr, b1, b2, eps, grad) = (arg(3), arg(4), arg(5), arg(6), arg(7), arg(8), arg(9));
+                    let k = 3 + usize::from(amsgrad);
+                    let (b1p, b2p, lr, b1, b2, eps, grad) =
+                        (arg(k), arg(k + 1), arg(k + 2), arg(k + 3), arg(k + 4), arg(k + 5), arg(k + 6));
                     let p = |s: &str| format!("{name}/{s}");
                     let one = body.op(
                         &p("one"),
@@ -981,6 +985,13 @@ impl LowerCtx<'_> {
                         body.op(&p("nesterov_m"), "AddV2", vec![mb1, gb1], ta.clone())
                     } else {
                         m_new
+                    };
+                    let v_new = if amsgrad {
+                        let h = var(3);
+                        let vhat_cur = read(&mut vars, &mut body, h);
+                        write(&mut vars, &mut body, h, "Maximum", vec![vhat_cur, v_new], ta.clone())
+                    } else {
+                        v_new
                     };
                     let sqrt_v = body.op(&p("sqrt_v"), "Sqrt", vec![v_new], ta.clone());
                     let denom = body.op(&p("denominator"), "AddV2", vec![sqrt_v, eps], ta.clone());

@@ -221,6 +221,7 @@ pub const VARIABLE_OPS: &[&str] = &[
     "ResourceApplyGradientDescent",
     "ResourceApplyMomentum",
     "ResourceApplyAdam",
+    "ResourceApplyAdamWithAmsgrad",
     "ResourceApplyKerasMomentum",
     "ResourceApplyAdagrad",
     "ResourceApplyAdagradV2",

@@ -624,6 +624,70 @@ fn pad(t: &Tensor, paddings: &[i64], mode: PadMode, fill: Option<&Tensor>) -> KR
     dispatch_all!(t.dtype, go(t, paddings, mode, fill, out_shape))
 }
 
+/// `MirrorPadGrad`: the gradient of a `MirrorPad`, each padded element's gradient added to
+/// the element it mirrored. Folded one dimension at a time (the border slices added onto
+/// the rows they copied, then the border cut), as TensorFlow's kernel does.
+fn mirror_pad_grad(g: &Tensor, paddings: &Tensor, symmetric: bool) -> KResult<Tensor> {
+    let p = int_values(paddings, "paddings")?;
+    let r = g.rank();
+    if paddings.shape != [r, 2] {
+        return Err(KernelError::invalid(format!(
+            "The first dimension of paddings must be the rank of inputs{:?} {:?}",
+            paddings.shape, g.shape
+        )));
+    }
+    let mut out_shape = Vec::with_capacity(r);
+    for d in 0..r {
+        let (a, b) = (p[2 * d], p[2 * d + 1]);
+        let n = g.shape[d] as i64 - a.max(0) - b.max(0);
+        let ok = if symmetric { a <= n && b <= n } else { a < n && b < n };
+        if a < 0 || b < 0 || n < 0 || !ok {
+            return Err(KernelError::invalid(if symmetric {
+                format!("paddings must be no greater than the output dimension size: {a}, {b} greater than {n}")
+            } else {
+                format!("paddings must be less than the output dimension size: {a}, {b} not less than {n}")
+            }));
+        }
+        out_shape.push(n as usize);
+    }
+    fn go<T: Num>(g: &Tensor, p: &[i64], symmetric: bool, out_shape: &[usize]) -> KResult<Tensor> {
+        let mut shape = g.shape.clone();
+        let mut v = T::slice(g).to_vec();
+        for d in 0..shape.len() {
+            let (a, b) = (p[2 * d] as usize, p[2 * d + 1] as usize);
+            let (outer, len, inner) =
+                (shape[..d].iter().product::<usize>(), shape[d], shape[d + 1..].iter().product::<usize>());
+            let n = out_shape[d];
+            let skip = usize::from(!symmetric);
+            let mut next = Vec::with_capacity(outer * n * inner);
+            for o in 0..outer {
+                let block = &v[o * len * inner..(o + 1) * len * inner];
+                let mut rows: Vec<T> = block[a * inner..(a + n) * inner].to_vec();
+                // Row `i < a` of the border mirrors row `a − i − 1 + skip` of the centre; row
+                // `a + n + j` mirrors row `n − 1 − j − skip`.
+                for i in 0..a {
+                    let dst = a - i - 1 + skip;
+                    for k in 0..inner {
+                        rows[dst * inner + k] = rows[dst * inner + k].add(block[i * inner + k]);
+                    }
+                }
+                for j in 0..b {
+                    let dst = n - 1 - j - skip;
+                    for k in 0..inner {
+                        rows[dst * inner + k] = rows[dst * inner + k].add(block[(a + n + j) * inner + k]);
+                    }
+                }
+                next.extend(rows);
+            }
+            v = next;
+            shape[d] = n;
+        }
+        Ok(tensor_of(shape, v))
+    }
+    budget(g.dtype, &out_shape)?;
+    dispatch_num!(g.dtype, go(g, &p, symmetric, &out_shape))
+}
+
 /// `GatherV2(params, indices, axis)` with `batch_dims = 0`.
 pub(crate) fn gather(params: &Tensor, indices: &Tensor, axis: usize) -> KResult<Tensor> {
     gather_batched(params, indices, axis as i64, 0)
@@ -1462,6 +1526,21 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(pad(&inp[0], &int_values(&inp[1], "paddings")?, mode, fill)?)
             })
         }
+        "MirrorPadGrad" => {
+            let symmetric = match node.attr("mode").and_then(|a| a.as_str()) {
+                Some("REFLECT") => false,
+                Some("SYMMETRIC") => true,
+                other => {
+                    return Err(KernelError::invalid(format!(
+                        "MirrorPadGrad: mode {other:?} is not REFLECT or SYMMETRIC"
+                    )))
+                }
+            };
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                one(mirror_pad_grad(&inp[0], &inp[1], symmetric)?)
+            })
+        }
         "Tile" => Box::new(|inp: Inputs| {
             arity(&inp, 2)?;
             one(tile(&inp[0], &int_values(&inp[1], "multiples")?)?)
@@ -1929,6 +2008,36 @@ mod tests {
         };
         let e = f(smallvec::smallvec![no, msg, x]).unwrap_err().to_string();
         assert!(e.contains("assertion failed: x must be positive [-1 2...]"), "{e}");
+    }
+
+    /// `MirrorPadGrad` in both modes, in two and three dimensions, and its two errors:
+    /// values and messages from TensorFlow 2.21.
+    #[test]
+    fn mirror_pad_grad_matches_tensorflow() {
+        let grad = |x: Tensor, p: &[i32], mode: &str| {
+            let n = node("MirrorPadGrad", &[("mode", AttrValue::S(mode.as_bytes().to_vec()))]);
+            let p = Tensor::from_i32(vec![p.len() / 2, 2], p.to_vec()).unwrap();
+            run1(&n, &[x, p])
+        };
+        let iota = |shape: Vec<usize>| {
+            let n = shape.iter().product::<usize>();
+            Tensor::from_f32(shape, (1..=n).map(|i| i as f32).collect()).unwrap()
+        };
+        let x = iota(vec![6, 7]);
+        let r = grad(x.clone(), &[1, 1, 2, 1], "REFLECT").unwrap();
+        assert_eq!(r.shape, [4, 4]);
+        let want = [10., 20., 34., 13., 20., 40., 68., 26., 62., 124., 194., 68., 31., 62., 97., 34.];
+        assert_eq!(r.as_f32().unwrap(), want);
+        let s = grad(x.clone(), &[1, 1, 2, 1], "SYMMETRIC").unwrap();
+        let want = [24., 24., 17., 40., 33., 33., 19., 41., 47., 47., 26., 55., 136., 136., 73., 152.];
+        assert_eq!(s.as_f32().unwrap(), want);
+        let t = grad(iota(vec![2, 6, 3]), &[0, 0, 2, 1, 0, 1], "SYMMETRIC").unwrap();
+        assert_eq!(t.shape, [2, 3, 2]);
+        assert_eq!(t.as_f32().unwrap(), [11., 28., 11., 28., 29., 64., 47., 100., 47., 100., 65., 136.]);
+        let e = grad(x.clone(), &[3, 0, 0, 0], "REFLECT").unwrap_err().to_string();
+        assert!(e.contains("paddings must be less than the output dimension size: 3, 0 not less than 3"), "{e}");
+        let e = grad(x, &[1, 1], "REFLECT").unwrap_err().to_string();
+        assert!(e.contains("The first dimension of paddings must be the rank of inputs[1, 2] [6, 7]"), "{e}");
     }
 
     /// The examples of TensorFlow's `tf.pad` documentation, and the errors.

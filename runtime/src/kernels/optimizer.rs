@@ -47,6 +47,8 @@ enum Rule {
     Adam {
         nesterov: bool,
     },
+    /// Adam keeping the largest second moment seen (`vhat`, the fourth variable).
+    AdamWithAmsgrad,
     AdaMax,
     Adagrad {
         update_slots: bool,
@@ -111,6 +113,7 @@ fn spec(op: &str) -> Option<(Rule, Layout)> {
         "ResourceApplyKerasMomentum" => (keras, dense(2, 5, 3)),
         "ResourceSparseApplyKerasMomentum" => (keras, sparse(2, 6, 3, 4)),
         "ResourceApplyAdam" => (Adam { nesterov: false }, dense(3, 10, 9)),
+        "ResourceApplyAdamWithAmsgrad" => (AdamWithAmsgrad, dense(4, 11, 10)),
         "ResourceApplyAdaMax" => (AdaMax, dense(3, 9, 8)),
         "ResourceApplyAdagrad" => (adagrad, dense(2, 4, 3)),
         "ResourceSparseApplyAdagrad" => (adagrad, sparse(2, 5, 3, 4)),
@@ -193,6 +196,14 @@ impl Rule {
                 w[2] = w[2] + (g * g - w[2]) * (one - b2);
                 let m = if nesterov { g * (one - b1) + b1 * w[1] } else { w[1] };
                 w[0] = w[0] - (m * alpha) / (w[2].sqrt() + eps);
+            }
+            Rule::AdamWithAmsgrad => {
+                let [b1p, b2p, lr, b1, b2, eps] = [h[0], h[1], h[2], h[3], h[4], h[5]];
+                let alpha = lr * (one - b2p).sqrt() / (one - b1p);
+                w[1] = w[1] + (g - w[1]) * (one - b1);
+                w[2] = w[2] + (g * g - w[2]) * (one - b2);
+                w[3] = w[3].maximum(w[2]);
+                w[0] = w[0] - (w[1] * alpha) / (w[3].sqrt() + eps);
             }
             Rule::AdaMax => {
                 let [b1p, lr, b1, b2, eps] = [h[0], h[1], h[2], h[3], h[4]];
@@ -482,6 +493,68 @@ mod tests {
         assert_eq!(a.len(), b.len());
         for (x, y) in a.iter().zip(b) {
             assert!((x - y).abs() < 1e-12, "{a:?} vs {b:?}");
+        }
+    }
+
+    /// Two AMSGrad steps on float32 variables: every variable within one float32 rounding of
+    /// TensorFlow 2.21's `ResourceApplyAdamWithAmsgrad` (vhat keeps its larger entries).
+    #[test]
+    fn adam_with_amsgrad_matches_tensorflow() {
+        let f32s = |x: &[f32]| Tensor::from_f32(vec![x.len()], x.to_vec()).unwrap();
+        let (s, ids) = store(&[
+            ("w", f32s(&[0.5, -0.25, 1.0, -1.5, 0.75, 0.125])),
+            ("m", f32s(&[0.1, -0.2, 0.0, 0.3, -0.05, 0.02])),
+            ("v", f32s(&[0.01, 0.04, 0.0, 0.09, 0.5, 0.001])),
+            ("vhat", f32s(&[0.02, 0.01, 0.0, 0.2, 0.1, 0.0005])),
+        ]);
+        let h: Vec<Tensor> = ids.iter().map(|&i| handle_tensor(i)).collect();
+        let sc = |x: f32| Tensor::from_f32(vec![], vec![x]).unwrap();
+        // The beta powers as TensorFlow's Python computed them: in float64, rounded once.
+        for step in 1..=2 {
+            let mut inp = h.clone();
+            inp.extend([0.9f64.powi(step) as f32, 0.999f64.powi(step) as f32, 0.01, 0.9, 0.999, 1e-7].map(sc));
+            inp.push(f32s(&[0.3, -0.7, 0.05, 1.2, -0.4, 0.9]));
+            run_op("ResourceApplyAdamWithAmsgrad", &[], &s, inp).unwrap();
+        }
+        let want: [&[f64]; 4] = [
+            &[
+                0.4950205087661743,
+                -0.24263666570186615,
+                0.980000913143158,
+                -1.505236029624939,
+                0.7507681250572205,
+                0.1083594411611557,
+            ],
+            &[
+                0.1380000114440918,
+                -0.29500001668930054,
+                0.00950000248849392,
+                0.471000075340271,
+                -0.11650002002716064,
+                0.18720003962516785,
+            ],
+            &[
+                0.010159917175769806,
+                0.04089953750371933,
+                4.997436008125078e-06,
+                0.09269861876964569,
+                0.4993203580379486,
+                0.002617170102894306,
+            ],
+            &[
+                0.019999999552965164,
+                0.04089953750371933,
+                4.997436008125078e-06,
+                0.20000000298023224,
+                0.49966001510620117,
+                0.002617170102894306,
+            ],
+        ];
+        for (id, want) in ids.iter().zip(want) {
+            let got = s.get(*id).read().unwrap();
+            for (a, b) in got.as_f32().unwrap().iter().zip(want) {
+                assert!((f64::from(*a) - b).abs() <= 2e-7 * b.abs().max(1e-3), "{got:?} vs {want:?}");
+            }
         }
     }
 

@@ -1,4 +1,6 @@
-//! 2-D pooling in NHWC: `MaxPool`, `MaxPoolGrad`, `AvgPool`, `AvgPoolGrad`.
+//! 2-D pooling in NHWC: `MaxPool`, `MaxPoolGrad`, `AvgPool`, `AvgPoolGrad`, and
+//! `MaxPoolWithArgmax` with its gradient `MaxPoolGradWithArgmax` (the argmax a flat NHWC
+//! index, `(y·W + x)·C + c`, plus the image's offset with `include_batch_in_index`).
 //!
 //! Windows and padding are [`super::conv::Window`]'s (`ksize` and `strides`
 //! are `[1, h, w, 1]`). Padding never takes part: a max is over the window's
@@ -55,14 +57,92 @@ fn avg_pool_grad<T: Float + PoolElem>(a: &PoolAttrs, sizes: &Tensor, dy: &Tensor
     Ok(tensor_of(d.to_vec(), shared::avg_pool_grad(&s, T::slice(dy))))
 }
 
+/// `MaxPoolWithArgmax`: the pooled values and where each came from.
+fn max_pool_with_argmax<T: Float + PoolElem>(
+    a: &PoolAttrs,
+    x: &Tensor,
+    with_batch: bool,
+    targmax: autoclust_graph::DType,
+) -> KResult<super::Outputs> {
+    let s = pooled(a, nhwc(x, "input")?)?;
+    let [_, h, w, c] = s.input;
+    let out_pixels = s.win.h.output * s.win.w.output;
+    let values = T::slice(x);
+    let arg = shared::argmax(&s, values);
+    let (mut ys, mut idx) = (Vec::with_capacity(arg.len()), Vec::with_capacity(arg.len()));
+    for (i, &p) in arg.iter().enumerate() {
+        let (b, ch) = (i / (out_pixels * c), i % c);
+        if p == usize::MAX {
+            // A window of padding only (never made by TensorFlow's shapes): its lowest value.
+            ys.push(<T as PoolElem>::lowest());
+            idx.push(-1);
+            continue;
+        }
+        let flat = (b * h * w + p) * c + ch;
+        ys.push(values[flat]);
+        idx.push(if with_batch { flat } else { p * c + ch } as i64);
+    }
+    let shape = s.output().to_vec();
+    Ok(super::Outputs::from_vec(vec![tensor_of(shape.clone(), ys), super::int_tensor(targmax, shape, idx)?]))
+}
+
+/// `MaxPoolGradWithArgmax`: each output gradient added to the input element its argmax names.
+fn max_pool_grad_with_argmax<T: Float + PoolElem>(
+    a: &PoolAttrs,
+    x: &Tensor,
+    dy: &Tensor,
+    argmax: &Tensor,
+    with_batch: bool,
+) -> KResult<Tensor> {
+    let s = pooled(a, nhwc(x, "input")?)?;
+    let want = s.output();
+    if dy.shape[..] != want || argmax.shape[..] != want {
+        return Err(KernelError::invalid(format!(
+            "grad {:?} and argmax {:?} must have the pooled shape {want:?}",
+            dy.shape, argmax.shape
+        )));
+    }
+    let [n, h, w, c] = s.input;
+    let image = h * w * c;
+    let idx = super::int_values(argmax, "argmax")?;
+    let g = T::slice(dy);
+    let mut dx = vec![T::zero(); n * image];
+    let per_image = want[1] * want[2] * c;
+    for (i, (&k, &gv)) in idx.iter().zip(g).enumerate() {
+        let base = if with_batch { 0 } else { (i / per_image.max(1)) * image };
+        let at = usize::try_from(k).ok().map(|k| k + base).filter(|&at| at < n * image);
+        let at = at.ok_or_else(|| KernelError::invalid(format!("Invalid argmax index {k} for output element {i}")))?;
+        dx[at] = dx[at].add(gv);
+    }
+    Ok(tensor_of(s.input.to_vec(), dx))
+}
+
 /// Prepares a pooling kernel, or `None` if `node.op` is not one.
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let op = node.op.as_str();
-    if !matches!(op, "MaxPool" | "MaxPoolGrad" | "AvgPool" | "AvgPoolGrad") {
+    if !matches!(
+        op,
+        "MaxPool" | "MaxPoolGrad" | "AvgPool" | "AvgPoolGrad" | "MaxPoolWithArgmax" | "MaxPoolGradWithArgmax"
+    ) {
         return Ok(None);
     }
     let a = PoolAttrs::parse(node)?;
+    let with_batch = super::attr_bool_or(node, "include_batch_in_index", false)?;
     let f: PureFn = match op {
+        "MaxPoolWithArgmax" => {
+            let targmax = super::attr_type_or(node, "Targmax", autoclust_graph::DType::Int64)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                dispatch_float!(inp[0].dtype, max_pool_with_argmax(&a, &inp[0], with_batch, targmax))
+            })
+        }
+        "MaxPoolGradWithArgmax" => Box::new(move |inp: Inputs| {
+            arity(&inp, 3)?;
+            if inp[1].dtype != inp[0].dtype {
+                return Err(KernelError::invalid("MaxPoolGradWithArgmax: input and grad must share one dtype"));
+            }
+            one(dispatch_float!(inp[0].dtype, max_pool_grad_with_argmax(&a, &inp[0], &inp[1], &inp[2], with_batch))?)
+        }),
         "MaxPool" => Box::new(move |inp: Inputs| {
             arity(&inp, 1)?;
             one(dispatch_float!(inp[0].dtype, max_pool(&a, &inp[0]))?)
@@ -102,6 +182,47 @@ mod tests {
 
     fn img(h: usize, w: usize, v: &[f32]) -> Tensor {
         Tensor::from_f32(vec![1, h, w, 1], v.to_vec()).unwrap()
+    }
+
+    /// `MaxPoolWithArgmax` in both paddings, with and without the batch in the index, and
+    /// `MaxPoolGradWithArgmax` of its argmax: TensorFlow 2.21's values.
+    #[test]
+    fn max_pool_with_argmax_matches_tensorflow() {
+        let v: Vec<f32> = [
+            3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4, 3, 3, 8, 3, 2, 7, 9, 5, 0, 2, 8, 8,
+            4, 1, 9, 7, 1, 6, 9, 3, 9, 9, 3, 7, 5, 1, 0, 5, 8, 2, 0, 9, 7, 4, 9, 4,
+        ]
+        .map(|x: i32| x as f32)
+        .into();
+        let x = Tensor::from_f32(vec![2, 3, 5, 2], v).unwrap();
+        let pool = |padding: &str, with_batch: bool| {
+            let mut a = attrs(2, 2, padding);
+            a.push(("include_batch_in_index", AttrValue::B(with_batch)));
+            let out = crate::kernels::compute(&node("MaxPoolWithArgmax", &a), std::slice::from_ref(&x)).unwrap();
+            (out[0].clone(), out[1].clone(), a)
+        };
+        let (y, arg, _) = pool("VALID", false);
+        assert_eq!(y.shape, [2, 1, 2, 2]);
+        assert_eq!(y.as_f32().unwrap(), [9.0, 8.0, 9.0, 9.0, 9.0, 6.0, 9.0, 9.0]);
+        assert_eq!(arg.as_i64().unwrap(), [12, 11, 14, 5, 0, 11, 14, 15]);
+        assert_eq!(pool("VALID", true).1.as_i64().unwrap(), [12, 11, 14, 5, 30, 41, 44, 45]);
+        let (y, arg, _) = pool("SAME", false);
+        assert_eq!(y.shape, [2, 2, 3, 2]);
+        let want = [9., 8., 9., 9., 8., 4., 6., 4., 8., 3., 2., 7., 9., 6., 9., 9., 9., 7., 8., 5., 7., 9., 9., 4.];
+        assert_eq!(y.as_f32().unwrap(), want);
+        let want = [12, 11, 14, 5, 18, 19, 20, 23, 26, 25, 28, 29, 0, 11, 14, 15, 8, 9, 22, 21, 26, 25, 28, 29];
+        assert_eq!(arg.as_i64().unwrap(), want);
+        let g = Tensor::from_f32(vec![2, 2, 3, 2], (1..=24).map(|i| i as f32).collect()).unwrap();
+        let want: [f32; 60] = [
+            0., 0., 0., 0., 0., 4., 0., 0., 0., 0., 0., 2., 1., 0., 3., 0., 0., 0., 5., 6., 7., 0., 0., 8., 0., 10.,
+            9., 0., 11., 12., 13., 0., 0., 0., 0., 0., 0., 0., 17., 18., 0., 14., 0., 0., 15., 16., 0., 0., 0., 0., 0.,
+            20., 19., 0., 0., 22., 21., 0., 23., 24.,
+        ];
+        for with_batch in [false, true] {
+            let (_, arg, a) = pool("SAME", with_batch);
+            let dx = run1(&node("MaxPoolGradWithArgmax", &a), &[x.clone(), g.clone(), arg]).unwrap();
+            assert_eq!(dx.as_f32().unwrap(), want, "include_batch_in_index {with_batch}");
+        }
     }
 
     #[test]

@@ -113,24 +113,29 @@ fn scatter<T: Num>(op: Scatter, var: &mut Tensor, idx: &[i64], updates: &Tensor)
         let dst = &mut v[i as usize * inner..(i as usize + 1) * inner];
         for (j, p) in dst.iter_mut().enumerate() {
             let q = if scalar { u[0] } else { u[k * inner + j] };
-            *p = match op {
-                Scatter::Add => p.add(q),
-                Scatter::Sub => p.sub(q),
-                Scatter::Mul => p.mul(q),
-                Scatter::Div => p.div(q),
-                Scatter::Min => p.minimum(q),
-                Scatter::Max => p.maximum(q),
-                Scatter::Update => q,
-            };
+            *p = combine(op, *p, q);
         }
     }
     Ok(())
 }
 
-/// `ResourceScatterNd{Add,Sub,Update}`: `indices` has shape `[..., k]`; each
+/// An element `p` of the variable after a scatter of update `q`.
+fn combine<T: Num>(op: Scatter, p: T, q: T) -> T {
+    match op {
+        Scatter::Add => p.add(q),
+        Scatter::Sub => p.sub(q),
+        Scatter::Mul => p.mul(q),
+        Scatter::Div => p.div(q),
+        Scatter::Min => p.minimum(q),
+        Scatter::Max => p.maximum(q),
+        Scatter::Update => q,
+    }
+}
+
+/// `ResourceScatterNd{Add,Sub,Update,Max,Min}`: `indices` has shape `[..., k]`; each
 /// row of it names a slice `var[i0, .., ik-1]` of shape `var.shape[k:]`, which
 /// the matching slice of `updates` (shape `indices.shape[:-1] + var.shape[k:]`)
-/// is added to, subtracted from or written over, in order (duplicates
+/// is added to, subtracted from, written over or compared with, in order (duplicates
 /// accumulate; for Update the last wins). Every index is checked first.
 fn scatter_nd_kernel(kind: Scatter) -> StatefulFn {
     Box::new(move |store: &VariableStore, inp: Inputs| {
@@ -209,11 +214,7 @@ fn scatter_nd_apply<T: Num>(
     for (r, &off) in offsets.iter().enumerate() {
         let src = &u[r * slice..(r + 1) * slice];
         for (p, &q) in v[off..off + slice].iter_mut().zip(src) {
-            *p = match kind {
-                Scatter::Add => p.add(q),
-                Scatter::Sub => p.sub(q),
-                _ => q,
-            };
+            *p = combine(kind, *p, q);
         }
     }
     Ok(())
@@ -338,6 +339,8 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
         "ResourceScatterNdAdd" => scatter_nd_kernel(Scatter::Add),
         "ResourceScatterNdSub" => scatter_nd_kernel(Scatter::Sub),
         "ResourceScatterNdUpdate" => scatter_nd_kernel(Scatter::Update),
+        "ResourceScatterNdMax" => scatter_nd_kernel(Scatter::Max),
+        "ResourceScatterNdMin" => scatter_nd_kernel(Scatter::Min),
         op if op.starts_with("ResourceScatter") && !op.contains("Nd") => {
             let kind = match op {
                 "ResourceScatterAdd" => Scatter::Add,
@@ -414,6 +417,8 @@ pub fn is_resource_op(op: &str) -> bool {
             | "ResourceScatterNdAdd"
             | "ResourceScatterNdSub"
             | "ResourceScatterNdUpdate"
+            | "ResourceScatterNdMax"
+            | "ResourceScatterNdMin"
             | "ResourceStridedSliceAssign"
     ) || super::optimizer::is_optimizer_op(op)
 }
@@ -558,6 +563,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.get(id).read().unwrap().as_f32().unwrap()[3], 7.0);
+        // Max and Min keep the larger or smaller of the element and each update (TensorFlow
+        // 2.21: `tf.raw_ops.ResourceScatterNdMax` of [[0,1],[1,2],[0,1]] ← [1,2,4]).
+        let idx = Tensor::from_i32(vec![3, 2], vec![0, 1, 1, 2, 0, 1]).unwrap();
+        let upd = Tensor::from_f32(vec![3], vec![1.0, 2.0, 4.0]).unwrap();
+        run("ResourceScatterNdMax", &s, smallvec![handle_tensor(id), idx.clone(), upd.clone()]).unwrap();
+        assert_eq!(s.get(id).read().unwrap().as_f32().unwrap(), &[0.0, 5.0, 0.0, 7.0, -1.0, 2.0]);
+        run("ResourceScatterNdMin", &s, smallvec![handle_tensor(id), idx, upd]).unwrap();
+        assert_eq!(s.get(id).read().unwrap().as_f32().unwrap(), &[0.0, 1.0, 0.0, 7.0, -1.0, 2.0]);
     }
 
     #[test]

@@ -93,6 +93,14 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 unique_with_counts(&inp[0], out_idx)
             })
         }
+        "UniqueV2" | "UniqueWithCountsV2" => {
+            let out_idx = attr_type_or(node, "out_idx", DType::Int32)?;
+            let with_counts = node.op == "UniqueWithCountsV2";
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                unique_v2(&inp[0], &inp[1], out_idx, with_counts)
+            })
+        }
         "SparseTensorDenseMatMul" => {
             let adj = (attr_bool_or(node, "adjoint_a", false)?, attr_bool_or(node, "adjoint_b", false)?);
             Box::new(move |inp: Inputs| {
@@ -729,26 +737,70 @@ fn unique_with_counts(x: &Tensor, out_idx: DType) -> KResult<Outputs> {
     if x.rank() != 1 {
         return Err(KernelError::invalid(format!("unique expects a 1D vector, got shape {}", shape_str(&x.shape))));
     }
-    let mut first: Vec<Option<usize>> = Vec::new();
+    unique_slices(x, 0, out_idx, true)
+}
+
+/// `UniqueV2`/`UniqueWithCountsV2`: as the V1 ops, over the slices of `x` along the one axis
+/// `axis` names (an empty `axis`: a vector's elements), TensorFlow's checks and messages.
+fn unique_v2(x: &Tensor, axis: &Tensor, out_idx: DType, with_counts: bool) -> KResult<Outputs> {
+    let a = int_values(axis, "axis")?;
+    let axis = match a[..] {
+        [] if x.rank() == 1 => 0,
+        [] => return Err(KernelError::invalid("unique expects a 1D vector.")),
+        [a] => {
+            let r = x.rank() as i64;
+            let a = if a < 0 { a + r } else { a };
+            if !(0..r).contains(&a) {
+                return Err(KernelError::invalid(format!("axis has to be between [0, {r})")));
+            }
+            a as usize
+        }
+        _ => {
+            return Err(KernelError::invalid(format!(
+                "axis does not support input tensors larger than 1 elements, got {}",
+                a.len()
+            )))
+        }
+    };
+    unique_slices(x, axis, out_idx, with_counts)
+}
+
+/// The distinct slices of `x` along `axis` in order of first occurrence, each slice's
+/// position in that list, and (`with_counts`) how often each distinct slice occurs. Any
+/// dtype; floats compare as [`keys`] does (a slice holding a NaN equals no other).
+fn unique_slices(x: &Tensor, axis: usize, out_idx: DType, with_counts: bool) -> KResult<Outputs> {
+    let (outer, len) = (x.shape[..axis].iter().product::<usize>(), x.shape[axis]);
+    let inner: usize = x.shape[axis + 1..].iter().product();
+    let keys = keys(x)?;
+    let slice = |i: usize| -> Vec<Key> {
+        (0..outer).flat_map(|o| keys[(o * len + i) * inner..(o * len + i + 1) * inner].iter().cloned()).collect()
+    };
+    let mut first: Vec<usize> = Vec::new();
     let mut counts: Vec<i64> = Vec::new();
-    let mut idx = Vec::with_capacity(x.shape[0]);
-    let mut seen: std::collections::HashMap<Key, usize> = std::collections::HashMap::with_capacity(x.shape[0]);
-    for (i, k) in keys(x)?.into_iter().enumerate() {
+    let mut idx = Vec::with_capacity(len);
+    let mut seen: std::collections::HashMap<Vec<Key>, usize> = std::collections::HashMap::with_capacity(len);
+    for i in 0..len {
         let next = first.len();
-        let j = *seen.entry(k).or_insert(next);
+        let j = *seen.entry(slice(i)).or_insert(next);
         if j == next {
-            first.push(Some(i));
+            first.push(i);
             counts.push(0);
         }
         counts[j] += 1;
         idx.push(j as i64);
     }
     let n = first.len();
-    Ok(Outputs::from_vec(vec![
-        take_or(x, &first, None, vec![n])?,
-        super::int_tensor(out_idx, vec![x.shape[0]], idx)?,
-        super::int_tensor(out_idx, vec![n], counts)?,
-    ]))
+    let positions: Vec<Option<usize>> = (0..outer)
+        .flat_map(|o| first.iter().flat_map(move |&i| (0..inner).map(move |k| Some((o * len + i) * inner + k))))
+        .collect();
+    let mut shape = x.shape.clone();
+    shape[axis] = n;
+    let mut out =
+        Outputs::from_vec(vec![take_or(x, &positions, None, shape)?, super::int_tensor(out_idx, vec![len], idx)?]);
+    if with_counts {
+        out.push(super::int_tensor(out_idx, vec![n], counts)?);
+    }
+    Ok(out)
 }
 
 /// `SparseTensorDenseMatMul`: `op(A) · op(B)` for a sparse rank-2 `A`, adding each entry's
@@ -1539,6 +1591,40 @@ mod tests {
         assert!(err("SparseSegmentMeanGrad", &[], &bad_seg).contains("Invalid number of segments"));
         let bad_idx = [g, i32s(&[0, 7]), i32s(&[0, 1]), Tensor::scalar_i32(5)];
         assert!(err("SparseSegmentMeanGrad", &[], &bad_idx).contains("Index 7 out of range [0, 5)."));
+    }
+
+    #[test]
+    fn unique_v2_finds_distinct_slices_as_tensorflow_does() {
+        let x = Tensor::from_i32(vec![4, 3], vec![1, 0, 1, 2, 0, 2, 1, 0, 1, 3, 3, 3]).unwrap();
+        let axis = |a: &[i64]| Tensor::from_i64(vec![a.len()], a.to_vec()).unwrap();
+        let run = |op: &str, x: &Tensor, a: &[i64]| compute(&node(op, &[]), &[x.clone(), axis(a)]);
+        let rows = run("UniqueV2", &x, &[0]).unwrap();
+        assert_eq!(rows[0].shape, [3, 3]);
+        assert_eq!(rows[0].as_i32().unwrap(), [1, 0, 1, 2, 0, 2, 3, 3, 3]);
+        assert_eq!(rows[1].as_i32().unwrap(), [0, 1, 0, 2]);
+        for a in [1, -1] {
+            let cols = run("UniqueV2", &x, &[a]).unwrap();
+            assert_eq!(cols[0].shape, [4, 2]);
+            assert_eq!(cols[0].as_i32().unwrap(), [1, 0, 2, 0, 1, 0, 3, 3]);
+            assert_eq!(cols[1].as_i32().unwrap(), [0, 1, 0]);
+        }
+        let counted = run("UniqueWithCountsV2", &x, &[0]).unwrap();
+        assert_eq!(counted[2].as_i32().unwrap(), [2, 1, 1]);
+        let v = Tensor::from_f32(vec![4], vec![4.0, 1.0, 4.0, 2.0]).unwrap();
+        let flat = run("UniqueV2", &v, &[]).unwrap();
+        assert_eq!(flat[0].as_f32().unwrap(), [4.0, 1.0, 2.0]);
+        assert_eq!(flat[1].as_i32().unwrap(), [0, 1, 0, 2]);
+        let x3 = Tensor::from_i32(vec![2, 2, 2], vec![1, 2, 1, 2, 1, 2, 1, 3]).unwrap();
+        for a in [1, 2] {
+            let same = run("UniqueV2", &x3, &[a]).unwrap();
+            assert_eq!(same[0].as_i32().unwrap(), x3.as_i32().unwrap());
+            assert_eq!(same[1].as_i32().unwrap(), [0, 1]);
+        }
+        // TensorFlow 2.21's errors.
+        let e = |a: &[i64]| run("UniqueV2", &x, a).unwrap_err().to_string();
+        assert!(e(&[]).contains("unique expects a 1D vector."), "{}", e(&[]));
+        assert!(e(&[2]).contains("axis has to be between [0, 2)"), "{}", e(&[2]));
+        assert!(e(&[0, 1]).contains("axis does not support input tensors larger than 1 elements"), "{}", e(&[0, 1]));
     }
 
     #[test]

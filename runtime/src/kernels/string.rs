@@ -145,15 +145,27 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(Tensor::from_bool(inp[0].shape.clone(), out).expect("same element count"))
             })
         }
-        "StringToHashBucketFast" => {
+        // The three hash buckets: FarmHash's Fingerprint64 (`Fast`), SipHash-2-4 under the
+        // node's 128-bit key (`Strong`, Keras' `Hashing` with a salt), and TensorFlow's
+        // `Hash64` (the deprecated V1).
+        "StringToHashBucketFast" | "StringToHashBucketStrong" | "StringToHashBucket" => {
             let buckets = attr_int_or(node, "num_buckets", 0)?;
             if buckets <= 0 {
                 return Err(KernelError::invalid(format!("num_buckets must be positive, got {buckets}")));
             }
+            let hash = match node.op.as_str() {
+                "StringToHashBucketFast" => BucketHash::Fingerprint,
+                "StringToHashBucket" => BucketHash::V1,
+                _ => {
+                    let key = super::attr_ints_or(node, "key")?;
+                    let [k0, k1] = key[..] else { return Err(KernelError::invalid("Key must have 2 elements")) };
+                    BucketHash::Keyed(k0 as u64, k1 as u64)
+                }
+            };
             Box::new(move |inp: Inputs| {
                 arity(&inp, 1)?;
                 let v = strings(&inp[0], "input")?;
-                let h: Vec<i64> = v.iter().map(|s| (fingerprint64(s) % buckets as u64) as i64).collect();
+                let h: Vec<i64> = v.iter().map(|s| (hash.of(s) % buckets as u64) as i64).collect();
                 one(Tensor::from_i64(inp[0].shape.clone(), h).expect("same element count"))
             })
         }
@@ -981,6 +993,95 @@ fn reduce_join(t: &Tensor, axes: &[i64], keep_dims: bool, sep: &[u8]) -> KResult
 
 // ---------------------------------------------------------------- Fingerprint64
 
+/// The hash a `StringToHashBucket*` op reduces modulo its bucket count.
+#[derive(Clone, Copy)]
+enum BucketHash {
+    /// `Fast`: [`fingerprint64`].
+    Fingerprint,
+    /// `Strong`: [`siphash24`] under the node's key.
+    Keyed(u64, u64),
+    /// The V1 op: [`hash64`].
+    V1,
+}
+
+impl BucketHash {
+    fn of(self, s: &[u8]) -> u64 {
+        match self {
+            BucketHash::Fingerprint => fingerprint64(s),
+            BucketHash::Keyed(k0, k1) => siphash24(k0, k1, s),
+            BucketHash::V1 => hash64(s),
+        }
+    }
+}
+
+/// SipHash-2-4 of `s` under the key `(k0, k1)`: TensorFlow's `StrongKeyedHash`, the hash of
+/// `StringToHashBucketStrong`.
+pub(crate) fn siphash24(k0: u64, k1: u64, s: &[u8]) -> u64 {
+    let mut v = [
+        k0 ^ 0x736f_6d65_7073_6575,
+        k1 ^ 0x646f_7261_6e64_6f6d,
+        k0 ^ 0x6c79_6765_6e65_7261,
+        k1 ^ 0x7465_6462_7974_6573,
+    ];
+    let round = |v: &mut [u64; 4]| {
+        v[0] = v[0].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(13) ^ v[0];
+        v[0] = v[0].rotate_left(32);
+        v[2] = v[2].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(16) ^ v[2];
+        v[0] = v[0].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(21) ^ v[0];
+        v[2] = v[2].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(17) ^ v[2];
+        v[2] = v[2].rotate_left(32);
+    };
+    let compress = |m: u64, v: &mut [u64; 4]| {
+        v[3] ^= m;
+        round(v);
+        round(v);
+        v[0] ^= m;
+    };
+    let chunks = s.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        compress(u64::from_le_bytes(c.try_into().expect("8 bytes")), &mut v);
+    }
+    // The last word: the remaining bytes, little-endian, and the length's low byte on top.
+    let mut last = (s.len() as u64 & 0xff) << 56;
+    for (i, &b) in tail.iter().enumerate() {
+        last |= u64::from(b) << (8 * i);
+    }
+    compress(last, &mut v);
+    v[2] ^= 0xff;
+    for _ in 0..4 {
+        round(&mut v);
+    }
+    v[0] ^ v[1] ^ v[2] ^ v[3]
+}
+
+/// TensorFlow's `Hash64` (MurmurHash64A with seed `0xDECAFCAFFE`), the hash of the V1
+/// `StringToHashBucket`.
+pub(crate) fn hash64(s: &[u8]) -> u64 {
+    const M: u64 = 0xc6a4_a793_5bd1_e995;
+    let mut h = 0xDE_CAFC_AFFE_u64 ^ (s.len() as u64).wrapping_mul(M);
+    let chunks = s.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        let mut k = u64::from_le_bytes(c.try_into().expect("8 bytes")).wrapping_mul(M);
+        k ^= k >> 47;
+        h = (h ^ k.wrapping_mul(M)).wrapping_mul(M);
+    }
+    if !tail.is_empty() {
+        for (i, &b) in tail.iter().enumerate() {
+            h ^= u64::from(b) << (8 * i);
+        }
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 47;
+    h = h.wrapping_mul(M);
+    h ^ (h >> 47)
+}
+
 /// TensorFlow's `Fingerprint64` (FarmHash's `farmhashna::Hash64`), which `StringToHashBucketFast`
 /// reduces modulo the bucket count: Keras' `Hashing` layer, the out-of-vocabulary buckets of
 /// `StringLookup`, feature columns' hash buckets. Little-endian loads, wrapping arithmetic.
@@ -1582,6 +1683,36 @@ mod tests {
         let out =
             k([Tensor::from_strings(vec![1], vec![b"hello world".to_vec()]).unwrap()].into_iter().collect()).unwrap();
         assert_eq!(out[0].as_i64().unwrap(), &[11]);
+    }
+
+    /// `StringToHashBucketStrong` (SipHash-2-4 under two keys) and the V1 `StringToHashBucket`
+    /// (TensorFlow's `Hash64`): buckets from TensorFlow 2.21, and its error for a bad key.
+    #[test]
+    fn strong_and_v1_hash_buckets_match_tensorflow() {
+        let words: Vec<Vec<u8>> = ["", "a", "hello world", "0123456789abcdefg", "the quick brown fox jumps"]
+            .map(|w| w.as_bytes().to_vec())
+            .into();
+        let input = Tensor::from_strings(vec![5], words).unwrap();
+        let run = |op: &str, buckets: i64, key: Option<&[i64]>| {
+            let mut attrs = vec![("num_buckets", AttrValue::I(buckets))];
+            if let Some(k) = key {
+                attrs.push(("key", AttrValue::List(autoclust_graph::ListValue::I(k.to_vec()))));
+            }
+            let k = prepare(&node(op, &attrs))?.unwrap();
+            k([input.clone()].into_iter().collect()).map(|o| o[0].as_i64().unwrap().to_vec())
+        };
+        let big = (1i64 << 31) - 1;
+        let strong = run("StringToHashBucketStrong", big, Some(&[1, 2])).unwrap();
+        assert_eq!(strong, [1847395816, 1705284436, 1593938532, 747704946, 1181442137]);
+        let strong = run("StringToHashBucketStrong", 10, Some(&[0xDEADBEEF, 42])).unwrap();
+        assert_eq!(strong, [9, 9, 8, 8, 3]);
+        assert_eq!(
+            run("StringToHashBucket", big, None).unwrap(),
+            [478987903, 2048337276, 812511647, 610008252, 1163962444]
+        );
+        assert_eq!(run("StringToHashBucket", 7, None).unwrap(), [3, 4, 0, 1, 4]);
+        let e = run("StringToHashBucketStrong", 10, Some(&[1, 2, 3])).unwrap_err().to_string();
+        assert!(e.contains("Key must have 2 elements"), "{e}");
     }
 
     use super::*;

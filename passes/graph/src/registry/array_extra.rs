@@ -864,6 +864,8 @@ pub(super) static OPS: &[OpSchema] = &[
     scatter_nd_op("ResourceScatterNdAdd"),
     scatter_nd_op("ResourceScatterNdSub"),
     scatter_nd_op("ResourceScatterNdUpdate"),
+    scatter_nd_op("ResourceScatterNdMax"),
+    scatter_nd_op("ResourceScatterNdMin"),
     // TensorLists (DT_VARIANT scalars): Keras RNN loops, tf.TensorArray, while-loop
     // gradient accumulators (list_ops.cc).
     op(

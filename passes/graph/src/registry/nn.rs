@@ -329,6 +329,12 @@ fn pool(c: &InferCtx<'_>) -> Shapes {
     window_output(c, c.shape(0), (Some(kh), Some(kw)), depth, false)
 }
 
+/// `MaxPoolWithArgmax`: the pooled values and, of the same shape, where each came from.
+fn pool_with_argmax(c: &InferCtx<'_>) -> Shapes {
+    let out = pool(c)?;
+    Ok(vec![out[0].clone(), out[0].clone()])
+}
+
 fn max_pool_grad(c: &InferCtx<'_>) -> Shapes {
     rank4(c.shape(0), "orig_input")?;
     Ok(vec![c.shape(0).clone()])
@@ -586,6 +592,20 @@ const DEPTHWISE_ATTRS: &[AttrSpec] = &[
 ];
 /// `MaxPool`/`MaxPoolGrad`: TensorFlow's OpDef defaults `T` to float32, so graphs
 /// with default attributes stripped (SavedModel function bodies) omit it.
+/// `MaxPoolWithArgmax` and its gradient: NHWC only, the argmax's index type, and whether the
+/// flat index counts the batch.
+const ARGMAX_POOL_ATTRS: &[AttrSpec] = &[
+    tdef(
+        "T",
+        Float32,
+        &[Float16, BFloat16, Float32, Float64, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+    ),
+    tdef("Targmax", Int64, INDEX),
+    req("ksize", AttrKind::ListInt),
+    req("strides", AttrKind::ListInt),
+    req("padding", AttrKind::String),
+    bdef("include_batch_in_index", false),
+];
 const POOL_ATTRS: &[AttrSpec] = &[
     tdef(
         "T",
@@ -684,6 +704,24 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("var", RES), a("accum", RES), a("lr", T), a("grad", T), a("momentum", T)],
         LOCK_NESTEROV,
         apply_shapes::<2, 3, DENSE>,
+    ),
+    dense_apply(
+        "ResourceApplyAdamWithAmsgrad",
+        &[
+            a("var", RES),
+            a("m", RES),
+            a("v", RES),
+            a("vhat", RES),
+            a("beta1_power", T),
+            a("beta2_power", T),
+            a("lr", T),
+            a("beta1", T),
+            a("beta2", T),
+            a("epsilon", T),
+            a("grad", T),
+        ],
+        LOCK,
+        apply_shapes::<4, 10, DENSE>,
     ),
     dense_apply(
         "ResourceApplyAdaMax",
@@ -1049,6 +1087,20 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("orig_input", T), a("orig_output", T), a("grad", T)],
         &[a("output", T)],
         POOL_ATTRS,
+        max_pool_grad,
+    ),
+    nn(
+        "MaxPoolWithArgmax",
+        &[a("input", T)],
+        &[a("output", T), a("argmax", TypeRule::Attr("Targmax"))],
+        ARGMAX_POOL_ATTRS,
+        pool_with_argmax,
+    ),
+    nn(
+        "MaxPoolGradWithArgmax",
+        &[a("input", T), a("grad", T), a("argmax", TypeRule::Attr("Targmax"))],
+        &[a("output", T)],
+        ARGMAX_POOL_ATTRS,
         max_pool_grad,
     ),
     nn("AvgPool", &[a("value", T)], &[a("output", T)], AVG_POOL_ATTRS, pool),

@@ -936,6 +936,14 @@ pub(super) static OPS: &[OpSchema] = &[
         s::pad,
     ),
     op(
+        "MirrorPadGrad",
+        OpFamily::Shape,
+        &[a("input", T), a("paddings", ty("Tpaddings"))],
+        &[a("output", T)],
+        &[tattr("T", None), tdef("Tpaddings", Int32, INDEX), opt("mode", AttrKind::String)],
+        s::mirror_pad_grad,
+    ),
+    op(
         "Tile",
         OpFamily::Shape,
         &[a("input", T), a("multiples", ty("Tmultiples"))],

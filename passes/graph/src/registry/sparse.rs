@@ -14,7 +14,7 @@
 
 use super::build::{arg, bool_attr_or, pure_op, repeated, required, type_attr, type_attr_or, typed_list};
 use super::shapes::shape_from_operand;
-use super::{AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
+use super::{ArgSpec, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
 use crate::DType::{
     self, BFloat16, Float16, Float32, Float64, Int16, Int32, Int64, Int8, UInt16, UInt32, UInt64, UInt8,
 };
@@ -211,6 +211,26 @@ fn segment_grad_v2(c: &InferCtx<'_>) -> Shapes {
 fn unique_with_counts(c: &InferCtx<'_>) -> Shapes {
     rank_is(c, 0, "x", 1)?;
     Ok(vec![Shape::with_dims(vec![None]), Shape::with_dims(vec![dim(c, 0, 0)]), Shape::with_dims(vec![None])])
+}
+
+/// `UniqueV2`/`UniqueWithCountsV2`: the distinct slices of `x` along `axis` (a vector of at
+/// most one axis).
+const fn unique_v2(name: &'static str, outputs: &'static [ArgSpec]) -> OpSchema {
+    const INPUTS: &[ArgSpec] = &[arg("x", T), arg("axis", TypeRule::Attr("Taxis"))];
+    const ATTRS: &[AttrSpec] =
+        &[type_attr("T", None), type_attr_or("Taxis", Int64, INDEX), type_attr_or("out_idx", Int32, INDEX)];
+    pure_op(name, OpFamily::Shape, INPUTS, outputs, ATTRS, unique_v2_shapes)
+}
+
+/// The slices' count is data-dependent: `y` keeps `x`'s rank, `idx` and `count` are vectors.
+fn unique_v2_shapes(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 1, "axis", 1)?;
+    let y = c.shape(0).rank().map_or_else(Shape::unknown, |r| Shape::with_dims(vec![None; r]));
+    let mut out = vec![y, Shape::with_dims(vec![None])];
+    if c.out_types.len() > 2 {
+        out.push(Shape::with_dims(vec![None]));
+    }
+    Ok(out)
 }
 
 /// `SparseTensorDenseMatMul`: `[rows of op(a), columns of op(b)]`.
@@ -418,6 +438,11 @@ pub(super) static OPS: &[OpSchema] = &[
         &[arg("y", T), arg("idx", TypeRule::Attr("out_idx")), arg("count", TypeRule::Attr("out_idx"))],
         &[type_attr("T", None), type_attr_or("out_idx", Int32, INDEX)],
         unique_with_counts,
+    ),
+    unique_v2("UniqueV2", &[arg("y", T), arg("idx", TypeRule::Attr("out_idx"))]),
+    unique_v2(
+        "UniqueWithCountsV2",
+        &[arg("y", T), arg("idx", TypeRule::Attr("out_idx")), arg("count", TypeRule::Attr("out_idx"))],
     ),
     pure_op(
         "SparseTensorDenseMatMul",

@@ -216,6 +216,20 @@ pub(super) const OPS: &[OpSchema] = &[
         same_as_0,
     ),
     op(
+        "StringToHashBucketStrong",
+        &[a("input", STR)],
+        &[a("output", TypeRule::Fixed(Int64))],
+        &[req("num_buckets", AttrKind::Int), req("key", AttrKind::ListInt)],
+        same_as_0,
+    ),
+    op(
+        "StringToHashBucket",
+        &[a("string_tensor", STR)],
+        &[a("output", TypeRule::Fixed(Int64))],
+        &[req("num_buckets", AttrKind::Int)],
+        same_as_0,
+    ),
+    op(
         "StringLength",
         &[a("input", STR)],
         &[a("output", TypeRule::Fixed(Int32))],
