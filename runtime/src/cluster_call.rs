@@ -270,6 +270,17 @@ impl Body {
             })
             .clone()
             .map_err(|e| KernelError::invalid(format!("in function '{}': {e}", self.name)))?;
+        // An argument whose dtype is not the one its `_Arg` declares is refused here as the
+        // compiled path refuses it, never computed in another type.
+        for (feed, &i) in self.feeds.iter().zip(&self.feed_arg) {
+            let arg = self.graph.node(feed.node);
+            if let Some(t) = arg.attr("T").and_then(|a| a.as_type()).filter(|&t| t != inputs[i].dtype) {
+                return Err(KernelError::invalid(format!(
+                    "in function '{}': _Arg '{}' is {t} but input {i} is {}",
+                    self.name, arg.name, inputs[i].dtype
+                )));
+            }
+        }
         let feeds: Vec<Tensor> = self.feed_arg.iter().map(|&i| inputs[i].clone()).collect();
         let ctx =
             RunContext { graph: &self.graph, store: &store, plan: &plan, feeds: crate::executor::feed_values(feeds) };

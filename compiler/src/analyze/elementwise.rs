@@ -272,6 +272,15 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             _ => 2,
         };
         need(arity)?;
+        // `AddN` never broadcasts (TensorFlow's kernel requires one shape); a mismatch is
+        // declined so the interpreter's kernel reports it, as the plain run does.
+        if matches!(ew, EwOp::AddN) && ins.iter().any(|v| v.shape != ins[0].shape || v.dtype != ins[0].dtype) {
+            return Err(CompileError::Invalid(format!(
+                "node '{}' (AddN): inputs have shapes {:?}",
+                node.name,
+                ins.iter().map(|v| &v.shape).collect::<Vec<_>>()
+            )));
+        }
         if matches!(ew, EwOp::Copy) && ins.len() != 1 {
             return Err(CompileError::Invalid(format!("node '{}' ({op}) needs 1 input", node.name)));
         }

@@ -288,6 +288,19 @@ fn analyze_node(
     // A malformed attribute (a mask that is a float, say) is refused as the verifier and
     // the interpreter's kernels refuse it, not read as its default.
     autoclust_graph::infer::check_set_attrs(node).map_err(|e| CompileError::Invalid(e.to_string()))?;
+    // Likewise an operand whose dtype is not the one the node's attributes declare (an `Mul`
+    // of `T = float32` given an int32): the plain run's kernel refuses it, so the compiled
+    // body must not compute it in some other type.
+    if let Some(want) = autoclust_graph::infer::attr_input_dtypes(node) {
+        for (i, (&w, v)) in want.iter().zip(ins).enumerate() {
+            if w != v.dtype && v.dtype != DType::Variant {
+                return Err(CompileError::Invalid(format!(
+                    "node '{}' ({}): input {i} must be {w}, got {}",
+                    node.name, node.op, v.dtype
+                )));
+            }
+        }
+    }
     let op = node.op.as_str();
     match op {
         "_Arg" => {
