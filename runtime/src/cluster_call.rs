@@ -265,7 +265,14 @@ impl Body {
         let plan = self
             .plan
             .get_or_init(|| {
-                let request = (self.feeds.as_slice(), self.fetches.as_slice(), &[][..]);
+                // Every node runs, as in the plain run: one no result needs (a gradient only a
+                // control edge waited for) still fails there when it is malformed.
+                let every: Vec<NodeId> = self
+                    .graph
+                    .node_ids()
+                    .filter(|&id| !matches!(self.graph.node(id).op.as_str(), "_Arg" | "_Retval"))
+                    .collect();
+                let request = (self.feeds.as_slice(), self.fetches.as_slice(), every.as_slice());
                 Plan::build_limited(&self.graph, &store, None, request, max_loop_iterations).map(Arc::new)
             })
             .clone()

@@ -167,7 +167,51 @@ pub fn analyze(
         .enumerate()
         .map(|(i, r)| r.ok_or_else(|| CompileError::Invalid(format!("no _Retval with index {i}"))))
         .collect::<Result<_, _>>()?;
+    check_dead_nodes(body, &nodes, inputs, constants)?;
     Ok(Analysis { order, nodes, retvals })
+}
+
+/// Checks the nodes no result needs (a gradient only a control edge waited for, whose
+/// control edges encapsulation dropped): they are not computed, but the plain run would
+/// run them and its kernel refuse a malformed one, so a body holding one the analysis
+/// declines is declined as a whole (`Invalid`) and the interpreter, which runs every node
+/// of a body, reports it — or runs it, when the compiler merely could not.
+fn check_dead_nodes(
+    body: &Graph,
+    live: &[Option<NodeInfo>],
+    inputs: &[(DType, Vec<usize>)],
+    constants: &[(usize, Tensor)],
+) -> Result<(), CompileError> {
+    let mut dead: Vec<Option<NodeInfo>> = vec![None; body.len()];
+    for id in body.topo_order().map_err(|e| CompileError::Invalid(e.to_string()))? {
+        let node = body.node(id);
+        if live[id.index()].is_some() || matches!(node.op.as_str(), "_Arg" | "_Retval") {
+            continue;
+        }
+        let ins: Option<Vec<ValueInfo>> = node
+            .inputs
+            .iter()
+            .map(|o| {
+                let info = live[o.node.index()].as_ref().or(dead[o.node.index()].as_ref())?;
+                info.outputs.get(o.port as usize).cloned()
+            })
+            .collect();
+        // Past a node left unchecked (control flow, lists), nothing is known to check.
+        let Some(ins) = ins else { continue };
+        if ins.iter().any(|v| v.dtype == DType::Variant) || crate::lists::is_list_op(&node.op) {
+            continue;
+        }
+        if matches!(node.op.as_str(), "While" | "StatelessWhile" | "If" | "StatelessIf" | "Case" | "StatelessCase") {
+            continue;
+        }
+        match analyze_node(node, &ins, inputs, constants) {
+            Ok(info) => dead[id.index()] = Some(info),
+            Err(e) => {
+                return Err(CompileError::Invalid(format!("node '{}', which no result needs: {e}", node.name)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Declines (so the interpreter runs the body and its kernel reports the error, naming the
