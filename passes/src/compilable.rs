@@ -454,34 +454,14 @@ pub(crate) fn traced_variable(graph: &Graph, mut id: NodeId) -> Option<String> {
     None
 }
 
-/// Which inputs of a resource op the JIT supports are variable handles; `None` for every
-/// other op. The slots are the registry's resource inputs ([`OpSchema::resource_inputs`],
-/// held in step by a unit test); the list of ops is the JIT's.
+/// Which inputs of a variable op the bridge runs ([`is_variable_op`]) are variable handles:
+/// its registry schema's resource inputs ([`OpSchema::resource_inputs`], the one home of
+/// that fact); `None` for every other op.
 ///
 /// [`OpSchema::resource_inputs`]: autoclust_graph::registry::OpSchema::resource_inputs
-pub(crate) fn handle_slots(op: &str) -> Option<&'static [usize]> {
-    Some(match op {
-        "ReadVariableOp"
-        | "AssignVariableOp"
-        | "AssignAddVariableOp"
-        | "AssignSubVariableOp"
-        | "VariableShape"
-        | "ResourceGather"
-        | "ResourceScatterAdd"
-        | "ResourceScatterSub"
-        | "ResourceScatterUpdate"
-        | "ResourceScatterMax"
-        | "ResourceScatterMin"
-        | "ResourceApplyGradientDescent" => &[0],
-        "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" | "ResourceApplyAdagrad" | "ResourceApplyAdagradV2" => {
-            &[0, 1]
-        }
-        "ResourceApplyAdam" | "ResourceApplyRMSProp" => &[0, 1, 2],
-        "ResourceApplyProximalGradientDescent" => &[0],
-        "ResourceApplyProximalAdagrad" | "ResourceApplyAddSign" | "ResourceApplyPowerSign" => &[0, 1],
-        "ResourceApplyAdaMax" | "ResourceApplyAdadelta" | "ResourceApplyFtrl" | "ResourceApplyFtrlV2" => &[0, 1, 2],
-        "ResourceApplyCenteredRMSProp" | "ResourceApplyAdamWithAmsgrad" => &[0, 1, 2, 3],
-        _ => return None,
+pub(crate) fn handle_slots(op: &str) -> Option<Vec<usize>> {
+    is_variable_op(op).then(|| {
+        autoclust_graph::registry::lookup(op).map(|schema| schema.resource_inputs().collect()).unwrap_or_default()
     })
 }
 
@@ -538,27 +518,17 @@ mod tests {
         }
     }
 
+    /// Every variable op the bridge runs names its variables by leading handle inputs the
+    /// registry knows, and only variable ops have handle slots.
     #[test]
-    fn handle_slots_are_the_registrys_resource_inputs() {
-        let mut checked = 0;
-        for schema in autoclust_graph::registry::all() {
-            if let Some(slots) = handle_slots(schema.name) {
-                let registry: Vec<usize> = schema.resource_inputs().collect();
-                assert_eq!(slots, registry.as_slice(), "{}", schema.name);
-                assert!(is_jit_op(schema.name), "{} has handle slots but the JIT does not take it", schema.name);
-                checked += 1;
-            }
+    fn every_variable_op_has_leading_handle_slots() {
+        for op in autoclust_graph::jit_ops::VARIABLE_OPS {
+            let slots = handle_slots(op).unwrap_or_else(|| panic!("{op}: no slots"));
+            assert!(!slots.is_empty() && slots.iter().enumerate().all(|(i, &s)| i == s), "{op}: {slots:?}");
         }
-        // Every op of the table (27 today) is in the registry.
-        assert!(checked >= 27, "only {checked} resource ops checked: one of the table is not in the registry");
-    }
-
-    #[test]
-    fn reasons_display() {
-        assert_eq!(NotCompilable::UnsupportedOp { op: "Foo".into() }.to_string(), "op Foo is not supported by the JIT");
-        assert_eq!(
-            NotCompilable::UntracedHandle { slot: 1 }.to_string(),
-            "resource input 1 is not traceable to a VarHandleOp"
-        );
+        assert_eq!(handle_slots("ResourceApplyAdamWithAmsgrad").unwrap(), [0, 1, 2, 3]);
+        for op in ["MatMul", "VarHandleOp", "ResourceSparseApplyAdagrad"] {
+            assert!(handle_slots(op).is_none(), "{op}");
+        }
     }
 }

@@ -550,7 +550,7 @@ impl LowerCtx<'_> {
         for &n in &spec.nodes {
             let node = g.node(n);
             let Some(slots) = handle_slots(&node.op) else { continue };
-            for &slot in slots {
+            for slot in slots {
                 let Some(&input) = node.inputs.get(slot) else {
                     return Err(EncapsulateError::UnresolvedHandle {
                         node: node.name.clone(),
@@ -635,7 +635,7 @@ impl LowerCtx<'_> {
 
         for &n in &spec.nodes {
             let node = g.node(n);
-            let slots: &[usize] = handle_slots(&node.op).unwrap_or(&[]);
+            let slots: Vec<usize> = handle_slots(&node.op).unwrap_or_default();
             // Data inputs other than handles, as body references.
             let mut data: Vec<Option<String>> = Vec::with_capacity(node.inputs.len());
             for (slot, &input) in node.inputs.iter().enumerate() {

@@ -1029,32 +1029,18 @@ pub(super) fn value_fill(c: &InferCtx<'_>) -> Values {
 
 /// `Pad`/`PadV2`/`MirrorPad`: each dimension grows by its row `[before, after]` of `paddings`.
 pub(super) fn pad(c: &InferCtx<'_>) -> Shapes {
-    let input = &c.shape(0).dims;
-    let Some(p) = c.value(1) else {
-        return one(input.as_ref().map(|d| unknown_dims(d.len())).unwrap_or_default());
-    };
-    if p.len() % 2 != 0 {
-        return Err(format!("paddings has {} elements, not [rank, 2]", p.len()));
-    }
-    let r = p.len() / 2;
-    if let Some(d) = input {
-        if d.len() != r {
-            return Err(format!("paddings has {r} rows but the input has rank {}", d.len()));
-        }
-    }
-    let out = (0..r)
-        .map(|i| match (input.as_ref().and_then(|d| d[i]), p[2 * i], p[2 * i + 1]) {
-            (_, Some(a), Some(b)) if a < 0 || b < 0 => Err(format!("negative padding [{a}, {b}]")),
-            (Some(x), Some(a), Some(b)) => Ok(Some(x + a + b)),
-            _ => Ok(None),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    one(Shape::with_dims(out))
+    padded(c, 1)
 }
 
 /// `MirrorPadGrad`: the padded gradient folded back onto the input's shape, each
 /// dimension `paddings[d]` shorter.
 pub(super) fn mirror_pad_grad(c: &InferCtx<'_>) -> Shapes {
+    padded(c, -1)
+}
+
+/// The input's shape with each dimension grown (`sign` 1) or shrunk (−1) by its row of
+/// the `[rank, 2]` paddings operand.
+fn padded(c: &InferCtx<'_>, sign: i64) -> Shapes {
     let input = &c.shape(0).dims;
     let Some(p) = c.value(1) else {
         return one(input.as_ref().map(|d| unknown_dims(d.len())).unwrap_or_default());
@@ -1071,8 +1057,10 @@ pub(super) fn mirror_pad_grad(c: &InferCtx<'_>) -> Shapes {
     let out = (0..r)
         .map(|i| match (input.as_ref().and_then(|d| d[i]), p[2 * i], p[2 * i + 1]) {
             (_, Some(a), Some(b)) if a < 0 || b < 0 => Err(format!("negative padding [{a}, {b}]")),
-            (Some(x), Some(a), Some(b)) if x < a + b => Err(format!("paddings [{a}, {b}] exceed dimension {x}")),
-            (Some(x), Some(a), Some(b)) => Ok(Some(x - a - b)),
+            (Some(x), Some(a), Some(b)) if x + sign * (a + b) < 0 => {
+                Err(format!("paddings [{a}, {b}] exceed dimension {x}"))
+            }
+            (Some(x), Some(a), Some(b)) => Ok(Some(x + sign * (a + b))),
             _ => Ok(None),
         })
         .collect::<Result<Vec<_>, _>>()?;
