@@ -35,6 +35,33 @@ enum Rows<'a> {
     Ragged(&'a [i64]),
     /// `Bincount`: the whole tensor is one row.
     Flat,
+    /// `SparseBincount`: entry `k` falls in row `rows[k]` of `n` (`None`: a vector, one
+    /// unnested row); negative values are dropped, as TensorFlow's kernel drops them.
+    Sparse { n: Option<usize>, rows: Vec<usize> },
+}
+
+/// The row of each entry of a `SparseBincount`: its first coordinate below a rank-2 or
+/// higher `dense_shape` (`n` = `dense_shape[0]` rows), all row 0 of a vector (`n` = `None`).
+fn sparse_rows<'a>(indices: &Tensor, values: &Tensor, dense_shape: &Tensor) -> KResult<Rows<'a>> {
+    let shape = int_values(dense_shape, "dense_shape")?;
+    let idx = int_values(indices, "indices")?;
+    let (entries, rank) = (values.num_elements(), shape.len());
+    if indices.shape != [entries, rank] {
+        return Err(KernelError::invalid(format!(
+            "indices must be [{entries}, {rank}] for {entries} values of a rank-{rank} tensor, got {:?}",
+            indices.shape
+        )));
+    }
+    if rank <= 1 {
+        return Ok(Rows::Sparse { n: None, rows: vec![0; entries] });
+    }
+    let n =
+        usize::try_from(shape[0]).map_err(|_| KernelError::invalid(format!("dense_shape {shape:?} is negative")))?;
+    let rows = (0..entries)
+        .map(|k| usize::try_from(idx[k * rank]).ok().filter(|&r| r < n))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| KernelError::invalid(format!("indices must lie inside dense_shape {shape:?}")))?;
+    Ok(Rows::Sparse { n: Some(n), rows })
 }
 
 fn bincount(x: &Tensor, size: &Tensor, w: &Tensor, binary: bool, out_dtype: DType) -> KResult<Tensor> {
@@ -67,6 +94,11 @@ fn bincount_rows(
             (splits.len() - 1, vec![splits.len() - 1, size])
         }
         (Rows::Ragged(_), r) => return Err(KernelError::invalid(format!("values must be a vector, got rank {r}"))),
+        (Rows::Sparse { n, .. }, _) if x.rank() != 1 => {
+            return Err(KernelError::invalid(format!("values must be a vector, got rank {} ({n:?} rows)", x.rank())))
+        }
+        (Rows::Sparse { n: None, .. }, _) => (1, vec![size]),
+        (Rows::Sparse { n: Some(n), .. }, _) => (*n, vec![*n, size]),
         (Rows::Flat, _) | (Rows::Dense, 0 | 1) => (1, vec![size]),
         (Rows::Dense, 2) => (x.shape[0], vec![x.shape[0], size]),
         (Rows::Dense, r) => {
@@ -87,6 +119,7 @@ fn bincount_rows(
         Rows::Ragged(_) if values.iter().any(|&v| v < 0) => {
             return Err(KernelError::invalid("Input must be non-negative"));
         }
+        Rows::Sparse { .. } => {}
         _ if values.iter().any(|&v| v < 0) => return Err(KernelError::invalid("Input arr must be non-negative!")),
         _ => {}
     }
@@ -104,8 +137,9 @@ fn bincount_rows(
             }
             Rows::Dense => i / per_row.max(1),
             Rows::Flat => 0,
+            Rows::Sparse { ref rows, .. } => rows[i],
         };
-        if v as usize >= size {
+        if v < 0 || v as usize >= size {
             continue;
         }
         let at = r * size + v as usize;
@@ -329,6 +363,15 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(bincount_rows(&inp[1], &inp[2], &inp[3], binary, out, Rows::Ragged(&splits))?)
             })
         }
+        "SparseBincount" => {
+            let binary = super::attr_bool_or(node, "binary_output", false)?;
+            let out = super::attr_type_or(node, "T", DType::Float32)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 5)?;
+                let rows = sparse_rows(&inp[0], &inp[1], &inp[2])?;
+                one(bincount_rows(&inp[1], &inp[3], &inp[4], binary, out, rows)?)
+            })
+        }
         "Bincount" => {
             let out = super::attr_type_or(node, "T", DType::Float32)?;
             Box::new(move |inp: Inputs| {
@@ -424,5 +467,43 @@ mod tests {
         assert_eq!(got.as_f32().unwrap(), [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]);
         let neg = Tensor::from_i32(vec![2], vec![1, -1]).unwrap();
         assert!(bincount(&neg, &size, &empty, false, DType::Float32).is_err());
+    }
+
+    /// `SparseBincount` per row and flat, binary, weighted, and with a negative value (dropped,
+    /// as TensorFlow drops it): TensorFlow 2.21's counts.
+    #[test]
+    fn sparse_bincount_matches_tensorflow() {
+        let node = |binary: bool| {
+            crate::kernels::tests_support::node("SparseBincount", &[("binary_output", AttrValue::B(binary))])
+        };
+        let run = |n: &Node, inp: &[Tensor]| crate::kernels::compute(n, inp).map(|o| o[0].clone());
+        let idx = Tensor::from_i64(vec![5, 2], vec![0, 0, 0, 2, 1, 1, 2, 0, 2, 3]).unwrap();
+        let vals = Tensor::from_i32(vec![5], vec![1, 3, 3, 0, 5]).unwrap();
+        let shape = Tensor::from_i64(vec![2], vec![3, 4]).unwrap();
+        let empty = Tensor::from_f32(vec![0], vec![]).unwrap();
+        let four = Tensor::scalar_i32(4);
+        let counts = [0., 1., 0., 1., 0., 0., 0., 1., 1., 0., 0., 0.];
+        for binary in [false, true] {
+            let got =
+                run(&node(binary), &[idx.clone(), vals.clone(), shape.clone(), four.clone(), empty.clone()]).unwrap();
+            assert_eq!(got.shape, [3, 4]);
+            assert_eq!(got.as_f32().unwrap(), counts);
+        }
+        let w = Tensor::from_f32(vec![5], vec![0.5, 1., 2., 3., 4.]).unwrap();
+        let got = run(&node(false), &[idx.clone(), vals, shape.clone(), Tensor::scalar_i32(6), w]).unwrap();
+        let want = [0., 0.5, 0., 1., 0., 0., 0., 0., 0., 2., 0., 0., 3., 0., 0., 0., 0., 4.];
+        assert_eq!(got.as_f32().unwrap(), want);
+        let neg = Tensor::from_i32(vec![5], vec![1, -3, 3, 0, 5]).unwrap();
+        let got = run(&node(false), &[idx, neg, shape, four, empty.clone()]).unwrap();
+        assert_eq!(got.as_f32().unwrap(), [0., 1., 0., 0., 0., 0., 0., 1., 1., 0., 0., 0.]);
+        let flat = [
+            Tensor::from_i64(vec![3, 1], vec![0, 2, 3]).unwrap(),
+            Tensor::from_i32(vec![3], vec![2, 2, 1]).unwrap(),
+            Tensor::from_i64(vec![1], vec![5]).unwrap(),
+            Tensor::scalar_i32(3),
+            empty,
+        ];
+        let got = run(&node(false), &flat).unwrap();
+        assert_eq!((got.shape.as_slice(), got.as_f32().unwrap()), (&[3][..], &[0., 1., 2.][..]));
     }
 }

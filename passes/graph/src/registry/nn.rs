@@ -507,6 +507,19 @@ fn ragged_bincount(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::with_dims(vec![rows, c.scalar_value(2)])])
 }
 
+/// `SparseBincount`: `[size]` for a vector, `[dense_shape[0], size]` otherwise.
+fn sparse_bincount(c: &InferCtx<'_>) -> Shapes {
+    if c.scalar_value(3).is_some_and(|s| s < 0) {
+        return Err("size must be non-negative".into());
+    }
+    let shape = match c.value(2) {
+        Some([_]) => vec![c.scalar_value(3)],
+        Some([rows, ..]) => vec![*rows, c.scalar_value(3)],
+        _ => return Ok(vec![Shape::unknown()]),
+    };
+    Ok(vec![Shape::with_dims(shape)])
+}
+
 /// `Bincount`: `[size]`.
 fn flat_bincount(c: &InferCtx<'_>) -> Shapes {
     if c.scalar_value(1).is_some_and(|s| s < 0) {
@@ -1058,6 +1071,19 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("output", T)],
         BINCOUNT_ATTRS,
         ragged_bincount,
+    ),
+    nn(
+        "SparseBincount",
+        &[
+            a("indices", TypeRule::Fixed(Int64)),
+            a("values", TypeRule::Attr("Tidx")),
+            a("dense_shape", TypeRule::Fixed(Int64)),
+            a("size", TypeRule::Attr("Tidx")),
+            a("weights", T),
+        ],
+        &[a("output", T)],
+        BINCOUNT_ATTRS,
+        sparse_bincount,
     ),
     nn(
         "Bincount",
