@@ -1,9 +1,11 @@
 //! `autoclust compile GRAPH -o OUT [--min-cluster-size N]` (docs/contract.md §4):
-//! runs the graph-optimization pipeline (`opt --passes default`; `--no-optimize`
-//! skips it), then `cluster` and `encapsulate`, and writes the
-//! clustered program — each cluster replaced by its bridge (snapshot-read,
-//! call of the cluster's pure function, write-back), the cluster bodies in
-//! the function library — in the native format. The output is written
+//! runs `run`'s pipeline (`opt --passes run`: the reference-variable rewrite,
+//! the graph-optimization passes — `--no-optimize` skips them —, then
+//! `clustered`, with no request, so nothing is pruned or anchored) and writes
+//! the clustered program in the native format, headed by a comment naming the
+//! passes: each cluster replaced by its bridge (snapshot-read, call of the
+//! cluster's pure function, write-back), the cluster bodies in the function
+//! library. The output is written
 //! atomically: a failed command leaves no file. Shortfalls (nodes declined
 //! for want of types, clusters not encapsulated) are `note:` lines on stderr.
 
@@ -30,7 +32,7 @@ pub struct Args {
     /// Print the graph on stderr after this pass (`cluster`, `encapsulate` or `all`).
     #[arg(long, value_name = "PASS")]
     pub dump_after: Vec<String>,
-    /// Skip the graph-optimization passes (compile with `inline,cluster,encapsulate,cluster-bodies` only).
+    /// Skip the graph-optimization passes (compile with `ref-variables,clustered` only).
     #[arg(long)]
     pub no_optimize: bool,
     /// A SavedModel's signature: its function calls inlined, the graph pruned to its outputs.
@@ -45,13 +47,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let _span = tracing::info_span!("compile", graph = %args.graph.display()).entered();
     let graph = crate::model::load_graph_for_signature(&args.graph, args.format, args.signature.as_deref())?;
     let ctx = context(args.min_cluster_size, args.dump_after);
-    let pipeline = if args.no_optimize {
-        Pipeline::compile()
-    } else {
-        Pipeline::parse("default,cluster,encapsulate,cluster-bodies").map_err(|e| CliError::input(e.to_string()))?
-    };
+    let pipeline = Pipeline::compile(!args.no_optimize);
     let out = run_pipeline(&pipeline, graph, &ctx, &args.graph)?;
     crate::notes::print_notes(&ctx.take_notes());
-    write_atomic(&args.output, native_text(&out).as_bytes())?;
+    // The program says how it was made: `opt --passes` with this list reproduces it.
+    let text = format!("# autoclust compile: --passes {}\n{}", pipeline.names().join(","), native_text(&out));
+    write_atomic(&args.output, text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use autoclust_graph::Graph;
 use autoclust_passes::cluster::{ClusterConfig, DEFAULT_MIN_CLUSTER_SIZE};
-use autoclust_passes::pass::{registry, AfterPassHook, PassContext, PassError, Pipeline};
+use autoclust_passes::pass::{registry, AfterPassHook, PassContext, PassError, Pipeline, Request};
 
 use crate::io::Format;
 use crate::CliError;
@@ -75,16 +75,21 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut graph = crate::model::load_graph_for_signature(&path, args.format, args.signature.as_deref())?;
     let fetch: Vec<&String> = args.fetch.iter().filter(|s| !s.is_empty()).collect();
     let target: Vec<&String> = args.target.iter().filter(|s| !s.is_empty()).collect();
-    if !fetch.is_empty() || !target.is_empty() {
-        graph = pruned(&graph, &fetch, &target)?;
-    }
+    let requested = !fetch.is_empty() || !target.is_empty();
     let mut ctx = context(args.min_cluster_size, args.dump_after);
-    if !fetch.is_empty() || !target.is_empty() {
-        let node_of = |s: &str| match autoclust_graph::parse_input(s) {
-            Some(autoclust_graph::InputRef::Data { node, .. }) => node.to_string(),
-            _ => s.to_string(),
+    if requested {
+        let (fetches, targets) = resolve(&graph, &fetch, &target)?;
+        let request = Request {
+            fetches: fetches.iter().map(|o| (graph.name(o.node).to_string(), o.port)).collect(),
+            targets: targets.iter().map(|&t| graph.name(t).to_string()).collect(),
         };
-        ctx.preserve = Some(fetch.iter().chain(&target).map(|s| node_of(s)).collect());
+        // A pipeline with a `prune` pass prunes where that pass stands, as `run` does.
+        if !pipeline.names().contains(&"prune") {
+            graph = autoclust_passes::prune::prune(&graph, &fetches, &targets)
+                .map_err(|e| CliError::input(e.to_string()))?;
+        }
+        ctx = PassContext { request: Some(request.clone()), ..ctx };
+        ctx.preserve = PassContext::for_request(request, Default::default()).preserve;
     }
     let function_nodes = |g: &Graph| -> usize { g.library.functions.iter().map(|f| f.nodes.len()).sum() };
     let (nodes_before, function_nodes_before) = (graph.len(), function_nodes(&graph));
@@ -110,8 +115,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `graph` pruned to what the fetches and targets need (`run`'s pruning).
-fn pruned(graph: &Graph, fetch: &[&String], target: &[&String]) -> Result<Graph, CliError> {
+/// The `--fetch` outputs and `--target` nodes of `graph`; a name naming no node is an input error.
+fn resolve(
+    graph: &Graph,
+    fetch: &[&String],
+    target: &[&String],
+) -> Result<(Vec<autoclust_graph::Output>, Vec<autoclust_graph::NodeId>), CliError> {
     let find = |flag: &str, s: &str, name: &str| {
         graph.find(name).ok_or_else(|| CliError::input(format!("{flag} '{s}': names no node in the graph")))
     };
@@ -126,7 +135,7 @@ fn pruned(graph: &Graph, fetch: &[&String], target: &[&String]) -> Result<Graph,
         })
         .collect::<Result<Vec<_>, _>>()?;
     let targets = target.iter().map(|s| find("--target", s, s)).collect::<Result<Vec<_>, _>>()?;
-    autoclust_passes::pipeline::prune(graph, &fetches, &targets).map_err(|e| CliError::input(e.to_string()))
+    Ok((fetches, targets))
 }
 
 /// The pass context for a minimum cluster size and `--dump-after` list.

@@ -319,3 +319,95 @@ fn prints_follow_control_edges_under_any_schedule() {
     }
     assert!(checked >= 2, "only {checked} fixtures print");
 }
+
+/// `opt --passes run` prints the program `run` executes (issue 12: the run pipeline as
+/// data): for every fixture, the printed program for the fixture's request, run by the
+/// plain executor with nothing more done to it (`--no-cluster --no-optimize`), its
+/// anchors fetched and targeted instead of the nodes they stand for, gives TensorFlow's
+/// results. Racy and string fixtures are left to the test above.
+#[test]
+fn the_printed_run_program_matches_tensorflow() {
+    let d = dir();
+    let mut manifests: Vec<PathBuf> = std::fs::read_dir(&d)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    manifests.sort();
+    let (mut failures, mut ran) = (Vec::new(), 0);
+    for manifest in &manifests {
+        let m: serde_json::Value = serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
+        let stem = manifest.file_stem().unwrap().to_string_lossy().to_string();
+        if m["racy"].as_bool().unwrap_or(false) || m["string_feeds"].is_object() || m["expected_strings"].is_object() {
+            continue;
+        }
+        ran += 1;
+        if let Err(e) = run_printed_program(&d, &m) {
+            failures.push(format!("{stem}: {e}"));
+        }
+    }
+    assert!(ran >= 20, "only {ran} fixtures ran");
+    assert!(failures.is_empty(), "{} of {ran} printed programs differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn run_printed_program(d: &Path, m: &serde_json::Value) -> Result<(), String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let list = |key: &str| -> Vec<String> {
+        m[key].as_array().map(|a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect()).unwrap_or_default()
+    };
+    let (fetch, target) = (list("fetch"), list("target"));
+    let mut opt: Vec<String> =
+        vec!["opt".into(), d.join(m["graph"].as_str().unwrap()).display().to_string(), "--passes".into(), "run".into()];
+    let mut run: Vec<String> = vec!["run".into(), tmp.path().join("program.graph").display().to_string()];
+    run.extend(["--no-cluster".into(), "--no-optimize".into()]);
+    // The anchors `anchor` names in request order (no fixture has a node of those names).
+    let anchors = |flag: &str, names: &[String], base: &str, port: &str| -> [Vec<String>; 2] {
+        let anchored: Vec<String> = (0..names.len()).map(|k| format!("{base}{k}{port}")).collect();
+        [vec![flag.into(), names.join(",")], vec![flag.into(), anchored.join(",")]]
+    };
+    for (flag, names, base, port) in
+        [("--fetch", &fetch, "_autoclust_fetch_", ":0"), ("--target", &target, "_autoclust_target_", "")]
+    {
+        if !names.is_empty() {
+            let [o, r] = anchors(flag, names, base, port);
+            opt.extend(o);
+            run.extend(r);
+        }
+    }
+    let res = Command::new(env!("CARGO_BIN_EXE_autoclust")).args(&opt).output().unwrap();
+    if !res.status.success() {
+        return Err(format!("opt failed: {}", String::from_utf8_lossy(&res.stderr)));
+    }
+    std::fs::write(tmp.path().join("program.graph"), &res.stdout).unwrap();
+    for (flag, key) in [("--feeds", "feeds"), ("--vars", "vars")] {
+        if let Some(f) = m[key].as_str() {
+            run.extend([flag.into(), d.join(f).display().to_string()]);
+        }
+    }
+    let (out, saved) = (tmp.path().join("out.safetensors"), tmp.path().join("vars.safetensors"));
+    run.extend(["--steps".into(), m["steps"].as_u64().unwrap_or(1).to_string()]);
+    run.extend(["--out".into(), out.display().to_string(), "--save-vars".into(), saved.display().to_string()]);
+    let res = Command::new(env!("CARGO_BIN_EXE_autoclust")).args(&run).output().unwrap();
+    if !res.status.success() {
+        return Err(format!("running the program failed: {}", String::from_utf8_lossy(&res.stderr)));
+    }
+    // Fetch k came back as `_autoclust_fetch_k:0`.
+    let got_f: Vec<(String, Tensor)> = read_safetensors(&std::fs::read(&out).unwrap())
+        .unwrap()
+        .into_iter()
+        .map(|(name, t)| {
+            let k: usize = name.trim_start_matches("_autoclust_fetch_").trim_end_matches(":0").parse().unwrap();
+            (fetch[k].clone(), t)
+        })
+        .collect();
+    let got_v = read_safetensors(&std::fs::read(&saved).unwrap()).unwrap();
+    for (key, got) in [("expected_fetches", &got_f), ("expected_vars", &got_v)] {
+        let Some(f) = m[key].as_str() else { continue };
+        let want = read_safetensors(&std::fs::read(d.join(f)).unwrap()).unwrap();
+        for (name, w) in &want {
+            let g = got.iter().find(|(n, _)| n == name).ok_or_else(|| format!("{key}: '{name}' missing"))?;
+            close(name, &g.1, w, m["half_tolerance"].as_f64())?;
+        }
+    }
+    Ok(())
+}

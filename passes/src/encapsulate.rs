@@ -433,7 +433,9 @@ pub fn encapsulate(graph: &Graph, clusters: &[ClusterSpec]) -> Result<Encapsulat
             }
         }
     }
-    rebuild(graph, &lowered, &of_node, declustered)
+    let mut done = rebuild(graph, &lowered, &of_node, declustered)?;
+    crate::origins::record_origins(graph, clusters, &mut done.graph, &done.bridges, &position);
+    Ok(done)
 }
 
 struct LowerCtx<'a> {

@@ -1,4 +1,5 @@
 //! autoclust-passes
+pub mod anchor;
 pub mod arithmetic_simplify;
 pub mod body_clusters;
 pub mod cluster;
@@ -12,8 +13,10 @@ mod function_bodies;
 pub mod hoist_loop_reads;
 pub mod inline;
 pub mod lower_control_flow;
+mod origins;
 pub mod pass;
 pub mod pipeline;
+pub mod prune;
 pub mod ref_variables;
 pub(crate) mod rewrite;
 pub mod safety;

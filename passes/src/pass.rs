@@ -28,11 +28,20 @@
 //!   (`While`/`If`/`Case` bodies, calls left in place) clustered and
 //!   encapsulated under their own names ([`crate::body_clusters`]).
 //!
-//! Pipelines are data: `default` names the graph-optimization passes that
+//! - `ref-variables` — TF1 reference variables (`VariableV2`) turned into
+//!   resource variables ([`crate::ref_variables`]);
+//! - `prune` — only what [`PassContext::request`] needs, every variable kept
+//!   ([`crate::prune`]);
+//! - `anchor` — an `Identity` per fetch and a `NoOp` per target outside every
+//!   cluster ([`crate::anchor`]).
+//!
+//! Pipelines are data. `default` names the graph-optimization passes that
 //! `run`, `bench` and `compile` apply before clustering ([`DEFAULT_PIPELINE`]);
-//! `inline,cluster,encapsulate` is the `compile` pipeline
-//! ([`Pipeline::compile`]); `encapsulate` must follow `cluster` when both
-//! are given, since it consumes the annotations.
+//! `clustered` the passes that then cluster for a request
+//! ([`CLUSTERED_PIPELINE`]); `run` the whole of what `run` does
+//! ([`run_pipeline_names`]), which is also what `compile` runs
+//! ([`Pipeline::compile`]). `encapsulate` must follow `cluster` when both are
+//! given, since it consumes the annotations; `anchor` goes between them.
 
 use std::fmt;
 
@@ -41,7 +50,7 @@ use autoclust_graph::verify::{verify, VerifyError};
 use autoclust_graph::{AttrValue, CycleError, Graph, ListValue};
 
 use crate::cluster::{ClusterConfig, ClusterError, Clusterer};
-use crate::encapsulate::{clusters_from_attrs, encapsulate, ClusterSpec, EncapsulateError};
+use crate::encapsulate::{clusters_from_attrs, encapsulate, Bridge, ClusterSpec, Declustered, EncapsulateError};
 use crate::safety::SafetyAnalysis;
 
 pub use crate::encapsulate::CLUSTER_ATTR;
@@ -85,6 +94,43 @@ pub struct PassContext {
     /// The types the driver's last verification found, and the graph they are of
     /// (the driver fills it: leave it default).
     pub verified: VerifiedTypes,
+    /// What the request fetches and targets, for `prune` and `anchor` (`None`:
+    /// no request; both passes then leave the graph as it is).
+    pub request: Option<Request>,
+    /// What the clustering passes did, for the caller (`prune`, `cluster`,
+    /// `anchor`, `encapsulate` and `cluster-bodies` fill it).
+    pub record: std::sync::Mutex<RunRecord>,
+}
+
+/// A run's request by name: the outputs it fetches and the nodes it targets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Request {
+    /// `(node, port)` of each fetch.
+    pub fetches: Vec<(String, u32)>,
+    pub targets: Vec<String>,
+}
+
+/// What the passes of a clustered run did ([`PassContext::record`]).
+#[derive(Clone, Debug, Default)]
+pub struct RunRecord {
+    /// Whether `cluster` ran: `encapsulate` then takes its annotations, even none,
+    /// rather than clustering again (after `anchor`, which would cluster the anchors).
+    pub cluster_ran: bool,
+    /// Nodes of the graph `cluster` saw (the pruned graph, before anchors).
+    pub total_nodes: usize,
+    /// The `Identity` standing for each fetch, in request order (`anchor`).
+    pub fetch_anchors: Vec<String>,
+    /// The `NoOp` standing for each target, in request order (`anchor`).
+    pub target_anchors: Vec<String>,
+    /// Every bridge built: the graph's clusters (`encapsulate`), then the
+    /// clusters in function bodies (`cluster-bodies`).
+    pub bridges: Vec<Bridge>,
+    /// Clusters `encapsulate` left alone.
+    pub declustered: Vec<Declustered>,
+    /// Nodes in the encapsulated clusters, bodies' included.
+    pub clustered_nodes: usize,
+    /// Nodes of the function bodies `cluster-bodies` examined.
+    pub body_nodes: usize,
 }
 
 /// The types of the graph the pass driver verified last: a pass over that graph,
@@ -100,7 +146,30 @@ pub type Evaluator = std::sync::Arc<
 >;
 
 impl PassContext {
-    fn note(&self, lines: impl IntoIterator<Item = String>) {
+    /// A context for a request: `fetches` and `targets` kept under their names
+    /// ([`PassContext::preserve`]) and anchored, `fed` never folded.
+    pub fn for_request(request: Request, fed: std::collections::HashSet<String>) -> PassContext {
+        PassContext {
+            preserve: Some(
+                request.fetches.iter().map(|(n, _)| n.clone()).chain(request.targets.iter().cloned()).collect(),
+            ),
+            fed,
+            request: Some(request),
+            ..PassContext::default()
+        }
+    }
+
+    /// Edits the run record ([`PassContext::record`]).
+    pub(crate) fn record(&self, edit: impl FnOnce(&mut RunRecord)) {
+        edit(&mut self.record.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    /// The run record so far, emptying it.
+    pub fn take_record(&self) -> RunRecord {
+        std::mem::take(&mut *self.record.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub(crate) fn note(&self, lines: impl IntoIterator<Item = String>) {
         self.notes.lock().unwrap_or_else(|e| e.into_inner()).extend(lines);
     }
 
@@ -156,6 +225,11 @@ pub enum PassError {
     Cluster(Box<ClusterError>),
     #[error(transparent)]
     Encapsulate(Box<EncapsulateError>),
+    #[error(transparent)]
+    RefVariables(Box<crate::ref_variables::RefVariablesError>),
+    /// A fetch or target of [`PassContext::request`] names no node of the graph.
+    #[error("{kind} '{name}' does not survive pruning")]
+    Pruned { kind: &'static str, name: String },
 }
 
 impl From<ClusterError> for PassError {
@@ -167,6 +241,12 @@ impl From<ClusterError> for PassError {
 impl From<EncapsulateError> for PassError {
     fn from(e: EncapsulateError) -> PassError {
         PassError::Encapsulate(Box::new(e))
+    }
+}
+
+impl From<crate::ref_variables::RefVariablesError> for PassError {
+    fn from(e: crate::ref_variables::RefVariablesError) -> PassError {
+        PassError::RefVariables(Box::new(e))
     }
 }
 
@@ -191,6 +271,7 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
     vec![
         Box::new(VerifyPass),
         Box::new(SafetyAnnotatePass),
+        Box::new(crate::ref_variables::RefVariablesPass),
         Box::new(InlinePass),
         Box::new(crate::hoist_loop_reads::HoistLoopReadsPass),
         Box::new(crate::lower_control_flow::LowerControlFlowPass),
@@ -199,7 +280,9 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
         Box::new(crate::cse::CsePass),
         Box::new(crate::dependency_optimize::DependencyOptimizePass),
         Box::new(crate::deadness::DeadnessAnnotatePass),
+        Box::new(crate::prune::PrunePass),
         Box::new(ClusterPass),
+        Box::new(crate::anchor::AnchorPass),
         Box::new(EncapsulatePass),
         Box::new(ClusterBodiesPass),
     ]
@@ -225,6 +308,24 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
     "dependency-optimize",
 ];
 
+/// The passes that cluster a graph for a request, after optimization, in
+/// order: what [`crate::pipeline::clustered_program`] runs; `--passes clustered`
+/// names them. Inline first (clusters then span calls), prune to the request,
+/// cluster, anchor the request outside every cluster, encapsulate (origins
+/// included), then cluster the function bodies.
+pub const CLUSTERED_PIPELINE: &[&str] = &["inline", "prune", "cluster", "anchor", "encapsulate", "cluster-bodies"];
+
+/// What `autoclust run` and `bench` do to a graph before running it clustered, in
+/// order: reference variables to resource variables (done while loading),
+/// [`DEFAULT_PIPELINE`], then [`CLUSTERED_PIPELINE`]; `--passes run` names it,
+/// so `opt --passes run --fetch F` prints the program `run --fetch F` executes.
+pub fn run_pipeline_names() -> Vec<&'static str> {
+    let mut names = vec!["ref-variables"];
+    names.extend_from_slice(DEFAULT_PIPELINE);
+    names.extend_from_slice(CLUSTERED_PIPELINE);
+    names
+}
+
 /// The registered pass called `name`.
 pub fn lookup(name: &str) -> Option<Box<dyn Pass>> {
     registry().into_iter().find(|p| p.name() == name)
@@ -249,12 +350,11 @@ impl Pipeline {
     /// Parses `p1,p2,…` (names of registered passes; spaces ignored).
     pub fn parse(spec: &str) -> Result<Pipeline, PassError> {
         let mut passes = Vec::new();
-        let names = spec.split(',').map(str::trim).filter(|s| !s.is_empty()).flat_map(|name| {
-            if name == "default" {
-                DEFAULT_PIPELINE.to_vec()
-            } else {
-                vec![name]
-            }
+        let names = spec.split(',').map(str::trim).filter(|s| !s.is_empty()).flat_map(|name| match name {
+            "default" => DEFAULT_PIPELINE.to_vec(),
+            "clustered" => CLUSTERED_PIPELINE.to_vec(),
+            "run" => run_pipeline_names(),
+            _ => vec![name],
         });
         for name in names {
             let pass = lookup(name).ok_or_else(|| PassError::UnknownPass {
@@ -269,17 +369,20 @@ impl Pipeline {
         Ok(Pipeline { passes })
     }
 
-    /// The pipeline `autoclust compile` runs: inline, cluster, encapsulate,
-    /// then the function bodies (what `run` does before it executes).
-    pub fn compile() -> Pipeline {
-        Pipeline {
-            passes: vec![
-                Box::new(InlinePass),
-                Box::new(ClusterPass),
-                Box::new(EncapsulatePass),
-                Box::new(ClusterBodiesPass),
-            ],
-        }
+    /// The pipeline `autoclust compile` runs: `run`'s ([`run_pipeline_names`]),
+    /// without the optimization passes when `optimize` is false.
+    pub fn compile(optimize: bool) -> Pipeline {
+        let names = if optimize {
+            run_pipeline_names()
+        } else {
+            std::iter::once("ref-variables").chain(CLUSTERED_PIPELINE.iter().copied()).collect()
+        };
+        Pipeline::of(&names)
+    }
+
+    /// The registered passes `names`, in order (each must be registered).
+    fn of(names: &[&str]) -> Pipeline {
+        Pipeline { passes: names.iter().map(|n| lookup(n).expect("a registered pass")).collect() }
     }
 
     pub fn names(&self) -> Vec<&'static str> {
@@ -291,6 +394,23 @@ impl Pipeline {
     /// edited is the graph verified before).
     pub fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         self.run_timed(graph, ctx).map(|(g, _)| g)
+    }
+
+    /// Runs every pass without verifying the graph before or after: for a
+    /// caller that runs graphs the verifier would refuse (an op the registry
+    /// does not know, which runs all the same) and checks what it needs itself,
+    /// as `run`'s clustered path does. The passes are [`Pipeline::run`]'s, so
+    /// on a graph that verifies the two give the same graph.
+    pub fn run_unverified(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
+        let mut graph = graph;
+        for pass in &self.passes {
+            let _span = tracing::info_span!("pass", name = pass.name(), nodes = graph.len()).entered();
+            graph = pass.run(graph, ctx)?;
+            if let Some(hook) = &ctx.after_pass {
+                hook(pass.name(), &graph);
+            }
+        }
+        Ok(graph)
     }
 
     /// As [`Pipeline::run`], also returning each pass's name, the graph's
@@ -417,8 +537,14 @@ impl Pass for ClusterPass {
         "auto-cluster; annotate every member with _autoclust_cluster = \"cluster_N\""
     }
     fn run(&self, mut graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
-        let clustering = Clusterer::new(ctx.cluster_config.clone()).run(&graph)?;
+        // Partial: a node that cannot be typed is declined alone, with a note
+        // (on a verified graph every node types, and this is `Clusterer::run`).
+        let clustering = Clusterer::new(ctx.cluster_config.clone()).run_partial(&graph)?;
         ctx.note(crate::pipeline::shortfalls(&graph, &clustering));
+        ctx.record(|r| {
+            r.cluster_ran = true;
+            r.total_nodes = graph.len();
+        });
         let ids: Vec<_> = graph.node_ids().collect();
         for &id in &ids {
             graph.attrs_mut(id).remove(CLUSTER_ATTR);
@@ -445,19 +571,23 @@ impl Pass for EncapsulatePass {
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         let mut specs = clusters_from_attrs(&graph);
-        if specs.is_empty() {
-            let clustering = Clusterer::new(ctx.cluster_config.clone()).run(&graph)?;
+        if specs.is_empty() && !ctx.record.lock().unwrap_or_else(|e| e.into_inner()).cluster_ran {
+            let clustering = Clusterer::new(ctx.cluster_config.clone()).run_partial(&graph)?;
             ctx.note(crate::pipeline::shortfalls(&graph, &clustering));
+            ctx.record(|r| r.total_nodes = graph.len());
             specs = clustering.clusters.into_iter().map(|c| ClusterSpec { name: c.name, nodes: c.nodes }).collect();
         }
         let done = encapsulate(&graph, &specs)?;
         let mut out = done.graph;
         for d in &done.declustered {
+            ctx.note([format!(
+                "cluster '{}' is not encapsulated: variable '{}' is reached through two handles ('{}' and '{}')",
+                d.cluster, d.variable, d.handles.0, d.handles.1
+            )]);
             let why = format!(
                 "{}: variable {} reached through two handles ({}, {})",
                 d.cluster, d.variable, d.handles.0, d.handles.1
             );
-            ctx.note([format!("cluster '{}' is not encapsulated: {why}", d.cluster)]);
             if let Some(spec) = specs.iter().find(|s| s.name == d.cluster) {
                 for &id in &spec.nodes {
                     // Declustered members keep their names; find them in the rebuilt graph.
@@ -467,6 +597,13 @@ impl Pass for EncapsulatePass {
                 }
             }
         }
+        let clustered: usize =
+            specs.iter().filter(|s| done.bridges.iter().any(|b| b.cluster == s.name)).map(|s| s.nodes.len()).sum();
+        ctx.record(|r| {
+            r.bridges.extend(done.bridges);
+            r.declustered.extend(done.declustered);
+            r.clustered_nodes += clustered;
+        });
         Ok(out)
     }
 }
@@ -485,6 +622,11 @@ impl Pass for ClusterBodiesPass {
     fn run(&self, mut graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         let report = crate::body_clusters::cluster_function_bodies(&mut graph, ctx.cluster_config.clone());
         ctx.note(report.notes);
+        ctx.record(|r| {
+            r.bridges.extend(report.bridges);
+            r.clustered_nodes += report.clustered_nodes;
+            r.body_nodes += report.body_nodes;
+        });
         Ok(graph)
     }
 }
@@ -500,12 +642,18 @@ mod tests {
         let e = Pipeline::parse("cluster,nope").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown pass 'nope' (known: verify, safety-annotate, inline, hoist-loop-reads, lower-control-flow, constant-fold, arithmetic-simplify, cse, \
-             dependency-optimize, deadness, cluster, encapsulate, cluster-bodies)"
+            "unknown pass 'nope' (known: verify, safety-annotate, ref-variables, inline, hoist-loop-reads, lower-control-flow, \
+             constant-fold, arithmetic-simplify, cse, dependency-optimize, deadness, prune, cluster, anchor, encapsulate, \
+             cluster-bodies)"
         );
         assert!(e.is_usage());
         assert_eq!(Pipeline::parse(" , ").unwrap_err(), PassError::EmptyPipeline);
-        assert_eq!(Pipeline::compile().names(), ["inline", "cluster", "encapsulate", "cluster-bodies"]);
+        assert_eq!(
+            Pipeline::compile(false).names(),
+            ["ref-variables", "inline", "prune", "cluster", "anchor", "encapsulate", "cluster-bodies"]
+        );
+        assert_eq!(Pipeline::compile(true).names(), Pipeline::parse("run").unwrap().names());
+        assert_eq!(Pipeline::parse("run").unwrap().names(), run_pipeline_names());
         assert_eq!(
             Pipeline::parse("default,cluster").unwrap().names(),
             [

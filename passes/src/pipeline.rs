@@ -1,47 +1,38 @@
 //! The clustered-run pipeline: what `autoclust run` (and `bench`) do to a
-//! graph before running it clustered, in one place.
+//! graph, after optimization, before running it clustered — the passes of
+//! [`CLUSTERED_PIPELINE`], run for one request, and what they recorded.
 //!
 //! 0. **Inline** every function call ([`crate::inline`]), as TensorFlow's
 //!    function optimizer does before clustering.
 //! 1. **Prune** to what the fetches and targets need (every `VarHandleOp`
-//!    is kept, so every variable still exists): a cluster never runs a node
-//!    the request does not need.
-//! 2. **Cluster** the pruned graph ([`Clusterer`]).
-//! 3. **Anchor**: each fetch gets an `Identity` node and each target a
-//!    `NoOp` (control edge) *outside* every cluster, added before
-//!    encapsulation. A fetched value computed inside a cluster is then "used
-//!    outside", so encapsulation makes it an output of the call, and a
-//!    target inside a cluster becomes "wait for the cluster's exit". The
-//!    caller fetches and targets the anchors instead.
+//!    is kept, so every variable still exists; [`crate::prune`]): a cluster
+//!    never runs a node the request does not need.
+//! 2. **Cluster** the pruned graph ([`Clusterer::run_partial`]).
+//! 3. **Anchor** each fetch and target outside every cluster ([`crate::anchor`]).
 //! 4. **Encapsulate** each cluster into snapshot → call → write-back
-//!    ([`encapsulate`]).
-//! 5. **Record origins** on the bridge nodes, so the runtime can name the
-//!    user's nodes in errors: `_autoclust_origins` / `_autoclust_origin_ops`
-//!    list, per variable of a snapshot, the member that first reads it, and
-//!    per variable of a write-back, the member that last writes it;
-//!    `_autoclust_validate_shape` says, per written variable, whether its
-//!    first writer in the cluster requires the new value to have the
-//!    variable's current shape (`AssignVariableOp` only with
-//!    `validate_shape = true`; every read-modify-write op always), which is
-//!    the check the plain executor's kernel makes.
+//!    ([`crate::encapsulate`]), recording on the bridge nodes the user's nodes
+//!    they stand for (`crate::origins`).
+//! 5. **Cluster the bodies** of loops, branches and the calls left in place
+//!    ([`crate::body_clusters`]).
 //!
-//! Why it is sound: inlining keeps every order the call imposed
-//! ([`crate::inline`]); pruning removes only nodes no fetch, target or variable
-//! depends on (the plain executor would not run them either); anchors are
-//! `Identity`/`NoOp` nodes that change no value; encapsulation's soundness
-//! is argued in [`crate::encapsulate`]; the origin attributes are
-//! annotations read only to validate and to word errors.
+//! The passes are the registered ones, so `opt --passes clustered --fetch F`
+//! prints the program this builds (`--passes run` adds what comes before:
+//! the reference-variable rewrite and the optimization passes). Unlike
+//! `opt`, the pipeline runs unverified ([`Pipeline::run_unverified`]): `run`
+//! executes graphs with ops the registry cannot type.
+//!
+//! Why it is sound: each pass's module argues its own soundness; the sequence
+//! keeps every value and effect the request observes.
+//!
+//! [`CLUSTERED_PIPELINE`]: crate::pass::CLUSTERED_PIPELINE
 
-use std::collections::HashMap;
+use autoclust_graph::{Graph, GraphError, NodeId, Output};
 
-use autoclust_graph::effects::resource_kind;
-use autoclust_graph::{AttrValue, Graph, GraphError, ListValue, Node, NodeId, Output};
+use crate::cluster::{ClusterConfig, ClusterError, Clustering, Refusal};
+use crate::encapsulate::{Bridge, Declustered, EncapsulateError};
+use crate::pass::{PassContext, PassError, Pipeline, Request, RunRecord};
 
-use autoclust_graph::infer::attr_output_dtypes;
-
-use crate::cluster::{ClusterConfig, ClusterError, Clusterer, Clustering, Refusal};
-use crate::encapsulate::{encapsulate, Bridge, ClusterSpec, Declustered, EncapsulateError};
-
+pub use crate::prune::prune;
 pub use autoclust_graph::protocol::{ORIGINS_ATTR, ORIGIN_OPS_ATTR, VALIDATE_SHAPE_ATTR};
 
 /// Why a graph cannot run clustered (the caller runs the plain executor instead).
@@ -49,8 +40,6 @@ pub use autoclust_graph::protocol::{ORIGINS_ATTR, ORIGIN_OPS_ATTR, VALIDATE_SHAP
 pub enum PipelineError {
     #[error("feed of '{0}', which is not a Placeholder")]
     FeedNotPlaceholder(String),
-    #[error("'{0}' does not survive pruning")]
-    Pruned(String),
     /// Nothing to cluster; `notes` are the shortfalls that may be why (see [`ClusteredProgram::notes`]).
     #[error("no clusters")]
     NoClusters { notes: Vec<String> },
@@ -60,6 +49,19 @@ pub enum PipelineError {
     Cluster(#[from] ClusterError),
     #[error(transparent)]
     Encapsulate(#[from] EncapsulateError),
+    #[error(transparent)]
+    Pass(PassError),
+}
+
+impl From<PassError> for PipelineError {
+    fn from(e: PassError) -> PipelineError {
+        match e {
+            PassError::Graph(e) => PipelineError::Graph(e),
+            PassError::Cluster(e) => PipelineError::Cluster(*e),
+            PassError::Encapsulate(e) => PipelineError::Encapsulate(*e),
+            e => PipelineError::Pass(e),
+        }
+    }
 }
 
 /// An encapsulated graph and the anchors standing for the request.
@@ -104,94 +106,39 @@ pub fn clustered_program(
             return Err(PipelineError::FeedNotPlaceholder(graph.name(o.node).to_string()));
         }
     }
-    // Function calls become their bodies first (TensorFlow's function optimizer
-    // does the same before clustering): clusters no longer stop at every call.
-    // Inlining keeps every node name of the caller (the call stays as an
-    // `IdentityN` of its results), so the request carries over by name.
-    let inlined;
-    let (graph, fetches, targets) = if graph.nodes().iter().any(|n| crate::inline::is_call(graph, n)) {
-        let (g, report) = crate::inline::inline_calls(graph)?;
-        tracing::debug!(inlined = report.inlined, "inlined function calls");
-        inlined = g;
-        let by_name = |o: &Output| -> Result<Output, PipelineError> {
-            let name = graph.name(o.node);
-            let node = inlined.find(name).ok_or_else(|| PipelineError::Pruned(name.to_string()))?;
-            Ok(Output { node, port: o.port })
-        };
-        let fetches = fetches.iter().map(by_name).collect::<Result<Vec<_>, _>>()?;
-        let targets = targets
-            .iter()
-            .map(|&t| by_name(&Output { node: t, port: 0 }).map(|o| o.node))
-            .collect::<Result<Vec<_>, _>>()?;
-        (&inlined, fetches, targets)
-    } else {
-        (graph, fetches.to_vec(), targets.to_vec())
+    // The request by name: inlining keeps every node name of the caller (a call
+    // stays as an `IdentityN` of its results), so it carries over.
+    let request = Request {
+        fetches: fetches.iter().map(|o| (graph.name(o.node).to_string(), o.port)).collect(),
+        targets: targets.iter().map(|&t| graph.name(t).to_string()).collect(),
     };
-    let (fetches, targets) = (&fetches[..], &targets[..]);
-    let mut pruned = prune(graph, fetches, targets)?;
-    let total_nodes = pruned.len();
-    let clustering = Clusterer::new(config.clone()).run_partial(&pruned)?;
-    let mut notes = shortfalls(&pruned, &clustering);
-    let specs: Vec<ClusterSpec> =
-        clustering.clusters.iter().map(|c| ClusterSpec { name: c.name.clone(), nodes: c.nodes.clone() }).collect();
-    let fetch_anchors = fetches
-        .iter()
-        .enumerate()
-        .map(|(k, o)| {
-            let name = graph.name(o.node);
-            let node = pruned.find(name).ok_or_else(|| PipelineError::Pruned(name.to_string()))?;
-            let anchor = fresh_name(&pruned, &format!("_autoclust_fetch_{k}"));
-            let mut identity = anchor_node(&anchor, "Identity", vec![Output { node, port: o.port }], vec![]);
-            if let Some(t) = attr_output_dtypes(pruned.node(node)).and_then(|ts| ts.get(o.port as usize).copied()) {
-                identity.attrs.insert("T".into(), AttrValue::Type(t));
-            }
-            pruned.add_node(identity)?;
-            Ok(anchor)
-        })
-        .collect::<Result<Vec<_>, PipelineError>>()?;
-    let target_anchors = targets
-        .iter()
-        .enumerate()
-        .map(|(k, &t)| {
-            let name = graph.name(t);
-            let node = pruned.find(name).ok_or_else(|| PipelineError::Pruned(name.to_string()))?;
-            let anchor = fresh_name(&pruned, &format!("_autoclust_target_{k}"));
-            pruned.add_node(anchor_node(&anchor, "NoOp", vec![], vec![node]))?;
-            Ok(anchor)
-        })
-        .collect::<Result<Vec<_>, PipelineError>>()?;
-    let mut encapsulated = encapsulate(&pruned, &specs)?;
-    record_origins(&pruned, &specs, &mut encapsulated.graph, &encapsulated.bridges);
-    tracing::debug!(
-        clusters = encapsulated.bridges.len(),
-        declustered = encapsulated.declustered.len(),
-        "clustered for run"
-    );
-    for d in &encapsulated.declustered {
-        notes.push(format!(
-            "cluster '{}' is not encapsulated: variable '{}' is reached through two handles ('{}' and '{}')",
-            d.cluster, d.variable, d.handles.0, d.handles.1
-        ));
-    }
-    let clustered_nodes: usize =
-        specs.iter().filter(|s| encapsulated.bridges.iter().any(|b| b.cluster == s.name)).map(|s| s.nodes.len()).sum();
-    // The bodies of loops, branches and the calls left in place get their own (pure) clusters.
-    let bodies = crate::body_clusters::cluster_function_bodies(&mut encapsulated.graph, config);
-    notes.extend(bodies.notes);
-    let mut bridges = encapsulated.bridges;
-    bridges.extend(bodies.bridges);
+    let fed = feeds.iter().map(|o| graph.name(o.node).to_string()).collect();
+    let ctx = PassContext { cluster_config: config, ..PassContext::for_request(request, fed) };
+    let program = Pipeline::parse("clustered")?.run_unverified(graph.clone(), &ctx)?;
+    let notes = ctx.take_notes();
+    let RunRecord {
+        cluster_ran: _,
+        total_nodes,
+        fetch_anchors,
+        target_anchors,
+        bridges,
+        declustered,
+        clustered_nodes,
+        body_nodes,
+    } = ctx.take_record();
+    tracing::debug!(clusters = bridges.len(), declustered = declustered.len(), "clustered for run");
     if bridges.is_empty() {
         return Err(PipelineError::NoClusters { notes });
     }
     Ok(ClusteredProgram {
-        graph: encapsulated.graph,
+        graph: program,
         fetch_anchors,
         target_anchors,
         clusters: bridges.iter().map(|b| b.cluster.clone()).collect(),
-        declustered: encapsulated.declustered,
+        declustered,
         bridges,
-        clustered_nodes: clustered_nodes + bodies.clustered_nodes,
-        total_nodes: total_nodes + bodies.body_nodes,
+        clustered_nodes,
+        total_nodes: total_nodes + body_nodes,
         notes,
     })
 }
@@ -212,124 +159,11 @@ pub fn shortfalls(graph: &Graph, clustering: &Clustering) -> Vec<String> {
         .collect()
 }
 
-/// `graph` without the nodes no fetch, target or `VarHandleOp` needs (all
-/// of it when nothing is requested).
-pub fn prune(graph: &Graph, fetches: &[Output], targets: &[NodeId]) -> Result<Graph, GraphError> {
-    let mut needed = vec![fetches.is_empty() && targets.is_empty(); graph.len()];
-    let mut stack: Vec<NodeId> = fetches.iter().map(|o| o.node).chain(targets.iter().copied()).collect();
-    stack.extend(graph.node_ids().filter(|&id| autoclust_graph::effects::names_variable(graph.node(id))));
-    while let Some(id) = stack.pop() {
-        if std::mem::replace(&mut needed[id.index()], true) {
-            continue;
-        }
-        stack.extend(graph.predecessors(id).filter(|p| !needed[p.index()]));
-    }
-    // Renumbered as `from_raw` over the kept nodes would, without re-resolving every input.
-    let mut pruned = graph.clone();
-    let remove: Vec<bool> = needed.iter().map(|&k| !k).collect();
-    pruned.remove_nodes(&remove)?;
-    Ok(pruned)
-}
-
-fn fresh_name(g: &Graph, base: &str) -> String {
-    let mut name = base.to_string();
-    let mut k = 0;
-    while g.find(&name).is_some() {
-        k += 1;
-        name = format!("{base}_{k}");
-    }
-    name
-}
-
-fn anchor_node(name: &str, op: &str, inputs: Vec<Output>, control_inputs: Vec<NodeId>) -> Node {
-    Node {
-        name: name.to_string(),
-        op: op.into(),
-        inputs,
-        control_inputs,
-        attrs: Default::default(),
-        device: String::new(),
-        span: None,
-    }
-}
-
-/// Whether a write by `node` requires the value to keep the variable's shape
-/// (what the plain executor's kernel checks).
-fn validates_shape(node: &Node) -> bool {
-    match node.op.as_str() {
-        "AssignVariableOp" => node.attr("validate_shape").and_then(AttrValue::as_bool).unwrap_or(false),
-        _ => true,
-    }
-}
-
-/// Writes the origin attributes (module doc, step 5) on every bridge node.
-fn record_origins(pruned: &Graph, specs: &[ClusterSpec], out: &mut Graph, bridges: &[crate::encapsulate::Bridge]) {
-    let Ok(order) = pruned.topo_order() else { return };
-    let mut position = vec![usize::MAX; pruned.len()];
-    for (i, &id) in order.iter().enumerate() {
-        position[id.index()] = i;
-    }
-    let spec_of: HashMap<&str, &ClusterSpec> = specs.iter().map(|s| (s.name.as_str(), s)).collect();
-    for bridge in bridges {
-        let Some(spec) = spec_of.get(bridge.cluster.as_str()) else { continue };
-        let mut ordered: Vec<NodeId> = spec.nodes.clone();
-        ordered.sort_by_key(|id| position[id.index()]);
-        // The members touching the handle named `handle`, with how they touch it.
-        let users = |handle: &str| -> Vec<(NodeId, bool, bool)> {
-            let Some(h) = pruned.find(handle) else { return Vec::new() };
-            ordered
-                .iter()
-                .filter(|&&m| pruned.node(m).inputs.iter().any(|i| i.node == h))
-                .filter_map(|&m| {
-                    let kind = resource_kind(pruned.node(m), &pruned.library)?;
-                    Some((m, kind.reads(), kind.writes()))
-                })
-                .collect()
-        };
-        if let Some(id) = bridge.snapshot.as_deref().and_then(|n| out.find(n)) {
-            let n = out.node(id).inputs.len();
-            let mut names = Vec::with_capacity(n);
-            let mut ops = Vec::with_capacity(n);
-            for h in handle_names(out, id, n) {
-                let reader = users(&h).into_iter().find(|u| u.1).map(|u| u.0);
-                names.push(reader.map(|r| pruned.name(r).to_string()).unwrap_or_default());
-                ops.push(reader.map(|r| pruned.node(r).op.clone()).unwrap_or_default());
-            }
-            set_origins(out, id, names, ops, None);
-        }
-        if let Some(id) = bridge.write_back.as_deref().and_then(|n| out.find(n)) {
-            let n = out.node(id).inputs.len() / 2;
-            let (mut names, mut ops, mut validate) = (Vec::new(), Vec::new(), Vec::new());
-            for h in handle_names(out, id, n) {
-                let writers: Vec<NodeId> = users(&h).into_iter().filter(|u| u.2).map(|u| u.0).collect();
-                let last = writers.last().copied();
-                names.push(last.map(|r| pruned.name(r).to_string()).unwrap_or_default());
-                ops.push(last.map(|r| pruned.node(r).op.clone()).unwrap_or_default());
-                validate.push(writers.first().is_some_and(|&w| validates_shape(pruned.node(w))));
-            }
-            set_origins(out, id, names, ops, Some(validate));
-        }
-    }
-}
-
-/// The names of the first `count` inputs' nodes of `node` (a bridge's handles).
-fn handle_names(g: &Graph, node: NodeId, count: usize) -> Vec<String> {
-    g.node(node).inputs.iter().take(count).map(|o| g.name(o.node).to_string()).collect()
-}
-
-fn set_origins(out: &mut Graph, id: NodeId, names: Vec<String>, ops: Vec<String>, validate: Option<Vec<bool>>) {
-    let strings = |v: Vec<String>| AttrValue::List(ListValue::S(v.into_iter().map(String::into_bytes).collect()));
-    let attrs = out.attrs_mut(id);
-    attrs.insert(ORIGINS_ATTR.into(), strings(names));
-    attrs.insert(ORIGIN_OPS_ATTR.into(), strings(ops));
-    if let Some(v) = validate {
-        attrs.insert(VALIDATE_SHAPE_ATTR.into(), AttrValue::List(ListValue::B(v)));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::Clusterer;
+    use autoclust_graph::{AttrValue, ListValue, Node};
 
     fn parse(src: &str) -> Graph {
         autoclust_graph::text::parse(src).unwrap()
@@ -445,6 +279,28 @@ e = Exp(c) {T = float32}
             assert!(ops.contains(&op), "{op} not in the cluster: {ops:?}");
         }
         assert!(p.graph.nodes().iter().all(|n| n.op != "StatefulPartitionedCall"));
+    }
+
+    /// A request whose only clusterable node is one node, under the default minimum
+    /// size: nothing clusters, and the anchors added after `cluster` are not clustered
+    /// in its place.
+    #[test]
+    fn anchors_never_cluster() {
+        let g = parse(
+            "p0 = Placeholder() {dtype = float32, shape = shape[]}\n\
+             c1 = Placeholder() {dtype = float32, shape = shape[]}\n\
+             b2 = Add(p0, c1) {T = float32}\n",
+        );
+        let o = |n: &str| Output { node: g.find(n).unwrap(), port: 0 };
+        let e = clustered_program(&g, &[o("p0"), o("c1")], &[o("c1"), o("b2")], &[], ClusterConfig::default());
+        assert_eq!(e.unwrap_err(), PipelineError::NoClusters { notes: vec![] });
+        let one = ClusterConfig { min_cluster_size: 1, ..ClusterConfig::default() };
+        let p = clustered_program(&g, &[o("p0"), o("c1")], &[o("c1"), o("b2")], &[], one).unwrap();
+        for a in &p.fetch_anchors {
+            let id =
+                p.graph.find(a).unwrap_or_else(|| panic!("{a} is outside: {}", autoclust_graph::text::print(&p.graph)));
+            assert_eq!(p.graph.node(id).op, "Identity");
+        }
     }
 
     /// TensorFlow's `Chains` case: A(unknown) → B → C → D(unknown) → E → F

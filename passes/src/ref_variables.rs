@@ -31,7 +31,7 @@ use std::collections::{HashMap, HashSet};
 use autoclust_graph::{AttrValue, Attrs, CycleError, DType, Graph, GraphError, NodeId, Output, RawNode};
 
 /// Why the rewrite failed (the input graph was malformed).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RefVariablesError {
     #[error(transparent)]
     Cycle(#[from] CycleError),
@@ -127,6 +127,22 @@ fn ref_control_flow(op: &str) -> Option<&'static [u32]> {
         "RefEnter" | "RefExit" | "RefNextIteration" | "RefMerge" => Some(&[0]),
         "RefSwitch" => Some(&[0, 1]),
         _ => None,
+    }
+}
+
+/// `ref-variables`: [`ref_to_resource`] as a pass (the graph unchanged when it has no
+/// reference variable). `run` and `bench` apply it while loading.
+pub struct RefVariablesPass;
+
+impl crate::pass::Pass for RefVariablesPass {
+    fn name(&self) -> &'static str {
+        "ref-variables"
+    }
+    fn description(&self) -> &'static str {
+        "turn TF1 reference variables (VariableV2, Assign, ScatterAdd, ...) into resource variables and ops"
+    }
+    fn run(&self, graph: Graph, _ctx: &crate::pass::PassContext) -> Result<Graph, crate::pass::PassError> {
+        Ok(ref_to_resource(&graph)?.unwrap_or(graph))
     }
 }
 

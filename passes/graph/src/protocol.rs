@@ -29,6 +29,10 @@ pub const VALIDATE_SHAPE_ATTR: &str = "_autoclust_validate_shape";
 /// (`ResourceGather` for a `GatherV2`, `AssignVariableOp` for a shape check), so errors
 /// inside a cluster name what the user wrote.
 pub const ORIGIN_OP_ATTR: &str = "_autoclust_origin_op";
+/// The attribute of the node the `anchor` pass adds for each fetch (`fetch:NODE:PORT`,
+/// an `Identity`) and target (`target:NODE`, a `NoOp`) of a request, outside every
+/// cluster: the caller fetches and targets the anchors instead.
+pub const ANCHOR_ATTR: &str = "_autoclust_anchor";
 /// The prefix of every op the protocol adds (the runtime names the user's op instead of
 /// these in errors).
 pub const OP_PREFIX: &str = "_Autoclust";
@@ -77,6 +81,7 @@ mod tests {
             super::ORIGIN_OPS_ATTR,
             super::VALIDATE_SHAPE_ATTR,
             super::ORIGIN_OP_ATTR,
+            super::ANCHOR_ATTR,
         ];
         let mut spelled = Vec::new();
         for f in &files {
