@@ -29,7 +29,7 @@ use autoclust_passes::cluster::ClusterConfig;
 use autoclust_passes::pass::{Evaluator, PassContext, Pipeline};
 use autoclust_passes::pipeline::{clustered_program, ClusteredProgram, PipelineError};
 use autoclust_runtime::cluster_call::CompilerOptions;
-use autoclust_runtime::tensor_io::{tensor_from_json, tensors_to_json_object, write_safetensors};
+use autoclust_runtime::tensor_io::{tensor_from_json, write_safetensors, write_tensor_json, write_tensors_json_object};
 use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions, VariableStore};
 
 use crate::io::{write_all_atomic, Format};
@@ -580,16 +580,31 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         .chain(vars_bytes.iter().map(|(p, b)| (p.as_path(), b.as_slice())))
         .collect();
     write_all_atomic(&files)?;
-    if args.json {
-        println!(
-            "{{\"fetches\": {}, \"variables\": {}}}",
-            tensors_to_json_object(&fetched),
-            tensors_to_json_object(&variables)
-        );
+    // Streamed: a large fetch's text is never held whole.
+    use std::io::Write as _;
+    let stdout = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
+    let printed = if args.json {
+        (|| {
+            out.write_all(b"{\"fetches\": ")?;
+            write_tensors_json_object(&mut out, &fetched)?;
+            out.write_all(b", \"variables\": ")?;
+            write_tensors_json_object(&mut out, &variables)?;
+            out.write_all(b"}\n")?;
+            out.flush()
+        })()
     } else if args.out.is_none() {
-        for (n, t) in &fetched {
-            println!("{n} = {}", autoclust_runtime::tensor_io::tensor_to_json(t));
-        }
-    }
+        (|| {
+            for (n, t) in &fetched {
+                write!(out, "{n} = ")?;
+                write_tensor_json(&mut out, t)?;
+                out.write_all(b"\n")?;
+            }
+            out.flush()
+        })()
+    } else {
+        Ok(())
+    };
+    printed.map_err(|e| CliError::input(format!("stdout: {e}")))?;
     Ok(ExitCode::SUCCESS)
 }

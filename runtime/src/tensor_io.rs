@@ -297,85 +297,158 @@ fn push_float(out: &mut String, x: f64, shortest: impl FnOnce() -> String) {
 
 /// The JSON form of a tensor: `{"dtype": .., "shape": [..], "data": [..]}`.
 pub fn tensor_to_json(t: &Tensor) -> String {
-    let mut out = String::new();
-    let _ = write!(out, "{{\"dtype\": {}, \"shape\": [", json_string(&t.dtype.name()));
-    for (i, d) in t.shape.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        let _ = write!(out, "{d}");
-    }
-    out.push_str("], \"data\": [");
-    let sep = |out: &mut String, i: usize| {
-        if i > 0 {
-            out.push_str(", ");
-        }
-    };
-    match &t.data {
-        TensorData::F32(v) => v.iter().enumerate().for_each(|(i, &x)| {
-            sep(&mut out, i);
-            push_float(&mut out, x as f64, || format!("{x:?}"));
-        }),
-        TensorData::F64(v) => v.iter().enumerate().for_each(|(i, &x)| {
-            sep(&mut out, i);
-            push_float(&mut out, x, || format!("{x:?}"));
-        }),
-        TensorData::I32(v) => v.iter().enumerate().for_each(|(i, x)| {
-            sep(&mut out, i);
-            let _ = write!(out, "{x}");
-        }),
-        TensorData::I64(v) => v.iter().enumerate().for_each(|(i, x)| {
-            sep(&mut out, i);
-            let _ = write!(out, "{x}");
-        }),
-        TensorData::Bool(v) => v.iter().enumerate().for_each(|(i, x)| {
-            sep(&mut out, i);
-            let _ = write!(out, "{x}");
-        }),
-        TensorData::Str(v) => v.iter().enumerate().for_each(|(i, x)| {
-            sep(&mut out, i);
-            out.push_str(&json_string(&String::from_utf8_lossy(x)));
-        }),
-        // float16 and bfloat16 as the numbers their bits hold (each exactly a float32).
-        TensorData::Raw(_) if t.dtype.is_half() => {
-            t.to_f64_vec().unwrap_or_default().iter().enumerate().for_each(|(i, &x)| {
-                sep(&mut out, i);
-                push_float(&mut out, x, || format!("{:?}", x as f32));
-            })
-        }
-        TensorData::Raw(v) => v.iter().enumerate().for_each(|(i, x)| {
-            sep(&mut out, i);
-            let _ = write!(out, "{x}");
-        }),
-        // A TensorList: its elements as tensors (null for a slot never set).
-        TensorData::List(l) => l.items.iter().enumerate().for_each(|(i, x)| {
-            sep(&mut out, i);
-            match x {
-                Some(t) => out.push_str(&tensor_to_json(t)),
-                None => out.push_str("null"),
-            }
-        }),
-    }
-    out.push_str("]}");
-    out
+    let mut out = Vec::new();
+    write_tensor_json(&mut out, t).expect("writing to memory");
+    String::from_utf8(out).expect("JSON text is UTF-8")
 }
 
 /// A JSON object of named tensors, keys in the given order.
 pub fn tensors_to_json_object(tensors: &[(String, Tensor)]) -> String {
-    let mut out = String::from("{");
+    let mut out = Vec::new();
+    write_tensors_json_object(&mut out, tensors).expect("writing to memory");
+    String::from_utf8(out).expect("JSON text is UTF-8")
+}
+
+/// Text written in pieces of about this many bytes: a tensor's JSON is never held whole
+/// (a 50-million-element fetch is a gigabyte of text).
+const JSON_CHUNK: usize = 1 << 16;
+
+/// Buffered text for [`write_tensor_json`], handed to the writer a chunk at a time.
+struct Chunks<'a> {
+    buf: String,
+    out: &'a mut dyn std::io::Write,
+}
+
+impl Chunks<'_> {
+    fn push(&mut self, s: &str) -> std::io::Result<()> {
+        self.buf.push_str(s);
+        self.spill()
+    }
+
+    fn spill(&mut self) -> std::io::Result<()> {
+        if self.buf.len() >= JSON_CHUNK {
+            self.out.write_all(self.buf.as_bytes())?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> std::io::Result<()> {
+        self.out.write_all(self.buf.as_bytes())
+    }
+}
+
+/// [`tensor_to_json`] written to `out` as it is produced.
+pub fn write_tensor_json(out: &mut dyn std::io::Write, t: &Tensor) -> std::io::Result<()> {
+    let mut c = Chunks { buf: String::with_capacity(JSON_CHUNK + 64), out };
+    let _ = write!(c.buf, "{{\"dtype\": {}, \"shape\": [", json_string(&t.dtype.name()));
+    for (i, d) in t.shape.iter().enumerate() {
+        if i > 0 {
+            c.buf.push_str(", ");
+        }
+        let _ = write!(c.buf, "{d}");
+    }
+    c.buf.push_str("], \"data\": [");
+    // Element `i`, after its separator.
+    fn each<T>(c: &mut Chunks<'_>, v: &[T], mut put: impl FnMut(&mut String, &T)) -> std::io::Result<()> {
+        for (i, x) in v.iter().enumerate() {
+            if i > 0 {
+                c.buf.push_str(", ");
+            }
+            put(&mut c.buf, x);
+            c.spill()?;
+        }
+        Ok(())
+    }
+    match &t.data {
+        TensorData::F32(v) => each(&mut c, v, |o, &x| push_float(o, x as f64, || format!("{x:?}")))?,
+        TensorData::F64(v) => each(&mut c, v, |o, &x| push_float(o, x, || format!("{x:?}")))?,
+        TensorData::I32(v) => each(&mut c, v, |o, x| {
+            let _ = write!(o, "{x}");
+        })?,
+        TensorData::I64(v) => each(&mut c, v, |o, x| {
+            let _ = write!(o, "{x}");
+        })?,
+        TensorData::Bool(v) => each(&mut c, v, |o, x| {
+            let _ = write!(o, "{x}");
+        })?,
+        TensorData::Str(v) => each(&mut c, v, |o, x| o.push_str(&json_string(&String::from_utf8_lossy(x))))?,
+        // float16 and bfloat16 as the numbers their bits hold (each exactly a float32).
+        TensorData::Raw(_) if t.dtype.is_half() => {
+            let v = t.to_f64_vec().unwrap_or_default();
+            each(&mut c, &v, |o, &x| push_float(o, x, || format!("{:?}", x as f32)))?
+        }
+        TensorData::Raw(v) => each(&mut c, v, |o, x| {
+            let _ = write!(o, "{x}");
+        })?,
+        // A TensorList: its elements as tensors (null for a slot never set).
+        TensorData::List(l) => {
+            for (i, x) in l.items.iter().enumerate() {
+                c.push(if i > 0 { ", " } else { "" })?;
+                match x {
+                    Some(t) => {
+                        c.out.write_all(c.buf.as_bytes())?;
+                        c.buf.clear();
+                        write_tensor_json(c.out, t)?;
+                    }
+                    None => c.push("null")?,
+                }
+            }
+        }
+    }
+    c.buf.push_str("]}");
+    c.finish()
+}
+
+/// [`tensors_to_json_object`] written to `out` as it is produced.
+pub fn write_tensors_json_object(out: &mut dyn std::io::Write, tensors: &[(String, Tensor)]) -> std::io::Result<()> {
+    out.write_all(b"{")?;
     for (i, (name, t)) in tensors.iter().enumerate() {
         if i > 0 {
-            out.push_str(", ");
+            out.write_all(b", ")?;
         }
-        let _ = write!(out, "{}: {}", json_string(name), tensor_to_json(t));
+        write!(out, "{}: ", json_string(name))?;
+        write_tensor_json(out, t)?;
     }
-    out.push('}');
-    out
+    out.write_all(b"}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A writer that keeps what it is given and the largest piece.
+    #[derive(Default)]
+    struct Pieces {
+        text: Vec<u8>,
+        largest: usize,
+    }
+
+    impl std::io::Write for Pieces {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.largest = self.largest.max(b.len());
+            self.text.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Issue 13 (fuzz finding pbtxt-3310060): a 50-million-element fetch printed with
+    /// `--json` needed its gigabyte of text in one string and aborted. The text now goes
+    /// out in chunks, the same text as before.
+    #[test]
+    fn json_is_written_in_chunks() {
+        let n = 100_000;
+        let t = Tensor::from_f32(vec![n], (0..n).map(|i| i as f32 * 0.37 - 5.0).collect()).unwrap();
+        let whole = tensor_to_json(&t);
+        assert!(whole.len() > 4 * JSON_CHUNK, "{}", whole.len());
+        let mut p = Pieces::default();
+        write_tensors_json_object(&mut p, &[("a:0".into(), t.clone()), ("b:0".into(), t)]).unwrap();
+        assert!(p.largest <= JSON_CHUNK + 64, "a piece of {} bytes", p.largest);
+        assert_eq!(String::from_utf8(p.text).unwrap(), format!("{{\"a:0\": {whole}, \"b:0\": {whole}}}"));
+    }
 
     #[test]
     fn strings_travel_as_json_only() {
