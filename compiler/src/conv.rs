@@ -101,6 +101,21 @@ impl Axis {
         Ok(Axis { input, kernel, stride, dilation, pad_before, output })
     }
 
+    /// An axis with TensorFlow's `SAME` (`same`) or `VALID` padding, for the window ops
+    /// outside this module (the 3-D ones).
+    pub fn windowed(input: usize, kernel: usize, stride: usize, dilation: usize, same: bool) -> CResult<Axis> {
+        Axis::new(input, kernel, stride, dilation, if same { Padding1::Same } else { Padding1::Valid })
+    }
+
+    /// The taps of output `o` that read input (not padding): computed, not searched, so a
+    /// huge window over a small input (a fuzzed `ksize` of 10¹²) costs its inside taps only.
+    pub fn inside(&self, o: usize) -> std::ops::Range<usize> {
+        let base = o * self.stride;
+        let lo = self.pad_before.saturating_sub(base).div_ceil(self.dilation);
+        let hi = (self.input + self.pad_before).saturating_sub(base).div_ceil(self.dilation).min(self.kernel);
+        lo.min(hi)..hi
+    }
+
     /// The input index tap `k` of output `o` reads, if it is not padding.
     #[inline]
     pub fn source(&self, o: usize, k: usize) -> Option<usize> {

@@ -78,14 +78,16 @@ impl PoolShape {
 
 /// Calls `f(output pixel, [input pixels of its window])` for each output pixel of one
 /// image; pixel = `y * width + x`.
+/// Only the taps inside the input are visited ([`crate::conv::Axis::inside`]), so a window
+/// far larger than the image costs what the image holds.
 fn windows(win: &Window, mut f: impl FnMut(usize, &[usize])) {
-    let mut taps = Vec::with_capacity(win.h.kernel * win.w.kernel);
+    let mut taps = Vec::with_capacity(win.h.kernel.min(win.h.input) * win.w.kernel.min(win.w.input));
     for oy in 0..win.h.output {
         for ox in 0..win.w.output {
             taps.clear();
-            for ky in 0..win.h.kernel {
+            for ky in win.h.inside(oy) {
                 let Some(iy) = win.h.source(oy, ky) else { continue };
-                for kx in 0..win.w.kernel {
+                for kx in win.w.inside(ox) {
                     if let Some(ix) = win.w.source(ox, kx) {
                         taps.push(iy * win.w.input + ix);
                     }
@@ -197,4 +199,41 @@ pub fn avg_pool_grad<T: PoolElem>(s: &PoolShape, dy: &[T]) -> Vec<T> {
         });
     }
     dx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(input: [usize; 4], k: usize) -> PoolShape {
+        let win = Window::new((input[1], input[2]), (3, k), (2, 2), (1, 1), &Padding::Same).unwrap();
+        PoolShape { input, win }
+    }
+
+    /// Issue 13 (fuzz finding native-3312399): a `ksize` of 10¹² over a 5-wide image used
+    /// to reserve 24 TB for the window's taps. Only the taps inside the image are visited,
+    /// so such a window is what any window covering the whole width is.
+    #[test]
+    fn a_window_far_wider_than_the_image_costs_the_image() {
+        let input = [2, 4, 5, 3];
+        let x: Vec<f32> = (0..input.iter().product::<usize>()).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+        let (huge, covering) = (shape(input, 1_000_000_000_000), shape(input, 4 * input[2] + 8));
+        assert_eq!(huge.output(), covering.output());
+        assert_eq!(avg_pool(&huge, &x), avg_pool(&covering, &x));
+        assert_eq!(max_pool(&huge, &x), max_pool(&covering, &x));
+        let dy: Vec<f32> = (0..huge.output().iter().product::<usize>()).map(|i| i as f32).collect();
+        assert_eq!(avg_pool_grad(&huge, &dy), avg_pool_grad(&covering, &dy));
+        assert_eq!(max_pool_grad(&huge, &x, &dy), max_pool_grad(&covering, &x, &dy));
+        // Every output averages whole rows: the width is covered.
+        let row_sum = |b: usize, y: usize, ch: usize| -> f32 {
+            (0..input[2]).map(|xx| x[((b * input[1] + y) * input[2] + xx) * input[3] + ch]).sum::<f32>()
+        };
+        let out = avg_pool(&huge, &x);
+        let [_, oh, ow, c] = huge.output();
+        assert_eq!(ow, 3);
+        // Output row 0 covers input rows 0..3 (SAME over 4 rows: one row of padding, after).
+        let want = (row_sum(0, 0, 1) + row_sum(0, 1, 1) + row_sum(0, 2, 1)) / (3 * input[2]) as f32;
+        assert!((out[1] - want).abs() < 1e-5, "{} vs {want}", out[1]);
+        assert_eq!(oh * ow * c * 2, out.len());
+    }
 }

@@ -17,51 +17,8 @@ use autoclust_graph::{AttrValue, DType, Node, Tensor};
 use super::{arity, one, shape_values, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
-/// One spatial axis of a 3-D window op.
-#[derive(Clone, Copy, Debug)]
-struct Axis {
-    input: usize,
-    kernel: usize,
-    stride: usize,
-    dilation: usize,
-    pad: usize,
-    output: usize,
-}
-
-impl Axis {
-    fn new(input: usize, kernel: usize, stride: usize, dilation: usize, same: bool) -> KResult<Axis> {
-        if kernel == 0 {
-            return Err(KernelError::invalid("window size must be positive"));
-        }
-        let eff = (kernel - 1)
-            .checked_mul(dilation)
-            .and_then(|e| e.checked_add(1))
-            .ok_or_else(|| KernelError::invalid("window too large"))?;
-        let (output, pad) = if same {
-            let out = input.div_ceil(stride);
-            let needed = ((out.max(1) - 1) * stride + eff).saturating_sub(input);
-            (out, needed / 2)
-        } else {
-            (if input < eff { 0 } else { (input - eff) / stride + 1 }, 0)
-        };
-        Ok(Axis { input, kernel, stride, dilation, pad, output })
-    }
-
-    /// The taps of output `o` that read input (not padding): computed, not searched, so a
-    /// huge window over a small input costs its inside taps only.
-    fn inside(&self, o: usize) -> std::ops::Range<usize> {
-        let base = o * self.stride;
-        let lo = self.pad.saturating_sub(base).div_ceil(self.dilation);
-        let hi = (self.input + self.pad).saturating_sub(base).div_ceil(self.dilation).min(self.kernel);
-        lo.min(hi)..hi
-    }
-
-    /// The input index tap `k` of output `o` reads, if it is not padding.
-    fn source(&self, o: usize, k: usize) -> Option<usize> {
-        let i = (o * self.stride + k * self.dilation).checked_sub(self.pad)?;
-        (i < self.input).then_some(i)
-    }
-}
+/// One spatial axis of a 3-D window op: the 2-D ops' axis ([`Axis::windowed`]).
+use autoclust_compiler::conv::Axis;
 
 /// The attributes of a 3-D window op.
 #[derive(Clone, Debug)]
@@ -120,7 +77,7 @@ impl Attrs {
     }
 
     fn axes(&self, input: [usize; 3], kernel: [usize; 3]) -> KResult<[Axis; 3]> {
-        let ax = |i: usize| Axis::new(input[i], kernel[i], self.strides[i], self.dilations[i], self.same);
+        let ax = |i: usize| Axis::windowed(input[i], kernel[i], self.strides[i], self.dilations[i], self.same);
         Ok([ax(0)?, ax(1)?, ax(2)?])
     }
 }
@@ -456,14 +413,14 @@ mod tests {
         for (input, kernel, stride, dilation, same) in
             [(5, 3, 1, 1, true), (7, 4, 2, 1, true), (6, 3, 1, 2, true), (4, 9, 1, 1, true), (8, 3, 3, 1, false)]
         {
-            let a = Axis::new(input, kernel, stride, dilation, same).unwrap();
+            let a = Axis::windowed(input, kernel, stride, dilation, same).unwrap();
             for o in 0..a.output {
                 let want: Vec<usize> = (0..kernel).filter(|&k| a.source(o, k).is_some()).collect();
                 assert_eq!(a.inside(o).collect::<Vec<_>>(), want, "{input} {kernel} {stride} {dilation} {o}");
             }
         }
         // A huge window over a small input is cheap.
-        let a = Axis::new(3, 1 << 40, 1, 1, true).unwrap();
+        let a = Axis::windowed(3, 1 << 40, 1, 1, true).unwrap();
         assert_eq!(a.inside(0).len(), 3);
     }
 
