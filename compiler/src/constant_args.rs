@@ -51,14 +51,7 @@ fn shape_operands(op: &str, inputs: usize) -> Vec<usize> {
         "OneHot" => vec![1],
         "UnsortedSegmentSum" | "UnsortedSegmentMax" | "UnsortedSegmentMin" | "UnsortedSegmentProd" => vec![2],
         "ScatterNd" => vec![2],
-        "StatelessRandomUniform"
-        | "StatelessRandomNormal"
-        | "StatelessTruncatedNormal"
-        | "StatelessRandomUniformInt"
-        | "StatelessRandomUniformV2"
-        | "StatelessRandomNormalV2"
-        | "StatelessTruncatedNormalV2"
-        | "StatelessRandomUniformIntV2" => vec![0],
+        op if autoclust_graph::jit_ops::is_stateless_sampler(op) => vec![0],
         _ => vec![],
     }
 }

@@ -211,6 +211,20 @@ impl EwOp {
     }
 }
 
+/// The dtype and broadcast shape of a binary kernel step's two operands (checked to be
+/// there): one dtype, of `allowed`, and shapes that broadcast.
+fn binary_operands(node: &Node, ins: &[ValueInfo], allowed: &[DType]) -> Result<(DType, Vec<usize>), CompileError> {
+    check_arity(node, ins, 2)?;
+    let (a, b) = (&ins[0], &ins[1]);
+    if a.dtype != b.dtype || !allowed.contains(&a.dtype) {
+        return Err(CompileError::unsupported(node, format!("{} of {} and {}", node.op, a.dtype, b.dtype)));
+    }
+    let shape = broadcast_shapes(&a.shape, &b.shape).ok_or_else(|| {
+        CompileError::Invalid(format!("node '{}': shapes {:?} and {:?} do not broadcast", node.name, a.shape, b.shape))
+    })?;
+    Ok((a.dtype, shape))
+}
+
 /// An elementwise, division-like or bitwise node; any other op is "no lowering" (the next
 /// family is tried).
 pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileError> {
@@ -223,17 +237,9 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
         need(2)?;
         let folds = EwOp::from_tf(op).is_some() && ins.iter().all(|v| v.konst.is_some());
         if !folds {
-            let (a, b) = (&ins[0], &ins[1]);
-            if a.dtype != b.dtype || !matches!(a.dtype, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64) {
-                return Err(CompileError::unsupported(node, format!("{op} of {} and {}", a.dtype, b.dtype)));
-            }
-            let shape = broadcast_shapes(&a.shape, &b.shape).ok_or_else(|| {
-                CompileError::Invalid(format!(
-                    "node '{}': shapes {:?} and {:?} do not broadcast",
-                    node.name, a.shape, b.shape
-                ))
-            })?;
-            return Ok(kernel(KernelOp::Modular { kind }, vec![0, 1], vec![vi(a.dtype, shape)]));
+            let allowed = [DType::Float32, DType::Float64, DType::Int32, DType::Int64];
+            let (dtype, shape) = binary_operands(node, ins, &allowed)?;
+            return Ok(kernel(KernelOp::Modular { kind }, vec![0, 1], vec![vi(dtype, shape)]));
         }
     }
     if let Some(ew) = EwOp::from_node(node) {
@@ -338,18 +344,9 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
     match op {
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "LeftShift" | "RightShift" => {
             need(2)?;
-            let (a, b) = (&ins[0], &ins[1]);
-            if a.dtype != b.dtype || !matches!(a.dtype, DType::Int32 | DType::Int64) {
-                return Err(CompileError::unsupported(node, format!("{op} of {} and {}", a.dtype, b.dtype)));
-            }
-            let shape = broadcast_shapes(&a.shape, &b.shape).ok_or_else(|| {
-                CompileError::Invalid(format!(
-                    "node '{}': shapes {:?} and {:?} do not broadcast",
-                    node.name, a.shape, b.shape
-                ))
-            })?;
+            let (dtype, shape) = binary_operands(node, ins, &[DType::Int32, DType::Int64])?;
             let kind = crate::reshuffle::BitwiseKind::from_tf(op).expect("a bitwise op");
-            Ok(kernel(KernelOp::Bitwise { kind }, vec![0, 1], vec![vi(a.dtype, shape)]))
+            Ok(kernel(KernelOp::Bitwise { kind }, vec![0, 1], vec![vi(dtype, shape)]))
         }
         _ => Err(no_lowering(node)),
     }

@@ -113,7 +113,7 @@ pub fn analyze(
     compiler: &crate::Compiler,
     name: &str,
 ) -> Result<Analysis, CompileError> {
-    let order = live_order(body)?;
+    let (order, full_order) = live_order(body)?;
     let mut nodes: Vec<Option<NodeInfo>> = vec![None; body.len()];
     let mut retvals: Vec<Option<Output>> = Vec::new();
     for &id in &order {
@@ -167,7 +167,7 @@ pub fn analyze(
         .enumerate()
         .map(|(i, r)| r.ok_or_else(|| CompileError::Invalid(format!("no _Retval with index {i}"))))
         .collect::<Result<_, _>>()?;
-    check_dead_nodes(body, &nodes, inputs, constants)?;
+    check_dead_nodes(body, &full_order, &nodes, inputs, constants)?;
     Ok(Analysis { order, nodes, retvals })
 }
 
@@ -178,12 +178,13 @@ pub fn analyze(
 /// of a body, reports it — or runs it, when the compiler merely could not.
 fn check_dead_nodes(
     body: &Graph,
+    order: &[NodeId],
     live: &[Option<NodeInfo>],
     inputs: &[(DType, Vec<usize>)],
     constants: &[(usize, Tensor)],
 ) -> Result<(), CompileError> {
     let mut dead: Vec<Option<NodeInfo>> = vec![None; body.len()];
-    for id in body.topo_order().map_err(|e| CompileError::Invalid(e.to_string()))? {
+    for &id in order {
         let node = body.node(id);
         if live[id.index()].is_some() || matches!(node.op.as_str(), "_Arg" | "_Retval") {
             continue;
@@ -201,7 +202,7 @@ fn check_dead_nodes(
         if ins.iter().any(|v| v.dtype == DType::Variant) || crate::lists::is_list_op(&node.op) {
             continue;
         }
-        if matches!(node.op.as_str(), "While" | "StatelessWhile" | "If" | "StatelessIf" | "Case" | "StatelessCase") {
+        if autoclust_graph::effects::RUNS_NAMED_FUNCTIONS.contains(&node.op.as_str()) {
             continue;
         }
         match analyze_node(node, &ins, inputs, constants) {
@@ -240,7 +241,8 @@ fn dims_of(node: &Node, dims: &[i64], what: &str) -> Result<Vec<usize>, CompileE
 /// graphs leave such nodes behind (e.g. the gradient with respect to a placeholder input,
 /// a full GEMM in an MLP step), and the interpreter never runs them either, because its
 /// plan is pruned to the fetches. Bodies are pure, so dropping them is unobservable.
-fn live_order(body: &Graph) -> Result<Vec<NodeId>, CompileError> {
+/// Also returns the whole topological order (for [`check_dead_nodes`]).
+fn live_order(body: &Graph) -> Result<(Vec<NodeId>, Vec<NodeId>), CompileError> {
     let order = body.topo_order().map_err(|e| CompileError::Invalid(e.to_string()))?;
     let mut live = vec![false; body.len()];
     let mut stack: Vec<NodeId> = order.iter().copied().filter(|&id| body.node(id).op == "_Retval").collect();
@@ -252,7 +254,8 @@ fn live_order(body: &Graph) -> Result<Vec<NodeId>, CompileError> {
         stack.extend(node.inputs.iter().map(|o| o.node));
         stack.extend(node.control_inputs.iter().copied());
     }
-    Ok(order.into_iter().filter(|&id| live[id.index()] || body.node(id).op == "_Arg").collect())
+    let live_order = order.iter().copied().filter(|&id| live[id.index()] || body.node(id).op == "_Arg").collect();
+    Ok((live_order, order))
 }
 
 fn attr_type(node: &Node, name: &str) -> Option<DType> {
@@ -811,19 +814,16 @@ mod tests {
         // Ops the compiler meets only in bodies the pipeline builds, never in a user's
         // graph cluster: encapsulation's argument, result and write-back shape-check nodes,
         // and functional control flow (admitted by the clusterer as control flow, not as ops).
-        const NOT_CLUSTER_OPS: &[&str] = &[
-            "_Arg",
-            "_Retval",
-            autoclust_graph::protocol::SAME_SHAPE_OP,
-            "While",
-            "StatelessWhile",
-            "If",
-            "StatelessIf",
-            "Case",
-            "StatelessCase",
-        ];
-        let listed: Vec<&str> =
-            autoclust_graph::jit_ops::JIT_COMPUTE_OPS.iter().chain(autoclust_graph::TENSOR_LIST_OPS).copied().collect();
+        let not_cluster_ops: Vec<&str> = ["_Arg", "_Retval", autoclust_graph::protocol::SAME_SHAPE_OP]
+            .into_iter()
+            .chain(autoclust_graph::effects::RUNS_NAMED_FUNCTIONS.iter().copied())
+            .collect();
+        let listed: Vec<&str> = autoclust_graph::jit_ops::JIT_COMPUTE_OPS
+            .iter()
+            .chain(autoclust_graph::jit_ops::STATELESS_SAMPLER_OPS)
+            .chain(autoclust_graph::TENSOR_LIST_OPS)
+            .copied()
+            .collect();
         // Listed, but rewritten before the compiler sees a body: encapsulation splits an
         // `IdentityN` into one `Identity` per output.
         const REWRITTEN_BY_ENCAPSULATION: &[&str] = &["IdentityN"];
@@ -831,7 +831,7 @@ mod tests {
             listed.iter().copied().filter(|op| !lowers(op) && !REWRITTEN_BY_ENCAPSULATION.contains(op)).collect();
         assert!(unlowered.is_empty(), "listed in jit_ops but the compiler has no lowering: {unlowered:?}");
         let unlisted: Vec<&str> = autoclust_graph::registry::op_names()
-            .filter(|op| lowers(op) && !listed.contains(op) && !NOT_CLUSTER_OPS.contains(op))
+            .filter(|op| lowers(op) && !listed.contains(op) && !not_cluster_ops.contains(op))
             .collect();
         assert!(unlisted.is_empty(), "lowered by the compiler but not in jit_ops: {unlisted:?}");
         for op in autoclust_graph::jit_ops::VARIABLE_OPS {

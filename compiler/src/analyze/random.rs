@@ -11,14 +11,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
     match op {
         // Stateless random samplers (TensorFlow's Philox, `crate::random`): the shape operand
         // is a compile-time value, the seed (V1) or key, counter and algorithm (V2) are data.
-        "StatelessRandomUniform"
-        | "StatelessRandomNormal"
-        | "StatelessTruncatedNormal"
-        | "StatelessRandomUniformInt"
-        | "StatelessRandomUniformV2"
-        | "StatelessRandomNormalV2"
-        | "StatelessTruncatedNormalV2"
-        | "StatelessRandomUniformIntV2" => {
+        op if autoclust_graph::jit_ops::is_stateless_sampler(op) => {
             use crate::random::Dist;
             let v2 = op.ends_with("V2");
             let dist = if op.contains("Truncated") {

@@ -152,15 +152,7 @@ pub const JIT_COMPUTE_OPS: &[&str] = &[
     "BitwiseXor",
     "LeftShift",
     "RightShift",
-    // Stateless random samplers (pure functions of their seed or key and counter).
-    "StatelessRandomUniform",
-    "StatelessRandomNormal",
-    "StatelessTruncatedNormal",
-    "StatelessRandomUniformInt",
-    "StatelessRandomUniformV2",
-    "StatelessRandomNormalV2",
-    "StatelessTruncatedNormalV2",
-    "StatelessRandomUniformIntV2",
+    // The stateless samplers are [`STATELESS_SAMPLER_OPS`]; their V2 helpers:
     "StatelessRandomGetKeyCounter",
     "StatelessRandomGetAlg",
     // Losses, activations and their gradients.
@@ -264,7 +256,30 @@ pub const JIT_FLOAT32_ONLY_KERNELS: &[&str] = &["MatMul", "Softmax", "LogSoftmax
 /// the JIT lowers, a variable op the bridge runs, or a TensorList op (typed by the compiler,
 /// run by the interpreter's list kernels).
 pub fn is_jit_op(op: &str) -> bool {
-    JIT_COMPUTE_OPS.contains(&op) || VARIABLE_OPS.contains(&op) || TENSOR_LIST_OPS.contains(&op)
+    JIT_COMPUTE_OPS.contains(&op)
+        || is_stateless_sampler(op)
+        || VARIABLE_OPS.contains(&op)
+        || TENSOR_LIST_OPS.contains(&op)
+}
+
+/// The stateless random samplers the JIT lowers (TensorFlow's Philox): pure functions of
+/// their seed (V1) or key, counter and algorithm (V2), their shape operand (input 0) a
+/// compile-time value. The compiler's sampler lowering and its constant-operand rule
+/// both read this list.
+pub const STATELESS_SAMPLER_OPS: &[&str] = &[
+    "StatelessRandomUniform",
+    "StatelessRandomNormal",
+    "StatelessTruncatedNormal",
+    "StatelessRandomUniformInt",
+    "StatelessRandomUniformV2",
+    "StatelessRandomNormalV2",
+    "StatelessTruncatedNormalV2",
+    "StatelessRandomUniformIntV2",
+];
+
+/// Whether `op` is one of [`STATELESS_SAMPLER_OPS`].
+pub fn is_stateless_sampler(op: &str) -> bool {
+    STATELESS_SAMPLER_OPS.contains(&op)
 }
 
 /// Whether `op` is one of the variable ops the bridge snapshots and writes back.
@@ -280,7 +295,7 @@ mod tests {
     #[test]
     fn the_lists_name_registry_ops_once() {
         let mut seen = std::collections::HashSet::new();
-        for op in JIT_COMPUTE_OPS.iter().chain(VARIABLE_OPS) {
+        for op in JIT_COMPUTE_OPS.iter().chain(STATELESS_SAMPLER_OPS).chain(VARIABLE_OPS) {
             assert!(crate::registry::is_known(op), "{op} is not a registry op");
             assert!(seen.insert(*op), "{op} is listed twice");
         }

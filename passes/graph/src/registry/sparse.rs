@@ -188,22 +188,26 @@ fn segment_with_num(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![rows_like(c, 0, num)])
 }
 
-/// `SparseSegment*Grad`: `[output_dim0] + grad.shape[1..]`.
-fn segment_grad(c: &InferCtx<'_>) -> Shapes {
+/// The operands both gradient forms check: vectors `indices` and `segment_ids` of one
+/// length, and a scalar row count named `dim0`.
+fn segment_grad_operands(c: &InferCtx<'_>, dim0: &str) -> Result<(), String> {
     rank_is(c, 1, "indices", 1)?;
     rank_is(c, 2, "segment_ids", 1)?;
-    rank_is(c, 3, "output_dim0", 0)?;
+    rank_is(c, 3, dim0, 0)?;
     merge_dim(dim(c, 1, 0), dim(c, 2, 0), "indices and segment_ids")?;
+    Ok(())
+}
+
+/// `SparseSegment*Grad`: `[output_dim0] + grad.shape[1..]`.
+fn segment_grad(c: &InferCtx<'_>) -> Shapes {
+    segment_grad_operands(c, "output_dim0")?;
     let d0 = c.scalar_value(3).filter(|&n| n >= 0);
     Ok(vec![rows_like(c, 0, d0)])
 }
 
 /// `SparseSegment*GradV2`: one row per distinct index, and the sorted distinct indices.
 fn segment_grad_v2(c: &InferCtx<'_>) -> Shapes {
-    rank_is(c, 1, "indices", 1)?;
-    rank_is(c, 2, "segment_ids", 1)?;
-    rank_is(c, 3, "dense_output_dim0", 0)?;
-    merge_dim(dim(c, 1, 0), dim(c, 2, 0), "indices and segment_ids")?;
+    segment_grad_operands(c, "dense_output_dim0")?;
     Ok(vec![rows_like(c, 0, None), Shape::with_dims(vec![None])])
 }
 
