@@ -224,6 +224,10 @@ pub(crate) fn strided_slice_spec(
 }
 
 fn strided_slice(t: &Tensor, begin: &[i64], end: &[i64], stride: &[i64], m: SliceMasks) -> KResult<Tensor> {
+    // Strings (`serialized[0]` before parsing one example) move by their positions.
+    if is_untyped(t) {
+        return by_positions(t, |pos| strided_slice(pos, begin, end, stride, m));
+    }
     let (b, s, sizes, final_shape) = strided_slice_spec(&t.shape, begin, end, stride, m)?;
     fn go<T: Elem>(t: &Tensor, b: &[i64], s: &[i64], sizes: &[usize], fs: Vec<usize>) -> KResult<Tensor> {
         Ok(tensor_of(fs, strided_copy::<T>(t, b, s, sizes)))

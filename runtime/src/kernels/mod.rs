@@ -26,6 +26,7 @@ pub(crate) mod detection;
 pub(crate) mod diag;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
+pub(crate) mod example;
 pub mod half;
 pub(crate) mod image;
 pub(crate) mod linalg;
@@ -89,6 +90,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
     }
     // First: `Equal`/`NotEqual` on strings are wrapped around the elementwise kernels.
     if let Some(f) = string::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = example::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = elementwise::prepare(node)? {

@@ -24,6 +24,7 @@ mod linalg;
 mod lookup;
 mod nn;
 mod ops;
+mod parsing;
 mod rearrange;
 mod shapes;
 mod sparse;
@@ -73,6 +74,7 @@ pub enum AttrKind {
     ListType,
     ListFloat,
     ListString,
+    ListShape,
 }
 
 impl AttrKind {
@@ -89,6 +91,7 @@ impl AttrKind {
             AttrKind::ListType => "a list of types",
             AttrKind::ListFloat => "a list of floats",
             AttrKind::ListString => "a list of strings",
+            AttrKind::ListShape => "a list of shapes",
         }
     }
 
@@ -105,6 +108,7 @@ impl AttrKind {
             AttrKind::ListType => v.as_type_list().is_some(),
             AttrKind::ListFloat => matches!(v, AttrValue::List(ListValue::F(_) | ListValue::Empty)),
             AttrKind::ListString => matches!(v, AttrValue::List(ListValue::S(_) | ListValue::Empty)),
+            AttrKind::ListShape => matches!(v, AttrValue::List(ListValue::Shape(_) | ListValue::Empty)),
         }
     }
 }
@@ -279,6 +283,7 @@ const TABLES: &[&[OpSchema]] = &[
     nn::OPS,
     calls::OPS,
     strings::OPS,
+    parsing::OPS,
     control_flow::OPS,
     diag::OPS,
     bitwise::OPS,

@@ -1,0 +1,192 @@
+//! Schemas of the `tf.train.Example` parsers (`parsing_ops.cc`): `ParseExampleV2`
+//! (`tf.io.parse_example`, `tf.io.parse_single_example`), the v1 `ParseExample` and
+//! `ParseSingleExample`. Their outputs are lists sized by attributes: per sparse key its
+//! indices, values and dense shape; per dense key its values; per ragged key (V2) its values
+//! and row splits. String inputs keep them out of every cluster.
+
+use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, ShapeFn, TypeRule};
+use crate::DType::{self, Float32, Int32, Int64, String as Str};
+use crate::Shape;
+
+type Shapes = Result<Vec<Shape>, String>;
+
+const STR: TypeRule = TypeRule::Fixed(Str);
+const I64: TypeRule = TypeRule::Fixed(Int64);
+const FEATURE_TYPES: &[DType] = &[Float32, Int64, Str];
+const SPLIT_TYPES: &[DType] = &[Int32, Int64];
+
+const fn a(name: &'static str, ty: TypeRule) -> ArgSpec {
+    ArgSpec { name, ty, number_attr: None }
+}
+const fn n(name: &'static str, ty: TypeRule, number: &'static str) -> ArgSpec {
+    ArgSpec { name, ty, number_attr: Some(number) }
+}
+const fn types(name: &'static str, allowed: &'static [DType]) -> AttrSpec {
+    AttrSpec { name, kind: AttrKind::ListType, default: AttrDefault::Optional, allowed: Some(allowed) }
+}
+const fn attr(name: &'static str, kind: AttrKind) -> AttrSpec {
+    AttrSpec { name, kind, default: AttrDefault::Optional, allowed: None }
+}
+const fn op(
+    name: &'static str,
+    inputs: &'static [ArgSpec],
+    outputs: &'static [ArgSpec],
+    attrs: &'static [AttrSpec],
+    shape_fn: ShapeFn,
+) -> OpSchema {
+    OpSchema { name, family: OpFamily::Shape, inputs, outputs, attrs, is_stateful: false, shape_fn, value_fn: None }
+}
+
+/// The outputs' shapes for a `serialized` of rank `rank` (0 or 1; `None` unknown) and batch
+/// `batch`: sparse indices `[?, rank + 1]`, values `[?]`, shapes `[rank + 1]`; dense
+/// `[batch] + dense_shape` (just `dense_shape` for a scalar); ragged values `[?]` and splits
+/// `[batch + 1]` (`[0]` for a scalar, as TensorFlow gives them).
+fn outputs(c: &InferCtx<'_>, rank: Option<usize>, num_sparse: usize, num_ragged: usize) -> Shapes {
+    if rank.is_some_and(|r| r > 1) {
+        return Err(format!("serialized must be a scalar or a vector, but has shape {}", c.shape(0)));
+    }
+    let batch = match rank {
+        Some(1) => c.shape(0).dims.as_ref().and_then(|d| d[0]),
+        _ => None,
+    };
+    let dense_shapes: Vec<Shape> = match c.node.attr("dense_shapes") {
+        Some(crate::AttrValue::List(crate::ListValue::Shape(v))) => v.clone(),
+        _ => Vec::new(),
+    };
+    let mut out = Vec::new();
+    let index_rank = rank.map(|r| Some(r as i64 + 1));
+    for _ in 0..num_sparse {
+        out.push(Shape::with_dims(vec![None, index_rank.flatten()]));
+    }
+    for _ in 0..num_sparse {
+        out.push(Shape::with_dims(vec![None]));
+    }
+    for _ in 0..num_sparse {
+        out.push(match index_rank {
+            Some(r) => Shape::with_dims(vec![r]),
+            None => Shape::with_dims(vec![None]),
+        });
+    }
+    for s in &dense_shapes {
+        // A FixedLenSequenceFeature's unknown first dimension is written as -1.
+        let dims = s.dims.as_ref().map(|d| d.iter().map(|x| x.filter(|&x| x >= 0)).collect::<Vec<_>>());
+        out.push(match (rank, dims) {
+            (Some(0), Some(d)) => Shape::with_dims(d),
+            (Some(1), Some(d)) => Shape::with_dims(std::iter::once(batch).chain(d).collect()),
+            _ => Shape::unknown(),
+        });
+    }
+    for _ in 0..num_ragged {
+        out.push(Shape::with_dims(vec![None]));
+    }
+    for _ in 0..num_ragged {
+        out.push(match rank {
+            Some(0) => Shape::known(&[0]),
+            Some(_) => Shape::with_dims(vec![batch.map(|b| b + 1)]),
+            None => Shape::with_dims(vec![None]),
+        });
+    }
+    Ok(out)
+}
+
+fn list_len(c: &InferCtx<'_>, name: &str) -> usize {
+    c.node.attr(name).and_then(crate::AttrValue::as_type_list).map_or(0, <[DType]>::len)
+}
+
+fn parse_example_v2(c: &InferCtx<'_>) -> Shapes {
+    for (i, what) in [(1, "names"), (2, "sparse_keys"), (3, "dense_keys"), (4, "ragged_keys")] {
+        if c.shape(i).rank().is_some_and(|r| r > 1) {
+            return Err(format!("{what} must be a vector, but has shape {}", c.shape(i)));
+        }
+    }
+    outputs(c, c.shape(0).rank(), list_len(c, "sparse_types"), list_len(c, "ragged_value_types"))
+}
+
+fn parse_example(c: &InferCtx<'_>) -> Shapes {
+    if c.shape(0).rank().is_some_and(|r| r != 1) {
+        return Err(format!("serialized must be a vector, but has shape {}", c.shape(0)));
+    }
+    outputs(c, Some(1), list_len(c, "sparse_types"), 0)
+}
+
+fn parse_single_example(c: &InferCtx<'_>) -> Shapes {
+    if c.shape(0).rank().is_some_and(|r| r != 0) {
+        return Err(format!("serialized must be a scalar, but has shape {}", c.shape(0)));
+    }
+    outputs(c, Some(0), list_len(c, "sparse_types"), 0)
+}
+
+const SPARSE_OUT: [ArgSpec; 3] = [
+    n("sparse_indices", I64, "num_sparse"),
+    a("sparse_values", TypeRule::ListAttr("sparse_types")),
+    n("sparse_shapes", I64, "num_sparse"),
+];
+
+pub(super) const OPS: &[OpSchema] = &[
+    op(
+        "ParseExampleV2",
+        &[
+            a("serialized", STR),
+            a("names", STR),
+            a("sparse_keys", STR),
+            a("dense_keys", STR),
+            a("ragged_keys", STR),
+            a("dense_defaults", TypeRule::ListAttr("Tdense")),
+        ],
+        &[
+            SPARSE_OUT[0],
+            SPARSE_OUT[1],
+            SPARSE_OUT[2],
+            a("dense_values", TypeRule::ListAttr("Tdense")),
+            a("ragged_values", TypeRule::ListAttr("ragged_value_types")),
+            a("ragged_row_splits", TypeRule::ListAttr("ragged_split_types")),
+        ],
+        &[
+            types("Tdense", FEATURE_TYPES),
+            attr("num_sparse", AttrKind::Int),
+            types("sparse_types", FEATURE_TYPES),
+            types("ragged_value_types", FEATURE_TYPES),
+            types("ragged_split_types", SPLIT_TYPES),
+            attr("dense_shapes", AttrKind::ListShape),
+        ],
+        parse_example_v2,
+    ),
+    op(
+        "ParseExample",
+        &[
+            a("serialized", STR),
+            a("names", STR),
+            n("sparse_keys", STR, "Nsparse"),
+            n("dense_keys", STR, "Ndense"),
+            a("dense_defaults", TypeRule::ListAttr("Tdense")),
+        ],
+        &[
+            n("sparse_indices", I64, "Nsparse"),
+            a("sparse_values", TypeRule::ListAttr("sparse_types")),
+            n("sparse_shapes", I64, "Nsparse"),
+            a("dense_values", TypeRule::ListAttr("Tdense")),
+        ],
+        &[
+            attr("Nsparse", AttrKind::Int),
+            attr("Ndense", AttrKind::Int),
+            types("sparse_types", FEATURE_TYPES),
+            types("Tdense", FEATURE_TYPES),
+            attr("dense_shapes", AttrKind::ListShape),
+        ],
+        parse_example,
+    ),
+    op(
+        "ParseSingleExample",
+        &[a("serialized", STR), a("dense_defaults", TypeRule::ListAttr("Tdense"))],
+        &[SPARSE_OUT[0], SPARSE_OUT[1], SPARSE_OUT[2], a("dense_values", TypeRule::ListAttr("Tdense"))],
+        &[
+            attr("num_sparse", AttrKind::Int),
+            attr("sparse_keys", AttrKind::ListString),
+            attr("dense_keys", AttrKind::ListString),
+            types("sparse_types", FEATURE_TYPES),
+            types("Tdense", FEATURE_TYPES),
+            attr("dense_shapes", AttrKind::ListShape),
+        ],
+        parse_single_example,
+    ),
+];
