@@ -403,38 +403,60 @@ fn tf1_argmax_pooling_amsgrad_unique_and_hashes_match_tensorflow() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// The input end of a serving graph (make_tf1_parse_example.py): serialized `tf.train.Example`s
-/// parsed by ParseExampleV2 (every kind of feature: fixed-length with and without default, a
-/// padded sequence, sparse int64 and string, ragged), by ParseExampleV2 on one scalar, the raw
-/// ParseSingleExample and the v1 ParseExample, then a wide model on the features. Every fetch
-/// — strings compared exactly, indices and splits exactly, floats within 1e-5 — is
-/// TensorFlow's, in both modes, nothing on stderr.
-#[test]
-fn tf1_example_parsing_matches_tensorflow() {
-    let want = expected("tf1_parse_example");
-    let fetches: Vec<&str> = want.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(fetches.len(), 28);
-    let g = testdata("tf1_parse_example.pbtxt");
+/// Runs fixture `name` in both modes with its recorded feeds, fetching every recorded value,
+/// and compares with TensorFlow's: strings, integers and shapes exactly, float32 within 1e-5
+/// (relative, floor 1); nothing may be printed on stderr.
+fn matches_tensorflow_exactly(name: &str, count: usize) {
+    let want = expected(name);
+    let fetches = recorded_fetches(&want, &[]);
+    assert_eq!(fetches.len(), count, "{fetches:?}");
+    let feeds = if want.get("feeds").is_some() { recorded_feeds(&want) } else { Vec::new() };
+    let g = testdata(&format!("{name}.pbtxt"));
     for mode in [&[][..], &["--no-cluster"][..]] {
-        let out =
-            autoclust(&[&["run", g.to_str().unwrap(), "--json", "--fetch", &fetches.join(",")][..], mode].concat());
+        let mut args = vec!["run", g.to_str().unwrap(), "--json"];
+        for f in &feeds {
+            args.extend(["--feed", f.as_str()]);
+        }
+        let list = fetches.join(",");
+        args.extend(["--fetch", &list]);
+        args.extend_from_slice(mode);
+        let out = autoclust(&args);
         assert!(out.status.success() && out.stderr.is_empty(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
         let v = json(&out);
         for k in &fetches {
             let (got, w) = (&v["fetches"][format!("{k}:0")], &want[*k]);
-            assert_eq!(got["shape"], w["shape"], "{k} {mode:?}");
-            assert_eq!(got["dtype"], w["dtype"], "{k} {mode:?}");
+            assert_eq!(got["shape"], w["shape"], "{name} {k} {mode:?}");
+            assert_eq!(got["dtype"], w["dtype"], "{name} {k} {mode:?}");
             let float = w["dtype"] == "float32";
             let (g, w) = (got["data"].as_array().unwrap(), w["data"].as_array().unwrap());
-            assert_eq!(g.len(), w.len(), "{k}");
+            assert_eq!(g.len(), w.len(), "{name} {k}");
             for (a, b) in g.iter().zip(w) {
                 if float {
                     let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-                    assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{k}: {g:?} != {w:?}");
+                    assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{name} {k}: {g:?} != {w:?}");
                 } else {
-                    assert_eq!(a, b, "{k}: {g:?} != {w:?}");
+                    assert_eq!(a, b, "{name} {k}: {g:?} != {w:?}");
                 }
             }
         }
     }
+}
+
+/// The input end of a serving graph (make_tf1_parse_example.py): serialized `tf.train.Example`s
+/// parsed by ParseExampleV2 (every kind of feature: fixed-length with and without default, a
+/// padded sequence, sparse int64 and string, ragged), by ParseExampleV2 on one scalar, the raw
+/// ParseSingleExample and the v1 ParseExample, then a wide model on the features: every fetch
+/// is TensorFlow's, in both modes.
+#[test]
+fn tf1_example_parsing_matches_tensorflow() {
+    matches_tensorflow_exactly("tf1_parse_example", 28);
+}
+
+/// Character-level text input (make_tf1_unicode.py): UnicodeDecode of fed words into a
+/// character embedding, UnicodeDecodeWithOffsets and UnicodeEncode (UTF-8 and UTF-16-BE round
+/// trips), malformed bytes replaced or ignored as TensorFlow's ICU converter does, control
+/// characters replaced: every fetch is TensorFlow's, in both modes.
+#[test]
+fn tf1_unicode_ops_match_tensorflow() {
+    matches_tensorflow_exactly("tf1_unicode", 14);
 }

@@ -48,6 +48,7 @@ pub(crate) mod shape_ops;
 pub(crate) mod sparse;
 pub(crate) mod special;
 pub(crate) mod string;
+pub(crate) mod unicode;
 pub(crate) mod volume;
 pub use string::print_stdout_to_stderr;
 
@@ -93,6 +94,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = example::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = unicode::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = elementwise::prepare(node)? {

@@ -1,6 +1,7 @@
 //! Schemas of the string ops `tf.print` and `tf.strings` emit (`string_ops.cc`,
 //! `logging_ops.cc`): `AsString`, `StringToNumber`, `StringFormat`, `PrintV2` (stateful, no
-//! outputs), `StringJoin`, `Substr`, `StringLength`, `StringSplitV2`, `StaticRegexReplace` and `ReduceJoin`.
+//! outputs), `StringJoin`, `Substr`, `StringLength`, `StringSplitV2`, `StaticRegexReplace`, `ReduceJoin`, and the Unicode code-point ops
+//! (`UnicodeDecode[WithOffsets]`, `UnicodeEncode`).
 //! Their string outputs are `DType::String`, which no cluster accepts (the compilable check
 //! refuses every string-typed input or output), so they always run in the plain kernels.
 
@@ -128,7 +129,66 @@ fn regex_operands(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![c.shape(0).clone()])
 }
 
+/// `UnicodeDecode[WithOffsets]`: row splits `[n + 1]` for the `n` input strings, then the
+/// code points (and their byte starts) `[?]`.
+fn unicode_decode(c: &InferCtx<'_>) -> Shapes {
+    let splits = match c.shape(0).dims.as_ref() {
+        Some(d) => Shape::with_dims(vec![d.iter().try_fold(1i64, |n, x| x.map(|x| n * x)).map(|n| n + 1)]),
+        None => Shape::with_dims(vec![None]),
+    };
+    Ok(std::iter::once(splits).chain((1..c.out_types.len()).map(|_| Shape::with_dims(vec![None]))).collect())
+}
+
+/// `UnicodeEncode`: one string per row, `len(input_splits) - 1`.
+fn unicode_encode(c: &InferCtx<'_>) -> Shapes {
+    for (i, what) in [(0, "input_values"), (1, "input_splits")] {
+        if c.shape(i).rank().is_some_and(|r| r != 1) {
+            return Err(format!("{what} must be a vector, but has shape {}", c.shape(i)));
+        }
+    }
+    let rows = c.shape(1).dims.as_ref().and_then(|d| d[0]).map(|n| (n - 1).max(0));
+    Ok(vec![Shape::with_dims(vec![rows])])
+}
+
+const UNICODE_DECODE_ATTRS: &[AttrSpec] = &[
+    req("input_encoding", AttrKind::String),
+    opt("errors", AttrKind::String),
+    idef("replacement_char", 65533),
+    bdef("replace_control_characters", false),
+    AttrSpec { name: "Tsplits", kind: AttrKind::Type, default: AttrDefault::Type(Int64), allowed: Some(INDEX) },
+];
+
 pub(super) const OPS: &[OpSchema] = &[
+    op(
+        "UnicodeDecode",
+        &[a("input", STR)],
+        &[a("row_splits", TypeRule::Attr("Tsplits")), a("char_values", TypeRule::Fixed(Int32))],
+        UNICODE_DECODE_ATTRS,
+        unicode_decode,
+    ),
+    op(
+        "UnicodeDecodeWithOffsets",
+        &[a("input", STR)],
+        &[
+            a("row_splits", TypeRule::Attr("Tsplits")),
+            a("char_values", TypeRule::Fixed(Int32)),
+            a("char_to_byte_starts", TypeRule::Fixed(Int64)),
+        ],
+        UNICODE_DECODE_ATTRS,
+        unicode_decode,
+    ),
+    op(
+        "UnicodeEncode",
+        &[a("input_values", TypeRule::Fixed(Int32)), a("input_splits", TypeRule::Attr("Tsplits"))],
+        &[a("output", STR)],
+        &[
+            opt("errors", AttrKind::String),
+            req("output_encoding", AttrKind::String),
+            idef("replacement_char", 65533),
+            AttrSpec { name: "Tsplits", kind: AttrKind::Type, default: AttrDefault::Type(Int64), allowed: Some(INDEX) },
+        ],
+        unicode_encode,
+    ),
     op(
         "AsString",
         &[a("input", TypeRule::Attr("T"))],
