@@ -460,3 +460,27 @@ fn tf1_example_parsing_matches_tensorflow() {
 fn tf1_unicode_ops_match_tensorflow() {
     matches_tensorflow_exactly("tf1_unicode", 14);
 }
+
+/// Keras' orthogonal initializer in a TF1 init graph (make_tf1_orthogonal_init.py): a seeded
+/// normal sample, its Qr, R's diagonal signs folded into Q. Both variables `init` writes are
+/// TensorFlow's within 1e-6, in both modes.
+#[test]
+fn tf1_orthogonal_initializer_matches_tensorflow() {
+    let want = expected("tf1_orthogonal_init");
+    let g = testdata("tf1_orthogonal_init.pbtxt");
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let out = autoclust(
+            &[&["run", g.to_str().unwrap(), "--init", "init", "--target", "init", "--json"][..], mode].concat(),
+        );
+        assert!(out.status.success() && out.stderr.is_empty(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let v = json(&out);
+        for k in ["k", "r"] {
+            let got = v["variables"][k]["data"].as_array().unwrap();
+            let w = want[k].as_array().unwrap();
+            assert_eq!(got.len(), w.len(), "{k}");
+            for (a, b) in got.iter().zip(w) {
+                assert!((a.as_f64().unwrap() - b.as_f64().unwrap()).abs() <= 1e-6, "{k} {mode:?}: {got:?} != {w:?}");
+            }
+        }
+    }
+}

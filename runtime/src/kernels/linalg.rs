@@ -1,5 +1,7 @@
 //! Dense linear algebra on batches of small matrices, what `tf.linalg` puts in Gaussian
-//! process, normalising-flow and second-order training graphs: `MatrixInverse`, `Cholesky`,
+//! process, normalising-flow and second-order training graphs, and Keras' orthogonal
+//! initializer (the default for LSTM and GRU recurrent kernels) in TF1 init graphs: `Qr`
+//! (Householder, Eigen's sign conventions), `MatrixInverse`, `Cholesky`,
 //! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
 //! each over the last two dimensions of a float32 or float64 tensor (float16 and bfloat16
 //! through the float32 kernel), batch dimensions in front.
@@ -37,6 +39,27 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                     out.extend(lu.solve(&identity(m.rows), m.rows));
                 }
                 single(m.output(inp[0].shape.clone(), out))
+            })
+        }
+        "Qr" => {
+            let full = attr_bool_or(node, "full_matrices", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let m = Batch::new(&inp[0], "input")?;
+                let (rows, cols) = (m.rows, m.cols);
+                let p = rows.min(cols);
+                let (q_cols, r_rows) = if full { (rows, rows) } else { (p, p) };
+                let (mut qs, mut rs) = (Vec::new(), Vec::new());
+                for a in m.matrices() {
+                    let (q, r) = householder_qr(a, rows, cols, q_cols, r_rows);
+                    qs.extend(q);
+                    rs.extend(r);
+                }
+                let lead = &inp[0].shape[..inp[0].rank() - 2];
+                let mut o = Outputs::new();
+                o.push(m.output([lead, &[rows, q_cols]].concat(), qs));
+                o.push(m.output([lead, &[r_rows, cols]].concat(), rs));
+                Ok(o)
             })
         }
         "Cholesky" => Box::new(|inp: Inputs| {
@@ -162,6 +185,75 @@ impl Batch {
             _ => tensor_of(shape, v),
         }
     }
+}
+
+/// Householder QR of the `rows × cols` matrix `a` (row-major), as Eigen's `HouseholderQR`
+/// (TensorFlow's `Qr` kernel) computes it: column `k`'s reflector maps `x = a[k.., k]` to
+/// `β e₁` with `β = −sign(x₀)‖x‖` — no reflection when `x` has nothing below `x₀` (`β = x₀`),
+/// so the signs of `R`'s diagonal are Eigen's. Returns `Q`'s first `q_cols` columns
+/// (`rows × q_cols`) and `R`'s first `r_rows` rows (`r_rows × cols`, zero below the diagonal).
+fn householder_qr(a: &[f64], rows: usize, cols: usize, q_cols: usize, r_rows: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut r = a.to_vec();
+    let p = rows.min(cols);
+    // Each reflector `H = I − τ v vᵀ`, `v = [1, essential…]` over rows k.., by column k.
+    let mut reflectors: Vec<(f64, Vec<f64>)> = Vec::with_capacity(p);
+    for k in 0..p {
+        let c0 = r[k * cols + k];
+        let tail: f64 = (k + 1..rows).map(|i| r[i * cols + k] * r[i * cols + k]).sum();
+        let (tau, v) = if tail <= f64::MIN_POSITIVE {
+            (0.0, vec![0.0; rows - k - 1])
+        } else {
+            let mut beta = (c0 * c0 + tail).sqrt();
+            if c0 >= 0.0 {
+                beta = -beta;
+            }
+            let v: Vec<f64> = (k + 1..rows).map(|i| r[i * cols + k] / (c0 - beta)).collect();
+            r[k * cols + k] = beta;
+            for i in k + 1..rows {
+                r[i * cols + k] = 0.0;
+            }
+            ((beta - c0) / beta, v)
+        };
+        if tau != 0.0 {
+            // The columns right of k: x ← x − τ v (vᵀ x).
+            for j in k + 1..cols {
+                let dot =
+                    r[k * cols + j] + v.iter().enumerate().map(|(i, vi)| vi * r[(k + 1 + i) * cols + j]).sum::<f64>();
+                let t = tau * dot;
+                r[k * cols + j] -= t;
+                for (i, vi) in v.iter().enumerate() {
+                    r[(k + 1 + i) * cols + j] -= t * vi;
+                }
+            }
+        }
+        reflectors.push((tau, v));
+    }
+    // Q = H₀ H₁ … H_{p−1} applied to the first `q_cols` columns of the identity, last first.
+    let mut q = vec![0.0; rows * q_cols];
+    for i in 0..q_cols.min(rows) {
+        q[i * q_cols + i] = 1.0;
+    }
+    for (k, (tau, v)) in reflectors.iter().enumerate().rev() {
+        if *tau == 0.0 {
+            continue;
+        }
+        for j in 0..q_cols {
+            let dot =
+                q[k * q_cols + j] + v.iter().enumerate().map(|(i, vi)| vi * q[(k + 1 + i) * q_cols + j]).sum::<f64>();
+            let t = tau * dot;
+            q[k * q_cols + j] -= t;
+            for (i, vi) in v.iter().enumerate() {
+                q[(k + 1 + i) * q_cols + j] -= t * vi;
+            }
+        }
+    }
+    let mut rr = vec![0.0; r_rows * cols];
+    for i in 0..r_rows.min(rows) {
+        for j in i..cols {
+            rr[i * cols + j] = r[i * cols + j];
+        }
+    }
+    (q, rr)
 }
 
 fn transpose(a: &[f64], n: usize) -> Vec<f64> {
@@ -398,6 +490,59 @@ mod tests {
     }
 
     // Every expected value below is TensorFlow 2.21's (tf.linalg on the CPU).
+
+    /// `tf.linalg.qr` of a tall, a wide and a rank-deficient matrix, thin and full: Eigen's
+    /// Householder signs (a column with nothing below the diagonal is not reflected).
+    #[test]
+    fn qr_matches_tensorflow() {
+        let qr = |a: &Tensor, full: bool| {
+            let f = prepare(&with("Qr", &[("full_matrices", full)])).unwrap().unwrap();
+            let o = f(Inputs::from_vec(vec![a.clone()])).unwrap();
+            (o[0].clone(), o[1].clone())
+        };
+        let close6 = |got: &Tensor, want: &[f32]| {
+            let got = got.as_f32().unwrap();
+            assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() <= 2e-6, "{got:?} vs {want:?}");
+            }
+        };
+        let tall = f32s(&[4, 3], &[2., -1., 0.5, 1., 3., -2., 0., 1., 1., -4., 0.5, 2.]);
+        let r_tall = [-4.582576, 0.218218, 1.963961, 0.0, -3.346996, 1.472536, 0.0, 0.0, -1.795688];
+        let q_thin = [
+            -0.436436, 0.270321, -0.534105, -0.218218, -0.910554, 0.128422, 0.0, -0.298775, -0.801897, 0.872872,
+            -0.092478, -0.234947,
+        ];
+        let (q, r) = qr(&tall, false);
+        assert_eq!((q.shape.clone(), r.shape.clone()), (vec![4, 3], vec![3, 3]));
+        close6(&q, &q_thin);
+        close6(&r, &r_tall);
+        let (q, r) = qr(&tall, true);
+        assert_eq!((q.shape.clone(), r.shape.clone()), (vec![4, 4], vec![4, 3]));
+        close6(
+            &q,
+            &[
+                -0.436436, 0.270321, -0.534105, 0.671701, -0.218218, -0.910554, 0.128422, 0.326774, 0.0, -0.298775,
+                -0.801897, -0.517391, 0.872872, -0.092478, -0.234947, 0.417544,
+            ],
+        );
+        close6(&r, &[r_tall.as_slice(), &[0.0; 3]].concat());
+        let wide = f32s(&[3, 5], &[1., 2., 3., 4., 5., -1., 0., 1., 0., 2., 3., -2., 0., 1., 1.]);
+        let (q, r) = qr(&wide, false);
+        assert_eq!((q.shape.clone(), r.shape.clone()), (vec![3, 3], vec![3, 5]));
+        close6(&q, &[-0.301511, -0.92387, 0.235702, 0.301511, 0.142134, 0.942809, -0.904534, 0.355334, 0.235702]);
+        close6(
+            &r,
+            &[
+                -3.316625, 1.206046, -0.603023, -2.110579, -1.809068, 0.0, -2.558408, -2.629476, -3.340145, -3.979747,
+                0.0, 0.0, 1.649916, 1.178512, 3.299832,
+            ],
+        );
+        let (q, r) = qr(&f32s(&[1, 2, 2], &[0., 1., 0., 2.]), false);
+        assert_eq!(q.shape, vec![1, 2, 2]);
+        close6(&q, &[1.0, 0.0, 0.0, 1.0]);
+        close6(&r, &[0.0, 1.0, 0.0, 2.0]);
+    }
 
     #[test]
     fn inverse_matches_tensorflow() {

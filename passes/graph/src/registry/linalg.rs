@@ -1,4 +1,4 @@
-//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `MatrixInverse`, `Cholesky`,
+//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `Qr`, `MatrixInverse`, `Cholesky`,
 //! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
 //! over the last two dimensions with batch dimensions in front. Shape functions follow
 //! TensorFlow's (`MakeBatchSquareMatrix`, `MatrixSolveShapeFn`,
@@ -97,7 +97,30 @@ const ADJOINT: &[AttrSpec] = &[bool_attr_or("adjoint", false), type_attr("T", So
 const TRIANGULAR: &[AttrSpec] =
     &[bool_attr_or("lower", true), bool_attr_or("adjoint", false), type_attr("T", Some(FLOAT))];
 
+/// `Qr`: `q` `[..., M, P]` and `r` `[..., P, N]` with `P = min(M, N)`, or `[..., M, M]` and
+/// `[..., M, N]` with `full_matrices`.
+fn qr(c: &InferCtx<'_>) -> Shapes {
+    let Some((batch, m, n)) = matrix(c, 0, "input")? else { return Ok(vec![Shape::unknown(), Shape::unknown()]) };
+    let p = if c.attr_bool("full_matrices", false) {
+        m
+    } else {
+        match (m, n) {
+            (Some(m), Some(n)) => Some(m.min(n)),
+            _ => None,
+        }
+    };
+    Ok(vec![with(batch.clone(), &[m, p]), with(batch, &[p, n])])
+}
+
 pub(super) static OPS: &[OpSchema] = &[
+    pure_op(
+        "Qr",
+        OpFamily::MatMul,
+        &[arg("input", T)],
+        &[arg("q", T), arg("r", T)],
+        &[bool_attr_or("full_matrices", false), type_attr("T", Some(FLOAT))],
+        qr,
+    ),
     pure_op("MatrixInverse", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], ADJOINT, same_square),
     pure_op("Cholesky", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], T_ATTR, same_square),
     pure_op(
