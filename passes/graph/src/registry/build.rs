@@ -51,3 +51,8 @@ pub(super) const fn typed_list(name: &'static str, attr: &'static str) -> ArgSpe
 pub(super) const fn required(name: &'static str, kind: AttrKind) -> AttrSpec {
     AttrSpec { name, kind, default: AttrDefault::Required, allowed: None }
 }
+
+/// An int attribute with a default.
+pub(super) const fn int_attr_or(name: &'static str, d: i64) -> AttrSpec {
+    AttrSpec { name, kind: AttrKind::Int, default: AttrDefault::Int(d), allowed: None }
+}

@@ -13,14 +13,16 @@
 //!
 //! Ops not in the registry are opaque: the verifier never rejects them.
 
-mod array_extra;
 mod bitwise;
 mod build;
 mod calls;
 mod control_flow;
 mod detection;
 mod diag;
+mod image;
+mod indexing;
 mod linalg;
+mod lists;
 mod lookup;
 mod nn;
 mod ops;
@@ -279,7 +281,9 @@ impl InferCtx<'_> {
 /// (checked by a unit test).
 const TABLES: &[&[OpSchema]] = &[
     ops::OPS,
-    array_extra::OPS,
+    indexing::OPS,
+    image::OPS,
+    lists::OPS,
     nn::OPS,
     calls::OPS,
     strings::OPS,

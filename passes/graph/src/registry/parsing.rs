@@ -4,6 +4,7 @@
 //! indices, values and dense shape; per dense key its values; per ragged key (V2) its values
 //! and row splits. String inputs keep them out of every cluster.
 
+use super::build::{arg as a, pure_op, repeated as n};
 use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, ShapeFn, TypeRule};
 use crate::DType::{self, Float32, Int32, Int64, String as Str};
 use crate::Shape;
@@ -15,12 +16,6 @@ const I64: TypeRule = TypeRule::Fixed(Int64);
 const FEATURE_TYPES: &[DType] = &[Float32, Int64, Str];
 const SPLIT_TYPES: &[DType] = &[Int32, Int64];
 
-const fn a(name: &'static str, ty: TypeRule) -> ArgSpec {
-    ArgSpec { name, ty, number_attr: None }
-}
-const fn n(name: &'static str, ty: TypeRule, number: &'static str) -> ArgSpec {
-    ArgSpec { name, ty, number_attr: Some(number) }
-}
 const fn types(name: &'static str, allowed: &'static [DType]) -> AttrSpec {
     AttrSpec { name, kind: AttrKind::ListType, default: AttrDefault::Optional, allowed: Some(allowed) }
 }
@@ -34,7 +29,7 @@ const fn op(
     attrs: &'static [AttrSpec],
     shape_fn: ShapeFn,
 ) -> OpSchema {
-    OpSchema { name, family: OpFamily::Shape, inputs, outputs, attrs, is_stateful: false, shape_fn, value_fn: None }
+    pure_op(name, OpFamily::Shape, inputs, outputs, attrs, shape_fn)
 }
 
 /// The outputs' shapes for a `serialized` of rank `rank` (0 or 1; `None` unknown) and batch

@@ -18,7 +18,8 @@ type Values = Vec<Option<Vec<Dim>>>;
 /// The largest integer tensor whose elements inference keeps.
 const MAX_VALUE_ELEMENTS: usize = 1024;
 
-fn one(s: Shape) -> Shapes {
+/// One output of shape `s`.
+pub(super) fn one(s: Shape) -> Shapes {
     Ok(vec![s])
 }
 
@@ -108,6 +109,16 @@ pub(super) fn key_counter(c: &InferCtx<'_>) -> Shapes {
 
 pub(super) fn scalar(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::scalar(); c.out_types.len()])
+}
+
+/// The dimensions of `s`, `None` for an unknown rank.
+pub(super) fn dims_of(s: &Shape) -> Option<&[Dim]> {
+    s.dims.as_deref()
+}
+
+/// One output shaped like input 1.
+pub(super) fn same_as_1(c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![c.shape(1).clone()])
 }
 
 pub(super) fn same_as_0(c: &InferCtx<'_>) -> Shapes {

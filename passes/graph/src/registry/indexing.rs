@@ -1,14 +1,15 @@
-//! More array ops that TensorFlow's training graphs emit: the sparse-gradient ops of
-//! embedding lookups (`Unique`, `UnsortedSegment{Sum,Max,Min,Prod}`), `InvertPermutation`
-//! (transpose gradients), `OneHot`, and the N-d resource scatters
-//! (`ResourceScatterNd{Add,Sub,Update}`), `Einsum` (Keras attention and `EinsumDense`), the
-//! sorted `Segment*` reductions, `TopKV2`/`TopK`, `Assert`, `GatherNd`/`ResourceGatherNd`/`ScatterNd`, `ReverseV2`,
-//! `BroadcastArgs`, `SpaceToBatchND`/`BatchToSpaceND` (dilated convolutions) , `InTopKV2`/`InTopK`
-//! (Keras' top-k accuracy metrics), `ResizeBilinear`/`ResizeNearestNeighbor` and their gradients. Signatures and shape functions follow the ops'
-//! `REGISTER_OP`s in TensorFlow's `array_ops.cc`, `math_ops.cc` and `state_ops.cc`:
-//! unknown ranks and dimensions stay unknown, and a shape function fails only where
-//! TensorFlow's would.
+//! Schemas of the ops that select, move or combine elements by index (`array_ops.cc`,
+//! `math_ops.cc`, `state_ops.cc`): the sparse-gradient ops of embedding lookups (`Unique`,
+//! `UnsortedSegment{Sum,Max,Min,Prod}`, the sorted `Segment*`), `Where`, `Roll`,
+//! `InvertPermutation` (transpose gradients), `OneHot`, `TopKV2`/`TopK` and `InTopKV2`/`InTopK`
+//! (Keras' top-k metrics), `GatherNd`/`ResourceGatherNd`/`ScatterNd` and the N-d resource
+//! scatters (`ResourceScatterNd{Add,Sub,Update,Max,Min}`), `ReverseV2`, `BroadcastArgs`,
+//! `SpaceToBatchND`/`BatchToSpaceND` (dilated convolutions), `Einsum` (Keras attention and
+//! `EinsumDense`), `RaggedTensorToTensor`, and `Assert`. Signatures and shape functions follow
+//! the ops' `REGISTER_OP`s: unknown ranks and dimensions stay unknown, and a shape function
+//! fails only where TensorFlow's would.
 
+use super::shapes::{dims_of, one, same_as_0 as same_as_input};
 use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, ShapeFn, TypeRule};
 use crate::DType::{
     self, BFloat16, Complex128, Complex64, Float16, Float32, Float64, Int16, Int32, Int64, Int8, Resource, UInt16,
@@ -58,14 +59,6 @@ const fn op(
 }
 
 // ---------------------------------------------------------------- shape functions
-
-fn one(s: Shape) -> Shapes {
-    Ok(vec![s])
-}
-
-fn dims_of(s: &Shape) -> Option<&[Dim]> {
-    s.dims.as_deref()
-}
 
 /// `Unique`: x is a vector; y has an unknown length, idx x's.
 fn unique(c: &InferCtx<'_>) -> Shapes {
@@ -356,62 +349,6 @@ fn in_top_k(c: &InferCtx<'_>) -> Shapes {
     one(Shape::with_dims(vec![dims_of(c.shape(0)).and_then(|d| d.first().copied().flatten())]))
 }
 
-/// `ResizeBilinear`, `ResizeNearestNeighbor` and its gradient: `[batch, size[0], size[1], channels]`.
-fn resize_bilinear(c: &InferCtx<'_>) -> Shapes {
-    let d = dims_of(c.shape(0));
-    let at = |i: usize| d.and_then(|d| d.get(i).copied().flatten());
-    let size = c.known_value(1);
-    let hw = |i: usize| size.as_ref().and_then(|s| s.get(i).copied());
-    one(Shape::with_dims(vec![at(0), hw(0), hw(1), at(3)]))
-}
-
-/// `CropAndResizeGradBoxes`: `[num_boxes, 4]`.
-fn crop_grad_boxes(c: &InferCtx<'_>) -> Shapes {
-    one(Shape::with_dims(vec![dims_of(c.shape(2)).and_then(|d| d.first().copied().flatten()), Some(4)]))
-}
-
-/// `CropAndResizeGradImage`: the value of `image_size`.
-fn crop_grad_image(c: &InferCtx<'_>) -> Shapes {
-    one(Shape::with_dims(match c.value(3) {
-        Some(v) if v.len() == 4 => v.to_vec(),
-        _ => vec![None; 4],
-    }))
-}
-
-/// `CropAndResize`: `[num_boxes, crop_height, crop_width, depth]`.
-fn crop_and_resize(c: &InferCtx<'_>) -> Shapes {
-    let boxes = dims_of(c.shape(1)).and_then(|d| d.first().copied().flatten());
-    let depth = dims_of(c.shape(0)).and_then(|d| d.get(3).copied().flatten());
-    let size = c.known_value(3);
-    let hw = |i: usize| size.as_ref().and_then(|s| s.get(i).copied());
-    one(Shape::with_dims(vec![boxes, hw(0), hw(1), depth]))
-}
-
-/// `ExtractImagePatches`: the windowed output size of the effective (dilated) window per
-/// spatial dimension, `ksize_rows · ksize_cols · depth` channels.
-fn extract_image_patches(c: &InferCtx<'_>) -> Shapes {
-    let (k, s, r) = (c.attr_ints("ksizes"), c.attr_ints("strides"), c.attr_ints("rates"));
-    if k.len() != 4 || s.len() != 4 || r.len() != 4 {
-        return Err("ksizes, strides and rates must have 4 elements".into());
-    }
-    let same = matches!(c.node.attr("padding").and_then(crate::AttrValue::as_str), Some("SAME"));
-    let d = dims_of(c.shape(0));
-    let at = |i: usize| d.and_then(|d| d.get(i).copied().flatten());
-    let out = |i: usize| {
-        let eff = (k[i] - 1) * r[i] + 1;
-        at(i).map(|n| if same { (n + s[i] - 1) / s[i] } else { ((n - eff) / s[i] + 1).max(0) })
-    };
-    one(Shape::with_dims(vec![at(0), out(1), out(2), at(3).map(|d| d * k[1] * k[2])]))
-}
-
-fn same_as_1(c: &InferCtx<'_>) -> Shapes {
-    one(c.shape(1).clone())
-}
-
-fn same_as_input(c: &InferCtx<'_>) -> Shapes {
-    one(c.shape(0).clone())
-}
-
 fn no_outputs(_: &InferCtx<'_>) -> Shapes {
     Ok(Vec::new())
 }
@@ -432,11 +369,6 @@ const SORTED_SUM_ATTRS: &[AttrSpec] = &[tattr("T", Some(NUMBER)), tattr("Tindice
 const SORTED_MINMAX_ATTRS: &[AttrSpec] = &[tattr("T", Some(REAL)), tattr("Tindices", Some(INDEX))];
 const TOPK_OUT: &[ArgSpec] = &[a("values", T), a("indices", ty("index_type"))];
 
-/// The colour ops' images: float32 (and the half types through it).
-const COLOR_ATTRS: &[AttrSpec] = &[tattr("T", Some(&[Float16, BFloat16, Float32]))];
-const RESIZE_ATTRS: &[AttrSpec] =
-    &[tattr("T", Some(REAL)), bdef("align_corners", false), bdef("half_pixel_centers", false)];
-
 const fn sorted_segment_op(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
     op(name, OpFamily::Reduction, SORTED_SEGMENT_IN, SEGMENT_OUT, attrs, sorted_segment)
 }
@@ -448,77 +380,6 @@ const fn scatter_nd_op(name: &'static str) -> OpSchema {
     o.is_stateful = true;
     o
 }
-
-/// The ops of this table.
-/// A TensorList op's `element_shape` operand as a shape: a vector whose −1 entries are
-/// unknown dimensions; a scalar (−1) or an unknown value is an unknown shape.
-fn list_element_shape(c: &InferCtx<'_>, i: usize) -> Shape {
-    match (c.shape(i).rank(), c.value(i)) {
-        (Some(1), Some(v)) => Shape::with_dims(v.iter().map(|d| d.filter(|&x| x >= 0)).collect()),
-        _ => Shape::unknown(),
-    }
-}
-
-fn list_handle(_c: &InferCtx<'_>) -> Shapes {
-    Ok(vec![Shape::scalar()])
-}
-
-/// `TensorListGather`: `[len(indices)] + element_shape`.
-fn list_gather(c: &InferCtx<'_>) -> Shapes {
-    let n = c.shape(1).dims.as_ref().and_then(|d| d.first().copied().flatten());
-    let elem = list_element_shape(c, 2);
-    Ok(vec![match elem.dims {
-        Some(d) => {
-            let mut dims: Vec<Dim> = vec![n];
-            dims.extend(d);
-            Shape::with_dims(dims)
-        }
-        None => Shape::unknown(),
-    }])
-}
-
-/// `TensorListConcatV2`: the concatenation and the int64 lengths of its pieces.
-fn list_concat(_c: &InferCtx<'_>) -> Shapes {
-    Ok(vec![Shape::unknown(), Shape::with_dims(vec![None])])
-}
-
-/// `TensorListElementShape`: a vector, or the scalar −1 for an unknown rank.
-fn list_element_shape_out(_c: &InferCtx<'_>) -> Shapes {
-    Ok(vec![Shape::unknown()])
-}
-
-fn list_length(_c: &InferCtx<'_>) -> Shapes {
-    Ok(vec![Shape::scalar()])
-}
-
-/// `TensorListGetItem`: an element (`element_shape` is operand 2).
-fn list_get_item(c: &InferCtx<'_>) -> Shapes {
-    Ok(vec![list_element_shape(c, 2)])
-}
-
-/// `TensorListPopBack`: the shorter list and the element.
-fn list_pop_back(c: &InferCtx<'_>) -> Shapes {
-    Ok(vec![Shape::scalar(), list_element_shape(c, 1)])
-}
-
-/// `TensorListStack`: `[num_elements] + element_shape`.
-fn list_stack(c: &InferCtx<'_>) -> Shapes {
-    let elem = list_element_shape(c, 1);
-    let n = c.attr_int("num_elements", -1);
-    Ok(vec![match elem.dims {
-        Some(d) => {
-            let mut dims: Vec<Dim> = vec![(n >= 0).then_some(n)];
-            dims.extend(d);
-            Shape::with_dims(dims)
-        }
-        None => Shape::unknown(),
-    }])
-}
-
-const VARIANT: TypeRule = TypeRule::Fixed(crate::DType::Variant);
-const I32: TypeRule = TypeRule::Fixed(Int32);
-const LIST_ATTRS: &[AttrSpec] = &[tattr("element_dtype", None), tattr("shape_type", Some(INDEX))];
-const ELEMENT_DTYPE: &[AttrSpec] = &[tattr("element_dtype", None)];
 
 pub(super) static OPS: &[OpSchema] = &[
     op(
@@ -612,156 +473,6 @@ pub(super) static OPS: &[OpSchema] = &[
             no_outputs,
         )
     },
-    op(
-        "ResizeBilinear",
-        OpFamily::Shape,
-        &[a("images", T), a("size", TypeRule::Fixed(Int32))],
-        &[a("resized_images", TypeRule::Fixed(Float32))],
-        RESIZE_ATTRS,
-        resize_bilinear,
-    ),
-    op("RGBToHSV", OpFamily::Shape, &[a("images", T)], &[a("output", T)], COLOR_ATTRS, same_as_input),
-    op("HSVToRGB", OpFamily::Shape, &[a("images", T)], &[a("output", T)], COLOR_ATTRS, same_as_input),
-    op(
-        "AdjustHue",
-        OpFamily::Shape,
-        &[a("images", T), a("delta", TypeRule::Fixed(Float32))],
-        &[a("output", T)],
-        COLOR_ATTRS,
-        same_as_input,
-    ),
-    op(
-        "AdjustSaturation",
-        OpFamily::Shape,
-        &[a("images", T), a("scale", TypeRule::Fixed(Float32))],
-        &[a("output", T)],
-        COLOR_ATTRS,
-        same_as_input,
-    ),
-    op(
-        "AdjustContrastv2",
-        OpFamily::Shape,
-        &[a("images", T), a("contrast_factor", TypeRule::Fixed(Float32))],
-        &[a("output", T)],
-        COLOR_ATTRS,
-        same_as_input,
-    ),
-    op(
-        "ResizeBicubic",
-        OpFamily::Shape,
-        &[a("images", T), a("size", TypeRule::Fixed(Int32))],
-        &[a("resized_images", TypeRule::Fixed(Float32))],
-        RESIZE_ATTRS,
-        resize_bilinear,
-    ),
-    op(
-        "ResizeArea",
-        OpFamily::Shape,
-        &[a("images", T), a("size", TypeRule::Fixed(Int32))],
-        &[a("resized_images", TypeRule::Fixed(Float32))],
-        &[tattr("T", Some(REAL)), bdef("align_corners", false)],
-        resize_bilinear,
-    ),
-    op(
-        "CropAndResize",
-        OpFamily::Shape,
-        &[
-            a("image", T),
-            a("boxes", TypeRule::Fixed(Float32)),
-            a("box_ind", TypeRule::Fixed(Int32)),
-            a("crop_size", TypeRule::Fixed(Int32)),
-        ],
-        &[a("crops", TypeRule::Fixed(Float32))],
-        &[
-            tattr("T", Some(REAL)),
-            AttrSpec { name: "method", kind: AttrKind::String, default: AttrDefault::Optional, allowed: None },
-            AttrSpec {
-                name: "extrapolation_value",
-                kind: AttrKind::Float,
-                default: AttrDefault::Optional,
-                allowed: None,
-            },
-        ],
-        crop_and_resize,
-    ),
-    op(
-        "ExtractImagePatches",
-        OpFamily::Shape,
-        &[a("images", T)],
-        &[a("patches", T)],
-        &[
-            AttrSpec { name: "ksizes", kind: AttrKind::ListInt, default: AttrDefault::Required, allowed: None },
-            AttrSpec { name: "strides", kind: AttrKind::ListInt, default: AttrDefault::Required, allowed: None },
-            AttrSpec { name: "rates", kind: AttrKind::ListInt, default: AttrDefault::Required, allowed: None },
-            tattr("T", None),
-            AttrSpec { name: "padding", kind: AttrKind::String, default: AttrDefault::Required, allowed: None },
-        ],
-        extract_image_patches,
-    ),
-    op(
-        "ResizeBicubicGrad",
-        OpFamily::Shape,
-        &[a("grads", TypeRule::Fixed(Float32)), a("original_image", T)],
-        &[a("output", T)],
-        &[tattr("T", Some(&[Float32, Float64])), bdef("align_corners", false), bdef("half_pixel_centers", false)],
-        same_as_1,
-    ),
-    op(
-        "CropAndResizeGradBoxes",
-        OpFamily::Shape,
-        &[
-            a("grads", TypeRule::Fixed(Float32)),
-            a("image", T),
-            a("boxes", TypeRule::Fixed(Float32)),
-            a("box_ind", TypeRule::Fixed(Int32)),
-        ],
-        &[a("output", TypeRule::Fixed(Float32))],
-        &[
-            tattr("T", Some(REAL)),
-            AttrSpec { name: "method", kind: AttrKind::String, default: AttrDefault::Optional, allowed: None },
-        ],
-        crop_grad_boxes,
-    ),
-    op(
-        "CropAndResizeGradImage",
-        OpFamily::Shape,
-        &[
-            a("grads", TypeRule::Fixed(Float32)),
-            a("boxes", TypeRule::Fixed(Float32)),
-            a("box_ind", TypeRule::Fixed(Int32)),
-            a("image_size", TypeRule::Fixed(Int32)),
-        ],
-        &[a("output", T)],
-        &[
-            tattr("T", Some(&[Float16, Float32, Float64])),
-            AttrSpec { name: "method", kind: AttrKind::String, default: AttrDefault::Optional, allowed: None },
-        ],
-        crop_grad_image,
-    ),
-    op(
-        "ResizeBilinearGrad",
-        OpFamily::Shape,
-        &[a("grads", TypeRule::Fixed(Float32)), a("original_image", T)],
-        &[a("output", T)],
-        RESIZE_ATTRS,
-        same_as_1,
-    ),
-    op(
-        "ResizeNearestNeighbor",
-        OpFamily::Shape,
-        &[a("images", T), a("size", TypeRule::Fixed(Int32))],
-        &[a("resized_images", T)],
-        RESIZE_ATTRS,
-        resize_bilinear,
-    ),
-    op(
-        "ResizeNearestNeighborGrad",
-        OpFamily::Shape,
-        &[a("grads", T), a("size", TypeRule::Fixed(Int32))],
-        &[a("output", T)],
-        RESIZE_ATTRS,
-        resize_bilinear,
-    ),
     op(
         "InTopKV2",
         OpFamily::Shape,
@@ -866,121 +577,6 @@ pub(super) static OPS: &[OpSchema] = &[
     scatter_nd_op("ResourceScatterNdUpdate"),
     scatter_nd_op("ResourceScatterNdMax"),
     scatter_nd_op("ResourceScatterNdMin"),
-    // TensorLists (DT_VARIANT scalars): Keras RNN loops, tf.TensorArray, while-loop
-    // gradient accumulators (list_ops.cc).
-    op(
-        "EmptyTensorList",
-        OpFamily::Shape,
-        &[a("element_shape", ty("shape_type")), a("max_num_elements", I32)],
-        &[a("handle", VARIANT)],
-        LIST_ATTRS,
-        list_handle,
-    ),
-    op(
-        "TensorListReserve",
-        OpFamily::Shape,
-        &[a("element_shape", ty("shape_type")), a("num_elements", I32)],
-        &[a("handle", VARIANT)],
-        LIST_ATTRS,
-        list_handle,
-    ),
-    op(
-        "TensorListFromTensor",
-        OpFamily::Shape,
-        &[a("tensor", ty("element_dtype")), a("element_shape", ty("shape_type"))],
-        &[a("output_handle", VARIANT)],
-        LIST_ATTRS,
-        list_handle,
-    ),
-    op(
-        "TensorListGetItem",
-        OpFamily::Shape,
-        &[a("input_handle", VARIANT), a("index", I32), a("element_shape", I32)],
-        &[a("item", ty("element_dtype"))],
-        ELEMENT_DTYPE,
-        list_get_item,
-    ),
-    op(
-        "TensorListSetItem",
-        OpFamily::Shape,
-        &[a("input_handle", VARIANT), a("index", I32), a("item", ty("element_dtype"))],
-        &[a("output_handle", VARIANT)],
-        &[tattr("element_dtype", None), bdef("resize_if_index_out_of_bounds", false)],
-        list_handle,
-    ),
-    op(
-        "TensorListPushBack",
-        OpFamily::Shape,
-        &[a("input_handle", VARIANT), a("tensor", ty("element_dtype"))],
-        &[a("output_handle", VARIANT)],
-        ELEMENT_DTYPE,
-        list_handle,
-    ),
-    op(
-        "TensorListPopBack",
-        OpFamily::Shape,
-        &[a("input_handle", VARIANT), a("element_shape", I32)],
-        &[a("output_handle", VARIANT), a("tensor", ty("element_dtype"))],
-        ELEMENT_DTYPE,
-        list_pop_back,
-    ),
-    op(
-        "TensorListStack",
-        OpFamily::Shape,
-        &[a("input_handle", VARIANT), a("element_shape", I32)],
-        &[a("tensor", ty("element_dtype"))],
-        &[tattr("element_dtype", None), idef("num_elements", -1)],
-        list_stack,
-    ),
-    op(
-        "TensorListGather",
-        OpFamily::Shape,
-        &[a("input_handle", VARIANT), a("indices", I32), a("element_shape", I32)],
-        &[a("values", ty("element_dtype"))],
-        ELEMENT_DTYPE,
-        list_gather,
-    ),
-    op(
-        "TensorListConcatV2",
-        OpFamily::Shape,
-        &[a("input_handle", VARIANT), a("element_shape", ty("shape_type")), a("leading_dims", TypeRule::Fixed(Int64))],
-        &[a("tensor", ty("element_dtype")), a("lengths", TypeRule::Fixed(Int64))],
-        LIST_ATTRS,
-        list_concat,
-    ),
-    op(
-        "TensorListSplit",
-        OpFamily::Shape,
-        &[a("tensor", ty("element_dtype")), a("element_shape", ty("shape_type")), a("lengths", TypeRule::Fixed(Int64))],
-        &[a("output_handle", VARIANT)],
-        LIST_ATTRS,
-        list_handle,
-    ),
-    op(
-        "TensorListResize",
-        OpFamily::Shape,
-        &[a("input_handle", VARIANT), a("size", I32)],
-        &[a("output_handle", VARIANT)],
-        &[],
-        list_handle,
-    ),
-    op(
-        "TensorListScatterIntoExistingList",
-        OpFamily::Shape,
-        &[a("input_handle", VARIANT), a("tensor", ty("element_dtype")), a("indices", I32)],
-        &[a("output_handle", VARIANT)],
-        ELEMENT_DTYPE,
-        list_handle,
-    ),
-    op(
-        "TensorListElementShape",
-        OpFamily::Shape,
-        &[a("input_handle", VARIANT)],
-        &[a("element_shape", ty("shape_type"))],
-        &[tattr("shape_type", Some(INDEX))],
-        list_element_shape_out,
-    ),
-    op("TensorListLength", OpFamily::Shape, &[a("input_handle", VARIANT)], &[a("length", I32)], &[], list_length),
     op(
         "RaggedTensorToTensor",
         OpFamily::Shape,
