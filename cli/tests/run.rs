@@ -484,3 +484,16 @@ fn tf1_orthogonal_initializer_matches_tensorflow() {
         }
     }
 }
+
+/// Antialiased and kernel resizing (make_tf1_scale_translate.py): `tf.image.resize` with
+/// `antialias=True` and the lanczos3/lanczos5/gaussian/mitchellcubic methods, every sampling
+/// kernel of the raw ScaleAndTranslate with a translation, a uint8 image (a float→uint8 Cast),
+/// and a gain variable after one SGD step through ScaleAndTranslateGrad: TensorFlow's values
+/// within 1e-5, in both modes.
+#[test]
+fn tf1_scale_and_translate_match_tensorflow() {
+    let want = expected("tf1_scale_translate");
+    let fetches = recorded_fetches(&want, &["gain"]);
+    assert_eq!(fetches.len(), 11, "{fetches:?}");
+    check_against_tensorflow("tf1_scale_translate", &recorded_feeds(&want), &fetches, &["gain"], 1e-5);
+}

@@ -9,7 +9,7 @@
 //! `Round` rounds half to even. Large tensors are split across cores with
 //! rayon; a uniquely held input buffer is reused for the output.
 
-use autoclust_graph::{DType, Node, Tensor};
+use autoclust_graph::{DType, Node, Tensor, TensorData};
 use rayon::prelude::*;
 
 use super::{
@@ -617,10 +617,31 @@ fn float_predicate<T: Float>(t: &Tensor, which: u8) -> KResult<Tensor> {
 
 /// `static_cast` of every element of `t` to `dst`.
 pub fn cast(t: &Tensor, dst: DType) -> KResult<Tensor> {
-    super::check_native(t)?;
     if t.dtype == dst {
         return Ok(t.clone());
     }
+    // The small integers (`uint8` images, `int8`/`int16`/`uint16`/`uint32`/`uint64`) are held
+    // as raw bytes: through int64 (or the float value), wrapping as C++'s conversions do.
+    if let Some(bits) = small_int(dst) {
+        let wide = match small_int(t.dtype) {
+            Some(_) => small_int_values(t)?,
+            None => {
+                super::check_native(t)?;
+                match t.to_f64_vec() {
+                    Some(v) if t.dtype.is_float() => v.into_iter().map(|x| x as i64).collect(),
+                    _ => cast(t, DType::Int64)?.as_i64().expect("int64").to_vec(),
+                }
+            }
+        };
+        let width = bits.0 / 8;
+        let bytes: Vec<u8> = wide.iter().flat_map(|&x| x.to_le_bytes()[..width].to_vec()).collect();
+        return Tensor::from_raw(dst, t.shape.clone(), bytes).map_err(|e| KernelError::invalid(e.to_string()));
+    }
+    if small_int(t.dtype).is_some() {
+        let wide = tensor_of(t.shape.clone(), small_int_values(t)?);
+        return cast(&wide, dst);
+    }
+    super::check_native(t)?;
     let src = t.dtype;
     match dst {
         DType::Float32 => dispatch_all!(src, cast_pair::<f32>(t)),
@@ -630,6 +651,40 @@ pub fn cast(t: &Tensor, dst: DType) -> KResult<Tensor> {
         DType::Bool => dispatch_all!(src, cast_pair::<bool>(t)),
         d => Err(KernelError::DType(d)),
     }
+}
+
+/// The bit width and signedness of a small integer dtype held as raw bytes.
+fn small_int(d: DType) -> Option<(usize, bool)> {
+    match d {
+        DType::Int8 => Some((8, true)),
+        DType::UInt8 => Some((8, false)),
+        DType::Int16 => Some((16, true)),
+        DType::UInt16 => Some((16, false)),
+        DType::UInt32 => Some((32, false)),
+        DType::UInt64 => Some((64, false)),
+        _ => None,
+    }
+}
+
+/// A small-integer tensor's elements as int64 (a `uint64` past `i64::MAX` wraps, as its bits).
+fn small_int_values(t: &Tensor) -> KResult<Vec<i64>> {
+    let (bits, signed) = small_int(t.dtype).ok_or(KernelError::DType(t.dtype))?;
+    let TensorData::Raw(bytes) = &t.data else { return Err(KernelError::DType(t.dtype)) };
+    let width = bits / 8;
+    Ok(bytes
+        .chunks_exact(width)
+        .map(|c| {
+            let mut b = [0u8; 8];
+            b[..width].copy_from_slice(c);
+            let u = u64::from_le_bytes(b);
+            if signed && bits < 64 {
+                let shift = 64 - bits;
+                ((u << shift) as i64) >> shift
+            } else {
+                u as i64
+            }
+        })
+        .collect())
 }
 
 fn cast_pair<S: Elem, D: Elem>(t: &Tensor) -> KResult<Tensor> {
@@ -863,6 +918,22 @@ mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::AttrValue;
+
+    /// Casts to and from the small integers wrap as TensorFlow's (C++'s) do: checked against
+    /// `tf.cast` in TensorFlow 2.21.
+    #[test]
+    fn small_integer_casts_wrap() {
+        let x = Tensor::from_i32(vec![4], vec![-1, 300, 127, -129]).unwrap();
+        let u8s = cast(&x, DType::UInt8).unwrap();
+        assert_eq!(u8s.to_f64_vec().unwrap(), [255.0, 44.0, 127.0, 127.0]);
+        let i8s = cast(&x, DType::Int8).unwrap();
+        assert_eq!(cast(&i8s, DType::Int32).unwrap().as_i32().unwrap(), [-1, 44, 127, 127]);
+        let f = Tensor::from_f32(vec![3], vec![2.9, -0.5, 254.6]).unwrap();
+        let from_f = cast(&f, DType::UInt8).unwrap();
+        assert_eq!(cast(&from_f, DType::Float32).unwrap().as_f32().unwrap(), [2.0, 0.0, 254.0]);
+        let u16s = cast(&x, DType::UInt16).unwrap();
+        assert_eq!(cast(&u16s, DType::Int64).unwrap().as_i64().unwrap(), [65535, 300, 127, 65407]);
+    }
 
     #[test]
     fn trigonometric_and_hyperbolic_unaries_follow_their_definitions() {

@@ -43,6 +43,7 @@ pub(crate) mod rearrange;
 pub(crate) mod reduce;
 pub(crate) mod resample;
 pub mod resource;
+pub(crate) mod scale_translate;
 pub(crate) mod search;
 pub(crate) mod shape_ops;
 pub(crate) mod sparse;
@@ -97,6 +98,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = unicode::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = scale_translate::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = elementwise::prepare(node)? {

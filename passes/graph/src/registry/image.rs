@@ -1,7 +1,8 @@
 //! Schemas of the image ops (`image_ops.cc`): resizing (`ResizeBilinear`, `ResizeBicubic`,
 //! `ResizeArea`, `ResizeNearestNeighbor` and the gradients of the bilinear, bicubic and
 //! nearest ones), `CropAndResize` and its two gradients, `ExtractImagePatches`, and the colour
-//! adjustments (`AdjustHue`, `AdjustSaturation`, `AdjustContrastv2`, `RGBToHSV`, `HSVToRGB`). NHWC images; shape
+//! adjustments (`AdjustHue`, `AdjustSaturation`, `AdjustContrastv2`, `RGBToHSV`, `HSVToRGB`),
+//! and kernel resampling (`ScaleAndTranslate` and its gradient: antialiased `tf.image.resize`). NHWC images; shape
 //! functions follow TensorFlow's: the spatial size from the `size` operand when it is known.
 
 use super::build::{arg, bool_attr_or, pure_op, type_attr};
@@ -90,7 +91,50 @@ fn extract_image_patches(c: &InferCtx<'_>) -> Shapes {
     one(Shape::with_dims(vec![at(0), out(1), out(2), at(3).map(|d| d * k[1] * k[2])]))
 }
 
+/// `ScaleAndTranslate`: `[batch, size[0], size[1], channels]`, float32.
+fn scale_and_translate(c: &InferCtx<'_>) -> Shapes {
+    if c.shape(0).rank().is_some_and(|r| r != 4) {
+        return Err(format!("images must be 4-dimensional, but has shape {}", c.shape(0)));
+    }
+    resize_bilinear(c)
+}
+
+/// `ScaleAndTranslateGrad`: the original image's shape.
+fn scale_and_translate_grad(c: &InferCtx<'_>) -> Shapes {
+    one(c.shape(1).clone())
+}
+
+const KERNEL_TYPE: AttrSpec =
+    AttrSpec { name: "kernel_type", kind: AttrKind::String, default: AttrDefault::Optional, allowed: None };
+const GRAD_ATTRS: &[AttrSpec] = &[tattr("T", Some(&[Float32])), KERNEL_TYPE, bdef("antialias", true)];
+
 pub(super) static OPS: &[OpSchema] = &[
+    op(
+        "ScaleAndTranslate",
+        OpFamily::Shape,
+        &[
+            a("images", T),
+            a("size", TypeRule::Fixed(Int32)),
+            a("scale", TypeRule::Fixed(Float32)),
+            a("translation", TypeRule::Fixed(Float32)),
+        ],
+        &[a("resized_images", TypeRule::Fixed(Float32))],
+        &[tattr("T", Some(REAL)), KERNEL_TYPE, bdef("antialias", true)],
+        scale_and_translate,
+    ),
+    op(
+        "ScaleAndTranslateGrad",
+        OpFamily::Shape,
+        &[
+            a("grads", T),
+            a("original_image", T),
+            a("scale", TypeRule::Fixed(Float32)),
+            a("translation", TypeRule::Fixed(Float32)),
+        ],
+        &[a("output", T)],
+        GRAD_ATTRS,
+        scale_and_translate_grad,
+    ),
     op("RGBToHSV", OpFamily::Shape, &[a("images", T)], &[a("output", T)], COLOR_ATTRS, same_as_input),
     op("HSVToRGB", OpFamily::Shape, &[a("images", T)], &[a("output", T)], COLOR_ATTRS, same_as_input),
     op(
