@@ -497,3 +497,11 @@ fn tf1_scale_and_translate_match_tensorflow() {
     assert_eq!(fetches.len(), 11, "{fetches:?}");
     check_against_tensorflow("tf1_scale_translate", &recorded_feeds(&want), &fetches, &["gain"], 1e-5);
 }
+
+/// Ragged input pipelines (make_tf1_ragged.py): `tf.ragged.range` (RaggedRange, int and float),
+/// `tf.gather` of a ragged batch (RaggedGather) by 1-D and 2-D indices and of a ragged rank 2
+/// tensor, made dense and summed: every fetch is TensorFlow's, in both modes.
+#[test]
+fn tf1_ragged_range_and_gather_match_tensorflow() {
+    matches_tensorflow_exactly("tf1_ragged", 13);
+}

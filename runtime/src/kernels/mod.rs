@@ -38,6 +38,7 @@ pub(crate) mod nn;
 pub(crate) mod optimizer;
 pub(crate) mod pool;
 pub(crate) mod ragged;
+pub(crate) mod ragged_ops;
 pub mod random;
 pub(crate) mod rearrange;
 pub(crate) mod reduce;
@@ -143,6 +144,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = ragged::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = ragged_ops::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = sparse::prepare(node)? {

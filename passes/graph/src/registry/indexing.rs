@@ -353,6 +353,39 @@ fn no_outputs(_: &InferCtx<'_>) -> Shapes {
     Ok(Vec::new())
 }
 
+/// `RaggedRange`: `[rows + 1]` splits (rows from the vector operands, 1 for scalars) and
+/// values of unknown length.
+fn ragged_range(c: &InferCtx<'_>) -> Shapes {
+    let mut rows: Option<Option<i64>> = None;
+    for i in 0..3 {
+        match dims_of(c.shape(i)) {
+            Some([]) => {}
+            Some([n]) => rows = Some(*n),
+            Some(_) => return Err(format!("operand {i} must be a scalar or vector, but has shape {}", c.shape(i))),
+            None => rows = Some(None),
+        }
+    }
+    let splits = rows.unwrap_or(Some(1)).map(|n| n + 1);
+    Ok(vec![Shape::with_dims(vec![splits]), Shape::with_dims(vec![None])])
+}
+
+/// `RaggedGather`: `OUTPUT_RAGGED_RANK` splits vectors (the first `[indices.shape[0] + 1]`),
+/// then the values `[?] + params_dense_values.shape[1:]`.
+fn ragged_gather(c: &InferCtx<'_>) -> Shapes {
+    let params = usize::try_from(c.attr_int("PARAMS_RAGGED_RANK", 1)).unwrap_or(0);
+    let outputs = usize::try_from(c.attr_int("OUTPUT_RAGGED_RANK", 0)).unwrap_or(0);
+    let mut out = Vec::with_capacity(outputs + 1);
+    let first = dims_of(c.shape(params + 1)).and_then(|d| d.first().copied().flatten()).map(|n| n + 1);
+    for k in 0..outputs {
+        out.push(Shape::with_dims(vec![if k == 0 { first } else { None }]));
+    }
+    out.push(match dims_of(c.shape(params)) {
+        Some(d) if !d.is_empty() => Shape::with_dims(std::iter::once(None).chain(d[1..].iter().copied()).collect()),
+        _ => Shape::unknown(),
+    });
+    Ok(out)
+}
+
 // ---------------------------------------------------------------- the table
 
 const SEGMENT_IN: &[ArgSpec] = &[a("data", T), a("segment_ids", ty("Tindices")), a("num_segments", ty("Tnumsegments"))];
@@ -577,6 +610,35 @@ pub(super) static OPS: &[OpSchema] = &[
     scatter_nd_op("ResourceScatterNdUpdate"),
     scatter_nd_op("ResourceScatterNdMax"),
     scatter_nd_op("ResourceScatterNdMin"),
+    op(
+        "RaggedRange",
+        OpFamily::Shape,
+        &[a("starts", T), a("limits", T), a("deltas", T)],
+        &[a("rt_nested_splits", ty("Tsplits")), a("rt_dense_values", T)],
+        &[tdef("T", Int32, &[BFloat16, Float32, Float64, Int32, Int64]), tdef("Tsplits", Int64, INDEX)],
+        ragged_range,
+    ),
+    op(
+        "RaggedGather",
+        OpFamily::Shape,
+        &[
+            ArgSpec { name: "params_nested_splits", ty: ty("Tsplits"), number_attr: Some("PARAMS_RAGGED_RANK") },
+            a("params_dense_values", ty("Tvalues")),
+            a("indices", ty("Tindices")),
+        ],
+        &[
+            ArgSpec { name: "output_nested_splits", ty: ty("Tsplits"), number_attr: Some("OUTPUT_RAGGED_RANK") },
+            a("output_dense_values", ty("Tvalues")),
+        ],
+        &[
+            tattr("Tvalues", None),
+            tattr("Tindices", Some(INDEX)),
+            tdef("Tsplits", Int64, INDEX),
+            AttrSpec { name: "PARAMS_RAGGED_RANK", kind: AttrKind::Int, default: AttrDefault::Required, allowed: None },
+            AttrSpec { name: "OUTPUT_RAGGED_RANK", kind: AttrKind::Int, default: AttrDefault::Required, allowed: None },
+        ],
+        ragged_gather,
+    ),
     op(
         "RaggedTensorToTensor",
         OpFamily::Shape,
