@@ -27,7 +27,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use autoclust_compiler::kernels::ScatterKind;
 pub use autoclust_compiler::{profile, CompilerOptions};
 use autoclust_compiler::{CacheKey, CompileCache, CompiledFunction, Compiler};
 use autoclust_graph::{DType, FunctionDef, Graph, Library, NodeId, Output, Tensor};
@@ -533,80 +532,4 @@ fn try_in_place(b: &Bridged, f: &CompiledFunction, inputs: Inputs) -> InPlace {
             InPlace::Failed(e.to_string(), inputs)
         }
     }
-}
-
-/// TensorFlow's pure `TensorScatter{Add,Sub,Update,Max,Min}`, which the
-/// encapsulation pass writes into bodies for `ResourceScatter*`; the
-/// interpreter needs them when the JIT declines a body. `indices` is
-/// `[..., K]` into the first K dimensions of `tensor`; duplicates accumulate.
-pub(crate) fn prepare_tensor_scatter(node: &autoclust_graph::Node) -> KResult<Option<PureFn>> {
-    let Some(kind) = ScatterKind::from_tf(&node.op) else { return Ok(None) };
-    Ok(Some(Box::new(move |mut inp: Inputs| -> KResult<Outputs> {
-        crate::kernels::arity(&inp, 3)?;
-        let updates = inp.pop().expect("three inputs");
-        let indices = inp.pop().expect("three inputs");
-        let mut tensor = inp.pop().expect("three inputs");
-        if updates.dtype != tensor.dtype {
-            return Err(KernelError::invalid(format!(
-                "updates have dtype {} but the tensor {}",
-                updates.dtype, tensor.dtype
-            )));
-        }
-        let idx = crate::kernels::int_values(&indices, "indices")?;
-        let k = indices.shape.last().copied().unwrap_or(1);
-        if indices.shape.is_empty() || k == 0 || k > tensor.shape.len() {
-            return Err(KernelError::invalid(format!(
-                "indices of shape {:?} do not fit {:?}",
-                indices.shape, tensor.shape
-            )));
-        }
-        let slice: usize = tensor.shape[k..].iter().product();
-        let rows = idx.len() / k;
-        let mut want: Vec<usize> = indices.shape[..indices.shape.len() - 1].to_vec();
-        want.extend_from_slice(&tensor.shape[k..]);
-        if updates.shape != want {
-            return Err(KernelError::invalid(format!("updates must have shape {want:?}, got {:?}", updates.shape)));
-        }
-        let mut offsets = Vec::with_capacity(rows);
-        for r in 0..rows {
-            let mut off = 0usize;
-            for (d, &i) in idx[r * k..(r + 1) * k].iter().enumerate() {
-                if i < 0 || i as usize >= tensor.shape[d] {
-                    return Err(KernelError::invalid(format!(
-                        "indices[{r}] = {:?} does not index {:?}",
-                        &idx[r * k..(r + 1) * k],
-                        tensor.shape
-                    )));
-                }
-                off = off * tensor.shape[d] + i as usize;
-            }
-            offsets.push(off * slice);
-        }
-        crate::kernels::dispatch_num!(tensor.dtype, scatter_rows(kind, &mut tensor, &offsets, slice, &updates))?;
-        crate::kernels::one(tensor)
-    })))
-}
-
-fn scatter_rows<T: crate::kernels::elementwise::Num>(
-    kind: ScatterKind,
-    tensor: &mut Tensor,
-    offsets: &[usize],
-    slice: usize,
-    updates: &Tensor,
-) -> KResult<()> {
-    let u = T::slice(updates).to_vec();
-    let v = T::vec_mut(&mut tensor.data);
-    for (r, &off) in offsets.iter().enumerate() {
-        for j in 0..slice {
-            let (p, q) = (&mut v[off + j], u[r * slice + j]);
-            *p = match kind {
-                ScatterKind::Add => p.add(q),
-                ScatterKind::Sub => p.sub(q),
-                ScatterKind::Update => q,
-                ScatterKind::Max => p.maximum(q),
-                ScatterKind::Min => p.minimum(q),
-            };
-        }
-    }
-    Ok(())
 }

@@ -441,7 +441,7 @@ impl WriteBacks {
         let &w = self.of_call.get(&id)?;
         let wb = graph.node(w);
         let n = wb.inputs.len() / 2;
-        let var_of = |h: &Output| crate::session::register_variable_node(store, graph, h.node);
+        let var_of = |h: &Output| store.register_node(graph, h.node);
         let vars: Vec<_> = wb.inputs[..n].iter().map(var_of).collect();
         let outputs: Vec<usize> = wb.inputs[n..].iter().map(|o| o.port as usize).collect();
         let inputs: Vec<_> = graph
@@ -484,7 +484,7 @@ fn node_kernel(
         "Placeholder" if !autoclust_graph::effects::names_variable(node) => return Ok(NodeKernel::Fed(Vec::new())),
         // A resource placeholder stands for a captured variable (TF2 function graphs).
         "Placeholder" => {
-            let var = crate::session::register_variable_node(store, graph, id);
+            let var = store.register_node(graph, id);
             let h = resource::handle_tensor(var);
             return Ok(NodeKernel::Pure(Box::new(move |_inp: Inputs| kernels::one(h.clone()))));
         }
@@ -495,7 +495,7 @@ fn node_kernel(
             })))
         }
         "VarHandleOp" => {
-            let var = crate::session::register_var_handle(store, node);
+            let var = store.register_handle(node);
             let h = resource::handle_tensor(var);
             return Ok(NodeKernel::Pure(Box::new(move |_inp: Inputs| kernels::one(h.clone()))));
         }

@@ -486,7 +486,7 @@ pub(crate) fn register_body_variables(store: &VariableStore, library: &Library) 
             device: raw.device.clone(),
             span: raw.span,
         };
-        crate::session::register_var_handle(store, &node);
+        store.register_handle(&node);
     }
 }
 

@@ -11,13 +11,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use autoclust_graph::{parse_input, Graph, InputRef, Node, NodeId, Output, Shape, Tensor};
+use autoclust_graph::{parse_input, Graph, InputRef, NodeId, Output, Shape, Tensor};
 use parking_lot::Mutex;
 
 use crate::cluster_call::Jit;
 use crate::error::RunError;
 use crate::executor::{Plan, RunContext, Schedule};
-use crate::variables::{VarId, VariableStore};
+use crate::variables::VariableStore;
 
 /// How a session schedules its runs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -64,28 +64,6 @@ pub struct Session {
     jit: Arc<Jit>,
 }
 
-/// Registers (or finds) the variable node `id` of `graph` names: a `VarHandleOp`, or a resource
-/// `Placeholder` (a TensorFlow 2 function graph's captured variable), named after the node, of
-/// the dtype its users declare (see `autoclust_graph::effects::names_variable`).
-pub(crate) fn register_variable_node(store: &VariableStore, graph: &Graph, id: autoclust_graph::NodeId) -> VarId {
-    let node = graph.node(id);
-    if node.op == "Placeholder" {
-        let dtype = autoclust_graph::effects::variable_dtype(graph, id).unwrap_or(autoclust_graph::DType::Float32);
-        return store.get_or_create("", &node.name, dtype, autoclust_graph::Shape::unknown());
-    }
-    register_var_handle(store, node)
-}
-
-/// Registers (or finds) the variable a `VarHandleOp` names.
-pub(crate) fn register_var_handle(store: &VariableStore, node: &Node) -> VarId {
-    let container = node.attr("container").and_then(|a| a.as_str()).unwrap_or("");
-    let shared = node.attr("shared_name").and_then(|a| a.as_str()).unwrap_or("");
-    let name = if shared.is_empty() { node.name.as_str() } else { shared };
-    let dtype = node.attr("dtype").and_then(|a| a.as_type()).unwrap_or(autoclust_graph::DType::Float32);
-    let shape = node.attr("shape").and_then(|a| a.as_shape()).cloned().unwrap_or_default();
-    store.get_or_create(container, name, dtype, shape)
-}
-
 impl Session {
     pub fn new(graph: Arc<Graph>, options: SessionOptions) -> Session {
         Session::with_jit(graph, options, Jit::default())
@@ -97,7 +75,7 @@ impl Session {
         let store = VariableStore::new();
         for id in graph.node_ids() {
             if autoclust_graph::effects::names_variable(graph.node(id)) {
-                register_variable_node(&store, &graph, id);
+                store.register_node(&graph, id);
             }
         }
         crate::function_call::register_body_variables(&store, &graph.library);

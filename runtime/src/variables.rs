@@ -71,6 +71,28 @@ pub struct VariableStore {
 }
 
 impl VariableStore {
+    /// Registers (or finds) the variable node `id` of `graph` names: a `VarHandleOp`, or a
+    /// resource `Placeholder` (a TensorFlow 2 function graph's captured variable), named after
+    /// the node, of the dtype its users declare (see `autoclust_graph::effects::names_variable`).
+    pub(crate) fn register_node(&self, graph: &autoclust_graph::Graph, id: autoclust_graph::NodeId) -> VarId {
+        let node = graph.node(id);
+        if node.op == "Placeholder" {
+            let dtype = autoclust_graph::effects::variable_dtype(graph, id).unwrap_or(autoclust_graph::DType::Float32);
+            return self.get_or_create("", &node.name, dtype, autoclust_graph::Shape::unknown());
+        }
+        self.register_handle(node)
+    }
+
+    /// Registers (or finds) the variable a `VarHandleOp` names.
+    pub(crate) fn register_handle(&self, node: &autoclust_graph::Node) -> VarId {
+        let container = node.attr("container").and_then(|a| a.as_str()).unwrap_or("");
+        let shared = node.attr("shared_name").and_then(|a| a.as_str()).unwrap_or("");
+        let name = if shared.is_empty() { node.name.as_str() } else { shared };
+        let dtype = node.attr("dtype").and_then(|a| a.as_type()).unwrap_or(autoclust_graph::DType::Float32);
+        let shape = node.attr("shape").and_then(|a| a.as_shape()).cloned().unwrap_or_default();
+        self.get_or_create(container, name, dtype, shape)
+    }
+
     pub fn new() -> VariableStore {
         VariableStore::default()
     }

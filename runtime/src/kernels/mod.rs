@@ -50,6 +50,7 @@ pub(crate) mod shape_ops;
 pub(crate) mod sparse;
 pub(crate) mod special;
 pub(crate) mod string;
+pub(crate) mod tensor_scatter;
 pub(crate) mod unicode;
 pub(crate) mod volume;
 pub use string::print_stdout_to_stderr;
@@ -128,7 +129,7 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
     if let Some(f) = nn::prepare(node)? {
         return Ok(f);
     }
-    if let Some(f) = crate::cluster_call::prepare_tensor_scatter(node)? {
+    if let Some(f) = tensor_scatter::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = random::prepare_stateless(node)? {
