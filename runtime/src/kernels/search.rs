@@ -1,5 +1,6 @@
 //! Ops that search sorted or indexed data: `LowerBound` and `UpperBound`
-//! (`tf.searchsorted`, row by row), `ListDiff` (`tf.compat.v1.setdiff1d`, the TensorFlow 1
+//! (`tf.searchsorted`, row by row), `NthElement` (`tfp.stats.percentile`'s order statistic:
+//! the n-th smallest, or largest with `reverse`, of each row), `ListDiff` (`tf.compat.v1.setdiff1d`, the TensorFlow 1
 //! gradient of `tf.gather` with unique indices) and `UnravelIndex` (`tf.unravel_index`).
 //! Comparisons are the dtype's own (`PartialOrd`; NaN sorts as TensorFlow's `std::
 //! lower_bound` treats it, never below a value); errors carry TensorFlow's messages.
@@ -11,6 +12,27 @@ use crate::error::{KResult, KernelError};
 
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let f: PureFn = match node.op.as_str() {
+        "NthElement" => {
+            let reverse = super::attr_bool_or(node, "reverse", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let x = &inp[0];
+                if x.rank() == 0 {
+                    return Err(KernelError::invalid("Input must be at least rank 1 but is rank 0"));
+                }
+                let n = int_values(&inp[1], "n")?;
+                let [n] = n[..] else { return Err(KernelError::invalid("N must be scalar")) };
+                let last = *x.shape.last().expect("rank >= 1");
+                let n = usize::try_from(n).map_err(|_| KernelError::invalid(format!("Need n >= 0, got {n}")))?;
+                if n >= last {
+                    return Err(KernelError::invalid(format!("Input must have last dimension > n = {n}")));
+                }
+                let shape = x.shape[..x.rank() - 1].to_vec();
+                let rows: usize = shape.iter().product();
+                let src: Vec<Option<usize>> = dispatch_all!(x.dtype, nth(x, rows, last, n, reverse))?;
+                super::one(super::take_or(x, &src, None, shape)?)
+            })
+        }
         "LowerBound" | "UpperBound" => {
             let upper = node.op == "UpperBound";
             let out_type = attr_type_or(node, "out_type", DType::Int32)?;
@@ -89,6 +111,27 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 
 /// For each row of `values`, the first position in the same row of `sorted` whose element
 /// is not below (`upper`: is above) the value.
+/// Per row of `x` (`rows × last`), the position of its `n`-th smallest element (largest with
+/// `reverse`); ties keep their order, and NaN sorts last as in `std::nth_element`'s `<`.
+fn nth<T: Elem>(x: &Tensor, rows: usize, last: usize, n: usize, reverse: bool) -> KResult<Vec<Option<usize>>> {
+    let v = T::slice(x);
+    Ok((0..rows)
+        .map(|r| {
+            let row = &v[r * last..(r + 1) * last];
+            let mut order: Vec<usize> = (0..last).collect();
+            order.sort_by(|&a, &b| {
+                let o = row[a].partial_cmp(&row[b]).unwrap_or(std::cmp::Ordering::Equal);
+                if reverse {
+                    o.reverse()
+                } else {
+                    o
+                }
+            });
+            Some(r * last + order[n])
+        })
+        .collect())
+}
+
 fn bounds<T: Elem>(sorted: &Tensor, values: &Tensor, upper: bool) -> KResult<Vec<i64>> {
     if sorted.rank() != 2 || values.rank() != 2 || sorted.shape[0] != values.shape[0] {
         return Err(KernelError::invalid(format!(
@@ -124,6 +167,26 @@ mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::AttrValue;
+
+    /// TensorFlow 2.21's values and errors (`tf.raw_ops.NthElement`).
+    #[test]
+    fn nth_element_matches_tensorflow() {
+        let run = |x: Tensor, n: i32, reverse: bool| {
+            prepare(&node("NthElement", &[("reverse", AttrValue::B(reverse))])).unwrap().unwrap()(smallvec::smallvec![
+                x,
+                Tensor::scalar_i32(n)
+            ])
+        };
+        let x = Tensor::from_f32(vec![2, 4], vec![3., 1., 2., 5., 4., 4., -1., 0.]).unwrap();
+        assert_eq!(run(x.clone(), 1, false).unwrap()[0].as_f32().unwrap(), [2.0, 0.0]);
+        assert_eq!(run(x.clone(), 0, true).unwrap()[0].as_f32().unwrap(), [5.0, 4.0]);
+        let v = run(Tensor::from_i32(vec![3], vec![7, 2, 9]).unwrap(), 2, false).unwrap();
+        assert_eq!((v[0].shape.clone(), v[0].as_i32().unwrap().to_vec()), (vec![], vec![9]));
+        let e = run(x, 4, false).unwrap_err().to_string();
+        assert!(e.contains("Input must have last dimension > n = 4"), "{e}");
+        let e = run(Tensor::scalar_f32(3.0), 0, false).unwrap_err().to_string();
+        assert!(e.contains("Input must be at least rank 1 but is rank 0"), "{e}");
+    }
 
     // Every expected value and message below is TensorFlow 2.21's.
 

@@ -160,6 +160,15 @@ const fn inplace(name: &'static str) -> OpSchema {
     pure_op(name, OpFamily::Shape, INPUTS, OUTPUTS, T_ANY, same_as_0)
 }
 
+/// `NthElement`: the input's shape less its last dimension (which must be there).
+fn nth_element(c: &InferCtx<'_>) -> Shapes {
+    match c.shape(0).dims.as_deref() {
+        None => Ok(vec![Shape::unknown()]),
+        Some([]) => Err("Input must be at least rank 1 but is rank 0".into()),
+        Some(d) => Ok(vec![Shape::with_dims(d[..d.len() - 1].to_vec())]),
+    }
+}
+
 pub(super) static OPS: &[OpSchema] = &[
     pure_op("DepthToSpace", OpFamily::Shape, &[arg("input", T)], &[arg("output", T)], BLOCK, depth_to_space),
     pure_op("SpaceToDepth", OpFamily::Shape, &[arg("input", T)], &[arg("output", T)], BLOCK, space_to_depth),
@@ -204,6 +213,14 @@ pub(super) static OPS: &[OpSchema] = &[
         &[arg("output", TypeRule::Attr("dtype"))],
         &[type_attr("dtype", None), bool_attr_or("init", false)],
         empty,
+    ),
+    pure_op(
+        "NthElement",
+        OpFamily::Reduction,
+        &[arg("input", T), arg("n", TypeRule::Fixed(Int32))],
+        &[arg("values", T)],
+        &[bool_attr_or("reverse", false), type_attr("T", None)],
+        nth_element,
     ),
     pure_op(
         "LowerBound",
