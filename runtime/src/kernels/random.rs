@@ -336,6 +336,23 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
                 one(Tensor::scalar_i32(1))
             })));
         }
+        // `tf.random.experimental.stateless_shuffle` (Keras 3's `random.shuffle`): the rows of
+        // `value` in `RandomShuffle`'s order, drawn from the key/counter generator.
+        "StatelessShuffle" => {
+            return Ok(Some(Box::new(|inp: Inputs| {
+                arity(&inp, 4)?;
+                let gen = generator_v2(&inp[1], &inp[2], &inp[3])?;
+                let t = &inp[0];
+                if t.rank() == 0 || t.num_elements() <= 1 || t.shape[0] <= 1 {
+                    return one(t.clone());
+                }
+                let rows = t.shape[0];
+                let perm = autoclust_compiler::random::shuffled_indices(gen, rows);
+                let row = t.num_elements() / rows;
+                let src: Vec<Option<usize>> = perm.iter().flat_map(|&r| (r * row..(r + 1) * row).map(Some)).collect();
+                one(super::take_or(t, &src, None, t.shape.clone())?)
+            })));
+        }
         "StatelessRandomUniformV2" | "StatelessRandomUniform" => Some(Dist::Uniform),
         "StatelessRandomNormalV2" | "StatelessRandomNormal" => Some(Dist::Normal),
         "StatelessTruncatedNormalV2" | "StatelessTruncatedNormal" => Some(Dist::Truncated),
@@ -554,6 +571,19 @@ mod tests {
 
     #[test]
     fn random_shuffle_draws_tensorflows_permutations() {
+        // TensorFlow 2.21: stateless_shuffle(range(10), seed=[7, 3]) and of 6 rows of 2, seed [1, 2].
+        {
+            let shuffle = |x: Tensor, seed: [i64; 2]| {
+                let kc = prepare_stateless(&node("StatelessRandomGetKeyCounter", &[])).unwrap().unwrap();
+                let o = kc(smallvec::smallvec![Tensor::from_i64(vec![2], seed.to_vec()).unwrap()]).unwrap();
+                let f = prepare_stateless(&node("StatelessShuffle", &[])).unwrap().unwrap();
+                f(smallvec::smallvec![x, o[0].clone(), o[1].clone(), Tensor::scalar_i32(1)]).unwrap()[0].clone()
+            };
+            let r = shuffle(Tensor::from_i32(vec![10], (0..10).collect()).unwrap(), [7, 3]);
+            assert_eq!(r.as_i32().unwrap(), [0, 5, 3, 1, 4, 2, 7, 8, 9, 6]);
+            let r = shuffle(Tensor::from_i32(vec![6, 2], (0..12).collect()).unwrap(), [1, 2]);
+            assert_eq!(r.as_i32().unwrap(), [8, 9, 10, 11, 0, 1, 6, 7, 2, 3, 4, 5]);
+        }
         // TensorFlow 2.21: RandomShuffle(range(10), seed=7, seed2=3) run twice in a session
         // (its generator moves on by ceil(9 / 4) blocks), and rows of a [6, 2] matrix with
         // seeds 5, 9.
