@@ -336,7 +336,9 @@ pub fn inline_body(
         if n.op == "_Retval" {
             let k = index_of(n)?;
             let t = n.attr("T").ok_or_else(|| format!("function '{fname}': return {k} has no type"))?;
-            returns.push((k, data_ref(n.inputs[0]), t.clone()));
+            // A malformed body (a fuzzed one) may return nothing: refuse it, never index past.
+            let value = n.inputs.first().ok_or_else(|| format!("function '{fname}': return {k} has no value"))?;
+            returns.push((k, data_ref(*value), t.clone()));
             continue;
         }
         let mut inputs: Vec<String> = n.inputs.iter().map(|&o| data_ref(o)).collect();

@@ -49,6 +49,8 @@ pub enum FunctionError {
     UnboundTypeAttr { function: String, arg: String, attr: String },
     #[error("function '{function}': argument '{arg}' is a list argument, which is not supported")]
     ListArgument { function: String, arg: String },
+    #[error("function '{function}': node '{node}' uses the op {op}, which only the function's signature makes")]
+    ReservedOp { function: String, node: String, op: String },
     #[error("function '{function}': output '{output}' has no return value")]
     MissingReturn { function: String, output: String },
     #[error("function '{function}': return value '{output}' is not an output of the signature")]
@@ -121,6 +123,11 @@ pub fn instantiate_with(function: &FunctionDef, library: &Library, call_attrs: &
     let ops: HashMap<&str, &str> = function.nodes.iter().map(|n| (n.name.as_str(), n.op.as_str())).collect();
     let resolver = InputResolver { function: &fname, library, arg_nodes: &arg_nodes, ops: &ops };
     for n in &function.nodes {
+        // `_Arg`/`_Retval` stand for the signature; a body spelling one (a malformed or fuzzed
+        // graph) would be an argument or a return without its index and value.
+        if n.op == "_Arg" || n.op == "_Retval" {
+            return Err(FunctionError::ReservedOp { function: fname.clone(), node: n.name.clone(), op: n.op.clone() });
+        }
         let inputs = n.inputs.iter().map(|s| resolver.resolve(&n.name, s)).collect::<Result<Vec<_>, _>>()?;
         let attrs = substitute(&n.attrs, &bound).map_err(|placeholder| FunctionError::UnboundPlaceholder {
             function: fname.clone(),
@@ -158,6 +165,10 @@ pub fn instantiate_with(function: &FunctionDef, library: &Library, call_attrs: &
             return Err(FunctionError::MissingReturn { function: fname.clone(), output: out.name.clone() });
         };
         let input = resolver.resolve(&format!("return {}", out.name), value)?;
+        // A return is a value: a control input (`^node`, a fuzzed graph's) returns nothing.
+        if input.starts_with('^') {
+            return Err(FunctionError::MissingReturn { function: fname.clone(), output: out.name.clone() });
+        }
         let mut attrs = Attrs::new();
         attrs.insert("T".into(), AttrValue::Type(dtype));
         attrs.insert("index".into(), AttrValue::I(i as i64));
