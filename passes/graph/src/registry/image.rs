@@ -5,9 +5,9 @@
 //! and kernel resampling (`ScaleAndTranslate` and its gradient: antialiased `tf.image.resize`). NHWC images; shape
 //! functions follow TensorFlow's: the spatial size from the `size` operand when it is known.
 
-use super::build::{arg, bool_attr_or, pure_op, type_attr};
+use super::build::{arg as a, bool_attr_or as bdef, pure_op as op, type_attr as tattr};
 use super::shapes::{dims_of, one, same_as_0 as same_as_input, same_as_1};
-use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, ShapeFn, TypeRule};
+use super::{AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
 use crate::DType::{
     self, BFloat16, Float16, Float32, Float64, Int16, Int32, Int64, Int8, UInt16, UInt32, UInt64, UInt8,
 };
@@ -17,26 +17,6 @@ type Shapes = Result<Vec<Shape>, String>;
 
 const REAL: &[DType] = &[Float16, BFloat16, Float32, Float64, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64];
 const T: TypeRule = TypeRule::Attr("T");
-
-const fn a(name: &'static str, ty: TypeRule) -> ArgSpec {
-    arg(name, ty)
-}
-const fn tattr(name: &'static str, allowed: Option<&'static [DType]>) -> AttrSpec {
-    type_attr(name, allowed)
-}
-const fn bdef(name: &'static str, d: bool) -> AttrSpec {
-    bool_attr_or(name, d)
-}
-const fn op(
-    name: &'static str,
-    family: OpFamily,
-    inputs: &'static [ArgSpec],
-    outputs: &'static [ArgSpec],
-    attrs: &'static [AttrSpec],
-    shape_fn: ShapeFn,
-) -> OpSchema {
-    pure_op(name, family, inputs, outputs, attrs, shape_fn)
-}
 
 const RESIZE_ATTRS: &[AttrSpec] =
     &[tattr("T", Some(REAL)), bdef("align_corners", false), bdef("half_pixel_centers", false)];

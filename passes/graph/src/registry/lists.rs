@@ -5,32 +5,16 @@
 //! `Gather`, `ConcatV2`, `Split`, `Resize`, `ScatterIntoExistingList`, `ElementShape`,
 //! `Length`). An element's shape comes from the `element_shape` operand (−1 entries unknown).
 
-use super::build::{arg, bool_attr_or as bdef, int_attr_or as idef, pure_op, type_attr};
-use super::{ArgSpec, AttrSpec, InferCtx, OpFamily, OpSchema, ShapeFn, TypeRule};
+use super::build::{arg as a, bool_attr_or as bdef, int_attr_or as idef, pure_op as op, type_attr as tattr};
+use super::{AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
 use crate::DType::{self, Int32, Int64};
 use crate::{Dim, Shape};
 
 type Shapes = Result<Vec<Shape>, String>;
 
 const INDEX: &[DType] = &[Int32, Int64];
-const fn a(name: &'static str, ty: TypeRule) -> ArgSpec {
-    arg(name, ty)
-}
 const fn ty(name: &'static str) -> TypeRule {
     TypeRule::Attr(name)
-}
-const fn tattr(name: &'static str, allowed: Option<&'static [DType]>) -> AttrSpec {
-    type_attr(name, allowed)
-}
-const fn op(
-    name: &'static str,
-    family: OpFamily,
-    inputs: &'static [ArgSpec],
-    outputs: &'static [ArgSpec],
-    attrs: &'static [AttrSpec],
-    shape_fn: ShapeFn,
-) -> OpSchema {
-    pure_op(name, family, inputs, outputs, attrs, shape_fn)
 }
 
 const ELEMENT_DTYPE: &[AttrSpec] = &[tattr("element_dtype", None)];
