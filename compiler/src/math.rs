@@ -18,8 +18,10 @@
 //!   the 1 − 2/(e^{2x} + 1) form this crate used before.
 //! - `sigmoid`: with e = e^{−|x|}: 1/(1+e) for x ≥ 0, e/(1+e) otherwise (no cancellation;
 //!   results below the normal range flush to zero). Worst error 3 ulp.
-//! - `pow`: exp(y·log|x|) with TensorFlow's special cases (x^0 = 1, 1^y = 1, negative
-//!   bases with integral exponents get the sign of (−1)^y, other negative bases NaN).
+//! - `pow`: e^{y·ln|x|} in float64 (two halves of a vector widened, the result narrowed
+//!   once), so it is correctly rounded but for about one result in a thousand, with
+//!   TensorFlow's special cases (x^0 = 1, 1^y = 1, negative bases with integral exponents
+//!   get the sign of (−1)^y, other negative bases NaN).
 //!
 //! Polynomials use fused multiply-adds (the host has FMA). Vector constants come from a
 //! per-function table (`ConstPool`) loaded once before the loops, not from splats of
@@ -66,13 +68,12 @@ pub(crate) struct ConstPool {
     /// When set, every constant is loaded once at the end of this block (the function's
     /// entry, before the loops) and reused.
     pub hoist_to: Option<Block>,
-    pub hoisted: Vec<((u32, Type), Value)>,
+    pub hoisted: Vec<(([u32; 4], Type), Value)>,
 }
 
 impl ConstPool {
-    /// Byte offset of the entry holding `bits` in every lane (added on first use).
-    fn offset(&mut self, bits: u32) -> i32 {
-        let lanes = [bits; 4];
+    /// Byte offset of the entry holding `lanes` (added on first use).
+    fn offset(&mut self, lanes: [u32; 4]) -> i32 {
         let k = match self.entries.iter().position(|e| *e == lanes) {
             Some(k) => k,
             None => {
@@ -112,6 +113,16 @@ impl FMath<'_, '_> {
     }
     /// A vector with `bits` in every 32-bit lane, of vector type `vty`.
     pub fn pooled(&mut self, bits: u32, vty: Type) -> Value {
+        self.pooled_lanes([bits; 4], vty)
+    }
+    /// A vector with `bits` in every 64-bit lane, of vector type `vty` (`F64X2`, `I64X2`).
+    fn pooled64(&mut self, bits: u64, vty: Type) -> Value {
+        let (lo, hi) = (bits as u32, (bits >> 32) as u32);
+        self.pooled_lanes([lo, hi, lo, hi], vty)
+    }
+    /// A 16-byte vector of the four 32-bit `lanes` (little-endian), of vector type `vty`.
+    fn pooled_lanes(&mut self, lanes: [u32; 4], vty: Type) -> Value {
+        let bits = lanes;
         match self.pool.as_deref_mut() {
             Some(pool @ ConstPool { base: Some(_), .. }) => {
                 let base = pool.base.expect("matched");
@@ -136,8 +147,18 @@ impl FMath<'_, '_> {
                     None => self.b.ins().load(vty, flags, base, off),
                 }
             }
+            _ if lanes[0] != lanes[1] => {
+                let wide = u64::from(lanes[0]) | (u64::from(lanes[1]) << 32);
+                let s = self.b.ins().iconst(types::I64, wide as i64);
+                let v = self.b.ins().splat(types::I64X2, s);
+                if vty == types::I64X2 {
+                    v
+                } else {
+                    self.b.ins().bitcast(vty, MemFlagsData::new().with_endianness(Endianness::Little), v)
+                }
+            }
             _ => {
-                let s = self.b.ins().iconst(types::I32, i64::from(bits as i32));
+                let s = self.b.ins().iconst(types::I32, i64::from(lanes[0] as i32));
                 let v = self.b.ins().splat(types::I32X4, s);
                 if vty == types::I32X4 {
                     v
@@ -386,11 +407,41 @@ impl FMath<'_, '_> {
         self.sel(nonneg, pos, neg)
     }
 
+    /// x^y, correctly rounded but for about one result in a thousand (then 1 ulp off), as
+    /// TensorFlow's `std::pow` gives it: |x|^y = e^{y·ln|x|} evaluated in float64
+    /// ([`FMath::pow_abs_f64`]), so neither the product y·ln|x| (whose float32 rounding alone
+    /// costs up to |y·ln|x|| ulps, ~90 near overflow) nor the polynomials lose the result's
+    /// bits; then TensorFlow's special cases: x^0 = 1, 1^y = 1, a negative base with an
+    /// integral exponent gets the sign of (−1)^y, any other negative base NaN, and results
+    /// below the normal range flush to zero like `exp`'s.
     pub fn pow(&mut self, x: Value, y: Value) -> Value {
         let ax = self.b.ins().fabs(x);
-        let l = self.log(ax);
-        let t = self.mul(y, l);
-        let r = self.exp(t);
+        let r = if self.vector() {
+            // Two float64 halves: lanes 0–1, then lanes 2–3 moved down.
+            let lo_x = self.b.ins().fvpromote_low(ax);
+            let lo_y = self.b.ins().fvpromote_low(y);
+            let hi_x = self.upper_half(ax);
+            let hi_x = self.b.ins().fvpromote_low(hi_x);
+            let hi_y = self.upper_half(y);
+            let hi_y = self.b.ins().fvpromote_low(hi_y);
+            let lo = self.pow_abs_f64(lo_x, lo_y);
+            let hi = self.pow_abs_f64(hi_x, hi_y);
+            let lo = self.b.ins().fvdemote(lo);
+            let hi = self.b.ins().fvdemote(hi);
+            // [lo0, lo1, hi0, hi1]: bytes 0–7 of `lo`, then bytes 0–7 of `hi` (16–23).
+            let mask: Vec<u8> = (0..8).chain(16..24).collect();
+            self.shuffle_bytes(lo, hi, &mask)
+        } else {
+            let xd = self.b.ins().fpromote(types::F64, ax);
+            let yd = self.b.ins().fpromote(types::F64, y);
+            let r = self.pow_abs_f64(xd, yd);
+            self.b.ins().fdemote(types::F32, r)
+        };
+        // Results below the smallest normal float flush to zero (r ≥ 0 or NaN here).
+        let min_normal = self.c(f32::MIN_POSITIVE);
+        let tiny = self.b.ins().fcmp(FloatCC::LessThan, r, min_normal);
+        let zero = self.c(0.0);
+        let r = self.sel(tiny, zero, r);
         // Negative base: integral y gives (−1)^y · |x|^y, otherwise NaN.
         let yt = self.b.ins().trunc(y);
         let integral = self.b.ins().fcmp(FloatCC::Equal, yt, y);
@@ -410,6 +461,147 @@ impl FMath<'_, '_> {
         let r = self.sel(y0, one, r);
         let x1 = self.b.ins().fcmp(FloatCC::Equal, x, one);
         self.sel(x1, one, r)
+    }
+
+    /// Lanes 2–3 of a 4-lane float32 vector moved to lanes 0–1.
+    fn upper_half(&mut self, v: Value) -> Value {
+        let mask: Vec<u8> = (8..16).chain(8..16).collect();
+        self.shuffle_bytes(v, v, &mask)
+    }
+
+    /// The bytes of `a` (indices 0–15) and `b` (16–31) picked by `mask`, as `a`'s type.
+    fn shuffle_bytes(&mut self, a: Value, b: Value, mask: &[u8]) -> Value {
+        let flags = MemFlagsData::new().with_endianness(Endianness::Little);
+        let ty = self.b.func.dfg.value_type(a);
+        let ab = self.b.ins().bitcast(types::I8X16, flags, a);
+        let bb = self.b.ins().bitcast(types::I8X16, flags, b);
+        let imm = self.b.func.dfg.immediates.push(mask.to_vec().into());
+        let r = self.b.ins().shuffle(ab, bb, imm);
+        self.b.ins().bitcast(ty, flags, r)
+    }
+
+    /// A float64 constant of the type matching this float32 type (`F64`, or `F64X2`).
+    fn cd(&mut self, x: f64) -> Value {
+        if self.vector() {
+            return self.pooled64(x.to_bits(), types::F64X2);
+        }
+        self.b.ins().f64const(x)
+    }
+    /// An int64 constant of the type matching this float32 type (`I64`, or `I64X2`).
+    fn cdi(&mut self, x: i64) -> Value {
+        if self.vector() {
+            return self.pooled64(x as u64, types::I64X2);
+        }
+        self.b.ins().iconst(types::I64, x)
+    }
+    /// `cond ? a : b` for float64 values and an fcmp of them.
+    fn seld(&mut self, cond: Value, a: Value, b: Value) -> Value {
+        if self.vector() {
+            let m = self.b.ins().bitcast(types::F64X2, MemFlagsData::new(), cond);
+            self.b.ins().bitselect(m, a, b)
+        } else {
+            self.b.ins().select(cond, a, b)
+        }
+    }
+    fn horner_f64(&mut self, x: Value, coeffs: &[f64]) -> Value {
+        let mut p = self.cd(coeffs[0]);
+        for &k in &coeffs[1..] {
+            let kc = self.cd(k);
+            p = self.b.ins().fma(p, x, kc);
+        }
+        p
+    }
+
+    /// |x|^y in float64 for `ax` = |x| and `y` widened from float32 (so `ax` is never a
+    /// float64 subnormal): ln ax = e·ln2 + 2·atanh(s), s = (m − 1)/(m + 1) for ax = m·2^e,
+    /// m ∈ [√½, √2) (|s| ≤ 0.172: the series to s^15 errs below 1e-12 relative); t = y·ln ax
+    /// clamped to [−110, 100] (every float32 result, and NaN passes); e^t by Cody–Waite
+    /// (fdlibm's ln2 split) and Taylor to degree 10 on |r| ≤ ln2/2 (2e-13), 2^n added to the
+    /// exponent field. Relative error ~1e-10 before the final rounding to float32. ax = 0
+    /// and +inf take ln = ∓inf, NaN stays NaN.
+    fn pow_abs_f64(&mut self, ax: Value, y: Value) -> Value {
+        let (fty, ity) = if self.vector() { (types::F64X2, types::I64X2) } else { (types::F64, types::I64) };
+        let flags = MemFlagsData::new();
+        // ---- ln ax
+        let bits = self.b.ins().bitcast(ity, flags, ax);
+        let biased = self.b.ins().ushr_imm_u(bits, 52);
+        let mant_mask = self.cdi(0x000f_ffff_ffff_ffff);
+        let mant = self.b.ins().band(bits, mant_mask);
+        let one_bits = self.cdi(0x3ff0_0000_0000_0000);
+        let mbits = self.b.ins().bor(mant, one_bits);
+        let m = self.b.ins().bitcast(fty, flags, mbits);
+        // The biased exponent as a float: 2^52 + e_biased, read as a double, minus 2^52 + 1023.
+        let magic_bits = self.cdi(0x4330_0000_0000_0000);
+        let eb = self.b.ins().iadd(biased, magic_bits);
+        let ef = self.b.ins().bitcast(fty, flags, eb);
+        let unbias = self.cd(4_503_599_627_370_496.0 + 1023.0);
+        let ef = self.b.ins().fsub(ef, unbias);
+        let sqrt2 = self.cd(std::f64::consts::SQRT_2);
+        let big = self.b.ins().fcmp(FloatCC::GreaterThan, m, sqrt2);
+        let halfd = self.cd(0.5);
+        let mh = self.b.ins().fmul(m, halfd);
+        let m = self.seld(big, mh, m);
+        let oned = self.cd(1.0);
+        let ef1 = self.b.ins().fadd(ef, oned);
+        let ef = self.seld(big, ef1, ef);
+        let oned = self.cd(1.0);
+        let num = self.b.ins().fsub(m, oned);
+        let oned = self.cd(1.0);
+        let den = self.b.ins().fadd(m, oned);
+        let sv = self.b.ins().fdiv(num, den);
+        let z = self.b.ins().fmul(sv, sv);
+        let series: [f64; 8] = [1.0 / 15.0, 1.0 / 13.0, 1.0 / 11.0, 1.0 / 9.0, 1.0 / 7.0, 1.0 / 5.0, 1.0 / 3.0, 1.0];
+        let p = self.horner_f64(z, &series);
+        let two_s = self.b.ins().fadd(sv, sv);
+        let lnm = self.b.ins().fmul(two_s, p);
+        let ln2 = self.cd(std::f64::consts::LN_2);
+        let ln = self.b.ins().fma(ef, ln2, lnm);
+        let zerod = self.cd(0.0);
+        let is_zero = self.b.ins().fcmp(FloatCC::Equal, ax, zerod);
+        let ninf = self.cd(f64::NEG_INFINITY);
+        let ln = self.seld(is_zero, ninf, ln);
+        let pinf = self.cd(f64::INFINITY);
+        let is_inf = self.b.ins().fcmp(FloatCC::Equal, ax, pinf);
+        let pinf = self.cd(f64::INFINITY);
+        let ln = self.seld(is_inf, pinf, ln);
+        let is_nan = self.b.ins().fcmp(FloatCC::Unordered, ax, ax);
+        let ln = self.seld(is_nan, ax, ln);
+        // ---- e^(y·ln), clamped where every float32 result is 0 or inf anyway.
+        let t = self.b.ins().fmul(y, ln);
+        let lo = self.cd(-110.0);
+        let below = self.b.ins().fcmp(FloatCC::LessThan, t, lo);
+        let t = self.seld(below, lo, t);
+        let hi = self.cd(100.0);
+        let above = self.b.ins().fcmp(FloatCC::GreaterThan, t, hi);
+        let t = self.seld(above, hi, t);
+        let log2e = self.cd(std::f64::consts::LOG2_E);
+        let magic = self.cd(6_755_399_441_055_744.0); // 1.5·2^52: n in the low mantissa bits
+        let k = self.b.ins().fma(t, log2e, magic);
+        let magic = self.cd(6_755_399_441_055_744.0);
+        let n = self.b.ins().fsub(k, magic);
+        let mln2_hi = self.cd(-6.931_471_803_691_238_164_90e-1);
+        let r = self.b.ins().fma(n, mln2_hi, t);
+        let mln2_lo = self.cd(-1.908_214_929_270_587_700_02e-10);
+        let r = self.b.ins().fma(n, mln2_lo, r);
+        let taylor: [f64; 11] = [
+            1.0 / 3_628_800.0,
+            1.0 / 362_880.0,
+            1.0 / 40_320.0,
+            1.0 / 5_040.0,
+            1.0 / 720.0,
+            1.0 / 120.0,
+            1.0 / 24.0,
+            1.0 / 6.0,
+            0.5,
+            1.0,
+            1.0,
+        ];
+        let p = self.horner_f64(r, &taylor);
+        let kb = self.b.ins().bitcast(ity, flags, k);
+        let scale = self.b.ins().ishl_imm_u(kb, 52);
+        let pb = self.b.ins().bitcast(ity, flags, p);
+        let rb = self.b.ins().iadd(pb, scale);
+        self.b.ins().bitcast(fty, flags, rb)
     }
 
     /// erfc(x): with z = |x| and t = 1/(1 + z/2), t·e^{−z² + P(t)} (the Chebyshev fit of

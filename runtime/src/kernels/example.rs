@@ -24,6 +24,8 @@ use std::sync::Arc;
 
 use autoclust_graph::{AttrValue, DType, ListValue, Node, Tensor, TensorData};
 
+use super::ragged_ops::splits_tensor;
+use super::string::strings;
 use super::{Inputs, Outputs, PureFn};
 use crate::error::{KResult, KernelError};
 
@@ -409,17 +411,7 @@ fn parse(spec: &Spec, serialized: &Tensor, names: &Tensor) -> KResult<Outputs> {
         if scalar {
             splits.clear();
         }
-        let len = splits.len();
-        ragged_splits.push(match split_type {
-            DType::Int32 => {
-                let v = splits
-                    .into_iter()
-                    .map(|s| i32::try_from(s).map_err(|_| KernelError::invalid("row split past int32")))
-                    .collect::<KResult<Vec<i32>>>()?;
-                Tensor::from_i32(vec![len], v).expect("len")
-            }
-            _ => Tensor::from_i64(vec![len], splits).expect("len"),
-        });
+        ragged_splits.push(splits_tensor(*split_type, splits)?);
     }
     out.extend(ragged_splits);
     Ok(out)
@@ -522,13 +514,6 @@ fn expect_inputs(inp: &Inputs, n: usize) -> KResult<()> {
         return Err(KernelError::invalid(format!("expected {n} inputs, got {}", inp.len())));
     }
     Ok(())
-}
-
-fn strings<'a>(t: &'a Tensor, what: &str) -> KResult<&'a [Vec<u8>]> {
-    match &t.data {
-        TensorData::Str(v) => Ok(v),
-        _ => Err(KernelError::invalid(format!("{what} must be a string tensor, got {}", t.dtype))),
-    }
 }
 
 fn type_list(node: &Node, name: &str) -> KResult<Vec<DType>> {

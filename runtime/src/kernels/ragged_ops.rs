@@ -41,7 +41,8 @@ pub(super) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     Ok(Some(f))
 }
 
-fn splits_tensor(dtype: DType, splits: Vec<i64>) -> KResult<Tensor> {
+/// A row-splits vector in the op's `Tsplits`/`row_splits_type` dtype (int32 or int64).
+pub(super) fn splits_tensor(dtype: DType, splits: Vec<i64>) -> KResult<Tensor> {
     let n = splits.len();
     Ok(match dtype {
         DType::Int32 => {

@@ -311,7 +311,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 
 // ---------------------------------------------------------------- helpers
 
-fn attr_bytes_or(node: &Node, name: &str, default: &[u8]) -> KResult<Vec<u8>> {
+/// A string attribute's bytes, `default` when the node does not set it.
+pub(super) fn attr_bytes_or(node: &Node, name: &str, default: &[u8]) -> KResult<Vec<u8>> {
     match node.attr(name) {
         None => Ok(default.to_vec()),
         Some(AttrValue::S(s)) => Ok(s.clone()),
@@ -335,7 +336,7 @@ fn text(s: &[u8]) -> Result<&str, std::str::Utf8Error> {
 }
 
 /// The elements of a string tensor.
-fn strings<'a>(t: &'a Tensor, what: &str) -> KResult<&'a [Vec<u8>]> {
+pub(super) fn strings<'a>(t: &'a Tensor, what: &str) -> KResult<&'a [Vec<u8>]> {
     match &t.data {
         TensorData::Str(v) => Ok(v),
         _ => Err(KernelError::invalid(format!("{what} must be a string tensor, got {}", t.dtype))),

@@ -14,6 +14,8 @@
 
 use autoclust_graph::{AttrValue, DType, Node, Tensor};
 
+use super::ragged_ops::splits_tensor;
+use super::string::{attr_bytes_or, strings};
 use super::{arity, Inputs, Outputs, PureFn};
 use crate::error::{KResult, KernelError};
 
@@ -52,13 +54,13 @@ pub(super) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let f: PureFn = match node.op.as_str() {
         "UnicodeDecode" | "UnicodeDecodeWithOffsets" => {
             let offsets = node.op == "UnicodeDecodeWithOffsets";
-            let encoding = Encoding::parse(&bytes_attr(node, "input_encoding", b"")?)?;
+            let encoding = Encoding::parse(&attr_bytes_or(node, "input_encoding", b"")?)?;
             let errors = errors(node)?;
             let control = bool_attr(node, "replace_control_characters")?;
             let splits = splits_type(node)?;
             Box::new(move |inp: Inputs| {
                 arity(&inp, 1)?;
-                let strings = strings(&inp[0])?;
+                let strings = strings(&inp[0], "input")?;
                 let (mut row_splits, mut chars, mut starts) = (vec![0i64], Vec::new(), Vec::new());
                 for s in strings {
                     decode(s, encoding, errors, control, &mut chars, &mut starts)?;
@@ -75,7 +77,7 @@ pub(super) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             })
         }
         "UnicodeEncode" => {
-            let encoding = Encoding::parse(&bytes_attr(node, "output_encoding", b"")?)?;
+            let encoding = Encoding::parse(&attr_bytes_or(node, "output_encoding", b"")?)?;
             let errors = errors(node)?;
             Box::new(move |inp: Inputs| {
                 arity(&inp, 2)?;
@@ -224,7 +226,7 @@ fn errors(node: &Node) -> KResult<Errors> {
         None => 0xFFFD,
         Some(v) => v.as_int().ok_or_else(|| KernelError::Attr("replacement_char".into()))?,
     };
-    Ok(match bytes_attr(node, "errors", b"replace")?.as_slice() {
+    Ok(match attr_bytes_or(node, "errors", b"replace")?.as_slice() {
         b"replace" => {
             let r = u32::try_from(replacement)
                 .ok()
@@ -250,35 +252,6 @@ fn splits_type(node: &Node) -> KResult<DType> {
             Some(t @ (DType::Int32 | DType::Int64)) => Ok(t),
             _ => Err(KernelError::Attr("Tsplits".into())),
         },
-    }
-}
-
-fn splits_tensor(dtype: DType, splits: Vec<i64>) -> KResult<Tensor> {
-    let n = splits.len();
-    match dtype {
-        DType::Int32 => {
-            let v = splits
-                .into_iter()
-                .map(|s| i32::try_from(s).map_err(|_| KernelError::invalid("row split past int32")))
-                .collect::<KResult<Vec<i32>>>()?;
-            Ok(Tensor::from_i32(vec![n], v).expect("n"))
-        }
-        _ => Ok(Tensor::from_i64(vec![n], splits).expect("n")),
-    }
-}
-
-fn strings(t: &Tensor) -> KResult<&[Vec<u8>]> {
-    match &t.data {
-        autoclust_graph::TensorData::Str(v) => Ok(v),
-        _ => Err(KernelError::invalid(format!("input must be a string tensor, got {}", t.dtype))),
-    }
-}
-
-fn bytes_attr(node: &Node, name: &str, default: &[u8]) -> KResult<Vec<u8>> {
-    match node.attr(name) {
-        None => Ok(default.to_vec()),
-        Some(AttrValue::S(s)) => Ok(s.clone()),
-        Some(_) => Err(KernelError::Attr(name.into())),
     }
 }
 
