@@ -94,6 +94,31 @@ pub fn infer(graph: &Graph) -> Result<TypeInfo, VerifyError> {
     Ok(info)
 }
 
+/// Checks that every node of a known op has as many data inputs as its op's
+/// signature, expanded by the node's own attributes (`N`, type lists), asks for,
+/// as TensorFlow's graph import does for every node whether or not a step runs it.
+/// Commands that execute a graph call this first, so a node with a wrong arity is
+/// an error in both modes instead of a node one mode runs (its kernel ignoring
+/// the extra input) and the other declines. Nodes whose signature cannot be
+/// expanded (an attribute missing) are left to the verifier, which reports them
+/// with their context; unknown ops and calls are not checked here.
+pub fn check_arities(graph: &Graph) -> Result<(), VerifyError> {
+    for node in graph.nodes() {
+        let Some(schema) = registry::lookup(&node.op) else { continue };
+        let Ok(in_types) = expand_args(node, schema, schema.inputs) else { continue };
+        if in_types.len() != node.inputs.len() {
+            return Err(VerifyError::Arity {
+                node: node.name.clone(),
+                span: node.span,
+                op: node.op.clone(),
+                expected: in_types.len(),
+                got: node.inputs.len(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Like [`infer`], but a node whose inference fails does not stop the rest:
 /// its error is returned beside the others (with the node's id), its outputs
 /// are typed from its attributes alone when its op's signature allows it

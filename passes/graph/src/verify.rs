@@ -65,6 +65,20 @@ pub(crate) fn at(span: &Option<Span>) -> String {
 }
 
 impl VerifyError {
+    /// Where the node at fault is, when it came from a text file (none for a cycle).
+    pub fn span(&self) -> Option<Span> {
+        match self {
+            VerifyError::Cycle(_) => None,
+            VerifyError::PortOutOfRange { span, .. }
+            | VerifyError::Arity { span, .. }
+            | VerifyError::DTypeMismatch { span, .. }
+            | VerifyError::VariableDType { span, .. }
+            | VerifyError::Shape { span, .. }
+            | VerifyError::MissingAttr { span, .. }
+            | VerifyError::BadAttr { span, .. } => *span,
+        }
+    }
+
     /// The name of the node at fault (for a cycle, the first node on it).
     pub fn node(&self) -> Option<&str> {
         match self {
@@ -133,6 +147,26 @@ mod tests {
         let mut b = xy();
         b.node("cat", "ConcatV2", &["x", "y"], &[("T", ty(Float32)), ("N", AttrValue::I(2))]);
         assert!(matches!(err(&b), VerifyError::Arity { expected: 3, got: 2, .. }));
+    }
+
+    /// `check_arities` refuses what `verify` would, without inferring anything: a known op
+    /// (here one whose inputs are a resource and a value, never typed by inference upstream)
+    /// with an extra input, and a variadic op whose `N` disagrees; unknown ops pass.
+    #[test]
+    fn arities_are_checked_without_inference() {
+        let mut b = xy();
+        b.node("st", "StackV2", &["i"], &[("elem_type", ty(Float32))]);
+        b.node("push", "StackPushV2", &["st", "x", "y"], &[("T", ty(Float32))]);
+        let e = crate::infer::check_arities(&b.build()).expect_err("three inputs to StackPushV2");
+        assert!(matches!(e, VerifyError::Arity { expected: 2, got: 3, .. }), "{e:?}");
+        assert_eq!(e.node(), Some("push"));
+        let mut b = xy();
+        b.node("cat", "ConcatV2", &["x", "y"], &[("T", ty(Float32)), ("N", AttrValue::I(2))]);
+        assert!(matches!(crate::infer::check_arities(&b.build()), Err(VerifyError::Arity { expected: 3, .. })));
+        let mut b = xy();
+        b.node("add", "AddV2", &["x", "y"], &[("T", ty(Float32))]);
+        b.node("mystery", "SomeCustomOp", &["x", "y", "add"], &[]);
+        assert_eq!(crate::infer::check_arities(&b.build()), Ok(()));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! Encoding writes each row's code points as one string; a negative one, a surrogate or one
 //! past U+10FFFF is malformed.
 
-use autoclust_graph::{AttrValue, DType, Node, Tensor};
+use autoclust_graph::{DType, Node, Tensor};
 
 use super::ragged_ops::splits_tensor;
 use super::string::{attr_bytes_or, strings};
