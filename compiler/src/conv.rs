@@ -532,9 +532,15 @@ impl ConvShape {
     }
 }
 
-/// The taps of one image of a depthwise convolution: calls `f(x index, filter index, output
-/// index)` (indices within the image) for every tap that reads input, in a fixed order.
-fn depthwise_taps(s: &ConvShape, mut f: impl FnMut(usize, usize, usize)) {
+/// The taps of one image of a depthwise convolution, a pixel pair at a time: calls
+/// `f(x offset, filter offset, output offset)` (within the image) for every (output pixel,
+/// filter tap) that reads input, in a fixed order — output pixels row-major, then taps
+/// row-major. The `C` input channels start at the x offset, the `C·M` filter values and output
+/// channels at the others: the callers' channel loops are plain slice walks, which the
+/// compiler vectorises (the former per-channel callback, with its index arithmetic and bound
+/// checks, ran MobileNetV2's depthwise layers at 0.6 GFLOP/s). Each output channel still sums
+/// its taps in tap order, so results are unchanged bit for bit.
+fn depthwise_pixels(s: &ConvShape, mut f: impl FnMut(usize, usize, usize)) {
     let [_, _, w, c] = s.input;
     let [kh, kw, _, m] = s.filter;
     let (oh, ow) = (s.win.h.output, s.win.w.output);
@@ -545,13 +551,7 @@ fn depthwise_taps(s: &ConvShape, mut f: impl FnMut(usize, usize, usize)) {
                 let Some(iy) = s.win.h.source(oy, ky) else { continue };
                 for kx in 0..kw {
                     let Some(ix) = s.win.w.source(ox, kx) else { continue };
-                    let x_base = (iy * w + ix) * c;
-                    let f_base = (ky * kw + kx) * c * m;
-                    for ch in 0..c {
-                        for q in 0..m {
-                            f(x_base + ch, f_base + ch * m + q, out_base + ch * m + q);
-                        }
-                    }
+                    f((iy * w + ix) * c, (ky * kw + kx) * c * m, out_base);
                 }
             }
         }
@@ -586,7 +586,21 @@ pub fn depthwise_conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: u
     let mut out = vec![T::default(); s.depthwise_output().iter().product()];
     per_image_out(&mut out, n, threads, &|b, o| {
         let xb = &x[b * h * w * c..][..h * w * c];
-        depthwise_taps(s, |xi, fi, oi| o[oi] += xb[xi] * f[fi]);
+        let m = s.filter[3];
+        depthwise_pixels(s, |xi, fi, oi| {
+            let (xr, fr, or) = (&xb[xi..xi + c], &f[fi..fi + c * m], &mut o[oi..oi + c * m]);
+            if m == 1 {
+                for ((o, &x), &f) in or.iter_mut().zip(xr).zip(fr) {
+                    *o += x * f;
+                }
+            } else {
+                for ((os, &x), fs) in or.chunks_exact_mut(m).zip(xr).zip(fr.chunks_exact(m)) {
+                    for (o, &f) in os.iter_mut().zip(fs) {
+                        *o += x * f;
+                    }
+                }
+            }
+        });
     });
     out
 }
@@ -598,7 +612,21 @@ pub fn depthwise_conv2d_backprop_input<T: ConvElem>(s: &ConvShape, f: &[T], dy: 
     let mut dx = vec![T::default(); n * h * w * c];
     per_image_out(&mut dx, n, threads, &|b, d| {
         let g = &dy[b * per..][..per];
-        depthwise_taps(s, |xi, fi, oi| d[xi] += g[oi] * f[fi]);
+        let m = s.filter[3];
+        depthwise_pixels(s, |xi, fi, oi| {
+            let (dr, fr, gr) = (&mut d[xi..xi + c], &f[fi..fi + c * m], &g[oi..oi + c * m]);
+            if m == 1 {
+                for ((d, &g), &f) in dr.iter_mut().zip(gr).zip(fr) {
+                    *d += g * f;
+                }
+            } else {
+                for ((d, gs), fs) in dr.iter_mut().zip(gr.chunks_exact(m)).zip(fr.chunks_exact(m)) {
+                    for (&g, &f) in gs.iter().zip(fs) {
+                        *d += g * f;
+                    }
+                }
+            }
+        });
     });
     dx
 }
@@ -611,7 +639,15 @@ pub fn depthwise_conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy:
     let mut df = vec![T::default(); s.filter.iter().product()];
     for b in 0..n {
         let (xb, g) = (&x[b * h * w * c..][..h * w * c], &dy[b * per..][..per]);
-        depthwise_taps(s, |xi, fi, oi| df[fi] += xb[xi] * g[oi]);
+        let m = s.filter[3];
+        depthwise_pixels(s, |xi, fi, oi| {
+            let (xr, dfr, gr) = (&xb[xi..xi + c], &mut df[fi..fi + c * m], &g[oi..oi + c * m]);
+            for ((dfs, &x), gs) in dfr.chunks_exact_mut(m).zip(xr).zip(gr.chunks_exact(m)) {
+                for (df, &g) in dfs.iter_mut().zip(gs) {
+                    *df += x * g;
+                }
+            }
+        });
     }
     df
 }

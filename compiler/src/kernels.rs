@@ -383,28 +383,6 @@ macro_rules! map_data {
     };
 }
 
-/// A vector of `len` defaults with `v`'s elements (row-major over `dims`) written at
-/// `offset + Σ i_d·strides_d`.
-fn strided_scatter<T: Copy + Default>(v: &[T], len: usize, dims: &[usize], strides: &[isize], offset: isize) -> Vec<T> {
-    let mut out = vec![T::default(); len];
-    if v.is_empty() {
-        return out;
-    }
-    let mut idx = vec![0usize; dims.len()];
-    for &x in v {
-        let at = offset + idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum::<isize>();
-        out[at as usize] = x;
-        for d in (0..dims.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < dims[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
-    out
-}
-
 /// TensorFlow's `InTopK`: whether each row's target class is among the `k` largest of its
 /// `c` predictions (ties counted in the target's favour: only strictly larger predictions
 /// push it out); false for a target out of range or a row with a non-finite prediction.
@@ -574,7 +552,7 @@ impl KernelOp {
             KernelOp::StridedScatter { dims, strides, offset } => {
                 let x = inputs[0];
                 let len: usize = out_shapes[0].iter().product();
-                let data = map_data!(x, |v| strided_scatter(v, len, dims, strides, *offset));
+                let data = map_data!(x, |v| crate::layout::strided_scatter(v, len, dims, strides, *offset));
                 Ok(vec![Tensor { dtype: x.dtype, shape: out_shapes[0].clone(), data }])
             }
             KernelOp::Concat { axis } => {

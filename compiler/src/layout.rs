@@ -178,6 +178,55 @@ fn tiles<T: Copy>(v: &[T], dims: &[usize], strides: &[isize], offset: isize, n: 
     out
 }
 
+/// The inverse layout change: a vector of `len` defaults with `v`'s elements (row-major over
+/// `dims`) written at `offset + Σ_d i_d·strides_d` — `Pad` (the input placed inside the padded
+/// output) and `StridedSliceGrad`. The view is simplified as for [`strided_copy`]; when its
+/// innermost axis is contiguous in the output, whole rows are copied (`memcpy`), otherwise an
+/// odometer writes one element at a time with a tight strided inner loop. Padding a
+/// [2, 48, 48, 48] activation went from 2.5 ms (an index sum per element) to a memcpy per row.
+///
+/// Panics (an index out of bounds) only if the view reaches outside `len`; callers derive it
+/// from the output's own shape.
+pub fn strided_scatter<T: Copy + Default>(
+    v: &[T],
+    len: usize,
+    dims: &[usize],
+    strides: &[isize],
+    offset: isize,
+) -> Vec<T> {
+    let mut out = vec![T::default(); len];
+    let n: usize = dims.iter().product();
+    if n == 0 || v.is_empty() {
+        return out;
+    }
+    let (dims, strides) = simplify(dims, strides);
+    let r = dims.len();
+    if r == 0 {
+        out[offset as usize] = v[0];
+        return out;
+    }
+    let (inner, istride) = (dims[r - 1], strides[r - 1]);
+    let outer: Vec<usize> = (0..r - 1).collect();
+    let mut idx = vec![0usize; r];
+    let mut base = offset;
+    for row in v.chunks_exact(inner) {
+        if istride == 1 {
+            let b = base as usize;
+            out[b..b + inner].copy_from_slice(row);
+        } else {
+            let mut p = base;
+            for &x in row {
+                out[p as usize] = x;
+                p += istride;
+            }
+        }
+        if !advance(&mut idx, &outer, &dims, &strides, &mut base) {
+            break;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +243,47 @@ mod tests {
             next_index(&mut idx, dims);
         }
         out
+    }
+
+    /// The scatter's definition: every element written at its strided place, one at a time.
+    fn naive_scatter<T: Copy + Default>(
+        v: &[T],
+        len: usize,
+        dims: &[usize],
+        strides: &[isize],
+        offset: isize,
+    ) -> Vec<T> {
+        let mut out = vec![T::default(); len];
+        let mut idx = vec![0usize; dims.len()];
+        for &x in v {
+            let at: isize = offset + idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum::<isize>();
+            out[at as usize] = x;
+            next_index(&mut idx, dims);
+        }
+        out
+    }
+
+    /// Pads (rows copied), a padded size-1 axis, reversed and stride-2 placements
+    /// (`StridedSliceGrad`), a scalar and an empty input, against the definition.
+    #[test]
+    fn scatter_matches_the_definition() {
+        let v: Vec<u32> = (1..=2 * 5 * 3 * 4).collect();
+        // Pad [2,5,3,4] by (1,0),(2,1),(0,2),(1,1) into [3,8,5,6].
+        let out = [3usize, 8, 5, 6];
+        let os = strides_of(&out);
+        let strides: Vec<isize> = os.iter().map(|&s| s as isize).collect();
+        let offset = (os[0] + 2 * os[1] + os[3]) as isize;
+        let len: usize = out.iter().product();
+        let dims = [2usize, 5, 3, 4];
+        assert_eq!(strided_scatter(&v, len, &dims, &strides, offset), naive_scatter(&v, len, &dims, &strides, offset));
+        // Only the channels padded: whole leading axes merge into one row walk.
+        let (dims, strides) = ([2usize, 5, 3, 4], [90isize, 18, 6, 1]);
+        assert_eq!(strided_scatter(&v, 180, &dims, &strides, 1), naive_scatter(&v, 180, &dims, &strides, 1));
+        // A size-1 axis, a reversed innermost axis and a stride-2 one.
+        let (dims, strides) = ([2usize, 1, 15, 4], [200isize, 7, 8, -2]);
+        assert_eq!(strided_scatter(&v, 400, &dims, &strides, 7), naive_scatter(&v, 400, &dims, &strides, 7));
+        assert_eq!(strided_scatter(&[9u32], 3, &[], &[], 2), vec![0, 0, 9]);
+        assert_eq!(strided_scatter::<u32>(&[], 4, &[0, 3], &[3, 1], 0), vec![0; 4]);
     }
 
     /// Every permutation of a rank-4 tensor (sizes around the tile side), plus broadcasts,
