@@ -407,8 +407,13 @@ fn over_images<T: ConvElem>(
 
 /// `Conv2D`: `x` `[N,H,W,C]` by `f` `[KH,KW,C/G,O]` → `[N,OH,OW,O]`. With `G > 1` groups,
 /// output channels `g·O/G..(g+1)·O/G` are input channels `g·C/G..(g+1)·C/G` convolved with
-/// their filter columns: one im2col and one GEMM per group.
+/// their filter columns: one im2col and one GEMM per group — except with one input channel
+/// per group (`G = C`, ConvNeXt's and Keras' `DepthwiseConv2D`-as-`groups` layers), which is a
+/// depthwise convolution ([`ConvShape::as_depthwise`]).
 pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> Vec<T> {
+    if let Some(d) = s.as_depthwise() {
+        return depthwise_conv2d(&d, x, f, threads);
+    }
     let [n, h, w, c] = s.input;
     let o = s.filter[3];
     let (g, cg) = (s.groups(), s.filter[2]);
@@ -443,8 +448,11 @@ pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> V
 }
 
 /// `Conv2DBackpropInput`: the gradient `[N,H,W,C]` from `f` and `dy` `[N,OH,OW,O]` (group by
-/// group for a grouped convolution).
+/// group for a grouped convolution; a depthwise one's with one input channel per group).
 pub fn conv2d_backprop_input<T: ConvElem>(s: &ConvShape, f: &[T], dy: &[T], threads: usize) -> Vec<T> {
+    if let Some(d) = s.as_depthwise() {
+        return depthwise_conv2d_backprop_input(&d, f, dy, threads);
+    }
     let [n, h, w, c] = s.input;
     let o = s.filter[3];
     let (g, cg) = (s.groups(), s.filter[2]);
@@ -473,8 +481,12 @@ const FILTER_GRAD_GROUPS: usize = 8;
 /// into at most [`FILTER_GRAD_GROUPS`] consecutive groups (a split that depends on the batch
 /// size only); each group's partial sums its images in order, the groups run in parallel,
 /// and the partials are added in group order — the same additions in the same order
-/// however many threads there are.
+/// however many threads there are. With one input channel per group, the depthwise
+/// convolution's filter gradient (images summed in order).
 pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], threads: usize) -> Vec<T> {
+    if let Some(d) = s.as_depthwise() {
+        return depthwise_conv2d_backprop_filter(&d, x, dy);
+    }
     let [n, h, w, c] = s.input;
     let o = s.filter[3];
     let (g, cg) = (s.groups(), s.filter[2]);
@@ -526,6 +538,16 @@ pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], thr
 }
 
 impl ConvShape {
+    /// A grouped convolution with one input channel per group (`[KH, KW, 1, O]` filter over
+    /// `C = G > 1` channels) as the depthwise convolution it is: filter `[KH, KW, C, O/C]`,
+    /// whose row-major layout is the same buffer (output channel `c·M + q` is group `c`'s
+    /// `q`-th), so callers pass the grouped filter and get the grouped layout back.
+    pub fn as_depthwise(&self) -> Option<ConvShape> {
+        let [kh, kw, cg, o] = self.filter;
+        let c = self.input[3];
+        (cg == 1 && c > 1 && o % c == 0).then_some(ConvShape { filter: [kh, kw, c, o / c], ..*self })
+    }
+
     /// A depthwise convolution's output: `[N, OH, OW, C·M]` for a `[KH, KW, C, M]` filter.
     pub fn depthwise_output(&self) -> [usize; 4] {
         [self.input[0], self.win.h.output, self.win.w.output, self.input[3] * self.filter[3]]
@@ -666,6 +688,52 @@ mod tests {
                 (s % 2001) as f32 / 1000.0 - 1.0
             })
             .collect()
+    }
+
+    /// A grouped convolution with one input channel per group runs as a depthwise one; it
+    /// must compute the grouped convolution's definition (and its gradients their adjoint
+    /// identities: <dy, conv(x)> = <conv_input_grad(dy), x> = <filter_grad(x, dy), f>).
+    #[test]
+    fn one_channel_groups_are_depthwise() {
+        let attrs = WindowAttrs { strides: (2, 1), dilations: (1, 1), padding: Padding::Same };
+        let (input, filter) = ([2usize, 7, 6, 4], [3usize, 2, 1, 8]);
+        let s = ConvShape { input, filter, win: attrs.conv_window(input, filter).unwrap() };
+        assert!(s.as_depthwise().is_some());
+        let x = data(input.iter().product(), 4);
+        let f = data(filter.iter().product(), 5);
+        let y = conv2d(&s, &x, &f, 1);
+        let [n, h, w, c] = input;
+        let [kh, kw, _, o] = filter;
+        let (oh, ow) = (s.win.h.output, s.win.w.output);
+        let mut want = vec![0f64; n * oh * ow * o];
+        for b in 0..n {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    for oc in 0..o {
+                        let g = oc / (o / c);
+                        let mut acc = 0f64;
+                        for ky in 0..kh {
+                            let Some(iy) = s.win.h.source(oy, ky) else { continue };
+                            for kx in 0..kw {
+                                let Some(ix) = s.win.w.source(ox, kx) else { continue };
+                                acc += x[((b * h + iy) * w + ix) * c + g] as f64 * f[(ky * kw + kx) * o + oc] as f64;
+                            }
+                        }
+                        want[((b * oh + oy) * ow + ox) * o + oc] = acc;
+                    }
+                }
+            }
+        }
+        for (i, (&g, &w)) in y.iter().zip(&want).enumerate() {
+            assert!((g as f64 - w).abs() < 1e-5, "output {i}: {g} vs {w}");
+        }
+        let dy = data(y.len(), 6);
+        let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(&p, &q)| p as f64 * q as f64).sum::<f64>();
+        let forward = dot(&dy, &y);
+        let dx = conv2d_backprop_input(&s, &f, &dy, 1);
+        let df = conv2d_backprop_filter(&s, &x, &dy, 1);
+        assert!((dot(&dx, &x) - forward).abs() < 1e-4, "input gradient");
+        assert!((dot(&df, &f) - forward).abs() < 1e-4, "filter gradient");
     }
 
     /// The split over images (and the filter gradient's groups) never changes a bit: one
