@@ -664,9 +664,15 @@ pub fn depthwise_conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy:
         let m = s.filter[3];
         depthwise_pixels(s, |xi, fi, oi| {
             let (xr, dfr, gr) = (&xb[xi..xi + c], &mut df[fi..fi + c * m], &g[oi..oi + c * m]);
-            for ((dfs, &x), gs) in dfr.chunks_exact_mut(m).zip(xr).zip(gr.chunks_exact(m)) {
-                for (df, &g) in dfs.iter_mut().zip(gs) {
+            if m == 1 {
+                for ((df, &x), &g) in dfr.iter_mut().zip(xr).zip(gr) {
                     *df += x * g;
+                }
+            } else {
+                for ((dfs, &x), gs) in dfr.chunks_exact_mut(m).zip(xr).zip(gr.chunks_exact(m)) {
+                    for (df, &g) in dfs.iter_mut().zip(gs) {
+                        *df += x * g;
+                    }
                 }
             }
         });
