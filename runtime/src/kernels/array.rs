@@ -599,6 +599,24 @@ fn pad(t: &Tensor, paddings: &[i64], mode: PadMode, fill: Option<&Tensor>) -> KR
         let st = strides(&t.shape);
         let n: usize = out_shape.iter().product();
         let r = out_shape.len();
+        if matches!(mode, PadMode::Constant) && r > 0 {
+            // The fill, then the input's rows copied whole into place (the general walk
+            // below computes a source offset per output element: 6% of a MobileNetV2
+            // training step).
+            let mut v = vec![c; n];
+            let ost = strides(&out_shape);
+            let inner = t.shape[r - 1];
+            if inner > 0 && !x.is_empty() {
+                let origin: usize = (0..r).map(|d| paddings[2 * d] as usize * ost[d]).sum();
+                let mut idx = vec![0usize; r - 1];
+                for row in x.chunks_exact(inner) {
+                    let at = origin + idx.iter().zip(&ost).map(|(&i, &s)| i * s).sum::<usize>();
+                    v[at..at + inner].copy_from_slice(row);
+                    next_index(&mut idx, &t.shape[..r - 1]);
+                }
+            }
+            return Ok(tensor_of(out_shape, v));
+        }
         let mut v = Vec::with_capacity(n);
         let mut idx = vec![0usize; r];
         for _ in 0..n {
@@ -2074,6 +2092,31 @@ mod tests {
         assert!(run1(&n, &[t.clone(), big]).is_err());
         let neg = Tensor::from_i32(vec![2, 2], vec![0, -1, 0, 0]).unwrap();
         assert!(run1(&node("Pad", &[]), &[t, neg]).is_err());
+    }
+
+    /// The constant pad's row copies against the definition: a rank-3 pad of every axis
+    /// (and a zero-length axis, which leaves only the fill).
+    #[test]
+    fn constant_pad_places_every_element() {
+        let (shape, pads) = ([2usize, 3, 4], [1usize, 0, 2, 1, 0, 3]);
+        let t = Tensor::from_i32(shape.to_vec(), (1..=24).collect()).unwrap();
+        let p = Tensor::from_i32(vec![3, 2], pads.iter().map(|&x| x as i32).collect()).unwrap();
+        let got = run1(&node("PadV2", &[]), &[t, p.clone(), Tensor::scalar_i32(-7)]).unwrap();
+        let out = [3usize, 6, 7];
+        assert_eq!(got.shape, out);
+        let mut want = vec![-7; out.iter().product()];
+        for a in 0..2 {
+            for b in 0..3 {
+                for c in 0..4 {
+                    want[((a + 1) * 6 + b + 2) * 7 + c] = (1 + (a * 3 + b) * 4 + c) as i32;
+                }
+            }
+        }
+        assert_eq!(got.as_i32().unwrap(), &want[..]);
+        let empty = Tensor::from_i32(vec![2, 0, 4], vec![]).unwrap();
+        let got = run1(&node("Pad", &[]), &[empty, p]).unwrap();
+        assert_eq!(got.shape, [3, 3, 7]);
+        assert!(got.as_i32().unwrap().iter().all(|&x| x == 0));
     }
 
     #[test]
