@@ -24,7 +24,8 @@ mod unpacked;
 /// An element type `matrixmultiply` multiplies.
 pub trait GemmElem: Copy + Send + Sync + 'static {
     /// `C = A·B` (alpha 1, beta 0) on the calling thread; C's element `(i, j)` is at
-    /// `c + i·rsc + j·csc`.
+    /// `c + i·rsc + j·csc`. `rows` is the whole product's row count when this is one block
+    /// of a split product (every block sees the same, so all take the same path).
     ///
     /// # Safety
     /// The pointers and strides must describe valid `m×k`, `k×n` and `m×n` matrices; C must
@@ -43,6 +44,7 @@ pub trait GemmElem: Copy + Send + Sync + 'static {
         c: *mut Self,
         rsc: isize,
         csc: isize,
+        rows: usize,
     );
 }
 
@@ -60,8 +62,9 @@ impl GemmElem for f32 {
         c: *mut f32,
         rsc: isize,
         csc: isize,
+        rows: usize,
     ) {
-        if unpacked::applies(k, rsb, csb, csc) {
+        if unpacked::applies(rows, k, rsb, csb, csc) {
             // SAFETY: forwarded from the caller; C's columns are contiguous, B's columns or rows.
             unsafe { unpacked::sgemm(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc) }
         } else {
@@ -85,6 +88,7 @@ impl GemmElem for f64 {
         c: *mut f64,
         rsc: isize,
         csc: isize,
+        _rows: usize,
     ) {
         // SAFETY: forwarded from the caller.
         unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
@@ -109,6 +113,7 @@ macro_rules! int_kernel {
                 c: *mut $t,
                 rsc: isize,
                 csc: isize,
+                _rows: usize,
             ) {
                 for i in 0..m as isize {
                     for j in 0..n as isize {
@@ -287,6 +292,7 @@ unsafe fn gemm_blocks<T: GemmElem>(
                 p.2.offset(r0 * rsc + c0 * csc),
                 rsc,
                 csc,
+                m,
             )
         }
     };
@@ -333,7 +339,7 @@ mod tests {
     /// rows (tall C) and by columns (wide C), through the team and through `gemm` itself.
     #[test]
     fn split_products_equal_the_single_threaded_product() {
-        for (m, k, n) in [(130, 70, 90), (40, 70, 300), (32, 256, 32), (64, 129, 128)] {
+        for (m, k, n) in [(130, 70, 90), (40, 70, 300), (32, 256, 32), (64, 129, 128), (8, 700, 300), (12, 600, 5)] {
             let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 97) as f32 / 13.0 - 3.0).collect();
             let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 89) as f32 / 11.0 - 4.0).collect();
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
@@ -342,7 +348,7 @@ mod tests {
                 let mut one = vec![0f32; m * n];
                 // SAFETY: the vectors hold the described matrices.
                 unsafe {
-                    f32::kernel(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, one.as_mut_ptr(), n as isize, 1)
+                    f32::kernel(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, one.as_mut_ptr(), n as isize, 1, m)
                 };
                 for parts in [2, 3] {
                     let mut split = vec![f32::NAN; m * n];

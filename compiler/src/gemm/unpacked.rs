@@ -28,6 +28,12 @@
 /// within noise with this bound at 128, 256, 512 or 1024.
 pub(crate) const MAX_K: usize = 512;
 
+/// Products of at most this many rows (one AVX-512 row tile) are taken here at any depth:
+/// their tile streams B once, while packing would read B, write the packed copy and read it
+/// again for a handful of rows — the late stages of a CNN at batch 2 (`[8, 4608]·[4608, 512]`),
+/// a classifier head on a small batch.
+pub(crate) const SHORT_ROWS: usize = 8;
+
 /// Which vector unit runs the kernels, detected once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Tier {
@@ -55,12 +61,13 @@ pub(crate) fn tier() -> Option<Tier> {
     None
 }
 
-/// Whether a product with these strides and depth runs here: C's columns contiguous, and
-/// B's columns contiguous (read in place) or its rows (a transposed B, packed panel by
-/// panel). Depends only on `k` and the strides — never on `m` or `n` — so every block of a
+/// Whether a product with these strides and depth runs here: at most [`MAX_K`] deep or at
+/// most [`SHORT_ROWS`] rows, C's columns contiguous, and B's columns contiguous (read in
+/// place) or its rows (a transposed B, packed panel by panel). Depends only on `k`, the
+/// whole product's `rows` and the strides — never on a block's size — so every block of a
 /// split product takes the same path.
-pub(crate) fn applies(k: usize, rsb: isize, csb: isize, csc: isize) -> bool {
-    tier().is_some() && k <= MAX_K && (csb == 1 || rsb == 1) && csc == 1
+pub(crate) fn applies(rows: usize, k: usize, rsb: isize, csb: isize, csc: isize) -> bool {
+    tier().is_some() && (k <= MAX_K || rows <= SHORT_ROWS) && (csb == 1 || rsb == 1) && csc == 1
 }
 
 /// Widest column panel of any tier (the AVX-512 tile's two vectors).
@@ -540,6 +547,8 @@ mod tests {
             (32, 256, 32),
             (16, 40, 64),
             (5, 9, 7),
+            (8, 700, 40),
+            (3, 1100, 33),
         ];
         for (m, k, n) in shapes {
             let (a, b) = (data(m * k, 1), data(k * n, 2));
@@ -552,7 +561,7 @@ mod tests {
                 let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
                 let rsc = n + 3;
                 let mut c = vec![f32::NAN; m * rsc];
-                assert!(applies(k, rsb, csb, 1));
+                assert!(applies(m, k, rsb, csb, 1));
                 // SAFETY: the vectors hold the described matrices.
                 unsafe { sgemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), rsc as isize) };
                 for i in 0..m {
@@ -608,13 +617,15 @@ mod tests {
     #[test]
     fn only_moderate_depths_and_unit_column_strides_of_c_apply() {
         if tier().is_none() {
-            assert!(!applies(8, 16, 1, 1));
+            assert!(!applies(64, 8, 16, 1, 1));
             return;
         }
-        assert!(applies(MAX_K, 16, 1, 1));
-        assert!(!applies(MAX_K + 1, 16, 1, 1));
-        assert!(!applies(8, 16, 1, 2), "a strided C goes to matrixmultiply");
-        assert!(applies(8, 1, 5, 1), "a transposed B is packed by panels");
-        assert!(!applies(8, 3, 5, 1), "a B strided both ways goes to matrixmultiply");
+        assert!(applies(64, MAX_K, 16, 1, 1));
+        assert!(!applies(64, MAX_K + 1, 16, 1, 1));
+        assert!(applies(SHORT_ROWS, 8 * MAX_K, 16, 1, 1), "a short product at any depth");
+        assert!(!applies(SHORT_ROWS + 1, MAX_K + 1, 16, 1, 1));
+        assert!(!applies(64, 8, 16, 1, 2), "a strided C goes to matrixmultiply");
+        assert!(applies(64, 8, 1, 5, 1), "a transposed B is packed by panels");
+        assert!(!applies(64, 8, 3, 5, 1), "a B strided both ways goes to matrixmultiply");
     }
 }
