@@ -15,9 +15,10 @@
 //! single-threaded kernel call, with the same k-order of accumulation as an unsplit call,
 //! so the result does not depend on the thread count.
 //!
-//! Float32 products up to a moderate depth take [`unpacked`]'s kernels instead (no copies
-//! of A, and of B only a transposed B's panels; the choice depends only on the depth and
-//! the strides, so every block of a split product takes the same path).
+//! Float32 products up to a moderate depth, or short ones (a few rows) somewhat deeper, take
+//! [`unpacked`]'s kernels instead (no copies of A, and of B only a transposed B's panels; the
+//! choice depends only on the depth, the whole product's row count and the strides, so every
+//! block of a split product takes the same path).
 
 mod unpacked;
 
