@@ -5,7 +5,7 @@
 
 More of issue 20's "Keras steps you have not seen", in the manner of `make_fixtures_keras_sweep.py`
 (same export, same `train_fixture`): layers, losses, metrics and optimizers none of the other generators
-use. All ten ran and matched TensorFlow in both modes when first exported, except the Ftrl step, whose
+use. All fourteen ran and matched TensorFlow in both modes when first exported, except the Ftrl step, whose
 clustered run was 4e-5 off until the JIT's Pow was made correctly rounded. Cases: README.md.
 """
 
@@ -153,7 +153,60 @@ def sweep2_hashing_embedding_dot_mape():
                   [spec([None, 1], tf.int64, "u"), spec([None, 1], tf.int64, "i"), spec([None, 1], tf.float32, "labels")], feeds)
 
 
+def sweep2_gru_recurrent_dropout_sgd():
+    """GRU with input dropout and recurrent dropout (the recurrent mask drawn once and applied inside the `While`
+    body); MSE; SGD."""
+    keras, L, rng = start(302)
+    m = keras.Sequential([keras.Input((5, 3)), L.GRU(4, dropout=0.2, recurrent_dropout=0.3), L.Dense(2)])
+    feeds = {"x": rng.standard_normal((3, 5, 3)).astype(np.float32), "labels": rng.standard_normal((3, 2)).astype(np.float32)}
+    train_fixture("sweep2_gru_recurrent_dropout_sgd", m, keras.optimizers.SGD(0.1), keras.losses.MeanSquaredError(),
+                  [spec([None, 5, 3], tf.float32, "x"), spec([None, 2], tf.float32, "labels")], feeds)
+
+
+def sweep2_random_augment_adam():
+    """Keras' RandomFlip, RandomRotation, RandomZoom and RandomContrast in training (stateless random ops,
+    `ImageProjectiveTransformV3`), Conv2D, GlobalAveragePooling2D; Adam."""
+    keras, L, rng = start(303)
+    m = keras.Sequential([keras.Input((8, 8, 3)), L.RandomFlip(), L.RandomRotation(0.1), L.RandomZoom(0.1), L.RandomContrast(0.2),
+                          L.Conv2D(4, 3), L.GlobalAveragePooling2D(), L.Dense(3)])
+    feeds = {"x": rng.uniform(0, 1, (2, 8, 8, 3)).astype(np.float32), "labels": np.array([0, 2], np.int32)}
+    train_fixture("sweep2_random_augment_adam", m, keras.optimizers.Adam(0.01), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  [spec([None, 8, 8, 3], tf.float32, "x"), spec([None], tf.int32, "labels")], feeds)
+
+
+def sweep2_spectral_norm_discretization_huber():
+    """Discretization (`Bucketize`) + CategoryEncoding(count) beside the raw features, SpectralNormalization around a
+    Dense (power iteration updating its vector variable), relu6; Huber; RMSprop."""
+    keras, L, rng = start(304)
+    x = keras.Input((4,))
+    d = L.Discretization(bin_boundaries=[-1.0, 0.0, 1.0])(x)
+    e = L.CategoryEncoding(num_tokens=4, output_mode="count")(d)
+    h = L.SpectralNormalization(L.Dense(6))(L.Concatenate()([x, e]))
+    out = L.Dense(1)(L.Activation("relu6")(h))
+    m = keras.Model(x, out)
+    feeds = {"x": rng.standard_normal((5, 4)).astype(np.float32), "labels": rng.standard_normal((5, 1)).astype(np.float32)}
+    train_fixture("sweep2_spectral_norm_discretization_huber", m, keras.optimizers.RMSprop(0.01), keras.losses.Huber(),
+                  [spec([None, 4], tf.float32, "x"), spec([None, 1], tf.float32, "labels")], feeds)
+
+
+def sweep2_bilstm_return_state_adagrad():
+    """Bidirectional LSTM with return_sequences and return_state (both directions' final h and c used),
+    GlobalMaxPooling1D; Adagrad."""
+    keras, L, rng = start(305)
+    x = keras.Input((6, 3))
+    seq, h1, c1, h2, c2 = L.Bidirectional(L.LSTM(4, return_sequences=True, return_state=True))(x)
+    out = L.Dense(2)(L.Concatenate()([L.GlobalMaxPooling1D()(seq), h1, c2]))
+    m = keras.Model(x, out)
+    feeds = {"x": rng.standard_normal((3, 6, 3)).astype(np.float32), "labels": np.array([0, 1, 1], np.int32)}
+    train_fixture("sweep2_bilstm_return_state_adagrad", m, keras.optimizers.Adagrad(0.1), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  [spec([None, 6, 3], tf.float32, "x"), spec([None], tf.int32, "labels")], feeds)
+
+
 FIXTURES = [
+    sweep2_gru_recurrent_dropout_sgd,
+    sweep2_random_augment_adam,
+    sweep2_spectral_norm_discretization_huber,
+    sweep2_bilstm_return_state_adagrad,
     sweep2_groupnorm_prelu_adafactor,
     sweep2_convlstm2d_logcosh_sgd,
     sweep2_attention_additive_hinge,
