@@ -106,17 +106,23 @@ pub fn check_arities(graph: &Graph) -> Result<(), VerifyError> {
     for node in graph.nodes() {
         let Some(schema) = registry::lookup(&node.op) else { continue };
         let Ok(in_types) = expand_args(node, schema, schema.inputs) else { continue };
-        if in_types.len() != node.inputs.len() {
-            return Err(VerifyError::Arity {
-                node: node.name.clone(),
-                span: node.span,
-                op: node.op.clone(),
-                expected: in_types.len(),
-                got: node.inputs.len(),
-            });
-        }
+        expect_arity(node, in_types.len())?;
     }
     Ok(())
+}
+
+/// `node` has `expected` data inputs, or the verifier's arity error naming it.
+fn expect_arity(node: &Node, expected: usize) -> Result<(), VerifyError> {
+    if expected == node.inputs.len() {
+        return Ok(());
+    }
+    Err(VerifyError::Arity {
+        node: node.name.clone(),
+        span: node.span,
+        op: node.op.clone(),
+        expected,
+        got: node.inputs.len(),
+    })
 }
 
 /// Like [`infer`], but a node whose inference fails does not stop the rest:
@@ -397,15 +403,7 @@ fn infer_known(
 ) -> Result<(), VerifyError> {
     check_attrs(node, schema)?;
     let in_types = expand_args(node, schema, schema.inputs)?;
-    if in_types.len() != node.inputs.len() {
-        return Err(VerifyError::Arity {
-            node: node.name.clone(),
-            span: node.span,
-            op: node.op.clone(),
-            expected: in_types.len(),
-            got: node.inputs.len(),
-        });
-    }
+    expect_arity(node, in_types.len())?;
     let (out_types, shapes, values) = {
         let facts = input_facts(node, info);
         check_inputs(graph, node, schema, &in_types, &facts, info)?;
@@ -534,15 +532,7 @@ fn infer_call(
     let single = |a: &crate::ArgDef| a.number_attr.is_empty() && a.type_list_attr.is_empty();
     let arg_type = |a: &crate::ArgDef| a.dtype.or_else(|| node.attr(&a.type_attr).and_then(AttrValue::as_type));
     if sig.inputs.iter().all(single) {
-        if sig.inputs.len() != node.inputs.len() {
-            return Err(VerifyError::Arity {
-                node: node.name.clone(),
-                span: node.span,
-                op: node.op.clone(),
-                expected: sig.inputs.len(),
-                got: node.inputs.len(),
-            });
-        }
+        expect_arity(node, sig.inputs.len())?;
         for (i, (arg, o)) in sig.inputs.iter().zip(&node.inputs).enumerate() {
             if let (Some(want), Some(got)) = (arg_type(arg), info.output(*o).map(|t| t.0)) {
                 if !dtype_fits(want, got) {
