@@ -97,7 +97,7 @@ fn does_no_work(op: &str) -> bool {
     matches!(op, "Const" | "Identity" | "IdentityN" | "NoOp" | "StopGradient" | "Snapshot" | "PreventGradient")
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     /// Only edges into a single `Shape`/`Size`/`Rank` node.
     ShapeConsumers,
@@ -138,6 +138,9 @@ struct Engine<'a> {
     updates: Vec<Vec<(NodeId, Vec<Option<String>>)>>,
     /// v1 control flow: only nodes of one frame with one deadness predicate may merge.
     deadness: Option<std::sync::Arc<crate::deadness::DeadnessAnalysis>>,
+    /// Merges tried and made (reported per pass under `RUST_LOG=debug`).
+    tries: u64,
+    merges: u64,
 }
 
 impl<'a> Engine<'a> {
@@ -148,6 +151,7 @@ impl<'a> Engine<'a> {
         config: &'a ClusterConfig,
         topo_pos: &'a [u32],
     ) -> Engine<'a> {
+        let _span = tracing::debug_span!("cycle_graph").entered();
         let n = graph.len();
         let order: Vec<u32> = safety.order().iter().map(|id| id.0).collect();
         let mut cycles = GraphCycles::new(n, &order);
@@ -210,6 +214,8 @@ impl<'a> Engine<'a> {
             resource_ops,
             updates,
             deadness,
+            tries: 0,
+            merges: 0,
         }
     }
 
@@ -237,12 +243,30 @@ impl<'a> Engine<'a> {
             let edges = self.edge_pass(Phase::All, &mut pending);
             let siblings = self.config.sibling_merges && self.sibling_pass(&mut pending);
             if !edges && !siblings {
+                let _span = tracing::debug_span!("resolve_refusals", count = pending.len()).entered();
                 let mut refusals: Vec<Refusal> = pending.into_iter().map(|p| self.resolve(p)).collect();
                 let mut seen = FxHashSet::default();
                 refusals.retain(|r| seen.insert(r.clone()));
                 return refusals;
             }
         }
+    }
+
+    /// The work counters a pass's debug event reports the growth of: merges, refusals
+    /// (tries − merges), edges the cycle checks scanned, nodes re-ranked.
+    fn work(&self) -> [u64; 4] {
+        [self.merges, self.tries, self.cycles.scanned(), self.cycles.reranked()]
+    }
+
+    fn log_work(&self, what: &str, before: [u64; 4]) {
+        let now = self.work();
+        tracing::debug!(
+            merges = now[0] - before[0],
+            refused = (now[1] - before[1]) - (now[0] - before[0]),
+            scanned = now[2] - before[2],
+            reranked = now[3] - before[3],
+            "{what}"
+        );
     }
 
     /// A recorded refusal with its reader looked up ([`Pending`]).
@@ -263,6 +287,8 @@ impl<'a> Engine<'a> {
     /// Tries to contract every cycle-graph edge between two candidate
     /// clusters, consumers first. Returns whether anything merged.
     fn edge_pass(&mut self, phase: Phase, refusals: &mut Vec<Pending>) -> bool {
+        let _span = tracing::debug_span!("edge_pass", phase = ?phase).entered();
+        let work = self.work();
         let mut changed = false;
         for x in self.cycles.post_order() {
             if !self.cycles.is_live(x) || !self.candidate[x as usize] {
@@ -275,12 +301,14 @@ impl<'a> Engine<'a> {
                 if from == to || !self.candidate[to as usize] || !self.phase_allows(phase, from, to) {
                     continue;
                 }
-                match self.try_merge(from, to, usize::MAX) {
+                let res = self.try_merge(from, to, usize::MAX);
+                match res {
                     Ok(_) => changed = true,
                     Err(r) => refusals.push(r),
                 }
             }
         }
+        self.log_work("edge pass done", work);
         changed
     }
 
@@ -322,6 +350,8 @@ impl<'a> Engine<'a> {
     /// Merges clusters that consume a common producer, or feed a common
     /// consumer, when legal. Returns whether anything merged.
     fn sibling_pass(&mut self, refusals: &mut Vec<Pending>) -> bool {
+        let _span = tracing::debug_span!("sibling_pass").entered();
+        let work = self.work();
         let mut changed = false;
         let budget = self.config.sibling_search_budget;
         for p in self.cycles.topo_order() {
@@ -383,6 +413,7 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+        self.log_work("sibling pass done", work);
         changed
     }
 
@@ -407,6 +438,7 @@ impl<'a> Engine<'a> {
     /// Merges two live candidate clusters if legal; returns the survivor.
     fn try_merge(&mut self, a: u32, b: u32, budget: usize) -> Result<u32, Pending> {
         super::cycles::count(1);
+        self.tries += 1;
         if let Some(r) =
             self.resource_conflict(a, b).or_else(|| self.resource_conflict(b, a)).or_else(|| self.update_conflict(a, b))
         {
@@ -418,6 +450,7 @@ impl<'a> Engine<'a> {
         }
         match self.cycles.merge(a, b, budget) {
             Ok(s) => {
+                self.merges += 1;
                 let v = if s == a { b } else { a };
                 self.parent[v as usize] = s;
                 let (s, v) = (s as usize, v as usize);

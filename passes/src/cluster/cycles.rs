@@ -62,6 +62,8 @@ pub struct GraphCycles {
     mark: Vec<u32>,
     /// Edges scanned by [`GraphCycles::find_path`] so far (lets callers cap a pass's work).
     scanned: u64,
+    /// Nodes the Pearce–Kelly windows of [`GraphCycles::insert_edge`] have re-ranked so far.
+    reranked: u64,
     /// Backward visit marks of [`GraphCycles::find_path`].
     bmark: Vec<u32>,
     stamp: u32,
@@ -87,6 +89,7 @@ impl GraphCycles {
             mark: vec![0; n],
             bmark: vec![0; n],
             scanned: 0,
+            reranked: 0,
             stamp: 0,
             parent: vec![0; n],
             child: vec![0; n],
@@ -115,6 +118,10 @@ impl GraphCycles {
     /// Edges the reachability searches have scanned so far.
     pub fn scanned(&self) -> u64 {
         self.scanned
+    }
+    /// Nodes re-ranked by edge insertions so far.
+    pub fn reranked(&self) -> u64 {
+        self.reranked
     }
     pub fn has_edge(&self, x: u32, y: u32) -> bool {
         self.out[x as usize].contains(&y)
@@ -162,6 +169,7 @@ impl GraphCycles {
             deltab.sort_unstable_by_key(|&v| self.rank[v as usize]);
             let mut slots: Vec<u32> = deltab.iter().chain(&deltaf).map(|&v| self.rank[v as usize]).collect();
             slots.sort_unstable();
+            self.reranked += slots.len() as u64;
             for (v, r) in deltab.iter().chain(&deltaf).zip(slots) {
                 self.rank[*v as usize] = r;
             }
