@@ -378,6 +378,24 @@ pub fn write_tensor_json(out: &mut dyn std::io::Write, t: &Tensor) -> std::io::R
             let v = t.to_f64_vec().unwrap_or_default();
             each(&mut c, &v, |o, &x| push_float(o, x, || format!("{:?}", x as f32)))?
         }
+        // complex64 and complex128 as `[re, im]` pairs.
+        TensorData::Raw(v) if matches!(t.dtype, DType::Complex64 | DType::Complex128) => {
+            let w = if t.dtype == DType::Complex64 { 4 } else { 8 };
+            let part = |b: &[u8]| match b.len() {
+                4 => f32::from_le_bytes(b.try_into().expect("4 bytes")) as f64,
+                _ => f64::from_le_bytes(b.try_into().expect("8 bytes")),
+            };
+            let pairs: Vec<(f64, f64)> = v.chunks_exact(2 * w).map(|e| (part(&e[..w]), part(&e[w..]))).collect();
+            let single = t.dtype == DType::Complex64;
+            let show = move |x: f64| if single { format!("{:?}", x as f32) } else { format!("{x:?}") };
+            each(&mut c, &pairs, |o, &(re, im)| {
+                o.push('[');
+                push_float(o, re, || show(re));
+                o.push_str(", ");
+                push_float(o, im, || show(im));
+                o.push(']');
+            })?
+        }
         TensorData::Raw(v) => each(&mut c, v, |o, x| {
             let _ = write!(o, "{x}");
         })?,
@@ -512,5 +530,18 @@ mod tests {
         let s = tensors_to_json_object(&[("r:0".into(), Tensor::scalar_i32(2))]);
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
         assert_eq!(v["r:0"]["data"][0], 2);
+    }
+
+    #[test]
+    fn complex_tensors_print_as_pairs() {
+        let mut bytes = Vec::new();
+        for x in [1.5f32, -0.1, 0.0, f32::NAN] {
+            bytes.extend_from_slice(&x.to_le_bytes());
+        }
+        let t = Tensor { dtype: DType::Complex64, shape: vec![2], data: TensorData::Raw(std::sync::Arc::new(bytes)) };
+        assert_eq!(tensor_to_json(&t), r#"{"dtype": "complex64", "shape": [2], "data": [[1.5, -0.1], [0.0, "NaN"]]}"#);
+        let bytes: Vec<u8> = [0.1f64, 2.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let t = Tensor { dtype: DType::Complex128, shape: vec![], data: TensorData::Raw(std::sync::Arc::new(bytes)) };
+        assert_eq!(tensor_to_json(&t), r#"{"dtype": "complex128", "shape": [], "data": [[0.1, 2.0]]}"#);
     }
 }

@@ -49,6 +49,7 @@ pub(crate) mod search;
 pub(crate) mod shape_ops;
 pub(crate) mod sparse;
 pub(crate) mod special;
+pub(crate) mod spectral;
 pub(crate) mod string;
 pub(crate) mod tensor_scatter;
 pub(crate) mod unicode;
@@ -103,6 +104,10 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = scale_translate::prepare(node)? {
+        return Ok(f);
+    }
+    // Before the elementwise kernels: arithmetic and `Cast` on complex tensors.
+    if let Some(f) = spectral::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = elementwise::prepare(node)? {

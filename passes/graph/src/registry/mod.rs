@@ -30,6 +30,7 @@ mod parsing;
 mod rearrange;
 mod shapes;
 mod sparse;
+mod spectral;
 mod strided;
 mod strings;
 
@@ -296,6 +297,7 @@ const TABLES: &[&[OpSchema]] = &[
     detection::OPS,
     linalg::OPS,
     rearrange::OPS,
+    spectral::OPS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {

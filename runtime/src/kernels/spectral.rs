@@ -1,0 +1,795 @@
+//! Complex numbers and Fourier transforms: `FFT`/`IFFT`, `RFFT`/`IRFFT` over the innermost
+//! one, two or three dimensions (`spectral_ops.cc`), `Complex`, `Real`, `Imag`,
+//! `ComplexAbs`, `Angle`, `Conj`, the arithmetic ops (`AddV2`, `Sub`, `Mul`, `RealDiv`, `Neg`,
+//! `Square`…) and `Cast` on complex tensors — what `tf.signal.stft`, Keras'
+//! `STFTSpectrogram`/`MelSpectrogram` layers and `tf.abs` of a spectrum emit.
+//!
+//! A complex tensor (`complex64`, `complex128`) is a raw buffer of interleaved little-endian
+//! (real, imaginary) pairs, as TensorFlow lays it out; element-moving kernels move it like
+//! any raw dtype. Every transform computes in float64 and rounds once to the output type, so
+//! a `complex64` result is within an ulp or two of the exact transform (TensorFlow's float
+//! transform is within a few ulps of it too). Lengths that are powers of two use an
+//! iterative radix-2 transform; every other length uses Bluestein's chirp-z identity over
+//! a power-of-two convolution. The inverse transforms are normalised by the transformed
+//! element count, as TensorFlow's are.
+//!
+//! `RFFT*` crops or zero-pads each transformed dimension of its real input to `fft_length`
+//! and keeps the `fft_length[-1] / 2 + 1` non-negative frequencies of the innermost one;
+//! `IRFFT*` crops or zero-pads its input to `fft_length` (the innermost to
+//! `fft_length[-1] / 2 + 1`), inverts the outer dimensions as complex transforms and the
+//! innermost as a Hermitian one (the imaginary parts of its zero and Nyquist frequencies
+//! are ignored, as TensorFlow's are).
+
+use std::f64::consts::PI;
+use std::sync::Arc;
+
+use autoclust_graph::{AttrValue, DType, Node, Tensor, TensorData};
+
+use super::elementwise::{bcast_strides, broadcast_shape, for_each_bcast2};
+use super::{arity, budget, int_values, one, Inputs, PureFn};
+use crate::error::{KResult, KernelError};
+
+/// A complex number in float64.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct C {
+    re: f64,
+    im: f64,
+}
+
+impl C {
+    const ZERO: C = C { re: 0.0, im: 0.0 };
+
+    fn new(re: f64, im: f64) -> C {
+        C { re, im }
+    }
+    fn add(self, o: C) -> C {
+        C::new(self.re + o.re, self.im + o.im)
+    }
+    fn sub(self, o: C) -> C {
+        C::new(self.re - o.re, self.im - o.im)
+    }
+    fn mul(self, o: C) -> C {
+        C::new(self.re * o.re - self.im * o.im, self.re * o.im + self.im * o.re)
+    }
+    /// `self / o` (Smith's algorithm: no overflow for large `o`).
+    fn div(self, o: C) -> C {
+        if o.re.abs() >= o.im.abs() {
+            let r = o.im / o.re;
+            let d = o.re + o.im * r;
+            C::new((self.re + self.im * r) / d, (self.im - self.re * r) / d)
+        } else {
+            let r = o.re / o.im;
+            let d = o.re * r + o.im;
+            C::new((self.re * r + self.im) / d, (self.im * r - self.re) / d)
+        }
+    }
+    fn conj(self) -> C {
+        C::new(self.re, -self.im)
+    }
+    fn scale(self, s: f64) -> C {
+        C::new(self.re * s, self.im * s)
+    }
+    /// `e^{iθ}`.
+    fn cis(theta: f64) -> C {
+        C::new(theta.cos(), theta.sin())
+    }
+}
+
+fn is_complex(d: DType) -> bool {
+    matches!(d, DType::Complex64 | DType::Complex128)
+}
+
+/// The elements of a complex tensor.
+fn complex_values(t: &Tensor) -> KResult<Vec<C>> {
+    let TensorData::Raw(bytes) = &t.data else { return Err(KernelError::DType(t.dtype)) };
+    let bad = || KernelError::invalid(format!("a {} tensor of shape {:?} has {} bytes", t.dtype, t.shape, bytes.len()));
+    let n = t.num_elements();
+    match t.dtype {
+        DType::Complex64 if bytes.len() == n * 8 => Ok(bytes
+            .chunks_exact(8)
+            .map(|b| {
+                let re = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let im = f32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+                C::new(re as f64, im as f64)
+            })
+            .collect()),
+        DType::Complex128 if bytes.len() == n * 16 => Ok(bytes
+            .chunks_exact(16)
+            .map(|b| {
+                let re = f64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+                let im = f64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
+                C::new(re, im)
+            })
+            .collect()),
+        DType::Complex64 | DType::Complex128 => Err(bad()),
+        d => Err(KernelError::DType(d)),
+    }
+}
+
+/// A complex tensor of `dtype` holding `v` (rounded once to `complex64`'s floats).
+fn complex_tensor(dtype: DType, shape: Vec<usize>, v: &[C]) -> KResult<Tensor> {
+    let mut bytes = Vec::with_capacity(v.len() * dtype.size_of().unwrap_or(0));
+    match dtype {
+        DType::Complex64 => v.iter().for_each(|c| {
+            bytes.extend_from_slice(&(c.re as f32).to_le_bytes());
+            bytes.extend_from_slice(&(c.im as f32).to_le_bytes());
+        }),
+        DType::Complex128 => v.iter().for_each(|c| {
+            bytes.extend_from_slice(&c.re.to_le_bytes());
+            bytes.extend_from_slice(&c.im.to_le_bytes());
+        }),
+        d => return Err(KernelError::DType(d)),
+    }
+    Ok(Tensor { dtype, shape, data: TensorData::Raw(Arc::new(bytes)) })
+}
+
+/// The elements of a float32 or float64 tensor, widened.
+fn real_values(t: &Tensor) -> KResult<Vec<f64>> {
+    match &t.data {
+        TensorData::F32(v) => Ok(v.iter().map(|&x| x as f64).collect()),
+        TensorData::F64(v) => Ok(v.to_vec()),
+        _ => Err(KernelError::DType(t.dtype)),
+    }
+}
+
+/// A float32 or float64 tensor holding `v` (rounded once for float32).
+fn real_tensor(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> KResult<Tensor> {
+    let data = match dtype {
+        DType::Float32 => TensorData::F32(Arc::new(v.into_iter().map(|x| x as f32).collect())),
+        DType::Float64 => TensorData::F64(Arc::new(v)),
+        d => return Err(KernelError::DType(d)),
+    };
+    Ok(Tensor { dtype, shape, data })
+}
+
+/// The complex type of the same precision as the real type `d`, and back.
+fn complex_of(d: DType) -> DType {
+    if d == DType::Float64 {
+        DType::Complex128
+    } else {
+        DType::Complex64
+    }
+}
+
+fn real_of(d: DType) -> DType {
+    if d == DType::Complex128 {
+        DType::Float64
+    } else {
+        DType::Float32
+    }
+}
+
+// ------------------------------------------------------------------ the transform
+
+/// A one-dimensional discrete Fourier transform of length `n`, planned once:
+/// `X[k] = Σ_j x[j]·e^{-2πijk/n}` (forward), or with `e^{+…}` (inverse, unnormalised).
+struct Fft {
+    n: usize,
+    kind: Kind,
+}
+
+enum Kind {
+    /// n ≤ 1: the identity.
+    Trivial,
+    /// A power of two: the twiddles `e^{-2πik/n}`, `k < n/2`.
+    Radix2(Vec<C>),
+    /// Any other length: Bluestein's chirp `e^{-πik²/n}` and the transform of its
+    /// conjugate, wrapped into a power-of-two length `m ≥ 2n − 1`.
+    Bluestein { chirp: Vec<C>, kernel: Vec<C>, inner: Box<Fft> },
+}
+
+impl Fft {
+    fn new(n: usize) -> Fft {
+        let kind = if n <= 1 {
+            Kind::Trivial
+        } else if n.is_power_of_two() {
+            Kind::Radix2((0..n / 2).map(|k| C::cis(-2.0 * PI * k as f64 / n as f64)).collect())
+        } else {
+            let m = (2 * n - 1).next_power_of_two();
+            // k² mod 2n keeps the angle's argument small (and exact) for large k.
+            let chirp: Vec<C> =
+                (0..n).map(|k| C::cis(-PI * ((k as u128 * k as u128) % (2 * n as u128)) as f64 / n as f64)).collect();
+            let inner = Box::new(Fft::new(m));
+            let mut kernel = vec![C::ZERO; m];
+            kernel[0] = chirp[0].conj();
+            for k in 1..n {
+                kernel[k] = chirp[k].conj();
+                kernel[m - k] = chirp[k].conj();
+            }
+            inner.run(&mut kernel, false);
+            Kind::Bluestein { chirp, kernel, inner }
+        };
+        Fft { n, kind }
+    }
+
+    /// Transforms `buf` (length `n`) in place.
+    fn run(&self, buf: &mut [C], inverse: bool) {
+        debug_assert_eq!(buf.len(), self.n);
+        if inverse {
+            // The inverse transform is the forward one of the conjugate, conjugated.
+            buf.iter_mut().for_each(|c| *c = c.conj());
+            self.run(buf, false);
+            buf.iter_mut().for_each(|c| *c = c.conj());
+            return;
+        }
+        match &self.kind {
+            Kind::Trivial => {}
+            Kind::Radix2(tw) => radix2(buf, tw),
+            Kind::Bluestein { chirp, kernel, inner } => {
+                let m = kernel.len();
+                let mut a = vec![C::ZERO; m];
+                for k in 0..self.n {
+                    a[k] = buf[k].mul(chirp[k]);
+                }
+                inner.run(&mut a, false);
+                for (x, k) in a.iter_mut().zip(kernel) {
+                    *x = x.mul(*k);
+                }
+                inner.run(&mut a, true);
+                let s = 1.0 / m as f64;
+                for k in 0..self.n {
+                    buf[k] = a[k].scale(s).mul(chirp[k]);
+                }
+            }
+        }
+    }
+}
+
+/// The iterative decimation-in-time radix-2 transform (bit-reversed input order).
+fn radix2(buf: &mut [C], tw: &[C]) {
+    let n = buf.len();
+    let bits = n.trailing_zeros();
+    for i in 0..n {
+        let j = i.reverse_bits() >> (usize::BITS - bits);
+        if i < j {
+            buf.swap(i, j);
+        }
+    }
+    let mut len = 2;
+    while len <= n {
+        let step = n / len;
+        for start in (0..n).step_by(len) {
+            for k in 0..len / 2 {
+                let w = tw[k * step];
+                let (a, b) = (buf[start + k], buf[start + k + len / 2].mul(w));
+                buf[start + k] = a.add(b);
+                buf[start + k + len / 2] = a.sub(b);
+            }
+        }
+        len *= 2;
+    }
+}
+
+/// Transforms every line of `data` (row-major, `shape`) along `axis` in place.
+fn transform_axis(data: &mut [C], shape: &[usize], axis: usize, inverse: bool) {
+    let n = shape[axis];
+    if n <= 1 || data.is_empty() {
+        return;
+    }
+    let inner: usize = shape[axis + 1..].iter().product();
+    let outer: usize = shape[..axis].iter().product();
+    let plan = Fft::new(n);
+    let mut line = vec![C::ZERO; n];
+    for o in 0..outer {
+        for i in 0..inner {
+            let base = o * n * inner + i;
+            for (k, x) in line.iter_mut().enumerate() {
+                *x = data[base + k * inner];
+            }
+            plan.run(&mut line, inverse);
+            for (k, x) in line.iter().enumerate() {
+                data[base + k * inner] = *x;
+            }
+        }
+    }
+}
+
+/// `data` of `shape` with its last `lengths.len()` dimensions cropped or zero-padded to
+/// `lengths`.
+fn fit<T: Copy + Default>(data: &[T], shape: &[usize], lengths: &[usize]) -> (Vec<T>, Vec<usize>) {
+    let r = shape.len();
+    let mut out_shape = shape.to_vec();
+    out_shape[r - lengths.len()..].copy_from_slice(lengths);
+    if out_shape == shape {
+        return (data.to_vec(), out_shape);
+    }
+    let total: usize = out_shape.iter().product();
+    let mut out = vec![T::default(); total];
+    if total == 0 || data.is_empty() {
+        return (out, out_shape);
+    }
+    // Copy the common prefix of every innermost row.
+    let (row_in, row_out) = (shape[r - 1], out_shape[r - 1]);
+    let keep = row_in.min(row_out);
+    let rows_out = total / row_out;
+    let mut idx = vec![0usize; r - 1];
+    for ro in 0..rows_out {
+        if idx.iter().zip(shape).all(|(&i, &d)| i < d) {
+            let mut src_row = 0usize;
+            for (d, &i) in idx.iter().enumerate() {
+                src_row = src_row * shape[d] + i;
+            }
+            out[ro * row_out..ro * row_out + keep].copy_from_slice(&data[src_row * row_in..src_row * row_in + keep]);
+        }
+        for d in (0..r - 1).rev() {
+            idx[d] += 1;
+            if idx[d] < out_shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    (out, out_shape)
+}
+
+/// The `fft_length` operand: `k` non-negative lengths.
+fn fft_lengths(t: &Tensor, k: usize) -> KResult<Vec<usize>> {
+    let v = int_values(t, "fft_length")?;
+    if t.shape.len() != 1 || v.len() != k {
+        return Err(KernelError::invalid(format!(
+            "fft_length must be a vector of {k} elements, got shape {:?}",
+            t.shape
+        )));
+    }
+    v.iter()
+        .map(|&l| {
+            usize::try_from(l).map_err(|_| KernelError::invalid(format!("fft_length must not be negative: {v:?}")))
+        })
+        .collect()
+}
+
+fn check_rank(t: &Tensor, k: usize) -> KResult<()> {
+    if t.shape.len() < k {
+        return Err(KernelError::invalid(format!("input must have rank at least {k}, but has shape {:?}", t.shape)));
+    }
+    Ok(())
+}
+
+/// `FFT*` (`inverse`: `IFFT*`) over the innermost `k` dimensions.
+fn complex_fft(t: &Tensor, k: usize, inverse: bool) -> KResult<Tensor> {
+    check_rank(t, k)?;
+    let mut v = complex_values(t)?;
+    let r = t.shape.len();
+    for axis in r - k..r {
+        transform_axis(&mut v, &t.shape, axis, inverse);
+    }
+    if inverse {
+        let count: usize = t.shape[r - k..].iter().product();
+        let s = 1.0 / count.max(1) as f64;
+        v.iter_mut().for_each(|c| *c = c.scale(s));
+    }
+    complex_tensor(t.dtype, t.shape.clone(), &v)
+}
+
+/// `RFFT*` over the innermost `k` dimensions, to `out` (complex64 or complex128).
+fn real_fft(t: &Tensor, lengths: &[usize], out: DType) -> KResult<Tensor> {
+    let k = lengths.len();
+    check_rank(t, k)?;
+    let r = t.shape.len();
+    let mut full_shape = t.shape.clone();
+    full_shape[r - k..].copy_from_slice(lengths);
+    budget(out, &full_shape)?;
+    let (x, shape) = fit(&real_values(t)?, &t.shape, lengths);
+    let mut v: Vec<C> = x.into_iter().map(|re| C::new(re, 0.0)).collect();
+    for axis in r - k..r {
+        transform_axis(&mut v, &shape, axis, false);
+    }
+    let row = lengths[k - 1];
+    let half = row / 2 + 1;
+    let mut out_shape = shape.clone();
+    out_shape[r - 1] = if row == 0 { 0 } else { half };
+    let kept: Vec<C> =
+        if row == 0 { Vec::new() } else { v.chunks(row).flat_map(|c| c[..half].iter().copied()).collect() };
+    complex_tensor(out, out_shape, &kept)
+}
+
+/// `IRFFT*` over the innermost `k` dimensions, to `out` (float32 or float64).
+fn inverse_real_fft(t: &Tensor, lengths: &[usize], out: DType) -> KResult<Tensor> {
+    let k = lengths.len();
+    check_rank(t, k)?;
+    let r = t.shape.len();
+    let mut out_shape = t.shape.clone();
+    out_shape[r - k..].copy_from_slice(lengths);
+    budget(out, &out_shape)?;
+    let row = lengths[k - 1];
+    let mut fitted = lengths.to_vec();
+    fitted[k - 1] = if row == 0 { 0 } else { row / 2 + 1 };
+    let (mut v, shape) = fit(&complex_values(t)?, &t.shape, &fitted);
+    for axis in r - k..r - 1 {
+        transform_axis(&mut v, &shape, axis, true);
+    }
+    let count: usize = lengths.iter().product();
+    let s = 1.0 / count.max(1) as f64;
+    let mut result = Vec::with_capacity(out_shape.iter().product());
+    if row > 0 {
+        let plan = Fft::new(row);
+        let half = row / 2 + 1;
+        let mut line = vec![C::ZERO; row];
+        for spectrum in v.chunks(half) {
+            // The Hermitian line: X[k] for k ≤ row/2, conj(X[row − k]) above.
+            for (j, x) in line.iter_mut().enumerate() {
+                *x = if j < half { spectrum[j] } else { spectrum[row - j].conj() };
+            }
+            plan.run(&mut line, true);
+            result.extend(line.iter().map(|c| c.re * s));
+        }
+    }
+    real_tensor(out, out_shape, result)
+}
+
+// ------------------------------------------------------------------ elementwise
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Binary {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    SquaredDifference,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unary {
+    Neg,
+    Square,
+    Reciprocal,
+    Exp,
+    Sqrt,
+}
+
+fn binary(op: Binary, a: &Tensor, b: &Tensor) -> KResult<Tensor> {
+    if a.dtype != b.dtype {
+        return Err(KernelError::invalid(format!("operands of dtypes {} and {} differ", a.dtype, b.dtype)));
+    }
+    let (x, y) = (complex_values(a)?, complex_values(b)?);
+    let shape = broadcast_shape(&a.shape, &b.shape)?;
+    budget(a.dtype, &shape)?;
+    let (sa, sb) = (bcast_strides(&a.shape, &shape), bcast_strides(&b.shape, &shape));
+    let mut out = Vec::with_capacity(shape.iter().product());
+    for_each_bcast2(&shape, &sa, &sb, |i, j| {
+        let (p, q) = (x[i], y[j]);
+        out.push(match op {
+            Binary::Add => p.add(q),
+            Binary::Sub => p.sub(q),
+            Binary::Mul => p.mul(q),
+            Binary::Div => p.div(q),
+            Binary::SquaredDifference => {
+                let d = p.sub(q);
+                d.mul(d.conj())
+            }
+        });
+    });
+    complex_tensor(a.dtype, shape, &out)
+}
+
+fn unary(op: Unary, t: &Tensor) -> KResult<Tensor> {
+    let v: Vec<C> = complex_values(t)?
+        .into_iter()
+        .map(|c| match op {
+            Unary::Neg => C::new(-c.re, -c.im),
+            Unary::Square => c.mul(c),
+            Unary::Reciprocal => C::new(1.0, 0.0).div(c),
+            Unary::Exp => C::cis(c.im).scale(c.re.exp()),
+            Unary::Sqrt => {
+                // The principal root: √((|c| + re)/2) + i·sign(im)·√((|c| − re)/2).
+                let m = c.re.hypot(c.im);
+                let re = ((m + c.re) / 2.0).sqrt();
+                let im = ((m - c.re) / 2.0).sqrt();
+                C::new(re, if c.im < 0.0 || (c.im == 0.0 && c.im.is_sign_negative()) { -im } else { im })
+            }
+        })
+        .collect();
+    complex_tensor(t.dtype, t.shape.clone(), &v)
+}
+
+/// `Cast` from or to a complex type: a real value gets a zero imaginary part; a complex
+/// value cast to a real or integer type keeps its real part (TensorFlow's `static_cast`).
+fn cast(t: &Tensor, dst: DType) -> KResult<Tensor> {
+    if is_complex(t.dtype) {
+        let v = complex_values(t)?;
+        if is_complex(dst) {
+            return complex_tensor(dst, t.shape.clone(), &v);
+        }
+        let re = real_tensor(DType::Float64, t.shape.clone(), v.iter().map(|c| c.re).collect())?;
+        return super::elementwise::cast(&re, dst);
+    }
+    let wide = super::elementwise::cast(t, DType::Float64)?;
+    let v: Vec<C> = real_values(&wide)?.into_iter().map(|re| C::new(re, 0.0)).collect();
+    complex_tensor(dst, t.shape.clone(), &v)
+}
+
+/// `Complex(real, imag)`, broadcasting.
+fn make_complex(re: &Tensor, im: &Tensor, out: DType) -> KResult<Tensor> {
+    if re.dtype != im.dtype {
+        return Err(KernelError::invalid(format!("real and imag have dtypes {} and {}", re.dtype, im.dtype)));
+    }
+    let (x, y) = (real_values(re)?, real_values(im)?);
+    let shape = broadcast_shape(&re.shape, &im.shape)?;
+    budget(out, &shape)?;
+    let (sa, sb) = (bcast_strides(&re.shape, &shape), bcast_strides(&im.shape, &shape));
+    let mut v = Vec::with_capacity(shape.iter().product());
+    for_each_bcast2(&shape, &sa, &sb, |i, j| v.push(C::new(x[i], y[j])));
+    complex_tensor(out, shape, &v)
+}
+
+/// `Real`, `Imag`, `ComplexAbs`, `Angle`: one real number per element.
+fn part(t: &Tensor, out: DType, f: fn(C) -> f64) -> KResult<Tensor> {
+    real_tensor(out, t.shape.clone(), complex_values(t)?.into_iter().map(f).collect())
+}
+
+fn type_attr(node: &Node, name: &str) -> Option<DType> {
+    node.attr(name).and_then(AttrValue::as_type)
+}
+
+/// The kernels of this module; `None` for ops it does not handle (the arithmetic ops and
+/// `Cast` only when a complex type is involved).
+pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
+    let t = type_attr(node, "T");
+    let complex_t = t.is_some_and(is_complex);
+    let arith = |op: Binary| -> Option<PureFn> {
+        complex_t.then(|| {
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                one(binary(op, &inp[0], &inp[1])?)
+            }) as PureFn
+        })
+    };
+    let elementwise = |op: Unary| -> Option<PureFn> {
+        complex_t.then(|| {
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                one(unary(op, &inp[0])?)
+            }) as PureFn
+        })
+    };
+    let treal = type_attr(node, "Treal").unwrap_or(DType::Float32);
+    let tcomplex = type_attr(node, "Tcomplex").unwrap_or(DType::Complex64);
+    let tout = |d: DType| type_attr(node, "Tout").unwrap_or(d);
+    let transform = |k: usize, inverse: bool| -> PureFn {
+        Box::new(move |inp: Inputs| {
+            arity(&inp, 1)?;
+            one(complex_fft(&inp[0], k, inverse)?)
+        })
+    };
+    let real_transform = |k: usize, inverse: bool| -> PureFn {
+        Box::new(move |inp: Inputs| {
+            arity(&inp, 2)?;
+            let lengths = fft_lengths(&inp[1], k)?;
+            one(if inverse {
+                inverse_real_fft(&inp[0], &lengths, treal)?
+            } else {
+                real_fft(&inp[0], &lengths, tcomplex)?
+            })
+        })
+    };
+    let part_of = |f: fn(C) -> f64| -> PureFn {
+        let out = tout(real_of(t.unwrap_or(DType::Complex64)));
+        Box::new(move |inp: Inputs| {
+            arity(&inp, 1)?;
+            one(part(&inp[0], out, f)?)
+        })
+    };
+    Ok(Some(match node.op.as_str() {
+        "FFT" => transform(1, false),
+        "IFFT" => transform(1, true),
+        "FFT2D" => transform(2, false),
+        "IFFT2D" => transform(2, true),
+        "FFT3D" => transform(3, false),
+        "IFFT3D" => transform(3, true),
+        "RFFT" => real_transform(1, false),
+        "IRFFT" => real_transform(1, true),
+        "RFFT2D" => real_transform(2, false),
+        "IRFFT2D" => real_transform(2, true),
+        "RFFT3D" => real_transform(3, false),
+        "IRFFT3D" => real_transform(3, true),
+        "Real" => part_of(|c| c.re),
+        "Imag" => part_of(|c| c.im),
+        "ComplexAbs" => part_of(|c| c.re.hypot(c.im)),
+        "Angle" => part_of(|c| c.im.atan2(c.re)),
+        "Conj" => Box::new(|inp: Inputs| {
+            arity(&inp, 1)?;
+            let v: Vec<C> = complex_values(&inp[0])?.into_iter().map(C::conj).collect();
+            one(complex_tensor(inp[0].dtype, inp[0].shape.clone(), &v)?)
+        }),
+        "Complex" => {
+            let out = tout(complex_of(t.unwrap_or(DType::Float32)));
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                one(make_complex(&inp[0], &inp[1], out)?)
+            })
+        }
+        "Cast" => {
+            let (Some(src), Some(dst)) = (type_attr(node, "SrcT"), type_attr(node, "DstT")) else { return Ok(None) };
+            if !is_complex(src) && !is_complex(dst) {
+                return Ok(None);
+            }
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                one(cast(&inp[0], dst)?)
+            })
+        }
+        "Add" | "AddV2" => return Ok(arith(Binary::Add)),
+        "Sub" => return Ok(arith(Binary::Sub)),
+        "Mul" => return Ok(arith(Binary::Mul)),
+        "RealDiv" | "Div" => return Ok(arith(Binary::Div)),
+        "SquaredDifference" => return Ok(arith(Binary::SquaredDifference)),
+        "Neg" => return Ok(elementwise(Unary::Neg)),
+        "Square" => return Ok(elementwise(Unary::Square)),
+        "Reciprocal" | "Inv" => return Ok(elementwise(Unary::Reciprocal)),
+        "Exp" => return Ok(elementwise(Unary::Exp)),
+        "Sqrt" => return Ok(elementwise(Unary::Sqrt)),
+        _ => return Ok(None),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition, summed directly in float64.
+    fn dft(x: &[C], inverse: bool) -> Vec<C> {
+        let n = x.len();
+        let sign = if inverse { 1.0 } else { -1.0 };
+        (0..n)
+            .map(|k| {
+                x.iter().enumerate().fold(C::ZERO, |acc, (j, &v)| {
+                    acc.add(v.mul(C::cis(sign * 2.0 * PI * ((j * k) % n) as f64 / n as f64)))
+                })
+            })
+            .collect()
+    }
+
+    fn signal(n: usize) -> Vec<C> {
+        (0..n).map(|i| C::new(((i * 7 + 3) % 11) as f64 - 5.0, ((i * 5 + 1) % 13) as f64 * 0.25)).collect()
+    }
+
+    #[test]
+    fn every_length_matches_the_definition() {
+        for n in (0..=70).chain([96, 100, 127, 128, 257, 400, 512]) {
+            let x = signal(n);
+            for inverse in [false, true] {
+                let mut got = x.clone();
+                Fft::new(n).run(&mut got, inverse);
+                let want = dft(&x, inverse);
+                let scale = want.iter().map(|c| c.re.abs().max(c.im.abs())).fold(1.0, f64::max);
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g.re - w.re).abs() <= 1e-12 * scale && (g.im - w.im).abs() <= 1e-12 * scale,
+                        "n = {n}, inverse = {inverse}: {g:?} vs {w:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
+        super::super::tensor_of(shape.to_vec(), v.to_vec())
+    }
+
+    fn lengths(v: &[i32]) -> Tensor {
+        super::super::tensor_of(vec![v.len()], v.to_vec())
+    }
+
+    fn node(op: &str, attrs: &[(&str, DType)]) -> Node {
+        let mut n = super::super::probe(op);
+        for (k, v) in attrs {
+            n.attrs.insert(k.to_string(), AttrValue::Type(*v));
+        }
+        n
+    }
+
+    fn run(n: &Node, inputs: Vec<Tensor>) -> Tensor {
+        let f = prepare(n).unwrap().unwrap();
+        f(inputs.into_iter().collect()).unwrap().remove(0)
+    }
+
+    fn pairs(t: &Tensor) -> Vec<(f32, f32)> {
+        complex_values(t).unwrap().iter().map(|c| (c.re as f32, c.im as f32)).collect()
+    }
+
+    /// TensorFlow 2.21: `tf.signal.rfft([[1., 2., 3., 4., 5.]], [8])` and with `[4]` (cropped).
+    #[test]
+    fn rfft_pads_and_crops_like_tensorflow() {
+        let x = f32s(&[1, 5], &[1., 2., 3., 4., 5.]);
+        let r = run(&node("RFFT", &[]), vec![x.clone(), lengths(&[8])]);
+        assert_eq!(r.dtype, DType::Complex64);
+        assert_eq!(r.shape, vec![1, 5]);
+        let want = [(15.0, 0.0), (-5.414_213, -7.242_640_7), (3.0, 2.0), (-2.585_786_4, -1.242_640_7), (3.0, 0.0)];
+        for (g, w) in pairs(&r).iter().zip(want) {
+            assert!((g.0 - w.0).abs() < 1e-5 && (g.1 - w.1).abs() < 1e-5, "{g:?} vs {w:?}");
+        }
+        let r = run(&node("RFFT", &[]), vec![x, lengths(&[4])]);
+        assert_eq!(r.shape, vec![1, 3]);
+        assert_eq!(pairs(&r), vec![(10.0, 0.0), (-2.0, 2.0), (-2.0, 0.0)]);
+    }
+
+    #[test]
+    fn irfft_inverts_rfft_in_one_two_and_three_dimensions() {
+        let data: Vec<f32> = (0..2 * 6 * 5 * 7).map(|i| ((i * 37 % 17) as f32 - 8.0) / 3.0).collect();
+        let x = f32s(&[2, 6, 5, 7], &data);
+        for (fwd, inv, len) in
+            [("RFFT", "IRFFT", vec![7]), ("RFFT2D", "IRFFT2D", vec![5, 7]), ("RFFT3D", "IRFFT3D", vec![6, 5, 7])]
+        {
+            let spec = run(&node(fwd, &[]), vec![x.clone(), lengths(&len)]);
+            let back = run(&node(inv, &[]), vec![spec, lengths(&len)]);
+            assert_eq!(back.shape, x.shape, "{fwd}");
+            for (g, w) in back.as_f32().unwrap().iter().zip(&data) {
+                assert!((g - w).abs() < 1e-5, "{fwd}: {g} vs {w}");
+            }
+        }
+    }
+
+    /// TensorFlow 2.21: `tf.signal.irfft(tf.constant([[1+2j, 3-1j, 2+5j]], tf.complex64))`
+    /// (fft_length 4: the imaginary parts of the zero and Nyquist bins are ignored) and with
+    /// `fft_length = [5]`.
+    #[test]
+    fn irfft_ignores_the_imaginary_parts_of_dc_and_nyquist() {
+        let spec =
+            complex_tensor(DType::Complex64, vec![1, 3], &[C::new(1., 2.), C::new(3., -1.), C::new(2., 5.)]).unwrap();
+        let r = run(&node("IRFFT", &[]), vec![spec.clone(), lengths(&[4])]);
+        assert_eq!(r.as_f32().unwrap(), &[2.25, 0.25, -0.75, -0.75]);
+        // An odd length keeps no Nyquist bin: every imaginary part but the DC's counts.
+        let r = run(&node("IRFFT", &[]), vec![spec, lengths(&[5])]);
+        for (g, w) in r.as_f32().unwrap().iter().zip([2.2, -0.871_541, 1.613_620_4, -2.660_834, 0.718_754_7]) {
+            assert!((g - w).abs() < 1e-6, "{g} vs {w}");
+        }
+    }
+
+    #[test]
+    fn two_dimensional_complex_transforms_round_trip() {
+        let v: Vec<C> = signal(3 * 4 * 6);
+        let t = complex_tensor(DType::Complex128, vec![3, 4, 6], &v).unwrap();
+        let f = run(&node("FFT2D", &[("Tcomplex", DType::Complex128)]), vec![t]);
+        // One 2-D transform equals the definition along both axes.
+        let mut want = v.clone();
+        transform_axis(&mut want, &[3, 4, 6], 1, false);
+        transform_axis(&mut want, &[3, 4, 6], 2, false);
+        assert_eq!(complex_values(&f).unwrap(), want);
+        let back = run(&node("IFFT2D", &[("Tcomplex", DType::Complex128)]), vec![f]);
+        for (g, w) in complex_values(&back).unwrap().iter().zip(&v) {
+            assert!((g.re - w.re).abs() < 1e-12 && (g.im - w.im).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn parts_abs_angle_and_arithmetic() {
+        let a = complex_tensor(DType::Complex64, vec![2], &[C::new(3., 4.), C::new(-1., 0.)]).unwrap();
+        let parts = [("Real", vec![3.0, -1.0]), ("Imag", vec![4.0, 0.0]), ("ComplexAbs", vec![5.0, 1.0])];
+        for (op, want) in parts {
+            let r = run(&node(op, &[("T", DType::Complex64)]), vec![a.clone()]);
+            assert_eq!(r.dtype, DType::Float32);
+            assert_eq!(r.as_f32().unwrap(), &want[..], "{op}");
+        }
+        let angle = run(&node("Angle", &[("T", DType::Complex64)]), vec![a.clone()]);
+        assert_eq!(angle.as_f32().unwrap(), &[(4f64).atan2(3.0) as f32, std::f32::consts::PI]);
+        let b = complex_tensor(DType::Complex64, vec![], &[C::new(0., 1.)]).unwrap();
+        let m = run(&node("Mul", &[("T", DType::Complex64)]), vec![a.clone(), b.clone()]);
+        assert_eq!(pairs(&m), vec![(-4.0, 3.0), (0.0, -1.0)]);
+        let d = run(&node("RealDiv", &[("T", DType::Complex64)]), vec![m, b]);
+        assert_eq!(pairs(&d), vec![(3.0, 4.0), (-1.0, 0.0)]);
+        let c = run(&node("Conj", &[("T", DType::Complex64)]), vec![a]);
+        assert_eq!(pairs(&c), vec![(3.0, -4.0), (-1.0, 0.0)]);
+        let z = run(
+            &node("Complex", &[("T", DType::Float32), ("Tout", DType::Complex64)]),
+            vec![f32s(&[2], &[1., 2.]), f32s(&[], &[-1.])],
+        );
+        assert_eq!(pairs(&z), vec![(1.0, -1.0), (2.0, -1.0)]);
+        let cast = run(&node("Cast", &[("SrcT", DType::Complex64), ("DstT", DType::Float32)]), vec![z]);
+        assert_eq!(cast.as_f32().unwrap(), &[1.0, 2.0]);
+        // Real arithmetic is left to the elementwise kernels.
+        assert!(prepare(&node("Mul", &[("T", DType::Float32)])).unwrap().is_none());
+    }
+
+    #[test]
+    fn bad_operands_are_errors() {
+        let x = f32s(&[4], &[1., 2., 3., 4.]);
+        let f = prepare(&node("RFFT2D", &[])).unwrap().unwrap();
+        let e = f([x.clone(), lengths(&[4, 4])].into_iter().collect()).unwrap_err();
+        assert!(e.to_string().contains("rank at least 2"), "{e}");
+        let f = prepare(&node("RFFT", &[])).unwrap().unwrap();
+        let e = f([x.clone(), lengths(&[-4])].into_iter().collect()).unwrap_err();
+        assert!(e.to_string().contains("must not be negative"), "{e}");
+        let e = f([x, lengths(&[4, 4])].into_iter().collect()).unwrap_err();
+        assert!(e.to_string().contains("vector of 1 elements"), "{e}");
+    }
+}
