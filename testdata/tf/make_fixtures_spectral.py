@@ -100,7 +100,25 @@ def spectral_signal_ops():
     write("spectral_signal_ops", cf, [], feeds, 1)
 
 
-FIXTURES = [spectral_melspec_conv_adam, spectral_stft_layer_inference, spectral_signal_ops]
+def spectral_learned_frontend_sgd():
+    """A learned front end: Conv1D filters on the raw waveform, then `tf.signal.stft` magnitude (a Lambda
+    layer) -> log1p -> Dense; SGD. The gradient flows back through `ComplexAbs` (complex `DivNoNan`) and
+    `RFFT` (its gradient: `IRFFT` and complex arithmetic) into the filters."""
+    keras, L, rng = start(304)
+
+    def spectrum(x):
+        frames = tf.signal.stft(tf.transpose(x, [0, 2, 1]), frame_length=32, frame_step=16, fft_length=32)
+        return tf.math.log1p(tf.abs(frames))
+
+    m = keras.Sequential([keras.Input((256, 1)), L.Conv1D(2, 5, padding="same"), L.Lambda(spectrum),
+                          L.Flatten(), L.Dense(2)])
+    feeds = {"audio": tone(rng, 3, 256)[:, :, None], "labels": rng.standard_normal((3, 2)).astype(np.float32)}
+    train_fixture("spectral_learned_frontend_sgd", m, keras.optimizers.SGD(0.05), keras.losses.MeanSquaredError(),
+                  [spec([None, 256, 1], tf.float32, "audio"), spec([None, 2], tf.float32, "labels")], feeds)
+
+
+FIXTURES = [spectral_melspec_conv_adam, spectral_stft_layer_inference, spectral_signal_ops,
+            spectral_learned_frontend_sgd]
 
 
 def main():

@@ -1,7 +1,7 @@
 //! Complex numbers and Fourier transforms: `FFT`/`IFFT`, `RFFT`/`IRFFT` over the innermost
 //! one, two or three dimensions (`spectral_ops.cc`), `Complex`, `Real`, `Imag`,
 //! `ComplexAbs`, `Angle`, `Conj`, the arithmetic ops (`AddV2`, `Sub`, `Mul`, `RealDiv`, `Neg`,
-//! `Square`…) and `Cast` on complex tensors — what `tf.signal.stft`, Keras'
+//! `Square`…, and the gradients' `DivNoNan`, `AddN`, `ZerosLike`) and `Cast` on complex tensors — what `tf.signal.stft`, Keras'
 //! `STFTSpectrogram`/`MelSpectrogram` layers and `tf.abs` of a spectrum emit.
 //!
 //! A complex tensor (`complex64`, `complex128`) is a raw buffer of interleaved little-endian
@@ -425,6 +425,10 @@ enum Binary {
     Sub,
     Mul,
     Div,
+    /// `x / y`, 0 where `y` is 0 (`tf.math.divide_no_nan`; `ComplexAbs`'s gradient).
+    DivNoNan,
+    /// `x · y`, 0 where `y` is 0.
+    MulNoNan,
     SquaredDifference,
 }
 
@@ -435,6 +439,8 @@ enum Unary {
     Reciprocal,
     Exp,
     Sqrt,
+    ZerosLike,
+    OnesLike,
 }
 
 fn binary(op: Binary, a: &Tensor, b: &Tensor) -> KResult<Tensor> {
@@ -453,6 +459,10 @@ fn binary(op: Binary, a: &Tensor, b: &Tensor) -> KResult<Tensor> {
             Binary::Sub => p.sub(q),
             Binary::Mul => p.mul(q),
             Binary::Div => p.div(q),
+            Binary::DivNoNan if q == C::ZERO => C::ZERO,
+            Binary::DivNoNan => p.div(q),
+            Binary::MulNoNan if q == C::ZERO => C::ZERO,
+            Binary::MulNoNan => p.mul(q),
             Binary::SquaredDifference => {
                 let d = p.sub(q);
                 d.mul(d.conj())
@@ -470,6 +480,8 @@ fn unary(op: Unary, t: &Tensor) -> KResult<Tensor> {
             Unary::Square => c.mul(c),
             Unary::Reciprocal => C::new(1.0, 0.0).div(c),
             Unary::Exp => C::cis(c.im).scale(c.re.exp()),
+            Unary::ZerosLike => C::ZERO,
+            Unary::OnesLike => C::new(1.0, 0.0),
             Unary::Sqrt => {
                 // The principal root: √((|c| + re)/2) + i·sign(im)·√((|c| − re)/2).
                 let m = c.re.hypot(c.im);
@@ -613,6 +625,21 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Mul" => return Ok(arith(Binary::Mul)),
         "RealDiv" | "Div" => return Ok(arith(Binary::Div)),
         "SquaredDifference" => return Ok(arith(Binary::SquaredDifference)),
+        "DivNoNan" => return Ok(arith(Binary::DivNoNan)),
+        "MulNoNan" => return Ok(arith(Binary::MulNoNan)),
+        "ZerosLike" => return Ok(elementwise(Unary::ZerosLike)),
+        "OnesLike" => return Ok(elementwise(Unary::OnesLike)),
+        "AddN" if complex_t => Box::new(|inp: Inputs| {
+            let Some((first, rest)) = inp.split_first() else { return Err(KernelError::Arity { expected: 1, got: 0 }) };
+            let mut sum = complex_values(first)?;
+            for t in rest {
+                if t.shape != first.shape {
+                    return Err(KernelError::invalid(format!("AddN operands have shapes {:?} and {:?}", first.shape, t.shape)));
+                }
+                sum.iter_mut().zip(complex_values(t)?).for_each(|(a, b)| *a = a.add(b));
+            }
+            one(complex_tensor(first.dtype, first.shape.clone(), &sum)?)
+        }),
         "Neg" => return Ok(elementwise(Unary::Neg)),
         "Square" => return Ok(elementwise(Unary::Square)),
         "Reciprocal" | "Inv" => return Ok(elementwise(Unary::Reciprocal)),
@@ -776,6 +803,15 @@ mod tests {
         assert_eq!(pairs(&z), vec![(1.0, -1.0), (2.0, -1.0)]);
         let cast = run(&node("Cast", &[("SrcT", DType::Complex64), ("DstT", DType::Float32)]), vec![z]);
         assert_eq!(cast.as_f32().unwrap(), &[1.0, 2.0]);
+        // The gradient ops: `ComplexAbs`'s `DivNoNan` (0 over 0 is 0), gradient sums.
+        let num = complex_tensor(DType::Complex64, vec![2], &[C::new(3., 4.), C::new(1., 1.)]).unwrap();
+        let den = complex_tensor(DType::Complex64, vec![2], &[C::new(0., 1.), C::ZERO]).unwrap();
+        let q = run(&node("DivNoNan", &[("T", DType::Complex64)]), vec![num.clone(), den]);
+        assert_eq!(pairs(&q), vec![(4.0, -3.0), (0.0, 0.0)]);
+        let s = run(&node("AddN", &[("T", DType::Complex64)]), vec![num.clone(), num.clone(), num.clone()]);
+        assert_eq!(pairs(&s), vec![(9.0, 12.0), (3.0, 3.0)]);
+        let z = run(&node("ZerosLike", &[("T", DType::Complex64)]), vec![num]);
+        assert_eq!(pairs(&z), vec![(0.0, 0.0), (0.0, 0.0)]);
         // Real arithmetic is left to the elementwise kernels.
         assert!(prepare(&node("Mul", &[("T", DType::Float32)])).unwrap().is_none());
     }
