@@ -117,8 +117,45 @@ def spectral_learned_frontend_sgd():
                   [spec([None, 256, 1], tf.float32, "audio"), spec([None, 2], tf.float32, "labels")], feeds)
 
 
+def spectral_ctc_gru_sgd():
+    """Speech recognition: MelSpectrogram -> Conv1D -> GRU (return_sequences) -> Dense softmax over 6
+    classes (blank last), trained with Keras' CTC loss (`ctc_loss_dense`: two `While` loops of log-sum-exp
+    over the label lattice, `OneHot`, `MatrixDiagV3`, `TensorScatterAdd`); SGD with momentum. (With Adam the
+    GRU biases whose gradients are rounding noise — 1e-9 against 1e-2 — move by lr times that noise's ratio,
+    which no two float32 implementations share.)"""
+    keras, L, rng = start(305)
+    m = keras.Sequential([keras.Input((1600,)),
+                          L.MelSpectrogram(fft_length=128, sequence_stride=64, sequence_length=128, num_mel_bins=16,
+                                           sampling_rate=8000, max_freq=4000),
+                          L.Permute((2, 1)), L.Conv1D(8, 3, padding="same", activation="relu"),
+                          L.GRU(8, return_sequences=True), L.Dense(6, activation="softmax")])
+    labels = np.array([[1, 2, 3, 0], [4, 4, 2, 0], [3, 1, 0, 0]], np.int32)  # 0-padded (Keras' CTC pads with 0)
+    feeds = {"audio": tone(rng, 3, 1600), "labels": labels + (labels > 0)}  # classes 1..5 used, 0 padding
+    train_fixture("spectral_ctc_gru_sgd", m, keras.optimizers.SGD(0.05, momentum=0.9), keras.losses.CTC(),
+                  [spec([None, 1600], tf.float32, "audio"), spec([None, 4], tf.int32, "labels")], feeds)
+
+
+def spectral_ctc_greedy_decode():
+    """Inference: Dense log-probabilities decoded by `keras.ops.ctc_decode` (greedy: `CTCGreedyDecoder`,
+    merge_repeated, `SparseToDense` back to a padded batch) with per-sequence lengths."""
+    keras, L, rng = start(306)
+    m = keras.Sequential([keras.Input((12, 5)), L.Dense(4, activation="softmax")])
+
+    @tf.function(input_signature=[spec([None, 12, 5], tf.float32, "x"), spec([None], tf.int32, "lengths")])
+    def decode(x, lengths):
+        probs = m(x, training=False)
+        paths, scores = keras.ops.ctc_decode(probs, lengths, strategy="greedy")
+        return tf.cast(paths[0], tf.int32), scores
+
+    cf = decode.get_concrete_function()
+    variables = captured_variables(cf, m.variables)
+    check_captures("spectral_ctc_greedy_decode", cf, variables)
+    feeds = {"x": rng.standard_normal((3, 12, 5)).astype(np.float32), "lengths": np.array([12, 7, 10], np.int32)}
+    write("spectral_ctc_greedy_decode", cf, variables, feeds, 1)
+
+
 FIXTURES = [spectral_melspec_conv_adam, spectral_stft_layer_inference, spectral_signal_ops,
-            spectral_learned_frontend_sgd]
+            spectral_learned_frontend_sgd, spectral_ctc_gru_sgd, spectral_ctc_greedy_decode]
 
 
 def main():

@@ -22,6 +22,7 @@ pub(crate) mod array;
 pub(crate) mod batchnorm;
 pub(crate) mod color;
 pub(crate) mod conv;
+pub(crate) mod ctc;
 pub(crate) mod detection;
 pub(crate) mod diag;
 pub(crate) mod einsum;
@@ -174,6 +175,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = color::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = ctc::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))

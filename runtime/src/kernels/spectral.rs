@@ -634,7 +634,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             let mut sum = complex_values(first)?;
             for t in rest {
                 if t.shape != first.shape {
-                    return Err(KernelError::invalid(format!("AddN operands have shapes {:?} and {:?}", first.shape, t.shape)));
+                    return Err(KernelError::invalid(format!(
+                        "AddN operands have shapes {:?} and {:?}",
+                        first.shape, t.shape
+                    )));
                 }
                 sum.iter_mut().zip(complex_values(t)?).for_each(|(a, b)| *a = a.add(b));
             }

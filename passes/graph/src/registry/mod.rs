@@ -17,6 +17,7 @@ mod bitwise;
 mod build;
 mod calls;
 mod control_flow;
+mod ctc;
 mod detection;
 mod diag;
 mod image;
@@ -298,6 +299,7 @@ const TABLES: &[&[OpSchema]] = &[
     linalg::OPS,
     rearrange::OPS,
     spectral::OPS,
+    ctc::OPS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {
