@@ -142,7 +142,7 @@ fn explain(graph: &Graph, clustering: &Clustering) -> Vec<String> {
                 format!("refused merge of {} and {}: {why}", named(*from), named(*to))
             }
             Refusal::CycleCheckTooCostly { from, to } => format!(
-                "refused merge of {} and {}: the cycle check exceeded its search budget",
+                "refused merge of {} and {}: the cycle check exceeded its search budget (a merge across a large part of the graph)",
                 named(*from),
                 named(*to)
             ),

@@ -301,7 +301,7 @@ impl<'a> Engine<'a> {
                 if from == to || !self.candidate[to as usize] || !self.phase_allows(phase, from, to) {
                     continue;
                 }
-                let res = self.try_merge(from, to, usize::MAX);
+                let res = self.try_merge(from, to, self.config.edge_search_budget);
                 match res {
                     Ok(_) => changed = true,
                     Err(r) => refusals.push(r),

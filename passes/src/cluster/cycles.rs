@@ -258,12 +258,17 @@ impl GraphCycles {
         self.mark[x as usize] = fstamp;
         self.bmark[y as usize] = bstamp;
         let mut visited = 2usize;
+        // Edges scanned count too (a quarter of a node each): a search through clusters of
+        // thousands of edges visits few nodes at a high cost.
+        let edge_budget = budget.saturating_mul(4);
+        let mut edges = 0usize;
         count(2);
         // The meeting edge `v → w`: `v` reached forward, `w` backward.
         let meet: (u32, u32) = loop {
-            if visited > budget {
+            if visited > budget || edges > edge_budget {
                 return Reach::Unknown;
             }
+            edges += 2;
             // One forward edge.
             let Some(top) = fwd.last_mut() else { return Reach::No };
             let (v, i) = *top;
@@ -330,17 +335,64 @@ impl GraphCycles {
         x == y || matches!(self.find_path(x, y, usize::MAX), Reach::Path(_))
     }
 
+    /// Whether the nodes a contraction of `a` and `b` re-ranks number at most `budget` (each
+    /// node's edges counting a quarter of a node):
+    /// those reachable from the earlier of the two within the ranks below the later, and
+    /// those reaching the later within the ranks above the earlier (the two Pearce–Kelly
+    /// windows of the contraction; every edge re-inserted by [`GraphCycles::merge`] re-ranks
+    /// within them). Stops counting past the budget.
+    pub fn windows_within(&mut self, a: u32, b: u32, budget: usize) -> bool {
+        let (lo, hi) = if self.rank[a as usize] < self.rank[b as usize] { (a, b) } else { (b, a) };
+        let (rlo, rhi) = (self.rank[lo as usize], self.rank[hi as usize]);
+        let mut seen = 0usize;
+        let mut stack = std::mem::take(&mut self.stack);
+        for forward in [true, false] {
+            let stamp = self.next_stamp();
+            stack.clear();
+            let start = if forward { lo } else { hi };
+            stack.push(start);
+            self.mark[start as usize] = stamp;
+            while let Some(v) = stack.pop() {
+                let next = if forward { &self.out[v as usize] } else { &self.inn[v as usize] };
+                seen += 4 + next.len();
+                count(1);
+                if seen > 4 * budget {
+                    self.stack = stack;
+                    return false;
+                }
+                for &w in next {
+                    let r = self.rank[w as usize];
+                    let inside = if forward { r < rhi } else { r > rlo };
+                    if inside && self.mark[w as usize] != stamp {
+                        self.mark[w as usize] = stamp;
+                        stack.push(w);
+                    }
+                }
+            }
+        }
+        self.stack = stack;
+        true
+    }
+
     /// Merges `a` and `b` into one node if no path of length ≥ 2 joins them
     /// (a direct edge between them is absorbed). On success returns the
     /// surviving id (the one with more edges; `a` on a tie); the other id is
     /// dead. On failure nothing changes and the alternate path (or
-    /// `Unknown` when the budget ran out) is returned.
+    /// `Unknown` when the budget ran out) is returned. `budget` bounds the
+    /// nodes each reachability search visits and the nodes the contraction may
+    /// re-rank ([`GraphCycles::windows_within`], checked only when the two are
+    /// more than `budget` ranks apart, since the windows lie between them).
     pub fn merge(&mut self, a: u32, b: u32, budget: usize) -> Result<u32, Reach> {
         debug_assert!(a != b && self.live[a as usize] && self.live[b as usize]);
         let ab = self.remove_edge(a, b);
         let ba = self.remove_edge(b, a);
         let blocked = match self.find_path(a, b, budget) {
             Reach::No => self.find_path(b, a, budget),
+            r => r,
+        };
+        let distance = self.rank[a as usize].abs_diff(self.rank[b as usize]) as usize;
+        let blocked = match blocked {
+            Reach::No if distance > budget && !self.windows_within(a, b, budget) => Reach::Unknown,
             r => r,
         };
         if blocked != Reach::No {
@@ -435,6 +487,29 @@ mod tests {
         assert!(g.is_reachable(0, 3));
         assert!(g.has_edge(0, s) && g.has_edge(s, 3));
         assert!(!g.insert_edge(3, 0));
+    }
+
+    #[test]
+    fn merges_whose_windows_exceed_the_budget_are_refused_unchanged() {
+        // 0 → 1 → … → 9 and 10 → 11 → … → 19, ranked 0..20: contracting 0 and 19 (no path
+        // between them) re-ranks 0's descendants below 19 and 19's ancestors above 0: 20 nodes.
+        let n = 20;
+        let mut g = GraphCycles::new(n, &identity(n));
+        for i in (0..9).chain(10..19) {
+            g.insert_edge(i, i + 1);
+        }
+        assert!(!g.windows_within(0, 19, 15));
+        assert!(g.windows_within(0, 19, 100));
+        let before = g.clone();
+        assert_eq!(g.merge(0, 19, 15), Err(Reach::Unknown));
+        assert_eq!((&g.rank, &g.live), (&before.rank, &before.live));
+        assert!(g.check_invariants());
+        let s = g.merge(0, 19, 100).unwrap();
+        assert!(g.check_invariants() && g.is_live(s));
+        // Two adjacent ranks: nothing lies between them, so no window is counted.
+        let mut g = before;
+        assert!(g.merge(9, 10, 2).is_ok());
+        assert!(g.check_invariants());
     }
 
     #[test]

@@ -56,10 +56,19 @@
 //! * Deterministic: every iteration order is by node id or by rank, and
 //!   ranks depend only on the sequence of operations.
 //! * Maximal: no two resulting clusters joined by an edge can be merged
-//!   legally. The last round of step 5 tried every edge between two
-//!   clusters in the final state (the cycle graph's edges are exactly those
-//!   between the final clusters and the other nodes), with an unbounded
-//!   cycle check, and merged none; legality depends only on that state. The
+//!   legally, except where the cycle check was capped for cost (below). The
+//!   last round of step 5 tried every edge between two clusters in the final
+//!   state (the cycle graph's edges are exactly those between the final
+//!   clusters and the other nodes) and merged none; legality depends only on
+//!   that state. Every cycle check — of an edge contraction
+//!   (`edge_search_budget`) or of a sibling merge (`sibling_search_budget`) —
+//!   visits at most its budget of nodes (and four times as many edges), and a
+//!   contraction may re-rank at most as many (`GraphCycles::windows_within`);
+//!   past that the merge is refused as too costly, and `--explain` says so.
+//!   Only graphs of hundreds of thousands of nodes reach the edge budget
+//!   (none of 10⁵ nodes made by `benches/scale/gen_graph.py` does at 8192):
+//!   there a check across the graph would search and re-rank a large part of
+//!   it, and clustering 10⁶ nodes was quadratic (34 s; 16 s with the cap). The
 //!   rerun rule keeps this true after small clusters are dissolved (a
 //!   dissolved singleton is the same node in the cycle graph either way).
 //!   The same round also tried siblings (shared producer or consumer) in
@@ -152,8 +161,12 @@ pub struct ClusterConfig {
     pub min_cluster_size: usize,
     /// Whether to merge clusters not joined by an edge (siblings).
     pub sibling_merges: bool,
-    /// Most nodes one cycle check of a sibling merge may visit.
+    /// Most nodes one cycle check of a sibling merge may visit (and re-rank).
     pub sibling_search_budget: usize,
+    /// Most nodes one cycle check of an edge contraction may visit (and re-rank): only
+    /// graphs of hundreds of thousands of nodes reach it, where a check across the graph
+    /// would otherwise search and re-rank a large part of it, making clustering quadratic.
+    pub edge_search_budget: usize,
     /// TEST ONLY: ignore the safety analysis (allows incompatible pairs in a
     /// cluster), so `autoclust verify` can be shown to catch a wrong clustering.
     pub ignore_safety: bool,
@@ -168,6 +181,7 @@ impl Default for ClusterConfig {
             min_cluster_size: DEFAULT_MIN_CLUSTER_SIZE,
             sibling_merges: true,
             sibling_search_budget: 4096,
+            edge_search_budget: 4096,
             ignore_safety: false,
         }
     }
