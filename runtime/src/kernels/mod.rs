@@ -37,6 +37,7 @@ pub(crate) mod lrn;
 pub(crate) mod matmul;
 pub(crate) mod nn;
 pub(crate) mod optimizer;
+pub(crate) mod png;
 pub(crate) mod pool;
 pub(crate) mod ragged;
 pub(crate) mod ragged_ops;
@@ -178,6 +179,9 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = ctc::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = png::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))

@@ -169,6 +169,19 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(Tensor::from_i64(inp[0].shape.clone(), h).expect("same element count"))
             })
         }
+        "EncodeBase64" => {
+            let pad = attr_bool_or(node, "pad", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let out: Vec<Vec<u8>> = strings(&inp[0], "input")?.iter().map(|s| base64_encode(s, pad)).collect();
+                one(Tensor::from_strings(inp[0].shape.clone(), out).expect("same element count"))
+            })
+        }
+        "DecodeBase64" => Box::new(|inp: Inputs| {
+            arity(&inp, 1)?;
+            let out = strings(&inp[0], "input")?.iter().map(|s| base64_decode(s)).collect::<KResult<Vec<_>>>()?;
+            one(Tensor::from_strings(inp[0].shape.clone(), out).expect("same element count"))
+        }),
         "StringLength" => {
             let utf8 = unit_is_utf8(node)?;
             Box::new(move |inp: Inputs| {
@@ -1586,9 +1599,68 @@ impl NGrams {
     }
 }
 
+/// TensorFlow's web-safe base64 alphabet (`-` and `_` for `+` and `/`).
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// `EncodeBase64`: web-safe base64, padded with `=` only when `pad`.
+fn base64_encode(s: &[u8], pad: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len().div_ceil(3) * 4);
+    for chunk in s.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        let digits = chunk.len() + 1;
+        for k in 0..4 {
+            if k < digits {
+                out.push(BASE64[(n >> (18 - 6 * k) & 63) as usize]);
+            } else if pad {
+                out.push(b'=');
+            }
+        }
+    }
+    out
+}
+
+/// `DecodeBase64`: web-safe base64, with or without `=` padding (TensorFlow's
+/// `Base64Decode`: any other character, or a length that leaves one lone digit, is an error).
+fn base64_decode(s: &[u8]) -> KResult<Vec<u8>> {
+    let text = || String::from_utf8_lossy(s).into_owned();
+    let body = s.strip_suffix(b"==").or_else(|| s.strip_suffix(b"=")).unwrap_or(s);
+    if body.len() % 4 == 1 || (body.len() != s.len() && s.len() % 4 != 0) {
+        return Err(KernelError::invalid(format!("Invalid base64 length {} of {:?}", s.len(), text())));
+    }
+    let digit = |c: u8| {
+        BASE64
+            .iter()
+            .position(|&d| d == c)
+            .map(|p| p as u32)
+            .ok_or_else(|| KernelError::invalid(format!("Invalid character found in base64: {:?}", text())))
+    };
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
+    for chunk in body.chunks(4) {
+        let mut n = 0u32;
+        for (k, &c) in chunk.iter().enumerate() {
+            n |= digit(c)? << (18 - 6 * k);
+        }
+        out.extend_from_slice(&[(n >> 16) as u8, (n >> 8) as u8, n as u8][..chunk.len() - 1]);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 #[allow(clippy::excessive_precision, clippy::approx_constant)] // TensorFlow's printed values
 mod tests {
+    #[test]
+    fn base64_is_web_safe_and_round_trips() {
+        assert_eq!(base64_encode(b"\xfb\xff\x01ab", false), b"-_8BYWI");
+        assert_eq!(base64_encode(b"ab", true), b"YWI=");
+        for s in [&b""[..], b"a", b"ab", b"abc", b"\x00\xff\xfe\xfd"] {
+            assert_eq!(base64_decode(&base64_encode(s, false)).unwrap(), s);
+            assert_eq!(base64_decode(&base64_encode(s, true)).unwrap(), s);
+        }
+        assert!(base64_decode(b"YW+=").is_err());
+        assert!(base64_decode(b"Y").is_err());
+    }
+
     // Expected strings and messages below are TensorFlow 2.21's.
 
     #[test]

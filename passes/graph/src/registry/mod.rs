@@ -16,6 +16,7 @@
 mod bitwise;
 mod build;
 mod calls;
+mod codecs;
 mod control_flow;
 mod ctc;
 mod detection;
@@ -300,6 +301,7 @@ const TABLES: &[&[OpSchema]] = &[
     rearrange::OPS,
     spectral::OPS,
     ctc::OPS,
+    codecs::OPS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {

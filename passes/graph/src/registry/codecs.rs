@@ -1,0 +1,41 @@
+//! Schemas of the image and text codecs serving signatures put in front of a model
+//! (`image_ops.cc`, `string_ops.cc`): `DecodePng`, `DecodeImage` (PNG), `DecodeBase64` and
+//! `EncodeBase64` (web-safe alphabet). Decoded images are `[height, width, channels]`, the
+//! height and width known only from the data; strings never enter clusters.
+
+use super::build::{arg, bool_attr_or, int_attr_or, pure_op, type_attr_or};
+use super::shapes::same_as_0;
+use super::{ArgSpec, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
+use crate::DType::{Float32, String as Str, UInt16, UInt8};
+use crate::Shape;
+
+/// `[?, ?, channels]` (`channels` 0: unknown); `DecodeImage` expanding animations: unknown
+/// rank (a GIF gives `[frames, h, w, c]`).
+fn image(c: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
+    if c.shape(0).rank().is_some_and(|r| r != 0) {
+        return Err(format!("contents must be a scalar, but has shape {}", c.shape(0)));
+    }
+    if c.node.op == "DecodeImage" && c.attr_bool("expand_animations", true) {
+        return Ok(vec![Shape::unknown()]);
+    }
+    let channels = c.attr_int("channels", 0);
+    Ok(vec![Shape::with_dims(vec![None, None, (channels > 0).then_some(channels)])])
+}
+
+const CONTENTS: &[ArgSpec] = &[arg("contents", TypeRule::Fixed(Str))];
+const IMAGE: &[ArgSpec] = &[arg("image", TypeRule::Attr("dtype"))];
+const TEXT_IN: &[ArgSpec] = &[arg("input", TypeRule::Fixed(Str))];
+const TEXT_OUT: &[ArgSpec] = &[arg("output", TypeRule::Fixed(Str))];
+const PNG_ATTRS: &[AttrSpec] = &[int_attr_or("channels", 0), type_attr_or("dtype", UInt8, &[UInt8, UInt16])];
+const IMAGE_ATTRS: &[AttrSpec] = &[
+    int_attr_or("channels", 0),
+    type_attr_or("dtype", UInt8, &[UInt8, UInt16, Float32]),
+    bool_attr_or("expand_animations", true),
+];
+
+pub(super) static OPS: &[OpSchema] = &[
+    pure_op("DecodePng", OpFamily::Shape, CONTENTS, IMAGE, PNG_ATTRS, image),
+    pure_op("DecodeImage", OpFamily::Shape, CONTENTS, IMAGE, IMAGE_ATTRS, image),
+    pure_op("DecodeBase64", OpFamily::Shape, TEXT_IN, TEXT_OUT, &[], same_as_0),
+    pure_op("EncodeBase64", OpFamily::Shape, TEXT_IN, TEXT_OUT, &[bool_attr_or("pad", false)], same_as_0),
+];
