@@ -357,10 +357,11 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         return Err(KernelError::invalid(format!("`channels` must be 0, 1, 3 or 4 but got {channels}")));
     }
     let dtype = node.attr("dtype").and_then(AttrValue::as_type).unwrap_or(DType::UInt8);
-    if !matches!(dtype, DType::UInt8 | DType::UInt16) && !(image && dtype == DType::Float32) {
+    let allowed = matches!(dtype, DType::UInt8 | DType::UInt16) || (image && dtype == DType::Float32);
+    if !allowed {
         return Err(KernelError::DType(dtype));
     }
-    let expand = node.attr("expand_animations").and_then(AttrValue::as_bool).unwrap_or(true);
+    // `expand_animations` changes nothing for a still image: a PNG is always 3-D.
     Ok(Some(Box::new(move |inp: Inputs| {
         arity(&inp, 1)?;
         let s = strings(&inp[0], "contents")?;
@@ -375,8 +376,6 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         let raw = parse(&s[0])?;
         let t = convert(&raw, channels as usize, dtype == DType::UInt16)?;
         let t = if dtype == DType::Float32 { to_float(t) } else { t };
-        // `DecodeImage` of a still image with `expand_animations = false` is the same 3-D image.
-        let _ = expand;
         one(t)
     })))
 }

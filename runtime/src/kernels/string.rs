@@ -1625,7 +1625,7 @@ fn base64_encode(s: &[u8], pad: bool) -> Vec<u8> {
 fn base64_decode(s: &[u8]) -> KResult<Vec<u8>> {
     let text = || String::from_utf8_lossy(s).into_owned();
     let body = s.strip_suffix(b"==").or_else(|| s.strip_suffix(b"=")).unwrap_or(s);
-    if body.len() % 4 == 1 || (body.len() != s.len() && s.len() % 4 != 0) {
+    if body.len() % 4 == 1 || (body.len() != s.len() && !s.len().is_multiple_of(4)) {
         return Err(KernelError::invalid(format!("Invalid base64 length {} of {:?}", s.len(), text())));
     }
     let digit = |c: u8| {
