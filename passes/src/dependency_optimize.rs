@@ -117,6 +117,7 @@ fn remove_relays(owned: Graph, ctx: &PassContext, report: &mut DependencyReport)
         for p in node.inputs.iter().map(|o| o.node).chain(node.control_inputs.iter().copied()) {
             rw.resolve_control(p, &mut preds);
         }
+        crate::rewrite::dedup_in_order(&mut preds);
         let n = preds.len();
         if n * users > n + users {
             continue;

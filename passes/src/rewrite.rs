@@ -167,8 +167,15 @@ impl Rewrite {
         self.drop_control.insert((node, input));
     }
 
-    /// The control inputs standing for a control use of `id`.
+    /// Appends the control inputs standing for a control use of `id` to `out`, in order.
+    /// Several uses may append the same node: callers remove repeats once, with
+    /// [`dedup_in_order`] (a membership test per append made a node with 10⁵ control inputs,
+    /// a training step's final `NoOp`, cost 10¹⁰ comparisons).
     pub fn resolve_control(&self, id: NodeId, out: &mut Vec<NodeId>) {
+        if !self.removed.contains_key(&id) {
+            out.push(id);
+            return;
+        }
         let mut stack = vec![id];
         let mut seen = HashSet::new();
         while let Some(c) = stack.pop() {
@@ -177,11 +184,7 @@ impl Rewrite {
             }
             match self.removed.get(&c) {
                 Some(to) => stack.extend(to.iter().rev().copied()),
-                None => {
-                    if !out.contains(&c) {
-                        out.push(c)
-                    }
-                }
+                None => out.push(c),
             }
         }
     }
@@ -246,6 +249,7 @@ impl Rewrite {
             for &c in self.add_control.get(&id).into_iter().flatten() {
                 self.resolve_control(c, &mut controls);
             }
+            dedup_in_order(&mut controls);
             controls.retain(|&c| c != id && !n.inputs.iter().any(|&o| self.resolve(o).node == c));
             if data != n.inputs || controls != n.control_inputs {
                 rewired.push((id, data.clone(), controls.clone()));
@@ -269,6 +273,23 @@ impl Rewrite {
     }
 }
 
+/// Removes repeated ids from `v`, keeping each one's first position.
+pub(crate) fn dedup_in_order(v: &mut Vec<NodeId>) {
+    if v.len() <= 16 {
+        let mut k = 0;
+        for i in 0..v.len() {
+            if !v[..k].contains(&v[i]) {
+                v[k] = v[i];
+                k += 1;
+            }
+        }
+        v.truncate(k);
+    } else {
+        let mut seen = rustc_hash::FxHashSet::default();
+        v.retain(|&x| seen.insert(x));
+    }
+}
+
 /// The input strings of a replacement node: data inputs resolved through
 /// `rw`, then the control inputs (resolved) after them.
 pub(crate) fn input_strings(graph: &Graph, rw: &Rewrite, data: &[Output], control: &[NodeId]) -> Vec<String> {
@@ -277,6 +298,7 @@ pub(crate) fn input_strings(graph: &Graph, rw: &Rewrite, data: &[Output], contro
     for &c in control {
         rw.resolve_control(c, &mut controls);
     }
+    dedup_in_order(&mut controls);
     let data_preds: HashSet<NodeId> = data.iter().map(|&o| rw.resolve(o).node).collect();
     controls.retain(|c| !data_preds.contains(c));
     inputs.extend(controls.iter().map(|&c| format!("^{}", graph.name(c))));
@@ -327,4 +349,27 @@ pub(crate) fn remove_dead(graph: Graph, keep: &HashSet<String>, ctx: &PassContex
 pub(crate) fn pinned_names(graph: &Graph, ctx: &PassContext) -> HashSet<String> {
     let pin = pinned(graph, ctx);
     graph.node_ids().filter(|id| pin[id.index()]).map(|id| graph.name(id).to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dedup_keeps_first_positions_short_and_long() {
+        let ids = |v: &[u32]| v.iter().map(|&i| NodeId(i)).collect::<Vec<_>>();
+        let mut v = ids(&[3, 1, 3, 2, 1]);
+        dedup_in_order(&mut v);
+        assert_eq!(v, ids(&[3, 1, 2]));
+        let long: Vec<u32> = (0..100).map(|i| (i * 7) % 40).collect();
+        let mut v = ids(&long);
+        dedup_in_order(&mut v);
+        let mut want = Vec::new();
+        for x in long {
+            if !want.contains(&x) {
+                want.push(x);
+            }
+        }
+        assert_eq!(v, ids(&want));
+    }
 }
