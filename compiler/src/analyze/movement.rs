@@ -29,6 +29,20 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
         "Reshape" => {
             need(2)?;
             let want = int_const(node, &ins[1], "shape")?;
+            // TensorFlow's rules: one -1 at most, no other negative size (found by fuzzing: a
+            // size of -2³¹ was taken as a second wildcard, where the kernel refuses the graph).
+            if let Some((i, d)) = want.iter().enumerate().find(|(_, &d)| d < -1) {
+                return Err(CompileError::Invalid(format!(
+                    "node '{}': Reshape: size {i} must be non-negative, not {d}",
+                    node.name
+                )));
+            }
+            if want.iter().filter(|&&d| d == -1).count() > 1 {
+                return Err(CompileError::Invalid(format!(
+                    "node '{}': Reshape: can only specify one unknown dimension, got {want:?}",
+                    node.name
+                )));
+            }
             let n = ins[0].elements();
             let known = want.iter().filter(|&&d| d >= 0).try_fold(1usize, |a, &d| a.checked_mul(d as usize));
             let shape: Vec<usize> = want
