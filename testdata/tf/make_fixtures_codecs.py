@@ -21,7 +21,7 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_fixtures_strings import write_string_fixture  # noqa: E402
-from make_fixtures_tf2 import OUT, write  # noqa: E402
+from make_fixtures_tf2 import run_fixtures, OUT, write  # noqa: E402
 from tf_harness import export  # noqa: E402
 
 ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
@@ -160,10 +160,7 @@ FIXTURES = [codecs_png_kinds, codecs_base64_serving]
 
 
 def main():
-    print("TensorFlow", tf.__version__)
-    for f in FIXTURES:
-        if len(sys.argv) == 1 or f.__name__ in sys.argv[1:]:
-            f()
+    run_fixtures(FIXTURES)
 
 
 if __name__ == "__main__":

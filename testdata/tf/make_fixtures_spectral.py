@@ -20,7 +20,7 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_fixtures_keras_sweep import check_captures, seed_states, start, train_fixture  # noqa: E402
-from make_fixtures_tf2 import captured_variables, write  # noqa: E402
+from make_fixtures_tf2 import run_fixtures, captured_variables, write  # noqa: E402
 
 
 def spec(shape, dt, name):
@@ -160,11 +160,7 @@ FIXTURES = [spectral_melspec_conv_adam, spectral_stft_layer_inference, spectral_
 
 
 def main():
-    """Writes every fixture, or only those named on the command line."""
-    print("TensorFlow", tf.__version__)
-    for f in FIXTURES:
-        if len(sys.argv) == 1 or f.__name__ in sys.argv[1:]:
-            f()
+    run_fixtures(FIXTURES)
 
 
 if __name__ == "__main__":

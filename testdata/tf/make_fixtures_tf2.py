@@ -639,13 +639,17 @@ FIXTURES = [tf2_tensor_array, tf2_band_atan2_bucketize, tf2_keras_activations, t
             tf2_gather_scatter_nd, tf2_bn_depthwise_ftrl, tf2_pure_loops]
 
 
-def main():
-    """Writes every fixture, or only those named on the command line."""
-    print("TensorFlow", tf.__version__)
+def run_fixtures(fixtures):
+    """Writes every fixture of `fixtures`, or only those named on the command line (every generator's `main`)."""
     import sys
-    for f in FIXTURES:
+    print("TensorFlow", tf.__version__)
+    for f in fixtures:
         if len(sys.argv) == 1 or f.__name__ in sys.argv[1:]:
             f()
+
+
+def main():
+    run_fixtures(FIXTURES)
 
 
 if __name__ == "__main__":
