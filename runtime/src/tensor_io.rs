@@ -39,6 +39,11 @@ fn st_dtype(d: DType) -> Option<StDtype> {
         DType::Int64 => StDtype::I64,
         DType::Bool => StDtype::BOOL,
         DType::UInt8 => StDtype::U8,
+        DType::Int8 => StDtype::I8,
+        DType::UInt16 => StDtype::U16,
+        DType::Int16 => StDtype::I16,
+        DType::UInt32 => StDtype::U32,
+        DType::UInt64 => StDtype::U64,
         DType::Float16 => StDtype::F16,
         DType::BFloat16 => StDtype::BF16,
         _ => return None,
@@ -52,8 +57,8 @@ fn le_bytes(t: &Tensor) -> Option<Vec<u8>> {
         TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::Bool(v) => v.iter().map(|&x| x as u8).collect(),
-        // uint8, float16 and bfloat16 are kept as their little-endian bytes.
-        TensorData::Raw(b) if t.dtype == DType::UInt8 || t.dtype.is_half() => b.to_vec(),
+        // The other fixed-width types are kept as their little-endian bytes.
+        TensorData::Raw(b) => b.to_vec(),
         _ => return None,
     })
 }
@@ -107,9 +112,21 @@ pub fn read_safetensors(bytes: &[u8]) -> Result<Vec<(String, Tensor)>, TensorIoE
                 data.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect(),
             ),
             StDtype::BOOL => Tensor::from_bool(shape, data.iter().map(|&b| b != 0).collect()),
-            StDtype::U8 | StDtype::F16 | StDtype::BF16 => {
+            StDtype::U8
+            | StDtype::I8
+            | StDtype::U16
+            | StDtype::I16
+            | StDtype::U32
+            | StDtype::U64
+            | StDtype::F16
+            | StDtype::BF16 => {
                 let (dtype, width) = match view.dtype() {
                     StDtype::U8 => (DType::UInt8, 1),
+                    StDtype::I8 => (DType::Int8, 1),
+                    StDtype::U16 => (DType::UInt16, 2),
+                    StDtype::I16 => (DType::Int16, 2),
+                    StDtype::U32 => (DType::UInt32, 4),
+                    StDtype::U64 => (DType::UInt64, 8),
                     StDtype::F16 => (DType::Float16, 2),
                     _ => (DType::BFloat16, 2),
                 };
@@ -241,6 +258,30 @@ fn build(dtype: DType, shape: Vec<usize>, flat: &[&serde_json::Value]) -> Result
                 .collect::<Result<_, _>>()?,
         ),
         DType::Int64 => Tensor::from_i64(shape, flat.iter().map(|v| int(v)).collect::<Result<_, _>>()?),
+        // The narrow and unsigned integers (images are uint8), range-checked, as raw bytes.
+        DType::UInt8 | DType::Int8 | DType::UInt16 | DType::Int16 | DType::UInt32 | DType::UInt64 => {
+            let (lo, hi): (i128, i128) = match dtype {
+                DType::UInt8 => (0, u8::MAX as i128),
+                DType::Int8 => (i8::MIN as i128, i8::MAX as i128),
+                DType::UInt16 => (0, u16::MAX as i128),
+                DType::Int16 => (i16::MIN as i128, i16::MAX as i128),
+                DType::UInt32 => (0, u32::MAX as i128),
+                _ => (0, u64::MAX as i128),
+            };
+            let width = dtype.size_of().unwrap_or(1);
+            let mut bytes = Vec::with_capacity(flat.len() * width);
+            for v in flat {
+                let x: i128 = match v {
+                    serde_json::Value::Number(n) if n.as_u64().is_some() => n.as_u64().unwrap_or(0) as i128,
+                    _ => int(v)? as i128,
+                };
+                if x < lo || x > hi {
+                    return Err(TensorIoError::Value(format!("{x} does not fit {dtype}")));
+                }
+                bytes.extend_from_slice(&x.to_le_bytes()[..width]);
+            }
+            Tensor::from_raw(dtype, shape, bytes)
+        }
         DType::Bool => Tensor::from_bool(
             shape,
             flat.iter()
@@ -396,9 +437,28 @@ pub fn write_tensor_json(out: &mut dyn std::io::Write, t: &Tensor) -> std::io::R
                 o.push(']');
             })?
         }
-        TensorData::Raw(v) => each(&mut c, v, |o, x| {
-            let _ = write!(o, "{x}");
-        })?,
+        // The other integer types, each element from its little-endian bytes.
+        TensorData::Raw(v) => {
+            let w = t.dtype.size_of().filter(|&w| w > 0).unwrap_or(1);
+            let signed = matches!(t.dtype, DType::Int8 | DType::Int16);
+            let values: Vec<i128> = v
+                .chunks_exact(w)
+                .map(|b| {
+                    let mut le = [0u8; 16];
+                    le[..w].copy_from_slice(b);
+                    let u = u128::from_le_bytes(le);
+                    let bits = 8 * w as u32;
+                    if signed && (u >> (bits - 1)) & 1 == 1 {
+                        u as i128 - (1i128 << bits)
+                    } else {
+                        u as i128
+                    }
+                })
+                .collect();
+            each(&mut c, &values, |o, x| {
+                let _ = write!(o, "{x}");
+            })?
+        }
         // A TensorList: its elements as tensors (null for a slot never set).
         TensorData::List(l) => {
             for (i, x) in l.items.iter().enumerate() {
@@ -492,6 +552,11 @@ mod tests {
             ("c".to_string(), Tensor::from_i32(vec![1, 2], vec![-1, 7]).unwrap()),
             ("d".to_string(), Tensor::from_i64(vec![0], vec![]).unwrap()),
             ("e".to_string(), Tensor::from_bool(vec![3], vec![true, false, true]).unwrap()),
+            ("f".to_string(), Tensor::from_raw(DType::Int8, vec![2], vec![0x80, 7]).unwrap()),
+            ("g".to_string(), Tensor::from_raw(DType::UInt16, vec![1], vec![0x34, 0x12]).unwrap()),
+            ("h".to_string(), Tensor::from_raw(DType::Int16, vec![1], vec![0xfe, 0xff]).unwrap()),
+            ("i".to_string(), Tensor::from_raw(DType::UInt32, vec![1], vec![1, 0, 0, 0x80]).unwrap()),
+            ("j".to_string(), Tensor::from_raw(DType::UInt64, vec![1], vec![0xff; 8]).unwrap()),
         ];
         let bytes = write_safetensors(&ts).unwrap();
         let back = read_safetensors(&bytes).unwrap();
@@ -501,6 +566,20 @@ mod tests {
             assert!(t1.bit_eq(t2), "{n1}");
         }
         assert!(read_safetensors(b"garbage").is_err());
+    }
+
+    /// The narrow and unsigned integers print and parse as numbers (not as their bytes).
+    #[test]
+    fn narrow_integers_as_json() {
+        let t = tensor_from_json("[[-128, 127], [0, -1]]", DType::Int8).unwrap();
+        assert_eq!(tensor_to_json(&t), r#"{"dtype": "int8", "shape": [2, 2], "data": [-128, 127, 0, -1]}"#);
+        let t = tensor_from_json("[65535, 258]", DType::UInt16).unwrap();
+        assert!(tensor_to_json(&t).ends_with(r#""data": [65535, 258]}"#));
+        let t = tensor_from_json("[18446744073709551615]", DType::UInt64).unwrap();
+        assert!(tensor_to_json(&t).ends_with(r#""data": [18446744073709551615]}"#));
+        assert!(tensor_from_json("[256]", DType::UInt8).is_err());
+        assert!(tensor_from_json("[-1]", DType::UInt32).is_err());
+        assert!(tensor_from_json("[1.5]", DType::Int16).is_err());
     }
 
     #[test]

@@ -318,6 +318,20 @@ impl Tensor {
             TensorData::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
             // uint8 (images), float16 and bfloat16 from their raw little-endian bytes.
             TensorData::Raw(b) if self.dtype == DType::UInt8 => b.iter().map(|&x| x as f64).collect(),
+            TensorData::Raw(b) if self.dtype == DType::Int8 => b.iter().map(|&x| x as i8 as f64).collect(),
+            // The other narrow and unsigned integers, little-endian.
+            TensorData::Raw(b) if self.dtype == DType::Int16 => {
+                b.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]]) as f64).collect()
+            }
+            TensorData::Raw(b) if self.dtype == DType::UInt16 => {
+                b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as f64).collect()
+            }
+            TensorData::Raw(b) if self.dtype == DType::UInt32 => {
+                b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect()
+            }
+            TensorData::Raw(b) if self.dtype == DType::UInt64 => {
+                b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")) as f64).collect()
+            }
             TensorData::Raw(b) if self.dtype.is_half() && b.len().is_multiple_of(2) => {
                 let widen =
                     if self.dtype == DType::BFloat16 { crate::half::bf16_to_f32 } else { crate::half::f16_to_f32 };

@@ -8,10 +8,11 @@
 use autoclust_compiler::kernels::next_index;
 use autoclust_graph::{Node, Tensor};
 
+use super::by_position;
 use super::elementwise::Num;
 use super::{
     arity, attr_bool_or, attr_int_or, budget, dispatch_all, dispatch_num, int_scalar, int_values, norm_axis, one,
-    shape_values, strides, tensor_of, Elem, Inputs, Outputs, PureFn,
+    shape_values, strides, take_or, tensor_of, Elem, Inputs, Outputs, PureFn,
 };
 use crate::error::{KResult, KernelError};
 
@@ -79,6 +80,13 @@ fn slice(t: &Tensor, begin: &[i64], size: &[i64]) -> KResult<Tensor> {
     let ones = vec![1; t.rank()];
     fn go<T: Elem>(t: &Tensor, b: &[i64], o: &[i64], s: &[usize]) -> KResult<Tensor> {
         Ok(tensor_of(s.to_vec(), strided_copy::<T>(t, b, o, s)))
+    }
+    if !by_position::typed(t.dtype) {
+        // Strings, bytes, complex: the same copy of element positions (TensorList unstacking).
+        let iota = tensor_of(t.shape.clone(), (0..t.num_elements() as i64).collect::<Vec<i64>>());
+        let src: Vec<Option<usize>> =
+            strided_copy::<i64>(&iota, begin, &ones, &sizes).into_iter().map(|p| Some(p as usize)).collect();
+        return take_or(t, &src, None, sizes);
     }
     dispatch_all!(t.dtype, go(t, begin, &ones, &sizes))
 }
@@ -372,6 +380,22 @@ pub(crate) fn concat(values: &[Tensor], axis: i64) -> KResult<Tensor> {
             }
         }
         Ok(tensor_of(out_shape, v))
+    }
+    if !by_position::typed(first.dtype) {
+        // Strings, bytes, complex: concatenate element positions (TensorList stacking).
+        let mut offset = 0i64;
+        let iotas: Vec<Tensor> = values
+            .iter()
+            .map(|v| {
+                let n = v.num_elements() as i64;
+                offset += n;
+                tensor_of(v.shape.clone(), (offset - n..offset).collect::<Vec<i64>>())
+            })
+            .collect();
+        let pos = go::<i64>(&iotas, ax, out_shape.clone())?;
+        let flat = by_position::flat_concat(&values.iter().collect::<Vec<_>>())?;
+        let src: Vec<Option<usize>> = pos.as_i64().unwrap_or(&[]).iter().map(|&p| Some(p as usize)).collect();
+        return take_or(&flat, &src, None, out_shape);
     }
     dispatch_all!(first.dtype, go(values, ax, out_shape))
 }

@@ -20,6 +20,7 @@ use crate::error::{KResult, KernelError};
 
 pub(crate) mod array;
 pub(crate) mod batchnorm;
+pub(crate) mod by_position;
 pub(crate) mod color;
 pub(crate) mod conv;
 pub(crate) mod ctc;
@@ -30,6 +31,7 @@ pub(crate) mod elementwise;
 pub(crate) mod example;
 pub mod half;
 pub(crate) mod image;
+pub(crate) mod jpeg;
 pub(crate) mod linalg;
 pub(crate) mod list;
 pub mod lookup;
@@ -56,6 +58,7 @@ pub(crate) mod string;
 pub(crate) mod tensor_scatter;
 pub(crate) mod unicode;
 pub(crate) mod volume;
+pub(crate) mod widen;
 pub use string::print_stdout_to_stderr;
 
 /// A kernel's inputs, owned so that a unique buffer can be reused in place.
@@ -91,6 +94,15 @@ pub(crate) fn probe(op: &str) -> Node {
 
 /// Prepares the kernel of a stateless op.
 pub fn prepare(node: &Node) -> KResult<PureFn> {
+    // Data-movement ops on the dtypes their typed kernels lack run on element positions.
+    // Integer arithmetic on the narrow integer types runs in int64.
+    by_position::prepare(node, prepare_typed)
+        .or_else(|| widen::prepare(node, prepare_typed))
+        .unwrap_or_else(|| prepare_typed(node))
+}
+
+/// The kernel of `node` for the dtypes it is written for.
+fn prepare_typed(node: &Node) -> KResult<PureFn> {
     // First: an op in float16 or bfloat16 is its float32 kernel, rounded once per op.
     if let Some(f) = half::prepare(node)? {
         return Ok(f);

@@ -13,15 +13,17 @@
 //! computes in 15-bit fixed point (`(9797·R + 19234·G + 3737·B) >> 15`, + 16384 before the
 //! shift for 16-bit samples); grey to colour repeats the
 //! sample; grey below 8 bits is scaled up (1-bit 1 is 255); 16-bit samples become `uint8`
-//! by their high byte, 8-bit ones `uint16` by ×257. `DecodeImage` of another format (JPEG,
-//! GIF, BMP) is an error that names it.
+//! by their high byte, 8-bit ones `uint16` by ×257.
+//!
+//! The three decode ops accept either format, as TensorFlow's do: a JPEG goes to
+//! [`super::jpeg`]; GIF and BMP are an error that names the format.
 
 use std::sync::Arc;
 
 use autoclust_graph::{AttrValue, DType, Node, Tensor, TensorData};
 
 use super::string::strings;
-use super::{arity, budget, one, Inputs, PureFn};
+use super::{arity, budget, jpeg, one, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
 const SIGNATURE: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
@@ -346,9 +348,12 @@ fn to_float(t: Tensor) -> Tensor {
     Tensor { dtype: DType::Float32, shape: t.shape.clone(), data: TensorData::F32(Arc::new(v)) }
 }
 
+/// `DecodePng`, `DecodeJpeg` and `DecodeImage`. As in TensorFlow's `decode_image_op.cc`, each
+/// decodes whichever of PNG and JPEG it is given (the file's first bytes decide), a JPEG with
+/// `DecodeJpeg`'s attributes or, for the other two, TensorFlow's defaults.
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let image = match node.op.as_str() {
-        "DecodePng" => false,
+        "DecodePng" | "DecodeJpeg" => false,
         "DecodeImage" => true,
         _ => return Ok(None),
     };
@@ -361,23 +366,47 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     if !allowed {
         return Err(KernelError::DType(dtype));
     }
-    // `expand_animations` changes nothing for a still image: a PNG is always 3-D.
+    let jpeg_opts = jpeg::Options::of(node)?;
+    // `expand_animations` changes nothing for a still image: a PNG or JPEG is always 3-D.
     Ok(Some(Box::new(move |inp: Inputs| {
         arity(&inp, 1)?;
         let s = strings(&inp[0], "contents")?;
         if !inp[0].shape.is_empty() || s.len() != 1 {
             return Err(KernelError::invalid(format!("contents must be a scalar, got shape {:?}", inp[0].shape)));
         }
-        if let Some(f) = other_format(&s[0]).filter(|_| image) {
-            return Err(KernelError::invalid(format!(
-                "decoding {f} images is not supported (autoclust decodes PNG only)"
-            )));
-        }
-        let raw = parse(&s[0])?;
-        let t = convert(&raw, channels as usize, dtype == DType::UInt16)?;
+        let t = match other_format(&s[0]) {
+            Some("JPEG") => {
+                if channels == 4 {
+                    return Err(KernelError::invalid("JPEG does not support 4 channels"));
+                }
+                let t = jpeg::decode(&s[0], jpeg_opts)?;
+                // TensorFlow widens a decoded JPEG's bytes by ×256 to `uint16`.
+                if dtype == DType::UInt16 {
+                    widen(t)
+                } else {
+                    t
+                }
+            }
+            Some(f) => {
+                return Err(KernelError::invalid(format!(
+                    "decoding {f} images is not supported (autoclust decodes PNG and JPEG)"
+                )))
+            }
+            None => {
+                let raw = parse(&s[0])?;
+                convert(&raw, channels as usize, dtype == DType::UInt16)?
+            }
+        };
         let t = if dtype == DType::Float32 { to_float(t) } else { t };
         one(t)
     })))
+}
+
+/// `uint8` samples as `uint16` × 256.
+fn widen(t: Tensor) -> Tensor {
+    let TensorData::Raw(b) = &t.data else { return t };
+    let v: Vec<u8> = b.iter().flat_map(|&x| (x as u16 * 256).to_le_bytes()).collect();
+    Tensor { dtype: DType::UInt16, shape: t.shape.clone(), data: TensorData::Raw(Arc::new(v)) }
 }
 
 #[cfg(test)]

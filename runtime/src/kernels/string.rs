@@ -306,6 +306,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 Ok(inp.into_iter().collect())
             })
         }
+        "Add" if node.attr("T").and_then(AttrValue::as_type) == Some(DType::String) => Box::new(|inp: Inputs| {
+            arity(&inp, 2)?;
+            one(string_add(&inp[0], &inp[1])?)
+        }),
         "Equal" | "NotEqual" => {
             // Numeric comparisons stay with the elementwise kernels; strings are compared here.
             let numeric = super::elementwise::prepare(node)?.ok_or_else(|| KernelError::NoKernel(node.op.clone()))?;
@@ -1503,6 +1507,17 @@ fn rewrite_from_re2(rewrite: &[u8], groups: usize) -> KResult<Vec<u8>> {
 }
 
 // ---------------------------------------------------------------- Equal / NotEqual
+
+/// `Add` of strings (`tf.add`, `+` on string tensors): concatenation, broadcasting.
+fn string_add(a: &Tensor, b: &Tensor) -> KResult<Tensor> {
+    let (x, y) = (strings(a, "x")?, strings(b, "y")?);
+    let out_shape = broadcast_shape(&a.shape, &b.shape)?;
+    budget(DType::String, &out_shape)?;
+    let (sa, sb) = (bcast_strides(&a.shape, &out_shape), bcast_strides(&b.shape, &out_shape));
+    let mut out = Vec::with_capacity(out_shape.iter().product());
+    for_each_bcast2(&out_shape, &sa, &sb, |i, j| out.push([&x[i][..], &y[j][..]].concat()));
+    Tensor::from_strings(out_shape, out).map_err(|e| KernelError::invalid(e.to_string()))
+}
 
 fn string_compare(a: &Tensor, b: &Tensor, eq: bool) -> KResult<Tensor> {
     if a.dtype != b.dtype {

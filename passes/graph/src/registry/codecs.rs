@@ -1,11 +1,12 @@
 //! Schemas of the image and text codecs serving signatures put in front of a model
-//! (`image_ops.cc`, `string_ops.cc`): `DecodePng`, `DecodeImage` (PNG), `DecodeBase64` and
+//! (`image_ops.cc`, `string_ops.cc`): `DecodePng`, `DecodeJpeg`, `DecodeImage` (PNG or JPEG),
+//! `DecodeBase64` and
 //! `EncodeBase64` (web-safe alphabet). Decoded images are `[height, width, channels]`, the
 //! height and width known only from the data; strings never enter clusters.
 
 use super::build::{arg, bool_attr_or, int_attr_or, pure_op, type_attr_or};
 use super::shapes::same_as_0;
-use super::{ArgSpec, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
+use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
 use crate::DType::{Float32, String as Str, UInt16, UInt8};
 use crate::Shape;
 
@@ -27,6 +28,15 @@ const IMAGE: &[ArgSpec] = &[arg("image", TypeRule::Attr("dtype"))];
 const TEXT_IN: &[ArgSpec] = &[arg("input", TypeRule::Fixed(Str))];
 const TEXT_OUT: &[ArgSpec] = &[arg("output", TypeRule::Fixed(Str))];
 const PNG_ATTRS: &[AttrSpec] = &[int_attr_or("channels", 0), type_attr_or("dtype", UInt8, &[UInt8, UInt16])];
+const JPEG_ATTRS: &[AttrSpec] = &[
+    int_attr_or("channels", 0),
+    int_attr_or("ratio", 1),
+    bool_attr_or("fancy_upscaling", true),
+    bool_attr_or("try_recover_truncated", false),
+    AttrSpec { name: "acceptable_fraction", kind: AttrKind::Float, default: AttrDefault::Optional, allowed: None },
+    AttrSpec { name: "dct_method", kind: AttrKind::String, default: AttrDefault::Optional, allowed: None },
+];
+const JPEG_OUT: &[ArgSpec] = &[arg("image", TypeRule::Fixed(UInt8))];
 const IMAGE_ATTRS: &[AttrSpec] = &[
     int_attr_or("channels", 0),
     type_attr_or("dtype", UInt8, &[UInt8, UInt16, Float32]),
@@ -36,6 +46,7 @@ const IMAGE_ATTRS: &[AttrSpec] = &[
 pub(super) static OPS: &[OpSchema] = &[
     pure_op("DecodePng", OpFamily::Shape, CONTENTS, IMAGE, PNG_ATTRS, image),
     pure_op("DecodeImage", OpFamily::Shape, CONTENTS, IMAGE, IMAGE_ATTRS, image),
+    pure_op("DecodeJpeg", OpFamily::Shape, CONTENTS, JPEG_OUT, JPEG_ATTRS, image),
     pure_op("DecodeBase64", OpFamily::Shape, TEXT_IN, TEXT_OUT, &[], same_as_0),
     pure_op("EncodeBase64", OpFamily::Shape, TEXT_IN, TEXT_OUT, &[bool_attr_or("pad", false)], same_as_0),
 ];
