@@ -29,6 +29,7 @@ pub(crate) mod diag;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod example;
+pub(crate) mod fake_quant;
 pub mod half;
 pub(crate) mod image;
 pub(crate) mod jpeg;
@@ -194,6 +195,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = png::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = fake_quant::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))

@@ -29,6 +29,7 @@ mod lookup;
 mod nn;
 mod ops;
 mod parsing;
+mod quantization;
 mod rearrange;
 mod shapes;
 mod sparse;
@@ -302,6 +303,7 @@ const TABLES: &[&[OpSchema]] = &[
     spectral::OPS,
     ctc::OPS,
     codecs::OPS,
+    quantization::OPS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {
