@@ -292,6 +292,26 @@ fn control_flow_refusal_in(
                     || FOLD_ONLY.contains(&inner)
                     || matches!(n.attrs.get("_XlaCompile"), Some(AttrValue::B(false)))
             };
+            // A body node typed by its attributes for a dtype the JIT does not compute (a
+            // uint8 image moved in a `map_fn`, strings): the body would run in the interpreter.
+            let unsupported = |t: &DType| {
+                !(is_supported_dtype(*t)
+                    || *t == DType::Variant
+                    || *t == DType::UInt64 && autoclust_graph::jit_ops::UINT64_KEY_OPS.contains(&inner))
+            };
+            let bad_dtype = n.attrs.values().find_map(|a| match a {
+                AttrValue::Type(t) => Some(*t).filter(unsupported),
+                AttrValue::List(autoclust_graph::ListValue::Type(ts)) => ts.iter().copied().find(unsupported),
+                _ => None,
+            });
+            if let Some(t) = bad_dtype.filter(|_| !refused) {
+                return why(format!(
+                    "its function '{}' runs '{}' ({inner}) on {}, which the JIT does not compile",
+                    f.name,
+                    n.name,
+                    t.name()
+                ));
+            }
             if refused {
                 let hint = if inner == "ReadVariableOp" {
                     " (when the loop writes no variable, the hoist-loop-reads pass of `run`'s default \
