@@ -121,6 +121,34 @@ def codecs_jpeg_kinds():
     write("codecs_jpeg_kinds", cf, [], {}, 1)
 
 
+def codecs_jpeg_crop():
+    """`tf.image.decode_and_crop_jpeg` (`DecodeAndCropJpeg`) of several kinds with windows whose left edge is
+    on an iMCU column boundary, inside one, at 0, the whole image and one pixel at the far corner; the fast
+    and accurate IDCTs, with and without fancy upsampling; fetched as int32."""
+    rng = np.random.default_rng(503)
+    files = {name: data for name, data in jpegs(rng)}
+    picked = ["tf_420_q75", "tf_444_q95", "pil_422", "tf_grey", "tf_progressive_420", "patched_440", "patched_411",
+              "pil_cmyk_adobe"]
+    windows = {"tf_420_q75": [[0, 0, 37, 45], [3, 16, 20, 20], [5, 19, 9, 7], [36, 44, 1, 1], [2, 1, 30, 33]],
+               "pil_cmyk_adobe": [[1, 8, 10, 9], [0, 3, 14, 11]]}
+    default = [[4, 8, 11, 13], [2, 5, 9, 18], [0, 17, 7, 6], [1, 0, 5, 3], [0, 16, 5, 1]]  # fit the smallest (19x24)
+
+    @tf.function(input_signature=[])
+    def crops():
+        outs = []
+        for name in picked:
+            c = tf.constant(files[name])
+            for win in windows.get(name, default):
+                outs.append(tf.cast(tf.image.decode_and_crop_jpeg(c, win), tf.int32))
+                outs.append(tf.cast(tf.image.decode_and_crop_jpeg(c, win, fancy_upscaling=False), tf.int32))
+                outs.append(tf.cast(tf.image.decode_and_crop_jpeg(c, win, channels=3, dct_method="INTEGER_ACCURATE"),
+                                    tf.int32))
+        return outs
+
+    cf = crops.get_concrete_function()
+    write("codecs_jpeg_crop", cf, [], {}, 1)
+
+
 def codecs_jpeg_serving():
     """An image-classifier serving signature as exported for TF Serving's JSON API: a batch of web-safe
     base64 JPEG strings of different sizes -> `tf.map_fn` (a While loop over a TensorArray) of
@@ -156,7 +184,7 @@ def codecs_jpeg_serving():
     write_string_fixture("codecs_jpeg_serving", gd, {}, {"images_b64": texts}, fetch, [])
 
 
-FIXTURES = [codecs_jpeg_kinds, codecs_jpeg_serving]
+FIXTURES = [codecs_jpeg_kinds, codecs_jpeg_crop, codecs_jpeg_serving]
 
 
 def main():

@@ -868,8 +868,15 @@ fn component_plane(f: &Frame, c: &Component, q: &[u16; 64], idct: Idct) -> Plane
 }
 
 /// The component upsampled to the image's size, as libjpeg-turbo's `jdsample.c` does it.
-fn upsample(f: &Frame, c: &Component, p: &Plane, fancy: bool) -> KResult<Vec<u8>> {
-    let (w, h) = (f.width, f.height);
+/// The component upsampled to `w` columns (the image's, or a crop's region) by `f.height` rows.
+///
+/// libjpeg-turbo picks the 2×1 and 2×2 methods from the whole image's chroma width (fancy when
+/// it exceeds 2 samples) and keeps them for a crop's region unless that is under 2 samples
+/// wide (then it picks again, from the region's).
+fn upsample(f: &Frame, c: &Component, p: &Plane, fancy: bool, w: usize) -> KResult<Vec<u8>> {
+    let h = f.height;
+    let whole = f.comp_size(c).0;
+    let wide = p.w >= 2 && whole > 2;
     let (hx, vx) = (f.maxh / c.h, f.maxv / c.v);
     if !f.maxh.is_multiple_of(c.h) || !f.maxv.is_multiple_of(c.v) {
         return Err(unsupported("fractional sampling factors are not supported"));
@@ -882,7 +889,7 @@ fn upsample(f: &Frame, c: &Component, p: &Plane, fancy: bool) -> KResult<Vec<u8>
                 out[y * w..(y + 1) * w].copy_from_slice(&p.data[y * p.stride..y * p.stride + w]);
             }
         }
-        (2, 1) if fancy && p.w > 2 => {
+        (2, 1) if fancy && wide => {
             let mut line = vec![0u8; 2 * p.w];
             for y in 0..h {
                 let r = |x: usize| p.at(x, y);
@@ -909,7 +916,7 @@ fn upsample(f: &Frame, c: &Component, p: &Plane, fancy: bool) -> KResult<Vec<u8>
                 }
             }
         }
-        (2, 2) if fancy && p.w > 2 => {
+        (2, 2) if fancy && wide => {
             let n = p.w;
             let mut sums = vec![0i32; n];
             let mut line = vec![0u8; 2 * n];
@@ -981,6 +988,14 @@ fn ycc_rgb(t: &YccTables, y: u8, cb: u8, cr: u8) -> [u8; 3] {
 /// Decodes a JPEG file to `[height, width, channels]` `uint8` (`channels` 0: 1 for a grey
 /// file, 3 otherwise).
 pub(crate) fn decode(bytes: &[u8], opts: Options) -> KResult<Tensor> {
+    decode_window(bytes, opts, None)
+}
+
+/// [`decode`] of the window `[y, x, height, width]` only (`DecodeAndCropJpeg`), as
+/// libjpeg-turbo decodes one: the window's left edge moved left to an iMCU column boundary,
+/// those columns upsampled as an image of their own (so its left and right columns use the
+/// edge rules), all rows decoded, then the window cut out.
+pub(crate) fn decode_window(bytes: &[u8], opts: Options, window: Option<[i64; 4]>) -> KResult<Tensor> {
     let (f, qt) = parse_and_decode(bytes)?;
     let nc = f.comps.len();
     let channels = if opts.channels == 0 { nc.min(3) } else { opts.channels };
@@ -996,8 +1011,27 @@ pub(crate) fn decode(bytes: &[u8], opts: Options) -> KResult<Tensor> {
             }
         }
     }
-    let shape = vec![f.height, f.width, channels];
-    budget(DType::UInt8, &shape)?;
+    // The region decoded: columns `x0 .. x0 + region_w` (the whole image without a window).
+    let (x0, region_w, [wy, wx, wh, ww]) = match window {
+        None => (0, f.width, [0, 0, f.height, f.width]),
+        Some([y, x, h, w]) => {
+            let fits = |o: i64, n: i64, size: usize| {
+                o >= 0 && n > 0 && o.checked_add(n).is_some_and(|e| e as u128 <= size as u128)
+            };
+            if !fits(y, h, f.height) || !fits(x, w, f.width) {
+                return Err(KernelError::invalid(format!(
+                    "invalid crop window [{y}, {x}, {h}, {w}] for a {}x{} image",
+                    f.height, f.width
+                )));
+            }
+            let (y, x, h, w) = (y as usize, x as usize, h as usize, w as usize);
+            let align = if nc == 1 { 8 } else { 8 * f.maxh };
+            let x0 = x / align * align;
+            (x0, w + x - x0, [y, x, h, w])
+        }
+    };
+    let shape = vec![wh, ww, channels];
+    budget(DType::UInt8, &[f.height, region_w, channels])?;
     // Colour space, as libjpeg's `default_decompress_parms` decides it.
     #[derive(PartialEq)]
     enum Space {
@@ -1032,10 +1066,18 @@ pub(crate) fn decode(bytes: &[u8], opts: Options) -> KResult<Tensor> {
             break;
         }
         let q = qt[c.tq].as_ref().ok_or_else(|| bad("component uses an undefined quantisation table"))?;
-        let p = component_plane(&f, c, q, opts.idct);
-        planes.push(upsample(&f, c, &p, opts.fancy)?);
+        let mut p = component_plane(&f, c, q, opts.idct);
+        if region_w != f.width {
+            // The region's own columns of this component, as libjpeg-turbo's
+            // `jpeg_crop_scanline` sets `downsampled_width` for them.
+            let (cx, cw) = (x0 * c.h / f.maxh, (region_w * c.h).div_ceil(f.maxh));
+            let rows = p.data.len() / p.stride;
+            let data = (0..rows).flat_map(|r| p.data[r * p.stride + cx..r * p.stride + cx + cw].to_vec()).collect();
+            p = Plane { data, stride: cw, w: cw, h: p.h };
+        }
+        planes.push(upsample(&f, c, &p, opts.fancy, region_w)?);
     }
-    let n = f.width * f.height;
+    let n = region_w * f.height;
     let mut out = vec![0u8; n * channels];
     match (space, channels) {
         (Space::Grey, 1) | (Space::Ycc, 1) => out.copy_from_slice(&planes[0]),
@@ -1082,6 +1124,11 @@ pub(crate) fn decode(bytes: &[u8], opts: Options) -> KResult<Tensor> {
             }
         }
     }
+    if window.is_some() {
+        let (dx, row) = (wx - x0, region_w * channels);
+        out =
+            (wy..wy + wh).flat_map(|r| out[r * row + dx * channels..r * row + (dx + ww) * channels].to_vec()).collect();
+    }
     Ok(Tensor { dtype: DType::UInt8, shape, data: TensorData::Raw(Arc::new(out)) })
 }
 
@@ -1098,7 +1145,7 @@ impl Options {
     pub(crate) fn of(node: &Node) -> KResult<Options> {
         let channels = node.attr("channels").and_then(AttrValue::as_int).unwrap_or(0).max(0) as usize;
         let mut opts = Options { channels, fancy: true, idct: Idct::Fast };
-        if node.op != "DecodeJpeg" {
+        if !matches!(node.op.as_str(), "DecodeJpeg" | "DecodeAndCropJpeg") {
             return Ok(opts);
         }
         let ratio = node.attr("ratio").and_then(AttrValue::as_int).unwrap_or(1);
@@ -1244,6 +1291,20 @@ mod tests {
         let (_, file, _) = FILES[0];
         let cut = &file[..file.len() - 40];
         assert!(decode(cut, opts).is_err());
+    }
+
+    #[test]
+    fn crop_windows_are_checked_and_cut() {
+        let (_, file, [h, w]) = FILES[0];
+        let opts = Options { channels: 3, fancy: true, idct: Idct::Fast };
+        let t = decode_window(file, opts, Some([2, 17, 5, 9])).unwrap();
+        assert_eq!(t.shape, vec![5, 9, 3]);
+        // The whole image as a window is the image.
+        let whole = decode_window(file, opts, Some([0, 0, h as i64, w as i64])).unwrap();
+        assert!(whole.bit_eq(&decode(file, opts).unwrap()));
+        for bad in [[0, 0, 0, 1], [0, w as i64, 1, 1], [-1, 0, 1, 1], [0, 1, 1, i64::MAX]] {
+            assert!(decode_window(file, opts, Some(bad)).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -355,6 +355,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let image = match node.op.as_str() {
         "DecodePng" | "DecodeJpeg" => false,
         "DecodeImage" => true,
+        "DecodeAndCropJpeg" => return Ok(Some(decode_and_crop(jpeg::Options::of(node)?))),
         _ => return Ok(None),
     };
     let channels = node.attr("channels").and_then(AttrValue::as_int).unwrap_or(0);
@@ -400,6 +401,25 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         let t = if dtype == DType::Float32 { to_float(t) } else { t };
         one(t)
     })))
+}
+
+/// `DecodeAndCropJpeg`: the crop window `[y, x, height, width]` of a JPEG.
+fn decode_and_crop(opts: jpeg::Options) -> PureFn {
+    Box::new(move |inp: Inputs| {
+        arity(&inp, 2)?;
+        let s = strings(&inp[0], "contents")?;
+        if !inp[0].shape.is_empty() || s.len() != 1 {
+            return Err(KernelError::invalid(format!("contents must be a scalar, got shape {:?}", inp[0].shape)));
+        }
+        let w = super::int_values(&inp[1], "crop_window")?;
+        let [y, x, h, wd] = w[..] else {
+            return Err(KernelError::invalid(format!("crop_window must have four elements, got {}", w.len())));
+        };
+        if other_format(&s[0]) != Some("JPEG") {
+            return Err(KernelError::invalid("DecodeAndCropJpeg decodes JPEG data only"));
+        }
+        one(jpeg::decode_window(&s[0], opts, Some([y, x, h, wd]))?)
+    })
 }
 
 /// `uint8` samples as `uint16` × 256.

@@ -1,5 +1,5 @@
 //! Schemas of the image and text codecs serving signatures put in front of a model
-//! (`image_ops.cc`, `string_ops.cc`): `DecodePng`, `DecodeJpeg`, `DecodeImage` (PNG or JPEG),
+//! (`image_ops.cc`, `string_ops.cc`): `DecodePng`, `DecodeJpeg`, `DecodeAndCropJpeg`, `DecodeImage` (PNG or JPEG),
 //! `DecodeBase64` and
 //! `EncodeBase64` (web-safe alphabet). Decoded images are `[height, width, channels]`, the
 //! height and width known only from the data; strings never enter clusters.
@@ -7,7 +7,7 @@
 use super::build::{arg, bool_attr_or, int_attr_or, pure_op, type_attr_or};
 use super::shapes::same_as_0;
 use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
-use crate::DType::{Float32, String as Str, UInt16, UInt8};
+use crate::DType::{Float32, Int32, String as Str, UInt16, UInt8};
 use crate::Shape;
 
 /// `[?, ?, channels]` (`channels` 0: unknown); `DecodeImage` expanding animations: unknown
@@ -23,7 +23,18 @@ fn image(c: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
     Ok(vec![Shape::with_dims(vec![None, None, (channels > 0).then_some(channels)])])
 }
 
+/// `[crop height, crop width, channels]`, the window's size when its value is known.
+fn crop(c: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
+    let mut out = image(c)?;
+    if let Some([_, _, h, w]) = c.known_value(1).as_deref() {
+        let channels = c.attr_int("channels", 0);
+        out = vec![Shape::with_dims(vec![Some(*h), Some(*w), (channels > 0).then_some(channels)])];
+    }
+    Ok(out)
+}
+
 const CONTENTS: &[ArgSpec] = &[arg("contents", TypeRule::Fixed(Str))];
+const CROP_IN: &[ArgSpec] = &[arg("contents", TypeRule::Fixed(Str)), arg("crop_window", TypeRule::Fixed(Int32))];
 const IMAGE: &[ArgSpec] = &[arg("image", TypeRule::Attr("dtype"))];
 const TEXT_IN: &[ArgSpec] = &[arg("input", TypeRule::Fixed(Str))];
 const TEXT_OUT: &[ArgSpec] = &[arg("output", TypeRule::Fixed(Str))];
@@ -47,6 +58,7 @@ pub(super) static OPS: &[OpSchema] = &[
     pure_op("DecodePng", OpFamily::Shape, CONTENTS, IMAGE, PNG_ATTRS, image),
     pure_op("DecodeImage", OpFamily::Shape, CONTENTS, IMAGE, IMAGE_ATTRS, image),
     pure_op("DecodeJpeg", OpFamily::Shape, CONTENTS, JPEG_OUT, JPEG_ATTRS, image),
+    pure_op("DecodeAndCropJpeg", OpFamily::Shape, CROP_IN, JPEG_OUT, JPEG_ATTRS, crop),
     pure_op("DecodeBase64", OpFamily::Shape, TEXT_IN, TEXT_OUT, &[], same_as_0),
     pure_op("EncodeBase64", OpFamily::Shape, TEXT_IN, TEXT_OUT, &[bool_attr_or("pad", false)], same_as_0),
 ];
