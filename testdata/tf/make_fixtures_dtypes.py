@@ -104,7 +104,31 @@ def dtypes_narrow_ints():
     write("dtypes_narrow_ints", cf, [], feeds, 1)
 
 
-FIXTURES = [dtypes_strings, dtypes_narrow_ints]
+def dtypes_histogram():
+    """`tf.histogram_fixed_width` (`HistogramFixedWidth`) of float32, float64 and int32 values, some outside
+    the range (they fall in the end bins) and some on bin edges, with int32 and int64 counts and 1, 7 and 64
+    bins; a summary-style normalised histogram of a fed batch."""
+    rng = np.random.default_rng(602)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 50], tf.float32, name="x"),
+                                  tf.TensorSpec([40], tf.int32, name="k")])
+    def f(x, k):
+        edges = tf.constant([0.0, 0.25, 0.5, 1.0, -3.0, 7.0], tf.float64)
+        h = tf.histogram_fixed_width(x, [-2.0, 2.0], nbins=64)
+        return [h,
+                tf.histogram_fixed_width(x, [-0.5, 1.5], nbins=7, dtype=tf.int64),
+                tf.histogram_fixed_width(x, [0.0, 1.0], nbins=1),
+                tf.histogram_fixed_width(tf.cast(x, tf.float64) * 3.0, tf.constant([-1.0, 4.0], tf.float64), 9),
+                tf.histogram_fixed_width(edges, tf.constant([0.0, 1.0], tf.float64), 4),
+                tf.histogram_fixed_width(k, [-5, 30], nbins=7),
+                tf.cast(h, tf.float32) / tf.cast(tf.size(x), tf.float32)]
+
+    cf = f.get_concrete_function()
+    feeds = {"x": rng.standard_normal((6, 50)).astype(np.float32), "k": rng.integers(-10, 40, 40).astype(np.int32)}
+    write("dtypes_histogram", cf, [], feeds, 1)
+
+
+FIXTURES = [dtypes_strings, dtypes_narrow_ints, dtypes_histogram]
 
 
 def main():

@@ -343,9 +343,57 @@ impl Transform {
     }
 }
 
+/// `HistogramFixedWidth` (`tf.histogram_fixed_width`) as TensorFlow's CPU kernel computes
+/// it: `step = (hi − lo) / nbins` in float64, a value's bin `((max(x, lo) − lo) in T, widened
+/// to float64) / step`, capped at `nbins − 1` and truncated; NaN values are an error.
+fn histogram_fixed_width(values: &Tensor, range: &Tensor, nbins: &Tensor, out: DType) -> KResult<Tensor> {
+    if range.rank() != 1 || range.num_elements() != 2 {
+        return Err(KernelError::invalid("value_range should be a vector of 2 elements."));
+    }
+    if nbins.rank() != 0 {
+        return Err(KernelError::invalid("nbins should be a scalar."));
+    }
+    let n = super::int_scalar(nbins, "nbins")?;
+    let (x, r) = (values.to_f64_vec(), range.to_f64_vec());
+    let (Some(x), Some(r)) = (x, r) else { return Err(KernelError::DType(values.dtype)) };
+    if !(r[0] < r[1]) {
+        return Err(KernelError::invalid(format!(
+            "value_range should satisfy value_range[0] < value_range[1], but got '[{}, {}]'",
+            r[0], r[1]
+        )));
+    }
+    if n <= 0 {
+        return Err(KernelError::invalid(format!("nbins should be a positive number, but got '{n}'")));
+    }
+    if x.iter().any(|v| v.is_nan()) {
+        return Err(KernelError::invalid("Histogram values must not contain NaN"));
+    }
+    let slots = autoclust_graph::limits::check_count(out, n as u64)?;
+    let step = (r[1] - r[0]) / n as f64;
+    let single = values.dtype == DType::Float32;
+    let mut counts = vec![0i64; slots];
+    for &v in &x {
+        // The shift is computed in T: float32 rounds it.
+        let shifted = if single { (v.max(r[0]) as f32 - r[0] as f32) as f64 } else { v.max(r[0]) - r[0] };
+        let bin = (shifted / step).min((n - 1) as f64) as i32;
+        counts[bin.max(0) as usize] += 1;
+    }
+    Ok(match out {
+        DType::Int64 => super::tensor_of(vec![slots], counts),
+        _ => super::tensor_of(vec![slots], counts.into_iter().map(|c| c as i32).collect::<Vec<i32>>()),
+    })
+}
+
 /// Prepares a preprocessing kernel, or `None` if `node.op` is not one.
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     Ok(Some(match node.op.as_str() {
+        "HistogramFixedWidth" => {
+            let out = super::attr_type_or(node, "dtype", DType::Int32)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                one(histogram_fixed_width(&inp[0], &inp[1], &inp[2], out)?)
+            })
+        }
         "DenseBincount" => {
             let binary = super::attr_bool_or(node, "binary_output", false)?;
             let out = super::attr_type_or(node, "T", DType::Float32)?;
@@ -402,6 +450,20 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn histogram_bins_and_errors() {
+        let x = Tensor::from_f32(vec![6], vec![-9.0, 0.0, 0.25, 0.5, 0.99, 5.0]).unwrap();
+        let range = Tensor::from_f32(vec![2], vec![0.0, 1.0]).unwrap();
+        let h = histogram_fixed_width(&x, &range, &Tensor::scalar_i32(4), DType::Int32).unwrap();
+        // Below the range counts in the first bin, above in the last; 0.25 starts bin 1.
+        assert_eq!(h.as_i32().unwrap(), &[2, 1, 1, 2]);
+        let nan = Tensor::from_f32(vec![1], vec![f32::NAN]).unwrap();
+        assert!(histogram_fixed_width(&nan, &range, &Tensor::scalar_i32(4), DType::Int32).is_err());
+        let empty = Tensor::from_f32(vec![2], vec![1.0, 1.0]).unwrap();
+        assert!(histogram_fixed_width(&x, &empty, &Tensor::scalar_i32(4), DType::Int32).is_err());
+        assert!(histogram_fixed_width(&x, &range, &Tensor::scalar_i32(0), DType::Int64).is_err());
+    }
 
     /// TensorFlow's `MapCoordinate` on a length-4 axis (values from its definition: reflect
     /// `dcba|abcd|dcba`, wrap `abcd|abcd`, clamped nearest).

@@ -482,6 +482,14 @@ fn dense_bincount(c: &InferCtx<'_>) -> Shapes {
     }])
 }
 
+/// `HistogramFixedWidth`: `[nbins]`.
+fn histogram(c: &InferCtx<'_>) -> Shapes {
+    if c.scalar_value(2).is_some_and(|n| n <= 0) {
+        return Err("nbins should be a positive number".into());
+    }
+    Ok(vec![Shape::with_dims(vec![c.scalar_value(2)])])
+}
+
 /// `LRN`: a rank-4 input, the same shape out.
 fn lrn(c: &InferCtx<'_>) -> Shapes {
     rank4(c.shape(0), "input")?;
@@ -588,6 +596,8 @@ const LRN_ATTRS: &[AttrSpec] = &[
     AttrSpec { name: "beta", kind: AttrKind::Float, default: AttrDefault::Optional, allowed: None },
     tdef("T", Float32, &[Float16, BFloat16, Float32]),
 ];
+const HISTOGRAM_ATTRS: &[AttrSpec] =
+    &[tattr("T", &[Int32, Int64, Float32, Float64]), tdef("dtype", Int32, &[Int32, Int64])];
 const BINCOUNT_ATTRS: &[AttrSpec] =
     &[tattr("Tidx", INDEX), tattr("T", &[Int32, Int64, Float32, Float64]), bdef("binary_output", false)];
 const TRANSFORM_ATTRS: &[AttrSpec] = &[
@@ -1051,6 +1061,14 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("output", T)],
         BINCOUNT_ATTRS,
         dense_bincount,
+    ),
+    // `tf.histogram_fixed_width`: counts of values in `nbins` equal bins of `value_range`.
+    nn(
+        "HistogramFixedWidth",
+        &[a("values", T), a("value_range", T), a("nbins", TypeRule::Fixed(Int32))],
+        &[a("out", TypeRule::Attr("dtype"))],
+        HISTOGRAM_ATTRS,
+        histogram,
     ),
     nn("LRN", &[a("input", T)], &[a("output", T)], LRN_ATTRS, lrn),
     nn(
