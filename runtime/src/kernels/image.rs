@@ -356,7 +356,7 @@ fn histogram_fixed_width(values: &Tensor, range: &Tensor, nbins: &Tensor, out: D
     let n = super::int_scalar(nbins, "nbins")?;
     let (x, r) = (values.to_f64_vec(), range.to_f64_vec());
     let (Some(x), Some(r)) = (x, r) else { return Err(KernelError::DType(values.dtype)) };
-    if !(r[0] < r[1]) {
+    if r[0].partial_cmp(&r[1]) != Some(std::cmp::Ordering::Less) {
         return Err(KernelError::invalid(format!(
             "value_range should satisfy value_range[0] < value_range[1], but got '[{}, {}]'",
             r[0], r[1]
