@@ -440,7 +440,7 @@ pub fn write_tensor_json(out: &mut dyn std::io::Write, t: &Tensor) -> std::io::R
         // The other integer types, each element from its little-endian bytes.
         TensorData::Raw(v) => {
             let w = t.dtype.size_of().filter(|&w| w > 0).unwrap_or(1);
-            let signed = matches!(t.dtype, DType::Int8 | DType::Int16);
+            let signed = matches!(t.dtype, DType::Int8 | DType::Int16 | DType::QInt8 | DType::QInt16 | DType::QInt32);
             let values: Vec<i128> = v
                 .chunks_exact(w)
                 .map(|b| {
@@ -622,5 +622,22 @@ mod tests {
         let bytes: Vec<u8> = [0.1f64, 2.0].iter().flat_map(|x| x.to_le_bytes()).collect();
         let t = Tensor { dtype: DType::Complex128, shape: vec![], data: TensorData::Raw(std::sync::Arc::new(bytes)) };
         assert_eq!(tensor_to_json(&t), r#"{"dtype": "complex128", "shape": [], "data": [[0.1, 2.0]]}"#);
+    }
+
+    /// The quantized types print as the integers they hold: `qint*` signed, `quint*` not.
+    #[test]
+    fn quantized_integers_print_signed_or_not() {
+        let raw = |d, b: &[u8]| Tensor::from_raw(d, vec![b.len() / d.size_of().unwrap()], b.to_vec()).unwrap();
+        let json = |t: &Tensor| tensor_to_json(t).rsplit("\"data\": ").next().unwrap().to_string();
+        assert_eq!(json(&raw(DType::QInt8, &[0xff, 0x7f])), "[-1, 127]}");
+        assert_eq!(json(&raw(DType::QUInt8, &[0xff, 0x7f])), "[255, 127]}");
+        assert_eq!(json(&raw(DType::QInt16, &[0x00, 0x80])), "[-32768]}");
+        assert_eq!(json(&raw(DType::QUInt16, &[0x00, 0x80])), "[32768]}");
+        assert_eq!(json(&raw(DType::QInt32, &[0xfe, 0xff, 0xff, 0xff])), "[-2]}");
+        for d in [DType::QInt8, DType::QUInt8, DType::QInt16, DType::QUInt16, DType::QInt32] {
+            let t = raw(d, &vec![0xff; d.size_of().unwrap()]);
+            let signed = !matches!(d, DType::QUInt8 | DType::QUInt16);
+            assert_eq!(t.to_f64_vec().unwrap()[0] < 0.0, signed, "{d:?}");
+        }
     }
 }

@@ -318,13 +318,19 @@ impl Tensor {
             TensorData::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
             // uint8 (images), float16 and bfloat16 from their raw little-endian bytes.
             TensorData::Raw(b) if self.dtype == DType::UInt8 => b.iter().map(|&x| x as f64).collect(),
-            TensorData::Raw(b) if self.dtype == DType::Int8 => b.iter().map(|&x| x as i8 as f64).collect(),
-            // The other narrow and unsigned integers, little-endian.
-            TensorData::Raw(b) if self.dtype == DType::Int16 => {
+            TensorData::Raw(b) if self.dtype == DType::QUInt8 => b.iter().map(|&x| x as f64).collect(),
+            TensorData::Raw(b) if matches!(self.dtype, DType::Int8 | DType::QInt8) => {
+                b.iter().map(|&x| x as i8 as f64).collect()
+            }
+            // The other narrow and unsigned integers (and the quantized types), little-endian.
+            TensorData::Raw(b) if matches!(self.dtype, DType::Int16 | DType::QInt16) => {
                 b.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]]) as f64).collect()
             }
-            TensorData::Raw(b) if self.dtype == DType::UInt16 => {
+            TensorData::Raw(b) if matches!(self.dtype, DType::UInt16 | DType::QUInt16) => {
                 b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as f64).collect()
+            }
+            TensorData::Raw(b) if self.dtype == DType::QInt32 => {
+                b.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect()
             }
             TensorData::Raw(b) if self.dtype == DType::UInt32 => {
                 b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect()

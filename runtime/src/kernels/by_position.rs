@@ -137,21 +137,16 @@ pub(crate) fn flat_concat(parts: &[&Tensor]) -> KResult<Tensor> {
 /// For each element of `t`, the position of the first element equal to it.
 fn first_occurrence(t: &Tensor) -> KResult<Vec<i64>> {
     let n = t.num_elements();
-    let key = |i: usize| -> Vec<u8> {
-        match &t.data {
-            TensorData::Str(v) => v[i].clone(),
-            TensorData::Raw(b) => {
-                let w = b.len() / n.max(1);
-                b[i * w..(i + 1) * w].to_vec()
-            }
-            _ => Vec::new(),
+    let keys: Vec<&[u8]> = match &t.data {
+        TensorData::Str(v) => v.iter().map(Vec::as_slice).collect(),
+        TensorData::Raw(b) => {
+            let w = b.len() / n.max(1);
+            (0..n).map(|i| &b[i * w..(i + 1) * w]).collect()
         }
+        _ => return Err(KernelError::DType(t.dtype)),
     };
-    if !matches!(t.data, TensorData::Str(_) | TensorData::Raw(_)) {
-        return Err(KernelError::DType(t.dtype));
-    }
-    let mut first: HashMap<Vec<u8>, i64> = HashMap::new();
-    Ok((0..n).map(|i| *first.entry(key(i)).or_insert(i as i64)).collect())
+    let mut first: HashMap<&[u8], i64> = HashMap::with_capacity(n);
+    Ok(keys.iter().enumerate().map(|(i, k)| *first.entry(*k).or_insert(i as i64)).collect())
 }
 
 /// Runs `int` (the op's `int64` kernel) on positions and reads the elements back.

@@ -753,25 +753,41 @@ pub(crate) enum Idct {
     Fast,
 }
 
-/// Dequantises and inverse-transforms one block into `out` (row stride `stride`) with the
-/// accurate integer IDCT.
-fn idct_islow(coefs: &[i16], q: &[i32; 64], out: &mut [u8], stride: usize) {
+/// Dequantises one block and inverse-transforms it into `out` (row stride `stride`) in
+/// libjpeg's two passes: `pass` over each column, the results narrowed by `mid` into the
+/// workspace, `pass` over each row, and each output descaled and range-limited by `last`.
+fn idct_2d(
+    coefs: &[i16],
+    q: &[i32; 64],
+    out: &mut [u8],
+    stride: usize,
+    pass: fn([i64; 8]) -> [i64; 8],
+    mid: fn(i64) -> i64,
+    last: fn(i64) -> u8,
+) {
     let mut ws = [0i64; 64];
     for col in 0..8 {
         let x: [i64; 8] = std::array::from_fn(|r| coefs[r * 8 + col] as i64 * q[r * 8 + col] as i64);
-        let y = idct_1d(x);
+        let y = pass(x);
         for r in 0..8 {
-            // The workspace holds C `int`s.
-            ws[r * 8 + col] = descale(y[r], CONST_BITS - PASS1_BITS) as i32 as i64;
+            ws[r * 8 + col] = mid(y[r]);
         }
     }
     for row in 0..8 {
         let x: [i64; 8] = std::array::from_fn(|c| ws[row * 8 + c]);
-        let y = idct_1d(x);
+        let y = pass(x);
         for c in 0..8 {
-            out[row * stride + c] = range_limit(descale(y[c], CONST_BITS + PASS1_BITS + 3));
+            out[row * stride + c] = last(y[c]);
         }
     }
+}
+
+/// One block with the accurate integer IDCT (`jpeg_idct_islow`).
+fn idct_islow(coefs: &[i16], q: &[i32; 64], out: &mut [u8], stride: usize) {
+    // The workspace holds C `int`s.
+    let mid = |y: i64| descale(y, CONST_BITS - PASS1_BITS) as i32 as i64;
+    let last = |y: i64| range_limit(descale(y, CONST_BITS + PASS1_BITS + 3));
+    idct_2d(coefs, q, out, stride, idct_1d, mid, last)
 }
 
 /// The AAN scale factors `round(2^14 · a(u) · a(v))`, `a(0) = 1`, `a(k) = √2·cos(kπ/16)`,
@@ -814,23 +830,10 @@ fn ifast_1d(x: [i64; 8]) -> [i64; 8] {
     [tmp0 + tmp7, tmp1 + tmp6, tmp2 + tmp5, tmp3 - tmp4, tmp3 + tmp4, tmp2 - tmp5, tmp1 - tmp6, tmp0 - tmp7]
 }
 
-/// [`idct_islow`] with the fast IDCT (`q` from [`ifast_table`]).
+/// One block with the fast IDCT (`jpeg_idct_ifast`; `q` from [`ifast_table`]): the
+/// workspace keeps the first pass's values as they are, the outputs are truncated.
 fn idct_ifast(coefs: &[i16], q: &[i32; 64], out: &mut [u8], stride: usize) {
-    let mut ws = [0i64; 64];
-    for col in 0..8 {
-        let x: [i64; 8] = std::array::from_fn(|r| coefs[r * 8 + col] as i64 * q[r * 8 + col] as i64);
-        let y = ifast_1d(x);
-        for r in 0..8 {
-            ws[r * 8 + col] = y[r];
-        }
-    }
-    for row in 0..8 {
-        let x: [i64; 8] = std::array::from_fn(|c| ws[row * 8 + c]);
-        let y = ifast_1d(x);
-        for c in 0..8 {
-            out[row * stride + c] = range_limit(y[c] >> (PASS1_BITS + 3));
-        }
-    }
+    idct_2d(coefs, q, out, stride, ifast_1d, |y| y, |y| range_limit(y >> (PASS1_BITS + 3)))
 }
 
 /// A component's samples: `w × h` real ones in rows of `stride`.
@@ -867,12 +870,11 @@ fn component_plane(f: &Frame, c: &Component, q: &[u16; 64], idct: Idct) -> Plane
     Plane { data, stride, w, h }
 }
 
-/// The component upsampled to the image's size, as libjpeg-turbo's `jdsample.c` does it.
 /// The component upsampled to `w` columns (the image's, or a crop's region) by `f.height` rows.
 ///
 /// libjpeg-turbo picks the 2×1 and 2×2 methods from the whole image's chroma width (fancy when
 /// it exceeds 2 samples) and keeps them for a crop's region unless that is under 2 samples
-/// wide (then it picks again, from the region's).
+/// wide (then it picks again, from the region's). The methods are `jdsample.c`'s.
 fn upsample(f: &Frame, c: &Component, p: &Plane, fancy: bool, w: usize) -> KResult<Vec<u8>> {
     let h = f.height;
     let whole = f.comp_size(c).0;

@@ -108,7 +108,7 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
     if let Some(f) = half::prepare(node)? {
         return Ok(f);
     }
-    // First: `Equal`/`NotEqual` on strings are wrapped around the elementwise kernels.
+    // String ops (`Equal`/`NotEqual` on strings run on element positions: `by_position`).
     if let Some(f) = string::prepare(node)? {
         return Ok(f);
     }

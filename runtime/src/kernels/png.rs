@@ -371,16 +371,13 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     // `expand_animations` changes nothing for a still image: a PNG or JPEG is always 3-D.
     Ok(Some(Box::new(move |inp: Inputs| {
         arity(&inp, 1)?;
-        let s = strings(&inp[0], "contents")?;
-        if !inp[0].shape.is_empty() || s.len() != 1 {
-            return Err(KernelError::invalid(format!("contents must be a scalar, got shape {:?}", inp[0].shape)));
-        }
-        let t = match other_format(&s[0]) {
+        let contents = scalar_contents(&inp[0])?;
+        let t = match other_format(contents) {
             Some("JPEG") => {
                 if channels == 4 {
                     return Err(KernelError::invalid("JPEG does not support 4 channels"));
                 }
-                let t = jpeg::decode(&s[0], jpeg_opts)?;
+                let t = jpeg::decode(contents, jpeg_opts)?;
                 // TensorFlow widens a decoded JPEG's bytes by ×256 to `uint16`.
                 if dtype == DType::UInt16 {
                     widen(t)
@@ -394,7 +391,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 )))
             }
             None => {
-                let raw = parse(&s[0])?;
+                let raw = parse(contents)?;
                 convert(&raw, channels as usize, dtype == DType::UInt16)?
             }
         };
@@ -407,19 +404,24 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 fn decode_and_crop(opts: jpeg::Options) -> PureFn {
     Box::new(move |inp: Inputs| {
         arity(&inp, 2)?;
-        let s = strings(&inp[0], "contents")?;
-        if !inp[0].shape.is_empty() || s.len() != 1 {
-            return Err(KernelError::invalid(format!("contents must be a scalar, got shape {:?}", inp[0].shape)));
-        }
+        let contents = scalar_contents(&inp[0])?;
         let w = super::int_values(&inp[1], "crop_window")?;
         let [y, x, h, wd] = w[..] else {
             return Err(KernelError::invalid(format!("crop_window must have four elements, got {}", w.len())));
         };
-        if other_format(&s[0]) != Some("JPEG") {
+        if other_format(contents) != Some("JPEG") {
             return Err(KernelError::invalid("DecodeAndCropJpeg decodes JPEG data only"));
         }
-        one(jpeg::decode_window(&s[0], opts, Some([y, x, h, wd]))?)
+        one(jpeg::decode_window(contents, opts, Some([y, x, h, wd]))?)
     })
+}
+
+/// The encoded image: a scalar string.
+fn scalar_contents(t: &Tensor) -> KResult<&[u8]> {
+    match strings(t, "contents")? {
+        [one] if t.shape.is_empty() => Ok(one.as_slice()),
+        _ => Err(KernelError::invalid(format!("contents must be a scalar, got shape {:?}", t.shape))),
+    }
 }
 
 /// `uint8` samples as `uint16` × 256.

@@ -8,7 +8,7 @@
 //! (stateful: it writes when it runs, so the order of prints is the order the graph's edges
 //! impose), `StringJoin`, `Substr`, `StringLength`, `StringSplitV2`, `StaticRegexReplace` (the
 //! `regex` crate standing in for RE2; `\0`..`\9` in the rewrite name groups as in RE2) and
-//! `Equal`/`NotEqual` on strings (broadcasting), and `ReduceJoin` (`tf.strings.reduce_join`). Every rule and error message was checked
+//! `Add` on strings (concatenation, broadcasting), and `ReduceJoin` (`tf.strings.reduce_join`). Every rule and error message was checked
 //! against TensorFlow 2.21 (testdata/tf/make_fixtures_strings.py).
 
 use std::io::Write as _;
@@ -310,17 +310,6 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             arity(&inp, 2)?;
             one(string_add(&inp[0], &inp[1])?)
         }),
-        "Equal" | "NotEqual" => {
-            // Numeric comparisons stay with the elementwise kernels; strings are compared here.
-            let numeric = super::elementwise::prepare(node)?.ok_or_else(|| KernelError::NoKernel(node.op.clone()))?;
-            let eq = node.op == "Equal";
-            Box::new(move |inp: Inputs| {
-                if inp.len() == 2 && (inp[0].dtype == DType::String || inp[1].dtype == DType::String) {
-                    return one(string_compare(&inp[0], &inp[1], eq)?);
-                }
-                numeric(inp)
-            })
-        }
         _ => return Ok(None),
     };
     Ok(Some(f))
@@ -1506,7 +1495,7 @@ fn rewrite_from_re2(rewrite: &[u8], groups: usize) -> KResult<Vec<u8>> {
     Ok(out)
 }
 
-// ---------------------------------------------------------------- Equal / NotEqual
+// ---------------------------------------------------------------- Add
 
 /// `Add` of strings (`tf.add`, `+` on string tensors): concatenation, broadcasting.
 fn string_add(a: &Tensor, b: &Tensor) -> KResult<Tensor> {
@@ -1517,19 +1506,6 @@ fn string_add(a: &Tensor, b: &Tensor) -> KResult<Tensor> {
     let mut out = Vec::with_capacity(out_shape.iter().product());
     for_each_bcast2(&out_shape, &sa, &sb, |i, j| out.push([&x[i][..], &y[j][..]].concat()));
     Tensor::from_strings(out_shape, out).map_err(|e| KernelError::invalid(e.to_string()))
-}
-
-fn string_compare(a: &Tensor, b: &Tensor, eq: bool) -> KResult<Tensor> {
-    if a.dtype != b.dtype {
-        return Err(KernelError::invalid(format!("cannot compare {} with {}", a.dtype, b.dtype)));
-    }
-    let (x, y) = (strings(a, "x")?, strings(b, "y")?);
-    let out_shape = broadcast_shape(&a.shape, &b.shape)?;
-    budget(DType::Bool, &out_shape)?;
-    let (sa, sb) = (bcast_strides(&a.shape, &out_shape), bcast_strides(&b.shape, &out_shape));
-    let mut out = Vec::with_capacity(out_shape.iter().product());
-    for_each_bcast2(&out_shape, &sa, &sb, |i, j| out.push((x[i] == y[j]) == eq));
-    Ok(Tensor::from_bool(out_shape, out).expect("broadcast element count"))
 }
 
 /// `StringNGrams` (`tf.strings.ngrams`, `TextVectorization(ngrams=…)`): for each row of a
@@ -2017,15 +1993,18 @@ mod tests {
         );
     }
 
+    /// `Equal`/`NotEqual` on strings run on element positions (`by_position`), through the
+    /// kernel table as the executor finds them.
     #[test]
     fn equal_on_strings_broadcasts() {
+        use crate::kernels::tests_support::run1;
         let n = node("Equal", &[("T", AttrValue::Type(DType::String))]);
         let a = Tensor::from_strings(vec![], vec![b"a".to_vec()]).unwrap();
-        assert_eq!(run(&n, &[s(&["a", "b"]), a]).unwrap()[0].as_bool().unwrap(), &[true, false]);
+        assert_eq!(run1(&n, &[s(&["a", "b"]), a]).unwrap().as_bool().unwrap(), &[true, false]);
         let n = node("NotEqual", &[]);
-        assert_eq!(run(&n, &[s(&["a", "b"]), s(&["a", "c"])]).unwrap()[0].as_bool().unwrap(), &[false, true]);
+        assert_eq!(run1(&n, &[s(&["a", "b"]), s(&["a", "c"])]).unwrap().as_bool().unwrap(), &[false, true]);
         let x = Tensor::from_i32(vec![2], vec![1, 2]).unwrap();
-        assert_eq!(run(&n, &[x.clone(), x]).unwrap()[0].as_bool().unwrap(), &[false, false]);
+        assert_eq!(run1(&n, &[x.clone(), x]).unwrap().as_bool().unwrap(), &[false, false]);
     }
 
     /// TensorFlow 2.21's outputs for the same calls (`gen_string_ops.string_n_grams`) on the
