@@ -20,6 +20,7 @@ use crate::error::{KResult, KernelError};
 
 pub(crate) mod array;
 pub(crate) mod batchnorm;
+pub(crate) mod bmp;
 pub(crate) mod by_position;
 pub(crate) mod color;
 pub(crate) mod conv;
@@ -30,6 +31,7 @@ pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod example;
 pub(crate) mod fake_quant;
+pub(crate) mod gif;
 pub mod half;
 pub(crate) mod image;
 pub(crate) mod jpeg;

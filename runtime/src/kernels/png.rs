@@ -15,15 +15,15 @@
 //! sample; grey below 8 bits is scaled up (1-bit 1 is 255); 16-bit samples become `uint8`
 //! by their high byte, 8-bit ones `uint16` by ×257.
 //!
-//! The three decode ops accept either format, as TensorFlow's do: a JPEG goes to
-//! [`super::jpeg`]; GIF and BMP are an error that names the format.
+//! Every decode op accepts every format, as TensorFlow's do (see [`prepare`]): a JPEG goes to
+//! [`super::jpeg`], a GIF to [`super::gif`], a BMP to [`super::bmp`].
 
 use std::sync::Arc;
 
 use autoclust_graph::{AttrValue, DType, Node, Tensor, TensorData};
 
 use super::string::strings;
-use super::{arity, budget, jpeg, one, Inputs, PureFn};
+use super::{arity, bmp, budget, gif, jpeg, one, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
 const SIGNATURE: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
@@ -348,56 +348,109 @@ fn to_float(t: Tensor) -> Tensor {
     Tensor { dtype: DType::Float32, shape: t.shape.clone(), data: TensorData::F32(Arc::new(v)) }
 }
 
-/// `DecodePng`, `DecodeJpeg` and `DecodeImage`. As in TensorFlow's `decode_image_op.cc`, each
-/// decodes whichever of PNG and JPEG it is given (the file's first bytes decide), a JPEG with
-/// `DecodeJpeg`'s attributes or, for the other two, TensorFlow's defaults.
+/// `DecodePng`, `DecodeJpeg`, `DecodeImage`, `DecodeBmp` and `DecodeGif`. As in TensorFlow's
+/// `decode_image_op.cc` (one kernel behind all of them), the file's first bytes pick the
+/// decoder, not the op: a JPEG is decoded with `DecodeJpeg`'s attributes (or TensorFlow's
+/// defaults), a GIF gives all its frames to `DecodeGif` and to `DecodeImage` expanding
+/// animations (`[frames, h, w, 3]`, even for one) and its only frame to `DecodePng` and
+/// `DecodeJpeg` (more is an error); `DecodeGif` gives a PNG or JPEG as one frame; only
+/// `DecodeBmp` and `DecodeImage` take a BMP, and `DecodeBmp` nothing else.
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
-    let image = match node.op.as_str() {
-        "DecodePng" | "DecodeJpeg" => false,
-        "DecodeImage" => true,
+    let op: &'static str = match node.op.as_str() {
+        "DecodePng" => "DecodePng",
+        "DecodeJpeg" => "DecodeJpeg",
+        "DecodeImage" => "DecodeImage",
+        "DecodeBmp" => "DecodeBmp",
+        "DecodeGif" => "DecodeGif",
         "DecodeAndCropJpeg" => return Ok(Some(decode_and_crop(jpeg::Options::of(node)?))),
         _ => return Ok(None),
     };
-    let channels = node.attr("channels").and_then(AttrValue::as_int).unwrap_or(0);
+    // `DecodeGif` has no `channels`: always RGB.
+    let channels = if op == "DecodeGif" { 3 } else { node.attr("channels").and_then(AttrValue::as_int).unwrap_or(0) };
     if !matches!(channels, 0 | 1 | 3 | 4) {
         return Err(KernelError::invalid(format!("`channels` must be 0, 1, 3 or 4 but got {channels}")));
     }
     let dtype = node.attr("dtype").and_then(AttrValue::as_type).unwrap_or(DType::UInt8);
-    let allowed = matches!(dtype, DType::UInt8 | DType::UInt16) || (image && dtype == DType::Float32);
+    let allowed = match op {
+        "DecodeImage" => matches!(dtype, DType::UInt8 | DType::UInt16 | DType::Float32),
+        "DecodePng" => matches!(dtype, DType::UInt8 | DType::UInt16),
+        _ => dtype == DType::UInt8,
+    };
     if !allowed {
         return Err(KernelError::DType(dtype));
     }
+    let expand = op == "DecodeGif"
+        || (op == "DecodeImage" && node.attr("expand_animations").and_then(AttrValue::as_bool).unwrap_or(true));
     let jpeg_opts = jpeg::Options::of(node)?;
-    // `expand_animations` changes nothing for a still image: a PNG or JPEG is always 3-D.
     Ok(Some(Box::new(move |inp: Inputs| {
         arity(&inp, 1)?;
         let contents = scalar_contents(&inp[0])?;
-        let t = match other_format(contents) {
+        let wrong_op = |format: &str, ops: &str| {
+            Err(KernelError::invalid(format!(
+                "Trying to decode {format} format using DecodeBmp op. Use {ops} or `decode_image` instead."
+            )))
+        };
+        // Decoded to `uint8` (a PNG straight to its dtype), and whether it is one of a GIF's frames.
+        let (t, from_bytes) = match other_format(contents) {
             Some("JPEG") => {
                 if channels == 4 {
                     return Err(KernelError::invalid("JPEG does not support 4 channels"));
                 }
-                let t = jpeg::decode(contents, jpeg_opts)?;
-                // TensorFlow widens a decoded JPEG's bytes by ×256 to `uint16`.
-                if dtype == DType::UInt16 {
-                    widen(t)
-                } else {
-                    t
+                if op == "DecodeBmp" {
+                    return wrong_op("JPEG", "`decode_jpeg`");
                 }
+                (as_frame(jpeg::decode(contents, jpeg_opts)?, op == "DecodeGif"), true)
             }
-            Some(f) => {
-                return Err(KernelError::invalid(format!(
-                    "decoding {f} images is not supported (autoclust decodes PNG and JPEG)"
-                )))
+            Some("GIF") => {
+                if !matches!(channels, 0 | 3) {
+                    return Err(KernelError::invalid(format!("channels must be 0 or 3 for GIF, got {channels}")));
+                }
+                if op == "DecodeBmp" {
+                    return wrong_op("GIF", "`decode_gif`");
+                }
+                let still = matches!(op, "DecodePng" | "DecodeJpeg");
+                let mut t = gif::decode(contents, expand || still)?;
+                if still && t.shape[0] != 1 {
+                    return Err(KernelError::invalid(format!(
+                        "Got {} frames, but animated gifs can only be decoded by tf.io.decode_gif or tf.io.decode_image",
+                        t.shape[0]
+                    )));
+                }
+                if !expand {
+                    t.shape.remove(0);
+                }
+                (t, true)
+            }
+            Some(_) => {
+                // `channels` = 1 is refused first (inside `bmp::decode` too), then the op.
+                if channels != 1 && !matches!(op, "DecodeBmp" | "DecodeImage") {
+                    return Err(KernelError::invalid(format!(
+                        "Trying to decode BMP format using a wrong op. Use `decode_bmp` or `decode_image` instead. Op used: {op}"
+                    )));
+                }
+                (bmp::decode(contents, channels)?, true)
             }
             None => {
                 let raw = parse(contents)?;
-                convert(&raw, channels as usize, dtype == DType::UInt16)?
+                if op == "DecodeBmp" {
+                    return wrong_op("PNG", "`decode_png`");
+                }
+                (as_frame(convert(&raw, channels as usize, dtype == DType::UInt16)?, op == "DecodeGif"), false)
             }
         };
+        // TensorFlow widens a decoded JPEG's, GIF's or BMP's bytes by ×256 to `uint16`.
+        let t = if from_bytes && dtype == DType::UInt16 { widen(t) } else { t };
         let t = if dtype == DType::Float32 { to_float(t) } else { t };
         one(t)
     })))
+}
+
+/// `t` with a leading frame axis when `frame` (`DecodeGif` given a still image).
+fn as_frame(mut t: Tensor, frame: bool) -> Tensor {
+    if frame {
+        t.shape.insert(0, 1);
+    }
+    t
 }
 
 /// `DecodeAndCropJpeg`: the crop window `[y, x, height, width]` of a JPEG.
@@ -409,8 +462,10 @@ fn decode_and_crop(opts: jpeg::Options) -> PureFn {
         let [y, x, h, wd] = w[..] else {
             return Err(KernelError::invalid(format!("crop_window must have four elements, got {}", w.len())));
         };
-        if other_format(contents) != Some("JPEG") {
-            return Err(KernelError::invalid("DecodeAndCropJpeg decodes JPEG data only"));
+        if let Some(f) = other_format(contents).or(Some("PNG")).filter(|f| *f != "JPEG") {
+            return Err(KernelError::invalid(format!(
+                "DecodeAndCropJpeg operation can run on JPEG only, but detected {f}."
+            )));
         }
         one(jpeg::decode_window(contents, opts, Some([y, x, h, wd]))?)
     })
@@ -419,6 +474,7 @@ fn decode_and_crop(opts: jpeg::Options) -> PureFn {
 /// The encoded image: a scalar string.
 fn scalar_contents(t: &Tensor) -> KResult<&[u8]> {
     match strings(t, "contents")? {
+        [one] if t.shape.is_empty() && one.is_empty() => Err(KernelError::invalid("Input is empty.")),
         [one] if t.shape.is_empty() => Ok(one.as_slice()),
         _ => Err(KernelError::invalid(format!("contents must be a scalar, got shape {:?}", t.shape))),
     }

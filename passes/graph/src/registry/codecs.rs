@@ -1,5 +1,6 @@
 //! Schemas of the image and text codecs serving signatures put in front of a model
-//! (`image_ops.cc`, `string_ops.cc`): `DecodePng`, `DecodeJpeg`, `DecodeAndCropJpeg`, `DecodeImage` (PNG or JPEG),
+//! (`image_ops.cc`, `string_ops.cc`): `DecodePng`, `DecodeJpeg`, `DecodeAndCropJpeg`, `DecodeImage`, `DecodeBmp`,
+//! `DecodeGif` (each decodes PNG, JPEG, GIF or BMP, as the data's first bytes say),
 //! `DecodeBase64` and
 //! `EncodeBase64` (web-safe alphabet). Decoded images are `[height, width, channels]`, the
 //! height and width known only from the data; strings never enter clusters.
@@ -11,13 +12,16 @@ use crate::DType::{Float32, Int32, String as Str, UInt16, UInt8};
 use crate::Shape;
 
 /// `[?, ?, channels]` (`channels` 0: unknown); `DecodeImage` expanding animations: unknown
-/// rank (a GIF gives `[frames, h, w, c]`).
+/// rank (a GIF gives `[frames, h, w, c]`); `DecodeGif`: `[frames, h, w, 3]`.
 fn image(c: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
     if c.shape(0).rank().is_some_and(|r| r != 0) {
         return Err(format!("contents must be a scalar, but has shape {}", c.shape(0)));
     }
     if c.node.op == "DecodeImage" && c.attr_bool("expand_animations", true) {
         return Ok(vec![Shape::unknown()]);
+    }
+    if c.node.op == "DecodeGif" {
+        return Ok(vec![Shape::with_dims(vec![None, None, None, Some(3)])]);
     }
     let channels = c.attr_int("channels", 0);
     Ok(vec![Shape::with_dims(vec![None, None, (channels > 0).then_some(channels)])])
@@ -59,6 +63,8 @@ pub(super) static OPS: &[OpSchema] = &[
     pure_op("DecodeImage", OpFamily::Shape, CONTENTS, IMAGE, IMAGE_ATTRS, image),
     pure_op("DecodeJpeg", OpFamily::Shape, CONTENTS, JPEG_OUT, JPEG_ATTRS, image),
     pure_op("DecodeAndCropJpeg", OpFamily::Shape, CROP_IN, JPEG_OUT, JPEG_ATTRS, crop),
+    pure_op("DecodeBmp", OpFamily::Shape, CONTENTS, JPEG_OUT, &[int_attr_or("channels", 0)], image),
+    pure_op("DecodeGif", OpFamily::Shape, CONTENTS, JPEG_OUT, &[], image),
     pure_op("DecodeBase64", OpFamily::Shape, TEXT_IN, TEXT_OUT, &[], same_as_0),
     pure_op("EncodeBase64", OpFamily::Shape, TEXT_IN, TEXT_OUT, &[bool_attr_or("pad", false)], same_as_0),
 ];
