@@ -85,7 +85,7 @@ pub(crate) fn decode(data: &[u8], channels: i64) -> KResult<Tensor> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A BMP file: a 54-byte header (only the fields TensorFlow reads filled in) then `rows`

@@ -636,3 +636,50 @@ mod tests {
         assert_eq!(other_format(&[0xff, 0xd8, 0xff, 0xe0]), Some("JPEG"));
     }
 }
+
+/// Which op takes which format, and the shapes each gives, as TensorFlow's one kernel decides.
+#[cfg(test)]
+mod dispatch_tests {
+    use autoclust_graph::{AttrValue, DType, Tensor};
+
+    use crate::kernels::gif::tests::{gif, Frame};
+    use crate::kernels::tests_support::{node, run1};
+
+    const PALETTE: [[u8; 3]; 2] = [[10, 20, 30], [40, 50, 60]];
+
+    fn frame(pixels: &[u8]) -> Frame<'_> {
+        Frame { left: 0, top: 0, width: 2, height: 1, pixels, local: None, transparent: None }
+    }
+
+    fn decode(op: &str, attrs: &[(&str, AttrValue)], data: &[u8]) -> Result<Tensor, String> {
+        let c = Tensor::from_strings(vec![], vec![data.to_vec()]).unwrap();
+        run1(&node(op, attrs), &[c]).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_op_takes_the_formats_tensorflow_s_does() {
+        let still = gif(Some(&PALETTE), &[frame(&[0, 1])]);
+        let animated = gif(Some(&PALETTE), &[frame(&[0, 1]), frame(&[1, 1])]);
+        let bmp = crate::kernels::bmp::tests::bmp(1, 1, 24, &[vec![1, 2, 3]]);
+        assert_eq!(decode("DecodeGif", &[], &still).unwrap().shape, vec![1, 1, 2, 3]);
+        assert_eq!(decode("DecodeImage", &[], &still).unwrap().shape, vec![1, 1, 2, 3]);
+        let no_expand = [("expand_animations", AttrValue::B(false))];
+        assert_eq!(decode("DecodeImage", &no_expand, &animated).unwrap().shape, vec![1, 2, 3]);
+        assert_eq!(decode("DecodePng", &[], &still).unwrap().shape, vec![1, 2, 3]);
+        let e = decode("DecodeJpeg", &[], &animated).unwrap_err();
+        assert!(e.contains("Got 2 frames, but animated gifs can only be decoded by tf.io.decode_gif"), "{e}");
+        let e = decode("DecodeImage", &[("channels", AttrValue::I(4))], &still).unwrap_err();
+        assert!(e.contains("channels must be 0 or 3 for GIF, got 4"), "{e}");
+        let e = decode("DecodeBmp", &[], &still).unwrap_err();
+        assert!(e.contains("Trying to decode GIF format using DecodeBmp op"), "{e}");
+        assert_eq!(decode("DecodeBmp", &[], &bmp).unwrap().shape, vec![1, 1, 3]);
+        let u16 = [("dtype", AttrValue::Type(DType::UInt16))];
+        let t = decode("DecodeImage", &u16, &bmp).unwrap();
+        assert_eq!(t.to_f64_vec().unwrap(), vec![3.0 * 256.0, 2.0 * 256.0, 256.0]);
+        let e = decode("DecodePng", &[], &bmp).unwrap_err();
+        assert!(e.contains("Use `decode_bmp` or `decode_image` instead. Op used: DecodePng"), "{e}");
+        let e = decode("DecodeImage", &[("channels", AttrValue::I(1))], &bmp).unwrap_err();
+        assert!(e.contains("`channels` must be 0, 3 or 4 for BMP, but got 1"), "{e}");
+        assert!(decode("DecodeGif", &[], b"").unwrap_err().contains("Input is empty."));
+    }
+}
