@@ -124,11 +124,43 @@ def ctc_keras3_dense_loss():
     write("ctc_keras3_dense_loss", ops.get_concrete_function(), [], feeds, 1)
 
 
-FIXTURES = [ctc_loss_ops, ctc_speech_step, ctc_keras3_dense_loss]
+def ctc_beam_search():
+    """`CTCBeamSearchDecoder` as `tf.nn.ctc_beam_search_decoder` (merge_repeated=False; beam 4, 3 paths),
+    `tf.compat.v1.nn.ctc_beam_search_decoder` (merge_repeated=True; beam 6, 2 paths) and float64 give it on fed
+    logits `[10, 3, 5]` with lengths 10, 7, 3; uniform logits (every prefix tied: which are kept and in which
+    order is decided by TensorFlow's TopN heap); `keras.ops.ctc_decode(strategy="beam_search")` on batch-major
+    softmax outputs. Each decoded sparse tensor fetched as indices, values and dense shape."""
+    import keras
+    rng = np.random.default_rng(804)
+
+    def flat(decoded, log_probs):
+        out = []
+        for sp in decoded:
+            out += [sp.indices, sp.values, sp.dense_shape]
+        return out + [log_probs]
+
+    @tf.function(input_signature=[tf.TensorSpec([10, 3, 5], tf.float32, name="logits"),
+                                  tf.TensorSpec([3], tf.int32, name="lengths")])
+    def ops(logits, lengths):
+        outs = flat(*tf.nn.ctc_beam_search_decoder(logits, lengths, beam_width=4, top_paths=3))
+        outs += flat(*tf.compat.v1.nn.ctc_beam_search_decoder(logits, lengths, beam_width=6, top_paths=2))
+        d, lp = tf.nn.ctc_beam_search_decoder(tf.cast(logits, tf.float64) * 0.7, lengths, beam_width=3, top_paths=2)
+        outs += flat(d, tf.cast(lp, tf.float32))
+        outs += flat(*tf.nn.ctc_beam_search_decoder(tf.zeros([6, 2, 4]), [6, 5], beam_width=5, top_paths=4))
+        dense, scores = keras.ops.ctc_decode(tf.nn.softmax(tf.transpose(logits, [1, 0, 2])), lengths,
+                                             strategy="beam_search", beam_width=5, top_paths=2, mask_index=4)
+        return outs + [dense, scores]
+
+    feeds = {"logits": (rng.standard_normal((10, 3, 5)) * 1.5).astype(np.float32),
+             "lengths": np.array([10, 7, 3], np.int32)}
+    write("ctc_beam_search", ops.get_concrete_function(), [], feeds, 1)
+
+
+FIXTURES = [ctc_loss_ops, ctc_speech_step, ctc_keras3_dense_loss, ctc_beam_search]
 
 
 def main():
-    run_fixtures(FIXTURES)
+    run_fixtures([f for f in FIXTURES if len(sys.argv) < 2 or f.__name__ in sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -24,7 +24,10 @@ use autoclust_graph::{AttrValue, Node, Tensor};
 use super::{arity, int_values, tensor_of, Elem, Inputs, Outputs, PureFn};
 use crate::error::{KResult, KernelError};
 
-fn greedy<T: Elem>(logits: &Tensor, lengths: &[i64], merge_repeated: bool, blank: i64) -> KResult<Outputs> {
+/// The decoders' input checks (`CTCDecodeHelper::ValidateInputsGenerateOutputs`): time-major
+/// logits, one length per batch entry, none past `max_time` (a negative one decodes nothing,
+/// as in TensorFlow). Returns `[max_time, batch, classes]`.
+fn check_decoder_inputs(logits: &Tensor, lengths: &[i64]) -> KResult<[usize; 3]> {
     let &[max_time, batch, classes] = logits.shape.as_slice() else {
         return Err(KernelError::invalid(format!("inputs is not a 3-Tensor: shape {:?}", logits.shape)));
     };
@@ -32,8 +35,19 @@ fn greedy<T: Elem>(logits: &Tensor, lengths: &[i64], merge_repeated: bool, blank
         return Err(KernelError::invalid("inputs must not be empty"));
     }
     if lengths.len() != batch {
-        return Err(KernelError::invalid(format!("len(sequence_length) != batch_size: {} vs {batch}", lengths.len())));
+        return Err(KernelError::invalid(format!(
+            "len(sequence_length) != batch_size.  len(sequence_length):  {} batch_size: {batch}",
+            lengths.len()
+        )));
     }
+    if let Some(b) = lengths.iter().position(|&l| l > max_time as i64) {
+        return Err(KernelError::invalid(format!("sequence_length({b}) <= {max_time}")));
+    }
+    Ok([max_time, batch, classes])
+}
+
+fn greedy<T: Elem>(logits: &Tensor, lengths: &[i64], merge_repeated: bool, blank: i64) -> KResult<Outputs> {
+    let [_, batch, classes] = check_decoder_inputs(logits, lengths)?;
     let blank = if blank < 0 { classes as i64 + blank } else { blank };
     if blank < 0 || blank >= classes as i64 {
         return Err(KernelError::invalid(format!(
@@ -42,18 +56,13 @@ fn greedy<T: Elem>(logits: &Tensor, lengths: &[i64], merge_repeated: bool, blank
         )));
     }
     let x = T::slice(logits);
-    let mut indices = Vec::new();
-    let mut values = Vec::new();
+    let mut rows = Vec::with_capacity(batch);
     let mut log_prob = Vec::with_capacity(batch);
-    let mut longest = 0i64;
     for (b, &len) in lengths.iter().enumerate() {
-        if len < 0 || len as usize > max_time {
-            return Err(KernelError::invalid(format!("sequence_length({b}) = {len} is not in [0, {max_time}]")));
-        }
         let mut sum = 0.0f64;
         let mut prev = -1i64;
-        let mut count = 0i64;
-        for t in 0..len as usize {
+        let mut row_out = Vec::new();
+        for t in 0..len.max(0) as usize {
             let row = &x[(t * batch + b) * classes..(t * batch + b + 1) * classes];
             let (mut best, mut arg) = (row[0], 0usize);
             for (c, &v) in row.iter().enumerate().skip(1) {
@@ -65,24 +74,15 @@ fn greedy<T: Elem>(logits: &Tensor, lengths: &[i64], merge_repeated: bool, blank
             sum -= best.to_f64();
             let c = arg as i64;
             if c != blank && !(merge_repeated && c == prev) {
-                indices.extend([b as i64, count]);
-                values.push(c);
-                count += 1;
+                row_out.push(c);
             }
             prev = c;
         }
-        longest = longest.max(count);
+        rows.push(row_out);
         log_prob.push(T::from_f64(sum));
     }
-    let n = values.len();
-    Ok([
-        tensor_of(vec![n, 2], indices),
-        tensor_of(vec![n], values),
-        tensor_of(vec![2], vec![batch as i64, longest]),
-        tensor_of(vec![batch, 1], log_prob),
-    ]
-    .into_iter()
-    .collect())
+    let [indices, values, shape] = sparse_sequences(&rows);
+    Ok([indices, values, shape, tensor_of(vec![batch, 1], log_prob)].into_iter().collect())
 }
 
 // ---------------------------------------------------------------- CTCLoss
@@ -401,7 +401,496 @@ fn ctc_loss<T: Real>(inp: &Inputs, attrs: LossAttrs) -> KResult<Outputs> {
     Ok([tensor_of(vec![batch], loss), tensor_of(vec![max_time, batch, classes], grad)].into_iter().collect())
 }
 
+// ---------------------------------------------------------------- CTCBeamSearchDecoder
+
+/// libstdc++'s heap and sort routines over entry indices, `gt(a, b)` the comparison
+/// (`std::greater` on a beam entry's current total). TensorFlow's beam is a `gtl::TopN` built
+/// on them, and which of two equally probable prefixes it keeps, and in which order it
+/// returns them, is whatever these routines do: ported so that ties come out as TensorFlow's.
+mod stl {
+    pub(super) fn push_heap_hole(
+        a: &mut [usize],
+        mut hole: usize,
+        top: usize,
+        value: usize,
+        gt: &dyn Fn(usize, usize) -> bool,
+    ) {
+        while hole > top {
+            let parent = (hole - 1) / 2;
+            if !gt(a[parent], value) {
+                break;
+            }
+            a[hole] = a[parent];
+            hole = parent;
+        }
+        a[hole] = value;
+    }
+
+    pub(super) fn adjust_heap(
+        a: &mut [usize],
+        mut hole: usize,
+        len: usize,
+        value: usize,
+        gt: &dyn Fn(usize, usize) -> bool,
+    ) {
+        let top = hole;
+        let mut child = hole;
+        while len >= 1 && child < (len - 1) / 2 {
+            child = 2 * (child + 1);
+            if gt(a[child], a[child - 1]) {
+                child -= 1;
+            }
+            a[hole] = a[child];
+            hole = child;
+        }
+        if len.is_multiple_of(2) && len >= 2 && child == (len - 2) / 2 {
+            child = 2 * (child + 1);
+            a[hole] = a[child - 1];
+            hole = child - 1;
+        }
+        push_heap_hole(a, hole, top, value, gt);
+    }
+
+    pub(super) fn make_heap(a: &mut [usize], gt: &dyn Fn(usize, usize) -> bool) {
+        let len = a.len();
+        if len < 2 {
+            return;
+        }
+        let mut parent = (len - 2) / 2;
+        loop {
+            adjust_heap(a, parent, len, a[parent], gt);
+            if parent == 0 {
+                return;
+            }
+            parent -= 1;
+        }
+    }
+
+    pub(super) fn pop_heap(a: &mut [usize], gt: &dyn Fn(usize, usize) -> bool) {
+        let n = a.len();
+        if n > 1 {
+            let value = a[n - 1];
+            a[n - 1] = a[0];
+            adjust_heap(a, 0, n - 1, value, gt);
+        }
+    }
+
+    pub(super) fn push_heap(a: &mut [usize], gt: &dyn Fn(usize, usize) -> bool) {
+        let n = a.len();
+        push_heap_hole(a, n - 1, 0, a[n - 1], gt);
+    }
+
+    pub(super) fn sort_heap(a: &mut [usize], gt: &dyn Fn(usize, usize) -> bool) {
+        let mut n = a.len();
+        while n > 1 {
+            n -= 1;
+            let value = a[n];
+            a[n] = a[0];
+            adjust_heap(a, 0, n, value, gt);
+        }
+    }
+
+    fn unguarded_linear_insert(a: &mut [usize], mut last: usize, gt: &dyn Fn(usize, usize) -> bool) {
+        let value = a[last];
+        while gt(value, a[last - 1]) {
+            a[last] = a[last - 1];
+            last -= 1;
+        }
+        a[last] = value;
+    }
+
+    fn insertion_sort(a: &mut [usize], gt: &dyn Fn(usize, usize) -> bool) {
+        for i in 1..a.len() {
+            if gt(a[i], a[0]) {
+                a[..=i].rotate_right(1);
+            } else {
+                unguarded_linear_insert(a, i, gt);
+            }
+        }
+    }
+
+    fn introsort_loop(a: &mut [usize], mut depth: u32, gt: &dyn Fn(usize, usize) -> bool) {
+        let mut last = a.len();
+        while last > 16 {
+            if depth == 0 {
+                make_heap(&mut a[..last], gt);
+                sort_heap(&mut a[..last], gt);
+                return;
+            }
+            depth -= 1;
+            let v = &mut a[..last];
+            let mid = last / 2;
+            // move_median_to_first(0, 1, mid, last - 1)
+            let (x, y, z) = (1, mid, last - 1);
+            let m = if gt(v[x], v[y]) {
+                if gt(v[y], v[z]) {
+                    y
+                } else if gt(v[x], v[z]) {
+                    z
+                } else {
+                    x
+                }
+            } else if gt(v[x], v[z]) {
+                x
+            } else if gt(v[y], v[z]) {
+                z
+            } else {
+                y
+            };
+            v.swap(0, m);
+            // unguarded_partition(1, last, pivot 0)
+            let (mut f, mut l) = (1, last);
+            let cut = loop {
+                while gt(v[f], v[0]) {
+                    f += 1;
+                }
+                l -= 1;
+                while gt(v[0], v[l]) {
+                    l -= 1;
+                }
+                if f >= l {
+                    break f;
+                }
+                v.swap(f, l);
+                f += 1;
+            };
+            introsort_loop(&mut v[cut..], depth, gt);
+            last = cut;
+        }
+    }
+
+    /// `std::sort`.
+    pub(super) fn sort(a: &mut [usize], gt: &dyn Fn(usize, usize) -> bool) {
+        let n = a.len();
+        if n < 2 {
+            return;
+        }
+        introsort_loop(a, 2 * (usize::BITS - 1 - n.leading_zeros()), gt);
+        if n > 16 {
+            insertion_sort(&mut a[..16], gt);
+            for i in 16..n {
+                unguarded_linear_insert(a, i, gt);
+            }
+        } else {
+            insertion_sort(a, gt);
+        }
+    }
+}
+
+/// A prefix's log probabilities: ending in a blank, in its last label, and both.
+#[derive(Clone, Copy, Debug)]
+struct BeamProb<T> {
+    total: T,
+    blank: T,
+    label: T,
+}
+
+impl<T: Real> BeamProb<T> {
+    const NONE: BeamProb<T> = BeamProb { total: T::NEG_INF, blank: T::NEG_INF, label: T::NEG_INF };
+}
+
+/// A prefix in the beam's tree (`ctc_beam_entry.h`).
+struct BeamEntry<T> {
+    parent: Option<usize>,
+    label: i64,
+    children: Vec<(i64, usize)>,
+    oldp: BeamProb<T>,
+    newp: BeamProb<T>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HeapState {
+    Unordered,
+    BottomKnown,
+    HeapSorted,
+}
+
+/// `gtl::TopN<BeamEntry*, greater-by-total>`: at most `limit` entries, the comparisons
+/// reading each entry's current total.
+struct TopN {
+    elements: Vec<usize>,
+    limit: usize,
+    state: HeapState,
+}
+
+impl TopN {
+    fn new(limit: usize) -> TopN {
+        TopN { elements: Vec::new(), limit, state: HeapState::Unordered }
+    }
+
+    fn size(&self) -> usize {
+        self.elements.len().min(self.limit)
+    }
+
+    fn push(&mut self, v: usize, gt: &dyn Fn(usize, usize) -> bool) {
+        if self.limit == 0 {
+            return;
+        }
+        if self.state != HeapState::HeapSorted {
+            self.elements.push(v);
+            let last = self.elements.len() - 1;
+            if self.state != HeapState::Unordered && !gt(self.elements[last], self.elements[0]) {
+                self.elements.swap(0, last);
+            }
+            if self.elements.len() == self.limit + 1 {
+                stl::make_heap(&mut self.elements, gt);
+                stl::pop_heap(&mut self.elements, gt);
+                self.state = HeapState::HeapSorted;
+            }
+        } else if gt(v, self.elements[0]) {
+            *self.elements.last_mut().expect("a full heap") = v;
+            stl::push_heap(&mut self.elements, gt);
+            stl::pop_heap(&mut self.elements, gt);
+        }
+    }
+
+    fn peek_bottom(&mut self, gt: &dyn Fn(usize, usize) -> bool) -> usize {
+        if self.state == HeapState::Unordered {
+            let mut mi = 0;
+            for i in 1..self.elements.len() {
+                if gt(self.elements[mi], self.elements[i]) {
+                    mi = i;
+                }
+            }
+            self.elements.swap(0, mi);
+            self.state = HeapState::BottomKnown;
+        }
+        self.elements[0]
+    }
+
+    /// The entries, most probable first; the container is left empty.
+    fn extract(&mut self, gt: &dyn Fn(usize, usize) -> bool) -> Vec<usize> {
+        let mut out = std::mem::take(&mut self.elements);
+        if self.state == HeapState::HeapSorted {
+            out.pop();
+            stl::sort_heap(&mut out, gt);
+        } else {
+            stl::sort(&mut out, gt);
+        }
+        self.state = HeapState::Unordered;
+        out
+    }
+}
+
+/// The beam's order: `a` before `b` when its current total is greater.
+fn by_total<T: Real>(entries: &[BeamEntry<T>]) -> impl Fn(usize, usize) -> bool + '_ {
+    move |a, b| entries[a].newp.total > entries[b].newp.total
+}
+
+/// One batch entry's beam search (`CTCBeamSearchDecoder<T>` with the default scorer and no
+/// label selection): the `top_paths` best prefixes and their log probabilities.
+struct BeamSearch<T> {
+    entries: Vec<BeamEntry<T>>,
+    leaves: TopN,
+    width: usize,
+    classes: usize,
+}
+
+impl<T: Real> BeamSearch<T> {
+    fn new(width: usize, classes: usize) -> BeamSearch<T> {
+        let root = BeamEntry {
+            parent: None,
+            label: -1,
+            children: Vec::new(),
+            oldp: BeamProb::NONE,
+            newp: BeamProb { total: T::ZERO, blank: T::ZERO, label: T::NEG_INF },
+        };
+        let mut s = BeamSearch { entries: vec![root], leaves: TopN::new(width), width, classes };
+        s.leaves.push(0, &by_total(&s.entries));
+        s
+    }
+
+    fn active(&self, e: usize) -> bool {
+        self.entries[e].newp.total != T::NEG_INF
+    }
+
+    fn child(&mut self, e: usize, label: i64) -> usize {
+        if let Some(&(_, c)) = self.entries[e].children.iter().find(|(l, _)| *l == label) {
+            return c;
+        }
+        let c = self.entries.len();
+        self.entries.push(BeamEntry {
+            parent: Some(e),
+            label,
+            children: Vec::new(),
+            oldp: BeamProb::NONE,
+            newp: BeamProb::NONE,
+        });
+        self.entries[e].children.push((label, c));
+        c
+    }
+
+    /// Whether a prefix with probabilities `p` may enter the beam.
+    fn candidate(&mut self, total: T) -> bool {
+        if total == T::NEG_INF {
+            return false;
+        }
+        if self.leaves.size() < self.width {
+            return true;
+        }
+        let bottom = self.leaves.peek_bottom(&by_total(&self.entries));
+        total > self.entries[bottom].newp.total
+    }
+
+    fn step(&mut self, x: &[T]) {
+        let blank = self.classes - 1;
+        let m = x.iter().copied().fold(x[0], |a, b| if b > a { b } else { a });
+        let mut sum = T::ZERO;
+        for &v in x {
+            sum = sum + (v - m).exp();
+        }
+        let norm = m + sum.ln();
+        let branches = self.leaves.extract(&by_total(&self.entries));
+        for &e in &branches {
+            self.entries[e].oldp = self.entries[e].newp;
+        }
+        // Existing prefixes go on, ending in a blank or repeating their last label.
+        for &e in &branches {
+            if let Some(p) = self.entries[e].parent {
+                if self.active(p) {
+                    let (pe, ee) = (&self.entries[p], &self.entries[e]);
+                    let prev = if ee.label == pe.label { pe.oldp.blank } else { pe.oldp.total };
+                    let l = log_sum_exp(ee.newp.label, prev);
+                    self.entries[e].newp.label = l;
+                }
+                let label = self.entries[e].label as usize;
+                let l = self.entries[e].newp.label + (x[label] - norm);
+                self.entries[e].newp.label = l;
+            }
+            let en = &mut self.entries[e];
+            en.newp.blank = (en.oldp.total + x[blank]) - norm;
+            en.newp.total = log_sum_exp(en.newp.blank, en.newp.label);
+            self.leaves.push(e, &by_total(&self.entries));
+        }
+        // New prefixes: each label appended to each prefix that was in the beam.
+        for &e in &branches {
+            if !self.candidate(self.entries[e].oldp.total) {
+                continue;
+            }
+            for (label, &logit) in x[..blank].iter().enumerate() {
+                let c = self.child(e, label as i64);
+                if self.active(c) {
+                    continue;
+                }
+                let ee = &self.entries[e];
+                let prev = if label as i64 == ee.label { ee.oldp.blank } else { ee.oldp.total };
+                let l = (logit - norm) + prev;
+                let cn = &mut self.entries[c];
+                cn.newp = BeamProb { total: l, blank: T::NEG_INF, label: l };
+                if self.candidate(l) {
+                    if self.leaves.size() == self.width {
+                        let bottom = self.leaves.peek_bottom(&by_total(&self.entries));
+                        self.entries[bottom].newp = BeamProb::NONE;
+                    }
+                    self.leaves.push(c, &by_total(&self.entries));
+                } else {
+                    self.entries[c].oldp = BeamProb::NONE;
+                    self.entries[c].newp = BeamProb::NONE;
+                }
+            }
+        }
+    }
+
+    /// The `n` best prefixes (labels, repeats merged when `merge`) and their log probabilities.
+    fn top_paths(&mut self, n: usize, merge: bool) -> KResult<Vec<(Vec<i64>, T)>> {
+        if n > self.width {
+            return Err(KernelError::invalid("requested more paths than the beam width."));
+        }
+        if n > self.leaves.size() {
+            return Err(KernelError::invalid("Less leaves in the beam search than requested."));
+        }
+        let gt = by_total(&self.entries);
+        let mut best = TopN::new(n);
+        for &e in &self.leaves.elements[..self.leaves.size()] {
+            best.push(e, &gt);
+        }
+        Ok(best
+            .extract(&gt)
+            .into_iter()
+            .map(|e| {
+                let (mut labels, mut prev, mut at) = (Vec::new(), -1i64, e);
+                while let Some(p) = self.entries[at].parent {
+                    let l = self.entries[at].label;
+                    if !merge || l != prev {
+                        labels.push(l);
+                    }
+                    prev = l;
+                    at = p;
+                }
+                labels.reverse();
+                (labels, self.entries[e].newp.total)
+            })
+            .collect())
+    }
+}
+
+/// `CTCBeamSearchDecoder` (`ctc_decoder_ops.cc`, `ctc_beam_search.h`).
+fn beam_search<T: Real>(logits: &Tensor, lengths: &[i64], width: usize, top: usize, merge: bool) -> KResult<Outputs> {
+    let [_, batch, classes] = check_decoder_inputs(logits, lengths)?;
+    let x = T::slice(logits);
+    let mut paths: Vec<Vec<Vec<i64>>> = vec![Vec::with_capacity(batch); top];
+    let mut log_prob = Vec::with_capacity(batch * top);
+    for (b, &len) in lengths.iter().enumerate() {
+        let mut search = BeamSearch::<T>::new(width, classes);
+        for t in 0..len.max(0) as usize {
+            search.step(&x[(t * batch + b) * classes..(t * batch + b + 1) * classes]);
+        }
+        for (p, (labels, score)) in search.top_paths(top, merge)?.into_iter().enumerate() {
+            paths[p].push(labels);
+            log_prob.push(score);
+        }
+    }
+    let mut out: Outputs = Default::default();
+    let sparse: Vec<[Tensor; 3]> = paths.iter().map(|rows| sparse_sequences(rows)).collect();
+    for k in 0..3 {
+        for s in &sparse {
+            out.push(s[k].clone());
+        }
+    }
+    out.push(tensor_of(vec![batch, top], log_prob));
+    Ok(out)
+}
+
+/// Decoded sequences (one per batch entry) as a sparse tensor: indices `[n, 2]`, values
+/// `[n]`, dense shape `[batch, longest]`.
+fn sparse_sequences(rows: &[Vec<i64>]) -> [Tensor; 3] {
+    let (mut indices, mut values) = (Vec::new(), Vec::new());
+    for (b, r) in rows.iter().enumerate() {
+        for (i, &v) in r.iter().enumerate() {
+            indices.extend([b as i64, i as i64]);
+            values.push(v);
+        }
+    }
+    let longest = rows.iter().map(Vec::len).max().unwrap_or(0) as i64;
+    let n = values.len();
+    [tensor_of(vec![n, 2], indices), tensor_of(vec![n], values), tensor_of(vec![2], vec![rows.len() as i64, longest])]
+}
+
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
+    if node.op == "CTCBeamSearchDecoder" {
+        let int = |k: &str| node.attr(k).and_then(AttrValue::as_int).unwrap_or(0);
+        let (width, top) = (int("beam_width"), int("top_paths"));
+        if width < 1 || top < 1 {
+            return Err(KernelError::invalid(format!("beam_width ({width}) and top_paths ({top}) must be at least 1")));
+        }
+        let merge = node.attr("merge_repeated").and_then(AttrValue::as_bool).unwrap_or(true);
+        return Ok(Some(Box::new(move |inp: Inputs| {
+            arity(&inp, 2)?;
+            if inp[1].rank() != 1 {
+                return Err(KernelError::invalid("sequence_length is not a vector"));
+            }
+            let lengths = int_values(&inp[1], "sequence_length")?;
+            match inp[0].dtype {
+                autoclust_graph::DType::Float32 => {
+                    beam_search::<f32>(&inp[0], &lengths, width as usize, top as usize, merge)
+                }
+                autoclust_graph::DType::Float64 => {
+                    beam_search::<f64>(&inp[0], &lengths, width as usize, top as usize, merge)
+                }
+                d => Err(KernelError::DType(d)),
+            }
+        })));
+    }
     if node.op == "CTCLoss" {
         let flag = |k: &str, d: bool| node.attr(k).and_then(AttrValue::as_bool).unwrap_or(d);
         let attrs = LossAttrs {
@@ -479,7 +968,7 @@ mod tests {
     #[test]
     fn bad_lengths_and_shapes_are_errors() {
         let e = decode(&[0.0; 6], [2, 1, 3], &[3], true, -1).unwrap_err();
-        assert!(e.to_string().contains("is not in [0, 2]"), "{e}");
+        assert_eq!(e.to_string(), "sequence_length(0) <= 2");
         let e = decode(&[0.0; 6], [2, 1, 3], &[1, 1], true, -1).unwrap_err();
         assert!(e.to_string().contains("len(sequence_length)"), "{e}");
         let e = decode(&[0.0; 6], [2, 1, 3], &[1], true, 3).unwrap_err();
@@ -625,5 +1114,79 @@ mod tests {
         let out = loss64(&n, &logits, [2, 2, 3], &[&[1, 1], &[1]], &[2, 2]).unwrap();
         assert_eq!(out[0].as_f64().unwrap()[0], f64::INFINITY);
         assert!((out[1].as_f64().unwrap()[0] - 1.0 / 3.0).abs() < 1e-12);
+    }
+
+    fn beam64(
+        logits: &[f64],
+        shape: [usize; 3],
+        lengths: &[i32],
+        width: i64,
+        top: i64,
+        merge: bool,
+    ) -> KResult<Outputs> {
+        let mut n = super::super::probe("CTCBeamSearchDecoder");
+        n.attrs.insert("beam_width".into(), AttrValue::I(width));
+        n.attrs.insert("top_paths".into(), AttrValue::I(top));
+        n.attrs.insert("merge_repeated".into(), AttrValue::B(merge));
+        let f = prepare(&n).unwrap().unwrap();
+        f([tensor_of(shape.to_vec(), logits.to_vec()), tensor_of(vec![lengths.len()], lengths.to_vec())]
+            .into_iter()
+            .collect())
+    }
+
+    /// Graves' example again: the beam holds "a" (0.58) and "" (0.42).
+    #[test]
+    fn beam_search_of_a_two_step_example() {
+        let logits: Vec<f64> = [0.3f64, 0.7, 0.4, 0.6].iter().map(|p| p.ln()).collect();
+        let out = beam64(&logits, [2, 1, 2], &[2], 2, 2, true).unwrap();
+        assert_eq!(out.len(), 7);
+        assert_eq!(out[2].as_i64().unwrap(), &[0]); // path 0's values: "a"
+        assert_eq!(out[3].as_i64().unwrap(), &[] as &[i64]); // path 1: ""
+        assert_eq!(out[4].as_i64().unwrap(), &[1, 1]);
+        assert_eq!(out[5].as_i64().unwrap(), &[1, 0]);
+        let lp = out[6].as_f64().unwrap();
+        assert!((lp[0] - 0.58f64.ln()).abs() < 1e-6 && (lp[1] - 0.42f64.ln()).abs() < 1e-6, "{lp:?}");
+        let e = beam64(&logits, [2, 1, 2], &[2], 2, 3, true).unwrap_err().to_string();
+        assert_eq!(e, "requested more paths than the beam width.");
+        let e = beam64(&logits, [2, 1, 2], &[0], 2, 2, true).unwrap_err().to_string();
+        assert_eq!(e, "Less leaves in the beam search than requested.");
+    }
+
+    /// A beam wide enough to hold every prefix is exact: its best paths are the most probable
+    /// label sequences by brute force over every alignment, with their probabilities.
+    #[test]
+    fn a_wide_beam_finds_the_most_probable_sequences() {
+        let (time, classes) = (4, 3);
+        let mut seed = 99u64;
+        let logits: Vec<f64> = (0..time * classes)
+            .map(|_| {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                ((seed >> 33) as f64 / (1u64 << 31) as f64) * 3.0
+            })
+            .collect();
+        let probs: Vec<f64> = logits
+            .chunks(classes)
+            .flat_map(|r| {
+                let s: f64 = r.iter().map(|x| x.exp()).sum();
+                r.iter().map(move |x| x.exp() / s)
+            })
+            .collect();
+        let mut sequences: Vec<(Vec<usize>, f64)> = Vec::new();
+        for len in 0..=time {
+            for code in 0..(classes - 1).pow(len as u32) {
+                let l: Vec<usize> = (0..len).map(|i| code / (classes - 1).pow(i as u32) % (classes - 1)).collect();
+                let p = brute_force(&probs, time, classes, &l, true);
+                if p > 0.0 {
+                    sequences.push((l, p));
+                }
+            }
+        }
+        sequences.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap());
+        let out = beam64(&logits, [time, 1, classes], &[time as i32], 200, 4, false).unwrap();
+        for (k, (l, p)) in sequences.iter().take(4).enumerate() {
+            let got: Vec<usize> = out[4 + k].as_i64().unwrap().iter().map(|&x| x as usize).collect();
+            assert_eq!(&got, l, "path {k}");
+            assert!((out[12].as_f64().unwrap()[k] - p.ln()).abs() < 1e-5, "path {k}");
+        }
     }
 }

@@ -1,12 +1,13 @@
 //! Schemas of the connectionist-temporal-classification ops (`ctc_ops.cc`): `CTCLoss` (what
 //! `tf.compat.v1.nn.ctc_loss`, Keras 2's `ctc_batch_cost` and `tf.nn.ctc_loss` with sparse
-//! labels emit) and the decoder `CTCGreedyDecoder`, what `keras.ops.ctc_decode(strategy="greedy")` and
+//! labels emit) and the decoders `CTCBeamSearchDecoder` (`tf.nn.ctc_beam_search_decoder`,
+//! `keras.ops.ctc_decode(strategy="beam_search")`) and `CTCGreedyDecoder`, what `keras.ops.ctc_decode(strategy="greedy")` and
 //! `tf.nn.ctc_greedy_decoder` emit. Its outputs are a sparse tensor (indices, values,
 //! dense shape) of the decoded label sequences, whose entry count depends on the data, and
 //! each sequence's negated sum of the best logits.
 
-use super::build::{arg, bool_attr_or, int_attr_or, pure_op, type_attr_or};
-use super::{ArgSpec, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
+use super::build::{arg, bool_attr_or, int_attr_or, pure_op, repeated, required, type_attr_or};
+use super::{ArgSpec, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
 use crate::DType::{Float32, Float64, Int32, Int64};
 use crate::Shape;
 
@@ -77,7 +78,37 @@ const LOSS_ATTRS: &[AttrSpec] = &[
     type_attr_or("T", Float32, &[Float32, Float64]),
 ];
 
+/// `top_paths` sparse tensors (`[?, 2]` indices, `[?]` values, `[2]` shapes, each list in
+/// turn) and `[batch, top_paths]` log probabilities.
+fn beam(c: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
+    let single = greedy(c)?;
+    let top = c.attr_int("top_paths", 1);
+    if top < 1 || c.attr_int("beam_width", 1) < 1 {
+        return Err("beam_width and top_paths must be at least 1".into());
+    }
+    let mut out = Vec::new();
+    for one in &single[..3] {
+        out.extend(std::iter::repeat_n(one.clone(), top as usize));
+    }
+    out.push(Shape::with_dims(vec![single[3].dims.as_ref().and_then(|d| d[0]), Some(top)]));
+    Ok(out)
+}
+
+const BEAM_OUT: &[ArgSpec] = &[
+    repeated("decoded_indices", TypeRule::Fixed(Int64), "top_paths"),
+    repeated("decoded_values", TypeRule::Fixed(Int64), "top_paths"),
+    repeated("decoded_shape", TypeRule::Fixed(Int64), "top_paths"),
+    arg("log_probability", T),
+];
+const BEAM_ATTRS: &[AttrSpec] = &[
+    required("beam_width", AttrKind::Int),
+    required("top_paths", AttrKind::Int),
+    bool_attr_or("merge_repeated", true),
+    type_attr_or("T", Float32, &[Float32, Float64]),
+];
+
 pub(super) static OPS: &[OpSchema] = &[
+    pure_op("CTCBeamSearchDecoder", OpFamily::NeuralNet, GREEDY_IN, BEAM_OUT, BEAM_ATTRS, beam),
     pure_op("CTCGreedyDecoder", OpFamily::NeuralNet, GREEDY_IN, GREEDY_OUT, GREEDY_ATTRS, greedy),
     pure_op("CTCLoss", OpFamily::NeuralNet, LOSS_IN, LOSS_OUT, LOSS_ATTRS, loss),
 ];
