@@ -6,7 +6,8 @@
 //! "moves" that a deterministic builder interprets against the values built
 //! so far, so every list (and every shrunk list) is a valid graph:
 //! elementwise ops with broadcasting (`Add AddV2 Sub Mul RealDiv Maximum
-//! Minimum Neg Abs Exp Log Tanh Sigmoid Relu Square Sqrt Rsqrt Erf Erfc Softplus Log1p Expm1 Elu Selu Relu6 LeakyRelu Sin Cos`),
+//! Minimum Neg Abs Exp Log Tanh Sigmoid Relu Square Sqrt Rsqrt Erf Erfc Softplus Log1p Expm1 Elu Selu Relu6 LeakyRelu Sin Cos
+//! FakeQuantWithMinMaxArgs`),
 //! comparisons feeding `SelectV2`, `Cast` (float32 ↔ int32/bool) and int32
 //! arithmetic, reductions (`Sum Mean Max Min` over random axes, with and
 //! without `keep_dims`), `MatMul` (with `transpose_a/b`), `BiasAdd`,
@@ -399,8 +400,14 @@ impl Builder {
                     ("LeakyRelu", false),
                     ("Sin", false),
                     ("Cos", false),
+                    ("FakeQuantWithMinMaxArgs", true),
                 ];
                 let (mut op, exact) = ops[m.b as usize % ops.len()];
+                // Quantising rounds to a step: an inexact input one ulp from a step's edge
+                // may land on either side. Quantise exact values only.
+                if op == "FakeQuantWithMinMaxArgs" && !self.vals[x].exact {
+                    op = "Relu6";
+                }
                 // Log's absolute error is its argument's relative error, and Rsqrt is a
                 // division (1/√x of a cancelled, inexact x amplifies its error; seed 7):
                 // same concern.

@@ -1101,6 +1101,32 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
             let pos = f.b.ins().fcmp(FloatCC::GreaterThan, a[1], z);
             f.sel(pos, a[0], scaled)
         }
+        EwOp::FakeQuant { min, max, scale, inv_scale } => {
+            // `x.min(max).max(min)` as compare-and-select (a NaN takes the maximum, as the
+            // interpreter's `f32::min` gives), then TensorFlow's arithmetic in its order.
+            let (mn, mx) = (f.c(f32::from_bits(min)), f.c(f32::from_bits(max)));
+            let below = f.b.ins().fcmp(FloatCC::LessThan, a[0], mx);
+            let c = f.sel(below, a[0], mx);
+            let above = f.b.ins().fcmp(FloatCC::GreaterThan, c, mn);
+            let c = f.sel(above, c, mn);
+            let shifted = f.b.ins().fsub(c, mn);
+            let inv = f.c(f32::from_bits(inv_scale));
+            let t = f.b.ins().fmul(shifted, inv);
+            let half = f.c(0.5);
+            let t = f.b.ins().fadd(t, half);
+            let q = f.b.ins().floor(t);
+            let sc = f.c(f32::from_bits(scale));
+            let r = f.b.ins().fmul(q, sc);
+            f.b.ins().fadd(r, mn)
+        }
+        EwOp::FakeQuantGrad { min, max } => {
+            let (mn, mx) = (f.c(f32::from_bits(min)), f.c(f32::from_bits(max)));
+            let lo = f.b.ins().fcmp(FloatCC::GreaterThanOrEqual, a[1], mn);
+            let hi = f.b.ins().fcmp(FloatCC::LessThanOrEqual, a[1], mx);
+            let inside = f.b.ins().band(lo, hi);
+            let z = f.c(0.0);
+            f.sel(inside, a[0], z)
+        }
         EwOp::Relu6Grad => {
             let z = f.c(0.0);
             let six = f.c(6.0);
@@ -1251,6 +1277,8 @@ pub(crate) fn scalar_ok(m: &Member, adt: &[DType]) -> bool {
                         | EwOp::SeluGrad
                         | EwOp::LeakyRelu(_)
                         | EwOp::LeakyReluGrad(_)
+                        | EwOp::FakeQuant { .. }
+                        | EwOp::FakeQuantGrad { .. }
                 )
         }
         DType::Int32 | DType::Int64 => matches!(

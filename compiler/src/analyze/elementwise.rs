@@ -92,6 +92,19 @@ pub enum EwOp {
     /// Sine and cosine (float32; range reduction and polynomials in `math.rs`).
     Sin,
     Cos,
+    /// `FakeQuantWithMinMaxArgs`: the float32 bits of the nudged range and scales
+    /// (`autoclust_graph::fake_quant`), from the node's attributes.
+    FakeQuant {
+        min: u32,
+        max: u32,
+        scale: u32,
+        inv_scale: u32,
+    },
+    /// `FakeQuantWithMinMaxArgsGradient(dy, x)`: `min ≤ x ≤ max ? dy : 0` (nudged range bits).
+    FakeQuantGrad {
+        min: u32,
+        max: u32,
+    },
 }
 
 impl EwOp {
@@ -162,10 +175,22 @@ impl EwOp {
     }
 
     /// The elementwise op a node computes: [`EwOp::from_tf`], plus the ops whose function
-    /// depends on an attribute (`LeakyRelu`'s `alpha`, TensorFlow's default 0.2).
+    /// depends on an attribute (`LeakyRelu`'s `alpha`, TensorFlow's default 0.2; the fake
+    /// quantisation range of `FakeQuantWithMinMaxArgs` and its gradient).
     pub fn from_node(node: &Node) -> Option<EwOp> {
         let alpha = || node.attr("alpha").and_then(AttrValue::as_float).unwrap_or(0.2);
+        // An invalid range is not lowered: the interpreter's kernel reports TensorFlow's error.
+        let range = || autoclust_graph::fake_quant::attr_range(node).ok();
         match node.op.as_str() {
+            "FakeQuantWithMinMaxArgs" => range().map(|r| EwOp::FakeQuant {
+                min: r.min.to_bits(),
+                max: r.max.to_bits(),
+                scale: r.scale.to_bits(),
+                inv_scale: r.inv_scale.to_bits(),
+            }),
+            "FakeQuantWithMinMaxArgsGradient" => {
+                range().map(|r| EwOp::FakeQuantGrad { min: r.min.to_bits(), max: r.max.to_bits() })
+            }
             "LeakyRelu" => Some(EwOp::LeakyRelu(alpha().to_bits())),
             "LeakyReluGrad" => Some(EwOp::LeakyReluGrad(alpha().to_bits())),
             op => EwOp::from_tf(op),
@@ -274,7 +299,8 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             | EwOp::Relu6
             | EwOp::Sin
             | EwOp::Cos
-            | EwOp::LeakyRelu(_) => 1,
+            | EwOp::LeakyRelu(_)
+            | EwOp::FakeQuant { .. } => 1,
             _ => 2,
         };
         need(arity)?;

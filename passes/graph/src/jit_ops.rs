@@ -61,6 +61,8 @@ pub const JIT_COMPUTE_OPS: &[&str] = &[
     "Relu6Grad",
     "LeakyRelu",
     "LeakyReluGrad",
+    "FakeQuantWithMinMaxArgs",
+    "FakeQuantWithMinMaxArgsGradient",
     "Sin",
     "Cos",
     // Comparisons and logic.

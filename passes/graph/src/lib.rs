@@ -12,6 +12,7 @@ mod attr;
 mod dtype;
 pub mod effects;
 pub mod einsum;
+pub mod fake_quant;
 pub mod function;
 mod graph;
 pub mod half;

@@ -2,7 +2,8 @@
 //! training's round trip of float32 values through `num_bits`-bit integers, and its
 //! straight-through gradients.
 //!
-//! The range `[min, max]` is first *nudged* so that 0.0 is exactly representable: the scale
+//! The arithmetic is `autoclust_graph::fake_quant`'s (the JIT lowers `FakeQuantWithMinMaxArgs`
+//! with the same). The range `[min, max]` is first *nudged* so that 0.0 is exactly representable: the scale
 //! is `(max − min) / (qmax − qmin)` (`qmin` is 1 with `narrow_range`, else 0; `qmax` is
 //! `2^num_bits − 1`), the zero point `qmin − min / scale` clamped to `[qmin, qmax]` and
 //! rounded half away from zero, and the nudged range `(q − zero point) · scale` for
@@ -13,43 +14,11 @@
 //! range's gradients sum what falls below (for `min`) and above (for `max`) it, per channel
 //! for the per-channel op (the last dimension).
 
-use autoclust_graph::{AttrValue, Node, Tensor};
+use autoclust_graph::fake_quant::{attr_range, nudge, quant_range, Nudged};
+use autoclust_graph::{Node, Tensor};
 
 use super::{arity, Inputs, Outputs, PureFn};
 use crate::error::{KResult, KernelError};
-
-#[derive(Clone, Copy, Debug)]
-struct Nudged {
-    min: f32,
-    max: f32,
-    scale: f32,
-    inv_scale: f32,
-}
-
-fn nudge(min: f32, max: f32, qmin: i32, qmax: i32) -> Nudged {
-    let (qminf, qmaxf) = (qmin as f32, qmax as f32);
-    let scale = (max - min) / (qmaxf - qminf);
-    let inv_scale = (qmaxf - qminf) / (max - min);
-    let zero_from_min = qminf - min / scale;
-    let zero = if zero_from_min < qminf {
-        qmin as u16
-    } else if zero_from_min > qmaxf {
-        qmax as u16
-    } else {
-        zero_from_min.round() as u16
-    };
-    Nudged { min: (qminf - zero as f32) * scale, max: (qmaxf - zero as f32) * scale, scale, inv_scale }
-}
-
-impl Nudged {
-    fn quantize(&self, x: f32) -> f32 {
-        let clamped = x.min(self.max).max(self.min);
-        ((clamped - self.min) * self.inv_scale + 0.5).floor() * self.scale + self.min
-    }
-    fn inside(&self, x: f32) -> bool {
-        x >= self.min && x <= self.max
-    }
-}
 
 fn f32s<'t>(t: &'t Tensor, what: &str) -> KResult<&'t [f32]> {
     t.as_f32().ok_or_else(|| KernelError::invalid(format!("{what} must be float32, got {}", t.dtype)))
@@ -89,27 +58,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     if !op.starts_with("FakeQuantWithMinMax") {
         return Ok(None);
     }
-    let num_bits = node.attr("num_bits").and_then(AttrValue::as_int).unwrap_or(8);
-    if !(2..=16).contains(&num_bits) {
-        return Err(KernelError::invalid(format!(
-            "num_bits is out of range, expected between 2 and 16, was: {num_bits}"
-        )));
-    }
-    let narrow = node.attr("narrow_range").and_then(AttrValue::as_bool).unwrap_or(false);
-    let q = (narrow as i32, (1i32 << num_bits) - 1);
-    let attr_range = || -> KResult<Nudged> {
-        let min = node.attr("min").and_then(AttrValue::as_float).unwrap_or(-6.0);
-        let max = node.attr("max").and_then(AttrValue::as_float).unwrap_or(6.0);
-        if min >= max {
-            return Err(KernelError::invalid(format!("min has to be smaller than max, was: {min} >= {max}")));
-        }
-        if min > 0.0 || max < 0.0 {
-            return Err(KernelError::invalid(format!(
-                "Range [{min}, {max}] is not supported: the range must contain zero"
-            )));
-        }
-        Ok(nudge(min, max, q.0, q.1))
-    };
+    let q = quant_range(node).map_err(KernelError::invalid)?;
+    let attr_range = || attr_range(node).map_err(KernelError::invalid);
     let out1 = |t: Tensor| {
         let mut o = Outputs::new();
         o.push(t);
@@ -190,6 +140,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};
+    use autoclust_graph::AttrValue;
 
     #[test]
     fn the_range_is_nudged_so_zero_is_exact() {
