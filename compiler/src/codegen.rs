@@ -1119,6 +1119,46 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
             let r = f.b.ins().fmul(q, sc);
             f.b.ins().fadd(r, mn)
         }
+        EwOp::FakeQuantVars { qmin, qmax } => {
+            // `autoclust_graph::fake_quant::nudge` on the run-time range, then as above.
+            let (qminf, qmaxf) = (f.c(qmin as f32), f.c(qmax as f32));
+            let steps = f.b.ins().fsub(qmaxf, qminf);
+            let width = f.b.ins().fsub(a[2], a[1]);
+            let scale = f.b.ins().fdiv(width, steps);
+            let inv = f.b.ins().fdiv(steps, width);
+            let m_s = f.b.ins().fdiv(a[1], scale);
+            let zfm = f.b.ins().fsub(qminf, m_s);
+            // Rounded half away from zero (`f32::round`; the value is ≥ 0 when not clamped).
+            let t = f.b.ins().trunc(zfm);
+            let frac = f.b.ins().fsub(zfm, t);
+            let half = f.c(0.5);
+            let up = f.b.ins().fcmp(FloatCC::GreaterThanOrEqual, frac, half);
+            let one = f.c(1.0);
+            let t1 = f.b.ins().fadd(t, one);
+            let rounded = f.sel(up, t1, t);
+            // A NaN zero point becomes 0 (Rust's saturating `as u16`).
+            let z = f.c(0.0);
+            let nan = f.b.ins().fcmp(FloatCC::Unordered, zfm, zfm);
+            let rounded = f.sel(nan, z, rounded);
+            let below = f.b.ins().fcmp(FloatCC::LessThan, zfm, qminf);
+            let zero = f.sel(below, qminf, rounded);
+            let above = f.b.ins().fcmp(FloatCC::GreaterThan, zfm, qmaxf);
+            let zero = f.sel(above, qmaxf, zero);
+            let lo = f.b.ins().fsub(qminf, zero);
+            let mn = f.b.ins().fmul(lo, scale);
+            let hi = f.b.ins().fsub(qmaxf, zero);
+            let mx = f.b.ins().fmul(hi, scale);
+            let below = f.b.ins().fcmp(FloatCC::LessThan, a[0], mx);
+            let c = f.sel(below, a[0], mx);
+            let above = f.b.ins().fcmp(FloatCC::GreaterThan, c, mn);
+            let c = f.sel(above, c, mn);
+            let shifted = f.b.ins().fsub(c, mn);
+            let t = f.b.ins().fmul(shifted, inv);
+            let t = f.b.ins().fadd(t, half);
+            let q = f.b.ins().floor(t);
+            let r = f.b.ins().fmul(q, scale);
+            f.b.ins().fadd(r, mn)
+        }
         EwOp::FakeQuantGrad { min, max } => {
             let (mn, mx) = (f.c(f32::from_bits(min)), f.c(f32::from_bits(max)));
             let lo = f.b.ins().fcmp(FloatCC::GreaterThanOrEqual, a[1], mn);
@@ -1279,6 +1319,7 @@ pub(crate) fn scalar_ok(m: &Member, adt: &[DType]) -> bool {
                         | EwOp::LeakyReluGrad(_)
                         | EwOp::FakeQuant { .. }
                         | EwOp::FakeQuantGrad { .. }
+                        | EwOp::FakeQuantVars { .. }
                 )
         }
         DType::Int32 | DType::Int64 => matches!(

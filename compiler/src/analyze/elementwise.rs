@@ -105,6 +105,13 @@ pub enum EwOp {
         min: u32,
         max: u32,
     },
+    /// `FakeQuantWithMinMaxVars(x, min, max)` (scalar range) and
+    /// `FakeQuantWithMinMaxVarsPerChannel` (a range per last-axis channel, broadcast): the
+    /// range nudged in the loop from its run-time values, for the integer range `[qmin, qmax]`.
+    FakeQuantVars {
+        qmin: i32,
+        qmax: i32,
+    },
 }
 
 impl EwOp {
@@ -191,6 +198,10 @@ impl EwOp {
             "FakeQuantWithMinMaxArgsGradient" => {
                 range().map(|r| EwOp::FakeQuantGrad { min: r.min.to_bits(), max: r.max.to_bits() })
             }
+            "FakeQuantWithMinMaxVars" | "FakeQuantWithMinMaxVarsPerChannel" => {
+                let (qmin, qmax) = autoclust_graph::fake_quant::quant_range(node).ok()?;
+                Some(EwOp::FakeQuantVars { qmin, qmax })
+            }
             "LeakyRelu" => Some(EwOp::LeakyRelu(alpha().to_bits())),
             "LeakyReluGrad" => Some(EwOp::LeakyReluGrad(alpha().to_bits())),
             op => EwOp::from_tf(op),
@@ -269,7 +280,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
     }
     if let Some(ew) = EwOp::from_node(node) {
         let arity = match ew {
-            EwOp::Select => 3,
+            EwOp::Select | EwOp::FakeQuantVars { .. } => 3,
             // Variadic, but never empty (TensorFlow's `N >= 1`; an input-less copy has no value).
             EwOp::AddN | EwOp::Copy => ins.len().max(1),
             EwOp::Neg
@@ -312,6 +323,20 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                 node.name,
                 ins.iter().map(|v| &v.shape).collect::<Vec<_>>()
             )));
+        }
+        // The range's shape is TensorFlow's check (the interpreter's kernel reports a misfit):
+        // scalars, or vectors of the input's last dimension per channel.
+        if matches!(ew, EwOp::FakeQuantVars { .. }) {
+            let fits = |v: &ValueInfo| match op {
+                "FakeQuantWithMinMaxVars" => v.shape.is_empty(),
+                _ => v.shape.len() == 1 && ins[0].shape.last() == Some(&v.shape[0]),
+            };
+            if !fits(&ins[1]) || !fits(&ins[2]) {
+                return Err(CompileError::Invalid(format!(
+                    "node '{}' ({op}): min {:?} and max {:?} do not fit inputs {:?}",
+                    node.name, ins[1].shape, ins[2].shape, ins[0].shape
+                )));
+            }
         }
         if matches!(ew, EwOp::Copy) && ins.len() != 1 {
             return Err(CompileError::Invalid(format!("node '{}' ({op}) needs 1 input", node.name)));

@@ -63,6 +63,8 @@ pub const JIT_COMPUTE_OPS: &[&str] = &[
     "LeakyReluGrad",
     "FakeQuantWithMinMaxArgs",
     "FakeQuantWithMinMaxArgsGradient",
+    "FakeQuantWithMinMaxVars",
+    "FakeQuantWithMinMaxVarsPerChannel",
     "Sin",
     "Cos",
     // Comparisons and logic.
