@@ -8,7 +8,10 @@
 //! their *types* at compile time ([`crate::lists`]) and a call of the interpreter's own
 //! kernel at run time. The runtime implements [`HostKernels`] with its kernel registry and
 //! puts it in [`crate::CompilerOptions::host_kernels`]; without one, such ops decline and the
-//! interpreter runs the cluster (and says so).
+//! interpreter runs the cluster (and says so). Two more uses: a `StridedSlice` with run-time
+//! bounds but a known output shape (a loop body's `x[i]`), and the fake-quantisation gradients
+//! with a run-time range (elementwise work plus range reductions, in quantisation-aware
+//! training's backward pass).
 //!
 //! Why it is sound: the kernel is the interpreter's, so the values are the reference's by
 //! construction. The compiled plan relies on the types the analysis gave each output (a
@@ -145,5 +148,42 @@ pub(crate) fn analyze_dynamic_slice(
     Ok(NodeInfo {
         kind: NodeKind::Kernel { op: crate::kernels::KernelOp::Host(step), data_inputs: vec![0, 1, 2, 3] },
         outputs: vec![ValueInfo { dtype: x.dtype, shape, konst: None, list: None }],
+    })
+}
+
+/// `FakeQuantWithMinMaxVarsGradient` and its per-channel form (gradients, inputs, min, max →
+/// the input's gradient and the range's two): an elementwise pass with two reductions that
+/// depend on the run-time range, run by the interpreter's kernel inside the compiled plan
+/// so that a quantisation-aware training step's backward pass is not cut at each of them.
+pub(crate) fn analyze_fake_quant_grad(
+    node: &Node,
+    ins: &[crate::analyze::ValueInfo],
+    compiler: &crate::Compiler,
+) -> Result<crate::analyze::NodeInfo, crate::CompileError> {
+    use crate::analyze::{NodeInfo, NodeKind, ValueInfo};
+    let per_channel = node.op.ends_with("PerChannelGradient");
+    let fits = |v: &ValueInfo, x: &ValueInfo| {
+        v.dtype == DType::Float32
+            && if per_channel { v.shape.len() == 1 && x.shape.last() == Some(&v.shape[0]) } else { v.shape.is_empty() }
+    };
+    let ok = ins.len() == 4
+        && ins[..2].iter().all(|v| v.dtype == DType::Float32)
+        && ins[0].shape == ins[1].shape
+        && fits(&ins[2], &ins[1])
+        && fits(&ins[3], &ins[1]);
+    if !ok {
+        // TensorFlow's error, which the interpreter's kernel reports.
+        return Err(crate::CompileError::Invalid(format!(
+            "node '{}' ({}): operands {:?} do not fit",
+            node.name,
+            node.op,
+            ins.iter().map(|v| (v.dtype, &v.shape)).collect::<Vec<_>>()
+        )));
+    }
+    let step = HostStep::prepare(node, compiler.options().host_kernels.as_ref(), vec![DType::Float32; 3])?;
+    let out = |shape: &Vec<usize>| ValueInfo { dtype: DType::Float32, shape: shape.clone(), konst: None, list: None };
+    Ok(NodeInfo {
+        kind: NodeKind::Kernel { op: crate::kernels::KernelOp::Host(step), data_inputs: vec![0, 1, 2, 3] },
+        outputs: vec![out(&ins[1].shape), out(&ins[2].shape), out(&ins[3].shape)],
     })
 }

@@ -138,6 +138,9 @@ pub fn analyze(
             "StridedSlice" if ins.len() == 4 && (ins[1].konst.is_none() || ins[2].konst.is_none()) => {
                 crate::host::analyze_dynamic_slice(node, &ins, compiler)?
             }
+            "FakeQuantWithMinMaxVarsGradient" | "FakeQuantWithMinMaxVarsPerChannelGradient" => {
+                crate::host::analyze_fake_quant_grad(node, &ins, compiler)?
+            }
             "Identity" | "Snapshot" | "StopGradient" | "AddN"
                 if ins.first().is_some_and(|v| v.dtype == DType::Variant) =>
             {

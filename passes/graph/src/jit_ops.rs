@@ -65,6 +65,8 @@ pub const JIT_COMPUTE_OPS: &[&str] = &[
     "FakeQuantWithMinMaxArgsGradient",
     "FakeQuantWithMinMaxVars",
     "FakeQuantWithMinMaxVarsPerChannel",
+    "FakeQuantWithMinMaxVarsGradient",
+    "FakeQuantWithMinMaxVarsPerChannelGradient",
     "Sin",
     "Cos",
     // Comparisons and logic.
