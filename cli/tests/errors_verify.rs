@@ -1,5 +1,6 @@
 //! Bad graphs that parse but break an op's signature: wrong arity and wrong
-//! dtype give one `error:` line naming the node, exit 1, and no panic, both
+//! dtype (an input against the op's attribute, or an attribute against all its inputs)
+//! give one `error:` line naming the node, exit 1, and no panic, both
 //! in a command that only analyses (`cluster`, which verifies first and names
 //! file:line) and in one that executes (`run`).
 
@@ -51,5 +52,32 @@ fn wrong_dtype_is_reported_with_its_line() {
     fails("cluster", &p, "dtype.graph: 3:1: node 'b'");
     fails("run", &p, "node 'b'");
     fails("run", &p, "int32");
+    done(&p);
+}
+
+/// Attributes that contradict every input (`T = int32` on float32 operands): the plain
+/// executor's kernel would run on the values it is given and a cluster typed by the attribute
+/// would not, so both modes refuse the graph at load, as TensorFlow refuses it at import.
+const CONTRADICTED: &str = "a = Const() {dtype = float32, value = float32[2]{1.0, -2.0}}\n\
+b = Neg(a) {T = int32}\n";
+
+#[test]
+fn attributes_contradicting_the_inputs_are_refused_in_both_modes() {
+    let p = case("contradicted.graph", CONTRADICTED);
+    for mode in [None, Some("--no-cluster")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_autoclust"))
+            .args(["run", p.to_str().unwrap(), "--fetch", "b:0"])
+            .args(mode)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mode:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error:")
+                && stderr.contains("2:1: node 'b': input 0 of Neg must be int32, got float32 from 'a'"),
+            "{mode:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{mode:?}: no partial output");
+    }
     done(&p);
 }

@@ -151,6 +151,11 @@ pub(crate) fn analyze_dynamic_slice(
     })
 }
 
+/// Whether `op` is a fake-quantisation gradient with a run-time range (a host step).
+pub(crate) fn is_fake_quant_grad(op: &str) -> bool {
+    matches!(op, "FakeQuantWithMinMaxVarsGradient" | "FakeQuantWithMinMaxVarsPerChannelGradient")
+}
+
 /// `FakeQuantWithMinMaxVarsGradient` and its per-channel form (gradients, inputs, min, max →
 /// the input's gradient and the range's two): an elementwise pass with two reductions that
 /// depend on the run-time range, run by the interpreter's kernel inside the compiled plan

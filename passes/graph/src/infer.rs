@@ -111,6 +111,39 @@ pub fn check_arities(graph: &Graph) -> Result<(), VerifyError> {
     Ok(())
 }
 
+/// Every edge's dtype against the dtype its consumer expects, both read from attributes
+/// alone: the producer's output types from its op's signature and attributes
+/// ([`attr_output_dtypes`]), the consumer's input types from its own. TensorFlow refuses
+/// such a graph at import ("… incompatible with expected …"); without this check the plain
+/// executor's kernels, which dispatch on the values they are given, would run a node whose
+/// attributes contradict its inputs, and a cluster typed by those attributes would not.
+/// Edges whose types are not known from attributes (unknown ops, calls) are left to
+/// inference.
+pub fn check_edge_dtypes(graph: &Graph) -> Result<(), VerifyError> {
+    for node in graph.nodes() {
+        let Some(schema) = registry::lookup(&node.op) else { continue };
+        let Ok(in_types) = expand_args(node, schema, schema.inputs) else { continue };
+        for (i, (&want, &o)) in in_types.iter().zip(&node.inputs).enumerate() {
+            let got = attr_output_dtypes(graph.node(o.node)).and_then(|t| t.get(o.port as usize).copied());
+            match got {
+                Some(got) if !dtype_fits(want, got) => {
+                    return Err(VerifyError::DTypeMismatch {
+                        node: node.name.clone(),
+                        span: node.span,
+                        op: node.op.clone(),
+                        input: i,
+                        producer: graph.output_name(o),
+                        expected: want,
+                        got,
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `node` has `expected` data inputs, or the verifier's arity error naming it.
 fn expect_arity(node: &Node, expected: usize) -> Result<(), VerifyError> {
     if expected == node.inputs.len() {
