@@ -1,7 +1,8 @@
 //! Dense linear algebra on batches of small matrices, what `tf.linalg` puts in Gaussian
 //! process, normalising-flow and second-order training graphs, and Keras' orthogonal
 //! initializer (the default for LSTM and GRU recurrent kernels) in TF1 init graphs: `Qr`
-//! (Householder, Eigen's sign conventions), `MatrixInverse`, `Cholesky`,
+//! (Householder, Eigen's sign conventions), `Lu` (`tf.linalg.lu`: the packed factors and the
+//! permutation `p` with `A[p] = L·U`, Eigen's `PartialPivLU` pivots), `MatrixInverse`, `Cholesky`,
 //! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
 //! each over the last two dimensions of a float32 or float64 tensor (float16 and bfloat16
 //! through the float32 kernel), batch dimensions in front.
@@ -59,6 +60,39 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 let mut o = Outputs::new();
                 o.push(m.output([lead, &[rows, q_cols]].concat(), qs));
                 o.push(m.output([lead, &[r_rows, cols]].concat(), rs));
+                Ok(o)
+            })
+        }
+        "Lu" => {
+            let idx =
+                node.attr("output_idx_type").and_then(autoclust_graph::AttrValue::as_type).unwrap_or(DType::Int32);
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let t = &inp[0];
+                if t.rank() < 2 {
+                    return Err(KernelError::invalid(format!("Input tensor must have rank >= 2, got {}", t.rank())));
+                }
+                if t.shape[t.rank() - 2] != t.shape[t.rank() - 1] {
+                    return Err(KernelError::invalid("Input matrix must be square."));
+                }
+                let m = Batch::square(t, "input")?;
+                let (mut packed, mut perms) = (Vec::with_capacity(m.data.len()), Vec::new());
+                for a in m.matrices() {
+                    let lu = Lu::new(a.to_vec(), m.rows);
+                    if lu.singular() {
+                        return Err(KernelError::invalid("Input is not invertible."));
+                    }
+                    packed.extend_from_slice(&lu.lu);
+                    perms.extend(lu.perm.iter().map(|&p| p as i64));
+                }
+                let pshape = t.shape[..t.rank() - 1].to_vec();
+                let p = match idx {
+                    DType::Int64 => tensor_of(pshape, perms),
+                    _ => tensor_of(pshape, perms.into_iter().map(|p| p as i32).collect()),
+                };
+                let mut o = Outputs::new();
+                o.push(m.output(t.shape.clone(), packed));
+                o.push(p);
                 Ok(o)
             })
         }
@@ -463,6 +497,7 @@ fn triangular_solve(matrix: &Tensor, rhs: &Tensor, lower: bool, adjoint: bool) -
 #[allow(clippy::excessive_precision, clippy::approx_constant)] // TensorFlow's printed values
 mod tests {
     use super::*;
+    use crate::kernels::compute;
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::AttrValue;
 
@@ -616,6 +651,24 @@ mod tests {
         let out = run1(&with("MatrixTriangularSolve", &[]), &[m, r]).unwrap();
         assert_eq!(out.shape, vec![2, 2, 3, 1]);
         close(&out, &[0.5, 0.8333334, 0.9583333, 1.0, 1.0, 1.25, 0.25, 0.41666669, 0.47916666, 0.5, 0.5, 0.625]);
+    }
+
+    /// `tf.linalg.lu` of a 2×2 needing a swap and of `a3` (no swap), as packed factors and
+    /// the permutation (`A[p] = L·U`); a singular matrix is TensorFlow's error.
+    #[test]
+    fn lu_packs_factors_and_permutation() {
+        let out = compute(&with("Lu", &[]), &[f32s(&[2, 2], &[1., 2., 3., 4.])]).unwrap();
+        close(&out[0], &[3.0, 4.0, 1.0 / 3.0, 2.0 - 4.0 / 3.0]);
+        assert_eq!(out[1].as_i32().unwrap(), &[1, 0]);
+        let mut n = with("Lu", &[]);
+        n.attrs.insert("output_idx_type".into(), AttrValue::Type(DType::Int64));
+        let out = compute(&n, &[a3()]).unwrap();
+        close(&out[0], &[4.0, 1.0, 2.0, 0.25, 4.75, 2.5, 0.5, 0.5263158, 3.6842105]);
+        assert_eq!(out[1].as_i64().unwrap(), &[0, 1, 2]);
+        let e = compute(&with("Lu", &[]), &[f32s(&[2, 2], &[1., 2., 2., 4.])]).unwrap_err();
+        assert_eq!(e.to_string(), "Input is not invertible.");
+        let e = compute(&with("Lu", &[]), &[f32s(&[2, 3], &[0.; 6])]).unwrap_err();
+        assert_eq!(e.to_string(), "Input matrix must be square.");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `Qr`, `MatrixInverse`, `Cholesky`,
+//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `Qr`, `Lu`, `MatrixInverse`, `Cholesky`,
 //! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
 //! over the last two dimensions with batch dimensions in front. Shape functions follow
 //! TensorFlow's (`MakeBatchSquareMatrix`, `MatrixSolveShapeFn`,
@@ -6,9 +6,9 @@
 //! rows merged with the matrix's, the triangular solve's batch dimensions broadcast.
 //! Complex dtypes are not supported (autoclust has no complex tensors).
 
-use super::build::{arg, bool_attr_or, pure_op, type_attr};
+use super::build::{arg, bool_attr_or, pure_op, type_attr, type_attr_or};
 use super::{broadcast_shapes, merge_shapes, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
-use crate::DType::{self, BFloat16, Float16, Float32, Float64};
+use crate::DType::{self, BFloat16, Float16, Float32, Float64, Int32, Int64};
 use crate::{Dim, Shape};
 
 type Shapes = Result<Vec<Shape>, String>;
@@ -112,7 +112,23 @@ fn qr(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![with(batch.clone(), &[m, p]), with(batch, &[p, n])])
 }
 
+/// `Lu`: the packed factors shaped as the (square) input, and the permutation `[..., N]`.
+fn lu(c: &InferCtx<'_>) -> Shapes {
+    Ok(match square(c, 0, "input")? {
+        Some((batch, n)) => vec![with(batch.clone(), &[n, n]), with(batch, &[n])],
+        None => vec![Shape::unknown(), Shape::unknown()],
+    })
+}
+
 pub(super) static OPS: &[OpSchema] = &[
+    pure_op(
+        "Lu",
+        OpFamily::MatMul,
+        &[arg("input", T)],
+        &[arg("lu", T), arg("p", TypeRule::Attr("output_idx_type"))],
+        &[type_attr("T", Some(&[Float64, Float32])), type_attr_or("output_idx_type", Int32, &[Int32, Int64])],
+        lu,
+    ),
     pure_op(
         "Qr",
         OpFamily::MatMul,
