@@ -3,7 +3,7 @@
     TF_ENABLE_ONEDNN_OPTS=0 TF_CPP_MIN_LOG_LEVEL=3 CUDA_VISIBLE_DEVICES=-1 /work/tfenv/bin/python testdata/tf/make_fixtures_linalg.py
 
 `tf.linalg.lu` (the `Lu` op: packed factors and the pivot permutation) and what `tf.linalg` builds on it:
-`lu_reconstruct`, `lu_solve`, `lu_matrix_inverse`. Cases in README.md.
+`lu_reconstruct`, `lu_solve`, `lu_matrix_inverse`; `tf.linalg.eigh` (`SelfAdjointEigV2`). Cases in README.md.
 """
 
 import os
@@ -39,11 +39,41 @@ def linalg_lu():
     write("linalg_lu", ops.get_concrete_function(), [], feeds, 1)
 
 
-FIXTURES = [linalg_lu]
+def linalg_eigh():
+    """`tf.linalg.eigh` (`SelfAdjointEigV2`) of fed symmetric matrices — a batch `[3, 5, 5]` float32 (one built from
+    known eigenvalues, one diagonal; no repeated eigenvalue, whose eigenvectors any rounding may rotate), a float64 `[4, 4]` whose upper triangle is garbage (only the lower is
+    read) — and `tf.linalg.eigvalsh`; a PCA-style projection of data onto the eigenvectors, whose signs
+    TensorFlow's solver chooses."""
+    rng = np.random.default_rng(902)
+
+    @tf.function(input_signature=[tf.TensorSpec([3, 5, 5], tf.float32, name="s"),
+                                  tf.TensorSpec([4, 4], tf.float64, name="g"),
+                                  tf.TensorSpec([6, 5], tf.float32, name="data")])
+    def ops(s, g, data):
+        e, v = tf.linalg.eigh(s)
+        ge, gv = tf.linalg.eigh(g)
+        centred = data - tf.reduce_mean(data, 0)
+        cov = tf.matmul(centred, centred, transpose_a=True) / 5.0
+        ce, cv = tf.linalg.eigh(cov)
+        return [e, v, tf.cast(ge, tf.float32), tf.cast(gv, tf.float32), tf.linalg.eigvalsh(s),
+                tf.matmul(centred, cv[:, -2:]), ce]
+
+    m = rng.standard_normal((3, 5, 5)).astype(np.float32)
+    s = (m + np.transpose(m, (0, 2, 1))) / 2
+    q, _ = np.linalg.qr(rng.standard_normal((5, 5)))
+    s[1] = (q @ np.diag([1.0, 2.0, 2.5, 3.0, -1.0]) @ q.T).astype(np.float32)
+    s[2] = np.diag([3.0, -1.0, 2.0, 0.5, 4.0]).astype(np.float32)
+    g = rng.standard_normal((4, 4))
+    g = np.tril(g + g.T) + np.triu(rng.standard_normal((4, 4)) * 100, 1)
+    feeds = {"s": s, "g": g, "data": rng.standard_normal((6, 5)).astype(np.float32)}
+    write("linalg_eigh", ops.get_concrete_function(), [], feeds, 1)
+
+
+FIXTURES = [linalg_lu, linalg_eigh]
 
 
 def main():
-    run_fixtures(FIXTURES)
+    run_fixtures([f for f in FIXTURES if len(sys.argv) < 2 or f.__name__ in sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ pub(crate) mod conv;
 pub(crate) mod ctc;
 pub(crate) mod detection;
 pub(crate) mod diag;
+pub(crate) mod eigh;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod example;
@@ -191,6 +192,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = color::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = eigh::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = ctc::prepare(node)? {

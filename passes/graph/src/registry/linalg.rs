@@ -1,4 +1,4 @@
-//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `Qr`, `Lu`, `MatrixInverse`, `Cholesky`,
+//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `Qr`, `Lu`, `SelfAdjointEigV2`, `MatrixInverse`, `Cholesky`,
 //! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
 //! over the last two dimensions with batch dimensions in front. Shape functions follow
 //! TensorFlow's (`MakeBatchSquareMatrix`, `MatrixSolveShapeFn`,
@@ -120,7 +120,28 @@ fn lu(c: &InferCtx<'_>) -> Shapes {
     })
 }
 
+/// `SelfAdjointEigV2`: eigenvalues `[..., N]`, and eigenvectors `[..., N, N]` (`[0]` without
+/// `compute_v`).
+fn eigh(c: &InferCtx<'_>) -> Shapes {
+    let vectors = c.attr_bool("compute_v", true);
+    Ok(match square(c, 0, "input")? {
+        Some((batch, n)) => vec![
+            with(batch.clone(), &[n]),
+            if vectors { with(batch, &[n, n]) } else { Shape::with_dims(vec![Some(0)]) },
+        ],
+        None => vec![Shape::unknown(), if vectors { Shape::unknown() } else { Shape::with_dims(vec![Some(0)]) }],
+    })
+}
+
 pub(super) static OPS: &[OpSchema] = &[
+    pure_op(
+        "SelfAdjointEigV2",
+        OpFamily::MatMul,
+        &[arg("input", T)],
+        &[arg("e", T), arg("v", T)],
+        &[bool_attr_or("compute_v", true), type_attr("T", Some(&[Float64, Float32]))],
+        eigh,
+    ),
     pure_op(
         "Lu",
         OpFamily::MatMul,
