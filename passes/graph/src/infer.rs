@@ -126,22 +126,25 @@ pub fn check_edge_dtypes(graph: &Graph) -> Result<(), VerifyError> {
         for (i, (&want, &o)) in in_types.iter().zip(&node.inputs).enumerate() {
             let got = attr_output_dtypes(graph.node(o.node)).and_then(|t| t.get(o.port as usize).copied());
             match got {
-                Some(got) if !dtype_fits(want, got) => {
-                    return Err(VerifyError::DTypeMismatch {
-                        node: node.name.clone(),
-                        span: node.span,
-                        op: node.op.clone(),
-                        input: i,
-                        producer: graph.output_name(o),
-                        expected: want,
-                        got,
-                    })
-                }
+                Some(got) if !dtype_fits(want, got) => return Err(dtype_mismatch(graph, node, i, want, got)),
                 _ => {}
             }
         }
     }
     Ok(())
+}
+
+/// Input `i` of `node` has dtype `got` where `expected` is declared.
+fn dtype_mismatch(graph: &Graph, node: &Node, i: usize, expected: DType, got: DType) -> VerifyError {
+    VerifyError::DTypeMismatch {
+        node: node.name.clone(),
+        span: node.span,
+        op: node.op.clone(),
+        input: i,
+        producer: graph.output_name(node.inputs[i]),
+        expected,
+        got,
+    }
 }
 
 /// `node` has `expected` data inputs, or the verifier's arity error naming it.
@@ -482,15 +485,7 @@ fn check_inputs(
         let o = node.inputs[i];
         if let Some(got) = f.dtype {
             if !dtype_fits(*want, got) {
-                return Err(VerifyError::DTypeMismatch {
-                    node: node.name.clone(),
-                    span: node.span,
-                    op: node.op.clone(),
-                    input: i,
-                    producer: graph.output_name(o),
-                    expected: *want,
-                    got,
-                });
+                return Err(dtype_mismatch(graph, node, i, *want, got));
             }
         }
         if let (DType::Resource, Some(h), Some(vd)) = (want, info.handles.get(&o), var_dtype) {

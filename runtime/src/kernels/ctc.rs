@@ -21,6 +21,7 @@
 
 use autoclust_graph::{AttrValue, Node, Tensor};
 
+use super::real::Real;
 use super::{arity, int_values, tensor_of, Elem, Inputs, Outputs, PureFn};
 use crate::error::{KResult, KernelError};
 
@@ -86,45 +87,6 @@ fn greedy<T: Elem>(logits: &Tensor, lengths: &[i64], merge_repeated: bool, blank
 }
 
 // ---------------------------------------------------------------- CTCLoss
-
-/// The float types the CTC kernels run in, with the operations TensorFlow's use.
-trait Real:
-    Elem
-    + std::ops::Add<Output = Self>
-    + std::ops::Sub<Output = Self>
-    + std::ops::Div<Output = Self>
-    + std::ops::Neg<Output = Self>
-{
-    const NEG_INF: Self;
-    const ZERO: Self;
-    fn exp(self) -> Self;
-    fn ln(self) -> Self;
-    fn from_f32(x: f32) -> Self;
-    fn to_f32(self) -> f32;
-}
-
-macro_rules! real_impl {
-    ($t:ty) => {
-        impl Real for $t {
-            const NEG_INF: Self = <$t>::NEG_INFINITY;
-            const ZERO: Self = 0.0;
-            fn exp(self) -> Self {
-                <$t>::exp(self)
-            }
-            fn ln(self) -> Self {
-                <$t>::ln(self)
-            }
-            fn from_f32(x: f32) -> Self {
-                x as $t
-            }
-            fn to_f32(self) -> f32 {
-                self as f32
-            }
-        }
-    };
-}
-real_impl!(f32);
-real_impl!(f64);
 
 /// `ctc_loss_util.h`'s `LogSumExp`: the correction term in single precision (`expf`,
 /// `log1pf`) whatever `T` is, as TensorFlow computes it.

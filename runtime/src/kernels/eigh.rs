@@ -14,46 +14,9 @@
 
 use autoclust_graph::{AttrValue, DType, Node, Tensor};
 
-use super::{arity, tensor_of, Elem, Inputs, Outputs, PureFn};
+use super::real::Real;
+use super::{arity, tensor_of, Inputs, Outputs, PureFn};
 use crate::error::{KResult, KernelError};
-
-/// The float types the solver runs in.
-trait Real:
-    Elem
-    + std::ops::Add<Output = Self>
-    + std::ops::Sub<Output = Self>
-    + std::ops::Mul<Output = Self>
-    + std::ops::Div<Output = Self>
-    + std::ops::Neg<Output = Self>
-{
-    const ZERO: Self;
-    const ONE: Self;
-    const HALF: Self;
-    const EPSILON: Self;
-    const MIN_POSITIVE: Self;
-    fn abs(self) -> Self;
-    fn sqrt(self) -> Self;
-}
-
-macro_rules! real_impl {
-    ($t:ty) => {
-        impl Real for $t {
-            const ZERO: Self = 0.0;
-            const ONE: Self = 1.0;
-            const HALF: Self = 0.5;
-            const EPSILON: Self = <$t>::EPSILON;
-            const MIN_POSITIVE: Self = <$t>::MIN_POSITIVE;
-            fn abs(self) -> Self {
-                <$t>::abs(self)
-            }
-            fn sqrt(self) -> Self {
-                <$t>::sqrt(self)
-            }
-        }
-    };
-}
-real_impl!(f32);
-real_impl!(f64);
 
 /// Eigen's `positive_real_hypot`.
 fn hypot<T: Real>(x: T, y: T) -> T {

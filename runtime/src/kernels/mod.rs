@@ -48,6 +48,7 @@ pub(crate) mod pool;
 pub(crate) mod ragged;
 pub(crate) mod ragged_ops;
 pub mod random;
+pub(crate) mod real;
 pub(crate) mod rearrange;
 pub(crate) mod reduce;
 pub(crate) mod resample;
