@@ -892,14 +892,17 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 mod tests {
     use super::*;
 
+    /// A decoder node run on `logits` and per-entry `lengths`.
+    fn decoder_run(n: &Node, logits: Tensor, lengths: &[i32]) -> KResult<Outputs> {
+        let f = prepare(n).unwrap().unwrap();
+        f([logits, tensor_of(vec![lengths.len()], lengths.to_vec())].into_iter().collect())
+    }
+
     fn decode(logits: &[f32], shape: [usize; 3], lengths: &[i32], merge: bool, blank: i64) -> KResult<Outputs> {
         let mut n = super::super::probe("CTCGreedyDecoder");
         n.attrs.insert("merge_repeated".into(), AttrValue::B(merge));
         n.attrs.insert("blank_index".into(), AttrValue::I(blank));
-        let f = prepare(&n).unwrap().unwrap();
-        f([tensor_of(shape.to_vec(), logits.to_vec()), tensor_of(vec![lengths.len()], lengths.to_vec())]
-            .into_iter()
-            .collect())
+        decoder_run(&n, tensor_of(shape.to_vec(), logits.to_vec()), lengths)
     }
 
     /// TensorFlow 2.21, `tf.nn.ctc_greedy_decoder` on one sequence of 5 steps over classes
@@ -1090,10 +1093,7 @@ mod tests {
         n.attrs.insert("beam_width".into(), AttrValue::I(width));
         n.attrs.insert("top_paths".into(), AttrValue::I(top));
         n.attrs.insert("merge_repeated".into(), AttrValue::B(merge));
-        let f = prepare(&n).unwrap().unwrap();
-        f([tensor_of(shape.to_vec(), logits.to_vec()), tensor_of(vec![lengths.len()], lengths.to_vec())]
-            .into_iter()
-            .collect())
+        decoder_run(&n, tensor_of(shape.to_vec(), logits.to_vec()), lengths)
     }
 
     /// Graves' example again: the beam holds "a" (0.58) and "" (0.42).

@@ -390,7 +390,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 "Trying to decode {format} format using DecodeBmp op. Use {ops} or `decode_image` instead."
             )))
         };
-        // Decoded to `uint8` (a PNG straight to its dtype), and whether it is one of a GIF's frames.
+        // The decoded image, and whether it is `uint8` bytes still to widen (a PNG is decoded
+        // straight to its dtype).
         let (t, from_bytes) = match other_format(contents) {
             Some("JPEG") => {
                 if channels == 4 {
