@@ -12,8 +12,8 @@ use std::path::Path;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Type,
-    UserFuncName, Value,
+    types, AbiParam, BlockArg, Endianness, FuncRef, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind,
+    Type, UserFuncName, Value,
 };
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
@@ -535,16 +535,18 @@ impl TilePlan {
                 }
             }
         }
+        // Homes are rows of four-byte elements read as vectors: a bool output row (bytes)
+        // or input row is never one; a bool value later segments read gets a mask buffer.
         let mut home: Vec<Option<Home>> = vec![None; n];
         for (j, &m) in spec.outputs.iter().enumerate() {
-            if home[m].is_none() {
+            if home[m].is_none() && spec.members[m].dtype == DType::Float32 {
                 home[m] = Some(Home::Output(j));
             }
         }
         for (m, member) in spec.members.iter().enumerate() {
             if let (None, EwOp::Copy, [Operand::Input(k)]) = (home[m], member.op, &member.args[..]) {
                 let (dt, st) = &spec.inputs[*k];
-                if *dt == member.dtype && *st.last().expect("rank >= 1") != 0 {
+                if *dt == member.dtype && *dt == DType::Float32 && *st.last().expect("rank >= 1") != 0 {
                     home[m] = Some(Home::Input(*k));
                 }
             }
@@ -677,7 +679,17 @@ impl Emitter<'_> {
             row.push(rb);
             if st[r - 1] == 0 {
                 let s = b.ins().load(scalar_ty(*dt), flags, rb, 0);
-                let v = spec.vector.then(|| b.ins().splat(types::F32X4, s));
+                let v = spec.vector.then(|| {
+                    if *dt == DType::Bool {
+                        // Booleans live as i32x4 lane masks in the vector loops.
+                        let t = b.ins().icmp_imm_u(IntCC::NotEqual, s, 0);
+                        let w = b.ins().uextend(types::I32, t);
+                        let m = b.ins().ineg(w);
+                        b.ins().splat(types::I32X4, m)
+                    } else {
+                        b.ins().splat(types::F32X4, s)
+                    }
+                });
                 hoisted.push(Some((s, v)));
             } else {
                 hoisted.push(None);
@@ -712,8 +724,12 @@ impl Emitter<'_> {
                                 let es = elem_size(dt);
                                 let bo = byte_offset(b, i, es, &mut byte_offs);
                                 let addr = b.ins().iadd(row[k], bo);
-                                let ty = if vector { types::F32X4 } else { scalar_ty(dt) };
-                                b.ins().load(ty, flags, addr, (u as i64 * 4 * es) as i32)
+                                let off = (u as i64 * 4 * es) as i32;
+                                match (vector, dt) {
+                                    (true, DType::Bool) => load_bool4(b, addr, off, &mut self.pool.borrow_mut()),
+                                    (true, _) => b.ins().load(types::F32X4, flags, addr, off),
+                                    (false, _) => b.ins().load(scalar_ty(dt), flags, addr, off),
+                                }
                             }
                         })
                         .collect()
@@ -722,10 +738,16 @@ impl Emitter<'_> {
             let vals = eval_members(b, spec, &ins, vector, &mut self.pool.borrow_mut());
             for (u, vals) in vals.iter().enumerate() {
                 for (j, &m) in spec.outputs.iter().enumerate() {
-                    let es = elem_size(spec.members[m].dtype);
+                    let dt = spec.members[m].dtype;
+                    let es = elem_size(dt);
                     let bo = byte_offset(b, i, es, &mut byte_offs);
                     let addr = b.ins().iadd(orow[j], bo);
-                    b.ins().store(flags, vals[m], addr, (u as i64 * 4 * es) as i32);
+                    let off = (u as i64 * 4 * es) as i32;
+                    if vector && dt == DType::Bool {
+                        store_bool4(b, vals[m], addr, off, &mut self.pool.borrow_mut());
+                    } else {
+                        b.ins().store(flags, vals[m], addr, off);
+                    }
                 }
             }
         };
@@ -834,6 +856,10 @@ impl Emitter<'_> {
                                         }
                                         match hoisted[k] {
                                             Some((_, v)) => v.expect("vector splat"),
+                                            None if spec.inputs[k].0 == DType::Bool => {
+                                                let addr = b.ins().iadd(row[k], e);
+                                                load_bool4(b, addr, (u * 4) as i32, &mut self.pool.borrow_mut())
+                                            }
                                             None => {
                                                 let addr = b.ins().iadd(row[k], eoff);
                                                 b.ins().load(types::F32X4, flags, addr, (u * 16) as i32)
@@ -857,7 +883,15 @@ impl Emitter<'_> {
                             // Outputs, then values later segments read from a buffer.
                             let mut dests: Vec<Value> = Vec::new();
                             for (o, &om) in spec.outputs.iter().enumerate() {
-                                if om == m {
+                                if om == m && spec.members[m].dtype == DType::Bool {
+                                    // A bool output row holds bytes; its home, if a later
+                                    // segment reads it, is a mask buffer (`TilePlan::new`).
+                                    let addr = b.ins().iadd(orow[o], e);
+                                    for (u, copy) in vals.iter().enumerate() {
+                                        let v = copy[m].expect("evaluated");
+                                        store_bool4(b, v, addr, (u * 4) as i32, &mut self.pool.borrow_mut());
+                                    }
+                                } else if om == m {
                                     dests.push(b.ins().iadd(orow[o], eoff));
                                 }
                             }
@@ -877,6 +911,29 @@ impl Emitter<'_> {
             }
         }
     }
+}
+
+/// Four bools (bytes, nonzero true) at `addr + off` as an i32x4 lane mask, the vector
+/// loops' form of a bool.
+fn load_bool4(b: &mut FunctionBuilder<'_>, addr: Value, off: i32, pool: &mut ConstPool) -> Value {
+    let w = b.ins().load(types::I32, MemFlagsData::new().with_notrap(), addr, off);
+    let v = b.ins().scalar_to_vector(types::I32X4, w);
+    let bytes = b.ins().bitcast(types::I8X16, MemFlagsData::new().with_endianness(Endianness::Little), v);
+    let halves = b.ins().uwiden_low(bytes);
+    let words = b.ins().uwiden_low(halves);
+    let zero = FMath { b, ty: types::I32X4, pool: Some(pool) }.pooled(0, types::I32X4);
+    b.ins().icmp(IntCC::NotEqual, words, zero)
+}
+
+/// An i32x4 lane mask stored as four bools (bytes 0 or 1) at `addr + off`.
+fn store_bool4(b: &mut FunctionBuilder<'_>, mask: Value, addr: Value, off: i32, pool: &mut ConstPool) {
+    let one = FMath { b, ty: types::I32X4, pool: Some(pool) }.pooled(1, types::I32X4);
+    let bits = b.ins().band(mask, one);
+    let halves = b.ins().snarrow(bits, bits);
+    let bytes = b.ins().snarrow(halves, halves);
+    let words = b.ins().bitcast(types::I32X4, MemFlagsData::new().with_endianness(Endianness::Little), bytes);
+    let four = b.ins().extractlane(words, 0);
+    b.ins().store(MemFlagsData::new().with_notrap(), four, addr, off);
 }
 
 /// `i · es` (a shift), emitted once per element size per loop iteration.

@@ -56,6 +56,9 @@ pub(crate) enum StepKind {
         tile_ops: Vec<EwOp>,
         /// The tier of those routines.
         tile_tier: Option<crate::TileTier>,
+        /// Whether the loop runs four elements at a time (f32x4 data, i32x4 masks); a
+        /// scalar loop (other dtypes, ops without a vector lowering) says so in profiles.
+        vector: bool,
     },
     Gemm {
         func: usize,
@@ -393,6 +396,7 @@ pub(crate) fn build(
                             consts,
                             tile_ops,
                             tile_tier,
+                            vector: spec.vector,
                         },
                         inputs,
                         outputs: live,
@@ -641,8 +645,10 @@ fn fused_spec(
             acc.push(0);
         }
     }
-    let vector = ext_shapes.iter().all(|(d, _)| *d == DType::Float32)
-        && outputs.iter().all(|&m| members[m].dtype == DType::Float32)
+    // Float32 values are f32x4 vectors, bools i32x4 lane masks (loaded from and stored
+    // to byte rows four at a time).
+    let vector = ext_shapes.iter().all(|(d, _)| matches!(d, DType::Float32 | DType::Bool))
+        && outputs.iter().all(|&m| matches!(members[m].dtype, DType::Float32 | DType::Bool))
         && members.iter().all(|m| {
             let adt: Vec<DType> = m
                 .args
@@ -871,12 +877,13 @@ impl Program {
     /// One step as `--dump-clif` and profiles write it.
     fn describe_step(&self, s: &Step) -> String {
         match &s.kind {
-            StepKind::Fused { dims, gemm, ops, tile_ops, tile_tier, .. } => format!(
-                "fused {} ops over {:?} ({} in, {} out{}{}) at {}",
+            StepKind::Fused { dims, gemm, ops, tile_ops, tile_tier, vector, .. } => format!(
+                "fused {} ops over {:?} ({} in, {} out{}{}{}) at {}",
                 ops,
                 dims,
                 s.inputs.len(),
                 s.outputs.len(),
+                if *vector { "" } else { ", scalar" },
                 if gemm.is_some() { ", gemm prologue" } else { "" },
                 match tile_tier {
                     Some(t) if !tile_ops.is_empty() => format!(", {} tiles for {tile_ops:?}", t.name()),

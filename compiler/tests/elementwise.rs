@@ -511,3 +511,68 @@ fn unrolled_loop_and_tails_at_every_length() {
         assert_close(got[0].as_f32().unwrap(), &want, 1e-5, &format!("length {n}"));
     }
 }
+
+/// Bool inputs (a row and a broadcast one) and bool outputs keep a loop vectorised — bytes
+/// widened to lane masks and narrowed back four at a time, in the tiles beside a tile
+/// routine too — and give the reference's results at every length around the unrolled
+/// loop, the four-element loop, the scalar tail and whole tiles.
+#[test]
+fn bool_inputs_and_outputs_stay_vectorised_at_every_length() {
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        arg("y", 1, DType::Float32),
+        arg("m", 2, DType::Bool),
+        arg("k", 3, DType::Bool),
+        node("e", "Exp", &["x"], vec![]),
+        node("c", "Greater", &["e", "y"], vec![]),
+        node("s", "SelectV2", &["m", "e", "x"], vec![]),
+        node("t", "LogicalAnd", &["m", "k"], vec![]),
+        node("u", "LogicalOr", &["c", "t"], vec![]),
+        node("v", "SelectV2", &["u", "s", "y"], vec![]),
+        ret("r0", "s", 0),
+        ret("r1", "u", 1),
+        ret("r2", "v", 2),
+        ret("r3", "c", 3),
+        ret("r4", "e", 4),
+    ]);
+    let lengths: Vec<usize> = (0..=70).chain([255, 256, 257, 300, 1000, 100_003]).collect();
+    for n in lengths {
+        for k in [false, true] {
+            let x = rand_f32(n, n as u64, -2.0, 2.0);
+            let y = rand_f32(n, n as u64 + 1, 0.0, 3.0);
+            let m: Vec<bool> = (0..n).map(|i| (i * 7 + n) % 3 != 0).collect();
+            let f = compiler()
+                .compile(
+                    &g,
+                    &[
+                        (DType::Float32, vec![n]),
+                        (DType::Float32, vec![n]),
+                        (DType::Bool, vec![n]),
+                        (DType::Bool, vec![1]),
+                    ],
+                )
+                .unwrap();
+            let desc = f.describe();
+            assert!(desc.iter().all(|d| !d.contains("scalar")), "{desc:?}");
+            let got = f
+                .call(&[
+                    f32t(&[n], x.clone()),
+                    f32t(&[n], y.clone()),
+                    Tensor::from_bool(vec![n], m.clone()).unwrap(),
+                    Tensor::from_bool(vec![1], vec![k]).unwrap(),
+                ])
+                .unwrap();
+            // The JIT's exp (the tile routines', bit-identical to its f32x4 code), not libm's.
+            let e = got[4].as_f32().unwrap().to_vec();
+            let c: Vec<bool> = e.iter().zip(&y).map(|(&e, &y)| e > y).collect();
+            let s: Vec<f32> = (0..n).map(|i| if m[i] { e[i] } else { x[i] }).collect();
+            let u: Vec<bool> = (0..n).map(|i| c[i] || (m[i] && k)).collect();
+            let v: Vec<f32> = (0..n).map(|i| if u[i] { s[i] } else { y[i] }).collect();
+            assert_close(&e, &x.iter().map(|v| v.exp()).collect::<Vec<_>>(), 1e-6, "exp");
+            assert_eq!(got[0].as_f32().unwrap(), &s[..], "s, length {n}");
+            assert_eq!(got[1].as_bool().unwrap(), &u[..], "u, length {n} k {k}");
+            assert_eq!(got[2].as_f32().unwrap(), &v[..], "v, length {n}");
+            assert_eq!(got[3].as_bool().unwrap(), &c[..], "c, length {n}");
+        }
+    }
+}
