@@ -68,7 +68,7 @@ impl Pooled {
             TensorData::I32(v) => Arc::get_mut(v).map(|v| v.as_mut_ptr() as *mut u8),
             TensorData::I64(v) => Arc::get_mut(v).map(|v| v.as_mut_ptr() as *mut u8),
             TensorData::Bool(v) => Arc::get_mut(v).map(|v| v.as_mut_ptr() as *mut u8),
-            TensorData::Str(_) | TensorData::Raw(_) | TensorData::List(_) => None,
+            TensorData::Str(_) | TensorData::Raw(_) | TensorData::List(_) | TensorData::Optional(_) => None,
         }
     }
 }

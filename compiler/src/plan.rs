@@ -736,7 +736,7 @@ fn data_ptr(t: &Tensor) -> *mut u8 {
         TensorData::I64(v) => v.as_ptr() as *mut u8,
         TensorData::Bool(v) => v.as_ptr() as *mut u8,
         TensorData::Raw(v) => v.as_ptr() as *mut u8,
-        TensorData::Str(_) | TensorData::List(_) => std::ptr::null_mut(),
+        TensorData::Str(_) | TensorData::List(_) | TensorData::Optional(_) => std::ptr::null_mut(),
     }
 }
 
@@ -785,7 +785,7 @@ fn unique_ptr(data: &mut TensorData) -> Option<*mut u8> {
         TensorData::I32(v) => Arc::get_mut(v).map(|v| v.as_mut_ptr() as *mut u8),
         TensorData::I64(v) => Arc::get_mut(v).map(|v| v.as_mut_ptr() as *mut u8),
         TensorData::Bool(v) => Arc::get_mut(v).map(|v| v.as_mut_ptr() as *mut u8),
-        TensorData::Str(_) | TensorData::Raw(_) | TensorData::List(_) => None,
+        TensorData::Str(_) | TensorData::Raw(_) | TensorData::List(_) | TensorData::Optional(_) => None,
     }
 }
 
@@ -800,6 +800,7 @@ fn strong_count(data: &TensorData) -> usize {
         TensorData::Str(v) => Arc::strong_count(v),
         TensorData::Raw(v) => Arc::strong_count(v),
         TensorData::List(v) => Arc::strong_count(v),
+        TensorData::Optional(v) => Arc::strong_count(v),
     }
 }
 

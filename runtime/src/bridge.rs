@@ -275,6 +275,7 @@ pub(crate) fn same_buffer(a: &TensorData, b: &TensorData) -> bool {
         (TensorData::Str(x), TensorData::Str(y)) => Arc::ptr_eq(x, y),
         (TensorData::Raw(x), TensorData::Raw(y)) => Arc::ptr_eq(x, y),
         (TensorData::List(x), TensorData::List(y)) => Arc::ptr_eq(x, y),
+        (TensorData::Optional(x), TensorData::Optional(y)) => Arc::ptr_eq(x, y),
         _ => false,
     }
 }
@@ -290,6 +291,7 @@ pub(crate) fn ref_count(data: &TensorData) -> usize {
         TensorData::Str(v) => Arc::strong_count(v),
         TensorData::Raw(v) => Arc::strong_count(v),
         TensorData::List(v) => Arc::strong_count(v),
+        TensorData::Optional(v) => Arc::strong_count(v),
     }
 }
 

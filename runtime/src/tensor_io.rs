@@ -473,6 +473,15 @@ pub fn write_tensor_json(out: &mut dyn std::io::Write, t: &Tensor) -> std::io::R
                 }
             }
         }
+        // An Optional: its components as tensors (none: no elements).
+        TensorData::Optional(o) => {
+            for (i, t) in o.iter().flatten().enumerate() {
+                c.push(if i > 0 { ", " } else { "" })?;
+                c.out.write_all(c.buf.as_bytes())?;
+                c.buf.clear();
+                write_tensor_json(c.out, t)?;
+            }
+        }
     }
     c.buf.push_str("]}");
     c.finish()

@@ -1142,6 +1142,12 @@ pub(crate) fn hash_tensor(t: &Tensor, h: &mut impl Hasher) {
                 }
             }
         }
+        TensorData::Optional(o) => {
+            o.is_some().hash(h);
+            for t in o.iter().flatten() {
+                hash_tensor(t, h);
+            }
+        }
     }
 }
 
@@ -1174,6 +1180,12 @@ fn cmp_tensor(a: &Tensor, b: &Tensor) -> std::cmp::Ordering {
             })
             .find(|c| c.is_ne())
             .unwrap_or(x.items.len().cmp(&y.items.len())),
+        (TensorData::Optional(x), TensorData::Optional(y)) => match (x.as_ref(), y.as_ref()) {
+            (Some(p), Some(q)) => {
+                p.iter().zip(q).map(|(p, q)| cmp_tensor(p, q)).find(|c| c.is_ne()).unwrap_or(p.len().cmp(&q.len()))
+            }
+            (p, q) => p.is_some().cmp(&q.is_some()),
+        },
         _ => Ordering::Equal,
     }
 }

@@ -26,6 +26,10 @@ pub enum TensorData {
     Raw(Arc<Vec<u8>>),
     /// A `DT_VARIANT` scalar holding a TensorList.
     List(Arc<TensorList>),
+    /// A `DT_VARIANT` scalar holding an Optional (`OptionalFromValue`/`OptionalNone`):
+    /// its components, or none. TF2's `cond_v2` passes a branch's intermediates to the
+    /// gradient's branch this way.
+    Optional(Arc<Option<Vec<Tensor>>>),
 }
 
 /// The TensorList ops (TensorFlow's `list_kernels.cc`) whose kernels the runtime has and
@@ -134,6 +138,7 @@ impl TensorData {
             TensorData::Str(v) => Arc::strong_count(v) == 1,
             TensorData::Raw(v) => Arc::strong_count(v) == 1,
             TensorData::List(v) => Arc::strong_count(v) == 1,
+            TensorData::Optional(v) => Arc::strong_count(v) == 1,
         }
     }
 }
@@ -162,6 +167,19 @@ impl Tensor {
     /// A `DT_VARIANT` scalar holding `list`.
     pub fn from_list(list: TensorList) -> Tensor {
         Tensor { dtype: DType::Variant, shape: Vec::new(), data: TensorData::List(Arc::new(list)) }
+    }
+
+    /// A `DT_VARIANT` scalar holding an Optional of `components`.
+    pub fn from_optional(components: Option<Vec<Tensor>>) -> Tensor {
+        Tensor { dtype: DType::Variant, shape: Vec::new(), data: TensorData::Optional(Arc::new(components)) }
+    }
+
+    /// The Optional this variant scalar holds.
+    pub fn as_optional(&self) -> Option<&Option<Vec<Tensor>>> {
+        match &self.data {
+            TensorData::Optional(o) => Some(o),
+            _ => None,
+        }
     }
 
     /// The TensorList this variant scalar holds.
@@ -402,7 +420,7 @@ impl CompactTensor {
             return Err(TensorError::ElementCount { shape, expected: n, got: values.num_elements() });
         }
         let compact = CompactTensor { shape, values };
-        let native = !matches!(compact.values.data, TensorData::Raw(_) | TensorData::List(_));
+        let native = !matches!(compact.values.data, TensorData::Raw(_) | TensorData::List(_) | TensorData::Optional(_));
         if native && n >= COMPACT_MIN_ELEMENTS && compact.values.num_elements() < n && compact.values.rank() == 1 {
             return Ok(crate::AttrValue::Compact(compact));
         }
@@ -457,7 +475,7 @@ impl CompactTensor {
                 }
                 TensorData::Raw(Arc::new(out))
             }
-            TensorData::List(_) => return Err(TensorError::DTypeMismatch { dtype }),
+            TensorData::List(_) | TensorData::Optional(_) => return Err(TensorError::DTypeMismatch { dtype }),
         };
         Ok(Tensor { dtype, shape: self.shape.clone(), data })
     }

@@ -468,7 +468,7 @@ fn attr_to_proto(v: &AttrValue) -> pb::AttrValue {
                 TensorData::I64(x) => p.int64_val = x.to_vec(),
                 TensorData::Bool(x) => p.bool_val = x.to_vec(),
                 TensorData::Str(x) => p.string_val = x.to_vec(),
-                TensorData::Raw(_) | TensorData::List(_) => {}
+                TensorData::Raw(_) | TensorData::List(_) | TensorData::Optional(_) => {}
             }
             Value::Tensor(p)
         }
@@ -560,7 +560,7 @@ fn tensor_to_proto(t: &Tensor) -> pb::TensorProto {
         TensorData::Str(v) => out.string_val = v.to_vec(),
         TensorData::Raw(bytes) => raw_to_proto(t.dtype, bytes, &mut out),
         // Run-time values only: no graph holds a TensorList constant, so nothing to write.
-        TensorData::List(_) => {}
+        TensorData::List(_) | TensorData::Optional(_) => {}
     }
     out
 }

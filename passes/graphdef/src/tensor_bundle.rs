@@ -102,7 +102,7 @@ pub fn tensor_to_le(t: &Tensor) -> Option<Vec<u8>> {
         TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
         TensorData::Raw(v) => v.to_vec(),
-        TensorData::Str(_) | TensorData::List(_) => return None,
+        TensorData::Str(_) | TensorData::List(_) | TensorData::Optional(_) => return None,
     })
 }
 

@@ -129,7 +129,7 @@ pub(crate) fn flat_concat(parts: &[&Tensor]) -> KResult<Tensor> {
         TensorData::Bool(_) => cat!(Bool),
         TensorData::Str(_) => cat!(Str),
         TensorData::Raw(_) => cat!(Raw),
-        TensorData::List(_) => return Err(KernelError::DType(dtype)),
+        TensorData::List(_) | TensorData::Optional(_) => return Err(KernelError::DType(dtype)),
     };
     Ok(Tensor { dtype, shape: vec![n], data })
 }

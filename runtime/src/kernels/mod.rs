@@ -43,6 +43,7 @@ pub(crate) mod lrn;
 pub(crate) mod matmul;
 pub(crate) mod nn;
 pub(crate) mod optimizer;
+mod optional;
 pub(crate) mod png;
 pub(crate) mod pool;
 pub(crate) mod ragged;
@@ -157,6 +158,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = random::prepare_stateless(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = optional::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = list::prepare(node)? {
@@ -361,7 +365,7 @@ pub(crate) fn take_or(t: &Tensor, src: &[Option<usize>], fill: Option<&Tensor>, 
             };
             TensorData::Raw(Arc::new(pick(&rows, f.as_deref(), src)?.concat()))
         }
-        TensorData::List(_) => return Err(KernelError::DType(t.dtype)),
+        TensorData::List(_) | TensorData::Optional(_) => return Err(KernelError::DType(t.dtype)),
     };
     Ok(Tensor { dtype: t.dtype, shape, data })
 }

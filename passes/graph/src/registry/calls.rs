@@ -56,7 +56,7 @@ const WHILE_ATTRS: &[AttrSpec] = &[
 ];
 
 /// The `output_shapes` attribute when it gives one shape per output; else unknown shapes.
-fn declared_output_shapes(c: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
+pub(super) fn declared_output_shapes(c: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
     match c.node.attr("output_shapes") {
         Some(AttrValue::List(ListValue::Shape(v))) if v.len() == c.out_types.len() => Ok(v.clone()),
         _ => Ok(Vec::new()),

@@ -28,6 +28,7 @@ mod lists;
 mod lookup;
 mod nn;
 mod ops;
+mod optional;
 mod parsing;
 mod quantization;
 mod rearrange;
@@ -304,6 +305,7 @@ const TABLES: &[&[OpSchema]] = &[
     ctc::OPS,
     codecs::OPS,
     quantization::OPS,
+    optional::OPS,
 ];
 
 fn index() -> &'static HashMap<&'static str, &'static OpSchema> {
