@@ -162,3 +162,25 @@ a = AddV2(m, x) {T = float32}
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("a:0 = ") && stdout.contains("[3.0, 6.0, 9.0]"), "{stdout}");
 }
+
+/// A TF2 step's int64 captured variable (Keras' Adam iteration counter) whose users are all
+/// pruned away by the request still carries over into the clustered session: its dtype is
+/// unknown there, not float32, so the run clusters without a note (it used to fall back to
+/// the plain executor: "variable ... does not carry over").
+#[test]
+fn a_pruned_int64_variable_does_not_leave_the_run_unclustered() {
+    let tf = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/tf");
+    let p = |f: &str| tf.join(f).display().to_string();
+    let out = autoclust(&[
+        "run",
+        &p("tf2_keras_adam.pbtxt"),
+        "--feeds",
+        &p("tf2_keras_adam.feeds.safetensors"),
+        "--vars",
+        &p("tf2_keras_adam.vars.safetensors"),
+        "--fetch",
+        "sequential_4_1/dense_12_1/BiasAdd",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(notes(&out).is_empty(), "{:?}", notes(&out));
+}

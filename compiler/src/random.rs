@@ -237,6 +237,19 @@ pub fn uniform_int32(gen: Philox, n: usize, lo: i32, hi: i32) -> Vec<i32> {
     fill_groups(&mut gen, n, |b| b.map(|x| lo.wrapping_add((x % range) as i32)), 4)
 }
 
+/// `UniformFullIntDistribution32`: each 32-bit word is one output (as its bits).
+pub fn full_int32(gen: Philox, n: usize) -> Vec<u32> {
+    let mut gen = gen;
+    fill_groups(&mut gen, n, |b| b, 4)
+}
+
+/// `UniformFullIntDistribution64`: each pair of words `(lo, hi)` is one output, `lo | hi << 32`.
+pub fn full_int64(gen: Philox, n: usize) -> Vec<u64> {
+    let mut gen = gen;
+    let pair = |l: u32, h: u32| u64::from(l) | (u64::from(h) << 32);
+    fill_groups(&mut gen, n, |b: [u32; 4]| [pair(b[0], b[1]), pair(b[2], b[3]), 0, 0], 2)
+}
+
 pub fn uniform_int64(gen: Philox, n: usize, lo: i64, hi: i64) -> Vec<i64> {
     let range = (hi as u64).wrapping_sub(lo as u64);
     let mut gen = gen;

@@ -262,7 +262,7 @@ impl Session {
             name: name.to_string(),
             message: "the graph has no such variable".into(),
         })?;
-        if var.dtype != value.dtype {
+        if var.typed && var.dtype != value.dtype {
             return Err(RunError::Variable {
                 name: name.to_string(),
                 message: format!("has dtype {} but the value has dtype {}", var.dtype, value.dtype),

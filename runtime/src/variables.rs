@@ -30,8 +30,12 @@ pub struct Variable {
     pub container: String,
     /// The `shared_name` (or the `VarHandleOp`'s node name when that is empty).
     pub name: String,
-    /// The dtype its `VarHandleOp` declares.
+    /// The dtype its `VarHandleOp` declares (for a resource placeholder, the dtype its
+    /// users declare).
     pub dtype: DType,
+    /// False when nothing in the graph declares the dtype (a captured variable whose users
+    /// were all pruned away): `dtype` is then a stand-in and any value is accepted.
+    pub typed: bool,
     /// The shape its `VarHandleOp` declares (often unknown).
     pub declared_shape: Shape,
     value: Mutex<Option<Tensor>>,
@@ -77,8 +81,8 @@ impl VariableStore {
     pub(crate) fn register_node(&self, graph: &autoclust_graph::Graph, id: autoclust_graph::NodeId) -> VarId {
         let node = graph.node(id);
         if node.op == "Placeholder" {
-            let dtype = autoclust_graph::effects::variable_dtype(graph, id).unwrap_or(autoclust_graph::DType::Float32);
-            return self.get_or_create("", &node.name, dtype, autoclust_graph::Shape::unknown());
+            let dtype = autoclust_graph::effects::variable_dtype(graph, id);
+            return self.create("", &node.name, dtype, Shape::unknown());
         }
         self.register_handle(node)
     }
@@ -99,6 +103,12 @@ impl VariableStore {
 
     /// The variable `(container, name)`, created uninitialised if new.
     pub fn get_or_create(&self, container: &str, name: &str, dtype: DType, declared_shape: Shape) -> VarId {
+        self.create(container, name, Some(dtype), declared_shape)
+    }
+
+    /// The variable `(container, name)`, created uninitialised if new; of no declared dtype
+    /// when `dtype` is `None` (see [`Variable::typed`]).
+    fn create(&self, container: &str, name: &str, dtype: Option<DType>, declared_shape: Shape) -> VarId {
         let mut index = self.index.lock();
         if let Some(&id) = index.get(&(container.to_string(), name.to_string())) {
             return id;
@@ -109,7 +119,8 @@ impl VariableStore {
             id,
             container: container.to_string(),
             name: name.to_string(),
-            dtype,
+            dtype: dtype.unwrap_or(DType::Float32),
+            typed: dtype.is_some(),
             declared_shape,
             value: Mutex::new(None),
             published: Mutex::new(None),

@@ -9,9 +9,11 @@ and slogdet/inverse losses, a PPO step with categorical sampling, a beam search 
 detection heads (NMS V5 hard and soft, padded NMS, CropAndResize and its gradients), `tf.vectorized_map`
 per-example gradients (DP-SGD), a gradient through `tf.switch_case`/`tf.cond` (cond_v2 passes the branch
 intermediates as Optionals: `OptionalFromValue`/`OptionalNone`/`OptionalGetValue`) with
-`tf.custom_gradient` and `tf.recompute_grad`, and a SimCLR InfoNCE step with LAMB. When first run, the
-gradient through a conditional failed in both modes (no Optional kernels); everything else matched
-TensorFlow. Cases: README.md.
+`tf.custom_gradient` and `tf.recompute_grad`, `tf.random.Generator` draws (`RngReadAndSkip` on its int64 state variable,
+`StatelessRandomUniformFullIntV2`) and a SimCLR InfoNCE step with LAMB. When first run, the gradient
+through a conditional failed in both modes (no Optional kernels), and so did the generator (its state
+variable typed float32 from an op without a `dtype`; no `RngReadAndSkip` or full-range integer kernels);
+everything else matched TensorFlow. Cases: README.md.
 """
 
 import os
@@ -400,6 +402,34 @@ def sweep3_switch_case_custom_grad_sgd():
 
 # 11 -----------------------------------------------------------------------------------------------
 # 12 -----------------------------------------------------------------------------------------------
+def sweep3_rng_generator_dropout_sgd():
+    """tf.random.Generator.from_seed (Philox state variable, int64[3]) used in the step: dropout mask from
+    gen.uniform, noise from gen.normal, gen.uniform_full_int fetched (RngReadAndSkip + stateless V2 ops, or
+    the Stateful* ops), Dense layer by hand, SGD by assign_sub. Deterministic given the state variable."""
+    rng = np.random.default_rng(311)
+    gen = tf.random.Generator.from_seed(1234)
+    W = tf.Variable((rng.standard_normal((6, 3)) * 0.4).astype(np.float32), name="W")
+    b = tf.Variable(np.zeros(3, np.float32), name="b")
+    params = [W, b]
+
+    @tf.function(input_signature=[spec([None, 6], f32, "x"), spec([None], i32, "y")])
+    def train(x, y):
+        keep = tf.cast(gen.uniform(tf.shape(x)) > 0.3, f32) / 0.7
+        noise = gen.normal(tf.shape(x), stddev=0.1)
+        ints = gen.uniform_full_int([4], dtype=tf.int64)
+        bounded = gen.uniform([4], minval=0, maxval=10, dtype=tf.int32)
+        with tf.GradientTape() as tape:
+            logits = tf.matmul(x * keep + noise, W) + b
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+        grads = tape.gradient(loss, params)
+        for p, g in zip(params, grads):
+            p.assign_sub(0.3 * g)
+        return loss, keep, ints, bounded
+
+    feeds = {"x": rng.standard_normal((4, 6)).astype(np.float32), "y": np.array([0, 1, 2, 1], np.int32)}
+    fn_fixture("sweep3_rng_generator_dropout_sgd", train, params + [gen.state], feeds, 3)
+
+
 def sweep3_simclr_infonce_lamb():
     """SimCLR/InfoNCE: a small CNN encoder + projection head on two views, tf.math.l2_normalize, similarity
     matmul / temperature with the diagonal masked, labels from tf.range, sparse softmax cross-entropy; LAMB."""
@@ -568,7 +598,7 @@ def sweep3_recompute_custom_grad_nocond():
 
 
 
-FIXTURES = [sweep3_wgan_gp_critic_adam, sweep3_gp_cholesky_adam, sweep3_flow_slogdet_inverse_sgd, sweep3_ppo_categorical_rmsprop, sweep3_beam_search_while_inference, sweep3_detection_nms_crop_sgd, sweep3_vmap_per_example_dpsgd, sweep3_switch_case_custom_grad_sgd, sweep3_simclr_infonce_lamb, sweep3_nms_ties_empty, sweep3_masked_policy_multinomial, sweep3_batched_linalg, sweep3_vmap_cond_gather, sweep3_recompute_custom_grad_nocond]
+FIXTURES = [sweep3_wgan_gp_critic_adam, sweep3_gp_cholesky_adam, sweep3_flow_slogdet_inverse_sgd, sweep3_ppo_categorical_rmsprop, sweep3_beam_search_while_inference, sweep3_detection_nms_crop_sgd, sweep3_vmap_per_example_dpsgd, sweep3_switch_case_custom_grad_sgd, sweep3_rng_generator_dropout_sgd, sweep3_simclr_infonce_lamb, sweep3_nms_ties_empty, sweep3_masked_policy_multinomial, sweep3_batched_linalg, sweep3_vmap_cond_gather, sweep3_recompute_custom_grad_nocond]
 
 
 if __name__ == "__main__":

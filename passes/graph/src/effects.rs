@@ -116,6 +116,11 @@ pub fn variable_dtype(graph: &Graph, id: NodeId) -> Option<DType> {
             {
                 return Some(t);
             }
+            // The stateful random ops' generator state (`tf.random.Generator`) is an int64
+            // variable; their `dtype` is the output's.
+            if is_rng_state_op(&user.op) {
+                return Some(DType::Int64);
+            }
             // Encapsulation's bridge nodes list one dtype per handle input (`dtypes`).
             let listed = user.attr("dtypes").and_then(AttrValue::as_type_list).and_then(|l| l.get(slot).copied());
             let t = listed.or_else(|| user.attr("dtype").or_else(|| user.attr("T")).and_then(AttrValue::as_type));
@@ -125,6 +130,22 @@ pub fn variable_dtype(graph: &Graph, id: NodeId) -> Option<DType> {
         }
     }
     None
+}
+
+/// Whether `op` reads and advances a random generator's int64 state variable
+/// (`stateful_random_ops.cc`).
+pub fn is_rng_state_op(op: &str) -> bool {
+    matches!(
+        op,
+        "RngReadAndSkip"
+            | "RngSkip"
+            | "StatefulStandardNormalV2"
+            | "StatefulTruncatedNormal"
+            | "StatefulUniform"
+            | "StatefulUniformFullInt"
+            | "StatefulUniformInt"
+            | "StatefulRandomBinomial"
+    )
 }
 
 /// How a resource op touches variables (`XlaResourceOpKind`).
@@ -181,18 +202,10 @@ pub fn table_kind(op: &str) -> Option<ResourceKind> {
         | "TensorArrayScatterV3"
         | "TensorArraySplitV3"
         | "TensorArrayWriteV3" => Write,
-        "AssignAddVariableOp"
-        | "AssignSubVariableOp"
-        | "ResourceStridedSliceAssign"
-        | "RngReadAndSkip"
-        | "RngSkip"
-        | "StatefulStandardNormalV2"
-        | "StatefulTruncatedNormal"
-        | "StatefulUniform"
-        | "StatefulUniformFullInt"
-        | "StatefulUniformInt"
-        | "StackPopV2"
-        | "StackPushV2" => Modify,
+        "AssignAddVariableOp" | "AssignSubVariableOp" | "ResourceStridedSliceAssign" | "StackPopV2" | "StackPushV2" => {
+            Modify
+        }
+        _ if is_rng_state_op(op) => Modify,
         _ if op.starts_with("ResourceApply") || op.starts_with("ResourceSparseApply") => Modify,
         _ if op.starts_with("ResourceScatter") => Modify,
         _ => return None,

@@ -29,7 +29,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use autoclust_graph::{DType, Node, Tensor};
+use autoclust_graph::{DType, Node, Tensor, TensorData};
 use parking_lot::Mutex;
 
 use super::{arity, attr_int_or, attr_type, attr_type_or, one, tensor_of, Inputs, PureFn};
@@ -310,6 +310,25 @@ fn uniform_ints(gen: Philox, dtype: DType, shape: Vec<usize>, lo: &Tensor, hi: &
     })
 }
 
+/// `n` integers of `dtype` (int32, int64, uint32 or uint64) with every bit pattern equally
+/// likely, as TensorFlow's `UniformFullIntDistribution` draws them.
+fn full_int(gen: Philox, dtype: DType, shape: Vec<usize>, n: usize) -> Tensor {
+    let raw =
+        |bytes: Vec<u8>| Tensor { dtype, shape: shape.clone(), data: TensorData::Raw(std::sync::Arc::new(bytes)) };
+    match dtype {
+        DType::Int32 => {
+            tensor_of(shape, autoclust_compiler::random::full_int32(gen, n).into_iter().map(|x| x as i32).collect())
+        }
+        DType::Int64 => {
+            tensor_of(shape, autoclust_compiler::random::full_int64(gen, n).into_iter().map(|x| x as i64).collect())
+        }
+        DType::UInt32 => {
+            raw(autoclust_compiler::random::full_int32(gen, n).into_iter().flat_map(u32::to_le_bytes).collect())
+        }
+        _ => raw(autoclust_compiler::random::full_int64(gen, n).into_iter().flat_map(u64::to_le_bytes).collect()),
+    }
+}
+
 /// The kernels of TensorFlow's stateless random ops — pure functions of their operands:
 /// `StatelessRandomGetKeyCounter`, `StatelessRandomGetAlg`, the V2 samplers
 /// (`StatelessRandom{Uniform,Normal}V2`, `StatelessTruncatedNormalV2`,
@@ -351,6 +370,20 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
                 let row = t.num_elements() / rows;
                 let src: Vec<Option<usize>> = perm.iter().flat_map(|&r| (r * row..(r + 1) * row).map(Some)).collect();
                 one(super::take_or(t, &src, None, t.shape.clone())?)
+            })));
+        }
+        "StatelessRandomUniformFullIntV2" | "StatelessRandomUniformFullInt" => {
+            let dtype = attr_type_or(node, "dtype", DType::UInt64)?;
+            if !matches!(dtype, DType::Int32 | DType::Int64 | DType::UInt32 | DType::UInt64) {
+                return Err(KernelError::DType(dtype));
+            }
+            let v2 = node.op.ends_with("V2");
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, if v2 { 4 } else { 2 })?;
+                let shape = output_shape(&inp[0])?;
+                let gen = if v2 { generator_v2(&inp[1], &inp[2], &inp[3])? } else { generator_v1(&inp[1])? };
+                let n = super::budget(dtype, &shape)?;
+                one(full_int(gen, dtype, shape, n))
             })));
         }
         "StatelessRandomUniformV2" | "StatelessRandomUniform" => Some(Dist::Uniform),
@@ -529,6 +562,44 @@ mod tests {
         );
         assert_eq!(a.to_i64_vec().unwrap(), [977468329344, 814483544156, 467393330372]);
         assert_eq!(b.to_i64_vec().unwrap(), [815446418110, 148019594750, 635762995954]);
+    }
+
+    #[test]
+    fn uniform_full_int_matches_tensorflow() {
+        // TensorFlow 2.21: StatelessRandomUniformFullInt(shape=[5], seed=[1, 2]) per dtype, and
+        // the V2 op on StatelessRandomGetKeyCounter(seed=[7, 9]) with int64.
+        let seed = Tensor::from_i64(vec![2], vec![1, 2]).unwrap();
+        let run = |dtype: DType| {
+            let f = prepare_stateless(&node("StatelessRandomUniformFullInt", &[("dtype", AttrValue::Type(dtype))]))
+                .unwrap()
+                .unwrap();
+            f([shape(&[5]), seed.clone()].into_iter().collect()).unwrap().remove(0)
+        };
+        assert_eq!(run(DType::Int32).as_i32().unwrap(), &[1105988140, 1738052849, -335576002, 370444179, 10670227]);
+        let i64s =
+            [7464880146280614444, 1591045637757961278, -1057468755545501549, 2524363516007002203, 6884554327646026923];
+        assert_eq!(run(DType::Int64).as_i64().unwrap(), &i64s);
+        let bytes = |t: Tensor| match t.data {
+            TensorData::Raw(b) => b.to_vec(),
+            _ => panic!("unsigned ints are raw bytes"),
+        };
+        let u32s: Vec<u8> =
+            [1105988140u32, 1738052849, 3959391294, 370444179, 10670227].iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(bytes(run(DType::UInt32)), u32s);
+        let u64s: Vec<u8> = i64s.iter().flat_map(|&x| (x as u64).to_le_bytes()).collect();
+        assert_eq!(bytes(run(DType::UInt64)), u64s);
+        let kc = prepare_stateless(&node("StatelessRandomGetKeyCounter", &[])).unwrap().unwrap();
+        let kcv = kc([Tensor::from_i64(vec![2], vec![7, 9]).unwrap()].into_iter().collect()).unwrap();
+        let v2 =
+            prepare_stateless(&node("StatelessRandomUniformFullIntV2", &[("dtype", AttrValue::Type(DType::Int64))]))
+                .unwrap()
+                .unwrap();
+        let got =
+            v2([shape(&[3]), kcv[0].clone(), kcv[1].clone(), Tensor::scalar_i32(1)].into_iter().collect()).unwrap();
+        assert_eq!(got[0].as_i64().unwrap(), &[3446757168288027501, -5098880161461899338, -2091296966977614753]);
+        let float =
+            prepare_stateless(&node("StatelessRandomUniformFullInt", &[("dtype", AttrValue::Type(DType::Float32))]));
+        assert!(float.is_err());
     }
 
     #[test]

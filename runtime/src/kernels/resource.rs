@@ -289,6 +289,18 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
                 r.map(|()| Outputs::new())
             })
         }
+        "RngReadAndSkip" => Box::new(|store: &VariableStore, inp: Inputs| {
+            arity(&inp, 3)?;
+            let id = handle_var(&inp[0])?;
+            let alg = super::int_scalar(&inp[1], "alg")?;
+            let delta = uint64_scalar(&inp[2], "delta")?;
+            let var = store.get(id);
+            let mut g = var.lock();
+            let state = g.as_ref().ok_or_else(|| uninit(store, id))?;
+            let read = rng_read_and_skip(state, alg, delta)?;
+            *g = Some(read.1);
+            one(read.0)
+        }),
         "VarIsInitializedOp" => Box::new(|store: &VariableStore, inp: Inputs| {
             arity(&inp, 1)?;
             let id = handle_var(&inp[0])?;
@@ -395,6 +407,51 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
     Ok(Some(f))
 }
 
+/// A uint64 scalar operand (its little-endian bytes).
+fn uint64_scalar(t: &Tensor, what: &str) -> KResult<u64> {
+    match (&t.data, t.dtype) {
+        (TensorData::Raw(b), DType::UInt64) if t.rank() == 0 && b.len() == 8 => {
+            Ok(u64::from_le_bytes(b[..8].try_into().expect("8 bytes")))
+        }
+        _ => Err(KernelError::invalid(format!("{what} must be a uint64 scalar, got {} {:?}", t.dtype, t.shape))),
+    }
+}
+
+/// `RngReadAndSkip` (`stateful_random_ops.cc`) on a generator `state`: the first three
+/// elements of the int64 state — Philox's `[counter_lo, counter_hi, key]` — and the state
+/// with its 128-bit counter advanced by 256·`delta` (the 256 words a Philox draw of one
+/// element may take, TensorFlow's convention). Algorithms 1 (Philox) and 3 (auto-select,
+/// Philox on a CPU) only, as on TensorFlow's CPU; TensorFlow's errors.
+pub(crate) fn rng_read_and_skip(state: &Tensor, alg: i64, delta: u64) -> KResult<(Tensor, Tensor)> {
+    if state.dtype != DType::Int64 {
+        return Err(KernelError::invalid(format!("dtype of RNG state variable must be int64, not {}", state.dtype)));
+    }
+    if state.rank() != 1 {
+        return Err(KernelError::invalid(format!(
+            "RNG state must have one and only one dimension, not {}",
+            state.rank()
+        )));
+    }
+    if !matches!(alg, 1 | 3) {
+        return Err(KernelError::invalid(format!("Unsupported algorithm id: {alg}")));
+    }
+    let s = state.as_i64().ok_or(KernelError::DType(state.dtype))?;
+    if s.len() < 3 {
+        return Err(KernelError::invalid(format!(
+            "For the Philox algorithm, the size of state must be at least 3; got {}",
+            s.len()
+        )));
+    }
+    let read = Tensor::from_i64(vec![3], s[..3].to_vec()).map_err(|e| KernelError::invalid(e.to_string()))?;
+    let counter = u128::from(s[0] as u64) | (u128::from(s[1] as u64) << 64);
+    let counter = counter.wrapping_add(u128::from(delta) * 256);
+    let mut next = s.to_vec();
+    next[0] = counter as u64 as i64;
+    next[1] = (counter >> 64) as u64 as i64;
+    let next = Tensor::from_i64(state.shape.clone(), next).map_err(|e| KernelError::invalid(e.to_string()))?;
+    Ok((read, next))
+}
+
 /// Whether `op` is a resource op with a kernel here.
 pub fn is_resource_op(op: &str) -> bool {
     matches!(
@@ -420,6 +477,7 @@ pub fn is_resource_op(op: &str) -> bool {
             | "ResourceScatterNdMax"
             | "ResourceScatterNdMin"
             | "ResourceStridedSliceAssign"
+            | "RngReadAndSkip"
     ) || super::optimizer::is_optimizer_op(op)
 }
 
@@ -429,6 +487,36 @@ mod tests {
     use crate::kernels::tests_support::node;
     use autoclust_graph::Shape;
     use smallvec::smallvec;
+
+    #[test]
+    fn rng_read_and_skip_returns_the_state_and_advances_the_counter_with_carry() {
+        let state = Tensor::from_i64(vec![3], vec![5, 0, 42]).unwrap();
+        let (read, next) = rng_read_and_skip(&state, 1, 10).unwrap();
+        assert_eq!(read, state);
+        assert_eq!(next.as_i64().unwrap(), &[5 + 2560, 0, 42]);
+        // The low word wraps into the high one (a 128-bit counter).
+        let state = Tensor::from_i64(vec![3], vec![-1, 7, 9]).unwrap();
+        let (_, next) = rng_read_and_skip(&state, 3, 1).unwrap();
+        assert_eq!(next.as_i64().unwrap(), &[255, 8, 9]);
+        // The kernel: read under the variable's lock, state written back.
+        let (store, id) = store_with(Tensor::from_i64(vec![3], vec![1, 2, 3]).unwrap());
+        let f = prepare(&node("RngReadAndSkip", &[])).unwrap().unwrap();
+        let delta = Tensor {
+            dtype: DType::UInt64,
+            shape: vec![],
+            data: TensorData::Raw(Arc::new(4u64.to_le_bytes().to_vec())),
+        };
+        let out = f(&store, smallvec![handle_tensor(id), Tensor::scalar_i32(1), delta.clone()]).unwrap();
+        assert_eq!(out[0].as_i64().unwrap(), &[1, 2, 3]);
+        assert_eq!(store.get(id).read().unwrap().as_i64().unwrap(), &[1 + 1024, 2, 3]);
+        // TensorFlow's checks.
+        let bad = rng_read_and_skip(&Tensor::from_i32(vec![3], vec![1, 2, 3]).unwrap(), 1, 1).unwrap_err();
+        assert!(bad.to_string().contains("must be int64, not int32"), "{bad}");
+        let alg = rng_read_and_skip(&Tensor::from_i64(vec![3], vec![1, 2, 3]).unwrap(), 2, 1).unwrap_err();
+        assert!(alg.to_string().contains("Unsupported algorithm id: 2"), "{alg}");
+        let short = rng_read_and_skip(&Tensor::from_i64(vec![2], vec![1, 2]).unwrap(), 1, 1).unwrap_err();
+        assert!(short.to_string().contains("at least 3; got 2"), "{short}");
+    }
 
     fn store_with(v: Tensor) -> (VariableStore, VarId) {
         let s = VariableStore::new();

@@ -16,6 +16,8 @@ const INDEX: &[DType] = &[Int32, Int64];
 
 const T: TypeRule = TypeRule::Attr("T");
 const RES: TypeRule = TypeRule::Fixed(Resource);
+/// The dtypes of the full-range integer random ops.
+const FULL_INT: &[DType] = &[Int32, Int64, UInt32, UInt64];
 const BOOL: TypeRule = TypeRule::Fixed(Bool);
 const INT32: TypeRule = TypeRule::Fixed(Int32);
 
@@ -892,6 +894,16 @@ pub(super) static OPS: &[OpSchema] = &[
         SLICE_ASSIGN_ATTRS,
         s::same_as_0,
     ),
+    // `tf.random.Generator`'s draw: the Philox state `[counter_lo, counter_hi, key]` before
+    // the counter advances by 256·delta (Keras 2's random preprocessing layers use it).
+    stateful(op(
+        "RngReadAndSkip",
+        OpFamily::Resource,
+        &[a("resource", RES), a("alg", TypeRule::Fixed(Int32)), a("delta", TypeRule::Fixed(UInt64))],
+        &[a("value", TypeRule::Fixed(Int64))],
+        &[],
+        |_| Ok(vec![crate::Shape::with_dims(vec![Some(3)])]),
+    )),
     stateful(op(
         "ResourceStridedSliceAssign",
         OpFamily::Resource,
@@ -1072,6 +1084,29 @@ pub(super) static OPS: &[OpSchema] = &[
         ],
         &[a("output", ty("dtype"))],
         &[tattr("dtype", Some(INDEX)), tdef("Tshape", Int32, INDEX)],
+        s::shape_from_value_0,
+    ),
+    // `tf.random.Generator.uniform_full_int` / `stateless_random_uniform_full_int`: every bit
+    // pattern of the integer type equally likely.
+    op(
+        "StatelessRandomUniformFullIntV2",
+        OpFamily::Random,
+        &[
+            a("shape", ty("Tshape")),
+            a("key", TypeRule::Fixed(UInt64)),
+            a("counter", TypeRule::Fixed(UInt64)),
+            a("alg", TypeRule::Fixed(Int32)),
+        ],
+        &[a("output", ty("dtype"))],
+        &[tdef("dtype", UInt64, FULL_INT), tdef("Tshape", Int32, INDEX)],
+        s::shape_from_value_0,
+    ),
+    op(
+        "StatelessRandomUniformFullInt",
+        OpFamily::Random,
+        &[a("shape", T), a("seed", ty("Tseed"))],
+        &[a("output", ty("dtype"))],
+        &[tdef("dtype", UInt64, FULL_INT), tattr("T", Some(INDEX)), tdef("Tseed", Int64, INDEX)],
         s::shape_from_value_0,
     ),
     stateless_v1("StatelessRandomUniform"),
