@@ -693,7 +693,7 @@ impl Explorer<'_, '_> {
             | AccessOp::TaSize
             | AccessOp::TaConcat
             | AccessOp::TaSplit => self.tensor_array(node, op, var, current, st)?,
-            AccessOp::Gather | AccessOp::Scatter | AccessOp::Apply => {
+            AccessOp::Gather | AccessOp::Scatter | AccessOp::Apply | AccessOp::RngSkip => {
                 unreachable!("the interpreter's kernel computes these (Explorer::kernel)")
             }
         })

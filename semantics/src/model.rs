@@ -170,6 +170,10 @@ pub enum AccessOp {
     /// "Hogwild" mode) may interleave element by element; the split model gives them the
     /// lost updates of whole reads and writes, not element-level tearing.
     Apply,
+    /// `RngReadAndSkip(generator_state, alg, delta)`: outputs the state and advances its
+    /// counter (a read-modify-write of the int64 state variable, computed by the
+    /// interpreter's kernel; split like `AssignAdd` under [`Rmw::Split`]).
+    RngSkip,
 }
 
 impl AccessOp {
@@ -196,6 +200,7 @@ impl AccessOp {
             "TensorArraySplitV3" => AccessOp::TaSplit,
             "TensorArrayCloseV3" => AccessOp::TaClose,
             "ResourceGather" | "ResourceGatherNd" => AccessOp::Gather,
+            "RngReadAndSkip" => AccessOp::RngSkip,
             // Only what the interpreter has a kernel for: the model runs that kernel.
             _ if !autoclust_runtime::kernels::resource::is_resource_op(op) => return None,
             _ if op.starts_with("ResourceScatter") || op == "ResourceStridedSliceAssign" => AccessOp::Scatter,
@@ -224,6 +229,7 @@ impl AccessOp {
                 | AccessOp::TaSplit
                 | AccessOp::Scatter
                 | AccessOp::Apply
+                | AccessOp::RngSkip
         )
     }
     /// Whether the op both reads and writes (a read-modify-write).
@@ -245,12 +251,13 @@ impl AccessOp {
                 | AccessOp::Gather
                 | AccessOp::Scatter
                 | AccessOp::Apply
+                | AccessOp::RngSkip
         )
     }
     /// Whether the op's outputs and new values come from the interpreter's kernel of the
     /// node itself ([`crate::eval::resource_kernel`]), given its variables' values.
     pub fn runs_kernel(self) -> bool {
-        matches!(self, AccessOp::Gather | AccessOp::Scatter | AccessOp::Apply)
+        matches!(self, AccessOp::Gather | AccessOp::Scatter | AccessOp::Apply | AccessOp::RngSkip)
     }
     /// Whether reading an uninitialised variable is fine (it observes that).
     pub fn tolerates_uninitialised(self) -> bool {
@@ -862,8 +869,8 @@ mod tests {
             modelled += 1;
         }
         // 6 reads and assigns, 2 gathers, 13 scatters (a strided-slice assign among them),
-        // 30 optimizer ops.
-        assert_eq!(modelled, 51);
+        // 30 optimizer ops, RngReadAndSkip.
+        assert_eq!(modelled, 52);
         assert_eq!(handle_slots("ResourceApplyCenteredRMSProp"), [0, 1, 2, 3]);
         assert_eq!(handle_slots("ResourceSparseApplyAdagradDA"), [0, 1, 2]);
     }
