@@ -1578,7 +1578,17 @@ fn cast(b: &mut FunctionBuilder<'_>, from: DType, to: DType, x: Value) -> Value 
             b.ins().fcmp(FloatCC::NotEqual, x, z)
         }
         (_, DType::Bool) => b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
-        (f, _) if is_f(f) => b.ins().fcvt_to_sint_sat(tt, x),
+        (f, _) if is_f(f) => {
+            // TensorFlow's x86 Cast: NaN and values past the maximum give the integer
+            // "indefinite" MIN, as `cvttss2si` does (saturation already gives MIN below).
+            let sat = b.ins().fcvt_to_sint_sat(tt, x);
+            let bits = if to == DType::Int64 { 63 } else { 31 };
+            let limit = 2f64.powi(bits);
+            let limit = if f == DType::Float32 { b.ins().f32const(limit as f32) } else { b.ins().f64const(limit) };
+            let bad = b.ins().fcmp(FloatCC::UnorderedOrGreaterThanOrEqual, x, limit);
+            let min = b.ins().iconst(tt, if to == DType::Int64 { i64::MIN } else { i64::from(i32::MIN as u32) });
+            b.ins().select(bad, min, sat)
+        }
         (DType::Bool, t) if is_f(t) => {
             let w = b.ins().uextend(types::I32, x);
             b.ins().fcvt_from_sint(tt, w)

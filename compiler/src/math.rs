@@ -411,8 +411,9 @@ impl FMath<'_, '_> {
     /// TensorFlow's `std::pow` gives it: |x|^y = e^{y·ln|x|} evaluated in float64
     /// ([`FMath::pow_abs_f64`]), so neither the product y·ln|x| (whose float32 rounding alone
     /// costs up to |y·ln|x|| ulps, ~90 near overflow) nor the polynomials lose the result's
-    /// bits; then TensorFlow's special cases: x^0 = 1, 1^y = 1, a negative base with an
-    /// integral exponent gets the sign of (−1)^y, any other negative base NaN, and results
+    /// bits; then TensorFlow's special cases: x^0 = 1, 1^y = 1, (−1)^±inf = 1, a negative base
+    /// with an integral exponent (−0 included) gets the sign of (−1)^y, −inf and −0 with any
+    /// other |x|^y, any other negative base NaN, and results
     /// below the normal range flush to zero like `exp`'s.
     pub fn pow(&mut self, x: Value, y: Value) -> Value {
         let ax = self.b.ins().fabs(x);
@@ -451,16 +452,35 @@ impl FMath<'_, '_> {
         let even = self.b.ins().fcmp(FloatCC::Equal, yht, yh);
         let nr = self.b.ins().fneg(r);
         let signed = self.sel(even, r, nr);
+        // −inf and −0 to a non-integral power are +inf or +0 (|x|^y), as C's pow gives them.
         let nan = self.c(f32::NAN);
-        let negval = self.sel(integral, signed, nan);
+        let inf = self.c(f32::INFINITY);
+        let x_inf = self.b.ins().fcmp(FloatCC::Equal, ax, inf);
         let zero = self.c(0.0);
-        let neg = self.b.ins().fcmp(FloatCC::LessThan, x, zero);
+        let x_zero = self.b.ins().fcmp(FloatCC::Equal, ax, zero);
+        let x_edge = self.b.ins().bor(x_inf, x_zero);
+        let fractional = self.sel(x_edge, r, nan);
+        let negval = self.sel(integral, signed, fractional);
+        // The sign bit, −0 included (1/−0 = −inf): (−0)^−3 = −inf and (−0)^3 = −0.
+        let below = self.b.ins().fcmp(FloatCC::LessThan, x, zero);
+        let one = self.c(1.0);
+        let recip = self.b.ins().fdiv(one, x);
+        let recip_neg = self.b.ins().fcmp(FloatCC::LessThan, recip, zero);
+        let neg = self.b.ins().bor(below, recip_neg);
         let r = self.sel(neg, negval, r);
         let one = self.c(1.0);
         let y0 = self.b.ins().fcmp(FloatCC::Equal, y, zero);
         let r = self.sel(y0, one, r);
+        // 1^y = 1 for every y, NaN included, and (−1)^±inf = 1.
         let x1 = self.b.ins().fcmp(FloatCC::Equal, x, one);
-        self.sel(x1, one, r)
+        let r = self.sel(x1, one, r);
+        let ay = self.b.ins().fabs(y);
+        let inf = self.c(f32::INFINITY);
+        let y_inf = self.b.ins().fcmp(FloatCC::Equal, ay, inf);
+        let one = self.c(1.0);
+        let ax1 = self.b.ins().fcmp(FloatCC::Equal, ax, one);
+        let m1_inf = self.b.ins().band(y_inf, ax1);
+        self.sel(m1_inf, one, r)
     }
 
     /// Lanes 2–3 of a 4-lane float32 vector moved to lanes 0–1.

@@ -158,6 +158,29 @@ pub fn max_pool_grad<T: PoolElem>(s: &PoolShape, x: &[T], dy: &[T]) -> Vec<T> {
     dx
 }
 
+/// `MaxPoolGradGrad`: `[N, OH, OW, C]`, each output element the gradient `g` (input-shaped)
+/// at the first element of its window, in row-major scan order, equal to the pooled value
+/// `y`; zero where none is (a NaN maximum). TensorFlow's CPU kernel compares with the
+/// forward output the same way instead of recomputing the argmax.
+pub fn max_pool_grad_grad<T: PoolElem>(s: &PoolShape, x: &[T], y: &[T], g: &[T]) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let out_pixels = s.out_pixels();
+    let mut out = vec![T::default(); n * out_pixels * c];
+    for b in 0..n {
+        let img = &x[b * h * w * c..][..h * w * c];
+        let grad = &g[b * h * w * c..][..h * w * c];
+        windows(&s.win, |o, taps| {
+            for ch in 0..c {
+                let at = (b * out_pixels + o) * c + ch;
+                if let Some(&p) = taps.iter().find(|&&p| img[p * c + ch] == y[at]) {
+                    out[at] = grad[p * c + ch];
+                }
+            }
+        });
+    }
+    out
+}
+
 /// `AvgPool`: `[N, OH, OW, C]`.
 pub fn avg_pool<T: PoolElem>(s: &PoolShape, x: &[T]) -> Vec<T> {
     let [n, h, w, c] = s.input;

@@ -304,6 +304,36 @@ fn integer_and_f64_ops_use_the_scalar_loop() {
     assert_eq!(got[1].as_i64().unwrap(), &e[..]);
 }
 
+/// NaN, infinities and out-of-range floats cast to int32/int64 as TensorFlow's x86 Cast kernel
+/// gives them (measured with TensorFlow 2.21): the conversion's "indefinite" MIN, not a
+/// saturated value; values in range truncate toward zero.
+#[test]
+fn float_to_int_casts_of_out_of_range_values_give_tensorflows_min() {
+    let cast = |src: DType, dst: DType| {
+        vec![
+            arg("x", 0, src),
+            node("c", "Cast", &["x"], vec![("SrcT", AttrValue::Type(src)), ("DstT", AttrValue::Type(dst))]),
+            ret("r", "c", 0),
+        ]
+    };
+    let xs = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 3e9, -3e9, 1e20, -2.7, 2.7, 40000.0, -2.0f32.powi(31)];
+    let n = xs.len();
+    let m32 = i32::MIN;
+    let want32 = [m32, m32, m32, m32, m32, m32, -2, 2, 40000, m32];
+    let want64 = [i64::MIN, i64::MIN, i64::MIN, 3_000_000_000, -3_000_000_000, i64::MIN, -2, 2, 40000, -(1 << 31)];
+    for src in [DType::Float32, DType::Float64] {
+        let input = if src == DType::Float32 {
+            f32t(&[n], xs.to_vec())
+        } else {
+            Tensor::from_f64(vec![n], xs.iter().map(|&x| f64::from(x)).collect()).unwrap()
+        };
+        let f = compiler().compile(&graph(cast(src, DType::Int32)), &[(src, vec![n])]).unwrap();
+        assert_eq!(f.call(std::slice::from_ref(&input)).unwrap()[0].as_i32().unwrap(), want32, "{src:?} → int32");
+        let f = compiler().compile(&graph(cast(src, DType::Int64)), &[(src, vec![n])]).unwrap();
+        assert_eq!(f.call(&[input]).unwrap()[0].as_i64().unwrap(), want64, "{src:?} → int64");
+    }
+}
+
 #[test]
 fn a_fused_dag_writes_each_live_output_once() {
     // x → a = x*w → b = tanh(a) → c = b + x; d = exp(a) - c; outputs a (live), d.

@@ -174,6 +174,38 @@ fn pow_matches_reference() {
     assert_close(out[0].as_f32().unwrap(), &want, 1e-5, "pow");
 }
 
+/// C's (and TensorFlow's) special cases of pow, bit for bit, in the vector loop and the scalar
+/// tail: −inf and −0 bases with fractional, odd and even exponents, (−1)^±inf, 1^NaN, x^0.
+#[test]
+fn pow_special_cases_follow_c() {
+    let g = graph(vec![
+        arg("x", 0, DType::Float32),
+        arg("y", 1, DType::Float32),
+        node("p", "Pow", &["x", "y"], vec![]),
+        ret("r", "p", 0),
+    ]);
+    let (ninf, inf, nan) = (f32::NEG_INFINITY, f32::INFINITY, f32::NAN);
+    let mut xs = Vec::new();
+    let mut ys = Vec::new();
+    for x in [ninf, -0.0, 0.0, -1.0, 1.0, -2.0, inf, nan] {
+        for y in [0.5, -0.5, 3.0, -3.0, 2.0, -2.0, inf, ninf, 0.0, -0.0, nan] {
+            xs.push(x);
+            ys.push(y);
+        }
+    }
+    // An odd length: the last cases run in the scalar tail too.
+    xs.extend([ninf, -0.0, -0.0]);
+    ys.extend([0.5, -3.0, 3.0]);
+    let n = xs.len();
+    let f = compiler().compile(&g, &[(DType::Float32, vec![n]), (DType::Float32, vec![n])]).unwrap();
+    let out = f.call(&[f32t(&[n], xs.clone()), f32t(&[n], ys.clone())]).unwrap();
+    for ((&x, &y), &got) in xs.iter().zip(&ys).zip(out[0].as_f32().unwrap()) {
+        let want = x.powf(y);
+        let same = got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan());
+        assert!(same, "pow({x:?}, {y:?}) = {got:?}, want {want:?}");
+    }
+}
+
 /// Pow against float64 `powf` rounded once to float32, over every 16381st positive float
 /// (subnormals and huge values included) for exponents from TensorFlow's optimizers (Ftrl's
 /// ±0.5, Adam's bias corrections' integral steps) and arbitrary ones, negative bases with

@@ -628,7 +628,9 @@ pub fn cast(t: &Tensor, dst: DType) -> KResult<Tensor> {
             None => {
                 super::check_native(t)?;
                 match t.to_f64_vec() {
-                    Some(v) if t.dtype.is_float() => v.into_iter().map(|x| x as i64).collect(),
+                    Some(v) if t.dtype.is_float() => {
+                        v.into_iter().map(|x| float_to_int(x, t.dtype == DType::Float64, dst)).collect()
+                    }
                     _ => cast(t, DType::Int64)?.as_i64().expect("int64").to_vec(),
                 }
             }
@@ -650,6 +652,56 @@ pub fn cast(t: &Tensor, dst: DType) -> KResult<Tensor> {
         DType::Int64 => dispatch_all!(src, cast_pair::<i64>(t)),
         DType::Bool => dispatch_all!(src, cast_pair::<bool>(t)),
         d => Err(KernelError::DType(d)),
+    }
+}
+
+/// A float converted to the integer dtype `dst` as TensorFlow's CPU Cast kernel does on
+/// x86-64 (its vectorised loop, which every tensor but a few tail elements goes through), the
+/// result's bits as an int64 (the caller keeps the low bytes): truncation toward zero where
+/// the value fits; a NaN, an infinity or a value out of range is the "integer indefinite"
+/// `MIN` of the 32- or 64-bit conversion (`cvttps2dq`/`cvttpd2qq`); `int8`/`int16`/`uint8`/
+/// `uint16` saturate that 32-bit result (the packing instructions), so NaN gives their minimum
+/// and 3e9 gives −128 in `int8`; `uint32`/`uint64` combine the signed conversions of `x` and
+/// of `x − 2³¹` (`2⁶³`) as compilers do, so values up to the unsigned maximum convert exactly,
+/// negative ones wrap and NaN or a value out of range gives `2³¹` (`2⁶³`). From float64 to
+/// `uint8` the packing goes through `uint16` and then a signed 16-bit saturation, so values in
+/// 32768..=2³¹ give 0, not 255 (`from_f64` says the source was float64).
+pub(crate) fn float_to_int(x: f64, from_f64: bool, dst: DType) -> i64 {
+    fn cvt32(x: f64) -> i32 {
+        let t = x.trunc();
+        if t.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&t) {
+            i32::MIN
+        } else {
+            t as i32
+        }
+    }
+    fn cvt64(x: f64) -> i64 {
+        let t = x.trunc();
+        if t.is_nan() || !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&t) {
+            i64::MIN
+        } else {
+            t as i64
+        }
+    }
+    match dst {
+        DType::Int64 => cvt64(x),
+        DType::Int8 => i64::from(cvt32(x).clamp(i8::MIN.into(), i8::MAX.into())),
+        DType::Int16 => i64::from(cvt32(x).clamp(i16::MIN.into(), i16::MAX.into())),
+        DType::UInt8 if from_f64 => {
+            let u16_bits = cvt32(x).clamp(0, u16::MAX.into()) as u16 as i16;
+            i64::from(u16_bits.clamp(0, u8::MAX.into()))
+        }
+        DType::UInt8 => i64::from(cvt32(x).clamp(0, u8::MAX.into())),
+        DType::UInt16 => i64::from(cvt32(x).clamp(0, u16::MAX.into())),
+        DType::UInt32 => {
+            let (a, b) = (cvt32(x), cvt32(x - 2_147_483_648.0));
+            i64::from((a | (b & (a >> 31))) as u32)
+        }
+        DType::UInt64 => {
+            let (a, b) = (cvt64(x), cvt64(x - 9_223_372_036_854_775_808.0));
+            a | (b & (a >> 63))
+        }
+        _ => i64::from(cvt32(x)),
     }
 }
 
@@ -691,8 +743,10 @@ fn cast_pair<S: Elem, D: Elem>(t: &Tensor) -> KResult<Tensor> {
     let src_float = matches!(S::DTYPE, DType::Float32 | DType::Float64);
     Ok(if D::DTYPE == DType::Bool {
         map_to::<S, D>(t, |s| D::from_i64(s.is_nonzero() as i64))
-    } else if src_float {
+    } else if src_float && D::DTYPE.is_float() {
         map_to::<S, D>(t, |s| D::from_f64(s.to_f64()))
+    } else if src_float {
+        map_to::<S, D>(t, |s| D::from_i64(float_to_int(s.to_f64(), S::DTYPE == DType::Float64, D::DTYPE)))
     } else {
         map_to::<S, D>(t, |s| D::from_i64(s.to_i64()))
     })
@@ -935,6 +989,47 @@ mod tests {
         assert_eq!(cast(&u16s, DType::Int64).unwrap().as_i64().unwrap(), [65535, 300, 127, 65407]);
     }
 
+    /// NaN, infinities and out-of-range floats cast to integers as TensorFlow 2.21's x86 Cast
+    /// kernel gives them (values measured with `tf.cast` on long tensors, so its vectorised loop).
+    #[test]
+    fn out_of_range_float_casts_follow_tensorflow_x86() {
+        let v = [f64::NAN, f64::INFINITY, -3e9, 3e9, 300.0, -1.0, 40000.0, 70000.0, -2.7, 2f64.powi(64)];
+        let from = |dt: DType, to: DType| -> Vec<i64> {
+            let t = if dt == DType::Float32 {
+                Tensor::from_f32(vec![v.len()], v.iter().map(|&x| x as f32).collect()).unwrap()
+            } else {
+                Tensor::from_f64(vec![v.len()], v.to_vec()).unwrap()
+            };
+            let c = cast(&t, to).unwrap();
+            cast(&c, DType::Int64).unwrap().as_i64().unwrap().to_vec()
+        };
+        const M32: i64 = i32::MIN as i64;
+        for src in [DType::Float32, DType::Float64] {
+            assert_eq!(from(src, DType::Int32), [M32, M32, M32, M32, 300, -1, 40000, 70000, -2, M32]);
+            assert_eq!(
+                from(src, DType::Int64),
+                [i64::MIN, i64::MIN, -3_000_000_000, 3_000_000_000, 300, -1, 40000, 70000, -2, i64::MIN]
+            );
+            assert_eq!(from(src, DType::Int8), [-128, -128, -128, -128, 127, -1, 127, 127, -2, -128]);
+            assert_eq!(from(src, DType::Int16), [-32768, -32768, -32768, -32768, 300, -1, 32767, 32767, -2, -32768]);
+            assert_eq!(from(src, DType::UInt16), [0, 0, 0, 0, 300, 0, 40000, 65535, 0, 0]);
+            let big = 1i64 << 31;
+            assert_eq!(
+                from(src, DType::UInt32),
+                [big, big, big, 3_000_000_000, 300, 4_294_967_295, 40000, 70000, 4_294_967_294, big]
+            );
+        }
+        // float64 → uint8 packs through uint16 and a signed 16-bit saturation.
+        assert_eq!(from(DType::Float32, DType::UInt8), [0, 0, 0, 0, 255, 0, 255, 255, 0, 0]);
+        assert_eq!(from(DType::Float64, DType::UInt8), [0, 0, 0, 0, 255, 0, 0, 0, 0, 0]);
+        // uint64: NaN → 2⁶³, negatives wrap, 2⁶⁴ → 2⁶³.
+        let u = |x: f64| float_to_int(x, true, DType::UInt64) as u64;
+        assert_eq!(u(f64::NAN), 1 << 63);
+        assert_eq!(u(-3e9), u64::MAX - 3_000_000_000 + 1);
+        assert_eq!(u(1.5e19), 15_000_000_000_000_000_000);
+        assert_eq!(u(2f64.powi(64)), 1 << 63);
+    }
+
     #[test]
     fn trigonometric_and_hyperbolic_unaries_follow_their_definitions() {
         // Keras 3's RandomRotation computes its transform with `Tan`.
@@ -1107,7 +1202,8 @@ mod tests {
         assert!((s.as_f32().unwrap()[0] - 0.268_941_43).abs() < 1e-6);
         let cast = node("Cast", &[("DstT", AttrValue::Type(DType::Int32))]);
         let c = run1(&cast, &[Tensor::from_f32(vec![3], vec![-1.7, 2.9, 1e20]).unwrap()]).unwrap();
-        assert_eq!(c.as_i32().unwrap(), &[-1, 2, i32::MAX]);
+        // Out of range: TensorFlow's x86 "indefinite" MIN, not a saturated MAX.
+        assert_eq!(c.as_i32().unwrap(), &[-1, 2, i32::MIN]);
         let tob = node("Cast", &[("DstT", AttrValue::Type(DType::Bool))]);
         let c = run1(&tob, &[x]).unwrap();
         assert_eq!(c.as_bool().unwrap(), &[true, false, true, true]);

@@ -1,4 +1,4 @@
-//! 2-D pooling in NHWC: `MaxPool`, `MaxPoolGrad`, `AvgPool`, `AvgPoolGrad`, and
+//! 2-D pooling in NHWC: `MaxPool`, `MaxPoolGrad`, `MaxPoolGradGrad`, `AvgPool`, `AvgPoolGrad`, and
 //! `MaxPoolWithArgmax` with its gradient `MaxPoolGradWithArgmax` (the argmax a flat NHWC
 //! index, `(y·W + x)·C + c`, plus the image's offset with `include_batch_in_index`).
 //!
@@ -37,6 +37,22 @@ fn max_pool_grad<T: Float + PoolElem>(a: &PoolAttrs, x: &Tensor, y: &Tensor, dy:
         )));
     }
     Ok(tensor_of(s.input.to_vec(), shared::max_pool_grad(&s, T::slice(x), T::slice(dy))))
+}
+
+/// `MaxPoolGradGrad`: the input-shaped gradient `g` picked at each window's maximum.
+fn max_pool_grad_grad<T: Float + PoolElem>(a: &PoolAttrs, x: &Tensor, y: &Tensor, g: &Tensor) -> KResult<Tensor> {
+    let s = pooled(a, nhwc(x, "orig_input")?)?;
+    let want = s.output();
+    if y.shape[..] != want {
+        return Err(KernelError::invalid(format!("orig_output {:?} must have the pooled shape {want:?}", y.shape)));
+    }
+    if g.shape != x.shape {
+        return Err(KernelError::invalid(format!(
+            "grad {:?} must have the shape of orig_input {:?}",
+            g.shape, x.shape
+        )));
+    }
+    Ok(tensor_of(want.to_vec(), shared::max_pool_grad_grad(&s, T::slice(x), T::slice(y), T::slice(g))))
 }
 
 fn avg_pool<T: Float + PoolElem>(a: &PoolAttrs, x: &Tensor) -> KResult<Tensor> {
@@ -122,7 +138,13 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let op = node.op.as_str();
     if !matches!(
         op,
-        "MaxPool" | "MaxPoolGrad" | "AvgPool" | "AvgPoolGrad" | "MaxPoolWithArgmax" | "MaxPoolGradWithArgmax"
+        "MaxPool"
+            | "MaxPoolGrad"
+            | "MaxPoolGradGrad"
+            | "AvgPool"
+            | "AvgPoolGrad"
+            | "MaxPoolWithArgmax"
+            | "MaxPoolGradWithArgmax"
     ) {
         return Ok(None);
     }
@@ -153,6 +175,13 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 return Err(KernelError::invalid("MaxPoolGrad: inputs must share one dtype"));
             }
             one(dispatch_float!(inp[0].dtype, max_pool_grad(&a, &inp[0], &inp[1], &inp[2]))?)
+        }),
+        "MaxPoolGradGrad" => Box::new(move |inp: Inputs| {
+            arity(&inp, 3)?;
+            if inp[1].dtype != inp[0].dtype || inp[2].dtype != inp[0].dtype {
+                return Err(KernelError::invalid("MaxPoolGradGrad: inputs must share one dtype"));
+            }
+            one(dispatch_float!(inp[0].dtype, max_pool_grad_grad(&a, &inp[0], &inp[1], &inp[2]))?)
         }),
         "AvgPool" => Box::new(move |inp: Inputs| {
             arity(&inp, 1)?;
@@ -234,6 +263,26 @@ mod tests {
         let dy = img(2, 2, &[1.0, 10.0, 100.0, 1000.0]);
         let dx = run1(&node("MaxPoolGrad", &attrs(2, 1, "VALID")), &[x, y, dy]).unwrap();
         assert_eq!(dx.as_f32().unwrap(), &[0.0, 11.0, 0.0, 0.0, 0.0, 0.0, 100.0, 1000.0, 0.0]);
+    }
+
+    /// `MaxPoolGradGrad` picks the gradient at each window's first maximum (ties in scan
+    /// order), is zero where the window holds no element equal to the pooled value, and
+    /// refuses a gradient not shaped like the input (values from TensorFlow 2.21).
+    #[test]
+    fn max_pool_grad_grad_picks_the_gradient_at_the_first_maximum() {
+        let x = img(3, 3, &[1.0, 5.0, 5.0, 2.0, 0.0, 3.0, 7.0, 7.0, 1.0]);
+        let a = attrs(2, 1, "VALID");
+        let y = run1(&node("MaxPool", &a), std::slice::from_ref(&x)).unwrap();
+        let g = img(3, 3, &[10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0]);
+        let gg = run1(&node("MaxPoolGradGrad", &a), &[x.clone(), y.clone(), g.clone()]).unwrap();
+        assert_eq!(gg.shape, [1, 2, 2, 1]);
+        assert_eq!(gg.as_f32().unwrap(), &[20.0, 20.0, 70.0, 80.0]);
+        // A pooled value no window element equals (as after a NaN) gives 0.
+        let y_off = img(2, 2, &[5.0, 4.0, 7.0, 7.0]);
+        let gg = run1(&node("MaxPoolGradGrad", &a), &[x.clone(), y_off, g]).unwrap();
+        assert_eq!(gg.as_f32().unwrap(), &[20.0, 0.0, 70.0, 80.0]);
+        let err = run1(&node("MaxPoolGradGrad", &a), &[x, y.clone(), y]).unwrap_err();
+        assert!(err.to_string().contains("shape of orig_input"), "{err}");
     }
 
     #[test]

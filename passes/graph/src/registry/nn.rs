@@ -340,6 +340,13 @@ fn max_pool_grad(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![c.shape(0).clone()])
 }
 
+/// `MaxPoolGradGrad`: the pooled shape, `orig_output`'s (the gradient is `orig_input`'s).
+fn max_pool_grad_grad(c: &InferCtx<'_>) -> Shapes {
+    rank4(c.shape(0), "orig_input")?;
+    rank4(c.shape(1), "orig_output")?;
+    Ok(vec![c.shape(1).clone()])
+}
+
 // ---------------------------------------------------------------- batch norm
 
 fn channel_count(c: &InferCtx<'_>) -> Result<Dim, String> {
@@ -1132,6 +1139,13 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("output", T)],
         POOL_ATTRS,
         max_pool_grad,
+    ),
+    nn(
+        "MaxPoolGradGrad",
+        &[a("orig_input", T), a("orig_output", T), a("grad", T)],
+        &[a("output", T)],
+        POOL_ATTRS,
+        max_pool_grad_grad,
     ),
     nn(
         "MaxPoolWithArgmax",
