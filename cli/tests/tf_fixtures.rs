@@ -33,8 +33,14 @@ use autoclust_runtime::tensor_io::read_safetensors;
 /// Fixtures the runtime cannot run yet, with the reason (reported, not hidden).
 const UNSUPPORTED: &[(&str, &str)] = &[];
 
+/// `testdata/tf`, or `AUTOCLUST_FIXTURE_DIR` when set: fixtures made by the same generators
+/// into another directory (large probes such as `keras.applications` models that are too big
+/// to keep in the repository) run through the same comparisons.
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/tf")
+    match std::env::var_os("AUTOCLUST_FIXTURE_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/tf"),
+    }
 }
 
 /// `got` against TensorFlow's `want`: float32 within 1e-5 relative (absolute floor 1e-6),

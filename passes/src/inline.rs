@@ -34,7 +34,12 @@
 //! renamed. So the inlined program's outcomes are a subset of the original's.
 //!
 //! Not inlined (the call stays as it is): a call or function marked
-//! `_noinline = true`, a body that cannot be instantiated (list arguments,
+//! `_noinline = true` — unless the call says `_XlaMustCompile = true`: that is
+//! how `tf.function(jit_compile=True)` (Keras 3 wraps every grouped
+//! convolution in one) keeps its body whole *for XLA*, and inlining lets the
+//! body be compiled inside the surrounding clusters instead of splitting them
+//! at every call; the body's op-by-op semantics is the function's own, so
+//! clustering it is sound by the same rule as any other node —, a body that cannot be instantiated (list arguments,
 //! …), a body that creates a variable (`VarHandleOp`, whose node name would
 //! change), and functional control flow (`If`, `While`, `Case`), whose
 //! branches run conditionally.
@@ -178,7 +183,11 @@ fn expand(
 ) -> Option<Expansion> {
     let (fname, bind) = callee(graph, node)?;
     let function = graph.library.function(fname)?;
-    if is_true(node.attr("_noinline")) || is_true(function.attrs.get("_noinline")) {
+    // `tf.function(jit_compile=True)` marks its function `_noinline` only so that XLA gets
+    // it whole; its calls say `_XlaMustCompile`. Inlined, its body joins the surrounding
+    // clusters (compiled, as asked) instead of cutting them at every call.
+    let must_compile = is_true(node.attr("_XlaMustCompile"));
+    if !must_compile && (is_true(node.attr("_noinline")) || is_true(function.attrs.get("_noinline"))) {
         return None;
     }
     let call = &node.name;

@@ -518,7 +518,7 @@ impl Pass for InlinePass {
     }
     fn description(&self) -> &'static str {
         "replace PartitionedCall/StatefulPartitionedCall and library-function calls by their bodies (control \
-         inputs gate the body; the call's name stays as an IdentityN after the body's effects; _noinline kept)"
+         inputs gate the body; the call's name stays as an IdentityN after the body's effects; _noinline kept unless the call is _XlaMustCompile)"
     }
     fn run(&self, graph: Graph, _ctx: &PassContext) -> Result<Graph, PassError> {
         let (graph, _report) = crate::inline::inline_calls_owned(graph)?;
