@@ -334,6 +334,34 @@ fn float_to_int_casts_of_out_of_range_values_give_tensorflows_min() {
     }
 }
 
+/// Encapsulation's shape check of a variable write (`_AutoclustSameShape(value, current)`)
+/// sits between an optimizer's delta and the `AssignAddVariableOp`'s add: once checked it is
+/// a copy, so delta and add are one loop (it was a view that cut them into two).
+#[test]
+fn a_checked_variable_write_fuses_with_its_value_and_its_add() {
+    let g = graph(vec![
+        arg("g", 0, DType::Float32),
+        arg("m", 1, DType::Float32),
+        node("d", "Sub", &["g", "m"], vec![]),
+        node("dd", "Mul", &["d", "d"], vec![]),
+        node("chk", autoclust_graph::protocol::SAME_SHAPE_OP, &["dd", "m"], vec![]),
+        node("m1", "AddV2", &["m", "chk"], vec![]),
+        ret("r0", "m1", 0),
+    ]);
+    let n = 1000;
+    let f = compiler().compile(&g, &[(DType::Float32, vec![n]), (DType::Float32, vec![n])]).unwrap();
+    let desc = f.describe();
+    assert_eq!(desc.len(), 1, "{desc:?}");
+    assert!(desc[0].contains("4 ops"), "{desc:?}");
+    let (gv, mv) = (rand_f32(n, 3, -1.0, 1.0), rand_f32(n, 4, -1.0, 1.0));
+    let got = f.call(&[f32t(&[n], gv.clone()), f32t(&[n], mv.clone())]).unwrap();
+    let want: Vec<f32> = gv.iter().zip(&mv).map(|(&g, &m)| m + (g - m) * (g - m)).collect();
+    assert_eq!(got[0].as_f32().unwrap(), &want[..]);
+    // A write of another shape is not compiled (the interpreter's kernel reports it).
+    let err = compiler().compile(&g, &[(DType::Float32, vec![n]), (DType::Float32, vec![1])]).unwrap_err();
+    assert!(err.to_string().contains("variable write of shape"), "{err}");
+}
+
 #[test]
 fn a_fused_dag_writes_each_live_output_once() {
     // x → a = x*w → b = tanh(a) → c = b + x; d = exp(a) - c; outputs a (live), d.

@@ -24,7 +24,10 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                     format!("a variable write of shape {:?} to a variable of shape {:?}", ins[0].shape, ins[1].shape),
                 ));
             }
-            Ok(NodeInfo { kind: NodeKind::View, outputs: vec![vi(ins[0].dtype, ins[0].shape.clone())] })
+            // Passed, it is a copy of the value: it fuses into the loop that computes the
+            // value and the loop that applies it (an `AssignAddVariableOp`'s add), where a
+            // view between them cut Keras optimizers' updates into 1-op loops.
+            Ok(same_values(&ins[0], ins[0].shape.clone()))
         }
         "Reshape" => {
             need(2)?;
