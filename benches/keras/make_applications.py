@@ -8,7 +8,8 @@ never by CI), into benches/keras/out/ (ignored by git: ResNet50's variables alon
 Real architectures autoclust was never tuned on (issue 20's "steps you have not seen"), with random
 weights (`weights=None`) at small input sizes: inference (`training=False`) of MobileNetV2 (alpha 0.35),
 MobileNetV3Small, EfficientNetB0, EfficientNetV2B0, ResNet50, DenseNet121, ConvNeXtTiny, NASNetMobile and
-Xception, and momentum-SGD training steps of MobileNetV2 and EfficientNetB0 (batch 8, 64x64, one step).
+Xception, momentum-SGD training steps of MobileNetV2 and EfficientNetB0 (batch 8, 64x64, one step),
+and Adam training steps of ResNet50V2, NASNetMobile, ConvNeXtTiny and DenseNet121 (batch 2, 64x64).
 Session 38 (2026-11-27): every inference graph ran clustered and plain with no note and matched
 TensorFlow within 5.2e-6 of each output's scale. The training steps match within 2e-4 of each
 variable's scale, both modes alike; TensorFlow's own oneDNN-on and -off runs of the MobileNetV2 step
@@ -43,8 +44,8 @@ def infer_fixture(name, model, shape, batch=2, steps=1):
     feeds = {"x": rng.uniform(0, 255, [batch] + list(shape)).astype(np.float32)}
     write(name, cf, variables, feeds, steps)
 
-def train_fixture(name, model, shape, classes, batch=2):
-    opt = keras.optimizers.SGD(0.01, momentum=0.9)
+def train_fixture(name, model, shape, classes, batch=2, opt=None):
+    opt = opt or keras.optimizers.SGD(0.01, momentum=0.9)
     opt.build(model.trainable_variables)
     loss_fn = keras.losses.SparseCategoricalCrossentropy()
     @tf.function(input_signature=[tf.TensorSpec([None] + list(shape), tf.float32, name="x"), tf.TensorSpec([None], tf.int32, name="labels")])
@@ -73,6 +74,12 @@ CASES = {
  "xception": lambda: infer_fixture("app_xception", A.Xception(input_shape=(71, 71, 3), weights=None), (71, 71, 3)),
  "mobilenetv2_train": lambda: train_fixture("app_mobilenetv2_train", A.MobileNetV2(input_shape=(64, 64, 3), alpha=0.35, weights=None, classes=5), (64, 64, 3), 5, batch=8),
  "efficientnetb0_train": lambda: train_fixture("app_efficientnetb0_train", A.EfficientNetB0(input_shape=(64, 64, 3), weights=None, classes=5), (64, 64, 3), 5, batch=8),
+ # Adam steps at batch 2 (session 44): bottlenecks of 1x1 convolutions, many small parallel
+ # branches, Keras' jit_compile grouped convolutions, long concatenation chains.
+ "resnet50v2_train": lambda: train_fixture("app_resnet50v2_train", A.ResNet50V2(input_shape=(64, 64, 3), weights=None, classes=10), (64, 64, 3), 10, opt=keras.optimizers.Adam(1e-3)),
+ "nasnetmobile_train": lambda: train_fixture("app_nasnetmobile_train", A.NASNetMobile(input_shape=(64, 64, 3), weights=None, classes=10), (64, 64, 3), 10, opt=keras.optimizers.Adam(1e-3)),
+ "convnexttiny_train": lambda: train_fixture("app_convnexttiny_train", A.ConvNeXtTiny(input_shape=(64, 64, 3), weights=None, classes=10), (64, 64, 3), 10, opt=keras.optimizers.Adam(1e-3)),
+ "densenet121_train": lambda: train_fixture("app_densenet121_train", A.DenseNet121(input_shape=(64, 64, 3), weights=None, classes=10), (64, 64, 3), 10, opt=keras.optimizers.Adam(1e-3)),
 }
 
 

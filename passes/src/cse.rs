@@ -28,7 +28,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use autoclust_graph::{effects, AttrValue, Graph, NodeId, Output};
+use autoclust_graph::{effects, AttrValue, Graph, NodeId, Output, Successors};
 
 use crate::pass::PassContext;
 use crate::rewrite::{handles_resource, is_pure, pinned, Rewrite};
@@ -65,12 +65,38 @@ pub const MAX_READ_CHECKS: usize = 256;
 /// computed or passed as an argument may alias any variable). Then some run of the original reads `b`
 /// right after `a` (they wait for the same nodes), and every run does so as
 /// far as any effect can tell, so one read serves both.
-fn no_effect_between(graph: &Graph, a: NodeId, b: NodeId, fed: &HashSet<String>, checks: &mut usize) -> bool {
-    if *checks >= MAX_READ_CHECKS {
+fn no_effect_between(
+    graph: &Graph,
+    succ: &Successors,
+    a: NodeId,
+    b: NodeId,
+    fed: &HashSet<String>,
+    checks: &mut ReadChecks,
+) -> bool {
+    if checks.count >= MAX_READ_CHECKS {
         return false;
     }
-    *checks += 1;
-    let succ = graph.successors();
+    checks.count += 1;
+    // Which nodes no effect can be ordered against: the same for every pair, found once.
+    let harmless = checks.harmless.get_or_insert_with(|| {
+        graph
+            .nodes()
+            .iter()
+            .map(|n| {
+                is_pure(graph, n)
+                    || matches!(
+                        n.op.as_str(),
+                        "ReadVariableOp"
+                            | "VarHandleOp"
+                            | "Placeholder"
+                            | "PlaceholderWithDefault"
+                            | "_Arg"
+                            | "NoOp"
+                            | "Const"
+                    )
+            })
+            .collect()
+    });
     let walk = |start: NodeId, forward: bool| -> Vec<bool> {
         let mut seen = vec![false; graph.len()];
         let mut stack = vec![start];
@@ -93,16 +119,19 @@ fn no_effect_between(graph: &Graph, a: NodeId, b: NodeId, fed: &HashSet<String>,
     let (anc_a, anc_b, desc_a, desc_b) = (walk(a, false), walk(b, false), walk(a, true), walk(b, true));
     graph.node_ids().all(|e| {
         let n = graph.node(e);
-        let harmless = is_pure(graph, n)
-            || matches!(
-                n.op.as_str(),
-                "ReadVariableOp" | "VarHandleOp" | "Placeholder" | "PlaceholderWithDefault" | "_Arg" | "NoOp" | "Const"
-            );
-        harmless
+        harmless[e.index()]
             || (anc_a[e.index()] && anc_b[e.index()])
             || (desc_a[e.index()] && desc_b[e.index()])
             || other_variables_only(graph, graph.node(a).inputs[0].node, n, fed)
     })
+}
+
+/// What [`no_effect_between`] keeps across the pairs of one run: how many it examined, and
+/// the nodes that are harmless between two reads (computed at the first pair).
+#[derive(Default)]
+struct ReadChecks {
+    count: usize,
+    harmless: Option<Vec<bool>>,
 }
 
 /// The variable a `VarHandleOp` names: (container, shared name — the node's
@@ -157,7 +186,7 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
     let mut seen: HashMap<u64, Vec<NodeId>> = HashMap::new();
     let (mut inputs, mut controls) = (Vec::new(), Vec::new());
     let mut report = CseReport::default();
-    let mut read_checks = 0usize;
+    let mut read_checks = ReadChecks::default();
     for id in order {
         let node = graph.node(id);
         let read = node.op == "ReadVariableOp" && node.inputs.len() == 1 && !ctx.fed.contains(&node.name);
@@ -187,7 +216,7 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
         };
         match matching {
             Some(first) => {
-                if read && !no_effect_between(graph, first, id, &ctx.fed, &mut read_checks) {
+                if read && !no_effect_between(graph, &succ, first, id, &ctx.fed, &mut read_checks) {
                     continue;
                 }
                 let used = succ.data[id.index()].iter().map(|&(_, port, _)| port as usize + 1).max().unwrap_or(1);
