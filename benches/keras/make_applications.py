@@ -4,6 +4,8 @@ never by CI), into benches/keras/out/ (ignored by git: ResNet50's variables alon
     TF_ENABLE_ONEDNN_OPTS=0 CUDA_VISIBLE_DEVICES=-1 /work/tfenv/bin/python \
         benches/keras/make_applications.py [NAME...]
     /work/tfenv/bin/python benches/keras/check.py app_mobilenetv2 app_resnet50 ...
+    AUTOCLUST_FIXTURE_DIR=benches/keras/out cargo test --release -p autoclust --test tf_fixtures
+        # every exported graph through the TF fixture harness: four runs each, cluster records
 
 Real architectures autoclust was never tuned on (issue 20's "steps you have not seen"), with random
 weights (`weights=None`) at small input sizes: inference (`training=False`) of MobileNetV2 (alpha 0.35),
