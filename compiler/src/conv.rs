@@ -311,6 +311,14 @@ impl ConvShape {
         let row = self.filter[0].saturating_mul(self.filter[1]).saturating_mul(self.filter[2]);
         [pixels, row]
     }
+    /// Multiply-adds of one pass (forward, or either gradient): `N·OH·OW·KH·KW·C/G·O`
+    /// (depthwise: `N·OH·OW·KH·KW·C·M`), saturating.
+    pub fn macs(&self) -> usize {
+        [self.input[0], self.win.h.output, self.win.w.output]
+            .into_iter()
+            .chain(self.filter)
+            .fold(1, usize::saturating_mul)
+    }
     /// How many groups a (grouped) convolution has: input depth / the filter's in-depth.
     pub fn groups(&self) -> usize {
         self.input[3].checked_div(self.filter[2]).unwrap_or(1).max(1)

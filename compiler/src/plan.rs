@@ -8,10 +8,12 @@
 //! exist. A MatMul whose only consumer is in a group of its output shape becomes that
 //! group's GEMM prologue (the epilogue is the group's loop).
 //!
-//! Pairs: with more than one thread, steps of a few microseconds that are too small to
-//! split themselves across the cores (an LSTM cell's products, a VAE's two GEMM chains)
-//! are ordered so that independent ones become adjacent, and each such pair runs at once
-//! on the caller and a helper of the team ([`pair_cost`], [`Program::run_pair`]).
+//! Regions: with more than one thread, runs of steps too small to split themselves across
+//! the cores (an LSTM cell's products, a VAE's two GEMM chains, the thousands of small
+//! convolutions and loops of a convolutional network's training step) run on the team's
+//! threads in dependency order ([`region`]).
+
+mod region;
 
 use std::sync::Arc;
 
@@ -99,9 +101,10 @@ pub(crate) struct Program {
     last_use: Vec<Option<usize>>,
     /// Outputs that may be computed into an argument's buffer (see [`InPlace`]).
     pub(crate) in_place: Vec<InPlace>,
-    /// Per step: it and the next step are independent and run at once, one on the caller
-    /// and one on a helper of the team ([`crate::team`]).
-    pair_first: Vec<bool>,
+    /// Per step: the in-place pairs (indices into `in_place`) whose output it computes.
+    donates: Vec<SmallVec<[u32; 1]>>,
+    /// The concurrent regions, in step order ([`region`]).
+    regions: Vec<region::Region>,
     /// Declared last so the code outlives nothing that points into it.
     _code: JitCode,
 }
@@ -122,7 +125,13 @@ pub(crate) struct InPlace {
     /// The argument's value and the output's value.
     value: ValueId,
     out: ValueId,
+    /// The argument's value and its views (they share its buffer).
+    alias: Vec<ValueId>,
 }
+
+/// A call's donated buffers, indexed like `Program::in_place`: the write pointer into the
+/// argument's buffer, taken while the call held its only reference.
+pub(crate) type Donated = [Option<*mut u8>];
 
 /// The outputs of `steps` that may be computed into an argument's buffer ([`InPlace`]).
 fn in_place_pairs(
@@ -170,7 +179,7 @@ fn in_place_pairs(
         });
         if let Some(out) = out {
             let retval = retvals.iter().position(|&r| r == out).expect("counted once");
-            pairs.push(InPlace { arg, retval, value, out });
+            pairs.push(InPlace { arg, retval, value, out, alias });
         }
     }
     pairs
@@ -424,33 +433,16 @@ pub(crate) fn build(
             }
         }
     }
-    // Steps worth running beside another (see [`pair_cost`]) wait until no other step is
-    // ready, so that independent ones meet in the ready set; two that meet there are
-    // paired (adjacent in the order, run at once).
-    let heavy: Vec<bool> =
-        steps.iter().map(|(_, s)| threads > 1 && pair_cost(s, &types).is_some_and(|c| c >= PAIR_MIN_NS)).collect();
-    let key = |si: usize, pos: usize| std::cmp::Reverse((heavy[si], pos, si));
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(bool, usize, usize)>> =
+    let key = |si: usize, pos: usize| std::cmp::Reverse((pos, si));
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(usize, usize)>> =
         steps.iter().enumerate().filter(|(si, _)| pending[*si] == 0).map(|(si, (pos, _))| key(si, *pos)).collect();
     let mut order = Vec::with_capacity(steps.len());
-    let mut pair_first: Vec<bool> = Vec::with_capacity(steps.len());
-    while let Some(std::cmp::Reverse((h, _, si))) = ready.pop() {
-        let mut take = vec![si];
-        if h && ready.peek().is_some_and(|r| r.0 .0) {
-            let std::cmp::Reverse((_, _, other)) = ready.pop().expect("peeked");
-            take.push(other);
-        }
-        pair_first.push(take.len() == 2);
-        if take.len() == 2 {
-            pair_first.push(false);
-        }
-        for si in take {
-            order.push(si);
-            for &u in &users[si] {
-                pending[u] -= 1;
-                if pending[u] == 0 {
-                    ready.push(key(u, steps[u].0));
-                }
+    while let Some(std::cmp::Reverse((_, si))) = ready.pop() {
+        order.push(si);
+        for &u in &users[si] {
+            pending[u] -= 1;
+            if pending[u] == 0 {
+                ready.push(key(u, steps[u].0));
             }
         }
     }
@@ -477,6 +469,14 @@ pub(crate) fn build(
     }
     let pools = (0..types.len()).map(|_| BufferPool::default()).collect();
     let in_place = in_place_pairs(&steps, &args, &retvals, &types, &last_use);
+    let mut donates: Vec<SmallVec<[u32; 1]>> = vec![SmallVec::new(); steps.len()];
+    for (k, p) in in_place.iter().enumerate() {
+        if let Some(si) = steps.iter().position(|s| s.outputs.contains(&p.out)) {
+            donates[si].push(k as u32);
+        }
+    }
+    let keep: Vec<ValueId> = in_place.iter().flat_map(|p| p.alias.iter().copied()).collect();
+    let regions = region::regions(&steps, &types, &last_use, &retvals, &keep, threads);
     Ok(Program {
         name: name.to_string(),
         steps,
@@ -490,25 +490,17 @@ pub(crate) fn build(
         pools,
         last_use,
         in_place,
-        pair_first,
+        donates,
+        regions,
         _code: code,
     })
 }
 
-/// Estimated nanoseconds below which a step is not worth handing to another core (a
-/// section's round trip costs about a microsecond when the helper is awake).
-const PAIR_MIN_NS: usize = 1500;
-
-/// The estimated nanoseconds of a step that may run beside an independent one, on one
-/// core: a GEMM or a fused loop (with or without its GEMM prologue), each too small to
-/// split itself across the cores (larger ones use both cores already). `None` for every
-/// other step: views and kernels (host steps take their operands, control flow runs nested
-/// programs, and the others split themselves at thresholds of their own).
-///
-/// Why running two at once is sound: neither reads a value the other writes (they were
-/// both ready), each writes only its own outputs' buffers (fresh or taken from its value's
-/// pool under the pool's lock), and inputs are immutable tensors.
-fn pair_cost(step: &Step, types: &[(DType, Vec<usize>)]) -> Option<usize> {
+/// The estimated nanoseconds on one core of a GEMM or a fused loop (with or without its
+/// GEMM prologue) too small to split itself across the cores (larger ones use both cores
+/// already), which may therefore run beside other steps ([`region`]). `None` for larger
+/// ones and every other step.
+fn small_cost(step: &Step, types: &[(DType, Vec<usize>)]) -> Option<usize> {
     let elems = |v: ValueId| types[v].1.iter().product::<usize>();
     // m·k·n from the element counts of A (m·k), B (k·n) and C (m·n).
     let macs = |a: ValueId, b: ValueId, c: ValueId| ((elems(a) * elems(b) * elems(c)) as f64).sqrt() as usize;
@@ -699,21 +691,6 @@ fn value(vals: &[Option<Tensor>], v: ValueId, node: &str) -> Result<Tensor, Comp
     vals[v].clone().ok_or_else(|| CompileError::Runtime { node: node.into(), reason: format!("value {v} missing") })
 }
 
-/// The donations of a pair's two steps, shared with the helper running one of them.
-#[derive(Clone, Copy)]
-struct SharedDonations<'a>([&'a [(ValueId, usize, ValueId, *mut u8)]; 2]);
-// SAFETY: the write pointers point into buffers the call owns (their only references are
-// the donated arguments'); each is written by at most one step (`donated_out` hands a
-// buffer to the step that last reads it, and not to a step whose partner reads it).
-unsafe impl Send for SharedDonations<'_> {}
-unsafe impl Sync for SharedDonations<'_> {}
-
-impl<'a> SharedDonations<'a> {
-    fn get(&self, k: usize) -> &'a [(ValueId, usize, ValueId, *mut u8)] {
-        self.0[k]
-    }
-}
-
 /// A raw pointer the worker threads may share (the buffers it points to outlive the scope).
 #[derive(Clone, Copy)]
 struct SharedPtrs(*const *mut u8);
@@ -867,9 +844,9 @@ impl Program {
 
     pub(crate) fn describe(&self) -> Vec<String> {
         let mut out: Vec<String> = self.steps.iter().map(|s| self.describe_step(s)).collect();
-        for (si, d) in out.iter_mut().enumerate() {
-            if self.pair_first[si] {
-                d.push_str(" | beside the next step");
+        for (k, r) in self.regions.iter().enumerate() {
+            for d in &mut out[r.start..r.end] {
+                d.push_str(&format!(" | region {k}"));
             }
         }
         out
@@ -1026,17 +1003,14 @@ impl Program {
         mut inputs: Vec<Tensor>,
         donate: &[usize],
     ) -> Result<Vec<Tensor>, crate::DonationFailure> {
-        // (output value, argument index, argument value, write pointer)
-        let mut donations: Vec<(ValueId, usize, ValueId, *mut u8)> = Vec::new();
+        let mut donations: Vec<Option<*mut u8>> = vec![None; self.in_place.len()];
         for &k in donate {
             let Some(p) = self.in_place.get(k) else { continue };
             // The buffer may be one this output's pool handed out two calls ago.
             if let Some(t) = inputs.get(p.arg) {
                 self.pools[p.out].forget(&t.data);
             }
-            if let Some(ptr) = inputs.get_mut(p.arg).and_then(|t| unique_ptr(&mut t.data)) {
-                donations.push((p.out, p.arg, p.value, ptr));
-            }
+            donations[k] = inputs.get_mut(p.arg).and_then(|t| unique_ptr(&mut t.data));
         }
         let mut vals = self.initial_values(inputs.into_iter());
         let mut written = false;
@@ -1046,7 +1020,12 @@ impl Program {
                 let back = if written {
                     Vec::new()
                 } else {
-                    donations.iter().filter_map(|&(_, arg, v, _)| vals[v].take().map(|t| (arg, t))).collect()
+                    self.in_place
+                        .iter()
+                        .zip(&donations)
+                        .filter(|(_, d)| d.is_some())
+                        .filter_map(|(p, _)| vals[p.value].take().map(|t| (p.arg, t)))
+                        .collect()
                 };
                 Err((e, back))
             }
@@ -1056,20 +1035,22 @@ impl Program {
     fn run_steps(
         &self,
         vals: &mut [Option<Tensor>],
-        donations: &[(ValueId, usize, ValueId, *mut u8)],
+        donations: &Donated,
         written: &mut bool,
     ) -> Result<Vec<Tensor>, CompileError> {
         let profiling = crate::profile::enabled();
+        let mut regions = self.regions.iter().peekable();
         let mut si = 0;
         while si < self.steps.len() {
-            if self.pair_first[si] {
-                self.run_pair(si, vals, donations, written, profiling)?;
-                for k in [si, si + 1] {
+            if let Some(r) = regions.next_if(|r| r.start == si) {
+                self.run_region(r, vals, donations, written, profiling)?;
+                // Values the region kept (donatable arguments it did not write).
+                for k in r.start..r.end {
                     for &v in &self.free_after[k] {
                         vals[v] = None;
                     }
                 }
-                si += 2;
+                si = r.end;
                 continue;
             }
             let step = &self.steps[si];
@@ -1128,68 +1109,13 @@ impl Program {
         });
     }
 
-    /// Runs steps `si` and `si + 1` (independent: see [`pair_cost`]) at once, one on the
-    /// calling thread and one on a helper of the team (both on the caller when the team is
-    /// busy); the first error in step order is returned. A step writes into a donated
-    /// buffer only when its partner does not read that buffer (the partner may still be
-    /// reading it; `donated_out` checks the step's own and later reads).
-    fn run_pair(
-        &self,
-        si: usize,
-        vals: &mut [Option<Tensor>],
-        donations: &[(ValueId, usize, ValueId, *mut u8)],
-        written: &mut bool,
-        profiling: bool,
-    ) -> Result<(), CompileError> {
-        type Slot = std::sync::Mutex<Option<(Result<Vec<Tensor>, CompileError>, bool)>>;
-        let results: [Slot; 2] = Default::default();
-        {
-            let shared: &[Option<Tensor>] = vals;
-            let reads_donated = |k: usize| {
-                self.steps[k]
-                    .inputs
-                    .iter()
-                    .any(|&v| shared[v].as_ref().is_some_and(|t| donations.iter().any(|d| data_ptr(t) == d.3)))
-            };
-            let own = SharedDonations([
-                if reads_donated(si + 1) { &[] } else { donations },
-                if reads_donated(si) { &[] } else { donations },
-            ]);
-            crate::team::run(2, &|k| {
-                let start = profiling.then(std::time::Instant::now);
-                let mut w = false;
-                let r = self.step_outputs(si + k, shared, own.get(k), &mut w);
-                if let Some(start) = start {
-                    self.record(si + k, start);
-                }
-                *results[k].lock().unwrap_or_else(|e| e.into_inner()) = Some((r, w));
-            });
-        }
-        let mut first_error = None;
-        for (k, slot) in results.into_iter().enumerate() {
-            let (outs, w) = slot.into_inner().unwrap_or_else(|e| e.into_inner()).expect("every part ran");
-            *written |= w;
-            match outs {
-                Ok(outs) => {
-                    for (&o, t) in self.steps[si + k].outputs.iter().zip(outs) {
-                        vals[o] = Some(t);
-                    }
-                }
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        first_error.map_or(Ok(()), Err)
-    }
-
     /// The outputs of step `si` (a GEMM, a fused loop or a kernel other than a host step),
     /// reading its inputs from `vals`.
     fn step_outputs(
         &self,
         si: usize,
         vals: &[Option<Tensor>],
-        donations: &[(ValueId, usize, ValueId, *mut u8)],
+        donations: &Donated,
         written: &mut bool,
     ) -> Result<Vec<Tensor>, CompileError> {
         let step = &self.steps[si];
@@ -1242,19 +1168,16 @@ impl Program {
     }
 
     /// The donated buffer output `o` of step `si` may be written into, when every
-    /// reference to it is a value this step reads last.
-    fn donated_out(
-        &self,
-        si: usize,
-        o: ValueId,
-        vals: &[Option<Tensor>],
-        donations: &[(ValueId, usize, ValueId, *mut u8)],
-    ) -> Option<Out> {
-        let &(_, _, _, ptr) = donations.iter().find(|d| d.0 == o)?;
+    /// reference to it is one of its argument's values (the argument or a view) in `vals`
+    /// that this step reads last (any other reference — a kernel's output sharing the
+    /// buffer, a step still reading it — makes the count differ).
+    fn donated_out(&self, si: usize, o: ValueId, vals: &[Option<Tensor>], donations: &Donated) -> Option<Out> {
+        let k = self.donates[si].iter().map(|&k| k as usize).find(|&k| self.in_place[k].out == o)?;
+        let ptr = donations.get(k).copied().flatten()?;
         let mut holders = 0;
         let mut data = None;
-        for (v, t) in vals.iter().enumerate() {
-            let Some(t) = t else { continue };
+        for &v in &self.in_place[k].alias {
+            let Some(t) = &vals[v] else { continue };
             if data_ptr(t) != ptr {
                 continue;
             }
@@ -1276,7 +1199,7 @@ impl Program {
         run: &FusedRun<'_>,
         vals: &[Option<Tensor>],
         product: Option<&(ValueId, Tensor)>,
-        donations: &[(ValueId, usize, ValueId, *mut u8)],
+        donations: &Donated,
         written: &mut bool,
     ) -> Result<Vec<Tensor>, CompileError> {
         let FusedRun { step, func, dims, ops, ext, consts } = *run;
@@ -1285,7 +1208,7 @@ impl Program {
         let mut donated: SmallVec<[Option<Out>; 2]> = step
             .outputs
             .iter()
-            .map(|&o| if donations.is_empty() { None } else { self.donated_out(si, o, vals, donations) })
+            .map(|&o| if self.donates[si].is_empty() { None } else { self.donated_out(si, o, vals, donations) })
             .collect();
         let mut ptrs: SmallVec<[*mut u8; 8]> = SmallVec::with_capacity(ext.len() + step.outputs.len() + 1);
         // Hold the input tensors so their buffers stay alive during the call.

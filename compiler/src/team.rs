@@ -15,6 +15,11 @@
 //! on a rayon worker thread (the interpreter's parallel executor) splits its parts over
 //! that pool instead, as before, so the two never compete for the same section.
 //!
+//! A [`Crew`] is the threads running one concurrent region of a plan (`plan::region`),
+//! which hold the team between them: a section nested in one member's step is posted to
+//! the crew, and a member with no step of its own to run joins it, so a convolution that
+//! splits over its images still uses both cores when the region has nothing else ready.
+//!
 //! Invariant: [`run`] returns only after every part ran exactly once and no helper can
 //! touch the section's closure any more (helpers join a section under the team's lock
 //! while it is published and leave it by decrementing its reference count; the caller
@@ -175,6 +180,14 @@ pub(crate) fn run(parts: usize, f: &(dyn Fn(usize) + Sync)) {
         });
         return;
     }
+    if parts > 1 {
+        let crew = CREW.with(|c| c.get());
+        if !crew.is_null() {
+            // SAFETY: a crew outlives its members' `Crew::member` calls, which set it.
+            unsafe { &*crew }.run(parts, f);
+            return;
+        }
+    }
     let t = team();
     let alone = parts <= 1
         || t.helpers == 0
@@ -216,6 +229,89 @@ pub(crate) fn run(parts: usize, f: &(dyn Fn(usize) + Sync)) {
     }
 }
 
+thread_local! {
+    /// The crew this thread is a member of (null: none).
+    static CREW: std::cell::Cell<*const Crew> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// The threads of one concurrent region: a section nested in a member's work is posted
+/// here (one at a time; a member finding one posted runs its own parts alone), and
+/// members with nothing else to do join it ([`Crew::help`]).
+pub(crate) struct Crew {
+    slot: Mutex<Option<Published>>,
+    posted: AtomicBool,
+}
+
+impl Crew {
+    pub(crate) fn new() -> Crew {
+        Crew { slot: Mutex::new(None), posted: AtomicBool::new(false) }
+    }
+
+    /// Runs `f` with the calling thread a member of the crew.
+    pub(crate) fn member<R>(&self, f: impl FnOnce() -> R) -> R {
+        struct Restore(*const Crew);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                CREW.with(|c| c.set(self.0));
+            }
+        }
+        let _restore = Restore(CREW.with(|c| c.replace(self as *const Crew)));
+        f()
+    }
+
+    /// Joins the posted section, if there is one; whether it did.
+    pub(crate) fn help(&self) -> bool {
+        if !self.posted.load(Ordering::Acquire) {
+            return false;
+        }
+        let st = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(p) = *st else { return false };
+        // SAFETY: the section is posted, so its caller is still in `Crew::run`, which
+        // waits for `refs` to drop back before returning (as the team's helpers do).
+        let section = unsafe { &*p.0 };
+        section.refs.fetch_add(1, Ordering::Relaxed);
+        drop(st);
+        section.work();
+        section.refs.fetch_sub(1, Ordering::Release);
+        true
+    }
+
+    fn run(&self, parts: usize, f: &(dyn Fn(usize) + Sync)) {
+        let section = Section {
+            f,
+            parts,
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            refs: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
+        };
+        {
+            let mut st = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+            if st.is_some() {
+                drop(st);
+                (0..parts).for_each(f);
+                return;
+            }
+            // SAFETY (lifetime erasure): unposted below before `section` goes out of scope.
+            let p: *const Section<'static> = (&section as *const Section<'_>).cast();
+            *st = Some(Published(p));
+            self.posted.store(true, Ordering::Release);
+        }
+        section.work();
+        {
+            let mut st = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+            *st = None;
+            self.posted.store(false, Ordering::Release);
+        }
+        while section.done.load(Ordering::Acquire) < parts || section.refs.load(Ordering::Acquire) > 0 {
+            std::hint::spin_loop();
+        }
+        if section.panicked.load(Ordering::Relaxed) {
+            panic!("a part of a parallel section panicked");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,6 +347,39 @@ mod tests {
             }
         });
         assert_eq!(total.load(Ordering::Relaxed), 4 * 200 * 4 * 3);
+    }
+
+    /// A section nested in a crew member's work runs every part once, on the member and
+    /// on another member that helps; a second one posted meanwhile runs alone.
+    #[test]
+    fn crew_members_share_nested_sections() {
+        let crew = Crew::new();
+        let counts: Vec<AtomicU32> = (0..64).map(|_| AtomicU32::new(0)).collect();
+        let helped = AtomicBool::new(false);
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                crew.member(|| {
+                    while !done.load(Ordering::Acquire) {
+                        if crew.help() {
+                            helped.store(true, Ordering::Relaxed);
+                        }
+                    }
+                })
+            });
+            crew.member(|| {
+                for _ in 0..50 {
+                    run(64, &|i| {
+                        counts[i].fetch_add(1, Ordering::Relaxed);
+                        run(2, &|_| {});
+                        std::thread::sleep(Duration::from_micros(5));
+                    });
+                }
+            });
+            done.store(true, Ordering::Release);
+        });
+        assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 50));
+        assert!(helped.load(Ordering::Relaxed), "the idle member joined a section");
     }
 
     /// A helper that parked (no section for longer than the spin time) wakes up for the next.

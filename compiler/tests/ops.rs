@@ -371,10 +371,10 @@ fn reductions_over_nothing_fuse_with_their_neighbours() {
 }
 
 #[test]
-fn independent_products_run_in_pairs_and_match_one_thread() {
+fn independent_products_run_in_a_concurrent_region_and_match_one_thread() {
     // An LSTM cell's two products (x·W, h·U) and, from their sum dz, the four products of
     // its gradient (dz·Wᵀ, dz·Uᵀ, xᵀ·dz + acc, hᵀ·dz): independent steps of a few
-    // microseconds each, which a 2-thread program runs two at a time.
+    // microseconds each, which a 2-thread program runs in one concurrent region.
     let (b, d, u) = (32usize, 32usize, 64usize);
     let mm = |name: &str, a: &str, bb: &str, ta: bool, tb: bool| {
         node(name, "MatMul", &[a, bb], vec![("transpose_a", AttrValue::B(ta)), ("transpose_b", AttrValue::B(tb))])
@@ -408,16 +408,65 @@ fn independent_products_run_in_pairs_and_match_one_thread() {
         .collect();
     let two = compiler().compile(&g, &sig).unwrap();
     let desc = two.describe();
-    assert!(desc.iter().filter(|d| d.ends_with("beside the next step")).count() >= 2, "{desc:?}");
+    assert!(desc.iter().filter(|d| d.ends_with("| region 0")).count() >= 6, "{desc:?}");
     let one = Compiler::new(CompilerOptions { threads: 1, ..Default::default() }).compile(&g, &sig).unwrap();
-    assert!(!one.describe().iter().any(|d| d.ends_with("beside the next step")), "{:?}", one.describe());
+    assert!(!one.describe().iter().any(|d| d.contains("| region")), "{:?}", one.describe());
     let want = one.call(&ins).unwrap();
     for _ in 0..20 {
         let got = two.call(&ins).unwrap();
         for (g, w) in got.iter().zip(&want) {
             assert_eq!(g.shape, w.shape);
-            assert_eq!(g.as_f32().unwrap(), w.as_f32().unwrap(), "paired steps compute what one thread does");
+            assert_eq!(g.as_f32().unwrap(), w.as_f32().unwrap(), "a region computes what one thread does");
         }
+    }
+}
+
+/// An optimizer's updates `w − 0.1·g` of eight variables, independent loops in one
+/// concurrent region: each donated variable is written in place (its output is its
+/// input's buffer) with the values one thread computes without donation, and a variable
+/// whose buffer someone else still holds is left as it was.
+#[test]
+fn donated_updates_in_a_concurrent_region_write_in_place() {
+    let (vars, n) = (8usize, 64 * 64);
+    let mut nodes = Vec::new();
+    for i in 0..vars {
+        nodes.push(arg(&format!("w{i}"), 2 * i as i64, DType::Float32));
+        nodes.push(arg(&format!("g{i}"), 2 * i as i64 + 1, DType::Float32));
+        nodes.push(konst(&format!("lr{i}"), Tensor::scalar_f32(0.1)));
+        nodes.push(node(&format!("d{i}"), "Mul", &[&format!("g{i}"), &format!("lr{i}")], vec![]));
+        nodes.push(node(&format!("u{i}"), "Sub", &[&format!("w{i}"), &format!("d{i}")], vec![]));
+        nodes.push(ret(&format!("r{i}"), &format!("u{i}"), i as i64));
+    }
+    let g = graph(nodes);
+    let sig: Vec<(DType, Vec<usize>)> = (0..2 * vars).map(|_| (DType::Float32, vec![64, 64])).collect();
+    let inputs =
+        || -> Vec<Tensor> { (0..2 * vars).map(|i| f32t(&[64, 64], rand_f32(n, 40 + i as u64, -1.0, 1.0))).collect() };
+    let two = Compiler::new(CompilerOptions { threads: 2, ..Default::default() }).compile(&g, &sig).unwrap();
+    assert!(two.describe().iter().filter(|d| d.contains("| region 0")).count() >= vars, "{:?}", two.describe());
+    let pairs = two.in_place_pairs();
+    assert_eq!(pairs.len(), vars, "{pairs:?}");
+    let one = Compiler::new(CompilerOptions { threads: 1, ..Default::default() }).compile(&g, &sig).unwrap();
+    let want = one.call(&inputs()).unwrap();
+    for round in 0..50 {
+        let ins = inputs();
+        let addresses: Vec<usize> = ins.iter().map(|t| t.as_f32().unwrap().as_ptr() as usize).collect();
+        // Round by round, one variable's buffer is also held elsewhere (a concurrent reader).
+        let held = ins[2 * (round % vars)].clone();
+        let got = two.call_donating(ins, &pairs).unwrap_or_else(|(e, _)| panic!("{e}"));
+        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.as_f32().unwrap(), w.as_f32().unwrap(), "output {j}");
+            let at = g.as_f32().unwrap().as_ptr() as usize;
+            if j == round % vars {
+                assert_ne!(at, addresses[2 * j], "a shared buffer is never written");
+            } else {
+                assert_eq!(at, addresses[2 * j], "output {j} reuses its variable's buffer (round {round})");
+            }
+        }
+        assert_eq!(
+            held.as_f32().unwrap(),
+            inputs()[2 * (round % vars)].as_f32().unwrap(),
+            "the shared value is intact"
+        );
     }
 }
 

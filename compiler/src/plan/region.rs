@@ -1,0 +1,439 @@
+//! Concurrent regions: runs of small, independent-enough plan steps that the team's
+//! threads execute together, each step when its producers are done (a dataflow schedule
+//! inside the region), instead of one after another on the caller.
+//!
+//! A large cluster — a whole training step of a convolutional network — becomes thousands
+//! of steps of a few microseconds each: convolutions of a 2×2 feature map, fused loops over
+//! a few hundred elements, a parallel branch's pooling. None is large enough to split
+//! itself across the cores, so in step order they ran on one core while TensorFlow's (and
+//! the plain executor's) inter-op scheduler ran independent branches on both.
+//!
+//! What a region is: a maximal run of consecutive steps in plan order each of which
+//! [`may_share_core`] (no host step — those take their operands and run nested programs —
+//! and nothing that would split itself: that keeps its team to itself and runs alone),
+//! kept only when its estimated work off the critical path is worth a parallel section
+//! ([`REGION_MIN_GAIN_NS`]). Steps outside regions run as before.
+//!
+//! Why running a region's steps in any dependency order is sound:
+//! - Every step reads only values whose producers have finished: a step becomes ready when
+//!   its in-region producers are done, and producers before the region finished before it
+//!   began. Values are written once (SSA), and inputs are immutable tensors.
+//! - A value whose last reader is in the region is dropped when its last reader *takes*
+//!   it (a per-value count of readers still to start, under the region's lock), not at a
+//!   fixed step: every reader has then got its own reference.
+//! - A donated argument's buffer (see [`super::InPlace`]) is written only when (under the
+//!   lock) no step that may fail is left in the region, every reader of the argument and
+//!   its views has started, no other reference than the donating step's own exists, and
+//!   the argument's table entries are dropped; otherwise the step computes into a buffer
+//!   of its own. The argument's entries are never dropped early, so a failed call still
+//!   gives the caller the unwritten argument back.
+//! - Nested parallel sections (a kernel's own split) go to the region's crew (`team::Crew`):
+//!   the step's thread runs their parts, joined by a member with nothing else ready; no
+//!   step waits for a busy team.
+//! - The first error in step order among the steps that ran is returned; no step starts
+//!   after an error is seen.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Mutex;
+
+use autoclust_graph::{DType, Tensor};
+
+use super::{small_cost, Donated, Program, Step, StepKind, ValueId, PARALLEL_WORK};
+use crate::kernels::KernelOp;
+use crate::CompileError;
+
+/// Estimated nanoseconds of a region's work that must lie off its critical path before
+/// the region is worth a parallel section (a section's round trip and each step's two
+/// lock acquisitions cost a microsecond or two).
+const REGION_MIN_GAIN_NS: usize = 6_000;
+
+/// Elements (inputs and outputs) below which a library kernel never splits itself.
+const SMALL_KERNEL_ELEMS: usize = 1 << 16;
+
+/// No reader count: the value outlives the region (read after it, or returned).
+const NO_SLOT: u32 = u32::MAX;
+
+/// One concurrent region of a program's steps, `start..end` in plan order.
+#[derive(Clone, Debug)]
+pub(crate) struct Region {
+    pub start: usize,
+    pub end: usize,
+    /// Per step of the region: how many of its producers lie in the region.
+    pending: Vec<u32>,
+    /// Per step: the region's steps that read its outputs (each once).
+    users: Vec<Vec<u32>>,
+    /// Per step: its distinct inputs and the reader-count slot of each ([`NO_SLOT`]).
+    inputs: Vec<Vec<(ValueId, u32)>>,
+    /// Per slot: the region's readers of its value.
+    readers: Vec<u32>,
+    /// Per slot: whether its value stays in the table when its last reader starts (a
+    /// donatable argument and its views, which a failed call hands back).
+    keep: Vec<bool>,
+    /// The slots of those kept values.
+    kept: std::collections::HashMap<ValueId, u32>,
+    /// The region's steps that may fail (library kernels that are not `infallible`).
+    fallible: u32,
+}
+
+/// Whether `step` may run on one core beside other steps: small enough that it would not
+/// split itself, and not a host step.
+fn may_share_core(step: &Step, types: &[(DType, Vec<usize>)]) -> bool {
+    let elems = |v: ValueId| types[v].1.iter().product::<usize>();
+    match &step.kind {
+        StepKind::View => true,
+        StepKind::Gemm { .. } => small_cost(step, types).is_some(),
+        StepKind::Fused { dims, ops, .. } => {
+            small_cost(step, types).is_some() && dims.iter().product::<usize>() * ops.max(&1) < PARALLEL_WORK
+        }
+        StepKind::Kernel { op: KernelOp::Host(_) } => false,
+        StepKind::Kernel { op: KernelOp::Conv { shape, .. } } => shape.macs() < crate::gemm::SPLIT_MACS_AWAKE,
+        StepKind::Kernel { .. } => {
+            step.inputs.iter().chain(&step.outputs).map(|&v| elems(v)).sum::<usize>() < SMALL_KERNEL_ELEMS
+        }
+    }
+}
+
+/// A rough estimate of a step's nanoseconds on one core (for the region's gain only).
+fn cost_ns(step: &Step, types: &[(DType, Vec<usize>)]) -> usize {
+    let elems = |v: ValueId| types[v].1.iter().product::<usize>();
+    match &step.kind {
+        StepKind::View => 50,
+        StepKind::Kernel { op: KernelOp::Conv { shape, .. } } => 500 + shape.macs() / 8,
+        StepKind::Kernel { .. } => 300 + step.inputs.iter().chain(&step.outputs).map(|&v| elems(v)).sum::<usize>(),
+        _ => 300 + small_cost(step, types).unwrap_or(0),
+    }
+}
+
+/// The concurrent regions of `steps` (in plan order; empty with one thread). Values
+/// listed in `keep` (donatable arguments and their views) are never dropped by a region.
+pub(crate) fn regions(
+    steps: &[Step],
+    types: &[(DType, Vec<usize>)],
+    last_use: &[Option<usize>],
+    retvals: &[ValueId],
+    keep: &[ValueId],
+    threads: usize,
+) -> Vec<Region> {
+    if threads < 2 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut si = 0;
+    while si < steps.len() {
+        if !may_share_core(&steps[si], types) {
+            si += 1;
+            continue;
+        }
+        let start = si;
+        while si < steps.len() && may_share_core(&steps[si], types) {
+            si += 1;
+        }
+        if si - start >= 2 {
+            if let Some(r) = region(steps, types, last_use, retvals, keep, start, si) {
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
+/// The region `start..end`, when its work off the critical path is worth the section.
+fn region(
+    steps: &[Step],
+    types: &[(DType, Vec<usize>)],
+    last_use: &[Option<usize>],
+    retvals: &[ValueId],
+    keep: &[ValueId],
+    start: usize,
+    end: usize,
+) -> Option<Region> {
+    let n = end - start;
+    let mut producer: std::collections::HashMap<ValueId, u32> = std::collections::HashMap::new();
+    for (l, s) in steps[start..end].iter().enumerate() {
+        for &o in &s.outputs {
+            producer.insert(o, l as u32);
+        }
+    }
+    let mut pending = vec![0u32; n];
+    let mut users: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut inputs: Vec<Vec<(ValueId, u32)>> = vec![Vec::new(); n];
+    let mut slot_of: std::collections::HashMap<ValueId, u32> = std::collections::HashMap::new();
+    let mut readers: Vec<u32> = Vec::new();
+    let mut keep_slot: Vec<bool> = Vec::new();
+    let mut finish = vec![0usize; n];
+    let mut total = 0usize;
+    for (l, s) in steps[start..end].iter().enumerate() {
+        let mut ready_at = 0;
+        let mut deps: Vec<u32> = Vec::new();
+        for &v in &s.inputs {
+            if inputs[l].iter().any(|&(w, _)| w == v) {
+                continue;
+            }
+            if let Some(&p) = producer.get(&v) {
+                if !deps.contains(&p) {
+                    deps.push(p);
+                }
+            }
+            let freed_here = last_use[v].is_some_and(|u| (start..end).contains(&u)) && !retvals.contains(&v);
+            let slot = if freed_here {
+                *slot_of.entry(v).or_insert_with(|| {
+                    readers.push(0);
+                    keep_slot.push(keep.contains(&v));
+                    (readers.len() - 1) as u32
+                })
+            } else {
+                NO_SLOT
+            };
+            if slot != NO_SLOT {
+                readers[slot as usize] += 1;
+            }
+            inputs[l].push((v, slot));
+        }
+        for &p in &deps {
+            users[p as usize].push(l as u32);
+            ready_at = ready_at.max(finish[p as usize]);
+        }
+        pending[l] = deps.len() as u32;
+        let c = cost_ns(s, types);
+        finish[l] = ready_at + c;
+        total += c;
+    }
+    let critical = finish.iter().copied().max().unwrap_or(0);
+    if total.saturating_sub(critical) < REGION_MIN_GAIN_NS {
+        return None;
+    }
+    let fallible =
+        steps[start..end].iter().filter(|s| matches!(&s.kind, StepKind::Kernel { op } if !op.infallible())).count()
+            as u32;
+    let kept = slot_of.into_iter().filter(|&(_, slot)| keep_slot[slot as usize]).collect();
+    Some(Region { start, end, pending, users, inputs, readers, keep: keep_slot, kept, fallible })
+}
+
+/// A region's state during one run, under its lock.
+struct RegionRun<'v> {
+    vals: &'v mut [Option<Tensor>],
+    ready: BinaryHeap<Reverse<u32>>,
+    pending: Vec<u32>,
+    readers: Vec<u32>,
+    /// Steps not finished.
+    left: usize,
+    /// Steps that may fail and have not finished.
+    fallible_left: u32,
+    error: Option<(usize, CompileError)>,
+    written: bool,
+}
+
+/// A step taken from the ready set, with its inputs.
+struct Taken {
+    local: usize,
+    inputs: Vec<(ValueId, Tensor)>,
+}
+
+thread_local! {
+    /// A worker's value table: only the inputs of the step it runs are set, and cleared
+    /// after it (the step functions index values by id).
+    static TABLE: RefCell<Vec<Option<Tensor>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The data pointer of a value's buffer, for identity comparisons.
+fn buffer(t: &Tensor) -> *mut u8 {
+    super::data_ptr(t)
+}
+
+impl Program {
+    /// Runs the steps of region `r` on the team's threads, in dependency order.
+    pub(super) fn run_region(
+        &self,
+        r: &Region,
+        vals: &mut [Option<Tensor>],
+        donations: &Donated,
+        written: &mut bool,
+        profiling: bool,
+    ) -> Result<(), CompileError> {
+        let ready = r.pending.iter().enumerate().filter(|(_, &p)| p == 0).map(|(l, _)| Reverse(l as u32)).collect();
+        let state = Mutex::new(RegionRun {
+            vals,
+            ready,
+            pending: r.pending.clone(),
+            readers: r.readers.clone(),
+            left: r.end - r.start,
+            fallible_left: r.fallible,
+            error: None,
+            written: false,
+        });
+        // SAFETY (Send): the write pointers point into buffers this call owns; a donation is
+        // handed to one step only, after every other reference is gone (module doc).
+        struct Shared<'a>(&'a Donated);
+        unsafe impl Sync for Shared<'_> {}
+        let shared = Shared(donations);
+        let crew = crate::team::Crew::new();
+        crate::team::run(self.threads, &|_| {
+            let donations = &shared;
+            crew.member(|| self.region_worker(r, &state, &crew, donations.0, profiling))
+        });
+        let st = state.into_inner().unwrap_or_else(|e| e.into_inner());
+        *written |= st.written;
+        match st.error {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// One thread of a region: takes ready steps and runs them until none is left.
+    fn region_worker(
+        &self,
+        r: &Region,
+        state: &Mutex<RegionRun<'_>>,
+        crew: &crate::team::Crew,
+        donations: &Donated,
+        profiling: bool,
+    ) {
+        let mut table = TABLE.with(|t| t.try_borrow_mut().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default());
+        if table.len() < self.types.len() {
+            table.resize(self.types.len(), None);
+        }
+        let mut idle = 0u32;
+        loop {
+            let taken = {
+                let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+                if st.error.is_some() || st.left == 0 {
+                    break;
+                }
+                match st.ready.pop() {
+                    Some(Reverse(l)) => self.take_step(r, &mut st, l as usize, donations),
+                    None => None,
+                }
+            };
+            let Some(taken) = taken else {
+                // The other thread runs the steps this one waits for: help it with its
+                // step's own split, if it posted one.
+                if crew.help() {
+                    idle = 0;
+                    continue;
+                }
+                idle += 1;
+                std::hint::spin_loop();
+                if idle.is_multiple_of(64) {
+                    std::thread::yield_now();
+                }
+                continue;
+            };
+            idle = 0;
+            let si = r.start + taken.local;
+            let step = &self.steps[si];
+            let start = profiling.then(std::time::Instant::now);
+            let mut w = false;
+            for (v, t) in taken.inputs {
+                table[v] = Some(t);
+            }
+            let result = match &step.kind {
+                StepKind::View => super::value(&table, step.inputs[0], &step.name).map(|x| {
+                    let (dtype, shape) = self.types[step.outputs[0]].clone();
+                    vec![Tensor { dtype, shape, data: x.data }]
+                }),
+                _ => self.step_outputs(si, &table, donations, &mut w),
+            };
+            for &(v, _) in &r.inputs[taken.local] {
+                table[v] = None;
+            }
+            if let Some(start) = start {
+                self.record(si, start);
+            }
+            let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+            st.written |= w;
+            st.left -= 1;
+            if matches!(&step.kind, StepKind::Kernel { op } if !op.infallible()) {
+                st.fallible_left -= 1;
+            }
+            match result {
+                Ok(outs) => {
+                    for (&o, t) in step.outputs.iter().zip(outs) {
+                        st.vals[o] = Some(t);
+                    }
+                    for &u in &r.users[taken.local] {
+                        st.pending[u as usize] -= 1;
+                        if st.pending[u as usize] == 0 {
+                            st.ready.push(Reverse(u));
+                        }
+                    }
+                }
+                Err(e) => {
+                    if st.error.as_ref().is_none_or(|(at, _)| si < *at) {
+                        st.error = Some((si, e));
+                    }
+                }
+            }
+        }
+        TABLE.with(|t| {
+            if let Ok(mut t) = t.try_borrow_mut() {
+                if t.len() < table.len() {
+                    *t = table;
+                }
+            }
+        });
+    }
+
+    /// Takes step `l` of region `r` out of the ready set (under the lock): its inputs (the
+    /// last reader of a value takes it out of the table) and the donations it may use.
+    fn take_step(&self, r: &Region, st: &mut RegionRun<'_>, l: usize, donations: &Donated) -> Option<Taken> {
+        let si = r.start + l;
+        let step = &self.steps[si];
+        let mut inputs = Vec::with_capacity(r.inputs[l].len());
+        for &(v, slot) in &r.inputs[l] {
+            let last = slot != NO_SLOT && {
+                st.readers[slot as usize] -= 1;
+                st.readers[slot as usize] == 0 && !r.keep[slot as usize]
+            };
+            let t = if last { st.vals[v].take() } else { st.vals[v].clone() };
+            match t {
+                Some(t) => inputs.push((v, t)),
+                None => {
+                    let e = CompileError::Runtime { node: step.name.clone(), reason: format!("value {v} missing") };
+                    st.left -= 1;
+                    if st.error.as_ref().is_none_or(|(at, _)| si < *at) {
+                        st.error = Some((si, e));
+                    }
+                    return None;
+                }
+            }
+        }
+        // A donation this step may take: the argument's entries leave the table, so the
+        // step's own inputs hold the buffer's only references (`donated_out` checks that).
+        // Otherwise the entries' references make `donated_out` decline.
+        for &k in &self.donates[si] {
+            let k = k as usize;
+            if let Some(ptr) = donations.get(k).copied().flatten() {
+                if st.fallible_left == 0 && self.may_donate(r, st, k, ptr, &inputs) {
+                    for &a in &self.in_place[k].alias {
+                        st.vals[a] = None;
+                    }
+                }
+            }
+        }
+        Some(Taken { local: l, inputs })
+    }
+
+    /// Whether in-place pair `k`'s buffer `ptr` may be written by the step taking
+    /// `inputs`: every reader of the argument and its views has started, and the buffer's
+    /// only references are their table entries and those inputs.
+    fn may_donate(&self, r: &Region, st: &RegionRun<'_>, k: usize, ptr: *mut u8, inputs: &[(ValueId, Tensor)]) -> bool {
+        let mut holders = 0;
+        let mut data = None;
+        for &a in &self.in_place[k].alias {
+            let Some(t) = &st.vals[a] else { continue };
+            if buffer(t) != ptr {
+                return false;
+            }
+            // Every reader of this alias in the region has started (none is left after it).
+            if !r.kept.get(&a).is_some_and(|&slot| st.readers[slot as usize] == 0) {
+                return false;
+            }
+            holders += 1;
+            data = Some(&t.data);
+        }
+        let own = inputs.iter().filter(|(_, t)| buffer(t) == ptr).count();
+        data.is_some_and(|data| super::strong_count(data) == holders + own)
+    }
+}
