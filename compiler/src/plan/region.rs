@@ -427,7 +427,7 @@ impl Program {
                 return false;
             }
             // Every reader of this alias in the region has started (none is left after it).
-            if !r.kept.get(&a).is_some_and(|&slot| st.readers[slot as usize] == 0) {
+            if r.kept.get(&a).is_none_or(|&slot| st.readers[slot as usize] != 0) {
                 return false;
             }
             holders += 1;
