@@ -433,11 +433,14 @@ pub(crate) fn build(
             }
         }
     }
-    let key = |si: usize, pos: usize| std::cmp::Reverse((pos, si));
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(usize, usize)>> =
+    // Steps that may share a core wait until no other step is ready, so that runs of them
+    // grow long enough (between host steps: a loop body's list pops) to form regions.
+    let shares: Vec<bool> = steps.iter().map(|(_, s)| threads > 1 && region::may_share_core(s, &types)).collect();
+    let key = |si: usize, pos: usize| std::cmp::Reverse((shares[si], pos, si));
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(bool, usize, usize)>> =
         steps.iter().enumerate().filter(|(si, _)| pending[*si] == 0).map(|(si, (pos, _))| key(si, *pos)).collect();
     let mut order = Vec::with_capacity(steps.len());
-    while let Some(std::cmp::Reverse((_, si))) = ready.pop() {
+    while let Some(std::cmp::Reverse((_, _, si))) = ready.pop() {
         order.push(si);
         for &u in &users[si] {
             pending[u] -= 1;

@@ -79,7 +79,7 @@ pub(crate) struct Region {
 
 /// Whether `step` may run on one core beside other steps: small enough that it would not
 /// split itself, and not a host step.
-fn may_share_core(step: &Step, types: &[(DType, Vec<usize>)]) -> bool {
+pub(super) fn may_share_core(step: &Step, types: &[(DType, Vec<usize>)]) -> bool {
     let elems = |v: ValueId| types[v].1.iter().product::<usize>();
     match &step.kind {
         StepKind::View => true,
