@@ -223,6 +223,9 @@ struct RegionRun<'v> {
     fallible_left: u32,
     error: Option<(usize, CompileError)>,
     written: bool,
+    /// A step's panic, re-raised on the caller once every member has stopped (a member
+    /// must not wait for a step that will never finish).
+    panic: Option<Box<dyn std::any::Any + Send>>,
 }
 
 /// A step taken from the ready set, with its inputs.
@@ -262,6 +265,7 @@ impl Program {
             fallible_left: r.fallible,
             error: None,
             written: false,
+            panic: None,
         });
         // SAFETY (Send): the write pointers point into buffers this call owns; a donation is
         // handed to one step only, after every other reference is gone (module doc).
@@ -274,6 +278,9 @@ impl Program {
             crew.member(|| self.region_worker(r, &state, &crew, donations.0, profiling))
         });
         let st = state.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = st.panic {
+            std::panic::resume_unwind(p);
+        }
         *written |= st.written;
         match st.error {
             Some((_, e)) => Err(e),
@@ -328,13 +335,13 @@ impl Program {
             for (v, t) in taken.inputs {
                 table[v] = Some(t);
             }
-            let result = match &step.kind {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &step.kind {
                 StepKind::View => super::value(&table, step.inputs[0], &step.name).map(|x| {
                     let (dtype, shape) = self.types[step.outputs[0]].clone();
                     vec![Tensor { dtype, shape, data: x.data }]
                 }),
                 _ => self.step_outputs(si, &table, donations, &mut w),
-            };
+            }));
             for &(v, _) in &r.inputs[taken.local] {
                 table[v] = None;
             }
@@ -347,6 +354,13 @@ impl Program {
             if matches!(&step.kind, StepKind::Kernel { op } if !op.infallible()) {
                 st.fallible_left -= 1;
             }
+            let result = match result {
+                Ok(r) => r,
+                Err(payload) => {
+                    st.panic.get_or_insert(payload);
+                    Err(CompileError::Runtime { node: step.name.clone(), reason: "panicked".into() })
+                }
+            };
             match result {
                 Ok(outs) => {
                     for (&o, t) in step.outputs.iter().zip(outs) {
