@@ -77,13 +77,87 @@ fn no_effect_between(
         return false;
     }
     checks.count += 1;
-    // Which nodes no effect can be ordered against: the same for every pair, found once.
-    let harmless = checks.harmless.get_or_insert_with(|| {
-        graph
+    // What each node may do to variables: the same for every pair, found once.
+    if checks.reach.is_empty() {
+        checks.classify(graph, fed);
+    }
+    let mine = variable_key(graph.node(graph.node(a).inputs[0].node), fed)
+        .map(|k| checks.var_ids.get(&k).copied().unwrap_or(u32::MAX));
+    let walk = |start: NodeId, forward: bool| -> Vec<bool> {
+        let mut seen = vec![false; graph.len()];
+        let mut stack = vec![start];
+        let mut visit = |m: NodeId, stack: &mut Vec<NodeId>| {
+            if !seen[m.index()] {
+                seen[m.index()] = true;
+                stack.push(m);
+            }
+        };
+        while let Some(n) = stack.pop() {
+            if forward {
+                for &(u, _, _) in &succ.data[n.index()] {
+                    visit(u, &mut stack);
+                }
+                for &u in &succ.control[n.index()] {
+                    visit(u, &mut stack);
+                }
+            } else {
+                let node = graph.node(n);
+                for o in &node.inputs {
+                    visit(o.node, &mut stack);
+                }
+                for &c in &node.control_inputs {
+                    visit(c, &mut stack);
+                }
+            }
+        }
+        seen
+    };
+    let (anc_a, anc_b, desc_a, desc_b) = (walk(a, false), walk(b, false), walk(a, true), walk(b, true));
+    graph.node_ids().all(|e| {
+        let i = e.index();
+        (anc_a[i] && anc_b[i])
+            || (desc_a[i] && desc_b[i])
+            || match &checks.reach[i] {
+                Reach::Harmless => true,
+                Reach::Any => false,
+                // A resource op whose handles all name other variables than the read's.
+                Reach::Only(vars) => mine.is_some_and(|m| !vars.contains(&m)),
+            }
+    })
+}
+
+/// What a node may do to variables, for [`no_effect_between`].
+enum Reach {
+    /// Nothing an effect can be ordered against: pure, a read, a handle, a constant.
+    Harmless,
+    /// Any variable (a call, an unknown stateful op, a handle it cannot name).
+    Any,
+    /// Only the variables listed (ids in [`ReadChecks::var_ids`]).
+    Only(smallvec::SmallVec<[u32; 2]>),
+}
+
+/// What [`no_effect_between`] keeps across the pairs of one run: how many it examined, and
+/// the nodes that are harmless between two reads (computed at the first pair).
+#[derive(Default)]
+struct ReadChecks {
+    count: usize,
+    /// Per node (empty until the first pair).
+    reach: Vec<Reach>,
+    /// The variables' keys ([`variable_key`]), numbered.
+    var_ids: HashMap<(Vec<u8>, Vec<u8>), u32>,
+}
+
+impl ReadChecks {
+    fn classify(&mut self, graph: &Graph, fed: &HashSet<String>) {
+        let mut id_of = |k: (Vec<u8>, Vec<u8>)| {
+            let next = self.var_ids.len() as u32;
+            *self.var_ids.entry(k).or_insert(next)
+        };
+        self.reach = graph
             .nodes()
             .iter()
             .map(|n| {
-                is_pure(graph, n)
+                let harmless = is_pure(graph, n)
                     || matches!(
                         n.op.as_str(),
                         "ReadVariableOp"
@@ -93,45 +167,30 @@ fn no_effect_between(
                             | "_Arg"
                             | "NoOp"
                             | "Const"
-                    )
-            })
-            .collect()
-    });
-    let walk = |start: NodeId, forward: bool| -> Vec<bool> {
-        let mut seen = vec![false; graph.len()];
-        let mut stack = vec![start];
-        while let Some(n) = stack.pop() {
-            let next: Vec<NodeId> = if forward {
-                succ.data[n.index()].iter().map(|&(u, _, _)| u).chain(succ.control[n.index()].iter().copied()).collect()
-            } else {
-                let node = graph.node(n);
-                node.inputs.iter().map(|o| o.node).chain(node.control_inputs.iter().copied()).collect()
-            };
-            for m in next {
-                if !seen[m.index()] {
-                    seen[m.index()] = true;
-                    stack.push(m);
+                    );
+                if harmless {
+                    return Reach::Harmless;
                 }
-            }
-        }
-        seen
-    };
-    let (anc_a, anc_b, desc_a, desc_b) = (walk(a, false), walk(b, false), walk(a, true), walk(b, true));
-    graph.node_ids().all(|e| {
-        let n = graph.node(e);
-        harmless[e.index()]
-            || (anc_a[e.index()] && anc_b[e.index()])
-            || (desc_a[e.index()] && desc_b[e.index()])
-            || other_variables_only(graph, graph.node(a).inputs[0].node, n, fed)
-    })
-}
-
-/// What [`no_effect_between`] keeps across the pairs of one run: how many it examined, and
-/// the nodes that are harmless between two reads (computed at the first pair).
-#[derive(Default)]
-struct ReadChecks {
-    count: usize,
-    harmless: Option<Vec<bool>>,
+                if effects::table_kind(&n.op).is_none() || effects::may_call_function(n, &graph.library) {
+                    return Reach::Any;
+                }
+                let mut vars = smallvec::SmallVec::new();
+                for o in &n.inputs {
+                    let p = graph.node(o.node);
+                    match variable_key(p, fed) {
+                        Some(k) => vars.push(id_of(k)),
+                        // A value input; anything that may carry a handle is not known to be
+                        // another variable.
+                        None if effects::names_variable(p) || handles_resource(p) || p.op == "_Arg" => {
+                            return Reach::Any
+                        }
+                        None => {}
+                    }
+                }
+                Reach::Only(vars)
+            })
+            .collect();
+    }
 }
 
 /// The variable a `VarHandleOp` names: (container, shared name — the node's
@@ -151,23 +210,6 @@ fn variable_key(n: &autoclust_graph::Node, fed: &HashSet<String>) -> Option<(Vec
     };
     let shared = s("shared_name");
     Some((s("container"), if shared.is_empty() { n.name.clone().into_bytes() } else { shared }))
-}
-
-/// `e` is a resource op (no call) whose every handle input names another
-/// variable than the one `handle` names: it cannot touch the read's variable.
-fn other_variables_only(graph: &Graph, handle: NodeId, e: &autoclust_graph::Node, fed: &HashSet<String>) -> bool {
-    let Some(mine) = variable_key(graph.node(handle), fed) else { return false };
-    if effects::table_kind(&e.op).is_none() || effects::may_call_function(e, &graph.library) {
-        return false;
-    }
-    e.inputs.iter().all(|o| {
-        let p = graph.node(o.node);
-        match variable_key(p, fed) {
-            Some(k) => k != mine,
-            // A value input; anything that may carry a handle is not known to be another variable.
-            None => !(effects::names_variable(p) || handles_resource(p) || p.op == "_Arg"),
-        }
-    })
 }
 
 /// Merges identical pure nodes (module doc).

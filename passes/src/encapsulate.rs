@@ -577,13 +577,12 @@ impl LowerCtx<'_> {
                         vi
                     }
                     None => {
-                        let dtype = autoclust_graph::effects::variable_dtype(g, handle_node).ok_or_else(|| {
-                            EncapsulateError::MissingAttr {
+                        let dtype = autoclust_graph::effects::variable_dtype_in(g, self.successors, handle_node)
+                            .ok_or_else(|| EncapsulateError::MissingAttr {
                                 node: h.name.clone(),
                                 op: h.op.clone(),
                                 attr: "dtype".into(),
-                            }
-                        })?;
+                            })?;
                         vars.push(Variable {
                             handle_node,
                             handle: input,

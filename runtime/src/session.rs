@@ -73,10 +73,12 @@ impl Session {
     /// interpreter only).
     pub fn with_jit(graph: Arc<Graph>, options: SessionOptions, jit: Jit) -> Session {
         let store = VariableStore::new();
-        for id in graph.node_ids() {
-            if autoclust_graph::effects::names_variable(graph.node(id)) {
-                store.register_node(&graph, id);
-            }
+        let variables: Vec<NodeId> =
+            graph.node_ids().filter(|&id| autoclust_graph::effects::names_variable(graph.node(id))).collect();
+        // Captured variables (resource placeholders) are typed by their users: one index.
+        let successors = variables.iter().any(|&id| graph.node(id).op == "Placeholder").then(|| graph.successors());
+        for id in variables {
+            store.register_node_in(&graph, successors.as_ref(), id);
         }
         crate::function_call::register_body_variables(&store, &graph.library);
         let threads = match options.threads {

@@ -79,9 +79,27 @@ impl VariableStore {
     /// resource `Placeholder` (a TensorFlow 2 function graph's captured variable), named after
     /// the node, of the dtype its users declare (see `autoclust_graph::effects::names_variable`).
     pub(crate) fn register_node(&self, graph: &autoclust_graph::Graph, id: autoclust_graph::NodeId) -> VarId {
+        self.register_node_in(graph, None, id)
+    }
+
+    /// [`VariableStore::register_node`], typing a new placeholder's variable from the graph's
+    /// `successors` when given (linear in the handle's users, not in the graph: a Keras
+    /// model's graph captures a thousand variables). A registered one is found by name.
+    pub(crate) fn register_node_in(
+        &self,
+        graph: &autoclust_graph::Graph,
+        successors: Option<&autoclust_graph::Successors>,
+        id: autoclust_graph::NodeId,
+    ) -> VarId {
         let node = graph.node(id);
         if node.op == "Placeholder" {
-            let dtype = autoclust_graph::effects::variable_dtype(graph, id);
+            if let Some(&known) = self.index.lock().get(&(String::new(), node.name.clone())) {
+                return known;
+            }
+            let dtype = match successors {
+                Some(s) => autoclust_graph::effects::variable_dtype_in(graph, s, id),
+                None => autoclust_graph::effects::variable_dtype(graph, id),
+            };
             return self.create("", &node.name, dtype, Shape::unknown());
         }
         self.register_handle(node)

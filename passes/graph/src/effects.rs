@@ -77,7 +77,35 @@ pub fn names_variable(node: &Node) -> bool {
 /// `dtype`; for a resource placeholder (which declares none), the `dtype` — else `T` —
 /// attribute of the first op using the handle, directly or through `Identity` (every op
 /// touching a variable declares its element type so; a bridge node, in its `dtypes` list).
+///
+/// Scans the graph for each handle's users; [`variable_dtype_in`] reads them from a
+/// [`Successors`](crate::Successors) index instead, for callers typing many variables.
 pub fn variable_dtype(graph: &Graph, id: NodeId) -> Option<DType> {
+    dtype_of_handle(graph, id, |h, out| {
+        for (i, user) in graph.nodes().iter().enumerate() {
+            if let Some(slot) = user.inputs.iter().position(|&o| o == h) {
+                out.push((NodeId(i as u32), slot));
+            }
+        }
+    })
+}
+
+/// [`variable_dtype`] with the handles' users read from `successors` (the graph's): linear in
+/// the handle's users, not in the graph.
+pub fn variable_dtype_in(graph: &Graph, successors: &crate::Successors, id: NodeId) -> Option<DType> {
+    dtype_of_handle(graph, id, |h, out| {
+        for &(user, port, slot) in &successors.data[h.node.index()] {
+            // The first slot of each user reading `h` (successors list a user's slots in order).
+            if port == h.port && out.last().is_none_or(|&(u, _)| u != user) {
+                out.push((user, slot as usize));
+            }
+        }
+    })
+}
+
+/// [`variable_dtype`]'s walk, with `users(h, out)` appending each node reading handle `h`
+/// (in node order) and the first input slot it reads it at.
+fn dtype_of_handle(graph: &Graph, id: NodeId, users: impl Fn(Output, &mut Vec<(NodeId, usize)>)) -> Option<DType> {
     let node = graph.node(id);
     if node.op == "VarHandleOp" {
         return node.attr("dtype").and_then(AttrValue::as_type);
@@ -87,13 +115,15 @@ pub fn variable_dtype(graph: &Graph, id: NodeId) -> Option<DType> {
     // control flow), port by port.
     let mut handles = vec![Output { node: id, port: 0 }];
     let mut seen = std::collections::HashSet::new();
+    let mut found = Vec::new();
     while let Some(h) = handles.pop() {
         if !seen.insert(h) {
             continue;
         }
-        for (i, user) in graph.nodes().iter().enumerate() {
-            let Some(slot) = user.inputs.iter().position(|&o| o == h) else { continue };
-            let node = NodeId(i as u32);
+        found.clear();
+        users(h, &mut found);
+        for &(node, slot) in &found {
+            let user = graph.node(node);
             match user.op.as_str() {
                 "Identity" | "Enter" | "Exit" | "NextIteration" | "Merge" => {
                     handles.push(Output { node, port: 0 });
@@ -332,5 +362,32 @@ mod tests {
         assert_eq!(table_kind("ResourceScatterAdd"), Some(ResourceKind::Modify));
         assert_eq!(table_kind("VarHandleOp"), None);
         assert_eq!(table_kind("Identity"), None);
+    }
+
+    /// A captured variable's dtype comes from its first typed user, through handle-passing
+    /// ops (the scan and the successor index agree, port by port).
+    #[test]
+    fn placeholder_variables_are_typed_by_their_users_either_way() {
+        let g = crate::text::parse(
+            r#"
+a = Placeholder() {dtype = resource, shape = shape[]}
+b = Placeholder() {dtype = resource, shape = shape[]}
+c = Placeholder() {dtype = resource, shape = shape[]}
+p = Placeholder() {dtype = bool, shape = shape[]}
+ia = Identity(a:0) {T = resource}
+ra = ReadVariableOp(ia:0) {dtype = int64}
+sw = Switch(b:0, p:0) {T = resource}
+rb = ReadVariableOp(sw:1) {dtype = float64}
+idn = IdentityN(b:0, c:0) {T = [resource, resource]}
+rc = ReadVariableOp(idn:1) {dtype = int32}
+"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let succ = g.successors();
+        for (name, want) in [("a", DType::Int64), ("b", DType::Float64), ("c", DType::Int32)] {
+            let id = g.node_ids().find(|&i| g.name(i) == name).expect("node");
+            assert_eq!(variable_dtype(&g, id), Some(want), "{name} by scan");
+            assert_eq!(variable_dtype_in(&g, &succ, id), Some(want), "{name} by index");
+        }
     }
 }
