@@ -64,7 +64,29 @@ pub(crate) struct FusedSpec {
     pub vector: bool,
 }
 
+impl FusedSpec {
+    /// A key equal for two specs exactly when they generate the same code (scalars by their
+    /// bits), so a body's identical loops — an optimizer's update of each variable of one
+    /// shape — are compiled once.
+    pub fn code_key(&self) -> String {
+        use std::fmt::Write;
+        let mut k = format!("{:?}|{:?}|{:?}|{}", self.dims, self.inputs, self.outputs, self.vector);
+        for m in &self.members {
+            let _ = write!(k, "|{:?}:{}", m.op, m.dtype);
+            for a in &m.args {
+                let _ = match a {
+                    Operand::Input(i) => write!(k, ",i{i}"),
+                    Operand::Member(j) => write!(k, ",m{j}"),
+                    Operand::Scalar(d, x) => write!(k, ",s{d}:{:x}", x.to_bits()),
+                };
+            }
+        }
+        k
+    }
+}
+
 /// What [`CodeGen::fused`] defined.
+#[derive(Clone)]
 pub(crate) struct FusedCode {
     /// The function's index.
     pub func: usize,

@@ -303,6 +303,8 @@ pub(crate) fn build(
     let tier = if options.no_tile_routines { None } else { crate::TileTier::select(options.max_tile_tier) };
     let largest = types.iter().map(|(_, s)| s.iter().product::<usize>()).max().unwrap_or(0);
     let mut cg = CodeGen::new(name, dump, tier, largest <= QUICK_REGALLOC_ELEMENTS)?;
+    // Identical loops (by `FusedSpec::code_key`) share one compiled function.
+    let mut fused_code: std::collections::HashMap<String, FusedCode> = std::collections::HashMap::new();
     let mut steps: Vec<(usize, Step)> = Vec::new(); // (position in topo order, step)
     let mut args: Vec<Option<ValueId>> = Vec::new();
     let mut constants = Vec::new();
@@ -382,7 +384,11 @@ pub(crate) fn build(
                     continue;
                 }
                 let (spec, ext, live) = fused_spec(body, an, &groups[g], &group_of, g, &vid, &consumers)?;
-                let FusedCode { func, consts, tile_ops, tile_tier } = cg.fused(&spec)?;
+                let code = match fused_code.entry(spec.code_key()) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
+                    std::collections::hash_map::Entry::Vacant(e) => e.insert(cg.fused(&spec)?).clone(),
+                };
+                let FusedCode { func, consts, tile_ops, tile_tier } = code;
                 let consts = consts.into_iter().map(ConstLanes).collect();
                 let gemm = prologues.iter().find(|x| x.0 == g).map(|x| x.1.clone());
                 let mut inputs = ext.clone();

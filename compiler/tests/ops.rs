@@ -523,6 +523,38 @@ fn unsupported_ops_and_dtypes_are_reported_with_the_node() {
     }
 }
 
+/// Loops that generate the same code (each variable's `w − 0.1·g`, one shape) are compiled
+/// once; a loop with another constant is its own function.
+#[test]
+fn identical_loops_compile_once() {
+    let dir = std::env::temp_dir().join(format!("autoclust-dedup-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = Compiler::new(CompilerOptions { dump_clif_dir: Some(dir.clone()), threads: 1, ..Default::default() });
+    let mut nodes = Vec::new();
+    for i in 0..4 {
+        nodes.push(arg(&format!("w{i}"), 2 * i as i64, DType::Float32));
+        nodes.push(arg(&format!("g{i}"), 2 * i as i64 + 1, DType::Float32));
+        let lr = if i == 3 { 0.2 } else { 0.1 };
+        nodes.push(konst(&format!("lr{i}"), Tensor::scalar_f32(lr)));
+        nodes.push(node(&format!("d{i}"), "Mul", &[&format!("g{i}"), &format!("lr{i}")], vec![]));
+        nodes.push(node(&format!("u{i}"), "Sub", &[&format!("w{i}"), &format!("d{i}")], vec![]));
+        nodes.push(ret(&format!("r{i}"), &format!("u{i}"), i as i64));
+    }
+    let sig: Vec<(DType, Vec<usize>)> = (0..8).map(|_| (DType::Float32, vec![16])).collect();
+    let f = c.compile_named(&graph(nodes), &sig, "upd").unwrap();
+    let clif = std::fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().path().extension().unwrap() == "clif");
+    assert_eq!(clif.count(), 2, "three identical loops share one function, the fourth has its own");
+    let ins: Vec<Tensor> = (0..8).map(|i| f32t(&[16], rand_f32(16, 70 + i as u64, -1.0, 1.0))).collect();
+    let got = f.call(&ins).unwrap();
+    for i in 0..4 {
+        let lr = if i == 3 { 0.2f32 } else { 0.1 };
+        let (w, g) = (ins[2 * i].as_f32().unwrap(), ins[2 * i + 1].as_f32().unwrap());
+        let want: Vec<f32> = w.iter().zip(g).map(|(w, g)| w - g * lr).collect();
+        assert_eq!(got[i].as_f32().unwrap(), &want[..], "output {i}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn dump_clif_writes_ir_and_disassembly_per_function() {
     let dir = std::env::temp_dir().join(format!("autoclust-clif-{}", std::process::id()));
