@@ -470,6 +470,26 @@ fn donated_updates_in_a_concurrent_region_write_in_place() {
     }
 }
 
+/// Steps of a few hundred nanoseconds (eight updates of 4-element variables) run in plan
+/// order: a region's locks and cache transfers would cost more than the second core gives.
+#[test]
+fn tiny_independent_steps_form_no_region() {
+    let mut nodes = Vec::new();
+    for i in 0..8 {
+        nodes.push(arg(&format!("w{i}"), i as i64, DType::Float32));
+        nodes.push(node(&format!("u{i}"), "Tanh", &[&format!("w{i}")], vec![]));
+        nodes.push(ret(&format!("r{i}"), &format!("u{i}"), i as i64));
+    }
+    let c = Compiler::new(CompilerOptions { threads: 2, ..Default::default() });
+    let tiny: Vec<(DType, Vec<usize>)> = (0..8).map(|_| (DType::Float32, vec![4])).collect();
+    let f = c.compile(&graph(nodes.clone()), &tiny).unwrap();
+    assert!(!f.describe().iter().any(|d| d.contains("| region")), "{:?}", f.describe());
+    // The same updates over 16k elements each are worth one.
+    let large: Vec<(DType, Vec<usize>)> = (0..8).map(|_| (DType::Float32, vec![16384])).collect();
+    let f = c.compile(&graph(nodes), &large).unwrap();
+    assert!(f.describe().iter().filter(|d| d.contains("| region 0")).count() == 8, "{:?}", f.describe());
+}
+
 #[test]
 fn cache_hits_same_signature_and_recompiles_new_shapes() {
     let g = graph(vec![arg("x", 0, DType::Float32), node("e", "Exp", &["x"], vec![]), ret("r", "e", 0)]);

@@ -45,9 +45,15 @@ use crate::kernels::KernelOp;
 use crate::CompileError;
 
 /// Estimated nanoseconds of a region's work that must lie off its critical path before
-/// the region is worth a parallel section (a section's round trip and each step's two
-/// lock acquisitions cost a microsecond or two).
+/// the region is worth a parallel section (a section's round trip costs a microsecond or
+/// two), besides [`REGION_STEP_NS`] per step.
 const REGION_MIN_GAIN_NS: usize = 6_000;
+
+/// What running a step in a region adds to it: two lock acquisitions (contended when the
+/// steps are short), and its operands read from the other core's cache half the time. A
+/// region of steps of a few hundred nanoseconds each (a small model's whole training
+/// step) never pays for itself: with 150 here, Keras' small MLP step ran 3× slower.
+const REGION_STEP_NS: usize = 400;
 
 /// Elements (inputs and outputs) below which a library kernel never splits itself.
 const SMALL_KERNEL_ELEMS: usize = 1 << 16;
@@ -102,7 +108,7 @@ fn cost_ns(step: &Step, types: &[(DType, Vec<usize>)]) -> usize {
         StepKind::View => 50,
         StepKind::Kernel { op: KernelOp::Conv { shape, .. } } => 500 + shape.macs() / 8,
         StepKind::Kernel { .. } => 300 + step.inputs.iter().chain(&step.outputs).map(|&v| elems(v)).sum::<usize>(),
-        _ => 300 + small_cost(step, types).unwrap_or(0),
+        _ => 200 + small_cost(step, types).unwrap_or(0),
     }
 }
 
@@ -201,7 +207,7 @@ fn region(
         total += c;
     }
     let critical = finish.iter().copied().max().unwrap_or(0);
-    if total.saturating_sub(critical) < REGION_MIN_GAIN_NS {
+    if total.saturating_sub(critical) < REGION_MIN_GAIN_NS + n * REGION_STEP_NS {
         return None;
     }
     let fallible =
