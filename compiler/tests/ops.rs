@@ -427,7 +427,7 @@ fn independent_products_run_in_a_concurrent_region_and_match_one_thread() {
 /// whose buffer someone else still holds is left as it was.
 #[test]
 fn donated_updates_in_a_concurrent_region_write_in_place() {
-    let (vars, n) = (8usize, 64 * 64);
+    let (vars, n) = (8usize, 256 * 64);
     let mut nodes = Vec::new();
     for i in 0..vars {
         nodes.push(arg(&format!("w{i}"), 2 * i as i64, DType::Float32));
@@ -438,9 +438,9 @@ fn donated_updates_in_a_concurrent_region_write_in_place() {
         nodes.push(ret(&format!("r{i}"), &format!("u{i}"), i as i64));
     }
     let g = graph(nodes);
-    let sig: Vec<(DType, Vec<usize>)> = (0..2 * vars).map(|_| (DType::Float32, vec![64, 64])).collect();
+    let sig: Vec<(DType, Vec<usize>)> = (0..2 * vars).map(|_| (DType::Float32, vec![256, 64])).collect();
     let inputs =
-        || -> Vec<Tensor> { (0..2 * vars).map(|i| f32t(&[64, 64], rand_f32(n, 40 + i as u64, -1.0, 1.0))).collect() };
+        || -> Vec<Tensor> { (0..2 * vars).map(|i| f32t(&[256, 64], rand_f32(n, 40 + i as u64, -1.0, 1.0))).collect() };
     let two = Compiler::new(CompilerOptions { threads: 2, ..Default::default() }).compile(&g, &sig).unwrap();
     assert!(two.describe().iter().filter(|d| d.contains("| region 0")).count() >= vars, "{:?}", two.describe());
     let pairs = two.in_place_pairs();
