@@ -44,7 +44,33 @@ struct Section<'f> {
     panicked: AtomicBool,
 }
 
-impl Section<'_> {
+impl<'f> Section<'f> {
+    fn new(f: &'f (dyn Fn(usize) + Sync), parts: usize) -> Section<'f> {
+        Section {
+            f,
+            parts,
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            refs: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
+        }
+    }
+
+    /// After the section was withdrawn: waits until every part is done and no helper is
+    /// inside it any more.
+    fn wait(&self) {
+        while self.done.load(Ordering::Acquire) < self.parts || self.refs.load(Ordering::Acquire) > 0 {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Re-raises a part's panic on the caller.
+    fn reraise(&self) {
+        if self.panicked.load(Ordering::Relaxed) {
+            panic!("a part of a parallel section panicked");
+        }
+    }
+
     /// Claims and runs parts until none are left.
     fn work(&self) {
         loop {
@@ -196,14 +222,7 @@ pub(crate) fn run(parts: usize, f: &(dyn Fn(usize) + Sync)) {
         (0..parts).for_each(f);
         return;
     }
-    let section = Section {
-        f,
-        parts,
-        next: AtomicUsize::new(0),
-        done: AtomicUsize::new(0),
-        refs: AtomicUsize::new(0),
-        panicked: AtomicBool::new(false),
-    };
+    let section = Section::new(f, parts);
     {
         let mut st = t.state.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY (lifetime erasure): unpublished below before `section` goes out of scope.
@@ -220,13 +239,9 @@ pub(crate) fn run(parts: usize, f: &(dyn Fn(usize) + Sync)) {
         let mut st = t.state.lock().unwrap_or_else(|e| e.into_inner());
         st.section = None;
     }
-    while section.done.load(Ordering::Acquire) < parts || section.refs.load(Ordering::Acquire) > 0 {
-        std::hint::spin_loop();
-    }
+    section.wait();
     t.busy.store(false, Ordering::Release);
-    if section.panicked.load(Ordering::Relaxed) {
-        panic!("a part of a parallel section panicked");
-    }
+    section.reraise();
 }
 
 thread_local! {
@@ -277,14 +292,7 @@ impl Crew {
     }
 
     fn run(&self, parts: usize, f: &(dyn Fn(usize) + Sync)) {
-        let section = Section {
-            f,
-            parts,
-            next: AtomicUsize::new(0),
-            done: AtomicUsize::new(0),
-            refs: AtomicUsize::new(0),
-            panicked: AtomicBool::new(false),
-        };
+        let section = Section::new(f, parts);
         {
             let mut st = self.slot.lock().unwrap_or_else(|e| e.into_inner());
             if st.is_some() {
@@ -303,12 +311,8 @@ impl Crew {
             *st = None;
             self.posted.store(false, Ordering::Release);
         }
-        while section.done.load(Ordering::Acquire) < parts || section.refs.load(Ordering::Acquire) > 0 {
-            std::hint::spin_loop();
-        }
-        if section.panicked.load(Ordering::Relaxed) {
-            panic!("a part of a parallel section panicked");
-        }
+        section.wait();
+        section.reraise();
     }
 }
 

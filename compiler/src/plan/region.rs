@@ -134,6 +134,8 @@ pub(crate) fn regions(
     if threads < 2 {
         return Vec::new();
     }
+    let retvals: std::collections::HashSet<ValueId> = retvals.iter().copied().collect();
+    let keep: std::collections::HashSet<ValueId> = keep.iter().copied().collect();
     let mut out = Vec::new();
     let mut si = 0;
     while si < steps.len() {
@@ -146,7 +148,7 @@ pub(crate) fn regions(
             si += 1;
         }
         if si - start >= 2 {
-            if let Some(r) = region(steps, types, last_use, retvals, keep, start, si) {
+            if let Some(r) = region(steps, types, last_use, &retvals, &keep, start, si) {
                 out.push(r);
             }
         }
@@ -159,8 +161,8 @@ fn region(
     steps: &[Step],
     types: &[(DType, Vec<usize>)],
     last_use: &[Option<usize>],
-    retvals: &[ValueId],
-    keep: &[ValueId],
+    retvals: &std::collections::HashSet<ValueId>,
+    keep: &std::collections::HashSet<ValueId>,
     start: usize,
     end: usize,
 ) -> Option<Region> {
