@@ -460,6 +460,7 @@ pub(crate) fn build(
     }
     let mut slots: Vec<Option<Step>> = steps.into_iter().map(|(_, s)| Some(s)).collect();
     let steps: Vec<Step> = order.iter().map(|&si| slots[si].take().expect("once")).collect();
+    let shares: Vec<bool> = order.iter().map(|&si| shares[si]).collect();
 
     let retvals: Vec<ValueId> = an.retvals.iter().map(|&o| val(o)).collect();
     let mut last_use: Vec<Option<usize>> = vec![None; types.len()];
@@ -468,24 +469,31 @@ pub(crate) fn build(
             last_use[v] = Some(si);
         }
     }
+    let returned: std::collections::HashSet<ValueId> = retvals.iter().copied().collect();
     let mut free_after = vec![Vec::new(); steps.len()];
     for (v, lu) in last_use.iter().enumerate() {
         if let Some(si) = lu {
-            if !retvals.contains(&v) {
+            if !returned.contains(&v) {
                 free_after[*si].push(v);
             }
         }
     }
     let pools = (0..types.len()).map(|_| BufferPool::default()).collect();
     let in_place = in_place_pairs(&steps, &args, &retvals, &types, &last_use);
+    let mut made_by: Vec<Option<usize>> = vec![None; types.len()];
+    for (si, s) in steps.iter().enumerate() {
+        for &o in &s.outputs {
+            made_by[o] = Some(si);
+        }
+    }
     let mut donates: Vec<SmallVec<[u32; 1]>> = vec![SmallVec::new(); steps.len()];
     for (k, p) in in_place.iter().enumerate() {
-        if let Some(si) = steps.iter().position(|s| s.outputs.contains(&p.out)) {
+        if let Some(si) = made_by[p.out] {
             donates[si].push(k as u32);
         }
     }
     let keep: Vec<ValueId> = in_place.iter().flat_map(|p| p.alias.iter().copied()).collect();
-    let regions = region::regions(&steps, &types, &last_use, &retvals, &keep, threads);
+    let regions = region::regions(&steps, &shares, &types, &last_use, &retvals, &keep);
     Ok(Program {
         name: name.to_string(),
         steps,
@@ -510,9 +518,7 @@ pub(crate) fn build(
 /// already), which may therefore run beside other steps ([`region`]). `None` for larger
 /// ones and every other step.
 fn small_cost(step: &Step, types: &[(DType, Vec<usize>)]) -> Option<usize> {
-    let elems = |v: ValueId| types[v].1.iter().product::<usize>();
-    // m·k·n from the element counts of A (m·k), B (k·n) and C (m·n).
-    let macs = |a: ValueId, b: ValueId, c: ValueId| ((elems(a) * elems(b) * elems(c)) as f64).sqrt() as usize;
+    let macs = |a, b, c| gemm_macs(types, a, b, c);
     match &step.kind {
         StepKind::Gemm { .. } => {
             let m = macs(step.inputs[0], step.inputs[1], step.outputs[0]);
@@ -528,6 +534,13 @@ fn small_cost(step: &Step, types: &[(DType, Vec<usize>)]) -> Option<usize> {
         StepKind::Kernel { .. } => None,
         StepKind::View => None,
     }
+}
+
+/// The multiply-adds of a GEMM `C = A·B`: m·k·n from the element counts of A (m·k),
+/// B (k·n) and C (m·n).
+fn gemm_macs(types: &[(DType, Vec<usize>)], a: ValueId, b: ValueId, c: ValueId) -> usize {
+    let elems = |v: ValueId| types[v].1.iter().product::<usize>();
+    ((elems(a) * elems(b) * elems(c)) as f64).sqrt() as usize
 }
 
 /// A step whose output shares its input's buffer (tensors are immutable).

@@ -107,8 +107,7 @@ pub(super) fn may_share_core(step: &Step, types: &[(DType, Vec<usize>)]) -> bool
 /// nanosecond, a small convolution (im2col, depthwise) ~8, a library kernel ~4 elements.
 fn cost_ns(step: &Step, types: &[(DType, Vec<usize>)]) -> usize {
     let elems = |v: ValueId| types[v].1.iter().product::<usize>();
-    // m·k·n from the element counts of A (m·k), B (k·n) and C (m·n).
-    let macs = |a: ValueId, b: ValueId, c: ValueId| ((elems(a) * elems(b) * elems(c)) as f64).sqrt() as usize;
+    let macs = |a, b, c| super::gemm_macs(types, a, b, c);
     match &step.kind {
         StepKind::View => 50,
         StepKind::Kernel { op: KernelOp::Conv { shape, .. } } => 500 + shape.macs() / 8,
@@ -121,17 +120,18 @@ fn cost_ns(step: &Step, types: &[(DType, Vec<usize>)]) -> usize {
     }
 }
 
-/// The concurrent regions of `steps` (in plan order; empty with one thread). Values
+/// The concurrent regions of `steps` (in plan order), whose `shares[i]` says whether step
+/// `i` [`may_share_core`] (all false with one thread, so there are no regions). Values
 /// listed in `keep` (donatable arguments and their views) are never dropped by a region.
 pub(crate) fn regions(
     steps: &[Step],
+    shares: &[bool],
     types: &[(DType, Vec<usize>)],
     last_use: &[Option<usize>],
     retvals: &[ValueId],
     keep: &[ValueId],
-    threads: usize,
 ) -> Vec<Region> {
-    if threads < 2 {
+    if !shares.contains(&true) {
         return Vec::new();
     }
     let retvals: std::collections::HashSet<ValueId> = retvals.iter().copied().collect();
@@ -139,12 +139,12 @@ pub(crate) fn regions(
     let mut out = Vec::new();
     let mut si = 0;
     while si < steps.len() {
-        if !may_share_core(&steps[si], types) {
+        if !shares[si] {
             si += 1;
             continue;
         }
         let start = si;
-        while si < steps.len() && may_share_core(&steps[si], types) {
+        while si < steps.len() && shares[si] {
             si += 1;
         }
         if si - start >= 2 {
