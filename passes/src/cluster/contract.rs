@@ -4,7 +4,7 @@
 //! The reasoning (soundness, maximality, determinism) is in the parent
 //! module's doc.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use autoclust_graph::{AttrValue, Graph, NodeId};
 use fixedbitset::FixedBitSet;
@@ -19,7 +19,7 @@ use crate::safety::{forward_edges, SafetyAnalysis};
 /// as it was when the refusal was made and the lookup gives what it would have given at
 /// once — and the earlier rounds' refusals, discarded, never pay for it (the lookup probes
 /// one reached set per resource op of a cluster of thousands).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Pending {
     Ready(Refusal),
     Reader { from: NodeId, cluster: u32 },
@@ -141,6 +141,15 @@ struct Engine<'a> {
     /// Merges tried and made (reported per pass under `RUST_LOG=debug`).
     tries: u64,
     merges: u64,
+    /// The merge count when each cluster last absorbed another (0: never).
+    changed_at: Vec<u64>,
+    /// Each refused ordered pair of clusters, with the merge count then and the refusal.
+    /// While neither cluster absorbs another, the refusal stands: its variables, writers,
+    /// readers and deadness are the two clusters' own, and a path between them through
+    /// other clusters survives any contraction of those (contraction never removes a
+    /// path). So the rounds after the first re-try only pairs one of whose clusters grew —
+    /// at 10⁶ nodes they re-tried ~900k refused pairs each, for a few hundred merges.
+    refused: FxHashMap<(u32, u32), (u64, Pending)>,
 }
 
 impl<'a> Engine<'a> {
@@ -216,6 +225,8 @@ impl<'a> Engine<'a> {
             deadness,
             tries: 0,
             merges: 0,
+            changed_at: vec![0; n],
+            refused: FxHashMap::default(),
         }
     }
 
@@ -244,6 +255,10 @@ impl<'a> Engine<'a> {
             let siblings = self.config.sibling_merges && self.sibling_pass(&mut pending);
             if !edges && !siblings {
                 let _span = tracing::debug_span!("resolve_refusals", count = pending.len()).entered();
+                // Pairs re-tried at several producers or consumers repeat their refusal:
+                // look each one's reader up once.
+                let mut seen = FxHashSet::default();
+                pending.retain(|p| seen.insert(p.clone()));
                 let mut refusals: Vec<Refusal> = pending.into_iter().map(|p| self.resolve(p)).collect();
                 let mut seen = FxHashSet::default();
                 refusals.retain(|r| seen.insert(r.clone()));
@@ -435,10 +450,25 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Merges two live candidate clusters if legal; returns the survivor.
+    /// Merges two live candidate clusters if legal; returns the survivor. A pair refused
+    /// before is refused again without a check while neither cluster has changed since
+    /// (see `refused`).
     fn try_merge(&mut self, a: u32, b: u32, budget: usize) -> Result<u32, Pending> {
         super::cycles::count(1);
         self.tries += 1;
+        if let Some((at, p)) = self.refused.get(&(a, b)) {
+            if self.changed_at[a as usize] <= *at && self.changed_at[b as usize] <= *at {
+                return Err(p.clone());
+            }
+        }
+        let res = self.check_and_merge(a, b, budget);
+        if let Err(p) = &res {
+            self.refused.insert((a, b), (self.merges, p.clone()));
+        }
+        res
+    }
+
+    fn check_and_merge(&mut self, a: u32, b: u32, budget: usize) -> Result<u32, Pending> {
         if let Some(r) =
             self.resource_conflict(a, b).or_else(|| self.resource_conflict(b, a)).or_else(|| self.update_conflict(a, b))
         {
@@ -451,6 +481,7 @@ impl<'a> Engine<'a> {
         match self.cycles.merge(a, b, budget) {
             Ok(s) => {
                 self.merges += 1;
+                self.changed_at[s as usize] = self.merges;
                 let v = if s == a { b } else { a };
                 self.parent[v as usize] = s;
                 let (s, v) = (s as usize, v as usize);
@@ -525,5 +556,66 @@ impl<'a> Engine<'a> {
             .collect();
         groups.sort_unstable_by_key(|g| self.topo_pos[g[0].index()]);
         groups
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use autoclust_graph::{Attrs, Library, RawNode};
+
+    use super::*;
+
+    fn node(name: &str, op: &str, inputs: &[&str]) -> RawNode {
+        RawNode {
+            name: name.into(),
+            op: op.into(),
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            attrs: Attrs::new(),
+            device: String::new(),
+            span: None,
+        }
+    }
+
+    /// A pair refused once is not checked again while neither cluster changes: a repeated
+    /// sibling round refuses the same pairs with the same refusals and scans no edge.
+    #[test]
+    fn refused_pairs_are_not_checked_again_until_a_cluster_changes() {
+        // Consumers c0..c3 of p, each feeding the next through an uncompilable node, so
+        // every sibling pair would close a cycle through it.
+        let mut nodes = vec![node("p", "Const", &[])];
+        for i in 0..4 {
+            let prev = if i == 0 { "p".to_string() } else { format!("x{}", i - 1) };
+            nodes.push(node(&format!("c{i}"), "Relu", &["p", &prev]));
+            nodes.push(node(&format!("x{i}"), "Uncompilable", &[&format!("c{i}")]));
+        }
+        let g = Graph::from_raw(nodes, Library::default(), None).unwrap();
+        let safety = SafetyAnalysis::compute(&g).unwrap();
+        let comp = Compilability::from_fn(&g, |id| {
+            (g.node(id).op == "Uncompilable").then(|| NotCompilable::UnsupportedOp { op: "Uncompilable".into() })
+        });
+        let config = ClusterConfig { min_cluster_size: 1, ..Default::default() };
+        let mut topo_pos = vec![0u32; g.len()];
+        for (i, id) in safety.order().iter().enumerate() {
+            topo_pos[id.index()] = i as u32;
+        }
+        let mut engine = Engine::new(&g, &safety, &comp, &config, &topo_pos);
+        let mut first = Vec::new();
+        assert!(!engine.sibling_pass(&mut first), "every sibling pair closes a cycle");
+        assert_eq!(first.len(), 6, "{first:?}");
+        let (scanned, tries) = (engine.cycles.scanned(), engine.tries);
+        assert!(scanned > 0);
+        let mut again = Vec::new();
+        assert!(!engine.sibling_pass(&mut again));
+        assert_eq!(engine.cycles.scanned(), scanned, "a refused pair was checked again");
+        assert_eq!(engine.tries, tries + 6);
+        assert_eq!(first, again);
+        // Once a cluster changes, its pairs are checked afresh.
+        let (c0, x0) = (g.find("c0").unwrap().0, g.find("x0").unwrap().0);
+        engine.candidate[x0 as usize] = true;
+        assert!(engine.try_merge(c0, x0, usize::MAX).is_ok());
+        let mut third = Vec::new();
+        engine.sibling_pass(&mut third);
+        assert!(engine.cycles.scanned() > scanned, "a changed cluster's pairs were not checked again");
+        assert!(first.iter().all(|p| matches!(p, Pending::Ready(Refusal::WouldCreateCycle { .. }))), "{first:?}");
     }
 }

@@ -60,7 +60,11 @@
 //!   last round of step 5 tried every edge between two clusters in the final
 //!   state (the cycle graph's edges are exactly those between the final
 //!   clusters and the other nodes) and merged none; legality depends only on
-//!   that state. Every cycle check — of an edge contraction
+//!   that state. A pair refused earlier is not checked again while neither of
+//!   its clusters has absorbed another: its conflicts are the two clusters'
+//!   own, and a path between them through other clusters survives every
+//!   contraction of those, so the refusal still holds in the final state
+//!   (a refusal for cost is kept too). Every cycle check — of an edge contraction
 //!   (`edge_search_budget`) or of a sibling merge (`sibling_search_budget`) —
 //!   visits at most its budget of nodes (and four times as many edges), and a
 //!   contraction may re-rank at most as many (`GraphCycles::windows_within`);
