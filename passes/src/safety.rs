@@ -24,16 +24,19 @@
 //! A node's set is the union of its predecessors' sets; a reader records its
 //! set before adding itself (hence `from ≠ to`); a writer then adds itself.
 //! Reads never enter a set (they can never be the `from` of a pair). Sets are
-//! `FixedBitSet`s over writer indices, shared (`Rc`) along chains, and freed
-//! as soon as the last consumer of a node has been visited, so memory is the
-//! width of the graph times `writers/8` bytes, never N×N. Each reader keeps its
+//! [`WriterSet`]s over writer indices (bitsets whose leading run of ones is one
+//! number), shared (`Rc`) along chains, and freed as soon as the last consumer
+//! of a node has been visited, so memory is at most the width of the graph
+//! times `writers/8` bytes, never N×N. Each reader keeps its
 //! incoming set, which answers [`SafetyAnalysis::is_incompatible`] in O(1).
 
 use std::rc::Rc;
 
 use autoclust_graph::effects::resource_kind;
 use autoclust_graph::{CycleError, Graph, NodeId, ResourceKind};
-use fixedbitset::FixedBitSet;
+pub use writer_set::WriterSet;
+
+mod writer_set;
 
 /// The result of the analysis.
 #[derive(Clone, Debug)]
@@ -45,7 +48,7 @@ pub struct SafetyAnalysis {
     /// Writer index → node.
     writers: Vec<NodeId>,
     /// For every reader (read or modify): the writers that reach it.
-    reached_by: Vec<Option<Rc<FixedBitSet>>>,
+    reached_by: Vec<Option<Rc<WriterSet>>>,
     /// The topological order used (back edges dropped).
     order: Vec<NodeId>,
 }
@@ -95,12 +98,12 @@ impl SafetyAnalysis {
             }
         }
 
-        let mut live: Vec<Option<Rc<FixedBitSet>>> = vec![None; n];
-        let mut reached_by: Vec<Option<Rc<FixedBitSet>>> = vec![None; n];
+        let mut live: Vec<Option<Rc<WriterSet>>> = vec![None; n];
+        let mut reached_by: Vec<Option<Rc<WriterSet>>> = vec![None; n];
         for &id in &order {
             let i = id.index();
             // Union of the predecessors' sets, sharing when only one is non-empty.
-            let mut acc: Option<Rc<FixedBitSet>> = None;
+            let mut acc: Option<Rc<WriterSet>> = None;
             let mut owned = false;
             for p in &preds[i] {
                 if let Some(ps) = &live[p.index()] {
@@ -132,9 +135,8 @@ impl SafetyAnalysis {
             if let Some(w) = writer_index[i] {
                 let mut set = match acc {
                     Some(a) => Rc::try_unwrap(a).unwrap_or_else(|rc| (*rc).clone()),
-                    None => FixedBitSet::new(),
+                    None => WriterSet::new(),
                 };
-                set.grow(w as usize + 1);
                 set.insert(w as usize);
                 acc = Some(Rc::new(set));
             }
@@ -191,13 +193,13 @@ impl SafetyAnalysis {
     }
 
     /// For a reader (read or modify): the dense indices of the writers reaching it.
-    pub fn reaching_writers(&self, id: NodeId) -> Option<&FixedBitSet> {
+    pub fn reaching_writers(&self, id: NodeId) -> Option<&WriterSet> {
         self.reached_by.get(id.index()).and_then(|s| s.as_deref())
     }
 
     /// [`SafetyAnalysis::reaching_writers`] as the shared set itself (readers reached by the
     /// same writers share one), for a caller that keeps it without copying.
-    pub fn reaching_writers_shared(&self, id: NodeId) -> Option<Rc<FixedBitSet>> {
+    pub fn reaching_writers_shared(&self, id: NodeId) -> Option<Rc<WriterSet>> {
         self.reached_by.get(id.index()).and_then(Clone::clone)
     }
 

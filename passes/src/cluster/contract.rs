@@ -7,7 +7,6 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use autoclust_graph::{AttrValue, Graph, NodeId};
-use fixedbitset::FixedBitSet;
 
 use super::cycles::{GraphCycles, Reach};
 use super::{Cluster, ClusterConfig, ClusterId, Clustering, Refusal};
@@ -125,7 +124,7 @@ struct Engine<'a> {
     /// Dense indices of the writers reaching some reader in the cluster.
     /// `None` for no reader; shared with the safety analysis until a merge unions two sets
     /// (a copy per reader was 12 MB of fresh pages at 10⁵ nodes).
-    reached: Vec<Option<std::rc::Rc<FixedBitSet>>>,
+    reached: Vec<Option<std::rc::Rc<crate::safety::WriterSet>>>,
     /// The earliest topological position of a writer in the cluster (`u32::MAX`: none) and
     /// the latest of a reader (0: none). A writer reaches a reader only from an earlier
     /// position, so most conflict checks end on these two numbers without touching a
