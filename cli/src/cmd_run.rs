@@ -422,6 +422,10 @@ pub fn clustered_session(
     // Every cluster whose signature is static compiles now, on all cores (issue 19), while
     // this thread builds the step's plan.
     let request = RunRequest { feeds, fetches, targets };
+    // The unclustered session and its graph are no longer a fallback: free them before
+    // compiling (at 10⁶ nodes, most of a GB).
+    let Prepared { fetch_names, notes: plain_notes, .. } = plain;
+    drop(graph);
     std::thread::scope(|scope| {
         scope.spawn(|| session.jit().precompile(&new_graph, threads));
         // An error here is the first step's to report.
@@ -433,7 +437,7 @@ pub fn clustered_session(
         total_nodes,
         notes,
     };
-    Ok(Prepared { session, request, fetch_names: plain.fetch_names, report: Some(report), notes: plain.notes })
+    Ok(Prepared { session, request, fetch_names, report: Some(report), notes: plain_notes })
 }
 
 /// The plain executor standing in for the clustered path, with why.
@@ -501,11 +505,14 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     }
     check_run_outputs(&args)?;
     let (graph, model) = load_to_run(&args.graph, args.format, args.inputs.signature.as_deref())?;
+    let redirect_stdout_prints = args.json && prints_to_stdout(&graph);
+    // The loaded graph moves into the session: once optimization and clustering have
+    // made the graphs that run, it is freed (at 10⁶ nodes, a copy is most of a GB).
     let graph = Arc::new(graph);
     args.inputs.model = model.map(Arc::new);
     let options = session_options(args.threads, args.schedule_seed, args.max_loop_iterations)?;
     let prepared = if args.no_cluster {
-        let plain = prepare(graph.clone(), &args.inputs, options.clone())?;
+        let plain = prepare(graph, &args.inputs, options.clone())?;
         if args.no_optimize {
             plain
         } else {
@@ -513,10 +520,10 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         }
     } else {
         let compiler = CompilerOptions { dump_clif_dir: args.dump_clif.clone(), ..Default::default() };
-        clustered_session(graph.clone(), &args.inputs, options, compiler, !args.no_optimize)?
+        clustered_session(graph, &args.inputs, options, compiler, !args.no_optimize)?
     };
     let Prepared { session, request, fetch_names, report, mut notes } = prepared;
-    if args.json && prints_to_stdout(&graph) {
+    if redirect_stdout_prints {
         autoclust_runtime::kernels::print_stdout_to_stderr(true);
         notes.push(
             "PrintV2 output meant for stdout goes to stderr: with --json, stdout carries the JSON document only"
