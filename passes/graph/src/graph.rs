@@ -764,20 +764,30 @@ impl Graph {
     }
 
     /// Successor lists for every node (data and control edges alike, with
-    /// repeats when a node consumes another twice).
+    /// repeats when a node consumes another twice), each in consumer-id order.
     pub fn successors(&self) -> Successors {
-        let mut data = vec![Vec::new(); self.nodes.len()];
-        let mut control = vec![Vec::new(); self.nodes.len()];
-        for (i, n) in self.nodes.iter().enumerate() {
-            let me = NodeId(i as u32);
-            for (slot, o) in n.inputs.iter().enumerate() {
-                data[o.node.index()].push((me, o.port, slot as u32));
+        let n = self.nodes.len();
+        let mut data = Counting::new(n);
+        let mut control = Counting::new(n);
+        for node in &self.nodes {
+            for o in &node.inputs {
+                data.count(o.node.index());
             }
-            for c in &n.control_inputs {
-                control[c.index()].push(me);
+            for c in &node.control_inputs {
+                control.count(c.index());
             }
         }
-        Successors { data, control }
+        let (mut data, mut control) = (data.filling((NodeId(0), 0, 0)), control.filling(NodeId(0)));
+        for (i, node) in self.nodes.iter().enumerate() {
+            let me = NodeId(i as u32);
+            for (slot, o) in node.inputs.iter().enumerate() {
+                data.fill(o.node.index(), (me, o.port, slot as u32));
+            }
+            for c in &node.control_inputs {
+                control.fill(c.index(), me);
+            }
+        }
+        Successors { data: data.done(), control: control.done() }
     }
 
     /// A topological order (data and control edges, the loop back edges
@@ -896,9 +906,81 @@ fn resolve_inputs_with(
 #[derive(Clone, Debug)]
 pub struct Successors {
     /// For each node: (consumer, producer port, consumer input slot).
-    pub data: Vec<Vec<(NodeId, u32, u32)>>,
+    pub data: Lists<(NodeId, u32, u32)>,
     /// For each node: nodes with a control input from it.
-    pub control: Vec<Vec<NodeId>>,
+    pub control: Lists<NodeId>,
+}
+
+/// One list per node in two flat arrays (compressed sparse rows): `lists[i]` is node
+/// `i`'s slice. A `Vec` per node was two million allocations at 10⁶ nodes, made again by
+/// every pass that asks for successors.
+#[derive(Clone, Debug, Default)]
+pub struct Lists<T> {
+    /// `items[start[i]..start[i + 1]]` is list `i`.
+    start: Vec<u32>,
+    items: Vec<T>,
+}
+
+impl<T> std::ops::Index<usize> for Lists<T> {
+    type Output = [T];
+    fn index(&self, i: usize) -> &[T] {
+        &self.items[self.start[i] as usize..self.start[i + 1] as usize]
+    }
+}
+
+impl<T> Lists<T> {
+    /// The number of lists.
+    pub fn len(&self) -> usize {
+        self.start.len().saturating_sub(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// [`Lists`] being sized: one count per list, then [`Counting::filling`].
+struct Counting(Vec<u32>);
+
+impl Counting {
+    /// `n` empty lists.
+    fn new(n: usize) -> Counting {
+        Counting(vec![0; n + 1])
+    }
+
+    fn count(&mut self, i: usize) {
+        self.0[i + 1] += 1;
+    }
+
+    /// Every slot holds `blank` until filled.
+    fn filling<T: Clone>(mut self, blank: T) -> Filling<T> {
+        for i in 1..self.0.len() {
+            self.0[i] += self.0[i - 1];
+        }
+        let total = self.0.last().copied().unwrap_or(0) as usize;
+        Filling {
+            next: self.0[..self.0.len().saturating_sub(1)].to_vec(),
+            lists: Lists { start: self.0, items: vec![blank; total] },
+        }
+    }
+}
+
+/// [`Lists`] being filled in order, each list's items at its next free slot.
+struct Filling<T> {
+    next: Vec<u32>,
+    lists: Lists<T>,
+}
+
+impl<T> Filling<T> {
+    fn fill(&mut self, i: usize, item: T) {
+        let at = &mut self.next[i];
+        self.lists.items[*at as usize] = item;
+        *at += 1;
+    }
+
+    fn done(self) -> Lists<T> {
+        self.lists
+    }
 }
 
 impl Successors {
@@ -1105,6 +1187,24 @@ mod tests {
         assert_eq!(names(&g), ["d", "b", "a", "c"]);
         let clone = g.clone();
         assert_eq!(names(&clone), names(&g));
+    }
+
+    #[test]
+    fn successor_lists_in_consumer_order_with_repeats() {
+        let g = Graph::from_raw(
+            vec![raw("a", "X", &[]), raw("b", "X", &["a", "a:1", "^a"]), raw("c", "X", &["b"]), raw("d", "X", &["^a"])],
+            Library::default(),
+            None,
+        )
+        .unwrap();
+        let s = g.successors();
+        let id = |n: &str| g.find(n).unwrap();
+        assert_eq!(s.data.len(), 4);
+        assert_eq!(&s.data[id("a").index()], &[(id("b"), 0, 0), (id("b"), 1, 1)]);
+        assert_eq!(&s.control[id("a").index()], &[id("b"), id("d")]);
+        assert_eq!(&s.data[id("b").index()], &[(id("c"), 0, 0)]);
+        assert!(s.data[id("c").index()].is_empty() && s.control[id("d").index()].is_empty());
+        assert_eq!(s.all(id("a")).collect::<Vec<_>>(), [id("b"), id("b"), id("b"), id("d")]);
     }
 
     #[test]

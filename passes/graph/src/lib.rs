@@ -31,8 +31,8 @@ pub use attr::{AttrValue, Attrs, FuncAttr, ListValue};
 pub use dtype::{DType, RefBase};
 pub use effects::ResourceKind;
 pub use graph::{
-    parse_input, ArgDef, AttrDef, CycleError, FunctionDef, GradientDef, Graph, GraphError, InputRef, Library, Node,
-    NodeId, Output, PortOutOfRange, RawNode, Revision, Signature, Span, Successors, Versions,
+    parse_input, ArgDef, AttrDef, CycleError, FunctionDef, GradientDef, Graph, GraphError, InputRef, Library, Lists,
+    Node, NodeId, Output, PortOutOfRange, RawNode, Revision, Signature, Span, Successors, Versions,
 };
 pub use jit_ops::{JIT_FLOAT32_ONLY_KERNELS, JIT_FLOAT32_ONLY_OPS};
 pub use protocol::ORIGIN_OP_ATTR;
