@@ -30,6 +30,30 @@ impl From<Refusal> for Pending {
     }
 }
 
+/// The union of two increasing lists of distinct writers (each writer is in one cluster).
+fn merge_sorted(a: Vec<u32>, b: Vec<u32>) -> Vec<u32> {
+    if b.is_empty() {
+        return a;
+    }
+    if a.is_empty() {
+        return b;
+    }
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] < b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
 /// At one shared producer or consumer, how many separate sibling groups are
 /// kept as merge targets (bounds the pairs tried at very wide nodes).
 const MAX_SIBLING_GROUPS: usize = 8;
@@ -118,8 +142,9 @@ struct Engine<'a> {
     members: Vec<Vec<NodeId>>,
     /// The member earliest in topological order (names the cluster in refusals).
     first: Vec<NodeId>,
-    /// Dense indices of the writers in the cluster: a short list (a cluster holds a few
-    /// writers; a bitset over every writer of the graph made each check scan ~N/64 words).
+    /// Dense indices of the writers in the cluster, increasing: a short list (a cluster
+    /// holds a few writers; a bitset over every writer of the graph made each check scan
+    /// ~N/64 words).
     writers: Vec<Vec<u32>>,
     /// Dense indices of the writers reaching some reader in the cluster.
     /// `None` for no reader; shared with the safety analysis until a merge unions two sets
@@ -491,7 +516,8 @@ impl<'a> Engine<'a> {
                 let moved = std::mem::take(&mut self.updates[v]);
                 self.updates[s].extend(moved);
                 let w = std::mem::take(&mut self.writers[v]);
-                self.writers[s].extend(w);
+                let mine = std::mem::take(&mut self.writers[s]);
+                self.writers[s] = merge_sorted(mine, w);
                 self.first_writer[s] = self.first_writer[s].min(self.first_writer[v]);
                 self.last_reader[s] = self.last_reader[s].max(self.last_reader[v]);
                 match (self.reached[s].take(), self.reached[v].take()) {
@@ -527,7 +553,7 @@ impl<'a> Engine<'a> {
         }
         // The lowest such writer, as a bitset intersection would give it (explanations
         // name the same pair whatever the merge order).
-        let w = self.writers[a as usize].iter().copied().filter(|&w| reached.contains(w as usize)).min()?;
+        let w = reached.first_common(&self.writers[a as usize])?;
         Some(Pending::Reader { from: self.safety.writer(w as usize), cluster: b })
     }
 

@@ -158,7 +158,7 @@ impl WriterSet {
     }
 
     /// A sparse set that would be smaller as a bitset (more than one member per 32 indices
-/// of its span) becomes one.
+    /// of its span) becomes one.
     fn densify_if_worth(&mut self) {
         let WriterSet::Sparse(v) = self else { return };
         let Some(&last) = v.last() else { return };
@@ -185,6 +185,17 @@ impl WriterSet {
         }
         while words.last() == Some(&0) {
             words.pop();
+        }
+    }
+
+    /// The least of `sorted` (increasing) that is a member: the smaller side is walked in
+    /// order, the larger searched, so the first hit is the least.
+    pub fn first_common(&self, sorted: &[u32]) -> Option<u32> {
+        match self {
+            WriterSet::Sparse(v) if v.len() < sorted.len() => {
+                v.iter().copied().find(|m| sorted.binary_search(m).is_ok())
+            }
+            _ => sorted.iter().copied().find(|&w| self.contains(w as usize)),
         }
     }
 
@@ -281,6 +292,11 @@ mod tests {
             let mab: BTreeSet<usize> = ma.union(&mb).copied().collect();
             check(&ab, &mab);
             assert_eq!(ab, ba, "union is not commutative");
+            for probe in [&mb, &ma] {
+                let sorted: Vec<u32> = probe.iter().map(|&i| i as u32).collect();
+                let want = sorted.iter().copied().find(|&w| ma.contains(&(w as usize)));
+                assert_eq!(a.first_common(&sorted), want);
+            }
         }
     }
 
