@@ -94,9 +94,14 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(value)
             })
         }
-        "Identity" | "StopGradient" | "Snapshot" | "PreventGradient" | "EnsureShape" | "CheckNumerics" => {
+        "Identity" | "StopGradient" | "Snapshot" | "PreventGradient" | "EnsureShape" | "CheckNumerics"
+        | "CheckNumericsV2" => {
             let ensure_shape = node.op == "EnsureShape";
-            let check_numerics = node.op == "CheckNumerics";
+            let check_numerics = match node.op.as_str() {
+                "CheckNumerics" => Some(false),
+                "CheckNumericsV2" => Some(true),
+                _ => None,
+            };
             let wanted = node.attr("shape").and_then(|a| a.as_shape()).cloned();
             let message = node.attr("message").and_then(|a| a.as_str()).unwrap_or("").to_string();
             Box::new(move |mut inp: Inputs| {
@@ -117,10 +122,9 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                         }
                     }
                 }
-                if check_numerics {
-                    let bad = t.to_f64_vec().is_some_and(|v| v.iter().any(|x| !x.is_finite()));
-                    if bad {
-                        return Err(KernelError::invalid(format!("{message} : Tensor had NaN or Inf values")));
+                if let Some(signed) = check_numerics {
+                    if let Some(what) = t.to_f64_vec().and_then(|v| non_finite(&v, signed)) {
+                        return Err(KernelError::invalid(format!("{message} : Tensor had {what} values")));
                     }
                 }
                 one(t)
@@ -228,6 +232,30 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     Ok(Some(f))
 }
 
+/// What `CheckNumerics` (`signed`: `CheckNumericsV2`, which tells −Inf from +Inf) says a
+/// tensor had, in TensorFlow's words: the kinds present in the order −Inf, +Inf (or Inf),
+/// NaN, joined as "A", "A and B" or "A, B, and C". `None` when every value is finite.
+fn non_finite(values: &[f64], signed: bool) -> Option<String> {
+    let (mut neg, mut pos, mut nan) = (false, false, false);
+    for x in values {
+        neg |= *x == f64::NEG_INFINITY;
+        pos |= *x == f64::INFINITY;
+        nan |= x.is_nan();
+    }
+    let kinds: Vec<&str> = if signed {
+        [(neg, "-Inf"), (pos, "+Inf"), (nan, "NaN")].iter().filter(|k| k.0).map(|k| k.1).collect()
+    } else {
+        [(neg || pos, "Inf"), (nan, "NaN")].iter().filter(|k| k.0).map(|k| k.1).collect()
+    };
+    match kinds.as_slice() {
+        [] => None,
+        [a] => Some(a.to_string()),
+        [a, b] => Some(format!("{a} and {b}")),
+        [a, b, c] => Some(format!("{a}, {b}, and {c}")),
+        _ => unreachable!("three kinds at most"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,5 +303,32 @@ mod tests {
         assert_eq!(q.shape, vec![2, 3]);
         let sq = node("Squeeze", &[("squeeze_dims", AttrValue::List(autoclust_graph::ListValue::I(vec![0])))]);
         assert!(run1(&sq, &[t]).is_err());
+    }
+
+    /// The messages of TensorFlow 2.21's `CheckNumerics` and `CheckNumericsV2` for each mix of
+    /// non-finite values (recorded from `gen_array_ops.check_numerics{,_v2}(x, message="msg")`).
+    #[test]
+    fn check_numerics_says_what_tensorflow_says() {
+        let (inf, nan) = (f32::INFINITY, f32::NAN);
+        let cases: [(&[f32], &str, &str); 7] = [
+            (&[1.0, nan], "NaN", "NaN"),
+            (&[inf, 1.0], "Inf", "+Inf"),
+            (&[-inf], "Inf", "-Inf"),
+            (&[nan, inf], "Inf and NaN", "+Inf and NaN"),
+            (&[inf, -inf], "Inf", "-Inf and +Inf"),
+            (&[nan, inf, -inf], "Inf and NaN", "-Inf, +Inf, and NaN"),
+            (&[nan, -inf], "Inf and NaN", "-Inf and NaN"),
+        ];
+        let msg = [("message", AttrValue::S(b"msg".to_vec()))];
+        for (values, v1, v2) in cases {
+            let x = Tensor::from_f32(vec![values.len()], values.to_vec()).unwrap();
+            for (op, want) in [("CheckNumerics", v1), ("CheckNumericsV2", v2)] {
+                let e = run1(&node(op, &msg), std::slice::from_ref(&x)).unwrap_err();
+                assert!(e.to_string().contains(&format!("msg : Tensor had {want} values")), "{op} {values:?}: {e}");
+            }
+        }
+        let fine = Tensor::from_f32(vec![2], vec![1.0, -3.0]).unwrap();
+        let y = run1(&node("CheckNumericsV2", &msg), std::slice::from_ref(&fine)).unwrap();
+        assert_eq!(y.as_f32().unwrap().as_ptr(), fine.as_f32().unwrap().as_ptr());
     }
 }

@@ -353,6 +353,14 @@ pub(super) static OPS: &[OpSchema] = &[
         s::same_as_0,
     ),
     op(
+        "CheckNumericsV2",
+        OpFamily::Unary,
+        &[a("tensor", T)],
+        &[a("output", T)],
+        &[tattr("T", Some(FLOATS)), req("message", AttrKind::String)],
+        s::same_as_0,
+    ),
+    op(
         "EnsureShape",
         OpFamily::Unary,
         &[a("input", T)],
