@@ -68,10 +68,7 @@ pub(crate) fn cluster(
 ) -> Clustering {
     let min = config.min_cluster_size.max(1);
     let mut comp = compilability.clone();
-    let mut topo_pos = vec![0u32; graph.len()];
-    for (i, id) in safety.order().iter().enumerate() {
-        topo_pos[id.index()] = i as u32;
-    }
+    let topo_pos = topo_positions(graph, safety);
     loop {
         let mut engine = Engine::new(graph, safety, &comp, config, &topo_pos);
         let refusals = engine.run();
@@ -110,6 +107,15 @@ pub(crate) fn cluster(
         );
         return Clustering { clusters, of_node, explanations };
     }
+}
+
+/// Each node's position in the safety analysis' topological order.
+fn topo_positions(graph: &Graph, safety: &SafetyAnalysis) -> Vec<u32> {
+    let mut topo_pos = vec![0u32; graph.len()];
+    for (i, id) in safety.order().iter().enumerate() {
+        topo_pos[id.index()] = i as u32;
+    }
+    topo_pos
 }
 
 /// Ops that compute nothing a compiler could fuse: TensorFlow's zero-effective-size
@@ -586,20 +592,10 @@ impl<'a> Engine<'a> {
 
 #[cfg(test)]
 mod tests {
-    use autoclust_graph::{Attrs, Library, RawNode};
+    use autoclust_graph::Library;
 
+    use super::super::tests::node;
     use super::*;
-
-    fn node(name: &str, op: &str, inputs: &[&str]) -> RawNode {
-        RawNode {
-            name: name.into(),
-            op: op.into(),
-            inputs: inputs.iter().map(|s| s.to_string()).collect(),
-            attrs: Attrs::new(),
-            device: String::new(),
-            span: None,
-        }
-    }
 
     /// A pair refused once is not checked again while neither cluster changes: a repeated
     /// sibling round refuses the same pairs with the same refusals and scans no edge.
@@ -619,10 +615,7 @@ mod tests {
             (g.node(id).op == "Uncompilable").then(|| NotCompilable::UnsupportedOp { op: "Uncompilable".into() })
         });
         let config = ClusterConfig { min_cluster_size: 1, ..Default::default() };
-        let mut topo_pos = vec![0u32; g.len()];
-        for (i, id) in safety.order().iter().enumerate() {
-            topo_pos[id.index()] = i as u32;
-        }
+        let topo_pos = topo_positions(&g, &safety);
         let mut engine = Engine::new(&g, &safety, &comp, &config, &topo_pos);
         let mut first = Vec::new();
         assert!(!engine.sibling_pass(&mut first), "every sibling pair closes a cycle");

@@ -9,7 +9,7 @@ use super::check::check_clustering;
 use super::*;
 use crate::compilable::is_jit_op;
 
-fn node(name: &str, op: &str, inputs: &[&str]) -> RawNode {
+pub(super) fn node(name: &str, op: &str, inputs: &[&str]) -> RawNode {
     RawNode {
         name: name.into(),
         op: op.into(),

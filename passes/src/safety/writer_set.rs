@@ -219,6 +219,7 @@ impl WriterSet {
     }
 
     /// Heap bytes held.
+    #[cfg(test)]
     pub fn stored_bytes(&self) -> usize {
         match self {
             WriterSet::Sparse(v) => v.capacity() * 4,
