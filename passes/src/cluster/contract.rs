@@ -109,6 +109,22 @@ pub(crate) fn cluster(
     }
 }
 
+/// A single `AssignAdd/SubVariableOp` of an integer variable by a scalar constant
+/// (`iteration += 1`); TF defers it so weight updates cluster first.
+fn is_iteration_increment(graph: &Graph, id: NodeId) -> bool {
+    let node = graph.node(id);
+    if !matches!(node.op.as_str(), "AssignAddVariableOp" | "AssignSubVariableOp") {
+        return false;
+    }
+    if !node.attr("dtype").and_then(AttrValue::as_type).is_some_and(|t| t.is_integer()) {
+        return false;
+    }
+    node.inputs.iter().any(|o| {
+        let p = graph.node(o.node);
+        p.op == "Const" && p.attr("value").and_then(AttrValue::as_tensor).is_some_and(|t| t.rank() == 0)
+    })
+}
+
 /// Each node's position in the safety analysis' topological order.
 fn topo_positions(graph: &Graph, safety: &SafetyAnalysis) -> Vec<u32> {
     let mut topo_pos = vec![0u32; graph.len()];
@@ -145,7 +161,12 @@ struct Engine<'a> {
     /// Union-find over cycle-graph ids: a dead id points at what absorbed it.
     parent: Vec<u32>,
     candidate: Vec<bool>,
-    members: Vec<Vec<NodeId>>,
+    /// The members of each cluster as a ring: `next` leads from a member to the next one of
+    /// its cluster and back, so two clusters join by swapping one link each (a list per
+    /// node was 10⁵ allocations, and merges copied members).
+    next: Vec<u32>,
+    /// The number of members of each live cluster.
+    size: Vec<u32>,
     /// The member earliest in topological order (names the cluster in refusals).
     first: Vec<NodeId>,
     /// Dense indices of the writers in the cluster, increasing: a short list (a cluster
@@ -180,6 +201,24 @@ struct Engine<'a> {
     /// path). So the rounds after the first re-try only pairs one of whose clusters grew —
     /// at 10⁶ nodes they re-tried ~900k refused pairs each, for a few hundred merges.
     refused: FxHashMap<(u32, u32), (u64, Pending)>,
+    /// Whether a cluster was ever the first of a refused pair (most never are: their merges
+    /// skip the lookup in `refused`).
+    ever_refused: Vec<bool>,
+    /// What the phases ask of a lone node, per node ([`Role`]), so the passes do not
+    /// compare op names.
+    role: Vec<u8>,
+}
+
+/// Bits of [`Engine::role`].
+struct Role;
+
+impl Role {
+    /// `Shape`, `Size` or `Rank`.
+    const SHAPE: u8 = 1;
+    /// A `NoOp`.
+    const NO_OP: u8 = 2;
+    /// `iteration += 1` ([`Engine::is_iteration_increment`]).
+    const INCREMENT: u8 = 4;
 }
 
 impl<'a> Engine<'a> {
@@ -244,7 +283,8 @@ impl<'a> Engine<'a> {
             cycles,
             parent: (0..n as u32).collect(),
             candidate,
-            members: graph.node_ids().map(|id| vec![id]).collect(),
+            next: (0..n as u32).collect(),
+            size: vec![1; n],
             first: graph.node_ids().collect(),
             writers,
             reached,
@@ -257,6 +297,16 @@ impl<'a> Engine<'a> {
             merges: 0,
             changed_at: vec![0; n],
             refused: FxHashMap::default(),
+            ever_refused: vec![false; n],
+            role: graph
+                .node_ids()
+                .map(|id| match graph.node(id).op.as_str() {
+                    "Shape" | "Size" | "Rank" => Role::SHAPE,
+                    "NoOp" => Role::NO_OP,
+                    _ if is_iteration_increment(graph, id) => Role::INCREMENT,
+                    _ => 0,
+                })
+                .collect(),
         }
     }
 
@@ -277,7 +327,9 @@ impl<'a> Engine<'a> {
     /// changes nothing. Returns the refusals of that last round.
     fn run(&mut self) -> Vec<Refusal> {
         let mut scratch = Vec::new();
-        self.edge_pass(Phase::ShapeConsumers, &mut scratch);
+        if self.role.iter().any(|&r| r & Role::SHAPE != 0) {
+            self.edge_pass(Phase::ShapeConsumers, &mut scratch);
+        }
         self.edge_pass(Phase::DeferIncrements, &mut scratch);
         loop {
             let mut pending = Vec::new();
@@ -335,12 +387,14 @@ impl<'a> Engine<'a> {
         let _span = tracing::debug_span!("edge_pass", phase = ?phase).entered();
         let work = self.work();
         let mut changed = false;
+        let mut succs = Vec::new();
         for x in self.cycles.post_order() {
             if !self.cycles.is_live(x) || !self.candidate[x as usize] {
                 continue;
             }
-            let succs: Vec<u32> = self.cycles.successors(x).iter().copied().collect();
-            for y in succs {
+            succs.clear();
+            succs.extend(self.cycles.successors(x).iter());
+            for &y in &succs {
                 let from = self.find(x);
                 let to = self.find(y);
                 if from == to || !self.candidate[to as usize] || !self.phase_allows(phase, from, to) {
@@ -358,38 +412,28 @@ impl<'a> Engine<'a> {
     }
 
     fn single_op(&self, x: u32) -> Option<&str> {
-        match self.members[x as usize].as_slice() {
-            [only] => Some(self.graph.node(*only).op.as_str()),
-            _ => None,
+        (self.size[x as usize] == 1).then(|| self.graph.node(NodeId(x)).op.as_str())
+    }
+
+    /// The [`Role`] bits of a lone node's cluster (a cluster of one node is that node's id;
+    /// 0 for a cluster of several).
+    fn lone_role(&self, x: u32) -> u8 {
+        if self.size[x as usize] == 1 {
+            self.role[x as usize]
+        } else {
+            0
         }
     }
 
     fn phase_allows(&self, phase: Phase, from: u32, to: u32) -> bool {
         match phase {
             Phase::All => true,
-            Phase::ShapeConsumers => matches!(self.single_op(to), Some("Shape" | "Size" | "Rank")),
+            Phase::ShapeConsumers => self.lone_role(to) & Role::SHAPE != 0,
             Phase::DeferIncrements => {
-                let sink_like = self.single_op(to) == Some("NoOp") && self.cycles.successors(to).is_empty();
-                !sink_like && !self.is_iteration_increment(from)
+                let sink_like = self.lone_role(to) & Role::NO_OP != 0 && self.cycles.successors(to).is_empty();
+                !sink_like && self.lone_role(from) & Role::INCREMENT == 0
             }
         }
-    }
-
-    /// A single `AssignAdd/SubVariableOp` of an integer variable by a scalar
-    /// constant (`iteration += 1`); TF defers it so weight updates cluster first.
-    fn is_iteration_increment(&self, x: u32) -> bool {
-        let [only] = self.members[x as usize].as_slice() else { return false };
-        let node = self.graph.node(*only);
-        if !matches!(node.op.as_str(), "AssignAddVariableOp" | "AssignSubVariableOp") {
-            return false;
-        }
-        if !node.attr("dtype").and_then(AttrValue::as_type).is_some_and(|t| t.is_integer()) {
-            return false;
-        }
-        node.inputs.iter().any(|o| {
-            let p = self.graph.node(o.node);
-            p.op == "Const" && p.attr("value").and_then(AttrValue::as_tensor).is_some_and(|t| t.rank() == 0)
-        })
     }
 
     /// Merges clusters that consume a common producer, or feed a common
@@ -465,18 +509,20 @@ impl<'a> Engine<'a> {
     /// Whether `p` is a lone node whose outputs are resource handles.
     fn shares_no_data(&self, p: u32) -> bool {
         matches!(self.single_op(p), Some("VarHandleOp" | "_VarHandlesOp" | "VariableV2" | "Variable"))
-            || matches!(self.members[p as usize].as_slice(), [only] if autoclust_graph::effects::names_variable(self.graph.node(*only)))
+            || (self.size[p as usize] == 1 && autoclust_graph::effects::names_variable(self.graph.node(NodeId(p))))
     }
 
     /// Whether `p` is a lone node that passes no tensor to its consumers
     /// (`consumers`: it has no outputs) or takes none from its producers (it has
     /// no data inputs): every edge through it is a control edge.
     fn passes_no_data(&self, p: u32, consumers: bool) -> bool {
-        let [only] = self.members[p as usize].as_slice() else { return false };
+        if self.size[p as usize] != 1 {
+            return false;
+        }
         if consumers {
-            self.graph.output_count(*only) == Some(0)
+            self.graph.output_count(NodeId(p)) == Some(0)
         } else {
-            self.graph.node(*only).inputs.is_empty()
+            self.graph.node(NodeId(p)).inputs.is_empty()
         }
     }
 
@@ -486,7 +532,7 @@ impl<'a> Engine<'a> {
     fn try_merge(&mut self, a: u32, b: u32, budget: usize) -> Result<u32, Pending> {
         super::cycles::count(1);
         self.tries += 1;
-        if let Some((at, p)) = self.refused.get(&(a, b)) {
+        if let Some((at, p)) = self.refused.get(&(a, b)).filter(|_| self.ever_refused[a as usize]) {
             if self.changed_at[a as usize] <= *at && self.changed_at[b as usize] <= *at {
                 return Err(p.clone());
             }
@@ -494,6 +540,7 @@ impl<'a> Engine<'a> {
         let res = self.check_and_merge(a, b, budget);
         if let Err(p) = &res {
             self.refused.insert((a, b), (self.merges, p.clone()));
+            self.ever_refused[a as usize] = true;
         }
         res
     }
@@ -515,8 +562,8 @@ impl<'a> Engine<'a> {
                 let v = if s == a { b } else { a };
                 self.parent[v as usize] = s;
                 let (s, v) = (s as usize, v as usize);
-                let moved = std::mem::take(&mut self.members[v]);
-                self.members[s].extend(moved);
+                self.next.swap(s, v);
+                self.size[s] += self.size[v];
                 let moved = std::mem::take(&mut self.resource_ops[v]);
                 self.resource_ops[s].extend(moved);
                 let moved = std::mem::take(&mut self.updates[v]);
@@ -580,7 +627,15 @@ impl<'a> Engine<'a> {
         let mut groups: Vec<Vec<NodeId>> = (0..self.graph.len() as u32)
             .filter(|&x| self.cycles.is_live(x) && self.candidate[x as usize])
             .map(|x| {
-                let mut m = self.members[x as usize].clone();
+                let mut m = Vec::with_capacity(self.size[x as usize] as usize);
+                let mut at = x;
+                loop {
+                    m.push(NodeId(at));
+                    at = self.next[at as usize];
+                    if at == x {
+                        break;
+                    }
+                }
                 m.sort_unstable_by_key(|id| self.topo_pos[id.index()]);
                 m
             })
