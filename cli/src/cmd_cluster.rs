@@ -55,7 +55,8 @@ struct Report<'a> {
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let graph = crate::model::load_graph_for_signature(&args.graph, args.format, args.signature.as_deref())?;
     let path = args.graph.display();
-    let config = ClusterConfig { min_cluster_size: args.min_cluster_size, ..Default::default() };
+    let config =
+        ClusterConfig { min_cluster_size: args.min_cluster_size, explain_refusals: args.explain, ..Default::default() };
     let clustering = Clusterer::new(config).run(&graph).map_err(|e| match e {
         ClusterError::Cycle(c) => CliError::input(format!("{path}: {c}")),
         ClusterError::Verify(v) => CliError::input(format!("{path}: {v}")),

@@ -142,6 +142,7 @@ fn resolve(
 pub fn context(min_cluster_size: u64, dump_after: Vec<String>) -> PassContext {
     let cluster_config = ClusterConfig {
         min_cluster_size: min_cluster_size.try_into().unwrap_or(usize::MAX),
+        explain_refusals: false,
         ..ClusterConfig::default()
     };
     let after_pass: Option<AfterPassHook> = if dump_after.is_empty() {

@@ -368,7 +368,13 @@ pub fn clustered_session(
     let graph = plain.session.graph().clone();
     let request = &plain.request;
     let fed: Vec<Output> = request.feeds.iter().map(|(o, _)| *o).collect();
-    let program = match clustered_program(&graph, &fed, &request.fetches, &request.targets, ClusterConfig::default()) {
+    let program = match clustered_program(
+        &graph,
+        &fed,
+        &request.fetches,
+        &request.targets,
+        ClusterConfig { explain_refusals: false, ..ClusterConfig::default() },
+    ) {
         Ok(p) => p,
         Err(PipelineError::NoClusters { notes }) => {
             tracing::info!("no clusters; running the plain executor");

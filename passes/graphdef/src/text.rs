@@ -140,6 +140,11 @@ impl<'a> Lexer<'a> {
         let quote = self.src[self.pos];
         self.pos += 1;
         loop {
+            // The run of plain bytes up to the next quote, backslash or newline, in one copy.
+            let rest = &self.src[self.pos..];
+            let plain = rest.iter().position(|&b| b == quote || b == b'\\' || b == b'\n').unwrap_or(rest.len());
+            out.extend_from_slice(&rest[..plain]);
+            self.pos += plain;
             let Some(&b) = self.src.get(self.pos) else {
                 return self.err(open, "unterminated string");
             };
@@ -270,6 +275,43 @@ struct Parser<'a, 's> {
     function: Option<String>,
     node: Option<String>,
     attr: Option<String>,
+    /// Fields looked up so far, by message (its full name's address) and field name as
+    /// written: rust-protobuf's lookup hashes the name with SipHash and rebuilds the
+    /// field's runtime type on every call, a sixth of the time a large GraphDef takes.
+    known: std::collections::HashMap<(usize, &'a str), std::rc::Rc<Known>, BuildFnv>,
+}
+
+/// A field of a message and its runtime type, as [`Parser::known`] keeps them.
+struct Known {
+    field: FieldDescriptor,
+    kind: RuntimeFieldType,
+}
+
+/// FNV-1a for [`Parser::known`]'s short keys.
+#[derive(Default, Clone, Copy)]
+struct BuildFnv;
+
+struct Fnv(u64);
+
+impl std::hash::BuildHasher for BuildFnv {
+    type Hasher = Fnv;
+    fn build_hasher(&self) -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0 ^ n as u64).wrapping_mul(0x100_0000_01b3);
+    }
 }
 
 impl<'a, 's> Parser<'a, 's> {
@@ -285,6 +327,7 @@ impl<'a, 's> Parser<'a, 's> {
             function: None,
             node: None,
             attr: None,
+            known: Default::default(),
         }
     }
 
@@ -355,17 +398,27 @@ impl<'a, 's> Parser<'a, 's> {
                 Token::Ident(name) => name,
                 other => return self.lx.err(at, format!("expected a field name, found {}", describe(&other))),
             };
-            let Some(field) = desc.field_by_name(name) else {
-                return self.lx.err(at, format!("unknown field '{name}' in {}", desc.full_name()));
+            let key = (desc.full_name().as_ptr() as usize, name);
+            let known = match self.known.get(&key) {
+                Some(k) => k.clone(),
+                None => {
+                    let Some(field) = desc.field_by_name(name) else {
+                        return self.lx.err(at, format!("unknown field '{name}' in {}", desc.full_name()));
+                    };
+                    let k = std::rc::Rc::new(Known { kind: field.runtime_field_type(), field });
+                    self.known.insert(key, k.clone());
+                    k
+                }
             };
+            let field = &known.field;
             if track == Some(name) {
                 let span = self.lx.span_at(at);
                 self.track_spans.push(span);
                 self.tracking = Some(span);
             }
-            self.field_value(msg, &field)?;
+            self.field_value(msg, field, &known.kind)?;
             if name == "name" {
-                self.note_name(msg, desc, &field);
+                self.note_name(msg, desc, field);
             }
             // Optional separators.
             if !self.eat(b',')? {
@@ -400,10 +453,15 @@ impl<'a, 's> Parser<'a, 's> {
         s
     }
 
-    fn field_value(&mut self, msg: &mut dyn MessageDyn, field: &FieldDescriptor) -> Result<(), TextError> {
-        match field.runtime_field_type() {
+    fn field_value(
+        &mut self,
+        msg: &mut dyn MessageDyn,
+        field: &FieldDescriptor,
+        kind: &RuntimeFieldType,
+    ) -> Result<(), TextError> {
+        match kind {
             RuntimeFieldType::Singular(t) => {
-                let v = self.value_after_name(&t)?;
+                let v = self.value_after_name(t)?;
                 field.set_singular_field(msg, v);
             }
             RuntimeFieldType::Repeated(t) => {
@@ -413,7 +471,7 @@ impl<'a, 's> Parser<'a, 's> {
                 if (colon || is_msg) && self.eat(b'[')? {
                     if !self.eat(b']')? {
                         loop {
-                            let v = self.value(&t)?;
+                            let v = self.value(t)?;
                             self.push_repeated(msg, field, v, tracked)?;
                             if self.eat(b']')? {
                                 break;
@@ -423,14 +481,14 @@ impl<'a, 's> Parser<'a, 's> {
                     }
                     return Ok(());
                 }
-                let v = if colon { self.value(&t)? } else { self.value_after_name(&t)? };
+                let v = if colon { self.value(t)? } else { self.value_after_name(t)? };
                 self.push_repeated(msg, field, v, tracked)?;
             }
             RuntimeFieldType::Map(k, v) => {
                 self.eat(b':')?;
                 let entries = if self.eat(b'[')? { None } else { Some(()) };
                 loop {
-                    let (key, value) = self.map_entry(&k, &v)?;
+                    let (key, value) = self.map_entry(k, v)?;
                     field.mut_map(msg).insert(key, value);
                     if entries.is_some() || self.eat(b']')? {
                         break;

@@ -336,6 +336,9 @@ impl<'a> Engine<'a> {
             let edges = self.edge_pass(Phase::All, &mut pending);
             let siblings = self.config.sibling_merges && self.sibling_pass(&mut pending);
             if !edges && !siblings {
+                if !self.config.explain_refusals {
+                    return Vec::new();
+                }
                 let _span = tracing::debug_span!("resolve_refusals", count = pending.len()).entered();
                 // Pairs re-tried at several producers or consumers repeat their refusal:
                 // look each one's reader up once.

@@ -51,25 +51,35 @@ pub enum Reach {
     Unknown,
 }
 
+/// One node's rank and the state searches leave on it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    rank: u32,
+    /// Visit mark: `mark == stamp` means visited in the current search (forward, for
+    /// [`GraphCycles::find_path`]).
+    mark: u32,
+    /// Backward visit mark of [`GraphCycles::find_path`].
+    bmark: u32,
+    /// The node a search reached this one from: the previous node on the path for the
+    /// forward search, the next one for the backward search (a node is reached by one of
+    /// them only: the second to reach it ends the search).
+    link: u32,
+}
+
 /// A DAG with a maintained topological order and edge contraction.
 #[derive(Clone, Debug)]
 pub struct GraphCycles {
-    rank: Vec<u32>,
+    /// Each node's rank and search state, side by side: a search step reads all of them
+    /// for the node it reaches (three arrays were three cache misses per edge scanned).
+    slot: Vec<Slot>,
     out: Vec<AdjSet>,
     inn: Vec<AdjSet>,
     live: Vec<bool>,
-    /// Visit marks: `mark[v] == stamp` means visited in the current search.
-    mark: Vec<u32>,
     /// Edges scanned by [`GraphCycles::find_path`] so far (lets callers cap a pass's work).
     scanned: u64,
     /// Nodes the Pearce–Kelly windows of [`GraphCycles::insert_edge`] have re-ranked so far.
     reranked: u64,
-    /// Backward visit marks of [`GraphCycles::find_path`].
-    bmark: Vec<u32>,
     stamp: u32,
-    parent: Vec<u32>,
-    /// The next node towards the target, for the backward search's nodes.
-    child: Vec<u32>,
     stack: Vec<u32>,
     /// The two frontiers of [`GraphCycles::find_path`] and the edges a merge moves, kept
     /// between calls (a contraction was a handful of allocations otherwise).
@@ -82,22 +92,18 @@ impl GraphCycles {
     /// `n` nodes without edges; `order` (a permutation of `0..n`) gives the
     /// initial ranks, so inserting edges that follow it costs no reordering.
     pub fn new(n: usize, order: &[u32]) -> GraphCycles {
-        let mut rank = vec![0u32; n];
+        let mut slot = vec![Slot::default(); n];
         for (r, &v) in order.iter().enumerate() {
-            rank[v as usize] = r as u32;
+            slot[v as usize].rank = r as u32;
         }
         GraphCycles {
-            rank,
+            slot,
             out: vec![AdjSet::default(); n],
             inn: vec![AdjSet::default(); n],
             live: vec![true; n],
-            mark: vec![0; n],
-            bmark: vec![0; n],
             scanned: 0,
             reranked: 0,
             stamp: 0,
-            parent: vec![0; n],
-            child: vec![0; n],
             stack: Vec::new(),
             fwd: Vec::new(),
             bwd: Vec::new(),
@@ -106,16 +112,16 @@ impl GraphCycles {
     }
 
     pub fn len(&self) -> usize {
-        self.rank.len()
+        self.slot.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.rank.is_empty()
+        self.slot.is_empty()
     }
     pub fn is_live(&self, x: u32) -> bool {
         self.live[x as usize]
     }
     pub fn rank(&self, x: u32) -> u32 {
-        self.rank[x as usize]
+        self.slot[x as usize].rank
     }
     pub fn successors(&self, x: u32) -> &AdjSet {
         &self.out[x as usize]
@@ -139,7 +145,7 @@ impl GraphCycles {
     pub fn post_order(&self) -> Vec<u32> {
         count(self.len());
         let mut v: Vec<u32> = (0..self.len() as u32).filter(|&x| self.live[x as usize]).collect();
-        v.sort_unstable_by_key(|&x| std::cmp::Reverse(self.rank[x as usize]));
+        v.sort_unstable_by_key(|&x| std::cmp::Reverse(self.slot[x as usize].rank));
         v
     }
 
@@ -153,8 +159,7 @@ impl GraphCycles {
     fn next_stamp(&mut self) -> u32 {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
-            self.mark.iter_mut().for_each(|m| *m = 0);
-            self.bmark.iter_mut().for_each(|m| *m = 0);
+            self.slot.iter_mut().for_each(|s| (s.mark, s.bmark) = (0, 0));
             self.stamp = 1;
         }
         self.stamp
@@ -168,18 +173,18 @@ impl GraphCycles {
         if self.out[x as usize].contains(&y) {
             return true;
         }
-        let (rx, ry) = (self.rank[x as usize], self.rank[y as usize]);
+        let (rx, ry) = (self.slot[x as usize].rank, self.slot[y as usize].rank);
         if rx > ry {
             // PK: nodes reachable from y with rank < rx, and nodes reaching x with rank > ry.
             let Some(mut deltaf) = self.forward_window(y, rx, x) else { return false };
             let mut deltab = self.backward_window(x, ry);
-            deltaf.sort_unstable_by_key(|&v| self.rank[v as usize]);
-            deltab.sort_unstable_by_key(|&v| self.rank[v as usize]);
-            let mut slots: Vec<u32> = deltab.iter().chain(&deltaf).map(|&v| self.rank[v as usize]).collect();
+            deltaf.sort_unstable_by_key(|&v| self.slot[v as usize].rank);
+            deltab.sort_unstable_by_key(|&v| self.slot[v as usize].rank);
+            let mut slots: Vec<u32> = deltab.iter().chain(&deltaf).map(|&v| self.slot[v as usize].rank).collect();
             slots.sort_unstable();
             self.reranked += slots.len() as u64;
             for (v, r) in deltab.iter().chain(&deltaf).zip(slots) {
-                self.rank[*v as usize] = r;
+                self.slot[*v as usize].rank = r;
             }
         }
         self.out[x as usize].insert(y);
@@ -194,7 +199,7 @@ impl GraphCycles {
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
         stack.push(start);
-        self.mark[start as usize] = stamp;
+        self.slot[start as usize].mark = stamp;
         while let Some(v) = stack.pop() {
             count(1);
             found.push(v);
@@ -203,8 +208,8 @@ impl GraphCycles {
                     self.stack = stack;
                     return None;
                 }
-                if self.mark[w as usize] != stamp && self.rank[w as usize] < upper {
-                    self.mark[w as usize] = stamp;
+                if self.slot[w as usize].mark != stamp && self.slot[w as usize].rank < upper {
+                    self.slot[w as usize].mark = stamp;
                     stack.push(w);
                 }
             }
@@ -220,13 +225,13 @@ impl GraphCycles {
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
         stack.push(start);
-        self.mark[start as usize] = stamp;
+        self.slot[start as usize].mark = stamp;
         while let Some(v) = stack.pop() {
             count(1);
             found.push(v);
             for &w in &self.inn[v as usize] {
-                if self.mark[w as usize] != stamp && self.rank[w as usize] > lower {
-                    self.mark[w as usize] = stamp;
+                if self.slot[w as usize].mark != stamp && self.slot[w as usize].rank > lower {
+                    self.slot[w as usize].mark = stamp;
                     stack.push(w);
                 }
             }
@@ -254,7 +259,7 @@ impl GraphCycles {
     /// thousands of nodes) with one of its consumers scans the consumer's few
     /// predecessors, not the hub's thousands of successors.
     pub fn find_path(&mut self, x: u32, y: u32, budget: usize) -> Reach {
-        if x == y || self.rank[x as usize] >= self.rank[y as usize] {
+        if x == y || self.slot[x as usize].rank >= self.slot[y as usize].rank {
             return Reach::No;
         }
         let fstamp = self.next_stamp();
@@ -282,9 +287,9 @@ impl GraphCycles {
         fwd: &mut Vec<(u32, u32)>,
         bwd: &mut Vec<(u32, u32)>,
     ) -> Reach {
-        let (lower, upper) = (self.rank[x as usize], self.rank[y as usize]);
-        self.mark[x as usize] = fstamp;
-        self.bmark[y as usize] = bstamp;
+        let (lower, upper) = (self.slot[x as usize].rank, self.slot[y as usize].rank);
+        self.slot[x as usize].mark = fstamp;
+        self.slot[y as usize].bmark = bstamp;
         let mut visited = 2usize;
         // Edges scanned count too (a quarter of a node each): a search through clusters of
         // thousands of edges visits few nodes at a high cost.
@@ -308,12 +313,12 @@ impl GraphCycles {
                     top.1 += 1;
                     self.scanned += 1;
                     count(1);
-                    if self.bmark[w as usize] == bstamp {
+                    if self.slot[w as usize].bmark == bstamp {
                         break (v, w);
                     }
-                    if self.mark[w as usize] != fstamp && self.rank[w as usize] < upper {
-                        self.mark[w as usize] = fstamp;
-                        self.parent[w as usize] = v;
+                    if self.slot[w as usize].mark != fstamp && self.slot[w as usize].rank < upper {
+                        self.slot[w as usize].mark = fstamp;
+                        self.slot[w as usize].link = v;
                         fwd.push((w, 0));
                         visited += 1;
                     }
@@ -330,12 +335,12 @@ impl GraphCycles {
                     top.1 += 1;
                     self.scanned += 1;
                     count(1);
-                    if self.mark[v as usize] == fstamp {
+                    if self.slot[v as usize].mark == fstamp {
                         break (v, w);
                     }
-                    if self.bmark[v as usize] != bstamp && self.rank[v as usize] > lower {
-                        self.bmark[v as usize] = bstamp;
-                        self.child[v as usize] = w;
+                    if self.slot[v as usize].bmark != bstamp && self.slot[v as usize].rank > lower {
+                        self.slot[v as usize].bmark = bstamp;
+                        self.slot[v as usize].link = w;
                         bwd.push((v, 0));
                         visited += 1;
                     }
@@ -345,14 +350,14 @@ impl GraphCycles {
         let mut path = vec![meet.0];
         let mut cur = meet.0;
         while cur != x {
-            cur = self.parent[cur as usize];
+            cur = self.slot[cur as usize].link;
             path.push(cur);
         }
         path.reverse();
         let mut cur = meet.1;
         path.push(cur);
         while cur != y {
-            cur = self.child[cur as usize];
+            cur = self.slot[cur as usize].link;
             path.push(cur);
         }
         Reach::Path(path)
@@ -370,8 +375,8 @@ impl GraphCycles {
     /// windows of the contraction; every edge re-inserted by [`GraphCycles::merge`] re-ranks
     /// within them). Stops counting past the budget.
     pub fn windows_within(&mut self, a: u32, b: u32, budget: usize) -> bool {
-        let (lo, hi) = if self.rank[a as usize] < self.rank[b as usize] { (a, b) } else { (b, a) };
-        let (rlo, rhi) = (self.rank[lo as usize], self.rank[hi as usize]);
+        let (lo, hi) = if self.slot[a as usize].rank < self.slot[b as usize].rank { (a, b) } else { (b, a) };
+        let (rlo, rhi) = (self.slot[lo as usize].rank, self.slot[hi as usize].rank);
         let mut seen = 0usize;
         let mut stack = std::mem::take(&mut self.stack);
         for forward in [true, false] {
@@ -379,7 +384,7 @@ impl GraphCycles {
             stack.clear();
             let start = if forward { lo } else { hi };
             stack.push(start);
-            self.mark[start as usize] = stamp;
+            self.slot[start as usize].mark = stamp;
             while let Some(v) = stack.pop() {
                 let next = if forward { &self.out[v as usize] } else { &self.inn[v as usize] };
                 seen += 4 + next.len();
@@ -389,10 +394,10 @@ impl GraphCycles {
                     return false;
                 }
                 for &w in next {
-                    let r = self.rank[w as usize];
+                    let r = self.slot[w as usize].rank;
                     let inside = if forward { r < rhi } else { r > rlo };
-                    if inside && self.mark[w as usize] != stamp {
-                        self.mark[w as usize] = stamp;
+                    if inside && self.slot[w as usize].mark != stamp {
+                        self.slot[w as usize].mark = stamp;
                         stack.push(w);
                     }
                 }
@@ -407,10 +412,10 @@ impl GraphCycles {
     /// re-ranks nothing (every re-inserted edge already follows the order), whatever the
     /// windows between the two would hold.
     fn reorders(&self, s: u32, v: u32) -> bool {
-        let rs = self.rank[s as usize];
+        let rs = self.slot[s as usize].rank;
         count(self.inn[v as usize].len() + self.out[v as usize].len());
-        self.inn[v as usize].iter().any(|&p| p != s && self.rank[p as usize] > rs)
-            || self.out[v as usize].iter().any(|&q| q != s && self.rank[q as usize] < rs)
+        self.inn[v as usize].iter().any(|&p| p != s && self.slot[p as usize].rank > rs)
+            || self.out[v as usize].iter().any(|&q| q != s && self.slot[q as usize].rank < rs)
     }
 
     /// Merges `a` and `b` into one node if no path of length ≥ 2 joins them
@@ -432,7 +437,7 @@ impl GraphCycles {
         };
         let degree = |g: &GraphCycles, v: u32| g.out[v as usize].len() + g.inn[v as usize].len();
         let (s, v) = if degree(self, b) > degree(self, a) { (b, a) } else { (a, b) };
-        let distance = self.rank[a as usize].abs_diff(self.rank[b as usize]) as usize;
+        let distance = self.slot[a as usize].rank.abs_diff(self.slot[b as usize].rank) as usize;
         let blocked = match blocked {
             Reach::No if distance > budget && self.reorders(s, v) && !self.windows_within(a, b, budget) => {
                 Reach::Unknown
@@ -471,7 +476,7 @@ impl GraphCycles {
     /// Checks the rank invariant (tests).
     pub fn check_invariants(&self) -> bool {
         let mut seen = vec![false; self.len()];
-        for &r in &self.rank {
+        for r in self.slot.iter().map(|s| s.rank) {
             if r as usize >= self.len() || std::mem::replace(&mut seen[r as usize], true) {
                 return false;
             }
@@ -479,7 +484,7 @@ impl GraphCycles {
         (0..self.len()).all(|x| {
             self.out[x]
                 .iter()
-                .all(|&y| self.rank[x] < self.rank[y as usize] && self.inn[y as usize].contains(&(x as u32)))
+                .all(|&y| self.slot[x].rank < self.slot[y as usize].rank && self.inn[y as usize].contains(&(x as u32)))
         })
     }
 }
@@ -548,7 +553,8 @@ mod tests {
         assert!(g.windows_within(0, 19, 100));
         let before = g.clone();
         assert_eq!(g.merge(0, 19, 15), Err(Reach::Unknown));
-        assert_eq!((&g.rank, &g.live), (&before.rank, &before.live));
+        let ranks = |g: &GraphCycles| g.slot.iter().map(|s| s.rank).collect::<Vec<_>>();
+        assert_eq!((ranks(&g), &g.live), (ranks(&before), &before.live));
         assert!(g.check_invariants());
         let s = g.merge(0, 19, 100).unwrap();
         assert!(g.check_invariants() && g.is_live(s));

@@ -171,6 +171,11 @@ pub struct ClusterConfig {
     /// graphs of hundreds of thousands of nodes reach it, where a check across the graph
     /// would otherwise search and re-rank a large part of it, making clustering quadratic.
     pub edge_search_budget: usize,
+    /// Whether [`Clustering::explanations`] names each merge the final round refused (the
+    /// pair and why, for `cluster --explain`). Looking up the reader of every
+    /// write-before-read refusal is a tenth of the clusterer's time on large graphs, and
+    /// `run` never shows them; uncompilable nodes are explained either way.
+    pub explain_refusals: bool,
     /// TEST ONLY: ignore the safety analysis (allows incompatible pairs in a
     /// cluster), so `autoclust verify` can be shown to catch a wrong clustering.
     pub ignore_safety: bool,
@@ -186,6 +191,7 @@ impl Default for ClusterConfig {
             sibling_merges: true,
             sibling_search_budget: 4096,
             edge_search_budget: 4096,
+            explain_refusals: true,
             ignore_safety: false,
         }
     }

@@ -161,6 +161,16 @@ fn j_resources_clustering_disallowed() {
     assert_eq!(clusters(&g, &c), [vec!["AssignmentW", "ValueToAssignW"]]);
     let (w, r) = (g.find("AssignmentW").unwrap(), g.find("ReadR").unwrap());
     assert!(c.explanations.contains(&Refusal::WriteBeforeRead { from: w, to: r }), "{:?}", c.explanations);
+    // Without explanations of refused merges (what `run` asks for), the same clusters, and
+    // only the uncompilable nodes explained.
+    let quiet = run_cfg(&g, ClusterConfig { explain_refusals: false, ..Default::default() });
+    assert_eq!((&quiet.clusters, &quiet.of_node), (&c.clusters, &c.of_node));
+    assert!(!quiet.explanations.is_empty());
+    assert!(quiet.explanations.iter().all(|r| matches!(r, Refusal::NotCompilable { .. })), "{:?}", quiet.explanations);
+    assert_eq!(
+        quiet.explanations.len(),
+        c.explanations.iter().filter(|r| matches!(r, Refusal::NotCompilable { .. })).count()
+    );
 }
 
 #[test]
