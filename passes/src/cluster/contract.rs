@@ -194,19 +194,35 @@ struct Engine<'a> {
     merges: u64,
     /// The merge count when each cluster last absorbed another (0: never).
     changed_at: Vec<u64>,
-    /// Each refused ordered pair of clusters, with the merge count then and the refusal.
-    /// While neither cluster absorbs another, the refusal stands: its variables, writers,
-    /// readers and deadness are the two clusters' own, and a path between them through
-    /// other clusters survives any contraction of those (contraction never removes a
-    /// path). So the rounds after the first re-try only pairs one of whose clusters grew —
-    /// at 10⁶ nodes they re-tried ~900k refused pairs each, for a few hundred merges.
-    refused: FxHashMap<(u32, u32), (u64, Pending)>,
+    /// Each refused ordered pair of clusters, with the merge count then, the refusal and
+    /// how long it stands ([`Stands`]). So the rounds after the first re-try only the pairs
+    /// whose refusal may have lapsed — at 10⁶ nodes they re-tried ~900k refused pairs
+    /// each, for a few hundred merges.
+    refused: FxHashMap<(u32, u32), (u64, Pending, Stands)>,
     /// Whether a cluster was ever the first of a refused pair (most never are: their merges
     /// skip the lookup in `refused`).
     ever_refused: Vec<bool>,
+    /// The inner nodes of the path that refused the last merge for a cycle.
+    inner_path: Vec<u32>,
     /// What the phases ask of a lone node, per node ([`Role`]), so the passes do not
     /// compare op names.
     role: Vec<u8>,
+}
+
+/// How long a refusal of a pair of clusters stands while the two stay the roots they were.
+/// Clusters only grow, so a writer of one reaching a reader of the other, two updates that
+/// share some variables and two deadness predicates stay what they were: those refusals
+/// stand for good. A path between the two through other clusters survives any contraction
+/// that leaves one of its inner nodes in a third cluster (the path's image through the
+/// contractions is a walk from one to the other through that cluster: in a DAG, a path of
+/// length ≥ 2). A check that ran out of budget may pass once either cluster changes.
+#[derive(Clone, Debug)]
+enum Stands {
+    Always,
+    /// While one of these nodes lies outside both clusters.
+    WhileOutside(Box<[u32]>),
+    /// While neither cluster absorbs another.
+    WhileUnchanged,
 }
 
 /// Bits of [`Engine::role`].
@@ -298,6 +314,7 @@ impl<'a> Engine<'a> {
             changed_at: vec![0; n],
             refused: FxHashMap::default(),
             ever_refused: vec![false; n],
+            inner_path: Vec::new(),
             role: graph
                 .node_ids()
                 .map(|id| match graph.node(id).op.as_str() {
@@ -535,17 +552,44 @@ impl<'a> Engine<'a> {
     fn try_merge(&mut self, a: u32, b: u32, budget: usize) -> Result<u32, Pending> {
         super::cycles::count(1);
         self.tries += 1;
-        if let Some((at, p)) = self.refused.get(&(a, b)).filter(|_| self.ever_refused[a as usize]) {
-            if self.changed_at[a as usize] <= *at && self.changed_at[b as usize] <= *at {
+        if let Some((at, p, stands)) = self.refused.get(&(a, b)).filter(|_| self.ever_refused[a as usize]) {
+            let unchanged = self.changed_at[a as usize] <= *at && self.changed_at[b as usize] <= *at;
+            let holds = unchanged
+                || match stands {
+                    Stands::Always => true,
+                    Stands::WhileOutside(inner) => inner.iter().any(|&v| {
+                        let r = self.root(v);
+                        r != a && r != b
+                    }),
+                    Stands::WhileUnchanged => false,
+                };
+            if holds {
                 return Err(p.clone());
             }
         }
         let res = self.check_and_merge(a, b, budget);
         if let Err(p) = &res {
-            self.refused.insert((a, b), (self.merges, p.clone()));
+            let stands = match p {
+                Pending::Reader { .. }
+                | Pending::Ready(Refusal::PartlySharedVariables { .. })
+                | Pending::Ready(Refusal::Deadness { .. }) => Stands::Always,
+                Pending::Ready(Refusal::WouldCreateCycle { .. }) => {
+                    Stands::WhileOutside(std::mem::take(&mut self.inner_path).into_boxed_slice())
+                }
+                _ => Stands::WhileUnchanged,
+            };
+            self.refused.insert((a, b), (self.merges, p.clone(), stands));
             self.ever_refused[a as usize] = true;
         }
         res
+    }
+
+    /// The cluster of `x` (as [`Engine::find`], without shortening the way).
+    fn root(&self, mut x: u32) -> u32 {
+        while self.parent[x as usize] != x {
+            x = self.parent[x as usize];
+        }
+        x
     }
 
     fn check_and_merge(&mut self, a: u32, b: u32, budget: usize) -> Result<u32, Pending> {
@@ -591,6 +635,8 @@ impl<'a> Engine<'a> {
                 Ok(s as u32)
             }
             Err(Reach::Path(path)) => {
+                self.inner_path.clear();
+                self.inner_path.extend_from_slice(&path[1..path.len() - 1]);
                 Err(Refusal::WouldCreateCycle { from: fa, to: fb, via: self.first[path[1] as usize] }.into())
             }
             Err(_) => Err(Refusal::CycleCheckTooCostly { from: fa, to: fb }.into()),
@@ -667,6 +713,7 @@ mod tests {
             nodes.push(node(&format!("c{i}"), "Relu", &["p", &prev]));
             nodes.push(node(&format!("x{i}"), "Uncompilable", &[&format!("c{i}")]));
         }
+        nodes.push(node("y", "Relu", &["c0"]));
         let g = Graph::from_raw(nodes, Library::default(), None).unwrap();
         let safety = SafetyAnalysis::compute(&g).unwrap();
         let comp = Compilability::from_fn(&g, |id| {
@@ -685,8 +732,18 @@ mod tests {
         assert_eq!(engine.cycles.scanned(), scanned, "a refused pair was checked again");
         assert_eq!(engine.tries, tries + 6);
         assert_eq!(first, again);
-        // Once a cluster changes, its pairs are checked afresh.
-        let (c0, x0) = (g.find("c0").unwrap().0, g.find("x0").unwrap().0);
+        // A cluster that grows off the paths that refused it keeps its refusals: each path
+        // still leaves it through a node outside both clusters.
+        let (c0, x0, y) = (g.find("c0").unwrap().0, g.find("x0").unwrap().0, g.find("y").unwrap().0);
+        assert_eq!(engine.try_merge(c0, y, usize::MAX), Ok(c0));
+        let scanned = engine.cycles.scanned();
+        let mut grown = Vec::new();
+        engine.sibling_pass(&mut grown);
+        assert_eq!(engine.cycles.scanned(), scanned, "a refusal whose path still stands was checked again");
+        assert_eq!(grown, first);
+        // Once a cluster takes in a node of the path, the pairs it refused are checked afresh
+        // (c0 with c1, whose path ran through x0; not c0 with c2, whose path also runs
+        // through c1 and x1).
         engine.candidate[x0 as usize] = true;
         assert!(engine.try_merge(c0, x0, usize::MAX).is_ok());
         let mut third = Vec::new();

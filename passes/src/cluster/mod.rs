@@ -60,11 +60,15 @@
 //!   last round of step 5 tried every edge between two clusters in the final
 //!   state (the cycle graph's edges are exactly those between the final
 //!   clusters and the other nodes) and merged none; legality depends only on
-//!   that state. A pair refused earlier is not checked again while neither of
-//!   its clusters has absorbed another: its conflicts are the two clusters'
-//!   own, and a path between them through other clusters survives every
-//!   contraction of those, so the refusal still holds in the final state
-//!   (a refusal for cost is kept too). Every cycle check — of an edge contraction
+//!   that state. A pair refused earlier is not checked again while its refusal
+//!   provably holds (`contract::Stands`): a conflict of writers and readers,
+//!   of partly shared variables or of deadness for good, since clusters only
+//!   grow; a cycle while one inner node of the path found lies outside both
+//!   clusters (the path's image through any contractions is then still a
+//!   path of length ≥ 2); a refusal for cost while neither cluster has
+//!   absorbed another. So the refusal still holds in the final state. A
+//!   contraction that re-inserts no edge against the order re-ranks nothing
+//!   and is not counted against the budget. Every cycle check — of an edge contraction
 //!   (`edge_search_budget`) or of a sibling merge (`sibling_search_budget`) —
 //!   visits at most its budget of nodes (and four times as many edges), and a
 //!   contraction may re-rank at most as many (`GraphCycles::windows_within`);
