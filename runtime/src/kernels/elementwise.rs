@@ -226,6 +226,19 @@ fn clip_by_value<T: Num>(t: &Tensor, lo: &Tensor, hi: &Tensor) -> KResult<Tensor
     Ok(tensor_of(t.shape.clone(), v))
 }
 
+/// `Betainc(a, b, x)`: the three broadcast together (TensorFlow asks for one shape, any of the
+/// three a scalar), the function computed in float64.
+fn betainc<T: Num>(a: &Tensor, b: &Tensor, x: &Tensor) -> KResult<Tensor> {
+    let shape = broadcast_shape(&broadcast_shape(&a.shape, &b.shape)?, &x.shape)?;
+    super::budget(T::DTYPE, &shape)?;
+    let [a, b, x] = [a, b, x].map(|t| broadcast_to::<T>(t, &shape));
+    let (a, b, x) = (a?, b?, x?);
+    let v: Vec<T> = (T::slice(&a).iter().zip(T::slice(&b)).zip(T::slice(&x)))
+        .map(|((&a, &b), &x)| T::from_f64(super::special::betainc(a.to_f64(), b.to_f64(), x.to_f64())))
+        .collect();
+    Ok(tensor_of(shape, v))
+}
+
 /// Float-only math.
 pub(crate) trait Float: Num {
     fn exp(self) -> Self;
@@ -369,6 +382,11 @@ pub(crate) enum Arith {
     Xlogy,
     Xdivy,
     Xlog1py,
+    /// Special functions of two arguments, computed in float64 ([`super::special`]): floats only.
+    Igamma,
+    Igammac,
+    Zeta,
+    Polygamma,
 }
 
 fn same_dtype(a: &Tensor, b: &Tensor) -> KResult<()> {
@@ -402,7 +420,18 @@ fn arith<T: Num>(op: Arith, a: Tensor, b: Tensor) -> KResult<Tensor> {
         Sub => zip_same(a, b, T::sub),
         Mul => zip_same(a, b, T::mul),
         Div | TruncateDiv => zip_same(a, b, T::div),
-        RealDiv | Atan2 | Xlogy | Xdivy | Xlog1py if T::IS_INT => Err(KernelError::DType(T::DTYPE)),
+        RealDiv | Atan2 | Xlogy | Xdivy | Xlog1py | Igamma | Igammac | Zeta | Polygamma if T::IS_INT => {
+            Err(KernelError::DType(T::DTYPE))
+        }
+        Igamma | Igammac | Zeta | Polygamma => {
+            let f = match op {
+                Igamma => super::special::igamma,
+                Igammac => super::special::igammac,
+                Zeta => super::special::zeta,
+                _ => super::special::polygamma,
+            };
+            zip_same(a, b, move |x: T, y: T| T::from_f64(f(x.to_f64(), y.to_f64())))
+        }
         Xlogy => {
             zip_same(a, b, |x: T, y: T| if x.is_nonzero() { x.mul(T::from_f64(y.to_f64().ln())) } else { T::zero() })
         }
@@ -482,6 +511,8 @@ pub(crate) enum Unary {
     Digamma,
     Erfinv,
     Ndtri,
+    BesselI0e,
+    BesselI1e,
     Floor,
     Ceil,
     Round,
@@ -575,6 +606,8 @@ fn unary_float<T: Float>(op: Unary, t: Tensor) -> KResult<Tensor> {
         Unary::Digamma => map_same(t, |x: T| T::from_f64(super::special::digamma(x.to_f64()))),
         Unary::Erfinv => map_same(t, |x: T| T::from_f64(super::special::erfinv(x.to_f64()))),
         Unary::Ndtri => map_same(t, |x: T| T::from_f64(super::special::ndtri(x.to_f64()))),
+        Unary::BesselI0e => map_same(t, |x: T| T::from_f64(super::special::bessel_i0e(x.to_f64()))),
+        Unary::BesselI1e => map_same(t, |x: T| T::from_f64(super::special::bessel_i1e(x.to_f64()))),
         Unary::Floor => map_same(t, T::floor),
         Unary::Ceil => map_same(t, T::ceil),
         Unary::Round => map_same(t, T::round_even),
@@ -818,6 +851,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Xlogy" => Some(Arith::Xlogy),
         "Xdivy" => Some(Arith::Xdivy),
         "Xlog1py" => Some(Arith::Xlog1py),
+        "Igamma" => Some(Arith::Igamma),
+        "Igammac" => Some(Arith::Igammac),
+        "Zeta" => Some(Arith::Zeta),
+        "Polygamma" => Some(Arith::Polygamma),
         "SquaredDifference" => Some(Arith::SquaredDifference),
         "DivNoNan" => Some(Arith::DivNoNan),
         "MulNoNan" => Some(Arith::MulNoNan),
@@ -878,6 +915,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Digamma" => Some(Unary::Digamma),
         "Erfinv" => Some(Unary::Erfinv),
         "Ndtri" => Some(Unary::Ndtri),
+        "BesselI0e" => Some(Unary::BesselI0e),
+        "BesselI1e" => Some(Unary::BesselI1e),
         "Floor" => Some(Unary::Floor),
         "Ceil" => Some(Unary::Ceil),
         "Round" | "Rint" => Some(Unary::Round),
@@ -898,6 +937,12 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         })));
     }
     let f: PureFn = match node.op.as_str() {
+        "Betainc" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            same_dtype(&inp[0], &inp[1])?;
+            same_dtype(&inp[0], &inp[2])?;
+            one(dispatch_float!(inp[0].dtype, betainc(&inp[0], &inp[1], &inp[2]))?)
+        }),
         "ClipByValue" => Box::new(|inp: Inputs| {
             arity(&inp, 3)?;
             one(dispatch_num!(inp[0].dtype, clip_by_value(&inp[0], &inp[1], &inp[2]))?)

@@ -83,11 +83,13 @@ const T_ANY: &[AttrSpec] = &[tattr("T", None)];
 const T_FLOATS: &[AttrSpec] = &[tattr("T", Some(FLOATS))];
 const T_FLOAT_COMPLEX: &[AttrSpec] = &[tattr("T", Some(FLOAT_COMPLEX))];
 const T_REAL: &[AttrSpec] = &[tattr("T", Some(REAL))];
+const T_F32_F64: &[AttrSpec] = &[tattr("T", Some(&[Float32, Float64]))];
 const T_NUMBER: &[AttrSpec] = &[tattr("T", Some(NUMBER))];
 
 const X_T: &[ArgSpec] = &[a("x", T)];
 const Y_T: &[ArgSpec] = &[a("y", T)];
 const XY_T: &[ArgSpec] = &[a("x", T), a("y", T)];
+const ABX_T: &[ArgSpec] = &[a("a", T), a("b", T), a("x", T)];
 const Z_T: &[ArgSpec] = &[a("z", T)];
 const Z_BOOL: &[ArgSpec] = &[a("z", BOOL)];
 const XY_BOOL: &[ArgSpec] = &[a("x", BOOL), a("y", BOOL)];
@@ -117,6 +119,11 @@ const fn unary(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
 }
 const fn binary(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
     valued(op(name, OpFamily::Binary, XY_T, Z_T, attrs, s::broadcast_01), s::value_binary)
+}
+/// A special function of two float32/float64 arguments (`math_ops.cc`: `Igamma`, `Zeta`, …),
+/// broadcasting like the binary ops.
+const fn special2(name: &'static str) -> OpSchema {
+    op(name, OpFamily::Binary, XY_T, Z_T, T_F32_F64, s::broadcast_01)
 }
 const fn compare(name: &'static str) -> OpSchema {
     op(name, OpFamily::Binary, XY_T, Z_BOOL, COMPARE_ATTRS, s::compare)
@@ -342,6 +349,8 @@ pub(super) static OPS: &[OpSchema] = &[
     unary("Digamma", T_FLOATS),
     unary("Erfinv", T_FLOATS),
     unary("Ndtri", T_FLOATS),
+    unary("BesselI0e", T_FLOATS),
+    unary("BesselI1e", T_FLOATS),
     unary("Rint", T_FLOATS),
     unary("Softsign", T_FLOATS),
     op(
@@ -418,6 +427,12 @@ pub(super) static OPS: &[OpSchema] = &[
     binary("Xlogy", T_FLOATS),
     binary("Xdivy", T_FLOATS),
     binary("Xlog1py", T_FLOATS),
+    special2("Igamma"),
+    special2("Igammac"),
+    special2("Zeta"),
+    special2("Polygamma"),
+    // a, b, x of one shape, any of them a scalar (`math_ops.cc`), broadcast here.
+    op("Betainc", OpFamily::Binary, ABX_T, Z_T, T_F32_F64, s::broadcast_all),
     op(
         "Bucketize",
         OpFamily::Unary,

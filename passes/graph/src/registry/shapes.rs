@@ -136,6 +136,15 @@ pub(super) fn broadcast_01(c: &InferCtx<'_>) -> Shapes {
     one(broadcast_shapes(c.shape(0), c.shape(1))?)
 }
 
+/// Every input broadcast together.
+pub(super) fn broadcast_all(c: &InferCtx<'_>) -> Shapes {
+    let mut s = Shape::scalar();
+    for i in c.inputs {
+        s = broadcast_shapes(&s, i.shape)?;
+    }
+    one(s)
+}
+
 /// Comparisons: broadcasting, except that with `incompatible_shape_error`
 /// false, incompatible shapes give a scalar `false` instead of an error.
 pub(super) fn compare(c: &InferCtx<'_>) -> Shapes {
