@@ -273,6 +273,74 @@ pub fn shuffled_indices(gen: Philox, n: usize) -> Vec<usize> {
     perm
 }
 
+/// The candidate samplers' distributions (`range_sampler.cc`) over `0..range`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Candidates {
+    /// `P(k) = 1/range`: one 64-bit draw (two words) modulo `range`.
+    Uniform,
+    /// `P(k) = log((k+2)/(k+1)) / log(range+1)` (Zipf-like, for vocabularies sorted by
+    /// frequency): `exp(u·log(range+1)) − 1` for a uniform double `u`, modulo `range`.
+    LogUniform,
+}
+
+impl Candidates {
+    fn sample(self, words: &mut SingleWords, range: u64) -> u64 {
+        match self {
+            Candidates::Uniform => {
+                let (x0, x1) = (words.next_word(), words.next_word());
+                (u64::from(x0) | (u64::from(x1) << 32)) % range
+            }
+            Candidates::LogUniform => {
+                let (x0, x1) = (words.next_word(), words.next_word());
+                let u = words_to_f64(x0, x1);
+                ((u * (range as f64).ln_1p()).exp() as i64 - 1) as u64 % range
+            }
+        }
+    }
+
+    /// The probability of drawing `k`, as TensorFlow computes it (float64, then float32).
+    pub fn probability(self, k: i64, range: u64) -> f32 {
+        match self {
+            Candidates::Uniform => (1.0 / range as f64) as f32,
+            Candidates::LogUniform => (((k as f64 + 2.0) / (k as f64 + 1.0)).ln() / (range as f64).ln_1p()) as f32,
+        }
+    }
+}
+
+/// A candidate sampler's draw (`RangeSampler::SampleBatchGetExpectedCountAvoid`): `count` values
+/// of `0..range` one after another, skipping values drawn before when `unique`; also returns
+/// the number of draws made (which the expected counts use).
+pub fn sample_candidates(gen: Philox, dist: Candidates, range: u64, count: usize, unique: bool) -> (Vec<i64>, u64) {
+    let mut words = SingleWords::new(gen);
+    let mut out = Vec::with_capacity(count);
+    if !unique {
+        for _ in 0..count {
+            out.push(dist.sample(&mut words, range) as i64);
+        }
+        return (out, count as u64);
+    }
+    let mut used = std::collections::HashSet::with_capacity(count);
+    let mut tries = 0u64;
+    while out.len() < count {
+        tries += 1;
+        let v = dist.sample(&mut words, range);
+        if used.insert(v) {
+            out.push(v as i64);
+        }
+    }
+    (out, tries)
+}
+
+/// The expected number of times a value of probability `p` appears among `tries` draws that
+/// yielded `count` values: `p·count` without rejections, else `1 − (1 − p)^tries` (TensorFlow's
+/// `ExpectedCountHelper`, in float32).
+pub fn expected_count(p: f32, count: usize, tries: u64) -> f32 {
+    if tries == count as u64 {
+        return p * count as f32;
+    }
+    -((tries as f32) * (-p).ln_1p()).exp_m1()
+}
+
 /// The generator reservation of a `Multinomial` run (`ReserveRandomOutputs` of
 /// `batch × ceil4(samples) × 2` outputs: the CPU kernel draws doubles, two words each).
 pub fn categorical_outputs(batch: usize, samples: usize) -> usize {

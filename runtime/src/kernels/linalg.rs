@@ -1,6 +1,8 @@
 //! Dense linear algebra on batches of small matrices, what `tf.linalg` puts in Gaussian
 //! process, normalising-flow and second-order training graphs, and Keras' orthogonal
-//! initializer (the default for LSTM and GRU recurrent kernels) in TF1 init graphs: `Qr`
+//! initializer (the default for LSTM and GRU recurrent kernels) in TF1 init graphs: `Svd`
+//! (one-sided Jacobi; singular values exact to rounding, vectors up to sign), `TridiagonalSolve`
+//! (LAPACK's `gtsv` pivoting, or Thomas without), `Qr`
 //! (Householder, Eigen's sign conventions), `Lu` (`tf.linalg.lu`: the packed factors and the
 //! permutation `p` with `A[p] = L·U`, Eigen's `PartialPivLU` pivots), `MatrixInverse`, `Cholesky`,
 //! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
@@ -96,6 +98,48 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 Ok(o)
             })
         }
+        "Svd" => {
+            let (uv, full) = (attr_bool_or(node, "compute_uv", true)?, attr_bool_or(node, "full_matrices", false)?);
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let m = Batch::new(&inp[0], "input")?;
+                let (rows, cols) = (m.rows, m.cols);
+                let p = rows.min(cols);
+                let (u_cols, v_cols) = if full { (rows, cols) } else { (p, p) };
+                let (mut ss, mut us, mut vs) = (Vec::new(), Vec::new(), Vec::new());
+                for a in m.matrices() {
+                    let f = svd(a, rows, cols, u_cols, v_cols);
+                    ss.extend(f.s);
+                    us.extend(f.u);
+                    vs.extend(f.v);
+                }
+                let lead = &inp[0].shape[..inp[0].rank() - 2];
+                let mut o = Outputs::new();
+                o.push(m.output([lead, &[p]].concat(), ss));
+                if uv {
+                    o.push(m.output([lead, &[rows, u_cols]].concat(), us));
+                    o.push(m.output([lead, &[cols, v_cols]].concat(), vs));
+                } else {
+                    // TensorFlow leaves `u` and `v` as uninitialised scalars.
+                    o.push(m.output(vec![], vec![0.0]));
+                    o.push(m.output(vec![], vec![0.0]));
+                }
+                Ok(o)
+            })
+        }
+        "TridiagonalSolve" => {
+            let pivoting = attr_bool_or(node, "partial_pivoting", true)?;
+            if attr_bool_or(node, "perturb_singular", false)? {
+                return Err(KernelError::invalid(
+                    "TridiagonalSolve with perturb_singular = true is not supported (TensorFlow's perturbation of \
+                     zero pivots is not reproduced)",
+                ));
+            }
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                tridiagonal_solve(&inp[0], &inp[1], pivoting)
+            })
+        }
         "Cholesky" => Box::new(|inp: Inputs| {
             arity(&inp, 1)?;
             let m = Batch::square(&inp[0], "input")?;
@@ -164,6 +208,219 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         _ => return Ok(None),
     };
     Ok(Some(f))
+}
+
+/// A singular value decomposition `A = U·diag(s)·Vᵀ` of one matrix (row-major `U`, `V`).
+struct Svd {
+    s: Vec<f64>,
+    u: Vec<f64>,
+    v: Vec<f64>,
+}
+
+/// The SVD of the `rows × cols` matrix `a` by one-sided Jacobi rotations (Hestenes) in float64:
+/// columns of the taller orientation are rotated pairwise until orthogonal, their norms are the
+/// singular values (decreasing), the normalised columns `U` and the accumulated rotations `V`.
+/// `U` gets `u_cols` columns and `V` `v_cols`; columns beyond the rank (and `full_matrices`'
+/// extra ones) complete an orthonormal basis. Singular values are unique; the signs of the
+/// vectors are not, and need not be Eigen's (its gradients are sign-invariant).
+fn svd(a: &[f64], rows: usize, cols: usize, u_cols: usize, v_cols: usize) -> Svd {
+    if rows < cols {
+        // Aᵀ = U'·S·V'ᵀ gives A = V'·S·U'ᵀ.
+        let mut at = vec![0.0; rows * cols];
+        for i in 0..rows {
+            for j in 0..cols {
+                at[j * rows + i] = a[i * cols + j];
+            }
+        }
+        let t = svd(&at, cols, rows, v_cols, u_cols);
+        return Svd { s: t.s, u: t.v, v: t.u };
+    }
+    let (m, n) = (rows, cols);
+    // Columns of A and of V, each contiguous.
+    let mut w: Vec<Vec<f64>> = (0..n).map(|j| (0..m).map(|i| a[i * n + j]).collect()).collect();
+    let mut v: Vec<Vec<f64>> = (0..n).map(|j| (0..n).map(|i| f64::from(u8::from(i == j))).collect()).collect();
+    let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
+    for _sweep in 0..60 {
+        let mut rotated = false;
+        for p in 0..n {
+            for q in p + 1..n {
+                let (alpha, beta, gamma) = (dot(&w[p], &w[p]), dot(&w[q], &w[q]), dot(&w[p], &w[q]));
+                if gamma == 0.0 || gamma.abs() <= 1e-15 * (alpha * beta).sqrt() {
+                    continue;
+                }
+                rotated = true;
+                let zeta = (beta - alpha) / (2.0 * gamma);
+                let t = zeta.signum() / (zeta.abs() + (1.0 + zeta * zeta).sqrt());
+                let t = if zeta == 0.0 { 1.0 } else { t };
+                let c = 1.0 / (1.0 + t * t).sqrt();
+                let s = c * t;
+                for cols in [&mut w, &mut v] {
+                    let (lo, hi) = cols.split_at_mut(q);
+                    for (x, y) in lo[p].iter_mut().zip(hi[0].iter_mut()) {
+                        let (xp, yq) = (*x, *y);
+                        *x = c * xp - s * yq;
+                        *y = s * xp + c * yq;
+                    }
+                }
+            }
+        }
+        if !rotated {
+            break;
+        }
+    }
+    let norms: Vec<f64> = w.iter().map(|c| dot(c, c).sqrt()).collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&x, &y| norms[y].total_cmp(&norms[x]).then(x.cmp(&y)));
+    let s: Vec<f64> = order.iter().map(|&j| norms[j]).collect();
+    let tiny = s.first().copied().unwrap_or(0.0) * f64::EPSILON * m.max(n) as f64;
+    // U's columns: the normalised columns of rank, then a completion.
+    let mut ucols: Vec<Vec<f64>> = Vec::new();
+    for &j in &order {
+        if norms[j] > tiny && norms[j] > 0.0 {
+            ucols.push(w[j].iter().map(|x| x / norms[j]).collect());
+        } else {
+            break;
+        }
+    }
+    complete_basis(&mut ucols, m, u_cols);
+    let mut vcols: Vec<Vec<f64>> = order.iter().map(|&j| v[j].clone()).collect();
+    complete_basis(&mut vcols, n, v_cols);
+    let row_major = |c: &[Vec<f64>], len: usize, k: usize| {
+        let mut out = vec![0.0; len * k];
+        for (j, col) in c.iter().take(k).enumerate() {
+            for i in 0..len {
+                out[i * k + j] = col[i];
+            }
+        }
+        out
+    };
+    Svd { s, u: row_major(&ucols, m, u_cols), v: row_major(&vcols, n, v_cols) }
+}
+
+/// Extends orthonormal `cols` (vectors of length `len`) to `want` of them by Gram–Schmidt
+/// (twice) over the unit vectors.
+fn complete_basis(cols: &mut Vec<Vec<f64>>, len: usize, want: usize) {
+    let mut e = 0;
+    while cols.len() < want && e < len {
+        let mut x: Vec<f64> = (0..len).map(|i| f64::from(u8::from(i == e))).collect();
+        e += 1;
+        for _ in 0..2 {
+            for c in cols.iter() {
+                let d: f64 = c.iter().zip(&x).map(|(a, b)| a * b).sum();
+                x.iter_mut().zip(c).for_each(|(xi, ci)| *xi -= d * ci);
+            }
+        }
+        let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+        if norm > 1e-8 {
+            cols.push(x.into_iter().map(|v| v / norm).collect());
+        }
+    }
+}
+
+/// `TridiagonalSolve`: `diagonals` `[..., 3, M]` (superdiagonal, its last entry ignored; diagonal;
+/// subdiagonal, its first ignored) and `rhs` `[..., M, K]`, batch dimensions equal. With
+/// `partial_pivoting`, Gaussian elimination with row interchanges (LAPACK's `gtsv`), a zero pivot
+/// failing as TensorFlow's ("not invertible"); without, the Thomas algorithm, whose zero pivot
+/// gives NaNs, as TensorFlow's does. In float64, rounded once.
+fn tridiagonal_solve(diags: &Tensor, rhs: &Tensor, pivoting: bool) -> KResult<Outputs> {
+    let d = Batch::new(diags, "diagonals")?;
+    let r = Batch::new(rhs, "rhs")?;
+    if d.rows != 3 {
+        return Err(KernelError::invalid(format!("diagonals must have shape [..., 3, M], got {:?}", diags.shape)));
+    }
+    let (n, k) = (d.cols, r.cols);
+    if r.rows != n || d.lead != r.lead || d.dtype != r.dtype {
+        return Err(KernelError::invalid(format!(
+            "diagonals {:?} and rhs {:?} do not match: rhs must be [..., M, K] with the diagonals' batch and M",
+            diags.shape, rhs.shape
+        )));
+    }
+    let mut out = Vec::with_capacity(r.data.len());
+    for (g, b) in d.matrices().zip(r.matrices()) {
+        let (sup, dia, sub) = (&g[..n], &g[n..2 * n], &g[2 * n..]);
+        let mut x = b.to_vec();
+        if pivoting {
+            if !gtsv(sup, dia, sub, &mut x, n, k) {
+                return Err(KernelError::invalid("The matrix is not invertible."));
+            }
+        } else {
+            thomas(sup, dia, sub, &mut x, n, k);
+        }
+        out.extend(x);
+    }
+    single(r.output(rhs.shape.clone(), out))
+}
+
+/// Solves in place (`b`: `n × k`, row-major); false on a zero pivot.
+fn gtsv(sup: &[f64], dia: &[f64], sub: &[f64], b: &mut [f64], n: usize, k: usize) -> bool {
+    if n == 0 {
+        return true;
+    }
+    // dl[i] = A[i+1][i], du[i] = A[i][i+1]; after elimination dl holds the second superdiagonal.
+    let mut d = dia.to_vec();
+    let mut du: Vec<f64> = sup[..n - 1].to_vec();
+    let mut dl: Vec<f64> = sub[1..].to_vec();
+    for i in 0..n - 1 {
+        if d[i].abs() >= dl[i].abs() {
+            if d[i] == 0.0 {
+                return false;
+            }
+            let fact = dl[i] / d[i];
+            d[i + 1] -= fact * du[i];
+            for j in 0..k {
+                b[(i + 1) * k + j] -= fact * b[i * k + j];
+            }
+            dl[i] = 0.0;
+        } else {
+            let fact = d[i] / dl[i];
+            d[i] = dl[i];
+            let temp = d[i + 1];
+            d[i + 1] = du[i] - fact * temp;
+            if i + 2 < n {
+                dl[i] = du[i + 1];
+                du[i + 1] = -fact * dl[i];
+            } else {
+                dl[i] = 0.0;
+            }
+            du[i] = temp;
+            for j in 0..k {
+                let t = b[i * k + j];
+                b[i * k + j] = b[(i + 1) * k + j];
+                b[(i + 1) * k + j] = t - fact * b[(i + 1) * k + j];
+            }
+        }
+    }
+    if d[n - 1] == 0.0 {
+        return false;
+    }
+    for j in 0..k {
+        b[(n - 1) * k + j] /= d[n - 1];
+        if n > 1 {
+            b[(n - 2) * k + j] = (b[(n - 2) * k + j] - du[n - 2] * b[(n - 1) * k + j]) / d[n - 2];
+        }
+        for i in (0..n.saturating_sub(2)).rev() {
+            b[i * k + j] = (b[i * k + j] - du[i] * b[(i + 1) * k + j] - dl[i] * b[(i + 2) * k + j]) / d[i];
+        }
+    }
+    true
+}
+
+/// The Thomas algorithm in place; a zero pivot propagates as NaN/∞.
+fn thomas(sup: &[f64], dia: &[f64], sub: &[f64], b: &mut [f64], n: usize, k: usize) {
+    let mut c = vec![0.0; n];
+    for i in 0..n {
+        let denom = if i == 0 { dia[0] } else { dia[i] - sub[i] * c[i - 1] };
+        c[i] = if i + 1 < n { sup[i] / denom } else { 0.0 };
+        for j in 0..k {
+            let prev = if i == 0 { 0.0 } else { sub[i] * b[(i - 1) * k + j] };
+            b[i * k + j] = (b[i * k + j] - prev) / denom;
+        }
+    }
+    for i in (0..n.saturating_sub(1)).rev() {
+        for j in 0..k {
+            b[i * k + j] -= c[i] * b[(i + 1) * k + j];
+        }
+    }
 }
 
 fn single(t: Tensor) -> KResult<Outputs> {
@@ -497,6 +754,72 @@ fn triangular_solve(matrix: &Tensor, rhs: &Tensor, lower: bool, adjoint: bool) -
 #[allow(clippy::excessive_precision, clippy::approx_constant)] // TensorFlow's printed values
 mod tests {
     use super::*;
+
+    /// `A = U·diag(s)·Vᵀ` with orthonormal columns, singular values decreasing; TensorFlow's
+    /// singular values (float64) for a 2 × 3 matrix.
+    #[test]
+    fn svd_reconstructs_and_matches_tensorflows_singular_values() {
+        let a = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0];
+        let f = svd(&a, 2, 3, 2, 2);
+        let want = [7.348_469_228_349_534, 1.000_000_000_000_000_2];
+        assert!(f.s.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-12), "{:?}", f.s);
+        for (rows, cols, m) in
+            [(2, 3, a.to_vec()), (3, 2, a.to_vec()), (4, 3, (0..12).map(|x| f64::from(x * x % 7)).collect())]
+        {
+            for full in [false, true] {
+                let p = rows.min(cols);
+                let (uc, vc) = if full { (rows, cols) } else { (p, p) };
+                let f = svd(&m, rows, cols, uc, vc);
+                assert!(f.s.windows(2).all(|w| w[0] >= w[1]));
+                for i in 0..rows {
+                    for j in 0..cols {
+                        let x: f64 = (0..p).map(|k| f.u[i * uc + k] * f.s[k] * f.v[j * vc + k]).sum();
+                        assert!((x - m[i * cols + j]).abs() < 1e-12, "{rows}x{cols} full={full}: A[{i}][{j}]");
+                    }
+                }
+                for (q, n, c) in [(&f.u, rows, uc), (&f.v, cols, vc)] {
+                    for x in 0..c {
+                        for y in 0..c {
+                            let d: f64 = (0..n).map(|i| q[i * c + x] * q[i * c + y]).sum();
+                            assert!((d - f64::from(u8::from(x == y))).abs() < 1e-12, "not orthonormal");
+                        }
+                    }
+                }
+            }
+        }
+        // Rank 1: the second left vector completes the basis.
+        let f = svd(&[1.0, 2.0, 2.0, 4.0], 2, 2, 2, 2);
+        assert!(f.s[1].abs() < 1e-12 && (f.s[0] - 5.0).abs() < 1e-12);
+        let d = f.u[0] * f.u[1] + f.u[2] * f.u[3];
+        assert!(d.abs() < 1e-12);
+    }
+
+    /// TensorFlow's answers: with pivoting where the first pivot is zero, without pivoting
+    /// NaN there, and a diagonally dominant system with two right-hand sides.
+    #[test]
+    fn tridiagonal_solve_matches_tensorflow() {
+        let t = |v: Vec<f64>, shape: Vec<usize>| Tensor::from_f64(shape, v).unwrap();
+        let diags = t(vec![1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0], vec![3, 3]);
+        let rhs = t(vec![1.0, 2.0, 3.0], vec![3, 1]);
+        let x = tridiagonal_solve(&diags, &rhs, true).unwrap();
+        assert_eq!(x[0].to_f64_vec().unwrap(), [-1.0, 1.0, 2.0]);
+        let x = tridiagonal_solve(&diags, &rhs, false).unwrap();
+        assert!(x[0].to_f64_vec().unwrap().iter().all(|v| v.is_nan()));
+        let diags = t(vec![2.0, 1.0, 0.0, 1.0, 2.0, 1.0, 0.0, 1.0, 2.0], vec![3, 3]);
+        let rhs = t(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], vec![3, 2]);
+        let x = tridiagonal_solve(&diags, &rhs, true).unwrap()[0].to_f64_vec().unwrap();
+        let want = [-2.0, -2.0, 1.5, 2.0, 2.0, 2.0];
+        assert!(x.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12), "{x:?}");
+        // Thomas' second pivot is 2 − 1·2 = 0 there: NaN, as TensorFlow's.
+        let x = tridiagonal_solve(&diags, &rhs, false).unwrap()[0].to_f64_vec().unwrap();
+        assert!(x.iter().all(|v| v.is_nan()), "{x:?}");
+        // [[1, 1, 0], [1, 1, 0], [0, 0, 1]]; and TensorFlow's [-1, 2, 1] for an invertible one.
+        let singular = t(vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0], vec![3, 3]);
+        assert!(tridiagonal_solve(&singular, &rhs, true).is_err());
+        let diags = t(vec![1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0], vec![3, 3]);
+        let x = tridiagonal_solve(&diags, &t(vec![1.0, 2.0, 3.0], vec![3, 1]), true).unwrap();
+        assert_eq!(x[0].to_f64_vec().unwrap(), [-1.0, 2.0, 1.0]);
+    }
     use crate::kernels::compute;
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::AttrValue;

@@ -105,6 +105,8 @@ pub fn is_random_op(op: &str) -> bool {
             | "RandomUniformInt"
             | "Multinomial"
             | "RandomShuffle"
+            | "LogUniformCandidateSampler"
+            | "UniformCandidateSampler"
     )
 }
 
@@ -148,6 +150,37 @@ pub(crate) fn scope_random_ops(
     autoclust_graph::Graph::from_raw(raw, body.library.clone(), body.versions.clone())
 }
 
+/// `ComputeAccidentalHits`: for each true class (row `i` of `true_classes`) that is also a
+/// sampled candidate, the row, the candidate's position (the last one for a repeated
+/// candidate, as TensorFlow's map keeps it) and the weight −FLT_MAX, in row-major order.
+pub(crate) fn accidental_hits(true_classes: &Tensor, sampled: &Tensor, num_true: usize) -> KResult<super::Outputs> {
+    let (Some(t), Some(s)) = (true_classes.as_i64(), sampled.as_i64()) else {
+        return Err(KernelError::invalid("true_classes and sampled_candidates must be int64"));
+    };
+    if true_classes.rank() != 2 || true_classes.shape[1] != num_true || sampled.rank() != 1 {
+        return Err(KernelError::invalid(format!(
+            "true_classes must be a matrix with num_true = {num_true} columns and sampled_candidates a vector, got {:?} and {:?}",
+            true_classes.shape, sampled.shape
+        )));
+    }
+    let position: HashMap<i64, usize> = s.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+    let (mut rows, mut ids) = (Vec::new(), Vec::new());
+    for (i, row) in t.chunks(num_true.max(1)).enumerate() {
+        for k in row {
+            if let Some(&p) = position.get(k) {
+                rows.push(i as i32);
+                ids.push(p as i64);
+            }
+        }
+    }
+    let n = rows.len();
+    let mut o = super::Outputs::new();
+    o.push(tensor_of(vec![n], rows));
+    o.push(tensor_of(vec![n], ids));
+    o.push(tensor_of(vec![n], vec![-f32::MAX; n]));
+    Ok(o)
+}
+
 pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<PureFn>> {
     let key = node.attr(RANDOM_KEY_ATTR).and_then(|a| a.as_str()).unwrap_or(&node.name).to_string();
     let dist = match node.op.as_str() {
@@ -169,6 +202,42 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
                 let row = t.num_elements() / rows;
                 let src: Vec<Option<usize>> = perm.iter().flat_map(|&r| (r * row..(r + 1) * row).map(Some)).collect();
                 one(super::take_or(t, &src, None, t.shape.clone())?)
+            })));
+        }
+        "LogUniformCandidateSampler" | "UniformCandidateSampler" => {
+            use autoclust_compiler::random::{expected_count, sample_candidates, Candidates};
+            let dist = if node.op == "UniformCandidateSampler" { Candidates::Uniform } else { Candidates::LogUniform };
+            let num_true =
+                usize::try_from(attr_int_or(node, "num_true", 1)?).map_err(|_| KernelError::Attr("num_true".into()))?;
+            let count = usize::try_from(attr_int_or(node, "num_sampled", 1)?)
+                .map_err(|_| KernelError::Attr("num_sampled".into()))?;
+            let range = u64::try_from(attr_int_or(node, "range_max", 0)?).ok().filter(|&r| r > 0);
+            let range = range.ok_or_else(|| KernelError::Attr("range_max".into()))?;
+            let unique = super::attr_bool_or(node, "unique", false)?;
+            if unique && count as u64 > range {
+                return Err(KernelError::invalid("Sampler's range is too small."));
+            }
+            let gen = states.get(&key, attr_int_or(node, "seed", 0)?, attr_int_or(node, "seed2", 0)?);
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let t = &inp[0];
+                if t.dtype != DType::Int64 || t.rank() != 2 || t.shape[1] != num_true {
+                    return Err(KernelError::invalid(format!(
+                        "true_classes must be an int64 matrix with num_true = {num_true} columns, got {} {:?}",
+                        t.dtype, t.shape
+                    )));
+                }
+                // TensorFlow reserves 2048 words per sample (rejections past that reuse bits).
+                let local = gen.reserve_words(2048 * count as u64);
+                let (sampled, tries) = sample_candidates(local, dist, range, count, unique);
+                let expect = |k: i64| expected_count(dist.probability(k, range), count, tries);
+                let true_counts: Vec<f32> = t.as_i64().expect("checked int64").iter().map(|&k| expect(k)).collect();
+                let sampled_counts: Vec<f32> = sampled.iter().map(|&k| expect(k)).collect();
+                let mut o = super::Outputs::new();
+                o.push(tensor_of(vec![count], sampled));
+                o.push(tensor_of(t.shape.clone(), true_counts));
+                o.push(tensor_of(vec![count], sampled_counts));
+                Ok(o)
             })));
         }
         "Multinomial" => {
@@ -338,6 +407,14 @@ fn full_int(gen: Philox, dtype: DType, shape: Vec<usize>, n: usize) -> Tensor {
 /// so they give TensorFlow's numbers bit for bit. `None` if `node` is none of these.
 pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
     let dist = match node.op.as_str() {
+        "ComputeAccidentalHits" => {
+            let num_true =
+                usize::try_from(attr_int_or(node, "num_true", 1)?).map_err(|_| KernelError::Attr("num_true".into()))?;
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                accidental_hits(&inp[0], &inp[1], num_true)
+            })));
+        }
         "StatelessRandomGetKeyCounter" => {
             return Ok(Some(Box::new(|inp: Inputs| {
                 arity(&inp, 1)?;
@@ -449,6 +526,49 @@ mod tests {
 
     fn shape(v: &[i32]) -> Tensor {
         Tensor::from_i32(vec![v.len()], v.to_vec()).unwrap()
+    }
+
+    /// TensorFlow 2.21's first draws of `LogUniformCandidateSampler` (unique, seed 7/3) and
+    /// `UniformCandidateSampler` (with repeats, seed 11/0), and `ComputeAccidentalHits` on a
+    /// repeated candidate (its last position counts).
+    #[test]
+    fn candidate_samplers_match_tensorflow() {
+        let sampler = |op: &str, num_true: i64, num_sampled: i64, unique: bool, range: i64, seed: i64, seed2: i64| {
+            let n = node(
+                op,
+                &[
+                    ("num_true", AttrValue::I(num_true)),
+                    ("num_sampled", AttrValue::I(num_sampled)),
+                    ("unique", AttrValue::B(unique)),
+                    ("range_max", AttrValue::I(range)),
+                    ("seed", AttrValue::I(seed)),
+                    ("seed2", AttrValue::I(seed2)),
+                ],
+            );
+            prepare(&n, &RandomStates::new()).unwrap().unwrap()
+        };
+        let f = sampler("LogUniformCandidateSampler", 1, 6, true, 30, 7, 3);
+        let out = f(vec![Tensor::from_i64(vec![3, 1], vec![1, 5, 29]).unwrap()].into()).unwrap();
+        assert_eq!(out[0].as_i64().unwrap(), [1, 4, 26, 0, 2, 12]);
+        let close = |t: &Tensor, want: &[f32]| {
+            let got = t.to_f64_vec().unwrap();
+            assert!(got.iter().zip(want).all(|(a, &b)| (a - f64::from(b)).abs() <= 1e-6 * f64::from(b)), "{got:?}");
+        };
+        close(&out[1], &[0.708_444_9, 0.269_338_25, 0.057_291_694]);
+        close(&out[2], &[0.708_444_9, 0.318_559_53, 0.063_543, 1.211_094_5, 0.502_649_66, 0.129_484_42]);
+        let f = sampler("UniformCandidateSampler", 2, 5, false, 10, 11, 0);
+        let out = f(vec![Tensor::from_i64(vec![1, 2], vec![1, 2]).unwrap()].into()).unwrap();
+        assert_eq!(out[0].as_i64().unwrap(), [6, 2, 8, 8, 8]);
+        close(&out[1], &[0.5, 0.5]);
+        let hits = accidental_hits(
+            &Tensor::from_i64(vec![2, 2], vec![1, 2, 3, 4]).unwrap(),
+            &Tensor::from_i64(vec![4], vec![4, 1, 9, 1]).unwrap(),
+            2,
+        )
+        .unwrap();
+        assert_eq!(hits[0].to_i64_vec().unwrap(), [0, 1]);
+        assert_eq!(hits[1].as_i64().unwrap(), [3, 0]);
+        assert_eq!(hits[2].to_f64_vec().unwrap(), [-f64::from(f32::MAX); 2]);
     }
 
     fn random_node(op: &str, dtype: DType, seed2: i64) -> Node {

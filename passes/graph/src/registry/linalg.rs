@@ -1,4 +1,4 @@
-//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `Qr`, `Lu`, `SelfAdjointEigV2`, `MatrixInverse`, `Cholesky`,
+//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `Svd`, `TridiagonalSolve`, `Qr`, `Lu`, `SelfAdjointEigV2`, `MatrixInverse`, `Cholesky`,
 //! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
 //! over the last two dimensions with batch dimensions in front. Shape functions follow
 //! TensorFlow's (`MakeBatchSquareMatrix`, `MatrixSolveShapeFn`,
@@ -112,6 +112,36 @@ fn qr(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![with(batch.clone(), &[m, p]), with(batch, &[p, n])])
 }
 
+/// `Svd`: `s` `[..., P]`, `u` `[..., M, P]` and `v` `[..., N, P]` with `P = min(M, N)` (`[..., M, M]`
+/// and `[..., N, N]` with `full_matrices`; scalars without `compute_uv`, as TensorFlow leaves them).
+fn svd(c: &InferCtx<'_>) -> Shapes {
+    let uv = c.attr_bool("compute_uv", true);
+    let Some((batch, m, n)) = matrix(c, 0, "input")? else {
+        let vectors = if uv { Shape::unknown() } else { Shape::scalar() };
+        return Ok(vec![Shape::unknown(), vectors.clone(), vectors]);
+    };
+    let p = match (m, n) {
+        (Some(m), Some(n)) => Some(m.min(n)),
+        _ => None,
+    };
+    let (uc, vc) = if c.attr_bool("full_matrices", false) { (m, n) } else { (p, p) };
+    let s = with(batch.clone(), &[p]);
+    if !uv {
+        return Ok(vec![s, Shape::scalar(), Shape::scalar()]);
+    }
+    Ok(vec![s, with(batch.clone(), &[m, uc]), with(batch, &[n, vc])])
+}
+
+/// `TridiagonalSolve`: the right-hand side's shape (`[..., M, K]`, diagonals `[..., 3, M]`).
+fn tridiagonal(c: &InferCtx<'_>) -> Shapes {
+    if let Some((_, Some(r), _)) = matrix(c, 0, "diagonals")? {
+        if r != 3 {
+            return Err(format!("diagonals must have shape [..., 3, M], but has shape {}", c.shape(0)));
+        }
+    }
+    Ok(vec![c.shape(1).clone()])
+}
+
 /// `Lu`: the packed factors shaped as the (square) input, and the permutation `[..., N]`.
 fn lu(c: &InferCtx<'_>) -> Shapes {
     Ok(match square(c, 0, "input")? {
@@ -157,6 +187,30 @@ pub(super) static OPS: &[OpSchema] = &[
         &[arg("q", T), arg("r", T)],
         &[bool_attr_or("full_matrices", false), type_attr("T", Some(FLOAT))],
         qr,
+    ),
+    pure_op(
+        "Svd",
+        OpFamily::MatMul,
+        &[arg("input", T)],
+        &[arg("s", T), arg("u", T), arg("v", T)],
+        &[
+            bool_attr_or("compute_uv", true),
+            bool_attr_or("full_matrices", false),
+            type_attr("T", Some(&[Float64, Float32])),
+        ],
+        svd,
+    ),
+    pure_op(
+        "TridiagonalSolve",
+        OpFamily::MatMul,
+        &[arg("diagonals", T), arg("rhs", T)],
+        &[arg("output", T)],
+        &[
+            bool_attr_or("partial_pivoting", true),
+            bool_attr_or("perturb_singular", false),
+            type_attr("T", Some(&[Float64, Float32])),
+        ],
+        tridiagonal,
     ),
     pure_op("MatrixInverse", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], ADJOINT, same_square),
     pure_op("Cholesky", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], T_ATTR, same_square),

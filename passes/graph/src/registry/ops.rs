@@ -164,6 +164,25 @@ const RANDOM_ATTRS: &[AttrSpec] =
     &[tattr("dtype", Some(FLOATS)), tattr("T", Some(INDEX)), idef("seed", 0), idef("seed2", 0)];
 const RANDOM_IN: &[ArgSpec] = &[a("shape", T)];
 const RANDOM_OUT: &[ArgSpec] = &[a("output", ty("dtype"))];
+/// A candidate sampler (`candidate_sampler_ops.cc`): `true_classes` `[batch, num_true]` in,
+/// `num_sampled` candidates and the expected counts of the true and the sampled ones out.
+const fn sampler(name: &'static str) -> OpSchema {
+    stateful(op(name, OpFamily::Random, SAMPLER_IN, SAMPLER_OUT, SAMPLER_ATTRS, s::candidate_sampler))
+}
+const SAMPLER_IN: &[ArgSpec] = &[a("true_classes", TypeRule::Fixed(Int64))];
+const SAMPLER_OUT: &[ArgSpec] = &[
+    a("sampled_candidates", TypeRule::Fixed(Int64)),
+    a("true_expected_count", TypeRule::Fixed(Float32)),
+    a("sampled_expected_count", TypeRule::Fixed(Float32)),
+];
+const SAMPLER_ATTRS: &[AttrSpec] = &[
+    iattr("num_true"),
+    iattr("num_sampled"),
+    req("unique", AttrKind::Bool),
+    iattr("range_max"),
+    idef("seed", 0),
+    idef("seed2", 0),
+];
 const fn random(name: &'static str) -> OpSchema {
     stateful(op(name, OpFamily::Random, RANDOM_IN, RANDOM_OUT, RANDOM_ATTRS, s::shape_from_value_0))
 }
@@ -1044,6 +1063,20 @@ pub(super) static OPS: &[OpSchema] = &[
         &[tattr("Tout", Some(INDEX)), tattr("T", Some(INDEX)), idef("seed", 0), idef("seed2", 0)],
         s::shape_from_value_0,
     )),
+    sampler("LogUniformCandidateSampler"),
+    sampler("UniformCandidateSampler"),
+    op(
+        "ComputeAccidentalHits",
+        OpFamily::Random,
+        &[a("true_classes", TypeRule::Fixed(Int64)), a("sampled_candidates", TypeRule::Fixed(Int64))],
+        &[
+            a("indices", TypeRule::Fixed(Int32)),
+            a("ids", TypeRule::Fixed(Int64)),
+            a("weights", TypeRule::Fixed(Float32)),
+        ],
+        &[iattr("num_true"), idef("seed", 0), idef("seed2", 0)],
+        s::accidental_hits,
+    ),
     stateful(op(
         "RandomShuffle",
         OpFamily::Random,

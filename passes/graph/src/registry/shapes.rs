@@ -136,6 +136,19 @@ pub(super) fn broadcast_01(c: &InferCtx<'_>) -> Shapes {
     one(broadcast_shapes(c.shape(0), c.shape(1))?)
 }
 
+/// A candidate sampler: `[num_sampled]` candidates, the true classes' shape, `[num_sampled]`.
+pub(super) fn candidate_sampler(c: &InferCtx<'_>) -> Shapes {
+    let n = Some(c.attr_int("num_sampled", -1)).filter(|&n| n >= 0);
+    let v = Shape::with_dims(vec![n]);
+    Ok(vec![v.clone(), c.shape(0).clone(), v])
+}
+
+/// `ComputeAccidentalHits`: three vectors of one unknown length.
+pub(super) fn accidental_hits(_: &InferCtx<'_>) -> Shapes {
+    let v = Shape::with_dims(vec![None]);
+    Ok(vec![v.clone(), v.clone(), v])
+}
+
 /// Every input broadcast together.
 pub(super) fn broadcast_all(c: &InferCtx<'_>) -> Shapes {
     let mut s = Shape::scalar();
