@@ -31,7 +31,18 @@ use autoclust_graph::Tensor;
 use autoclust_runtime::tensor_io::read_safetensors;
 
 /// Fixtures the runtime cannot run yet, with the reason (reported, not hidden).
-const UNSUPPORTED: &[(&str, &str)] = &[];
+const UNSUPPORTED: &[(&str, &str)] = &[
+    (
+        "sweep6_dirichlet_mixup_sgd",
+        "no kernels for RandomGamma, RandomPoissonV2, StatelessRandomGammaV3 and StatelessRandomPoisson \
+         (TensorFlow's Marsaglia-Tsang and Poisson samplers over its Philox stream are not reproduced yet)",
+    ),
+    (
+        "sweep6_fractional_pool_dct_adam",
+        "no kernels for FractionalMaxPool, FractionalAvgPool and their gradients (TensorFlow's seeded \
+         pooling sequences are not reproduced yet)",
+    ),
+];
 
 /// `testdata/tf`, or `AUTOCLUST_FIXTURE_DIR` when set: fixtures made by the same generators
 /// into another directory (large probes such as `keras.applications` models that are too big
@@ -346,6 +357,9 @@ fn the_printed_run_program_matches_tensorflow() {
         let m: serde_json::Value = serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
         let stem = manifest.file_stem().unwrap().to_string_lossy().to_string();
         if m["racy"].as_bool().unwrap_or(false) || m["string_feeds"].is_object() || m["expected_strings"].is_object() {
+            continue;
+        }
+        if UNSUPPORTED.iter().any(|(n, _)| *n == stem) {
             continue;
         }
         ran += 1;

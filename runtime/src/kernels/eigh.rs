@@ -57,7 +57,7 @@ fn givens<T: Real>(p: T, q: T) -> (T, T) {
 /// One symmetric `n × n` matrix (row-major; the lower triangle read): ascending eigenvalues
 /// and the eigenvectors as columns of a row-major `n × n` matrix, or `None` when the QR
 /// iteration does not converge.
-fn solve<T: Real>(a: &[T], n: usize, vectors: bool) -> Option<(Vec<T>, Vec<T>)> {
+pub(crate) fn solve<T: Real>(a: &[T], n: usize, vectors: bool) -> Option<(Vec<T>, Vec<T>)> {
     if n == 0 {
         return Some((Vec::new(), Vec::new()));
     }

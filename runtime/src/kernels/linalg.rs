@@ -2,7 +2,8 @@
 //! process, normalising-flow and second-order training graphs, and Keras' orthogonal
 //! initializer (the default for LSTM and GRU recurrent kernels) in TF1 init graphs: `Svd`
 //! (one-sided Jacobi; singular values exact to rounding, vectors up to sign), `TridiagonalSolve`
-//! (LAPACK's `gtsv` pivoting, or Thomas without), `Qr`
+//! (LAPACK's `gtsv` pivoting, or Thomas without), `MatrixSquareRoot` (principal root: symmetric
+//! by eigendecomposition, otherwise Denman–Beavers), `Qr`
 //! (Householder, Eigen's sign conventions), `Lu` (`tf.linalg.lu`: the packed factors and the
 //! permutation `p` with `A[p] = L·U`, Eigen's `PartialPivLU` pivots), `MatrixInverse`, `Cholesky`,
 //! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
@@ -140,6 +141,15 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 tridiagonal_solve(&inp[0], &inp[1], pivoting)
             })
         }
+        "MatrixSquareRoot" => Box::new(|inp: Inputs| {
+            arity(&inp, 1)?;
+            let m = Batch::square(&inp[0], "input")?;
+            let mut out = Vec::with_capacity(m.data.len());
+            for a in m.matrices() {
+                out.extend(square_root(a, m.rows));
+            }
+            single(m.output(inp[0].shape.clone(), out))
+        }),
         "Cholesky" => Box::new(|inp: Inputs| {
             arity(&inp, 1)?;
             let m = Batch::square(&inp[0], "input")?;
@@ -421,6 +431,44 @@ fn thomas(sup: &[f64], dia: &[f64], sub: &[f64], b: &mut [f64], n: usize, k: usi
             b[i * k + j] -= c[i] * b[(i + 1) * k + j];
         }
     }
+}
+
+/// The principal square root of an `n × n` matrix (`tf.linalg.sqrtm`; TensorFlow runs Eigen's
+/// Schur-based `sqrt()`): a symmetric matrix as `V·√Λ·Vᵀ` from its eigendecomposition (NaN
+/// where an eigenvalue is negative: no real root), any other by the Denman–Beavers iteration
+/// `Y ← (Y + Z⁻¹)/2, Z ← (Z + Y⁻¹)/2` from `Y = A, Z = I`, which converges to it when no
+/// eigenvalue lies on the closed negative real axis (NaNs when an iterate turns singular).
+fn square_root(a: &[f64], n: usize) -> Vec<f64> {
+    let symmetric = (0..n).all(|i| (0..i).all(|j| a[i * n + j] == a[j * n + i]));
+    if symmetric {
+        if let Some((values, v)) = super::eigh::solve::<f64>(a, n, true) {
+            let roots: Vec<f64> = values.iter().map(|&l| if l == 0.0 { 0.0 } else { l.sqrt() }).collect();
+            let mut out = vec![0.0; n * n];
+            for i in 0..n {
+                for j in 0..n {
+                    out[i * n + j] = (0..n).map(|k| v[i * n + k] * roots[k] * v[j * n + k]).sum();
+                }
+            }
+            return out;
+        }
+    }
+    let (mut y, mut z) = (a.to_vec(), identity(n));
+    for _ in 0..100 {
+        let (ly, lz) = (Lu::new(y.clone(), n), Lu::new(z.clone(), n));
+        if ly.singular() || lz.singular() {
+            return vec![f64::NAN; n * n];
+        }
+        let (yi, zi) = (ly.solve(&identity(n), n), lz.solve(&identity(n), n));
+        let next: Vec<f64> = y.iter().zip(&zi).map(|(p, q)| (p + q) / 2.0).collect();
+        z = z.iter().zip(&yi).map(|(p, q)| (p + q) / 2.0).collect();
+        let change: f64 = next.iter().zip(&y).map(|(p, q)| (p - q) * (p - q)).sum::<f64>().sqrt();
+        let size: f64 = next.iter().map(|p| p * p).sum::<f64>().sqrt();
+        y = next;
+        if change <= 1e-15 * size {
+            break;
+        }
+    }
+    y
 }
 
 fn single(t: Tensor) -> KResult<Outputs> {
@@ -792,6 +840,25 @@ mod tests {
         assert!(f.s[1].abs() < 1e-12 && (f.s[0] - 5.0).abs() < 1e-12);
         let d = f.u[0] * f.u[1] + f.u[2] * f.u[3];
         assert!(d.abs() < 1e-12);
+    }
+
+    /// The principal root of a symmetric positive definite matrix (eigendecomposition) and of
+    /// an upper triangular one (Denman–Beavers: [[4, 1], [0, 9]] has root [[2, 0.2], [0, 3]]);
+    /// NaN for a symmetric matrix with a negative eigenvalue.
+    #[test]
+    fn matrix_square_roots() {
+        let spd = [4.0, 1.0, 0.5, 1.0, 3.0, 0.2, 0.5, 0.2, 2.0];
+        let r = square_root(&spd, 3);
+        for i in 0..3 {
+            for j in 0..3 {
+                let x: f64 = (0..3).map(|k| r[i * 3 + k] * r[k * 3 + j]).sum();
+                assert!((x - spd[i * 3 + j]).abs() < 1e-12, "({i}, {j}): {x}");
+                assert!((r[i * 3 + j] - r[j * 3 + i]).abs() < 1e-12, "the root of a symmetric matrix is symmetric");
+            }
+        }
+        let r = square_root(&[4.0, 1.0, 0.0, 9.0], 2);
+        assert!(r.iter().zip([2.0, 0.2, 0.0, 3.0]).all(|(a, b)| (a - b).abs() < 1e-12), "{r:?}");
+        assert!(square_root(&[1.0, 0.0, 0.0, -1.0], 2).iter().any(|v| v.is_nan()));
     }
 
     /// TensorFlow's answers: with pivoting where the first pivot is zero, without pivoting

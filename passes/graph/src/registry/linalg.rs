@@ -1,4 +1,4 @@
-//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `Svd`, `TridiagonalSolve`, `Qr`, `Lu`, `SelfAdjointEigV2`, `MatrixInverse`, `Cholesky`,
+//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `Svd`, `TridiagonalSolve`, `MatrixSquareRoot`, `Qr`, `Lu`, `SelfAdjointEigV2`, `MatrixInverse`, `Cholesky`,
 //! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
 //! over the last two dimensions with batch dimensions in front. Shape functions follow
 //! TensorFlow's (`MakeBatchSquareMatrix`, `MatrixSolveShapeFn`,
@@ -213,6 +213,7 @@ pub(super) static OPS: &[OpSchema] = &[
         tridiagonal,
     ),
     pure_op("MatrixInverse", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], ADJOINT, same_square),
+    pure_op("MatrixSquareRoot", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], T_ATTR, same_square),
     pure_op("Cholesky", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], T_ATTR, same_square),
     pure_op(
         "MatrixTriangularSolve",
