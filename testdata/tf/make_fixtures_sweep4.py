@@ -21,24 +21,12 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_fixtures_tf2  # noqa: E402
-from make_fixtures_keras_sweep import check_captures, start  # noqa: E402
-from make_fixtures_tf2 import captured_variables, write  # noqa: E402
+from make_fixtures_keras_sweep import start  # noqa: E402
+from make_fixtures_sweep3 import fn_fixture, spec  # noqa: E402
 
 OUT = os.path.dirname(os.path.abspath(__file__))
 make_fixtures_tf2.OUT = OUT
 f32, i32, i64 = tf.float32, tf.int32, tf.int64
-
-
-def spec(shape, dt, name):
-    return tf.TensorSpec(shape, dt, name=name)
-
-
-def fn_fixture(name, fn, candidates, feeds, steps=2):
-    cf = fn.get_concrete_function()
-    variables = captured_variables(cf, candidates)
-    check_captures(name, cf, variables)
-    write(name, cf, variables, feeds, steps)
-    return cf
 
 
 # 1 ------------------------------------------------------------------------------------------------
@@ -273,16 +261,23 @@ FIXTURES = [sweep4_ragged_bag_of_words_adam, sweep4_listnet_rank_sgd, sweep4_ima
             sweep4_qr_orthogonal_regularizer_sgd, sweep4_sparse_features_adagrad]
 
 
-if __name__ == "__main__":
+
+def run_main(fixtures):
+    """`[--out DIR] [NAME...]`: writes the named fixtures (all by default) into DIR (default: this
+    directory); a fixture that fails is reported and the rest still run (these are probes)."""
     args = sys.argv[1:]
     if "--out" in args:
         i = args.index("--out")
-        OUT = make_fixtures_tf2.OUT = args[i + 1]
-        os.makedirs(OUT, exist_ok=True)
+        make_fixtures_tf2.OUT = args[i + 1]
+        os.makedirs(args[i + 1], exist_ok=True)
         del args[i:i + 2]
-    for f in FIXTURES:
+    for f in fixtures:
         if not args or f.__name__ in args:
             try:
                 f()
             except Exception as e:  # noqa: BLE001  (a probe: report and go on)
                 print(f"{f.__name__}: {type(e).__name__}: {e}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    run_main(FIXTURES)

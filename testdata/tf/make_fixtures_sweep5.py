@@ -18,25 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import make_fixtures_tf2  # noqa: E402
-from make_fixtures_keras_sweep import check_captures, start  # noqa: E402
-from make_fixtures_tf2 import captured_variables, write  # noqa: E402
-
-OUT = os.path.dirname(os.path.abspath(__file__))
-make_fixtures_tf2.OUT = OUT
-f32, i32, i64 = tf.float32, tf.int32, tf.int64
-
-
-def spec(shape, dt, name):
-    return tf.TensorSpec(shape, dt, name=name)
-
-
-def fn_fixture(name, fn, candidates, feeds, steps=2):
-    cf = fn.get_concrete_function()
-    variables = captured_variables(cf, candidates)
-    check_captures(name, cf, variables)
-    write(name, cf, variables, feeds, steps)
-    return cf
+from make_fixtures_sweep4 import f32, fn_fixture, i32, i64, run_main, spec, start  # noqa: E402,F401
 
 
 # 1 ------------------------------------------------------------------------------------------------
@@ -246,16 +228,6 @@ FIXTURES = [sweep5_gnn_segment_messages_adam, sweep5_word2vec_sampled_softmax_sg
             sweep5_resize_antialias_bicubic_adam]
 
 
+
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if "--out" in args:
-        i = args.index("--out")
-        OUT = make_fixtures_tf2.OUT = args[i + 1]
-        os.makedirs(OUT, exist_ok=True)
-        del args[i:i + 2]
-    for f in FIXTURES:
-        if not args or f.__name__ in args:
-            try:
-                f()
-            except Exception as e:  # noqa: BLE001  (a probe: report and go on)
-                print(f"{f.__name__}: {type(e).__name__}: {e}", file=sys.stderr)
+    run_main(FIXTURES)
