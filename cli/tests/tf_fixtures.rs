@@ -31,18 +31,7 @@ use autoclust_graph::Tensor;
 use autoclust_runtime::tensor_io::read_safetensors;
 
 /// Fixtures the runtime cannot run yet, with the reason (reported, not hidden).
-const UNSUPPORTED: &[(&str, &str)] = &[
-    (
-        "sweep6_dirichlet_mixup_sgd",
-        "no kernels for RandomGamma, RandomPoissonV2, StatelessRandomGammaV3 and StatelessRandomPoisson \
-         (TensorFlow's Marsaglia-Tsang and Poisson samplers over its Philox stream are not reproduced yet)",
-    ),
-    (
-        "sweep6_fractional_pool_dct_adam",
-        "no kernels for FractionalMaxPool, FractionalAvgPool and their gradients (TensorFlow's seeded \
-         pooling sequences are not reproduced yet)",
-    ),
-];
+const UNSUPPORTED: &[(&str, &str)] = &[];
 
 /// `testdata/tf`, or `AUTOCLUST_FIXTURE_DIR` when set: fixtures made by the same generators
 /// into another directory (large probes such as `keras.applications` models that are too big

@@ -273,6 +273,133 @@ pub fn shuffled_indices(gen: Philox, n: usize) -> Vec<usize> {
     perm
 }
 
+/// Two float64 draws at a time from their own Philox block, handed out last first (TensorFlow's
+/// `UNIFORM`/normal buffers in `random_gamma_op.cc`).
+struct Pairs {
+    values: [f64; 2],
+    left: usize,
+}
+
+impl Pairs {
+    fn new() -> Pairs {
+        Pairs { values: [0.0; 2], left: 0 }
+    }
+    fn next(&mut self, gen: &mut Philox, normal: bool) -> f64 {
+        if self.left == 0 {
+            let b = gen.next_block();
+            self.values = if normal {
+                let (x, y) = box_muller_f64(b);
+                [x, y]
+            } else {
+                [words_to_f64(b[0], b[1]), words_to_f64(b[2], b[3])]
+            };
+            self.left = 2;
+        }
+        self.left -= 1;
+        self.values[self.left]
+    }
+}
+
+/// `RandomGamma`'s samples (`random_gamma_op.cc`), `samples` per alpha, laid out `[samples,
+/// alphas]`, in float64 whatever the output type: output `i` (alpha-major) draws from the
+/// generator moved past `256·i` blocks; α = 1 is an exponential `−log1p(−u)`, any other α
+/// Marsaglia and Tsang's transformation-rejection (for α < 1 from α + 1, times `u^(1/α)`).
+pub fn gamma(gen: Philox, alphas: &[f64], samples: usize) -> Vec<f64> {
+    let mut out = vec![0.0; samples * alphas.len()];
+    for (a, &alpha) in alphas.iter().enumerate() {
+        let less = alpha < 1.0;
+        let d = alpha + if less { 2.0 / 3.0 } else { -1.0 / 3.0 };
+        let c = 1.0 / 3.0 / d.sqrt();
+        for s in 0..samples {
+            let mut g = gen;
+            g.skip(RESERVED_PER_OUTPUT * (a * samples + s) as u64);
+            let (mut normals, mut uniforms) = (Pairs::new(), Pairs::new());
+            out[s * alphas.len() + a] = if alpha == 1.0 {
+                -(-uniforms.next(&mut g, false)).ln_1p()
+            } else {
+                loop {
+                    let x = normals.next(&mut g, true);
+                    let mut v = 1.0 + c * x;
+                    if v <= 0.0 {
+                        continue;
+                    }
+                    v = v * v * v;
+                    let u = uniforms.next(&mut g, false);
+                    if u < 1.0 - 0.0331 * (x * x) * (x * x) || u.ln() < 0.5 * x * x + d * (1.0 - v + v.ln()) {
+                        let mut res = d * v;
+                        if less {
+                            res *= uniforms.next(&mut g, false).powf(1.0 / alpha);
+                        }
+                        break res;
+                    }
+                }
+            };
+        }
+    }
+    out
+}
+
+/// `RandomPoissonV2`/`StatelessRandomPoisson`'s samples (`random_poisson_op.cc`), `samples` per
+/// rate, laid out `[samples, rates]`, computed in float64: output `i` (rate-major) draws from
+/// the generator moved past `256·i` blocks; rates below 10 by Knuth's product of uniforms,
+/// larger ones by Hörmann's transformed rejection (PTRS); 0 for a rate ≤ 0 or NaN, ∞ for +∞.
+pub fn poisson(gen: Philox, rates: &[f64], samples: usize) -> Vec<f64> {
+    let mut out = vec![0.0; samples * rates.len()];
+    for (r, &rate) in rates.iter().enumerate() {
+        for s in 0..samples {
+            let at = s * rates.len() + r;
+            if rate.is_nan() || rate <= 0.0 {
+                out[at] = 0.0;
+                continue;
+            }
+            if rate.is_infinite() {
+                out[at] = f64::INFINITY;
+                continue;
+            }
+            let mut g = gen;
+            g.skip(RESERVED_PER_OUTPUT * (r * samples + s) as u64);
+            let mut uniforms = Pairs::new();
+            out[at] = if rate < 10.0 {
+                let limit = (-rate).exp();
+                let (mut prod, mut x) = (1.0, 0.0);
+                loop {
+                    prod *= uniforms.next(&mut g, false);
+                    if prod <= limit {
+                        break x;
+                    }
+                    x += 1.0;
+                }
+            } else {
+                let log_rate = rate.ln();
+                let b = 0.931 + 2.53 * rate.sqrt();
+                let a = -0.059 + 0.02483 * b;
+                let inv_alpha = 1.1239 + 1.1328 / (b - 3.4);
+                loop {
+                    let u = uniforms.next(&mut g, false) - 0.5;
+                    let v = uniforms.next(&mut g, false);
+                    let us = 0.5 - u.abs();
+                    let k = ((2.0 * a / us + b) * u + rate + 0.43).floor();
+                    if k < 0.0 {
+                        continue;
+                    }
+                    if us >= 0.07 && v <= 0.9277 - 3.6224 / (b - 2.0) {
+                        break k;
+                    }
+                    if us < 0.013 && v > us {
+                        continue;
+                    }
+                    let s = (v * inv_alpha / (a / (us * us) + b)).ln();
+                    let t = -rate + k * log_rate - libm::lgamma(k + 1.0);
+                    if s <= t {
+                        break k;
+                    }
+                }
+            };
+        }
+    }
+    out
+}
+
 /// The candidate samplers' distributions (`range_sampler.cc`) over `0..range`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Candidates {

@@ -107,7 +107,35 @@ pub fn is_random_op(op: &str) -> bool {
             | "RandomShuffle"
             | "LogUniformCandidateSampler"
             | "UniformCandidateSampler"
+            | "RandomGamma"
+            | "RandomPoissonV2"
     )
+}
+
+/// Gamma or Poisson draws (computed in float64) as a tensor of `dtype`.
+fn draws_as(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> KResult<Tensor> {
+    Ok(match dtype {
+        DType::Float32 => tensor_of(shape, v.into_iter().map(|x| x as f32).collect()),
+        DType::Float64 => tensor_of(shape, v),
+        DType::Int32 => tensor_of(shape, v.into_iter().map(|x| x as i32).collect()),
+        DType::Int64 => tensor_of(shape, v.into_iter().map(|x| x as i64).collect()),
+        other => return Err(KernelError::DType(other)),
+    })
+}
+
+/// A stateless gamma or Poisson op's output shape and samples per parameter: `shape` must end
+/// with the parameters' shape (TensorFlow's broadcast rule for these ops).
+fn per_parameter(shape: &Tensor, params: &Tensor) -> KResult<(Vec<usize>, usize)> {
+    let out = output_shape(shape)?;
+    let p = &params.shape;
+    if p.len() > out.len() || out[out.len() - p.len()..] != p[..] {
+        return Err(KernelError::invalid(format!(
+            "Shape passed in must end with broadcasted shape: shape {out:?}, parameters {p:?}"
+        )));
+    }
+    let n = params.num_elements();
+    let samples = out.iter().product::<usize>().checked_div(n).unwrap_or(0);
+    Ok((out, samples))
 }
 
 /// The output shape from the `shape` operand (a vector of int32 or int64).
@@ -188,6 +216,43 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
         "RandomStandardNormal" => Some(Dist::Normal),
         "TruncatedNormal" => Some(Dist::Truncated),
         "RandomUniformInt" => None,
+        "RandomGamma" => {
+            let gen = states.get(&key, attr_int_or(node, "seed", 0)?, attr_int_or(node, "seed2", 0)?);
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let alpha = &inp[1];
+                if !matches!(alpha.dtype, DType::Float32 | DType::Float64) {
+                    return Err(KernelError::DType(alpha.dtype));
+                }
+                let mut shape = output_shape(&inp[0])?;
+                let samples: usize = shape.iter().product();
+                shape.extend_from_slice(&alpha.shape);
+                let n = super::budget(alpha.dtype, &shape)?;
+                let alphas = alpha.to_f64_vec().ok_or(KernelError::DType(alpha.dtype))?;
+                let local = gen.reserve(n);
+                let v = autoclust_compiler::random::gamma(local, &alphas, samples);
+                one(match alpha.dtype {
+                    DType::Float32 => tensor_of(shape, v.into_iter().map(|x| x as f32).collect()),
+                    _ => tensor_of(shape, v),
+                })
+            })));
+        }
+        "RandomPoissonV2" => {
+            let dtype = attr_type_or(node, "dtype", DType::Int64)?;
+            let gen = states.get(&key, attr_int_or(node, "seed", 0)?, attr_int_or(node, "seed2", 0)?);
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                let rate = &inp[1];
+                let rates =
+                    rate.to_f64_vec().filter(|_| rate.dtype.is_float()).ok_or(KernelError::DType(rate.dtype))?;
+                let mut shape = output_shape(&inp[0])?;
+                let samples: usize = shape.iter().product();
+                shape.extend_from_slice(&rate.shape);
+                let n = super::budget(dtype, &shape)?;
+                let v = autoclust_compiler::random::poisson(gen.reserve(n), &rates, samples);
+                one(draws_as(dtype, shape, v)?)
+            })));
+        }
         "RandomShuffle" => {
             let gen = states.get(&key, attr_int_or(node, "seed", 0)?, attr_int_or(node, "seed2", 0)?);
             return Ok(Some(Box::new(move |inp: Inputs| {
@@ -407,6 +472,26 @@ fn full_int(gen: Philox, dtype: DType, shape: Vec<usize>, n: usize) -> Tensor {
 /// so they give TensorFlow's numbers bit for bit. `None` if `node` is none of these.
 pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
     let dist = match node.op.as_str() {
+        "StatelessRandomGammaV2" | "StatelessRandomGammaV3" | "StatelessRandomPoisson" => {
+            let (v3, gamma) = (node.op == "StatelessRandomGammaV3", node.op != "StatelessRandomPoisson");
+            let dtype = if gamma { None } else { Some(attr_type(node, "dtype")?) };
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, if v3 { 5 } else { 3 })?;
+                let params = &inp[inp.len() - 1];
+                let values =
+                    params.to_f64_vec().filter(|_| params.dtype.is_float()).ok_or(KernelError::DType(params.dtype))?;
+                let gen = if v3 { generator_v2(&inp[1], &inp[2], &inp[3])? } else { generator_v1(&inp[1])? };
+                let (shape, samples) = per_parameter(&inp[0], params)?;
+                let dtype = dtype.unwrap_or(params.dtype);
+                super::budget(dtype, &shape)?;
+                let v = if gamma {
+                    autoclust_compiler::random::gamma(gen, &values, samples)
+                } else {
+                    autoclust_compiler::random::poisson(gen, &values, samples)
+                };
+                one(draws_as(dtype, shape, v)?)
+            })));
+        }
         "ComputeAccidentalHits" => {
             let num_true =
                 usize::try_from(attr_int_or(node, "num_true", 1)?).map_err(|_| KernelError::Attr("num_true".into()))?;
@@ -526,6 +611,75 @@ mod tests {
 
     fn shape(v: &[i32]) -> Tensor {
         Tensor::from_i32(vec![v.len()], v.to_vec()).unwrap()
+    }
+
+    /// TensorFlow 2.21's draws: `RandomGamma` (seed 11/5; α < 1, α = 1, α > 1), `RandomPoissonV2`
+    /// (seed 13/2; rate 1 and 10 by the product of uniforms and the rejection method, 30 by the
+    /// rejection method), `StatelessRandomPoisson` (seed [5, 6]) and `StatelessRandomGammaV2`
+    /// (seed [3, 4]) with per-column parameters.
+    #[test]
+    fn gamma_and_poisson_samplers_match_tensorflow() {
+        let stateful = |op: &str, attrs: &[(&str, AttrValue)], inputs: Vec<Tensor>| {
+            let mut all = vec![("seed", AttrValue::I(0)), ("seed2", AttrValue::I(0))];
+            all.extend(attrs.iter().cloned());
+            let f = prepare(&node(op, &all), &RandomStates::new()).unwrap().unwrap();
+            f(inputs.into()).unwrap().remove(0).to_f64_vec().unwrap()
+        };
+        let stateless = |op: &str, attrs: &[(&str, AttrValue)], inputs: Vec<Tensor>| {
+            let f = prepare_stateless(&node(op, attrs)).unwrap().unwrap();
+            f(inputs.into()).unwrap().remove(0).to_f64_vec().unwrap()
+        };
+        let close = |got: Vec<f64>, want: &[f64]| {
+            assert!(got.iter().zip(want).all(|(a, b)| (a - b).abs() <= 1e-6 * b.abs()), "{got:?} vs {want:?}");
+        };
+        let f32s = |v: &[f32]| Tensor::from_f32(vec![v.len()], v.to_vec()).unwrap();
+        let gamma = stateful(
+            "RandomGamma",
+            &[("seed", AttrValue::I(11)), ("seed2", AttrValue::I(5))],
+            vec![shape(&[3]), f32s(&[0.5, 1.0, 2.5, 7.0])],
+        );
+        close(
+            gamma,
+            &[
+                0.5763880014419556,
+                0.4371950030326843,
+                2.681577444076538,
+                9.949310302734375,
+                0.0829065591096878,
+                0.39577504992485046,
+                5.23721981048584,
+                5.677224636077881,
+                0.012191728688776493,
+                0.6346859335899353,
+                2.9969868659973145,
+                3.589369058609009,
+            ],
+        );
+        let poisson = stateful(
+            "RandomPoissonV2",
+            &[("seed", AttrValue::I(13)), ("seed2", AttrValue::I(2)), ("dtype", AttrValue::Type(DType::Float32))],
+            vec![shape(&[3]), f32s(&[1.0, 10.0, 30.0])],
+        );
+        assert_eq!(poisson, [3.0, 10.0, 27.0, 4.0, 11.0, 32.0, 1.0, 14.0, 27.0]);
+        let seed = |a, b| Tensor::from_i64(vec![2], vec![a, b]).unwrap();
+        let p = stateless(
+            "StatelessRandomPoisson",
+            &[("dtype", AttrValue::Type(DType::Float32))],
+            vec![shape(&[2, 3]), seed(5, 6), f32s(&[3.0, 15.0, 0.5])],
+        );
+        assert_eq!(p, [1.0, 16.0, 1.0, 3.0, 18.0, 0.0]);
+        let g = stateless("StatelessRandomGammaV2", &[], vec![shape(&[2, 3]), seed(3, 4), f32s(&[1.5, 0.3, 1.0])]);
+        close(
+            g,
+            &[
+                1.1969660520553589,
+                0.8456183075904846,
+                4.8859639167785645,
+                0.7541293501853943,
+                0.00014861900126561522,
+                2.6179914474487305,
+            ],
+        );
     }
 
     /// TensorFlow 2.21's first draws of `LogUniformCandidateSampler` (unique, seed 7/3) and

@@ -183,6 +183,8 @@ const SAMPLER_ATTRS: &[AttrSpec] = &[
     idef("seed", 0),
     idef("seed2", 0),
 ];
+/// The rate and output types of the Poisson samplers.
+const POISSON_TYPES: &[DType] = &[Float16, Float32, Float64, Int32, Int64];
 const fn random(name: &'static str) -> OpSchema {
     stateful(op(name, OpFamily::Random, RANDOM_IN, RANDOM_OUT, RANDOM_ATTRS, s::shape_from_value_0))
 }
@@ -1063,6 +1065,63 @@ pub(super) static OPS: &[OpSchema] = &[
         &[tattr("Tout", Some(INDEX)), tattr("T", Some(INDEX)), idef("seed", 0), idef("seed2", 0)],
         s::shape_from_value_0,
     )),
+    stateful(op(
+        "RandomGamma",
+        OpFamily::Random,
+        &[a("shape", ty("S")), a("alpha", T)],
+        &[a("output", T)],
+        &[tattr("S", Some(INDEX)), tattr("T", Some(FLOATS)), idef("seed", 0), idef("seed2", 0)],
+        s::random_gamma,
+    )),
+    stateful(op(
+        "RandomPoissonV2",
+        OpFamily::Random,
+        &[a("shape", ty("S")), a("rate", ty("R"))],
+        &[a("output", ty("dtype"))],
+        &[
+            tattr("S", Some(INDEX)),
+            tdef("R", Float64, POISSON_TYPES),
+            tdef("dtype", Int64, POISSON_TYPES),
+            idef("seed", 0),
+            idef("seed2", 0),
+        ],
+        s::random_gamma,
+    )),
+    op(
+        "StatelessRandomGammaV2",
+        OpFamily::Random,
+        &[a("shape", T), a("seed", ty("Tseed")), a("alpha", ty("dtype"))],
+        &[a("output", ty("dtype"))],
+        &[tattr("dtype", Some(FLOATS)), tattr("T", Some(INDEX)), tdef("Tseed", Int64, INDEX)],
+        s::shape_from_value_0,
+    ),
+    op(
+        "StatelessRandomGammaV3",
+        OpFamily::Random,
+        &[
+            a("shape", ty("shape_dtype")),
+            a("key", TypeRule::Fixed(UInt64)),
+            a("counter", TypeRule::Fixed(UInt64)),
+            a("alg", TypeRule::Fixed(Int32)),
+            a("alpha", ty("dtype")),
+        ],
+        &[a("output", ty("dtype"))],
+        &[tattr("dtype", Some(FLOATS)), tdef("shape_dtype", Int32, INDEX)],
+        s::shape_from_value_0,
+    ),
+    op(
+        "StatelessRandomPoisson",
+        OpFamily::Random,
+        &[a("shape", T), a("seed", ty("Tseed")), a("lam", ty("Rtype"))],
+        &[a("output", ty("dtype"))],
+        &[
+            tattr("Rtype", Some(POISSON_TYPES)),
+            tattr("dtype", Some(POISSON_TYPES)),
+            tattr("T", Some(INDEX)),
+            tdef("Tseed", Int64, INDEX),
+        ],
+        s::shape_from_value_0,
+    ),
     sampler("LogUniformCandidateSampler"),
     sampler("UniformCandidateSampler"),
     op(

@@ -136,6 +136,18 @@ pub(super) fn broadcast_01(c: &InferCtx<'_>) -> Shapes {
     one(broadcast_shapes(c.shape(0), c.shape(1))?)
 }
 
+/// `RandomGamma`: the `shape` operand's value, then alpha's shape.
+pub(super) fn random_gamma(c: &InferCtx<'_>) -> Shapes {
+    let lead = shape_from_value_0(c)?.remove(0);
+    one(match (lead.dims, &c.shape(1).dims) {
+        (Some(mut l), Some(a)) => {
+            l.extend_from_slice(a);
+            Shape::with_dims(l)
+        }
+        _ => Shape::unknown(),
+    })
+}
+
 /// A candidate sampler: `[num_sampled]` candidates, the true classes' shape, `[num_sampled]`.
 pub(super) fn candidate_sampler(c: &InferCtx<'_>) -> Shapes {
     let n = Some(c.attr_int("num_sampled", -1)).filter(|&n| n >= 0);
