@@ -376,9 +376,10 @@ pub(crate) fn build(
                 if groups[g].members.len() == 1
                     && groups[g].gemm.is_none()
                     && matches!(kind(id), NodeKind::Elementwise(EwOp::Copy))
+                    && types[val(node.inputs[0])].1.iter().product::<usize>() == types[outs[0]].1.iter().product()
                 {
                     // A lone Identity (a ReadVariableOp of the original graph, say, whose value
-                    // feeds a GEMM) aliases its operand: tensors are immutable, so a copy would
+                    // feeds a GEMM) aliases its operand (a broadcasting copy is a loop): tensors are immutable, so a copy would
                     // only cost time (a 784×256 weight copy was 10% of the MLP step).
                     steps.push((pos, view_step(&node.name, val(node.inputs[0]), outs)));
                     continue;

@@ -634,3 +634,45 @@ fn bool_inputs_and_outputs_stay_vectorised_at_every_length() {
         }
     }
 }
+
+#[test]
+fn a_broadcast_joins_its_consumers_loop() {
+    // The gradient of a Mean over N·H·W (every BatchNorm's backward pass):
+    // dy[C] → Reshape [1,1,1,C] → BroadcastTo [N,H,W,C] → RealDiv by N·H·W → Mul by x.
+    let (n, h, w, c) = (4, 5, 6, 8);
+    let g = graph(vec![
+        arg("dy", 0, DType::Float32),
+        arg("x", 1, DType::Float32),
+        ints("s1", &[1, 1, 1, c as i32]),
+        node("r", "Reshape", &["dy", "s1"], vec![]),
+        ints("s4", &[n as i32, h as i32, w as i32, c as i32]),
+        node("b", "BroadcastTo", &["r", "s4"], vec![]),
+        konst("k", Tensor::from_f32(vec![], vec![(n * h * w) as f32]).unwrap()),
+        node("d", "RealDiv", &["b", "k"], vec![]),
+        node("m", "Mul", &["d", "x"], vec![]),
+        ret("r0", "m", 0),
+        // A broadcast nothing else reads is a loop of its own, never an alias of its operand.
+        ints("s2", &[3, c as i32]),
+        node("b2", "BroadcastTo", &["dy", "s2"], vec![]),
+        ret("r1", "b2", 1),
+        // A constant broadcast is folded.
+        konst("kc", Tensor::from_f32(vec![2], vec![1.5, -2.0]).unwrap()),
+        ints("s3", &[2, 2]),
+        node("bc", "BroadcastTo", &["kc", "s3"], vec![]),
+        ret("r2", "bc", 2),
+    ]);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![c]), (DType::Float32, vec![n, h, w, c])]).unwrap();
+    let desc = f.describe();
+    assert!(desc.iter().all(|d| !d.contains("Strided")), "{desc:?}");
+    assert!(desc.iter().any(|d| d.contains("fused 3 ops")), "{desc:?}");
+    let dy = rand_f32(c, 5, -1.0, 1.0);
+    let x = rand_f32(n * h * w * c, 6, -1.0, 1.0);
+    let got = f.call(&[f32t(&[c], dy.clone()), f32t(&[n, h, w, c], x.clone())]).unwrap();
+    let want: Vec<f32> = x.iter().enumerate().map(|(i, &xv)| dy[i % c] / (n * h * w) as f32 * xv).collect();
+    assert_eq!(got[0].as_f32().unwrap(), &want[..]);
+    assert_eq!(got[1].shape, vec![3, c]);
+    let rows: Vec<f32> = (0..3).flat_map(|_| dy.iter().copied()).collect();
+    assert_eq!(got[1].as_f32().unwrap(), &rows[..]);
+    assert_eq!(got[2].shape, vec![2, 2]);
+    assert_eq!(got[2].as_f32().unwrap(), &[1.5, -2.0, 1.5, -2.0]);
+}

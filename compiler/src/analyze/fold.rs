@@ -78,9 +78,16 @@ pub(super) fn evaluate(node: &Node, info: &NodeInfo, inputs: &[&Tensor]) -> Opti
         }
         NodeKind::Elementwise(EwOp::Copy) => {
             // Identity, or a Reshape/Squeeze/reduction that keeps shape and order
-            // ([`same_values`]): its other inputs (a shape, axes) are not operands.
+            // ([`same_values`]): its other inputs (a shape, axes) are not operands. A
+            // `BroadcastTo` copy has fewer input elements than outputs: it is broadcast.
             let t = inputs[0];
-            Some(vec![Tensor { dtype: t.dtype, shape: info.outputs[0].shape.clone(), data: t.data.clone() }])
+            let shape = &info.outputs[0].shape;
+            if t.num_elements() != shape.iter().product::<usize>() {
+                let op =
+                    KernelOp::Strided { dims: shape.clone(), strides: broadcast_strides(&t.shape, shape), offset: 0 };
+                return op.run(&[t], std::slice::from_ref(shape)).ok();
+            }
+            Some(vec![Tensor { dtype: t.dtype, shape: shape.clone(), data: t.data.clone() }])
         }
         NodeKind::Elementwise(ew) => {
             let out = &info.outputs[0];

@@ -326,6 +326,12 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             let out = broadcast_shapes(&x.shape, &want).filter(|s| *s == want).ok_or_else(|| {
                 CompileError::Invalid(format!("node '{}': cannot broadcast {:?} to {want:?}", node.name, x.shape))
             })?;
+            if is_compiled_dtype(x.dtype) {
+                // A copy whose operand the loop reads with broadcast strides (`plan::fused_spec`),
+                // so the broadcast joins its consumers' loop and is never materialised (the
+                // gradient of a `Mean` is one, in every BatchNorm's backward pass).
+                return Ok(NodeInfo { kind: NodeKind::Elementwise(EwOp::Copy), outputs: vec![vi(x.dtype, out)] });
+            }
             let strides = broadcast_strides(&x.shape, &out);
             Ok(kernel(KernelOp::Strided { dims: out.clone(), strides, offset: 0 }, vec![0], vec![vi(x.dtype, out)]))
         }
