@@ -135,25 +135,122 @@ pub(crate) fn zip_map<A: Elem, B: Elem, O: Elem>(
     super::budget(O::DTYPE, &out)?;
     let (x, y) = (A::slice(a), B::slice(b));
     let n: usize = out.iter().product();
-    let v: Vec<O> = if same_shape(&a.shape, &b.shape) {
-        if n >= PARALLEL_MIN_ELEMENTS {
-            x.par_iter().with_min_len(CHUNK).zip(y.par_iter()).map(|(&p, &q)| f(p, q)).collect()
-        } else {
-            x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect()
+    let rows = Rows::new(&out, &bcast_strides(&a.shape, &out), &bcast_strides(&b.shape, &out));
+    let mut v: Vec<O> = Vec::with_capacity(n);
+    rows.each(&mut v.spare_capacity_mut()[..n], |d, oa, ob| {
+        let (ia, ib) = rows.inner_strides();
+        let len = d.len();
+        match (ia, ib) {
+            (1, 1) => d.iter_mut().zip(&x[oa..][..len]).zip(&y[ob..][..len]).for_each(|((p, &a), &b)| {
+                p.write(f(a, b));
+            }),
+            (1, 0) => {
+                let b = y[ob];
+                d.iter_mut().zip(&x[oa..][..len]).for_each(|(p, &a)| {
+                    p.write(f(a, b));
+                })
+            }
+            (0, 1) => {
+                let a = x[oa];
+                d.iter_mut().zip(&y[ob..][..len]).for_each(|(p, &b)| {
+                    p.write(f(a, b));
+                })
+            }
+            _ => d.iter_mut().enumerate().for_each(|(k, p)| {
+                p.write(f(x[oa + k * ia], y[ob + k * ib]));
+            }),
         }
-    } else if y.len() == 1 && x.len() == n {
-        let q = y[0];
-        par_map(x, |p| f(p, q))
-    } else if x.len() == 1 && y.len() == n {
-        let p = x[0];
-        par_map(y, |q| f(p, q))
-    } else {
-        let (sa, sb) = (bcast_strides(&a.shape, &out), bcast_strides(&b.shape, &out));
-        let mut v = Vec::with_capacity(n);
-        for_each_bcast2(&out, &sa, &sb, |i, j| v.push(f(x[i], y[j])));
-        v
-    };
+    });
+    // SAFETY: `Rows::each` hands out every element of the first `n` exactly once, and each
+    // row above writes all of its elements.
+    unsafe { v.set_len(n) };
     Ok(tensor_of(out, v))
+}
+
+/// The loop nest of a broadcasting binary op over a dense row-major output: size-1
+/// dimensions dropped and adjacent dimensions merged wherever both operands' strides allow,
+/// so the innermost dimension is as long as possible. Kernels walk it a row at a time, each
+/// row a plain slice loop the compiler vectorises (the former per-element index walk ran
+/// BatchNorm's `x · scale[C]` at a tenth of memory speed, a fifth of a Keras CNN step).
+pub(crate) struct Rows {
+    dims: Vec<usize>,
+    sa: Vec<usize>,
+    sb: Vec<usize>,
+}
+
+impl Rows {
+    pub(crate) fn new(out: &[usize], sa: &[usize], sb: &[usize]) -> Rows {
+        let (mut dims, mut ra, mut rb): (Vec<usize>, Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new(), Vec::new());
+        for d in 0..out.len() {
+            if out[d] == 1 {
+                continue;
+            }
+            match (dims.last_mut(), ra.last_mut(), rb.last_mut()) {
+                (Some(n), Some(a), Some(b)) if *a == sa[d] * out[d] && *b == sb[d] * out[d] => {
+                    *n *= out[d];
+                    *a = sa[d];
+                    *b = sb[d];
+                }
+                _ => {
+                    dims.push(out[d]);
+                    ra.push(sa[d]);
+                    rb.push(sb[d]);
+                }
+            }
+        }
+        if dims.is_empty() {
+            dims.push(if out.contains(&0) { 0 } else { 1 });
+            ra.push(0);
+            rb.push(0);
+        }
+        Rows { dims, sa: ra, sb: rb }
+    }
+
+    /// The operands' strides along a row.
+    pub(crate) fn inner_strides(&self) -> (usize, usize) {
+        (*self.sa.last().expect("rank >= 1"), *self.sb.last().expect("rank >= 1"))
+    }
+
+    /// Calls `row(dst_row, a_offset, b_offset)` for every row of `dst` (the dense output,
+    /// `dims`' product long), split over the cores in chunks of whole rows when large.
+    pub(crate) fn each<O: Send>(&self, dst: &mut [O], row: impl Fn(&mut [O], usize, usize) + Sync) {
+        let r = self.dims.len();
+        let inner = self.dims[r - 1];
+        if dst.is_empty() || inner == 0 {
+            return;
+        }
+        let chunk_rows = (CHUNK / inner).max(1);
+        let walk = |first: usize, part: &mut [O]| {
+            // The multi-index of row `first` over the outer dimensions, and its offsets.
+            let mut idx = vec![0usize; r - 1];
+            let (mut oa, mut ob, mut q) = (0usize, 0usize, first);
+            for d in (0..r - 1).rev() {
+                idx[d] = q % self.dims[d];
+                q /= self.dims[d];
+                oa += idx[d] * self.sa[d];
+                ob += idx[d] * self.sb[d];
+            }
+            for dr in part.chunks_mut(inner) {
+                row(dr, oa, ob);
+                for d in (0..r - 1).rev() {
+                    idx[d] += 1;
+                    oa += self.sa[d];
+                    ob += self.sb[d];
+                    if idx[d] < self.dims[d] {
+                        break;
+                    }
+                    oa -= self.sa[d] * self.dims[d];
+                    ob -= self.sb[d] * self.dims[d];
+                    idx[d] = 0;
+                }
+            }
+        };
+        if dst.len() >= PARALLEL_MIN_ELEMENTS {
+            dst.par_chunks_mut(chunk_rows * inner).enumerate().for_each(|(c, part)| walk(c * chunk_rows, part));
+        } else {
+            walk(0, dst);
+        }
+    }
 }
 
 /// Broadcasting zip of two tensors of one type, reusing a unique input buffer
@@ -173,28 +270,29 @@ pub(crate) fn zip_same<T: Elem>(mut a: Tensor, mut b: Tensor, f: impl Fn(T, T) -
 
 /// `dst[i] = f(dst[i], other[j])` (or `f(other[j], dst[i])` when `swapped`).
 fn zip_into<T: Elem>(dst: &mut Tensor, other: &Tensor, out: &[usize], f: &(impl Fn(T, T) -> T + Sync), swapped: bool) {
-    let g = |d: T, o: T| if swapped { f(o, d) } else { f(d, o) };
-    let y = T::slice(other);
-    let y_len = y.len();
-    let same = same_shape(&dst.shape, &other.shape);
-    let sb = if same || y_len == 1 { Vec::new() } else { bcast_strides(&other.shape, out) };
-    let x = T::vec_mut(&mut dst.data);
-    let n = x.len();
-    if same {
-        if n >= PARALLEL_MIN_ELEMENTS {
-            x.par_chunks_mut(CHUNK)
-                .zip(y.par_chunks(CHUNK))
-                .for_each(|(xc, yc)| xc.iter_mut().zip(yc).for_each(|(p, &q)| *p = g(*p, q)));
-        } else {
-            x.iter_mut().zip(y).for_each(|(p, &q)| *p = g(*p, q));
-        }
-    } else if y_len == 1 {
-        let q = y[0];
-        par_map_inplace(x, |p| g(p, q));
+    // Two monomorphic loops, so the operand order is not a branch per element.
+    if swapped {
+        zip_rows_into(dst, other, out, &|d, o| f(o, d))
     } else {
-        let sa = strides(out);
-        for_each_bcast2(out, &sa, &sb, |i, j| x[i] = g(x[i], y[j]));
+        zip_rows_into(dst, other, out, &|d, o| f(d, o))
     }
+}
+
+fn zip_rows_into<T: Elem>(dst: &mut Tensor, other: &Tensor, out: &[usize], g: &(impl Fn(T, T) -> T + Sync)) {
+    let y = T::slice(other);
+    let rows = Rows::new(out, &strides(out), &bcast_strides(&other.shape, out));
+    let x = T::vec_mut(&mut dst.data);
+    rows.each(&mut x[..], |d, _, ob| match rows.inner_strides().1 {
+        1 => {
+            let len = d.len();
+            d.iter_mut().zip(&y[ob..][..len]).for_each(|(p, &q)| *p = g(*p, q))
+        }
+        0 => {
+            let q = y[ob];
+            d.iter_mut().for_each(|p| *p = g(*p, q))
+        }
+        ib => d.iter_mut().enumerate().for_each(|(k, p)| *p = g(*p, y[ob + k * ib])),
+    });
 }
 
 // ---- numeric traits ----
@@ -1017,6 +1115,50 @@ mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::AttrValue;
+
+    /// The row-wise broadcast ([`Rows`]) against the per-element index walk, for every
+    /// pairing of broadcast patterns (inner, outer, middle, both sides, scalars, size-0 and
+    /// size-1 dimensions), small and large enough to split over the cores, into a new tensor
+    /// and in place either way round.
+    #[test]
+    fn row_wise_broadcasts_match_the_element_walk() {
+        let shapes: &[(&[usize], &[usize])] = &[
+            (&[7, 5], &[5]),
+            (&[7, 5], &[7, 1]),
+            (&[1, 5], &[7, 1]),
+            (&[3, 4, 5], &[4, 1]),
+            (&[3, 1, 5], &[1, 4, 1]),
+            (&[2, 3, 4, 5], &[]),
+            (&[], &[2, 3]),
+            (&[6], &[6]),
+            (&[2, 0, 3], &[3]),
+            (&[64, 32, 32, 32], &[32]),
+            (&[64, 32, 32, 32], &[64, 1, 1, 32]),
+            (&[300, 1, 700], &[300, 1, 1]),
+            (&[1, 300, 700], &[300, 700]),
+        ];
+        for &(sa, sb) in shapes {
+            for (a_shape, b_shape) in [(sa, sb), (sb, sa)] {
+                let fill = |shape: &[usize], k: f32| {
+                    let n: usize = shape.iter().product();
+                    Tensor::from_f32(shape.to_vec(), (0..n).map(|i| (i as f32 * 0.37 + k).sin()).collect()).unwrap()
+                };
+                let (a, b) = (fill(a_shape, 0.5), fill(b_shape, 1.5));
+                let out = broadcast_shape(a_shape, b_shape).unwrap();
+                let (x, y) = (a.as_f32().unwrap(), b.as_f32().unwrap());
+                let mut want = Vec::new();
+                let (ea, eb) = (bcast_strides(a_shape, &out), bcast_strides(b_shape, &out));
+                for_each_bcast2(&out, &ea, &eb, |i, j| want.push(x[i] - 2.0 * y[j]));
+                let f = |p: f32, q: f32| p - 2.0 * q;
+                let got = zip_map::<f32, f32, f32>(&a, &b, f).unwrap();
+                assert_eq!(got.shape, out, "{a_shape:?} {b_shape:?}");
+                assert_eq!(got.as_f32().unwrap(), &want[..], "{a_shape:?} {b_shape:?}");
+                // In place into a unique operand of the output's shape, whichever side it is.
+                let got = zip_same::<f32>(fill(a_shape, 0.5), fill(b_shape, 1.5), f).unwrap();
+                assert_eq!(got.as_f32().unwrap(), &want[..], "in place {a_shape:?} {b_shape:?}");
+            }
+        }
+    }
 
     /// Casts to and from the small integers wrap as TensorFlow's (C++'s) do: checked against
     /// `tf.cast` in TensorFlow 2.21.
