@@ -22,6 +22,10 @@
 
 mod unpacked;
 
+/// The deepest float32 product taken without packing on this host's vector units
+/// (deeper ones are packed): callers that can cut their reduction choose this depth.
+pub(crate) const UNPACKED_MAX_K: usize = unpacked::MAX_K;
+
 /// An element type `matrixmultiply` multiplies.
 pub trait GemmElem: Copy + Send + Sync + 'static {
     /// `C = A·B` (alpha 1, beta 0) on the calling thread; C's element `(i, j)` is at
