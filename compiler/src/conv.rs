@@ -973,7 +973,8 @@ mod tests {
     /// convolutions that keep col2im.
     #[test]
     fn unit_stride_gradients_match_their_definition() {
-        let cases: [([usize; 4], [usize; 4], (usize, usize), (usize, usize), Padding); 6] = [
+        type Case = ([usize; 4], [usize; 4], (usize, usize), (usize, usize), Padding);
+        let cases: [Case; 6] = [
             ([2, 24, 25, 3], [3, 3, 3, 5], (1, 1), (1, 1), Padding::Same),
             ([3, 7, 9, 4], [2, 3, 4, 6], (1, 1), (1, 1), Padding::Valid),
             ([2, 6, 5, 2], [5, 1, 2, 3], (1, 1), (1, 1), Padding::Explicit([(3, 1), (0, 2)])),
