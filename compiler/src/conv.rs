@@ -21,6 +21,8 @@ use autoclust_graph::{AttrValue, Node};
 
 use crate::gemm::{gemm, gemm_strided, GemmElem};
 
+mod winograd;
+
 /// Why a window op's attributes or operands are refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConvError {
@@ -258,11 +260,29 @@ impl WindowAttrs {
 /// # Safety
 /// Every bit pattern of the type's size must be a valid value, and its size and alignment at
 /// most 8 bytes: [`with_scratch`] hands out reused memory holding other values' bits.
-pub unsafe trait ConvElem: GemmElem + Default + std::ops::AddAssign + std::ops::Mul<Output = Self> {}
+pub unsafe trait ConvElem:
+    GemmElem
+    + Default
+    + std::ops::AddAssign
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+{
+    /// One half (Winograd's filter transform).
+    fn half() -> Self;
+}
 // SAFETY: plain IEEE floats of 4 and 8 bytes.
-unsafe impl ConvElem for f32 {}
+unsafe impl ConvElem for f32 {
+    fn half() -> f32 {
+        0.5
+    }
+}
 // SAFETY: as above.
-unsafe impl ConvElem for f64 {}
+unsafe impl ConvElem for f64 {
+    fn half() -> f64 {
+        0.5
+    }
+}
 
 thread_local! {
     /// Each thread's im2col/partial-product buffer, kept between calls: a fresh buffer per
@@ -558,6 +578,9 @@ pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> V
     if s.is_pointwise() {
         pointwise(s, Pointwise::Forward, x, f, &mut out, threads);
         return out;
+    }
+    if winograd::applies(s) {
+        return winograd::conv2d(s, x, f, threads);
     }
     let dst = Shared(out.as_mut_ptr());
     let scratch = if g > 1 { pixels * og } else { 0 };
@@ -1021,6 +1044,64 @@ mod tests {
             close(&conv2d_backprop_filter(&s, &x, &dy, 1), &df, "filter gradient");
             assert_eq!(conv2d_backprop_input(&s, &f, &dy, 1), conv2d_backprop_input(&s, &f, &dy, 2));
             assert_eq!(conv2d_backprop_filter(&s, &x, &dy, 1), conv2d_backprop_filter(&s, &x, &dy, 2));
+        }
+    }
+
+    /// 3×3 unit-stride convolutions over at least 16 channels take Winograd's F(2×2, 3×3)
+    /// (`winograd.rs`), forward and — as the forward convolution of `dy` — input gradient:
+    /// against the float64 definition at odd and even output sizes (partial edge tiles),
+    /// `SAME`, `VALID` and uneven explicit padding, one image and several, with the same
+    /// bits on one thread and two; below 16 channels the direct product stays.
+    #[test]
+    fn winograd_convolutions_match_their_definition() {
+        type Case = ([usize; 4], [usize; 4], Padding, bool);
+        let cases: [Case; 6] = [
+            ([2, 8, 8, 16], [3, 3, 16, 16], Padding::Same, true),
+            ([1, 7, 9, 16], [3, 3, 16, 24], Padding::Same, true),
+            ([3, 9, 6, 20], [3, 3, 20, 16], Padding::Valid, true),
+            ([2, 5, 7, 16], [3, 3, 16, 17], Padding::Explicit([(2, 0), (0, 1)]), true),
+            ([1, 3, 3, 16], [3, 3, 16, 16], Padding::Valid, true),
+            ([2, 8, 8, 8], [3, 3, 8, 16], Padding::Same, false),
+        ];
+        for (input, filter, padding, takes) in cases {
+            let attrs = WindowAttrs { strides: (1, 1), dilations: (1, 1), padding };
+            let s = ConvShape { input, filter, win: attrs.conv_window(input, filter).unwrap() };
+            assert_eq!(winograd::applies(&s), takes, "{input:?}/{filter:?}");
+            let [n, h, w, c] = input;
+            let o = filter[3];
+            let [_, oh, ow, _] = s.output();
+            let x = data(n * h * w * c, 11);
+            let f = data(9 * c * o, 12);
+            let dy = data(n * oh * ow * o, 13);
+            let (mut y, mut dx) = (vec![0f64; n * oh * ow * o], vec![0f64; x.len()]);
+            for b in 0..n {
+                for (oy, ox) in (0..oh).flat_map(|oy| (0..ow).map(move |ox| (oy, ox))) {
+                    for (ky, kx) in (0..3).flat_map(|ky| (0..3).map(move |kx| (ky, kx))) {
+                        let (Some(iy), Some(ix)) = (s.win.h.source(oy, ky), s.win.w.source(ox, kx)) else { continue };
+                        for (ci, oc) in (0..c).flat_map(|ci| (0..o).map(move |oc| (ci, oc))) {
+                            let (yi, fi, xi) = (
+                                ((b * oh + oy) * ow + ox) * o + oc,
+                                ((ky * 3 + kx) * c + ci) * o + oc,
+                                ((b * h + iy) * w + ix) * c + ci,
+                            );
+                            y[yi] += x[xi] as f64 * f[fi] as f64;
+                            dx[xi] += dy[yi] as f64 * f[fi] as f64;
+                        }
+                    }
+                }
+            }
+            // Sums of 9·C products of values in [-1, 1]: bound by a few ulps of 9·C.
+            let tol = 4.0 * f32::EPSILON as f64 * (9 * c.max(o)) as f64;
+            let close = |got: &[f32], want: &[f64], what: &str| {
+                assert_eq!(got.len(), want.len(), "{what}");
+                for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+                    assert!((g as f64 - w).abs() < tol, "{what} {input:?}/{filter:?}[{i}]: {g} vs {w}");
+                }
+            };
+            close(&conv2d(&s, &x, &f, 1), &y, "forward");
+            close(&conv2d_backprop_input(&s, &f, &dy, 1), &dx, "input gradient");
+            assert_eq!(conv2d(&s, &x, &f, 1), conv2d(&s, &x, &f, 2));
+            assert_eq!(conv2d_backprop_input(&s, &f, &dy, 1), conv2d_backprop_input(&s, &f, &dy, 2));
         }
     }
 

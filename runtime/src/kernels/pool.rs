@@ -128,7 +128,7 @@ fn max_pool_grad_with_argmax<T: Float + PoolElem>(
         let base = if with_batch { 0 } else { (i / per_image.max(1)) * image };
         let at = usize::try_from(k).ok().map(|k| k + base).filter(|&at| at < n * image);
         let at = at.ok_or_else(|| KernelError::invalid(format!("Invalid argmax index {k} for output element {i}")))?;
-        dx[at] = dx[at].add(gv);
+        dx[at] = autoclust_graph::arith::TfArith::add(dx[at], gv);
     }
     Ok(tensor_of(s.input.to_vec(), dx))
 }

@@ -1,0 +1,275 @@
+//! Winograd's minimal filtering F(2×2, 3×3) for the 3×3 convolutions with unit strides and
+//! dilations that dominate CNN training steps (ResNet's, VGG's, the Keras residual blocks):
+//! forward passes, and through [`ConvShape::transposed`] their input gradients.
+//!
+//! Each 2×2 block of outputs ("tile") reads a 4×4 patch `d` of the (padded) input. With
+//! `V = Bᵀ d B` per input channel and `U = G g Gᵀ` per (input, output) channel pair of the
+//! filter `g`, the tile's outputs are `Aᵀ (Σ_c U ⊙ V) A`: 16 element positions ξ, each a
+//! sum over input channels — 16 GEMMs `M_ξ [tiles, O] = V_ξ [tiles, C] · U_ξ [C, O]` per
+//! image instead of one `[OH·OW, 9·C] · [9·C, O]` product. That is 16·C·O multiply-adds
+//! per four outputs instead of 36·C·O (2.25× fewer); the transforms are additions over
+//! the channels, linear in the data.
+//!
+//! ```text
+//! Bᵀ = | 1  0 -1  0 |   G = | 1    0    0   |   Aᵀ = | 1  1  1  0 |
+//!      | 0  1  1  0 |       | 1/2  1/2  1/2 |        | 0  1 -1 -1 |
+//!      | 0 -1  1  0 |       | 1/2 -1/2  1/2 |
+//!      | 0  1  0 -1 |       | 0    0    1   |
+//! ```
+//!
+//! Rounding differs from the direct product's (the transforms add and halve before the
+//! sums), within a few units in the last place of the outputs' scale for these small
+//! transforms (the unit test bounds it against float64 sums); F(4×4, 3×3), 4× fewer
+//! multiplies, would round visibly worse and is not used.
+//!
+//! Invariant: as the module's other paths, deterministic and independent of the thread
+//! count (images are split over threads whole; each image's GEMMs keep the GEMM's own
+//! invariant), and the compiled clusters and the interpreter call this same code.
+
+use super::{over_images, Axis, ConvElem, ConvShape, Shared};
+use crate::gemm::gemm_strided;
+
+/// The fewest input and output channels taken here: the 16 products are `C` deep and `O`
+/// wide, too thin below this to beat the direct product's single deep one (a 3-channel
+/// image layer keeps im2col).
+const MIN_DEPTH: usize = 16;
+
+/// Whether `s` is an ungrouped 3×3 convolution with unit strides and dilations over at
+/// least [`MIN_DEPTH`] input and output channels.
+pub(super) fn applies(s: &ConvShape) -> bool {
+    let unit = |a: &Axis| a.kernel == 3 && a.stride == 1 && a.dilation == 1 && a.output > 0;
+    s.groups() == 1 && unit(&s.win.h) && unit(&s.win.w) && s.input[3] >= MIN_DEPTH && s.filter[3] >= MIN_DEPTH
+}
+
+/// `U[ξ][c][o] = (G g Gᵀ)[ξ]` for the HWIO filter `f` `[3, 3, C, O]`.
+fn filter_transform<T: ConvElem>(f: &[T], c: usize, o: usize) -> Vec<T> {
+    let half = T::half();
+    let mut u = vec![T::default(); 16 * c * o];
+    for ci in 0..c {
+        for oi in 0..o {
+            let g = |ky: usize, kx: usize| f[((ky * 3 + kx) * c + ci) * o + oi];
+            // G g: 4 rows of 3.
+            let mut t = [[T::default(); 3]; 4];
+            for (kx, col) in (0..3).map(|kx| (kx, [g(0, kx), g(1, kx), g(2, kx)])) {
+                let [a, b, e] = col;
+                t[0][kx] = a;
+                t[1][kx] = (a + b + e) * half;
+                t[2][kx] = (a - b + e) * half;
+                t[3][kx] = e;
+            }
+            // (G g) Gᵀ: 4 × 4.
+            for (r, &[a, b, e]) in t.iter().enumerate() {
+                let row = [a, (a + b + e) * half, (a - b + e) * half, e];
+                for (q, &v) in row.iter().enumerate() {
+                    u[((r * 4 + q) * c + ci) * o + oi] = v;
+                }
+            }
+        }
+    }
+    u
+}
+
+#[derive(Clone, Copy)]
+enum Sign {
+    Plus,
+    Minus,
+}
+
+/// `out = a ± b` over a row of channels.
+#[inline(always)]
+fn lin<T: ConvElem>(out: &mut [T], a: &[T], b: &[T], sign: Sign) {
+    let (a, b) = (&a[..out.len()], &b[..out.len()]);
+    match sign {
+        Sign::Plus => out.iter_mut().zip(a.iter().zip(b)).for_each(|(o, (&x, &y))| *o = x + y),
+        Sign::Minus => out.iter_mut().zip(a.iter().zip(b)).for_each(|(o, (&x, &y))| *o = x - y),
+    }
+}
+
+/// `out = a + b + c` (`Plus`) or `a − b − c` (`Minus`) over a row of channels.
+#[inline(always)]
+fn sum3<T: ConvElem>(out: &mut [T], a: &[T], b: &[T], c: &[T], sign: Sign) {
+    let n = out.len();
+    let (a, b, c) = (&a[..n], &b[..n], &c[..n]);
+    let abc = a.iter().zip(b).zip(c);
+    match sign {
+        Sign::Plus => out.iter_mut().zip(abc).for_each(|(o, ((&x, &y), &z))| *o = x + y + z),
+        Sign::Minus => out.iter_mut().zip(abc).for_each(|(o, ((&x, &y), &z))| *o = x - y - z),
+    }
+}
+
+/// `Conv2D` of `x` `[N, H, W, C]` by `f` `[3, 3, C, O]` ([`applies`]) → `[N, OH, OW, O]`.
+pub(super) fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let o = s.filter[3];
+    let (oh, ow) = (s.win.h.output, s.win.w.output);
+    let (ph, pw) = (s.win.h.pad_before, s.win.w.pad_before);
+    let (tiles_h, tiles_w) = (oh.div_ceil(2), ow.div_ceil(2));
+    let tiles = tiles_h * tiles_w;
+    let mut out = vec![T::default(); n * oh * ow * o];
+    if out.is_empty() {
+        return out;
+    }
+    let u = filter_transform(f, c, o);
+    let zeros = vec![T::default(); c];
+    let dst = Shared(out.as_mut_ptr());
+    // Per image: V `[tiles][16][C]` and M `[tiles][16][O]`, each tile's 16 rows together.
+    // Per image: V `[tiles][16][C]`, M `[tiles][16][O]` (each tile's 16 rows together) and
+    // one tile's intermediate rows.
+    over_images::<T>(n, tiles * 16 * (c + o) + 16 * c.max(o), threads, &|b, buf, t| {
+        let (v, rest) = buf.split_at_mut(tiles * 16 * c);
+        let (m, stage) = rest.split_at_mut(tiles * 16 * o);
+        let xb = &x[b * h * w * c..][..h * w * c];
+        let geo = Geo { h, w, c, o, oh, ow, ph, pw, tiles_h, tiles_w };
+        input_transform(&geo, xb, &zeros, v, stage);
+        // M_ξ = V_ξ · U_ξ: rows `16·C` (`16·O`) apart in V (M).
+        for xi in 0..16 {
+            // SAFETY: A's `tiles` rows of `c` start `xi·c` into each tile's `16·c` block of
+            // `v`; B is `U_ξ`, `c × o` dense in `u`; C's rows of `o` start `xi·o` into each
+            // tile's `16·o` block of `m` — all within their buffers, C distinct from both.
+            unsafe {
+                gemm_strided(
+                    tiles,
+                    c,
+                    o,
+                    v.as_ptr().add(xi * c),
+                    (16 * c) as isize,
+                    1,
+                    u.as_ptr().add(xi * c * o),
+                    o as isize,
+                    1,
+                    m.as_mut_ptr().add(xi * o),
+                    (16 * o) as isize,
+                    1,
+                    t,
+                )
+            };
+        }
+        // SAFETY: image b's output rows are its own.
+        let y = unsafe { dst.slice(b * oh * ow * o, oh * ow * o) };
+        output_transform(&geo, m, y, stage);
+    });
+    out
+}
+
+/// The geometry of one image's tiles.
+struct Geo {
+    h: usize,
+    w: usize,
+    c: usize,
+    o: usize,
+    oh: usize,
+    ow: usize,
+    ph: usize,
+    pw: usize,
+    tiles_h: usize,
+    tiles_w: usize,
+}
+
+/// `V = Bᵀ d B` for every tile of image `xb`, as 32 slice loops over the channels per tile;
+/// `tr` holds one tile's intermediate rows (`16·C`).
+fn input_transform<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the host has the features the copy is compiled for.
+        return unsafe { input_transform_avx512(g, xb, zeros, v, tr) };
+    }
+    input_transform_body(g, xb, zeros, v, tr)
+}
+
+/// [`input_transform_body`] vectorised for AVX-512 (the crate is compiled for baseline
+/// x86-64, whose 4-wide loops left the transforms a fifth of a CNN step).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn input_transform_avx512<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T]) {
+    input_transform_body(g, xb, zeros, v, tr)
+}
+
+#[inline(always)]
+fn input_transform_body<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T]) {
+    let &Geo { h, w, c, ph, pw, tiles_h, tiles_w, .. } = g;
+    let tr = &mut tr[..16 * c];
+    for ty in 0..tiles_h {
+        for tx in 0..tiles_w {
+            let tile = ty * tiles_w + tx;
+            let d: [&[T]; 16] = std::array::from_fn(|k| {
+                let (iy, ix) = ((2 * ty + k / 4).checked_sub(ph), (2 * tx + k % 4).checked_sub(pw));
+                match (iy, ix) {
+                    (Some(iy), Some(ix)) if iy < h && ix < w => &xb[(iy * w + ix) * c..][..c],
+                    _ => zeros,
+                }
+            });
+            // Bᵀ d: rows combined, column by column.
+            for q in 0..4 {
+                let (d0, d1, d2, d3) = (d[q], d[4 + q], d[8 + q], d[12 + q]);
+                lin(&mut tr[q * c..][..c], d0, d2, Sign::Minus);
+                lin(&mut tr[(4 + q) * c..][..c], d1, d2, Sign::Plus);
+                lin(&mut tr[(8 + q) * c..][..c], d2, d1, Sign::Minus);
+                lin(&mut tr[(12 + q) * c..][..c], d1, d3, Sign::Minus);
+            }
+            // (Bᵀ d) B: columns combined, row by row, into V's rows.
+            let vt = &mut v[tile * 16 * c..][..16 * c];
+            for r in 0..4 {
+                let row = |q: usize| &tr[(r * 4 + q) * c..][..c];
+                let (a0, a1, a2, a3) = (row(0), row(1), row(2), row(3));
+                let out = &mut vt[r * 4 * c..][..4 * c];
+                let (o0, o123) = out.split_at_mut(c);
+                let (o1, o23) = o123.split_at_mut(c);
+                let (o2, o3) = o23.split_at_mut(c);
+                lin(o0, a0, a2, Sign::Minus);
+                lin(o1, a1, a2, Sign::Plus);
+                lin(o2, a2, a1, Sign::Minus);
+                lin(o3, a1, a3, Sign::Minus);
+            }
+        }
+    }
+}
+
+/// `Y = Aᵀ M A` for every tile, written into the image's output `y` where each 2×2 block lies
+/// inside it; `r` holds one tile's intermediate rows (`8·O`).
+fn output_transform<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the host has the features the copy is compiled for.
+        return unsafe { output_transform_avx512(g, m, y, r) };
+    }
+    output_transform_body(g, m, y, r)
+}
+
+/// [`output_transform_body`] vectorised for AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn output_transform_avx512<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
+    output_transform_body(g, m, y, r)
+}
+
+#[inline(always)]
+fn output_transform_body<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
+    let &Geo { o, oh, ow, tiles_h, tiles_w, .. } = g;
+    let r = &mut r[..8 * o];
+    for ty in 0..tiles_h {
+        for tx in 0..tiles_w {
+            let tile = ty * tiles_w + tx;
+            let mt = &m[tile * 16 * o..][..16 * o];
+            let row = |k: usize| &mt[k * o..][..o];
+            // Aᵀ M: two rows of four.
+            for q in 0..4 {
+                let (m0, m1, m2, m3) = (row(q), row(4 + q), row(8 + q), row(12 + q));
+                let (r0, r1) = r.split_at_mut(4 * o);
+                sum3(&mut r0[q * o..][..o], m0, m1, m2, Sign::Plus);
+                sum3(&mut r1[q * o..][..o], m1, m2, m3, Sign::Minus);
+            }
+            let (oy, ox) = (2 * ty, 2 * tx);
+            for (i, yy) in [oy, oy + 1].into_iter().enumerate().filter(|&(_, yy)| yy < oh) {
+                let rr = |q: usize| &r[(i * 4 + q) * o..][..o];
+                for (j, xx) in [ox, ox + 1].into_iter().enumerate().filter(|&(_, xx)| xx < ow) {
+                    let dst = &mut y[(yy * ow + xx) * o..][..o];
+                    if j == 0 {
+                        sum3(dst, rr(0), rr(1), rr(2), Sign::Plus);
+                    } else {
+                        sum3(dst, rr(1), rr(2), rr(3), Sign::Minus);
+                    }
+                }
+            }
+        }
+    }
+}
