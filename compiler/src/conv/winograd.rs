@@ -173,6 +173,11 @@ fn input_transform<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr:
         // SAFETY: the host has the features the copy is compiled for.
         return unsafe { input_transform_avx512(g, xb, zeros, v, tr) };
     }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: as above.
+        return unsafe { input_transform_avx2(g, xb, zeros, v, tr) };
+    }
     input_transform_body(g, xb, zeros, v, tr)
 }
 
@@ -181,6 +186,13 @@ fn input_transform<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr:
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn input_transform_avx512<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T]) {
+    input_transform_body(g, xb, zeros, v, tr)
+}
+
+/// [`input_transform_body`] vectorised for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn input_transform_avx2<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T]) {
     input_transform_body(g, xb, zeros, v, tr)
 }
 
@@ -232,6 +244,11 @@ fn output_transform<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
         // SAFETY: the host has the features the copy is compiled for.
         return unsafe { output_transform_avx512(g, m, y, r) };
     }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: as above.
+        return unsafe { output_transform_avx2(g, m, y, r) };
+    }
     output_transform_body(g, m, y, r)
 }
 
@@ -239,6 +256,13 @@ fn output_transform<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn output_transform_avx512<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
+    output_transform_body(g, m, y, r)
+}
+
+/// [`output_transform_body`] vectorised for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn output_transform_avx2<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
     output_transform_body(g, m, y, r)
 }
 
