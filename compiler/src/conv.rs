@@ -445,11 +445,21 @@ fn pointwise<T: ConvElem>(s: &ConvShape, pass: Pointwise, a: &[T], b: &[T], out:
 fn im2col<T: ConvElem>(x: &[T], (c, c0, cg): (usize, usize, usize), win: &Window, col: &mut [T]) {
     let (kh, kw) = (win.h.kernel, win.w.kernel);
     let row = kh * kw * cg;
+    // All channels and adjacent taps: a window row whose taps all lie inside the input is one
+    // contiguous run of `KW·C` values in both the input and the column row — one copy
+    // instead of `KW` (each a library call for a few dozen values).
+    let whole_rows = cg == c && win.w.dilation == 1;
     for oy in 0..win.h.output {
         for ox in 0..win.w.output {
             let dst = &mut col[(oy * win.w.output + ox) * row..][..row];
             for ky in 0..kh {
                 let iy = win.h.source(oy, ky);
+                if let (true, Some(iy), Some(ix0), Some(_)) =
+                    (whole_rows, iy, win.w.source(ox, 0), win.w.source(ox, kw - 1))
+                {
+                    dst[ky * kw * c..][..kw * c].copy_from_slice(&x[(iy * win.w.input + ix0) * c..][..kw * c]);
+                    continue;
+                }
                 for kx in 0..kw {
                     let d = &mut dst[(ky * kw + kx) * cg..][..cg];
                     match (iy, win.w.source(ox, kx)) {
