@@ -1060,13 +1060,16 @@ mod tests {
     /// 3×3 unit-stride convolutions over at least 16 channels take Winograd's F(2×2, 3×3)
     /// (`winograd.rs`), forward and — as the forward convolution of `dy` — input gradient:
     /// against the float64 definition at odd and even output sizes (partial edge tiles),
-    /// `SAME`, `VALID` and uneven explicit padding, one image and several, with the same
-    /// bits on one thread and two; below 16 channels the direct product stays.
+    /// `SAME`, `VALID` and uneven explicit padding, one image and several, an image of several
+    /// blocks of tile rows, with the same bits on one thread and two; below 16 channels the
+    /// direct product stays.
     #[test]
     fn winograd_convolutions_match_their_definition() {
         type Case = ([usize; 4], [usize; 4], Padding, bool);
-        let cases: [Case; 6] = [
+        let cases: [Case; 7] = [
             ([2, 8, 8, 16], [3, 3, 16, 16], Padding::Same, true),
+            // 32 tile rows of 33 tiles: three blocks of tile rows (`winograd::BLOCK`).
+            ([1, 64, 66, 16], [3, 3, 16, 16], Padding::Same, true),
             ([1, 7, 9, 16], [3, 3, 16, 24], Padding::Same, true),
             ([3, 9, 6, 20], [3, 3, 20, 16], Padding::Valid, true),
             ([2, 5, 7, 16], [3, 3, 16, 17], Padding::Explicit([(2, 0), (0, 1)]), true),

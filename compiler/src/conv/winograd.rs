@@ -104,7 +104,6 @@ pub(super) fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usiz
     let (oh, ow) = (s.win.h.output, s.win.w.output);
     let (ph, pw) = (s.win.h.pad_before, s.win.w.pad_before);
     let (tiles_h, tiles_w) = (oh.div_ceil(2), ow.div_ceil(2));
-    let tiles = tiles_h * tiles_w;
     let mut out = vec![T::default(); n * oh * ow * o];
     if out.is_empty() {
         return out;
@@ -112,46 +111,57 @@ pub(super) fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usiz
     let u = filter_transform(f, c, o);
     let zeros = vec![T::default(); c];
     let dst = Shared(out.as_mut_ptr());
-    // Per image: V `[tiles][16][C]` and M `[tiles][16][O]`, each tile's 16 rows together.
-    // Per image: V `[tiles][16][C]`, M `[tiles][16][O]` (each tile's 16 rows together) and
-    // one tile's intermediate rows.
-    over_images::<T>(n, tiles * 16 * (c + o) + 16 * c.max(o), threads, &|b, buf, t| {
-        let (v, rest) = buf.split_at_mut(tiles * 16 * c);
-        let (m, stage) = rest.split_at_mut(tiles * 16 * o);
+    // Per image, a block of tile rows at a time: V `[tiles][16][C]`, M `[tiles][16][O]` (each
+    // tile's 16 rows together) and one tile's intermediate rows. A block's V and M stay within
+    // `BLOCK` elements (L2-sized), however large the image.
+    let per_row = tiles_w * 16 * (c + o);
+    let block_rows = (BLOCK / per_row).clamp(1, tiles_h);
+    let block = block_rows * tiles_w;
+    over_images::<T>(n, block * 16 * (c + o) + 16 * c.max(o), threads, &|b, buf, t| {
+        let (v, rest) = buf.split_at_mut(block * 16 * c);
+        let (m, stage) = rest.split_at_mut(block * 16 * o);
         let xb = &x[b * h * w * c..][..h * w * c];
-        let geo = Geo { h, w, c, o, oh, ow, ph, pw, tiles_h, tiles_w };
-        input_transform(&geo, xb, &zeros, v, stage);
-        // M_ξ = V_ξ · U_ξ: rows `16·C` (`16·O`) apart in V (M).
-        for xi in 0..16 {
-            // SAFETY: A's `tiles` rows of `c` start `xi·c` into each tile's `16·c` block of
-            // `v`; B is `U_ξ`, `c × o` dense in `u`; C's rows of `o` start `xi·o` into each
-            // tile's `16·o` block of `m` — all within their buffers, C distinct from both.
-            unsafe {
-                gemm_strided(
-                    tiles,
-                    c,
-                    o,
-                    v.as_ptr().add(xi * c),
-                    (16 * c) as isize,
-                    1,
-                    u.as_ptr().add(xi * c * o),
-                    o as isize,
-                    1,
-                    m.as_mut_ptr().add(xi * o),
-                    (16 * o) as isize,
-                    1,
-                    t,
-                )
-            };
-        }
         // SAFETY: image b's output rows are its own.
         let y = unsafe { dst.slice(b * oh * ow * o, oh * ow * o) };
-        output_transform(&geo, m, y, stage);
+        for ty0 in (0..tiles_h).step_by(block_rows) {
+            let rows = ty0..(ty0 + block_rows).min(tiles_h);
+            let tiles = rows.len() * tiles_w;
+            let geo = Geo { h, w, c, o, oh, ow, ph, pw, rows, tiles_w };
+            input_transform(&geo, xb, &zeros, v, stage);
+            // M_ξ = V_ξ · U_ξ: rows `16·C` (`16·O`) apart in V (M).
+            for xi in 0..16 {
+                // SAFETY: A's `tiles` rows of `c` start `xi·c` into each tile's `16·c` block
+                // of `v`; B is `U_ξ`, `c × o` dense in `u`; C's rows of `o` start `xi·o` into
+                // each tile's `16·o` block of `m` — all within their buffers (`tiles` ≤
+                // `block`), C distinct from both.
+                unsafe {
+                    gemm_strided(
+                        tiles,
+                        c,
+                        o,
+                        v.as_ptr().add(xi * c),
+                        (16 * c) as isize,
+                        1,
+                        u.as_ptr().add(xi * c * o),
+                        o as isize,
+                        1,
+                        m.as_mut_ptr().add(xi * o),
+                        (16 * o) as isize,
+                        1,
+                        t,
+                    )
+                };
+            }
+            output_transform(&geo, m, y, stage);
+        }
     });
     out
 }
 
-/// The geometry of one image's tiles.
+/// The most elements of V and M one block of tile rows takes (1 MiB of float32).
+const BLOCK: usize = 1 << 18;
+
+/// The geometry of one image's tiles, and the block of tile rows being transformed.
 struct Geo {
     h: usize,
     w: usize,
@@ -161,11 +171,11 @@ struct Geo {
     ow: usize,
     ph: usize,
     pw: usize,
-    tiles_h: usize,
+    rows: std::ops::Range<usize>,
     tiles_w: usize,
 }
 
-/// `V = Bᵀ d B` for every tile of image `xb`, as 32 slice loops over the channels per tile;
+/// `V = Bᵀ d B` for every tile of the block's rows of image `xb`, as 32 slice loops over the channels per tile;
 /// `tr` holds one tile's intermediate rows (`16·C`).
 fn input_transform<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T]) {
     #[cfg(target_arch = "x86_64")]
@@ -198,11 +208,11 @@ unsafe fn input_transform_avx2<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &
 
 #[inline(always)]
 fn input_transform_body<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T]) {
-    let &Geo { h, w, c, ph, pw, tiles_h, tiles_w, .. } = g;
+    let &Geo { h, w, c, ph, pw, tiles_w, .. } = g;
     let tr = &mut tr[..16 * c];
-    for ty in 0..tiles_h {
+    for ty in g.rows.clone() {
         for tx in 0..tiles_w {
-            let tile = ty * tiles_w + tx;
+            let tile = (ty - g.rows.start) * tiles_w + tx;
             let d: [&[T]; 16] = std::array::from_fn(|k| {
                 let (iy, ix) = ((2 * ty + k / 4).checked_sub(ph), (2 * tx + k % 4).checked_sub(pw));
                 match (iy, ix) {
@@ -236,7 +246,7 @@ fn input_transform_body<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T]
     }
 }
 
-/// `Y = Aᵀ M A` for every tile, written into the image's output `y` where each 2×2 block lies
+/// `Y = Aᵀ M A` for every tile of the block's rows, written into the image's output `y` where each 2×2 block lies
 /// inside it; `r` holds one tile's intermediate rows (`8·O`).
 fn output_transform<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
     #[cfg(target_arch = "x86_64")]
@@ -268,11 +278,11 @@ unsafe fn output_transform_avx2<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &
 
 #[inline(always)]
 fn output_transform_body<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
-    let &Geo { o, oh, ow, tiles_h, tiles_w, .. } = g;
+    let &Geo { o, oh, ow, tiles_w, .. } = g;
     let r = &mut r[..8 * o];
-    for ty in 0..tiles_h {
+    for ty in g.rows.clone() {
         for tx in 0..tiles_w {
-            let tile = ty * tiles_w + tx;
+            let tile = (ty - g.rows.start) * tiles_w + tx;
             let mt = &m[tile * 16 * o..][..16 * o];
             let row = |k: usize| &mt[k * o..][..o];
             // Aᵀ M: two rows of four.
