@@ -699,6 +699,9 @@ pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], thr
         pointwise(s, Pointwise::BackpropFilter, x, dy, &mut df, threads);
         return df;
     }
+    if winograd::applies(s) {
+        return winograd::conv2d_backprop_filter(s, x, dy, threads);
+    }
     let groups = n.min(FILTER_GRAD_GROUPS);
     let per = n.div_ceil(groups);
     let groups = n.div_ceil(per);
@@ -1058,7 +1061,8 @@ mod tests {
     }
 
     /// 3×3 unit-stride convolutions over at least 16 channels take Winograd's F(2×2, 3×3)
-    /// (`winograd.rs`), forward and — as the forward convolution of `dy` — input gradient:
+    /// (`winograd.rs`), forward, input gradient (as the forward convolution of `dy`) and filter
+    /// gradient:
     /// against the float64 definition at odd and even output sizes (partial edge tiles),
     /// `SAME`, `VALID` and uneven explicit padding, one image and several, an image of several
     /// blocks of tile rows, with the same bits on one thread and two; below 16 channels the
@@ -1086,7 +1090,7 @@ mod tests {
             let x = data(n * h * w * c, 11);
             let f = data(9 * c * o, 12);
             let dy = data(n * oh * ow * o, 13);
-            let (mut y, mut dx) = (vec![0f64; n * oh * ow * o], vec![0f64; x.len()]);
+            let (mut y, mut dx, mut df) = (vec![0f64; n * oh * ow * o], vec![0f64; x.len()], vec![0f64; f.len()]);
             for b in 0..n {
                 for (oy, ox) in (0..oh).flat_map(|oy| (0..ow).map(move |ox| (oy, ox))) {
                     for (ky, kx) in (0..3).flat_map(|ky| (0..3).map(move |kx| (ky, kx))) {
@@ -1099,6 +1103,7 @@ mod tests {
                             );
                             y[yi] += x[xi] as f64 * f[fi] as f64;
                             dx[xi] += dy[yi] as f64 * f[fi] as f64;
+                            df[fi] += dy[yi] as f64 * x[xi] as f64;
                         }
                     }
                 }
@@ -1113,7 +1118,13 @@ mod tests {
             };
             close(&conv2d(&s, &x, &f, 1), &y, "forward");
             close(&conv2d_backprop_input(&s, &f, &dy, 1), &dx, "input gradient");
+            // The filter gradient sums N·OH·OW products per element.
+            let tol_f = 4.0 * f32::EPSILON as f64 * (n * oh * ow * 4) as f64;
+            for (i, (&g, &w)) in conv2d_backprop_filter(&s, &x, &dy, 1).iter().zip(&df).enumerate() {
+                assert!((g as f64 - w).abs() < tol_f, "filter gradient {input:?}/{filter:?}[{i}]: {g} vs {w}");
+            }
             assert_eq!(conv2d(&s, &x, &f, 1), conv2d(&s, &x, &f, 2));
+            assert_eq!(conv2d_backprop_filter(&s, &x, &dy, 1), conv2d_backprop_filter(&s, &x, &dy, 3));
             assert_eq!(conv2d_backprop_input(&s, &f, &dy, 1), conv2d_backprop_input(&s, &f, &dy, 2));
         }
     }

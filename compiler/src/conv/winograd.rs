@@ -26,7 +26,7 @@
 //! count (images are split over threads whole; each image's GEMMs keep the GEMM's own
 //! invariant), and the compiled clusters and the interpreter call this same code.
 
-use super::{over_images, Axis, ConvElem, ConvShape, Shared};
+use super::{over_images, with_scratch, Axis, ConvElem, ConvShape, Shared, FILTER_GRAD_GROUPS};
 use crate::gemm::gemm_strided;
 
 /// The fewest input and output channels taken here: the 16 products are `C` deep and `O`
@@ -111,8 +111,8 @@ pub(super) fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usiz
     let u = filter_transform(f, c, o);
     let zeros = vec![T::default(); c];
     let dst = Shared(out.as_mut_ptr());
-    // Per image, a block of tile rows at a time: V `[tiles][16][C]`, M `[tiles][16][O]` (each
-    // tile's 16 rows together) and one tile's intermediate rows. A block's V and M stay within
+    // Per image, a block of tile rows at a time: V `[16][tiles][C]`, M `[16][tiles][O]` (one
+    // dense GEMM operand per ξ) and one tile's intermediate rows. A block's V and M stay within
     // `BLOCK` elements (L2-sized), however large the image.
     let per_row = tiles_w * 16 * (c + o);
     let block_rows = (BLOCK / per_row).clamp(1, tiles_h);
@@ -128,25 +128,24 @@ pub(super) fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usiz
             let tiles = rows.len() * tiles_w;
             let geo = Geo { h, w, c, o, oh, ow, ph, pw, rows, tiles_w };
             input_transform(&geo, xb, &zeros, v, stage);
-            // M_ξ = V_ξ · U_ξ: rows `16·C` (`16·O`) apart in V (M).
+            // M_ξ = V_ξ · U_ξ, each a dense `[tiles, C]` (`[tiles, O]`) block of V (M).
             for xi in 0..16 {
-                // SAFETY: A's `tiles` rows of `c` start `xi·c` into each tile's `16·c` block
-                // of `v`; B is `U_ξ`, `c × o` dense in `u`; C's rows of `o` start `xi·o` into
-                // each tile's `16·o` block of `m` — all within their buffers (`tiles` ≤
-                // `block`), C distinct from both.
+                // SAFETY: A is `tiles × c` dense from `xi·tiles·c` in `v`, B `U_ξ` `c × o`
+                // dense in `u`, C `tiles × o` dense from `xi·tiles·o` in `m` — all within
+                // their buffers (`tiles` ≤ `block`), C distinct from both.
                 unsafe {
                     gemm_strided(
                         tiles,
                         c,
                         o,
-                        v.as_ptr().add(xi * c),
-                        (16 * c) as isize,
+                        v.as_ptr().add(xi * tiles * c),
+                        c as isize,
                         1,
                         u.as_ptr().add(xi * c * o),
                         o as isize,
                         1,
-                        m.as_mut_ptr().add(xi * o),
-                        (16 * o) as isize,
+                        m.as_mut_ptr().add(xi * tiles * o),
+                        o as isize,
                         1,
                         t,
                     )
@@ -156,6 +155,205 @@ pub(super) fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usiz
         }
     });
     out
+}
+
+/// `Conv2DBackpropFilter` ([`applies`]): with `E = A dy Aᵀ` the 4×4 transform of each
+/// tile's 2×2 output gradient (zero beyond the output's edge), the gradient of `U = G g Gᵀ`
+/// is `Σ_tiles V ⊙ E` — 16 GEMMs `Vᵀ_ξ [C, tiles] · E_ξ [tiles, O]` per block of tile rows —
+/// and `dW = Gᵀ (∂U) G`. Images are summed as the direct path sums them: in at most
+/// [`FILTER_GRAD_GROUPS`] consecutive groups fixed by the batch size, each group's partial
+/// in image order, the partials added in group order (bits independent of the threads).
+pub(super) fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], threads: usize) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let o = s.filter[3];
+    let (oh, ow) = (s.win.h.output, s.win.w.output);
+    let (ph, pw) = (s.win.h.pad_before, s.win.w.pad_before);
+    let (tiles_h, tiles_w) = (oh.div_ceil(2), ow.div_ceil(2));
+    let mut df = vec![T::default(); 9 * c * o];
+    if n == 0 || df.is_empty() {
+        return df;
+    }
+    let per_row = tiles_w * 16 * (c + o);
+    let block_rows = (BLOCK / per_row).clamp(1, tiles_h);
+    let block = block_rows * tiles_w;
+    let size = 16 * c * o;
+    let zeros = vec![T::default(); c.max(o)];
+    let groups = n.min(FILTER_GRAD_GROUPS);
+    let per = n.div_ceil(groups);
+    let groups = n.div_ceil(per);
+    let mut partials = vec![T::default(); groups * size];
+    let dst = Shared(partials.as_mut_ptr());
+    let parallel = threads > 1 && groups > 1;
+    let t = if parallel { 1 } else { threads };
+    let group_partial = |gi: usize, buf: &mut [T]| {
+        let (v, rest) = buf.split_at_mut(block * 16 * c);
+        let (e, rest) = rest.split_at_mut(block * 16 * o);
+        let (part, stage) = rest.split_at_mut(c * o);
+        // SAFETY: group gi's partial is its own.
+        let acc = unsafe { dst.slice(gi * size, size) };
+        for b in gi * per..((gi + 1) * per).min(n) {
+            let xb = &x[b * h * w * c..][..h * w * c];
+            let dyb = &dy[b * oh * ow * o..][..oh * ow * o];
+            for ty0 in (0..tiles_h).step_by(block_rows) {
+                let rows = ty0..(ty0 + block_rows).min(tiles_h);
+                let tiles = rows.len() * tiles_w;
+                let geo = Geo { h, w, c, o, oh, ow, ph, pw, rows, tiles_w };
+                input_transform(&geo, xb, &zeros, v, stage);
+                gradient_transform(&geo, dyb, &zeros, e, stage);
+                for xi in 0..16 {
+                    // SAFETY: A is Vᵀ_ξ: element (ci, tile) at `v[(ξ·tiles + tile)·c + ci]`; B
+                    // is E_ξ: (tile, oi) at `e[(ξ·tiles + tile)·o + oi]` — within the block's
+                    // `tiles` (≤ `block`) tiles of each; C is `part`, `c × o` dense, distinct
+                    // from both.
+                    unsafe {
+                        gemm_strided(
+                            c,
+                            tiles,
+                            o,
+                            v.as_ptr().add(xi * tiles * c),
+                            1,
+                            c as isize,
+                            e.as_ptr().add(xi * tiles * o),
+                            o as isize,
+                            1,
+                            part.as_mut_ptr(),
+                            o as isize,
+                            1,
+                            t,
+                        )
+                    };
+                    for (a, &p) in acc[xi * c * o..][..c * o].iter_mut().zip(part.iter()) {
+                        *a += p;
+                    }
+                }
+            }
+        }
+    };
+    let scratch = block * 16 * (c + o) + c * o + 16 * c.max(o);
+    let group = |gi: usize| with_scratch(scratch, |buf: &mut [T]| group_partial(gi, buf));
+    if parallel {
+        crate::team::run(groups, &group);
+    } else {
+        (0..groups).for_each(group);
+    }
+    let mut m = vec![T::default(); size];
+    for part in partials.chunks(size) {
+        for (a, &p) in m.iter_mut().zip(part) {
+            *a += p;
+        }
+    }
+    // dW = Gᵀ M G per (c, o), Gᵀ = [[1, ½, ½, 0], [0, ½, −½, 0], [0, ½, ½, 1]].
+    let half = T::half();
+    let at = |xi: usize, ci: usize, oi: usize| m[(xi * c + ci) * o + oi];
+    for ci in 0..c {
+        for oi in 0..o {
+            // Gᵀ M: three rows of four.
+            let col = |q: usize| (at(q, ci, oi), at(4 + q, ci, oi), at(8 + q, ci, oi), at(12 + q, ci, oi));
+            let r: [[T; 4]; 3] = [
+                std::array::from_fn(|q| {
+                    let (m0, m1, m2, _) = col(q);
+                    m0 + (m1 + m2) * half
+                }),
+                std::array::from_fn(|q| {
+                    let (_, m1, m2, _) = col(q);
+                    (m1 - m2) * half
+                }),
+                std::array::from_fn(|q| {
+                    let (_, m1, m2, m3) = col(q);
+                    (m1 + m2) * half + m3
+                }),
+            ];
+            for (ky, &[a0, a1, a2, a3]) in r.iter().enumerate() {
+                let row = [a0 + (a1 + a2) * half, (a1 - a2) * half, (a1 + a2) * half + a3];
+                for (kx, &val) in row.iter().enumerate() {
+                    df[((ky * 3 + kx) * c + ci) * o + oi] = val;
+                }
+            }
+        }
+    }
+    df
+}
+
+/// `E = A dy Aᵀ` for every tile of the block's rows of the image's output gradient `dyb`
+/// (`A = [[1, 0], [1, 1], [1, −1], [0, −1]]`; zero beyond the output's edge), into `e`
+/// (`[16][tiles][O]`); `tr` holds one tile's intermediate rows (`8·O`).
+fn gradient_transform<T: ConvElem>(g: &Geo, dyb: &[T], zeros: &[T], e: &mut [T], tr: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the host has the features the copy is compiled for.
+        return unsafe { gradient_transform_avx512(g, dyb, zeros, e, tr) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: as above.
+        return unsafe { gradient_transform_avx2(g, dyb, zeros, e, tr) };
+    }
+    gradient_transform_body(g, dyb, zeros, e, tr)
+}
+
+/// [`gradient_transform_body`] vectorised for AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn gradient_transform_avx512<T: ConvElem>(g: &Geo, dyb: &[T], zeros: &[T], e: &mut [T], tr: &mut [T]) {
+    gradient_transform_body(g, dyb, zeros, e, tr)
+}
+
+/// [`gradient_transform_body`] vectorised for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn gradient_transform_avx2<T: ConvElem>(g: &Geo, dyb: &[T], zeros: &[T], e: &mut [T], tr: &mut [T]) {
+    gradient_transform_body(g, dyb, zeros, e, tr)
+}
+
+/// Four rows of `len` elements, `stride` apart from `first` (four ξ rows of one tile).
+#[inline(always)]
+fn rows4<T>(v: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]; 4] {
+    let (_, rest) = v.split_at_mut(first);
+    let (a, rest) = rest.split_at_mut(stride);
+    let (b, rest) = rest.split_at_mut(stride);
+    let (c, d) = rest.split_at_mut(stride);
+    [&mut a[..len], &mut b[..len], &mut c[..len], &mut d[..len]]
+}
+
+/// `[a, a + b, a − b, −b]` into four rows.
+#[inline(always)]
+fn expand<T: ConvElem>([o0, o1, o2, o3]: [&mut [T]; 4], a: &[T], b: &[T]) {
+    let n = a.len();
+    let b = &b[..n];
+    o0.copy_from_slice(a);
+    lin(o1, a, b, Sign::Plus);
+    lin(o2, a, b, Sign::Minus);
+    o3.iter_mut().zip(b).for_each(|(p, &y)| *p = T::default() - y);
+}
+
+#[inline(always)]
+fn gradient_transform_body<T: ConvElem>(g: &Geo, dyb: &[T], zeros: &[T], e: &mut [T], tr: &mut [T]) {
+    let &Geo { o, oh, ow, tiles_w, .. } = g;
+    let tiles = g.rows.len() * tiles_w;
+    let tr = &mut tr[..8 * o];
+    let zeros = &zeros[..o];
+    for ty in g.rows.clone() {
+        for tx in 0..tiles_w {
+            let tile = (ty - g.rows.start) * tiles_w + tx;
+            let at = |i: usize, j: usize| {
+                let (yy, xx) = (2 * ty + i, 2 * tx + j);
+                if yy < oh && xx < ow {
+                    &dyb[(yy * ow + xx) * o..][..o]
+                } else {
+                    zeros
+                }
+            };
+            // A dy: column j of the 2×2 block expanded to rows 0..4 at tr[(j·4 + r)·o].
+            for j in 0..2 {
+                expand(rows4(tr, j * 4 * o, o, o), at(0, j), at(1, j));
+            }
+            // (A dy) Aᵀ: row r's two columns expanded into E's rows r·4 .. r·4 + 4.
+            for r in 0..4 {
+                let (a, b) = (&tr[r * o..][..o], &tr[(4 + r) * o..][..o]);
+                expand(rows4(e, (r * 4 * tiles + tile) * o, tiles * o, o), a, b);
+            }
+        }
+    }
 }
 
 /// The most elements of V and M one block of tile rows takes (1 MiB of float32).
@@ -209,6 +407,7 @@ unsafe fn input_transform_avx2<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &
 #[inline(always)]
 fn input_transform_body<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T]) {
     let &Geo { h, w, c, ph, pw, tiles_w, .. } = g;
+    let tiles = g.rows.len() * tiles_w;
     let tr = &mut tr[..16 * c];
     for ty in g.rows.clone() {
         for tx in 0..tiles_w {
@@ -229,14 +428,10 @@ fn input_transform_body<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T]
                 lin(&mut tr[(12 + q) * c..][..c], d1, d3, Sign::Minus);
             }
             // (Bᵀ d) B: columns combined, row by row, into V's rows.
-            let vt = &mut v[tile * 16 * c..][..16 * c];
             for r in 0..4 {
                 let row = |q: usize| &tr[(r * 4 + q) * c..][..c];
                 let (a0, a1, a2, a3) = (row(0), row(1), row(2), row(3));
-                let out = &mut vt[r * 4 * c..][..4 * c];
-                let (o0, o123) = out.split_at_mut(c);
-                let (o1, o23) = o123.split_at_mut(c);
-                let (o2, o3) = o23.split_at_mut(c);
+                let [o0, o1, o2, o3] = rows4(v, (r * 4 * tiles + tile) * c, tiles * c, c);
                 lin(o0, a0, a2, Sign::Minus);
                 lin(o1, a1, a2, Sign::Plus);
                 lin(o2, a2, a1, Sign::Minus);
@@ -279,12 +474,12 @@ unsafe fn output_transform_avx2<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &
 #[inline(always)]
 fn output_transform_body<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
     let &Geo { o, oh, ow, tiles_w, .. } = g;
+    let tiles = g.rows.len() * tiles_w;
     let r = &mut r[..8 * o];
     for ty in g.rows.clone() {
         for tx in 0..tiles_w {
             let tile = (ty - g.rows.start) * tiles_w + tx;
-            let mt = &m[tile * 16 * o..][..16 * o];
-            let row = |k: usize| &mt[k * o..][..o];
+            let row = |k: usize| &m[(k * tiles + tile) * o..][..o];
             // Aᵀ M: two rows of four.
             for q in 0..4 {
                 let (m0, m1, m2, m3) = (row(q), row(4 + q), row(8 + q), row(12 + q));
