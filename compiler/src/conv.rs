@@ -669,6 +669,49 @@ pub fn conv2d_backprop_input<T: ConvElem>(s: &ConvShape, f: &[T], dy: &[T], thre
 /// ([`crate::gemm`]), so none of them is packed.
 const DEPTH: usize = crate::gemm::UNPACKED_MAX_K;
 
+/// Sums `per_group`'s contributions over a batch of `n` images into `size` elements: the
+/// images are cut into at most [`FILTER_GRAD_GROUPS`] consecutive groups (a split fixed by
+/// the batch size alone); `per_group(images, partial, scratch, threads)` adds a group's
+/// images, in order, into its own zeroed partial, with a scratch buffer of `scratch`
+/// elements and the threads its GEMMs may use; the groups run in parallel and the partials
+/// are added in group order — the same additions in the same order however many threads
+/// there are.
+#[allow(clippy::type_complexity)]
+fn sum_image_groups<T: ConvElem>(
+    n: usize,
+    size: usize,
+    scratch: usize,
+    threads: usize,
+    per_group: &(dyn Fn(std::ops::Range<usize>, &mut [T], &mut [T], usize) + Sync),
+) -> Vec<T> {
+    let groups = n.clamp(1, FILTER_GRAD_GROUPS);
+    let per = n.div_ceil(groups).max(1);
+    let groups = n.div_ceil(per);
+    let mut partials = vec![T::default(); groups * size];
+    let dst = Shared(partials.as_mut_ptr());
+    let parallel = threads > 1 && groups > 1;
+    let t = if parallel { 1 } else { threads };
+    let group = |gi: usize| {
+        with_scratch(scratch, |buf: &mut [T]| {
+            // SAFETY: group gi's partial is its own.
+            let acc = unsafe { dst.slice(gi * size, size) };
+            per_group(gi * per..((gi + 1) * per).min(n), acc, buf, t)
+        })
+    };
+    if parallel {
+        crate::team::run(groups, &group);
+    } else {
+        (0..groups).for_each(group);
+    }
+    let mut total = vec![T::default(); size];
+    for part in partials.chunks(size) {
+        for (p, &q) in total.iter_mut().zip(part) {
+            *p += q;
+        }
+    }
+    total
+}
+
 /// Image groups whose filter-gradient partials [`conv2d_backprop_filter`] sums: at most
 /// this many, fixed by the batch size alone (never by the thread count).
 const FILTER_GRAD_GROUPS: usize = 8;
@@ -702,17 +745,9 @@ pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], thr
     if winograd::applies(s) {
         return winograd::conv2d_backprop_filter(s, x, dy, threads);
     }
-    let groups = n.min(FILTER_GRAD_GROUPS);
-    let per = n.div_ceil(groups);
-    let groups = n.div_ceil(per);
-    let mut partials = vec![T::default(); groups * size];
-    let dst = Shared(partials.as_mut_ptr());
-    let parallel = threads > 1 && groups > 1;
-    let group_partial = |gi: usize, buf: &mut [T]| {
+    sum_image_groups(n, size, pixels * row + row * og, threads, &|images, acc, buf, t| {
         let (col, part) = buf.split_at_mut(pixels * row);
-        // SAFETY: group gi's partial is its own.
-        let acc = unsafe { dst.slice(gi * size, size) };
-        for b in gi * per..((gi + 1) * per).min(n) {
+        for b in images {
             let xb = &x[b * h * w * c..][..h * w * c];
             for grp in 0..g {
                 im2col(xb, (c, grp * cg, cg), &s.win, col);
@@ -720,7 +755,6 @@ pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], thr
                 // most `DEPTH` pixels, each added to the partial: the unpacked GEMM takes
                 // products that deep without copying its operands (a 32×32 image's
                 // 1024-deep product, packed, ran at 0.75× the speed of the forward pass).
-                let t = if parallel { 1 } else { threads };
                 for p0 in (0..pixels).step_by(DEPTH) {
                     let k = DEPTH.min(pixels - p0);
                     let a = &dy[(b * pixels + p0) * o + grp * og..];
@@ -733,19 +767,7 @@ pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], thr
                 }
             }
         }
-    };
-    let group = |gi: usize| with_scratch(pixels * row + row * og, |buf: &mut [T]| group_partial(gi, buf));
-    if parallel {
-        crate::team::run(groups, &group);
-    } else {
-        (0..groups).for_each(group);
-    }
-    for part in partials.chunks(size) {
-        for (p, &q) in df.iter_mut().zip(part) {
-            *p += q;
-        }
-    }
-    df
+    })
 }
 
 impl ConvShape {

@@ -26,13 +26,45 @@
 //! count (images are split over threads whole; each image's GEMMs keep the GEMM's own
 //! invariant), and the compiled clusters and the interpreter call this same code.
 
-use super::{over_images, with_scratch, Axis, ConvElem, ConvShape, Shared, FILTER_GRAD_GROUPS};
+use super::{over_images, sum_image_groups, Axis, ConvElem, ConvShape, Shared};
 use crate::gemm::gemm_strided;
 
 /// The fewest input and output channels taken here: the 16 products are `C` deep and `O`
 /// wide, too thin below this to beat the direct product's single deep one (a 3-channel
 /// image layer keeps im2col).
 const MIN_DEPTH: usize = 16;
+
+/// Defines `$name`, which runs `$body` compiled for AVX-512 or AVX2+FMA when the host has
+/// them (the crate is compiled for baseline x86-64, whose 4-wide loops left these
+/// transforms a fifth of a CNN step) and as compiled otherwise. Every copy performs the
+/// same operations, so the results are the same bits.
+macro_rules! multiversioned {
+    ($(#[$doc:meta])* fn $name:ident = $body:ident($($arg:ident: $ty:ty),*)) => {
+        $(#[$doc])*
+        fn $name<T: ConvElem>($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx2,fma")]
+                unsafe fn wide<T: ConvElem>($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn narrow<T: ConvElem>($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                if std::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the host has the features the copy is compiled for.
+                    return unsafe { wide($($arg),*) };
+                }
+                if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                    // SAFETY: as above.
+                    return unsafe { narrow($($arg),*) };
+                }
+            }
+            $body($($arg),*)
+        }
+    };
+}
 
 /// Whether `s` is an ungrouped 3×3 convolution with unit strides and dilations over at
 /// least [`MIN_DEPTH`] input and output channels.
@@ -178,20 +210,12 @@ pub(super) fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[
     let block = block_rows * tiles_w;
     let size = 16 * c * o;
     let zeros = vec![T::default(); c.max(o)];
-    let groups = n.min(FILTER_GRAD_GROUPS);
-    let per = n.div_ceil(groups);
-    let groups = n.div_ceil(per);
-    let mut partials = vec![T::default(); groups * size];
-    let dst = Shared(partials.as_mut_ptr());
-    let parallel = threads > 1 && groups > 1;
-    let t = if parallel { 1 } else { threads };
-    let group_partial = |gi: usize, buf: &mut [T]| {
+    let scratch = block * 16 * (c + o) + c * o + 16 * c.max(o);
+    let m = sum_image_groups(n, size, scratch, threads, &|images, acc, buf, t| {
         let (v, rest) = buf.split_at_mut(block * 16 * c);
         let (e, rest) = rest.split_at_mut(block * 16 * o);
         let (part, stage) = rest.split_at_mut(c * o);
-        // SAFETY: group gi's partial is its own.
-        let acc = unsafe { dst.slice(gi * size, size) };
-        for b in gi * per..((gi + 1) * per).min(n) {
+        for b in images {
             let xb = &x[b * h * w * c..][..h * w * c];
             let dyb = &dy[b * oh * ow * o..][..oh * ow * o];
             for ty0 in (0..tiles_h).step_by(block_rows) {
@@ -228,20 +252,7 @@ pub(super) fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[
                 }
             }
         }
-    };
-    let scratch = block * 16 * (c + o) + c * o + 16 * c.max(o);
-    let group = |gi: usize| with_scratch(scratch, |buf: &mut [T]| group_partial(gi, buf));
-    if parallel {
-        crate::team::run(groups, &group);
-    } else {
-        (0..groups).for_each(group);
-    }
-    let mut m = vec![T::default(); size];
-    for part in partials.chunks(size) {
-        for (a, &p) in m.iter_mut().zip(part) {
-            *a += p;
-        }
-    }
+    });
     // dW = Gᵀ M G per (c, o), Gᵀ = [[1, ½, ½, 0], [0, ½, −½, 0], [0, ½, ½, 1]].
     let half = T::half();
     let at = |xi: usize, ci: usize, oi: usize| m[(xi * c + ci) * o + oi];
@@ -274,35 +285,11 @@ pub(super) fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[
     df
 }
 
-/// `E = A dy Aᵀ` for every tile of the block's rows of the image's output gradient `dyb`
-/// (`A = [[1, 0], [1, 1], [1, −1], [0, −1]]`; zero beyond the output's edge), into `e`
-/// (`[16][tiles][O]`); `tr` holds one tile's intermediate rows (`8·O`).
-fn gradient_transform<T: ConvElem>(g: &Geo, dyb: &[T], zeros: &[T], e: &mut [T], tr: &mut [T]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the host has the features the copy is compiled for.
-        return unsafe { gradient_transform_avx512(g, dyb, zeros, e, tr) };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: as above.
-        return unsafe { gradient_transform_avx2(g, dyb, zeros, e, tr) };
-    }
-    gradient_transform_body(g, dyb, zeros, e, tr)
-}
-
-/// [`gradient_transform_body`] vectorised for AVX-512.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn gradient_transform_avx512<T: ConvElem>(g: &Geo, dyb: &[T], zeros: &[T], e: &mut [T], tr: &mut [T]) {
-    gradient_transform_body(g, dyb, zeros, e, tr)
-}
-
-/// [`gradient_transform_body`] vectorised for AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn gradient_transform_avx2<T: ConvElem>(g: &Geo, dyb: &[T], zeros: &[T], e: &mut [T], tr: &mut [T]) {
-    gradient_transform_body(g, dyb, zeros, e, tr)
+multiversioned! {
+    /// `E = A dy Aᵀ` for every tile of the block's rows of the image's output gradient `dyb`
+    /// (`A = [[1, 0], [1, 1], [1, −1], [0, −1]]`; zero beyond the output's edge), into `e`
+    /// (`[16][tiles][O]`); `tr` holds one tile's intermediate rows (`8·O`).
+    fn gradient_transform = gradient_transform_body(g: &Geo, dyb: &[T], zeros: &[T], e: &mut [T], tr: &mut [T])
 }
 
 /// Four rows of `len` elements, `stride` apart from `first` (four ξ rows of one tile).
@@ -373,35 +360,11 @@ struct Geo {
     tiles_w: usize,
 }
 
-/// `V = Bᵀ d B` for every tile of the block's rows of image `xb`, as 32 slice loops over the channels per tile;
-/// `tr` holds one tile's intermediate rows (`16·C`).
-fn input_transform<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the host has the features the copy is compiled for.
-        return unsafe { input_transform_avx512(g, xb, zeros, v, tr) };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: as above.
-        return unsafe { input_transform_avx2(g, xb, zeros, v, tr) };
-    }
-    input_transform_body(g, xb, zeros, v, tr)
-}
-
-/// [`input_transform_body`] vectorised for AVX-512 (the crate is compiled for baseline
-/// x86-64, whose 4-wide loops left the transforms a fifth of a CNN step).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn input_transform_avx512<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T]) {
-    input_transform_body(g, xb, zeros, v, tr)
-}
-
-/// [`input_transform_body`] vectorised for AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn input_transform_avx2<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T]) {
-    input_transform_body(g, xb, zeros, v, tr)
+multiversioned! {
+    /// `V = Bᵀ d B` for every tile of the block's rows of image `xb`, as 32 slice loops over
+    /// the channels per tile, into `v` (`[16][tiles][C]`); `tr` holds one tile's intermediate
+    /// rows (`16·C`).
+    fn input_transform = input_transform_body(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T], tr: &mut [T])
 }
 
 #[inline(always)]
@@ -441,34 +404,10 @@ fn input_transform_body<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T]
     }
 }
 
-/// `Y = Aᵀ M A` for every tile of the block's rows, written into the image's output `y` where each 2×2 block lies
-/// inside it; `r` holds one tile's intermediate rows (`8·O`).
-fn output_transform<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the host has the features the copy is compiled for.
-        return unsafe { output_transform_avx512(g, m, y, r) };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: as above.
-        return unsafe { output_transform_avx2(g, m, y, r) };
-    }
-    output_transform_body(g, m, y, r)
-}
-
-/// [`output_transform_body`] vectorised for AVX-512.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn output_transform_avx512<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
-    output_transform_body(g, m, y, r)
-}
-
-/// [`output_transform_body`] vectorised for AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn output_transform_avx2<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]) {
-    output_transform_body(g, m, y, r)
+multiversioned! {
+    /// `Y = Aᵀ M A` for every tile of the block's rows, written into the image's output `y`
+    /// where each 2×2 block lies inside it; `r` holds one tile's intermediate rows (`8·O`).
+    fn output_transform = output_transform_body(g: &Geo, m: &[T], y: &mut [T], r: &mut [T])
 }
 
 #[inline(always)]
