@@ -131,11 +131,8 @@ fn sum3<T: ConvElem>(out: &mut [T], a: &[T], b: &[T], c: &[T], sign: Sign) {
 
 /// `Conv2D` of `x` `[N, H, W, C]` by `f` `[3, 3, C, O]` ([`applies`]) → `[N, OH, OW, O]`.
 pub(super) fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> Vec<T> {
-    let [n, h, w, c] = s.input;
-    let o = s.filter[3];
-    let (oh, ow) = (s.win.h.output, s.win.w.output);
-    let (ph, pw) = (s.win.h.pad_before, s.win.w.pad_before);
-    let (tiles_h, tiles_w) = (oh.div_ceil(2), ow.div_ceil(2));
+    let tl = Tiling::new(s);
+    let (n, [h, w, c], [oh, ow, o]) = (s.input[0], [tl.h, tl.w, tl.c], [tl.oh, tl.ow, tl.o]);
     let mut out = vec![T::default(); n * oh * ow * o];
     if out.is_empty() {
         return out;
@@ -144,21 +141,16 @@ pub(super) fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usiz
     let zeros = vec![T::default(); c];
     let dst = Shared(out.as_mut_ptr());
     // Per image, a block of tile rows at a time: V `[16][tiles][C]`, M `[16][tiles][O]` (one
-    // dense GEMM operand per ξ) and one tile's intermediate rows. A block's V and M stay within
-    // `BLOCK` elements (L2-sized), however large the image.
-    let per_row = tiles_w * 16 * (c + o);
-    let block_rows = (BLOCK / per_row).clamp(1, tiles_h);
-    let block = block_rows * tiles_w;
+    // dense GEMM operand per ξ) and one tile's intermediate rows.
+    let block = tl.block;
     over_images::<T>(n, block * 16 * (c + o) + 16 * c.max(o), threads, &|b, buf, t| {
         let (v, rest) = buf.split_at_mut(block * 16 * c);
         let (m, stage) = rest.split_at_mut(block * 16 * o);
         let xb = &x[b * h * w * c..][..h * w * c];
         // SAFETY: image b's output rows are its own.
         let y = unsafe { dst.slice(b * oh * ow * o, oh * ow * o) };
-        for ty0 in (0..tiles_h).step_by(block_rows) {
-            let rows = ty0..(ty0 + block_rows).min(tiles_h);
-            let tiles = rows.len() * tiles_w;
-            let geo = Geo { h, w, c, o, oh, ow, ph, pw, rows, tiles_w };
+        for geo in tl.blocks() {
+            let tiles = geo.rows.len() * geo.tiles_w;
             input_transform(&geo, xb, &zeros, v, stage);
             // M_ξ = V_ξ · U_ξ, each a dense `[tiles, C]` (`[tiles, O]`) block of V (M).
             for xi in 0..16 {
@@ -196,18 +188,13 @@ pub(super) fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usiz
 /// [`FILTER_GRAD_GROUPS`] consecutive groups fixed by the batch size, each group's partial
 /// in image order, the partials added in group order (bits independent of the threads).
 pub(super) fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], threads: usize) -> Vec<T> {
-    let [n, h, w, c] = s.input;
-    let o = s.filter[3];
-    let (oh, ow) = (s.win.h.output, s.win.w.output);
-    let (ph, pw) = (s.win.h.pad_before, s.win.w.pad_before);
-    let (tiles_h, tiles_w) = (oh.div_ceil(2), ow.div_ceil(2));
+    let tl = Tiling::new(s);
+    let (n, [h, w, c], [oh, ow, o]) = (s.input[0], [tl.h, tl.w, tl.c], [tl.oh, tl.ow, tl.o]);
     let mut df = vec![T::default(); 9 * c * o];
     if n == 0 || df.is_empty() {
         return df;
     }
-    let per_row = tiles_w * 16 * (c + o);
-    let block_rows = (BLOCK / per_row).clamp(1, tiles_h);
-    let block = block_rows * tiles_w;
+    let block = tl.block;
     let size = 16 * c * o;
     let zeros = vec![T::default(); c.max(o)];
     let scratch = block * 16 * (c + o) + c * o + 16 * c.max(o);
@@ -218,10 +205,8 @@ pub(super) fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[
         for b in images {
             let xb = &x[b * h * w * c..][..h * w * c];
             let dyb = &dy[b * oh * ow * o..][..oh * ow * o];
-            for ty0 in (0..tiles_h).step_by(block_rows) {
-                let rows = ty0..(ty0 + block_rows).min(tiles_h);
-                let tiles = rows.len() * tiles_w;
-                let geo = Geo { h, w, c, o, oh, ow, ph, pw, rows, tiles_w };
+            for geo in tl.blocks() {
+                let tiles = geo.rows.len() * geo.tiles_w;
                 input_transform(&geo, xb, &zeros, v, stage);
                 gradient_transform(&geo, dyb, &zeros, e, stage);
                 for xi in 0..16 {
@@ -345,6 +330,53 @@ fn gradient_transform_body<T: ConvElem>(g: &Geo, dyb: &[T], zeros: &[T], e: &mut
 
 /// The most elements of V and M one block of tile rows takes (1 MiB of float32).
 const BLOCK: usize = 1 << 18;
+
+/// An image's 2×2 output tiles cut into blocks of whole tile rows whose V and M stay within
+/// [`BLOCK`] elements (L2-sized), however large the image.
+struct Tiling {
+    h: usize,
+    w: usize,
+    c: usize,
+    o: usize,
+    oh: usize,
+    ow: usize,
+    ph: usize,
+    pw: usize,
+    tiles_h: usize,
+    tiles_w: usize,
+    block_rows: usize,
+    /// The most tiles of one block.
+    block: usize,
+}
+
+impl Tiling {
+    fn new(s: &ConvShape) -> Tiling {
+        let [_, h, w, c] = s.input;
+        let o = s.filter[3];
+        let (oh, ow) = (s.win.h.output, s.win.w.output);
+        let (tiles_h, tiles_w) = (oh.div_ceil(2), ow.div_ceil(2));
+        let block_rows = (BLOCK / (tiles_w * 16 * (c + o)).max(1)).clamp(1, tiles_h.max(1));
+        let (ph, pw) = (s.win.h.pad_before, s.win.w.pad_before);
+        Tiling { h, w, c, o, oh, ow, ph, pw, tiles_h, tiles_w, block_rows, block: block_rows * tiles_w }
+    }
+
+    /// Each block's geometry, in tile-row order.
+    fn blocks(&self) -> impl Iterator<Item = Geo> + '_ {
+        let &Tiling { h, w, c, o, oh, ow, ph, pw, tiles_h, tiles_w, block_rows, .. } = self;
+        (0..tiles_h).step_by(block_rows).map(move |ty0| Geo {
+            h,
+            w,
+            c,
+            o,
+            oh,
+            ow,
+            ph,
+            pw,
+            rows: ty0..(ty0 + block_rows).min(tiles_h),
+            tiles_w,
+        })
+    }
+}
 
 /// The geometry of one image's tiles, and the block of tile rows being transformed.
 struct Geo {
