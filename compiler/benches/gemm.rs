@@ -25,6 +25,10 @@ const SHAPES: &[(usize, usize, usize, bool, bool)] = &[
     (64, 784, 256, false, false),
     (256, 64, 128, false, false),
     (784, 64, 256, true, false),
+    (128, 512, 1024, false, false),
+    (128, 1024, 1024, false, false),
+    (128, 1024, 1024, false, true),
+    (1024, 128, 1024, true, false),
 ];
 
 fn operands(&(m, k, n, ta, tb): &(usize, usize, usize, bool, bool)) -> (Vec<f32>, Vec<f32>, [isize; 4]) {

@@ -15,10 +15,12 @@
 //! single-threaded kernel call, with the same k-order of accumulation as an unsplit call,
 //! so the result does not depend on the thread count.
 //!
-//! Float32 products up to a moderate depth, or short ones (a few rows) somewhat deeper, take
-//! [`unpacked`]'s kernels instead (no copies of A, and of B only a transposed B's panels; the
-//! choice depends only on the depth, the whole product's row count and the strides, so every
-//! block of a split product takes the same path).
+//! Float32 products whose C and B have a contiguous dimension (all but strided views) take
+//! [`unpacked`]'s kernels instead (no copies of A; B copied a panel at a time; the choice
+//! and the summation order depend only on the depth, the whole product's row count and the
+//! strides, so every block of a split product computes alike). As they do not pack A, a
+//! large product is cut into [`FINE_BLOCKS`] blocks per thread, taken by whichever thread
+//! is free.
 
 mod unpacked;
 
@@ -51,6 +53,15 @@ pub trait GemmElem: Copy + Send + Sync + 'static {
         csc: isize,
         rows: usize,
     );
+
+    /// Whether a product with these strides may be cut into more blocks than threads
+    /// (the blocks then balance between the threads: a part is taken by whichever thread is
+    /// free, so a core the machine lends elsewhere for a while does not hold the product
+    /// up). True where a block costs nothing beyond its share of the product: kernels
+    /// that do not copy A per call. `matrixmultiply` packs A in every call.
+    fn fine_blocks(_rsb: isize, _csb: isize, _csc: isize) -> bool {
+        false
+    }
 }
 
 impl GemmElem for f32 {
@@ -69,13 +80,17 @@ impl GemmElem for f32 {
         csc: isize,
         rows: usize,
     ) {
-        if unpacked::applies(rows, k, rsb, csb, csc) {
+        if unpacked::applies(rsb, csb, csc) {
             // SAFETY: forwarded from the caller; C's columns are contiguous, B's columns or rows.
-            unsafe { unpacked::sgemm(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc) }
+            unsafe { unpacked::sgemm(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, rows) }
         } else {
             // SAFETY: forwarded from the caller.
             unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
         }
+    }
+
+    fn fine_blocks(rsb: isize, csb: isize, csc: isize) -> bool {
+        unpacked::applies(rsb, csb, csc)
     }
 }
 
@@ -166,6 +181,12 @@ fn parts(macs: usize, threads: usize, awake: impl FnOnce() -> bool) -> usize {
     }
 }
 
+/// Blocks per thread of a product of at least [`FINE_MACS`] multiply-adds whose kernel
+/// allows it ([`GemmElem::fine_blocks`]) ...
+const FINE_BLOCKS: usize = 4;
+/// ... (each block then still ≥ 2^20 multiply-adds on two threads, ~10 µs).
+const FINE_MACS: usize = 1 << 23;
+
 /// Rows of a block are a multiple of this (a register tile of the kernels) ...
 const ROW_TILE: usize = 8;
 /// ... and columns a multiple of this.
@@ -254,8 +275,12 @@ pub unsafe fn gemm_strided<T: GemmElem>(
         return;
     }
     let macs = m.saturating_mul(k).saturating_mul(n);
+    let mut parts = parts(macs, threads, crate::team::awake);
+    if parts > 1 && macs >= FINE_MACS && T::fine_blocks(rsb, csb, csc) {
+        parts *= FINE_BLOCKS;
+    }
     // SAFETY: forwarded from the caller.
-    unsafe { gemm_blocks(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, csc, parts(macs, threads, crate::team::awake)) }
+    unsafe { gemm_blocks(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, csc, parts) }
 }
 
 /// [`gemm_strided`] cut into `parts` blocks (fewer when C is small), run on the team.
@@ -344,7 +369,9 @@ mod tests {
     /// rows (tall C) and by columns (wide C), through the team and through `gemm` itself.
     #[test]
     fn split_products_equal_the_single_threaded_product() {
-        for (m, k, n) in [(130, 70, 90), (40, 70, 300), (32, 256, 32), (64, 129, 128), (8, 700, 300), (12, 600, 5)] {
+        for (m, k, n) in
+            [(130, 70, 90), (40, 70, 300), (32, 256, 32), (64, 129, 128), (8, 700, 300), (12, 600, 5), (200, 600, 70)]
+        {
             let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 97) as f32 / 13.0 - 3.0).collect();
             let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 89) as f32 / 11.0 - 4.0).collect();
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
@@ -355,7 +382,9 @@ mod tests {
                 unsafe {
                     f32::kernel(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, one.as_mut_ptr(), n as isize, 1, m)
                 };
-                for parts in [2, 3] {
+                // 8: finer than the threads, as large products of the unpacked kernels cut; the
+                // 200-row product's blocks then fall under COPY_ROWS while the whole is above.
+                for parts in [2, 3, 8] {
                     let mut split = vec![f32::NAN; m * n];
                     let c = split.as_mut_ptr();
                     // SAFETY: as above.
@@ -378,7 +407,7 @@ mod tests {
                     })
                     .sum();
                 let got = f64::from(one[i * n + j]);
-                assert!((got - want).abs() <= 1e-4 * want.abs().max(1.0), "{got} vs {want}");
+                assert!((got - want).abs() <= 1e-4 * want.abs().max(1.0) + 2e-6 * k as f64, "{got} vs {want}");
             }
         }
     }

@@ -1,31 +1,34 @@
-//! Single-precision GEMM without packing, for the small and thin products of real
-//! training steps (an LSTM cell's `[32, 64]·[64, 256]`, attention heads, a batch-32 MLP).
+//! Single-precision GEMM without packing A, for every float32 product whose C has
+//! contiguous columns and whose B has contiguous columns or rows: the small and thin products
+//! of real training steps (an LSTM cell's `[32, 64]·[64, 256]`, attention heads, a batch-32
+//! MLP) and the large ones (a 1024-wide dense layer, a convolution's im2col product).
 //!
 //! `matrixmultiply` copies ("packs") A and B into panels before every product. When the
 //! product is small that copy costs as much as the arithmetic: in a Keras LSTM step the
-//! packing took 17% of the time and the multiply-adds 21%. Here B's rows are read where
-//! they lie — a register tile of `MR` rows × two vectors of C accumulates
-//! `A[i, p]·B[p, j..]` over `p`, with A's element broadcast from memory — so nothing is
-//! copied when B's columns are contiguous. A transposed B (its *rows* strided, each column
-//! contiguous: a product with a transposed weight, `dz·Wᵀ`, as every backward pass through
-//! a dense layer or an LSTM cell takes) is handled one column panel at a time: the panel's
-//! `k × 32` (AVX2: `k × 16`) elements are transposed by 8×8 register blocks into a per-thread
-//! scratch buffer, which the same register tile then reads as rows. The copy is `k·n`
-//! elements against `m·k·n` multiply-adds, and only one panel (≤ 128 KiB) is live at a time,
-//! so it stays in L1/L2 for every row tile that reads it.
+//! packing took 17% of the time and the multiply-adds 21%. Here A is read where it lies —
+//! a register tile of `MR` rows × two vectors of C accumulates `A[i, p]·B[p, j..]` over `p`,
+//! with A's element broadcast from memory — and B one column panel (32 columns, AVX2: 16)
+//! at a time: read in place when its columns are contiguous and few rows read it, else
+//! copied into a per-thread scratch buffer (a transposed B — a product with a transposed
+//! weight, `dz·Wᵀ`, as every backward pass through a dense layer takes — transposed by 8×8
+//! register blocks on the way), which every row tile then reads as contiguous rows from
+//! L1/L2. The copy is `k·n` elements against `m·k·n` multiply-adds.
+//!
+//! A deep product ([`chunked`]) goes through its panels [`KC`] rows at a time, so the
+//! panel's copy stays in L1 (deep products read in place streamed one row per page: the
+//! 1024-wide MLP's `[128, 1024]·[1024, 1024]` ran 10–15% slower here unchunked than packed,
+//! and 1.2× faster than packed chunked, BENCHMARKS.md). Not packing A also lets a large
+//! product be cut into more blocks than threads at no cost (`gemm::fine_blocks`).
 //!
 //! Invariant: every element of C is `fma(A[i,k-1], B[k-1,j], … fma(A[i,0], B[0,j], 0))`,
-//! accumulated in `p` order with one rounding per step — whatever the tile, the block the
-//! caller cut, the vector width (AVX-512 or AVX2) or the thread count. So the AVX-512 and
-//! AVX2 paths agree bit for bit, and a product split across threads equals the unsplit
-//! one.
+//! accumulated in `p` order with one rounding per step — for a chunked product, within each
+//! `KC`-deep chunk, the chunks' sums then added in order — whatever the tile, whether B was
+//! copied, the block the caller cut, the vector width (AVX-512 or AVX2) or the thread
+//! count. So the AVX-512 and AVX2 paths agree bit for bit, and a product split across
+//! threads equals the unsplit one.
 
-/// The deepest product (`k`) taken here: a tile streams `k` rows of a 32-column panel of B,
-/// which stays in L1/L2 only while `k` is moderate; deeper products are better packed.
-/// Measured (BENCHMARKS.md, "GEMM depth"): on an Intel Xeon with AVX-512 the 1024-wide
-/// inference MLP (`[128, 1024]·[1024, 1024]`) ran 1.9× faster packed than here at
-/// `k = 1024`, while the Keras training steps, whose products are at most 784 deep, were
-/// within noise with this bound at 128, 256, 512 or 1024.
+/// The deepest product (`k`) summed in one chain per element; deeper products are
+/// [`chunked`].
 pub(crate) const MAX_K: usize = 512;
 
 /// Products of at most this many rows (one AVX-512 row tile) are taken here up to
@@ -69,14 +72,33 @@ pub(crate) fn tier() -> Option<Tier> {
     None
 }
 
-/// Whether a product with these strides and depth runs here: at most [`MAX_K`] deep, or at
-/// most [`SHORT_ROWS`] rows and [`SHORT_MAX_K`] deep, C's columns contiguous, and B's columns contiguous (read in
-/// place) or its rows (a transposed B, packed panel by panel). Depends only on `k`, the
-/// whole product's `rows` and the strides — never on a block's size — so every block of a
-/// split product takes the same path.
-pub(crate) fn applies(rows: usize, k: usize, rsb: isize, csb: isize, csc: isize) -> bool {
-    tier().is_some() && (k <= MAX_K || rows <= SHORT_ROWS && k <= SHORT_MAX_K) && (csb == 1 || rsb == 1) && csc == 1
+/// Whether a product with these strides runs here: C's columns contiguous, and B's columns
+/// contiguous (read in place) or its rows (a transposed B, packed panel by panel). Depends
+/// only on the strides — never on a block's size — so every block of a split product takes
+/// the same path.
+pub(crate) fn applies(rsb: isize, csb: isize, csc: isize) -> bool {
+    tier().is_some() && (csb == 1 || rsb == 1) && csc == 1
 }
+
+/// Whether a product of depth `k` (the whole product having `rows` rows) is summed in
+/// [`KC`]-deep chunks: deeper than [`MAX_K`], unless short (see [`SHORT_ROWS`]). Depends
+/// only on `k` and `rows`, so every block of a split product sums alike.
+pub(crate) fn chunked(rows: usize, k: usize) -> bool {
+    k > MAX_K && !(rows <= SHORT_ROWS && k <= SHORT_MAX_K)
+}
+
+/// The depth of one chunk of a [`chunked`] product: its `KC × 32` panel of B (32 KiB) is
+/// copied into scratch and stays in L1 while every row tile of A reads it. Each chunk's
+/// products are summed from zero and the chunk's sum then added to C — blocked summation,
+/// as packed GEMMs do (`matrixmultiply` sums 256-deep blocks too), whose rounding error
+/// grows with the number of chunks rather than with `k`.
+pub(crate) const KC: usize = 256;
+
+/// From this many rows (of the block being computed) a row-major B's panels are copied into
+/// scratch too: every row tile streams the panel, which read in place has one row per
+/// page when B is wide (`k` TLB entries per panel), contiguous in scratch. The copy changes
+/// no arithmetic, so the choice may depend on the block.
+const COPY_ROWS: usize = 128;
 
 /// Widest column panel of any tier (the AVX-512 tile's two vectors).
 const PANEL: usize = 32;
@@ -125,15 +147,17 @@ pub(crate) unsafe fn sgemm(
     csb: isize,
     c: *mut f32,
     rsc: isize,
+    rows: usize,
 ) {
     debug_assert!(csb == 1 || rsb == 1, "applies() checked B's columns or rows are contiguous");
     let Some(t) = tier() else { unreachable!("applies() checked the tier") };
     // SAFETY: forwarded from the caller.
-    unsafe { sgemm_tier(t, m, k, n, a, rsa, csa, b, rsb, csb, c, rsc) }
+    unsafe { sgemm_tier(t, m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, chunked(rows, k)) }
 }
 
-/// Runs one tier's kernel (the tests compare tiers through it). A B with `csb == 1` is read
-/// in place; otherwise `rsb == 1` and its panels are transposed into scratch.
+/// Runs one tier's kernel (the tests compare tiers through it). B's panels are copied into
+/// scratch (transposed when `rsb == 1`) — [`KC`] rows at a time when `chunked` ([`chunked`])
+/// — except that an unchunked B with `csb == 1` is read in place by fewer than [`COPY_ROWS`] rows.
 ///
 /// # Safety
 /// As [`sgemm`]; the host has the tier.
@@ -151,24 +175,26 @@ pub(crate) unsafe fn sgemm_tier(
     csb: isize,
     c: *mut f32,
     rsc: isize,
+    chunked: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        let kc = if chunked { KC } else { k.max(1) };
         let run = |scratch: *mut f32| match tier {
             // SAFETY: forwarded; the caller checked the host has the tier.
-            Tier::Avx512 => unsafe { x86::sgemm_avx512(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, scratch) },
+            Tier::Avx512 => unsafe { x86::sgemm_avx512(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, scratch, kc) },
             // SAFETY: as above.
-            Tier::Avx2 => unsafe { x86::sgemm_avx2(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, scratch) },
+            Tier::Avx2 => unsafe { x86::sgemm_avx2(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, scratch, kc) },
         };
-        if csb == 1 {
+        if csb == 1 && !chunked && m < COPY_ROWS {
             run(std::ptr::null_mut())
         } else {
-            with_scratch(k * PANEL, run)
+            with_scratch(kc.min(k) * PANEL, run)
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (tier, m, k, n, a, rsa, csa, b, rsb, csb, c, rsc);
+        let _ = (tier, m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, chunked);
         unreachable!("applies() is false without x86-64")
     }
 }
@@ -182,32 +208,37 @@ mod x86 {
     /// Rows per tile on AVX2 (6 rows × 16 columns = 12 of the 16 ymm registers).
     const MR256: usize = 6;
 
-    /// Columns `j..j+w` of B as a panel of rows: B itself when its columns are contiguous
-    /// (`csb == 1`), else those columns transposed into `scratch` (row stride `ss`).
-    /// Returns the panel's first element and row stride.
+    /// Rows `p0..p0+kc` of columns `j..j+w` of B copied into `scratch` as rows of stride
+    /// `ss` (a chunk of a chunked product's panel), whatever B's layout. Returns the copy.
     ///
     /// # Safety
-    /// B is a valid `k×n` matrix with `j + w ≤ n`; with `csb ≠ 1`, `rsb == 1` and `scratch`
-    /// holds `k·ss` floats, `w ≤ ss`.
+    /// B is a valid `k×n` matrix with `p0 + kc ≤ k`, `j + w ≤ n`, its columns (`csb == 1`)
+    /// or rows (`rsb == 1`) contiguous; `scratch` holds `kc·ss` floats, `w ≤ ss`.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     #[target_feature(enable = "avx")]
-    unsafe fn panel(
-        k: usize,
+    unsafe fn chunk(
+        kc: usize,
         w: usize,
         b: *const f32,
         rsb: isize,
         csb: isize,
         j: usize,
+        p0: usize,
         scratch: *mut f32,
         ss: usize,
     ) -> (*const f32, isize) {
+        let first = b.wrapping_offset(p0 as isize * rsb + j as isize * csb);
         if csb == 1 {
-            return (b.wrapping_add(j), rsb);
+            for p in 0..kc {
+                // SAFETY: row p0+p of B, its columns j..j+w; row p of the scratch.
+                unsafe { std::ptr::copy_nonoverlapping(first.offset(p as isize * rsb), scratch.add(p * ss), w) };
+            }
+        } else {
+            debug_assert!(rsb == 1 && w <= ss);
+            // SAFETY: forwarded; each column's elements p0..p0+kc are contiguous.
+            unsafe { transpose_panel(kc, w, first, csb, scratch, ss) };
         }
-        debug_assert!(rsb == 1 && w <= ss);
-        // SAFETY: forwarded.
-        unsafe { transpose_panel(k, w, b.wrapping_offset(j as isize * csb), csb, scratch, ss) };
         (scratch, ss as isize)
     }
 
@@ -294,6 +325,7 @@ mod x86 {
         c: *mut f32,
         rsc: isize,
         scratch: *mut f32,
+        kc: usize,
     ) {
         let mut j = 0;
         while j < n {
@@ -307,43 +339,83 @@ mod x86 {
                 0
             };
             let cj = c.wrapping_add(j);
-            // SAFETY: columns j..j+w of B, k deep; the scratch holds k×32 floats.
-            let (bj, rsb) = unsafe { panel(k, w, b, rsb, csb, j, scratch, 32) };
-            let mut i = 0;
-            // SAFETY (all tiles): rows i..i+MR and columns j..j+w lie inside the matrices;
-            // the masks keep loads and stores inside them.
-            while i + MR512 <= m {
-                unsafe {
-                    tile512::<MR512>(
-                        k,
-                        a.wrapping_offset(i as isize * rsa),
-                        rsa,
-                        csa,
-                        bj,
-                        rsb,
-                        cj.wrapping_offset(i as isize * rsc),
-                        rsc,
-                        lo,
-                        hi,
-                    )
+            let mut p0 = 0;
+            loop {
+                let d = (k - p0).min(kc);
+                let (bj, rs) = if scratch.is_null() {
+                    (b.wrapping_add(j), rsb)
+                } else {
+                    // SAFETY: rows p0..p0+d of the panel; the scratch holds kc×32 floats.
+                    unsafe { chunk(d, w, b, rsb, csb, j, p0, scratch, 32) }
                 };
-                i += MR512;
-            }
-            let rest = m - i;
-            let (ai, ci) = (a.wrapping_offset(i as isize * rsa), cj.wrapping_offset(i as isize * rsc));
-            unsafe {
-                match rest {
-                    0 => {}
-                    1 => tile512::<1>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
-                    2 => tile512::<2>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
-                    3 => tile512::<3>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
-                    4 => tile512::<4>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
-                    5 => tile512::<5>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
-                    6 => tile512::<6>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
-                    _ => tile512::<7>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
+                // SAFETY: A's columns p0..p0+d, the panel's rows, C's columns j..j+w.
+                unsafe {
+                    rows512(m, d, a.wrapping_offset(p0 as isize * csa), rsa, csa, bj, rs, cj, rsc, lo, hi, p0 > 0)
+                };
+                p0 += kc;
+                if p0 >= k {
+                    break;
                 }
             }
             j += 32;
+        }
+    }
+
+    /// Every row tile of one panel (or chunk of a panel) `b`, `k` deep, into C's columns at
+    /// `c`: set (`add` false) or added to (`add`, a later chunk).
+    ///
+    /// # Safety
+    /// A's `m` rows hold `k` elements, the panel `k` rows of the masks' width, C `m` rows.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn rows512(
+        m: usize,
+        k: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        c: *mut f32,
+        rsc: isize,
+        lo: __mmask16,
+        hi: __mmask16,
+        add: bool,
+    ) {
+        let mut i = 0;
+        // SAFETY (all tiles): rows i..i+MR lie inside A and C; the masks keep loads and
+        // stores inside the panel's columns.
+        while i + MR512 <= m {
+            unsafe {
+                tile512::<MR512>(
+                    k,
+                    a.wrapping_offset(i as isize * rsa),
+                    rsa,
+                    csa,
+                    b,
+                    rsb,
+                    c.wrapping_offset(i as isize * rsc),
+                    rsc,
+                    lo,
+                    hi,
+                    add,
+                )
+            };
+            i += MR512;
+        }
+        let (ai, ci) = (a.wrapping_offset(i as isize * rsa), c.wrapping_offset(i as isize * rsc));
+        unsafe {
+            match m - i {
+                0 => {}
+                1 => tile512::<1>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                2 => tile512::<2>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                3 => tile512::<3>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                4 => tile512::<4>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                5 => tile512::<5>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                6 => tile512::<6>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                _ => tile512::<7>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+            }
         }
     }
 
@@ -361,6 +433,7 @@ mod x86 {
         rsc: isize,
         lo: __mmask16,
         hi: __mmask16,
+        add: bool,
     ) {
         let mut acc0 = [_mm512_setzero_ps(); MR];
         let mut acc1 = [_mm512_setzero_ps(); MR];
@@ -381,8 +454,13 @@ mod x86 {
             // SAFETY: row r of the C tile; masked lanes are not written.
             unsafe {
                 let cr = c.offset(r as isize * rsc);
-                _mm512_mask_storeu_ps(cr, lo, acc0[r]);
-                _mm512_mask_storeu_ps(cr.wrapping_add(16), hi, acc1[r]);
+                let (mut v0, mut v1) = (acc0[r], acc1[r]);
+                if add {
+                    v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(lo, cr), v0);
+                    v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(hi, cr.wrapping_add(16)), v1);
+                }
+                _mm512_mask_storeu_ps(cr, lo, v0);
+                _mm512_mask_storeu_ps(cr.wrapping_add(16), hi, v1);
             }
         }
     }
@@ -410,6 +488,7 @@ mod x86 {
         c: *mut f32,
         rsc: isize,
         scratch: *mut f32,
+        kc: usize,
     ) {
         let mut j = 0;
         while j < n {
@@ -417,40 +496,81 @@ mod x86 {
             let lo = mask256(w);
             let hi = mask256(w.saturating_sub(8));
             let cj = c.wrapping_add(j);
-            // SAFETY: columns j..j+w of B, k deep; the scratch holds k×16 floats.
-            let (bj, rsb) = unsafe { panel(k, w, b, rsb, csb, j, scratch, 16) };
-            let mut i = 0;
-            // SAFETY (all tiles): as in the AVX-512 path.
-            while i + MR256 <= m {
-                unsafe {
-                    tile256::<MR256>(
-                        k,
-                        a.wrapping_offset(i as isize * rsa),
-                        rsa,
-                        csa,
-                        bj,
-                        rsb,
-                        cj.wrapping_offset(i as isize * rsc),
-                        rsc,
-                        lo,
-                        hi,
-                    )
+            let mut p0 = 0;
+            loop {
+                let d = (k - p0).min(kc);
+                let (bj, rs) = if scratch.is_null() {
+                    (b.wrapping_add(j), rsb)
+                } else {
+                    // SAFETY: rows p0..p0+d of the panel; the scratch holds kc×16 floats.
+                    unsafe { chunk(d, w, b, rsb, csb, j, p0, scratch, 16) }
                 };
-                i += MR256;
-            }
-            let rest = m - i;
-            let (ai, ci) = (a.wrapping_offset(i as isize * rsa), cj.wrapping_offset(i as isize * rsc));
-            unsafe {
-                match rest {
-                    0 => {}
-                    1 => tile256::<1>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
-                    2 => tile256::<2>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
-                    3 => tile256::<3>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
-                    4 => tile256::<4>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
-                    _ => tile256::<5>(k, ai, rsa, csa, bj, rsb, ci, rsc, lo, hi),
+                // SAFETY: A's columns p0..p0+d, the panel's rows, C's columns j..j+w.
+                unsafe {
+                    rows256(m, d, a.wrapping_offset(p0 as isize * csa), rsa, csa, bj, rs, cj, rsc, lo, hi, p0 > 0)
+                };
+                p0 += kc;
+                if p0 >= k {
+                    break;
                 }
             }
             j += 16;
+        }
+    }
+
+    /// Every row tile of one panel (or chunk of a panel) `b`, `k` deep, into C's columns at
+    /// `c`: set (`add` false) or added to (`add`, a later chunk).
+    ///
+    /// # Safety
+    /// A's `m` rows hold `k` elements, the panel `k` rows of the masks' width, C `m` rows.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn rows256(
+        m: usize,
+        k: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        c: *mut f32,
+        rsc: isize,
+        lo: __m256i,
+        hi: __m256i,
+        add: bool,
+    ) {
+        let mut i = 0;
+        // SAFETY (all tiles): rows i..i+MR lie inside A and C; the masks keep loads and
+        // stores inside the panel's columns.
+        while i + MR256 <= m {
+            unsafe {
+                tile256::<MR256>(
+                    k,
+                    a.wrapping_offset(i as isize * rsa),
+                    rsa,
+                    csa,
+                    b,
+                    rsb,
+                    c.wrapping_offset(i as isize * rsc),
+                    rsc,
+                    lo,
+                    hi,
+                    add,
+                )
+            };
+            i += MR256;
+        }
+        let (ai, ci) = (a.wrapping_offset(i as isize * rsa), c.wrapping_offset(i as isize * rsc));
+        unsafe {
+            match m - i {
+                0 => {}
+                1 => tile256::<1>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                2 => tile256::<2>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                3 => tile256::<3>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                4 => tile256::<4>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                _ => tile256::<5>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+            }
         }
     }
 
@@ -468,6 +588,7 @@ mod x86 {
         rsc: isize,
         lo: __m256i,
         hi: __m256i,
+        add: bool,
     ) {
         let mut acc0 = [_mm256_setzero_ps(); MR];
         let mut acc1 = [_mm256_setzero_ps(); MR];
@@ -488,8 +609,13 @@ mod x86 {
             // SAFETY: row r of the C tile; masked lanes are not written.
             unsafe {
                 let cr = c.offset(r as isize * rsc);
-                _mm256_maskstore_ps(cr, lo, acc0[r]);
-                _mm256_maskstore_ps(cr.wrapping_add(8), hi, acc1[r]);
+                let (mut v0, mut v1) = (acc0[r], acc1[r]);
+                if add {
+                    v0 = _mm256_add_ps(_mm256_maskload_ps(cr, lo), v0);
+                    v1 = _mm256_add_ps(_mm256_maskload_ps(cr.wrapping_add(8), hi), v1);
+                }
+                _mm256_maskstore_ps(cr, lo, v0);
+                _mm256_maskstore_ps(cr.wrapping_add(8), hi, v1);
             }
         }
     }
@@ -499,18 +625,24 @@ mod x86 {
 mod tests {
     use super::*;
 
-    /// The invariant's definition: one fused multiply-add per step, in `p` order.
-    fn reference(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool) -> Vec<f32> {
+    /// The invariant's definition: one fused multiply-add per step, in `p` order — within
+    /// each `kc`-deep chunk, the chunks' sums then added in order (`kc ≥ k`: one chain).
+    #[allow(clippy::too_many_arguments)]
+    fn reference(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool, kc: usize) -> Vec<f32> {
         let mut c = vec![0f32; m * n];
         for i in 0..m {
             for j in 0..n {
-                let mut acc = 0f32;
-                for p in 0..k {
-                    let x = if ta { a[p * m + i] } else { a[i * k + p] };
-                    let y = if tb { b[j * k + p] } else { b[p * n + j] };
-                    acc = x.mul_add(y, acc);
+                let mut sum = 0f32;
+                for p0 in (0..k).step_by(kc.max(1)) {
+                    let mut acc = 0f32;
+                    for p in p0..(p0 + kc).min(k) {
+                        let x = if ta { a[p * m + i] } else { a[i * k + p] };
+                        let y = if tb { b[j * k + p] } else { b[p * n + j] };
+                        acc = x.mul_add(y, acc);
+                    }
+                    sum = if p0 == 0 { acc } else { sum + acc };
                 }
-                c[i * n + j] = acc;
+                c[i * n + j] = sum;
             }
         }
         c
@@ -557,21 +689,32 @@ mod tests {
             (5, 9, 7),
             (8, 700, 40),
             (3, 1100, 33),
+            // Row-major panels copied (COPY_ROWS rows and more), one tile remainder ...
+            (COPY_ROWS + 3, 40, 37),
+            // Chunked: deeper than MAX_K (a partial last chunk, every column remainder) ...
+            (20, 600, 47),
+            (9, 2 * KC + 1, 33),
+            (64, 4 * KC, 64),
+            // ... and a short product deeper than SHORT_MAX_K.
+            (3, 1300, 17),
         ];
         for (m, k, n) in shapes {
             let (a, b) = (data(m * k, 1), data(k * n, 2));
+            let kc = if chunked(m, k) { KC } else { usize::MAX };
+            assert_eq!(kc == KC, k > SHORT_MAX_K || (k > MAX_K && m > SHORT_ROWS), "{m}x{k}x{n}");
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
-                let want = reference(m, k, n, &a, ta, &b, tb);
+                let want = reference(m, k, n, &a, ta, &b, tb, kc);
                 for (w, x) in want.iter().zip(exact(m, k, n, &a, ta, &b, tb)) {
-                    assert!((f64::from(*w) - x).abs() <= 1e-4 * x.abs().max(1.0), "{w} vs {x}");
+                    // Terms up to ~28 in size: float32 sums of k of them err by ~k·28·2⁻²⁴.
+                    assert!((f64::from(*w) - x).abs() <= 1e-4 * x.abs().max(1.0) + 2e-6 * k as f64, "{w} vs {x}");
                 }
                 let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
                 let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
                 let rsc = n + 3;
                 let mut c = vec![f32::NAN; m * rsc];
-                assert!(applies(m, k, rsb, csb, 1));
+                assert!(applies(rsb, csb, 1));
                 // SAFETY: the vectors hold the described matrices.
-                unsafe { sgemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), rsc as isize) };
+                unsafe { sgemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), rsc as isize, m) };
                 for i in 0..m {
                     assert_eq!(&c[i * rsc..i * rsc + n], &want[i * n..(i + 1) * n], "{m}x{k}x{n} ta={ta} tb={tb}");
                     assert!(c[i * rsc + n..(i + 1) * rsc].iter().all(|x| x.is_nan()), "padding written");
@@ -580,7 +723,21 @@ mod tests {
                     let mut d = vec![f32::NAN; m * n];
                     // SAFETY: as above; the host has the tier.
                     unsafe {
-                        sgemm_tier(t, m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, d.as_mut_ptr(), n as isize)
+                        sgemm_tier(
+                            t,
+                            m,
+                            k,
+                            n,
+                            a.as_ptr(),
+                            rsa,
+                            csa,
+                            b.as_ptr(),
+                            rsb,
+                            csb,
+                            d.as_mut_ptr(),
+                            n as isize,
+                            kc == KC,
+                        )
                     };
                     assert_eq!(d, want, "{t:?} {m}x{k}x{n} ta={ta} tb={tb}");
                 }
@@ -589,52 +746,57 @@ mod tests {
     }
 
     /// A transposed B that is a view into a wider matrix (its columns `k` apart in a row of
-    /// `ld > k` floats: B is a slice of a larger weight) packs only its own elements.
+    /// `ld > k` floats: B is a slice of a larger weight) packs only its own elements, whole
+    /// or chunk by chunk.
     #[test]
     fn transposed_views_of_a_wider_matrix() {
         let Some(host) = tier() else { return };
-        let (m, k, n, ld) = (11, 21, 37, 29);
-        let a = data(m * k, 3);
-        let big = data(n * ld, 4);
-        let b: Vec<f32> = (0..n).flat_map(|j| big[j * ld..j * ld + k].to_vec()).collect();
-        let want = reference(m, k, n, &a, false, &b, true);
-        let tiers: &[Tier] = if host == Tier::Avx512 { &[Tier::Avx512, Tier::Avx2] } else { &[Tier::Avx2] };
-        for &t in tiers {
-            let mut d = vec![f32::NAN; m * n];
-            // SAFETY: `big` holds n rows of ld ≥ k floats; the host has the tier.
-            unsafe {
-                sgemm_tier(
-                    t,
-                    m,
-                    k,
-                    n,
-                    a.as_ptr(),
-                    k as isize,
-                    1,
-                    big.as_ptr(),
-                    1,
-                    ld as isize,
-                    d.as_mut_ptr(),
-                    n as isize,
-                )
-            };
-            assert_eq!(d, want, "{t:?}");
+        for (m, k, n, ld) in [(11, 21, 37, 29), (11, KC + MAX_K, 37, KC + MAX_K + 13)] {
+            let a = data(m * k, 3);
+            let big = data(n * ld, 4);
+            let b: Vec<f32> = (0..n).flat_map(|j| big[j * ld..j * ld + k].to_vec()).collect();
+            let chunks = chunked(m, k);
+            let want = reference(m, k, n, &a, false, &b, true, if chunks { KC } else { usize::MAX });
+            let tiers: &[Tier] = if host == Tier::Avx512 { &[Tier::Avx512, Tier::Avx2] } else { &[Tier::Avx2] };
+            for &t in tiers {
+                let mut d = vec![f32::NAN; m * n];
+                // SAFETY: `big` holds n rows of ld ≥ k floats; the host has the tier.
+                unsafe {
+                    sgemm_tier(
+                        t,
+                        m,
+                        k,
+                        n,
+                        a.as_ptr(),
+                        k as isize,
+                        1,
+                        big.as_ptr(),
+                        1,
+                        ld as isize,
+                        d.as_mut_ptr(),
+                        n as isize,
+                        chunks,
+                    )
+                };
+                assert_eq!(d, want, "{t:?} k={k}");
+            }
         }
     }
 
     #[test]
-    fn only_moderate_depths_and_unit_column_strides_of_c_apply() {
+    fn unit_column_strides_of_c_apply_and_deep_products_are_chunked() {
         if tier().is_none() {
-            assert!(!applies(64, 8, 16, 1, 1));
+            assert!(!applies(16, 1, 1));
             return;
         }
-        assert!(applies(64, MAX_K, 16, 1, 1));
-        assert!(!applies(64, MAX_K + 1, 16, 1, 1));
-        assert!(applies(SHORT_ROWS, SHORT_MAX_K, 16, 1, 1), "a short product, deeper");
-        assert!(!applies(SHORT_ROWS, SHORT_MAX_K + 1, 16, 1, 1));
-        assert!(!applies(SHORT_ROWS + 1, MAX_K + 1, 16, 1, 1));
-        assert!(!applies(64, 8, 16, 1, 2), "a strided C goes to matrixmultiply");
-        assert!(applies(64, 8, 1, 5, 1), "a transposed B is packed by panels");
-        assert!(!applies(64, 8, 3, 5, 1), "a B strided both ways goes to matrixmultiply");
+        assert!(applies(16, 1, 1));
+        assert!(!applies(16, 1, 2), "a strided C goes to matrixmultiply");
+        assert!(applies(1, 5, 1), "a transposed B is packed by panels");
+        assert!(!applies(3, 5, 1), "a B strided both ways goes to matrixmultiply");
+        assert!(!chunked(64, MAX_K));
+        assert!(chunked(64, MAX_K + 1));
+        assert!(!chunked(SHORT_ROWS, SHORT_MAX_K), "a short product, deeper, in one chain");
+        assert!(chunked(SHORT_ROWS, SHORT_MAX_K + 1));
+        assert!(chunked(SHORT_ROWS + 1, MAX_K + 1));
     }
 }
