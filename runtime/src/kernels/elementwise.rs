@@ -885,6 +885,75 @@ fn cast_pair<S: Elem, D: Elem>(t: &Tensor) -> KResult<Tensor> {
 
 // ---- Select ----
 
+/// `c[i] ? x[i] : y[i]` for equal-length slices, split over the pool when long. Elements of
+/// 1, 4 or 8 bytes are blended as bits (`x & m | y & !m`, `m` all ones where `c`), a loop
+/// that vectorises: written as a choice, the compiler turned it into a load from a chosen
+/// address per element, 15% of the Keras VAE step's plain executor time in its six Selects.
+fn pick<T: Elem>(c: &[bool], x: &[T], y: &[T]) -> Vec<T> {
+    debug_assert!(c.len() == x.len() && x.len() == y.len());
+    let n = x.len();
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    let part = |d: &mut [std::mem::MaybeUninit<T>], at: usize| {
+        let (c, x, y) = (&c[at..at + d.len()], &x[at..at + d.len()], &y[at..at + d.len()]);
+        // SAFETY: `Elem` types are plain data (floats, integers, bool, half floats) whose
+        // every bit pattern that occurs here is one of two valid values, so a value read as
+        // the unsigned integer of its size and written back is the same value; `d` and the
+        // inputs have `d.len()` elements of that size.
+        unsafe {
+            match std::mem::size_of::<T>() {
+                4 => blend::<u32>(c, x.as_ptr().cast(), y.as_ptr().cast(), d.as_mut_ptr().cast(), d.len()),
+                8 => blend::<u64>(c, x.as_ptr().cast(), y.as_ptr().cast(), d.as_mut_ptr().cast(), d.len()),
+                1 => blend::<u8>(c, x.as_ptr().cast(), y.as_ptr().cast(), d.as_mut_ptr().cast(), d.len()),
+                _ => {
+                    for (k, o) in d.iter_mut().enumerate() {
+                        o.write(if c[k] { x[k] } else { y[k] });
+                    }
+                }
+            }
+        }
+    };
+    let d = &mut v.spare_capacity_mut()[..n];
+    if n >= PARALLEL_MIN_ELEMENTS {
+        d.par_chunks_mut(CHUNK).enumerate().for_each(|(i, d)| part(d, i * CHUNK));
+    } else {
+        part(d, 0);
+    }
+    // SAFETY: every one of the first `n` elements was written above.
+    unsafe { v.set_len(n) };
+    v
+}
+
+/// The bits of an element type, for [`pick`].
+trait Bits: Copy + std::ops::BitAnd<Output = Self> + std::ops::BitOr<Output = Self> + std::ops::Not<Output = Self> {
+    /// All ones if `b`, else zero.
+    fn mask(b: bool) -> Self;
+}
+macro_rules! bits_impl {
+    ($($t:ty),*) => {$(
+        impl Bits for $t {
+            #[inline(always)]
+            fn mask(b: bool) -> Self {
+                (b as $t).wrapping_neg()
+            }
+        }
+    )*};
+}
+bits_impl!(u8, u32, u64);
+
+/// `d[i] = c[i] ? x[i] : y[i]` on bits.
+///
+/// # Safety
+/// `x`, `y` are valid for `n` reads and `d` for `n` writes of `U`; `c` has `n` elements.
+unsafe fn blend<U: Bits>(c: &[bool], x: *const U, y: *const U, d: *mut U, n: usize) {
+    // SAFETY: forwarded from the caller (x and y are initialised).
+    let (x, y, c) = unsafe { (std::slice::from_raw_parts(x, n), std::slice::from_raw_parts(y, n), &c[..n]) };
+    for i in 0..n {
+        let m = U::mask(c[i]);
+        // SAFETY: i < n.
+        unsafe { d.add(i).write((x[i] & m) | (y[i] & !m)) };
+    }
+}
+
 fn select<T: Elem>(cond: &Tensor, a: &Tensor, b: &Tensor, v2: bool) -> KResult<Tensor> {
     if a.shape != b.shape && !v2 {
         return Err(KernelError::invalid(format!(
@@ -908,6 +977,9 @@ fn select<T: Elem>(cond: &Tensor, a: &Tensor, b: &Tensor, v2: bool) -> KResult<T
     }
     if !v2 && cond.shape != a.shape && cond.num_elements() != 1 {
         return Err(KernelError::invalid(format!("condition shape {:?} does not match {:?}", cond.shape, a.shape)));
+    }
+    if cond.shape == a.shape && a.shape == b.shape {
+        return Ok(tensor_of(a.shape.clone(), pick(c, T::slice(a), T::slice(b))));
     }
     let ab = broadcast_shape(&a.shape, &b.shape)?;
     let out = broadcast_shape(&cond.shape, &ab)?;
@@ -1410,6 +1482,62 @@ mod tests {
         assert_eq!(s.as_i64().unwrap(), &[1, 5, 100]);
         let or = run1(&node("LogicalOr", &[]), &[lt, eq]).unwrap();
         assert_eq!(or.as_bool().unwrap(), &[true, false, true]);
+    }
+
+    /// Select over equal shapes (the bit-blend path) keeps every element's bits — NaN
+    /// payloads, −0 — for each dtype, split over the pool or not, against a plain choice.
+    #[test]
+    fn select_of_equal_shapes_picks_every_element_bit_for_bit() {
+        for n in [0, 1, 37, PARALLEL_MIN_ELEMENTS + CHUNK + 5] {
+            let c: Vec<bool> = (0..n).map(|i| (i * 7919) % 3 == 0).collect();
+            let cond = Tensor::from_bool(vec![n], c.clone()).unwrap();
+            let special = [f32::from_bits(0x7fc0_1234), -0.0, f32::INFINITY, 1.5];
+            let x: Vec<f32> = (0..n).map(|i| special[i % 4]).collect();
+            let y: Vec<f32> = (0..n).map(|i| -(i as f32)).collect();
+            let r = run1(
+                &node("Select", &[]),
+                &[
+                    cond.clone(),
+                    Tensor::from_f32(vec![n], x.clone()).unwrap(),
+                    Tensor::from_f32(vec![n], y.clone()).unwrap(),
+                ],
+            )
+            .unwrap();
+            let want: Vec<u32> = (0..n).map(|i| if c[i] { x[i] } else { y[i] }.to_bits()).collect();
+            assert_eq!(r.as_f32().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want, "f32 n={n}");
+            let (xi, yi): (Vec<i64>, Vec<i64>) =
+                ((0..n as i64).map(|i| i - (1 << 40)).collect(), (0..n as i64).map(|i| !i).collect());
+            let r = run1(
+                &node("SelectV2", &[]),
+                &[
+                    cond.clone(),
+                    Tensor::from_i64(vec![n], xi.clone()).unwrap(),
+                    Tensor::from_i64(vec![n], yi.clone()).unwrap(),
+                ],
+            )
+            .unwrap();
+            assert_eq!(
+                r.as_i64().unwrap(),
+                (0..n).map(|i| if c[i] { xi[i] } else { yi[i] }).collect::<Vec<_>>(),
+                "i64 n={n}"
+            );
+            let (xb, yb): (Vec<bool>, Vec<bool>) =
+                ((0..n).map(|i| i % 2 == 0).collect(), (0..n).map(|i| i % 5 == 0).collect());
+            let r = run1(
+                &node("Select", &[]),
+                &[
+                    cond,
+                    Tensor::from_bool(vec![n], xb.clone()).unwrap(),
+                    Tensor::from_bool(vec![n], yb.clone()).unwrap(),
+                ],
+            )
+            .unwrap();
+            assert_eq!(
+                r.as_bool().unwrap(),
+                (0..n).map(|i| if c[i] { xb[i] } else { yb[i] }).collect::<Vec<_>>(),
+                "bool n={n}"
+            );
+        }
     }
 
     #[test]
