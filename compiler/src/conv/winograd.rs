@@ -143,32 +143,32 @@ pub(super) fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usiz
     // Per image, a block of tile rows at a time: V `[16][tiles][C]`, M `[16][tiles][O]` (one
     // dense GEMM operand per ξ) and one tile's intermediate rows.
     let block = tl.block;
-    over_images::<T>(n, block * 16 * (c + o) + 16 * c.max(o), threads, &|b, buf, t| {
-        let (v, rest) = buf.split_at_mut(block * 16 * c);
-        let (m, stage) = rest.split_at_mut(block * 16 * o);
+    over_images::<T>(n, 16 * (plane(block, c) + plane(block, o)) + 16 * c.max(o), threads, &|b, buf, t| {
+        let (v, rest) = buf.split_at_mut(16 * plane(block, c));
+        let (m, stage) = rest.split_at_mut(16 * plane(block, o));
         let xb = &x[b * h * w * c..][..h * w * c];
         // SAFETY: image b's output rows are its own.
         let y = unsafe { dst.slice(b * oh * ow * o, oh * ow * o) };
         for geo in tl.blocks() {
             let tiles = geo.rows.len() * geo.tiles_w;
             input_transform(&geo, xb, &zeros, v, stage);
-            // M_ξ = V_ξ · U_ξ, each a dense `[tiles, C]` (`[tiles, O]`) block of V (M).
+            // M_ξ = V_ξ · U_ξ, each a dense `[tiles, C]` (`[tiles, O]`) plane of V (M).
             for xi in 0..16 {
-                // SAFETY: A is `tiles × c` dense from `xi·tiles·c` in `v`, B `U_ξ` `c × o`
-                // dense in `u`, C `tiles × o` dense from `xi·tiles·o` in `m` — all within
-                // their buffers (`tiles` ≤ `block`), C distinct from both.
+                // SAFETY: A is `tiles × c` dense from `xi·plane(tiles, c)` in `v`, B `U_ξ`
+                // `c × o` dense in `u`, C `tiles × o` dense from `xi·plane(tiles, o)` in `m`
+                // — all within their buffers (`tiles` ≤ `block`), C distinct from both.
                 unsafe {
                     gemm_strided(
                         tiles,
                         c,
                         o,
-                        v.as_ptr().add(xi * tiles * c),
+                        v.as_ptr().add(xi * plane(tiles, c)),
                         c as isize,
                         1,
                         u.as_ptr().add(xi * c * o),
                         o as isize,
                         1,
-                        m.as_mut_ptr().add(xi * tiles * o),
+                        m.as_mut_ptr().add(xi * plane(tiles, o)),
                         o as isize,
                         1,
                         t,
@@ -197,10 +197,10 @@ pub(super) fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[
     let block = tl.block;
     let size = 16 * c * o;
     let zeros = vec![T::default(); c.max(o)];
-    let scratch = block * 16 * (c + o) + c * o + 16 * c.max(o);
+    let scratch = 16 * (plane(block, c) + plane(block, o)) + c * o + 16 * c.max(o);
     let m = sum_image_groups(n, size, scratch, threads, &|images, acc, buf, t| {
-        let (v, rest) = buf.split_at_mut(block * 16 * c);
-        let (e, rest) = rest.split_at_mut(block * 16 * o);
+        let (v, rest) = buf.split_at_mut(16 * plane(block, c));
+        let (e, rest) = rest.split_at_mut(16 * plane(block, o));
         let (part, stage) = rest.split_at_mut(c * o);
         for b in images {
             let xb = &x[b * h * w * c..][..h * w * c];
@@ -210,8 +210,8 @@ pub(super) fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[
                 input_transform(&geo, xb, &zeros, v, stage);
                 gradient_transform(&geo, dyb, &zeros, e, stage);
                 for xi in 0..16 {
-                    // SAFETY: A is Vᵀ_ξ: element (ci, tile) at `v[(ξ·tiles + tile)·c + ci]`; B
-                    // is E_ξ: (tile, oi) at `e[(ξ·tiles + tile)·o + oi]` — within the block's
+                    // SAFETY: A is Vᵀ_ξ: element (ci, tile) at `v[ξ·plane(tiles, c) + tile·c +
+                    // ci]`; B is E_ξ: (tile, oi) at `e[ξ·plane(tiles, o) + tile·o + oi]` — within the block's
                     // `tiles` (≤ `block`) tiles of each; C is `part`, `c × o` dense, distinct
                     // from both.
                     unsafe {
@@ -219,10 +219,10 @@ pub(super) fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[
                             c,
                             tiles,
                             o,
-                            v.as_ptr().add(xi * tiles * c),
+                            v.as_ptr().add(xi * plane(tiles, c)),
                             1,
                             c as isize,
-                            e.as_ptr().add(xi * tiles * o),
+                            e.as_ptr().add(xi * plane(tiles, o)),
                             o as isize,
                             1,
                             part.as_mut_ptr(),
@@ -322,7 +322,7 @@ fn gradient_transform_body<T: ConvElem>(g: &Geo, dyb: &[T], zeros: &[T], e: &mut
             // (A dy) Aᵀ: row r's two columns expanded into E's rows r·4 .. r·4 + 4.
             for r in 0..4 {
                 let (a, b) = (&tr[r * o..][..o], &tr[(4 + r) * o..][..o]);
-                expand(rows4(e, (r * 4 * tiles + tile) * o, tiles * o, o), a, b);
+                expand(rows4(e, r * 4 * plane(tiles, o) + tile * o, plane(tiles, o), o), a, b);
             }
         }
     }
@@ -330,6 +330,15 @@ fn gradient_transform_body<T: ConvElem>(g: &Geo, dyb: &[T], zeros: &[T], e: &mut
 
 /// The most elements of V and M one block of tile rows takes (1 MiB of float32).
 const BLOCK: usize = 1 << 18;
+
+/// Elements between one ξ plane of V, M or E (`tiles` rows of `width` channels) and the
+/// next: the plane plus one cache line. A tile's transform writes (or reads) one row in
+/// each of the 16 planes; with a 32×32 image of 32 channels a plane is 32 KiB, and 16
+/// rows a power of two apart share one L1 set (12 ways): the input transform stalled on
+/// them. One line more puts the 16 rows in 16 sets.
+fn plane(tiles: usize, width: usize) -> usize {
+    tiles * width + 16
+}
 
 /// An image's 2×2 output tiles cut into blocks of whole tile rows whose V and M stay within
 /// [`BLOCK`] elements (L2-sized), however large the image.
@@ -414,24 +423,70 @@ fn input_transform_body<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T]
                     _ => zeros,
                 }
             });
-            // Bᵀ d: rows combined, column by column.
-            for q in 0..4 {
-                let (d0, d1, d2, d3) = (d[q], d[4 + q], d[8 + q], d[12 + q]);
-                lin(&mut tr[q * c..][..c], d0, d2, Sign::Minus);
-                lin(&mut tr[(4 + q) * c..][..c], d1, d2, Sign::Plus);
-                lin(&mut tr[(8 + q) * c..][..c], d2, d1, Sign::Minus);
-                lin(&mut tr[(12 + q) * c..][..c], d1, d3, Sign::Minus);
+            // Whole vectors of channels in registers, the rest (C not a multiple of LANES)
+            // through the intermediate rows; the same operations either way.
+            let mut at = 0;
+            while at + LANES <= c {
+                input_tile_lanes(&d, at, v, tile * c + at, plane(tiles, c));
+                at += LANES;
             }
-            // (Bᵀ d) B: columns combined, row by row, into V's rows.
-            for r in 0..4 {
-                let row = |q: usize| &tr[(r * 4 + q) * c..][..c];
-                let (a0, a1, a2, a3) = (row(0), row(1), row(2), row(3));
-                let [o0, o1, o2, o3] = rows4(v, (r * 4 * tiles + tile) * c, tiles * c, c);
-                lin(o0, a0, a2, Sign::Minus);
-                lin(o1, a1, a2, Sign::Plus);
-                lin(o2, a2, a1, Sign::Minus);
-                lin(o3, a1, a3, Sign::Minus);
+            if at < c {
+                let d = d.map(|x| &x[at..c]);
+                let len = c - at;
+                // Bᵀ d: rows combined, column by column.
+                for q in 0..4 {
+                    let (d0, d1, d2, d3) = (d[q], d[4 + q], d[8 + q], d[12 + q]);
+                    lin(&mut tr[q * len..][..len], d0, d2, Sign::Minus);
+                    lin(&mut tr[(4 + q) * len..][..len], d1, d2, Sign::Plus);
+                    lin(&mut tr[(8 + q) * len..][..len], d2, d1, Sign::Minus);
+                    lin(&mut tr[(12 + q) * len..][..len], d1, d3, Sign::Minus);
+                }
+                // (Bᵀ d) B: columns combined, row by row, into V's rows.
+                for r in 0..4 {
+                    let row = |q: usize| &tr[(r * 4 + q) * len..][..len];
+                    let (a0, a1, a2, a3) = (row(0), row(1), row(2), row(3));
+                    let [o0, o1, o2, o3] = rows4(v, r * 4 * plane(tiles, c) + tile * c + at, plane(tiles, c), len);
+                    lin(o0, a0, a2, Sign::Minus);
+                    lin(o1, a1, a2, Sign::Plus);
+                    lin(o2, a2, a1, Sign::Minus);
+                    lin(o3, a1, a3, Sign::Minus);
+                }
             }
+        }
+    }
+}
+
+/// Channels per register-held step of a tile transform (one AVX-512 vector of float32).
+const LANES: usize = 16;
+
+/// [`input_transform_body`]'s two combinations for channels `at..at + LANES` of one tile,
+/// its 16 input rows and 16 outputs held as fixed-size arrays (registers) instead of
+/// slices: with 32 channels the slice loops spent more on bounds checks and loop control
+/// than on the adds. Writes `V[ξ][tile][at..]` at `v[ξ·plane + first..]`.
+#[inline(always)]
+fn input_tile_lanes<T: ConvElem>(d: &[&[T]; 16], at: usize, v: &mut [T], first: usize, plane: usize) {
+    let x: [[T; LANES]; 16] = std::array::from_fn(|k| d[k][at..at + LANES].try_into().expect("LANES channels"));
+    let mut t = [[T::default(); LANES]; 16];
+    for q in 0..4 {
+        for l in 0..LANES {
+            let (d0, d1, d2, d3) = (x[q][l], x[4 + q][l], x[8 + q][l], x[12 + q][l]);
+            t[q][l] = d0 - d2;
+            t[4 + q][l] = d1 + d2;
+            t[8 + q][l] = d2 - d1;
+            t[12 + q][l] = d1 - d3;
+        }
+    }
+    for r in 0..4 {
+        let (a0, a1, a2, a3) = (&t[r * 4], &t[r * 4 + 1], &t[r * 4 + 2], &t[r * 4 + 3]);
+        let mut o = [[T::default(); LANES]; 4];
+        for l in 0..LANES {
+            o[0][l] = a0[l] - a2[l];
+            o[1][l] = a1[l] + a2[l];
+            o[2][l] = a2[l] - a1[l];
+            o[3][l] = a1[l] - a3[l];
+        }
+        for (j, row) in o.iter().enumerate() {
+            v[(r * 4 + j) * plane + first..][..LANES].copy_from_slice(row);
         }
     }
 }
@@ -450,7 +505,7 @@ fn output_transform_body<T: ConvElem>(g: &Geo, m: &[T], y: &mut [T], r: &mut [T]
     for ty in g.rows.clone() {
         for tx in 0..tiles_w {
             let tile = (ty - g.rows.start) * tiles_w + tx;
-            let row = |k: usize| &m[(k * tiles + tile) * o..][..o];
+            let row = |k: usize| &m[k * plane(tiles, o) + tile * o..][..o];
             // Aᵀ M: two rows of four.
             for q in 0..4 {
                 let (m0, m1, m2, m3) = (row(q), row(4 + q), row(8 + q), row(12 + q));
