@@ -581,6 +581,10 @@ pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> V
     let (g, cg) = (s.groups(), s.filter[2]);
     let og = o / g;
     let (pixels, row) = (s.pixels(), s.row());
+    if winograd::applies(s) {
+        // Before allocating: the Winograd path makes its own output.
+        return winograd::conv2d(s, x, f, threads);
+    }
     let mut out = vec![T::default(); n * pixels * o];
     if out.is_empty() {
         return out;
@@ -588,9 +592,6 @@ pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> V
     if s.is_pointwise() {
         pointwise(s, Pointwise::Forward, x, f, &mut out, threads);
         return out;
-    }
-    if winograd::applies(s) {
-        return winograd::conv2d(s, x, f, threads);
     }
     let dst = Shared(out.as_mut_ptr());
     let scratch = if g > 1 { pixels * og } else { 0 };
@@ -665,8 +666,9 @@ pub fn conv2d_backprop_input<T: ConvElem>(s: &ConvShape, f: &[T], dy: &[T], thre
     dx
 }
 
-/// The deepest product of one filter-gradient GEMM: the unpacked kernel's bound
-/// ([`crate::gemm`]), so none of them is packed.
+/// The deepest product of one filter-gradient GEMM: the depth the unpacked kernel sums in
+/// one chain ([`crate::gemm`]); deeper reductions are cut here and their partial products
+/// added by the caller, in a fixed order.
 const DEPTH: usize = crate::gemm::UNPACKED_MAX_K;
 
 /// Sums `per_group`'s contributions over a batch of `n` images into `size` elements: the
