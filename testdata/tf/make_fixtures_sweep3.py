@@ -430,6 +430,41 @@ def sweep3_rng_generator_dropout_sgd():
     fn_fixture("sweep3_rng_generator_dropout_sgd", train, params + [gen.state], feeds, 3)
 
 
+def sweep3_rng_stateful_ops_sgd():
+    """The stateful generator ops of tf.random.Generator before RngReadAndSkip (graphs exported by older
+    TensorFlow, or tf.raw_ops): StatefulUniform for a dropout mask, StatefulStandardNormalV2 for noise,
+    StatefulTruncatedNormal (float64), StatefulUniformInt, StatefulUniformFullInt and RngSkip, all on one
+    Philox state variable (int64[3]); Dense layer by hand, SGD by assign_sub."""
+    rng = np.random.default_rng(313)
+    state = tf.Variable(np.array([7, 0, 99], np.int64), name="rng_state")
+    W = tf.Variable((rng.standard_normal((6, 3)) * 0.4).astype(np.float32), name="W")
+    b = tf.Variable(np.zeros(3, np.float32), name="b")
+    params = [W, b]
+    raw = tf.raw_ops
+
+    @tf.function(input_signature=[spec([None, 6], f32, "x"), spec([None], i32, "y")])
+    def train(x, y):
+        shape = tf.shape(x, out_type=tf.int64)
+        u = raw.StatefulUniform(resource=state.handle, algorithm=1, shape=shape, dtype=f32)
+        keep = tf.cast(u > 0.3, f32) / 0.7
+        noise = 0.1 * raw.StatefulStandardNormalV2(resource=state.handle, algorithm=1, shape=shape, dtype=f32)
+        raw.RngSkip(resource=state.handle, algorithm=1, delta=3)
+        tn = raw.StatefulTruncatedNormal(resource=state.handle, algorithm=3, shape=[5], dtype=tf.float64)
+        ints = raw.StatefulUniformInt(resource=state.handle, algorithm=1, shape=[4], minval=tf.constant(-5, tf.int64),
+                                      maxval=tf.constant(17, tf.int64))
+        full = raw.StatefulUniformFullInt(resource=state.handle, algorithm=1, shape=[3], dtype=tf.int64)
+        with tf.GradientTape() as tape:
+            logits = tf.matmul(x * keep + noise, W) + b
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+        grads = tape.gradient(loss, params)
+        for p, g in zip(params, grads):
+            p.assign_sub(0.3 * g)
+        return loss, keep, tn, ints, full
+
+    feeds = {"x": rng.standard_normal((4, 6)).astype(np.float32), "y": np.array([0, 1, 2, 1], np.int32)}
+    fn_fixture("sweep3_rng_stateful_ops_sgd", train, params + [state], feeds, 3)
+
+
 def sweep3_simclr_infonce_lamb():
     """SimCLR/InfoNCE: a small CNN encoder + projection head on two views, tf.math.l2_normalize, similarity
     matmul / temperature with the diagonal masked, labels from tf.range, sparse softmax cross-entropy; LAMB."""
@@ -598,7 +633,7 @@ def sweep3_recompute_custom_grad_nocond():
 
 
 
-FIXTURES = [sweep3_wgan_gp_critic_adam, sweep3_gp_cholesky_adam, sweep3_flow_slogdet_inverse_sgd, sweep3_ppo_categorical_rmsprop, sweep3_beam_search_while_inference, sweep3_detection_nms_crop_sgd, sweep3_vmap_per_example_dpsgd, sweep3_switch_case_custom_grad_sgd, sweep3_rng_generator_dropout_sgd, sweep3_simclr_infonce_lamb, sweep3_nms_ties_empty, sweep3_masked_policy_multinomial, sweep3_batched_linalg, sweep3_vmap_cond_gather, sweep3_recompute_custom_grad_nocond]
+FIXTURES = [sweep3_wgan_gp_critic_adam, sweep3_gp_cholesky_adam, sweep3_flow_slogdet_inverse_sgd, sweep3_ppo_categorical_rmsprop, sweep3_beam_search_while_inference, sweep3_detection_nms_crop_sgd, sweep3_vmap_per_example_dpsgd, sweep3_switch_case_custom_grad_sgd, sweep3_rng_generator_dropout_sgd, sweep3_rng_stateful_ops_sgd, sweep3_simclr_infonce_lamb, sweep3_nms_ties_empty, sweep3_masked_policy_multinomial, sweep3_batched_linalg, sweep3_vmap_cond_gather, sweep3_recompute_custom_grad_nocond]
 
 
 if __name__ == "__main__":

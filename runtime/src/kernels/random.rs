@@ -377,6 +377,70 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
     Ok(Some(f))
 }
 
+/// What a stateful generator op (`StatefulUniform`, `StatefulStandardNormalV2`,
+/// `StatefulTruncatedNormal`, `StatefulUniformInt`, `StatefulUniformFullInt`) draws: the
+/// stateless V2 op's samples from the same key and counter (TensorFlow fills both through
+/// `FillPhiloxRandom`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Draw {
+    Float(Dist),
+    /// Uniform integers in `[minval, maxval)`.
+    Int,
+    /// Uniform over every value of the dtype.
+    FullInt,
+}
+
+impl Draw {
+    /// The draw of a stateful generator op, if `op` is one.
+    pub(crate) fn of_stateful(op: &str) -> Option<Draw> {
+        Some(match op {
+            "StatefulUniform" => Draw::Float(Dist::Uniform),
+            "StatefulStandardNormalV2" => Draw::Float(Dist::Normal),
+            "StatefulTruncatedNormal" => Draw::Float(Dist::Truncated),
+            "StatefulUniformInt" => Draw::Int,
+            "StatefulUniformFullInt" => Draw::FullInt,
+            _ => return None,
+        })
+    }
+
+    /// The dtypes TensorFlow's CPU kernels take (`dtype`).
+    pub(crate) fn takes(self, dtype: DType) -> bool {
+        match self {
+            Draw::Float(_) => matches!(dtype, DType::Float32 | DType::Float64),
+            Draw::Int => matches!(dtype, DType::Int32 | DType::Int64),
+            Draw::FullInt => matches!(dtype, DType::Int32 | DType::Int64 | DType::UInt32 | DType::UInt64),
+        }
+    }
+}
+
+/// `shape`'s samples of `draw` from `gen` (`bounds`: `Draw::Int`'s `minval`, `maxval`).
+pub(crate) fn draw(
+    draw: Draw,
+    gen: Philox,
+    dtype: DType,
+    shape: Vec<usize>,
+    bounds: Option<(&Tensor, &Tensor)>,
+) -> KResult<Tensor> {
+    let n = super::budget(dtype, &shape)?;
+    Ok(match draw {
+        Draw::Float(dist) => match dtype {
+            DType::Float32 => tensor_of(shape, sample_f32(dist, gen, n)),
+            _ => tensor_of(shape, sample_f64(dist, gen, n)),
+        },
+        Draw::FullInt => full_int(gen, dtype, shape, n),
+        Draw::Int => {
+            let (lo, hi) =
+                bounds.ok_or_else(|| KernelError::invalid("a uniform integer draw needs minval and maxval"))?;
+            uniform_ints(gen, dtype, shape, lo, hi)?
+        }
+    })
+}
+
+/// The elements of the output shape operand `shape` (TensorFlow's `MakeShape`).
+pub(crate) fn shape_operand(shape: &Tensor) -> KResult<Vec<usize>> {
+    output_shape(shape)
+}
+
 /// The generator of a V2 stateless op from its `key`, `counter` and `alg` operands (the
 /// compiler's parsing, which compiled clusters use too).
 fn generator_v2(key: &Tensor, counter: &Tensor, alg: &Tensor) -> KResult<Philox> {

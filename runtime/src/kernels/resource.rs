@@ -301,6 +301,49 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
             *g = Some(read.1);
             one(read.0)
         }),
+        "RngSkip" => Box::new(|store: &VariableStore, inp: Inputs| {
+            arity(&inp, 3)?;
+            let id = handle_var(&inp[0])?;
+            let alg = super::int_scalar(&inp[1], "algorithm")?;
+            let delta = super::int_scalar(&inp[2], "delta")?;
+            let var = store.get(id);
+            let mut g = var.lock();
+            let state = g.as_ref().ok_or_else(|| uninit(store, id))?;
+            let (_, next) = rng_read_and_skip(state, alg, delta as u64)?;
+            *g = Some(next);
+            Ok(Outputs::new())
+        }),
+        op if super::random::Draw::of_stateful(op).is_some() => {
+            let draw = super::random::Draw::of_stateful(op).expect("checked");
+            let default = if draw == super::random::Draw::FullInt { DType::UInt64 } else { DType::Float32 };
+            let dtype = attr_type_or(node, "dtype", default)?;
+            if !draw.takes(dtype) {
+                return Err(KernelError::DType(dtype));
+            }
+            Box::new(move |store: &VariableStore, inp: Inputs| {
+                arity(&inp, if draw == super::random::Draw::Int { 5 } else { 3 })?;
+                let id = handle_var(&inp[0])?;
+                let alg = super::int_scalar(&inp[1], "algorithm")?;
+                let shape = super::random::shape_operand(&inp[2])?;
+                let n: usize = shape.iter().product();
+                let var = store.get(id);
+                let mut g = var.lock();
+                let state = g.as_ref().ok_or_else(|| uninit(store, id))?;
+                // The draw reads the state and advances the counter by 256 per output
+                // element, as `RngReadAndSkip` with that count (`UpdateMemWithPhiloxRandom`).
+                let (read, next) = rng_read_and_skip(state, alg, n as u64)?;
+                let s = read.as_i64().ok_or(KernelError::DType(read.dtype))?;
+                let (c0, c1, k) = (s[0] as u64, s[1] as u64, s[2] as u64);
+                let gen = super::random::Philox {
+                    counter: [c0 as u32, (c0 >> 32) as u32, c1 as u32, (c1 >> 32) as u32],
+                    key: [k as u32, (k >> 32) as u32],
+                };
+                let bounds = (draw == super::random::Draw::Int).then(|| (&inp[3], &inp[4]));
+                let out = super::random::draw(draw, gen, dtype, shape, bounds)?;
+                *g = Some(next);
+                one(out)
+            })
+        }
         "VarIsInitializedOp" => Box::new(|store: &VariableStore, inp: Inputs| {
             arity(&inp, 1)?;
             let id = handle_var(&inp[0])?;
@@ -478,6 +521,12 @@ pub fn is_resource_op(op: &str) -> bool {
             | "ResourceScatterNdMin"
             | "ResourceStridedSliceAssign"
             | "RngReadAndSkip"
+            | "RngSkip"
+            | "StatefulUniform"
+            | "StatefulStandardNormalV2"
+            | "StatefulTruncatedNormal"
+            | "StatefulUniformInt"
+            | "StatefulUniformFullInt"
     ) || super::optimizer::is_optimizer_op(op)
 }
 
@@ -485,7 +534,7 @@ pub fn is_resource_op(op: &str) -> bool {
 mod tests {
     use super::*;
     use crate::kernels::tests_support::node;
-    use autoclust_graph::Shape;
+    use autoclust_graph::{AttrValue, Shape};
     use smallvec::smallvec;
 
     #[test]
@@ -516,6 +565,64 @@ mod tests {
         assert!(alg.to_string().contains("Unsupported algorithm id: 2"), "{alg}");
         let short = rng_read_and_skip(&Tensor::from_i64(vec![2], vec![1, 2]).unwrap(), 1, 1).unwrap_err();
         assert!(short.to_string().contains("at least 3; got 2"), "{short}");
+    }
+
+    /// `tf.raw_ops.Stateful*` on a variable holding `[5, 1, 42]` (TensorFlow 2.21, eager):
+    /// each draw equals the stateless V2 op's from key 42 and counter [5, 1], and leaves the
+    /// counter advanced by 256 per element; `RngSkip` by 256·delta. Bounds are checked
+    /// before the state moves.
+    #[test]
+    fn stateful_generators_draw_like_tensorflow_and_advance_the_state() {
+        let draw = |op: &str, attrs: &[(&str, AttrValue)], alg: i64, shape: &[i64], extra: Vec<Tensor>| {
+            let (store, id) = store_with(Tensor::from_i64(vec![3], vec![5, 1, 42]).unwrap());
+            let f = prepare(&node(op, attrs)).unwrap().unwrap();
+            let mut inp: Inputs = smallvec![
+                handle_tensor(id),
+                Tensor::scalar_i64(alg),
+                Tensor::from_i64(vec![shape.len()], shape.to_vec()).unwrap()
+            ];
+            inp.extend(extra);
+            let out = f(&store, inp).map(|mut o| o.remove(0));
+            let state = store.get(id).read().unwrap().as_i64().unwrap().to_vec();
+            (out, state)
+        };
+        let bits = |t: &Tensor| t.as_f32().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let (u, st) = draw("StatefulUniform", &[], 1, &[5], vec![]);
+        assert_eq!(bits(&u.unwrap()), [0x3e5ae6f8, 0x3f32a0ce, 0x3e5c7ca0, 0x3eafe0dc, 0x3f46559e]);
+        assert_eq!(st, [5 + 5 * 256, 1, 42]);
+        let (u, st) = draw("StatefulUniform", &[], 3, &[2], vec![]);
+        assert_eq!(bits(&u.unwrap()), [0x3e5ae6f8, 0x3f32a0ce], "auto-select is Philox");
+        assert_eq!(st, [517, 1, 42]);
+        let (n, st) = draw("StatefulStandardNormalV2", &[], 1, &[2, 3], vec![]);
+        let n = n.unwrap();
+        assert_eq!(n.shape, [2, 3]);
+        assert_eq!(bits(&n), [0xbfd4d87a, 0xbf10f3a0, 0x3fbab392, 0xbf78b1c1, 0x3f0eaaa6, 0x3ee4e663]);
+        assert_eq!(st, [1541, 1, 42]);
+        let f64s = [("dtype", AttrValue::Type(DType::Float64))];
+        let (t, st) = draw("StatefulTruncatedNormal", &f64s, 1, &[4], vec![]);
+        let want: [u64; 4] = [0xbfea1507a2090d5f, 0xbfc22bf9fd70369a, 0x3fc2f6d28ddeb078, 0x3ffab648c2c5010f];
+        assert_eq!(t.unwrap().as_f64().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>(), want);
+        assert_eq!(st, [1029, 1, 42]);
+        let i64s = [("dtype", AttrValue::Type(DType::Int64))];
+        let (x, st) = draw("StatefulUniformFullInt", &i64s, 1, &[3], vec![]);
+        assert_eq!(x.unwrap().as_i64().unwrap(), [-623378668783444769, -4094906518269620332, 8435868877738683087]);
+        assert_eq!(st, [773, 1, 42]);
+        let i32s = [("dtype", AttrValue::Type(DType::Int32))];
+        let bounds = vec![Tensor::scalar_i32(-3), Tensor::scalar_i32(10)];
+        let (x, st) = draw("StatefulUniformInt", &i32s, 1, &[6], bounds);
+        assert_eq!(x.unwrap().as_i32().unwrap(), [5, 8, 2, -1, 1, 0]);
+        assert_eq!(st, [1541, 1, 42]);
+        let (bad, st) = draw("StatefulUniformInt", &i32s, 1, &[6], vec![Tensor::scalar_i32(3), Tensor::scalar_i32(3)]);
+        assert!(bad.unwrap_err().to_string().contains("Need minval < maxval, got 3 >= 3"));
+        assert_eq!(st, [5, 1, 42], "a refused draw leaves the state");
+        let (bad, _) = draw("StatefulUniform", &[], 2, &[1], vec![]);
+        assert!(bad.unwrap_err().to_string().contains("Unsupported algorithm id: 2"));
+        // RngSkip(delta = 7).
+        let (store, id) = store_with(Tensor::from_i64(vec![3], vec![5, 1, 42]).unwrap());
+        let out =
+            run("RngSkip", &store, smallvec![handle_tensor(id), Tensor::scalar_i64(1), Tensor::scalar_i64(7)]).unwrap();
+        assert!(out.is_empty());
+        assert_eq!(store.get(id).read().unwrap().as_i64().unwrap(), &[1797, 1, 42]);
     }
 
     fn store_with(v: Tensor) -> (VariableStore, VarId) {

@@ -197,6 +197,12 @@ const STATELESS_V2_IN: &[ArgSpec] = &[
 const STATELESS_V2_ATTRS: &[AttrSpec] = &[tdef("dtype", Float32, FLOATS), tdef("Tshape", Int32, INDEX)];
 const STATELESS_V1_ATTRS: &[AttrSpec] =
     &[tdef("dtype", Float32, FLOATS), tattr("T", Some(INDEX)), tdef("Tseed", Int64, INDEX)];
+const STATEFUL_FLOAT_ATTRS: &[AttrSpec] = &[tdef("dtype", Float32, REAL), tdef("shape_dtype", Int64, INDEX)];
+const STATEFUL_DRAW_IN: &[ArgSpec] =
+    &[a("resource", RES), a("algorithm", TypeRule::Fixed(Int64)), a("shape", ty("shape_dtype"))];
+const fn stateful_draw(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema {
+    stateful(op(name, OpFamily::Resource, STATEFUL_DRAW_IN, RANDOM_OUT, attrs, s::shape_from_value_2))
+}
 const fn stateless_v2(name: &'static str) -> OpSchema {
     op(name, OpFamily::Random, STATELESS_V2_IN, RANDOM_OUT, STATELESS_V2_ATTRS, s::shape_from_value_0)
 }
@@ -947,6 +953,36 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("value", TypeRule::Fixed(Int64))],
         &[],
         |_| Ok(vec![crate::Shape::with_dims(vec![Some(3)])]),
+    )),
+    // `RngSkip`: advances the generator's counter by 256·delta, reading nothing out.
+    stateful(op(
+        "RngSkip",
+        OpFamily::Resource,
+        &[a("resource", RES), a("algorithm", TypeRule::Fixed(Int64)), a("delta", TypeRule::Fixed(Int64))],
+        &[],
+        &[],
+        s::none,
+    )),
+    // The stateful generators of `tf.random.Generator` before `RngReadAndSkip`: each draws
+    // what the stateless V2 op draws from the state's key and counter, then advances the
+    // counter by 256 per output element.
+    stateful_draw("StatefulUniform", STATEFUL_FLOAT_ATTRS),
+    stateful_draw("StatefulStandardNormalV2", STATEFUL_FLOAT_ATTRS),
+    stateful_draw("StatefulTruncatedNormal", STATEFUL_FLOAT_ATTRS),
+    stateful_draw("StatefulUniformFullInt", &[tdef("dtype", UInt64, FULL_INT), tdef("shape_dtype", Int64, INDEX)]),
+    stateful(op(
+        "StatefulUniformInt",
+        OpFamily::Resource,
+        &[
+            a("resource", RES),
+            a("algorithm", TypeRule::Fixed(Int64)),
+            a("shape", ty("shape_dtype")),
+            a("minval", ty("dtype")),
+            a("maxval", ty("dtype")),
+        ],
+        &[a("output", ty("dtype"))],
+        &[tdef("dtype", Int64, REAL), tdef("shape_dtype", Int64, INDEX)],
+        s::shape_from_value_2,
     )),
     stateful(op(
         "ResourceStridedSliceAssign",

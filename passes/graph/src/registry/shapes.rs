@@ -1050,6 +1050,12 @@ pub(super) fn shape_from_value_0(c: &InferCtx<'_>) -> Shapes {
     one(shape_from_operand(c, 0, "shape")?)
 }
 
+/// The output shape is the value of operand 2 (a stateful generator's `shape`, after its
+/// `resource` and `algorithm`).
+pub(super) fn shape_from_value_2(c: &InferCtx<'_>) -> Shapes {
+    one(shape_from_operand(c, 2, "shape")?)
+}
+
 pub(super) fn fill(c: &InferCtx<'_>) -> Shapes {
     if c.shape(0).rank().is_some_and(|r| r != 1) {
         return Err(rank_err("dims", c.shape(0), "a vector"));
