@@ -1,4 +1,5 @@
-//! 2-D pooling in NHWC: `MaxPool`, `MaxPoolGrad`, `MaxPoolGradGrad`, `AvgPool`, `AvgPoolGrad`, and
+//! 2-D pooling in NHWC: `MaxPool`, `MaxPoolGrad`, `MaxPoolGradGrad`, `AvgPool`, `AvgPoolGrad`,
+//! `MaxPoolV2`/`MaxPoolGradV2` (window and strides as operands), and
 //! `MaxPoolWithArgmax` with its gradient `MaxPoolGradWithArgmax` (the argmax a flat NHWC
 //! index, `(y·W + x)·C + c`, plus the image's offset with `include_batch_in_index`).
 //!
@@ -11,12 +12,39 @@
 //! (strictly greater replaces), so ties resolve alike.
 
 use autoclust_compiler::pool::{self as shared, PoolAttrs, PoolElem, PoolShape};
-use autoclust_graph::{Node, Tensor};
+use autoclust_graph::{AttrValue, ListValue, Node, Tensor};
 
 use super::conv::nhwc;
 use super::elementwise::Float;
 use super::{arity, dispatch_float, one, shape_values, tensor_of, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
+
+/// `MaxPoolV2` and `MaxPoolGradV2`: `MaxPool` and `MaxPoolGrad` whose `ksize` and `strides`
+/// are the last two operands (int32 vectors of four), checked as the attributes are.
+fn max_pool_v2(node: &Node) -> PureFn {
+    let base = node.clone();
+    let grad = node.op == "MaxPoolGradV2";
+    Box::new(move |inp: Inputs| {
+        arity(&inp, if grad { 5 } else { 3 })?;
+        let mut n = base.clone();
+        let k = inp.len() - 2;
+        for (name, t) in [("ksize", &inp[k]), ("strides", &inp[k + 1])] {
+            let v = t.to_i64_vec().filter(|_| t.rank() == 1 && t.dtype.is_integer());
+            let v =
+                v.ok_or_else(|| KernelError::invalid(format!("{name} must be an integer vector, got {:?}", t.shape)))?;
+            n.attrs.insert(name.to_string(), AttrValue::List(ListValue::I(v)));
+        }
+        let a = PoolAttrs::parse(&n)?;
+        if grad {
+            if inp[1].dtype != inp[0].dtype || inp[2].dtype != inp[0].dtype {
+                return Err(KernelError::invalid("MaxPoolGradV2: inputs must share one dtype"));
+            }
+            one(dispatch_float!(inp[0].dtype, max_pool_grad(&a, &inp[0], &inp[1], &inp[2]))?)
+        } else {
+            one(dispatch_float!(inp[0].dtype, max_pool(&a, &inp[0]))?)
+        }
+    })
+}
 
 fn pooled(a: &PoolAttrs, input: [usize; 4]) -> KResult<PoolShape> {
     Ok(PoolShape { input, win: a.window(input)? })
@@ -136,6 +164,9 @@ fn max_pool_grad_with_argmax<T: Float + PoolElem>(
 /// Prepares a pooling kernel, or `None` if `node.op` is not one.
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let op = node.op.as_str();
+    if matches!(op, "MaxPoolV2" | "MaxPoolGradV2") {
+        return Ok(Some(max_pool_v2(node)));
+    }
     if !matches!(
         op,
         "MaxPool"
@@ -211,6 +242,33 @@ mod tests {
 
     fn img(h: usize, w: usize, v: &[f32]) -> Tensor {
         Tensor::from_f32(vec![1, h, w, 1], v.to_vec()).unwrap()
+    }
+
+    /// `MaxPoolV2` and `MaxPoolGradV2` compute `MaxPool` and `MaxPoolGrad` with the window
+    /// and strides taken from their operands (TensorFlow 2.21 gives equal results), and
+    /// refuse pooling over the batch and operands that are not integer vectors.
+    #[test]
+    fn max_pool_v2_takes_its_window_from_operands() {
+        let x = Tensor::from_f32(vec![2, 5, 6, 3], (0..180).map(|i| ((i * 37) % 11) as f32 - 4.0).collect()).unwrap();
+        let same = [("padding", AttrValue::S(b"SAME".to_vec()))];
+        let mut v1 = same.to_vec();
+        v1.push(("ksize", AttrValue::List(ListValue::I(vec![1, 2, 3, 1]))));
+        v1.push(("strides", AttrValue::List(ListValue::I(vec![1, 2, 2, 1]))));
+        let ints = |v: [i32; 4]| Tensor::from_i32(vec![4], v.to_vec()).unwrap();
+        let (k, st) = (ints([1, 2, 3, 1]), ints([1, 2, 2, 1]));
+        let y = run1(&node("MaxPool", &v1), std::slice::from_ref(&x)).unwrap();
+        let y2 = run1(&node("MaxPoolV2", &same), &[x.clone(), k.clone(), st.clone()]).unwrap();
+        assert_eq!(y2.shape, [2, 3, 3, 3]);
+        assert_eq!(y2, y);
+        let dy = Tensor::from_f32(y.shape.clone(), (0..54).map(|i| i as f32).collect()).unwrap();
+        let dx = run1(&node("MaxPoolGrad", &v1), &[x.clone(), y.clone(), dy.clone()]).unwrap();
+        let dx2 = run1(&node("MaxPoolGradV2", &same), &[x.clone(), y.clone(), dy, k.clone(), st.clone()]).unwrap();
+        assert_eq!(dx2, dx);
+        assert_eq!(dx2.as_f32().unwrap().iter().sum::<f32>(), (0..54).sum::<i32>() as f32);
+        let batch = run1(&node("MaxPoolV2", &same), &[x.clone(), ints([2, 2, 2, 1]), st.clone()]).unwrap_err();
+        assert!(batch.to_string().contains("over the batch or depth dimension"), "{batch}");
+        let scalar = run1(&node("MaxPoolV2", &same), &[x, Tensor::scalar_i32(2), st]).unwrap_err();
+        assert!(scalar.to_string().contains("ksize must be an integer vector"), "{scalar}");
     }
 
     /// `MaxPoolWithArgmax` in both paddings, with and without the batch in the index, and

@@ -329,6 +329,31 @@ fn pool(c: &InferCtx<'_>) -> Shapes {
     window_output(c, c.shape(0), (Some(kh), Some(kw)), depth, false)
 }
 
+/// `MaxPoolV2`: `MaxPool` with `ksize` and `strides` as operands 1 and 2 (lists of four in
+/// the data format's order); the spatial sizes are known when both operands' values are.
+fn pool_v2(c: &InferCtx<'_>) -> Shapes {
+    let nchw = is_nchw(c)?;
+    let same = c.node.attr("padding").and_then(|a| a.as_str()) == Some("SAME");
+    let Some(d) = rank4(c.shape(0), "input")? else { return Ok(vec![Shape::with_dims(vec![None; 4])]) };
+    let (n, h, w, depth) = if nchw { (d[0], d[2], d[3], d[1]) } else { (d[0], d[1], d[2], d[3]) };
+    let spatial = |i: usize| -> Option<(i64, i64)> {
+        match c.value(i)? {
+            &[_, p1, p2, p3] => {
+                let (a, b) = if nchw { (p2, p3) } else { (p1, p2) };
+                Some((a?, b?))
+            }
+            _ => None,
+        }
+    };
+    let (oh, ow) = match (spatial(1), spatial(2)) {
+        (Some((kh, kw)), Some((sh, sw))) if kh > 0 && kw > 0 && sh > 0 && sw > 0 => {
+            (windowed(h, Some(kh), sh, 1, same, None)?, windowed(w, Some(kw), sw, 1, same, None)?)
+        }
+        _ => (None, None),
+    };
+    Ok(vec![Shape::with_dims(if nchw { vec![n, depth, oh, ow] } else { vec![n, oh, ow, depth] })])
+}
+
 /// `MaxPoolWithArgmax`: the pooled values and, of the same shape, where each came from.
 fn pool_with_argmax(c: &InferCtx<'_>) -> Shapes {
     let out = pool(c)?;
@@ -646,6 +671,15 @@ const POOL_ATTRS: &[AttrSpec] = &[
     req("strides", AttrKind::ListInt),
     req("padding", AttrKind::String),
     opt("explicit_paddings", AttrKind::ListInt),
+    opt("data_format", AttrKind::String),
+];
+const POOL_V2_ATTRS: &[AttrSpec] = &[
+    tdef(
+        "T",
+        Float32,
+        &[Float16, BFloat16, Float32, Float64, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+    ),
+    req("padding", AttrKind::String),
     opt("data_format", AttrKind::String),
 ];
 const AVG_POOL_ATTRS: &[AttrSpec] = &[
@@ -1138,6 +1172,16 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("orig_input", T), a("orig_output", T), a("grad", T)],
         &[a("output", T)],
         POOL_ATTRS,
+        max_pool_grad,
+    ),
+    // `MaxPool`/`MaxPoolGrad` with `ksize` and `strides` as int32 operands (`tf.nn.max_pool`
+    // given tensors for them).
+    nn("MaxPoolV2", &[a("input", T), a("ksize", I32), a("strides", I32)], &[a("output", T)], POOL_V2_ATTRS, pool_v2),
+    nn(
+        "MaxPoolGradV2",
+        &[a("orig_input", T), a("orig_output", T), a("grad", T), a("ksize", I32), a("strides", I32)],
+        &[a("output", T)],
+        POOL_V2_ATTRS,
         max_pool_grad,
     ),
     nn(
