@@ -46,6 +46,7 @@ pub(crate) mod optimizer;
 mod optional;
 pub(crate) mod png;
 pub(crate) mod pool;
+pub(crate) mod quantize_dequantize;
 pub(crate) mod ragged;
 pub(crate) mod ragged_ops;
 pub mod random;
@@ -209,6 +210,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = fake_quant::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = quantize_dequantize::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))
