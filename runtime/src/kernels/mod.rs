@@ -27,6 +27,7 @@ pub(crate) mod conv;
 pub(crate) mod ctc;
 pub(crate) mod detection;
 pub(crate) mod diag;
+pub(crate) mod dilation;
 pub(crate) mod eigh;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
@@ -213,6 +214,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = quantize_dequantize::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = dilation::prepare(node)? {
         return Ok(f);
     }
     Err(KernelError::NoKernel(node.op.clone()))

@@ -354,6 +354,23 @@ fn pool_v2(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::with_dims(if nchw { vec![n, depth, oh, ow] } else { vec![n, oh, ow, depth] })])
 }
 
+/// `Dilation2D`: the input's batch and depth, the spatial sizes of a window of the filter's
+/// `[FH, FW]` with `strides` and `rates` (its dilation).
+fn dilation2d(c: &InferCtx<'_>) -> Shapes {
+    let (sh, sw) = spatial_attr(c, "strides", false, 1)?;
+    let (rh, rw) = spatial_attr(c, "rates", false, 1)?;
+    let same = c.node.attr("padding").and_then(|a| a.as_str()) == Some("SAME");
+    let Some(d) = rank4(c.shape(0), "input")? else { return Ok(vec![Shape::with_dims(vec![None; 4])]) };
+    let (kh, kw) = match &c.shape(1).dims {
+        Some(f) if f.len() == 3 => (f[0], f[1]),
+        Some(f) => return Err(format!("filter must be 3-dimensional, got rank {}", f.len())),
+        None => (None, None),
+    };
+    let oh = windowed(d[1], kh, sh, rh, same, None)?;
+    let ow = windowed(d[2], kw, sw, rw, same, None)?;
+    Ok(vec![Shape::with_dims(vec![d[0], oh, ow, d[3]])])
+}
+
 /// `MaxPoolWithArgmax`: the pooled values and, of the same shape, where each came from.
 fn pool_with_argmax(c: &InferCtx<'_>) -> Shapes {
     let out = pool(c)?;
@@ -672,6 +689,16 @@ const POOL_ATTRS: &[AttrSpec] = &[
     req("padding", AttrKind::String),
     opt("explicit_paddings", AttrKind::ListInt),
     opt("data_format", AttrKind::String),
+];
+const DILATION_ATTRS: &[AttrSpec] = &[
+    tdef(
+        "T",
+        Float32,
+        &[Float16, BFloat16, Float32, Float64, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64],
+    ),
+    req("strides", AttrKind::ListInt),
+    req("rates", AttrKind::ListInt),
+    req("padding", AttrKind::String),
 ];
 const POOL_V2_ATTRS: &[AttrSpec] = &[
     tdef(
@@ -1173,6 +1200,22 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("output", T)],
         POOL_ATTRS,
         max_pool_grad,
+    ),
+    // Morphological dilation (`tf.nn.dilation2d`, `erosion2d`) and its gradients.
+    nn("Dilation2D", &[a("input", T), a("filter", T)], &[a("output", T)], DILATION_ATTRS, dilation2d),
+    nn(
+        "Dilation2DBackpropInput",
+        &[a("input", T), a("filter", T), a("out_backprop", T)],
+        &[a("in_backprop", T)],
+        DILATION_ATTRS,
+        |c| Ok(vec![c.shape(0).clone()]),
+    ),
+    nn(
+        "Dilation2DBackpropFilter",
+        &[a("input", T), a("filter", T), a("out_backprop", T)],
+        &[a("filter_backprop", T)],
+        DILATION_ATTRS,
+        |c| Ok(vec![c.shape(1).clone()]),
     ),
     // `MaxPool`/`MaxPoolGrad` with `ksize` and `strides` as int32 operands (`tf.nn.max_pool`
     // given tensors for them).
