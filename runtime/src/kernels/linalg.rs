@@ -192,6 +192,46 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 single(b.output(inp[1].shape.clone(), out))
             })
         }
+        "MatrixSolveLs" => {
+            let fast = attr_bool_or(node, "fast", true)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                let m = Batch::new(&inp[0], "matrix")?;
+                let b = Batch::new(&inp[1], "rhs")?;
+                if m.lead != b.lead || m.rows != b.rows || inp[0].dtype != inp[1].dtype {
+                    return Err(KernelError::invalid(format!(
+                        "the matrix {:?} and the right-hand side {:?} do not agree (the batch dimensions \
+                         and rows must be equal)",
+                        inp[0].shape, inp[1].shape
+                    )));
+                }
+                let l2 = match inp[2].to_f64_vec().as_deref() {
+                    Some(&[v]) if inp[2].rank() == 0 => v,
+                    _ => return Err(KernelError::invalid("l2_regularizer must be a float64 scalar")),
+                };
+                let (rows, cols, k) = (m.rows, m.cols, b.cols);
+                let eps = if m.dtype == DType::Float32 { f64::from(f32::EPSILON) } else { f64::EPSILON };
+                let mut out = Vec::with_capacity(m.lead.iter().product::<usize>() * cols * k);
+                for (a, rhs) in m.matrices().zip(b.matrices()) {
+                    let x = if rows == 0 || cols == 0 || k == 0 {
+                        vec![0.0; cols * k]
+                    } else if fast {
+                        least_squares_normal(a, rows, cols, rhs, k, l2).ok_or_else(|| {
+                            KernelError::invalid(
+                                "Input matrix was rank deficient or ill-conditioned. Try setting fast=False or \
+                                 provide a larger l2_regularizer > 0.",
+                            )
+                        })?
+                    } else {
+                        least_squares_min_norm(a, rows, cols, rhs, k, eps)
+                    };
+                    out.extend(x);
+                }
+                let mut shape = m.lead.clone();
+                shape.extend([cols, k]);
+                single(m.output(shape, out))
+            })
+        }
         "MatrixDeterminant" | "LogMatrixDeterminant" => {
             let log = node.op == "LogMatrixDeterminant";
             Box::new(move |inp: Inputs| {
@@ -713,6 +753,75 @@ impl Lu {
 
 /// What TensorFlow (2.21) answers for a matrix that is not positive definite: no error,
 /// the lower triangle NaN (it logs a warning), zeros above it.
+/// `MatrixSolveLs` with `fast`: the normal equations by Cholesky, as TensorFlow solves them —
+/// `(AᵀA + λI) X = Aᵀ B` when `A` (`rows × cols`) is at least as tall as wide, else the
+/// minimum-norm `X = Aᵀ (AAᵀ + λI)⁻¹ B`; `None` when the Gram matrix is not positive definite.
+fn least_squares_normal(a: &[f64], rows: usize, cols: usize, b: &[f64], k: usize, l2: f64) -> Option<Vec<f64>> {
+    let tall = rows >= cols;
+    let n = if tall { cols } else { rows };
+    // The Gram matrix AᵀA (cols × cols) or AAᵀ (rows × rows), regularised.
+    let mut g = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            let v: f64 = if tall {
+                (0..rows).map(|r| a[r * cols + i] * a[r * cols + j]).sum()
+            } else {
+                (0..cols).map(|c| a[i * cols + c] * a[j * cols + c]).sum()
+            };
+            g[i * n + j] = v + if i == j && l2 > 0.0 { l2 } else { 0.0 };
+        }
+    }
+    let l = cholesky(&g, n)?;
+    // Solves L Lᵀ y = z column by column, in place.
+    let chol_solve = |z: &mut [f64]| {
+        for c in 0..k {
+            for i in 0..n {
+                let s: f64 = (0..i).map(|p| l[i * n + p] * z[p * k + c]).sum();
+                z[i * k + c] = (z[i * k + c] - s) / l[i * n + i];
+            }
+            for i in (0..n).rev() {
+                let s: f64 = (i + 1..n).map(|p| l[p * n + i] * z[p * k + c]).sum();
+                z[i * k + c] = (z[i * k + c] - s) / l[i * n + i];
+            }
+        }
+    };
+    if tall {
+        // Aᵀ B (cols × k), then the solve.
+        let mut z: Vec<f64> =
+            (0..cols * k).map(|e| (0..rows).map(|r| a[r * cols + e / k] * b[r * k + e % k]).sum()).collect();
+        chol_solve(&mut z);
+        Some(z)
+    } else {
+        let mut y = b.to_vec();
+        chol_solve(&mut y);
+        Some((0..cols * k).map(|e| (0..rows).map(|r| a[r * cols + e / k] * y[r * k + e % k]).sum()).collect())
+    }
+}
+
+/// `MatrixSolveLs` without `fast`: the minimum-norm least-squares solution `X = A⁺ B` (what
+/// Eigen's complete orthogonal decomposition gives TensorFlow), through the SVD with singular
+/// values below `max(rows, cols) · eps · σ_max` treated as zero.
+fn least_squares_min_norm(a: &[f64], rows: usize, cols: usize, b: &[f64], k: usize, eps: f64) -> Vec<f64> {
+    let p = rows.min(cols);
+    let d = svd(a, rows, cols, p, p);
+    let top = d.s.iter().cloned().fold(0.0, f64::max);
+    let cut = rows.max(cols) as f64 * eps * top;
+    let mut x = vec![0.0; cols * k];
+    for (j, &s) in d.s.iter().enumerate() {
+        if s <= cut || s == 0.0 {
+            continue;
+        }
+        for c in 0..k {
+            // (u_jᵀ b_c) / s_j · v_j.
+            let w: f64 = (0..rows).map(|r| d.u[r * p + j] * b[r * k + c]).sum::<f64>() / s;
+            for i in 0..cols {
+                x[i * k + c] += d.v[i * p + j] * w;
+            }
+        }
+    }
+    x
+}
+
 fn failed_cholesky(n: usize) -> Vec<f64> {
     (0..n * n).map(|i| if i % n <= i / n { f64::NAN } else { 0.0 }).collect()
 }
@@ -1093,5 +1202,45 @@ mod tests {
         assert_eq!(out[1].as_f32().unwrap(), &[f32::NEG_INFINITY]);
         let r = run1(&with("MatrixDeterminant", &[]), &[f32s(&[2, 0, 0], &[])]).unwrap();
         assert_eq!(r.as_f32().unwrap(), &[1.0, 1.0]);
+    }
+
+    /// `MatrixSolveLs` against TensorFlow 2.21: a tall system by the normal equations, with a
+    /// regulariser, and by the minimum-norm path (`fast=False`); a wide one both ways; a
+    /// rank-deficient float64 system's minimum-norm solution, and the fast path's refusal.
+    #[test]
+    fn least_squares_match_tensorflow() {
+        let a = f32s(&[4, 2], &[1.0, 2.0, 3.0, -1.0, 0.5, 4.0, 2.0, 2.0]);
+        let b = f32s(&[4, 2], &[1.0, 0.0, 2.0, 1.0, -1.0, 3.0, 0.5, 0.5]);
+        let l2 = |v: f64| Tensor::from_f64(vec![], vec![v]).unwrap();
+        let close = |t: &Tensor, want: &[f64], tol: f64| {
+            let got = t.to_f64_vec().unwrap();
+            assert_eq!(got.len(), want.len());
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() <= tol * w.abs().max(1.0), "{got:?} vs {want:?}");
+            }
+        };
+        let fast = |f: bool| with("MatrixSolveLs", &[("fast", f)]);
+        let tall = [0.6113207936286926, 0.2339622676372528, -0.24226416647434235, 0.43320754170417786];
+        let r = run1(&fast(true), &[a.clone(), b.clone(), l2(0.0)]).unwrap();
+        assert_eq!(r.shape, [2, 2]);
+        close(&r, &tall, 1e-6);
+        close(&run1(&fast(false), &[a.clone(), b.clone(), l2(0.0)]).unwrap(), &tall, 1e-6);
+        let reg = [0.5873976945877075, 0.22855107486248016, -0.23282307386398315, 0.42577433586120605];
+        close(&run1(&fast(true), &[a.clone(), b, l2(0.5)]).unwrap(), &reg, 1e-6);
+        let w = f32s(&[2, 4], &[1.0, 3.0, 0.5, 2.0, 2.0, -1.0, 4.0, 2.0]);
+        let c = f32s(&[2, 1], &[1.0, 2.0]);
+        let wide = [0.18716982007026672, 0.06490562856197357, 0.3064151108264923, 0.23245282471179962];
+        for f in [true, false] {
+            let r = run1(&fast(f), &[w.clone(), c.clone(), l2(0.0)]).unwrap();
+            assert_eq!(r.shape, [4, 1]);
+            close(&r, &wide, 1e-6);
+        }
+        let rd =
+            Tensor::from_f64(vec![4, 3], vec![1.0, 2.0, 3.0, 2.0, 4.0, 6.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0]).unwrap();
+        let d = Tensor::from_f64(vec![4, 1], vec![1.0, 2.0, 0.5, 1.5]).unwrap();
+        let r = run1(&fast(false), &[rd.clone(), d.clone(), l2(0.0)]).unwrap();
+        close(&r, &[-0.16666666666666652, 0.3525641025641025, 0.18589743589743585], 1e-12);
+        let e = run1(&fast(true), &[rd, d, l2(0.0)]).unwrap_err().to_string();
+        assert!(e.contains("rank deficient or ill-conditioned"), "{e}");
     }
 }

@@ -82,6 +82,21 @@ fn solve(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![with(batch.dims.unwrap_or_default(), &[n, k])])
 }
 
+/// `MatrixSolveLs`: the least-squares solution `[..., N, K]` of `matrix` `[..., M, N]` and `rhs`
+/// `[..., M, K]` (equal batch dimensions and rows).
+fn solve_ls(c: &InferCtx<'_>) -> Shapes {
+    let (Some((mb, m, n)), Some((rb, rows, k))) = (matrix(c, 0, "matrix")?, matrix(c, 1, "rhs")?) else {
+        return Ok(vec![Shape::unknown()]);
+    };
+    if let (Some(a), Some(b)) = (m, rows) {
+        if a != b {
+            return Err(format!("the matrix {} and the rhs {} have different rows", c.shape(0), c.shape(1)));
+        }
+    }
+    let batch = merge_shapes(&Shape::with_dims(mb), &Shape::with_dims(rb))?;
+    Ok(vec![with(batch.dims.unwrap_or_default(), &[n, k])])
+}
+
 /// `MatrixTriangularSolve`: the batch dimensions broadcast; `[..., N, K]`.
 fn triangular_solve(c: &InferCtx<'_>) -> Shapes {
     let Some((mb, rb, n, k)) = solve_dims(c)? else { return Ok(vec![Shape::unknown()]) };
@@ -93,6 +108,7 @@ fn triangular_solve(c: &InferCtx<'_>) -> Shapes {
 }
 
 const T_ATTR: &[AttrSpec] = &[type_attr("T", Some(FLOAT))];
+const SOLVE_LS: &[AttrSpec] = &[type_attr("T", Some(FLOAT)), bool_attr_or("fast", true)];
 const ADJOINT: &[AttrSpec] = &[bool_attr_or("adjoint", false), type_attr("T", Some(FLOAT))];
 const TRIANGULAR: &[AttrSpec] =
     &[bool_attr_or("lower", true), bool_attr_or("adjoint", false), type_attr("T", Some(FLOAT))];
@@ -224,6 +240,14 @@ pub(super) static OPS: &[OpSchema] = &[
         triangular_solve,
     ),
     pure_op("MatrixSolve", OpFamily::MatMul, &[arg("matrix", T), arg("rhs", T)], &[arg("output", T)], ADJOINT, solve),
+    pure_op(
+        "MatrixSolveLs",
+        OpFamily::MatMul,
+        &[arg("matrix", T), arg("rhs", T), arg("l2_regularizer", TypeRule::Fixed(Float64))],
+        &[arg("output", T)],
+        SOLVE_LS,
+        solve_ls,
+    ),
     pure_op("MatrixDeterminant", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], T_ATTR, determinant),
     pure_op(
         "LogMatrixDeterminant",
