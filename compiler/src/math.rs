@@ -38,6 +38,20 @@ use cranelift_frontend::FunctionBuilder;
 
 /// e^r on |r| ≤ ln2/2, highest degree first (minimax, relative error 1.8e-8). Shared with
 /// the tile routines (`tile_routines.rs`), which must compute bit for bit the same.
+/// `log`'s polynomial in `f = m − 1` (Cephes' `logf`), highest degree first; the tile
+/// routines evaluate the same.
+pub(crate) const LOG_POLY: [f32; 9] = [
+    7.037_683_6e-2,
+    -1.151_461e-1,
+    1.167_699_9e-1,
+    -1.242_014_1e-1,
+    1.424_932_3e-1,
+    -1.666_805_8e-1,
+    2.000_071_4e-1,
+    -2.499_999_4e-1,
+    3.333_333e-1,
+];
+
 pub(crate) const EXP_POLY: [f32; 7] =
     [0.001_384_360_5, 0.008_374_197, 0.041_668_005, 0.166_664_3, 0.499_999_94, 1.0, 1.0];
 
@@ -331,20 +345,7 @@ impl FMath<'_, '_> {
         let ef = self.sel(big, ef1, ef);
         let f = self.sub(m, one);
         let z = self.mul(f, f);
-        let p = self.horner(
-            f,
-            &[
-                7.037_683_6e-2,
-                -1.151_461e-1,
-                1.167_699_9e-1,
-                -1.242_014_1e-1,
-                1.424_932_3e-1,
-                -1.666_805_8e-1,
-                2.000_071_4e-1,
-                -2.499_999_4e-1,
-                3.333_333e-1,
-            ],
-        );
+        let p = self.horner(f, &LOG_POLY);
         let y = self.mul(f, z);
         let y = self.mul(y, p);
         let c2 = self.c(-2.121_944_4e-4);

@@ -1,5 +1,5 @@
-//! Tile routines: wide-vector exp/tanh/sigmoid for the transcendental members of fused
-//! loops, in two tiers — AVX-512F (16 lanes) and AVX2+FMA (8 lanes).
+//! Tile routines: wide-vector exp/tanh/sigmoid/log/log1p for the transcendental members of
+//! fused loops, in two tiers — AVX-512F (16 lanes) and AVX2+FMA (8 lanes).
 //!
 //! Cranelift's x64 backend has 128-bit vectors only, and a fused loop's time goes into
 //! the exp/tanh/sigmoid polynomials (16–25 vector operations per four floats each). On a
@@ -80,7 +80,7 @@ impl TileTier {
 }
 
 /// The ops with a tile routine.
-pub(crate) const WIDE_OPS: [EwOp; 3] = [EwOp::Exp, EwOp::Tanh, EwOp::Sigmoid];
+pub(crate) const WIDE_OPS: [EwOp; 5] = [EwOp::Exp, EwOp::Tanh, EwOp::Sigmoid, EwOp::Log, EwOp::Log1p];
 
 /// The JIT symbol name of `op`'s routine in `tier`.
 pub(crate) fn symbol(tier: TileTier, op: EwOp) -> &'static str {
@@ -88,9 +88,13 @@ pub(crate) fn symbol(tier: TileTier, op: EwOp) -> &'static str {
         (TileTier::Avx512, EwOp::Exp) => "autoclust_tile_exp_f32_avx512",
         (TileTier::Avx512, EwOp::Tanh) => "autoclust_tile_tanh_f32_avx512",
         (TileTier::Avx512, EwOp::Sigmoid) => "autoclust_tile_sigmoid_f32_avx512",
+        (TileTier::Avx512, EwOp::Log) => "autoclust_tile_log_f32_avx512",
+        (TileTier::Avx512, EwOp::Log1p) => "autoclust_tile_log1p_f32_avx512",
         (TileTier::Avx2, EwOp::Exp) => "autoclust_tile_exp_f32_avx2",
         (TileTier::Avx2, EwOp::Tanh) => "autoclust_tile_tanh_f32_avx2",
         (TileTier::Avx2, EwOp::Sigmoid) => "autoclust_tile_sigmoid_f32_avx2",
+        (TileTier::Avx2, EwOp::Log) => "autoclust_tile_log_f32_avx2",
+        (TileTier::Avx2, EwOp::Log1p) => "autoclust_tile_log1p_f32_avx2",
         _ => unreachable!("no tile routine for {op:?}"),
     }
 }
@@ -103,9 +107,13 @@ pub(crate) fn address(tier: TileTier, op: EwOp) -> *const u8 {
             (TileTier::Avx512, EwOp::Exp) => avx512::exp_tile as *const u8,
             (TileTier::Avx512, EwOp::Tanh) => avx512::tanh_tile as *const u8,
             (TileTier::Avx512, EwOp::Sigmoid) => avx512::sigmoid_tile as *const u8,
+            (TileTier::Avx512, EwOp::Log) => avx512::log_tile as *const u8,
+            (TileTier::Avx512, EwOp::Log1p) => avx512::log1p_tile as *const u8,
             (TileTier::Avx2, EwOp::Exp) => avx2::exp_tile as *const u8,
             (TileTier::Avx2, EwOp::Tanh) => avx2::tanh_tile as *const u8,
             (TileTier::Avx2, EwOp::Sigmoid) => avx2::sigmoid_tile as *const u8,
+            (TileTier::Avx2, EwOp::Log) => avx2::log_tile as *const u8,
+            (TileTier::Avx2, EwOp::Log1p) => avx2::log1p_tile as *const u8,
             _ => unreachable!("no tile routine for {op:?}"),
         }
     }
@@ -121,6 +129,8 @@ pub enum Wide {
     Exp,
     Tanh,
     Sigmoid,
+    Log,
+    Log1p,
 }
 
 /// Elements per parallel part of [`map_wide`].
@@ -139,6 +149,8 @@ pub fn map_wide(op: Wide, x: &mut [f32]) -> bool {
         Wide::Exp => EwOp::Exp,
         Wide::Tanh => EwOp::Tanh,
         Wide::Sigmoid => EwOp::Sigmoid,
+        Wide::Log => EwOp::Log,
+        Wide::Log1p => EwOp::Log1p,
     };
     // SAFETY: `address` gives a routine with this C signature, for a tier the host has.
     let f: unsafe extern "C" fn(*const f32, *mut f32, i64) = unsafe { std::mem::transmute(address(tier, ew)) };
@@ -172,7 +184,7 @@ mod avx512 {
 
     use std::arch::x86_64::*;
 
-    use crate::math::{EXP_POLY, TANH_P, TANH_Q};
+    use crate::math::{EXP_POLY, LOG_POLY, TANH_P, TANH_Q};
 
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -253,6 +265,55 @@ mod avx512 {
         _mm512_mask_blend_ps(nonneg, neg, pos)
     }
 
+    /// `FMath::log`: the exponent split off (subnormals scaled by 2^23 first), the mantissa
+    /// folded into [√½, √2), a degree-8 polynomial in `f = m − 1`, then the special values.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn log(x: __m512) -> __m512 {
+        let small = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, c(f32::MIN_POSITIVE));
+        let xs = _mm512_mask_blend_ps(small, x, _mm512_mul_ps(x, c(8_388_608.0)));
+        let eadj = _mm512_mask_blend_ps(small, c(0.0), c(-23.0));
+        let bits = _mm512_castps_si512(xs);
+        let e = _mm512_and_si512(_mm512_srli_epi32::<23>(bits), _mm512_set1_epi32(0xff));
+        let e = _mm512_sub_epi32(e, _mm512_set1_epi32(127));
+        let mb =
+            _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi32(0x007f_ffff)), _mm512_set1_epi32(0x3f80_0000));
+        let m = _mm512_castsi512_ps(mb);
+        let ef = _mm512_add_ps(_mm512_cvtepi32_ps(e), eadj);
+        let big = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(m, c(std::f32::consts::SQRT_2));
+        let m = _mm512_mask_blend_ps(big, m, _mm512_mul_ps(m, c(0.5)));
+        let ef = _mm512_mask_blend_ps(big, ef, _mm512_add_ps(ef, c(1.0)));
+        let f = _mm512_sub_ps(m, c(1.0));
+        let z = _mm512_mul_ps(f, f);
+        let p = horner(f, &LOG_POLY);
+        let y = _mm512_mul_ps(_mm512_mul_ps(f, z), p);
+        let y = _mm512_add_ps(y, _mm512_mul_ps(ef, c(-2.121_944_4e-4)));
+        let y = _mm512_add_ps(y, _mm512_mul_ps(z, c(-0.5)));
+        let r = _mm512_add_ps(f, y);
+        let r = _mm512_add_ps(r, _mm512_mul_ps(ef, c(0.693_359_4)));
+        // Special values.
+        let r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(x, c(f32::INFINITY)), r, c(f32::INFINITY));
+        let r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(x, c(0.0)), r, c(f32::NEG_INFINITY));
+        let r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, c(0.0)), r, c(f32::NAN));
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), r, x)
+    }
+
+    /// `FMath::log1p`: `log(u)·x/(u − 1)` with `u = 1 + x`, `x` itself where `u` is 1, `u`
+    /// where it is +∞.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn log1p(x: __m512) -> __m512 {
+        let u = _mm512_add_ps(c(1.0), x);
+        let l = log(u);
+        let q = _mm512_div_ps(x, _mm512_sub_ps(u, c(1.0)));
+        // `l·q` with `l`'s NaN when both are NaN (x = −∞), as MULPS gives its first operand:
+        // the compiler may swap a commutative product's operands.
+        let r = _mm512_mul_ps(l, q);
+        let r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(l, l), r, l);
+        let r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(u, c(1.0)), r, x);
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(u, c(f32::INFINITY)), r, u)
+    }
+
     /// Applies `f` to `n` floats (a multiple of 16) from `src` into `dst`.
     ///
     /// # Safety
@@ -286,6 +347,8 @@ mod avx512 {
     tile_routine!(exp_tile, exp);
     tile_routine!(tanh_tile, tanh);
     tile_routine!(sigmoid_tile, sigmoid);
+    tile_routine!(log_tile, log);
+    tile_routine!(log1p_tile, log1p);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -296,7 +359,7 @@ mod avx2 {
 
     use std::arch::x86_64::*;
 
-    use crate::math::{EXP_POLY, TANH_P, TANH_Q};
+    use crate::math::{EXP_POLY, LOG_POLY, TANH_P, TANH_Q};
 
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -377,6 +440,52 @@ mod avx2 {
         _mm256_blendv_ps(neg, pos, nonneg)
     }
 
+    /// `FMath::log` (the AVX-512 tier's `log`, op for op).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn log(x: __m256) -> __m256 {
+        let small = _mm256_cmp_ps::<_CMP_LT_OQ>(x, c(f32::MIN_POSITIVE));
+        let xs = _mm256_blendv_ps(x, _mm256_mul_ps(x, c(8_388_608.0)), small);
+        let eadj = _mm256_blendv_ps(c(0.0), c(-23.0), small);
+        let bits = _mm256_castps_si256(xs);
+        let e = _mm256_and_si256(_mm256_srli_epi32::<23>(bits), _mm256_set1_epi32(0xff));
+        let e = _mm256_sub_epi32(e, _mm256_set1_epi32(127));
+        let mb =
+            _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007f_ffff)), _mm256_set1_epi32(0x3f80_0000));
+        let m = _mm256_castsi256_ps(mb);
+        let ef = _mm256_add_ps(_mm256_cvtepi32_ps(e), eadj);
+        let big = _mm256_cmp_ps::<_CMP_GT_OQ>(m, c(std::f32::consts::SQRT_2));
+        let m = _mm256_blendv_ps(m, _mm256_mul_ps(m, c(0.5)), big);
+        let ef = _mm256_blendv_ps(ef, _mm256_add_ps(ef, c(1.0)), big);
+        let f = _mm256_sub_ps(m, c(1.0));
+        let z = _mm256_mul_ps(f, f);
+        let p = horner(f, &LOG_POLY);
+        let y = _mm256_mul_ps(_mm256_mul_ps(f, z), p);
+        let y = _mm256_add_ps(y, _mm256_mul_ps(ef, c(-2.121_944_4e-4)));
+        let y = _mm256_add_ps(y, _mm256_mul_ps(z, c(-0.5)));
+        let r = _mm256_add_ps(f, y);
+        let r = _mm256_add_ps(r, _mm256_mul_ps(ef, c(0.693_359_4)));
+        // Special values.
+        let r = _mm256_blendv_ps(r, c(f32::INFINITY), _mm256_cmp_ps::<_CMP_EQ_OQ>(x, c(f32::INFINITY)));
+        let r = _mm256_blendv_ps(r, c(f32::NEG_INFINITY), _mm256_cmp_ps::<_CMP_EQ_OQ>(x, c(0.0)));
+        let r = _mm256_blendv_ps(r, c(f32::NAN), _mm256_cmp_ps::<_CMP_LT_OQ>(x, c(0.0)));
+        _mm256_blendv_ps(r, x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x))
+    }
+
+    /// `FMath::log1p` (the AVX-512 tier's `log1p`, op for op).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn log1p(x: __m256) -> __m256 {
+        let u = _mm256_add_ps(c(1.0), x);
+        let l = log(u);
+        let q = _mm256_div_ps(x, _mm256_sub_ps(u, c(1.0)));
+        // `l·q` with `l`'s NaN when both are NaN (the AVX-512 tier's note).
+        let r = _mm256_mul_ps(l, q);
+        let r = _mm256_blendv_ps(r, l, _mm256_cmp_ps::<_CMP_UNORD_Q>(l, l));
+        let r = _mm256_blendv_ps(r, x, _mm256_cmp_ps::<_CMP_EQ_OQ>(u, c(1.0)));
+        _mm256_blendv_ps(r, u, _mm256_cmp_ps::<_CMP_EQ_OQ>(u, c(f32::INFINITY)))
+    }
+
     /// Applies `f` to `n` floats (a multiple of 8) from `src` into `dst`.
     ///
     /// # Safety
@@ -410,4 +519,6 @@ mod avx2 {
     tile_routine!(exp_tile, exp);
     tile_routine!(tanh_tile, tanh);
     tile_routine!(sigmoid_tile, sigmoid);
+    tile_routine!(log_tile, log);
+    tile_routine!(log1p_tile, log1p);
 }

@@ -653,14 +653,16 @@ fn unary_num<T: Num>(op: Unary, t: Tensor) -> KResult<Tensor> {
     })
 }
 
-/// Exp, Tanh and Sigmoid of float32 by the compiled clusters' wide-vector routines (bit
-/// for bit the JIT's results); None when the op has none or the host no tier.
+/// Exp, Tanh, Sigmoid, Log and Log1p of float32 by the compiled clusters' wide-vector
+/// routines (bit for bit the JIT's results); None when the op has none or the host no tier.
 fn unary_wide(op: Unary, mut t: Tensor) -> Result<Tensor, Tensor> {
     use autoclust_compiler::Wide;
     let wide = match op {
         Unary::Exp => Wide::Exp,
         Unary::Tanh => Wide::Tanh,
         Unary::Sigmoid => Wide::Sigmoid,
+        Unary::Log => Wide::Log,
+        Unary::Log1p => Wide::Log1p,
         _ => return Err(t),
     };
     if t.dtype != DType::Float32 || autoclust_compiler::TileTier::select(None).is_none() {
@@ -1552,7 +1554,7 @@ mod tests {
         }
     }
 
-    /// Exp, Tanh and Sigmoid of float32 give bit for bit what a compiled cluster computes
+    /// Exp, Tanh, Sigmoid, Log and Log1p of float32 give bit for bit what a compiled cluster computes
     /// (lengths that are and are not multiples of the 16-lane tiles, shared and unique
     /// buffers, NaN, ±inf, ±0, subnormals), and stay within a few ulps of Rust's libm.
     #[test]
@@ -1574,6 +1576,8 @@ mod tests {
             ("Exp", f32::exp as fn(f32) -> f32, 2),
             ("Tanh", f32::tanh, 6),
             ("Sigmoid", |x: f32| (1.0 / (1.0 + (-(x as f64)).exp())) as f32, 4),
+            ("Log", f32::ln, 2),
+            ("Log1p", |x: f32| (x as f64).ln_1p() as f32, 3),
         ] {
             let body = Graph::from_raw(
                 vec![
