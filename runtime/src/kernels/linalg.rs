@@ -173,13 +173,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 arity(&inp, 2)?;
                 let m = Batch::square(&inp[0], "matrix")?;
                 let b = Batch::new(&inp[1], "rhs")?;
-                if m.lead != b.lead || m.rows != b.rows || inp[0].dtype != inp[1].dtype {
-                    return Err(KernelError::invalid(format!(
-                        "the matrix {:?} and the right-hand side {:?} do not agree (the batch dimensions \
-                         and rows must be equal)",
-                        inp[0].shape, inp[1].shape
-                    )));
-                }
+                m.check_rhs(&b, &inp[0], &inp[1])?;
                 let mut out = Vec::with_capacity(b.data.len());
                 for (a, rhs) in m.matrices().zip(b.matrices()) {
                     let a = if adjoint { transpose(a, m.rows) } else { a.to_vec() };
@@ -198,13 +192,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 arity(&inp, 3)?;
                 let m = Batch::new(&inp[0], "matrix")?;
                 let b = Batch::new(&inp[1], "rhs")?;
-                if m.lead != b.lead || m.rows != b.rows || inp[0].dtype != inp[1].dtype {
-                    return Err(KernelError::invalid(format!(
-                        "the matrix {:?} and the right-hand side {:?} do not agree (the batch dimensions \
-                         and rows must be equal)",
-                        inp[0].shape, inp[1].shape
-                    )));
-                }
+                m.check_rhs(&b, &inp[0], &inp[1])?;
                 let l2 = match inp[2].to_f64_vec().as_deref() {
                     Some(&[v]) if inp[2].rank() == 0 => v,
                     _ => return Err(KernelError::invalid("l2_regularizer must be a float64 scalar")),
@@ -547,6 +535,19 @@ impl Batch {
 
     fn size(&self) -> usize {
         self.rows * self.cols
+    }
+
+    /// That `rhs` (the tensor `r`) goes with this matrix batch (the tensor `a`): the same
+    /// batch dimensions, rows and dtype, as `MatrixSolve` and `MatrixSolveLs` require.
+    fn check_rhs(&self, rhs: &Batch, a: &Tensor, r: &Tensor) -> KResult<()> {
+        if self.lead != rhs.lead || self.rows != rhs.rows || self.dtype != rhs.dtype {
+            return Err(KernelError::invalid(format!(
+                "the matrix {:?} and the right-hand side {:?} do not agree (the batch dimensions and rows \
+                 must be equal)",
+                a.shape, r.shape
+            )));
+        }
+        Ok(())
     }
 
     fn matrices(&self) -> impl Iterator<Item = &[f64]> {
