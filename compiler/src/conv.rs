@@ -1150,6 +1150,20 @@ mod tests {
             assert_eq!(conv2d(&s, &x, &f, 1), conv2d(&s, &x, &f, 2));
             assert_eq!(conv2d_backprop_filter(&s, &x, &dy, 1), conv2d_backprop_filter(&s, &x, &dy, 3));
             assert_eq!(conv2d_backprop_input(&s, &f, &dy, 1), conv2d_backprop_input(&s, &f, &dy, 2));
+            // The same convolutions in float64 (the Winograd path is generic): within a few
+            // float64 ulps of the definition, which was summed in float64 from the same values.
+            let wide = |v: &[f32]| v.iter().map(|&a| f64::from(a)).collect::<Vec<f64>>();
+            let (x64, f64_, dy64) = (wide(&x), wide(&f), wide(&dy));
+            let close64 = |got: Vec<f64>, want: &[f64], terms: usize, what: &str| {
+                let tol = 8.0 * f64::EPSILON * terms as f64;
+                assert_eq!(got.len(), want.len(), "{what}");
+                for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                    assert!((g - w).abs() < tol, "float64 {what} {input:?}/{filter:?}[{i}]: {g} vs {w}");
+                }
+            };
+            close64(conv2d(&s, &x64, &f64_, 2), &y, 9 * c.max(o), "forward");
+            close64(conv2d_backprop_input(&s, &f64_, &dy64, 2), &dx, 9 * c.max(o), "input gradient");
+            close64(conv2d_backprop_filter(&s, &x64, &dy64, 2), &df, n * oh * ow * 4, "filter gradient");
         }
     }
 
