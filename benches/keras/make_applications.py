@@ -4,7 +4,7 @@ never by CI), into benches/keras/out/ (ignored by git: ResNet50's variables alon
     TF_ENABLE_ONEDNN_OPTS=0 CUDA_VISIBLE_DEVICES=-1 /work/tfenv/bin/python \
         benches/keras/make_applications.py [NAME...]
     /work/tfenv/bin/python benches/keras/check.py app_mobilenetv2 app_resnet50 ...
-    AUTOCLUST_FIXTURE_DIR=benches/keras/out cargo test --release -p autoclust --test tf_fixtures
+    AUTOCLUST_FIXTURE_DIR=benches/keras/out cargo test --release -p autoclust --test suite -- tf_fixtures::
         # every exported graph through the TF fixture harness: four runs each, cluster records
 
 Real architectures autoclust was never tuned on (issue 20's "steps you have not seen"), with random

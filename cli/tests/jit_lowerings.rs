@@ -8,8 +8,7 @@
 
 use std::collections::HashMap;
 
-mod support;
-use support::{autoclust, notes, write};
+use crate::support::{autoclust, notes, write};
 
 /// A fetched tensor: shape and values (as f64).
 #[derive(Debug, PartialEq)]

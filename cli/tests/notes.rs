@@ -3,8 +3,7 @@
 //! allows — whatever RUST_LOG says — and print nothing extra when they do
 //! not. `bench --json` reports the clusters it ran and how.
 
-mod support;
-use support::{autoclust, notes, write};
+use crate::support::{autoclust, notes, write};
 
 /// A cluster the compiler fully lowers: `tanh(x) * x + x`.
 const COMPILED: &str = r#"

@@ -1,8 +1,7 @@
 //! Every elementwise op and random fused DAGs against a scalar Rust reference, with
 //! broadcasting (full, row, column, scalar) — including a proptest over random DAGs and shapes.
-mod common;
+use crate::common::*;
 use autoclust_graph::{AttrValue, DType, Tensor};
-use common::*;
 use proptest::prelude::*;
 
 /// Row-major index of `out_idx` read through numpy broadcasting from `shape`.

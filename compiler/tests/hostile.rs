@@ -2,10 +2,9 @@
 //! (`autoclust_graph::limits`) or past 64 bits is declined with a `CompileError` naming the
 //! node — so the interpreter runs it and its kernel reports the error — never a panic, an
 //! abort on a failed allocation, or a tensor whose element count wrapped.
-mod common;
+use crate::common::*;
 use autoclust_compiler::CompileError;
 use autoclust_graph::{DType, Tensor};
-use common::*;
 
 fn i64s(name: &str, v: &[i64]) -> autoclust_graph::RawNode {
     konst(name, Tensor::from_i64(vec![v.len()], v.to_vec()).unwrap())

@@ -1,9 +1,8 @@
 //! Accuracy of the inline exp/log/tanh/sigmoid/pow/erf/erfc/log1p/softplus against Rust's f32/f64 functions over the
 //! whole float32 range (every 97th bit pattern, both signs) plus the special values.
-mod common;
+use crate::common::*;
 use autoclust_compiler::CompiledFunction;
 use autoclust_graph::DType;
-use common::*;
 
 fn unary(op: &str, n: usize) -> CompiledFunction {
     let g = graph(vec![arg("x", 0, DType::Float32), node("y", op, &["x"], vec![]), ret("r", "y", 0)]);

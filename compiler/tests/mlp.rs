@@ -1,8 +1,7 @@
 //! The MLP training-step cluster (784-256-10, batch 64, sparse softmax cross-entropy, SGD
 //! update computed in the cluster): results against a plain Rust reference, and compile time.
-mod common;
+use crate::common::*;
 use autoclust_graph::{AttrValue, DType, Tensor};
-use common::*;
 
 const B: usize = 64;
 const I: usize = 784;

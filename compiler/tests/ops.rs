@@ -1,9 +1,8 @@
 //! Reductions, softmax and cross-entropy, MatMul (transposes, fused epilogue), data
 //! movement, compile-time shape ops, the compile cache, Unsupported errors and CLIF dumps.
-mod common;
+use crate::common::*;
 use autoclust_compiler::{CompileCache, CompileError, Compiler, CompilerOptions};
 use autoclust_graph::{AttrValue, DType, Tensor, TensorData};
-use common::*;
 
 fn strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1; shape.len()];

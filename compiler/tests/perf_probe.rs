@@ -1,10 +1,9 @@
 //! Manual probe (ignored by default): nanoseconds per element of small fused chains, to
-//! spot slow lowerings. Run with `cargo test --release --test perf_probe -- --ignored --nocapture`;
+//! spot slow lowerings. Run with `cargo test --release -p autoclust-compiler --test suite -- perf_probe:: --ignored --nocapture`;
 //! set `CHAIN_DUMP=<dir>` to dump chain_32's CLIF and machine code there.
-mod common;
+use crate::common::*;
 use autoclust_compiler::{Compiler, CompilerOptions};
 use autoclust_graph::DType;
-use common::*;
 
 /// This thread's CPU time in ns (so descheduling on a loaded machine is not counted).
 fn cpu_ns() -> u64 {

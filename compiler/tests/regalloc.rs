@@ -2,9 +2,8 @@
 //! the backtracking one (`plan::QUICK_REGALLOC_ELEMENTS`): both must compute the same bits.
 //! A long chain that keeps its input and many constants live (so the allocators spill
 //! differently) runs at 8 elements (single pass) and at 4,096 whose first 8 are the same.
-mod common;
+use crate::common::*;
 use autoclust_graph::{AttrValue, DType, Tensor};
-use common::*;
 
 fn chain(n: usize) -> autoclust_compiler::CompiledFunction {
     let t = || vec![("T", AttrValue::Type(DType::Float32))];

@@ -2,10 +2,9 @@
 //! indices, duplicates, index depth 1 and 2, fused with elementwise neighbours), `_Arg` →
 //! `Identity` → `_Retval` passthroughs, GatherV2 with either index dtype, and Unsupported
 //! (never a panic) for what the compiler does not lower.
-mod common;
+use crate::common::*;
 use autoclust_compiler::CompileError;
 use autoclust_graph::{AttrValue, DType, ListValue, Tensor};
-use common::*;
 
 const KINDS: [&str; 5] =
     ["TensorScatterAdd", "TensorScatterSub", "TensorScatterUpdate", "TensorScatterMax", "TensorScatterMin"];

@@ -1,7 +1,6 @@
 //! A first end-to-end check: one fused add-multiply-tanh over broadcast inputs.
-mod common;
+use crate::common::*;
 use autoclust_graph::DType;
-use common::*;
 
 #[test]
 fn add_mul_tanh_with_row_broadcast() {

@@ -2,10 +2,9 @@
 //! Cranelift's own f32x4 code (the invariant of `tile_routines.rs`), so tiled and untiled
 //! loops — and hosts with either tier or neither — agree exactly. Each test runs once per
 //! tier the host has; on a host with neither it prints so and checks nothing wide.
-mod common;
+use crate::common::*;
 use autoclust_compiler::{CompiledFunction, Compiler, CompilerOptions, TileTier};
 use autoclust_graph::{DType, Graph};
-use common::*;
 
 /// The tiers this host can run (capped by `AUTOCLUST_NO_AVX512` / `AUTOCLUST_NO_TILES`
 /// as the compiler is), narrowest first.

@@ -3,15 +3,13 @@
 //! (seed 000), `parallel_iterations`, and the bound on iterations. Each expected outcome set
 //! is counted by hand in the test's comment.
 
-mod common;
-
+use crate::common::*;
 use autoclust_graph::{text, Graph, Tensor};
 use autoclust_passes::cluster::ClusterConfig;
 use autoclust_semantics::{
     autoclusterer, explore_graph, verify, ClusterFn, ClusterSpec, Exploration, Inputs, Query, Rmw, RuntimeKernels,
     SemanticsError,
 };
-use common::*;
 
 fn parse(src: &str) -> Graph {
     text::parse(src).unwrap_or_else(|e| panic!("{e}\n{src}"))

@@ -2,14 +2,12 @@
 //! produces outcomes in `explore --atomic-rmw`'s set (it runs each
 //! read-modify-write atomically, under the variable's lock).
 
-mod common;
-
 use std::sync::Arc;
 
+use crate::common::*;
 use autoclust_graph::{Graph, Output, Tensor};
 use autoclust_runtime::{RunRequest, Session, SessionOptions};
 use autoclust_semantics::{explore_graph, Exploration, Inputs, Outcome, Query, Rmw, RuntimeKernels};
-use common::*;
 use proptest::prelude::*;
 
 /// Runs the graph once with a seeded-random schedule; its outcome.

@@ -3,14 +3,12 @@
 //! (`autoclust_passes::lower_control_flow`) so each body access is an operation instance of
 //! its own. Each expected outcome set is computed by hand in the test's comment.
 
-mod common;
-
+use crate::common::*;
 use autoclust_graph::{text, Graph, Tensor};
 use autoclust_passes::cluster::ClusterConfig;
 use autoclust_semantics::{
     autoclusterer, explore_graph, verify, ClusterFn, Exploration, Inputs, Query, Rmw, RuntimeKernels,
 };
-use common::*;
 
 fn parse(src: &str) -> Graph {
     text::parse(src).unwrap_or_else(|e| panic!("{e}\n{src}"))

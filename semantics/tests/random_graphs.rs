@@ -3,13 +3,11 @@
 //! the outcomes of the plain enumeration of every interleaving, and
 //! `verify` holds for the real clusterer.
 
-mod common;
-
+use crate::common::*;
 use autoclust_passes::cluster::ClusterConfig;
 use autoclust_semantics::{
     autoclusterer, explore_graph, verify, Exploration, Limits, Query, Rmw, RuntimeKernels, SemanticsError,
 };
-use common::*;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 

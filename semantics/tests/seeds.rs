@@ -1,9 +1,7 @@
 //! The seeds' examples with their known outcome sets (seeds 000, 001, 002).
 
-mod common;
-
+use crate::common::*;
 use autoclust_semantics::{verify, ClusterSpec, Rmw, RuntimeKernels};
-use common::*;
 
 /// Seed 000, "Simplest Non-Trivial Example": *X = 1 then (control) *Y = 2;
 /// r0 = *Y then (control) r1 = *X. With X = Y = 0, r0 == 2 implies r1 == 1.
