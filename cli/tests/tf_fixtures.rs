@@ -15,7 +15,8 @@
 //!
 //! String tensors (no safetensors dtype) use three more manifest fields:
 //! `string_feeds` (each given as `--feed NAME=JSON`), `expected_strings` (string
-//! fetches, compared exactly; such a fixture is fetched with `--json` instead of
+//! fetches, compared exactly — through `data_b64` when TensorFlow's bytes are not UTF-8,
+//! e.g. a serialized `Summary`; such a fixture is fetched with `--json` instead of
 //! `--out`) and `expected_stderr` (what TensorFlow's `PrintV2` ops printed, compared
 //! with the run's stderr less its `note:` lines).
 //!
@@ -152,9 +153,14 @@ fn run_fixture(manifest: &Path, clustered: bool, optimize: bool) -> Result<(), S
             for (name, t) in json["fetches"].as_object().ok_or("run --json: no fetches")? {
                 let dtype = autoclust_graph::DType::from_name(t["dtype"].as_str().unwrap_or("")).unwrap();
                 if let Some(want) = strings.get(name) {
-                    let data: Vec<&str> = t["data"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
-                    let want_data: Vec<&str> =
-                        want["data"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+                    // Bytes that are not UTF-8 (a serialized Summary) are compared exactly, in base64.
+                    let key = if want.get("data_b64").is_some() { "data_b64" } else { "data" };
+                    let list = |v: &serde_json::Value| -> Vec<String> {
+                        v[key]
+                            .as_array()
+                            .map_or(vec![], |a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect())
+                    };
+                    let (data, want_data) = (list(t), list(want));
                     if t["shape"] != want["shape"] || data != want_data {
                         return Err(format!(
                             "{name}: got {} {data:?}, TensorFlow gave {} {want_data:?}",

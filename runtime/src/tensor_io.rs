@@ -4,7 +4,9 @@
 //! placeholder), and the JSON form `{"dtype", "shape", "data"}` with `data`
 //! flat in row-major order. String tensors (no safetensors dtype) travel only as JSON: a
 //! `--feed` of JSON strings (or nested lists of them), `"dtype": "string"` in the output, each
-//! element as a JSON string (bytes that are not UTF-8 replaced by U+FFFD); writing one to a
+//! element as a JSON string (bytes that are not UTF-8 replaced by U+FFFD, and then every
+//! element again, exactly, in standard base64 under `"data_b64"`; a feed element may be
+//! TensorFlow Serving's `{"b64": "…"}` for such bytes); writing one to a
 //! safetensors file is an error that says so. Floats print in Rust's shortest round-trip form;
 //! non-finite floats print as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
 
@@ -12,6 +14,8 @@ use std::fmt::Write as _;
 
 use autoclust_graph::{half, DType, Tensor, TensorData};
 use safetensors::tensor::{Dtype as StDtype, TensorView};
+
+use crate::kernels::string::{base64_decode_in, base64_encode_in, BASE64_STANDARD};
 
 /// Why tensors could not be read or written.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -296,7 +300,15 @@ fn build(dtype: DType, shape: Vec<usize>, flat: &[&serde_json::Value]) -> Result
             flat.iter()
                 .map(|v| match v {
                     serde_json::Value::String(s) => Ok(s.as_bytes().to_vec()),
-                    other => Err(TensorIoError::Value(format!("not a string: {other}"))),
+                    // Bytes that are not text, as TensorFlow Serving's JSON writes them.
+                    serde_json::Value::Object(o) if o.len() == 1 && o.contains_key("b64") => {
+                        let Some(serde_json::Value::String(b)) = o.get("b64") else {
+                            return Err(TensorIoError::Value("\"b64\" must be a base64 string".into()));
+                        };
+                        base64_decode_in(BASE64_STANDARD, b.as_bytes())
+                            .map_err(|e| TensorIoError::Value(format!("\"b64\": {e}")))
+                    }
+                    other => Err(TensorIoError::Value(format!("not a string or {{\"b64\": ...}}: {other}"))),
                 })
                 .collect::<Result<_, _>>()?,
         ),
@@ -483,6 +495,18 @@ pub fn write_tensor_json(out: &mut dyn std::io::Write, t: &Tensor) -> std::io::R
             }
         }
     }
+    // Strings that are not UTF-8 (a serialized protocol buffer, an encoded image) are lossy
+    // in `data`; every element then follows again, exactly, in base64.
+    if let TensorData::Str(v) = &t.data {
+        if v.iter().any(|x| std::str::from_utf8(x).is_err()) {
+            c.push("], \"data_b64\": [")?;
+            each(&mut c, v, |o, x| {
+                o.push('"');
+                o.push_str(std::str::from_utf8(&base64_encode_in(BASE64_STANDARD, x, true)).expect("base64 is ASCII"));
+                o.push('"');
+            })?;
+        }
+    }
     c.buf.push_str("]}");
     c.finish()
 }
@@ -535,6 +559,21 @@ mod tests {
         write_tensors_json_object(&mut p, &[("a:0".into(), t.clone()), ("b:0".into(), t)]).unwrap();
         assert!(p.largest <= JSON_CHUNK + 64, "a piece of {} bytes", p.largest);
         assert_eq!(String::from_utf8(p.text).unwrap(), format!("{{\"a:0\": {whole}, \"b:0\": {whole}}}"));
+    }
+
+    #[test]
+    fn bytes_that_are_not_text_travel_in_base64() {
+        // A feed element in TensorFlow Serving's form; text elements stay JSON strings.
+        let t = tensor_from_json(r#"[{"b64": "CgsKBGxvc3M="}, "ok"]"#, DType::String).unwrap();
+        assert_eq!(t.as_strings().unwrap()[0], b"\n\x0b\n\x04loss");
+        // Not UTF-8: `data` is lossy, `data_b64` exact for every element.
+        let b = Tensor::from_strings(vec![2], vec![b"\xff\x00a".to_vec(), b"ok".to_vec()]).unwrap();
+        let want = r#"{"dtype": "string", "shape": [2], "data": ["?\u0000a", "ok"], "data_b64": ["/wBh", "b2s="]}"#;
+        assert_eq!(tensor_to_json(&b), want.replace('?', "\u{fffd}"));
+        let back = tensor_from_json(r#"[{"b64": "/wBh"}, {"b64": "b2s="}]"#, DType::String).unwrap();
+        assert_eq!(back.as_strings().unwrap(), b.as_strings().unwrap());
+        assert!(tensor_from_json(r#"[{"b64": "*"}]"#, DType::String).unwrap_err().to_string().contains("b64"));
+        assert!(tensor_from_json(r#"[{"b64": 1}]"#, DType::String).is_err());
     }
 
     #[test]

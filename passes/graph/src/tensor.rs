@@ -316,6 +316,13 @@ impl Tensor {
             _ => None,
         }
     }
+    /// The elements of a string tensor, as bytes.
+    pub fn as_strings(&self) -> Option<&[Vec<u8>]> {
+        match &self.data {
+            TensorData::Str(v) => Some(v),
+            _ => None,
+        }
+    }
 
     /// Integer elements widened to i64 (for shape, axis and index operands).
     pub fn to_i64_vec(&self) -> Option<Vec<i64>> {

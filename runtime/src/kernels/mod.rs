@@ -63,6 +63,7 @@ pub(crate) mod sparse;
 pub(crate) mod special;
 pub(crate) mod spectral;
 pub(crate) mod string;
+pub(crate) mod summary;
 pub(crate) mod tensor_scatter;
 pub(crate) mod unicode;
 pub(crate) mod volume;
@@ -117,6 +118,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
     }
     // String ops (`Equal`/`NotEqual` on strings run on element positions: `by_position`).
     if let Some(f) = string::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = summary::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = example::prepare(node)? {

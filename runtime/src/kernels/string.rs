@@ -1592,9 +1592,16 @@ impl NGrams {
 
 /// TensorFlow's web-safe base64 alphabet (`-` and `_` for `+` and `/`).
 const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+/// The standard alphabet (RFC 4648 §4): TensorFlow Serving's `{"b64": …}` JSON values.
+pub(crate) const BASE64_STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// `EncodeBase64`: web-safe base64, padded with `=` only when `pad`.
 fn base64_encode(s: &[u8], pad: bool) -> Vec<u8> {
+    base64_encode_in(BASE64, s, pad)
+}
+
+/// `s` in base64 over `alphabet`, padded with `=` only when `pad`.
+pub(crate) fn base64_encode_in(alphabet: &[u8; 64], s: &[u8], pad: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len().div_ceil(3) * 4);
     for chunk in s.chunks(3) {
         let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
@@ -1602,7 +1609,7 @@ fn base64_encode(s: &[u8], pad: bool) -> Vec<u8> {
         let digits = chunk.len() + 1;
         for k in 0..4 {
             if k < digits {
-                out.push(BASE64[(n >> (18 - 6 * k) & 63) as usize]);
+                out.push(alphabet[(n >> (18 - 6 * k) & 63) as usize]);
             } else if pad {
                 out.push(b'=');
             }
@@ -1614,13 +1621,18 @@ fn base64_encode(s: &[u8], pad: bool) -> Vec<u8> {
 /// `DecodeBase64`: web-safe base64, with or without `=` padding (TensorFlow's
 /// `Base64Decode`: any other character, or a length that leaves one lone digit, is an error).
 fn base64_decode(s: &[u8]) -> KResult<Vec<u8>> {
+    base64_decode_in(BASE64, s)
+}
+
+/// Base64 over `alphabet`, with or without `=` padding, by `DecodeBase64`'s rules.
+pub(crate) fn base64_decode_in(alphabet: &[u8; 64], s: &[u8]) -> KResult<Vec<u8>> {
     let text = || String::from_utf8_lossy(s).into_owned();
     let body = s.strip_suffix(b"==").or_else(|| s.strip_suffix(b"=")).unwrap_or(s);
     if body.len() % 4 == 1 || (body.len() != s.len() && !s.len().is_multiple_of(4)) {
         return Err(KernelError::invalid(format!("Invalid base64 length {} of {:?}", s.len(), text())));
     }
     let digit = |c: u8| {
-        BASE64
+        alphabet
             .iter()
             .position(|&d| d == c)
             .map(|p| p as u32)

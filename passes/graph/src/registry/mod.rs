@@ -37,6 +37,7 @@ mod sparse;
 mod spectral;
 mod strided;
 mod strings;
+mod summary;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -292,6 +293,7 @@ const TABLES: &[&[OpSchema]] = &[
     nn::OPS,
     calls::OPS,
     strings::OPS,
+    summary::OPS,
     parsing::OPS,
     control_flow::OPS,
     diag::OPS,

@@ -1,0 +1,52 @@
+//! Schemas of TensorFlow 1's summary ops (`summary_ops.cc`): `ScalarSummary`,
+//! `HistogramSummary` and `MergeSummary` — what `tf.compat.v1.summary.scalar`,
+//! `.histogram` and `.merge_all` put in nearly every TF1 training graph. Each returns a
+//! serialized `Summary` protocol buffer as a string scalar, so they never enter a
+//! cluster (the compilable check refuses string outputs) and run in the plain kernels.
+
+use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, ShapeFn, TypeRule};
+use crate::DType::{
+    self, BFloat16, Float16, Float32, Float64, Int16, Int32, Int64, Int8, String as Str, UInt16, UInt32, UInt64, UInt8,
+};
+use crate::Shape;
+
+const STR: TypeRule = TypeRule::Fixed(Str);
+/// `TF_CALL_REAL_NUMBER_TYPES`, the types the kernels are registered for.
+const REAL: &[DType] = &[Float16, BFloat16, Float32, Float64, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64];
+const T_REAL: AttrSpec =
+    AttrSpec { name: "T", kind: AttrKind::Type, default: AttrDefault::Type(Float32), allowed: Some(REAL) };
+
+const SUMMARY_OUT: &[ArgSpec] = &[a("summary", STR)];
+
+const fn a(name: &'static str, ty: TypeRule) -> ArgSpec {
+    ArgSpec { name, ty, number_attr: None }
+}
+const fn op(name: &'static str, inputs: &'static [ArgSpec], attrs: &'static [AttrSpec], shape_fn: ShapeFn) -> OpSchema {
+    OpSchema {
+        name,
+        family: OpFamily::Shape,
+        inputs,
+        outputs: SUMMARY_OUT,
+        attrs,
+        is_stateful: false,
+        shape_fn,
+        value_fn: None,
+    }
+}
+
+/// Every summary op returns one serialized `Summary`: a string scalar (TensorFlow's shape
+/// functions check nothing else; the kernels check the inputs).
+fn scalar_out(_: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
+    Ok(vec![Shape::scalar()])
+}
+
+pub(super) const OPS: &[OpSchema] = &[
+    op("ScalarSummary", &[a("tags", STR), a("values", TypeRule::Attr("T"))], &[T_REAL], scalar_out),
+    op("HistogramSummary", &[a("tag", STR), a("values", TypeRule::Attr("T"))], &[T_REAL], scalar_out),
+    op(
+        "MergeSummary",
+        &[ArgSpec { name: "inputs", ty: STR, number_attr: Some("N") }],
+        &[AttrSpec { name: "N", kind: AttrKind::Int, default: AttrDefault::Required, allowed: None }],
+        scalar_out,
+    ),
+];
