@@ -215,9 +215,11 @@ def outcome_of(fetch_values, var_values, fetch):
 
 
 def write_fixture(directory, name, graph_def, variables, feeds, fetch, target, steps, racy=False,
-                  explore=False, config=None, extra=None):
-    """Runs the graph in TF and writes NAME.json and the safetensors files; returns the manifest."""
-    runner = TfRunner(graph_def, variables, feeds, fetch, target, config=config)
+                  explore=False, config=None, extra=None, tf_feeds=None):
+    """Runs the graph in TF and writes NAME.json and the safetensors files; returns the manifest.
+    `tf_feeds` are given to TensorFlow but not written (string feeds, which the manifest's
+    `string_feeds` in `extra` carry)."""
+    runner = TfRunner(graph_def, variables, {**feeds, **(tf_feeds or {})}, fetch, target, config=config)
     fetch_values = runner.run(steps)
     var_values = runner.final_vars()
     manifest = {

@@ -248,6 +248,25 @@ impl Tensor {
         Ok(Tensor { dtype, shape, data: TensorData::Raw(Arc::new(bytes)) })
     }
 
+    /// A tensor of `dtype` from its elements' little-endian bytes, in the storage the
+    /// runtime uses for that dtype (typed vectors for float32/64, int32/64 and bool — a
+    /// nonzero byte is `true` —, raw bytes for the rest).
+    pub fn from_le_bytes(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Result<Tensor, TensorError> {
+        fn each<const W: usize, T>(b: &[u8], f: impl Fn([u8; W]) -> T) -> Vec<T> {
+            b.chunks_exact(W).map(|c| f(c.try_into().expect("W bytes"))).collect()
+        }
+        let raw = Tensor::from_raw(dtype, shape, bytes.to_vec())?;
+        let data = match dtype {
+            DType::Float32 => TensorData::F32(Arc::new(each(bytes, f32::from_le_bytes))),
+            DType::Float64 => TensorData::F64(Arc::new(each(bytes, f64::from_le_bytes))),
+            DType::Int32 => TensorData::I32(Arc::new(each(bytes, i32::from_le_bytes))),
+            DType::Int64 => TensorData::I64(Arc::new(each(bytes, i64::from_le_bytes))),
+            DType::Bool => TensorData::Bool(Arc::new(bytes.iter().map(|&b| b != 0).collect())),
+            _ => return Ok(raw),
+        };
+        Ok(Tensor { data, ..raw })
+    }
+
     pub fn scalar_f32(x: f32) -> Tensor {
         Tensor { dtype: DType::Float32, shape: vec![], data: TensorData::F32(Arc::new(vec![x])) }
     }

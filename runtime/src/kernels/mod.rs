@@ -25,6 +25,7 @@ pub(crate) mod by_position;
 pub(crate) mod color;
 pub(crate) mod conv;
 pub(crate) mod ctc;
+pub(crate) mod decode_raw;
 pub(crate) mod detection;
 pub(crate) mod diag;
 pub(crate) mod dilation;
@@ -33,6 +34,7 @@ pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod example;
 pub(crate) mod fake_quant;
+pub(crate) mod files;
 pub(crate) mod gif;
 pub mod half;
 pub(crate) mod image;
@@ -118,6 +120,12 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
     }
     // String ops (`Equal`/`NotEqual` on strings run on element positions: `by_position`).
     if let Some(f) = string::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = files::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = decode_raw::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = summary::prepare(node)? {

@@ -21,6 +21,7 @@ mod control_flow;
 mod ctc;
 mod detection;
 mod diag;
+mod files;
 mod image;
 mod indexing;
 mod linalg;
@@ -294,6 +295,7 @@ const TABLES: &[&[OpSchema]] = &[
     calls::OPS,
     strings::OPS,
     summary::OPS,
+    files::OPS,
     parsing::OPS,
     control_flow::OPS,
     diag::OPS,

@@ -4,9 +4,12 @@
 //! indices, values and dense shape; per dense key its values; per ragged key (V2) its values
 //! and row splits. String inputs keep them out of every cluster.
 
-use super::build::{arg as a, pure_op, repeated as n};
+use super::build::{arg as a, bool_attr_or, pure_op, repeated as n, type_attr};
 use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, ShapeFn, TypeRule};
-use crate::DType::{self, Float32, Int32, Int64, String as Str};
+use crate::DType::{
+    self, BFloat16, Bool, Complex128, Complex64, Float16, Float32, Float64, Int16, Int32, Int64, Int8, String as Str,
+    UInt16, UInt8,
+};
 use crate::Shape;
 
 type Shapes = Result<Vec<Shape>, String>;
@@ -117,7 +120,35 @@ const SPARSE_OUT: [ArgSpec; 3] = [
     n("sparse_shapes", I64, "num_sparse"),
 ];
 
+/// `DecodeRaw`'s and `DecodePaddedRaw`'s output types (`DecodeRaw` also takes the complex
+/// types and bool; `DecodePaddedRaw` bfloat16 but not half).
+const RAW_TYPES: &[DType] =
+    &[Float16, BFloat16, Float32, Float64, Int8, Int16, Int32, Int64, UInt8, UInt16, Complex64, Complex128, Bool];
+
+/// `DecodeRaw`: the input's shape and one more dimension, unknown (the strings' length
+/// decides it at run time).
+fn decode_raw(c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![match &c.shape(0).dims {
+        Some(d) => Shape::with_dims(d.iter().copied().chain([None]).collect()),
+        None => Shape::unknown(),
+    }])
+}
+
 pub(super) const OPS: &[OpSchema] = &[
+    op(
+        "DecodeRaw",
+        &[a("bytes", STR)],
+        &[a("output", TypeRule::Attr("out_type"))],
+        &[type_attr("out_type", Some(RAW_TYPES)), bool_attr_or("little_endian", true)],
+        decode_raw,
+    ),
+    op(
+        "DecodePaddedRaw",
+        &[a("input_bytes", STR), a("fixed_length", TypeRule::Fixed(Int32))],
+        &[a("output", TypeRule::Attr("out_type"))],
+        &[type_attr("out_type", Some(RAW_TYPES)), bool_attr_or("little_endian", true)],
+        decode_raw,
+    ),
     op(
         "ParseExampleV2",
         &[
