@@ -72,25 +72,15 @@ fn shape_dims(s: &TensorShapeProto) -> Option<Vec<usize>> {
     s.dim.iter().map(|d| usize::try_from(d.size).ok()).collect()
 }
 
-/// A tensor from the little-endian bytes of its elements.
+/// A tensor from the little-endian bytes of its elements, its size checked against the
+/// limits first.
 pub fn tensor_from_le(dtype: DType, shape: Vec<usize>, b: &[u8]) -> Result<Tensor, String> {
-    fn arr<const N: usize>(c: &[u8]) -> [u8; N] {
-        c.try_into().expect("chunk width")
-    }
     let width = dtype.size_of().ok_or_else(|| format!("unsupported dtype {}", dtype.name()))?;
     let n = autoclust_graph::limits::tensor_elements(dtype, &shape).map_err(|e| e.to_string())?;
     if n.checked_mul(width) != Some(b.len()) {
         return Err(format!("{} bytes for {} elements of {}", b.len(), n, dtype.name()));
     }
-    let t = match dtype {
-        DType::Float32 => Tensor::from_f32(shape, b.chunks_exact(4).map(|c| f32::from_le_bytes(arr(c))).collect()),
-        DType::Float64 => Tensor::from_f64(shape, b.chunks_exact(8).map(|c| f64::from_le_bytes(arr(c))).collect()),
-        DType::Int32 => Tensor::from_i32(shape, b.chunks_exact(4).map(|c| i32::from_le_bytes(arr(c))).collect()),
-        DType::Int64 => Tensor::from_i64(shape, b.chunks_exact(8).map(|c| i64::from_le_bytes(arr(c))).collect()),
-        DType::Bool => Tensor::from_bool(shape, b.iter().map(|&x| x != 0).collect()),
-        d => Tensor::from_raw(d, shape, b.to_vec()),
-    };
-    t.map_err(|e| e.to_string())
+    Tensor::from_le_bytes(dtype, shape, b).map_err(|e| e.to_string())
 }
 
 /// The little-endian bytes of a fixed-width tensor's elements.
