@@ -54,19 +54,6 @@ fn st_dtype(d: DType) -> Option<StDtype> {
     })
 }
 
-fn le_bytes(t: &Tensor) -> Option<Vec<u8>> {
-    Some(match &t.data {
-        TensorData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        TensorData::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        TensorData::Bool(v) => v.iter().map(|&x| x as u8).collect(),
-        // The other fixed-width types are kept as their little-endian bytes.
-        TensorData::Raw(b) => b.to_vec(),
-        _ => return None,
-    })
-}
-
 /// Serialises named tensors as a safetensors file.
 pub fn write_safetensors(tensors: &[(String, Tensor)]) -> Result<Vec<u8>, TensorIoError> {
     let mut owned = Vec::with_capacity(tensors.len());
@@ -76,7 +63,8 @@ pub fn write_safetensors(tensors: &[(String, Tensor)]) -> Result<Vec<u8>, Tensor
         }
         let dtype =
             st_dtype(t.dtype).ok_or_else(|| TensorIoError::DType { name: name.clone(), dtype: t.dtype.name() })?;
-        let bytes = le_bytes(t).ok_or_else(|| TensorIoError::DType { name: name.clone(), dtype: t.dtype.name() })?;
+        let bytes =
+            t.to_le_bytes().ok_or_else(|| TensorIoError::DType { name: name.clone(), dtype: t.dtype.name() })?;
         owned.push((name.clone(), dtype, t.shape.clone(), bytes));
     }
     let views: Vec<(String, TensorView<'_>)> = owned

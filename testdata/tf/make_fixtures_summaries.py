@@ -17,7 +17,8 @@ Fixture:
 
 - tf1_summaries_saver_adam: x[16,8] -> relu(x w1 + b1) w2 -> squared error; AdamOptimizer with a
   global step; scalar summaries of a constant, of a vector of tags, of an int count; histograms of
-  the fed inputs and of w1 (before the step); MergeSummary of all; a Saver and an init op in the
+  the fed inputs and of w1 (before the step); a text summary and a tensor summary
+  (TensorSummaryV2); MergeSummary of all; a Saver and an init op in the
   graph, pruned away by the fetch.
 """
 
@@ -65,6 +66,8 @@ def tf1_summaries_saver_adam():
         v1.summary.histogram("inputs", x)
         v1.summary.histogram("w1", w1.read_value())
         v1.summary.histogram("labels_int", tf.cast(y * 4.0, tf.int32))
+        v1.summary.text("notes", tf.constant(["hello", "w\u00f6rld"]))
+        v1.summary.tensor_summary("corner_block", x[:2, :3])
         merged = v1.summary.merge_all()
         gs = v1.train.get_or_create_global_step()
         with tf.control_dependencies([merged]):
@@ -73,7 +76,7 @@ def tf1_summaries_saver_adam():
         v1.global_variables_initializer()
     gd = export(g, OUT, name)
     ops = {n.op for n in gd.node}
-    for op in ["ScalarSummary", "HistogramSummary", "MergeSummary", "SaveV2", "RestoreV2"]:
+    for op in ["ScalarSummary", "HistogramSummary", "TensorSummaryV2", "MergeSummary", "SaveV2", "RestoreV2"]:
         assert op in ops, f"{name}: expected a {op} node"
     rng = np.random.default_rng(7)
     feeds = {"x": rng.normal(size=(16, 8)).astype(np.float32),

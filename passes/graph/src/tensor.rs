@@ -267,6 +267,20 @@ impl Tensor {
         Ok(Tensor { data, ..raw })
     }
 
+    /// The little-endian bytes of a fixed-width tensor's elements (bool: one byte each);
+    /// `None` for strings, lists and optionals.
+    pub fn to_le_bytes(&self) -> Option<Vec<u8>> {
+        Some(match &self.data {
+            TensorData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::Bool(v) => v.iter().map(|&x| x as u8).collect(),
+            TensorData::Raw(b) => b.to_vec(),
+            TensorData::Str(_) | TensorData::List(_) | TensorData::Optional(_) => return None,
+        })
+    }
+
     pub fn scalar_f32(x: f32) -> Tensor {
         Tensor { dtype: DType::Float32, shape: vec![], data: TensorData::F32(Arc::new(vec![x])) }
     }

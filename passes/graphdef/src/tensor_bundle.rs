@@ -83,19 +83,6 @@ pub fn tensor_from_le(dtype: DType, shape: Vec<usize>, b: &[u8]) -> Result<Tenso
     Tensor::from_le_bytes(dtype, shape, b).map_err(|e| e.to_string())
 }
 
-/// The little-endian bytes of a fixed-width tensor's elements.
-pub fn tensor_to_le(t: &Tensor) -> Option<Vec<u8>> {
-    Some(match &t.data {
-        TensorData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        TensorData::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        TensorData::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
-        TensorData::Raw(v) => v.to_vec(),
-        TensorData::Str(_) | TensorData::List(_) | TensorData::Optional(_) => return None,
-    })
-}
-
 /// The data shards of a checkpoint, each read when an entry first needs it.
 struct Shards<'a> {
     prefix: &'a Path,
@@ -274,7 +261,7 @@ fn assemble(
                 dtype.name()
             )));
         }
-        let bytes = tensor_to_le(&t).expect("a fixed-width tensor");
+        let bytes = &t.to_le_bytes().expect("a fixed-width tensor");
         // Copy row by row (runs along the last dimension), in the slice's row-major order.
         let row = lengths.last().copied().unwrap_or(1);
         let rows = if row == 0 { 0 } else { bytes.len() / (row * width) };
@@ -383,7 +370,7 @@ pub fn checkpoint_bytes(tensors: &[(String, Tensor)]) -> Result<(Vec<u8>, Vec<u8
         let crc = match &t.data {
             TensorData::Str(items) => encode_strings(items, &mut data),
             _ => {
-                let b = tensor_to_le(t).ok_or_else(|| CheckpointError::Unwritable {
+                let b = t.to_le_bytes().ok_or_else(|| CheckpointError::Unwritable {
                     key: key.clone(),
                     message: format!("dtype {} has no checkpoint form", t.dtype.name()),
                 })?;

@@ -109,7 +109,7 @@ mod tests {
     fn decodes_little_and_big_endian() {
         let raw = node("DecodeRaw", &[("out_type", AttrValue::Type(DType::Int32))]);
         let x = strs(vec![2], &[&[1, 0, 0, 0, 0, 1, 0, 0], &[255, 255, 255, 255, 2, 0, 0, 0]]);
-        let out = run1(&raw, &[x.clone()]).unwrap();
+        let out = run1(&raw, std::slice::from_ref(&x)).unwrap();
         assert_eq!(out.shape, [2, 2]);
         assert_eq!(out.as_i32().unwrap(), [1, 256, -1, 2]);
         let big =

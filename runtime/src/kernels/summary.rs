@@ -1,5 +1,6 @@
-//! TensorFlow 1's summary kernels (`summary_op.cc`): `ScalarSummary`, `HistogramSummary`
-//! and `MergeSummary`, which `tf.compat.v1.summary.scalar`, `.histogram` and `.merge_all`
+//! TensorFlow 1's summary kernels (`summary_op.cc`, `summary_tensor_op.cc`): `ScalarSummary`,
+//! `HistogramSummary`, `TensorSummaryV2` and `MergeSummary`, which
+//! `tf.compat.v1.summary.scalar`, `.histogram`, `.text`/`.tensor_summary` and `.merge_all`
 //! put in nearly every TF1 training graph. Each returns a serialized `Summary` protocol
 //! buffer (`summary.proto`) as a string scalar, byte for byte what TensorFlow's C++
 //! serializer writes: fields in field-number order, proto3 scalars left out when their bits
@@ -34,6 +35,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             })
         }
         "MergeSummary" => Box::new(|inp: Inputs| one(summary_tensor(merge_summary(&inp)?))),
+        "TensorSummaryV2" => Box::new(|inp: Inputs| {
+            super::arity(&inp, 3)?;
+            one(summary_tensor(tensor_summary(&inp[0], &inp[1], &inp[2])?))
+        }),
         _ => return Ok(None),
     };
     Ok(Some(f))
@@ -219,6 +224,42 @@ impl Histogram {
         }
         out
     }
+}
+
+/// `TensorSummaryV2(tag, tensor, serialized_summary_metadata)` (`tf.compat.v1.summary.text`,
+/// `.tensor_summary`): one `Value { tag, tensor, metadata }`, the tensor as
+/// `AsProtoTensorContent` writes it (strings as `string_val`, every other type's
+/// little-endian bytes as `tensor_content`) and the metadata's bytes as given (TensorFlow
+/// parses and re-serializes them; a canonical message comes back unchanged).
+fn tensor_summary(tag: &Tensor, tensor: &Tensor, metadata: &Tensor) -> KResult<Vec<u8>> {
+    if !tag.shape.is_empty() || !metadata.shape.is_empty() {
+        return Err(KernelError::invalid("tag and serialized_summary_metadata must be scalars"));
+    }
+    let (tag, metadata) = (&strings(tag, "tag")?[0], &strings(metadata, "serialized_summary_metadata")?[0]);
+    let mut proto = Vec::new();
+    put_varint(&mut proto, 1 << 3);
+    put_varint(&mut proto, tensor.dtype.to_tf() as u64);
+    let mut shape = Vec::new();
+    for &d in &tensor.shape {
+        let mut dim = Vec::new();
+        if d > 0 {
+            put_varint(&mut dim, 1 << 3);
+            put_varint(&mut dim, d as u64);
+        }
+        put_message(&mut shape, 2, &dim);
+    }
+    put_message(&mut proto, 2, &shape);
+    match &tensor.data {
+        TensorData::Str(v) => v.iter().for_each(|s| put_message(&mut proto, 8, s)),
+        _ => put_bytes(&mut proto, 4, &tensor.to_le_bytes().ok_or(KernelError::DType(tensor.dtype))?),
+    }
+    let mut value = Vec::new();
+    put_bytes(&mut value, 1, tag);
+    put_message(&mut value, 8, &proto);
+    put_message(&mut value, 9, metadata);
+    let mut out = Vec::new();
+    put_message(&mut out, 1, &value);
+    Ok(out)
 }
 
 /// `MergeSummary(inputs…)`: the values of every input `Summary`, in order; a tag seen twice
@@ -409,6 +450,28 @@ mod tests {
         let v = Tensor::from_i64(vec![2], vec![3, (1 << 40) + 1]).unwrap();
         let b = scalar_summary(&strs(vec![2], &["a", "b"]), &v).unwrap();
         assert_eq!(b, b"\n\x08\n\x01a\x15\x00\x00@@\n\x08\n\x01b\x15\x00\x00\x80S");
+    }
+
+    #[test]
+    fn tensor_summaries_match_tensorflows_bytes() {
+        // tf.compat.v1.summary.text("notes", tf.constant(["hello", "wörld"]))
+        let meta = Tensor::from_strings(vec![], vec![b"\n\x06\n\x04text".to_vec()]).unwrap();
+        let b = tensor_summary(&strs(vec![], &["notes"]), &strs(vec![2], &["hello", "wörld"]), &meta).unwrap();
+        assert_eq!(
+            b,
+            "\n*\n\x05notesB\x17\x08\x07\x12\x04\x12\x02\x08\x02B\x05helloB\x06wörldJ\x08\n\x06\n\x04text".as_bytes()
+        );
+        // tf.compat.v1.summary.tensor_summary("tens", tf.constant([[1.5, 2.0]])): empty metadata
+        // is still written.
+        let t = Tensor::from_f32(vec![1, 2], vec![1.5, 2.0]).unwrap();
+        let b = tensor_summary(&strs(vec![], &["tens"]), &t, &strs(vec![], &[""])).unwrap();
+        assert_eq!(
+            b,
+            b"\n \n\x04tensB\x16\x08\x01\x12\x08\x12\x02\x08\x01\x12\x02\x08\x02\"\x08\x00\x00\xc0?\x00\x00\x00@J\x00"
+        );
+        // A bool scalar: an empty shape message, one byte of content.
+        let b = tensor_summary(&strs(vec![], &["b"]), &Tensor::from_bool(vec![], vec![true]).unwrap(), &meta).unwrap();
+        assert!(b.starts_with(b"\n\x16\n\x01bB\x07\x08\n\x12\x00\"\x01\x01J\x08"), "{b:?}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Schemas of TensorFlow 1's summary ops (`summary_ops.cc`): `ScalarSummary`,
-//! `HistogramSummary` and `MergeSummary` — what `tf.compat.v1.summary.scalar`,
-//! `.histogram` and `.merge_all` put in nearly every TF1 training graph. Each returns a
+//! `HistogramSummary`, `TensorSummaryV2` and `MergeSummary` — what `tf.compat.v1.summary.scalar`,
+//! `.histogram`, `.text`/`.tensor_summary` and `.merge_all` put in nearly every TF1 training graph. Each returns a
 //! serialized `Summary` protocol buffer as a string scalar, so they never enter a
 //! cluster (the compilable check refuses string outputs) and run in the plain kernels.
 
@@ -43,6 +43,12 @@ fn scalar_out(_: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
 pub(super) const OPS: &[OpSchema] = &[
     op("ScalarSummary", &[a("tags", STR), a("values", TypeRule::Attr("T"))], &[T_REAL], scalar_out),
     op("HistogramSummary", &[a("tag", STR), a("values", TypeRule::Attr("T"))], &[T_REAL], scalar_out),
+    op(
+        "TensorSummaryV2",
+        &[a("tag", STR), a("tensor", TypeRule::Attr("T")), a("serialized_summary_metadata", STR)],
+        &[AttrSpec { name: "T", kind: AttrKind::Type, default: AttrDefault::Required, allowed: None }],
+        scalar_out,
+    ),
     op(
         "MergeSummary",
         &[ArgSpec { name: "inputs", ty: STR, number_attr: Some("N") }],
