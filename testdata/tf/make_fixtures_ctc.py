@@ -156,7 +156,35 @@ def ctc_beam_search():
     write("ctc_beam_search", ops.get_concrete_function(), [], feeds, 1)
 
 
-FIXTURES = [ctc_loss_ops, ctc_speech_step, ctc_keras3_dense_loss, ctc_beam_search]
+def ctc_edit_distance_eval():
+    """An evaluation step's label error rate: `tf.nn.ctc_greedy_decoder` and `ctc_beam_search_decoder` on fed
+    logits `[9, 4, 5]` (lengths 9, 6, 4, 1), `tf.edit_distance` (`EditDistance`) of each decoding against
+    sparse int64 labels, normalized (one empty label row: infinity where something was decoded) and not; a
+    string hypothesis against string truths (`tf.strings` tokens), and the mean error rate."""
+    rng = np.random.default_rng(805)
+    rows = [[1, 2, 2, 3], [0, 3], [], [2]]
+    idx = np.array([[b, t] for b, r in enumerate(rows) for t in range(len(r))], np.int64).reshape(-1, 2)
+    vals = np.array([v for r in rows for v in r], np.int64)
+
+    @tf.function(input_signature=[tf.TensorSpec([9, 4, 5], tf.float32, name="logits"),
+                                  tf.TensorSpec([4], tf.int32, name="lengths")])
+    def ops(logits, lengths):
+        truth = tf.SparseTensor(tf.constant(idx), tf.constant(vals), tf.constant([4, 4], tf.int64))
+        (greedy,), _ = tf.nn.ctc_greedy_decoder(logits, lengths)
+        (beam,), _ = tf.nn.ctc_beam_search_decoder(logits, lengths, beam_width=3, top_paths=1)
+        rates = [tf.edit_distance(greedy, truth), tf.edit_distance(greedy, truth, normalize=False),
+                 tf.edit_distance(beam, truth)]
+        words = tf.strings.split(tf.constant(["the cat sat", "a dog", "", "hello world again"]))
+        said = tf.strings.split(tf.constant(["the bat sat", "a dog barked", "oh", "world again"]))
+        rates.append(tf.edit_distance(said.to_sparse(), words.to_sparse()))
+        return rates + [tf.reduce_mean(tf.where(tf.math.is_finite(rates[0]), rates[0], 0.0))]
+
+    feeds = {"logits": (rng.standard_normal((9, 4, 5)) * 2.0).astype(np.float32),
+             "lengths": np.array([9, 6, 4, 1], np.int32)}
+    write("ctc_edit_distance_eval", ops.get_concrete_function(), [], feeds, 1)
+
+
+FIXTURES = [ctc_loss_ops, ctc_speech_step, ctc_keras3_dense_loss, ctc_beam_search, ctc_edit_distance_eval]
 
 
 def main():

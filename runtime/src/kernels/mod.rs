@@ -29,6 +29,7 @@ pub(crate) mod decode_raw;
 pub(crate) mod detection;
 pub(crate) mod diag;
 pub(crate) mod dilation;
+pub(crate) mod edit_distance;
 pub(crate) mod eigh;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
@@ -126,6 +127,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = decode_raw::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = edit_distance::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = summary::prepare(node)? {

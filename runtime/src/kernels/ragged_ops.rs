@@ -1,8 +1,9 @@
-//! Ragged tensors built and indexed row by row: `RaggedRange` (`tf.ragged.range`: one range
+//! Ragged tensors built, indexed and converted row by row: `RaggedRange` (`tf.ragged.range`: one range
 //! per row, scalars broadcast) and `RaggedGather` (`tf.gather` on a `tf.RaggedTensor`, any
 //! ragged rank, indices of any rank: the indices' own dimensions become the outer, uniform
 //! partitions of the result). Splits are int32 or int64 (`Tsplits`); values of any dtype are
-//! moved, never computed. Errors are TensorFlow's.
+//! moved, never computed. `RaggedTensorToSparse` gives a ragged tensor's sparse form. Errors are
+//! TensorFlow's.
 
 use autoclust_graph::{DType, Node, Tensor};
 
@@ -36,9 +37,94 @@ pub(super) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 ragged_gather(&splits, &inp[params_rank], &inp[params_rank + 1], splits_type)
             })
         }
+        "RaggedTensorToSparse" => Box::new(move |inp: Inputs| {
+            let rank = inp.len().checked_sub(1).filter(|&r| r >= 1);
+            let rank = rank.ok_or_else(|| KernelError::invalid("rt_nested_splits must be non empty"))?;
+            let splits = inp[..rank].iter().map(|t| int_values(t, "rt_nested_splits")).collect::<KResult<Vec<_>>>()?;
+            ragged_to_sparse(&splits, &inp[rank])
+        }),
         _ => return Ok(None),
     };
     Ok(Some(f))
+}
+
+/// `RaggedTensorToSparse` (`RaggedTensor.to_sparse()`): the coordinates of every value
+/// (row, the position within each ragged level, then the dense value dimensions) in
+/// row-major order, the values flattened, and the dense shape (rows, each level's widest
+/// row, the value dimensions). Splits are checked as TensorFlow checks them.
+fn ragged_to_sparse(splits: &[Vec<i64>], values: &Tensor) -> KResult<Outputs> {
+    let bad = |m: &str| Err(KernelError::invalid(m.to_string()));
+    let mismatch = "Final value of ragged splits must match the length the corresponding ragged values.";
+    for (i, s) in splits.iter().enumerate() {
+        let Some(&first) = s.first() else { return bad("ragged splits may not be empty.") };
+        if first != 0 {
+            return bad("First value of ragged splits must be 0.");
+        }
+        if let Some(w) = s.windows(2).find(|w| w[1] < w[0]) {
+            return Err(KernelError::invalid(format!(
+                "Ragged splits should be non decreasing, but we got {} followed by {}",
+                w[0], w[1]
+            )));
+        }
+        if i > 0 && s.len() as i64 != splits[i - 1][splits[i - 1].len() - 1] + 1 {
+            return bad(mismatch);
+        }
+    }
+    let last = splits[splits.len() - 1][splits[splits.len() - 1].len() - 1];
+    if values.shape.first().map(|&n| n as i64) != Some(last) {
+        return bad(mismatch);
+    }
+    let inner = &values.shape[1..];
+    let per_value: usize = inner.iter().product();
+    let cols = splits.len() + values.shape.len();
+    let count = budget(DType::Int64, &[last as usize * per_value, cols])?;
+    let mut indices = Vec::with_capacity(count);
+    let mut prefix = Vec::with_capacity(cols);
+    // Depth-first over the levels: item `p` of level `l` holds items `splits[l][p]..splits[l][p+1]`.
+    fn walk(
+        splits: &[Vec<i64>],
+        level: usize,
+        p: usize,
+        inner: &[usize],
+        per_value: usize,
+        prefix: &mut Vec<i64>,
+        out: &mut Vec<i64>,
+    ) {
+        let (lo, hi) = (splits[level][p], splits[level][p + 1]);
+        for c in lo..hi {
+            prefix.push(c - lo);
+            if level + 1 < splits.len() {
+                walk(splits, level + 1, c as usize, inner, per_value, prefix, out);
+            } else {
+                for e in 0..per_value {
+                    out.extend_from_slice(prefix);
+                    let mut rest = e;
+                    let start = out.len();
+                    for &d in inner.iter().rev() {
+                        out.push((rest % d) as i64);
+                        rest /= d;
+                    }
+                    out[start..].reverse();
+                }
+            }
+            prefix.pop();
+        }
+    }
+    for row in 0..splits[0].len() - 1 {
+        prefix.push(row as i64);
+        walk(splits, 0, row, inner, per_value, &mut prefix, &mut indices);
+        prefix.pop();
+    }
+    let mut dense = vec![splits[0].len() as i64 - 1];
+    dense.extend(splits.iter().map(|s| s.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0)));
+    dense.extend(inner.iter().map(|&d| d as i64));
+    let n = indices.len() / cols;
+    let flat = Tensor { shape: vec![values.num_elements()], ..values.clone() };
+    let mut out = Outputs::new();
+    out.push(Tensor::from_i64(vec![n, cols], indices).map_err(|e| KernelError::invalid(e.to_string()))?);
+    out.push(flat);
+    out.push(Tensor::from_i64(vec![cols], dense).map_err(|e| KernelError::invalid(e.to_string()))?);
+    Ok(out)
 }
 
 /// A row-splits vector in the op's `Tsplits`/`row_splits_type` dtype (int32 or int64).
@@ -232,5 +318,30 @@ mod tests {
         assert_eq!(o[1].as_f32().unwrap(), [3., 4., 5., 6., 3., 4., 5., 6., 1., 2.]);
         let e = ragged_gather(&[vec![0, 1, 3]], &rows, &v(&[2]), DType::Int64).unwrap_err();
         assert!(e.to_string().contains("indices[0] = 2 is not in [0, 2)"), "{e}");
+    }
+    #[test]
+    fn ragged_to_sparse_matches_tensorflow_at_ragged_rank_two() {
+        // tf.RaggedTensor.from_nested_row_splits(tf.reshape(tf.range(10), [5, 2]),
+        //     [[0, 2, 2, 3], [0, 1, 3, 5]]).to_sparse()
+        let values = Tensor::from_i32(vec![5, 2], (0..10).collect()).unwrap();
+        let out = ragged_to_sparse(&[vec![0, 2, 2, 3], vec![0, 1, 3, 5]], &values).unwrap();
+        let want: Vec<i64> = [
+            [0, 0, 0, 0],
+            [0, 0, 0, 1],
+            [0, 1, 0, 0],
+            [0, 1, 0, 1],
+            [0, 1, 1, 0],
+            [0, 1, 1, 1],
+            [2, 0, 0, 0],
+            [2, 0, 0, 1],
+            [2, 0, 1, 0],
+            [2, 0, 1, 1],
+        ]
+        .concat();
+        assert_eq!((out[0].shape.clone(), out[0].as_i64().unwrap().to_vec()), (vec![10, 4], want));
+        assert_eq!(out[1].shape, [10]);
+        assert_eq!(out[2].as_i64().unwrap(), [3, 2, 2, 2]);
+        let e = ragged_to_sparse(&[vec![0, 2, 1]], &values).unwrap_err();
+        assert_eq!(e.to_string(), "Ragged splits should be non decreasing, but we got 2 followed by 1");
     }
 }

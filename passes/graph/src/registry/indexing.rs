@@ -371,6 +371,16 @@ fn ragged_range(c: &InferCtx<'_>) -> Shapes {
 
 /// `RaggedGather`: `OUTPUT_RAGGED_RANK` splits vectors (the first `[indices.shape[0] + 1]`),
 /// then the values `[?] + params_dense_values.shape[1:]`.
+/// `RaggedTensorToSparse`: `[?, ragged rank + value rank]` indices, the values flattened,
+/// and the dense shape's `ragged rank + value rank` entries.
+fn ragged_to_sparse(c: &InferCtx<'_>) -> Shapes {
+    let ragged = c.inputs.len() - 1;
+    let values = c.shape(ragged);
+    let cols = values.rank().map(|r| (ragged + r) as i64);
+    let count = values.num_elements().map(|n| n as i64);
+    Ok(vec![Shape::with_dims(vec![None, cols]), Shape::with_dims(vec![count]), Shape::with_dims(vec![cols])])
+}
+
 fn ragged_gather(c: &InferCtx<'_>) -> Shapes {
     let params = usize::try_from(c.attr_int("PARAMS_RAGGED_RANK", 1)).unwrap_or(0);
     let outputs = usize::try_from(c.attr_int("OUTPUT_RAGGED_RANK", 0)).unwrap_or(0);
@@ -638,6 +648,25 @@ pub(super) static OPS: &[OpSchema] = &[
             AttrSpec { name: "OUTPUT_RAGGED_RANK", kind: AttrKind::Int, default: AttrDefault::Required, allowed: None },
         ],
         ragged_gather,
+    ),
+    op(
+        "RaggedTensorToSparse",
+        OpFamily::Shape,
+        &[
+            ArgSpec { name: "rt_nested_splits", ty: ty("Tsplits"), number_attr: Some("RAGGED_RANK") },
+            a("rt_dense_values", T),
+        ],
+        &[
+            a("sparse_indices", TypeRule::Fixed(Int64)),
+            a("sparse_values", T),
+            a("sparse_dense_shape", TypeRule::Fixed(Int64)),
+        ],
+        &[
+            tattr("T", None),
+            tdef("Tsplits", Int64, INDEX),
+            AttrSpec { name: "RAGGED_RANK", kind: AttrKind::Int, default: AttrDefault::Required, allowed: None },
+        ],
+        ragged_to_sparse,
     ),
     op(
         "RaggedTensorToTensor",

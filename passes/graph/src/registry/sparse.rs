@@ -377,7 +377,37 @@ const fn seg_grad_v2(name: &'static str, attrs: &'static [AttrSpec]) -> OpSchema
     pure_op(name, OpFamily::Reduction, GRAD_V2_IN, GRAD_V2_OUT, attrs, segment_grad_v2)
 }
 
+/// `EditDistance`: float32 over the prefix dimensions (rank one less than the sparse
+/// operands'), each the larger of the two dense shapes' (known only from the values).
+fn edit_distance(c: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
+    let dims = |i: usize| c.value(i).map(<[Dim]>::to_vec);
+    Ok(vec![match (dims(2), dims(5)) {
+        (Some(h), Some(t)) if h.len() == t.len() && !t.is_empty() => Shape::with_dims(
+            h.iter().zip(&t).take(t.len() - 1).map(|(a, b)| a.zip(*b).map(|(a, b)| a.max(b))).collect(),
+        ),
+        _ => match c.shape(5).dims.as_deref() {
+            Some([Some(r)]) if *r >= 1 => Shape::with_dims(vec![None; *r as usize - 1]),
+            _ => Shape::unknown(),
+        },
+    }])
+}
+
 pub(super) static OPS: &[OpSchema] = &[
+    pure_op(
+        "EditDistance",
+        OpFamily::Shape,
+        &[
+            arg("hypothesis_indices", I64),
+            arg("hypothesis_values", T),
+            arg("hypothesis_shape", I64),
+            arg("truth_indices", I64),
+            arg("truth_values", T),
+            arg("truth_shape", I64),
+        ],
+        &[arg("output", TypeRule::Fixed(Float32))],
+        &[type_attr("T", None), bool_attr_or("normalize", true)],
+        edit_distance,
+    ),
     pure_op(
         "SparseToDense",
         OpFamily::Shape,
