@@ -26,6 +26,7 @@ use autoclust_graph::{AttrValue, DType, ListValue, Node, Tensor, TensorData};
 
 use super::ragged_ops::splits_tensor;
 use super::string::strings;
+use super::wire::{Payload, Wire};
 use super::{Inputs, Outputs, PureFn};
 use crate::error::{KResult, KernelError};
 
@@ -531,73 +532,6 @@ fn string_list(node: &Node, name: &str) -> KResult<Vec<Vec<u8>>> {
     }
 }
 
-// ---------------------------------------------------------------- the wire format
-
-/// A protobuf reader over one message's bytes.
-struct Wire<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-/// A field's payload.
-enum Payload<'a> {
-    Varint(u64),
-    Fixed32([u8; 4]),
-    Fixed64,
-    Bytes(&'a [u8]),
-}
-
-impl<'a> Wire<'a> {
-    fn new(bytes: &'a [u8]) -> Wire<'a> {
-        Wire { bytes, at: 0 }
-    }
-
-    fn varint(&mut self) -> Result<u64, &'static str> {
-        let mut v = 0u64;
-        for shift in (0..70).step_by(7) {
-            let &b = self.bytes.get(self.at).ok_or("truncated varint")?;
-            self.at += 1;
-            if shift == 63 && b > 1 {
-                return Err("varint too long");
-            }
-            v |= u64::from(b & 0x7F) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err("varint too long")
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], &'static str> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or("truncated field")?;
-        let s = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-
-    /// The next field's number and payload, `None` at the end.
-    fn field(&mut self) -> Result<Option<(u64, Payload<'a>)>, &'static str> {
-        if self.at == self.bytes.len() {
-            return Ok(None);
-        }
-        let tag = self.varint()?;
-        let payload = match tag & 7 {
-            0 => Payload::Varint(self.varint()?),
-            1 => {
-                self.take(8)?;
-                Payload::Fixed64
-            }
-            2 => {
-                let n = usize::try_from(self.varint()?).map_err(|_| "length too large")?;
-                Payload::Bytes(self.take(n)?)
-            }
-            5 => Payload::Fixed32(self.take(4)?.try_into().expect("four bytes")),
-            _ => return Err("unsupported wire type"),
-        };
-        Ok(Some((tag >> 3, payload)))
-    }
-}
-
 /// An `Example`'s features by key (a key given twice: the last one, as protobuf maps do).
 fn read_example(bytes: &[u8]) -> Result<HashMap<Vec<u8>, Values>, &'static str> {
     let mut features = HashMap::new();
@@ -675,7 +609,7 @@ fn read_feature(bytes: &[u8]) -> Result<Values, &'static str> {
                         (1, Payload::Varint(x)) => v.push(x as i64),
                         (1, Payload::Bytes(packed)) => {
                             let mut w = Wire::new(packed);
-                            while w.at < packed.len() {
+                            while !w.is_done() {
                                 v.push(w.varint()? as i64);
                             }
                         }

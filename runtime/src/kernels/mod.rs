@@ -71,6 +71,7 @@ pub(crate) mod tensor_scatter;
 pub(crate) mod unicode;
 pub(crate) mod volume;
 pub(crate) mod widen;
+pub(crate) mod wire;
 pub use string::print_stdout_to_stderr;
 
 /// A kernel's inputs, owned so that a unique buffer can be reused in place.

@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use autoclust_graph::{DType, Node, Tensor, TensorData};
 
 use super::shape_ops::debug_shape;
+use super::wire::{put_bytes, put_message, put_varint, Payload, Wire};
 use super::{one, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
@@ -290,13 +291,12 @@ fn merge_summary(inputs: &[Tensor]) -> KResult<Vec<u8>> {
 /// Other top-level fields are dropped, as copying the parsed values drops them.
 fn summary_values(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
     let mut values = Vec::new();
-    for (field, payload) in fields(bytes)? {
-        let Payload::Bytes(value) = payload else { continue };
-        if field != 1 {
-            continue;
-        }
+    let mut summary = Wire::new(bytes);
+    while let Some((field, payload)) = summary.field().ok()? {
+        let (1, Payload::Bytes(value)) = (field, payload) else { continue };
         let mut tag: &[u8] = &[];
-        for (f, p) in fields(value)? {
+        let mut fields = Wire::new(value);
+        while let Some((f, p)) = fields.field().ok()? {
             if let (1, Payload::Bytes(t)) = (f, p) {
                 std::str::from_utf8(t).ok()?;
                 tag = t;
@@ -305,82 +305,6 @@ fn summary_values(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
         values.push((value, tag));
     }
     Some(values)
-}
-
-enum Payload<'a> {
-    Scalar,
-    Bytes(&'a [u8]),
-}
-
-/// The fields of one serialized message, or `None` if its wire format is broken (a
-/// truncated varint or payload, a group, an unknown wire type, field number 0).
-fn fields(mut b: &[u8]) -> Option<Vec<(u64, Payload<'_>)>> {
-    let mut out = Vec::new();
-    while !b.is_empty() {
-        let key = varint(&mut b)?;
-        let field = key >> 3;
-        if field == 0 {
-            return None;
-        }
-        let payload = match key & 7 {
-            0 => {
-                varint(&mut b)?;
-                Payload::Scalar
-            }
-            1 => {
-                b = b.get(8..)?;
-                Payload::Scalar
-            }
-            5 => {
-                b = b.get(4..)?;
-                Payload::Scalar
-            }
-            2 => {
-                let n = usize::try_from(varint(&mut b)?).ok()?;
-                let (p, rest) = (b.get(..n)?, b.get(n..)?);
-                b = rest;
-                Payload::Bytes(p)
-            }
-            _ => return None,
-        };
-        out.push((field, payload));
-    }
-    Some(out)
-}
-
-fn varint(b: &mut &[u8]) -> Option<u64> {
-    let mut x = 0u64;
-    for i in 0..10 {
-        let (&byte, rest) = b.split_first()?;
-        *b = rest;
-        x |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some(x);
-        }
-    }
-    None
-}
-
-fn put_varint(out: &mut Vec<u8>, mut x: u64) {
-    while x >= 0x80 {
-        out.push(x as u8 | 0x80);
-        x >>= 7;
-    }
-    out.push(x as u8);
-}
-
-/// A length-delimited field, left out when empty (proto3 strings, bytes and packed lists).
-fn put_bytes(out: &mut Vec<u8>, field: u64, b: &[u8]) {
-    if !b.is_empty() {
-        put_message(out, field, b);
-    }
-}
-
-/// A length-delimited field, always written (a message field that is set).
-fn put_message(out: &mut Vec<u8>, field: u64, b: &[u8]) {
-    put_varint(out, field << 3 | 2);
-    put_varint(out, b.len() as u64);
-    out.extend_from_slice(b);
 }
 
 #[cfg(test)]
