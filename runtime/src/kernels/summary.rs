@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use autoclust_graph::{DType, Node, Tensor, TensorData};
 
 use super::shape_ops::debug_shape;
+use super::string::strings;
 use super::wire::{put_bytes, put_message, put_varint, Payload, Wire};
 use super::{one, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
@@ -47,14 +48,6 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 
 fn summary_tensor(bytes: Vec<u8>) -> Tensor {
     Tensor::from_strings(Vec::new(), vec![bytes]).expect("a scalar holds one string")
-}
-
-/// The string elements of `t`, or TensorFlow's dtype complaint.
-fn strings<'a>(t: &'a Tensor, what: &str) -> KResult<&'a [Vec<u8>]> {
-    match &t.data {
-        TensorData::Str(v) => Ok(v),
-        _ => Err(KernelError::invalid(format!("{what} must be a string tensor, got {}", t.dtype))),
-    }
 }
 
 /// `ScalarSummary(tags, values)`: one `Value { tag, simple_value }` per element, the value
