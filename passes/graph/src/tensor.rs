@@ -284,6 +284,9 @@ impl Tensor {
     pub fn scalar_f32(x: f32) -> Tensor {
         Tensor { dtype: DType::Float32, shape: vec![], data: TensorData::F32(Arc::new(vec![x])) }
     }
+    pub fn scalar_f64(x: f64) -> Tensor {
+        Tensor { dtype: DType::Float64, shape: vec![], data: TensorData::F64(Arc::new(vec![x])) }
+    }
     pub fn scalar_i32(x: i32) -> Tensor {
         Tensor { dtype: DType::Int32, shape: vec![], data: TensorData::I32(Arc::new(vec![x])) }
     }

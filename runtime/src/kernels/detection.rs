@@ -1,4 +1,5 @@
-//! Non-maximum suppression (`tf.image.non_max_suppression*`): `NonMaxSuppressionV3`, `V4`
+//! Non-maximum suppression (`tf.image.non_max_suppression*`): `NonMaxSuppression` and `V2`
+//! (TF1's: no score threshold; version 1's IoU threshold an attribute), `NonMaxSuppressionV3`, `V4`
 //! (optionally padded to `max_output_size`) and `V5` (soft-NMS: a Gaussian decay of the
 //! scores of overlapping boxes, with the selected scores as an output), with TensorFlow's CPU
 //! kernel's algorithm (`non_max_suppression_op.cc`):
@@ -22,18 +23,27 @@ use crate::error::{KResult, KernelError};
 
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let version = match node.op.as_str() {
+        "NonMaxSuppression" => 1,
+        "NonMaxSuppressionV2" => 2,
         "NonMaxSuppressionV3" => 3,
         "NonMaxSuppressionV4" => 4,
         "NonMaxSuppressionV5" => 5,
         _ => return Ok(None),
     };
     let pad = attr_bool_or(node, "pad_to_max_output_size", false)?;
+    // Version 1 takes its IoU threshold as an attribute; 1 and 2 have no score threshold
+    // (TensorFlow's `lowest()`: every score above it, so not -inf or NaN, is a candidate).
+    let iou_attr = match node.attr("iou_threshold") {
+        Some(a) => a.as_float().ok_or_else(|| KernelError::Attr("iou_threshold".into()))?,
+        None => 0.5,
+    };
     Ok(Some(Box::new(move |inp: Inputs| {
-        arity(&inp, if version == 5 { 6 } else { 5 })?;
+        arity(&inp, [3, 4, 5, 5, 6][version - 1])?;
         let sigma = if version == 5 { scalar(&inp[5], "soft_nms_sigma")? } else { 0.0 };
         let max = int_scalar(&inp[2], "max_output_size")?;
-        let (selected, scores) =
-            nms(&inp[0], &inp[1], max, scalar(&inp[3], "iou_threshold")?, scalar(&inp[4], "score_threshold")?, sigma)?;
+        let iou_threshold = if version == 1 { iou_attr } else { scalar(&inp[3], "iou_threshold")? };
+        let score_threshold = if version <= 2 { f32::MIN } else { scalar(&inp[4], "score_threshold")? };
+        let (selected, scores) = nms(&inp[0], &inp[1], max, iou_threshold, score_threshold, sigma)?;
         let valid = selected.len();
         let mut idx: Vec<i32> = selected.iter().map(|&i| i as i32).collect();
         let mut sc = scores;
@@ -217,6 +227,23 @@ mod tests {
         assert_eq!(o[2].as_i32().unwrap(), &[6]);
         let o = run("NonMaxSuppressionV5", false, vec![Tensor::scalar_i32(6), f(0.5), f(0.0), f(0.0)]);
         assert_eq!(o[0].as_i32().unwrap(), &[3, 0, 5]);
+        // TF1's versions: no score threshold (every finite score is a candidate; -inf and NaN
+        // are not), version 1's IoU threshold an attribute defaulting to 0.5.
+        let v1 = |attrs: &[(&str, autoclust_graph::AttrValue)]| {
+            compute(&node("NonMaxSuppression", attrs), &[boxes.clone(), scores.clone(), Tensor::scalar_i32(10)])
+                .unwrap()
+        };
+        assert_eq!(v1(&[])[0].as_i32().unwrap(), &[3, 0, 5]);
+        assert_eq!(
+            v1(&[("iou_threshold", autoclust_graph::AttrValue::F(0.9))])[0].as_i32().unwrap(),
+            &[3, 0, 1, 2, 4, 5]
+        );
+        let odd = Tensor::from_f32(vec![6], vec![0.9, 0.75, 0.6, 0.95, f32::NEG_INFINITY, f32::NAN]).unwrap();
+        let v2 = |thr: f32| {
+            compute(&node("NonMaxSuppressionV2", &[]), &[boxes.clone(), odd.clone(), Tensor::scalar_i32(10), f(thr)])
+        };
+        assert_eq!(v2(0.5).unwrap()[0].as_i32().unwrap(), &[3, 0]);
+        assert!(v2(1.5).unwrap_err().to_string().contains("iou_threshold must be in [0, 1]"));
         // Corners given in the other order: the same boxes.
         let flipped = Tensor::from_f32(vec![2, 4], vec![1., 1., 0., 0., 1., 1.1, 0., 0.1]).unwrap();
         let n = node("NonMaxSuppressionV3", &[]);

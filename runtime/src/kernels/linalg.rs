@@ -8,7 +8,8 @@
 //! permutation `p` with `A[p] = L·U`, Eigen's `PartialPivLU` pivots), `MatrixInverse`, `Cholesky`,
 //! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
 //! each over the last two dimensions of a float32 or float64 tensor (float16 and bfloat16
-//! through the float32 kernel), batch dimensions in front.
+//! through the float32 kernel), batch dimensions in front; and `Cross` (3-vectors along the
+//! last dimension, every real type).
 //!
 //! TensorFlow's CPU kernels run Eigen's decompositions in the input's precision; these run
 //! the same decompositions (LU with partial pivoting, Cholesky–Banachiewicz, forward and
@@ -243,9 +244,44 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 }
             })
         }
+        "Cross" => Box::new(|inp: Inputs| {
+            arity(&inp, 2)?;
+            single(super::dispatch_num!(inp[0].dtype, cross(&inp[0], &inp[1]))?)
+        }),
         _ => return Ok(None),
     };
     Ok(Some(f))
+}
+
+/// `Cross` (`tf.linalg.cross`, `cross_op.cc`): the cross product of each pair of 3-vectors
+/// along the last dimension, `a × b = (a₁b₂ − a₂b₁, a₂b₀ − a₀b₂, a₀b₁ − a₁b₀)`, computed
+/// in the element type as Eigen does (integers wrap). TensorFlow's checks and words.
+fn cross<T: super::Elem + autoclust_graph::arith::TfArith>(a: &Tensor, b: &Tensor) -> KResult<Tensor> {
+    use super::shape_ops::debug_shape;
+    if a.shape != b.shape {
+        return Err(KernelError::invalid(format!(
+            "Both inputs must be of same shape: {} vs. {}",
+            debug_shape(&a.shape),
+            debug_shape(&b.shape)
+        )));
+    }
+    if a.shape.is_empty() {
+        return Err(KernelError::invalid(format!("Input must be at least 1D{}", debug_shape(&a.shape))));
+    }
+    if a.shape[a.shape.len() - 1] != 3 {
+        return Err(KernelError::invalid("Cross-products are only defined for 3-element vectors."));
+    }
+    if b.dtype != a.dtype {
+        return Err(KernelError::DType(b.dtype));
+    }
+    let (x, y) = (T::slice(a), T::slice(b));
+    let mut out = Vec::with_capacity(x.len());
+    for (u, v) in x.chunks_exact(3).zip(y.chunks_exact(3)) {
+        out.push(u[1].mul(v[2]).sub(u[2].mul(v[1])));
+        out.push(u[2].mul(v[0]).sub(u[0].mul(v[2])));
+        out.push(u[0].mul(v[1]).sub(u[1].mul(v[0])));
+    }
+    Ok(tensor_of(a.shape.clone(), out))
 }
 
 /// A singular value decomposition `A = U·diag(s)·Vᵀ` of one matrix (row-major `U`, `V`).
@@ -912,6 +948,37 @@ fn triangular_solve(matrix: &Tensor, rhs: &Tensor, lower: bool, adjoint: bool) -
 #[allow(clippy::excessive_precision, clippy::approx_constant)] // TensorFlow's printed values
 mod tests {
     use super::*;
+
+    /// TensorFlow 2.21's `tf.linalg.cross`: floats, wrapping int32 and uint8 (through the
+    /// int64 kernel, `widen.rs`), and its three errors.
+    #[test]
+    fn cross_matches_tensorflow() {
+        let run = |a: Tensor, b: Tensor| {
+            let node =
+                crate::kernels::tests_support::node("Cross", &[("T", autoclust_graph::AttrValue::Type(a.dtype))]);
+            crate::kernels::compute(&node, &[a, b])
+        };
+        let a = Tensor::from_f32(vec![2, 3], vec![1., 2., 3., 4., 5., 6.]).unwrap();
+        let b = Tensor::from_f32(vec![2, 3], vec![7., 8., 9., 1., 0., -1.]).unwrap();
+        assert_eq!(run(a.clone(), b).unwrap()[0].as_f32().unwrap(), &[-6., 12., -6., -5., 10., -5.]);
+        let i = |v: Vec<i32>| Tensor::from_i32(vec![3], v).unwrap();
+        let o = run(i(vec![1 << 30, 3, 5]), i(vec![7, 1 << 30, 11])).unwrap();
+        assert_eq!(o[0].as_i32().unwrap(), &[-1073741791, 1073741859, -21]);
+        let u8s = |v: Vec<u8>| Tensor {
+            dtype: DType::UInt8,
+            shape: vec![3],
+            data: autoclust_graph::TensorData::Raw(std::sync::Arc::new(v)),
+        };
+        let o = run(u8s(vec![200, 3, 5]), u8s(vec![7, 100, 11])).unwrap();
+        assert_eq!(o[0].to_le_bytes().unwrap(), vec![45, 139, 11]);
+        let err = |a: Tensor, b: Tensor| run(a, b).unwrap_err().to_string();
+        let ones = |s: Vec<usize>| Tensor::from_f32(s.clone(), vec![1.0; s.iter().product()]).unwrap();
+        assert!(err(ones(vec![2, 3]), ones(vec![3, 3])).contains("Both inputs must be of same shape: [2,3] vs. [3,3]"));
+        assert!(
+            err(ones(vec![2, 4]), ones(vec![2, 4])).contains("Cross-products are only defined for 3-element vectors.")
+        );
+        assert!(err(Tensor::scalar_f32(1.), Tensor::scalar_f32(2.)).contains("Input must be at least 1D[]"));
+    }
 
     /// `A = U·diag(s)·Vᵀ` with orthonormal columns, singular values decreasing; TensorFlow's
     /// singular values (float64) for a 2 × 3 matrix.

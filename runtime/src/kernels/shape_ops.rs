@@ -94,8 +94,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(value)
             })
         }
-        "Identity" | "StopGradient" | "Snapshot" | "PreventGradient" | "EnsureShape" | "CheckNumerics"
-        | "CheckNumericsV2" => {
+        "Identity" | "StopGradient" | "Snapshot" | "PreventGradient" | "GuaranteeConst" | "EnsureShape"
+        | "CheckNumerics" | "CheckNumericsV2" => {
             let ensure_shape = node.op == "EnsureShape";
             let check_numerics = match node.op.as_str() {
                 "CheckNumerics" => Some(false),

@@ -41,9 +41,21 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             super::arity(&inp, 3)?;
             one(summary_tensor(tensor_summary(&inp[0], &inp[1], &inp[2])?))
         }),
+        "Timestamp" => Box::new(|inp: Inputs| {
+            super::arity(&inp, 0)?;
+            one(Tensor::scalar_f64(timestamp()))
+        }),
         _ => return Ok(None),
     };
     Ok(Some(f))
+}
+
+/// `Timestamp` (`tf.timestamp()`, TensorFlow's `logging_ops.cc` beside the summaries): the
+/// wall-clock time in seconds since the Unix epoch as a float64, microsecond resolution as
+/// TensorFlow's `Env::NowMicros() / 1e6` gives it. Stateful: every run reads the clock anew.
+fn timestamp() -> f64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    now.as_micros() as f64 / 1e6
 }
 
 fn summary_tensor(bytes: Vec<u8>) -> Tensor {
@@ -306,6 +318,21 @@ mod tests {
 
     fn strs(shape: Vec<usize>, v: &[&str]) -> Tensor {
         Tensor::from_strings(shape, v.iter().map(|s| s.as_bytes().to_vec()).collect()).unwrap()
+    }
+
+    /// `Timestamp` reads the clock at every run: a float64 scalar of seconds since the epoch
+    /// (after 2020, before 2100), never decreasing from one run to the next.
+    #[test]
+    fn timestamp_reads_the_clock_each_run() {
+        let node = crate::kernels::probe("Timestamp");
+        let f = prepare(&node).unwrap().unwrap();
+        let a = f(Inputs::new()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = f(Inputs::new()).unwrap();
+        let (a, b) = (a[0].as_f64().unwrap()[0], b[0].as_f64().unwrap()[0]);
+        assert!((1.58e9..4.1e9).contains(&a), "{a}");
+        assert!(b > a && b - a < 60.0, "{a} then {b}");
+        assert!(f(std::iter::once(Tensor::scalar_f32(1.0)).collect()).is_err(), "Timestamp takes no input");
     }
 
     #[test]

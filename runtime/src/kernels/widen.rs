@@ -21,7 +21,7 @@ fn t_outputs(op: &str) -> Option<&'static [usize]> {
         "Add" | "AddV2" | "Sub" | "Mul" | "Neg" | "Square" | "AddN" | "Sum" | "Prod" | "Cumsum" | "Cumprod"
         | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "Invert" | "Abs" | "Sign" | "Maximum" | "Minimum" | "Max"
         | "Min" | "ClipByValue" | "Relu" | "FloorDiv" | "FloorMod" | "TruncateDiv" | "TruncateMod" | "Div"
-        | "SquaredDifference" | "TopKV2" | "Mean" => &[0],
+        | "SquaredDifference" | "TopKV2" | "Mean" | "Cross" => &[0],
         "Less" | "LessEqual" | "Greater" | "GreaterEqual" | "ArgMax" | "ArgMin" => &[],
         _ => return None,
     })

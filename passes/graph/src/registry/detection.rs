@@ -1,9 +1,9 @@
 //! Schemas of the object-detection ops of TensorFlow's inference graphs (`image_ops.cc`):
-//! `NonMaxSuppressionV3`, `V4` (padded output) and `V5` (soft-NMS with scores), the ops
+//! TF1's `NonMaxSuppression` and `V2`, `NonMaxSuppressionV3`, `V4` (padded output) and `V5` (soft-NMS with scores), the ops
 //! `tf.image.non_max_suppression*` emit in SSD / Faster R-CNN / Keras-CV post-processing.
 
 use super::build::{arg, bool_attr_or, pure_op, type_attr_or};
-use super::{ArgSpec, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
+use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
 use crate::DType::{BFloat16, Float16, Float32, Int32};
 use crate::Shape;
 
@@ -80,7 +80,22 @@ const V4_ATTRS: &[AttrSpec] = &[
 ];
 const V5_ATTRS: &[AttrSpec] = &[type_attr_or("T", Float32, FLOATS), bool_attr_or("pad_to_max_output_size", false)];
 
+const V2_IN: &[ArgSpec] =
+    &[arg("boxes", T), arg("scores", T), arg("max_output_size", I32), arg("iou_threshold", T_THR)];
+const F32: TypeRule = TypeRule::Fixed(Float32);
+const V2_ATTRS: &[AttrSpec] =
+    &[type_attr_or("T", Float32, &[Float16, Float32]), type_attr_or("T_threshold", Float32, &[Float16, Float32])];
+
 pub(super) static OPS: &[OpSchema] = &[
+    pure_op(
+        "NonMaxSuppression",
+        OpFamily::NeuralNet,
+        &[arg("boxes", F32), arg("scores", F32), arg("max_output_size", I32)],
+        &[arg("selected_indices", I32)],
+        &[AttrSpec { name: "iou_threshold", kind: AttrKind::Float, default: AttrDefault::Optional, allowed: None }],
+        nms_v3,
+    ),
+    pure_op("NonMaxSuppressionV2", OpFamily::NeuralNet, V2_IN, &[arg("selected_indices", I32)], V2_ATTRS, nms_v3),
     pure_op("NonMaxSuppressionV3", OpFamily::NeuralNet, V3_IN, &[arg("selected_indices", I32)], V3_ATTRS, nms_v3),
     pure_op(
         "NonMaxSuppressionV4",

@@ -4,7 +4,7 @@
 //! TensorFlow's (`MakeBatchSquareMatrix`, `MatrixSolveShapeFn`,
 //! `MatrixTriangularSolveShapeFn`): square matrices where the op needs them, the solves'
 //! rows merged with the matrix's, the triangular solve's batch dimensions broadcast.
-//! Complex dtypes are not supported (autoclust has no complex tensors).
+//! `Cross` (`math_ops.cc`, `tf.linalg.cross`) is here too. Complex dtypes are not supported (autoclust has no complex tensors).
 
 use super::build::{arg, bool_attr_or, pure_op, type_attr, type_attr_or};
 use super::{broadcast_shapes, merge_shapes, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
@@ -179,7 +179,47 @@ fn eigh(c: &InferCtx<'_>) -> Shapes {
     })
 }
 
+/// `Cross`: both operands of one shape, of rank ≥ 1, whose last dimension is 3.
+fn cross(c: &InferCtx<'_>) -> Shapes {
+    for i in 0..2 {
+        if c.shape(i).rank() == Some(0) {
+            return Err(format!("Shape must be at least rank 1 but is rank 0 for input {i}"));
+        }
+    }
+    let s = merge_shapes(&c.shape(0), &c.shape(1))?;
+    if let Some(Some(d)) = s.dims.as_ref().and_then(|d| d.last().copied()) {
+        if d != 3 {
+            return Err(format!("Dimension must be 3 but is {d}"));
+        }
+    }
+    Ok(vec![s])
+}
+
+/// `Cross`'s types: TensorFlow's real number types.
+const CROSS_TYPES: &[DType] = &[
+    Float32,
+    Float64,
+    Int32,
+    DType::UInt8,
+    DType::Int16,
+    DType::Int8,
+    Int64,
+    BFloat16,
+    DType::UInt16,
+    Float16,
+    DType::UInt32,
+    DType::UInt64,
+];
+
 pub(super) static OPS: &[OpSchema] = &[
+    pure_op(
+        "Cross",
+        OpFamily::MatMul,
+        &[arg("a", T), arg("b", T)],
+        &[arg("product", T)],
+        &[type_attr("T", Some(CROSS_TYPES))],
+        cross,
+    ),
     pure_op(
         "SelfAdjointEigV2",
         OpFamily::MatMul,

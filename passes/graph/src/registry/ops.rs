@@ -1286,6 +1286,9 @@ pub(super) static OPS: &[OpSchema] = &[
     ),
     identity("StopGradient"),
     identity("Snapshot"),
+    // `tf.guarantee_const`: an identity TensorFlow declares stateful (so nothing folds or
+    // merges it away before a compiler that trusts the guarantee sees it).
+    OpSchema { is_stateful: true, value_fn: None, ..identity("GuaranteeConst") },
     valued(
         op(
             "PreventGradient",

@@ -3,6 +3,7 @@
 //! `.histogram`, `.text`/`.tensor_summary` and `.merge_all` put in nearly every TF1 training graph. Each returns a
 //! serialized `Summary` protocol buffer as a string scalar, so they never enter a
 //! cluster (the compilable check refuses string outputs) and run in the plain kernels.
+//! Also `Timestamp` (`tf.timestamp()`, defined beside them in `logging_ops.cc`).
 
 use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, ShapeFn, TypeRule};
 use crate::DType::{
@@ -49,6 +50,13 @@ pub(super) const OPS: &[OpSchema] = &[
         &[AttrSpec { name: "T", kind: AttrKind::Type, default: AttrDefault::Required, allowed: None }],
         scalar_out,
     ),
+    // `tf.timestamp()`, in `logging_ops.cc` with the summaries: stateful (each run reads the
+    // clock; never folded, merged or clustered).
+    OpSchema {
+        outputs: &[a("ts", TypeRule::Fixed(Float64))],
+        is_stateful: true,
+        ..op("Timestamp", &[], &[], scalar_out)
+    },
     op(
         "MergeSummary",
         &[ArgSpec { name: "inputs", ty: STR, number_attr: Some("N") }],
