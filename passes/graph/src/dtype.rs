@@ -139,6 +139,17 @@ impl DType {
         }
     }
 
+    /// TensorFlow's `DataTypeString`, the name its error messages use: C's `float`, `double`
+    /// and `half` for the three IEEE widths, [`DType::name`] otherwise.
+    pub fn tf_name(self) -> String {
+        match self {
+            DType::Float32 => "float".into(),
+            DType::Float64 => "double".into(),
+            DType::Float16 => "half".into(),
+            d => d.name(),
+        }
+    }
+
     /// Parses a name printed by [`DType::name`]; also accepts TensorFlow's
     /// `DT_FLOAT`-style names and Python's short aliases (`float`, `double`, `half`).
     pub fn from_name(s: &str) -> Option<DType> {

@@ -238,6 +238,38 @@ fn tensor_attr_from_proto(t: &pb::TensorProto, name: &str, ctx: Ctx<'_>) -> Resu
     }
 }
 
+/// A serialized `TensorProto` (any of TensorFlow's encodings: `tensor_content`, the typed
+/// `*_val` fields with their splat rule) as a tensor: `ParseTensor`'s decoding. The error
+/// is protobuf's (`Err(None)`: not a `TensorProto`) or the converter's message.
+pub fn tensor_from_proto_bytes(bytes: &[u8]) -> Result<Tensor, Option<String>> {
+    use protobuf::Message;
+    let mut input = protobuf::CodedInputStream::from_bytes(bytes);
+    input.set_recursion_limit(autoclust_graph::limits::MAX_MESSAGE_DEPTH as u32);
+    let proto =
+        pb::TensorProto::parse_from(&mut input).and_then(|t| input.check_eof().map(|()| t)).map_err(|_| None)?;
+    tensor_from_proto(&proto, "", Ctx { node: "", span: None }).map_err(|e| match e {
+        GraphDefError::Attr { message, .. } => Some(message),
+        e => Some(e.to_string()),
+    })
+}
+
+/// A tensor serialized as TensorFlow's `Tensor::AsProtoTensorContent` writes it, which
+/// `SerializeTensor` (`tf.io.serialize_tensor`) uses: `dtype`, the shape (present even for
+/// a scalar), then every element in `tensor_content` (little-endian; nothing for no
+/// elements), or in `string_val` for strings. Fields in number order, as TensorFlow's C++
+/// serializer writes them.
+pub fn tensor_to_content_proto_bytes(t: &Tensor) -> Vec<u8> {
+    use protobuf::Message;
+    let mut out = pb::TensorProto::new();
+    out.dtype = dtype_to_proto(t.dtype);
+    out.tensor_shape = MessageField::some(shape_to_proto(&Shape::known(&t.shape)));
+    match &t.data {
+        TensorData::Str(v) => out.string_val = v.to_vec(),
+        _ => out.tensor_content = t.to_le_bytes().unwrap_or_default(),
+    }
+    out.write_to_bytes().expect("a TensorProto in memory serializes")
+}
+
 fn tensor_from_proto(t: &pb::TensorProto, name: &str, ctx: Ctx<'_>) -> Result<Tensor, GraphDefError> {
     let dtype = dtype_from_proto(t.dtype, name, ctx)?;
     let shape = match t.tensor_shape.as_ref() {

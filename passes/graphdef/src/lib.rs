@@ -28,7 +28,7 @@ use autoclust_graph::limits::MAX_MESSAGE_DEPTH;
 use autoclust_graph::{Graph, GraphError, Span};
 use protobuf::{Message, MessageFull};
 
-pub use convert::{graph_from_proto, proto_from_graph};
+pub use convert::{graph_from_proto, proto_from_graph, tensor_from_proto_bytes, tensor_to_content_proto_bytes};
 pub use text::TextError;
 
 use proto::graph_def::GraphDef;

@@ -63,20 +63,10 @@ fn common_length(strings: &[Vec<u8>], dtype: DType, width: usize) -> KResult<usi
         return Err(KernelError::invalid(format!(
             "Input to DecodeRaw has length {} that is not a multiple of {width}, the size of {}",
             first.len(),
-            tf_type_name(dtype)
+            dtype.tf_name()
         )));
     }
     Ok(first.len())
-}
-
-/// TensorFlow's `DataTypeString`: C's names for float32, float64 and float16.
-fn tf_type_name(d: DType) -> String {
-    match d {
-        DType::Float32 => "float".into(),
-        DType::Float64 => "double".into(),
-        DType::Float16 => "half".into(),
-        d => d.name(),
-    }
 }
 
 /// `DecodePaddedRaw`'s `fixed_length`: a positive int32 scalar, a multiple of the width.

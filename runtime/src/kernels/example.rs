@@ -255,14 +255,6 @@ impl Values {
     }
 }
 
-fn tf_type_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::Float32 => "float",
-        DType::Int64 => "int64",
-        _ => "string",
-    }
-}
-
 /// Values of one dtype gathered across examples.
 enum Column {
     Bytes(Vec<Vec<u8>>),
@@ -361,7 +353,7 @@ fn parse(spec: &Spec, serialized: &Tensor, names: &Tensor) -> KResult<Outputs> {
                 name(b),
                 String::from_utf8_lossy(key),
                 v.type_name(),
-                tf_type_name(dtype)
+                dtype.tf_name()
             )));
         }
         Ok(Some(v))
@@ -440,7 +432,7 @@ fn dense<'v>(
                         return Err(KernelError::invalid(format!(
                             "Name: {}, Key: {key}, Index: {b}.  Number of {} values != expected.  Values size: {} but output shape: {}",
                             name(b),
-                            tf_type_name(d.dtype),
+                            d.dtype.tf_name(),
                             v.len(),
                             show_shape(&d.shape)
                         )))
@@ -449,7 +441,7 @@ fn dense<'v>(
                         return Err(KernelError::invalid(format!(
                             "Name: {}, Feature: {key} (data type: {}) is required but could not be found.",
                             name(b),
-                            tf_type_name(d.dtype)
+                            d.dtype.tf_name()
                         )))
                     }
                     None => column.extend_default(&d.default, 1),
@@ -466,7 +458,7 @@ fn dense<'v>(
                         return Err(KernelError::invalid(format!(
                             "Name: {}, Key: {key}, Index: {b}.  Number of {} values is not a multiple of stride length. Saw {} values but output shape is: {}",
                             name(b),
-                            tf_type_name(d.dtype),
+                            d.dtype.tf_name(),
                             v.len(),
                             show_shape(&d.shape)
                         )));

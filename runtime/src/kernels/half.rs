@@ -113,10 +113,11 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 
 /// Ops whose TensorFlow kernel is an expression of several half-precision operations, each
 /// rounded: `AddN` adds left to right (`((x0 + x1) + x2) + …`, as its `Add8`/`Add8p`
-/// expressions do), `Sigmoid` is Eigen's generic logistic `e / (1 + e)` with `e = exp(x)` (1 where `e` overflows). Computing
+/// expressions do), `Sigmoid` is Eigen's generic logistic `e / (1 + e)` with `e = exp(x)` (1 where `e` overflows),
+/// `Cross` rounds each product and each difference (`a₁b₂ − a₂b₁`: three roundings). Computing
 /// them with the same roundings gives TensorFlow's bits; one rounding at the end would not.
 fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
-    if !matches!(node.op.as_str(), "AddN" | "Sigmoid") {
+    if !matches!(node.op.as_str(), "AddN" | "Sigmoid" | "Cross") {
         return Ok(None);
     }
     let dtype = super::attr_type(node, "T")?;
@@ -164,6 +165,14 @@ fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
                 dtype,
             )?)
         }),
+        // Each product and difference rounded (a product past the half range is infinite).
+        "Cross" => Box::new(move |inp: Inputs| {
+            super::arity(&inp, 2)?;
+            if inp[1].dtype != dtype {
+                return Err(KernelError::DType(inp[1].dtype));
+            }
+            super::one(narrow(&super::linalg::cross(&widen(&inp[0])?, &widen(&inp[1])?, round)?, dtype)?)
+        }),
         _ => return Ok(None),
     }))
 }
@@ -176,6 +185,23 @@ mod tests {
     fn f16_tensor(v: &[f32]) -> Tensor {
         let t = Tensor::from_f32(vec![v.len()], v.to_vec()).unwrap();
         narrow(&t, DType::Float16).unwrap()
+    }
+
+    /// `Cross` in float16 and bfloat16 rounds each product: `300·300 − 299·301` is `inf − inf`
+    /// in float16 (NaN, TensorFlow 2.21's bits), not 1; bfloat16's products round to equal values.
+    #[test]
+    fn half_cross_rounds_each_product() {
+        for (dtype, want) in [(DType::Float16, [24866u16, 57638, 65024]), (DType::BFloat16, [17444, 50212, 0])] {
+            let bits = |v: [f32; 3]| {
+                let t = Tensor::from_f32(vec![3], v.to_vec()).unwrap();
+                narrow(&t, dtype).unwrap()
+            };
+            let cross = super::super::prepare(&node("Cross", &[("T", AttrValue::Type(dtype))])).unwrap();
+            let out = cross([bits([300.0, 299.0, 1.1]), bits([301.0, 300.0, 3.3])].into_iter().collect()).unwrap();
+            let got: Vec<u16> =
+                out[0].to_le_bytes().unwrap().chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+            assert_eq!(got, want, "{dtype}");
+        }
     }
 
     #[test]

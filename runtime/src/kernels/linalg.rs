@@ -246,7 +246,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         }
         "Cross" => Box::new(|inp: Inputs| {
             arity(&inp, 2)?;
-            single(super::dispatch_num!(inp[0].dtype, cross(&inp[0], &inp[1]))?)
+            single(super::dispatch_num!(inp[0].dtype, cross(&inp[0], &inp[1], |x| x))?)
         }),
         _ => return Ok(None),
     };
@@ -256,7 +256,13 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 /// `Cross` (`tf.linalg.cross`, `cross_op.cc`): the cross product of each pair of 3-vectors
 /// along the last dimension, `a × b = (a₁b₂ − a₂b₁, a₂b₀ − a₀b₂, a₀b₁ − a₁b₀)`, computed
 /// in the element type as Eigen does (integers wrap). TensorFlow's checks and words.
-fn cross<T: super::Elem + autoclust_graph::arith::TfArith>(a: &Tensor, b: &Tensor) -> KResult<Tensor> {
+/// `round` rounds each product and difference to the element type the arithmetic stands in
+/// for (float16 and bfloat16 computed in float32, `half.rs`; the identity otherwise).
+pub(crate) fn cross<T: super::Elem + autoclust_graph::arith::TfArith>(
+    a: &Tensor,
+    b: &Tensor,
+    round: impl Fn(T) -> T,
+) -> KResult<Tensor> {
     use super::shape_ops::debug_shape;
     if a.shape != b.shape {
         return Err(KernelError::invalid(format!(
@@ -276,10 +282,11 @@ fn cross<T: super::Elem + autoclust_graph::arith::TfArith>(a: &Tensor, b: &Tenso
     }
     let (x, y) = (T::slice(a), T::slice(b));
     let mut out = Vec::with_capacity(x.len());
+    let term = |p: T, q: T, r: T, s: T| round(round(p.mul(q)).sub(round(r.mul(s))));
     for (u, v) in x.chunks_exact(3).zip(y.chunks_exact(3)) {
-        out.push(u[1].mul(v[2]).sub(u[2].mul(v[1])));
-        out.push(u[2].mul(v[0]).sub(u[0].mul(v[2])));
-        out.push(u[0].mul(v[1]).sub(u[1].mul(v[0])));
+        out.push(term(u[1], v[2], u[2], v[1]));
+        out.push(term(u[2], v[0], u[0], v[2]));
+        out.push(term(u[0], v[1], u[1], v[0]));
     }
     Ok(tensor_of(a.shape.clone(), out))
 }

@@ -67,6 +67,7 @@ pub(crate) mod special;
 pub(crate) mod spectral;
 pub(crate) mod string;
 pub(crate) mod summary;
+pub(crate) mod tensor_proto;
 pub(crate) mod tensor_scatter;
 pub(crate) mod unicode;
 pub(crate) mod volume;
@@ -116,7 +117,11 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
 
 /// The kernel of `node` for the dtypes it is written for.
 fn prepare_typed(node: &Node) -> KResult<PureFn> {
-    // First: an op in float16 or bfloat16 is its float32 kernel, rounded once per op.
+    // Serialization keeps every dtype's bits: before the half-precision rewrite.
+    if let Some(f) = tensor_proto::prepare(node)? {
+        return Ok(f);
+    }
+    // Then: an op in float16 or bfloat16 is its float32 kernel, rounded once per op.
     if let Some(f) = half::prepare(node)? {
         return Ok(f);
     }
@@ -133,6 +138,7 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
     if let Some(f) = edit_distance::prepare(node)? {
         return Ok(f);
     }
+
     if let Some(f) = summary::prepare(node)? {
         return Ok(f);
     }

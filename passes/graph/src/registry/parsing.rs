@@ -2,7 +2,9 @@
 //! (`tf.io.parse_example`, `tf.io.parse_single_example`), the v1 `ParseExample` and
 //! `ParseSingleExample`. Their outputs are lists sized by attributes: per sparse key its
 //! indices, values and dense shape; per dense key its values; per ragged key (V2) its values
-//! and row splits. String inputs keep them out of every cluster.
+//! and row splits. String inputs keep them out of every cluster. Also the raw decoders
+//! (`DecodeRaw`, `DecodePaddedRaw`) and `tf.io.serialize_tensor`/`parse_tensor`'s
+//! `SerializeTensor` and `ParseTensor`.
 
 use super::build::{arg as a, bool_attr_or, pure_op, repeated as n, type_attr};
 use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, ShapeFn, TypeRule};
@@ -134,7 +136,35 @@ fn decode_raw(c: &InferCtx<'_>) -> Shapes {
     }])
 }
 
+/// A string scalar (`SerializeTensor`'s output).
+fn scalar_string(_: &InferCtx<'_>) -> Shapes {
+    Ok(vec![Shape::scalar()])
+}
+
+/// `ParseTensor`: the shape is in the bytes (TensorFlow's shape function says unknown); its
+/// input must be a scalar.
+fn parsed_tensor(c: &InferCtx<'_>) -> Shapes {
+    match c.shape(0).rank() {
+        Some(r) if r != 0 => Err(format!("Shape must be rank 0 but is rank {r}")),
+        _ => Ok(vec![Shape::unknown()]),
+    }
+}
+
 pub(super) const OPS: &[OpSchema] = &[
+    op(
+        "SerializeTensor",
+        &[a("tensor", TypeRule::Attr("T"))],
+        &[a("serialized", STR)],
+        &[type_attr("T", None)],
+        scalar_string,
+    ),
+    op(
+        "ParseTensor",
+        &[a("serialized", STR)],
+        &[a("output", TypeRule::Attr("out_type"))],
+        &[type_attr("out_type", None)],
+        parsed_tensor,
+    ),
     op(
         "DecodeRaw",
         &[a("bytes", STR)],
