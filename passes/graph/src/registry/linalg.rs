@@ -186,7 +186,7 @@ fn cross(c: &InferCtx<'_>) -> Shapes {
             return Err(format!("Shape must be at least rank 1 but is rank 0 for input {i}"));
         }
     }
-    let s = merge_shapes(&c.shape(0), &c.shape(1))?;
+    let s = merge_shapes(c.shape(0), c.shape(1))?;
     if let Some(Some(d)) = s.dims.as_ref().and_then(|d| d.last().copied()) {
         if d != 3 {
             return Err(format!("Dimension must be 3 but is {d}"));
