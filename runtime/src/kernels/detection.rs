@@ -15,13 +15,25 @@
 //! - a candidate is compared with each selected box once.
 //!
 //! Boxes, scores and thresholds are float32.
+//!
+//! Also `CombinedNonMaxSuppression`, the batched per-class NMS of detection exports (see
+//! [`combined_nms`]).
 
-use autoclust_graph::{Node, Tensor};
+use autoclust_graph::{DType, Node, Tensor};
 
+use super::shape_ops::debug_shape;
 use super::{arity, attr_bool_or, int_scalar, tensor_of, Inputs, Outputs, PureFn};
 use crate::error::{KResult, KernelError};
 
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
+    if node.op == "CombinedNonMaxSuppression" {
+        let pad_per_class = attr_bool_or(node, "pad_per_class", false)?;
+        let clip_boxes = attr_bool_or(node, "clip_boxes", true)?;
+        return Ok(Some(Box::new(move |inp: Inputs| {
+            arity(&inp, 6)?;
+            combined_nms(&inp, pad_per_class, clip_boxes)
+        })));
+    }
     let version = match node.op.as_str() {
         "NonMaxSuppression" => 1,
         "NonMaxSuppressionV2" => 2,
@@ -72,10 +84,16 @@ fn scalar(t: &Tensor, what: &str) -> KResult<f32> {
     }
 }
 
-/// The IoU of boxes `i` and `j` (`[y1, x1, y2, x2]`, corners in either order).
+/// The IoU of boxes `i` and `j` (`[y1, x1, y2, x2]`, corners in either order), with C++'s
+/// `std::min`/`std::max` (Eigen's `numext::mini`/`maxi`): a comparison with NaN is false, so
+/// a NaN coordinate makes the IoU NaN, which neither suppresses (`NaN > t` is false) nor
+/// keeps a score (`NaN <= t` is false) — TensorFlow's answers, which Rust's NaN-ignoring
+/// `f32::min` would change.
 fn iou(b: &[f32], i: usize, j: usize) -> f32 {
+    let min = |a: f32, b: f32| if b < a { b } else { a };
+    let max = |a: f32, b: f32| if a < b { b } else { a };
     let (p, q) = (&b[4 * i..4 * i + 4], &b[4 * j..4 * j + 4]);
-    let corners = |r: &[f32]| (r[0].min(r[2]), r[1].min(r[3]), r[0].max(r[2]), r[1].max(r[3]));
+    let corners = |r: &[f32]| (min(r[0], r[2]), min(r[1], r[3]), max(r[0], r[2]), max(r[1], r[3]));
     let (ay0, ax0, ay1, ax1) = corners(p);
     let (by0, bx0, by1, bx1) = corners(q);
     let area_a = (ay1 - ay0) * (ax1 - ax0);
@@ -83,7 +101,7 @@ fn iou(b: &[f32], i: usize, j: usize) -> f32 {
     if area_a <= 0.0 || area_b <= 0.0 {
         return 0.0;
     }
-    let inter = (ay1.min(by1) - ay0.max(by0)).max(0.0) * (ax1.min(bx1) - ax0.max(bx0)).max(0.0);
+    let inter = max(min(ay1, by1) - max(ay0, by0), 0.0) * max(min(ax1, bx1) - max(ax0, bx0), 0.0);
     inter / (area_a + area_b - inter)
 }
 
@@ -111,6 +129,151 @@ impl Ord for Candidate {
     /// Higher score first; on a tie, the lower index.
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         self.score.total_cmp(&o.score).then(o.index.cmp(&self.index))
+    }
+}
+
+/// A scalar operand of `CombinedNonMaxSuppression`: TensorFlow's "must be 0-D" check.
+fn zero_d<'a>(t: &'a Tensor, what: &str) -> KResult<&'a Tensor> {
+    if t.rank() == 0 {
+        Ok(t)
+    } else {
+        Err(KernelError::invalid(format!("{what} must be 0-D, got shape {}", debug_shape(&t.shape))))
+    }
+}
+
+/// One selected box of one class, as the merge across classes sorts them.
+#[derive(Clone, Copy)]
+struct Detection {
+    score: f32,
+    class: usize,
+    corners: [f32; 4],
+}
+
+/// `CombinedNonMaxSuppression` (`tf.image.combined_non_max_suppression`, the
+/// post-processing of TF Object Detection API and Keras-CV exports): per image and class,
+/// hard NMS of the boxes scoring above `score_threshold` (a box per class when `q` is the
+/// class count, one shared box when `q = 1`), at most `max_output_size_per_class` each;
+/// then every class's picks merged by score, the best `max_total_size` kept, corners
+/// clipped to [0, 1] under `clip_boxes`, the rest of each row zero. Each class's candidates
+/// wait in a `std::priority_queue` ordered by score alone and the merge is `std::sort`, both
+/// of which leave equal scores in libstdc++'s order: [`super::stl`] reproduces it, so ties
+/// come out as TensorFlow's. The class is output as a float; `valid_detections` counts the
+/// rows filled. TensorFlow 2.21 checks `scores`' rank after reading its third dimension (a
+/// rank below 3 aborts its process); here it is checked first.
+fn combined_nms(inp: &Inputs, pad_per_class: bool, clip_boxes: bool) -> KResult<Outputs> {
+    let bad = |m: String| Err(KernelError::invalid(m));
+    let (boxes, scores) = (&inp[0], &inp[1]);
+    if boxes.rank() != 4 {
+        return bad(format!("boxes must be 4-D{}", debug_shape(&boxes.shape)));
+    }
+    if scores.rank() != 3 {
+        return bad(format!("scores must be 3-D{}", debug_shape(&scores.shape)));
+    }
+    let (batch, n, q) = (boxes.shape[0], boxes.shape[1], boxes.shape[2]);
+    let classes = scores.shape[2];
+    if q != 1 && q != classes {
+        return bad("third dimension of boxes must be either 1 or num classes".into());
+    }
+    if boxes.shape[3] != 4 {
+        return bad("boxes must have 4 columns".into());
+    }
+    if scores.shape[1] != n {
+        return bad("scores has incompatible shape".into());
+    }
+    if scores.shape[0] != batch {
+        return bad("boxes and scores must have same batch size".into());
+    }
+    let per_class = int_scalar(zero_d(&inp[2], "max_size_per_class")?, "max_output_size_per_class")?;
+    if per_class <= 0 {
+        return bad("max_size_per_class must be positive".into());
+    }
+    let total = int_scalar(zero_d(&inp[3], "max_total_size")?, "max_total_size")?;
+    if total <= 0 {
+        return bad("max_total_size must be > 0".into());
+    }
+    let iou_threshold = scalar(zero_d(&inp[4], "iou_threshold")?, "iou_threshold")?;
+    let score_threshold = scalar(zero_d(&inp[5], "score_threshold")?, "score_threshold")?;
+    if !(0.0..=1.0).contains(&iou_threshold) {
+        return bad("iou_threshold must be in [0, 1]".into());
+    }
+    let size_per_class = (per_class as usize).min(n);
+    if (size_per_class as u64) * (classes as u64) > i32::MAX as u64 {
+        return bad("size_per_class * num_classes causes overflow".into());
+    }
+    let (Some(b), Some(s)) = (boxes.as_f32(), scores.as_f32()) else {
+        return bad("boxes and scores must be float32".into());
+    };
+    let max_total = (per_class * classes as i64).min(i32::MAX as i64);
+    let rows = if pad_per_class { total.min(max_total) } else { total } as usize;
+    super::budget(DType::Float32, &[batch, rows, 4])?;
+    let mut out_boxes = vec![0f32; batch * rows * 4];
+    let mut out_scores = vec![0f32; batch * rows];
+    let mut out_classes = vec![0f32; batch * rows];
+    let mut valid = vec![0i32; batch];
+    let mut class_boxes = vec![0f32; n * 4];
+    for img in 0..batch {
+        let mut picks: Vec<Option<Detection>> = vec![None; size_per_class * classes];
+        for c in 0..classes {
+            for i in 0..n {
+                let k = q.min(c + 1) - 1;
+                let at = ((img * n + i) * q + k) * 4;
+                class_boxes[4 * i..4 * i + 4].copy_from_slice(&b[at..at + 4]);
+            }
+            let score = |i: usize| s[(img * n + i) * classes + c];
+            let below = |x: usize, y: usize| score(x) < score(y);
+            let mut queue: Vec<usize> = Vec::new();
+            for i in (0..n).filter(|&i| score(i) > score_threshold) {
+                queue.push(i);
+                super::stl::push_heap(&mut queue, &below);
+            }
+            let mut selected: Vec<usize> = Vec::new();
+            while selected.len() < size_per_class && !queue.is_empty() {
+                super::stl::pop_heap(&mut queue, &below);
+                let i = queue.pop().expect("not empty");
+                if selected.iter().rev().any(|&j| iou(&class_boxes, i, j) > iou_threshold) {
+                    continue;
+                }
+                let mut corners = [0f32; 4];
+                corners.copy_from_slice(&class_boxes[4 * i..4 * i + 4]);
+                picks[selected.len() + size_per_class * c] = Some(Detection { score: score(i), class: c, corners });
+                selected.push(i);
+            }
+        }
+        // std::sort by descending score; empty slots score -inf.
+        let key = |d: &Option<Detection>| d.map_or(f32::NEG_INFINITY, |d| d.score);
+        let mut order: Vec<usize> = (0..picks.len()).collect();
+        super::stl::sort(&mut order, &|x, y| key(&picks[y]) < key(&picks[x]));
+        let count = picks.iter().filter(|d| d.is_some()).count();
+        let filled = count.min(rows);
+        valid[img] = filled as i32;
+        for (row, d) in order.iter().filter_map(|&k| picks[k]).take(filled).enumerate() {
+            let at = img * rows + row;
+            for (o, v) in out_boxes[4 * at..4 * at + 4].iter_mut().zip(d.corners) {
+                // `max(min(v, 1), 0)` as C++'s `std::min`/`max` take it: NaN stays NaN.
+                *o = if clip_boxes { clamp_unit(v) } else { v };
+            }
+            out_scores[at] = d.score;
+            out_classes[at] = d.class as f32;
+        }
+    }
+    Ok([
+        tensor_of(vec![batch, rows, 4], out_boxes),
+        tensor_of(vec![batch, rows], out_scores),
+        tensor_of(vec![batch, rows], out_classes),
+        tensor_of(vec![batch], valid),
+    ]
+    .into_iter()
+    .collect())
+}
+
+/// `std::max(std::min(v, 1.0f), 0.0f)`: NaN stays NaN (each comparison with NaN is false,
+/// so each returns its first operand).
+fn clamp_unit(v: f32) -> f32 {
+    let m = if 1.0 < v { 1.0 } else { v };
+    if m < 0.0 {
+        0.0
+    } else {
+        m
     }
 }
 
@@ -253,5 +416,105 @@ mod tests {
         )
         .unwrap();
         assert_eq!(o[0].as_i32().unwrap(), &[1]);
+    }
+
+    fn combined(boxes: Tensor, scores: Tensor, per_class: i32, total: i32, pad: bool, clip: bool) -> Vec<Tensor> {
+        use autoclust_graph::AttrValue::B;
+        let n = node("CombinedNonMaxSuppression", &[("pad_per_class", B(pad)), ("clip_boxes", B(clip))]);
+        let ins = [boxes, scores, Tensor::scalar_i32(per_class), Tensor::scalar_i32(total)];
+        let mut all = ins.to_vec();
+        all.extend([Tensor::scalar_f32(0.5), Tensor::scalar_f32(0.0)]);
+        compute(&n, &all).unwrap()
+    }
+
+    /// TensorFlow 2.21's `tf.image.combined_non_max_suppression`: per-class picks merged by
+    /// score, clipping, `pad_per_class`, and ties in libstdc++'s heap and sort order.
+    #[test]
+    fn combined_nms_matches_tensorflow() {
+        let boxes = Tensor::from_f32(
+            vec![1, 4, 1, 4],
+            vec![0., 0., 1., 1., 0., 0.1, 1., 1.1, 0., -0.1, 1., 0.9, 0., 10., 1., 11.],
+        )
+        .unwrap();
+        let scores = Tensor::from_f32(vec![1, 4, 2], vec![0.9, 0.1, 0.75, 0.8, 0.6, 0.3, 0.95, 0.2]).unwrap();
+        let o = combined(boxes.clone(), scores.clone(), 3, 5, false, true);
+        assert_eq!(o[0].shape, vec![1, 5, 4]);
+        let want = [0., 1., 1., 1., 0., 0., 1., 1., 0., 0.1, 1., 1., 0., 1., 1., 1., 0., 0., 0., 0.];
+        assert_eq!(o[0].as_f32().unwrap(), &want);
+        assert_eq!(o[1].as_f32().unwrap(), &[0.95, 0.9, 0.8, 0.2, 0.0]);
+        assert_eq!(o[2].as_f32().unwrap(), &[0., 0., 1., 1., 0.]);
+        assert_eq!(o[3].as_i32().unwrap(), &[4]);
+        let o = combined(boxes.clone(), scores.clone(), 3, 5, false, false);
+        assert_eq!(&o[0].as_f32().unwrap()[..12], &[0., 10., 1., 11., 0., 0., 1., 1., 0., 0.1, 1., 1.1]);
+        let o = combined(boxes, scores, 1, 5, true, true);
+        assert_eq!((o[1].shape.clone(), o[1].as_f32().unwrap()), (vec![1, 2], &[0.95, 0.8][..]));
+        assert_eq!((o[2].as_f32().unwrap(), o[3].as_i32().unwrap()), (&[0., 1.][..], &[2][..]));
+        // Twenty disjoint boxes scoring alike: the per-class queue's heap order picks 0, 2, 6,
+        // 14, 19; over two classes the merge (introsort past 16 entries) puts class 1 first,
+        // each class's boxes in this order.
+        let n = 20;
+        let disjoint: Vec<f32> = (0..n).flat_map(|i| [0.0, 3.0 * i as f32, 1.0, 3.0 * i as f32 + 1.0]).collect();
+        let boxes = Tensor::from_f32(vec![1, n, 1, 4], disjoint).unwrap();
+        let column =
+            |o: &[Tensor]| -> Vec<usize> { o[0].as_f32().unwrap().chunks(4).map(|b| (b[1] / 3.0) as usize).collect() };
+        let o = combined(boxes.clone(), Tensor::from_f32(vec![1, n, 1], vec![0.5; n]).unwrap(), 5, 5, false, false);
+        assert_eq!(column(&o), [0, 2, 6, 14, 19]);
+        let o = combined(boxes, Tensor::from_f32(vec![1, n, 2], vec![0.5; 2 * n]).unwrap(), 20, 40, false, false);
+        let order = [12, 2, 6, 14, 19, 18, 17, 16, 13, 15, 0, 11, 10, 9, 8, 5, 7, 4, 1, 3];
+        assert_eq!(column(&o), [order, order].concat());
+        let classes: Vec<f32> = o[2].as_f32().unwrap().to_vec();
+        assert_eq!(classes, [vec![1.0; 20], vec![0.0; 20]].concat());
+    }
+
+    /// TensorFlow's checks, in its order, with its words.
+    #[test]
+    fn combined_nms_refuses_as_tensorflow_does() {
+        let n = node("CombinedNonMaxSuppression", &[]);
+        let run = |b: Vec<usize>, s: Vec<usize>, per: i32, total: i32, iou: f32| {
+            let z = |sh: &Vec<usize>| Tensor::from_f32(sh.clone(), vec![0.0; sh.iter().product()]).unwrap();
+            let ins = [
+                z(&b),
+                z(&s),
+                Tensor::scalar_i32(per),
+                Tensor::scalar_i32(total),
+                Tensor::scalar_f32(iou),
+                Tensor::scalar_f32(0.0),
+            ];
+            compute(&n, &ins).map_err(|e| e.to_string())
+        };
+        let e = |r: Result<Vec<Tensor>, String>| r.unwrap_err();
+        assert!(e(run(vec![1, 1, 4], vec![1, 1, 1], 1, 1, 0.5)).contains("boxes must be 4-D[1,1,4]"));
+        assert!(e(run(vec![1, 1, 1, 4], vec![1, 1], 1, 1, 0.5)).contains("scores must be 3-D[1,1]"));
+        assert!(e(run(vec![1, 2, 3, 4], vec![1, 2, 2], 1, 1, 0.5))
+            .contains("third dimension of boxes must be either 1 or num classes"));
+        assert!(e(run(vec![1, 2, 1, 3], vec![1, 2, 2], 1, 1, 0.5)).contains("boxes must have 4 columns"));
+        assert!(e(run(vec![1, 2, 1, 4], vec![1, 3, 2], 1, 1, 0.5)).contains("scores has incompatible shape"));
+        assert!(
+            e(run(vec![2, 2, 1, 4], vec![1, 2, 2], 1, 1, 0.5)).contains("boxes and scores must have same batch size")
+        );
+        assert!(e(run(vec![1, 2, 1, 4], vec![1, 2, 2], 0, 1, 0.5)).contains("max_size_per_class must be positive"));
+        assert!(e(run(vec![1, 2, 1, 4], vec![1, 2, 2], 1, 0, 0.5)).contains("max_total_size must be > 0"));
+        assert!(e(run(vec![1, 2, 1, 4], vec![1, 2, 2], 1, 1, f32::NAN)).contains("iou_threshold must be in [0, 1]"));
+        // No boxes: every row zero, none valid.
+        let o = run(vec![2, 0, 1, 4], vec![2, 0, 3], 2, 3, 0.5).unwrap();
+        assert_eq!((o[0].shape.clone(), o[3].as_i32().unwrap()), (vec![2, 3, 4], &[0, 0][..]));
+    }
+
+    /// A NaN corner makes an IoU of NaN, as C++'s `std::min`/`max` compute it: TF1's NMS decays
+    /// that box's score to 0 and queues it again (picked last), V3 with a zero score threshold
+    /// drops it (TensorFlow 2.21's answers).
+    #[test]
+    fn nan_boxes_are_treated_as_tensorflow_treats_them() {
+        let boxes =
+            Tensor::from_f32(vec![4, 4], vec![0., 0., 1., 1., f32::NAN, 0., 1., 1., 0., 5., 1., 6., 0., 7., 1., 8.])
+                .unwrap();
+        let scores = Tensor::from_f32(vec![4], vec![0.9, 0.8, 0.1, 0.05]).unwrap();
+        let v1 =
+            compute(&node("NonMaxSuppression", &[]), &[boxes.clone(), scores.clone(), Tensor::scalar_i32(10)]).unwrap();
+        assert_eq!(v1[0].as_i32().unwrap(), &[0, 2, 3, 1]);
+        let f = Tensor::scalar_f32;
+        let v3 = compute(&node("NonMaxSuppressionV3", &[]), &[boxes, scores, Tensor::scalar_i32(10), f(0.5), f(0.0)])
+            .unwrap();
+        assert_eq!(v3[0].as_i32().unwrap(), &[0, 2, 3]);
     }
 }

@@ -65,6 +65,7 @@ pub(crate) mod shape_ops;
 pub(crate) mod sparse;
 pub(crate) mod special;
 pub(crate) mod spectral;
+pub(crate) mod stl;
 pub(crate) mod string;
 pub(crate) mod summary;
 pub(crate) mod tensor_proto;

@@ -1,5 +1,5 @@
 //! Schemas of the object-detection ops of TensorFlow's inference graphs (`image_ops.cc`):
-//! TF1's `NonMaxSuppression` and `V2`, `NonMaxSuppressionV3`, `V4` (padded output) and `V5` (soft-NMS with scores), the ops
+//! `CombinedNonMaxSuppression` (batched, per class), TF1's `NonMaxSuppression` and `V2`, `NonMaxSuppressionV3`, `V4` (padded output) and `V5` (soft-NMS with scores), the ops
 //! `tf.image.non_max_suppression*` emit in SSD / Faster R-CNN / Keras-CV post-processing.
 
 use super::build::{arg, bool_attr_or, pure_op, type_attr_or};
@@ -56,6 +56,62 @@ fn nms_v5(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![s.clone(), s, Shape::scalar()])
 }
 
+/// `CombinedNonMaxSuppression`: boxes `[B, N, q, 4]`, scores `[B, N, C]` (their batch and box
+/// dimensions merged), the rest scalars; outputs `[B, P, 4]`, `[B, P]`, `[B, P]`, `[B]` with
+/// `P = max_total_size`, or `min(max_total_size, max_output_size_per_class · C)` under
+/// `pad_per_class` (unknown unless the values it needs are).
+fn combined_nms(c: &InferCtx<'_>) -> Shapes {
+    let (boxes, scores) = (c.shape(0), c.shape(1));
+    for (s, rank) in [(boxes, 4), (scores, 3)] {
+        if let Some(r) = s.rank().filter(|&r| r != rank) {
+            return Err(format!("Shape must be rank {rank} but is rank {r}"));
+        }
+    }
+    for i in 2..6 {
+        if let Some(r) = c.shape(i).rank().filter(|&r| r != 0) {
+            return Err(format!("Shape must be rank 0 but is rank {r}"));
+        }
+    }
+    let dim = |s: &Shape, i: usize| s.dims.as_ref().and_then(|d| d[i]);
+    let merged = |i: usize| match (dim(boxes, i), dim(scores, i)) {
+        (Some(x), Some(y)) if x != y => Err(format!("Dimensions must be equal, but are {x} and {y}")),
+        (x, y) => Ok(x.or(y)),
+    };
+    let batch = merged(0)?;
+    merged(1)?;
+    if let Some(d) = dim(boxes, 3).filter(|&d| d != 4) {
+        return Err(format!("Dimension must be 4 but is {d}"));
+    }
+    let classes = dim(scores, 2);
+    if let (Some(q), Some(k)) = (dim(boxes, 2), classes) {
+        if q != 1 && q != k {
+            return Err("third dimension of boxes must be either 1 or equal to the third dimension of scores".into());
+        }
+    }
+    let total = c.scalar_value(3);
+    if total.is_some_and(|t| t <= 0) {
+        return Err("max_total_size should be > 0 ".into());
+    }
+    let rows = if c.attr_bool("pad_per_class", false) {
+        let per_class = c.scalar_value(2);
+        if per_class.is_some_and(|p| p <= 0) {
+            return Err("max_output_size_per_class must be > 0 if pad_per_class is set to true ".into());
+        }
+        match (total, per_class, classes) {
+            (Some(t), Some(p), Some(k)) => Some(t.min(p.saturating_mul(k))),
+            _ => None,
+        }
+    } else {
+        total
+    };
+    Ok(vec![
+        Shape::with_dims(vec![batch, rows, Some(4)]),
+        Shape::with_dims(vec![batch, rows]),
+        Shape::with_dims(vec![batch, rows]),
+        Shape::with_dims(vec![batch]),
+    ])
+}
+
 const FLOATS: &[crate::DType] = &[Float16, BFloat16, Float32];
 const V3_IN: &[ArgSpec] = &[
     arg("boxes", T),
@@ -87,6 +143,21 @@ const V2_ATTRS: &[AttrSpec] =
     &[type_attr_or("T", Float32, &[Float16, Float32]), type_attr_or("T_threshold", Float32, &[Float16, Float32])];
 
 pub(super) static OPS: &[OpSchema] = &[
+    pure_op(
+        "CombinedNonMaxSuppression",
+        OpFamily::NeuralNet,
+        &[
+            arg("boxes", F32),
+            arg("scores", F32),
+            arg("max_output_size_per_class", I32),
+            arg("max_total_size", I32),
+            arg("iou_threshold", F32),
+            arg("score_threshold", F32),
+        ],
+        &[arg("nmsed_boxes", F32), arg("nmsed_scores", F32), arg("nmsed_classes", F32), arg("valid_detections", I32)],
+        &[bool_attr_or("pad_per_class", false), bool_attr_or("clip_boxes", true)],
+        combined_nms,
+    ),
     pure_op(
         "NonMaxSuppression",
         OpFamily::NeuralNet,
