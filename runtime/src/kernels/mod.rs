@@ -23,6 +23,7 @@ pub(crate) mod batchnorm;
 pub(crate) mod bmp;
 pub(crate) mod by_position;
 pub(crate) mod color;
+pub(crate) mod c_number;
 pub(crate) mod conv;
 pub(crate) mod ctc;
 pub(crate) mod decode_raw;

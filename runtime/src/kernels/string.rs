@@ -18,6 +18,7 @@ use autoclust_graph::{AttrValue, DType, Node, Tensor, TensorData};
 
 use super::elementwise::{bcast_strides, broadcast_shape, for_each_bcast2};
 use super::{arity, attr_bool_or, attr_int_or, attr_type_or, budget, one, Inputs, Outputs, PureFn};
+use super::c_number::{parse_f32, parse_f64, parse_i32, parse_i64};
 use crate::error::{KResult, KernelError};
 
 /// The string ops' kernels, or `None` if `node.op` is not one.
@@ -336,11 +337,6 @@ fn unit_is_utf8(node: &Node) -> KResult<bool> {
     }
 }
 
-/// `s` as text without surrounding ASCII whitespace.
-fn text(s: &[u8]) -> Result<&str, std::str::Utf8Error> {
-    std::str::from_utf8(s).map(|x| x.trim_matches(|c: char| c.is_ascii_whitespace()))
-}
-
 /// The elements of a string tensor.
 pub(super) fn strings<'a>(t: &'a Tensor, what: &str) -> KResult<&'a [Vec<u8>]> {
     match &t.data {
@@ -592,8 +588,7 @@ impl AsStringSpec {
 
 // ---------------------------------------------------------------- StringToNumber
 
-/// `safe_strtof`/`safe_strtod` and `safe_strto32`/`safe_strto64`: surrounding whitespace
-/// allowed, the whole rest must be the number.
+/// `safe_strtof`/`safe_strtod` and `safe_strto32`/`safe_strto64` ([`super::c_number`]).
 fn string_to_number(t: &Tensor, out: DType) -> KResult<Tensor> {
     let v = strings(t, "string_tensor")?;
     let bad = |s: &[u8]| {
@@ -607,90 +602,33 @@ fn string_to_number(t: &Tensor, out: DType) -> KResult<Tensor> {
         DType::Float32 => {
             let mut xs = Vec::with_capacity(v.len());
             for s in v {
-                // strtof rounds once from the decimal text; parsing as f32 directly does too.
-                xs.push(text(s).ok().and_then(parse_c_float32).ok_or_else(|| bad(s))?);
+                xs.push(parse_f32(s).ok_or_else(|| bad(s))?);
             }
             Tensor::from_f32(shape, xs).expect("same element count")
         }
         DType::Float64 => {
             let mut xs = Vec::with_capacity(v.len());
             for s in v {
-                xs.push(text(s).ok().and_then(parse_c_float).ok_or_else(|| bad(s))?);
+                xs.push(parse_f64(s).ok_or_else(|| bad(s))?);
             }
             Tensor::from_f64(shape, xs).expect("same element count")
         }
         DType::Int32 => {
             let mut xs = Vec::with_capacity(v.len());
             for s in v {
-                xs.push(text(s).ok().and_then(|x| x.parse::<i32>().ok()).ok_or_else(|| bad(s))?);
+                xs.push(parse_i32(s).ok_or_else(|| bad(s))?);
             }
             Tensor::from_i32(shape, xs).expect("same element count")
         }
         DType::Int64 => {
             let mut xs = Vec::with_capacity(v.len());
             for s in v {
-                xs.push(text(s).ok().and_then(|x| x.parse::<i64>().ok()).ok_or_else(|| bad(s))?);
+                xs.push(parse_i64(s).ok_or_else(|| bad(s))?);
             }
             Tensor::from_i64(shape, xs).expect("same element count")
         }
         d => return Err(KernelError::DType(d)),
     })
-}
-
-/// strtod's syntax as far as TensorFlow's fixtures need: decimal (Rust's parser, which also
-/// takes `inf`/`nan`), and hexadecimal integers `0x..`.
-fn parse_c_float(s: &str) -> Option<f64> {
-    if s.is_empty() {
-        return None;
-    }
-    if let Some(x) = parse_hex(s) {
-        return Some(x);
-    }
-    s.parse::<f64>().ok()
-}
-
-fn parse_c_float32(s: &str) -> Option<f32> {
-    if s.is_empty() {
-        return None;
-    }
-    if let Some(x) = parse_hex(s) {
-        return Some(x as f32);
-    }
-    s.parse::<f32>().ok()
-}
-
-/// A hexadecimal number as strtod reads it: `0x` digits, an optional `.` fraction and an
-/// optional binary exponent `p[+-]N`.
-fn parse_hex(s: &str) -> Option<f64> {
-    let (neg, rest) = match s.as_bytes().first()? {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let body = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X"))?;
-    let (mant, exp) = match body.find(['p', 'P']) {
-        Some(i) => (&body[..i], Some(&body[i + 1..])),
-        None => (body, None),
-    };
-    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    let digit = |b: u8| (b as char).to_digit(16).map(f64::from);
-    let mut x = 0f64;
-    for b in int.bytes() {
-        x = x * 16.0 + digit(b)?;
-    }
-    let mut scale = 1.0 / 16.0;
-    for b in frac.bytes() {
-        x += digit(b)? * scale;
-        scale /= 16.0;
-    }
-    if let Some(e) = exp {
-        let e: i32 = e.parse().ok()?;
-        x *= 2f64.powi(e);
-    }
-    Some(if neg { -x } else { x })
 }
 
 // ---------------------------------------------------------------- summarize
