@@ -68,9 +68,10 @@ fn parse_real(
         return Some(signed(f64::INFINITY));
     }
     if lower == "nan"
-        || lower.strip_prefix("nan(").and_then(|r| r.strip_suffix(')')).is_some_and(|inner| {
-            inner.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        })
+        || lower
+            .strip_prefix("nan(")
+            .and_then(|r| r.strip_suffix(')'))
+            .is_some_and(|inner| inner.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
     {
         return Some(signed(f64::NAN));
     }

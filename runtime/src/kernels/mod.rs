@@ -22,9 +22,10 @@ pub(crate) mod array;
 pub(crate) mod batchnorm;
 pub(crate) mod bmp;
 pub(crate) mod by_position;
-pub(crate) mod color;
 pub(crate) mod c_number;
+pub(crate) mod color;
 pub(crate) mod conv;
+pub(crate) mod csv;
 pub(crate) mod ctc;
 pub(crate) mod decode_raw;
 pub(crate) mod detection;
@@ -138,6 +139,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = edit_distance::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = csv::prepare(node)? {
         return Ok(f);
     }
 

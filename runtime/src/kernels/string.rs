@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use autoclust_graph::{AttrValue, DType, Node, Tensor, TensorData};
 
+use super::c_number::{parse_f32, parse_f64, parse_i32, parse_i64};
 use super::elementwise::{bcast_strides, broadcast_shape, for_each_bcast2};
 use super::{arity, attr_bool_or, attr_int_or, attr_type_or, budget, one, Inputs, Outputs, PureFn};
-use super::c_number::{parse_f32, parse_f64, parse_i32, parse_i64};
 use crate::error::{KResult, KernelError};
 
 /// The string ops' kernels, or `None` if `node.op` is not one.

@@ -3,7 +3,7 @@
 //! `ParseSingleExample`. Their outputs are lists sized by attributes: per sparse key its
 //! indices, values and dense shape; per dense key its values; per ragged key (V2) its values
 //! and row splits. String inputs keep them out of every cluster. Also the raw decoders
-//! (`DecodeRaw`, `DecodePaddedRaw`) and `tf.io.serialize_tensor`/`parse_tensor`'s
+//! (`DecodeRaw`, `DecodePaddedRaw`), `DecodeCSV`, and `tf.io.serialize_tensor`/`parse_tensor`'s
 //! `SerializeTensor` and `ParseTensor`.
 
 use super::build::{arg as a, bool_attr_or, pure_op, repeated as n, type_attr};
@@ -150,7 +150,37 @@ fn parsed_tensor(c: &InferCtx<'_>) -> Shapes {
     }
 }
 
+/// `DecodeCSV`: every default a scalar or a vector of at most one value; every output the
+/// records' shape.
+fn decode_csv(c: &InferCtx<'_>) -> Shapes {
+    for i in 1..c.inputs.len() {
+        match c.shape(i).dims.as_deref() {
+            Some(d) if d.len() > 1 => return Err(format!("Shape must be at most rank 1 but is rank {}", d.len())),
+            Some([Some(n)]) if *n > 1 => {
+                return Err("Shape of a default must be a length-0 or length-1 vector, or a scalar.".into())
+            }
+            _ => {}
+        }
+    }
+    Ok(vec![c.shape(0).clone(); c.inputs.len() - 1])
+}
+
+const CSV_TYPES: &[DType] = &[Float32, Float64, Int32, Int64, Str];
+
 pub(super) const OPS: &[OpSchema] = &[
+    op(
+        "DecodeCSV",
+        &[a("records", STR), a("record_defaults", TypeRule::ListAttr("OUT_TYPE"))],
+        &[a("output", TypeRule::ListAttr("OUT_TYPE"))],
+        &[
+            types("OUT_TYPE", CSV_TYPES),
+            attr("field_delim", AttrKind::String),
+            bool_attr_or("use_quote_delim", true),
+            attr("na_value", AttrKind::String),
+            attr("select_cols", AttrKind::ListInt),
+        ],
+        decode_csv,
+    ),
     op(
         "SerializeTensor",
         &[a("tensor", TypeRule::Attr("T"))],
