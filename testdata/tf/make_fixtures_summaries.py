@@ -37,13 +37,17 @@ v1 = tf.compat.v1
 
 
 def string_entry(v):
+    """A string fetch as autoclust's JSON gives it (docs/contract.md section 3): `data` as text, and
+    `data_b64` (every element, exact) only when some element is not UTF-8."""
     v = np.asarray(v, dtype=object)
     items = [bytes(s) for s in v.ravel()]
-    return {
-        "shape": list(v.shape),
-        "data": [s.decode("utf-8", "replace") for s in items],
-        "data_b64": [base64.b64encode(s).decode() for s in items],
-    }
+    entry = {"shape": list(v.shape), "data": [s.decode("utf-8", "replace") for s in items]}
+    try:
+        for s in items:
+            s.decode("utf-8")
+    except UnicodeDecodeError:
+        entry["data_b64"] = [base64.b64encode(s).decode() for s in items]
+    return entry
 
 
 def tf1_summaries_saver_adam():
