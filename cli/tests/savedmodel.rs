@@ -608,3 +608,72 @@ fn graph_commands_take_a_signature() {
     let e = error_line(&autoclust(&["cluster", s(&train), "--signature", "nope"]));
     assert!(e.contains("no signature 'nope' (available: serving_default, train_step)"), "{e}");
 }
+
+/// A TF1 `Saver`'s own ops run: `save/control_dependency` (`SaveV2`) writes the variables as a
+/// checkpoint at the fed filename, and `save/restore_all` (`RestoreV2` and the assigns) reads
+/// one back into them, in both modes.
+#[test]
+fn tf1_saver_ops_save_and_restore_in_the_graph() {
+    use autoclust_runtime::tensor_io::read_safetensors;
+    let tf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/tf");
+    let graph = tf.join("tf1_summaries_saver_adam.pbtxt");
+    let vars = tf.join("tf1_summaries_saver_adam.vars.safetensors");
+    let initial = read_safetensors(&std::fs::read(&vars).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let prefix = dir.path().join(format!("saved{}", mode.len())).join("model.ckpt");
+        let feed = format!("save/Const={}", serde_json::json!(s(&prefix)));
+        let mut args = vec!["run", s(&graph), "--vars", s(&vars), "--target", "save/control_dependency"];
+        args.extend_from_slice(&["--feed", &feed, "--json"]);
+        args.extend_from_slice(mode);
+        json(&autoclust(&args));
+        let saved = read_checkpoint(&prefix).unwrap();
+        assert_eq!(saved.len(), initial.len(), "{saved:?}");
+        for (name, t) in &initial {
+            let (_, got) = saved.iter().find(|(k, _)| k == name).unwrap_or_else(|| panic!("{name} not saved"));
+            assert_eq!((got.dtype, &got.shape, got.to_le_bytes()), (t.dtype, &t.shape, t.to_le_bytes()), "{name}");
+        }
+        // A checkpoint with other values restores into every variable.
+        let changed: Vec<(String, Tensor)> = initial
+            .iter()
+            .map(|(k, t)| {
+                let v = t.to_f64_vec().unwrap().iter().map(|x| x + 1.0).collect::<Vec<_>>();
+                let t = match t.dtype {
+                    autoclust_graph::DType::Int64 => {
+                        Tensor::from_i64(t.shape.clone(), v.iter().map(|&x| x as i64).collect())
+                    }
+                    _ => Tensor::from_f32(t.shape.clone(), v.iter().map(|&x| x as f32).collect()),
+                };
+                (k.clone(), t.unwrap())
+            })
+            .collect();
+        let other = dir.path().join(format!("other{}", mode.len()));
+        let (index, data) = autoclust_graphdef::tensor_bundle::checkpoint_bytes(&changed).unwrap();
+        std::fs::write(autoclust_graphdef::tensor_bundle::index_path(&other), index).unwrap();
+        std::fs::write(autoclust_graphdef::tensor_bundle::data_path(&other, 0, 1), data).unwrap();
+        let out = dir.path().join(format!("restored{}.safetensors", mode.len()));
+        let feed = format!("save/Const={}", serde_json::json!(s(&other)));
+        let mut args = vec!["run", s(&graph), "--vars", s(&vars), "--target", "save/restore_all"];
+        args.extend_from_slice(&["--feed", &feed, "--save-vars", s(&out), "--json"]);
+        args.extend_from_slice(mode);
+        json(&autoclust(&args));
+        let restored = read_safetensors(&std::fs::read(&out).unwrap()).unwrap();
+        for (name, want) in &changed {
+            let (_, got) = restored.iter().find(|(k, _)| k == name).unwrap_or_else(|| panic!("{name} not restored"));
+            assert_eq!(got.to_le_bytes(), want.to_le_bytes(), "{name}");
+        }
+    }
+    // A missing checkpoint is an error naming the key's file, not a panic.
+    let feed = format!("save/Const={}", serde_json::json!(s(&dir.path().join("missing"))));
+    let err = error_line(&autoclust(&[
+        "run",
+        s(&graph),
+        "--vars",
+        s(&vars),
+        "--target",
+        "save/restore_all",
+        "--feed",
+        &feed,
+    ]));
+    assert!(err.contains("missing.index"), "{err}");
+}

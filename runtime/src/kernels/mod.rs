@@ -23,6 +23,7 @@ pub(crate) mod batchnorm;
 pub(crate) mod bmp;
 pub(crate) mod by_position;
 pub(crate) mod c_number;
+pub(crate) mod checkpoint;
 pub(crate) mod color;
 pub(crate) mod conv;
 pub(crate) mod csv;
@@ -120,8 +121,11 @@ pub fn prepare(node: &Node) -> KResult<PureFn> {
 
 /// The kernel of `node` for the dtypes it is written for.
 fn prepare_typed(node: &Node) -> KResult<PureFn> {
-    // Serialization keeps every dtype's bits: before the half-precision rewrite.
+    // Serialization and checkpoints keep every dtype's bits: before the half-precision rewrite.
     if let Some(f) = tensor_proto::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = checkpoint::prepare(node)? {
         return Ok(f);
     }
     // Then: an op in float16 or bfloat16 is its float32 kernel, rounded once per op.
