@@ -69,8 +69,11 @@ fn scalar_text(t: &Tensor, what: &str) -> KResult<String> {
     }
 }
 
+/// A checkpoint op's prefix, tensor names and slice specs.
+type Request<'a> = (PathBuf, &'a [Vec<u8>], &'a [Vec<u8>]);
+
 /// The prefix, names and slice specs after TensorFlow's `ValidateInputs`.
-fn validate<'a>(inp: &'a Inputs, save: bool) -> KResult<(PathBuf, &'a [Vec<u8>], &'a [Vec<u8>])> {
+fn validate(inp: &Inputs, save: bool) -> KResult<Request<'_>> {
     if inp.len() < 3 {
         return Err(KernelError::Arity { expected: 3, got: inp.len() });
     }
