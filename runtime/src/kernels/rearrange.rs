@@ -12,6 +12,7 @@
 use autoclust_graph::{DType, Node, Tensor};
 
 use super::elementwise::Num;
+use super::shape_ops::debug_shape;
 use super::{
     arity, attr_bool_or, attr_int_or, attr_type, budget, dispatch_all, dispatch_num, int_values, one, strides, take_or,
     tensor_of, Elem, Inputs, Outputs, PureFn,
@@ -20,6 +21,44 @@ use crate::error::{KResult, KernelError};
 
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let f: PureFn = match node.op.as_str() {
+        "DataFormatDimMap" | "DataFormatVecPermute" => {
+            let format = |name: &str| -> KResult<Vec<u8>> {
+                let f = node.attr(name).and_then(|a| a.as_str()).unwrap_or(if name == "src_format" {
+                    "NHWC"
+                } else {
+                    "NCHW"
+                });
+                let what = if name == "src_format" { "Source" } else { "Destination" };
+                if f.len() != 4 && f.len() != 5 {
+                    return Err(KernelError::invalid(format!(
+                        "{what} format must be of length 4 or 5, received {name} = {f}"
+                    )));
+                }
+                Ok(f.as_bytes().to_vec())
+            };
+            let (src, dst) = (format("src_format")?, format("dst_format")?);
+            let mut sorted = (src.clone(), dst.clone());
+            sorted.0.sort_unstable();
+            sorted.1.sort_unstable();
+            if sorted.0 != sorted.1 {
+                return Err(KernelError::invalid(format!(
+                    "Destination format {} is not a permutation of source format {}",
+                    String::from_utf8_lossy(&dst),
+                    String::from_utf8_lossy(&src)
+                )));
+            }
+            if node.op == "DataFormatDimMap" {
+                Box::new(move |inp: Inputs| {
+                    arity(&inp, 1)?;
+                    one(data_format_dim_map(&inp[0], &src, &dst)?)
+                })
+            } else {
+                Box::new(move |inp: Inputs| {
+                    arity(&inp, 1)?;
+                    one(data_format_vec_permute(&inp[0], &src, &dst)?)
+                })
+            }
+        }
         "DepthToSpace" | "SpaceToDepth" => {
             let to_space = node.op == "DepthToSpace";
             let block = attr_int_or(node, "block_size", 0)?;
@@ -361,6 +400,41 @@ mod tests {
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::AttrValue;
 
+    /// TensorFlow 2.21's `DataFormatDimMap` and `DataFormatVecPermute`.
+    #[test]
+    fn data_format_ops_match_tensorflow() {
+        let fmt = |op: &str, src: &str, dst: &str| {
+            node(op, &[("src_format", AttrValue::S(src.into())), ("dst_format", AttrValue::S(dst.into()))])
+        };
+        let ints = |v: &[i32]| Tensor::from_i32(vec![v.len()], v.to_vec()).unwrap();
+        let map = |src: &str, dst: &str, x: &[i32]| run1(&fmt("DataFormatDimMap", src, dst), &[ints(x)]);
+        assert_eq!(
+            map("NHWC", "NCHW", &[-4, -3, -2, -1, 0, 1, 2, 3, 4]).unwrap().as_i32().unwrap(),
+            &[0, 2, 3, 1, 0, 2, 3, 1, 0]
+        );
+        assert_eq!(map("NDHWC", "NCDHW", &[0, 1, 2, 3, 4]).unwrap().as_i32().unwrap(), &[0, 2, 3, 4, 1]);
+        assert_eq!(map("NCHW", "NHWC", &[0, 1, 2, 3]).unwrap().as_i32().unwrap(), &[0, 3, 1, 2]);
+        let defaults = run1(&node("DataFormatDimMap", &[]), &[Tensor::scalar_i64(1)]).unwrap();
+        assert_eq!(defaults.as_i64().unwrap(), &[2]);
+        let e = map("NHW", "NCH", &[0]).unwrap_err().to_string();
+        assert!(e.contains("Source format must be of length 4 or 5, received src_format = NHW"), "{e}");
+        let perm = |src: &str, dst: &str, x: Tensor| run1(&fmt("DataFormatVecPermute", src, dst), &[x]);
+        assert_eq!(perm("NHWC", "NCHW", ints(&[10, 20, 30, 40])).unwrap().as_i32().unwrap(), &[10, 40, 20, 30]);
+        assert_eq!(perm("NCHW", "NHWC", ints(&[10, 20, 30, 40])).unwrap().as_i32().unwrap(), &[10, 30, 40, 20]);
+        assert_eq!(
+            perm("NDHWC", "NCDHW", ints(&[10, 20, 30, 40, 50])).unwrap().as_i32().unwrap(),
+            &[10, 50, 20, 30, 40]
+        );
+        assert_eq!(perm("ABCD", "BADC", ints(&[1, 2, 3, 4])).unwrap().as_i32().unwrap(), &[2, 1, 4, 3]);
+        assert_eq!(perm("NHWC", "NCHW", ints(&[10, 20])).unwrap().as_i32().unwrap(), &[10, 20]);
+        let rows = Tensor::from_i64(vec![4, 2], vec![1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+        assert_eq!(perm("NHWC", "NCHW", rows).unwrap().as_i64().unwrap(), &[1, 2, 7, 8, 3, 4, 5, 6]);
+        let e = perm("NHWC", "NCHW", ints(&[1, 2, 3])).unwrap_err().to_string();
+        assert!(e.contains("1D input must be of size 2 or 4, but got shape [3]"), "{e}");
+        let e = perm("NHWC", "NCH", ints(&[1, 2, 3, 4])).unwrap_err().to_string();
+        assert!(e.contains("Destination format must be of length 4 or 5, received dst_format = NCH"), "{e}");
+    }
+
     fn iota_f32(shape: &[usize]) -> Tensor {
         let n = shape.iter().product::<usize>();
         Tensor::from_f32(shape.to_vec(), (0..n).map(|i| i as f32).collect()).unwrap()
@@ -472,4 +546,59 @@ mod tests {
         let r = run1(&e, &[Tensor::from_i32(vec![2], vec![2, 3]).unwrap()]).unwrap();
         assert_eq!((r.shape.clone(), f(&r)), (vec![2, 3], vec![0.0; 6]));
     }
+}
+
+/// `DataFormatDimMap`: each axis index of the source layout (taken modulo the rank, as
+/// `floormod`) becomes that axis' index in the destination layout.
+fn data_format_dim_map(x: &Tensor, src: &[u8], dst: &[u8]) -> KResult<Tensor> {
+    let rank = src.len() as i64;
+    let map: Vec<i64> = src.iter().map(|c| dst.iter().position(|d| d == c).expect("a permutation") as i64).collect();
+    let y: Vec<i64> = super::int_values(x, "x")?.iter().map(|&v| map[v.rem_euclid(rank) as usize]).collect();
+    super::int_tensor(x.dtype, x.shape.clone(), y)
+}
+
+/// `DataFormatVecPermute`: a vector (or `[n, 2]` matrix of rows) of per-axis values in the source
+/// layout, reordered into the destination layout; `n` is the layout's length or its number of
+/// spatial axes (the layout without `N` and `C`).
+fn data_format_vec_permute(x: &Tensor, src: &[u8], dst: &[u8]) -> KResult<Tensor> {
+    let spatial = |f: &[u8]| f.iter().copied().filter(|c| *c != b'N' && *c != b'C').collect::<Vec<u8>>();
+    let n = x.shape.first().copied().unwrap_or(0);
+    let (full, sp) = (src.len(), spatial(src).len());
+    match x.rank() {
+        1 if n == full || n == sp => {}
+        1 => {
+            return Err(KernelError::invalid(format!(
+                "1D input must be of size {sp} or {full}, but got shape {}",
+                debug_shape(&x.shape)
+            )))
+        }
+        2 if n != full && n != sp => {
+            return Err(KernelError::invalid(format!(
+                "First dimension of 2D input must be of size {sp} or {full}, but got shape {}",
+                debug_shape(&x.shape)
+            )))
+        }
+        2 if x.shape[1] != 2 => {
+            return Err(KernelError::invalid(format!(
+                "Second dimension of 2D input must be of size 2, but got shape {}",
+                debug_shape(&x.shape)
+            )))
+        }
+        2 => {}
+        _ => {
+            return Err(KernelError::invalid(format!(
+                "input must be a vector or 2D tensor, but got shape {}",
+                debug_shape(&x.shape)
+            )))
+        }
+    }
+    let (src, dst) = if n == full { (src.to_vec(), dst.to_vec()) } else { (spatial(src), spatial(dst)) };
+    let row = if x.rank() == 2 { 2 } else { 1 };
+    let v = super::int_values(x, "x")?;
+    let mut y = Vec::with_capacity(v.len());
+    for c in &dst {
+        let from = src.iter().position(|s| s == c).expect("a permutation");
+        y.extend_from_slice(&v[from * row..(from + 1) * row]);
+    }
+    super::int_tensor(x.dtype, x.shape.clone(), y)
 }

@@ -169,7 +169,17 @@ fn nth_element(c: &InferCtx<'_>) -> Shapes {
     }
 }
 
+/// `DataFormatDimMap`/`DataFormatVecPermute`: index types, the formats as strings.
+const FORMAT_ATTRS: &[AttrSpec] = &[
+    type_attr_or("T", Int32, INDEX),
+    AttrSpec { name: "src_format", kind: AttrKind::String, default: super::AttrDefault::Optional, allowed: None },
+    AttrSpec { name: "dst_format", kind: AttrKind::String, default: super::AttrDefault::Optional, allowed: None },
+];
+
 pub(super) static OPS: &[OpSchema] = &[
+    // Grappler's layout optimizer puts these in graphs it converts between NHWC and NCHW.
+    pure_op("DataFormatDimMap", OpFamily::Shape, &[arg("x", T)], &[arg("y", T)], FORMAT_ATTRS, same_as_0),
+    pure_op("DataFormatVecPermute", OpFamily::Shape, &[arg("x", T)], &[arg("y", T)], FORMAT_ATTRS, same_as_0),
     pure_op("DepthToSpace", OpFamily::Shape, &[arg("input", T)], &[arg("output", T)], BLOCK, depth_to_space),
     pure_op("SpaceToDepth", OpFamily::Shape, &[arg("input", T)], &[arg("output", T)], BLOCK, space_to_depth),
     pure_op(
