@@ -463,6 +463,9 @@ impl<'a> Engine<'a> {
         let work = self.work();
         let mut changed = false;
         let budget = self.config.sibling_search_budget;
+        // One buffer each for every producer's group and heads (two allocations per node
+        // otherwise).
+        let (mut group, mut heads): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
         for p in self.cycles.topo_order() {
             for consumers in [true, false] {
                 if !self.cycles.is_live(p) {
@@ -480,18 +483,15 @@ impl<'a> Engine<'a> {
                 if self.passes_no_data(p, consumers) {
                     continue;
                 }
-                let mut group: Vec<u32> = if consumers {
-                    self.cycles.successors(p).iter().copied().collect()
-                } else {
-                    self.cycles.predecessors(p).iter().copied().collect()
-                };
-                group.retain(|&c| self.candidate[c as usize]);
+                group.clear();
+                let members = if consumers { self.cycles.successors(p) } else { self.cycles.predecessors(p) };
+                group.extend(members.iter().copied().filter(|&c| self.candidate[c as usize]));
                 if group.len() < 2 {
                     continue;
                 }
                 group.sort_unstable_by_key(|&c| self.cycles.rank(c));
-                let mut heads: Vec<u32> = Vec::new();
-                for c in group {
+                heads.clear();
+                for &c in &group {
                     let mut placed = false;
                     for slot in heads.iter_mut() {
                         let head = self.find(*slot);
