@@ -233,7 +233,7 @@ fn data_movement_and_compile_time_shapes() {
         node("shape", "Shape", &["x"], vec![]),
         ints("m1", &[-1]),
         node("flat", "Reshape", &["x", "m1"], vec![]),
-        ints("ax0", &[0]),
+        konst("ax0", Tensor::scalar_i32(0)),
         node("cat", "ConcatV2", &["flat", "flat", "ax0"], vec![]),
         ints("bshape", &[3, 2, 3, 4]),
         node("bt", "BroadcastTo", &["x", "bshape"], vec![]),
@@ -692,7 +692,7 @@ fn gather_with_batch_dims() {
     let g = graph(vec![
         arg("p", 0, DType::Float32),
         arg("i", 1, DType::Int32),
-        ints("axis", &[1]),
+        konst("axis", Tensor::scalar_i32(1)),
         node("g", "GatherV2", &["p", "i", "axis"], vec![("batch_dims", AttrValue::I(1))]),
         ret("r", "g", 0),
     ]);
@@ -742,7 +742,7 @@ fn unsorted_segment_sum() {
     let g = graph(vec![
         arg("d", 0, DType::Float32),
         arg("ids", 1, DType::Int32),
-        ints("n", &[3]),
+        konst("n", Tensor::scalar_i32(3)),
         node("s", "UnsortedSegmentSum", &["d", "ids", "n"], vec![]),
         ret("r", "s", 0),
     ]);

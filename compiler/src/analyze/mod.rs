@@ -146,6 +146,7 @@ pub fn analyze(
             }
             _ => {
                 let mut info = analyze_node(node, &ins, inputs, constants)?;
+                agree_with_registry(node, &ins, &info)?;
                 if let (NodeKind::Arg(i), Some(out)) = (&info.kind, info.outputs.first_mut()) {
                     out.list = lists.iter().find(|(k, _)| k == i).map(|(_, t)| t.clone());
                 }
@@ -170,6 +171,56 @@ pub fn analyze(
         .collect::<Result<_, _>>()?;
     check_dead_nodes(body, &full_order, &nodes, inputs, constants)?;
     Ok(Analysis { order, nodes, retvals })
+}
+
+/// Integer constants up to this many elements are given to the registry's shape functions
+/// as values (the graph crate's inference tracks as many).
+const REGISTRY_VALUE_LIMIT: usize = 1024;
+
+/// The registry's shape function (the graph crate's one account of each op's shapes, which
+/// `infer` and `verify` use) evaluated on the node's concrete input shapes and the values of
+/// its compile-time integer inputs: every output shape it determines must be the shape the
+/// analysis gives, or the node is declined (`Invalid`: the interpreter runs the body and its
+/// kernel reports whatever is wrong). So the compiler never lowers a node to other shapes
+/// than the rest of the system infers for it; a test over every lowering holds the two in
+/// step.
+fn agree_with_registry(node: &Node, ins: &[ValueInfo], info: &NodeInfo) -> Result<(), CompileError> {
+    use autoclust_graph::registry::{lookup, InferCtx, InputFacts};
+    use autoclust_graph::{Dim, Shape};
+    if matches!(info.kind, NodeKind::Arg(_) | NodeKind::Retval(_)) {
+        return Ok(());
+    }
+    let Some(schema) = lookup(&node.op) else { return Ok(()) };
+    let shapes: Vec<Shape> = ins.iter().map(|v| Shape::known(&v.shape)).collect();
+    let values: Vec<Option<Vec<Dim>>> = ins
+        .iter()
+        .map(|v| {
+            let t = v.konst.as_ref().filter(|t| t.dtype.is_integer() && t.num_elements() <= REGISTRY_VALUE_LIMIT)?;
+            Some(t.to_i64_vec()?.into_iter().map(Some).collect())
+        })
+        .collect();
+    let facts: Vec<InputFacts<'_>> = ins
+        .iter()
+        .zip(&shapes)
+        .zip(&values)
+        .map(|((v, shape), value)| InputFacts { dtype: Some(v.dtype), shape, value: value.as_deref(), handle: None })
+        .collect();
+    let out_types: Vec<DType> = info.outputs.iter().map(|o| o.dtype).collect();
+    let ctx = InferCtx { node, inputs: &facts, out_types: &out_types };
+    let want = schema
+        .infer_shapes(&ctx)
+        .map_err(|e| CompileError::Invalid(format!("node '{}' ({}): {e}", node.name, node.op)))?;
+    for (i, (got, want)) in info.outputs.iter().zip(&want).enumerate() {
+        if let Some(dims) = want.to_known() {
+            if dims != got.shape {
+                return Err(CompileError::Invalid(format!(
+                    "node '{}' ({}): output {i} analysed as {:?}, but its shape function gives {want}",
+                    node.name, node.op, got.shape
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks the nodes no result needs (a gradient only a control edge waited for, whose
