@@ -19,6 +19,7 @@ use smallvec::SmallVec;
 use crate::error::{KResult, KernelError};
 
 pub(crate) mod array;
+pub(crate) mod audio;
 pub(crate) mod batchnorm;
 pub(crate) mod bmp;
 pub(crate) mod by_position;
@@ -146,6 +147,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = csv::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = audio::prepare(node)? {
         return Ok(f);
     }
 

@@ -362,7 +362,7 @@ fn complex_fft(t: &Tensor, k: usize, inverse: bool) -> KResult<Tensor> {
 }
 
 /// `RFFT*` over the innermost `k` dimensions, to `out` (complex64 or complex128).
-fn real_fft(t: &Tensor, lengths: &[usize], out: DType) -> KResult<Tensor> {
+pub(crate) fn real_fft(t: &Tensor, lengths: &[usize], out: DType) -> KResult<Tensor> {
     let k = lengths.len();
     check_rank(t, k)?;
     let r = t.shape.len();

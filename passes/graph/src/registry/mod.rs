@@ -13,6 +13,7 @@
 //!
 //! Ops not in the registry are opaque: the verifier never rejects them.
 
+mod audio;
 mod bitwise;
 mod build;
 mod calls;
@@ -296,6 +297,7 @@ const TABLES: &[&[OpSchema]] = &[
     strings::OPS,
     summary::OPS,
     files::OPS,
+    audio::OPS,
     parsing::OPS,
     control_flow::OPS,
     diag::OPS,
