@@ -393,6 +393,61 @@ fn add_rows<T: Num>(x: &Tensor, rows: &[usize], v: &Tensor, row: usize, sub: boo
     Ok(tensor_of(x.shape.clone(), out))
 }
 
+/// `DataFormatDimMap`: each axis index of the source layout (taken modulo the rank, as
+/// `floormod`) becomes that axis' index in the destination layout.
+fn data_format_dim_map(x: &Tensor, src: &[u8], dst: &[u8]) -> KResult<Tensor> {
+    let rank = src.len() as i64;
+    let map: Vec<i64> = src.iter().map(|c| dst.iter().position(|d| d == c).expect("a permutation") as i64).collect();
+    let y: Vec<i64> = super::int_values(x, "x")?.iter().map(|&v| map[v.rem_euclid(rank) as usize]).collect();
+    super::int_tensor(x.dtype, x.shape.clone(), y)
+}
+
+/// `DataFormatVecPermute`: a vector (or `[n, 2]` matrix of rows) of per-axis values in the source
+/// layout, reordered into the destination layout; `n` is the layout's length or its number of
+/// spatial axes (the layout without `N` and `C`).
+fn data_format_vec_permute(x: &Tensor, src: &[u8], dst: &[u8]) -> KResult<Tensor> {
+    let spatial = |f: &[u8]| f.iter().copied().filter(|c| *c != b'N' && *c != b'C').collect::<Vec<u8>>();
+    let n = x.shape.first().copied().unwrap_or(0);
+    let (full, sp) = (src.len(), spatial(src).len());
+    match x.rank() {
+        1 if n == full || n == sp => {}
+        1 => {
+            return Err(KernelError::invalid(format!(
+                "1D input must be of size {sp} or {full}, but got shape {}",
+                debug_shape(&x.shape)
+            )))
+        }
+        2 if n != full && n != sp => {
+            return Err(KernelError::invalid(format!(
+                "First dimension of 2D input must be of size {sp} or {full}, but got shape {}",
+                debug_shape(&x.shape)
+            )))
+        }
+        2 if x.shape[1] != 2 => {
+            return Err(KernelError::invalid(format!(
+                "Second dimension of 2D input must be of size 2, but got shape {}",
+                debug_shape(&x.shape)
+            )))
+        }
+        2 => {}
+        _ => {
+            return Err(KernelError::invalid(format!(
+                "input must be a vector or 2D tensor, but got shape {}",
+                debug_shape(&x.shape)
+            )))
+        }
+    }
+    let (src, dst) = if n == full { (src.to_vec(), dst.to_vec()) } else { (spatial(src), spatial(dst)) };
+    let row = if x.rank() == 2 { 2 } else { 1 };
+    let v = super::int_values(x, "x")?;
+    let mut y = Vec::with_capacity(v.len());
+    for c in &dst {
+        let from = src.iter().position(|s| s == c).expect("a permutation");
+        y.extend_from_slice(&v[from * row..(from + 1) * row]);
+    }
+    super::int_tensor(x.dtype, x.shape.clone(), y)
+}
+
 #[cfg(test)]
 #[allow(clippy::excessive_precision, clippy::approx_constant)] // TensorFlow's printed values
 mod tests {
@@ -546,59 +601,4 @@ mod tests {
         let r = run1(&e, &[Tensor::from_i32(vec![2], vec![2, 3]).unwrap()]).unwrap();
         assert_eq!((r.shape.clone(), f(&r)), (vec![2, 3], vec![0.0; 6]));
     }
-}
-
-/// `DataFormatDimMap`: each axis index of the source layout (taken modulo the rank, as
-/// `floormod`) becomes that axis' index in the destination layout.
-fn data_format_dim_map(x: &Tensor, src: &[u8], dst: &[u8]) -> KResult<Tensor> {
-    let rank = src.len() as i64;
-    let map: Vec<i64> = src.iter().map(|c| dst.iter().position(|d| d == c).expect("a permutation") as i64).collect();
-    let y: Vec<i64> = super::int_values(x, "x")?.iter().map(|&v| map[v.rem_euclid(rank) as usize]).collect();
-    super::int_tensor(x.dtype, x.shape.clone(), y)
-}
-
-/// `DataFormatVecPermute`: a vector (or `[n, 2]` matrix of rows) of per-axis values in the source
-/// layout, reordered into the destination layout; `n` is the layout's length or its number of
-/// spatial axes (the layout without `N` and `C`).
-fn data_format_vec_permute(x: &Tensor, src: &[u8], dst: &[u8]) -> KResult<Tensor> {
-    let spatial = |f: &[u8]| f.iter().copied().filter(|c| *c != b'N' && *c != b'C').collect::<Vec<u8>>();
-    let n = x.shape.first().copied().unwrap_or(0);
-    let (full, sp) = (src.len(), spatial(src).len());
-    match x.rank() {
-        1 if n == full || n == sp => {}
-        1 => {
-            return Err(KernelError::invalid(format!(
-                "1D input must be of size {sp} or {full}, but got shape {}",
-                debug_shape(&x.shape)
-            )))
-        }
-        2 if n != full && n != sp => {
-            return Err(KernelError::invalid(format!(
-                "First dimension of 2D input must be of size {sp} or {full}, but got shape {}",
-                debug_shape(&x.shape)
-            )))
-        }
-        2 if x.shape[1] != 2 => {
-            return Err(KernelError::invalid(format!(
-                "Second dimension of 2D input must be of size 2, but got shape {}",
-                debug_shape(&x.shape)
-            )))
-        }
-        2 => {}
-        _ => {
-            return Err(KernelError::invalid(format!(
-                "input must be a vector or 2D tensor, but got shape {}",
-                debug_shape(&x.shape)
-            )))
-        }
-    }
-    let (src, dst) = if n == full { (src.to_vec(), dst.to_vec()) } else { (spatial(src), spatial(dst)) };
-    let row = if x.rank() == 2 { 2 } else { 1 };
-    let v = super::int_values(x, "x")?;
-    let mut y = Vec::with_capacity(v.len());
-    for c in &dst {
-        let from = src.iter().position(|s| s == c).expect("a permutation");
-        y.extend_from_slice(&v[from * row..(from + 1) * row]);
-    }
-    super::int_tensor(x.dtype, x.shape.clone(), y)
 }
