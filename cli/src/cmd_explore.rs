@@ -9,16 +9,15 @@ use std::process::ExitCode;
 use autoclust_graph::{Graph, Tensor};
 use autoclust_passes::cluster::{ClusterConfig, DEFAULT_MIN_CLUSTER_SIZE};
 use autoclust_runtime::tensor_io;
-use autoclust_semantics::{autoclusterer, explore_graph, Exploration, Inputs, Limits, Outcome, Query, Rmw};
+use autoclust_semantics::{
+    autoclusterer, explore_graph, ClusterFn, ClusterSpec, Exploration, Inputs, Limits, Outcome, Query, Rmw,
+};
 
 use crate::io::{load_graph, Format};
 use crate::model::{
     is_saved_model, load_model, no_signature_without_model, only_input, read_feed_file, read_vars, ModelContext,
 };
 use crate::CliError;
-
-/// Environment switch equivalent to `--unsafe-ignore-safety` (tests only).
-pub const IGNORE_SAFETY_ENV: &str = "AUTOCLUST_UNSAFE_IGNORE_SAFETY";
 
 /// Inputs, fetches and model options shared by `explore` and `verify`.
 #[derive(clap::Args)]
@@ -66,9 +65,12 @@ pub struct Common {
     /// Minimum cluster size for the clustered program.
     #[arg(long, default_value_t = DEFAULT_MIN_CLUSTER_SIZE, value_name = "N")]
     pub min_cluster_size: usize,
-    /// TEST ONLY: cluster ignoring the safety analysis (also AUTOCLUST_UNSAFE_IGNORE_SAFETY=1).
-    #[arg(long, hide = true)]
-    pub unsafe_ignore_safety: bool,
+    /// Check this clustering instead of autoclust's own (`verify`, `explore --clustered`): a file
+    /// in `cluster --json`'s form, `{"clusters": [{"name": .., "nodes": [NAME, ..]}, ..]}` — a
+    /// hand-made clustering, another tool's, TensorFlow's XLA clusters. Nodes the fetches and
+    /// targets do not need are dropped from it.
+    #[arg(long, value_name = "FILE")]
+    pub clusters: Option<PathBuf>,
     /// Input format (default: from the extension).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -144,14 +146,54 @@ impl Common {
         Ok((query, names))
     }
 
-    /// The clusterer's configuration, honouring the test-only safety switch.
-    pub fn cluster_config(&self) -> ClusterConfig {
-        let env = std::env::var(IGNORE_SAFETY_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
-        ClusterConfig {
-            min_cluster_size: self.min_cluster_size,
-            ignore_safety: self.unsafe_ignore_safety || env,
-            ..ClusterConfig::default()
+    /// The clustering `explore --clustered` and `verify` check: autoclust's own, or the one
+    /// `--clusters` gives (its node names checked against `graph`, each node in one cluster).
+    pub fn clusterer(&self, graph: &Graph) -> Result<Box<ClusterFn<'static>>, CliError> {
+        let Some(path) = &self.clusters else {
+            let config = ClusterConfig { min_cluster_size: self.min_cluster_size, ..ClusterConfig::default() };
+            return Ok(Box::new(autoclusterer(config)));
+        };
+        let bad = |m: String| CliError::input(format!("{}: {m}", path.display()));
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        let list = json
+            .get("clusters")
+            .and_then(serde_json::Value::as_array)
+            .ok_or_else(|| bad("expected {\"clusters\": [{\"name\": .., \"nodes\": [..]}, ..]}".into()))?;
+        let mut owner: HashMap<String, String> = HashMap::new();
+        let mut specs: Vec<(String, Vec<String>)> = Vec::new();
+        for (i, c) in list.iter().enumerate() {
+            let name = c
+                .get("name")
+                .and_then(serde_json::Value::as_str)
+                .map_or_else(|| format!("cluster_{i}"), str::to_string);
+            let nodes = c
+                .get("nodes")
+                .and_then(serde_json::Value::as_array)
+                .ok_or_else(|| bad(format!("cluster '{name}' has no \"nodes\" list")))?;
+            let mut names = Vec::with_capacity(nodes.len());
+            for n in nodes {
+                let n = n.as_str().ok_or_else(|| bad(format!("cluster '{name}': node names must be strings")))?;
+                if graph.find(n).is_none() {
+                    return Err(bad(format!("cluster '{name}': no node '{n}' in the graph")));
+                }
+                if let Some(other) = owner.insert(n.to_string(), name.clone()) {
+                    return Err(bad(format!("node '{n}' is in two clusters, '{other}' and '{name}'")));
+                }
+                names.push(n.to_string());
+            }
+            specs.push((name, names));
         }
+        Ok(Box::new(move |g: &Graph| {
+            Ok(specs
+                .iter()
+                .map(|(name, nodes)| ClusterSpec {
+                    name: name.clone(),
+                    nodes: nodes.iter().filter_map(|n| g.find(n)).collect(),
+                })
+                .filter(|c| !c.nodes.is_empty())
+                .collect())
+        }))
     }
 
     /// Reads `--feeds`, `--vars`, `--feed` and `--var` against `graph`; a SavedModel's
@@ -297,8 +339,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let (query, names) = args.common.query(model.as_ref())?;
     let mut inputs = args.common.inputs(&graph, model.as_ref())?;
     let tables = args.common.initialise(&graph, model.as_ref(), &mut inputs)?;
-    let clusterer = autoclusterer(args.common.cluster_config());
-    let clusterer = args.clustered.then_some(&clusterer as &autoclust_semantics::ClusterFn<'_>);
+    let clusterer = args.common.clusterer(&graph)?;
+    let clusterer = args.clustered.then_some(&*clusterer);
     let mut exploration = explore_graph(
         &graph,
         &query,

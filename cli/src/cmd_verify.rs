@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use autoclust_semantics::{autoclusterer, verify, RuntimeCalls};
+use autoclust_semantics::{verify, RuntimeCalls};
 
 use crate::cmd_explore::{describe_outcome, rename_fetches, Common, Loaded};
 use crate::CliError;
@@ -25,9 +25,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let (query, names) = args.common.query(model.as_ref())?;
     let mut inputs = args.common.inputs(&graph, model.as_ref())?;
     let tables = args.common.initialise(&graph, model.as_ref(), &mut inputs)?;
-    let clusterer = autoclusterer(args.common.cluster_config());
+    let clusterer = args.common.clusterer(&graph)?;
     let eval = RuntimeCalls::with_tables(graph.library.clone(), tables);
-    let mut verdict = verify(&graph, &query, &clusterer, &inputs, &eval)
+    let mut verdict = verify(&graph, &query, &*clusterer, &inputs, &eval)
         .map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
     rename_fetches(&mut verdict.original, &names);
     rename_fetches(&mut verdict.clustered, &names);

@@ -13,7 +13,7 @@ fn case(name: &str) -> PathBuf {
 /// Runs autoclust; (exit code, stdout, stderr).
 fn autoclust(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_autoclust"));
-    cmd.args(args).env_remove("AUTOCLUST_UNSAFE_IGNORE_SAFETY");
+    cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -107,25 +107,43 @@ fn verify_passes_with_the_real_clusterer() {
     }
 }
 
-/// Seed 001: a clusterer that ignores the safety analysis puts `a6` and
-/// `r0` in one cluster; verify finds v0 == 6 with r0 != 8.
+/// Seed 001: a clustering that ignores the safety analysis puts `a6` and `r0` in one
+/// cluster; `verify --clusters` finds v0 == 6 with r0 != 8. Bad cluster files are errors
+/// naming the file.
 #[test]
 fn verify_catches_a_clustering_that_ignores_safety() {
     let path = case("problem.graph");
-    let mut args = vec!["verify", path.to_str().unwrap(), "--min-cluster-size", "1"];
+    let dir = tempfile::tempdir().unwrap();
+    let clusters = dir.path().join("clusters.json");
+    let write = |json: &str| std::fs::write(&clusters, json).unwrap();
+    write(r#"{"clusters": [{"name": "wrong", "nodes": ["a6", "r0"]}]}"#);
+    let mut args = vec!["verify", path.to_str().unwrap(), "--clusters", clusters.to_str().unwrap()];
     args.extend_from_slice(PROBLEM);
-    for env in [&[("AUTOCLUST_UNSAFE_IGNORE_SAFETY", "1")][..], &[]] {
-        let mut a = args.clone();
-        if env.is_empty() {
-            a.push("--unsafe-ignore-safety");
-        }
-        let (code, stdout, stderr) = autoclust(&a, env);
-        assert_eq!(code, 1, "{stdout}{stderr}");
-        assert!(stderr.starts_with("error:"), "{stderr}");
-        let outcome = stdout.lines().find(|l| l.starts_with("outcome:")).expect("an outcome line");
-        assert!(outcome.contains("v0 = 6 "), "{outcome}");
-        assert!(outcome.contains("r0:0 = ") && !outcome.contains("r0:0 = 8 "), "{outcome}");
-        assert!(stdout.contains("schedule:") && stdout.contains("snapshot-read [v1]"), "{stdout}");
+    let (code, stdout, stderr) = autoclust(&args, &[]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stderr.starts_with("error:"), "{stderr}");
+    let outcome = stdout.lines().find(|l| l.starts_with("outcome:")).expect("an outcome line");
+    assert!(outcome.contains("v0 = 6 "), "{outcome}");
+    assert!(outcome.contains("r0:0 = ") && !outcome.contains("r0:0 = 8 "), "{outcome}");
+    assert!(stdout.contains("schedule:") && stdout.contains("snapshot-read [v1]"), "{stdout}");
+    // A legal clustering of the same nodes' neighbours passes.
+    write(r#"{"clusters": [{"name": "ok", "nodes": ["six", "a6"]}]}"#);
+    let (code, stdout, stderr) = autoclust(&args, &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    for (json, says) in [
+        (r#"{"clusters": [{"name": "c", "nodes": ["nope"]}]}"#, "no node 'nope' in the graph"),
+        (
+            r#"{"clusters": [{"name": "c", "nodes": ["a6"]}, {"name": "d", "nodes": ["a6"]}]}"#,
+            "node 'a6' is in two clusters",
+        ),
+        (r#"{"groups": []}"#, "expected {\"clusters\""),
+        ("not json", "not JSON"),
+    ] {
+        write(json);
+        let (code, stdout, stderr) = autoclust(&args, &[]);
+        assert_eq!(code, 1, "{json}: {stdout}{stderr}");
+        assert!(stderr.contains("clusters.json: ") && stderr.contains(says), "{json}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
 

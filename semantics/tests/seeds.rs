@@ -232,9 +232,14 @@ fn real_clusterer_with_and_without_the_safety_analysis() {
     let inputs = vars(&[("v0", 0), ("v1", 0)]);
     let safe = autoclusterer(ClusterConfig { min_cluster_size: 1, ..ClusterConfig::default() });
     assert!(verify(&g, &q, &safe, &inputs, &RuntimeKernels).unwrap().holds());
-    let unsafe_ = autoclusterer(ClusterConfig { min_cluster_size: 1, ignore_safety: true, ..ClusterConfig::default() });
+    // The clustering the safety analysis forbids: the write a6 and the read r0 it reaches.
+    let unsafe_ = |g: &autoclust_graph::Graph| {
+        let nodes = ["a6", "r0"].iter().map(|n| g.find(n).unwrap()).collect();
+        Ok(vec![ClusterSpec { name: "cluster_0".into(), nodes }])
+    };
     let verdict = verify(&g, &q, &unsafe_, &inputs, &RuntimeKernels).unwrap();
-    let (outcome, schedule) = verdict.witness().expect("ignoring the safety analysis must add an outcome");
+    let (outcome, schedule) =
+        verdict.witness().expect("clustering a write with the read it reaches must add an outcome");
     let v0 = outcome.variables.iter().find(|(n, _)| n == "v0").unwrap().1.as_i32().unwrap()[0];
     let r0 = outcome.fetches[0].1.as_i32().unwrap()[0];
     assert_eq!((v0 == 6, r0 != 8), (true, true), "{outcome:?} via {schedule:?}");

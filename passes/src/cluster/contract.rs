@@ -279,14 +279,14 @@ impl<'a> Engine<'a> {
                 continue;
             }
             resource_ops[i].push(id);
-            if let Some(vars) = crate::compilable::multi_variable_update(graph, id).filter(|_| !config.ignore_safety) {
+            if let Some(vars) = crate::compilable::multi_variable_update(graph, id) {
                 updates[i].push((id, vars));
             }
             if let Some(w) = safety.writer_index(id) {
                 writers[i].push(w as u32);
                 first_writer[i] = topo_pos[i];
             }
-            if let Some(set) = safety.reaching_writers_shared(id).filter(|_| !config.ignore_safety) {
+            if let Some(set) = safety.reaching_writers_shared(id) {
                 reached[i] = Some(set);
                 last_reader[i] = topo_pos[i];
             }

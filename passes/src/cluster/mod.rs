@@ -180,9 +180,6 @@ pub struct ClusterConfig {
     /// write-before-read refusal is a tenth of the clusterer's time on large graphs, and
     /// `run` never shows them; uncompilable nodes are explained either way.
     pub explain_refusals: bool,
-    /// TEST ONLY: ignore the safety analysis (allows incompatible pairs in a
-    /// cluster), so `autoclust verify` can be shown to catch a wrong clustering.
-    pub ignore_safety: bool,
 }
 
 /// The documented default minimum cluster size (see the module doc).
@@ -196,7 +193,6 @@ impl Default for ClusterConfig {
             sibling_search_budget: 4096,
             edge_search_budget: 4096,
             explain_refusals: true,
-            ignore_safety: false,
         }
     }
 }
