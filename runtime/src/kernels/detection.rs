@@ -26,6 +26,14 @@ use super::{arity, attr_bool_or, int_scalar, tensor_of, Inputs, Outputs, PureFn}
 use crate::error::{KResult, KernelError};
 
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
+    if node.op == "NonMaxSuppressionWithOverlaps" {
+        return Ok(Some(Box::new(|inp: Inputs| {
+            arity(&inp, 5)?;
+            let picked = nms_with_overlaps(&inp)?;
+            let idx: Vec<i32> = picked.iter().map(|&i| i as i32).collect();
+            super::one(tensor_of(vec![idx.len()], idx))
+        })));
+    }
     if node.op == "CombinedNonMaxSuppression" {
         let pad_per_class = attr_bool_or(node, "pad_per_class", false)?;
         let clip_boxes = attr_bool_or(node, "clip_boxes", true)?;
@@ -307,17 +315,79 @@ fn nms(
     if sigma < 0.0 {
         return Err(KernelError::invalid("soft_nms_sigma must be non-negative"));
     }
+    Ok(greedy(s, max as usize, iou_threshold, score_threshold, sigma, |i, j| iou(b, i, j)))
+}
+
+/// `NonMaxSuppressionWithOverlaps`: hard NMS with a given similarity matrix (`overlaps[i][j]`
+/// for candidate `i` against selected `j`), TensorFlow's checks in its order (no range check
+/// on `overlap_threshold`).
+fn nms_with_overlaps(inp: &Inputs) -> KResult<Vec<usize>> {
+    let bad = |m: String| Err(KernelError::invalid(m));
+    let zero_d = |t: &Tensor, what: &str| -> KResult<()> {
+        if t.rank() == 0 {
+            Ok(())
+        } else {
+            Err(KernelError::invalid(format!("{what} must be 0-D, got shape {}", debug_shape(&t.shape))))
+        }
+    };
+    zero_d(&inp[2], "max_output_size")?;
+    zero_d(&inp[3], "overlap_threshold")?;
+    zero_d(&inp[4], "score_threshold")?;
+    let (overlaps, scores) = (&inp[0], &inp[1]);
+    if overlaps.rank() != 2 {
+        return bad(format!("overlaps must be 2-D{}", debug_shape(&overlaps.shape)));
+    }
+    if overlaps.shape[0] != overlaps.shape[1] {
+        return bad(format!("overlaps must be square{}", debug_shape(&overlaps.shape)));
+    }
+    let n = overlaps.shape[0];
+    if scores.rank() != 1 {
+        return bad(format!(
+            "scores must be 1-D{} (Shape must be rank 1 but is rank {})",
+            debug_shape(&scores.shape),
+            scores.rank()
+        ));
+    }
+    if scores.shape[0] != n {
+        return bad(format!(
+            "scores has incompatible shape (Dimensions must be equal, but are {n} and {})",
+            scores.shape[0]
+        ));
+    }
+    let max = int_scalar(&inp[2], "max_output_size")?;
+    if max < 0 {
+        return bad("output size must be non-negative".into());
+    }
+    let (Some(o), Some(s)) = (overlaps.as_f32(), scores.as_f32()) else {
+        return bad("overlaps and scores must be float32".into());
+    };
+    let (threshold, score_threshold) = (scalar(&inp[3], "overlap_threshold")?, scalar(&inp[4], "score_threshold")?);
+    Ok(greedy(s, max as usize, threshold, score_threshold, 0.0, |i, j| o[i * n + j]).0)
+}
+
+/// TensorFlow's greedy selection (`DoNonMaxSuppressionOp`): candidates above
+/// `score_threshold` best first (ties: lower index), each compared once with every box
+/// selected since it was last looked at, `similarity(candidate, selected)`.
+fn greedy(
+    s: &[f32],
+    max: usize,
+    iou_threshold: f32,
+    score_threshold: f32,
+    sigma: f32,
+    similarity: impl Fn(usize, usize) -> f32,
+) -> (Vec<usize>, Vec<f32>) {
+    let n = s.len();
     let soft = sigma > 0.0;
     let coeff = if soft { -0.5 / sigma } else { 0.0 };
     let mut queue: std::collections::BinaryHeap<Candidate> =
         (0..n).filter(|&i| s[i] > score_threshold).map(|i| Candidate { score: s[i], index: i, seen: 0 }).collect();
     let (mut selected, mut selected_scores) = (Vec::new(), Vec::new());
-    while selected.len() < max as usize {
+    while selected.len() < max {
         let Some(mut c) = queue.pop() else { break };
         let original = c.score;
         let mut hard = false;
         for j in (c.seen..selected.len()).rev() {
-            let sim = iou(b, c.index, selected[j]);
+            let sim = similarity(c.index, selected[j]);
             // Soft-NMS decays every overlap, above the IoU threshold too (TensorFlow's results).
             let weight = if soft {
                 (coeff * sim * sim).exp()
@@ -346,7 +416,7 @@ fn nms(
             queue.push(c);
         }
     }
-    Ok((selected, selected_scores))
+    (selected, selected_scores)
 }
 
 #[cfg(test)]
@@ -516,5 +586,36 @@ mod tests {
         let v3 = compute(&node("NonMaxSuppressionV3", &[]), &[boxes, scores, Tensor::scalar_i32(10), f(0.5), f(0.0)])
             .unwrap();
         assert_eq!(v3[0].as_i32().unwrap(), &[0, 2, 3]);
+    }
+
+    /// TensorFlow 2.21's `NonMaxSuppressionWithOverlaps`: the similarity is the overlap of the
+    /// candidate's row with the selected box's column; the threshold is not range-checked.
+    #[test]
+    fn nms_with_overlaps_matches_tensorflow() {
+        let run = |o: Vec<f32>, n: usize, s: Vec<f32>, max: i32, t: f32, st: f32| {
+            let over = Tensor::from_f32(vec![n, o.len() / n.max(1)], o).unwrap();
+            let scores = Tensor::from_f32(vec![s.len()], s).unwrap();
+            let ins = [over, scores, Tensor::scalar_i32(max), Tensor::scalar_f32(t), Tensor::scalar_f32(st)];
+            compute(&node("NonMaxSuppressionWithOverlaps", &[]), &ins).map(|o| o[0].as_i32().unwrap().to_vec())
+        };
+        assert_eq!(run(vec![0., 0.9, 0., 0.], 2, vec![0.5, 0.9], 10, 0.5, 0.).unwrap(), [1]);
+        assert_eq!(run(vec![0., 0., 0.9, 0.], 2, vec![0.5, 0.9], 10, 0.5, 0.).unwrap(), [1, 0]);
+        let o = vec![1., 0.6, 0.2, 0.6, 1., 0.7, 0.2, 0.7, 1.];
+        let s = vec![0.9, 0.8, 0.7];
+        for (max, t, st, want) in [
+            (10, 0.5, 0., vec![0, 2]),
+            (10, 5., 0., vec![0, 1, 2]),
+            (10, -1., 0., vec![0]),
+            (1, 0.5, 0., vec![0]),
+            (10, 0.65, 0.75, vec![0, 1]),
+        ] {
+            assert_eq!(run(o.clone(), 3, s.clone(), max, t, st).unwrap(), want, "{max} {t} {st}");
+        }
+        let err = |r: KResult<Vec<i32>>| r.unwrap_err().to_string();
+        assert!(err(run(vec![1., 2., 3., 1., 2., 3.], 2, vec![0.9, 0.8], 10, 0.5, 0.))
+            .contains("overlaps must be square[2,3]"));
+        assert!(err(run(o.clone(), 3, vec![0.9, 0.8], 10, 0.5, 0.))
+            .contains("scores has incompatible shape (Dimensions must be equal, but are 3 and 2)"));
+        assert!(err(run(o, 3, s, -1, 0.5, 0.)).contains("output size must be non-negative"));
     }
 }

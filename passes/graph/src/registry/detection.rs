@@ -1,5 +1,6 @@
 //! Schemas of the object-detection ops of TensorFlow's inference graphs (`image_ops.cc`):
-//! `CombinedNonMaxSuppression` (batched, per class), TF1's `NonMaxSuppression` and `V2`, `NonMaxSuppressionV3`, `V4` (padded output) and `V5` (soft-NMS with scores), the ops
+//! `CombinedNonMaxSuppression` (batched, per class), `NonMaxSuppressionWithOverlaps`, TF1's
+//! `NonMaxSuppression` and `V2`, `NonMaxSuppressionV3`, `V4` (padded output) and `V5` (soft-NMS with scores), the ops
 //! `tf.image.non_max_suppression*` emit in SSD / Faster R-CNN / Keras-CV post-processing.
 
 use super::build::{arg, bool_attr_or, pure_op, type_attr_or};
@@ -38,6 +39,28 @@ fn check(c: &InferCtx<'_>) -> Result<(), String> {
 /// The selected indices: `[max_output_size]` when padded, else `[?]`.
 fn selected(c: &InferCtx<'_>, padded: bool) -> Shape {
     Shape::with_dims(vec![if padded { c.scalar_value(2) } else { None }])
+}
+
+/// `NonMaxSuppressionWithOverlaps`: a square `overlaps`, scores `[N]`, scalars.
+fn with_overlaps(c: &InferCtx<'_>) -> Shapes {
+    let o = c.shape(0);
+    if let Some(r) = o.rank().filter(|&r| r != 2) {
+        return Err(format!("Shape must be rank 2 but is rank {r}"));
+    }
+    if let Some([Some(a), Some(b)]) = o.dims.as_deref() {
+        if a != b {
+            return Err(format!("Dimensions must be equal, but are {a} and {b}"));
+        }
+    }
+    if let Some(r) = c.shape(1).rank().filter(|&r| r != 1) {
+        return Err(format!("Shape must be rank 1 but is rank {r}"));
+    }
+    for i in 2..c.inputs.len() {
+        if let Some(r) = c.shape(i).rank().filter(|&r| r != 0) {
+            return Err(format!("Shape must be rank 0 but is rank {r}"));
+        }
+    }
+    Ok(vec![Shape::with_dims(vec![None])])
 }
 
 fn nms_v3(c: &InferCtx<'_>) -> Shapes {
@@ -167,6 +190,20 @@ pub(super) static OPS: &[OpSchema] = &[
         nms_v3,
     ),
     pure_op("NonMaxSuppressionV2", OpFamily::NeuralNet, V2_IN, &[arg("selected_indices", I32)], V2_ATTRS, nms_v3),
+    pure_op(
+        "NonMaxSuppressionWithOverlaps",
+        OpFamily::NeuralNet,
+        &[
+            arg("overlaps", F32),
+            arg("scores", F32),
+            arg("max_output_size", I32),
+            arg("overlap_threshold", F32),
+            arg("score_threshold", F32),
+        ],
+        &[arg("selected_indices", I32)],
+        &[],
+        with_overlaps,
+    ),
     pure_op("NonMaxSuppressionV3", OpFamily::NeuralNet, V3_IN, &[arg("selected_indices", I32)], V3_ATTRS, nms_v3),
     pure_op(
         "NonMaxSuppressionV4",
