@@ -635,6 +635,19 @@ pub(crate) mod testing {
         AttrValue::Type(d)
     }
 
+    /// A node of `op` with `attrs` and no inputs, for calling a shape function directly.
+    pub(crate) fn bare_node(op: &str, attrs: &[(&str, AttrValue)]) -> crate::Node {
+        crate::Node {
+            name: "n".into(),
+            op: op.into(),
+            inputs: Vec::new(),
+            control_inputs: Vec::new(),
+            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            device: String::new(),
+            span: None,
+        }
+    }
+
     /// A shape attribute; `-1` is an unknown dimension.
     pub(crate) fn shape(dims: &[i64]) -> AttrValue {
         AttrValue::Shape(Shape::with_dims(dims.iter().map(|&d| (d >= 0).then_some(d)).collect()))

@@ -109,18 +109,10 @@ pub(super) static OPS: &[OpSchema] = &[
 mod tests {
     use super::*;
     use crate::registry::{lookup, InputFacts};
-    use crate::{AttrValue, Node};
+    use crate::AttrValue;
 
     fn infer(op: &str, attrs: &[(&str, AttrValue)], shapes: &[Shape]) -> Shapes {
-        let node = Node {
-            name: "n".into(),
-            op: op.into(),
-            inputs: Vec::new(),
-            control_inputs: Vec::new(),
-            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-            device: String::new(),
-            span: None,
-        };
+        let node = crate::infer::testing::bare_node(op, attrs);
         let inputs: Vec<InputFacts<'_>> =
             shapes.iter().map(|s| InputFacts { dtype: None, shape: s, value: None, handle: None }).collect();
         let out_types = [Float32, Int32];

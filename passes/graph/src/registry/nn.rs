@@ -1296,17 +1296,7 @@ mod tests {
     use super::*;
     use crate::{AttrValue, ListValue, Node};
 
-    fn node(op: &str, attrs: &[(&str, AttrValue)]) -> Node {
-        Node {
-            name: "n".into(),
-            op: op.into(),
-            inputs: Vec::new(),
-            control_inputs: Vec::new(),
-            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-            device: String::new(),
-            span: None,
-        }
-    }
+    use crate::infer::testing::bare_node as node;
 
     fn infer(n: &Node, shapes: &[Shape], values: &[Option<Vec<Dim>>], outs: usize) -> Shapes {
         let facts: Vec<InputFacts<'_>> = shapes
