@@ -714,17 +714,7 @@ mod tests {
     use super::super::{lookup, InputFacts};
     use crate::{AttrValue, DType, Node, Shape};
 
-    fn node(op: &str, attrs: &[(&str, AttrValue)]) -> Node {
-        Node {
-            name: "n".into(),
-            op: op.into(),
-            inputs: Vec::new(),
-            control_inputs: Vec::new(),
-            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-            device: String::new(),
-            span: None,
-        }
-    }
+    use crate::infer::testing::bare_node as node;
 
     fn infer(n: &Node, shapes: &[Shape], values: &[Option<Vec<Option<i64>>>]) -> Result<Vec<Shape>, String> {
         let facts: Vec<InputFacts<'_>> = shapes
