@@ -9,6 +9,11 @@
 //! typed `*_val` fields with their rule that a shorter list repeats its last value — through
 //! the one TensorProto reader the graph loader uses (`autoclust_graphdef`). Errors are
 //! TensorFlow's words.
+//!
+//! Also `Fingerprint` (`tf.fingerprint`), which hashes a tensor's bytes: FarmHash's
+//! `Fingerprint64` of each slice along the first dimension (its elements' little-endian bytes;
+//! for strings, the string itself when a slice holds one, else the slice's strings'
+//! fingerprints, each 8 little-endian bytes, one after another), as 8 little-endian `uint8`s.
 
 use autoclust_graph::{AttrValue, DType, Node, Tensor};
 
@@ -35,9 +40,61 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(parse_tensor(&inp[0], out_type)?)
             })
         }
+        "Fingerprint" => Box::new(|inp: Inputs| {
+            arity(&inp, 2)?;
+            let method = match inp[1].as_strings() {
+                Some([m]) if inp[1].shape.is_empty() => m.clone(),
+                _ => {
+                    return Err(KernelError::invalid(format!(
+                        "`method` should be a scalar string: {}",
+                        debug_shape(&inp[1].shape)
+                    )))
+                }
+            };
+            if method != b"farmhash64" {
+                return Err(KernelError::invalid(format!(
+                    "Unsupported fingerprint method: {}",
+                    String::from_utf8_lossy(&method)
+                )));
+            }
+            one(fingerprint(&inp[0])?)
+        }),
         _ => return Ok(None),
     };
     Ok(Some(f))
+}
+
+/// `Fingerprint`'s `farmhash64`, one row of 8 bytes per slice along the first dimension.
+fn fingerprint(data: &Tensor) -> KResult<Tensor> {
+    use super::string::fingerprint64;
+    if data.shape.is_empty() {
+        return Err(KernelError::invalid(format!(
+            "`data` should have at least one dimension: {}",
+            debug_shape(&data.shape)
+        )));
+    }
+    let rows = data.shape[0];
+    let per_row: usize = data.shape[1..].iter().product();
+    let mut out = Vec::with_capacity(rows * 8);
+    if let Some(strings) = data.as_strings() {
+        for row in 0..rows {
+            let slice = &strings[row * per_row..(row + 1) * per_row];
+            let fp = if per_row == 1 {
+                fingerprint64(&slice[0])
+            } else {
+                let bytes: Vec<u8> = slice.iter().flat_map(|s| fingerprint64(s).to_le_bytes()).collect();
+                fingerprint64(&bytes)
+            };
+            out.extend_from_slice(&fp.to_le_bytes());
+        }
+    } else {
+        let bytes = data.to_le_bytes().ok_or(KernelError::DType(data.dtype))?;
+        let width = if rows == 0 { 0 } else { bytes.len() / rows };
+        for row in 0..rows {
+            out.extend_from_slice(&fingerprint64(&bytes[row * width..(row + 1) * width]).to_le_bytes());
+        }
+    }
+    Ok(Tensor::from_le_bytes(DType::UInt8, vec![rows, 8], &out).expect("8 bytes a row"))
 }
 
 fn parse_tensor(serialized: &Tensor, out_type: DType) -> KResult<Tensor> {
@@ -124,6 +181,36 @@ mod tests {
                 assert_eq!(back.as_strings(), t.as_strings());
             }
         }
+    }
+
+    /// TensorFlow 2.21's `tf.fingerprint`.
+    #[test]
+    fn fingerprints_are_tensorflows() {
+        let fp = |t: Tensor| {
+            let method = Tensor::from_strings(vec![], vec![b"farmhash64".to_vec()]).unwrap();
+            compute(&node("Fingerprint", &[("T", AttrValue::Type(t.dtype))]), &[t, method]).map(|mut o| o.remove(0))
+        };
+        let rows = |t: Tensor| t.to_le_bytes().unwrap().chunks(8).map(<[u8]>::to_vec).collect::<Vec<_>>();
+        let ints = fp(Tensor::from_i32(vec![2, 2], vec![1, 2, 3, 4]).unwrap()).unwrap();
+        assert_eq!(ints.shape, vec![2, 8]);
+        assert_eq!(rows(ints), [vec![76, 18, 253, 133, 168, 204, 240, 10], vec![254, 162, 60, 240, 103, 244, 53, 255]]);
+        let floats = fp(Tensor::from_f32(vec![2], vec![1.5, 2.5]).unwrap()).unwrap();
+        assert_eq!(
+            rows(floats),
+            [vec![64, 181, 56, 72, 223, 224, 189, 72], vec![215, 206, 200, 229, 128, 42, 67, 207]]
+        );
+        let strs = |shape: Vec<usize>, v: &[&str]| {
+            Tensor::from_strings(shape, v.iter().map(|s| s.as_bytes().to_vec()).collect()).unwrap()
+        };
+        let one = fp(strs(vec![2], &["a", "bc"])).unwrap();
+        assert_eq!(rows(one), [vec![227, 117, 223, 182, 101, 66, 69, 179], vec![119, 129, 82, 223, 68, 160, 90, 83]]);
+        let two = fp(strs(vec![2, 2], &["a", "bc", "", "x"])).unwrap();
+        assert_eq!(rows(two), [vec![85, 27, 103, 37, 147, 177, 144, 87], vec![221, 65, 188, 47, 25, 159, 14, 122]]);
+        let empty_rows = fp(Tensor::from_i32(vec![2, 0], vec![]).unwrap()).unwrap();
+        assert_eq!(rows(empty_rows), vec![vec![79, 64, 144, 47, 59, 106, 225, 154]; 2]);
+        assert_eq!(fp(Tensor::from_i32(vec![0, 3], vec![]).unwrap()).unwrap().shape, vec![0, 8]);
+        let e = fp(Tensor::scalar_i32(3)).unwrap_err().to_string();
+        assert!(e.contains("`data` should have at least one dimension: []"), "{e}");
     }
 
     /// `ParseTensor` reads the typed value fields too (a short list repeats its last value),

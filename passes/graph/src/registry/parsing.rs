@@ -4,7 +4,7 @@
 //! indices, values and dense shape; per dense key its values; per ragged key (V2) its values
 //! and row splits. String inputs keep them out of every cluster. Also the raw decoders
 //! (`DecodeRaw`, `DecodePaddedRaw`), `DecodeCSV`, and `tf.io.serialize_tensor`/`parse_tensor`'s
-//! `SerializeTensor` and `ParseTensor`.
+//! `SerializeTensor` and `ParseTensor`, and `Fingerprint`.
 
 use super::build::{arg as a, bool_attr_or, pure_op, repeated as n, type_attr};
 use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, ShapeFn, TypeRule};
@@ -167,7 +167,23 @@ fn decode_csv(c: &InferCtx<'_>) -> Shapes {
 
 const CSV_TYPES: &[DType] = &[Float32, Float64, Int32, Int64, Str];
 
+/// `Fingerprint`: one 8-byte row per slice along the first dimension of `data`.
+fn fingerprint(c: &InferCtx<'_>) -> Shapes {
+    match c.shape(0).dims.as_deref() {
+        Some([]) => Err("Shape must be at least rank 1 but is rank 0".into()),
+        Some(d) => Ok(vec![Shape::with_dims(vec![d[0], Some(8)])]),
+        None => Ok(vec![Shape::with_dims(vec![None, Some(8)])]),
+    }
+}
+
 pub(super) const OPS: &[OpSchema] = &[
+    op(
+        "Fingerprint",
+        &[a("data", TypeRule::Attr("T")), a("method", STR)],
+        &[a("fingerprint", TypeRule::Fixed(UInt8))],
+        &[type_attr("T", None)],
+        fingerprint,
+    ),
     op(
         "DecodeCSV",
         &[a("records", STR), a("record_defaults", TypeRule::ListAttr("OUT_TYPE"))],
