@@ -89,7 +89,7 @@ fn fingerprint(data: &Tensor) -> KResult<Tensor> {
         }
     } else {
         let bytes = data.to_le_bytes().ok_or(KernelError::DType(data.dtype))?;
-        let width = if rows == 0 { 0 } else { bytes.len() / rows };
+        let width = bytes.len().checked_div(rows).unwrap_or(0);
         for row in 0..rows {
             out.extend_from_slice(&fingerprint64(&bytes[row * width..(row + 1) * width]).to_le_bytes());
         }
