@@ -164,7 +164,11 @@ fn hexadecimal(s: &str, precision: u32, min_exp: i32, max_exp: i32) -> Option<f6
     // Bits kept: `precision`, fewer below the normal range (none below half the smallest
     // subnormal, which may still round up to it).
     let keep = if top >= min_exp as i64 { precision as i64 } else { precision as i64 - (min_exp as i64 - top) };
-    let keep = keep.max(0) as u32;
+    if keep < 0 {
+        // Below half the smallest subnormal: rounds to zero.
+        return Some(0.0);
+    }
+    let keep = keep as u32;
     let drop = 64 - keep;
     let kept = if drop >= 64 { 0 } else { m >> drop };
     let rest = if drop >= 64 { m } else { m & ((1u64 << drop) - 1) };
@@ -241,6 +245,10 @@ mod tests {
         assert_eq!(parse_f32(b"0x1p-149").map(f32::to_bits), Some(1));
         assert_eq!(parse_f32(b"0x1p-150").map(f32::to_bits), Some(0), "a tie rounds to even (0)");
         assert_eq!(parse_f32(b"0x1.0000000000000000001p-150").map(f32::to_bits), Some(1), "past the tie");
+        assert_eq!(parse_f32(b"0x1.8p-150").map(f32::to_bits), Some(1));
+        assert_eq!(parse_f32(b"0x1.8p-151").map(f32::to_bits), Some(0), "below half the smallest subnormal");
+        assert_eq!(parse_f32(b"-0x1.fp-160").map(f32::to_bits), Some(0x8000_0000));
+        assert_eq!(parse_f64(b"0x1.8p-1076").map(f64::to_bits), Some(0));
         assert_eq!(parse_f64(b"0x1p-1074").map(f64::to_bits), Some(1));
         assert_eq!(parse_f64(b"0x1p-1075").map(f64::to_bits), Some(0));
         assert_eq!(parse_f64(b"-0x0.0p0").map(f64::to_bits), Some(0x8000000000000000));
