@@ -23,12 +23,12 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         }
         "AdjustHue" => Box::new(|inp: Inputs| {
             arity(&inp, 2)?;
-            let delta = scalar(&inp[1], "delta")?;
+            let delta = super::f32_scalar(&inp[1], "delta")?;
             one(per_pixel(&inp[0], |p| shift_hue(p, delta))?)
         }),
         "AdjustSaturation" => Box::new(|inp: Inputs| {
             arity(&inp, 2)?;
-            let scale = scalar(&inp[1], "scale")?;
+            let scale = super::f32_scalar(&inp[1], "scale")?;
             one(per_pixel(&inp[0], |p| {
                 let [h, s, v] = hsv_of(p);
                 hsv_to_rgb_sextant(h, (s * scale).clamp(0.0, 1.0), v)
@@ -36,19 +36,12 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         }),
         "AdjustContrastv2" => Box::new(|inp: Inputs| {
             arity(&inp, 2)?;
-            let factor = scalar(&inp[1], "contrast_factor")?;
+            let factor = super::f32_scalar(&inp[1], "contrast_factor")?;
             one(adjust_contrast(&inp[0], factor)?)
         }),
         _ => return Ok(None),
     };
     Ok(Some(f))
-}
-
-fn scalar(t: &Tensor, what: &str) -> KResult<f32> {
-    match (t.rank(), t.as_f32()) {
-        (0, Some(&[x])) if t.dtype == DType::Float32 => Ok(x),
-        _ => Err(KernelError::invalid(format!("{what} must be a float32 scalar, got {} {:?}", t.dtype, t.shape))),
-    }
 }
 
 fn floats(t: &Tensor) -> KResult<&[f32]> {

@@ -59,10 +59,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     };
     Ok(Some(Box::new(move |inp: Inputs| {
         arity(&inp, [3, 4, 5, 5, 6][version - 1])?;
-        let sigma = if version == 5 { scalar(&inp[5], "soft_nms_sigma")? } else { 0.0 };
+        let sigma = if version == 5 { super::f32_scalar(&inp[5], "soft_nms_sigma")? } else { 0.0 };
         let max = int_scalar(&inp[2], "max_output_size")?;
-        let iou_threshold = if version == 1 { iou_attr } else { scalar(&inp[3], "iou_threshold")? };
-        let score_threshold = if version <= 2 { f32::MIN } else { scalar(&inp[4], "score_threshold")? };
+        let iou_threshold = if version == 1 { iou_attr } else { super::f32_scalar(&inp[3], "iou_threshold")? };
+        let score_threshold = if version <= 2 { f32::MIN } else { super::f32_scalar(&inp[4], "score_threshold")? };
         let (selected, scores) = nms(&inp[0], &inp[1], max, iou_threshold, score_threshold, sigma)?;
         let valid = selected.len();
         let mut idx: Vec<i32> = selected.iter().map(|&i| i as i32).collect();
@@ -80,16 +80,6 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         }
         Ok(out)
     })))
-}
-
-fn scalar(t: &Tensor, what: &str) -> KResult<f32> {
-    match t.as_f32() {
-        Some([x]) if t.rank() == 0 => Ok(*x),
-        _ => Err(KernelError::invalid(format!(
-            "{what} must be a float32 scalar, got {} of shape {:?}",
-            t.dtype, t.shape
-        ))),
-    }
 }
 
 /// The IoU of boxes `i` and `j` (`[y1, x1, y2, x2]`, corners in either order), with C++'s
@@ -199,8 +189,8 @@ fn combined_nms(inp: &Inputs, pad_per_class: bool, clip_boxes: bool) -> KResult<
     if total <= 0 {
         return bad("max_total_size must be > 0".into());
     }
-    let iou_threshold = scalar(zero_d(&inp[4], "iou_threshold")?, "iou_threshold")?;
-    let score_threshold = scalar(zero_d(&inp[5], "score_threshold")?, "score_threshold")?;
+    let iou_threshold = super::f32_scalar(zero_d(&inp[4], "iou_threshold")?, "iou_threshold")?;
+    let score_threshold = super::f32_scalar(zero_d(&inp[5], "score_threshold")?, "score_threshold")?;
     if !(0.0..=1.0).contains(&iou_threshold) {
         return bad("iou_threshold must be in [0, 1]".into());
     }
@@ -361,7 +351,8 @@ fn nms_with_overlaps(inp: &Inputs) -> KResult<Vec<usize>> {
     let (Some(o), Some(s)) = (overlaps.as_f32(), scores.as_f32()) else {
         return bad("overlaps and scores must be float32".into());
     };
-    let (threshold, score_threshold) = (scalar(&inp[3], "overlap_threshold")?, scalar(&inp[4], "score_threshold")?);
+    let (threshold, score_threshold) =
+        (super::f32_scalar(&inp[3], "overlap_threshold")?, super::f32_scalar(&inp[4], "score_threshold")?);
     Ok(greedy(s, max as usize, threshold, score_threshold, 0.0, |i, j| o[i * n + j]).0)
 }
 

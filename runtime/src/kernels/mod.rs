@@ -514,6 +514,18 @@ pub(crate) fn int_values(t: &Tensor, what: &str) -> KResult<Vec<i64>> {
 }
 
 /// A scalar integer operand.
+/// A float32 scalar operand (a threshold, a factor).
+pub(crate) fn f32_scalar(t: &Tensor, what: &str) -> KResult<f32> {
+    match (t.rank(), t.as_f32()) {
+        (0, Some(&[x])) => Ok(x),
+        _ => Err(KernelError::invalid(format!(
+            "{what} must be a float32 scalar, got {} of shape {}",
+            t.dtype,
+            shape_ops::debug_shape(&t.shape)
+        ))),
+    }
+}
+
 pub(crate) fn int_scalar(t: &Tensor, what: &str) -> KResult<i64> {
     let v = int_values(t, what)?;
     if v.len() != 1 {
