@@ -430,15 +430,7 @@ mod tests {
     use crate::variables::VariableStore;
 
     fn node(op: &str, attrs: &[(&str, autoclust_graph::AttrValue)]) -> Node {
-        Node {
-            name: "n".into(),
-            op: op.into(),
-            inputs: Vec::new(),
-            control_inputs: Vec::new(),
-            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-            device: String::new(),
-            span: None,
-        }
+        Node::unconnected("n", op, attrs)
     }
 
     fn call(n: &Node, store: &VariableStore, inp: Vec<Tensor>) -> KResult<Vec<Tensor>> {

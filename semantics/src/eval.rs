@@ -153,15 +153,7 @@ mod lookup_tests {
     use super::*;
 
     fn node(op: &str, attrs: &[(&str, AttrValue)]) -> Node {
-        Node {
-            name: "t".into(),
-            op: op.into(),
-            inputs: Vec::new(),
-            control_inputs: Vec::new(),
-            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-            device: String::new(),
-            span: None,
-        }
+        Node::unconnected("t", op, attrs)
     }
 
     #[test]

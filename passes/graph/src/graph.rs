@@ -67,6 +67,20 @@ impl Node {
     pub fn attr(&self, name: &str) -> Option<&crate::AttrValue> {
         self.attrs.get(name)
     }
+
+    /// A node of `op` with `attrs` and no inputs, outside any graph: what asks a kernel or a
+    /// shape function about an op (the runtime's probes, tests).
+    pub fn unconnected(name: &str, op: &str, attrs: &[(&str, crate::AttrValue)]) -> Node {
+        Node {
+            name: name.to_string(),
+            op: op.to_string(),
+            inputs: Vec::new(),
+            control_inputs: Vec::new(),
+            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            device: String::new(),
+            span: None,
+        }
+    }
 }
 
 /// A node as written in a file: inputs are still TensorFlow input strings

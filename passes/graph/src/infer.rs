@@ -637,15 +637,7 @@ pub(crate) mod testing {
 
     /// A node of `op` with `attrs` and no inputs, for calling a shape function directly.
     pub(crate) fn bare_node(op: &str, attrs: &[(&str, AttrValue)]) -> crate::Node {
-        crate::Node {
-            name: "n".into(),
-            op: op.into(),
-            inputs: Vec::new(),
-            control_inputs: Vec::new(),
-            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-            device: String::new(),
-            span: None,
-        }
+        crate::Node::unconnected("n", op, attrs)
     }
 
     /// A shape attribute; `-1` is an unknown dimension.

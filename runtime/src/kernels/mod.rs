@@ -100,15 +100,7 @@ pub fn has_pure_kernel(op: &str) -> bool {
 
 /// A node of `op` with nothing set, to ask a `prepare` whether it knows the op.
 pub(crate) fn probe(op: &str) -> Node {
-    Node {
-        name: String::new(),
-        op: op.to_string(),
-        inputs: Vec::new(),
-        control_inputs: Vec::new(),
-        attrs: Default::default(),
-        device: String::new(),
-        span: None,
-    }
+    Node::unconnected("", op, &[])
 }
 
 /// Prepares the kernel of a stateless op.
@@ -577,15 +569,7 @@ pub(crate) mod tests_support {
 
     /// A node with no inputs wired (kernels only look at op and attributes).
     pub fn node(op: &str, attrs: &[(&str, AttrValue)]) -> Node {
-        Node {
-            name: format!("test_{op}"),
-            op: op.to_string(),
-            inputs: Vec::new(),
-            control_inputs: Vec::new(),
-            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-            device: String::new(),
-            span: None,
-        }
+        Node::unconnected(&format!("test_{op}"), op, attrs)
     }
 
     /// Runs a node and returns its first output.

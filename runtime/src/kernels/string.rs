@@ -1732,15 +1732,7 @@ mod tests {
     use super::*;
 
     fn node(op: &str, attrs: &[(&str, AttrValue)]) -> Node {
-        Node {
-            name: "n".into(),
-            op: op.into(),
-            inputs: Vec::new(),
-            control_inputs: Vec::new(),
-            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-            device: String::new(),
-            span: None,
-        }
+        Node::unconnected("n", op, attrs)
     }
 
     fn s(v: &[&str]) -> Tensor {
