@@ -5,7 +5,7 @@
 //! loop's constant table (`ConstPool`); `[start, end)` is the range of
 //! the outermost collapsed loop dimension this call covers (so the executor can split a loop
 //! across threads). GEMM prologues ignore the range and call `autoclust_sgemm`, a Rust
-//! wrapper around `matrixmultiply::sgemm` registered with the JIT as a symbol.
+//! wrapper around the host GEMM (`autoclust_numeric::gemm`) registered with the JIT as a symbol.
 
 use std::cell::RefCell;
 use std::path::Path;

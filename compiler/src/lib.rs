@@ -25,14 +25,17 @@
 //!      by rayon work stealing, each a `[start, end)` range of the outermost dimension.
 //!      exp/log/tanh/sigmoid/pow are inline polynomial approximations ([`math`]), not libm
 //!      calls; subnormal exp/sigmoid results flush to zero (TensorFlow's CPU FTZ mode).
-//!    - *MatMul*: a Cranelift function that calls `matrixmultiply::sgemm` through a symbol
-//!      registered with the JIT (transposes become strides) followed by a fused, vectorised
+//!    - *MatMul*: a Cranelift function that calls the host GEMM (`autoclust_numeric::gemm`)
+//!      through a symbol registered with the JIT (transposes become strides) followed by a fused, vectorised
 //!      BiasAdd/Relu epilogue when those directly and solely consume the product.
 //!    - *Library kernels* ([`kernels`]): reductions, BiasAddGrad, softmax and the
 //!      cross-entropy ops, Transpose, Slice, StridedSlice, ConcatV2, Pack, BroadcastTo, Fill,
 //!      GatherV2 (int32/int64 indices), TensorScatter{Add,Sub,Update,Max,Min} (indices
 //!      `[..., K]` into the first K dims, duplicates accumulate; float32/float64/int32/int64,
-//!      bool for Update): Rust routines called once per op (never per element).
+//!      bool for Update): Rust routines called once per op (never per element). The array
+//!      arithmetic behind them (GEMM, convolutions, einsum, reductions, layout copies, pooling,
+//!      batch norm, random numbers) is the `autoclust-numeric` crate, which the interpreter's
+//!      kernels call too; this crate is the lowering and the plan that sequences the calls.
 //!    - *Views*: Reshape, ExpandDims, Squeeze, Identity, StopGradient share the input buffer.
 //! 3. **Dumps**: with [`CompilerOptions::dump_clif_dir`], each generated function's CLIF is
 //!    written as `<name>_<k>.clif` and its machine code as `<name>_<k>.s`.
@@ -64,26 +67,21 @@
 //! the node, so the runtime can run the cluster in its interpreter instead.
 
 pub mod analyze;
-pub mod batchnorm;
+// The host numeric kernels live in `autoclust-numeric`; these aliases keep the lowering's
+// paths short (`crate::gemm`, `crate::conv`, ...).
+use autoclust_numeric::{
+    batchnorm, conv, einsum, gemm, layout, pool, random, reduce, reshuffle, resize, scatter, team,
+};
 mod buffers;
 mod codegen;
 pub mod constant_args;
 pub mod control_flow;
-pub mod conv;
-pub mod einsum;
-pub mod gemm;
 pub mod host;
 pub mod kernels;
-pub mod layout;
 pub mod lists;
 pub mod math;
 pub mod plan;
-pub mod pool;
 pub mod profile;
-pub mod random;
-pub mod reshuffle;
-pub mod resize;
-mod team;
 mod tile_routines;
 
 pub use constant_args::constant_args;

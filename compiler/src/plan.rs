@@ -25,7 +25,8 @@ use crate::buffers::{fresh_stamp, BufferPool, Derived, Pooled, POOL_MIN_BYTES};
 use crate::codegen::{
     scalar_ok, vector_ok, CodeGen, FusedCode, FusedSpec, GemmSpec, JitCode, KernelFn, Member, Operand,
 };
-use crate::kernels::{KernelOp, ScatterBase};
+use crate::kernels::KernelOp;
+use crate::scatter::ScatterBase;
 use crate::{CompileError, CompilerOptions};
 
 pub(crate) type ValueId = usize;
@@ -957,7 +958,7 @@ impl Program {
     /// should run instead (small or non-numeric tensors, nothing to recycle).
     fn scatter_pooled(
         &self,
-        kind: crate::kernels::ScatterKind,
+        kind: crate::scatter::ScatterKind,
         ins: &[&Tensor],
         out: ValueId,
     ) -> Option<Result<Tensor, String>> {
@@ -965,7 +966,7 @@ impl Program {
             return None;
         }
         let (x, indices, updates) = (ins[0], ins[1], ins[2]);
-        let (offsets, slice) = match crate::kernels::scatter_rows(x, indices, updates) {
+        let (offsets, slice) = match crate::scatter::scatter_rows(x, indices, updates) {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
@@ -981,7 +982,7 @@ impl Program {
             Some(d) if d.base == dst.stamp => ScatterBase::Rows(&d.rows, d.slice),
             _ => ScatterBase::Full,
         };
-        if !crate::kernels::scatter_into(&mut dst.data, x, updates, &offsets, slice, kind, base) {
+        if !crate::scatter::scatter_into(&mut dst.data, x, updates, &offsets, slice, kind, base) {
             pool.put(dst);
             return None;
         }

@@ -22,7 +22,10 @@ use std::sync::Arc;
 use autoclust_graph::arith::TfArith;
 use autoclust_graph::{AttrValue, DType, Graph, Node, NodeId, Output, Tensor, TensorData};
 
-use crate::kernels::{strides_of, KernelOp, ReduceKind, ScatterKind};
+use crate::kernels::KernelOp;
+use crate::layout::strides_of;
+use crate::reduce::ReduceKind;
+use crate::scatter::ScatterKind;
 use crate::CompileError;
 
 mod elementwise;

@@ -5,8 +5,8 @@
 //! `Unique`, `InvertPermutation`, `DynamicStitch`; `GatherV2` with `batch_dims`.
 //! Out-of-range indices are errors, never reads past a buffer.
 
-use autoclust_compiler::kernels::next_index;
 use autoclust_graph::{Node, Tensor};
+use autoclust_numeric::layout::next_index;
 
 use super::by_position;
 use super::elementwise::Num;
@@ -21,7 +21,7 @@ pub(crate) fn transpose_typed<T: Elem>(t: &Tensor, perm: &[usize]) -> Tensor {
     let in_strides = strides(&t.shape);
     let out_shape: Vec<usize> = perm.iter().map(|&p| t.shape[p]).collect();
     let st: Vec<isize> = perm.iter().map(|&p| in_strides[p] as isize).collect();
-    let v = autoclust_compiler::layout::strided_copy(T::slice(t), &out_shape, &st, 0);
+    let v = autoclust_numeric::layout::strided_copy(T::slice(t), &out_shape, &st, 0);
     tensor_of(out_shape, v)
 }
 
@@ -58,7 +58,7 @@ fn strided_copy<T: Elem>(t: &Tensor, begin: &[i64], stride: &[i64], sizes: &[usi
     }
     let base: i64 = begin.iter().zip(&st).map(|(&b, &s)| b * s as i64).sum();
     let step: Vec<isize> = stride.iter().zip(&st).map(|(&k, &s)| (k * s as i64) as isize).collect();
-    autoclust_compiler::layout::strided_copy(T::slice(t), sizes, &step, base as isize)
+    autoclust_numeric::layout::strided_copy(T::slice(t), sizes, &step, base as isize)
 }
 
 fn slice(t: &Tensor, begin: &[i64], size: &[i64]) -> KResult<Tensor> {
@@ -480,7 +480,7 @@ fn split_sizes(sizes: &[i64], n: usize) -> KResult<Vec<usize>> {
 }
 
 /// `Cumsum`/`Cumprod` along `axis`, `exclusive` (start from the identity) and/or `reverse`
-/// (the compiler's loop, `autoclust_compiler::kernels::cumulative`, with this dtype's
+/// (the compiler's loop, `autoclust_numeric::reduce::cumulative`, with this dtype's
 /// arithmetic).
 fn cumulative<T: Num>(t: &Tensor, axis: usize, prod: bool, exclusive: bool, reverse: bool) -> KResult<Tensor> {
     if t.rank() == 0 {
@@ -489,9 +489,9 @@ fn cumulative<T: Num>(t: &Tensor, axis: usize, prod: bool, exclusive: bool, reve
     let dims = (t.shape[..axis].iter().product(), t.shape[axis], t.shape[axis + 1..].iter().product());
     let x = T::slice(t);
     let v = if prod {
-        autoclust_compiler::kernels::cumulative(x, dims, T::from_i64(1), |a: T, b| a.mul(b), exclusive, reverse)
+        autoclust_numeric::reduce::cumulative(x, dims, T::from_i64(1), |a: T, b| a.mul(b), exclusive, reverse)
     } else {
-        autoclust_compiler::kernels::cumulative(x, dims, T::zero(), |a: T, b| a.add(b), exclusive, reverse)
+        autoclust_numeric::reduce::cumulative(x, dims, T::zero(), |a: T, b| a.add(b), exclusive, reverse)
     };
     Ok(tensor_of(t.shape.clone(), v))
 }
@@ -516,7 +516,7 @@ fn cumulative_logsumexp<T: super::elementwise::Float>(
         }
         hi.add(lo.sub(hi).exp().ln_1p())
     };
-    let v = autoclust_compiler::kernels::cumulative(T::slice(t), dims, minus_inf, add, exclusive, reverse);
+    let v = autoclust_numeric::reduce::cumulative(T::slice(t), dims, minus_inf, add, exclusive, reverse);
     Ok(tensor_of(t.shape.clone(), v))
 }
 
@@ -1680,14 +1680,14 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(dispatch_num!(inp[0].dtype, unsorted_segment(r, &inp[0], &inp[1], num as usize))?)
             })
         }
-        // The compiler's kernels (`autoclust_compiler::reshuffle`), so both modes agree.
+        // The compiler's kernels (`autoclust_numeric::reshuffle`), so both modes agree.
         "SpaceToBatchND" | "BatchToSpaceND" => {
             let to_batch = node.op == "SpaceToBatchND";
             Box::new(move |inp: Inputs| {
                 arity(&inp, 3)?;
                 let block = int_values(&inp[1], "block_shape")?;
                 let pads = int_values(&inp[2], if to_batch { "paddings" } else { "crops" })?;
-                let sb = autoclust_compiler::reshuffle::SpaceBatch::new(to_batch, &block, &pads)
+                let sb = autoclust_numeric::reshuffle::SpaceBatch::new(to_batch, &block, &pads)
                     .map_err(KernelError::invalid)?;
                 let out = sb.output_shape(&inp[0].shape).map_err(KernelError::invalid)?;
                 budget(inp[0].dtype, &out)?;
@@ -1696,7 +1696,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         }
         "ResizeBilinear" | "ResizeBilinearGrad" => {
             let grad = node.op == "ResizeBilinearGrad";
-            let attrs = autoclust_compiler::resize::Resize::of(node);
+            let attrs = autoclust_numeric::resize::Resize::of(node);
             Box::new(move |inp: Inputs| {
                 arity(&inp, 2)?;
                 let x = &inp[0];
@@ -1739,7 +1739,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         }
         "ResizeNearestNeighbor" | "ResizeNearestNeighborGrad" => {
             let grad = node.op == "ResizeNearestNeighborGrad";
-            let attrs = autoclust_compiler::resize::Resize::of(node);
+            let attrs = autoclust_numeric::resize::Resize::of(node);
             Box::new(move |inp: Inputs| {
                 arity(&inp, 2)?;
                 let x = &inp[0];
@@ -1794,7 +1794,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                         t.shape.first().copied().unwrap_or(0)
                     )));
                 }
-                let v = autoclust_compiler::kernels::in_top_k(pv, p.shape[1], &tv, k);
+                let v = autoclust_numeric::reduce::in_top_k(pv, p.shape[1], &tv, k);
                 one(tensor_of(vec![tv.len()], v))
             })
         }
@@ -1802,11 +1802,11 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             let to = super::attr_type(node, "type")?;
             Box::new(move |inp: Inputs| {
                 arity(&inp, 1)?;
-                one(autoclust_compiler::reshuffle::bitcast(&inp[0], to).map_err(KernelError::invalid)?)
+                one(autoclust_numeric::reshuffle::bitcast(&inp[0], to).map_err(KernelError::invalid)?)
             })
         }
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "LeftShift" | "RightShift" => {
-            let kind = autoclust_compiler::reshuffle::BitwiseKind::from_tf(&node.op).expect("a bitwise op");
+            let kind = autoclust_numeric::reshuffle::BitwiseKind::from_tf(&node.op).expect("a bitwise op");
             Box::new(move |inp: Inputs| {
                 arity(&inp, 2)?;
                 if inp[0].dtype != inp[1].dtype {
@@ -1954,7 +1954,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 /// `ResizeNearestNeighbor` of any element type, by the compiler's kernel.
 fn nearest_any<T: Elem>(
     x: &Tensor,
-    attrs: &autoclust_compiler::resize::Resize,
+    attrs: &autoclust_numeric::resize::Resize,
     shape: &[usize],
     hw: (usize, usize),
     out: Vec<usize>,

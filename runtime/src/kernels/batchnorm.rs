@@ -1,10 +1,10 @@
 //! Fused batch normalisation in NHWC: `FusedBatchNorm{,V2,V3}` and
 //! `FusedBatchNormGrad{,V2,V3}`, following TensorFlow's CPU kernels. The arithmetic is the
-//! compiler's (`autoclust_compiler::batchnorm`, also what compiled clusters call), so both
+//! compiler's (`autoclust_numeric::batchnorm`, also what compiled clusters call), so both
 //! modes compute the same bits; this module checks the operands and wraps the tensors.
 
-use autoclust_compiler::batchnorm::{self as shared, BnAttrs, BnElem};
 use autoclust_graph::{Node, Tensor};
+use autoclust_numeric::batchnorm::{self as shared, BnAttrs, BnElem};
 
 use super::conv::require_nhwc;
 use super::elementwise::Float;

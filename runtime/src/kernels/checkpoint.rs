@@ -209,7 +209,7 @@ fn slice_of(t: &Tensor, spec: &str, name: &str) -> KResult<Tensor> {
         starts.push(s);
         lens.push(l);
     }
-    let strides = autoclust_compiler::kernels::strides_of(&full);
+    let strides = autoclust_numeric::layout::strides_of(&full);
     let count: usize = lens.iter().product();
     let mut src = Vec::with_capacity(count);
     for flat in 0..count {

@@ -10,7 +10,7 @@
 //! scattered back (col2im); the filter gradient is `colᵀ · dy` summed over
 //! the batch. Depthwise convolutions are direct loops (each channel meets
 //! only its own filter slice, so a GEMM buys nothing at these sizes). All of them are the
-//! compiler's code (`autoclust_compiler::conv`), which compiled clusters call too.
+//! compiler's code (`autoclust_numeric::conv`), which compiled clusters call too.
 //!
 //! Output sizes and padding follow TensorFlow's `GetWindowedOutputSize`:
 //! `VALID` has no padding and `⌈(in − k_eff + 1) / stride⌉` outputs, `SAME`
@@ -26,9 +26,9 @@ use super::{arity, dispatch_float, one, shape_values, tensor_of, Inputs, PureFn}
 use crate::error::{KResult, KernelError};
 
 #[cfg(test)]
-use autoclust_compiler::conv::Padding;
-use autoclust_compiler::conv::{self as shared, ConvElem, ConvError, ConvShape};
-pub(crate) use autoclust_compiler::conv::{Window, WindowAttrs};
+use autoclust_numeric::conv::Padding;
+use autoclust_numeric::conv::{self as shared, ConvElem, ConvError, ConvShape};
+pub(crate) use autoclust_numeric::conv::{Window, WindowAttrs};
 
 impl From<ConvError> for KernelError {
     fn from(e: ConvError) -> KernelError {

@@ -13,8 +13,8 @@
 //! gradient goes to the window's clamped top-left pixel if it lies in the image, the filter
 //! gradient to tap (0, 0).
 
-use autoclust_compiler::conv::{hw_attr, padding_attr, Padding, Window};
 use autoclust_graph::{DType, Node, Tensor};
+use autoclust_numeric::conv::{hw_attr, padding_attr, Padding, Window};
 
 use super::conv::nhwc;
 use super::elementwise::Num;

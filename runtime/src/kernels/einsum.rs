@@ -1,5 +1,5 @@
 //! The `Einsum` kernel: parses the equation for the operands' ranks and evaluates it with
-//! [`autoclust_compiler::einsum`] (the same code compiled clusters run).
+//! [`autoclust_numeric::einsum`] (the same code compiled clusters run).
 
 use autoclust_graph::einsum::Equation;
 use autoclust_graph::{Node, Tensor};
@@ -33,7 +33,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             ins.first().map_or(autoclust_graph::DType::Float32, |t| t.dtype),
             &out,
         )?;
-        one(autoclust_compiler::einsum::einsum(&eq, &ins).map_err(KernelError::invalid)?)
+        one(autoclust_numeric::einsum::einsum(&eq, &ins).map_err(KernelError::invalid)?)
     })))
 }
 

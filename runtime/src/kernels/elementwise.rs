@@ -89,7 +89,7 @@ pub(crate) fn broadcast_to<T: Elem>(t: &Tensor, shape: &[usize]) -> KResult<Tens
         return Ok(t.clone());
     }
     let sa: Vec<isize> = bcast_strides(&t.shape, shape).into_iter().map(|s| s as isize).collect();
-    let v = autoclust_compiler::layout::strided_copy(T::slice(t), shape, &sa, 0);
+    let v = autoclust_numeric::layout::strided_copy(T::slice(t), shape, &sa, 0);
     Ok(tensor_of(shape.to_vec(), v))
 }
 

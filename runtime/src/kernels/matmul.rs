@@ -1,4 +1,4 @@
-//! `MatMul` and `BatchMatMul{,V2,V3}` through `autoclust_compiler::gemm` (matrixmultiply's
+//! `MatMul` and `BatchMatMul{,V2,V3}` through `autoclust_numeric::gemm` (matrixmultiply's
 //! sgemm/dgemm split over the executor's pool; strided, so transposes cost nothing); integer
 //! matmuls use a plain loop.
 
@@ -33,7 +33,7 @@ pub(crate) trait Gemm: Sized {
     );
 }
 
-/// Every element type goes through the compiler's GEMM (`autoclust_compiler::gemm`:
+/// Every element type goes through the compiler's GEMM (`autoclust_numeric::gemm`:
 /// matrixmultiply's kernels for floats, a wrapping loop for integers, split across the
 /// executor's rayon pool for large products — the same routine compiled clusters call).
 macro_rules! gemm_via_compiler {
@@ -54,7 +54,7 @@ macro_rules! gemm_via_compiler {
                 // SAFETY: `a` holds m*k elements, `b` k*n and `c` m*n (checked by the
                 // caller); the strides address exactly those row-major layouts.
                 unsafe {
-                    autoclust_compiler::gemm::gemm(
+                    autoclust_numeric::gemm::gemm(
                         m,
                         k,
                         n,

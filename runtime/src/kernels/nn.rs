@@ -206,7 +206,7 @@ pub fn broadcast_gradient_args(s0: &[i64], s1: &[i64]) -> KResult<(Vec<i64>, Vec
 }
 
 fn l2_loss<T: Float>(t: &Tensor) -> KResult<Tensor> {
-    let s = autoclust_compiler::kernels::l2_sum(T::slice(t).iter().map(|&x| x.to_f64()));
+    let s = autoclust_numeric::reduce::l2_sum(T::slice(t).iter().map(|&x| x.to_f64()));
     Ok(tensor_of(vec![], vec![T::from_f64(s / 2.0)]))
 }
 

@@ -11,8 +11,8 @@
 //! order, as TensorFlow's CPU kernel does when it recomputes the argmax
 //! (strictly greater replaces), so ties resolve alike.
 
-use autoclust_compiler::pool::{self as shared, PoolAttrs, PoolElem, PoolShape};
 use autoclust_graph::{AttrValue, ListValue, Node, Tensor};
+use autoclust_numeric::pool::{self as shared, PoolAttrs, PoolElem, PoolShape};
 
 use super::conv::nhwc;
 use super::elementwise::Float;

@@ -35,8 +35,8 @@ use parking_lot::Mutex;
 use super::{arity, attr_int_or, attr_type, attr_type_or, one, tensor_of, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
-pub use autoclust_compiler::random::{key_counter_from_seed, word_to_f32, words_to_f64, Philox};
-use autoclust_compiler::random::{sample_f32, sample_f64, uniform_int32, uniform_int64, Dist, RESERVED_PER_OUTPUT};
+pub use autoclust_numeric::random::{key_counter_from_seed, word_to_f32, words_to_f64, Philox};
+use autoclust_numeric::random::{sample_f32, sample_f64, uniform_int32, uniform_int64, Dist, RESERVED_PER_OUTPUT};
 
 /// A node's generator, shared by every plan of a session.
 #[derive(Debug)]
@@ -230,7 +230,7 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
                 let n = super::budget(alpha.dtype, &shape)?;
                 let alphas = alpha.to_f64_vec().ok_or(KernelError::DType(alpha.dtype))?;
                 let local = gen.reserve(n);
-                let v = autoclust_compiler::random::gamma(local, &alphas, samples);
+                let v = autoclust_numeric::random::gamma(local, &alphas, samples);
                 one(match alpha.dtype {
                     DType::Float32 => tensor_of(shape, v.into_iter().map(|x| x as f32).collect()),
                     _ => tensor_of(shape, v),
@@ -249,7 +249,7 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
                 let samples: usize = shape.iter().product();
                 shape.extend_from_slice(&rate.shape);
                 let n = super::budget(dtype, &shape)?;
-                let v = autoclust_compiler::random::poisson(gen.reserve(n), &rates, samples);
+                let v = autoclust_numeric::random::poisson(gen.reserve(n), &rates, samples);
                 one(draws_as(dtype, shape, v)?)
             })));
         }
@@ -263,14 +263,14 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
                 }
                 let rows = t.shape[0];
                 let local = gen.reserve_words(rows as u64 - 1);
-                let perm = autoclust_compiler::random::shuffled_indices(local, rows);
+                let perm = autoclust_numeric::random::shuffled_indices(local, rows);
                 let row = t.num_elements() / rows;
                 let src: Vec<Option<usize>> = perm.iter().flat_map(|&r| (r * row..(r + 1) * row).map(Some)).collect();
                 one(super::take_or(t, &src, None, t.shape.clone())?)
             })));
         }
         "LogUniformCandidateSampler" | "UniformCandidateSampler" => {
-            use autoclust_compiler::random::{expected_count, sample_candidates, Candidates};
+            use autoclust_numeric::random::{expected_count, sample_candidates, Candidates};
             let dist = if node.op == "UniformCandidateSampler" { Candidates::Uniform } else { Candidates::LogUniform };
             let num_true =
                 usize::try_from(attr_int_or(node, "num_true", 1)?).map_err(|_| KernelError::Attr("num_true".into()))?;
@@ -311,7 +311,7 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
             return Ok(Some(Box::new(move |inp: Inputs| {
                 arity(&inp, 2)?;
                 let (batch, samples) = categorical_dims(&inp[0], &inp[1])?;
-                let local = gen.reserve(autoclust_compiler::random::categorical_outputs(batch, samples));
+                let local = gen.reserve(autoclust_numeric::random::categorical_outputs(batch, samples));
                 one(categorical(&inp[0], batch, samples, out, local)?)
             })));
         }
@@ -444,12 +444,12 @@ pub(crate) fn shape_operand(shape: &Tensor) -> KResult<Vec<usize>> {
 /// The generator of a V2 stateless op from its `key`, `counter` and `alg` operands (the
 /// compiler's parsing, which compiled clusters use too).
 fn generator_v2(key: &Tensor, counter: &Tensor, alg: &Tensor) -> KResult<Philox> {
-    autoclust_compiler::random::generator_from_key_counter(key, counter, alg).map_err(KernelError::invalid)
+    autoclust_numeric::random::generator_from_key_counter(key, counter, alg).map_err(KernelError::invalid)
 }
 
 /// The generator of a V1 stateless op from its `seed` operand (int32 or int64, 2 elements).
 fn generator_v1(seed: &Tensor) -> KResult<Philox> {
-    autoclust_compiler::random::generator_from_seed(seed).map_err(KernelError::invalid)
+    autoclust_numeric::random::generator_from_seed(seed).map_err(KernelError::invalid)
 }
 
 /// `(batch, num_samples)` after `Multinomial`'s checks of its operands.
@@ -480,7 +480,7 @@ fn categorical(logits: &Tensor, batch: usize, samples: usize, out: DType, gen: P
     }
     super::budget(out, &[batch, samples])?;
     let l = logits.to_f64_vec().ok_or(KernelError::DType(logits.dtype))?;
-    let v = autoclust_compiler::random::categorical(gen, &l, batch, logits.shape[1], samples);
+    let v = autoclust_numeric::random::categorical(gen, &l, batch, logits.shape[1], samples);
     super::int_tensor(out, vec![batch, samples], v)
 }
 
@@ -515,15 +515,15 @@ fn full_int(gen: Philox, dtype: DType, shape: Vec<usize>, n: usize) -> Tensor {
         |bytes: Vec<u8>| Tensor { dtype, shape: shape.clone(), data: TensorData::Raw(std::sync::Arc::new(bytes)) };
     match dtype {
         DType::Int32 => {
-            tensor_of(shape, autoclust_compiler::random::full_int32(gen, n).into_iter().map(|x| x as i32).collect())
+            tensor_of(shape, autoclust_numeric::random::full_int32(gen, n).into_iter().map(|x| x as i32).collect())
         }
         DType::Int64 => {
-            tensor_of(shape, autoclust_compiler::random::full_int64(gen, n).into_iter().map(|x| x as i64).collect())
+            tensor_of(shape, autoclust_numeric::random::full_int64(gen, n).into_iter().map(|x| x as i64).collect())
         }
         DType::UInt32 => {
-            raw(autoclust_compiler::random::full_int32(gen, n).into_iter().flat_map(u32::to_le_bytes).collect())
+            raw(autoclust_numeric::random::full_int32(gen, n).into_iter().flat_map(u32::to_le_bytes).collect())
         }
-        _ => raw(autoclust_compiler::random::full_int64(gen, n).into_iter().flat_map(u64::to_le_bytes).collect()),
+        _ => raw(autoclust_numeric::random::full_int64(gen, n).into_iter().flat_map(u64::to_le_bytes).collect()),
     }
 }
 
@@ -549,9 +549,9 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
                 let dtype = dtype.unwrap_or(params.dtype);
                 super::budget(dtype, &shape)?;
                 let v = if gamma {
-                    autoclust_compiler::random::gamma(gen, &values, samples)
+                    autoclust_numeric::random::gamma(gen, &values, samples)
                 } else {
-                    autoclust_compiler::random::poisson(gen, &values, samples)
+                    autoclust_numeric::random::poisson(gen, &values, samples)
                 };
                 one(draws_as(dtype, shape, v)?)
             })));
@@ -568,7 +568,7 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
             return Ok(Some(Box::new(|inp: Inputs| {
                 arity(&inp, 1)?;
                 let gen = generator_v1(&inp[0])?;
-                let (key, counter) = autoclust_compiler::random::key_counter_tensors(&gen);
+                let (key, counter) = autoclust_numeric::random::key_counter_tensors(&gen);
                 let mut o = super::Outputs::new();
                 o.push(key);
                 o.push(counter);
@@ -592,7 +592,7 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
                     return one(t.clone());
                 }
                 let rows = t.shape[0];
-                let perm = autoclust_compiler::random::shuffled_indices(gen, rows);
+                let perm = autoclust_numeric::random::shuffled_indices(gen, rows);
                 let row = t.num_elements() / rows;
                 let src: Vec<Option<usize>> = perm.iter().flat_map(|&r| (r * row..(r + 1) * row).map(Some)).collect();
                 one(super::take_or(t, &src, None, t.shape.clone())?)
@@ -667,8 +667,8 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
 mod tests {
     use super::*;
     use crate::kernels::tests_support::node;
-    use autoclust_compiler::random::u64_words;
     use autoclust_graph::AttrValue;
+    use autoclust_numeric::random::u64_words;
 
     // Expected values below were produced by TensorFlow 2.21 (tf.compat.v1 graph,
     // graph seed 7, op seeds 3..6, i.e. attrs seed=7, seed2=op seed), as bit patterns.

@@ -7,8 +7,8 @@
 //! the lowest value (−inf for floats), as in TensorFlow; `Mean` of an empty
 //! set is NaN for floats.
 
-use autoclust_compiler::kernels::ReduceKind;
 use autoclust_graph::{DType, Node, Tensor};
+use autoclust_numeric::reduce::ReduceKind;
 
 use super::elementwise::Num;
 use super::{
@@ -118,7 +118,7 @@ fn reduce_num<T: Num>(op: Reduce, t: &Tensor, mask: &[bool], keep_dims: bool) ->
     if let (DType::Float32, Some(kind)) = (T::DTYPE, op.kind()) {
         // The compiled clusters' kernel: no transpose, row folds, split across cores.
         let axes: Vec<usize> = (0..mask.len()).filter(|&i| mask[i]).collect();
-        let v = autoclust_compiler::kernels::reduce(
+        let v = autoclust_numeric::reduce::reduce(
             t.as_f32().ok_or(KernelError::DType(DType::Float32))?,
             &t.shape,
             &axes,

@@ -5,8 +5,8 @@
 //! (`tf.tensor_scatter_nd_*`). The combine is the compiler's `ScatterKind`, shared with the
 //! compiled scatter.
 
-use autoclust_compiler::kernels::ScatterKind;
 use autoclust_graph::Tensor;
+use autoclust_numeric::scatter::ScatterKind;
 
 use super::{Inputs, Outputs, PureFn};
 use crate::error::{KResult, KernelError};

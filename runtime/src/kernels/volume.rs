@@ -18,7 +18,7 @@ use super::{arity, one, shape_values, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
 /// One spatial axis of a 3-D window op: the 2-D ops' axis ([`Axis::windowed`]).
-use autoclust_compiler::conv::Axis;
+use autoclust_numeric::conv::Axis;
 
 /// The attributes of a 3-D window op.
 #[derive(Clone, Debug)]

@@ -17,9 +17,73 @@
 //!
 //! Invariant: the result equals the element-by-element definition above, for every dtype
 //! (`T: Copy`), every shape (empty included) and every stride; only the order in which
-//! elements are read changes.
+//! elements are read changes. The row-major index helpers ([`strides_of`], [`next_index`])
+//! and a broadcasting binary walk ([`broadcast_binary`]) live here too.
 
-use crate::kernels::strides_of;
+/// Row-major strides (in elements) of a shape.
+pub fn strides_of(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// Advances a row-major multi-index over `shape` by one element (wrapping to all zeros after
+/// the last).
+pub fn next_index(idx: &mut [usize], shape: &[usize]) {
+    for d in (0..idx.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < shape[d] {
+            return;
+        }
+        idx[d] = 0;
+    }
+}
+
+/// `f(a[i], b[j])` over `out` (row-major), `a` and `b` broadcast to it (shapes aligned at
+/// the right; a size-1 or missing dimension repeats).
+pub fn broadcast_binary<T: Copy>(
+    a: &[T],
+    a_shape: &[usize],
+    b: &[T],
+    b_shape: &[usize],
+    out: &[usize],
+    f: impl Fn(T, T) -> T,
+) -> Vec<T> {
+    let strides = |shape: &[usize]| -> Vec<usize> {
+        let lead = out.len() - shape.len();
+        let mut st = vec![0usize; out.len()];
+        let mut acc = 1;
+        for d in (0..shape.len()).rev() {
+            if shape[d] != 1 {
+                st[lead + d] = acc;
+            }
+            acc *= shape[d];
+        }
+        st
+    };
+    let (sa, sb) = (strides(a_shape), strides(b_shape));
+    let n: usize = out.iter().product();
+    let mut v = Vec::with_capacity(n);
+    let mut idx = vec![0usize; out.len()];
+    let (mut ia, mut ib) = (0usize, 0usize);
+    for _ in 0..n {
+        v.push(f(a[ia], b[ib]));
+        for d in (0..out.len()).rev() {
+            idx[d] += 1;
+            ia += sa[d];
+            ib += sb[d];
+            if idx[d] < out[d] {
+                break;
+            }
+            ia -= sa[d] * out[d];
+            ib -= sb[d] * out[d];
+            idx[d] = 0;
+        }
+    }
+    v
+}
 
 /// Side of the square tiles of the transposing loop: 16 × 16 f32 tiles are 1 KiB on each
 /// side, 16 source lines and 16 destination lines — well inside L1.
@@ -230,7 +294,6 @@ pub fn strided_scatter<T: Copy + Default>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::next_index;
 
     /// The definition: an odometer over `dims`, one element at a time.
     fn naive<T: Copy>(v: &[T], dims: &[usize], strides: &[isize], offset: isize) -> Vec<T> {

@@ -1,6 +1,6 @@
 //! 2-D convolutions in NHWC — the window geometry, the attribute parsing and the
 //! `Conv2D`/`Conv2DBackpropInput`/`Conv2DBackpropFilter` arithmetic that compiled clusters
-//! ([`crate::kernels::KernelOp::Conv`]) and the interpreter's kernels
+//! (the compiler's `KernelOp::Conv`) and the interpreter's kernels
 //! (`runtime/src/kernels/conv.rs`, `pool.rs`) share, so both compute the same numbers.
 //!
 //! `Conv2D` lowers each image to a column matrix (im2col: one row per output pixel, one

@@ -1,5 +1,5 @@
 //! 2-D pooling in NHWC — `MaxPool`, `MaxPoolGrad`, `AvgPool`, `AvgPoolGrad` — shared by
-//! compiled clusters ([`crate::kernels::KernelOp::Pool`]) and the interpreter's kernels
+//! compiled clusters (the compiler's `KernelOp::Pool`) and the interpreter's kernels
 //! (`runtime/src/kernels/pool.rs`), so both compute the same numbers.
 //!
 //! Windows and padding are [`crate::conv::Window`]'s (`ksize` and `strides` are

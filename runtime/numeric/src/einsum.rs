@@ -9,7 +9,7 @@
 //!   broadcast), one GEMM per batch element gives `[batch, free_a, free_b]`, and a last
 //!   rearrangement puts the axes in the output's order.
 //!
-//! One implementation for compiled clusters ([`crate::kernels::KernelOp::Einsum`]) and the
+//! One implementation for compiled clusters (the compiler's `KernelOp::Einsum`) and the
 //! interpreter's kernel; the products go through [`crate::gemm`].
 
 use autoclust_graph::einsum::{Equation, Label};
@@ -99,7 +99,7 @@ fn arrange<T: EinsumElem>(
     order: &[Label],
     size: &dyn Fn(Label) -> usize,
 ) -> Vec<T> {
-    let strides = crate::kernels::strides_of(shape);
+    let strides = crate::layout::strides_of(shape);
     let stride_of = |l: Label| match labels.iter().position(|x| *x == l) {
         Some(a) if shape[a] != 1 => strides[a],
         _ => 0,
@@ -128,11 +128,11 @@ fn arrange<T: EinsumElem>(
             for _ in 0..sum_total {
                 let off: usize = sidx.iter().zip(&sum_strides).map(|(i, s)| i * s).sum();
                 v = v.plus(src[base + off]);
-                crate::kernels::next_index(&mut sidx, &sum_dims);
+                crate::layout::next_index(&mut sidx, &sum_dims);
             }
             out.push(v);
         }
-        crate::kernels::next_index(&mut idx, &out_dims);
+        crate::layout::next_index(&mut idx, &out_dims);
     }
     out
 }
@@ -167,7 +167,7 @@ fn einsum_typed<T: EinsumElem>(
     let view = |i: usize, groups: [&[Label]; 2], order: &[Label]| {
         let (x, shape, labels): (&[T], &[usize], &[Label]) = (ins[i], shapes[i], &eq.inputs[i]);
         let summed = labels.iter().any(|l| !order.contains(l));
-        let strides = crate::kernels::strides_of(shape);
+        let strides = crate::layout::strides_of(shape);
         let g0 = one_axis(groups[0], labels, shape, &strides, &size);
         let g1 = one_axis(groups[1], labels, shape, &strides, &size);
         match (summed, g0, g1) {
@@ -178,7 +178,7 @@ fn einsum_typed<T: EinsumElem>(
             _ => {
                 let dense = arrange(x, shape, labels, order, &size);
                 let dims: Vec<usize> = order.iter().map(|&l| size(l)).collect();
-                let st = crate::kernels::strides_of(&dims);
+                let st = crate::layout::strides_of(&dims);
                 let nbat = batch.len();
                 let bs = (0..nbat).map(|i| if dims[i] == 1 { 0 } else { st[i] as isize }).collect();
                 let (p, q) = (prod(groups[0]), prod(groups[1]));
@@ -193,7 +193,7 @@ fn einsum_typed<T: EinsumElem>(
     let (rsb, csb) = (b.axes[0].1, b.axes[1].1);
     // C written straight into the output's layout when free_a and free_b each are one
     // strided axis of it; otherwise into [batch, free_a, free_b], rearranged after.
-    let out_strides = crate::kernels::strides_of(&out_shape);
+    let out_strides = crate::layout::strides_of(&out_shape);
     let c_direct = match (
         one_axis(&free_a, &eq.output, &out_shape, &out_strides, &size),
         one_axis(&free_b, &eq.output, &out_shape, &out_strides, &size),
@@ -209,7 +209,7 @@ fn einsum_typed<T: EinsumElem>(
             (bs, rsc, csc)
         }
         None => {
-            let st = crate::kernels::strides_of(&c_shape);
+            let st = crate::layout::strides_of(&c_shape);
             ((0..batch.len()).map(|i| st[i] as isize).collect(), n as isize, 1)
         }
     };
@@ -221,7 +221,7 @@ fn einsum_typed<T: EinsumElem>(
         for _ in 0..nb {
             let at = |st: &[isize]| idx.iter().zip(st).map(|(&i, &s)| i as isize * s).sum::<isize>();
             offsets.push((at(&a.batch_strides), at(&b.batch_strides), at(&c_strides)));
-            crate::kernels::next_index(&mut idx, &batch_dims);
+            crate::layout::next_index(&mut idx, &batch_dims);
         }
         batched_gemm(m, k, n, &a.data, (rsa, csa), &b.data, (rsb, csb), &mut c, (rsc, csc), &offsets);
     }
@@ -352,7 +352,7 @@ fn batched_gemm<T: EinsumElem>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::next_index;
+    use crate::layout::next_index;
 
     /// The definition: a sum over every assignment of every label.
     fn naive(eq: &Equation, ins: &[&[f64]], shapes: &[&[usize]]) -> Vec<f64> {

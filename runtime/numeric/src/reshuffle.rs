@@ -88,7 +88,7 @@ impl SpaceBatch {
         if total == 0 {
             return o;
         }
-        let in_strides = crate::kernels::strides_of(&input[..m + 1]);
+        let in_strides = crate::layout::strides_of(&input[..m + 1]);
         let spatial = &out[1..=m];
         let per_batch: usize = spatial.iter().product();
         let mut pos = vec![0usize; m];
@@ -132,7 +132,7 @@ impl SpaceBatch {
                     o[dst..dst + rest].copy_from_slice(&x[s * rest..][..rest]);
                 }
                 dst += rest;
-                crate::kernels::next_index(&mut pos, spatial);
+                crate::layout::next_index(&mut pos, spatial);
             }
         }
         o
@@ -260,18 +260,19 @@ impl BitwiseKind {
 
     /// `a op b` broadcast to `out` (int32 or int64 operands of one dtype).
     pub fn run(self, a: &Tensor, b: &Tensor, out: &[usize]) -> Result<Tensor, String> {
-        let data =
-            match (&a.data, &b.data) {
-                (TensorData::I32(x), TensorData::I32(y)) => TensorData::I32(Arc::new(
-                    crate::kernels::broadcast_binary(x, &a.shape, y, &b.shape, out, |p, q| {
-                        self.apply64(i64::from(p), i64::from(q), 32) as i32
-                    }),
-                )),
-                (TensorData::I64(x), TensorData::I64(y)) => TensorData::I64(Arc::new(
-                    crate::kernels::broadcast_binary(x, &a.shape, y, &b.shape, out, |p, q| self.apply64(p, q, 64)),
-                )),
-                _ => return Err(format!("{self:?} of {} and {} is not supported", a.dtype, b.dtype)),
-            };
+        let data = match (&a.data, &b.data) {
+            (TensorData::I32(x), TensorData::I32(y)) => {
+                TensorData::I32(Arc::new(crate::layout::broadcast_binary(x, &a.shape, y, &b.shape, out, |p, q| {
+                    self.apply64(i64::from(p), i64::from(q), 32) as i32
+                })))
+            }
+            (TensorData::I64(x), TensorData::I64(y)) => {
+                TensorData::I64(Arc::new(crate::layout::broadcast_binary(x, &a.shape, y, &b.shape, out, |p, q| {
+                    self.apply64(p, q, 64)
+                })))
+            }
+            _ => return Err(format!("{self:?} of {} and {} is not supported", a.dtype, b.dtype)),
+        };
         Ok(Tensor { dtype: a.dtype, shape: out.to_vec(), data })
     }
 }

@@ -2,7 +2,7 @@
 //! CPU kernels draw them — shared by the interpreter's random kernels
 //! (`runtime/src/kernels/random.rs`, which keeps the per-session state of the stateful
 //! ops) and compiled clusters (the stateless samplers are a kernel step,
-//! [`crate::kernels::KernelOp::StatelessRandom`]), so both modes draw the same numbers.
+//! the compiler's `KernelOp::StatelessRandom`), so both modes draw the same numbers.
 //!
 //! - uniform float32: 23 random mantissa bits under exponent 127 give a float in [1, 2);
 //!   subtract 1. Float64: 52 bits from two words, the same way. Four (two) outputs per call.

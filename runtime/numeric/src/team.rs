@@ -179,7 +179,7 @@ fn helper(t: &'static Team) {
 /// parked) and the team free — a hint, read without the lock: a parked helper costs a
 /// futex wake-up (several microseconds on a VM) before it takes its part. Always false on
 /// a rayon worker (sections there go to rayon's pool, whose sleepers this does not see).
-pub(crate) fn awake() -> bool {
+pub fn awake() -> bool {
     if rayon::current_thread_index().is_some() {
         return false;
     }
@@ -195,7 +195,7 @@ fn threads() -> usize {
 
 /// Runs `f(0), …, f(parts − 1)`, each exactly once, on the calling thread and the team's
 /// helpers; returns when all are done. Parts must be independent.
-pub(crate) fn run(parts: usize, f: &(dyn Fn(usize) + Sync)) {
+pub fn run(parts: usize, f: &(dyn Fn(usize) + Sync)) {
     if parts > 1 && rayon::current_thread_index().is_some() {
         // On the interpreter's pool: split there, as its other nodes do.
         rayon::scope(|sc| {
@@ -252,18 +252,24 @@ thread_local! {
 /// The threads of one concurrent region: a section nested in a member's work is posted
 /// here (one at a time; a member finding one posted runs its own parts alone), and
 /// members with nothing else to do join it ([`Crew::help`]).
-pub(crate) struct Crew {
+pub struct Crew {
     slot: Mutex<Option<Published>>,
     posted: AtomicBool,
 }
 
+impl Default for Crew {
+    fn default() -> Crew {
+        Crew::new()
+    }
+}
+
 impl Crew {
-    pub(crate) fn new() -> Crew {
+    pub fn new() -> Crew {
         Crew { slot: Mutex::new(None), posted: AtomicBool::new(false) }
     }
 
     /// Runs `f` with the calling thread a member of the crew.
-    pub(crate) fn member<R>(&self, f: impl FnOnce() -> R) -> R {
+    pub fn member<R>(&self, f: impl FnOnce() -> R) -> R {
         struct Restore(*const Crew);
         impl Drop for Restore {
             fn drop(&mut self) {
@@ -275,7 +281,7 @@ impl Crew {
     }
 
     /// Joins the posted section, if there is one; whether it did.
-    pub(crate) fn help(&self) -> bool {
+    pub fn help(&self) -> bool {
         if !self.posted.load(Ordering::Acquire) {
             return false;
         }

@@ -46,9 +46,7 @@ fn autoclust_gemm(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bo
     let mut c = vec![0f32; m * n];
     bench.bench_local(|| {
         // SAFETY: the vectors hold the described matrices.
-        unsafe {
-            autoclust_compiler::gemm::gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), 1)
-        }
+        unsafe { autoclust_numeric::gemm::gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), 1) }
     });
 }
 
@@ -69,9 +67,7 @@ fn autoclust_gemm_2threads(bench: Bencher<'_, '_>, shape: &(usize, usize, usize,
     let mut c = vec![0f32; m * n];
     bench.bench_local(|| {
         // SAFETY: the vectors hold the described matrices.
-        unsafe {
-            autoclust_compiler::gemm::gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), 2)
-        }
+        unsafe { autoclust_numeric::gemm::gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), 2) }
     });
 }
 
@@ -102,7 +98,7 @@ fn fresh(bench: Bencher<'_, '_>, shape: &(usize, usize, usize, bool, bool), thre
         }
         // SAFETY: the vectors hold the described matrices.
         unsafe {
-            autoclust_compiler::gemm::gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), threads)
+            autoclust_numeric::gemm::gemm(m, k, n, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, c.as_mut_ptr(), threads)
         }
     });
 }
@@ -122,9 +118,9 @@ fn team_round_trip(bench: Bencher<'_, '_>, helper: &str) {
     if helper == "parked" {
         bench
             .with_inputs(|| std::thread::sleep(std::time::Duration::from_millis(5)))
-            .bench_local_values(|()| autoclust_compiler::gemm::team_round_trip());
+            .bench_local_values(|()| autoclust_numeric::gemm::team_round_trip());
     } else {
-        bench.bench_local(autoclust_compiler::gemm::team_round_trip);
+        bench.bench_local(autoclust_numeric::gemm::team_round_trip);
     }
 }
 

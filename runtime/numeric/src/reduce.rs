@@ -1,0 +1,509 @@
+//! Reductions along axes: Sum/Mean/Max/Min/Prod of float32 (vectorised row folds, outer
+//! axes reduced by adding whole rows, split over the team when large), float64 and integer
+//! reductions, cumulative scans, `InTopK` and `L2Loss`'s sum.
+//!
+//! **Invariant:** a float32 reduction accumulates in f64 in a fixed order that depends only
+//! on the shape and the axes (never on the thread count), so the interpreter's kernel and a
+//! compiled cluster's call give the same bits.
+
+use crate::layout::strides_of;
+
+/// Reduction kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceKind {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+}
+
+/// `Cumsum`/`Cumprod` of `x` viewed as `[outer, n, inner]`, along the `n` axis: each output
+/// is `combine` of the running value and the element (`exclusive`: the running value before
+/// it, starting from `identity`), walked backwards when `reverse`. Shared with the
+/// interpreter's kernel, which passes its own element arithmetic.
+#[allow(clippy::too_many_arguments)]
+pub fn cumulative<T: Copy>(
+    x: &[T],
+    (outer, n, inner): (usize, usize, usize),
+    identity: T,
+    combine: impl Fn(T, T) -> T,
+    exclusive: bool,
+    reverse: bool,
+) -> Vec<T> {
+    let mut v = vec![identity; x.len()];
+    for o in 0..outer {
+        for i in 0..inner {
+            let mut acc = identity;
+            for k in 0..n {
+                let j = if reverse { n - 1 - k } else { k };
+                let at = (o * n + j) * inner + i;
+                let next = combine(acc, x[at]);
+                v[at] = if exclusive { acc } else { next };
+                acc = next;
+            }
+        }
+    }
+    v
+}
+
+/// TensorFlow's `InTopK`: whether each row's target class is among the `k` largest of its
+/// `c` predictions (ties counted in the target's favour: only strictly larger predictions
+/// push it out); false for a target out of range or a row with a non-finite prediction.
+pub fn in_top_k(p: &[f32], c: usize, targets: &[i64], k: i64) -> Vec<bool> {
+    targets
+        .iter()
+        .enumerate()
+        .map(|(b, &t)| {
+            let row = &p[b * c..(b + 1) * c];
+            if t < 0 || t as usize >= c || !row[t as usize].is_finite() {
+                return false;
+            }
+            let target = row[t as usize];
+            let mut more = 0i64;
+            for &x in row {
+                if !x.is_finite() {
+                    return false;
+                }
+                if x > target {
+                    more += 1;
+                    if more > k {
+                        break;
+                    }
+                }
+            }
+            more < k
+        })
+        .collect()
+}
+
+/// Σx² in f64, in element order (`L2Loss`; the interpreter's kernel calls it too).
+pub fn l2_sum(v: impl Iterator<Item = f64>) -> f64 {
+    v.map(|x| x * x).sum()
+}
+
+/// `acc` combined with every element of a contiguous row, in f64 like [`reduce`]'s other paths,
+/// with eight independent accumulators (a single serial chain is bound by the add latency:
+/// ~4 cycles per element), combined at the end — a reassociation only, exact for Max/Min.
+fn fold_row(acc: f64, row: &[f32], kind: ReduceKind) -> f64 {
+    const LANES: usize = 8;
+    let chunks = row.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    match kind {
+        ReduceKind::Sum | ReduceKind::Mean => {
+            let mut a = [0.0f64; LANES];
+            for c in chunks {
+                for l in 0..LANES {
+                    a[l] += c[l] as f64;
+                }
+            }
+            let mut s = acc + a.iter().sum::<f64>();
+            for &x in tail {
+                s += x as f64;
+            }
+            s
+        }
+        ReduceKind::Prod => {
+            let mut a = [1.0f64; LANES];
+            for c in chunks {
+                for l in 0..LANES {
+                    a[l] *= c[l] as f64;
+                }
+            }
+            let mut s = acc * a.iter().product::<f64>();
+            for &x in tail {
+                s *= x as f64;
+            }
+            s
+        }
+        ReduceKind::Max | ReduceKind::Min => {
+            let max = kind == ReduceKind::Max;
+            let pick = |a: f64, x: f64| {
+                if a.is_nan() || x.is_nan() {
+                    f64::NAN
+                } else if max {
+                    a.max(x)
+                } else {
+                    a.min(x)
+                }
+            };
+            let mut a = [acc; LANES];
+            for c in chunks {
+                for l in 0..LANES {
+                    a[l] = pick(a[l], c[l] as f64);
+                }
+            }
+            let mut s = a.iter().fold(acc, |s, &x| pick(s, x));
+            for &x in tail {
+                s = pick(s, x as f64);
+            }
+            s
+        }
+    }
+}
+
+/// The identity of `kind`'s combine.
+fn reduce_init(kind: ReduceKind) -> f64 {
+    match kind {
+        ReduceKind::Sum | ReduceKind::Mean => 0.0,
+        ReduceKind::Prod => 1.0,
+        ReduceKind::Max => f64::NEG_INFINITY,
+        ReduceKind::Min => f64::INFINITY,
+    }
+}
+
+/// `a` combined with `x` (NaN wins for Max/Min, as in TensorFlow).
+#[inline(always)]
+fn reduce_combine(kind: ReduceKind, a: f64, x: f64) -> f64 {
+    match kind {
+        ReduceKind::Sum | ReduceKind::Mean => a + x,
+        ReduceKind::Prod => a * x,
+        ReduceKind::Max => {
+            if x.is_nan() || a.is_nan() {
+                f64::NAN
+            } else {
+                a.max(x)
+            }
+        }
+        ReduceKind::Min => {
+            if x.is_nan() || a.is_nan() {
+                f64::NAN
+            } else {
+                a.min(x)
+            }
+        }
+    }
+}
+
+/// `acc[i] ⊕= row[i]`: one loop per kind, so that each vectorises (the kind is not
+/// re-examined per element).
+fn combine_rows(acc: &mut [f64], row: &[f32], kind: ReduceKind) {
+    match kind {
+        ReduceKind::Sum | ReduceKind::Mean => acc.iter_mut().zip(row).for_each(|(a, &x)| *a += x as f64),
+        ReduceKind::Prod => acc.iter_mut().zip(row).for_each(|(a, &x)| *a *= x as f64),
+        ReduceKind::Max => {
+            acc.iter_mut().zip(row).for_each(|(a, &x)| *a = reduce_combine(ReduceKind::Max, *a, x as f64))
+        }
+        ReduceKind::Min => {
+            acc.iter_mut().zip(row).for_each(|(a, &x)| *a = reduce_combine(ReduceKind::Min, *a, x as f64))
+        }
+    }
+}
+
+/// Elements below which a reduction runs on one thread.
+const PARALLEL_REDUCE: usize = 1 << 16;
+
+/// A float64 reduction over `axes` of `v` (of `shape`), each output element accumulated in
+/// input order with TensorFlow's element arithmetic (`TfArith`: NaN-propagating max/min) —
+/// the additions, products and comparisons the interpreter's float64 kernel makes, in the
+/// same order, so the two agree bit for bit.
+pub fn reduce_f64(v: &[f64], shape: &[usize], axes: &[usize], kind: ReduceKind) -> Vec<f64> {
+    use autoclust_graph::arith::TfArith;
+    let init = match kind {
+        ReduceKind::Max => <f64 as TfArith>::lowest(),
+        ReduceKind::Min => <f64 as TfArith>::highest(),
+        ReduceKind::Prod => 1.0,
+        ReduceKind::Sum | ReduceKind::Mean => 0.0,
+    };
+    let (mut out, count) = fold_in_order(v, shape, axes, init, |a, x| match kind {
+        ReduceKind::Sum | ReduceKind::Mean => a + x,
+        ReduceKind::Prod => a * x,
+        ReduceKind::Max => TfArith::maximum(a, x),
+        ReduceKind::Min => TfArith::minimum(a, x),
+    });
+    if kind == ReduceKind::Mean {
+        let n = count as f64;
+        for o in &mut out {
+            *o /= n;
+        }
+    }
+    out
+}
+
+/// An integer reduction of `v` (row-major `shape`) over `axes`, as the interpreter's kernels
+/// compute it: sums and products wrap (in 32 bits when `bits32`), so their order never
+/// matters; `Mean` is the wrapped sum divided by the count, truncated (0 over no element);
+/// `Max`/`Min` of no element are the type's lowest/highest value.
+pub fn reduce_int(v: &[i64], shape: &[usize], axes: &[usize], kind: ReduceKind, bits32: bool) -> Vec<i64> {
+    let wrap = |x: i64| if bits32 { x as i32 as i64 } else { x };
+    let (lowest, highest) = if bits32 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
+    let init = match kind {
+        ReduceKind::Max => lowest,
+        ReduceKind::Min => highest,
+        ReduceKind::Prod => 1,
+        ReduceKind::Sum | ReduceKind::Mean => 0,
+    };
+    let (mut out, count) = fold_in_order(v, shape, axes, init, |a, x| match kind {
+        ReduceKind::Sum | ReduceKind::Mean => wrap(a.wrapping_add(x)),
+        ReduceKind::Prod => wrap(a.wrapping_mul(x)),
+        ReduceKind::Max => a.max(x),
+        ReduceKind::Min => a.min(x),
+    });
+    if kind == ReduceKind::Mean {
+        for o in &mut out {
+            *o = if count == 0 { 0 } else { wrap(*o).wrapping_div(count as i64) };
+        }
+    }
+    out
+}
+
+/// Folds each element of `v` (row-major `shape`) into its output element (the `axes`
+/// removed), in input order, from `init`; returns the outputs and how many inputs each has.
+fn fold_in_order<T: Copy>(v: &[T], shape: &[usize], axes: &[usize], init: T, f: impl Fn(T, T) -> T) -> (Vec<T>, usize) {
+    let r = shape.len();
+    let mut ostride = vec![0usize; r];
+    let mut out_len = 1usize;
+    for (d, (os, &n)) in ostride.iter_mut().zip(shape).enumerate().rev() {
+        if !axes.contains(&d) {
+            *os = out_len;
+            out_len *= n;
+        }
+    }
+    let count: usize = axes.iter().map(|&a| shape[a]).product();
+    let mut out = vec![init; out_len];
+    let mut idx = vec![0usize; r];
+    for &x in v {
+        let o: usize = idx.iter().zip(&ostride).map(|(i, s)| i * s).sum();
+        out[o] = f(out[o], x);
+        for (i, &n) in idx.iter_mut().zip(shape).rev() {
+            *i += 1;
+            if *i < n {
+                break;
+            }
+            *i = 0;
+        }
+    }
+    (out, count)
+}
+
+/// Reduces `axes` of a row-major float32 tensor of `shape`, accumulating in f64.
+///
+/// The shape is first collapsed into alternating runs of kept and reduced dimensions
+/// (size-1 dimensions dropped), then walked in memory order without any transpose: a
+/// reduced innermost run folds each contiguous row with eight accumulators
+/// ([`fold_row`]); a kept innermost run adds whole rows into the accumulators (the
+/// bias-gradient and BatchNorm pattern, `[N·H·W, C] → [C]`). Large inputs are split over
+/// the team along the outermost run: kept → disjoint output slices; reduced → one partial
+/// accumulator per part, combined in part order (a reassociation of the sum only).
+pub fn reduce(v: &[f32], shape: &[usize], axes: &[usize], kind: ReduceKind) -> Vec<f32> {
+    // Collapse into runs of kept (K) / reduced (R) dimensions, dropping size-1 dims.
+    let mut runs: Vec<(bool, usize)> = Vec::new();
+    for (d, &n) in shape.iter().enumerate() {
+        if n == 1 {
+            continue;
+        }
+        let red = axes.contains(&d);
+        match runs.last_mut() {
+            Some((r, m)) if *r == red => *m *= n,
+            _ => runs.push((red, n)),
+        }
+    }
+    let reduced: usize = axes.iter().map(|&a| shape[a]).product();
+    let out_len: usize = v
+        .len()
+        .checked_div(reduced)
+        .unwrap_or_else(|| shape.iter().enumerate().filter(|(d, _)| !axes.contains(d)).map(|(_, &n)| n).product());
+    if reduced == 1 {
+        // Only size-1 axes reduced: a copy, as TensorFlow's reduction kernels special-case
+        // it (−0.0 stays −0.0, where 0 + −0.0 would give +0.0).
+        return v.to_vec();
+    }
+    let init = reduce_init(kind);
+    let mut acc = vec![init; out_len];
+    let parts = rayon::current_num_threads().min(runs.first().map_or(1, |r| r.1));
+    if v.len() >= PARALLEL_REDUCE && parts > 1 && runs.len() > 1 {
+        let (red0, n0) = runs[0];
+        let inner: usize = runs[1..].iter().map(|r| r.1).product();
+        let span = |p: usize| (p * n0 / parts, (p + 1) * n0 / parts);
+        if !red0 {
+            // Disjoint output slices: kept outer rows own their accumulators.
+            let out_inner = out_len / n0;
+            struct Out(*mut f64);
+            // SAFETY: each part writes only its own rows of `acc`.
+            unsafe impl Send for Out {}
+            unsafe impl Sync for Out {}
+            let out = Out(acc.as_mut_ptr());
+            crate::team::run(parts, &|p| {
+                let out = &out;
+                let (r0, r1) = span(p);
+                let mut sub = runs.clone();
+                sub[0].1 = r1 - r0;
+                // SAFETY: rows r0..r1 of the output, disjoint from every other part's.
+                let a = unsafe { std::slice::from_raw_parts_mut(out.0.add(r0 * out_inner), (r1 - r0) * out_inner) };
+                accumulate(&v[r0 * inner..r1 * inner], &sub, kind, a);
+            });
+        } else {
+            let partial: Vec<std::sync::Mutex<Vec<f64>>> =
+                (0..parts).map(|_| std::sync::Mutex::new(Vec::new())).collect();
+            crate::team::run(parts, &|p| {
+                let (r0, r1) = span(p);
+                let mut sub = runs.clone();
+                sub[0].1 = r1 - r0;
+                let mut a = vec![init; out_len];
+                accumulate(&v[r0 * inner..r1 * inner], &sub, kind, &mut a);
+                *partial[p].lock().unwrap_or_else(|e| e.into_inner()) = a;
+            });
+            for part in partial {
+                let part = part.into_inner().unwrap_or_else(|e| e.into_inner());
+                for (a, x) in acc.iter_mut().zip(part) {
+                    *a = reduce_combine(kind, *a, x);
+                }
+            }
+        }
+    } else {
+        accumulate(v, &runs, kind, &mut acc);
+    }
+    match kind {
+        ReduceKind::Mean => acc.into_iter().map(|a| (a / reduced as f64) as f32).collect(),
+        _ => acc.into_iter().map(|a| a as f32).collect(),
+    }
+}
+
+/// Folds `v` (collapsed into `runs`) into `acc` (one accumulator per kept element).
+fn accumulate(v: &[f32], runs: &[(bool, usize)], kind: ReduceKind, acc: &mut [f64]) {
+    if v.is_empty() {
+        return; // Empty reductions keep the identity (TensorFlow: 0, 1, −inf, +inf; Mean NaN).
+    }
+    match runs {
+        [] | [(false, _)] => {
+            // Nothing reduced (or everything has size 1).
+            for (a, &x) in acc.iter_mut().zip(v) {
+                *a = reduce_combine(kind, *a, x as f64);
+            }
+        }
+        [(true, _)] => acc[0] = fold_row(acc[0], v, kind),
+        [(false, _), (true, inner)] => {
+            // [K, R]: one contiguous row per output element.
+            for (a, row) in acc.iter_mut().zip(v.chunks_exact(*inner)) {
+                *a = fold_row(*a, row, kind);
+            }
+        }
+        [(true, _), (false, inner)] => {
+            // [R, K]: add whole rows.
+            for row in v.chunks_exact(*inner) {
+                combine_rows(acc, row, kind);
+            }
+        }
+        _ => {
+            // General case: walk the input, keeping the output offset in step.
+            let dims: Vec<usize> = runs.iter().map(|r| r.1).collect();
+            let kept_dims: Vec<usize> = runs.iter().filter(|r| !r.0).map(|r| r.1).collect();
+            let kept_strides = strides_of(&kept_dims);
+            let mut ostr = Vec::with_capacity(runs.len());
+            let mut k = 0;
+            for r in runs {
+                if r.0 {
+                    ostr.push(0usize);
+                } else {
+                    ostr.push(kept_strides[k]);
+                    k += 1;
+                }
+            }
+            let r = dims.len();
+            let inner = dims[r - 1];
+            let inner_reduced = runs[r - 1].0;
+            let mut idx = vec![0usize; r];
+            let mut obase = 0usize;
+            let mut ibase = 0usize;
+            'outer: loop {
+                let row = &v[ibase..ibase + inner];
+                if inner_reduced {
+                    acc[obase] = fold_row(acc[obase], row, kind);
+                } else {
+                    combine_rows(&mut acc[obase..obase + inner], row, kind);
+                }
+                ibase += inner;
+                let mut d = r - 1;
+                loop {
+                    if d == 0 {
+                        break 'outer;
+                    }
+                    d -= 1;
+                    idx[d] += 1;
+                    obase += ostr[d];
+                    if idx[d] < dims[d] {
+                        break;
+                    }
+                    obase -= ostr[d] * dims[d];
+                    idx[d] = 0;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::next_index;
+
+    /// The eight-lane row fold agrees with a serial fold: exactly for Max/Min (NaN anywhere
+    /// gives NaN), to f64 rounding for Sum/Prod, at lengths around the lane count.
+    #[test]
+    fn fold_row_matches_a_serial_fold() {
+        for n in [0usize, 1, 7, 8, 9, 15, 16, 17, 100, 1001] {
+            let row: Vec<f32> = (0..n).map(|i| ((i * 37 % 11) as f32 - 5.0) * 0.25 + 0.01).collect();
+            let serial = |init: f64, f: &dyn Fn(f64, f64) -> f64| row.iter().fold(init, |a, &x| f(a, x as f64));
+            let sum = fold_row(1.5, &row, ReduceKind::Sum);
+            assert!((sum - serial(1.5, &|a, x| a + x)).abs() < 1e-9, "sum n={n}");
+            let short: Vec<f32> = row.iter().take(40).map(|x| 1.0 + x * 0.01).collect();
+            let prod = fold_row(2.0, &short, ReduceKind::Prod);
+            let want = short.iter().fold(2.0f64, |a, &x| a * x as f64);
+            assert!((prod - want).abs() <= 1e-12 * want.abs(), "prod n={n}");
+            assert_eq!(fold_row(f64::NEG_INFINITY, &row, ReduceKind::Max), serial(f64::NEG_INFINITY, &f64::max));
+            assert_eq!(fold_row(f64::INFINITY, &row, ReduceKind::Min), serial(f64::INFINITY, &f64::min));
+            if n > 0 {
+                let mut with_nan = row.clone();
+                with_nan[n / 2] = f32::NAN;
+                assert!(fold_row(f64::NEG_INFINITY, &with_nan, ReduceKind::Max).is_nan(), "max n={n}");
+                assert!(fold_row(f64::INFINITY, &with_nan, ReduceKind::Min).is_nan(), "min n={n}");
+            }
+        }
+    }
+
+    /// Every subset of axes of rank-3 and rank-4 tensors, small and above the parallel
+    /// threshold (both splits: a kept and a reduced outermost run), every kind, against a
+    /// serial f64 fold by multi-index.
+    #[test]
+    fn reduce_matches_the_definition_for_every_axis_subset() {
+        // Reducing only size-1 axes is a copy (TensorFlow's special case): −0.0 survives.
+        let neg_zero = reduce(&[-0.0, 2.0], &[1, 2], &[0], ReduceKind::Sum);
+        assert_eq!(
+            neg_zero.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            vec![(-0.0f32).to_bits(), 2.0f32.to_bits()]
+        );
+        for shape in [vec![3usize, 1, 4, 5], vec![64, 33, 40], vec![5, 0, 3], vec![70, 1000, 2]] {
+            let n: usize = shape.iter().product();
+            let v: Vec<f32> = (0..n).map(|i| ((i * 7919 % 1013) as f32 - 500.0) / 64.0).collect();
+            let r = shape.len();
+            for bits in 0..(1u32 << r) {
+                let axes: Vec<usize> = (0..r).filter(|&d| bits & (1 << d) != 0).collect();
+                let kept: Vec<usize> = (0..r).filter(|d| !axes.contains(d)).map(|d| shape[d]).collect();
+                let out_len: usize = kept.iter().product();
+                let count: usize = axes.iter().map(|&a| shape[a]).product();
+                for kind in [ReduceKind::Sum, ReduceKind::Mean, ReduceKind::Max, ReduceKind::Min, ReduceKind::Prod] {
+                    if kind == ReduceKind::Prod && n > 1000 {
+                        continue; // products of thousands of terms over/underflow either way
+                    }
+                    let mut want = vec![reduce_init(kind); out_len];
+                    let mut idx = vec![0usize; r];
+                    for &x in &v {
+                        let o = (0..r).filter(|d| !axes.contains(d)).fold(0, |o, d| o * shape[d] + idx[d]);
+                        want[o] = reduce_combine(kind, want[o], x as f64);
+                        next_index(&mut idx, &shape);
+                    }
+                    let want: Vec<f32> = want
+                        .into_iter()
+                        .map(|a| if kind == ReduceKind::Mean { (a / count as f64) as f32 } else { a as f32 })
+                        .collect();
+                    let got = reduce(&v, &shape, &axes, kind);
+                    assert_eq!(got.len(), want.len(), "{shape:?} {axes:?} {kind:?}");
+                    for (g, w) in got.iter().zip(&want) {
+                        let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 1e-6 * w.abs().max(1.0);
+                        assert!(ok, "{shape:?} axes {axes:?} {kind:?}: {g} vs {w}");
+                    }
+                }
+            }
+        }
+    }
+}
