@@ -146,6 +146,31 @@ fn batch_matmul_typed<T: Elem + Gemm>(a: &Tensor, b: &Tensor, adj_x: bool, adj_y
     Ok(tensor_of(shape, c))
 }
 
+/// `BatchMatMulV3` on the narrow integer types TensorFlow's CPU kernel registers: int8 and
+/// uint8 operands (any pairing) into int32 — a Keras `quantize("int8")` Dense layer's
+/// product —, and int16 into int16. The products are summed exactly in int64 and wrapped to
+/// the output's width, which is what TensorFlow's wrapping int32/int16 accumulation gives.
+/// `None` when neither operand is narrow.
+fn narrow_batch_matmul(a: &Tensor, b: &Tensor, adj_x: bool, adj_y: bool) -> KResult<Option<Tensor>> {
+    let byte = |d: DType| matches!(d, DType::Int8 | DType::UInt8);
+    let out = match (a.dtype, b.dtype) {
+        (x, y) if byte(x) && byte(y) => DType::Int32,
+        (DType::Int16, DType::Int16) => DType::Int16,
+        (x, y) if byte(x) || byte(y) || x == DType::Int16 || y == DType::Int16 => {
+            return Err(KernelError::invalid(format!("BatchMatMulV3 of {x} and {y} has no kernel in TensorFlow")))
+        }
+        _ => return Ok(None),
+    };
+    let wide = batch_matmul_typed::<i64>(&super::widen::to_i64(a)?, &super::widen::to_i64(b)?, adj_x, adj_y)?;
+    Ok(Some(match out {
+        DType::Int32 => {
+            let v = wide.as_i64().expect("an int64 product").iter().map(|&x| x as i32).collect();
+            Tensor::from_i32(wide.shape.clone(), v).map_err(|e| KernelError::invalid(e.to_string()))?
+        }
+        d => super::widen::from_i64(wide, d)?,
+    }))
+}
+
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     Ok(Some(match node.op.as_str() {
         "MatMul" => {
@@ -162,6 +187,9 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             Box::new(move |inp: Inputs| {
                 arity(&inp, 2)?;
                 let (a, b) = (&inp[0], &inp[1]);
+                if let Some(out) = narrow_batch_matmul(a, b, ax, ay)? {
+                    return one(out);
+                }
                 super::check_native(a)?;
                 if a.dtype != b.dtype {
                     return Err(KernelError::invalid("operands have different dtypes"));
@@ -244,6 +272,34 @@ mod tests {
         assert_eq!(c.as_i32().unwrap(), &[7, 10, 15, 22]);
         let b = Tensor::from_i32(vec![3, 1], vec![1, 2, 3]).unwrap();
         assert!(run1(&node("MatMul", &[]), &[a, b]).unwrap_err().to_string().contains("size-incompatible"));
+    }
+
+    /// TensorFlow 2.21's values: `tf.raw_ops.BatchMatMulV3(x=int8 [[1,-2,127],[-128,5,3]],
+    /// y=int8 [[3,1],[-7,2],[127,-128]], Tout=tf.int32)` is `[[16146,-16259],[-38,-502]]`; with
+    /// x = uint8 [[1,200,3],[4,5,255]] it is `[[-1016,17],[32362,-32626]]`.
+    #[test]
+    fn int8_and_uint8_products_into_int32() {
+        let raw = |d: DType, shape: Vec<usize>, v: &[i64]| Tensor {
+            dtype: d,
+            shape,
+            data: autoclust_graph::TensorData::Raw(std::sync::Arc::new(v.iter().map(|&x| x as u8).collect())),
+        };
+        let x = raw(DType::Int8, vec![2, 3], &[1, -2, 127, -128, 5, 3]);
+        let y = raw(DType::Int8, vec![3, 2], &[3, 1, -7, 2, 127, -128]);
+        let nd = node("BatchMatMulV3", &[("Tout", AttrValue::Type(DType::Int32))]);
+        let c = run1(&nd, &[x.clone(), y.clone()]).unwrap();
+        assert_eq!(c.dtype, DType::Int32);
+        assert_eq!(c.as_i32().unwrap(), &[16146, -16259, -38, -502]);
+        // uint8 200 and 255 are not -56 and -1.
+        let u = raw(DType::UInt8, vec![2, 3], &[1, 200, 3, 4, 5, 255]);
+        let c = run1(&nd, &[u, y.clone()]).unwrap();
+        assert_eq!(c.as_i32().unwrap(), &[-1016, 17, 32362, -32626]);
+        // adj_y reads y transposed; float32 with int8 is refused, as TensorFlow registers no such kernel.
+        let yt = raw(DType::Int8, vec![2, 3], &[3, -7, 127, 1, 2, -128]);
+        let nd_t = node("BatchMatMulV3", &[("Tout", AttrValue::Type(DType::Int32)), ("adj_y", AttrValue::B(true))]);
+        assert_eq!(run1(&nd_t, &[x.clone(), yt]).unwrap().as_i32().unwrap(), &[16146, -16259, -38, -502]);
+        let f = Tensor::from_f32(vec![3, 2], vec![0.0; 6]).unwrap();
+        assert!(run1(&nd, &[x, f]).is_err());
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! `crossed_column`, hashed as TensorFlow hashes it), and the `tf.sparse` algebra:
 //! `SparseReorder`, `SparseConcat` (output in row-major order), `SparseSlice`, `SparseAdd` (a
 //! merge of two index-ordered operands; a sum whose magnitude is below `thresh` is dropped),
-//! `SparseReduceSum`, `SparseTensorDenseAdd`, `SparseDenseCwise{Add,Mul,Div}` (the dense
-//! operand broadcast to the sparse shape).
+//! `SparseReduceSum`/`SparseReduceMax` and their `*Sparse` forms (entries grouped by their
+//! kept coordinates), `SparseSparseMaximum`/`SparseSparseMinimum` (a merge with implicit
+//! zeros), `SparseTensorDenseAdd`, `SparseDenseCwise{Add,Mul,Div}` (the dense operand
+//! broadcast to the sparse shape).
 //!
 //! A sparse tensor is int64 `indices [N, R]`, `values [N]` and int64 `dense_shape [R]`. Every
 //! index is checked before it is used; the checks and their messages follow TensorFlow's CPU
@@ -131,11 +133,20 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             arity(&inp, 3)?;
             one(super::dispatch_float!(inp[1].dtype, sparse_softmax(&inp[0], &inp[1], &inp[2]))?)
         }),
-        "SparseReduceSum" => {
+        "SparseReduceSum" | "SparseReduceMax" | "SparseReduceSumSparse" | "SparseReduceMaxSparse" => {
             let keep = attr_bool_or(node, "keep_dims", false)?;
+            let max = node.op.starts_with("SparseReduceMax");
+            let sparse_out = node.op.ends_with("Sparse");
             Box::new(move |inp: Inputs| {
                 arity(&inp, 4)?;
-                one(dispatch_num!(inp[1].dtype, sparse_reduce_sum(&inp, keep))?)
+                dispatch_num!(inp[1].dtype, sparse_reduce(&inp, keep, max, sparse_out))
+            })
+        }
+        "SparseSparseMaximum" | "SparseSparseMinimum" => {
+            let max = node.op == "SparseSparseMaximum";
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 6)?;
+                dispatch_num!(inp[1].dtype, sparse_sparse_extreme(&inp, max))
             })
         }
         "SparseTensorDenseAdd" => Box::new(|inp: Inputs| {
@@ -1084,12 +1095,23 @@ fn dense_offsets(idx: &[i64], n: usize, rank: usize, shape: &[i64]) -> KResult<(
     Ok((dims, offs))
 }
 
-/// `SparseReduceSum`: the sparse tensor made dense and summed over `reduction_axes`; entries
-/// are added in row-major index order.
-fn sparse_reduce_sum<T: Num>(inp: &[Tensor], keep: bool) -> KResult<Tensor> {
+/// `SparseReduceSum`/`SparseReduceMax` and their `*Sparse` forms, as TensorFlow's
+/// `sparse_reduce_op.cc`: the entries are grouped by their coordinates in the kept
+/// dimensions (sorted by those, then by the reduced ones), and each group's values summed in
+/// that order or their maximum taken. The dense forms write each group's result at its kept
+/// coordinates in a tensor of zeros (a kept position with no entry is 0, also for `Max`);
+/// the sparse forms return one entry per group (indices with zeros in reduced dimensions
+/// under `keep_dims`), its values and the reduced shape.
+fn sparse_reduce<T: Num>(inp: &[Tensor], keep: bool, max: bool, sparse_out: bool) -> KResult<Outputs> {
     let (idx, n, rank) = index_matrix(&inp[0], "input_indices")?;
     let shape = int_values(&inp[2], "input_shape")?;
     let (dims, _) = dense_offsets(&idx, n, rank, &shape)?;
+    if inp[3].rank() > 1 {
+        return Err(KernelError::invalid(format!(
+            "Expected reduction_axes to be a scalar or a vector; got shape: {}",
+            shape_str(&inp[3].shape)
+        )));
+    }
     let mut reduced = vec![false; rank];
     for a in int_values(&inp[3], "reduction_axes")? {
         let r = rank as i64;
@@ -1100,22 +1122,139 @@ fn sparse_reduce_sum<T: Num>(inp: &[Tensor], keep: bool) -> KResult<Tensor> {
         }
         reduced[a.rem_euclid(r) as usize] = true;
     }
-    let out_dims: Vec<usize> = (0..rank).filter(|&d| !reduced[d]).map(|d| dims[d]).collect();
-    budget(inp[1].dtype, &out_dims)?;
-    let st = super::strides(&out_dims);
     let v = T::slice(&inp[1]);
     if v.len() != n {
         return Err(KernelError::invalid("input_values must have one value per index"));
     }
-    let mut out = vec![T::zero(); out_dims.iter().product()];
-    for e in row_major_order(&idx, n, rank) {
-        let at = &idx[e * rank..(e + 1) * rank];
-        let o: usize = (0..rank).filter(|&d| !reduced[d]).zip(&st).map(|(d, &s)| at[d] as usize * s).sum();
-        out[o] = out[o].add(v[e]);
+    let kept: Vec<usize> = (0..rank).filter(|&d| !reduced[d]).collect();
+    let key: Vec<usize> = kept.iter().copied().chain((0..rank).filter(|&d| reduced[d])).collect();
+    let coord = |e: usize, d: usize| idx[e * rank + d];
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| key.iter().map(|&d| coord(a, d)).cmp(key.iter().map(|&d| coord(b, d))));
+    // Consecutive runs of equal kept coordinates, each with its reduced value.
+    let mut groups: Vec<(usize, T)> = Vec::new();
+    let mut start = 0;
+    while start < n {
+        let first = order[start];
+        let mut end = start + 1;
+        while end < n && kept.iter().all(|&d| coord(order[end], d) == coord(first, d)) {
+            end += 1;
+        }
+        let mut acc = v[first];
+        for &e in &order[start + 1..end] {
+            acc = if max { acc.maximum(v[e]) } else { acc.add(v[e]) };
+        }
+        groups.push((first, acc));
+        start = end;
     }
-    let shape: Vec<usize> =
-        if keep { (0..rank).map(|d| if reduced[d] { 1 } else { dims[d] }).collect() } else { out_dims };
-    Ok(tensor_of(shape, out))
+    let out_dims: Vec<usize> = if keep {
+        (0..rank).map(|d| if reduced[d] { 1 } else { dims[d] }).collect()
+    } else {
+        kept.iter().map(|&d| dims[d]).collect()
+    };
+    if sparse_out {
+        let width = out_dims.len();
+        let mut out_idx = vec![0i64; groups.len() * width];
+        for (g, &(e, _)) in groups.iter().enumerate() {
+            for (j, &d) in kept.iter().enumerate() {
+                out_idx[g * width + if keep { d } else { j }] = coord(e, d);
+            }
+        }
+        let values: Vec<T> = groups.iter().map(|&(_, x)| x).collect();
+        let out_shape: Vec<i64> = out_dims.iter().map(|&d| d as i64).collect();
+        return Ok(Outputs::from_iter([
+            tensor_of(vec![groups.len(), width], out_idx),
+            tensor_of(vec![groups.len()], values),
+            tensor_of(vec![width], out_shape),
+        ]));
+    }
+    budget(inp[1].dtype, &out_dims)?;
+    let kept_dims: Vec<usize> = kept.iter().map(|&d| dims[d]).collect();
+    let st = super::strides(&kept_dims);
+    let mut out = vec![T::zero(); kept_dims.iter().product()];
+    for &(e, x) in &groups {
+        let o: usize = kept.iter().zip(&st).map(|(&d, &s)| coord(e, d) as usize * s).sum();
+        out[o] = x;
+    }
+    Ok(Outputs::from_iter([tensor_of(out_dims, out)]))
+}
+
+/// `SparseSparseMaximum`/`SparseSparseMinimum`, as TensorFlow's
+/// `sparse_sparse_binary_op_shared.cc`: the two entry lists (taken to be in row-major order)
+/// merged by index; an index on one side only meets an implicit zero on the other; every
+/// union entry is kept, zeros included.
+fn sparse_sparse_extreme<T: Num>(inp: &[Tensor], max: bool) -> KResult<Outputs> {
+    if inp[0].rank() != 2 || inp[3].rank() != 2 {
+        return Err(KernelError::invalid(format!(
+            "Inputs a_indices and b_indices should be matrices but received shapes: {}, {}",
+            shape_str(&inp[0].shape),
+            shape_str(&inp[3].shape)
+        )));
+    }
+    if inp[1].rank() != 1 || inp[4].rank() != 1 {
+        return Err(KernelError::invalid(format!(
+            "Inputs a_values and b_values should be vectors but received shapes: {} and {}",
+            shape_str(&inp[1].shape),
+            shape_str(&inp[4].shape)
+        )));
+    }
+    let (an, bn) = (inp[0].shape[0], inp[3].shape[0]);
+    if inp[1].shape[0] != an || inp[4].shape[0] != bn {
+        return Err(KernelError::invalid(format!(
+            "Expected {an} and {bn} non-empty input values, got {} and {}",
+            inp[1].shape[0], inp[4].shape[0]
+        )));
+    }
+    let (ash, bsh) = (int_values(&inp[2], "a_shape")?, int_values(&inp[5], "b_shape")?);
+    if ash.len() != bsh.len() {
+        return Err(KernelError::invalid(format!(
+            "Operands do not have the same ranks; got shapes: {} and {}",
+            join(&ash),
+            join(&bsh)
+        )));
+    }
+    if let Some(d) = (0..ash.len()).find(|&d| ash[d] != bsh[d]) {
+        return Err(KernelError::invalid(format!(
+            "Operands' shapes do not match: got {} and {} for dimension {d}",
+            ash[d], bsh[d]
+        )));
+    }
+    let rank = inp[0].shape[1];
+    let (ai, bi) = (int_values(&inp[0], "a_indices")?, int_values(&inp[3], "b_indices")?);
+    let (av, bv) = (T::slice(&inp[1]), T::slice(&inp[4]));
+    let row = |m: &[i64], i: usize| m[i * rank..(i + 1) * rank].to_vec();
+    let (mut i, mut j) = (0, 0);
+    let (mut idx, mut vals) = (Vec::with_capacity((an + bn) * rank), Vec::with_capacity(an + bn));
+    let op = |x: T, y: T| if max { x.maximum(y) } else { x.minimum(y) };
+    while i < an || j < bn {
+        let order = if i == an {
+            std::cmp::Ordering::Greater
+        } else if j == bn {
+            std::cmp::Ordering::Less
+        } else {
+            ai[i * rank..(i + 1) * rank].cmp(&bi[j * rank..(j + 1) * rank])
+        };
+        match order {
+            std::cmp::Ordering::Less => {
+                idx.extend(row(&ai, i));
+                vals.push(op(av[i], T::zero()));
+                i += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                idx.extend(row(&ai, i));
+                vals.push(op(av[i], bv[j]));
+                i += 1;
+                j += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                idx.extend(row(&bi, j));
+                vals.push(op(T::zero(), bv[j]));
+                j += 1;
+            }
+        }
+    }
+    let n = vals.len();
+    Ok(Outputs::from_iter([tensor_of(vec![n, rank], idx), tensor_of(vec![n], vals)]))
 }
 
 /// `SparseTensorDenseAdd`: `b` with each sparse entry added at its index.
@@ -1751,6 +1890,54 @@ mod tests {
         )
         .unwrap();
         assert_eq!((out[1].as_i64().unwrap(), out[2].as_i64().unwrap()), (&[223, 21, 499][..], &[3, 2][..]));
+    }
+
+    /// TensorFlow 2.21's `SparseReduceMax`, `SparseReduceMaxSparse` and `SparseReduceSumSparse`
+    /// on one `[2, 3, 3]` tensor (a kept position without entries is 0 in the dense max, even
+    /// when the other groups are negative), and `SparseSparseMaximum`/`Minimum`.
+    #[test]
+    fn sparse_reductions_and_extremes_match_tensorflow() {
+        let sp = [
+            i64s(&[5, 3], &[0, 1, 0, 0, 1, 2, 1, 0, 1, 1, 2, 0, 1, 2, 1]),
+            f32s(&[5], &[-3., 5., -1., -2., -7.]),
+            i64s(&[3], &[2, 3, 3]),
+        ];
+        let reduce = |op: &str, axes: &[i32], keep: bool| {
+            let mut inputs = sp.to_vec();
+            inputs.push(i32s(axes));
+            compute(&node(op, &[("keep_dims", AttrValue::B(keep))]), &inputs).unwrap()
+        };
+        let dense = reduce("SparseReduceMax", &[1], false);
+        assert_eq!((&dense[0].shape[..], dense[0].as_f32().unwrap()), (&[2, 3][..], &[-3., 0., 5., -2., -1., 0.][..]));
+        let dense = reduce("SparseReduceMax", &[-1], false);
+        assert_eq!(dense[0].as_f32().unwrap(), &[0., 5., 0., -1., 0., -2.]);
+        let dense = reduce("SparseReduceMax", &[0, 2], true);
+        assert_eq!((&dense[0].shape[..], dense[0].as_f32().unwrap()), (&[1, 3, 1][..], &[-1., 5., -2.][..]));
+        let all = reduce("SparseReduceMax", &[0, 1, 2], false);
+        assert_eq!((all[0].shape.len(), all[0].as_f32().unwrap()), (0, &[5.][..]));
+        let m = reduce("SparseReduceMaxSparse", &[1], false);
+        assert_eq!(m[0].as_i64().unwrap(), &[0, 0, 0, 2, 1, 0, 1, 1]);
+        assert_eq!(m[1].as_f32().unwrap(), &[-3., 5., -2., -1.]);
+        assert_eq!(m[2].as_i64().unwrap(), &[2, 3]);
+        let s = reduce("SparseReduceSumSparse", &[1], false);
+        assert_eq!(s[1].as_f32().unwrap(), &[-3., 5., -2., -8.]);
+        let s = reduce("SparseReduceSumSparse", &[0, 2], true);
+        assert_eq!(s[0].as_i64().unwrap(), &[0, 0, 0, 0, 1, 0, 0, 2, 0]);
+        assert_eq!((s[1].as_f32().unwrap(), s[2].as_i64().unwrap()), (&[-1., 2., -9.][..], &[1, 3, 1][..]));
+        let s = reduce("SparseReduceSumSparse", &[0, 1, 2], false);
+        assert_eq!((&s[0].shape[..], s[1].as_f32().unwrap(), &s[2].shape[..]), (&[1, 0][..], &[-8.][..], &[0][..]));
+        let a = [i64s(&[3, 2], &[0, 0, 1, 1, 2, 0]), f32s(&[3], &[-1., 4., 2.]), i64s(&[2], &[4, 4])];
+        let b = [i64s(&[3, 2], &[0, 1, 1, 1, 3, 3]), f32s(&[3], &[-5., 3., -6.]), i64s(&[2], &[4, 4])];
+        let ab: Vec<Tensor> = a.iter().chain(&b).cloned().collect();
+        let mx = compute(&node("SparseSparseMaximum", &[]), &ab).unwrap();
+        assert_eq!(mx[0].as_i64().unwrap(), &[0, 0, 0, 1, 1, 1, 2, 0, 3, 3]);
+        assert_eq!(mx[1].as_f32().unwrap(), &[0., 0., 4., 2., 0.]);
+        let mn = compute(&node("SparseSparseMinimum", &[]), &ab).unwrap();
+        assert_eq!(mn[1].as_f32().unwrap(), &[-1., -5., 3., 0., -6.]);
+        let mut bad = ab.clone();
+        bad[5] = i64s(&[2], &[4, 5]);
+        let e = compute(&node("SparseSparseMinimum", &[]), &bad).unwrap_err().to_string();
+        assert!(e.contains("Operands' shapes do not match: got 4 and 5 for dimension 1"), "{e}");
     }
 
     /// TensorFlow 2.21's `gen_sparse_ops` results for the `tf.sparse` algebra.

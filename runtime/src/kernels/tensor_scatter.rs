@@ -5,7 +5,9 @@
 //! (`tf.tensor_scatter_nd_*`). The combine is the compiler's `ScatterKind`, shared with the
 //! compiled scatter.
 
-use autoclust_graph::Tensor;
+use std::sync::Arc;
+
+use autoclust_graph::{Tensor, TensorData};
 use autoclust_numeric::scatter::ScatterKind;
 
 use super::{Inputs, Outputs, PureFn};
@@ -58,7 +60,17 @@ pub(crate) fn prepare(node: &autoclust_graph::Node) -> KResult<Option<PureFn>> {
             }
             offsets.push(off * slice);
         }
-        super::dispatch_num!(tensor.dtype, scatter_rows(kind, &mut tensor, &offsets, slice, &updates))?;
+        match (kind, &mut tensor.data, &updates.data) {
+            // `TensorScatterUpdate` takes every dtype: Keras' mixed-precision loss scaling
+            // scatters `IsFinite` bools of an embedding's sparse gradient.
+            (ScatterKind::Update, TensorData::Bool(v), TensorData::Bool(u)) => {
+                overwrite_rows(Arc::make_mut(v).as_mut_slice(), u, &offsets, slice)
+            }
+            (ScatterKind::Update, TensorData::Str(v), TensorData::Str(u)) => {
+                overwrite_rows(Arc::make_mut(v).as_mut_slice(), u, &offsets, slice)
+            }
+            _ => super::dispatch_num!(tensor.dtype, scatter_rows(kind, &mut tensor, &offsets, slice, &updates))?,
+        }
         super::one(tensor)
     })))
 }
@@ -85,4 +97,41 @@ fn scatter_rows<T: super::elementwise::Num>(
         }
     }
     Ok(())
+}
+
+/// `TensorScatterUpdate` of a non-numeric dtype: each indexed row replaced, in index order
+/// (with duplicate indices the last update wins, as in TensorFlow's CPU kernel).
+fn overwrite_rows<T: Clone>(v: &mut [T], updates: &[T], offsets: &[usize], slice: usize) {
+    for (r, &off) in offsets.iter().enumerate() {
+        v[off..off + slice].clone_from_slice(&updates[r * slice..(r + 1) * slice]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(op: &str, inputs: Vec<Tensor>) -> KResult<Tensor> {
+        let node = autoclust_graph::Node::unconnected("s", op, Default::default());
+        let f = prepare(&node)?.expect("a scatter op");
+        Ok(f(inputs.into_iter().collect())?.pop().expect("one output"))
+    }
+
+    /// `tf.tensor_scatter_nd_update(tf.fill([5], True), [[1], [3], [1]], [False, False, True])`
+    /// is `[True, True, True, False, True]` in TensorFlow 2.21 (the last duplicate wins); a
+    /// string tensor's rows are replaced the same way; `Add` of bools is still refused.
+    #[test]
+    fn update_takes_bool_and_string_tensors() {
+        let idx = Tensor::from_i32(vec![3, 1], vec![1, 3, 1]).unwrap();
+        let t = Tensor::from_bool(vec![5], vec![true; 5]).unwrap();
+        let u = Tensor::from_bool(vec![3], vec![false, false, true]).unwrap();
+        let got = run("TensorScatterUpdate", vec![t.clone(), idx.clone(), u.clone()]).unwrap();
+        assert_eq!(got.as_bool().unwrap(), &[true, true, true, false, true]);
+        let s =
+            Tensor::from_strings(vec![2, 2], vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"d".to_vec()]).unwrap();
+        let su = Tensor::from_strings(vec![1, 2], vec![b"x".to_vec(), b"yz".to_vec()]).unwrap();
+        let got = run("TensorScatterUpdate", vec![s, Tensor::from_i32(vec![1, 1], vec![1]).unwrap(), su]).unwrap();
+        assert_eq!(got.as_strings().unwrap(), &[b"a".to_vec(), b"b".to_vec(), b"x".to_vec(), b"yz".to_vec()]);
+        assert!(run("TensorScatterAdd", vec![t, idx, u]).is_err());
+    }
 }

@@ -31,7 +31,7 @@ fn narrow(d: DType) -> bool {
     matches!(d, DType::Int8 | DType::Int16 | DType::UInt8 | DType::UInt16 | DType::UInt32)
 }
 
-fn to_i64(t: &Tensor) -> KResult<Tensor> {
+pub(crate) fn to_i64(t: &Tensor) -> KResult<Tensor> {
     let TensorData::Raw(b) = &t.data else { return Err(KernelError::DType(t.dtype)) };
     let v: Vec<i64> = match t.dtype {
         DType::Int8 => b.iter().map(|&x| x as i8 as i64).collect(),
@@ -45,7 +45,7 @@ fn to_i64(t: &Tensor) -> KResult<Tensor> {
 }
 
 /// `t`'s values truncated to `dtype`'s width (two's complement wrap).
-fn from_i64(t: Tensor, dtype: DType) -> KResult<Tensor> {
+pub(crate) fn from_i64(t: Tensor, dtype: DType) -> KResult<Tensor> {
     let v = t.as_i64().ok_or(KernelError::DType(t.dtype))?;
     let w = dtype.size_of().ok_or(KernelError::DType(dtype))?;
     let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()[..w].to_vec()).collect();

@@ -5,7 +5,8 @@
 //! `num_segments`) and their gradients (V1 and V2), `UniqueWithCounts` and
 //! `SparseTensorDenseMatMul`, `SparseCross` (feature columns' `crossed_column`), and the
 //! `tf.sparse` algebra: `SparseReorder`, `SparseConcat`, `SparseSlice`, `SparseAdd`,
-//! `SparseReduceSum`, `SparseTensorDenseAdd`, `SparseDenseCwise{Add,Mul,Div}`, `SparseSoftmax`.
+//! `SparseReduceSum`/`SparseReduceMax` and their `*Sparse` forms, `SparseTensorDenseAdd`,
+//! `SparseDenseCwise{Add,Mul,Div}`, `SparseSoftmax`, `SparseSparseMaximum`/`SparseSparseMinimum`.
 //!
 //! A sparse tensor is three dense tensors (int64 `indices [N, R]`, `values [N]`, int64
 //! `dense_shape [R]`), so every op here is an ordinary stateless op on dense values. Shape
@@ -302,6 +303,19 @@ fn sparse_reduce_sum(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![Shape::with_dims(dims)])
 }
 
+/// `SparseReduceSumSparse`/`SparseReduceMaxSparse`: `[?, r]`, `[?]`, `[r]`, the output
+/// rank `r` known when the dense form's output shape is.
+fn sparse_reduce_sparse(c: &InferCtx<'_>) -> Shapes {
+    let r = sparse_reduce_sum(c)?[0].rank().map(|r| r as i64);
+    Ok(vec![Shape::with_dims(vec![None, r]), Shape::with_dims(vec![None]), Shape::with_dims(vec![r])])
+}
+
+/// `SparseSparseMaximum`/`Minimum`: the union of the two index lists, `[?, rank]` and `[?]`.
+fn sparse_sparse_extreme(c: &InferCtx<'_>) -> Shapes {
+    rank_is(c, 0, "a_indices", 2)?;
+    Ok(vec![Shape::with_dims(vec![None, dim(c, 0, 1)]), Shape::with_dims(vec![None])])
+}
+
 /// `SparseTensorDenseAdd`: the dense operand's shape.
 fn sparse_dense_add(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![c.shape(3).clone()])
@@ -532,6 +546,36 @@ pub(super) static OPS: &[OpSchema] = &[
         sparse_triple_from_2,
     ),
     pure_op(
+        "SparseSparseMaximum",
+        OpFamily::Binary,
+        &[
+            arg("a_indices", I64),
+            arg("a_values", T),
+            arg("a_shape", I64),
+            arg("b_indices", I64),
+            arg("b_values", T),
+            arg("b_shape", I64),
+        ],
+        &[arg("output_indices", I64), arg("output_values", T)],
+        &[type_attr("T", Some(REAL))],
+        sparse_sparse_extreme,
+    ),
+    pure_op(
+        "SparseSparseMinimum",
+        OpFamily::Binary,
+        &[
+            arg("a_indices", I64),
+            arg("a_values", T),
+            arg("a_shape", I64),
+            arg("b_indices", I64),
+            arg("b_values", T),
+            arg("b_shape", I64),
+        ],
+        &[arg("output_indices", I64), arg("output_values", T)],
+        &[type_attr("T", Some(REAL))],
+        sparse_sparse_extreme,
+    ),
+    pure_op(
         "SparseSoftmax",
         OpFamily::NeuralNet,
         &[arg("sp_indices", I64), arg("sp_values", T), arg("sp_shape", I64)],
@@ -546,6 +590,30 @@ pub(super) static OPS: &[OpSchema] = &[
         &[arg("output", T)],
         &[bool_attr_or("keep_dims", false), type_attr("T", Some(REAL))],
         sparse_reduce_sum,
+    ),
+    pure_op(
+        "SparseReduceMax",
+        OpFamily::Reduction,
+        &[arg("input_indices", I64), arg("input_values", T), arg("input_shape", I64), arg("reduction_axes", I32)],
+        &[arg("output", T)],
+        &[bool_attr_or("keep_dims", false), type_attr("T", Some(REAL))],
+        sparse_reduce_sum,
+    ),
+    pure_op(
+        "SparseReduceSumSparse",
+        OpFamily::Reduction,
+        &[arg("input_indices", I64), arg("input_values", T), arg("input_shape", I64), arg("reduction_axes", I32)],
+        &[arg("output_indices", I64), arg("output_values", T), arg("output_shape", I64)],
+        &[bool_attr_or("keep_dims", false), type_attr("T", Some(REAL))],
+        sparse_reduce_sparse,
+    ),
+    pure_op(
+        "SparseReduceMaxSparse",
+        OpFamily::Reduction,
+        &[arg("input_indices", I64), arg("input_values", T), arg("input_shape", I64), arg("reduction_axes", I32)],
+        &[arg("output_indices", I64), arg("output_values", T), arg("output_shape", I64)],
+        &[bool_attr_or("keep_dims", false), type_attr("T", Some(REAL))],
+        sparse_reduce_sparse,
     ),
     pure_op(
         "SparseTensorDenseAdd",
