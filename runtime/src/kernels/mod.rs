@@ -33,6 +33,7 @@ pub(crate) mod decode_raw;
 pub(crate) mod detection;
 pub(crate) mod diag;
 pub(crate) mod dilation;
+pub(crate) mod draw;
 pub(crate) mod edit_distance;
 pub(crate) mod eigh;
 pub(crate) mod einsum;
@@ -225,6 +226,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = resample::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = draw::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = color::prepare(node)? {

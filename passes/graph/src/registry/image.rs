@@ -21,6 +21,7 @@ const T: TypeRule = TypeRule::Attr("T");
 const RESIZE_ATTRS: &[AttrSpec] =
     &[tattr("T", Some(REAL)), bdef("align_corners", false), bdef("half_pixel_centers", false)];
 /// The colour ops' images: float32 (and the half types through it).
+const DRAW_ATTRS: &[AttrSpec] = &[tattr("T", Some(&[Float16, Float32]))];
 const COLOR_ATTRS: &[AttrSpec] = &[tattr("T", Some(&[Float16, BFloat16, Float32]))];
 
 /// `ResizeBilinear`, `ResizeNearestNeighbor` and its gradient: `[batch, size[0], size[1], channels]`.
@@ -114,6 +115,22 @@ pub(super) static OPS: &[OpSchema] = &[
         &[a("output", T)],
         GRAD_ATTRS,
         scale_and_translate_grad,
+    ),
+    op(
+        "DrawBoundingBoxes",
+        OpFamily::Shape,
+        &[a("images", T), a("boxes", TypeRule::Fixed(Float32))],
+        &[a("output", T)],
+        DRAW_ATTRS,
+        same_as_input,
+    ),
+    op(
+        "DrawBoundingBoxesV2",
+        OpFamily::Shape,
+        &[a("images", T), a("boxes", TypeRule::Fixed(Float32)), a("colors", TypeRule::Fixed(Float32))],
+        &[a("output", T)],
+        DRAW_ATTRS,
+        same_as_input,
     ),
     op("RGBToHSV", OpFamily::Shape, &[a("images", T)], &[a("output", T)], COLOR_ATTRS, same_as_input),
     op("HSVToRGB", OpFamily::Shape, &[a("images", T)], &[a("output", T)], COLOR_ATTRS, same_as_input),
