@@ -102,16 +102,18 @@ pub fn load_graph_to_run(path: &Path, format: Option<Format>) -> Result<Graph, C
 /// `graph` (loaded from `path`) as the commands that execute it need it: every known op's
 /// arity and every edge's dtype checked (`infer::check_arities`, `infer::check_edge_dtypes`:
 /// TensorFlow refuses such a graph at import, whether or not a step runs the node), reference
-/// variables turned into resource variables.
+/// variables turned into resource variables, and the lookup tables a TF2 function captures
+/// but fills itself created by the graph ([`autoclust_passes::captured_tables`]).
 pub fn to_run(graph: Graph, path: &Path) -> Result<Graph, CliError> {
     autoclust_graph::infer::check_arities(&graph)
         .and_then(|()| autoclust_graph::infer::check_edge_dtypes(&graph))
         .map_err(|e| located(&shown(path), e.span(), &e))?;
-    match autoclust_passes::ref_variables::ref_to_resource(&graph) {
-        Ok(Some(rewritten)) => Ok(rewritten),
-        Ok(None) => Ok(graph),
-        Err(e) => Err(CliError::input(format!("{}: {e}", shown(path)))),
-    }
+    let graph = match autoclust_passes::ref_variables::ref_to_resource(&graph) {
+        Ok(Some(rewritten)) => rewritten,
+        Ok(None) => graph,
+        Err(e) => return Err(CliError::input(format!("{}: {e}", shown(path)))),
+    };
+    Ok(autoclust_passes::captured_tables::create_captured_tables(&graph).unwrap_or(graph))
 }
 
 pub fn load_graph(path: &Path, format: Option<Format>) -> Result<Graph, CliError> {

@@ -2,6 +2,7 @@
 pub mod anchor;
 pub mod arithmetic_simplify;
 pub mod body_clusters;
+pub mod captured_tables;
 pub mod cluster;
 pub mod compilable;
 pub mod constant_fold;

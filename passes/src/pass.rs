@@ -30,6 +30,8 @@
 //!
 //! - `ref-variables` — TF1 reference variables (`VariableV2`) turned into
 //!   resource variables ([`crate::ref_variables`]);
+//! - `captured-tables` — lookup tables a TF2 function graph captures but fills
+//!   itself created by the graph ([`crate::captured_tables`]);
 //! - `prune` — only what [`PassContext::request`] needs, every variable kept
 //!   ([`crate::prune`]);
 //! - `anchor` — an `Identity` per fetch and a `NoOp` per target outside every
@@ -272,6 +274,7 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
         Box::new(VerifyPass),
         Box::new(SafetyAnnotatePass),
         Box::new(crate::ref_variables::RefVariablesPass),
+        Box::new(crate::captured_tables::CapturedTablesPass),
         Box::new(InlinePass),
         Box::new(crate::hoist_loop_reads::HoistLoopReadsPass),
         Box::new(crate::lower_control_flow::LowerControlFlowPass),
@@ -316,11 +319,12 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
 pub const CLUSTERED_PIPELINE: &[&str] = &["inline", "prune", "cluster", "anchor", "encapsulate", "cluster-bodies"];
 
 /// What `autoclust run` and `bench` do to a graph before running it clustered, in
-/// order: reference variables to resource variables (done while loading),
+/// order: reference variables to resource variables and captured tables to created
+/// ones (done while loading),
 /// [`DEFAULT_PIPELINE`], then [`CLUSTERED_PIPELINE`]; `--passes run` names it,
 /// so `opt --passes run --fetch F` prints the program `run --fetch F` executes.
 pub fn run_pipeline_names() -> Vec<&'static str> {
-    let mut names = vec!["ref-variables"];
+    let mut names = vec!["ref-variables", "captured-tables"];
     names.extend_from_slice(DEFAULT_PIPELINE);
     names.extend_from_slice(CLUSTERED_PIPELINE);
     names
@@ -375,7 +379,7 @@ impl Pipeline {
         let names = if optimize {
             run_pipeline_names()
         } else {
-            std::iter::once("ref-variables").chain(CLUSTERED_PIPELINE.iter().copied()).collect()
+            ["ref-variables", "captured-tables"].into_iter().chain(CLUSTERED_PIPELINE.iter().copied()).collect()
         };
         Pipeline::of(&names)
     }

@@ -1,5 +1,7 @@
-//! Lookup tables: TensorFlow's `HashTableV2` (immutable once initialised) and
-//! `MutableHashTableV2`, as Keras' `StringLookup`/`IntegerLookup`, `tf.lookup.StaticHashTable`
+//! Lookup tables: TensorFlow's `HashTableV2` (immutable once initialised),
+//! `MutableHashTableV2` and `MutableDenseHashTableV2` (`tf.lookup.experimental.DenseHashTable`:
+//! a mutable table whose `empty_key` and `deleted_key` may not be used as keys; scalar keys
+//! and values only; its export lists the entries, not TensorFlow's buckets), as Keras' `StringLookup`/`IntegerLookup`, `tf.lookup.StaticHashTable`
 //! and vocabulary feature columns build them, with the ops that fill and read them.
 //!
 //! A table is a session resource ([`LookupTables`], held by the session's
@@ -52,6 +54,8 @@ struct Table {
     value_dtype: DType,
     initialized: bool,
     entries: HashMap<Key, Value>,
+    /// A `MutableDenseHashTableV2`'s `empty_key` and `deleted_key`, which no op may use.
+    reserved: Option<(Key, Key)>,
 }
 
 /// A table, shared by the sessions that adopted it.
@@ -213,6 +217,23 @@ impl Table {
         Ok(())
     }
 
+    /// TensorFlow's refusal of a dense table's reserved keys as table keys.
+    fn check_keys(&self, keys: &[Key]) -> KResult<()> {
+        if let Some((empty, deleted)) = &self.reserved {
+            for k in keys {
+                let which = if k == empty {
+                    "empty_key"
+                } else if k == deleted {
+                    "deleted_key"
+                } else {
+                    continue;
+                };
+                return Err(KernelError::invalid(format!("Using the {which} as a table key is not allowed")));
+            }
+        }
+        Ok(())
+    }
+
     fn check_initialized(&self) -> KResult<()> {
         if self.mutable || self.initialized {
             Ok(())
@@ -316,14 +337,34 @@ pub fn is_lookup_op(op: &str) -> bool {
 /// The kernel of a lookup-table op, or `None` for any other op.
 pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
     let f: StatefulFn = match node.op.as_str() {
-        "HashTableV2" | "MutableHashTableV2" => {
+        "HashTableV2" | "MutableHashTableV2" | "MutableDenseHashTableV2" => {
             let container = str_attr(node, "container");
             let shared = str_attr(node, "shared_name");
             let name = if shared.is_empty() { node.name.clone() } else { shared };
             let (key_dtype, value_dtype) = (attr_type(node, "key_dtype")?, attr_type(node, "value_dtype")?);
-            let mutable = node.op == "MutableHashTableV2";
+            let mutable = node.op != "HashTableV2";
+            let dense = node.op == "MutableDenseHashTableV2";
+            if dense && node.attr("value_shape").and_then(AttrValue::as_shape).is_some_and(|s| s.rank() != Some(0)) {
+                return Err(KernelError::invalid(
+                    "a DenseHashTable with non-scalar values (value_shape) is not supported: only scalar keys and values",
+                ));
+            }
             Box::new(move |store: &VariableStore, inp: Inputs| {
-                arity(&inp, 0)?;
+                arity(&inp, if dense { 2 } else { 0 })?;
+                let reserved = if dense {
+                    let (e, d) = (keys_of(&inp[0], key_dtype)?, keys_of(&inp[1], key_dtype)?);
+                    let ([e], [d]) = (e.as_slice(), d.as_slice()) else {
+                        return Err(KernelError::invalid(
+                            "a DenseHashTable's empty_key and deleted_key must be scalars (vector keys are not supported)",
+                        ));
+                    };
+                    if e == d {
+                        return Err(KernelError::invalid("Empty and deleted keys must have different values"));
+                    }
+                    Some((e.clone(), d.clone()))
+                } else {
+                    None
+                };
                 let tables = store.lookup_tables();
                 let mut all = tables.tables.lock();
                 let table = all.entry((container.clone(), name.clone())).or_insert_with(|| {
@@ -334,6 +375,7 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
                         value_dtype,
                         initialized: false,
                         entries: HashMap::new(),
+                        reserved: reserved.clone(),
                     }))
                 });
                 let t = table.lock();
@@ -387,6 +429,7 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
             let t = table.lock();
             t.check_initialized()?;
             let keys = keys_of(&inp[1], t.key_dtype)?;
+            t.check_keys(&keys)?;
             let default = values_of(&inp[2], t.value_dtype)?;
             let [default] = default.as_slice() else {
                 return Err(KernelError::invalid(format!(
@@ -405,6 +448,7 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
                 return Err(KernelError::invalid(format!("table '{}' is immutable: insert is not supported", t.name)));
             }
             let keys = keys_of(&inp[1], t.key_dtype)?;
+            t.check_keys(&keys)?;
             let values = values_of(&inp[2], t.value_dtype)?;
             if keys.len() != values.len() {
                 return Err(KernelError::invalid(format!("{} keys but {} values", keys.len(), values.len())));
@@ -419,7 +463,9 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
             if !t.mutable {
                 return Err(KernelError::invalid(format!("table '{}' is immutable: remove is not supported", t.name)));
             }
-            for k in keys_of(&inp[1], t.key_dtype)? {
+            let keys = keys_of(&inp[1], t.key_dtype)?;
+            t.check_keys(&keys)?;
+            for k in keys {
                 t.entries.remove(&k);
             }
             Ok(Outputs::new())
@@ -507,6 +553,34 @@ mod tests {
         let h2 = table("HashTableV2", &store2);
         let dup = run(&import, &store2, vec![h2, strings(&["a", "a"]), Tensor::from_i64(vec![2], vec![1, 2]).unwrap()]);
         assert!(dup.unwrap_err().to_string().contains("different value for same key"));
+    }
+
+    /// TensorFlow 2.21's `DenseHashTable(int64, float32, default_value=0.0, empty_key=-1,
+    /// deleted_key=-2)`: insert 10→3, 30→4, remove 30, lookup [10, 20, 30] is [3, 0, 0], size
+    /// 1; the empty and deleted keys are refused in insert and lookup with TensorFlow's message.
+    #[test]
+    fn a_dense_table_refuses_its_reserved_keys() {
+        let store = VariableStore::new();
+        let create = prepare(&node(
+            "MutableDenseHashTableV2",
+            &[("key_dtype", AttrValue::Type(DType::Int64)), ("value_dtype", AttrValue::Type(DType::Float32))],
+        ))
+        .unwrap()
+        .unwrap();
+        let h = run(&create, &store, vec![Tensor::scalar_i64(-1), Tensor::scalar_i64(-2)]).unwrap().remove(0);
+        let insert = prepare(&node("LookupTableInsertV2", &[])).unwrap().unwrap();
+        let remove = prepare(&node("LookupTableRemoveV2", &[])).unwrap().unwrap();
+        let find = prepare(&node("LookupTableFindV2", &[])).unwrap().unwrap();
+        let i64s = |v: &[i64]| Tensor::from_i64(vec![v.len()], v.to_vec()).unwrap();
+        let f32s = |v: &[f32]| Tensor::from_f32(vec![v.len()], v.to_vec()).unwrap();
+        run(&insert, &store, vec![h.clone(), i64s(&[10, 30]), f32s(&[3.0, 4.0])]).unwrap();
+        run(&remove, &store, vec![h.clone(), i64s(&[30])]).unwrap();
+        let got = run(&find, &store, vec![h.clone(), i64s(&[10, 20, 30]), Tensor::scalar_f32(0.0)]).unwrap();
+        assert_eq!(got[0].as_f32().unwrap(), &[3.0, 0.0, 0.0]);
+        let e = run(&insert, &store, vec![h.clone(), i64s(&[-2]), f32s(&[1.0])]).unwrap_err().to_string();
+        assert!(e.contains("Using the deleted_key as a table key is not allowed"), "{e}");
+        let e = run(&find, &store, vec![h, i64s(&[-1]), Tensor::scalar_f32(0.0)]).unwrap_err().to_string();
+        assert!(e.contains("Using the empty_key as a table key is not allowed"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Schemas of TensorFlow's lookup tables (`lookup_ops.cc`): the hash tables Keras'
 //! `StringLookup`/`IntegerLookup`, `tf.lookup.StaticHashTable` and feature columns with a
-//! vocabulary list build (`HashTableV2`, `MutableHashTableV2`), their initialisation
+//! vocabulary list build (`HashTableV2`, `MutableHashTableV2`, and `DenseHashTable`'s
+//! `MutableDenseHashTableV2`), their initialisation
 //! (`LookupTableImportV2`, `InitializeTableV2`, `InitializeTableFromTextFileV2`) and their uses
 //! (`LookupTableFindV2`, `LookupTableInsertV2`, `LookupTableRemoveV2`, `LookupTableSizeV2`,
 //! `LookupTableExportV2`), with TensorFlow's signatures and shape functions.
@@ -67,6 +68,17 @@ const TABLE_ATTRS: &[AttrSpec] = &[
     tattr("key_dtype"),
     tattr("value_dtype"),
 ];
+/// `MutableDenseHashTableV2`'s (`tf.lookup.experimental.DenseHashTable`).
+const DENSE_TABLE_ATTRS: &[AttrSpec] = &[
+    opt("container", AttrKind::String),
+    opt("shared_name", AttrKind::String),
+    bdef("use_node_name_sharing", false),
+    tattr("key_dtype"),
+    tattr("value_dtype"),
+    opt("value_shape", AttrKind::Shape),
+    idef("initial_num_buckets", 131072),
+    opt("max_load_factor", AttrKind::Float),
+];
 const TIN_TOUT: &[AttrSpec] = &[tattr("Tin"), tattr("Tout")];
 
 fn scalar(c: &InferCtx<'_>) -> Shapes {
@@ -101,6 +113,13 @@ fn export(_: &InferCtx<'_>) -> Shapes {
 pub(super) const OPS: &[OpSchema] = &[
     op("HashTableV2", &[], &[a("table_handle", RES)], TABLE_ATTRS, scalar),
     op("MutableHashTableV2", &[], &[a("table_handle", RES)], TABLE_ATTRS, scalar),
+    op(
+        "MutableDenseHashTableV2",
+        &[a("empty_key", TypeRule::Attr("key_dtype")), a("deleted_key", TypeRule::Attr("key_dtype"))],
+        &[a("table_handle", RES)],
+        DENSE_TABLE_ATTRS,
+        scalar,
+    ),
     op("LookupTableImportV2", &[a("table_handle", RES), a("keys", TIN), a("values", TOUT)], &[], TIN_TOUT, update),
     op(
         "InitializeTableV2",
