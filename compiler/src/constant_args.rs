@@ -51,6 +51,14 @@ fn shape_operands(op: &str, inputs: usize) -> Vec<usize> {
         "OneHot" => vec![1],
         "UnsortedSegmentSum" | "UnsortedSegmentMax" | "UnsortedSegmentMin" | "UnsortedSegmentProd" => vec![2],
         "ScatterNd" => vec![2],
+        // A TensorList's length and element shape fix the shape of what is read or stacked
+        // from it (`crate::lists`): `tf.scan`/`tf.map_fn` reserve their output list to a
+        // sequence length another cluster computed.
+        "TensorListReserve" => vec![0, 1],
+        "EmptyTensorList" | "TensorListFromTensor" | "TensorListPopBack" | "TensorListStack" => {
+            vec![if op == "EmptyTensorList" { 0 } else { 1 }]
+        }
+        "TensorListGetItem" | "TensorListGather" => vec![2],
         op if autoclust_graph::jit_ops::is_stateless_sampler(op) => vec![0],
         _ => vec![],
     }
@@ -127,6 +135,22 @@ p = _Retval(d) {T = int32, index = 1}
         );
         // r feeds the axes through AddV2; x only through Shape; k and data are data.
         assert_eq!(constant_args(&g), [1]);
+    }
+
+    /// `tf.map_fn`'s output list reserved to a length another cluster computed: the length
+    /// must be known for the stacked result's shape.
+    #[test]
+    fn a_list_length_argument_is_baked() {
+        let g = body(
+            r#"
+n = _Arg() {T = int32, index = 0}
+shape = Const() {dtype = int32, value = int32[0]{}}
+l = TensorListReserve(shape, n) {element_dtype = float32, shape_type = int32}
+s = TensorListStack(l, shape) {element_dtype = float32, num_elements = -1}
+o = _Retval(s) {T = float32, index = 0}
+"#,
+        );
+        assert_eq!(constant_args(&g), [0]);
     }
 
     #[test]

@@ -128,9 +128,13 @@ fn constants(ins: &[ValueInfo], keep: impl Fn(usize) -> bool) -> Vec<(usize, Ten
     ins.iter().enumerate().filter(|&(i, _)| keep(i)).filter_map(|(i, v)| v.konst.clone().map(|t| (i, t))).collect()
 }
 
-/// The types of the TensorLists a loop starts with, as carried values (length unknown).
+/// The types of the TensorLists a loop starts with. Their lengths are kept: a body that
+/// only sets elements (`tf.scan`'s and a Keras RNN's output accumulator, reserved to the
+/// sequence length) returns a list of the same length, so the join keeps it and the
+/// stacked result has a compile-time shape; a body that pushes or pops makes the join drop
+/// it in the next round.
 fn carried_lists(ins: &[ValueInfo]) -> Vec<(usize, ListType)> {
-    ins.iter().enumerate().filter_map(|(i, v)| v.list.as_ref().map(|t| (i, t.carried()))).collect()
+    ins.iter().enumerate().filter_map(|(i, v)| v.list.as_ref().map(|t| (i, t.clone()))).collect()
 }
 
 /// The loop-carried list types after one more iteration: each entering type joined with
@@ -143,7 +147,7 @@ fn join_lists(
     let mut next = Vec::with_capacity(lists.len());
     for (i, t) in lists {
         let Some(Some(out)) = outs.get(*i) else { continue };
-        let joined = t.join(&out.carried()).ok_or_else(|| {
+        let joined = t.join(out).ok_or_else(|| {
             CompileError::unsupported(node, format!("loop-carried list {i} changes its element dtype"))
         })?;
         next.push((*i, joined));

@@ -85,11 +85,6 @@ impl ListType {
         })
     }
 
-    /// The type a loop-carried value starts with: its length varies with the iterations.
-    pub fn carried(&self) -> ListType {
-        ListType { len: None, ..self.clone() }
-    }
-
     fn with_item(&self, item: &ValueInfo) -> ListType {
         let s: PartialShape = Some(item.shape.iter().map(|&d| d as i64).collect());
         let value = small_ints(item.konst.as_ref());
