@@ -646,7 +646,7 @@ mod tests {
         let e = Pipeline::parse("cluster,nope").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown pass 'nope' (known: verify, safety-annotate, ref-variables, inline, hoist-loop-reads, lower-control-flow, \
+            "unknown pass 'nope' (known: verify, safety-annotate, ref-variables, captured-tables, inline, hoist-loop-reads, lower-control-flow, \
              constant-fold, arithmetic-simplify, cse, dependency-optimize, deadness, prune, cluster, anchor, encapsulate, \
              cluster-bodies)"
         );
@@ -654,7 +654,16 @@ mod tests {
         assert_eq!(Pipeline::parse(" , ").unwrap_err(), PassError::EmptyPipeline);
         assert_eq!(
             Pipeline::compile(false).names(),
-            ["ref-variables", "inline", "prune", "cluster", "anchor", "encapsulate", "cluster-bodies"]
+            [
+                "ref-variables",
+                "captured-tables",
+                "inline",
+                "prune",
+                "cluster",
+                "anchor",
+                "encapsulate",
+                "cluster-bodies"
+            ]
         );
         assert_eq!(Pipeline::compile(true).names(), Pipeline::parse("run").unwrap().names());
         assert_eq!(Pipeline::parse("run").unwrap().names(), run_pipeline_names());
