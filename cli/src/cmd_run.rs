@@ -145,6 +145,9 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
     for (name, t) in model.map(|m| m.variables.as_slice()).unwrap_or_default() {
         session.set_variable(name, t.clone()).map_err(|e| CliError::input(format!("{}: {e}", model_dir(model))))?;
     }
+    if let Some(m) = model {
+        run_restore(&session, m)?;
+    }
     if let Some(path) = &inputs.vars {
         for (name, t) in read_vars(path, model)? {
             session.set_variable(&name, t).map_err(|e| CliError::input(format!("{}: {e}", show(path))))?;
@@ -247,11 +250,14 @@ pub fn initial_state(
     init: &[String],
 ) -> Result<InitialState, CliError> {
     let tables = Arc::new(VariableStore::new());
-    let init_op = model.filter(|m| m.init_op.is_some());
+    let init_op = model.filter(|m| m.init_op.is_some() || m.restore.is_some());
     if init_op.is_none() && init.is_empty() {
         return Ok((tables, Vec::new()));
     }
     let session = Session::new(Arc::new(graph.clone()), SessionOptions { threads: 1, ..SessionOptions::default() });
+    if let Some(m) = init_op {
+        run_restore(&session, m)?;
+    }
     for (name, t) in vars {
         session.set_variable(name, t.clone()).map_err(|e| CliError::input(format!("variable '{name}': {e}")))?;
     }
@@ -275,9 +281,24 @@ fn run_init_targets(session: &Session, init: &[String]) -> Result<(), CliError> 
     Ok(())
 }
 
-/// Runs a SavedModel's initialisation op once, as TensorFlow's loader does before the
-/// model serves: it fills the model's lookup tables (from constants, or from its asset
-/// files, whose paths it is fed).
+/// Runs a SavedModel's initialisation once, as TensorFlow's loader does before the model
+/// serves: a TF1 model's Saver restore (its variables, by name, from `variables/`; `--vars`
+/// then overrides them), then ([`run_init_op`]) the initialisation op, which fills the
+/// model's lookup tables (from constants, or from its asset files, whose paths it is fed).
+fn run_restore(session: &Session, model: &ModelContext) -> Result<(), CliError> {
+    if let Some(r) = &model.restore {
+        let fail = |e: String| CliError::input(format!("{}: restoring the variables ('{}'): {e}", model.dir, r.op));
+        let target = session.node(&r.op).map_err(|e| fail(e.to_string()))?;
+        let file = session.output(&r.filename_tensor).map_err(|e| fail(e.to_string()))?;
+        let prefix =
+            Tensor::from_strings(vec![], vec![r.prefix.as_bytes().to_vec()]).map_err(|e| fail(e.to_string()))?;
+        let request = RunRequest { feeds: vec![(file, prefix)], fetches: Vec::new(), targets: vec![target] };
+        session.run(&request).map_err(|e| fail(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The initialisation op of [`run_restore`]'s doc, after the restore and `--vars`.
 fn run_init_op(session: &Session, model: &ModelContext) -> Result<(), CliError> {
     let Some(init) = &model.init_op else { return Ok(()) };
     let fail = |e: String| CliError::input(format!("{}: initialisation op '{init}': {e}", model.dir));

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use autoclust_graph::{DType, Graph, Tensor};
-use autoclust_graphdef::saved_model::{SavedModel, Signature};
+use autoclust_graphdef::saved_model::{SavedModel, SaverRestore, Signature};
 use autoclust_graphdef::tensor_bundle::{self, OBJECT_GRAPH_KEY};
 use autoclust_runtime::numpy::{read_npy, read_npz};
 use autoclust_runtime::tensor_io::read_safetensors;
@@ -36,6 +36,8 @@ pub struct ModelContext {
     /// before anything else), and the asset paths it is fed.
     pub init_op: Option<String>,
     pub asset_feeds: Vec<(String, String)>,
+    /// A TF1 SavedModel's Saver restore, run before `init_op`.
+    pub restore: Option<SaverRestore>,
 }
 
 impl ModelContext {
@@ -94,7 +96,7 @@ pub fn load_model(path: &Path, signature: Option<&str>) -> Result<(Graph, ModelC
     let sm = load_saved_model(path)?;
     let dir = path.display().to_string();
     check_acyclic(&sm.graph, &dir)?;
-    let SavedModel { graph, mut signatures, variables, object_graph, init_op, asset_feeds } = sm;
+    let SavedModel { graph, mut signatures, variables, object_graph, init_op, asset_feeds, restore } = sm;
     let name = signature.unwrap_or("serving_default");
     let Some(sig) = signatures.remove(name) else {
         let names: Vec<&str> = signatures.keys().map(String::as_str).collect();
@@ -112,6 +114,7 @@ pub fn load_model(path: &Path, signature: Option<&str>) -> Result<(Graph, ModelC
         object_graph,
         init_op,
         asset_feeds,
+        restore,
     };
     Ok((graph, model))
 }

@@ -407,6 +407,28 @@ fn lookup_tables_are_initialised_and_match_tensorflow() {
     assert!(e.contains("words"), "{e}");
 }
 
+/// A TF1 SavedModel (`Builder`): no object graph, so the variables — one partitioned in
+/// three, stored whole as slices — come from running the Saver's restore op with the
+/// checkpoint prefix fed, and the vocabulary table from the main op fed the asset's path
+/// (recorded in the `saved_model_assets` collection). TensorFlow's serving outputs in both
+/// modes, and its loss after five `train` steps (Adam on reference variables).
+#[test]
+fn tf1_builder_saved_model_restores_through_its_saver_and_feeds_its_assets() {
+    let words = ["--feed", r#"words=["b", "zz", "d", "a"]"#];
+    check_against_tensorflow("tf1_builder", "tf1_builder.feeds.npz", &words, "tf1_builder.expected.npz");
+    let want = expected("tf1_builder.train_expected.npz");
+    let loss = &want.iter().find(|(k, _)| k == "loss").unwrap().1;
+    let (dir, train) = (fixture("tf1_builder"), fixture("tf1_builder.train.npz"));
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut args = vec!["run", s(&dir), "--signature", "train", "--steps", "5"];
+        args.extend(["--feeds", s(&train), "--fetch", "loss", "--json"]);
+        args.extend_from_slice(&words);
+        args.extend_from_slice(mode);
+        let v = json(&autoclust(&args));
+        assert_close(&format!("train loss {mode:?}"), &v["fetches"]["loss"], loss);
+    }
+}
+
 /// TextVectorization (StaticRegexReplace, StringLower, StringSplitV2, StaticRegexFullMatch,
 /// a lookup table, RaggedTensorToTensor) feeding an Embedding: TensorFlow's logits in both
 /// modes, and no string op in a cluster.

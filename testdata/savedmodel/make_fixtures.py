@@ -225,6 +225,81 @@ def train():
     np.savez(os.path.join(HERE, "train.expected.npz"), **expected)
 
 
+TF1_WORDS = ["b", "zz", "d", "a"]
+
+
+def tf1_builder():
+    """A TF1 SavedModel (`tf.compat.v1.saved_model.Builder`, graph mode): reference variables,
+    one of them partitioned in three (`fixed_size_partitioner`: the checkpoint holds the whole
+    variable as slices, and the Saver's restore op reads each part's slice), a vocabulary
+    table on an asset file (recorded in the `saved_model_assets` collection, as the Builder
+    does), and Adam. No object graph: TensorFlow's loader restores the variables by running
+    the Saver's restore op with the checkpoint prefix fed, then runs the main op with the
+    asset's path fed. Signatures `serving_default(words, x) -> {pred, ids}` and
+    `train(words, x, y) -> {loss}` (the loss after an Adam step); expected: serving outputs
+    (`tf1_builder.expected.npz`) and the loss of the last of TRAIN_STEPS `train` calls
+    (`tf1_builder.train_expected.npz`); feeds `tf1_builder.feeds.npz`
+    (x) and `tf1_builder.train.npz` (x, y). `words` is given as JSON (TF1_WORDS)."""
+    v1 = tf.compat.v1
+    import shutil
+    path = os.path.join(HERE, "tf1_builder")
+    shutil.rmtree(path, ignore_errors=True)
+    vocab = os.path.join(HERE, "tf1_vocab.txt")
+    with open(vocab, "w") as f:
+        f.write("a\nb\nc\nd\n")
+    rng = np.random.default_rng(29)
+    g = tf.Graph()
+    with g.as_default():
+        v1.set_random_seed(3)
+        words = v1.placeholder(tf.string, [None], name="words")
+        x = v1.placeholder(tf.float32, [None, 3], name="x")
+        y = v1.placeholder(tf.float32, [None, 1], name="y")
+        vocab_t = tf.constant(vocab, name="vocab_path")
+        v1.add_to_collection(v1.GraphKeys.ASSET_FILEPATHS, vocab_t)
+        init = tf.lookup.TextFileInitializer(vocab_t, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64,
+                                             tf.lookup.TextFileIndex.LINE_NUMBER)
+        ids = tf.lookup.StaticVocabularyTable(init, 2).lookup(words)
+        with v1.variable_scope("m", use_resource=False):
+            emb = v1.get_variable("emb", [6, 3], partitioner=v1.fixed_size_partitioner(3))
+            w = v1.get_variable("w", [3, 1])
+            b = v1.get_variable("b", [1], initializer=v1.zeros_initializer())
+        feat = tf.nn.embedding_lookup(emb, ids) + x
+        pred = tf.identity(tf.matmul(feat, w) + b, name="pred")
+        loss = tf.reduce_mean(tf.square(pred - y))
+        step = v1.train.AdamOptimizer(0.1).minimize(loss, global_step=v1.train.get_or_create_global_step())
+        with tf.control_dependencies([step]):
+            loss_out = tf.identity(loss, name="loss_after_train")
+        with v1.Session(graph=g) as sess:
+            sess.run(v1.global_variables_initializer())
+            sess.run(v1.tables_initializer())
+            builder = v1.saved_model.Builder(path)
+            info = v1.saved_model.build_tensor_info
+            serving = v1.saved_model.predict_signature_def({"words": words, "x": x}, {"pred": pred, "ids": ids})
+            train = v1.saved_model.signature_def_utils.build_signature_def(
+                {"words": info(words), "x": info(x), "y": info(y)}, {"loss": info(loss_out)}, "train")
+            builder.add_meta_graph_and_variables(sess, ["serve"],
+                                                 signature_def_map={"serving_default": serving, "train": train},
+                                                 assets_collection=v1.get_collection(v1.GraphKeys.ASSET_FILEPATHS),
+                                                 main_op=v1.tables_initializer())
+            builder.save()
+    os.remove(vocab)  # the Builder copied it into tf1_builder/assets/
+    xs = rng.standard_normal((4, 3)).astype(np.float32)
+    ys = rng.standard_normal((4, 1)).astype(np.float32)
+    with v1.Session(graph=tf.Graph()) as sess:
+        meta = v1.saved_model.loader.load(sess, ["serve"], path)
+        sig = meta.signature_def["serving_default"]
+        feed = {sig.inputs["words"].name: TF1_WORDS, sig.inputs["x"].name: xs}
+        out = sess.run({k: v.name for k, v in sig.outputs.items()}, feed)
+        tsig = meta.signature_def["train"]
+        tfeed = {tsig.inputs["words"].name: TF1_WORDS, tsig.inputs["x"].name: xs, tsig.inputs["y"].name: ys}
+        for _ in range(TRAIN_STEPS):
+            out["loss"] = sess.run(tsig.outputs["loss"].name, tfeed)
+    np.savez(os.path.join(HERE, "tf1_builder.feeds.npz"), x=xs)
+    np.savez(os.path.join(HERE, "tf1_builder.train.npz"), x=xs, y=ys)
+    np.savez(os.path.join(HERE, "tf1_builder.train_expected.npz"), loss=out.pop("loss"))
+    np.savez(os.path.join(HERE, "tf1_builder.expected.npz"), **out)
+
+
 def check_checkpoint(prefix, expect):
     """Loads `prefix` with TensorFlow and compares every tensor in `expect` (an npz)."""
     reader = tf.train.load_checkpoint(prefix)
@@ -286,3 +361,4 @@ if __name__ == "__main__":
     lookup()
     text()
     text_modes()
+    tf1_builder()

@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 use autoclust_graph::{DType, Graph, Tensor, TensorData};
 use protobuf::Message;
 
-use crate::proto::saved_model::{SavedModel as SavedModelProto, SavedObjectGraph, TensorInfo, TrackableObjectGraph};
+use crate::proto::saved_model::{
+    AssetFileDef, SavedModel as SavedModelProto, SavedObjectGraph, TensorInfo, TrackableObjectGraph,
+};
 use crate::tensor_bundle::{read_checkpoint, CheckpointError, OBJECT_GRAPH_KEY};
 use crate::{graph_from_proto, GraphDefError};
 
@@ -74,6 +76,21 @@ pub struct SavedModel {
     /// The string tensors that carry the asset files' paths into `init_op`, with each
     /// file's path in the SavedModel's `assets/` directory.
     pub asset_feeds: Vec<(String, String)>,
+    /// A TF1 SavedModel's variables are restored by running its Saver's restore op with the
+    /// checkpoint prefix fed, as TensorFlow's loader does (such a model has no object graph
+    /// to map variables by); run before `init_op`.
+    pub restore: Option<SaverRestore>,
+}
+
+/// The Saver restore a TF1 SavedModel's loader runs ([`SavedModel::restore`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SaverRestore {
+    /// The op to run (`save/restore_all`).
+    pub op: String,
+    /// The string tensor to feed the checkpoint prefix to (`save/Const:0`).
+    pub filename_tensor: String,
+    /// `DIR/variables/variables`.
+    pub prefix: String,
 }
 
 /// Why a SavedModel could not be loaded; every variant names the file at fault.
@@ -127,9 +144,17 @@ pub fn load_saved_model(dir: &Path) -> Result<SavedModel, SavedModelError> {
             })
         })
         .filter(|n| graph.find(n).is_some());
-    let asset_feeds: Vec<(String, String)> = meta
+    // TF1's `Builder` records its assets in the `saved_model_assets` collection instead.
+    let collected: Vec<AssetFileDef> = meta
+        .collection_def
+        .get("saved_model_assets")
+        .filter(|c| c.has_any_list())
+        .map(|c| c.any_list().value.iter().filter_map(|any| AssetFileDef::parse_from_bytes(&any.value).ok()).collect())
+        .unwrap_or_default();
+    let mut asset_feeds: Vec<(String, String)> = meta
         .asset_file_def
         .iter()
+        .chain(&collected)
         .filter(|a| !a.tensor_info.name.is_empty())
         .map(|a| {
             let tensor = &a.tensor_info.name;
@@ -137,6 +162,9 @@ pub fn load_saved_model(dir: &Path) -> Result<SavedModel, SavedModelError> {
             (tensor, dir.join("assets").join(&a.filename).display().to_string())
         })
         .collect();
+    // A tensor named in both places is fed once.
+    asset_feeds.sort();
+    asset_feeds.dedup_by(|a, b| a.0 == b.0);
 
     let mut signatures = BTreeMap::new();
     for (name, def) in &meta.signature_def {
@@ -209,8 +237,23 @@ pub fn load_saved_model(dir: &Path) -> Result<SavedModel, SavedModelError> {
         }
         (variables, object_graph)
     };
+    // A TF1 SavedModel (no object graph): its Saver restores the variables by name.
+    let saver = meta.saver_def.clone().unwrap_or_default();
+    let restore = (meta.object_graph_def.is_none()
+        && !saver.restore_op_name.is_empty()
+        && graph.find(&node_of(&saver.restore_op_name)).is_some()
+        && crate::tensor_bundle::index_path(&prefix).is_file())
+    .then(|| SaverRestore {
+        op: node_of(&saver.restore_op_name),
+        filename_tensor: if saver.filename_tensor_name.contains(':') {
+            saver.filename_tensor_name.clone()
+        } else {
+            format!("{}:0", saver.filename_tensor_name)
+        },
+        prefix: prefix.display().to_string(),
+    });
     tracing::debug!(nodes = graph.len(), signatures = signatures.len(), variables = variables.len(), "loaded");
-    Ok(SavedModel { graph, signatures, variables, object_graph, init_op, asset_feeds })
+    Ok(SavedModel { graph, signatures, variables, object_graph, init_op, asset_feeds, restore })
 }
 
 /// Saved-object node id → checkpoint key of its `VARIABLE_VALUE`, by walking
