@@ -429,6 +429,15 @@ fn tf1_builder_saved_model_restores_through_its_saver_and_feeds_its_assets() {
     }
 }
 
+/// A TF2 SavedModel's mutable tables (MutableHashTable, DenseHashTable) keep their entries
+/// only in the checkpoint: restored through the model's Saver, the lookups and size are
+/// TensorFlow's (they were the defaults and 0 before).
+#[test]
+fn mutable_tables_are_restored_from_the_checkpoint() {
+    let words = ["--feed", r#"words=["fig", "apple", "zzz"]"#];
+    check_against_tensorflow("mutable_tables", "mutable_tables.feeds.npz", &words, "mutable_tables.expected.npz");
+}
+
 /// TextVectorization (StaticRegexReplace, StringLower, StringSplitV2, StaticRegexFullMatch,
 /// a lookup table, RaggedTensorToTensor) feeding an Embedding: TensorFlow's logits in both
 /// modes, and no string op in a cluster.

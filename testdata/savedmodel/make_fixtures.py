@@ -300,6 +300,41 @@ def tf1_builder():
     np.savez(os.path.join(HERE, "tf1_builder.expected.npz"), **out)
 
 
+class MutableTables(tf.Module):
+    """A MutableHashTable (string -> float) and a DenseHashTable (int64 -> float) filled
+    before saving: their entries live only in the checkpoint (`table-keys`/`table-values`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.words = tf.lookup.experimental.MutableHashTable(tf.string, tf.float32, default_value=-1.0)
+        self.words.insert(tf.constant(["apple", "fig", "kiwi"]), tf.constant([0.5, 2.5, 4.0]))
+        self.words.remove(tf.constant(["kiwi"]))
+        self.ids = tf.lookup.experimental.DenseHashTable(tf.int64, tf.float32, default_value=-1.0, empty_key=-5,
+                                                         deleted_key=-6, initial_num_buckets=8)
+        self.ids.insert(tf.constant([3, 7], tf.int64), tf.constant([0.25, 1.5]))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="words"),
+                                  tf.TensorSpec([None], tf.int64, name="ids")])
+    def serve(self, words, ids):
+        return {"w": self.words.lookup(words), "n": self.words.size(), "d": self.ids.lookup(ids)}
+
+
+MUTABLE_WORDS = ["fig", "apple", "zzz"]
+
+
+def mutable_tables():
+    """`tf.saved_model.save` of MutableTables: TensorFlow's loader restores the tables' entries
+    from the checkpoint. Feeds: `ids` in mutable_tables.feeds.npz, `words` as JSON
+    (MUTABLE_WORDS)."""
+    path = os.path.join(HERE, "mutable_tables")
+    m = MutableTables()
+    tf.saved_model.save(m, path, signatures={"serving_default": m.serve})
+    ids = np.array([7, 3, 1], np.int64)
+    out = tf.saved_model.load(path).signatures["serving_default"](words=tf.constant(MUTABLE_WORDS), ids=tf.constant(ids))
+    np.savez(os.path.join(HERE, "mutable_tables.feeds.npz"), ids=ids)
+    np.savez(os.path.join(HERE, "mutable_tables.expected.npz"), **{k: v.numpy() for k, v in out.items()})
+
+
 def check_checkpoint(prefix, expect):
     """Loads `prefix` with TensorFlow and compares every tensor in `expect` (an npz)."""
     reader = tf.train.load_checkpoint(prefix)
@@ -362,3 +397,4 @@ if __name__ == "__main__":
     text()
     text_modes()
     tf1_builder()
+    mutable_tables()

@@ -78,7 +78,8 @@ pub struct SavedModel {
     pub asset_feeds: Vec<(String, String)>,
     /// A TF1 SavedModel's variables are restored by running its Saver's restore op with the
     /// checkpoint prefix fed, as TensorFlow's loader does (such a model has no object graph
-    /// to map variables by); run before `init_op`.
+    /// to map variables by); so are a TF2 SavedModel's mutable lookup tables (and, again,
+    /// its variables). Run before `init_op`.
     pub restore: Option<SaverRestore>,
 }
 
@@ -237,9 +238,14 @@ pub fn load_saved_model(dir: &Path) -> Result<SavedModel, SavedModelError> {
         }
         (variables, object_graph)
     };
-    // A TF1 SavedModel (no object graph): its Saver restores the variables by name.
+    // A TF1 SavedModel (no object graph): its Saver restores the variables by name. A TF2
+    // SavedModel's mutable lookup tables keep their entries in the checkpoint too (as
+    // `table-keys`/`table-values`, which its traced restore function imports), so its Saver
+    // restore runs as well when it has one.
     let saver = meta.saver_def.clone().unwrap_or_default();
-    let restore = (meta.object_graph_def.is_none()
+    let mutable_tables =
+        graph.nodes().iter().any(|n| matches!(n.op.as_str(), "MutableHashTableV2" | "MutableDenseHashTableV2"));
+    let restore = ((meta.object_graph_def.is_none() || mutable_tables)
         && !saver.restore_op_name.is_empty()
         && graph.find(&node_of(&saver.restore_op_name)).is_some()
         && crate::tensor_bundle::index_path(&prefix).is_file())

@@ -195,6 +195,11 @@ impl Table {
         }
         let mut entries: HashMap<Key, Value> = HashMap::with_capacity(keys.len());
         for (k, v) in keys.into_iter().zip(values) {
+            // A dense table's export is its bucket array: empty and deleted buckets hold the
+            // reserved keys, and importing it skips them (TensorFlow's `ImportValues`).
+            if self.reserved.as_ref().is_some_and(|(e, d)| k == *e || k == *d) {
+                continue;
+            }
             if !self.mutable {
                 if let Some(old) = entries.get(&k).filter(|old| **old != v) {
                     return Err(KernelError::invalid(format!(
