@@ -13,7 +13,12 @@
 //!   `ResourceScatter*`, `IsVariableInitialized` → `VarIsInitializedOp`;
 //! - every *value* use of a reference (the usual `w/read` Identity, or any op
 //!   reading `w` directly, or a use of an `Assign`'s output) reads the
-//!   variable through a new `ReadVariableOp` of its own.
+//!   variable through a new `ReadVariableOp` of its own; so does every
+//!   consumer of an `Identity` of a reference, since that Identity's output
+//!   shares the variable's buffer (TensorFlow forwards it without a copy) and
+//!   an in-place update that runs before the consumer is seen by it — the
+//!   exponential moving average a TF1 graph applies under
+//!   `control_dependencies([train_op])` reads the trained weights so.
 //!
 //! Why it is sound: TensorFlow dereferences a reference when the consuming
 //! kernel runs, i.e. after all of that consumer's inputs and control inputs.
@@ -172,7 +177,11 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
                     ref_of.insert(Output { node: id, port: 0 }, v);
                 }
             }
-        } else if n.op == "RefIdentity" {
+        } else if matches!(n.op.as_str(), "RefIdentity" | "Identity") {
+            // An `Identity` of a reference (the variable's `w/read`) dereferences it, but its
+            // output shares the variable's buffer: an in-place update (`AssignAdd`, every
+            // `Apply*`) that runs before one of its consumers is seen by that consumer. So its
+            // consumers read the variable themselves, when they run (below).
             if let Some(&v) = n.inputs.first().and_then(|o| ref_of.get(o)) {
                 ref_of.insert(Output { node: id, port: 0 }, v);
             }
@@ -311,6 +320,34 @@ mod tests {
         assert_eq!(read.op, "ReadVariableOp");
         let waits: Vec<&str> = read.control_inputs.iter().map(|&c| out.name(c)).collect();
         assert!(waits.contains(&"sgd") && waits.contains(&"lr"), "{waits:?}");
+        autoclust_graph::verify::verify(&out).unwrap();
+    }
+
+    /// TF1: `with control_dependencies([upd]): out = assign(s, w * 3)` where `w * 3` reads
+    /// `w/read`, an Identity of the reference created before `upd` (an in-place
+    /// `AssignAdd`). TensorFlow's Identity shares w's buffer, so the product sees the update:
+    /// `s = 6` from `w = 1`. The product reads w itself, after `upd`.
+    #[test]
+    fn consumers_of_an_identity_of_a_reference_read_when_they_run() {
+        let g = parse(
+            "w = VariableV2() {dtype = float32, shape = shape[], container = \"\", shared_name = \"\"}\n\
+             s = VariableV2() {dtype = float32, shape = shape[], container = \"\", shared_name = \"\"}\n\
+             wr = Identity(w) {T = float32}\n\
+             one = Const() {dtype = float32, value = float32[]{1.0}}\n\
+             upd = AssignAdd(w, one) {T = float32, use_locking = false}\n\
+             three = Const() {dtype = float32, value = float32[]{3.0}}\n\
+             mul = Mul(wr, three, ^upd) {T = float32}\n\
+             out = Assign(s, mul) {T = float32, validate_shape = true, use_locking = true}\n",
+        );
+        let out = ref_to_resource(&g).unwrap().unwrap();
+        let node = |n: &str| out.node(out.find(n).unwrap());
+        let read = out.node(node("mul").inputs[0].node);
+        assert_eq!(read.op, "ReadVariableOp");
+        assert_eq!(out.name(read.inputs[0].node), "w");
+        let waits: Vec<&str> = read.control_inputs.iter().map(|&c| out.name(c)).collect();
+        assert!(waits.contains(&"upd") && waits.contains(&"wr"), "{waits:?}");
+        // `wr` itself still gives the value (a fetch of `w/read`).
+        assert_eq!(out.node(node("wr").inputs[0].node).op, "ReadVariableOp");
         autoclust_graph::verify::verify(&out).unwrap();
     }
 
