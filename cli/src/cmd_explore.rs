@@ -243,7 +243,7 @@ impl Common {
             }
         }
         if let Some(p) = &self.vars {
-            inputs.vars.extend(read_vars(p, model)?);
+            inputs.vars.extend(read_vars(p, model, graph)?);
         }
         let mut given: Vec<String> = Vec::new();
         for spec in self.feed.iter().map(|s| ("--feed", s)).chain(self.var.iter().map(|s| ("--var", s))) {

@@ -149,7 +149,7 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         run_restore(&session, m)?;
     }
     if let Some(path) = &inputs.vars {
-        for (name, t) in read_vars(path, model)? {
+        for (name, t) in read_vars(path, model, &graph)? {
             session.set_variable(&name, t).map_err(|e| CliError::input(format!("{}: {e}", show(path))))?;
         }
     }

@@ -220,8 +220,11 @@ fn is_checkpoint_prefix(path: &Path) -> bool {
 }
 
 /// `--vars`: a safetensors file, or a checkpoint prefix whose keys are
-/// session variable names or (for a SavedModel) its checkpoint keys.
-pub fn read_vars(path: &Path, model: Option<&ModelContext>) -> Result<Vec<(String, Tensor)>, CliError> {
+/// session variable names or (for a SavedModel) its checkpoint keys. A key that names no
+/// variable of `graph` but a TF1 partitioned variable (`emb` saved whole, the graph holding
+/// `emb/part_0`, `emb/part_1`, …) gives each part its slice, as the graph's Saver
+/// ([`partitions`]) would restore it.
+pub fn read_vars(path: &Path, model: Option<&ModelContext>, graph: &Graph) -> Result<Vec<(String, Tensor)>, CliError> {
     if !is_checkpoint_prefix(path) {
         let bytes = read_file(path)?;
         return read_safetensors(&bytes).map_err(|e| CliError::input(format!("{}: {e}", path.display())));
@@ -229,11 +232,62 @@ pub fn read_vars(path: &Path, model: Option<&ModelContext>) -> Result<Vec<(Strin
     let tensors = tensor_bundle::read_checkpoint(path).map_err(|e| CliError::input(e.to_string()))?;
     let by_key: BTreeMap<&str, &str> =
         model.map(|m| m.keys.iter().map(|(n, k)| (k.as_str(), n.as_str())).collect()).unwrap_or_default();
-    Ok(tensors
-        .into_iter()
-        .filter(|(k, _)| k != OBJECT_GRAPH_KEY)
-        .map(|(k, t)| (by_key.get(k.as_str()).map_or(k, |n| n.to_string()), t))
-        .collect())
+    let parts = partitions(graph);
+    let mut vars = Vec::with_capacity(tensors.len());
+    for (k, t) in tensors.into_iter().filter(|(k, _)| k != OBJECT_GRAPH_KEY) {
+        if let Some(n) = by_key.get(k.as_str()) {
+            vars.push((n.to_string(), t));
+            continue;
+        }
+        match parts.get(&k).filter(|_| !names_variable(graph, &k)) {
+            Some(list) => {
+                for (var, spec) in list {
+                    let part = autoclust_runtime::kernels::checkpoint_slice(&t, spec, &k)
+                        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+                    vars.push((var.clone(), part));
+                }
+            }
+            None => vars.push((k, t)),
+        }
+    }
+    Ok(vars)
+}
+
+/// Whether `graph` has a variable node called `name`.
+fn names_variable(graph: &Graph, name: &str) -> bool {
+    graph.find(name).is_some_and(|id| autoclust_graph::effects::names_variable(graph.node(id)))
+}
+
+/// A TF1 graph's partitioned variables, from its Saver's `SaveV2` nodes: checkpoint key →
+/// each part variable with its `shape_and_slices` spec (`"10 4 0,4:0,4"`). A saved tensor
+/// reaches `SaveV2` from its variable directly or through `Identity`/`ReadVariableOp`.
+pub fn partitions(graph: &Graph) -> BTreeMap<String, Vec<(String, String)>> {
+    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let strings = |o: &autoclust_graph::Output| -> Option<Vec<String>> {
+        let n = graph.node(o.node);
+        let t = n.attr("value").and_then(|v| v.as_tensor()).filter(|_| n.op == "Const")?;
+        Some(t.as_strings()?.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect())
+    };
+    for n in graph.nodes().iter().filter(|n| n.op == "SaveV2" && n.inputs.len() >= 3) {
+        let (Some(names), Some(specs)) = (strings(&n.inputs[1]), strings(&n.inputs[2])) else { continue };
+        for (i, (key, spec)) in names.iter().zip(&specs).enumerate() {
+            if spec.is_empty() {
+                continue;
+            }
+            let Some(mut o) = n.inputs.get(3 + i).copied() else { continue };
+            while matches!(graph.node(o.node).op.as_str(), "Identity" | "ReadVariableOp") {
+                match graph.node(o.node).inputs.first() {
+                    Some(&up) => o = up,
+                    None => break,
+                }
+            }
+            let var = graph.node(o.node);
+            if autoclust_graph::effects::names_variable(var) {
+                out.entry(key.clone()).or_default().push((var.name.clone(), spec.clone()));
+            }
+        }
+    }
+    out
 }
 
 /// The files of `--save-checkpoint PREFIX`: the index and the one data

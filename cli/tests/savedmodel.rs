@@ -283,6 +283,27 @@ fn multi_shard_and_sliced_checkpoints_restore() {
     assert!(e.contains("ck.data-00000-of-00002: tensor '") && e.contains("checksum mismatch"), "{e}");
 }
 
+/// A TF1 Saver checkpoint of partitioned variables (`emb` and `dense/w` saved whole, the
+/// graph holding `emb/part_0..2` and `dense/w/part_0..1`): `--vars` gives each part its
+/// slice, by the graph's `SaveV2` specs, and three Adagrad steps give TensorFlow's loss and
+/// predictions in both modes (the checkpoint's keys named no variable before).
+#[test]
+fn partitioned_variables_restore_from_a_saver_checkpoint() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/checkpoint");
+    let (graph, prefix, feeds) =
+        (dir.join("partitioned.pb"), dir.join("partitioned/init"), dir.join("partitioned.feeds.npz"));
+    let want = read_npz(&std::fs::read(dir.join("partitioned.expected.npz")).unwrap()).unwrap();
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut args = vec!["run", s(&graph), "--vars", s(&prefix), "--feeds", s(&feeds)];
+        args.extend(["--fetch", "loss,pred", "--target", "train", "--steps", "3", "--json"]);
+        args.extend_from_slice(mode);
+        let v = json(&autoclust(&args));
+        for (key, t) in &want {
+            assert_close(&format!("{key} {mode:?}"), &v["fetches"][format!("{key}:0")], t);
+        }
+    }
+}
+
 /// `convert` writes the MetaGraphDef's graph and function library: the converted file
 /// holds the signature's placeholders and the library's bodies, and analyzes exactly as the
 /// directory does.

@@ -9,6 +9,11 @@ written by tf.train.Checkpoint with TensorFlow's MaxShardSizePolicy:
                tensor: an entry listing its slices, each slice an entry under its slice key),
                which autoclust puts back together.
 vars.graph reads the three variables by their checkpoint keys.
+partitioned.pb + partitioned/init: a TF1 graph (tf.compat.v1) whose variables `emb` [10, 4] and
+`dense/w` [4, 1] are partitioned (fixed_size_partitioner: `emb/part_0..2`, `dense/w/part_0..1`), and
+the tf.compat.v1.train.Saver checkpoint of their initial values, which holds each variable whole
+(as slices of it); partitioned.expected.npz holds TensorFlow's `loss` (fetched with the 3rd Adagrad
+step) and `pred`, and partitioned.feeds.npz the batch.
 """
 import os
 
@@ -38,6 +43,37 @@ def write(sub, max_shard_size):
     print(sub, sorted(os.listdir(d)))
 
 
+def partitioned():
+    v1 = tf.compat.v1
+    rng = np.random.default_rng(41)
+    g = tf.Graph()
+    with g.as_default():
+        ids = v1.placeholder(tf.int64, [None, 3], name="ids")
+        y = v1.placeholder(tf.float32, [None, 1], name="y")
+        emb = v1.get_variable("emb", [10, 4], partitioner=v1.fixed_size_partitioner(3),
+                              initializer=v1.random_normal_initializer(seed=3))
+        e = tf.reduce_mean(v1.nn.embedding_lookup(emb, ids, partition_strategy="div"), axis=1)
+        w = v1.get_variable("dense/w", [4, 1], partitioner=v1.fixed_size_partitioner(2),
+                            initializer=v1.random_normal_initializer(seed=4))
+        pred = tf.identity(tf.matmul(e, tf.convert_to_tensor(w)), name="pred")
+        loss = tf.identity(tf.reduce_mean(tf.square(pred - y)), name="loss")
+        train = v1.train.AdagradOptimizer(0.3).minimize(loss, name="train")
+        saver = v1.train.Saver(v1.global_variables())
+        init = v1.global_variables_initializer()
+    tf.io.write_graph(g.as_graph_def(), HERE, "partitioned.pb", as_text=False)
+    feeds = {"ids": rng.integers(0, 10, (5, 3)).astype(np.int64), "y": rng.standard_normal((5, 1)).astype(np.float32)}
+    with v1.Session(graph=g) as sess:
+        sess.run(init)
+        saver.save(sess, os.path.join(HERE, "partitioned", "init"), write_meta_graph=False)
+        fd = {ids: feeds["ids"], y: feeds["y"]}
+        for _ in range(3):
+            out = sess.run({"loss": loss, "pred": pred, "train": train}, fd)
+    os.remove(os.path.join(HERE, "partitioned", "checkpoint"))
+    np.savez(os.path.join(HERE, "partitioned.feeds.npz"), **feeds)
+    np.savez(os.path.join(HERE, "partitioned.expected.npz"), loss=out["loss"], pred=out["pred"])
+
+
 if __name__ == "__main__":
     write("sharded", 256)
     write("sliced", 260)
+    partitioned()

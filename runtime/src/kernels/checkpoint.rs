@@ -178,7 +178,7 @@ fn restore_v2(inp: &Inputs, dtypes: &[DType]) -> KResult<Outputs> {
 
 /// The part of `t` a `shape_and_slices` spec names: the full shape, then per dimension
 /// `start,length` or `-` (all of it), joined by `:`.
-fn slice_of(t: &Tensor, spec: &str, name: &str) -> KResult<Tensor> {
+pub fn slice_of(t: &Tensor, spec: &str, name: &str) -> KResult<Tensor> {
     let bad = || KernelError::invalid(format!("tensor '{name}': bad shape_and_slice spec '{spec}'"));
     let mut words: Vec<&str> = spec.split(' ').collect();
     let ranges = words.pop().ok_or_else(bad)?;

@@ -25,6 +25,7 @@ pub(crate) mod bmp;
 pub(crate) mod by_position;
 pub(crate) mod c_number;
 pub(crate) mod checkpoint;
+pub use checkpoint::slice_of as checkpoint_slice;
 pub(crate) mod color;
 pub(crate) mod conv;
 pub(crate) mod csv;
