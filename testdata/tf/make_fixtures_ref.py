@@ -11,6 +11,8 @@ graph, with the variables loaded from the `.vars.safetensors` values. File layou
 
 - ref_mlp_momentum: 6-10-3 tanh MLP, softmax cross-entropy, MomentumOptimizer (ApplyMomentum: two
   references) with a global step (`AssignAdd` on an int64 `VariableV2`), and `loss` fetched. 3 steps.
+- ref_ema_after_train: ExponentialMovingAverage applied under control_dependencies([train_op]) (its
+  updates see the in-place optimizer update through `w/read`). 3 steps.
 """
 
 import json
@@ -22,6 +24,25 @@ from safetensors.numpy import save_file
 
 OUT = os.path.dirname(os.path.abspath(__file__))
 v1 = tf.compat.v1
+
+
+def save_fixture(name, graph_def, values, feeds, fetched, final, fetch, target, steps):
+    """Writes NAME's feeds, initial variables, TensorFlow's fetches and final variables, and its manifest."""
+    arr = lambda v: np.array(v, order="C")  # noqa: E731
+    save_file({k: arr(v) for k, v in feeds.items()}, os.path.join(OUT, name + ".feeds.safetensors"))
+    save_file({k: arr(v) for k, v in values.items()}, os.path.join(OUT, name + ".vars.safetensors"))
+    save_file({k: arr(v) for k, v in fetched.items()}, os.path.join(OUT, name + ".expected.safetensors"))
+    save_file({k: arr(v) for k, v in final.items()}, os.path.join(OUT, name + ".expected_vars.safetensors"))
+    manifest = {
+        "graph": name + ".pbtxt", "feeds": name + ".feeds.safetensors", "vars": name + ".vars.safetensors",
+        "fetch": fetch, "target": target, "steps": steps,
+        "expected_fetches": name + ".expected.safetensors", "expected_vars": name + ".expected_vars.safetensors",
+        "racy": False, "outcomes": None,
+    }
+    with open(os.path.join(OUT, name + ".json"), "w") as fh:
+        json.dump(manifest, fh, indent=1)
+        fh.write("\n")
+    print(name, sorted({n.op for n in graph_def.node}), sorted(values))
 
 
 def ref_mlp_momentum():
@@ -64,24 +85,50 @@ def ref_mlp_momentum():
         for _ in range(steps):
             out = s.run([loss, train], {x: feeds["x"], t: feeds["t"]})[0]
         final = {v.op.name: s.run(v) for v in variables}
-    arr = lambda v: np.array(v, order="C")  # noqa: E731
-    name = "ref_mlp_momentum"
-    save_file({k: arr(v) for k, v in feeds.items()}, os.path.join(OUT, name + ".feeds.safetensors"))
-    save_file({k: arr(v) for k, v in values.items()}, os.path.join(OUT, name + ".vars.safetensors"))
-    save_file({"loss:0": arr(out)}, os.path.join(OUT, name + ".expected.safetensors"))
-    save_file({k: arr(v) for k, v in final.items()}, os.path.join(OUT, name + ".expected_vars.safetensors"))
-    manifest = {
-        "graph": name + ".pbtxt", "feeds": name + ".feeds.safetensors", "vars": name + ".vars.safetensors",
-        "fetch": ["loss:0"], "target": ["train"], "steps": steps,
-        "expected_fetches": name + ".expected.safetensors", "expected_vars": name + ".expected_vars.safetensors",
-        "racy": False, "outcomes": None,
-    }
-    with open(os.path.join(OUT, name + ".json"), "w") as fh:
-        json.dump(manifest, fh, indent=1)
-        fh.write("\n")
-    print(name, sorted({n.op for n in graph_def.node}), sorted(values))
+    save_fixture("ref_mlp_momentum", graph_def, values, feeds, {"loss:0": out}, final, ["loss:0"], ["train"], steps)
+
+def ref_ema_after_train():
+    """The TF1 idiom `with tf.control_dependencies([train_op]): ema.apply(vars)`: the moving
+    averages' updates read the trained weights through `w/read`, whose output shares the
+    variable's buffer, so they see the in-place `ApplyGradientDescent` that ran before them.
+    A 4-3 linear layer, GradientDescent, ExponentialMovingAverage(0.9); 3 steps."""
+    v1.disable_eager_execution()
+    v1.disable_resource_variables()
+    rng = np.random.default_rng(23)
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [None, 4], name="x")
+        t = v1.placeholder(tf.float32, [None, 3], name="t")
+        w = v1.Variable(np.zeros((4, 3), np.float32), name="w")
+        b = v1.Variable(np.zeros(3, np.float32), name="b")
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - t), name="loss")
+        train = v1.train.GradientDescentOptimizer(0.3).minimize(loss)
+        ema = v1.train.ExponentialMovingAverage(0.9)
+        with tf.control_dependencies([train]):
+            step = tf.group(ema.apply([w, b]), name="train")
+        variables = [w, b, ema.average(w), ema.average(b)]
+        # The averages' initialisers read w and b: those first.
+        inits = [v1.variables_initializer([w, b]), v1.variables_initializer(variables[2:])]
+    assert all(v.op.type == "VariableV2" for v in variables), [v.op.type for v in variables]
+    graph_def = g.as_graph_def()
+    tf.io.write_graph(graph_def, OUT, "ref_ema_after_train.pbtxt", as_text=True)
+    values = {"w": rng.standard_normal((4, 3)).astype(np.float32), "b": np.full(3, 0.2, np.float32)}
+    values[ema.average(w).op.name] = values["w"].copy()
+    values[ema.average(b).op.name] = values["b"].copy()
+    feeds = {"x": rng.standard_normal((6, 4)).astype(np.float32), "t": rng.standard_normal((6, 3)).astype(np.float32)}
+    steps = 3
+    with v1.Session(graph=g) as s:
+        for i in inits:
+            s.run(i)
+        for v in variables:
+            v.load(values[v.op.name], s)
+        for _ in range(steps):
+            out = s.run([loss, step], {x: feeds["x"], t: feeds["t"]})[0]
+        final = {v.op.name: s.run(v) for v in variables}
+    save_fixture("ref_ema_after_train", graph_def, values, feeds, {"loss:0": out}, final, ["loss:0"], ["train"], steps)
 
 
 if __name__ == "__main__":
     print("TensorFlow", tf.__version__)
     ref_mlp_momentum()
+    ref_ema_after_train()
