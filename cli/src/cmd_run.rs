@@ -33,7 +33,9 @@ use autoclust_runtime::tensor_io::{tensor_from_json, write_safetensors, write_te
 use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions, VariableStore};
 
 use crate::io::{write_all_atomic, Format};
-use crate::model::{checkpoint_files, load_to_run, only_input, read_feed_file, read_vars, ModelContext};
+use crate::model::{
+    checkpoint_files, is_checkpoint_prefix, load_to_run, only_input, read_feed_file, read_vars, ModelContext,
+};
 use crate::notes::{print_notes, ClusterReport};
 use crate::CliError;
 
@@ -149,8 +151,28 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         run_restore(&session, m)?;
     }
     if let Some(path) = &inputs.vars {
+        // A checkpoint may hold more than the graph reads (a training checkpoint's optimizer
+        // slots for an inference graph): as TensorFlow's Saver, only the graph's variables
+        // are restored, and the rest is named in a note. A safetensors file must match.
+        let lenient = is_checkpoint_prefix(path);
+        let known: std::collections::BTreeSet<String> = session.variable_names().into_iter().collect();
+        let mut unused = Vec::new();
         for (name, t) in read_vars(path, model, &graph)? {
+            if lenient && !known.contains(&name) {
+                unused.push(name);
+                continue;
+            }
             session.set_variable(&name, t).map_err(|e| CliError::input(format!("{}: {e}", show(path))))?;
+        }
+        if !unused.is_empty() {
+            let shown: Vec<&str> = unused.iter().take(8).map(String::as_str).collect();
+            let more = if unused.len() > 8 { format!(" and {} more", unused.len() - 8) } else { String::new() };
+            crate::notes::print_notes(&[format!(
+                "--vars {}: {} checkpoint tensors name no variable of the graph and are not used: {}{more}",
+                show(path),
+                unused.len(),
+                shown.join(", ")
+            )]);
         }
     }
     if let Some(m) = model {

@@ -215,7 +215,7 @@ pub fn only_input(graph: &Graph, model: Option<&ModelContext>, path: &Path) -> R
 }
 
 /// Whether `path` names a checkpoint prefix (`PATH.index` exists) rather than a file.
-fn is_checkpoint_prefix(path: &Path) -> bool {
+pub fn is_checkpoint_prefix(path: &Path) -> bool {
     !path.is_file() && tensor_bundle::index_path(path).is_file()
 }
 

@@ -304,6 +304,37 @@ fn partitioned_variables_restore_from_a_saver_checkpoint() {
     }
 }
 
+/// A checkpoint holding more than the graph reads (an inference graph and its training
+/// checkpoint): the graph's variables are restored and the rest is named in one `note:`,
+/// as TensorFlow's Saver restores only what the graph has; a safetensors file that names
+/// no variable of the graph is still an error.
+#[test]
+fn a_checkpoint_with_extra_tensors_restores_what_the_graph_has() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/checkpoint");
+    let tmp = tempfile::tempdir().unwrap();
+    let graph = tmp.path().join("w_only.graph");
+    std::fs::write(
+        &graph,
+        "w = VarHandleOp() {container = \"\", dtype = float32, shape = shape[8, 8], shared_name = \"w/.ATTRIBUTES/VARIABLE_VALUE\"}\n\
+         rw = ReadVariableOp(w) {dtype = float32}\n",
+    )
+    .unwrap();
+    let prefix = dir.join("sharded/ck");
+    let out = autoclust(&["run", s(&graph), "--vars", s(&prefix), "--fetch", "rw", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("note: --vars") && stderr.contains("name no variable of the graph"), "{stderr}");
+    assert!(stderr.contains("2 checkpoint tensors") && stderr.contains("b/.ATTRIBUTES/VARIABLE_VALUE"), "{stderr}");
+    let v = json(&out);
+    assert_eq!(v["fetches"]["rw:0"]["data"][63], serde_json::json!(63.0));
+    let vars = tmp.path().join("v.safetensors");
+    let t = Tensor::from_f32(vec![1], vec![1.0]).unwrap();
+    std::fs::write(&vars, autoclust_runtime::tensor_io::write_safetensors(&[("nope".to_string(), t)]).unwrap())
+        .unwrap();
+    let e = error_line(&autoclust(&["run", s(&graph), "--vars", s(&vars), "--fetch", "rw"]));
+    assert!(e.contains("nope") && e.contains("no such variable"), "{e}");
+}
+
 /// `convert` writes the MetaGraphDef's graph and function library: the converted file
 /// holds the signature's placeholders and the library's bodies, and analyzes exactly as the
 /// directory does.

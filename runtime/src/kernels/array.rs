@@ -1825,6 +1825,17 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 _ => return Err(KernelError::DType(t.dtype)),
             })
         }),
+        // Set bits of each element's two's-complement bytes, as uint8 (`PopulationCount`).
+        "PopulationCount" => Box::new(|inp: Inputs| {
+            arity(&inp, 1)?;
+            let t = &inp[0];
+            let width = t.dtype.size_of().filter(|_| t.dtype.is_integer()).ok_or(KernelError::DType(t.dtype))?;
+            let bytes = t.to_le_bytes().ok_or(KernelError::DType(t.dtype))?;
+            let counts: Vec<u8> =
+                bytes.chunks_exact(width).map(|c| c.iter().map(|b| b.count_ones() as u8).sum()).collect();
+            one(Tensor::from_le_bytes(autoclust_graph::DType::UInt8, t.shape.clone(), &counts)
+                .map_err(|e| KernelError::invalid(e.to_string()))?)
+        }),
         "ReverseV2" => Box::new(|inp: Inputs| {
             arity(&inp, 2)?;
             let r = inp[0].rank() as i64;
@@ -1967,6 +1978,23 @@ mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::{AttrValue, DType};
+
+    /// TensorFlow 2.21: `tf.raw_ops.PopulationCount` of int8 [-1, 0, 5] is [8, 0, 2], of int32 -1 is 32,
+    /// of int64 [-1, 2**40] is [64, 1], of uint16 65535 is 16 — uint8 results.
+    #[test]
+    fn population_count_counts_each_width() {
+        let pc = |t: Tensor| {
+            let out = run1(&node("PopulationCount", &[]), &[t]).unwrap();
+            assert_eq!(out.dtype, DType::UInt8);
+            out.to_le_bytes().unwrap()
+        };
+        let raw = |d: DType, bytes: &[u8], n: usize| Tensor::from_le_bytes(d, vec![n], bytes).unwrap();
+        assert_eq!(pc(raw(DType::Int8, &[0xff, 0, 5], 3)), [8, 0, 2]);
+        assert_eq!(pc(Tensor::from_i32(vec![1], vec![-1]).unwrap()), [32]);
+        assert_eq!(pc(Tensor::from_i64(vec![2], vec![-1, 1 << 40]).unwrap()), [64, 1]);
+        assert_eq!(pc(raw(DType::UInt16, &[0xff, 0xff], 1)), [16]);
+        assert!(run1(&node("PopulationCount", &[]), &[Tensor::from_f32(vec![1], vec![1.0]).unwrap()]).is_err());
+    }
 
     fn iota(shape: Vec<usize>) -> Tensor {
         let n = shape.iter().product::<usize>() as i32;

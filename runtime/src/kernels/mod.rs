@@ -18,6 +18,7 @@ use smallvec::SmallVec;
 
 use crate::error::{KResult, KernelError};
 
+pub(crate) mod approx;
 pub(crate) mod array;
 pub(crate) mod audio;
 pub(crate) mod batchnorm;
@@ -227,6 +228,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = resample::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = approx::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = draw::prepare(node)? {

@@ -1,7 +1,7 @@
 //! The bit-level ops: `Bitcast` (Keras 3's `ops.argmax` tells −0.0 from +0.0 with a
 //! `Bitcast` to int32 and a `BitwiseAnd` of the sign bit, so every Keras accuracy metric
 //! has them) and the integer bitwise ops `BitwiseAnd`/`BitwiseOr`/`BitwiseXor`, `Invert`,
-//! `LeftShift` and `RightShift`. Signatures and shape functions follow their
+//! `LeftShift` and `RightShift`, and `PopulationCount` (set bits per element, as uint8). Signatures and shape functions follow their
 //! `REGISTER_OP`s in TensorFlow's `array_ops.cc` and `bitwise_ops.cc`.
 
 use super::{ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, ShapeFn, TypeRule};
@@ -69,4 +69,12 @@ pub(super) const OPS: &[OpSchema] = &[
     op("LeftShift", OpFamily::Binary, &[a("x", T), a("y", T)], &[a("z", T)], T_INT, super::shapes::broadcast_01),
     op("RightShift", OpFamily::Binary, &[a("x", T), a("y", T)], &[a("z", T)], T_INT, super::shapes::broadcast_01),
     op("Invert", OpFamily::Unary, &[a("x", T)], &[a("y", T)], T_INT, super::shapes::same_as_0),
+    op(
+        "PopulationCount",
+        OpFamily::Unary,
+        &[a("x", T)],
+        &[a("y", TypeRule::Fixed(UInt8))],
+        T_INT,
+        super::shapes::same_as_0,
+    ),
 ];

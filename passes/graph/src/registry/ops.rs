@@ -84,6 +84,11 @@ const T_FLOATS: &[AttrSpec] = &[tattr("T", Some(FLOATS))];
 const T_FLOAT_COMPLEX: &[AttrSpec] = &[tattr("T", Some(FLOAT_COMPLEX))];
 const T_REAL: &[AttrSpec] = &[tattr("T", Some(REAL))];
 const T_F32_F64: &[AttrSpec] = &[tattr("T", Some(&[Float32, Float64]))];
+/// `ApproximateEqual`: any number type, `|x - y| < tolerance`.
+const APPROX_ATTRS: &[AttrSpec] = &[
+    tattr("T", Some(NUMBER)),
+    AttrSpec { name: "tolerance", kind: AttrKind::Float, default: AttrDefault::Optional, allowed: None },
+];
 const T_NUMBER: &[AttrSpec] = &[tattr("T", Some(NUMBER))];
 
 const X_T: &[ArgSpec] = &[a("x", T)];
@@ -458,6 +463,8 @@ pub(super) static OPS: &[OpSchema] = &[
     special2("Igammac"),
     special2("Zeta"),
     special2("Polygamma"),
+    special2("NextAfter"),
+    op("ApproximateEqual", OpFamily::Binary, XY_T, Z_BOOL, APPROX_ATTRS, s::same_as_0),
     // a, b, x of one shape, any of them a scalar (`math_ops.cc`), broadcast here.
     op("Betainc", OpFamily::Binary, ABX_T, Z_T, T_F32_F64, s::broadcast_all),
     op(
