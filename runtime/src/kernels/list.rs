@@ -187,6 +187,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             | "TensorListSplit"
             | "TensorListResize"
             | "TensorListScatterIntoExistingList"
+            | "TensorListScatter"
+            | "TensorListScatterV2"
     ) {
         return Ok(None);
     }
@@ -393,6 +395,55 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             items.resize(slots(n as u64)?, None);
             one(Tensor::from_list(TensorList { items, ..list.clone() }))
         }),
+        // A new list with row k of `tensor` at `indices[k]` (the last write wins), as long as
+        // the largest index needs — for V2, at least `num_elements` (-1: no minimum); the
+        // slots no index names are unset. `tf.TensorArray.scatter` on a fresh array.
+        "TensorListScatter" | "TensorListScatterV2" => {
+            let v2 = op == "TensorListScatterV2";
+            Box::new(move |inp: Inputs| {
+                arity(&inp, if v2 { 4 } else { 3 })?;
+                let t = &inp[0];
+                let indices = int_values(&inp[1], "indices")?;
+                let hint = element_shape(&inp[2])?;
+                let minimum = if v2 { int_scalar(&inp[3], "num_elements")? } else { -1 };
+                if minimum < -1 {
+                    return Err(KernelError::invalid(format!(
+                        "TensorListScatter expects num_elements >= -1, found: {minimum}"
+                    )));
+                }
+                if t.rank() == 0 || t.shape[0] != indices.len() {
+                    return Err(KernelError::invalid(format!(
+                        "Number of indices ({}) does not match the leading dimension of the tensor ({})",
+                        indices.len(),
+                        debug_shape(&t.shape)
+                    )));
+                }
+                let elem: Vec<i64> = t.shape[1..].iter().map(|&d| d as i64).collect();
+                let element_shape = merge(&hint, &Some(elem)).map_err(|_| {
+                    KernelError::invalid(format!(
+                        "Specified a list with shape {} from a tensor with shape {}",
+                        shape_text(&hint),
+                        debug_shape(&t.shape)
+                    ))
+                })?;
+                if let Some(&i) = indices.iter().find(|&&i| i < 0) {
+                    return Err(KernelError::invalid(format!(
+                        "Indices in TensorListScatter must all be non-negative. Found: {i}"
+                    )));
+                }
+                let highest = indices.iter().map(|&i| i + 1).max().unwrap_or(0);
+                let mut items = vec![None; slots(highest.max(minimum).max(0) as u64)?];
+                let rows = super::array::split(t, 0, &vec![1; t.shape[0]])?;
+                for (&i, mut row) in indices.iter().zip(rows) {
+                    row.shape.remove(0);
+                    items[i as usize] = Some(row);
+                }
+                if t.dtype != dtype {
+                    return Err(KernelError::invalid(format!("element_dtype {dtype} but the tensor is {}", t.dtype)));
+                }
+                one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape, items }))
+            })
+        }
         "TensorListScatterIntoExistingList" => Box::new(move |inp: Inputs| {
             arity(&inp, 3)?;
             let list = list_of(&inp[0], "input_handle")?;
@@ -451,6 +502,32 @@ mod tests {
     }
     fn run(f: &PureFn, inp: Vec<Tensor>) -> KResult<Outputs> {
         f(inp.into_iter().collect())
+    }
+
+    /// TensorFlow 2.21: `TensorListScatterV2(tensor=[[1,2],[3,4]], indices=[3,0],
+    /// element_shape=[2], num_elements=5)` has length 5 and stacks to
+    /// `[[3,4],[0,0],[0,0],[1,2],[0,0]]`; V1 with the same operands has length 4; a repeated
+    /// index keeps the last row; a negative index is TensorFlow's error.
+    #[test]
+    fn scatter_makes_a_list_as_long_as_its_indices_need() {
+        let t = Tensor::from_f32(vec![2, 2], vec![1., 2., 3., 4.]).unwrap();
+        let v2 = run(&kernel("TensorListScatterV2"), vec![t.clone(), ints(&[3, 0]), ints(&[2]), Tensor::scalar_i32(5)])
+            .unwrap()
+            .remove(0);
+        let n = run(&kernel("TensorListLength"), vec![v2.clone()]).unwrap();
+        assert_eq!(n[0].as_i32().unwrap(), &[5]);
+        let stacked = run(&kernel("TensorListStack"), vec![v2, ints(&[2])]).unwrap();
+        assert_eq!(stacked[0].as_f32().unwrap(), &[3., 4., 0., 0., 0., 0., 1., 2., 0., 0.]);
+        let v1 = run(&kernel("TensorListScatter"), vec![t.clone(), ints(&[3, 0]), ints(&[2])]).unwrap().remove(0);
+        assert_eq!(run(&kernel("TensorListLength"), vec![v1]).unwrap()[0].as_i32().unwrap(), &[4]);
+        let dup =
+            run(&kernel("TensorListScatterV2"), vec![t.clone(), ints(&[1, 1]), ints(&[2]), Tensor::scalar_i32(-1)])
+                .unwrap()
+                .remove(0);
+        let stacked = run(&kernel("TensorListStack"), vec![dup, ints(&[2])]).unwrap();
+        assert_eq!(stacked[0].as_f32().unwrap(), &[0., 0., 3., 4.]);
+        let e = run(&kernel("TensorListScatter"), vec![t, ints(&[-1, 0]), ints(&[2])]).unwrap_err().to_string();
+        assert!(e.contains("Indices in TensorListScatter must all be non-negative"), "{e}");
     }
 
     /// An RNN's life cycle: unstack the inputs, reserve the outputs, set them in a loop,

@@ -186,6 +186,27 @@ pub(super) static OPS: &[OpSchema] = &[
         list_handle,
     ),
     op(
+        "TensorListScatter",
+        OpFamily::Shape,
+        &[a("tensor", ty("element_dtype")), a("indices", I32), a("element_shape", ty("shape_type"))],
+        &[a("output_handle", VARIANT)],
+        LIST_ATTRS,
+        list_handle,
+    ),
+    op(
+        "TensorListScatterV2",
+        OpFamily::Shape,
+        &[
+            a("tensor", ty("element_dtype")),
+            a("indices", I32),
+            a("element_shape", ty("shape_type")),
+            a("num_elements", I32),
+        ],
+        &[a("output_handle", VARIANT)],
+        LIST_ATTRS,
+        list_handle,
+    ),
+    op(
         "TensorListScatterIntoExistingList",
         OpFamily::Shape,
         &[a("input_handle", VARIANT), a("tensor", ty("element_dtype")), a("indices", I32)],
