@@ -37,12 +37,7 @@ def write_strings(name, cf, variables, feeds, steps, string_feeds):
     out_dir = make_fixtures_tf2.OUT
     graph_def = cf.graph.as_graph_def()
     tf.io.write_graph(graph_def, out_dir, name + ".pbtxt", as_text=True)
-    names = {}
-    for external, internal in cf.graph.captures:
-        for var, _ in variables:
-            if external is var.handle:
-                names[id(var)] = internal.op.name
-    assert len(names) == len(variables), f"{name}: not every variable is captured ({names})"
+    names = make_fixtures_tf2.capture_names(name, cf, variables)
     for var, init in variables:
         var.assign(init)
     all_feeds = {**feeds, **{k: np.array([s.encode() for s in np.ravel(v)], dtype=object).reshape(np.shape(v))

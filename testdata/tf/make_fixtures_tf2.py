@@ -82,17 +82,23 @@ from safetensors.numpy import save_file
 OUT = os.path.dirname(os.path.abspath(__file__))
 
 
-def write(name, cf, variables, feeds, steps):
-    """Exports `cf`'s graph and writes the fixture; `variables` are (tf.Variable, initial value)."""
-    graph_def = cf.graph.as_graph_def()
-    path = tf.io.write_graph(graph_def, OUT, name + ".pbtxt", as_text=True)
-    # The capture placeholder of each variable, by the variable's handle.
+def capture_names(name, cf, variables):
+    """The capture placeholder of each variable of `variables` ((tf.Variable, initial value)
+    pairs), by `id` of the variable: the name autoclust gives it."""
     names = {}
     for external, internal in cf.graph.captures:
         for var, _ in variables:
             if external is var.handle:
                 names[id(var)] = internal.op.name
     assert len(names) == len(variables), f"{name}: not every variable is captured ({names})"
+    return names
+
+
+def write(name, cf, variables, feeds, steps):
+    """Exports `cf`'s graph and writes the fixture; `variables` are (tf.Variable, initial value)."""
+    graph_def = cf.graph.as_graph_def()
+    path = tf.io.write_graph(graph_def, OUT, name + ".pbtxt", as_text=True)
+    names = capture_names(name, cf, variables)
     for var, init in variables:
         var.assign(init)
     inputs = [tf.constant(feeds[s.name]) for s in cf.structured_input_signature[0]]
