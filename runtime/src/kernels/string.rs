@@ -98,6 +98,13 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 one(reduce_join(&inp[0], &super::int_values(&inp[1], "reduction_indices")?, keep_dims, &sep)?)
             })
         }
+        "UnsortedSegmentJoin" => {
+            let sep = attr_bytes_or(node, "separator", b"")?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                one(unsorted_segment_join(&inp[0], &inp[1], &inp[2], &sep)?)
+            })
+        }
         "Substr" => {
             let utf8 = unit_is_utf8(node)?;
             Box::new(move |inp: Inputs| {
@@ -338,6 +345,56 @@ fn unit_is_utf8(node: &Node) -> KResult<bool> {
 }
 
 /// The elements of a string tensor.
+/// `UnsortedSegmentJoin` (`tf.strings.unsorted_segment_join`), as TensorFlow's kernel: the
+/// strings whose leading indices map to segment `k` are appended to output `k` in
+/// row-major order, the separator first only when the output is already non-empty (so an
+/// empty string joined first leaves no separator behind, one joined later leaves one).
+fn unsorted_segment_join(input: &Tensor, ids: &Tensor, num: &Tensor, sep: &[u8]) -> KResult<Tensor> {
+    let values = strings(input, "inputs")?;
+    if num.num_elements() == 0 {
+        return Err(KernelError::invalid("Number of segments cannot be empty."));
+    }
+    let n = super::int_scalar(num, "num_segments")?;
+    let ids_v = super::int_values(ids, "segment_ids")?;
+    let rank = ids.rank();
+    if rank == 0 {
+        return Err(KernelError::invalid("Segment_id cannot have rank 0"));
+    }
+    if rank > input.rank() {
+        return Err(KernelError::invalid(format!(
+            "Invalid segment_id rank {rank} for input with {} dimension(s)",
+            input.rank()
+        )));
+    }
+    if let Some(i) = (0..rank).find(|&i| ids.shape[i] != input.shape[i]) {
+        return Err(KernelError::invalid(format!(
+            "Segment dimension is {} while input dimension is {} in rank {i}",
+            ids.shape[i],
+            input.rank()
+        )));
+    }
+    if ids_v.iter().any(|&k| k < 0 || k >= n) || n < 0 {
+        return Err(KernelError::invalid(
+            "segment_ids are not allowed to exceed num_segments or to have negative values.",
+        ));
+    }
+    let inner: usize = input.shape[rank..].iter().product();
+    let mut shape = vec![n as usize];
+    shape.extend_from_slice(&input.shape[rank..]);
+    budget(DType::String, &shape)?;
+    let mut out: Vec<Vec<u8>> = vec![Vec::new(); n as usize * inner];
+    for j in 0..inner {
+        for (i, &k) in ids_v.iter().enumerate() {
+            let o = &mut out[k as usize * inner + j];
+            if !o.is_empty() {
+                o.extend_from_slice(sep);
+            }
+            o.extend_from_slice(&values[i * inner + j]);
+        }
+    }
+    Tensor::from_strings(shape, out).map_err(|e| KernelError::invalid(e.to_string()))
+}
+
 pub(super) fn strings<'a>(t: &'a Tensor, what: &str) -> KResult<&'a [Vec<u8>]> {
     match &t.data {
         TensorData::Str(v) => Ok(v),
@@ -1749,6 +1806,33 @@ mod tests {
     fn run(n: &Node, inp: &[Tensor]) -> KResult<Vec<Tensor>> {
         let f = prepare(n)?.expect("a string kernel");
         Ok(f(inp.iter().cloned().collect())?.into_vec())
+    }
+
+    /// TensorFlow 2.21's `tf.strings.unsorted_segment_join`: `['a','','b','c','d']` by
+    /// `[0,0,0,2,2]` into 3 with "," is `['a,,b', '', 'c,d']`; `['','a','x']` all into
+    /// segment 1 with "-" is `['', 'a-x']` (an empty first string leaves no separator);
+    /// a `[3, 2]` input by `[1,0,1]` is `[['c','d'], ['a:e','b:f']]`.
+    #[test]
+    fn unsorted_segment_join_matches_tensorflow() {
+        let join = |sep: &str, inp: Tensor, ids: &[i32], n: i32| {
+            let nd = node("UnsortedSegmentJoin", &[("separator", AttrValue::S(sep.as_bytes().to_vec()))]);
+            let ids = Tensor::from_i32(vec![ids.len()], ids.to_vec()).unwrap();
+            run(&nd, &[inp, ids, Tensor::scalar_i32(n)]).map(|mut v| v.remove(0))
+        };
+        assert_eq!(texts(&join(",", s(&["a", "", "b", "c", "d"]), &[0, 0, 0, 2, 2], 3).unwrap()), ["a,,b", "", "c,d"]);
+        assert_eq!(texts(&join("-", s(&["", "a", "x"]), &[1, 1, 1], 2).unwrap()), ["", "a-x"]);
+        let m = Tensor::from_strings(
+            vec![3, 2],
+            ["a", "b", "c", "d", "e", "f"].iter().map(|x| x.as_bytes().to_vec()).collect(),
+        )
+        .unwrap();
+        let out = join(":", m, &[1, 0, 1], 2).unwrap();
+        assert_eq!(
+            (out.shape.clone(), texts(&out)),
+            (vec![2, 2], vec!["c".into(), "d".into(), "a:e".into(), "b:f".into()])
+        );
+        let e = join(",", s(&["a"]), &[2], 2).unwrap_err().to_string();
+        assert!(e.contains("segment_ids are not allowed to exceed num_segments"), "{e}");
     }
 
     fn as_string(x: Tensor, attrs: &[(&str, AttrValue)]) -> Vec<String> {

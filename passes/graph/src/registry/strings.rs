@@ -66,6 +66,19 @@ fn string_join(c: &InferCtx<'_>) -> Shapes {
 
 /// `ReduceJoin`: the input's shape less the reduced axes (kept as 1 with `keep_dims`), when
 /// the axes are known; an empty axis list reduces nothing.
+/// `UnsortedSegmentJoin`: `[num_segments] + inputs.shape[rank(segment_ids):]`.
+fn unsorted_segment_join(c: &InferCtx<'_>) -> Shapes {
+    let n = c.scalar_value(2);
+    match (c.shape(0).dims.as_ref(), c.shape(1).rank()) {
+        (Some(dims), Some(r)) if r <= dims.len() => {
+            let mut out = vec![n];
+            out.extend_from_slice(&dims[r..]);
+            Ok(vec![Shape::with_dims(out)])
+        }
+        _ => Ok(vec![Shape::unknown()]),
+    }
+}
+
 fn reduce_join(c: &InferCtx<'_>) -> Shapes {
     let (Some(dims), Some(axes)) = (c.shape(0).dims.as_ref(), c.known_value(1)) else {
         return Ok(vec![Shape::unknown()]);
@@ -257,6 +270,26 @@ pub(super) const OPS: &[OpSchema] = &[
         &[a("output", STR)],
         &[bdef("keep_dims", false), opt("separator", AttrKind::String)],
         reduce_join,
+    ),
+    op(
+        "UnsortedSegmentJoin",
+        &[
+            a("inputs", STR),
+            a("segment_ids", TypeRule::Attr("Tindices")),
+            a("num_segments", TypeRule::Attr("Tnumsegments")),
+        ],
+        &[a("output", STR)],
+        &[
+            opt("separator", AttrKind::String),
+            AttrSpec { name: "Tindices", kind: AttrKind::Type, default: AttrDefault::Required, allowed: Some(INDEX) },
+            AttrSpec {
+                name: "Tnumsegments",
+                kind: AttrKind::Type,
+                default: AttrDefault::Type(Int32),
+                allowed: Some(INDEX),
+            },
+        ],
+        unsorted_segment_join,
     ),
     op(
         "Substr",
