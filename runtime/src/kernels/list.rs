@@ -164,6 +164,29 @@ pub(crate) fn add_lists(lists: &[Tensor]) -> KResult<Tensor> {
 /// Prepares a TensorList kernel, or `None` if `node` is not a TensorList op.
 /// A list length taken from an operand's value, checked against the tensor budget (a
 /// slot costs what a variant handle does) before the slots are allocated.
+/// The rows of `t` along its first dimension, each without that dimension: a list's
+/// elements made from a tensor (`TensorListFromTensor`, the scatters).
+fn rows_of(t: &Tensor) -> KResult<Vec<Tensor>> {
+    let mut rows = super::array::split(t, 0, &vec![1; t.shape[0]])?;
+    for r in &mut rows {
+        r.shape.remove(0);
+    }
+    Ok(rows.into_vec())
+}
+
+/// The element shape of a list made from `t`'s rows: `hint` merged with the rows' shape,
+/// TensorFlow's error when they disagree.
+fn rows_element_shape(hint: &Option<Vec<i64>>, t: &Tensor) -> KResult<Option<Vec<i64>>> {
+    let elem: Vec<i64> = t.shape[1..].iter().map(|&d| d as i64).collect();
+    merge(hint, &Some(elem)).map_err(|_| {
+        KernelError::invalid(format!(
+            "Specified a list with shape {} from a tensor with shape {}",
+            shape_text(hint),
+            debug_shape(&t.shape)
+        ))
+    })
+}
+
 fn slots(n: u64) -> KResult<usize> {
     Ok(autoclust_graph::limits::check_count(DType::Variant, n)?)
 }
@@ -224,22 +247,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 return Err(KernelError::invalid("Tensor must be at least a vector, but saw shape: []"));
             }
             let hint = element_shape(&inp[1])?;
-            let elem: Vec<i64> = t.shape[1..].iter().map(|&d| d as i64).collect();
-            let element_shape = merge(&hint, &Some(elem)).map_err(|_| {
-                KernelError::invalid(format!(
-                    "Specified a list with shape {} from a tensor with shape {}",
-                    shape_text(&hint),
-                    debug_shape(&t.shape)
-                ))
-            })?;
-            let rows = super::array::split(t, 0, &vec![1; t.shape[0]])?;
-            let items = rows
-                .into_iter()
-                .map(|mut r| {
-                    r.shape.remove(0);
-                    Some(r)
-                })
-                .collect();
+            let element_shape = rows_element_shape(&hint, t)?;
+            let items = rows_of(t)?.into_iter().map(Some).collect();
             one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape: hint.or(element_shape), items }))
         }),
         "TensorListGetItem" => Box::new(move |inp: Inputs| {
@@ -418,14 +427,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                         debug_shape(&t.shape)
                     )));
                 }
-                let elem: Vec<i64> = t.shape[1..].iter().map(|&d| d as i64).collect();
-                let element_shape = merge(&hint, &Some(elem)).map_err(|_| {
-                    KernelError::invalid(format!(
-                        "Specified a list with shape {} from a tensor with shape {}",
-                        shape_text(&hint),
-                        debug_shape(&t.shape)
-                    ))
-                })?;
+                let element_shape = rows_element_shape(&hint, t)?;
                 if let Some(&i) = indices.iter().find(|&&i| i < 0) {
                     return Err(KernelError::invalid(format!(
                         "Indices in TensorListScatter must all be non-negative. Found: {i}"
@@ -433,9 +435,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 }
                 let highest = indices.iter().map(|&i| i + 1).max().unwrap_or(0);
                 let mut items = vec![None; slots(highest.max(minimum).max(0) as u64)?];
-                let rows = super::array::split(t, 0, &vec![1; t.shape[0]])?;
-                for (&i, mut row) in indices.iter().zip(rows) {
-                    row.shape.remove(0);
+                for (&i, row) in indices.iter().zip(rows_of(t)?) {
                     items[i as usize] = Some(row);
                 }
                 if t.dtype != dtype {
@@ -456,10 +456,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                     debug_shape(&t.shape)
                 )));
             }
-            let rows = super::array::split(t, 0, &vec![1; t.shape[0]])?;
             let mut items = list.items.clone();
-            for (&i, mut row) in indices.iter().zip(rows) {
-                row.shape.remove(0);
+            for (&i, row) in indices.iter().zip(rows_of(t)?) {
                 check_element(list, &row)?;
                 if i < 0 || i as usize >= items.len() {
                     return Err(KernelError::invalid(format!(
