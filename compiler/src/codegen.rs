@@ -1304,6 +1304,8 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
         }
         EwOp::Floor => f.b.ins().floor(a[0]),
         EwOp::Ceil => f.b.ins().ceil(a[0]),
+        EwOp::RoundHalf { bf16: false } => f.round_f16(a[0]),
+        EwOp::RoundHalf { bf16: true } => f.round_bf16(a[0]),
         EwOp::FloorDiv | EwOp::FloorMod => unreachable!("scalar_ok and vector_ok exclude {:?}", m.op),
         EwOp::Sign => {
             let z = f.c(0.0);

@@ -1,6 +1,9 @@
 //! autoclust-compiler: lowers a cluster's pure function body to native code with Cranelift.
 //!
 //! # Pipeline
+//! 0. **Half precision** ([`half`]): a body computing in float16/bfloat16 is rewritten to
+//!    float32 with a rounding node after every op that makes a half value (TensorFlow's CPU
+//!    kernels round once per op); the call widens half arguments and narrows half results.
 //! 1. **Analysis** ([`analyze`]): the body (a [`Graph`] of `_Arg`, pure TF ops and `_Retval`)
 //!    is walked in topological order for the concrete input dtypes and shapes, skipping
 //!    nodes no `_Retval` needs (gradient graphs leave such nodes behind — in the MLP step a
@@ -76,6 +79,7 @@ mod buffers;
 mod codegen;
 pub mod constant_args;
 pub mod control_flow;
+pub mod half;
 pub mod host;
 pub mod kernels;
 pub mod lists;
@@ -212,7 +216,21 @@ impl Compiler {
                 _ => return Err(CompileError::Invalid(format!("constant argument {i} does not match the signature"))),
             }
         }
-        let analysis = analyze::analyze(body, inputs, lists, constants, self, name)?;
+        // Half precision is computed in float32, rounded after each op (`half.rs`).
+        let original_constants = constants;
+        let widened = half::widen(body, inputs)?;
+        let wide_constants: Vec<(usize, Tensor)>;
+        let (body, wide_inputs, constants) = match &widened {
+            Some(w) => {
+                wide_constants = constants
+                    .iter()
+                    .map(|(i, t)| (*i, autoclust_graph::half::widen(t).unwrap_or_else(|| t.clone())))
+                    .collect();
+                (&w.body, w.inputs.as_slice(), wide_constants.as_slice())
+            }
+            None => (body, inputs, constants),
+        };
+        let analysis = analyze::analyze(body, wide_inputs, lists, constants, self, name)?;
         let output_lists = analysis.retvals.iter().map(|&o| analysis.value(o).list.clone()).collect();
         let program = plan::build(body, &analysis, &self.options, name)?;
         let compile_time = start.elapsed();
@@ -235,10 +253,11 @@ impl Compiler {
         }
         Ok(CompiledFunction {
             inputs: inputs.to_vec(),
-            constants: constants.to_vec(),
+            constants: original_constants.to_vec(),
             program: Arc::new(program),
             compile_time,
             output_lists,
+            half: widened.map(|w| Arc::new(w.boundary)),
         })
     }
 }
@@ -253,6 +272,8 @@ pub struct CompiledFunction {
     compile_time: Duration,
     /// What is known of each TensorList output (`None` for other outputs).
     output_lists: Vec<Option<lists::ListType>>,
+    /// The half-precision arguments and results the call widens and narrows (`half.rs`).
+    half: Option<Arc<half::Boundary>>,
 }
 
 impl std::fmt::Debug for CompiledFunction {
@@ -269,14 +290,20 @@ impl CompiledFunction {
     /// Runs the function. Inputs must match the compiled dtypes and shapes.
     pub fn call(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, CompileError> {
         self.check(inputs)?;
-        self.program.run(inputs)
+        match &self.half {
+            Some(h) => h.narrow_outputs(self.program.run(&h.widen_inputs(inputs.to_vec())?)?),
+            None => self.program.run(inputs),
+        }
     }
 
     /// As [`CompiledFunction::call`], taking the inputs: a value only the call holds (a
     /// loop's carried TensorList) can then be updated in place.
     pub fn call_owned(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>, CompileError> {
         self.check(&inputs)?;
-        self.program.run_owned(inputs, &[]).map_err(|(e, _)| e)
+        match &self.half {
+            Some(h) => h.narrow_outputs(self.program.run_owned(h.widen_inputs(inputs)?, &[]).map_err(|(e, _)| e)?),
+            None => self.program.run_owned(inputs, &[]).map_err(|(e, _)| e),
+        }
     }
 
     /// The `(input, output)` pairs this function can compute in place: output `j` written
@@ -288,12 +315,20 @@ impl CompiledFunction {
 
     /// [`CompiledFunction::in_place_pairs`] without collecting them.
     pub fn in_place_iter(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
-        self.program.in_place.iter().map(|p| (p.arg, p.retval))
+        // A half argument or result is converted at the call, so it has no buffer to share.
+        let converts = move |p: &&plan::InPlace| self.half.as_ref().is_some_and(|h| h.converts(p.arg, p.retval));
+        self.program.in_place.iter().filter(move |p| !converts(p)).map(|p| (p.arg, p.retval))
     }
 
     /// The dtype and shape of output `j`.
     pub fn output_type(&self, j: usize) -> Option<(DType, &[usize])> {
-        self.program.output_type(j)
+        let (d, s) = self.program.output_type(j)?;
+        Some((self.half_ret(j).unwrap_or(d), s))
+    }
+
+    /// The half type result `j` has outside, when the call narrows it.
+    fn half_ret(&self, j: usize) -> Option<DType> {
+        self.half.as_ref().and_then(|h| h.rets.get(j).copied().flatten())
     }
 
     /// [`CompiledFunction::call`] with owned inputs, computing each pair of `donate` (a
@@ -317,9 +352,19 @@ impl CompiledFunction {
             .iter()
             .enumerate()
             .filter(|(_, p)| donate.contains(&(p.arg, p.retval)))
+            .filter(|(_, p)| !self.half.as_ref().is_some_and(|h| h.converts(p.arg, p.retval)))
             .map(|(k, _)| k)
             .collect();
-        self.program.run_owned(inputs, &picked)
+        match &self.half {
+            // Only pairs without a converted side are picked: the donated inputs given back on
+            // failure are the caller's own tensors.
+            Some(h) => {
+                let wide = h.widen_inputs(inputs).map_err(|e| (e, Vec::new()))?;
+                let outs = self.program.run_owned(wide, &picked)?;
+                h.narrow_outputs(outs).map_err(|e| (e, Vec::new()))
+            }
+            None => self.program.run_owned(inputs, &picked),
+        }
     }
 
     /// References to `input`'s buffer that the function itself holds (a recycled output
@@ -370,7 +415,11 @@ impl CompiledFunction {
 
     /// The dtypes and shapes of the outputs, in `_Retval` index order.
     pub fn output_types(&self) -> Vec<(DType, Vec<usize>)> {
-        self.program.output_types()
+        let mut types = self.program.output_types();
+        for (j, (d, _)) in types.iter_mut().enumerate() {
+            *d = self.half_ret(j).unwrap_or(*d);
+        }
+        types
     }
 
     /// What the analysis knows of each TensorList output, in `_Retval` index order.

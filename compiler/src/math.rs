@@ -268,6 +268,63 @@ impl FMath<'_, '_> {
         let lt = self.b.ins().fcmp(FloatCC::LessThan, x, c);
         self.sel(lt, c, x)
     }
+    /// `x` rounded to the nearest IEEE binary16 value (ties to even), kept as float32 — bit
+    /// for bit `f16_to_f32(f32_to_f16(x))` (`autoclust_graph::half`) but for a NaN's payload.
+    /// On |x|'s bits: normal results round at bit 13 (add `0xfff` plus the kept last bit,
+    /// clear the 13 bits; a carry moves into the exponent), results from 65520 on are
+    /// infinite, and below 2^-14 (binary16 subnormals) `(|x| + 0.5) − 0.5` rounds to a
+    /// multiple of 2^-24, the ulp of 0.5; then x's sign is put back.
+    pub fn round_f16(&mut self, x: Value) -> Value {
+        let ax = self.abs(x);
+        let bits = self.int_bits_of(ax);
+        let last = self.b.ins().ushr_imm_u(bits, 13);
+        let one = self.ci(1);
+        let last = self.b.ins().band(last, one);
+        let bias = self.ci(0xfff);
+        let step = self.b.ins().iadd(last, bias);
+        let r = self.b.ins().iadd(bits, step);
+        let keep = self.ci(!0x1fff);
+        let r = self.b.ins().band(r, keep);
+        let normal = self.float_of_bits(r);
+        let limit = self.c(65536.0);
+        let over = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, normal, limit);
+        let inf = self.c(f32::INFINITY);
+        let normal = self.sel(over, inf, normal);
+        let half = self.c(0.5);
+        let t = self.add(ax, half);
+        let half = self.c(0.5);
+        let sub = self.sub(t, half);
+        let min_normal = self.c(1.0 / 16384.0);
+        let tiny = self.b.ins().fcmp(FloatCC::LessThan, ax, min_normal);
+        let m = self.sel(tiny, sub, normal);
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        let m = self.sel(nan, ax, m);
+        let mb = self.int_bits_of(m);
+        let xb = self.int_bits_of(x);
+        let sign = self.ci(i32::MIN);
+        let sb = self.b.ins().band(xb, sign);
+        let r = self.b.ins().bor(mb, sb);
+        self.float_of_bits(r)
+    }
+
+    /// `x` rounded to the nearest bfloat16 value (ties to even), kept as float32: the bits
+    /// plus `0x7fff` plus the kept last bit, low 16 bits cleared (a carry moves into the
+    /// exponent, up to infinity); a NaN passes through.
+    pub fn round_bf16(&mut self, x: Value) -> Value {
+        let bits = self.int_bits_of(x);
+        let last = self.b.ins().ushr_imm_u(bits, 16);
+        let one = self.ci(1);
+        let last = self.b.ins().band(last, one);
+        let bias = self.ci(0x7fff);
+        let step = self.b.ins().iadd(last, bias);
+        let r = self.b.ins().iadd(bits, step);
+        let keep = self.ci(!0xffff);
+        let r = self.b.ins().band(r, keep);
+        let rounded = self.float_of_bits(r);
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        self.sel(nan, x, rounded)
+    }
+
     /// e^x for `x` in [−87.3365, 88.7229] (where the result is normal): n = round(x·log2 e)
     /// with the 1.5·2^23 trick (after adding the magic number the float's low mantissa bits
     /// hold n, so n as a float is t − magic and `bits(t) << 23` is n << 23 modulo 2^32 —

@@ -6,6 +6,7 @@
 mod common;
 
 mod elementwise;
+mod half;
 mod hostile;
 mod math;
 mod mlp;

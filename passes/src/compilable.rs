@@ -5,7 +5,8 @@
 //! reductions, shape ops, softmax/loss and their gradients, identities,
 //! constants, and the variable ops the bridge can snapshot and write back),
 //! it calls no function, every output and every data input has a known
-//! numeric dtype (float32, float64, int32, int64, bool), and — for resource ops — every resource-handle input is traceable
+//! numeric dtype (float32, float64, int32, int64, bool; float16 and bfloat16 outside
+//! functions and TensorLists, computed in float32 and rounded per op), and — for resource ops — every resource-handle input is traceable
 //! (directly or through `Identity`) to a `VarHandleOp`, so the bridge knows
 //! which variable it snapshots. Never feeds (`Placeholder*`), variable
 //! handles, unknown ops, strings, calls, or other side effects.
@@ -37,6 +38,16 @@ pub use autoclust_graph::jit_ops::{is_jit_op, is_variable_op};
 
 fn is_supported_dtype(t: DType) -> bool {
     matches!(t, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64 | DType::Bool)
+}
+
+/// Whether the JIT computes `op` in half precision (`float16`, `bfloat16`): in float32 with
+/// a rounding after each op (the compiler's `half.rs`), except where the half values cross
+/// into functions (functional control flow), live in TensorLists, or are reinterpreted
+/// (`Bitcast`) or rounded per product (`Cross`).
+fn half_ok(op: &str) -> bool {
+    !(COMPILED_CONTROL_FLOW.contains(&op)
+        || autoclust_graph::TENSOR_LIST_OPS.contains(&op)
+        || matches!(op, "Bitcast" | "Cross"))
 }
 
 /// Why a node may not be clustered.
@@ -389,13 +400,15 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     }
     // The JIT's transcendental routines, GEMM, softmax and arg-extreme kernels are float32 only.
     if (autoclust_graph::JIT_FLOAT32_ONLY_OPS.contains(&op) || autoclust_graph::JIT_FLOAT32_ONLY_KERNELS.contains(&op))
-        && node.attr("T").and_then(AttrValue::as_type).is_some_and(|t| t != DType::Float32)
+        && node.attr("T").and_then(AttrValue::as_type).is_some_and(|t| t != DType::Float32 && !t.is_half())
     {
         let t = node.attr("T").and_then(AttrValue::as_type).map(|t| t.to_string()).unwrap_or_default();
         return Some(NotCompilable::UnsupportedOp { op: format!("{op} on {t}") });
     }
     // The JIT's resize gradient is float32 only (its forward reads every admitted type).
-    if op == "ResizeBilinearGrad" && node.attr("T").and_then(AttrValue::as_type).is_some_and(|t| t != DType::Float32) {
+    if op == "ResizeBilinearGrad"
+        && node.attr("T").and_then(AttrValue::as_type).is_some_and(|t| t != DType::Float32 && !t.is_half())
+    {
         return Some(NotCompilable::UnsupportedOp { op: "ResizeBilinearGrad of a type other than float32".into() });
     }
     // A negative `batch_dims` counts from the indices' rank, which the bridge's lowering to
@@ -410,8 +423,13 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     let variant_ok = control_flow
         || autoclust_graph::TENSOR_LIST_OPS.contains(&op)
         || matches!(op, "Identity" | "Snapshot" | "StopGradient" | "AddN");
-    let is_supported_dtype =
-        |t: DType| is_supported_dtype(t) || uint64_ok && t == DType::UInt64 || variant_ok && t == DType::Variant;
+    let half_ok = half_ok(op);
+    let is_supported_dtype = |t: DType| {
+        is_supported_dtype(t)
+            || uint64_ok && t == DType::UInt64
+            || variant_ok && t == DType::Variant
+            || half_ok && t.is_half()
+    };
     for (port, (dtype, _)) in types.outputs(id).iter().enumerate() {
         let port = port as u32;
         if !is_supported_dtype(*dtype) {

@@ -112,6 +112,11 @@ pub enum EwOp {
         qmin: i32,
         qmax: i32,
     },
+    /// A float32 value rounded to the nearest float16 (`bf16: false`) or bfloat16 value,
+    /// ties to even: the half-precision rewrite's rounding node ([`crate::half`]).
+    RoundHalf {
+        bf16: bool,
+    },
 }
 
 impl EwOp {
@@ -203,6 +208,10 @@ impl EwOp {
                 Some(EwOp::FakeQuantVars { qmin, qmax })
             }
             "LeakyRelu" => Some(EwOp::LeakyRelu(alpha().to_bits())),
+            crate::half::ROUND_OP => {
+                let t = node.attr("T").and_then(AttrValue::as_type)?;
+                t.is_half().then_some(EwOp::RoundHalf { bf16: t == DType::BFloat16 })
+            }
             "LeakyReluGrad" => Some(EwOp::LeakyReluGrad(alpha().to_bits())),
             op => EwOp::from_tf(op),
         }
@@ -311,6 +320,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             | EwOp::Sin
             | EwOp::Cos
             | EwOp::LeakyRelu(_)
+            | EwOp::RoundHalf { .. }
             | EwOp::FakeQuant { .. } => 1,
             _ => 2,
         };

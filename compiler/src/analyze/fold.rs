@@ -328,6 +328,10 @@ pub(super) fn scalar_eval(ew: EwOp, a: &[Scalar], out: DType, real_div: bool) ->
         EwOp::Copy => return Some(a[0]),
         EwOp::Cast => return a[0].cast(out),
         EwOp::Select => return Some(if a.first()?.is_nonzero() { *a.get(1)? } else { *a.get(2)? }),
+        EwOp::RoundHalf { bf16 } => {
+            let half = if bf16 { DType::BFloat16 } else { DType::Float16 };
+            return unwrap_f32(*a.first()?).map(|x| Scalar::F32(crate::half::round_scalar(x, half)));
+        }
         EwOp::LogicalAnd | EwOp::LogicalOr | EwOp::LogicalNot => {
             let x: Vec<bool> =
                 a.iter().map(|s| if let Scalar::Bool(b) = s { Some(*b) } else { None }).collect::<Option<_>>()?;

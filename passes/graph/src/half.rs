@@ -64,6 +64,31 @@ pub fn f32_to_bf16(x: f32) -> u16 {
     (rounded >> 16) as u16
 }
 
+/// A `float16`/`bfloat16` tensor widened to float32 (exact); `None` for a tensor of any
+/// other type or whose bytes do not match its shape.
+pub fn widen(t: &crate::Tensor) -> Option<crate::Tensor> {
+    let crate::TensorData::Raw(bytes) = &t.data else { return None };
+    if !t.dtype.is_half() || bytes.len() != t.num_elements() * 2 {
+        return None;
+    }
+    let to_f32 = if t.dtype == crate::DType::BFloat16 { bf16_to_f32 } else { f16_to_f32 };
+    let v: Vec<f32> = bytes.chunks_exact(2).map(|c| to_f32(u16::from_le_bytes([c[0], c[1]]))).collect();
+    Some(crate::Tensor {
+        dtype: crate::DType::Float32,
+        shape: t.shape.clone(),
+        data: crate::TensorData::F32(std::sync::Arc::new(v)),
+    })
+}
+
+/// A float32 tensor rounded to the half type `dtype` (nearest, ties to even); `None` for a
+/// tensor that is not float32 or a `dtype` that is not a half type.
+pub fn narrow(t: &crate::Tensor, dtype: crate::DType) -> Option<crate::Tensor> {
+    let v = t.as_f32().filter(|_| dtype.is_half())?;
+    let to_bits = if dtype == crate::DType::BFloat16 { f32_to_bf16 } else { f32_to_f16 };
+    let bytes: Vec<u8> = v.iter().flat_map(|&x| to_bits(x).to_le_bytes()).collect();
+    Some(crate::Tensor { dtype, shape: t.shape.clone(), data: crate::TensorData::Raw(std::sync::Arc::new(bytes)) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,26 +27,20 @@ use crate::error::{KResult, KernelError};
 
 /// A half tensor widened to float32 (exact).
 pub fn widen(t: &Tensor) -> KResult<Tensor> {
-    let TensorData::Raw(bytes) = &t.data else { return Err(KernelError::DType(t.dtype)) };
-    if bytes.len() != t.num_elements() * 2 {
-        return Err(KernelError::invalid(format!(
+    autoclust_graph::half::widen(t).ok_or_else(|| match &t.data {
+        TensorData::Raw(bytes) if t.dtype.is_half() => KernelError::invalid(format!(
             "a {} tensor of {} elements has {} bytes",
             t.dtype,
             t.num_elements(),
             bytes.len()
-        )));
-    }
-    let to_f32 = if t.dtype == DType::BFloat16 { bf16_to_f32 } else { f16_to_f32 };
-    let v: Vec<f32> = bytes.chunks_exact(2).map(|c| to_f32(u16::from_le_bytes([c[0], c[1]]))).collect();
-    Ok(Tensor { dtype: DType::Float32, shape: t.shape.clone(), data: TensorData::F32(Arc::new(v)) })
+        )),
+        _ => KernelError::DType(t.dtype),
+    })
 }
 
 /// A float32 tensor rounded to the half type `dtype`.
 pub fn narrow(t: &Tensor, dtype: DType) -> KResult<Tensor> {
-    let Some(v) = t.as_f32() else { return Err(KernelError::DType(t.dtype)) };
-    let to_bits = if dtype == DType::BFloat16 { f32_to_bf16 } else { f32_to_f16 };
-    let bytes: Vec<u8> = v.iter().flat_map(|&x| to_bits(x).to_le_bytes()).collect();
-    Ok(Tensor { dtype, shape: t.shape.clone(), data: TensorData::Raw(Arc::new(bytes)) })
+    autoclust_graph::half::narrow(t, dtype).ok_or(KernelError::DType(t.dtype))
 }
 
 /// The node's type attributes (single or list) that name a half type.
@@ -60,8 +54,9 @@ fn half_attrs(node: &Node) -> bool {
 
 /// The kernel of a node with a half type attribute, or `None` for any other node.
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
-    // A constant's value is already in its type: nothing to compute.
-    if !half_attrs(node) || node.op == "Const" {
+    // A constant's value is already in its type: nothing to compute. A bitcast reinterprets
+    // the half bytes, which its own kernel does.
+    if !half_attrs(node) || matches!(node.op.as_str(), "Const" | "Bitcast") {
         return Ok(None);
     }
     if node.op == "Cast" {
@@ -147,12 +142,16 @@ fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
         "Sigmoid" => Box::new(move |inp: Inputs| {
             super::arity(&inp, 1)?;
             let x = widen(&inp[0])?;
-            let y: Vec<f32> = x
-                .as_f32()
-                .expect("widened")
+            // e^x as the float32 `Exp` kernel computes it (the compiled clusters' routine
+            // where the host has one), so a compiled cluster's half sigmoid has these bits.
+            let mut exps = x.as_f32().expect("widened").to_vec();
+            if !autoclust_compiler::map_wide(autoclust_compiler::Wide::Exp, &mut exps) {
+                exps.iter_mut().for_each(|v| *v = v.exp());
+            }
+            let y: Vec<f32> = exps
                 .iter()
-                .map(|&v| {
-                    let e = round(v.exp());
+                .map(|&e| {
+                    let e = round(e);
                     if e.is_infinite() {
                         1.0
                     } else {
@@ -240,6 +239,20 @@ mod tests {
         let TensorData::Raw(bytes) = &out[0].data else { panic!("half bits") };
         let bits: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
         assert_eq!(bits, [6589, 6784, 7513, 8129]);
+    }
+
+    /// A bitcast reinterprets the half bytes (TensorFlow 2.21: `tf.bitcast` of float16 7.0
+    /// to bfloat16 is 32768); it was once run as a float32 identity, giving 7.0.
+    #[test]
+    fn bitcast_of_half_keeps_the_bytes() {
+        let bitcast = super::super::prepare(&node(
+            "Bitcast",
+            &[("T", AttrValue::Type(DType::Float16)), ("type", AttrValue::Type(DType::BFloat16))],
+        ))
+        .unwrap();
+        let out = bitcast([f16_tensor(&[7.0, -2.0])].into_iter().collect()).unwrap();
+        assert_eq!(out[0].dtype, DType::BFloat16);
+        assert_eq!(widen(&out[0]).unwrap().as_f32().unwrap(), &[32768.0, bf16_to_f32(0xc000)]);
     }
 
     #[test]
