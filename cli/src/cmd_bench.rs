@@ -95,6 +95,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     print_notes(&plain.notes);
     print_notes(&report.notes);
     print_notes(&report.interpreted_notes(&jit.function_status()));
+    print_notes(&crate::notes::dropped_summary_notes(clustered.session.variable_store()));
     let counts = report.counts(jit);
     let compile_ms = jit.compile_time().as_secs_f64() * 1e3;
     let cluster_fields = serde_json::json!({

@@ -600,6 +600,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
                 print_notes(&r.notes);
                 print_notes(&r.interpreted_notes(&session.jit().function_status()));
             }
+            print_notes(&crate::notes::dropped_summary_notes(session.variable_store()));
         }
         progress.step(done);
     }

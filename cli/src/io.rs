@@ -103,7 +103,9 @@ pub fn load_graph_to_run(path: &Path, format: Option<Format>) -> Result<Graph, C
 /// arity and every edge's dtype checked (`infer::check_arities`, `infer::check_edge_dtypes`:
 /// TensorFlow refuses such a graph at import, whether or not a step runs the node), reference
 /// variables turned into resource variables, and the lookup tables a TF2 function captures
-/// but fills itself created by the graph ([`autoclust_passes::captured_tables`]).
+/// but fills itself created by the graph ([`autoclust_passes::captured_tables`]), and the
+/// summary writers it captures made writers whose events are dropped
+/// ([`autoclust_passes::captured_writers`]).
 pub fn to_run(graph: Graph, path: &Path) -> Result<Graph, CliError> {
     autoclust_graph::infer::check_arities(&graph)
         .and_then(|()| autoclust_graph::infer::check_edge_dtypes(&graph))
@@ -113,7 +115,8 @@ pub fn to_run(graph: Graph, path: &Path) -> Result<Graph, CliError> {
         Ok(None) => graph,
         Err(e) => return Err(CliError::input(format!("{}: {e}", shown(path)))),
     };
-    Ok(autoclust_passes::captured_tables::create_captured_tables(&graph).unwrap_or(graph))
+    let graph = autoclust_passes::captured_tables::create_captured_tables(&graph).unwrap_or(graph);
+    Ok(autoclust_passes::captured_writers::create_captured_writers(&graph).unwrap_or(graph))
 }
 
 pub fn load_graph(path: &Path, format: Option<Format>) -> Result<Graph, CliError> {

@@ -69,6 +69,22 @@ impl ClusterReport {
     }
 }
 
+/// One line per summary writer the graph captured from outside (its events dropped; the
+/// `captured-writers` pass) that was written to.
+pub fn dropped_summary_notes(store: &autoclust_runtime::VariableStore) -> Vec<String> {
+    store
+        .summary_writers()
+        .dropped()
+        .into_iter()
+        .map(|(writer, n)| {
+            format!(
+                "summary writer '{writer}' was created outside this graph (tf.summary.create_file_writer run before the \
+                 tf.function that captured it), so its log directory is unknown: {n} summaries written to it were dropped"
+            )
+        })
+        .collect()
+}
+
 /// Prints `note: LINE` on stderr for each line, at most [`MAX_NOTES`] of
 /// them, then how many more there were.
 pub fn print_notes(lines: &[String]) {

@@ -183,3 +183,68 @@ fn a_pruned_int64_variable_does_not_leave_the_run_unclustered() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(notes(&out).is_empty(), "{:?}", notes(&out));
 }
+
+/// A TF2 step writing summaries to a writer it captured (created eagerly, outside the
+/// graph): the step runs, and one note says the summaries were dropped; a writer the graph
+/// creates writes TensorFlow's event file (`runtime/src/kernels/summary_writer.rs`) and
+/// gives no note.
+#[test]
+fn summaries_to_a_captured_writer_are_dropped_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"
+x = Placeholder() {dtype = float32, shape = shape[3]}
+step = Const() {dtype = int64, value = int64[]{7}}
+tag = Const() {dtype = string, value = string[]{"loss"}}
+meta = Const() {dtype = string, value = string[]{""}}
+axis = Const() {dtype = int32, value = int32[1]{0}}
+loss = Sum(x, axis) {T = float32, Tidx = int32, keep_dims = false}
+w = WriteSummary(writer, step, loss, tag, meta, ^create) {T = float32}
+s = WriteScalarSummary(writer, step, tag, loss, ^w) {T = float32}
+h = WriteHistogramSummary(writer, step, tag, x, ^s) {T = float32}
+f = FlushSummaryWriter(writer, ^h)
+y = Identity(loss, ^f) {T = float32}
+"#;
+    let captured = format!("writer = Placeholder() {{dtype = resource, shape = shape[]}}\ncreate = NoOp()\n{body}");
+    let g = write(&dir, "captured.graph", &captured);
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let out = autoclust(&[&["run", &g, "--feed", "x=[1,2,3]", "--fetch", "y", "--steps", "2"], mode].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("[6.0]"));
+        let n = notes(&out);
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(
+            n[0].contains("summary writer 'writer' was created outside this graph") && n[0].contains("3 summaries"),
+            "{n:?}"
+        );
+    }
+    let logdir = dir.path().join("logs");
+    let in_graph = format!(
+        r#"writer = SummaryWriter() {{container = "", shared_name = "train"}}
+logdir = Const() {{dtype = string, value = string[]{{"{}"}}}}
+maxq = Const() {{dtype = int32, value = int32[]{{10}}}}
+flushms = Const() {{dtype = int32, value = int32[]{{120000}}}}
+suffix = Const() {{dtype = string, value = string[]{{".v2"}}}}
+create = CreateSummaryFileWriter(writer, logdir, maxq, flushms, suffix)
+{body}"#,
+        logdir.display()
+    );
+    let g = write(&dir, "in_graph.graph", &in_graph);
+    let out = autoclust(&["run", &g, "--feed", "x=[1,2,3]", "--fetch", "y", "--steps", "2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(notes(&out).is_empty(), "{:?}", notes(&out));
+    let files: Vec<_> = std::fs::read_dir(&logdir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let bytes = std::fs::read(&files[0]).unwrap();
+    // The version record and three events per step, each a TFRecord (8-byte length, 4-byte
+    // CRC, data, 4-byte CRC); the scalar event ends with its tag and simple_value 6.0.
+    let mut records = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+        records.push(bytes[at + 12..at + 12 + len].to_vec());
+        at += 16 + len;
+    }
+    assert_eq!(records.len(), 7);
+    assert!(records[0].ends_with(b"brain.Event:2"));
+    assert!(records[2].ends_with(b"\x0a\x04loss\x15\x00\x00\xc0\x40"), "{:?}", records[2]);
+}

@@ -3,6 +3,7 @@ pub mod anchor;
 pub mod arithmetic_simplify;
 pub mod body_clusters;
 pub mod captured_tables;
+pub mod captured_writers;
 pub mod cluster;
 pub mod compilable;
 pub mod constant_fold;

@@ -32,6 +32,8 @@
 //!   resource variables ([`crate::ref_variables`]);
 //! - `captured-tables` — lookup tables a TF2 function graph captures but fills
 //!   itself created by the graph ([`crate::captured_tables`]);
+//! - `captured-writers` — summary writers a TF2 function graph captures made writers whose
+//!   events are dropped ([`crate::captured_writers`]);
 //! - `prune` — only what [`PassContext::request`] needs, every variable kept
 //!   ([`crate::prune`]);
 //! - `anchor` — an `Identity` per fetch and a `NoOp` per target outside every
@@ -275,6 +277,7 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
         Box::new(SafetyAnnotatePass),
         Box::new(crate::ref_variables::RefVariablesPass),
         Box::new(crate::captured_tables::CapturedTablesPass),
+        Box::new(crate::captured_writers::CapturedWritersPass),
         Box::new(InlinePass),
         Box::new(crate::hoist_loop_reads::HoistLoopReadsPass),
         Box::new(crate::lower_control_flow::LowerControlFlowPass),
@@ -324,7 +327,7 @@ pub const CLUSTERED_PIPELINE: &[&str] = &["inline", "prune", "cluster", "anchor"
 /// [`DEFAULT_PIPELINE`], then [`CLUSTERED_PIPELINE`]; `--passes run` names it,
 /// so `opt --passes run --fetch F` prints the program `run --fetch F` executes.
 pub fn run_pipeline_names() -> Vec<&'static str> {
-    let mut names = vec!["ref-variables", "captured-tables"];
+    let mut names = vec!["ref-variables", "captured-tables", "captured-writers"];
     names.extend_from_slice(DEFAULT_PIPELINE);
     names.extend_from_slice(CLUSTERED_PIPELINE);
     names
@@ -379,7 +382,10 @@ impl Pipeline {
         let names = if optimize {
             run_pipeline_names()
         } else {
-            ["ref-variables", "captured-tables"].into_iter().chain(CLUSTERED_PIPELINE.iter().copied()).collect()
+            ["ref-variables", "captured-tables", "captured-writers"]
+                .into_iter()
+                .chain(CLUSTERED_PIPELINE.iter().copied())
+                .collect()
         };
         Pipeline::of(&names)
     }
@@ -646,7 +652,7 @@ mod tests {
         let e = Pipeline::parse("cluster,nope").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown pass 'nope' (known: verify, safety-annotate, ref-variables, captured-tables, inline, hoist-loop-reads, lower-control-flow, \
+            "unknown pass 'nope' (known: verify, safety-annotate, ref-variables, captured-tables, captured-writers, inline, hoist-loop-reads, lower-control-flow, \
              constant-fold, arithmetic-simplify, cse, dependency-optimize, deadness, prune, cluster, anchor, encapsulate, \
              cluster-bodies)"
         );
@@ -657,6 +663,7 @@ mod tests {
             [
                 "ref-variables",
                 "captured-tables",
+                "captured-writers",
                 "inline",
                 "prune",
                 "cluster",

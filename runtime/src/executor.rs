@@ -523,6 +523,9 @@ fn node_kernel(
     if let Some(f) = kernels::lookup::prepare(node)? {
         return Ok(NodeKernel::Stateful(f));
     }
+    if let Some(f) = kernels::summary_writer::prepare(node)? {
+        return Ok(NodeKernel::Stateful(f));
+    }
     if let Some(f) = resource::prepare(node)? {
         return Ok(NodeKernel::Stateful(f));
     }

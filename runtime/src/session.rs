@@ -231,6 +231,7 @@ impl Session {
     /// from another's graph (optimized, clustered) keeps the tables its initialisation filled.
     pub fn adopt_tables(&self, other: &Session) {
         self.store.lookup_tables().adopt(other.store.lookup_tables());
+        self.store.summary_writers().adopt(other.store.summary_writers());
     }
 
     /// Every initialised variable `(name, value)`, sorted by name. The name

@@ -72,6 +72,8 @@ pub struct VariableStore {
     random: crate::kernels::random::RandomStates,
     /// The session's lookup tables (`HashTableV2`, ...).
     lookup: crate::kernels::lookup::LookupTables,
+    /// The session's summary writers (`SummaryWriter`).
+    summary_writers: crate::kernels::summary_writer::SummaryWriters,
 }
 
 impl VariableStore {
@@ -150,6 +152,11 @@ impl VariableStore {
     /// The session's lookup tables.
     pub fn lookup_tables(&self) -> &crate::kernels::lookup::LookupTables {
         &self.lookup
+    }
+
+    /// The session's summary writers.
+    pub fn summary_writers(&self) -> &crate::kernels::summary_writer::SummaryWriters {
+        &self.summary_writers
     }
 
     /// The generators of the session's stateful random ops.

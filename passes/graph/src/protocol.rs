@@ -23,6 +23,9 @@ pub const CLUSTER_ATTR: &str = "_autoclust_cluster";
 pub const ORIGINS_ATTR: &str = "_autoclust_origins";
 /// Per variable of a bridge node: the op of that original node.
 pub const ORIGIN_OPS_ATTR: &str = "_autoclust_origin_ops";
+/// On a `SummaryWriter` the `captured-writers` pass makes from a captured writer handle:
+/// its writes are dropped (counted), as its log directory is not in the graph.
+pub const CAPTURED_WRITER_ATTR: &str = "_autoclust_captured";
 /// Per variable of a write-back: whether the value must keep the variable's shape.
 pub const VALIDATE_SHAPE_ATTR: &str = "_autoclust_validate_shape";
 /// Attribute of a node in a cluster body naming the user's op it was rewritten from
@@ -82,6 +85,7 @@ mod tests {
             super::VALIDATE_SHAPE_ATTR,
             super::ORIGIN_OP_ATTR,
             super::ANCHOR_ATTR,
+            super::CAPTURED_WRITER_ATTR,
         ];
         let mut spelled = Vec::new();
         for f in &files {

@@ -75,6 +75,7 @@ pub(crate) mod spectral;
 pub(crate) mod stl;
 pub(crate) mod string;
 pub(crate) mod summary;
+pub mod summary_writer;
 pub(crate) mod tensor_proto;
 pub(crate) mod tensor_scatter;
 pub(crate) mod unicode;

@@ -64,7 +64,7 @@ fn summary_tensor(bytes: Vec<u8>) -> Tensor {
 
 /// `ScalarSummary(tags, values)`: one `Value { tag, simple_value }` per element, the value
 /// converted to float32 as C++'s `float(T)` does (integers rounded once).
-fn scalar_summary(tags: &Tensor, values: &Tensor) -> KResult<Vec<u8>> {
+pub(crate) fn scalar_summary(tags: &Tensor, values: &Tensor) -> KResult<Vec<u8>> {
     let names = strings(tags, "tags")?;
     if tags.shape != values.shape {
         let single =
@@ -108,7 +108,7 @@ fn u64s(b: &[u8]) -> impl Iterator<Item = u64> + '_ {
 }
 
 /// `HistogramSummary(tag, values)`: one `Value { tag, histo }`.
-fn histogram_summary(tag: &Tensor, values: &Tensor, node: &str) -> KResult<Vec<u8>> {
+pub(crate) fn histogram_summary(tag: &Tensor, values: &Tensor, node: &str) -> KResult<Vec<u8>> {
     if !tag.shape.is_empty() {
         return Err(KernelError::invalid("tags must be scalar"));
     }
@@ -238,10 +238,19 @@ impl Histogram {
 /// little-endian bytes as `tensor_content`) and the metadata's bytes as given (TensorFlow
 /// parses and re-serializes them; a canonical message comes back unchanged).
 fn tensor_summary(tag: &Tensor, tensor: &Tensor, metadata: &Tensor) -> KResult<Vec<u8>> {
-    if !tag.shape.is_empty() || !metadata.shape.is_empty() {
+    if !metadata.shape.is_empty() {
         return Err(KernelError::invalid("tag and serialized_summary_metadata must be scalars"));
     }
-    let (tag, metadata) = (&strings(tag, "tag")?[0], &strings(metadata, "serialized_summary_metadata")?[0]);
+    tensor_value_summary(tag, tensor, Some(&strings(metadata, "serialized_summary_metadata")?[0]))
+}
+
+/// A `Summary` of one `Value { tag, tensor, metadata }` (the metadata left out when `None`:
+/// TensorFlow 2's `WriteSummary` sets it only when given).
+pub(crate) fn tensor_value_summary(tag: &Tensor, tensor: &Tensor, metadata: Option<&[u8]>) -> KResult<Vec<u8>> {
+    if !tag.shape.is_empty() {
+        return Err(KernelError::invalid("tag and serialized_summary_metadata must be scalars"));
+    }
+    let tag = &strings(tag, "tag")?[0];
     let mut proto = Vec::new();
     put_varint(&mut proto, 1 << 3);
     put_varint(&mut proto, tensor.dtype.to_tf() as u64);
@@ -262,7 +271,9 @@ fn tensor_summary(tag: &Tensor, tensor: &Tensor, metadata: &Tensor) -> KResult<V
     let mut value = Vec::new();
     put_bytes(&mut value, 1, tag);
     put_message(&mut value, 8, &proto);
-    put_message(&mut value, 9, metadata);
+    if let Some(metadata) = metadata {
+        put_message(&mut value, 9, metadata);
+    }
     let mut out = Vec::new();
     put_message(&mut out, 1, &value);
     Ok(out)
