@@ -20,6 +20,8 @@
 //!   for ops that only move, pick or compare values (`Reshape`, `Maximum`, `Relu`, …), whose
 //!   results are half values already. Outputs of other types (`ArgMax`'s index,
 //!   `FusedBatchNormV3`'s float32 statistics) are not rounded.
+//! - A stateless uniform sampler draws TensorFlow's half samples (from 10 or 7 random bits
+//!   each, not float32 samples rounded), marked for the sampler by `HALF_UNIFORM_ATTR`.
 //! - `AddN` adds left to right rounding each partial sum, and `Sigmoid` is `e / (1 + e)` with
 //!   `e = exp(x)` rounded at each step (1 where `e` overflows), as the interpreter's
 //!   TensorFlow-matching kernels do; one rounding of the float32 result would differ.
@@ -39,6 +41,11 @@ use crate::CompileError;
 /// The op of the rounding node ([`crate::analyze::EwOp::RoundHalf`]); its `T` attribute
 /// names the half type. Only this pass makes it.
 pub const ROUND_OP: &str = "_AutoclustRoundToHalf";
+
+/// On a stateless uniform sampler of a half type rewritten to float32: the half type, whose
+/// samples TensorFlow draws from their own few bits (`Dist::UniformHalf`), not as float32
+/// samples rounded.
+pub const HALF_UNIFORM_ATTR: &str = "_autoclust_half_uniform";
 
 /// Ops whose half results are half values of their inputs (moved, picked, compared or
 /// clamped to a half value): no rounding after them.
@@ -243,6 +250,11 @@ pub fn widen(body: &Graph, inputs: &[(DType, Vec<usize>)]) -> Result<Option<Wide
                 }
                 _ => {}
             }
+        }
+        // After the rewrite above, which would make this type float32 too.
+        let op = node.op.as_str();
+        if autoclust_graph::jit_ops::is_stateless_sampler(op) && op.contains("Uniform") && !op.contains("Int") {
+            g.attrs_mut(id).insert(HALF_UNIFORM_ATTR.into(), AttrValue::Type(half));
         }
         let mut b = Builder { g: &mut g, base: node.name.clone(), half, made: 0 };
         let out = Output { node: id, port: 0 };

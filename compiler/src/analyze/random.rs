@@ -21,7 +21,11 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             } else if op.contains("Int") {
                 None
             } else {
-                Some(Dist::Uniform)
+                // A half-precision uniform rewritten to float32 (`crate::half`) keeps its draw.
+                match node.attr(crate::half::HALF_UNIFORM_ATTR).and_then(AttrValue::as_type) {
+                    Some(half) => Some(Dist::UniformHalf { bf16: half == DType::BFloat16 }),
+                    None => Some(Dist::Uniform),
+                }
             };
             let data: Vec<usize> = match (v2, dist.is_some()) {
                 (false, true) => vec![1],

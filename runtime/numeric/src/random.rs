@@ -94,6 +94,28 @@ pub fn word_to_f32(x: u32) -> f32 {
     f32::from_bits((127 << 23) | (x & 0x7f_ffff)) - 1.0
 }
 
+/// A uniform float16 in [0, 1) from 10 random bits — TensorFlow's `Uint16ToHalf` (the low
+/// 16 bits of the word; the 10-bit mantissa of a half in [1, 2), minus 1) — as a float32
+/// (exactly the half value).
+pub fn word_to_f16_value(x: u32) -> f32 {
+    (x & 0x3ff) as f32 / 1024.0
+}
+
+/// A uniform bfloat16 in [0, 1) from 7 random bits — TensorFlow's `Uint16ToGfloat16` — as a
+/// float32 (exactly the bfloat16 value).
+pub fn word_to_bf16_value(x: u32) -> f32 {
+    (x & 0x7f) as f32 / 128.0
+}
+
+/// The uniform samples TensorFlow's `UniformDistribution` gives a float16 (`bf16: false`) or
+/// bfloat16 output — one per word, four per Philox block, from fewer random bits than a
+/// float32 sample, so not a float32 sample rounded — as float32 values.
+pub fn uniform_half_values(gen: Philox, n: usize, bf16: bool) -> Vec<f32> {
+    let mut gen = gen;
+    let f = if bf16 { word_to_bf16_value } else { word_to_f16_value };
+    fill_groups(&mut gen, n, |b| b.map(f), 4)
+}
+
 /// A uniform float64 in [0, 1) from 52 random bits (`hi`'s low 20, then `lo`).
 pub fn words_to_f64(hi: u32, lo: u32) -> f64 {
     let mantissa = (u64::from(hi & 0xf_ffff) << 32) | u64::from(lo);
@@ -122,6 +144,11 @@ fn box_muller_f64(x: [u32; 4]) -> (f64, f64) {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Dist {
     Uniform,
+    /// The uniform of a float16 (`bf16: false`) or bfloat16 output, drawn from its own few
+    /// bits ([`uniform_half_values`]), as float32 values.
+    UniformHalf {
+        bf16: bool,
+    },
     Normal,
     Truncated,
 }
@@ -169,6 +196,7 @@ pub fn sample_f32(dist: Dist, gen: Philox, n: usize) -> Vec<f32> {
     let mut gen = gen;
     match dist {
         Dist::Uniform => fill_groups(&mut gen, n, |b| b.map(word_to_f32), 4),
+        Dist::UniformHalf { bf16 } => uniform_half_values(gen, n, bf16),
         Dist::Normal => fill_groups(
             &mut gen,
             n,
@@ -203,6 +231,7 @@ pub fn sample_f64(dist: Dist, gen: Philox, n: usize) -> Vec<f64> {
         Dist::Uniform => {
             fill_groups(&mut gen, n, |b| [words_to_f64(b[0], b[1]), words_to_f64(b[2], b[3]), 0.0, 0.0], 2)
         }
+        Dist::UniformHalf { bf16 } => uniform_half_values(gen, n, bf16).into_iter().map(f64::from).collect(),
         Dist::Normal => fill_groups(
             &mut gen,
             n,

@@ -55,8 +55,11 @@ fn half_attrs(node: &Node) -> bool {
 /// The kernel of a node with a half type attribute, or `None` for any other node.
 pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     // A constant's value is already in its type: nothing to compute. A bitcast reinterprets
-    // the half bytes, which its own kernel does.
-    if !half_attrs(node) || matches!(node.op.as_str(), "Const" | "Bitcast") {
+    // the half bytes, and a sampler draws half values from its own bits: their own kernels.
+    if !half_attrs(node)
+        || matches!(node.op.as_str(), "Const" | "Bitcast")
+        || super::random::FLOAT_SAMPLERS.contains(&node.op.as_str())
+    {
         return Ok(None);
     }
     if node.op == "Cast" {

@@ -322,7 +322,7 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
     let f: PureFn = match dist {
         Some(dist) => {
             let dtype = attr_type(node, "dtype")?;
-            if !matches!(dtype, DType::Float32 | DType::Float64) {
+            if !matches!(dtype, DType::Float32 | DType::Float64 | DType::Float16 | DType::BFloat16) {
                 return Err(KernelError::DType(dtype));
             }
             let gen = states.get(&key, seed, seed2);
@@ -331,10 +331,7 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
                 let shape = output_shape(&inp[0])?;
                 let n = super::budget(dtype, &shape)?;
                 let local = gen.reserve(n);
-                one(match dtype {
-                    DType::Float32 => tensor_of(shape, sample_f32(dist, local, n)),
-                    _ => tensor_of(shape, sample_f64(dist, local, n)),
-                })
+                one(float_samples(dist, local, n, dtype, shape)?)
             })
         }
         None => {
@@ -406,7 +403,7 @@ impl Draw {
     /// The dtypes TensorFlow's CPU kernels take (`dtype`).
     pub(crate) fn takes(self, dtype: DType) -> bool {
         match self {
-            Draw::Float(_) => matches!(dtype, DType::Float32 | DType::Float64),
+            Draw::Float(_) => matches!(dtype, DType::Float32 | DType::Float64 | DType::Float16 | DType::BFloat16),
             Draw::Int => matches!(dtype, DType::Int32 | DType::Int64),
             Draw::FullInt => matches!(dtype, DType::Int32 | DType::Int64 | DType::UInt32 | DType::UInt64),
         }
@@ -423,10 +420,7 @@ pub(crate) fn draw(
 ) -> KResult<Tensor> {
     let n = super::budget(dtype, &shape)?;
     Ok(match draw {
-        Draw::Float(dist) => match dtype {
-            DType::Float32 => tensor_of(shape, sample_f32(dist, gen, n)),
-            _ => tensor_of(shape, sample_f64(dist, gen, n)),
-        },
+        Draw::Float(dist) => float_samples(dist, gen, n, dtype, shape)?,
         Draw::FullInt => full_int(gen, dtype, shape, n),
         Draw::Int => {
             let (lo, hi) =
@@ -632,7 +626,7 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
         None => attr_type(node, "dtype")?,
     };
     let ok = match dist {
-        Some(_) => matches!(dtype, DType::Float32 | DType::Float64),
+        Some(_) => matches!(dtype, DType::Float32 | DType::Float64 | DType::Float16 | DType::BFloat16),
         None => matches!(dtype, DType::Int32 | DType::Int64),
     };
     if !ok {
@@ -650,16 +644,48 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
         let gen = if v2 { generator_v2(&inp[1], &inp[2], &inp[3])? } else { generator_v1(&inp[1])? };
         let n = super::budget(dtype, &shape)?;
         match dist {
-            Some(dist) => one(match dtype {
-                DType::Float32 => tensor_of(shape, sample_f32(dist, gen, n)),
-                _ => tensor_of(shape, sample_f64(dist, gen, n)),
-            }),
+            Some(dist) => one(float_samples(dist, gen, n, dtype, shape)?),
             None => {
                 let (lo, hi) = if v2 { (&inp[4], &inp[5]) } else { (&inp[2], &inp[3]) };
                 one(uniform_ints(gen, dtype, shape, lo, hi)?)
             }
         }
     })))
+}
+
+/// The samplers whose float output type may be a half type, which they draw themselves
+/// (`float_samples`) instead of through the half kernels' float32-and-round.
+pub(crate) const FLOAT_SAMPLERS: &[&str] = &[
+    "RandomUniform",
+    "RandomStandardNormal",
+    "TruncatedNormal",
+    "StatefulUniform",
+    "StatefulStandardNormalV2",
+    "StatefulTruncatedNormal",
+    "StatelessRandomUniform",
+    "StatelessRandomUniformV2",
+    "StatelessRandomNormal",
+    "StatelessRandomNormalV2",
+    "StatelessTruncatedNormal",
+    "StatelessTruncatedNormalV2",
+];
+
+/// `n` samples of `dist` as a tensor of the float `dtype`: float16/bfloat16 uniforms from
+/// their own few bits (TensorFlow's `Uint16ToHalf`/`Uint16ToGfloat16`), half normals as the
+/// float32 samples rounded (TensorFlow's `Eigen::half(f)`).
+fn float_samples(dist: Dist, gen: Philox, n: usize, dtype: DType, shape: Vec<usize>) -> KResult<Tensor> {
+    Ok(match dtype {
+        DType::Float32 => tensor_of(shape, sample_f32(dist, gen, n)),
+        DType::Float16 | DType::BFloat16 => {
+            let dist = match dist {
+                Dist::Uniform => Dist::UniformHalf { bf16: dtype == DType::BFloat16 },
+                d => d,
+            };
+            let v = sample_f32(dist, gen, n);
+            super::half::narrow(&tensor_of(shape, v), dtype)?
+        }
+        _ => tensor_of(shape, sample_f64(dist, gen, n)),
+    })
 }
 
 #[cfg(test)]
