@@ -22,9 +22,10 @@
 //!   `FusedBatchNormV3`'s float32 statistics) are not rounded.
 //! - A stateless uniform sampler draws TensorFlow's half samples (from 10 or 7 random bits
 //!   each, not float32 samples rounded), marked for the sampler by `HALF_UNIFORM_ATTR`.
-//! - `AddN` adds left to right rounding each partial sum, and `Sigmoid` is `e / (1 + e)` with
-//!   `e = exp(x)` rounded at each step (1 where `e` overflows), as the interpreter's
-//!   TensorFlow-matching kernels do; one rounding of the float32 result would differ.
+//! - Ops TensorFlow computes as several half operations (`AddN` left to right, `Sigmoid`,
+//!   `Elu`, `Selu`, `LeakyRelu`, `Softplus`, their gradients, `SquaredDifference`) become
+//!   their programs (`autoclust_graph::half::half_program`, which the interpreter runs too),
+//!   each step rounded; one rounding of the float32 result would differ.
 //!
 //! Declined (the cluster runs in the interpreter, with its note): half values passed to
 //! functional control flow or calls (their functions are typed by their signatures),
@@ -34,6 +35,7 @@
 
 use std::collections::HashMap;
 
+use autoclust_graph::half::HalfStep;
 use autoclust_graph::{AttrValue, DType, Graph, ListValue, Node, NodeId, Output, Tensor};
 
 use crate::CompileError;
@@ -258,34 +260,28 @@ pub fn widen(body: &Graph, inputs: &[(DType, Vec<usize>)]) -> Result<Option<Wide
         }
         let mut b = Builder { g: &mut g, base: node.name.clone(), half, made: 0 };
         let out = Output { node: id, port: 0 };
+        // An op TensorFlow computes as several half operations: its program, each step rounded.
+        let program = (out_types.first() == Some(&half))
+            .then(|| autoclust_graph::half::half_program(&node, node.inputs.len(), half))
+            .flatten();
         match node.op.as_str() {
-            // Left to right, each partial sum rounded.
-            "AddN" if out_types.first() == Some(&half) => {
-                let mut acc = *node
-                    .inputs
-                    .first()
-                    .ok_or_else(|| CompileError::Invalid(format!("AddN '{}' has no inputs", node.name)))?;
-                for &x in &node.inputs[1..] {
-                    let sum = b.op("AddV2", vec![acc, x], &[("T", AttrValue::Type(DType::Float32))])?;
-                    acc = b.round(sum)?;
+            _ if program.is_some() => {
+                let mut values: Vec<Output> = Vec::new();
+                for step in program.expect("matched").steps {
+                    let v = match step {
+                        HalfStep::Input(k) => *node.inputs.get(k).ok_or_else(|| {
+                            CompileError::Invalid(format!("node '{}' ({}) has too few inputs", node.name, node.op))
+                        })?,
+                        HalfStep::Const(x) => b.scalar(x)?,
+                        HalfStep::Round(v) => b.round(values[v])?,
+                        HalfStep::Op { op, args, mut attrs } => {
+                            attrs.push(("T", AttrValue::Type(DType::Float32)));
+                            b.op(op, args.iter().map(|&a| values[a]).collect(), &attrs)?
+                        }
+                    };
+                    values.push(v);
                 }
-                redirect.insert(out, acc);
-            }
-            // e = round(exp x); round(e / round(1 + e)), or 1 where e is infinite.
-            "Sigmoid" => {
-                let f32_t = [("T", AttrValue::Type(DType::Float32))];
-                let x = node.inputs[0];
-                let e = b.op("Exp", vec![x], &f32_t)?;
-                let e = b.round(e)?;
-                let one = b.scalar(1.0)?;
-                let d = b.op("AddV2", vec![one, e], &f32_t)?;
-                let d = b.round(d)?;
-                let q = b.op("RealDiv", vec![e, d], &f32_t)?;
-                let q = b.round(q)?;
-                let inf = b.scalar(f32::INFINITY)?;
-                let overflow = b.op("Equal", vec![e, inf], &f32_t)?;
-                let y = b.op("SelectV2", vec![overflow, one, q], &f32_t)?;
-                redirect.insert(out, y);
+                redirect.insert(out, *values.last().expect("a program has steps"));
             }
             op if KEEPS_HALF_VALUES.contains(&op) => {}
             _ => {

@@ -106,7 +106,9 @@ fn a_half_body_rounds_after_every_op() {
         assert_eq!(f.output_types(), vec![(half, vec![n]), (DType::Float32, vec![n])]);
         let out = f.call(&[ha.clone(), hb.clone()]).unwrap();
         assert_eq!(out[0].dtype, half);
-        let (to, from): (fn(f32) -> u16, fn(u16) -> f32) =
+        type Narrow = fn(f32) -> u16;
+        type Widen = fn(u16) -> f32;
+        let (to, from): (Narrow, Widen) =
             if half == DType::BFloat16 { (f32_to_bf16, bf16_to_f32) } else { (f32_to_f16, f16_to_f32) };
         let r = |x: f32| from(to(x));
         let want: Vec<u16> = bits_of(&ha)

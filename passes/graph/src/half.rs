@@ -89,6 +89,243 @@ pub fn narrow(t: &crate::Tensor, dtype: crate::DType) -> Option<crate::Tensor> {
     Some(crate::Tensor { dtype, shape: t.shape.clone(), data: crate::TensorData::Raw(std::sync::Arc::new(bytes)) })
 }
 
+/// One step of a [`HalfProgram`]; each step's value is named by its index.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HalfStep {
+    /// The op's data input `k`, widened to float32.
+    Input(usize),
+    /// A float32 scalar (already a value of the half type where TensorFlow rounds it).
+    Const(f32),
+    /// A float32 TensorFlow op (`T = float32`) on earlier steps, with extra attributes.
+    Op { op: &'static str, args: Vec<usize>, attrs: Vec<(&'static str, crate::AttrValue)> },
+    /// An earlier step rounded to the half type.
+    Round(usize),
+}
+
+/// A half-precision op as TensorFlow's Eigen expression computes it: a straight-line
+/// program of float32 ops with a rounding after each half operation, its result the last
+/// step. The interpreter (`runtime/src/kernels/half.rs`) runs it with its float32 kernels
+/// and the compiler (`compiler/src/half.rs`) builds it into the cluster body, so both give
+/// TensorFlow's bits where one rounding of the float32 result would not.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HalfProgram {
+    pub steps: Vec<HalfStep>,
+}
+
+impl HalfProgram {
+    fn push(&mut self, s: HalfStep) -> usize {
+        self.steps.push(s);
+        self.steps.len() - 1
+    }
+    fn input(&mut self, k: usize) -> usize {
+        self.push(HalfStep::Input(k))
+    }
+    fn konst(&mut self, x: f32) -> usize {
+        self.push(HalfStep::Const(x))
+    }
+    fn op(&mut self, op: &'static str, args: &[usize]) -> usize {
+        self.push(HalfStep::Op { op, args: args.to_vec(), attrs: Vec::new() })
+    }
+    /// A half operation: the float32 op, rounded.
+    fn rop(&mut self, op: &'static str, args: &[usize]) -> usize {
+        let v = self.op(op, args);
+        self.push(HalfStep::Round(v))
+    }
+    fn select(&mut self, cond: usize, a: usize, b: usize) -> usize {
+        self.op("SelectV2", &[cond, a, b])
+    }
+}
+
+/// `x` rounded to the half type `half` (as float32).
+pub fn round_to(x: f32, half: crate::DType) -> f32 {
+    if half == crate::DType::BFloat16 {
+        bf16_to_f32(f32_to_bf16(x))
+    } else {
+        f16_to_f32(f32_to_f16(x))
+    }
+}
+
+/// The program of `node` (with `inputs` data inputs) in the half type `half`, for the ops
+/// whose TensorFlow kernel is an expression of several half operations: `AddN` (left to
+/// right), `Sigmoid` (Eigen's `e / (1 + e)`, 1 where `e` overflows), `Elu`, `Selu`,
+/// `LeakyRelu`, `Softplus`, `Softsign`, `Xlogy`, `SquaredDifference` and the gradients `EluGrad`,
+/// `SeluGrad`, `LeakyReluGrad`, `SoftplusGrad`, `SoftsignGrad`, `TanhGrad`, `SigmoidGrad`,
+/// `SqrtGrad`, `RsqrtGrad`, `ReciprocalGrad` — each operation rounded, constants rounded to the half type first,
+/// in TensorFlow's order. `None` for every other op (one rounding of the float32 op is
+/// TensorFlow's result).
+pub fn half_program(node: &crate::Node, inputs: usize, half: crate::DType) -> Option<HalfProgram> {
+    let r = |x: f64| round_to(x as f32, half);
+    let mut p = HalfProgram { steps: Vec::new() };
+    // The constants of `selu`, cast to the half type as the kernel's `static_cast<T>` does.
+    const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
+    const SELU_SCALE_ALPHA: f64 = 1.758_099_340_847_376_9;
+    let alpha = || node.attr("alpha").and_then(crate::AttrValue::as_float).unwrap_or(0.2);
+    match node.op.as_str() {
+        "AddN" if inputs >= 1 => {
+            let mut acc = p.input(0);
+            for k in 1..inputs {
+                let x = p.input(k);
+                acc = p.rop("AddV2", &[acc, x]);
+            }
+            if inputs == 1 {
+                p.op("Identity", &[acc]);
+            }
+        }
+        "Sigmoid" => {
+            let x = p.input(0);
+            let e = p.rop("Exp", &[x]);
+            let one = p.konst(1.0);
+            let d = p.rop("AddV2", &[one, e]);
+            let q = p.rop("RealDiv", &[e, d]);
+            let inf = p.konst(f32::INFINITY);
+            let overflow = p.op("Equal", &[e, inf]);
+            p.select(overflow, one, q);
+        }
+        "Elu" | "Selu" => {
+            let x = p.input(0);
+            let e = p.rop("Exp", &[x]);
+            let one = p.konst(1.0);
+            let em1 = p.rop("Sub", &[e, one]);
+            let zero = p.konst(0.0);
+            let neg = p.op("Less", &[x, zero]);
+            if node.op == "Elu" {
+                p.select(neg, em1, x);
+            } else {
+                let sa = p.konst(r(SELU_SCALE_ALPHA));
+                let below = p.rop("Mul", &[sa, em1]);
+                let scale = p.konst(r(SELU_SCALE));
+                let above = p.rop("Mul", &[scale, x]);
+                p.select(neg, below, above);
+            }
+        }
+        "EluGrad" | "SeluGrad" => {
+            let (dy, y) = (p.input(0), p.input(1));
+            let zero = p.konst(0.0);
+            let neg = p.op("Less", &[y, zero]);
+            if node.op == "EluGrad" {
+                let one = p.konst(1.0);
+                let t = p.rop("AddV2", &[y, one]);
+                let below = p.rop("Mul", &[t, dy]);
+                p.select(neg, below, dy);
+            } else {
+                let sa = p.konst(r(SELU_SCALE_ALPHA));
+                let t = p.rop("AddV2", &[y, sa]);
+                let below = p.rop("Mul", &[dy, t]);
+                let scale = p.konst(r(SELU_SCALE));
+                let above = p.rop("Mul", &[dy, scale]);
+                p.select(neg, below, above);
+            }
+        }
+        "LeakyRelu" | "LeakyReluGrad" => {
+            // `(x > 0).select(v, v * alpha)` with `alpha` cast to the half type.
+            let grad = node.op == "LeakyReluGrad";
+            let (v, x) = if grad { (p.input(0), p.input(1)) } else { (p.input(0), p.input(0)) };
+            let a = p.konst(r(f64::from(alpha())));
+            let scaled = p.rop("Mul", &[v, a]);
+            let zero = p.konst(0.0);
+            let pos = p.op("Greater", &[x, zero]);
+            p.select(pos, v, scaled);
+        }
+        "Softplus" => {
+            // `log(epsilon) + 2` in the half type (Eigen's `NumTraits<half>::epsilon()` is
+            // 2^-13, its bfloat16 one 2^-7): above −threshold x, below threshold e^x, else
+            // log1p(e^x), each rounded.
+            let eps: f64 = if half == crate::DType::BFloat16 { 1.0 / 128.0 } else { 1.0 / 8192.0 };
+            let threshold = r(f64::from(r(eps.ln())) + 2.0);
+            let x = p.input(0);
+            let e = p.rop("Exp", &[x]);
+            let l = p.rop("Log1p", &[e]);
+            let lo = p.konst(threshold);
+            let small = p.op("Less", &[x, lo]);
+            let mid = p.select(small, e, l);
+            let hi = p.konst(-threshold);
+            let large = p.op("Greater", &[x, hi]);
+            p.select(large, x, mid);
+        }
+        "SoftplusGrad" => {
+            // `dy / (exp(-x) + 1)`.
+            let (dy, x) = (p.input(0), p.input(1));
+            let nx = p.op("Neg", &[x]);
+            let e = p.rop("Exp", &[nx]);
+            let one = p.konst(1.0);
+            let d = p.rop("AddV2", &[e, one]);
+            p.rop("RealDiv", &[dy, d]);
+        }
+        "TanhGrad" => {
+            // `dy * (1 - y * y)`.
+            let (y, dy) = (p.input(0), p.input(1));
+            let yy = p.rop("Mul", &[y, y]);
+            let one = p.konst(1.0);
+            let t = p.rop("Sub", &[one, yy]);
+            p.rop("Mul", &[dy, t]);
+        }
+        "SigmoidGrad" => {
+            // `dy * (y * (1 - y))`: Eigen's packet order (its scalar tail multiplies left to
+            // right, so TensorFlow's last few elements may differ by an ulp).
+            let (y, dy) = (p.input(0), p.input(1));
+            let one = p.konst(1.0);
+            let t = p.rop("Sub", &[one, y]);
+            let a = p.rop("Mul", &[y, t]);
+            p.rop("Mul", &[dy, a]);
+        }
+        "SqrtGrad" | "RsqrtGrad" | "ReciprocalGrad" => {
+            // Eigen's packet forms, `mul_no_nan` by `dy` last: `(0.5 / y) * dy`,
+            // `(-0.5 * (y * y)) * (y * dy)`, `-(y * y) * dy`.
+            let (y, dy) = (p.input(0), p.input(1));
+            match node.op.as_str() {
+                "SqrtGrad" => {
+                    let half_c = p.konst(0.5);
+                    let q = p.rop("RealDiv", &[half_c, y]);
+                    p.rop("MulNoNan", &[q, dy]);
+                }
+                "RsqrtGrad" => {
+                    let yy = p.rop("Mul", &[y, y]);
+                    let c = p.konst(-0.5);
+                    let a = p.rop("Mul", &[c, yy]);
+                    let b = p.rop("MulNoNan", &[y, dy]);
+                    p.rop("MulNoNan", &[a, b]);
+                }
+                _ => {
+                    let yy = p.rop("Mul", &[y, y]);
+                    let n = p.op("Neg", &[yy]);
+                    p.rop("MulNoNan", &[n, dy]);
+                }
+            }
+        }
+        "Softsign" | "SoftsignGrad" => {
+            // `x / (|x| + 1)`; the gradient `dy / (|x| + 1)²`.
+            let grad = node.op == "SoftsignGrad";
+            let x = p.input(usize::from(grad));
+            let a = p.op("Abs", &[x]);
+            let one = p.konst(1.0);
+            let d = p.rop("AddV2", &[a, one]);
+            if grad {
+                let dy = p.input(0);
+                let d2 = p.rop("Square", &[d]);
+                p.rop("RealDiv", &[dy, d2]);
+            } else {
+                p.rop("RealDiv", &[x, d]);
+            }
+        }
+        "Xlogy" => {
+            // `x == 0 ? 0 : x * log(y)`.
+            let (x, y) = (p.input(0), p.input(1));
+            let l = p.rop("Log", &[y]);
+            let m = p.rop("Mul", &[x, l]);
+            let zero = p.konst(0.0);
+            let is_zero = p.op("Equal", &[x, zero]);
+            p.select(is_zero, zero, m);
+        }
+        "SquaredDifference" => {
+            let (x, y) = (p.input(0), p.input(1));
+            let d = p.rop("Sub", &[x, y]);
+            p.rop("Mul", &[d, d]);
+        }
+        _ => return None,
+    }
+    Some(p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

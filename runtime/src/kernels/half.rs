@@ -17,9 +17,7 @@
 //! Outputs whose signature type is not a half attribute (FusedBatchNormV3's float32
 //! statistics under `U = float`, an `ArgMax`'s index) are passed through unchanged.
 
-use std::sync::Arc;
-
-use autoclust_graph::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use autoclust_graph::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, half_program, HalfStep};
 use autoclust_graph::{AttrValue, DType, ListValue, Node, Tensor, TensorData};
 
 use super::{Inputs, Outputs, PureFn};
@@ -110,73 +108,77 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 }
 
 /// Ops whose TensorFlow kernel is an expression of several half-precision operations, each
-/// rounded: `AddN` adds left to right (`((x0 + x1) + x2) + …`, as its `Add8`/`Add8p`
-/// expressions do), `Sigmoid` is Eigen's generic logistic `e / (1 + e)` with `e = exp(x)` (1 where `e` overflows),
-/// `Cross` rounds each product and each difference (`a₁b₂ − a₂b₁`: three roundings). Computing
-/// them with the same roundings gives TensorFlow's bits; one rounding at the end would not.
+/// rounded: the programs of `autoclust_graph::half::half_program` (`AddN` left to right,
+/// `Sigmoid`, `Elu`, `Selu`, `LeakyRelu`, `Softplus` and gradients — the compiler builds the
+/// same programs into cluster bodies), run here with the float32 kernels; and `Cross`, which
+/// rounds each product and each difference (`a₁b₂ − a₂b₁`: three roundings). Computing them
+/// with the same roundings gives TensorFlow's bits; one rounding at the end would not.
 fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
-    if !matches!(node.op.as_str(), "AddN" | "Sigmoid" | "Cross") {
+    let Some(dtype) = node.attr("T").and_then(AttrValue::as_type).filter(|d| d.is_half()) else {
         return Ok(None);
-    }
-    let dtype = super::attr_type(node, "T")?;
-    let to_bits = if dtype == DType::BFloat16 { f32_to_bf16 } else { f32_to_f16 };
-    let from_bits = if dtype == DType::BFloat16 { bf16_to_f32 } else { f16_to_f32 };
-    let round = move |x: f32| from_bits(to_bits(x));
-    Ok(Some(match node.op.as_str() {
-        "AddN" => Box::new(move |inp: Inputs| {
-            let first = inp.first().ok_or_else(|| KernelError::invalid("AddN needs inputs"))?;
-            if inp.iter().any(|t| t.dtype != dtype || t.shape != first.shape) {
-                return Err(KernelError::invalid("AddN inputs must have one dtype and one shape"));
-            }
-            let mut acc = widen(first)?;
-            for t in &inp[1..] {
-                let x = widen(t)?;
-                let sum: Vec<f32> = acc
-                    .as_f32()
-                    .expect("widened")
-                    .iter()
-                    .zip(x.as_f32().expect("widened"))
-                    .map(|(&a, &b)| round(a + b))
-                    .collect();
-                acc = Tensor { dtype: DType::Float32, shape: acc.shape.clone(), data: TensorData::F32(Arc::new(sum)) };
-            }
-            super::one(narrow(&acc, dtype)?)
-        }),
-        "Sigmoid" => Box::new(move |inp: Inputs| {
-            super::arity(&inp, 1)?;
-            let x = widen(&inp[0])?;
-            // e^x as the float32 `Exp` kernel computes it (the compiled clusters' routine
-            // where the host has one), so a compiled cluster's half sigmoid has these bits.
-            let mut exps = x.as_f32().expect("widened").to_vec();
-            if !autoclust_compiler::map_wide(autoclust_compiler::Wide::Exp, &mut exps) {
-                exps.iter_mut().for_each(|v| *v = v.exp());
-            }
-            let y: Vec<f32> = exps
-                .iter()
-                .map(|&e| {
-                    let e = round(e);
-                    if e.is_infinite() {
-                        1.0
-                    } else {
-                        round(e / round(1.0 + e))
-                    }
-                })
-                .collect();
-            super::one(narrow(
-                &Tensor { dtype: DType::Float32, shape: x.shape.clone(), data: TensorData::F32(Arc::new(y)) },
-                dtype,
-            )?)
-        }),
+    };
+    if node.op == "Cross" {
+        let to_bits = if dtype == DType::BFloat16 { f32_to_bf16 } else { f32_to_f16 };
+        let from_bits = if dtype == DType::BFloat16 { bf16_to_f32 } else { f16_to_f32 };
+        let round = move |x: f32| from_bits(to_bits(x));
         // Each product and difference rounded (a product past the half range is infinite).
-        "Cross" => Box::new(move |inp: Inputs| {
+        return Ok(Some(Box::new(move |inp: Inputs| {
             super::arity(&inp, 2)?;
             if inp[1].dtype != dtype {
                 return Err(KernelError::DType(inp[1].dtype));
             }
             super::one(narrow(&super::linalg::cross(&widen(&inp[0])?, &widen(&inp[1])?, round)?, dtype)?)
-        }),
-        _ => return Ok(None),
-    }))
+        })));
+    }
+    let n = node.attr("N").and_then(AttrValue::as_int).unwrap_or(0).max(0) as usize;
+    let Some(program) = half_program(node, n, dtype) else { return Ok(None) };
+    enum Run {
+        Input(usize),
+        Const(Tensor),
+        Kernel(PureFn, Vec<usize>),
+        Round(usize),
+    }
+    let arity = {
+        // The op's data inputs: those the program reads (all N of an AddN).
+        let read = program.steps.iter().filter_map(|s| if let HalfStep::Input(k) = s { Some(k + 1) } else { None });
+        read.max().unwrap_or(0)
+    };
+    let mut steps = Vec::with_capacity(program.steps.len());
+    for step in program.steps {
+        steps.push(match step {
+            HalfStep::Input(k) => Run::Input(k),
+            HalfStep::Const(x) => Run::Const(Tensor::scalar_f32(x)),
+            HalfStep::Round(v) => Run::Round(v),
+            HalfStep::Op { op, args, attrs } => {
+                let mut all = attrs;
+                all.push(("T", AttrValue::Type(DType::Float32)));
+                Run::Kernel(super::prepare(&Node::unconnected(&node.name, op, &all))?, args)
+            }
+        });
+    }
+    Ok(Some(Box::new(move |inp: Inputs| {
+        super::arity(&inp, arity)?;
+        if let Some(t) = inp.iter().find(|t| t.dtype != dtype) {
+            return Err(KernelError::DType(t.dtype));
+        }
+        let mut values: Vec<Tensor> = Vec::with_capacity(steps.len());
+        for step in &steps {
+            let v = match step {
+                Run::Input(k) => widen(&inp[*k])?,
+                Run::Const(t) => t.clone(),
+                Run::Round(v) => widen(&narrow(&values[*v], dtype)?)?,
+                Run::Kernel(kernel, args) => {
+                    let outs = kernel(args.iter().map(|&a| values[a].clone()).collect())?;
+                    outs.into_iter()
+                        .next()
+                        .ok_or_else(|| KernelError::invalid("a half-precision step gave no value"))?
+                }
+            };
+            values.push(v);
+        }
+        let last = values.pop().expect("a program has steps");
+        super::one(narrow(&last, dtype)?)
+    })))
 }
 
 #[cfg(test)]
