@@ -49,6 +49,7 @@ fn has_kernel(op: &str) -> bool {
         || kernels::resource::is_resource_op(op)
         || kernels::random::is_random_op(op)
         || kernels::lookup::is_lookup_op(op)
+        || kernels::summary_writer::is_writer_op(op)
 }
 
 #[test]

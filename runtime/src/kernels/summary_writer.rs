@@ -239,6 +239,11 @@ impl Writer {
     }
 }
 
+/// Whether `op` is a summary writer op (its kernel is [`prepare`]'s).
+pub fn is_writer_op(op: &str) -> bool {
+    !matches!(prepare(&super::probe(op)), Ok(None))
+}
+
 /// The summary writer ops' kernels, or `None` if `node.op` is not one.
 pub(crate) fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
     let name = node.name.clone();
