@@ -1122,6 +1122,11 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
         EwOp::Log1p => f.log1p(a[0]),
         EwOp::Softplus => f.softplus(a[0]),
         EwOp::IsNan => f.b.ins().fcmp(FloatCC::Unordered, a[0], a[0]),
+        // No constant, so the float64 lowering shares it.
+        EwOp::IsFinite => {
+            let d = f.b.ins().fsub(a[0], a[0]);
+            f.b.ins().fcmp(FloatCC::Ordered, d, d)
+        }
         EwOp::Expm1 => f.expm1(a[0]),
         EwOp::Elu => {
             let e = f.expm1(a[0]);

@@ -681,3 +681,26 @@ fn a_broadcast_joins_its_consumers_loop() {
     assert_eq!(got[2].shape, vec![2, 2]);
     assert_eq!(got[2].as_f32().unwrap(), &[1.5, -2.0, 1.5, -2.0]);
 }
+
+/// `IsFinite` (one per gradient in every loss-scaled mixed-precision step): false for ±inf
+/// and NaN, true for everything else, subnormals and the largest floats included — in the
+/// float32 vector loop with its tails and in the float64 scalar loop.
+#[test]
+fn is_finite_in_float32_and_float64() {
+    let xs = [0.0f32, -0.0, 1.0, -3.5, f32::MAX, f32::MIN, 1e-45, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 7.0];
+    for dtype in [DType::Float32, DType::Float64] {
+        let g = graph(vec![
+            arg("x", 0, dtype),
+            node("y", "IsFinite", &["x"], vec![("T", AttrValue::Type(dtype))]),
+            ret("r", "y", 0),
+        ]);
+        let f = compiler().compile(&g, &[(dtype, vec![xs.len()])]).unwrap();
+        let input = match dtype {
+            DType::Float32 => f32t(&[xs.len()], xs.to_vec()),
+            _ => Tensor::from_f64(vec![xs.len()], xs.iter().map(|&x| f64::from(x)).collect()).unwrap(),
+        };
+        let out = f.call(&[input]).unwrap();
+        let want: Vec<bool> = xs.iter().map(|x| x.is_finite()).collect();
+        assert_eq!(out[0].as_bool().unwrap(), want.as_slice(), "{dtype}");
+    }
+}

@@ -102,24 +102,30 @@ pub fn create_captured_tables(graph: &Graph) -> Option<Graph> {
     let _span = tracing::debug_span!("create_captured_tables", tables = tables.len()).entered();
     let mut out = graph.clone();
     for (id, key, value, mutable) in tables {
-        let n = graph.node(id);
         let mut attrs = Attrs::default();
         attrs.insert("key_dtype".into(), AttrValue::Type(key));
         attrs.insert("value_dtype".into(), AttrValue::Type(value));
         attrs.insert("container".into(), AttrValue::S(Vec::new()));
         attrs.insert("shared_name".into(), AttrValue::S(Vec::new()));
         attrs.insert("use_node_name_sharing".into(), AttrValue::B(false));
-        let raw = RawNode {
-            name: n.name.clone(),
-            op: if mutable { "MutableHashTableV2" } else { "HashTableV2" }.into(),
-            inputs: n.control_inputs.iter().map(|&c| format!("^{}", graph.node(c).name)).collect(),
-            attrs,
-            device: n.device.clone(),
-            span: n.span,
-        };
-        out.replace_raw(id, raw).expect("the same name and existing control inputs");
+        replace_placeholder(&mut out, graph, id, if mutable { "MutableHashTableV2" } else { "HashTableV2" }, attrs);
     }
     Some(out)
+}
+
+/// Replaces the captured-resource placeholder `id` of `graph` in `out` (a copy of it) by a
+/// node of `op` that creates the resource: the same name, device and control inputs.
+pub(crate) fn replace_placeholder(out: &mut Graph, graph: &Graph, id: NodeId, op: &str, attrs: Attrs) {
+    let n = graph.node(id);
+    let raw = RawNode {
+        name: n.name.clone(),
+        op: op.into(),
+        inputs: n.control_inputs.iter().map(|&c| format!("^{}", graph.node(c).name)).collect(),
+        attrs,
+        device: n.device.clone(),
+        span: n.span,
+    };
+    out.replace_raw(id, raw).expect("the same name and existing control inputs");
 }
 
 /// `captured-tables`: [`create_captured_tables`] as a pass (the graph unchanged when it

@@ -16,7 +16,7 @@
 //! file, which does not exist here; every other value of the step is computed as before. A
 //! placeholder with any other consumer (a variable, a table) is left alone.
 
-use autoclust_graph::{AttrValue, Attrs, DType, Graph, NodeId, RawNode};
+use autoclust_graph::{AttrValue, Attrs, DType, Graph, NodeId};
 
 use autoclust_graph::protocol::CAPTURED_WRITER_ATTR as CAPTURED_ATTR;
 
@@ -64,20 +64,11 @@ pub fn create_captured_writers(graph: &Graph) -> Option<Graph> {
     let _span = tracing::debug_span!("create_captured_writers", writers = writers.len()).entered();
     let mut out = graph.clone();
     for id in writers {
-        let n = graph.node(id);
         let mut attrs = Attrs::default();
         attrs.insert("container".into(), AttrValue::S(Vec::new()));
         attrs.insert("shared_name".into(), AttrValue::S(Vec::new()));
         attrs.insert(CAPTURED_ATTR.into(), AttrValue::B(true));
-        let raw = RawNode {
-            name: n.name.clone(),
-            op: "SummaryWriter".into(),
-            inputs: n.control_inputs.iter().map(|&c| format!("^{}", graph.node(c).name)).collect(),
-            attrs,
-            device: n.device.clone(),
-            span: n.span,
-        };
-        out.replace_raw(id, raw).expect("the same name and existing control inputs");
+        crate::captured_tables::replace_placeholder(&mut out, graph, id, "SummaryWriter", attrs);
     }
     Some(out)
 }

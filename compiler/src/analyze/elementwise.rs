@@ -71,6 +71,8 @@ pub enum EwOp {
     Softplus,
     /// `x != x`: bool.
     IsNan,
+    /// `x − x` is ordered (0, not NaN): neither infinite nor NaN; bool.
+    IsFinite,
     /// `e^x − 1`, accurate near 0 (float32).
     Expm1,
     /// `x < 0 ? e^x − 1 : x`.
@@ -173,6 +175,7 @@ impl EwOp {
             "Log1p" => EwOp::Log1p,
             "Softplus" => EwOp::Softplus,
             "IsNan" => EwOp::IsNan,
+            "IsFinite" => EwOp::IsFinite,
             "Expm1" => EwOp::Expm1,
             "Elu" => EwOp::Elu,
             "Selu" => EwOp::Selu,
@@ -231,6 +234,7 @@ impl EwOp {
                 | EwOp::LogicalOr
                 | EwOp::LogicalNot
                 | EwOp::IsNan
+                | EwOp::IsFinite
         )
     }
 
@@ -313,6 +317,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             | EwOp::Log1p
             | EwOp::Softplus
             | EwOp::IsNan
+            | EwOp::IsFinite
             | EwOp::Expm1
             | EwOp::Elu
             | EwOp::Selu

@@ -52,6 +52,7 @@ pub const JIT_COMPUTE_OPS: &[&str] = &[
     "Log1p",
     "Softplus",
     "IsNan",
+    "IsFinite",
     "Expm1",
     "Elu",
     "Selu",

@@ -90,27 +90,21 @@ impl LookupTables {
 const MAGIC: &[u8; 4] = b"LKUP";
 
 fn handle_tensor(container: &str, name: &str) -> Tensor {
-    let mut bytes = MAGIC.to_vec();
-    bytes.extend_from_slice(container.as_bytes());
-    bytes.push(0);
-    bytes.extend_from_slice(name.as_bytes());
-    Tensor { dtype: DType::Resource, shape: vec![], data: TensorData::Raw(Arc::new(bytes)) }
+    super::resource::named_handle(MAGIC, container, name)
 }
 
 fn decode_handle(t: &Tensor) -> KResult<(String, String)> {
     let not_a_table = || KernelError::invalid(format!("expected a lookup table handle, got a {} tensor", t.dtype));
-    let TensorData::Raw(b) = &t.data else { return Err(not_a_table()) };
-    if t.dtype == DType::Resource && !b.starts_with(MAGIC) {
-        return Err(KernelError::invalid(
-            "this handle does not name a lookup table the graph creates: a table captured from outside the graph \
-             (a TensorFlow 2 function graph's resource Placeholder) has no entries here; export the model as a \
-             SavedModel, whose init op fills its tables",
-        ));
+    if let TensorData::Raw(b) = &t.data {
+        if t.dtype == DType::Resource && !b.starts_with(MAGIC) {
+            return Err(KernelError::invalid(
+                "this handle does not name a lookup table the graph creates: a table captured from outside the graph \
+                 (a TensorFlow 2 function graph's resource Placeholder) has no entries here; export the model as a \
+                 SavedModel, whose init op fills its tables",
+            ));
+        }
     }
-    let rest = b.strip_prefix(MAGIC.as_slice()).filter(|_| t.dtype == DType::Resource).ok_or_else(not_a_table)?;
-    let nul = rest.iter().position(|&c| c == 0).ok_or_else(not_a_table)?;
-    let text = |s: &[u8]| String::from_utf8_lossy(s).into_owned();
-    Ok((text(&rest[..nul]), text(&rest[nul + 1..])))
+    super::resource::decode_named_handle(MAGIC, t).ok_or_else(not_a_table)
 }
 
 fn keys_of(t: &Tensor, dtype: DType) -> KResult<Vec<Key>> {

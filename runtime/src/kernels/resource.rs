@@ -61,6 +61,28 @@ fn check_dtype(store: &VariableStore, id: VarId, t: &Tensor, want: Option<DType>
     Ok(())
 }
 
+/// The handle of a session resource other than a variable (a lookup table, a summary
+/// writer): a scalar `resource` tensor holding the kind's four-byte `magic`, the container,
+/// a NUL and the name, so a handle passed into a function body or through an `Identity`
+/// still names its resource.
+pub(crate) fn named_handle(magic: &[u8; 4], container: &str, name: &str) -> Tensor {
+    let mut bytes = magic.to_vec();
+    bytes.extend_from_slice(container.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(name.as_bytes());
+    Tensor { dtype: DType::Resource, shape: vec![], data: TensorData::Raw(Arc::new(bytes)) }
+}
+
+/// The `(container, name)` a [`named_handle`] of kind `magic` holds; `None` for any other
+/// tensor.
+pub(crate) fn decode_named_handle(magic: &[u8; 4], t: &Tensor) -> Option<(String, String)> {
+    let TensorData::Raw(b) = &t.data else { return None };
+    let rest = b.strip_prefix(magic.as_slice()).filter(|_| t.dtype == DType::Resource)?;
+    let nul = rest.iter().position(|&c| c == 0)?;
+    let text = |s: &[u8]| String::from_utf8_lossy(s).into_owned();
+    Some((text(&rest[..nul]), text(&rest[nul + 1..])))
+}
+
 /// TensorFlow's check (and words) for a write that must keep a variable's shape.
 pub(crate) fn same_shape(name: &str, var: &Tensor, t: &Tensor) -> KResult<()> {
     if var.shape != t.shape {

@@ -28,7 +28,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use autoclust_graph::{AttrValue, DType, Node, Tensor, TensorData};
+use autoclust_graph::{AttrValue, Node, Tensor};
 use parking_lot::Mutex;
 
 use super::resource::StatefulFn;
@@ -120,20 +120,12 @@ impl Drop for SummaryWriters {
 }
 
 fn handle_tensor(container: &str, name: &str) -> Tensor {
-    let mut bytes = MAGIC.to_vec();
-    bytes.extend_from_slice(container.as_bytes());
-    bytes.push(0);
-    bytes.extend_from_slice(name.as_bytes());
-    Tensor { dtype: DType::Resource, shape: vec![], data: TensorData::Raw(Arc::new(bytes)) }
+    super::resource::named_handle(MAGIC, container, name)
 }
 
 fn decode_handle(t: &Tensor) -> KResult<(String, String)> {
-    let not_a_writer = || KernelError::invalid(format!("expected a summary writer handle, got a {} tensor", t.dtype));
-    let TensorData::Raw(b) = &t.data else { return Err(not_a_writer()) };
-    let rest = b.strip_prefix(MAGIC.as_slice()).filter(|_| t.dtype == DType::Resource).ok_or_else(not_a_writer)?;
-    let nul = rest.iter().position(|&c| c == 0).ok_or_else(not_a_writer)?;
-    let text = |s: &[u8]| String::from_utf8_lossy(s).into_owned();
-    Ok((text(&rest[..nul]), text(&rest[nul + 1..])))
+    super::resource::decode_named_handle(MAGIC, t)
+        .ok_or_else(|| KernelError::invalid(format!("expected a summary writer handle, got a {} tensor", t.dtype)))
 }
 
 fn str_attr(node: &Node, name: &str) -> String {
