@@ -1309,6 +1309,20 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
         }
         EwOp::Floor => f.b.ins().floor(a[0]),
         EwOp::Ceil => f.b.ins().ceil(a[0]),
+        EwOp::Round => f.b.ins().nearest(a[0]),
+        EwOp::Softsign | EwOp::SoftsignGrad => {
+            // The interpreter's order: `1 + |x|`, then `x / d` or `dy / (d · d)`.
+            let x = a[a.len() - 1];
+            let ax = f.abs(x);
+            let one = f.c(1.0);
+            let d = f.b.ins().fadd(one, ax);
+            if m.op == EwOp::Softsign {
+                f.b.ins().fdiv(a[0], d)
+            } else {
+                let dd = f.b.ins().fmul(d, d);
+                f.b.ins().fdiv(a[0], dd)
+            }
+        }
         EwOp::RoundHalf { bf16: false } => f.round_f16(a[0]),
         EwOp::RoundHalf { bf16: true } => f.round_bf16(a[0]),
         EwOp::FloorDiv | EwOp::FloorMod => unreachable!("scalar_ok and vector_ok exclude {:?}", m.op),
@@ -1483,6 +1497,18 @@ fn f64_op(b: &mut FunctionBuilder<'_>, m: &Member, a: &[Value], adt: &[DType]) -
         EwOp::Reciprocal => {
             let one = c(b, 1.0);
             b.ins().fdiv(one, a[0])
+        }
+        EwOp::Softsign | EwOp::SoftsignGrad => {
+            let x = a[a.len() - 1];
+            let ax = b.ins().fabs(x);
+            let one = c(b, 1.0);
+            let d = b.ins().fadd(one, ax);
+            if m.op == EwOp::Softsign {
+                b.ins().fdiv(a[0], d)
+            } else {
+                let dd = b.ins().fmul(d, d);
+                b.ins().fdiv(a[0], dd)
+            }
         }
         EwOp::DivNoNan => {
             let z = c(b, 0.0);

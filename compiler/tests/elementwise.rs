@@ -95,6 +95,8 @@ fn ref_unary(op: &str, x: f32) -> f32 {
         "Reciprocal" => 1.0 / x,
         "Floor" => x.floor(),
         "Ceil" => x.ceil(),
+        "Round" | "Rint" => x.round_ties_even(),
+        "Softsign" => x / (1.0 + x.abs()),
         "Sign" => {
             if x > 0.0 {
                 1.0
@@ -209,6 +211,9 @@ fn every_unary_op() {
         "Reciprocal",
         "Floor",
         "Ceil",
+        "Round",
+        "Rint",
+        "Softsign",
         "Sign",
         "Identity",
         "StopGradient",
@@ -703,4 +708,28 @@ fn is_finite_in_float32_and_float64() {
         let want: Vec<bool> = xs.iter().map(|x| x.is_finite()).collect();
         assert_eq!(out[0].as_bool().unwrap(), want.as_slice(), "{dtype}");
     }
+}
+
+/// `Round` ties to even (2.5 → 2, −0.5 → −0) and `SoftsignGrad`'s `dy / (1 + |x|)²` bit for
+/// bit as the interpreter computes them.
+#[test]
+fn round_ties_to_even_and_softsign_gradient() {
+    let xs = [0.5f32, 1.5, 2.5, -0.5, -2.5, 3.49, -7.5, 1e9, 0.0];
+    let g = graph(vec![arg("x", 0, DType::Float32), node("o", "Round", &["x"], vec![]), ret("r", "o", 0)]);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![xs.len()])]).unwrap();
+    let got = f.call(&[f32t(&[xs.len()], xs.to_vec())]).unwrap();
+    let want: Vec<u32> = xs.iter().map(|x| x.round_ties_even().to_bits()).collect();
+    assert_eq!(got[0].as_f32().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>(), want);
+    let n = 37;
+    let (dy, x) = (rand_f32(n, 3, -2.0, 2.0), rand_f32(n, 4, -9.0, 9.0));
+    let g = graph(vec![
+        arg("dy", 0, DType::Float32),
+        arg("x", 1, DType::Float32),
+        node("o", "SoftsignGrad", &["dy", "x"], vec![]),
+        ret("r", "o", 0),
+    ]);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![n]), (DType::Float32, vec![n])]).unwrap();
+    let got = f.call(&[f32t(&[n], dy.clone()), f32t(&[n], x.clone())]).unwrap();
+    let want: Vec<f32> = dy.iter().zip(&x).map(|(&d, &v)| d / ((1.0 + v.abs()) * (1.0 + v.abs()))).collect();
+    assert_eq!(got[0].as_f32().unwrap(), want.as_slice());
 }

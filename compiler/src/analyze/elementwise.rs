@@ -54,7 +54,13 @@ pub enum EwOp {
     ReciprocalGrad,
     Floor,
     Ceil,
+    /// To nearest, ties to even (`Round`, `Rint`).
+    Round,
     Sign,
+    /// `x / (1 + |x|)` (float32).
+    Softsign,
+    /// `(dy, x)`: `dy / ((1 + |x|)·(1 + |x|))` (float32).
+    SoftsignGrad,
     /// Integer `FloorDiv`/`FloorMod`: folded when constant (shape arithmetic), never generated.
     FloorDiv,
     FloorMod,
@@ -165,6 +171,9 @@ impl EwOp {
             "ReciprocalGrad" | "InvGrad" => EwOp::ReciprocalGrad,
             "Floor" => EwOp::Floor,
             "Ceil" => EwOp::Ceil,
+            "Round" | "Rint" => EwOp::Round,
+            "Softsign" => EwOp::Softsign,
+            "SoftsignGrad" => EwOp::SoftsignGrad,
             "Sign" => EwOp::Sign,
             "FloorDiv" => EwOp::FloorDiv,
             "FloorMod" => EwOp::FloorMod,
@@ -311,6 +320,8 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             | EwOp::Reciprocal
             | EwOp::Floor
             | EwOp::Ceil
+            | EwOp::Round
+            | EwOp::Softsign
             | EwOp::Sign
             | EwOp::Erf
             | EwOp::Erfc
