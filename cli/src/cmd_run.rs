@@ -117,6 +117,11 @@ pub struct Args {
     /// Write the Cranelift IR of each compiled cluster into this directory.
     #[arg(long, value_name = "DIR")]
     pub dump_clif: Option<PathBuf>,
+    /// Where the summary writers the graph captured from outside (a TF2 function's
+    /// `tf.summary.create_file_writer` run eagerly) write their event files; without it their
+    /// summaries are dropped, with a note.
+    #[arg(long, value_name = "DIR")]
+    pub summary_dir: Option<PathBuf>,
 }
 
 /// A session with its inputs applied, and the request to run each step.
@@ -578,6 +583,9 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
             "PrintV2 output meant for stdout goes to stderr: with --json, stdout carries the JSON document only"
                 .to_string(),
         );
+    }
+    if let Some(dir) = &args.summary_dir {
+        session.variable_store().summary_writers().set_captured_dir(dir.clone());
     }
     let mut last = Vec::new();
     let mut progress = crate::progress::Progress::new(args.steps);

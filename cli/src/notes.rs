@@ -79,7 +79,8 @@ pub fn dropped_summary_notes(store: &autoclust_runtime::VariableStore) -> Vec<St
         .map(|(writer, n)| {
             format!(
                 "summary writer '{writer}' was created outside this graph (tf.summary.create_file_writer run before the \
-                 tf.function that captured it), so its log directory is unknown: {n} summaries written to it were dropped"
+                 tf.function that captured it), so its log directory is unknown: {n} summaries written to it were dropped \
+                 (`run --summary-dir DIR` writes them)"
             )
         })
         .collect()

@@ -216,7 +216,17 @@ y = Identity(loss, ^f) {T = float32}
             n[0].contains("summary writer 'writer' was created outside this graph") && n[0].contains("3 summaries"),
             "{n:?}"
         );
+        assert!(n[0].contains("--summary-dir"), "{n:?}");
     }
+    // With --summary-dir the captured writer writes there: no note.
+    let captured_dir = dir.path().join("captured");
+    let out =
+        autoclust(&["run", &g, "--feed", "x=[1,2,3]", "--fetch", "y", "--summary-dir", captured_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(notes(&out).is_empty(), "{:?}", notes(&out));
+    let files: Vec<_> = std::fs::read_dir(&captured_dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].to_string_lossy().ends_with(".v2"));
     let logdir = dir.path().join("logs");
     let in_graph = format!(
         r#"writer = SummaryWriter() {{container = "", shared_name = "train"}}

@@ -20,7 +20,9 @@
 //! A writer created outside the graph — `tf.summary.create_file_writer` run eagerly, its
 //! writer *captured* by the function (a resource `Placeholder` in the exported graph) — has no
 //! log directory here: the `captured-writers` pass makes it a `SummaryWriter` marked
-//! `_autoclust_captured`, whose writes are dropped (counted), and `run` says so in a `note:`.
+//! `_autoclust_captured`, whose writes go to `run --summary-dir`'s directory when given (a
+//! file per writer, opened on its first write) and are otherwise dropped (counted), which
+//! `run` says in a `note:`.
 //! A write to a writer that was never created is TensorFlow's error.
 
 use std::collections::HashMap;
@@ -64,9 +66,17 @@ type SharedWriter = Arc<Mutex<Writer>>;
 #[derive(Debug, Default)]
 pub struct SummaryWriters {
     writers: Mutex<HashMap<(String, String), SharedWriter>>,
+    /// Where captured writers write (`run --summary-dir`); `None`: they drop their summaries.
+    captured_dir: Mutex<Option<PathBuf>>,
 }
 
 impl SummaryWriters {
+    /// Makes the writers captured from outside the graph write their events under `dir`
+    /// (each its own file, opened on its first write).
+    pub fn set_captured_dir(&self, dir: PathBuf) {
+        *self.captured_dir.lock() = Some(dir);
+    }
+
     /// Makes `other`'s writers this session's too (the same writers, not copies).
     pub fn adopt(&self, other: &SummaryWriters) {
         let theirs = other.writers.lock();
@@ -207,16 +217,28 @@ impl Writer {
     }
 
     /// Appends one event holding `summary` (a serialized `Summary`).
-    fn write(&mut self, step: i64, summary: &[u8], name: &str) -> KResult<()> {
+    /// A captured writer opens its file under `captured_dir` (when set) on its first write.
+    fn write(&mut self, step: i64, summary: &[u8], name: &str, captured_dir: Option<&PathBuf>) -> KResult<()> {
         match &mut self.file {
             Some(f) => f
                 .out
                 .write_all(&record(&event(wall_time(), step, None, Some(summary))))
                 .map_err(|e| KernelError::invalid(format!("cannot write '{}': {e}", f.path.display()))),
-            None if self.captured => {
-                self.dropped += 1;
-                Ok(())
-            }
+            None if self.captured => match captured_dir {
+                Some(dir) => {
+                    // Python's suffix for a writer: `.<pid>.<count>.v2`, so two writers opened in
+                    // one second do not share a file.
+                    static OPENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+                    let k = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    self.captured = false;
+                    self.open(&dir.to_string_lossy(), &format!(".{}.{k}.v2", std::process::id()))?;
+                    self.write(step, summary, name, None)
+                }
+                None => {
+                    self.dropped += 1;
+                    Ok(())
+                }
+            },
             None => Err(KernelError::invalid(format!(
                 "summary writer '{name}' was not created: CreateSummaryFileWriter must run before it is written"
             ))),
@@ -295,7 +317,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
                     _ => scalar_string(&inp[2], "tensor")?,
                 };
                 let (_, writer_name) = decode_handle(&inp[0])?;
-                writer.lock().write(step, &summary, &writer_name)?;
+                let dir = store.summary_writers().captured_dir.lock().clone();
+                writer.lock().write(step, &summary, &writer_name, dir.as_ref())?;
                 Ok(Outputs::new())
             })
         }
