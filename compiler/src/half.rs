@@ -8,7 +8,10 @@
 //! [`widen`] rewrites the body that way before analysis, and the compiled function widens
 //! its half arguments on entry and narrows its half results on exit ([`Boundary`]). A
 //! rounded value is exactly a half value kept in a float32 lane, so the narrowing at the
-//! end is exact and the results are the interpreter's bits. The rounding is an elementwise
+//! end is exact and the results are the interpreter's bits — TensorFlow's for the
+//! elementwise ops; reductions, softmax, cumulative sums and bfloat16 GEMMs accumulate in
+//! float32 here where TensorFlow's Eigen kernels accumulate in the half type (an ulp or so
+//! per op, in an order that depends on TensorFlow's packet width and threads). The rounding is an elementwise
 //! op (`ROUND_OP`, [`crate::analyze::EwOp::RoundHalf`]) that fuses into the loops around it:
 //! a Keras `mixed_float16` step compiles into the same fused loops and GEMMs as in float32.
 //!
@@ -302,6 +305,7 @@ pub fn widen(body: &Graph, inputs: &[(DType, Vec<usize>)]) -> Result<Option<Wide
         }
         o
     };
+    let rounds: std::collections::HashSet<NodeId> = rounds.into_iter().collect();
     for id in g.node_ids().collect::<Vec<_>>() {
         if rounds.contains(&id) {
             continue;

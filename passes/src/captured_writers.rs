@@ -8,7 +8,8 @@
 //! no op that creates it. Nothing in the graph says where its events go.
 //!
 //! What it transforms: such a placeholder — every consumer a summary-writer op taking it as
-//! input 0 — becomes a `SummaryWriter` of the same name marked `_autoclust_captured`. Its
+//! input 0 — becomes a `SummaryWriter` of the same name, marked `_autoclust_captured` unless
+//! the graph opens it itself (`CreateSummaryFileWriter` with its log directory). Its
 //! writes are dropped and counted by the runtime (`runtime/src/kernels/summary_writer.rs`),
 //! and `run` says so in a `note:`.
 //!
@@ -63,11 +64,17 @@ pub fn create_captured_writers(graph: &Graph) -> Option<Graph> {
     }
     let _span = tracing::debug_span!("create_captured_writers", writers = writers.len()).entered();
     let mut out = graph.clone();
+    let successors = graph.successors();
     for id in writers {
+        // A writer the graph opens itself (a `CreateSummaryFileWriter` with its log directory)
+        // is an ordinary writer; only one nothing opens is marked captured.
+        let opened = successors.data[id.index()].iter().any(|&(u, _, _)| graph.node(u).op == "CreateSummaryFileWriter");
         let mut attrs = Attrs::default();
         attrs.insert("container".into(), AttrValue::S(Vec::new()));
         attrs.insert("shared_name".into(), AttrValue::S(Vec::new()));
-        attrs.insert(CAPTURED_ATTR.into(), AttrValue::B(true));
+        if !opened {
+            attrs.insert(CAPTURED_ATTR.into(), AttrValue::B(true));
+        }
         crate::captured_tables::replace_placeholder(&mut out, graph, id, "SummaryWriter", attrs);
     }
     Some(out)
@@ -126,5 +133,22 @@ mod tests {
             "#,
         );
         assert!(create_captured_writers(&g).is_none());
+        // A placeholder the graph opens itself is an ordinary writer (its log directory is in
+        // the graph), not a captured one.
+        let g = graph(
+            r#"
+            w = Placeholder() {dtype = resource}
+            dir = Const() {dtype = string, value = string[]{"/tmp/logs"}}
+            q = Const() {dtype = int32, value = int32[]{10}}
+            ms = Const() {dtype = int32, value = int32[]{100}}
+            sfx = Const() {dtype = string, value = string[]{".v2"}}
+            c = CreateSummaryFileWriter(w, dir, q, ms, sfx)
+            f = FlushSummaryWriter(w, ^c)
+            "#,
+        );
+        let out = create_captured_writers(&g).expect("one writer");
+        let w = out.node(out.find("w").unwrap());
+        assert_eq!(w.op, "SummaryWriter");
+        assert_eq!(w.attr(CAPTURED_ATTR), None);
     }
 }

@@ -156,10 +156,20 @@ fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
             }
         });
     }
+    // AddN and the gradient ops take operands of one shape (TensorFlow's checks); the
+    // programs' float32 steps would broadcast them.
+    let same_shapes = node.op == "AddN" || node.op.ends_with("Grad");
+    let op = node.op.clone();
     Ok(Some(Box::new(move |inp: Inputs| {
         super::arity(&inp, arity)?;
         if let Some(t) = inp.iter().find(|t| t.dtype != dtype) {
             return Err(KernelError::DType(t.dtype));
+        }
+        if same_shapes && inp.iter().any(|t| t.shape != inp[0].shape) {
+            return Err(KernelError::invalid(format!(
+                "{op}: inputs must have the same shape, got {:?}",
+                inp.iter().map(|t| t.shape.clone()).collect::<Vec<_>>()
+            )));
         }
         let mut values: Vec<Tensor> = Vec::with_capacity(steps.len());
         for step in &steps {
@@ -258,6 +268,21 @@ mod tests {
         let out = bitcast([f16_tensor(&[7.0, -2.0])].into_iter().collect()).unwrap();
         assert_eq!(out[0].dtype, DType::BFloat16);
         assert_eq!(widen(&out[0]).unwrap().as_f32().unwrap(), &[32768.0, bf16_to_f32(0xc000)]);
+    }
+
+    /// The step programs of AddN and the gradient ops keep TensorFlow's equal-shape check
+    /// (their float32 steps would broadcast a `[1]` operand).
+    #[test]
+    fn half_add_n_and_gradients_refuse_mismatched_shapes() {
+        let add_n =
+            super::super::prepare(&node("AddN", &[("T", AttrValue::Type(DType::Float16)), ("N", AttrValue::I(2))]))
+                .unwrap();
+        let err = add_n([f16_tensor(&[1.0, 2.0, 3.0]), f16_tensor(&[10.0])].into_iter().collect()).unwrap_err();
+        assert!(err.to_string().contains("same shape"), "{err}");
+        let grad = super::super::prepare(&node("TanhGrad", &[("T", AttrValue::Type(DType::Float16))])).unwrap();
+        assert!(grad([f16_tensor(&[0.5, 0.25]), f16_tensor(&[1.0])].into_iter().collect()).is_err());
+        let ok = grad([f16_tensor(&[0.5]), f16_tensor(&[2.0])].into_iter().collect()).unwrap();
+        assert_eq!(widen(&ok[0]).unwrap().as_f32().unwrap(), &[1.5]);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! a scalar `resource` tensor holding `SUMW`, the container, a NUL and the name (as lookup
 //! tables do), so sessions built from one another share it. `CreateSummaryFileWriter` opens
 //! `<logdir>/events.out.tfevents.<seconds, 10 digits>.<hostname><filename_suffix>` (the
-//! directory made as needed) and writes the `brain.Event:2` version record; creating an open
+//! directory made as needed; a name already taken gets `.1`, `.2`, … — never overwritten) and writes the `brain.Event:2` version record; creating an open
 //! writer again does nothing, as TensorFlow's `LookupOrCreateResource`. Each write appends
 //! one `Event { wall_time, step, summary }` as a TFRecord (length, masked CRC-32C of the
 //! length, the bytes, masked CRC-32C of the bytes), the `Summary` what TensorFlow's writer
@@ -207,8 +207,19 @@ impl Writer {
         let io = |what: &str, e: std::io::Error| KernelError::invalid(format!("{what}: {e}"));
         std::fs::create_dir_all(logdir).map_err(|e| io(&format!("cannot make the log directory '{logdir}'"), e))?;
         let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
-        let path = PathBuf::from(logdir).join(format!("events.out.tfevents.{secs:010}.{}{suffix}", hostname()));
-        let file = std::fs::File::create(&path).map_err(|e| io(&format!("cannot create '{}'", path.display()), e))?;
+        // A new file, never an existing one: two writers opened on one directory in one second
+        // with one suffix (or another process's file) get `.1`, `.2`, … after the name.
+        let base = format!("events.out.tfevents.{secs:010}.{}{suffix}", hostname());
+        let mut k = 0;
+        let (path, file) = loop {
+            let name = if k == 0 { base.clone() } else { format!("{base}.{k}") };
+            let path = PathBuf::from(logdir).join(name);
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => break (path, file),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && k < 1000 => k += 1,
+                Err(e) => return Err(io(&format!("cannot create '{}'", path.display()), e)),
+            }
+        };
         let mut out = std::io::BufWriter::new(file);
         out.write_all(&record(&event(wall_time(), 0, Some("brain.Event:2"), None)))
             .map_err(|e| io(&format!("cannot write '{}'", path.display()), e))?;
@@ -231,7 +242,10 @@ impl Writer {
                     static OPENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
                     let k = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     self.captured = false;
-                    self.open(&dir.to_string_lossy(), &format!(".{}.{k}.v2", std::process::id()))?;
+                    if let Err(e) = self.open(&dir.to_string_lossy(), &format!(".{}.{k}.v2", std::process::id())) {
+                        self.captured = true;
+                        return Err(e);
+                    }
                     self.write(step, summary, name, None)
                 }
                 None => {
@@ -322,9 +336,22 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
                 Ok(Outputs::new())
             })
         }
-        "FlushSummaryWriter" | "CloseSummaryWriter" => Box::new(move |store: &VariableStore, inp: Inputs| {
+        "FlushSummaryWriter" => Box::new(move |store: &VariableStore, inp: Inputs| {
             arity(&inp, 1)?;
             store.summary_writers().get(&inp[0])?.lock().flush()?;
+            Ok(Outputs::new())
+        }),
+        // TensorFlow deletes the resource: its file is flushed and closed, later writes fail
+        // until a `SummaryWriter` and `CreateSummaryFileWriter` make it again (a new file).
+        "CloseSummaryWriter" => Box::new(move |store: &VariableStore, inp: Inputs| {
+            arity(&inp, 1)?;
+            let writers = store.summary_writers();
+            let writer = writers.get(&inp[0])?;
+            let mut w = writer.lock();
+            w.flush()?;
+            w.file = None;
+            drop(w);
+            writers.writers.lock().remove(&decode_handle(&inp[0])?);
             Ok(Outputs::new())
         }),
         _ => return Ok(None),
@@ -398,6 +425,42 @@ mod tests {
         // Wall time, step 3, summary { value { tag "loss", simple_value 0.5 } }.
         assert_eq!(&recs[1][9..], b"\x10\x03\x2a\x0d\x0a\x0b\x0a\x04loss\x15\x00\x00\x00\x3f");
         let _ = std::fs::remove_dir_all(&dir);
+
+        // Two writers on one directory with one suffix, opened in one second: two files. A
+        // closed writer is gone (writes fail); made and opened again, it starts a new file.
+        let dir2 = std::env::temp_dir().join(format!("autoclust_summary2_{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir2);
+        let args = |h: &Tensor| {
+            vec![
+                h.clone(),
+                string(dir2.to_str().unwrap()),
+                Tensor::scalar_i32(10),
+                Tensor::scalar_i32(100),
+                string(".v2"),
+            ]
+        };
+        let a = run(
+            &prepare(&node("SummaryWriter", &[("shared_name", AttrValue::S(b"a".to_vec()))])).unwrap().unwrap(),
+            &store,
+            vec![],
+        )
+        .unwrap()[0]
+            .clone();
+        let b = run(
+            &prepare(&node("SummaryWriter", &[("shared_name", AttrValue::S(b"b".to_vec()))])).unwrap().unwrap(),
+            &store,
+            vec![],
+        )
+        .unwrap()[0]
+            .clone();
+        run(&create, &store, args(&a)).unwrap();
+        run(&create, &store, args(&b)).unwrap();
+        assert_eq!(std::fs::read_dir(&dir2).unwrap().count(), 2);
+        let close = prepare(&node("CloseSummaryWriter", &[])).unwrap().unwrap();
+        run(&close, &store, vec![a.clone()]).unwrap();
+        let after = run(&write, &store, vec![a, Tensor::scalar_i64(1), string("x"), Tensor::scalar_f32(1.0)]);
+        assert!(after.unwrap_err().to_string().contains("does not exist"));
+        let _ = std::fs::remove_dir_all(&dir2);
 
         let captured = prepare(&node("SummaryWriter", &[(CAPTURED_ATTR, AttrValue::B(true))])).unwrap().unwrap();
         let c = run(&captured, &store, vec![]).unwrap()[0].clone();
