@@ -1228,3 +1228,151 @@ fn float64_ops_the_jit_lowers_for_float32_only_stay_outside_clusters() {
         assert_eq!(got[name].data, want[name].data, "{name}");
     }
 }
+
+const HOST_STEPS: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[3, 4]}
+y = Placeholder() {dtype = float32, shape = shape[3, 4]}
+l = Placeholder() {dtype = int32, shape = shape[3]}
+dp = Placeholder() {dtype = int32, shape = shape[]}
+a = Neg(x) {T = float32}
+at = Atan2(a, y) {T = float32}
+sq = Square(y) {T = float32}
+xl = Xlogy(at, sq) {T = float32}
+sg = SoftplusGrad(xl, x) {T = float32}
+half = Const() {dtype = float32, value = float32[]{0.5}}
+sqh = AddV2(sq, half) {T = float32}
+lgp = Lgamma(sqh) {T = float32}
+lg = Neg(lgp) {T = float32}
+depth = Const() {dtype = int32, value = int32[]{4}}
+on = Const() {dtype = float32, value = float32[]{1}}
+off = Const() {dtype = float32, value = float32[]{0}}
+oh = OneHot(l, depth, on, off) {T = float32, TI = int32, axis = -1}
+soh = Mul(sg, oh) {T = float32}
+m = AddV2(soh, sg) {T = float32}
+lo = Const() {dtype = int64, value = int64[]{-1}}
+up = Const() {dtype = int64, value = int64[]{0}}
+bp = MatrixBandPart(m, lo, up) {T = float32, Tindex = int64}
+k = Const() {dtype = int32, value = int32[]{2}}
+tk = TopKV2(bp, k) {T = float32, sorted = true}
+out = AddV2(tk:0, tk:0) {T = float32}
+ones = Const() {dtype = float32, value = float32[4, 4]{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}
+mask = MatrixBandPart(ones, lo, up) {T = float32, Tindex = int64}
+mm = MatMul(x, mask) {T = float32, transpose_a = false, transpose_b = false}
+ohd = OneHot(l, dp, on, off) {T = float32, TI = int32, axis = -1}
+ohn = Neg(ohd) {T = float32}
+"#;
+
+/// Pure ops without a lowering (`Atan2`, `Xlogy`, `SoftplusGrad`, `Lgamma`, `OneHot`,
+/// `MatrixBandPart`, `TopKV2`) join clusters as host steps — the interpreter's kernel called
+/// from the compiled code — so the cluster is not cut at each of them: every node but the
+/// feeds is clustered, nothing is interpreted, the values are the plain executor's bit for
+/// bit and TensorFlow 2.21's. A `OneHot` whose depth is a run-time value (it fixes the
+/// output's shape) stays outside, with its reason.
+#[test]
+fn host_step_ops_join_clusters_and_match_tensorflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "host.graph", HOST_STEPS);
+    let x = [0.5, -1.25, 2.0, 0.0, 1.5, -0.75, 0.25, -2.0, 3.0, 0.125, -0.5, 1.0];
+    let y = [1.0, -2.0, 0.5, 0.0, -1.5, 0.75, 2.5, -0.25, 0.5, 1.25, -3.0, 2.0];
+    let feeds = [format!("x={}", nested(&x, &[3, 4])), format!("y={}", nested(&y, &[3, 4]))];
+    let fetches = ["at:0", "xl:0", "sg:0", "lg:0", "bp:0", "out:0", "tk:1", "mm:0", "ohn:0"];
+    let mut args = vec!["--feed", &feeds[0], "--feed", &feeds[1], "--feed", "l=[2,0,3]", "--feed", "dp=3"];
+    for k in &fetches {
+        args.extend(["--fetch", k]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for k in fetches {
+        assert_eq!(got[k].shape, plain[k].shape, "{k}");
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got[k].data), bits(&plain[k].data), "{k}: compiled vs interpreter");
+    }
+    // TensorFlow 2.21 (tf.math.atan2, xlogy, raw_ops.SoftplusGrad, lgamma, one_hot,
+    // linalg.band_part, math.top_k) on the same operands.
+    let tf: [(&str, &[f64]); 6] = [
+        (
+            "at:0",
+            &[
+                -0.463_647_544,
+                2.582_993_507,
+                -1.325_817_704,
+                -0.0,
+                -2.356_194_496,
+                0.785_398_126,
+                -0.099_668_659,
+                1.695_151_329,
+                -1.405_647_635,
+                -0.099_668_652,
+                2.976_444_006,
+                -0.463_647_604,
+            ],
+        ),
+        (
+            "xl:0",
+            &[
+                -0.0,
+                3.580_789_328,
+                1.837_973_595,
+                -0.0,
+                -1.910_709_262,
+                -0.451_889_932,
+                -0.182_650_939,
+                -4.699_957_371,
+                1.948_641_419,
+                -0.044_480_834,
+                6.539_916_039,
+                -0.642_752_051,
+            ],
+        ),
+        (
+            "lg:0",
+            &[
+                0.120_782_234,
+                -2.453_736_782,
+                -0.203_280_956,
+                -0.572_364_926,
+                -0.475_214_660,
+                0.032_957_099,
+                -6.115_915_775,
+                -0.458_655_477,
+                -0.203_280_956,
+                -0.027_667_522,
+                -11.689_332_963,
+                -2.453_736_782,
+            ],
+        ),
+        (
+            "bp:0",
+            &[
+                -0.0,
+                0.0,
+                0.0,
+                0.0,
+                -3.124_294_043,
+                -0.144_975_916,
+                0.0,
+                0.0,
+                1.856_225_491,
+                -0.023_628_637,
+                2.469_084_263,
+                0.0,
+            ],
+        ),
+        ("out:0", &[-0.0, 0.0, 0.0, 0.0, 4.938_168_526, 3.712_450_981]),
+        ("tk:1", &[0.0, 1.0, 2.0, 3.0, 2.0, 0.0]),
+    ];
+    for (k, want) in tf {
+        assert_close(&got[k].data, want, 1e-6, k);
+    }
+    // The causal mask folded from constants: x times the lower-triangular ones.
+    let mm: Vec<f64> = (0..3).flat_map(|r| (0..4).map(move |c| (c..4).map(|i| x[r * 4 + i]).sum::<f64>())).collect();
+    assert_close(&got["mm:0"].data, &mm, 1e-6, "mm:0");
+    assert_eq!(got["ohn:0"].shape, [3, 3]);
+    assert_clustered(
+        &g,
+        &["a", "at", "sq", "xl", "sg", "lgp", "lg", "oh", "soh", "m", "bp", "tk", "out", "mask", "mm"],
+    );
+    let c = autoclust(&["cluster", &g, "--explain"]);
+    let text = String::from_utf8_lossy(&c.stdout);
+    let line = text.lines().find(|l| l.contains("ohd (OneHot)")).unwrap_or_else(|| panic!("no line for ohd:\n{text}"));
+    assert!(line.contains("must be known at compile time"), "{line}");
+}

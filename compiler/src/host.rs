@@ -8,10 +8,12 @@
 //! their *types* at compile time ([`crate::lists`]) and a call of the interpreter's own
 //! kernel at run time. The runtime implements [`HostKernels`] with its kernel registry and
 //! puts it in [`crate::CompilerOptions::host_kernels`]; without one, such ops decline and the
-//! interpreter runs the cluster (and says so). Two more uses: a `StridedSlice` with run-time
-//! bounds but a known output shape (a loop body's `x[i]`), and the fake-quantisation gradients
+//! interpreter runs the cluster (and says so). More uses: a `StridedSlice` with run-time
+//! bounds but a known output shape (a loop body's `x[i]`), the fake-quantisation gradients
 //! with a run-time range (elementwise work plus range reductions, in quantisation-aware
-//! training's backward pass).
+//! training's backward pass), and the pure ops of `autoclust_graph::jit_ops::HOST_COMPUTE_OPS`
+//! (`Atan2`, `Lgamma`, `OneHot`, `MatrixBandPart`, `Cholesky`, …: no lowering, but no reason
+//! to cut a cluster either), typed by the registry's signature and shape function.
 //!
 //! Why it is sound: the kernel is the interpreter's, so the values are the reference's by
 //! construction. The compiled plan relies on the types the analysis gave each output (a
@@ -191,4 +193,125 @@ pub(crate) fn analyze_fake_quant_grad(
         kind: NodeKind::Kernel { op: crate::kernels::KernelOp::Host(step), data_inputs: vec![0, 1, 2, 3] },
         outputs: vec![out(&ins[1].shape), out(&ins[2].shape), out(&ins[3].shape)],
     })
+}
+
+/// Whether `op` runs as a host step when the compiler has no lowering for it
+/// (`autoclust_graph::jit_ops::HOST_COMPUTE_OPS`).
+pub(crate) fn is_host_op(op: &str) -> bool {
+    autoclust_graph::jit_ops::is_host_op(op)
+}
+
+/// A [`HOST_COMPUTE_OPS`](autoclust_graph::jit_ops::HOST_COMPUTE_OPS) node: its output types
+/// from its attributes (the op's signature), its output shapes from the registry's shape
+/// function on the concrete input shapes and the compile-time integer operands, each of which
+/// must come out fully known (or the node is declined, naming the operand). On constant
+/// operands the kernel runs once here and its results are constants.
+pub(crate) fn analyze_host_op(
+    node: &Node,
+    ins: &[crate::analyze::ValueInfo],
+    compiler: &crate::Compiler,
+) -> Result<crate::analyze::NodeInfo, crate::CompileError> {
+    use crate::analyze::{NodeInfo, NodeKind, ValueInfo};
+    let (out_types, out_shapes) = host_op_types(node, ins)?;
+    let step = HostStep::prepare(node, compiler.options().host_kernels.as_ref(), out_types.clone())?;
+    let elements: usize = out_shapes.iter().map(|s| s.iter().product::<usize>()).sum();
+    if ins.iter().all(|v| v.konst.is_some()) && elements <= FOLD_ELEMENTS {
+        let konsts: Vec<&Tensor> = ins.iter().map(|v| v.konst.as_ref().expect("all constant")).collect();
+        // A kernel error on constants is the run's error too: let the interpreter report it.
+        let outs = step
+            .run(&konsts, &out_shapes)
+            .map_err(|e| crate::CompileError::Invalid(format!("node '{}' ({}): {e}", node.name, node.op)))?;
+        return Ok(NodeInfo { kind: NodeKind::Constant, outputs: outs.into_iter().map(ValueInfo::constant).collect() });
+    }
+    Ok(NodeInfo {
+        kind: NodeKind::Kernel { op: crate::kernels::KernelOp::Host(step), data_inputs: (0..ins.len()).collect() },
+        outputs: out_types
+            .into_iter()
+            .zip(out_shapes)
+            .map(|(dtype, shape)| ValueInfo { dtype, shape, konst: None, list: None })
+            .collect(),
+    })
+}
+
+/// A host op's output types and shapes ([`analyze_host_op`]), without preparing its kernel
+/// (what the check of nodes no result needs uses too). An output past the tensor budget
+/// declines, so the interpreter's kernel reports it.
+pub(crate) fn host_op_types(
+    node: &Node,
+    ins: &[crate::analyze::ValueInfo],
+) -> Result<(Vec<DType>, Vec<Vec<usize>>), crate::CompileError> {
+    use autoclust_graph::registry::{lookup, InferCtx, InputFacts};
+    use autoclust_graph::{Dim, Shape};
+    let decline = |why: String| crate::CompileError::unsupported(node, why);
+    let schema = lookup(&node.op).ok_or_else(|| decline("the op is not in the registry".into()))?;
+    let out_types = autoclust_graph::infer::attr_output_dtypes(node)
+        .ok_or_else(|| decline("its attributes do not give its output types".into()))?;
+    if let Some(want) = autoclust_graph::infer::attr_input_dtypes(node) {
+        if want.len() != ins.len() || want.iter().zip(ins).any(|(w, v)| *w != v.dtype) {
+            // The interpreter's kernel reports TensorFlow's error for the malformed node.
+            return Err(crate::CompileError::Invalid(format!(
+                "node '{}' ({}): operand types {:?} are not the {:?} its attributes declare",
+                node.name,
+                node.op,
+                ins.iter().map(|v| v.dtype).collect::<Vec<_>>(),
+                want
+            )));
+        }
+    }
+    if let Some(d) = ins.iter().map(|v| v.dtype).chain(out_types.iter().copied()).find(|d| !host_dtype(*d)) {
+        return Err(decline(format!("dtype {d}")));
+    }
+    let shapes: Vec<Shape> = ins.iter().map(|v| Shape::known(&v.shape)).collect();
+    let values: Vec<Option<Vec<Dim>>> = ins
+        .iter()
+        .map(|v| {
+            let t = v.konst.as_ref().filter(|t| t.dtype.is_integer() && t.num_elements() <= 1 << 16)?;
+            Some(t.to_i64_vec()?.into_iter().map(Some).collect())
+        })
+        .collect();
+    let facts: Vec<InputFacts<'_>> = ins
+        .iter()
+        .zip(&shapes)
+        .zip(&values)
+        .map(|((v, shape), value)| InputFacts { dtype: Some(v.dtype), shape, value: value.as_deref(), handle: None })
+        .collect();
+    let ctx = InferCtx { node, inputs: &facts, out_types: &out_types };
+    let inferred = schema
+        .infer_shapes(&ctx)
+        .map_err(|e| crate::CompileError::Invalid(format!("node '{}' ({}): {e}", node.name, node.op)))?;
+    let mut out_shapes = Vec::with_capacity(out_types.len());
+    for (i, shape) in inferred.iter().enumerate().take(out_types.len()) {
+        match shape.to_known() {
+            Some(dims) => out_shapes.push(dims),
+            None => {
+                let operands = autoclust_graph::jit_ops::host_shape_operands(&node.op).unwrap_or(&[]);
+                let missing: Vec<usize> =
+                    operands.iter().copied().filter(|&k| ins.get(k).is_some_and(|v| v.konst.is_none())).collect();
+                return Err(decline(if missing.is_empty() {
+                    format!("output {i}'s shape ({shape}) is not known at compile time")
+                } else {
+                    format!("operand {missing:?} is not a compile-time constant, so output {i}'s shape ({shape}) is not known")
+                }));
+            }
+        }
+    }
+    if out_shapes.len() != out_types.len() {
+        return Err(decline(format!(
+            "its shape function gives {} outputs, {} expected",
+            out_shapes.len(),
+            out_types.len()
+        )));
+    }
+    for (dtype, shape) in out_types.iter().zip(&out_shapes) {
+        autoclust_graph::limits::tensor_elements(*dtype, shape).map_err(|e| decline(e.to_string()))?;
+    }
+    Ok((out_types.to_vec(), out_shapes))
+}
+
+/// Largest host-op result folded at compile time (elements, all outputs together).
+const FOLD_ELEMENTS: usize = 1 << 16;
+
+/// The dtypes a host step's operands and results may have (those compiled plans carry).
+fn host_dtype(d: DType) -> bool {
+    matches!(d, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64 | DType::Bool)
 }

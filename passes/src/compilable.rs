@@ -42,11 +42,13 @@ fn is_supported_dtype(t: DType) -> bool {
 
 /// Whether the JIT computes `op` in half precision (`float16`, `bfloat16`): in float32 with
 /// a rounding after each op (the compiler's `half.rs`), except where the half values cross
-/// into functions (functional control flow), live in TensorLists, or are reinterpreted
-/// (`Bitcast`) or rounded per product (`Cross`).
+/// into functions (functional control flow), live in TensorLists, are reinterpreted
+/// (`Bitcast`) or rounded per product (`Cross`), or meet a host-step op (whose interpreter
+/// kernel widens half operands its own way).
 fn half_ok(op: &str) -> bool {
     !(COMPILED_CONTROL_FLOW.contains(&op)
         || autoclust_graph::TENSOR_LIST_OPS.contains(&op)
+        || autoclust_graph::jit_ops::is_host_op(op)
         || matches!(op, "Bitcast" | "Cross"))
 }
 
@@ -154,6 +156,17 @@ impl Compilability {
                 {
                     Some(NotCompilable::Excluded {
                         why: format!("{} is compiled only on values known at compile time", graph.node(id).op),
+                    })
+                }
+                _ if autoclust_graph::jit_ops::host_shape_operands(&graph.node(id).op).is_some_and(|ks| {
+                    ks.iter().any(|&k| graph.node(id).inputs.get(k).is_some_and(|o| !known[o.node.index()]))
+                }) =>
+                {
+                    Some(NotCompilable::Excluded {
+                        why: format!(
+                            "{}'s shape operands must be known at compile time (they fix its output's shape)",
+                            graph.node(id).op
+                        ),
                     })
                 }
                 _ => refusal(graph, types, id),

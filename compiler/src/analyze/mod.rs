@@ -147,6 +147,7 @@ pub fn analyze(
             {
                 crate::lists::analyze_list_op(node, &ins, compiler)?
             }
+            op if crate::host::is_host_op(op) => crate::host::analyze_host_op(node, &ins, compiler)?,
             _ => {
                 let mut info = analyze_node(node, &ins, inputs, constants)?;
                 agree_with_registry(node, &ins, &info)?;
@@ -260,7 +261,19 @@ fn check_dead_nodes(
         if autoclust_graph::effects::RUNS_NAMED_FUNCTIONS.contains(&node.op.as_str()) {
             continue;
         }
-        match analyze_node(node, &ins, inputs, constants) {
+        let info = if crate::host::is_host_op(&node.op) {
+            crate::host::host_op_types(node, &ins).map(|(types, shapes)| NodeInfo {
+                kind: NodeKind::Constant,
+                outputs: types
+                    .into_iter()
+                    .zip(shapes)
+                    .map(|(dtype, shape)| ValueInfo { dtype, shape, konst: None, list: None })
+                    .collect(),
+            })
+        } else {
+            analyze_node(node, &ins, inputs, constants)
+        };
+        match info {
             Ok(info) => dead[id.index()] = Some(info),
             Err(e) => {
                 return Err(CompileError::Invalid(format!("node '{}', which no result needs: {e}", node.name)));
@@ -851,7 +864,7 @@ mod tests {
     /// node, an op without one is refused as "op has no lowering" before any input is read
     /// (the others fail on their arity, their attributes or their missing operands).
     fn lowers(op: &str) -> bool {
-        if crate::lists::is_list_op(op) || crate::host::is_fake_quant_grad(op) {
+        if crate::lists::is_list_op(op) || crate::host::is_fake_quant_grad(op) || crate::host::is_host_op(op) {
             return true;
         }
         let n = node(op);
@@ -875,6 +888,7 @@ mod tests {
             .collect();
         let listed: Vec<&str> = autoclust_graph::jit_ops::JIT_COMPUTE_OPS
             .iter()
+            .chain(autoclust_graph::jit_ops::HOST_COMPUTE_OPS.iter().map(|(op, _)| op))
             .chain(autoclust_graph::jit_ops::STATELESS_SAMPLER_OPS)
             .chain(autoclust_graph::TENSOR_LIST_OPS)
             .copied()
@@ -891,6 +905,13 @@ mod tests {
         assert!(unlisted.is_empty(), "lowered by the compiler but not in jit_ops: {unlisted:?}");
         for op in autoclust_graph::jit_ops::VARIABLE_OPS {
             assert!(!lowers(op), "{op} is run by the bridge; the compiler should never see it");
+        }
+        // A host-step op has no lowering of its own (else the lowering, not the host step,
+        // should run it), and the registry knows it (its shape function types the step).
+        for (op, _) in autoclust_graph::jit_ops::HOST_COMPUTE_OPS {
+            let probe = analyze_node(&node(op), &[], &[], &[]);
+            assert!(matches!(probe, Err(e) if is_no_lowering(&e)), "{op} is lowered; drop it from HOST_COMPUTE_OPS");
+            assert!(autoclust_graph::registry::lookup(op).is_some(), "{op} is not in the registry");
         }
     }
 

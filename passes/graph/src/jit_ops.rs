@@ -4,7 +4,8 @@
 //! The clusterer (`autoclust_passes::compilable`) admits a node into a cluster only if its
 //! op is here ([`is_jit_op`]); the compiler (`autoclust_compiler::analyze`) lowers exactly
 //! [`JIT_COMPUTE_OPS`] — a compiler test probes its lowering table with every registry op
-//! and fails when the two drift apart, naming the op. [`VARIABLE_OPS`] never reach the
+//! and fails when the two drift apart, naming the op — and runs [`HOST_COMPUTE_OPS`] by the
+//! interpreter's kernels inside the compiled code. [`VARIABLE_OPS`] never reach the
 //! compiler: encapsulation turns them into the bridge's snapshot arguments and write-back
 //! results (and the resource scatters into the pure scatters listed here), so the bridge,
 //! not the JIT, is what runs them. The dtype restrictions on some of these ops live beside
@@ -208,6 +209,130 @@ pub const JIT_COMPUTE_OPS: &[&str] = &[
     "TensorScatterUpdate",
 ];
 
+/// Pure ops the JIT does not lower but a compiled cluster runs as a *host step* — the
+/// interpreter's own kernel called from the compiled plan (XLA's custom calls, in spirit;
+/// `autoclust_compiler::host`) — each with the operands that must be known when the cluster
+/// is compiled (they fix an output's shape). Every op here is deterministic, touches no
+/// resource, and has output shapes its registry shape function determines from its input
+/// shapes, those operands and its attributes; its values are the interpreter's by
+/// construction. What it buys: the clusters around it are not cut (TensorFlow's XLA
+/// compiles all of these), so the elementwise work on either side still fuses and the
+/// bridge still snapshots once. Half-precision nodes of these ops stay outside clusters
+/// (the interpreter widens half operands its own way per kernel).
+pub const HOST_COMPUTE_OPS: &[(&str, &[usize])] = &[
+    // Elementwise math without a vector lowering.
+    ("Acos", &[]),
+    ("Acosh", &[]),
+    ("Asin", &[]),
+    ("Asinh", &[]),
+    ("Atan", &[]),
+    ("Atanh", &[]),
+    ("Cosh", &[]),
+    ("Sinh", &[]),
+    ("Tan", &[]),
+    ("Atan2", &[]),
+    ("BesselI0e", &[]),
+    ("BesselI1e", &[]),
+    ("Digamma", &[]),
+    ("Lgamma", &[]),
+    ("Erfinv", &[]),
+    ("Ndtri", &[]),
+    ("Igamma", &[]),
+    ("Igammac", &[]),
+    ("Zeta", &[]),
+    ("Polygamma", &[]),
+    ("Betainc", &[]),
+    ("Xdivy", &[]),
+    ("Xlogy", &[]),
+    ("Xlog1py", &[]),
+    ("SoftplusGrad", &[]),
+    ("NextAfter", &[]),
+    ("ApproximateEqual", &[]),
+    ("IsInf", &[]),
+    ("ClipByValue", &[]),
+    ("CumulativeLogsumexp", &[]),
+    ("Bucketize", &[]),
+    // Indexing and layout.
+    ("OneHot", &[1]),
+    ("GatherNd", &[]),
+    ("ScatterNd", &[2]),
+    ("UnsortedSegmentMax", &[2]),
+    ("UnsortedSegmentMin", &[2]),
+    ("UnsortedSegmentProd", &[2]),
+    ("TopKV2", &[1]),
+    ("Roll", &[]),
+    ("MirrorPad", &[1]),
+    ("MirrorPadGrad", &[1]),
+    ("PadV2", &[1]),
+    ("DepthToSpace", &[]),
+    ("SpaceToDepth", &[]),
+    ("LinSpace", &[2]),
+    ("EuclideanNorm", &[1]),
+    ("MatrixBandPart", &[]),
+    ("MatrixDiag", &[]),
+    ("MatrixDiagV2", &[1, 2, 3]),
+    ("MatrixDiagV3", &[1, 2, 3]),
+    ("MatrixDiagPart", &[]),
+    ("MatrixDiagPartV2", &[1]),
+    ("MatrixDiagPartV3", &[1]),
+    ("MatrixSetDiag", &[]),
+    ("MatrixSetDiagV2", &[]),
+    ("MatrixSetDiagV3", &[]),
+    ("Diag", &[]),
+    ("DiagPart", &[]),
+    ("DataFormatVecPermute", &[]),
+    ("DataFormatDimMap", &[]),
+    // Linear algebra.
+    ("BatchMatMulV3", &[]),
+    ("Cholesky", &[]),
+    ("MatrixInverse", &[]),
+    ("MatrixDeterminant", &[]),
+    ("LogMatrixDeterminant", &[]),
+    ("MatrixSolve", &[]),
+    ("MatrixTriangularSolve", &[]),
+    ("MatrixSquareRoot", &[]),
+    ("Qr", &[]),
+    ("SelfAdjointEigV2", &[]),
+    ("Svd", &[]),
+    ("TridiagonalSolve", &[]),
+    // Images and neural-network ops without a lowering.
+    ("LRN", &[]),
+    ("LRNGrad", &[]),
+    ("ExtractImagePatches", &[]),
+    ("ResizeBicubic", &[1]),
+    ("ResizeBicubicGrad", &[]),
+    ("ResizeArea", &[1]),
+    ("CropAndResize", &[3]),
+    ("RGBToHSV", &[]),
+    ("HSVToRGB", &[]),
+    ("AdjustContrastv2", &[]),
+    ("AdjustHue", &[]),
+    ("AdjustSaturation", &[]),
+    ("MaxPoolV2", &[1, 2]),
+    ("MaxPoolGradV2", &[3, 4]),
+    ("MaxPool3D", &[]),
+    ("MaxPool3DGrad", &[]),
+    ("AvgPool3D", &[]),
+    ("AvgPool3DGrad", &[0]),
+    ("Conv3D", &[]),
+    ("Conv3DBackpropInputV2", &[0]),
+    ("Conv3DBackpropFilterV2", &[1]),
+    ("Dilation2D", &[]),
+    ("Dilation2DBackpropInput", &[]),
+    ("Dilation2DBackpropFilter", &[]),
+];
+
+/// The operands of a [`HOST_COMPUTE_OPS`] op that must be known at compile time, or `None`
+/// when `op` is not run as a host step.
+pub fn host_shape_operands(op: &str) -> Option<&'static [usize]> {
+    HOST_COMPUTE_OPS.iter().find(|(o, _)| *o == op).map(|(_, k)| *k)
+}
+
+/// Whether a compiled cluster runs `op` as a host step ([`HOST_COMPUTE_OPS`]).
+pub fn is_host_op(op: &str) -> bool {
+    host_shape_operands(op).is_some()
+}
+
 /// The variable ops the bridge snapshots and writes back: admitted into clusters, turned
 /// by encapsulation into arguments, results and pure ops before the compiler sees a body.
 pub const VARIABLE_OPS: &[&str] = &[
@@ -264,10 +389,11 @@ pub const JIT_FLOAT32_ONLY_OPS: &[&str] =
 pub const JIT_FLOAT32_ONLY_KERNELS: &[&str] = &["MatMul", "Softmax", "LogSoftmax", "ArgMax", "ArgMin"];
 
 /// Whether the clusterer may put `op` in a cluster (given supported dtypes): a compute op
-/// the JIT lowers, a variable op the bridge runs, or a TensorList op (typed by the compiler,
-/// run by the interpreter's list kernels).
+/// the JIT lowers, a host-step op ([`HOST_COMPUTE_OPS`]), a variable op the bridge runs, or a
+/// TensorList op (typed by the compiler, run by the interpreter's list kernels).
 pub fn is_jit_op(op: &str) -> bool {
     JIT_COMPUTE_OPS.contains(&op)
+        || is_host_op(op)
         || is_stateless_sampler(op)
         || VARIABLE_OPS.contains(&op)
         || TENSOR_LIST_OPS.contains(&op)
