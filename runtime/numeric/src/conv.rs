@@ -581,7 +581,7 @@ pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> V
     let (g, cg) = (s.groups(), s.filter[2]);
     let og = o / g;
     let (pixels, row) = (s.pixels(), s.row());
-    if winograd::applies(s) {
+    if winograd::applies(s) && winograd::pays(s, false) {
         // Before allocating: the Winograd path makes its own output.
         return winograd::conv2d(s, x, f, threads);
     }
@@ -594,6 +594,29 @@ pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> V
         return out;
     }
     let dst = Shared(out.as_mut_ptr());
+    let stack = stacked_images(pixels, n);
+    if g == 1 && stack > 1 {
+        // Few output pixels per image (a deep network's last stages): the im2col rows of
+        // `stack` consecutive images, one GEMM — the filter is read once per stack, not once
+        // per image. Each output row's sum is the same either way (the GEMM's invariant).
+        let units = n.div_ceil(stack);
+        over_images::<T>(units, stack * pixels * row, threads, &|u, col, t| {
+            let images = u * stack..((u + 1) * stack).min(n);
+            let m = images.len() * pixels;
+            for (k, b) in images.clone().enumerate() {
+                im2col(
+                    &x[b * h * w * c..][..h * w * c],
+                    (c, 0, c),
+                    &s.win,
+                    &mut col[k * pixels * row..][..pixels * row],
+                );
+            }
+            // SAFETY: the stack's output rows are its own.
+            let y = unsafe { dst.slice(images.start * pixels * o, m * o) };
+            mm(m, row, o, col, row as isize, 1, f, o as isize, 1, y, t);
+        });
+        return out;
+    }
     let scratch = if g > 1 { pixels * og } else { 0 };
     over_images::<T>(n, pixels * row + scratch, threads, &|b, buf, t| {
         let (col, tmp) = buf.split_at_mut(pixels * row);
@@ -714,6 +737,20 @@ fn sum_image_groups<T: ConvElem>(
     total
 }
 
+/// How many consecutive images the forward convolution stacks into one GEMM: enough that
+/// the product has [`STACK_ROWS`] rows when an image has fewer output pixels (at most the
+/// batch), else one. A function of the shape alone, so results never depend on threads.
+fn stacked_images(pixels: usize, n: usize) -> usize {
+    if pixels == 0 || pixels >= STACK_ROWS {
+        1
+    } else {
+        STACK_ROWS.div_ceil(pixels).min(n).max(1)
+    }
+}
+
+/// The GEMM rows [`stacked_images`] aims for.
+const STACK_ROWS: usize = 64;
+
 /// Image groups whose filter-gradient partials [`conv2d_backprop_filter`] sums: at most
 /// this many, fixed by the batch size alone (never by the thread count).
 const FILTER_GRAD_GROUPS: usize = 8;
@@ -744,8 +781,19 @@ pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], thr
         pointwise(s, Pointwise::BackpropFilter, x, dy, &mut df, threads);
         return df;
     }
-    if winograd::applies(s) {
+    if winograd::applies(s) && winograd::pays(s, true) {
         return winograd::conv2d_backprop_filter(s, x, dy, threads);
+    }
+    if g == 1 && n * pixels <= DEPTH && n > 1 {
+        // Few output pixels in the whole batch: the im2col rows of every image, and one GEMM
+        // `colᵀ · dy` whose depth runs over all of them, written straight into the gradient
+        // (per-image partials would each cost a pass over the whole `[row, O]` gradient).
+        let mut col = vec![T::default(); n * pixels * row];
+        for (b, cb) in col.chunks_mut(pixels * row).enumerate() {
+            im2col(&x[b * h * w * c..][..h * w * c], (c, 0, c), &s.win, cb);
+        }
+        mm(row, n * pixels, o, &col, 1, row as isize, dy, o as isize, 1, &mut df, threads);
+        return df;
     }
     sum_image_groups(n, size, pixels * row + row * og, threads, &|images, acc, buf, t| {
         let (col, part) = buf.split_at_mut(pixels * row);
@@ -1084,9 +1132,11 @@ mod tests {
         }
     }
 
-    /// 3×3 unit-stride convolutions over at least 16 channels take Winograd's F(2×2, 3×3)
-    /// (`winograd.rs`), forward, input gradient (as the forward convolution of `dy`) and filter
-    /// gradient:
+    /// 3×3 unit-stride convolutions over at least 16 channels can take Winograd's F(2×2, 3×3)
+    /// (`winograd.rs`; the dispatcher takes it where enough output tiles pay for the filter
+    /// transform, and the test calls it directly too), forward, input gradient (as the forward
+    /// convolution of `dy`) and filter gradient, and the direct paths — including those for
+    /// few output pixels, which stack images into one GEMM:
     /// against the float64 definition at odd and even output sizes (partial edge tiles),
     /// `SAME`, `VALID` and uneven explicit padding, one image and several, an image of several
     /// blocks of tile rows, with the same bits on one thread and two; below 16 channels the
@@ -1094,7 +1144,12 @@ mod tests {
     #[test]
     fn winograd_convolutions_match_their_definition() {
         type Case = ([usize; 4], [usize; 4], Padding, bool);
-        let cases: [Case; 7] = [
+        let cases: [Case; 10] = [
+            // Few output pixels: the forward stacks images into one GEMM, the filter gradient
+            // takes one GEMM over the whole batch (and Winograd, called below, does not pay).
+            ([3, 1, 2, 20], [3, 3, 20, 16], Padding::Same, true),
+            ([2, 3, 3, 24], [3, 3, 24, 16], Padding::Valid, true),
+            ([4, 5, 3, 8], [3, 3, 8, 16], Padding::Same, false),
             ([2, 8, 8, 16], [3, 3, 16, 16], Padding::Same, true),
             // 32 tile rows of 33 tiles: three blocks of tile rows (`winograd::BLOCK`).
             ([1, 64, 66, 16], [3, 3, 16, 16], Padding::Same, true),
@@ -1149,6 +1204,18 @@ mod tests {
             }
             assert_eq!(conv2d(&s, &x, &f, 1), conv2d(&s, &x, &f, 2));
             assert_eq!(conv2d_backprop_filter(&s, &x, &dy, 1), conv2d_backprop_filter(&s, &x, &dy, 3));
+            if takes {
+                // Winograd itself, at every size (the dispatcher takes it only where it pays).
+                close(&winograd::conv2d(&s, &x, &f, 1), &y, "winograd forward");
+                for (i, (&g, &w)) in winograd::conv2d_backprop_filter(&s, &x, &dy, 1).iter().zip(&df).enumerate() {
+                    assert!((g as f64 - w).abs() < tol_f, "winograd filter gradient {input:?}[{i}]: {g} vs {w}");
+                }
+                assert_eq!(winograd::conv2d(&s, &x, &f, 1), winograd::conv2d(&s, &x, &f, 2));
+                assert_eq!(
+                    winograd::conv2d_backprop_filter(&s, &x, &dy, 1),
+                    winograd::conv2d_backprop_filter(&s, &x, &dy, 3)
+                );
+            }
             assert_eq!(conv2d_backprop_input(&s, &f, &dy, 1), conv2d_backprop_input(&s, &f, &dy, 2));
             // The same convolutions in float64 (the Winograd path is generic): within a few
             // float64 ulps of the definition, which was summed in float64 from the same values.

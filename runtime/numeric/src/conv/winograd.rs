@@ -67,11 +67,30 @@ macro_rules! multiversioned {
 }
 
 /// Whether `s` is an ungrouped 3×3 convolution with unit strides and dilations over at
-/// least [`MIN_DEPTH`] input and output channels.
+/// least [`MIN_DEPTH`] input and output channels (Winograd computes it; whether it should is
+/// [`pays`]).
 pub(super) fn applies(s: &ConvShape) -> bool {
     let unit = |a: &Axis| a.kernel == 3 && a.stride == 1 && a.dilation == 1 && a.output > 0;
     s.groups() == 1 && unit(&s.win.h) && unit(&s.win.w) && s.input[3] >= MIN_DEPTH && s.filter[3] >= MIN_DEPTH
 }
+
+/// Whether Winograd pays for `s` (which it [`applies`] to): the filter transform (forward) or
+/// its inverse (filter gradient) costs a pass over `16·C·O` values whatever the batch, and the
+/// 16 products save `20·C·O` multiply-adds per 2×2 output tile, so it takes enough tiles —
+/// `N·⌈OH/2⌉·⌈OW/2⌉` — to win. Measured (`benches/conv.rs`, one thread and two, AVX-512):
+/// at 32 tiles the direct product is 1.3–1.8× faster, at 128 Winograd's forward 1.2–1.3×
+/// (its filter gradient breaks even there and wins from 256); at 2 tiles — ResNet50V2's last
+/// stage on a 32×32 input, 3×3 over 512 channels — Winograd was 1.6× slower.
+pub(super) fn pays(s: &ConvShape, filter_gradient: bool) -> bool {
+    let tiles = s.input[0] * s.win.h.output.div_ceil(2) * s.win.w.output.div_ceil(2);
+    tiles >= if filter_gradient { MIN_TILES_FILTER_GRADIENT } else { MIN_TILES_FORWARD }
+}
+
+/// The fewest output tiles for which the forward pass (and the input gradient, a forward
+/// convolution of `dy`) takes Winograd ([`pays`]).
+const MIN_TILES_FORWARD: usize = 96;
+/// The fewest output tiles for which the filter gradient takes Winograd ([`pays`]).
+const MIN_TILES_FILTER_GRADIENT: usize = 192;
 
 /// `U[ξ][c][o] = (G g Gᵀ)[ξ]` for the HWIO filter `f` `[3, 3, C, O]`.
 fn filter_transform<T: ConvElem>(f: &[T], c: usize, o: usize) -> Vec<T> {
