@@ -3,6 +3,8 @@
 //! node exactly once; `--explain` lists why each refused merge was refused
 //! and why each unclustered node is not compilable; `--dot FILE` writes a
 //! Graphviz picture (one coloured box per cluster, unsafe pairs dashed red).
+//! `--optimize` clusters the graph as `run` does: after the default optimization
+//! passes, its calls inlined.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,6 +34,10 @@ pub struct Args {
     /// Explain every refused merge and every uncompilable node (to stderr with --json).
     #[arg(long)]
     pub explain: bool,
+    /// Cluster the graph `run` clusters: after the loading rewrites and the default
+    /// optimization passes (`opt --passes default`), its function calls inlined.
+    #[arg(long)]
+    pub optimize: bool,
     /// A SavedModel's signature: its function calls inlined, the graph pruned to its outputs.
     #[arg(long, value_name = "NAME")]
     pub signature: Option<String>,
@@ -53,7 +59,12 @@ struct Report<'a> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let graph = crate::model::load_graph_for_signature(&args.graph, args.format, args.signature.as_deref())?;
+    let mut graph = crate::model::load_graph_for_signature(&args.graph, args.format, args.signature.as_deref())?;
+    if args.optimize {
+        let ctx = crate::cmd_opt::context(args.min_cluster_size as u64, Vec::new());
+        let pipeline = autoclust_passes::pass::Pipeline::before_clustering();
+        graph = crate::cmd_opt::run_pipeline(&pipeline, graph, &ctx, &args.graph)?;
+    }
     let path = args.graph.display();
     let config =
         ClusterConfig { min_cluster_size: args.min_cluster_size, explain_refusals: args.explain, ..Default::default() };

@@ -390,6 +390,15 @@ impl Pipeline {
         Pipeline::of(&names)
     }
 
+    /// What `run` does to a graph before clustering it (`cluster --optimize`): the loading
+    /// rewrites, [`DEFAULT_PIPELINE`], and the inlining the clustered pipeline starts with.
+    pub fn before_clustering() -> Pipeline {
+        let mut names = vec!["ref-variables", "captured-tables", "captured-writers"];
+        names.extend_from_slice(DEFAULT_PIPELINE);
+        names.push("inline");
+        Pipeline::of(&names)
+    }
+
     /// The registered passes `names`, in order (each must be registered).
     fn of(names: &[&str]) -> Pipeline {
         Pipeline { passes: names.iter().map(|n| lookup(n).expect("a registered pass")).collect() }

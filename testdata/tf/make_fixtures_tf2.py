@@ -108,7 +108,10 @@ def write(name, cf, variables, feeds, steps):
     outs = out if isinstance(out, (list, tuple)) else [out]
     fetch = [t.name for t in cf.outputs]
     assert len(fetch) == len(outs)
-    save_file({k: np.asarray(v) for k, v in feeds.items()}, os.path.join(OUT, name + ".feeds.safetensors"))
+    # Contiguous copies: safetensors 0.8 writes a non-contiguous view's underlying buffer, so a
+    # feed such as `seq[:, :-1]` was written shifted (and TensorFlow's expected values, computed
+    # from the view itself, then disagreed with the file).
+    save_file({k: np.ascontiguousarray(v) for k, v in feeds.items()}, os.path.join(OUT, name + ".feeds.safetensors"))
     arr = lambda v: np.array(v, order="C")  # noqa: E731  (0-d values become arrays too)
     save_file({names[id(v)]: arr(init) for v, init in variables}, os.path.join(OUT, name + ".vars.safetensors"))
     save_file({f: arr(o.numpy()) for f, o in zip(fetch, outs)}, os.path.join(OUT, name + ".expected.safetensors"))
