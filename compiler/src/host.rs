@@ -240,10 +240,9 @@ pub(crate) fn host_op_types(
     node: &Node,
     ins: &[crate::analyze::ValueInfo],
 ) -> Result<(Vec<DType>, Vec<Vec<usize>>), crate::CompileError> {
-    use autoclust_graph::registry::{lookup, InferCtx, InputFacts};
-    use autoclust_graph::{Dim, Shape};
     let decline = |why: String| crate::CompileError::unsupported(node, why);
-    let schema = lookup(&node.op).ok_or_else(|| decline("the op is not in the registry".into()))?;
+    let schema =
+        autoclust_graph::registry::lookup(&node.op).ok_or_else(|| decline("the op is not in the registry".into()))?;
     let out_types = autoclust_graph::infer::attr_output_dtypes(node)
         .ok_or_else(|| decline("its attributes do not give its output types".into()))?;
     if let Some(want) = autoclust_graph::infer::attr_input_dtypes(node) {
@@ -261,24 +260,7 @@ pub(crate) fn host_op_types(
     if let Some(d) = ins.iter().map(|v| v.dtype).chain(out_types.iter().copied()).find(|d| !host_dtype(*d)) {
         return Err(decline(format!("dtype {d}")));
     }
-    let shapes: Vec<Shape> = ins.iter().map(|v| Shape::known(&v.shape)).collect();
-    let values: Vec<Option<Vec<Dim>>> = ins
-        .iter()
-        .map(|v| {
-            let t = v.konst.as_ref().filter(|t| t.dtype.is_integer() && t.num_elements() <= 1 << 16)?;
-            Some(t.to_i64_vec()?.into_iter().map(Some).collect())
-        })
-        .collect();
-    let facts: Vec<InputFacts<'_>> = ins
-        .iter()
-        .zip(&shapes)
-        .zip(&values)
-        .map(|((v, shape), value)| InputFacts { dtype: Some(v.dtype), shape, value: value.as_deref(), handle: None })
-        .collect();
-    let ctx = InferCtx { node, inputs: &facts, out_types: &out_types };
-    let inferred = schema
-        .infer_shapes(&ctx)
-        .map_err(|e| crate::CompileError::Invalid(format!("node '{}' ({}): {e}", node.name, node.op)))?;
+    let inferred = crate::analyze::registry_shapes(node, schema, ins, &out_types)?;
     let mut out_shapes = Vec::with_capacity(out_types.len());
     for (i, shape) in inferred.iter().enumerate().take(out_types.len()) {
         match shape.to_known() {

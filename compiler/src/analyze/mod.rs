@@ -189,12 +189,37 @@ const REGISTRY_VALUE_LIMIT: usize = 1024;
 /// than the rest of the system infers for it; a test over every lowering holds the two in
 /// step.
 fn agree_with_registry(node: &Node, ins: &[ValueInfo], info: &NodeInfo) -> Result<(), CompileError> {
-    use autoclust_graph::registry::{lookup, InferCtx, InputFacts};
-    use autoclust_graph::{Dim, Shape};
+    use autoclust_graph::registry::lookup;
     if matches!(info.kind, NodeKind::Arg(_) | NodeKind::Retval(_)) {
         return Ok(());
     }
     let Some(schema) = lookup(&node.op) else { return Ok(()) };
+    let out_types: Vec<DType> = info.outputs.iter().map(|o| o.dtype).collect();
+    let want = registry_shapes(node, schema, ins, &out_types)?;
+    for (i, (got, want)) in info.outputs.iter().zip(&want).enumerate() {
+        if let Some(dims) = want.to_known() {
+            if dims != got.shape {
+                return Err(CompileError::Invalid(format!(
+                    "node '{}' ({}): output {i} analysed as {:?}, but its shape function gives {want}",
+                    node.name, node.op, got.shape
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The registry's shape function of `node` on the concrete shapes of `ins` and the values of
+/// its small compile-time integer operands (a malformed node is `Invalid`: its kernel reports
+/// it). What the compiler's own shapes are held to, and what types a host step.
+pub(crate) fn registry_shapes(
+    node: &Node,
+    schema: &autoclust_graph::registry::OpSchema,
+    ins: &[ValueInfo],
+    out_types: &[DType],
+) -> Result<Vec<autoclust_graph::Shape>, CompileError> {
+    use autoclust_graph::registry::{InferCtx, InputFacts};
+    use autoclust_graph::{Dim, Shape};
     let shapes: Vec<Shape> = ins.iter().map(|v| Shape::known(&v.shape)).collect();
     let values: Vec<Option<Vec<Dim>>> = ins
         .iter()
@@ -209,22 +234,8 @@ fn agree_with_registry(node: &Node, ins: &[ValueInfo], info: &NodeInfo) -> Resul
         .zip(&values)
         .map(|((v, shape), value)| InputFacts { dtype: Some(v.dtype), shape, value: value.as_deref(), handle: None })
         .collect();
-    let out_types: Vec<DType> = info.outputs.iter().map(|o| o.dtype).collect();
-    let ctx = InferCtx { node, inputs: &facts, out_types: &out_types };
-    let want = schema
-        .infer_shapes(&ctx)
-        .map_err(|e| CompileError::Invalid(format!("node '{}' ({}): {e}", node.name, node.op)))?;
-    for (i, (got, want)) in info.outputs.iter().zip(&want).enumerate() {
-        if let Some(dims) = want.to_known() {
-            if dims != got.shape {
-                return Err(CompileError::Invalid(format!(
-                    "node '{}' ({}): output {i} analysed as {:?}, but its shape function gives {want}",
-                    node.name, node.op, got.shape
-                )));
-            }
-        }
-    }
-    Ok(())
+    let ctx = InferCtx { node, inputs: &facts, out_types };
+    schema.infer_shapes(&ctx).map_err(|e| CompileError::Invalid(format!("node '{}' ({}): {e}", node.name, node.op)))
 }
 
 /// Checks the nodes no result needs (a gradient only a control edge waited for, whose
