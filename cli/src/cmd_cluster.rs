@@ -3,8 +3,8 @@
 //! node exactly once; `--explain` lists why each refused merge was refused
 //! and why each unclustered node is not compilable; `--dot FILE` writes a
 //! Graphviz picture (one coloured box per cluster, unsafe pairs dashed red).
-//! `--optimize` clusters the graph as `run` does: after the default optimization
-//! passes, its calls inlined.
+//! `--optimize` clusters the graph as `run` does before pruning it to a request: after
+//! the default optimization passes, its calls inlined.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,8 +34,8 @@ pub struct Args {
     /// Explain every refused merge and every uncompilable node (to stderr with --json).
     #[arg(long)]
     pub explain: bool,
-    /// Cluster the graph `run` clusters: after the loading rewrites and the default
-    /// optimization passes (`opt --passes default`), its function calls inlined.
+    /// Cluster the graph `run` clusters (before it prunes it to the fetches): after the loading
+    /// rewrites and the default optimization passes (`opt --passes default`), calls inlined.
     #[arg(long)]
     pub optimize: bool,
     /// A SavedModel's signature: its function calls inlined, the graph pruned to its outputs.

@@ -60,7 +60,8 @@ fn shape_operands(op: &str, inputs: usize) -> Vec<usize> {
         }
         "TensorListGetItem" | "TensorListGather" => vec![2],
         op if autoclust_graph::jit_ops::is_stateless_sampler(op) => vec![0],
-        _ => vec![],
+        // The host-step ops' shape operands (`jit_ops::HOST_COMPUTE_OPS`).
+        op => autoclust_graph::jit_ops::host_shape_operands(op).map(<[usize]>::to_vec).unwrap_or_default(),
     }
 }
 
@@ -109,6 +110,19 @@ pub fn constant_args(body: &Graph) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Every host-step op's shape operands are compile-time arguments (else a `TopKV2` whose
+    /// `k` another cluster computed would send its cluster to the interpreter).
+    #[test]
+    fn host_step_shape_operands_are_constant_args() {
+        for (op, operands) in autoclust_graph::jit_ops::HOST_COMPUTE_OPS {
+            let listed = super::shape_operands(op, 8);
+            for k in *operands {
+                assert!(listed.contains(k), "{op}: operand {k} fixes a shape but is not a constant argument");
+            }
+        }
+    }
+
     use super::*;
 
     fn body(src: &str) -> Graph {

@@ -265,6 +265,19 @@ fn compile_time_known(graph: &Graph) -> Vec<bool> {
     known
 }
 
+/// Whether a host-step op in a function body (`jit_ops::HOST_COMPUTE_OPS`) has the operands
+/// that fix its output's shape from a `Const` of the body (a body's value from anywhere else,
+/// a loop variable say, is not known when the body is compiled). True for other ops.
+fn host_shape_operands_constant(function: &autoclust_graph::FunctionDef, n: &autoclust_graph::RawNode) -> bool {
+    let Some(operands) = autoclust_graph::jit_ops::host_shape_operands(&n.op) else { return true };
+    let data: Vec<&String> = n.inputs.iter().filter(|i| !i.starts_with('^')).collect();
+    operands.iter().all(|&k| {
+        let Some(input) = data.get(k) else { return false };
+        let producer = input.split(':').next().unwrap_or_default();
+        function.nodes.iter().any(|m| m.name == producer && m.op == "Const")
+    })
+}
+
 /// Functional control flow the JIT compiles inside a cluster (the compiler's
 /// `control_flow.rs`: each function compiled once, the loop run as calls of machine code)
 /// when every function it calls is pure and compilable ([`control_flow_refusal`]).
@@ -315,6 +328,7 @@ fn control_flow_refusal_in(
                     || is_variable_op(inner)
                     || FOLD_ONLY.contains(&inner)
                     || matches!(n.attrs.get("_XlaCompile"), Some(AttrValue::B(false)))
+                    || !host_shape_operands_constant(function, n)
             };
             // A body node typed by its attributes for a dtype the JIT does not compute (a
             // uint8 image moved in a `map_fn`, strings): the body would run in the interpreter.
@@ -334,6 +348,13 @@ fn control_flow_refusal_in(
                     f.name,
                     n.name,
                     t.name()
+                ));
+            }
+            if refused && autoclust_graph::jit_ops::is_host_op(inner) && !host_shape_operands_constant(function, n) {
+                return why(format!(
+                    "its function '{}' runs '{}' ({inner}), whose shape operands are not constants of \
+                     the function (they must be known when the body is compiled)",
+                    f.name, n.name
                 ));
             }
             if refused {

@@ -309,7 +309,7 @@ pub const HOST_COMPUTE_OPS: &[(&str, &[usize])] = &[
     ("AdjustHue", &[]),
     ("AdjustSaturation", &[]),
     ("MaxPoolV2", &[1, 2]),
-    ("MaxPoolGradV2", &[3, 4]),
+    ("MaxPoolGradV2", &[]),
     ("MaxPool3D", &[]),
     ("MaxPool3DGrad", &[]),
     ("AvgPool3D", &[]),

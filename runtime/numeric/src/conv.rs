@@ -595,10 +595,12 @@ pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> V
     }
     let dst = Shared(out.as_mut_ptr());
     let stack = stacked_images(pixels, n);
-    if g == 1 && stack > 1 {
+    if g == 1 && stack > 1 && crate::gemm::sums_alike_for_any_rows(row) {
         // Few output pixels per image (a deep network's last stages): the im2col rows of
         // `stack` consecutive images, one GEMM — the filter is read once per stack, not once
-        // per image. Each output row's sum is the same either way (the GEMM's invariant).
+        // per image. Taken only at depths whose sums do not depend on the product's row count
+        // (`gemm::sums_alike_for_any_rows`), so an image's output is the same bits whatever
+        // the batch and wherever the image sits in it (a last, partial stack included).
         let units = n.div_ceil(stack);
         over_images::<T>(units, stack * pixels * row, threads, &|u, col, t| {
             let images = u * stack..((u + 1) * stack).min(n);
@@ -755,7 +757,9 @@ const STACK_ROWS: usize = 64;
 /// this many, fixed by the batch size alone (never by the thread count).
 const FILTER_GRAD_GROUPS: usize = 8;
 
-/// `Conv2DBackpropFilter`: the gradient `[KH,KW,C,O]` from `x` and `dy`. The batch is cut
+/// `Conv2DBackpropFilter`: the gradient `[KH,KW,C,O]` from `x` and `dy`. When the whole
+/// batch has at most `DEPTH` output pixels (and more than one image, one group), it is one
+/// GEMM whose depth runs over every image's pixels in order. Otherwise the batch is cut
 /// into at most [`FILTER_GRAD_GROUPS`] consecutive groups (a split that depends on the batch
 /// size only); each group's partial sums its images in order, the groups run in parallel,
 /// and the partials are added in group order — the same additions in the same order

@@ -67,7 +67,17 @@ fn extract_image_patches(c: &InferCtx<'_>) -> Shapes {
     let at = |i: usize| d.and_then(|d| d.get(i).copied().flatten());
     let out = |i: usize| {
         let eff = (k[i] - 1) * r[i] + 1;
-        at(i).map(|n| if same { (n + s[i] - 1) / s[i] } else { ((n - eff) / s[i] + 1).max(0) })
+        // VALID: no patch when the window is wider than the input (integer division truncates
+        // toward zero, so `(n - eff) / s + 1` alone would give 1 for n = 3, eff = 4, s = 2).
+        at(i).map(|n| {
+            if same {
+                (n + s[i] - 1) / s[i]
+            } else if n < eff {
+                0
+            } else {
+                (n - eff) / s[i] + 1
+            }
+        })
     };
     one(Shape::with_dims(vec![at(0), out(1), out(2), at(3).map(|d| d * k[1] * k[2])]))
 }

@@ -626,3 +626,25 @@ mod properties {
         }
     }
 }
+
+/// `ExtractImagePatches` with VALID padding and a window wider than the input gives no patch
+/// (TensorFlow's and the kernel's 0, not the 1 that truncating `(n - eff) / s + 1` gave), and
+/// the usual count otherwise.
+#[test]
+fn extract_image_patches_valid_window_wider_than_the_input() {
+    let mut b = Builder::new();
+    b.input("x", Float32, Some(&[1, 3, 7, 2]));
+    let attrs = |k: i64| {
+        vec![
+            ("T", ty(Float32)),
+            ("ksizes", list(&[1, k, k, 1])),
+            ("strides", list(&[1, 2, 2, 1])),
+            ("rates", list(&[1, 1, 1, 1])),
+            ("padding", AttrValue::S("VALID".into())),
+        ]
+    };
+    b.node("wide", "ExtractImagePatches", &["x"], &attrs(4));
+    b.node("fits", "ExtractImagePatches", &["x"], &attrs(3));
+    assert_eq!(shape_of(&b, "wide"), "[1,0,2,32]");
+    assert_eq!(shape_of(&b, "fits"), "[1,1,3,18]");
+}

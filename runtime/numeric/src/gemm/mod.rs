@@ -28,6 +28,15 @@ mod unpacked;
 /// (deeper ones are packed): callers that can cut their reduction choose this depth.
 pub(crate) const UNPACKED_MAX_K: usize = unpacked::MAX_K;
 
+/// Whether a float32 product of depth `k` sums each element the same way whatever its row
+/// count: true unless a short product (at most `unpacked::SHORT_ROWS` rows) would be summed in
+/// one chain where a taller one is chunked (`unpacked::chunked`). Callers that choose how many
+/// rows to multiply at once (a convolution stacking images) keep results independent of that
+/// choice by stacking only at such depths.
+pub(crate) fn sums_alike_for_any_rows(k: usize) -> bool {
+    k <= unpacked::MAX_K || k > unpacked::SHORT_MAX_K
+}
+
 /// An element type `matrixmultiply` multiplies.
 pub trait GemmElem: Copy + Send + Sync + 'static {
     /// `C = A·B` (alpha 1, beta 0) on the calling thread; C's element `(i, j)` is at

@@ -158,7 +158,7 @@ pub(crate) unsafe fn sgemm(
 /// Runs one tier's kernel (the tests compare tiers through it). B's panels are copied into
 /// scratch (transposed when `rsb == 1`) — [`KC`] rows at a time when `chunked` ([`chunked`])
 /// — except that a B with `csb == 1` is read in place by fewer than [`COPY_ROWS`] rows when
-/// unchunked, and by a short product's (at most [`SHORT_ROWS`] rows) chunk by chunk: a handful
+/// unchunked, and by a block of at most [`SHORT_ROWS`] rows chunk by chunk: a handful
 /// of rows cannot amortise the copy (a `[2, 4608]·[4608, 512]` convolution product of
 /// ResNet50V2's last stage ran 2–3× faster read in place).
 ///
