@@ -3,9 +3,11 @@
 //! Fusion rule: elementwise nodes are visited in topological order; a node joins the group
 //! of one of its elementwise producers when its output shape equals the group's loop shape
 //! and none of its other inputs depends (transitively, through any node) on that group.
-//! That keeps every group convex — nothing leaves a group and comes back — so the step
-//! graph stays acyclic and a group can run as one loop nest after all its external inputs
-//! exist. A MatMul whose only consumer is in a group of its output shape becomes that
+//! Its other producer groups of that shape merge into the same group when no path leaves
+//! one of them and enters another (siblings such as Adam's `m·α` and `√v + ε` chains, whose
+//! meeting would otherwise store one chain's result and reload it). That keeps every group
+//! convex — nothing leaves a group and comes back — so the step graph stays acyclic and a
+//! group can run as one loop nest after all its external inputs exist. A MatMul whose only consumer is in a group of its output shape becomes that
 //! group's GEMM prologue (the epilogue is the group's loop).
 //!
 //! Regions: with more than one thread, runs of steps too small to split themselves across
@@ -187,34 +189,100 @@ fn in_place_pairs(
 }
 
 struct GroupBuild {
+    /// In topological order.
     members: Vec<NodeId>,
     shape: Vec<usize>,
     gemm: Option<NodeId>,
 }
 
-/// Whether `start` depends on group `g` in the graph where every group is contracted to
-/// one node (a group runs as a unit, so it waits for the inputs of all its members).
-fn depends_on_group(body: &Graph, group_of: &[Option<usize>], groups: &[GroupBuild], start: NodeId, g: usize) -> bool {
-    let mut seen = vec![false; body.len()];
-    let mut seen_group = vec![false; groups.len()];
-    let mut stack = vec![start];
-    while let Some(x) = stack.pop() {
-        if std::mem::replace(&mut seen[x.index()], true) {
-            continue;
+/// Reachability queries on the body with every fusion group contracted to one node (a
+/// group runs as a unit, so it waits for the inputs of all its members).
+///
+/// A node earlier in topological order than a group's first member cannot depend on the
+/// group, so a search stops there: it visits only the nodes between the group and the
+/// query, not every ancestor (which made fusion quadratic in the body's size). The
+/// visited marks are stamps, reset in O(1) per query.
+struct GroupReach {
+    /// Each node's position in the analysis' topological order.
+    pos: Vec<usize>,
+    seen: Vec<u32>,
+    seen_group: Vec<u32>,
+    stamp: u32,
+    stack: Vec<NodeId>,
+}
+
+impl GroupReach {
+    fn new(body: &Graph, order: &[NodeId]) -> GroupReach {
+        let mut pos = vec![usize::MAX; body.len()];
+        for (i, id) in order.iter().enumerate() {
+            pos[id.index()] = i;
         }
-        match group_of[x.index()] {
-            Some(h) if h == g => return true,
-            Some(h) => {
-                if !std::mem::replace(&mut seen_group[h], true) {
-                    for &m in &groups[h].members {
-                        stack.extend(body.node(m).inputs.iter().map(|o| o.node));
+        GroupReach { pos, seen: vec![0; body.len()], seen_group: Vec::new(), stamp: 0, stack: Vec::new() }
+    }
+
+    /// Whether `start` depends on (or is a member of) any group in `targets`.
+    fn depends_on(
+        &mut self,
+        body: &Graph,
+        group_of: &[Option<usize>],
+        groups: &[GroupBuild],
+        start: NodeId,
+        targets: &[usize],
+    ) -> bool {
+        let Some(first) = targets.iter().map(|&g| self.pos[groups[g].members[0].index()]).min() else {
+            return false;
+        };
+        self.stamp += 1;
+        if self.seen_group.len() < groups.len() {
+            self.seen_group.resize(groups.len(), 0);
+        }
+        let stamp = self.stamp;
+        self.stack.clear();
+        self.stack.push(start);
+        while let Some(x) = self.stack.pop() {
+            if self.pos[x.index()] < first || std::mem::replace(&mut self.seen[x.index()], stamp) == stamp {
+                continue;
+            }
+            match group_of[x.index()] {
+                Some(h) if targets.contains(&h) => return true,
+                Some(h) => {
+                    if std::mem::replace(&mut self.seen_group[h], stamp) != stamp {
+                        for &m in &groups[h].members {
+                            self.stack.extend(body.node(m).inputs.iter().map(|o| o.node));
+                        }
+                    }
+                }
+                None => self.stack.extend(body.node(x).inputs.iter().map(|o| o.node)),
+            }
+        }
+        false
+    }
+
+    /// Whether groups `a` and `b` may become one: no path leaves either and enters the
+    /// other (a member of one reading a member of the other directly is fine).
+    fn mergeable(
+        &mut self,
+        body: &Graph,
+        group_of: &[Option<usize>],
+        groups: &[GroupBuild],
+        a: usize,
+        b: usize,
+    ) -> bool {
+        for (from, to) in [(a, b), (b, a)] {
+            for &m in &groups[to].members {
+                for q in &body.node(m).inputs {
+                    let qg = group_of[q.node.index()];
+                    if qg == Some(to) || qg == Some(from) {
+                        continue;
+                    }
+                    if self.depends_on(body, group_of, groups, q.node, &[from]) {
+                        return false;
                     }
                 }
             }
-            None => stack.extend(body.node(x).inputs.iter().map(|o| o.node)),
         }
+        true
     }
-    false
 }
 
 /// Builds the program for an analysed body.
@@ -251,31 +319,54 @@ pub(crate) fn build(
         }
     }
 
-    // Fusion groups.
+    // Fusion groups. A node joins the first producer group of its shape that stays convex
+    // with it; each further producer group of that shape (an Adam update's `m·α` and
+    // `√v + ε` chains meeting in one division) merges in when the union stays convex too,
+    // so the siblings' intermediate never goes through memory.
     let mut group_of: Vec<Option<usize>> = vec![None; n];
     let mut groups: Vec<GroupBuild> = Vec::new();
+    let mut reach = GroupReach::new(body, &an.order);
     for &id in &an.order {
         let node = body.node(id);
         if let NodeKind::Elementwise(_) = kind(id) {
             let shape = &an.nodes[id.index()].as_ref().expect("analysed").outputs[0].shape;
-            let mut chosen = None;
+            let mut candidates: SmallVec<[usize; 4]> = SmallVec::new();
             for o in &node.inputs {
-                let Some(g) = group_of[o.node.index()] else { continue };
-                if groups[g].shape != *shape || chosen == Some(g) {
-                    continue;
-                }
-                let convex = node.inputs.iter().all(|q| {
-                    group_of[q.node.index()] == Some(g) || !depends_on_group(body, &group_of, &groups, q.node, g)
-                });
-                if convex {
-                    chosen = Some(g);
-                    break;
+                if let Some(g) = group_of[o.node.index()] {
+                    if groups[g].shape == *shape && !candidates.contains(&g) {
+                        candidates.push(g);
+                    }
                 }
             }
-            let g = chosen.unwrap_or_else(|| {
-                groups.push(GroupBuild { members: Vec::new(), shape: shape.clone(), gemm: None });
-                groups.len() - 1
-            });
+            let mut chosen: SmallVec<[usize; 4]> = SmallVec::new();
+            for &g in &candidates {
+                let mut with = chosen.clone();
+                with.push(g);
+                // Every input outside the groups joined must not depend on any of them.
+                let convex = node.inputs.iter().all(|q| {
+                    group_of[q.node.index()].is_some_and(|h| with.contains(&h))
+                        || !reach.depends_on(body, &group_of, &groups, q.node, &with)
+                });
+                if convex && chosen.iter().all(|&c| reach.mergeable(body, &group_of, &groups, c, g)) {
+                    chosen.push(g);
+                }
+            }
+            let g = match chosen.first() {
+                Some(&g) => g,
+                None => {
+                    groups.push(GroupBuild { members: Vec::new(), shape: shape.clone(), gemm: None });
+                    groups.len() - 1
+                }
+            };
+            for &h in chosen.iter().skip(1) {
+                let moved = std::mem::take(&mut groups[h].members);
+                for &m in &moved {
+                    group_of[m.index()] = Some(g);
+                }
+                groups[g].members.extend(moved);
+                let pos = &reach.pos;
+                groups[g].members.sort_unstable_by_key(|m| pos[m.index()]);
+            }
             groups[g].members.push(id);
             group_of[id.index()] = Some(g);
         }

@@ -153,6 +153,23 @@ pub(crate) fn regions(
             }
         }
     }
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let cost = |r: std::ops::Range<usize>| r.map(|i| cost_ns(&steps[i], types)).sum::<usize>();
+        let in_regions: usize = out.iter().map(|r| cost(r.start..r.end)).sum();
+        let shared: usize = (0..steps.len()).filter(|&i| shares[i]).map(|i| cost_ns(&steps[i], types)).sum();
+        tracing::debug!(
+            regions = out.len(),
+            steps = steps.len(),
+            steps_in_regions = out.iter().map(|r| r.end - r.start).sum::<usize>(),
+            est_us = cost(0..steps.len()) / 1000,
+            est_us_may_share = shared / 1000,
+            est_us_in_regions = in_regions / 1000,
+            "concurrent regions"
+        );
+        for r in &out {
+            tracing::trace!(start = r.start, end = r.end, "region");
+        }
+    }
     out
 }
 
