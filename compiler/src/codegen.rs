@@ -342,7 +342,7 @@ impl<'d> CodeGen<'d> {
             let pool_base = b.ins().load(types::I64, flags, ptrs, (nptr * 8) as i32);
             // Constants are loaded once before the loops; the register allocator keeps the
             // hot ones in registers and reloads the rest from its spill slots.
-            let hoist_to = if std::env::var_os("AC_NOHOIST").is_some() { None } else { Some(entry) };
+            let hoist_to = Some(entry);
             let tiles = tile_plan.map(|plan| {
                 let bytes = (plan.buffers * TILE * 4) as u32;
                 let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 6));
