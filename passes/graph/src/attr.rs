@@ -211,6 +211,11 @@ impl Attrs {
         Attrs(Vec::new())
     }
 
+    /// Empty, with room for `n` attributes.
+    pub fn with_capacity(n: usize) -> Attrs {
+        Attrs(Vec::with_capacity(n))
+    }
+
     fn position(&self, key: &str) -> Result<usize, usize> {
         self.0.binary_search_by(|(k, _)| k.as_str().cmp(key))
     }

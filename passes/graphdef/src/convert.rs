@@ -73,16 +73,28 @@ pub(crate) fn graph_from_nodes(raw: Vec<RawNode>, gd: pb::GraphDef) -> Result<Gr
 }
 
 pub(crate) fn node_from_proto(n: pb::NodeDef, span: Option<Span>) -> Result<RawNode, GraphDefError> {
-    let ctx = Ctx { node: &n.name, span };
-    let attrs = attrs_from_proto(n.attr, ctx)?;
-    Ok(RawNode { name: n.name, op: n.op, inputs: n.input, attrs, device: n.device, span })
+    node_from_parts(n.name, n.op, n.input, n.device, n.attr, span)
+}
+
+/// A node from its decoded fields; `attr` holds each key once.
+pub(crate) fn node_from_parts(
+    name: String,
+    op: String,
+    inputs: Vec<String>,
+    device: String,
+    attr: impl IntoIterator<Item = (String, pb::AttrValue)>,
+    span: Option<Span>,
+) -> Result<RawNode, GraphDefError> {
+    let attrs = attrs_from_proto(attr, Ctx { node: &name, span })?;
+    Ok(RawNode { name, op, inputs, attrs, device, span })
 }
 
 fn attrs_from_proto(
-    map: std::collections::HashMap<String, pb::AttrValue>,
+    map: impl IntoIterator<Item = (String, pb::AttrValue)>,
     ctx: Ctx<'_>,
 ) -> Result<Attrs, GraphDefError> {
-    let mut attrs = Attrs::new();
+    let map = map.into_iter();
+    let mut attrs = Attrs::with_capacity(map.size_hint().0);
     for (k, v) in map {
         // TensorFlow writes internal annotations with no value (`_input_shapes` on the
         // functions of a SavedModel's resource destroyers, for one); they carry nothing.

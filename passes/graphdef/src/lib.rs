@@ -18,6 +18,7 @@ pub mod saved_model;
 pub mod table;
 pub mod tensor_bundle;
 pub mod text;
+mod wire;
 
 /// The generated GraphDef messages (package `tensorflow`).
 pub mod proto {
@@ -112,6 +113,9 @@ pub fn parse_pbtxt(text: &str) -> Result<Graph, GraphDefError> {
 /// Reads a binary `.pb` GraphDef.
 pub fn parse_pb(bytes: &[u8]) -> Result<Graph, GraphDefError> {
     let _span = tracing::debug_span!("parse_pb", bytes = bytes.len()).entered();
+    if let Some(graph) = wire::parse_pb_streaming(bytes) {
+        return graph;
+    }
     graph_from_proto(decode_pb(bytes)?, &[])
 }
 
