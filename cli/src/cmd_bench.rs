@@ -88,9 +88,13 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     let plain = if args.no_optimize { plain } else { optimized(plain, options.clone())? };
     let clustered = clustered_session(graph, &args.inputs, options, CompilerOptions::default(), !args.no_optimize)?;
     let report = clustered.report.clone().unwrap_or_default();
-    // Warm-up: plans, kernels, and the clustered mode's compiles.
-    step(&plain)?;
-    step(&clustered)?;
+    // Warm-up: plans, kernels, and the clustered mode's compiles. A failure says first why
+    // either mode is not the program it is meant to be (unoptimized, unclustered).
+    if let Err(e) = step(&plain).and_then(|_| step(&clustered)) {
+        print_notes(&plain.notes);
+        print_notes(report.fallback_notes());
+        return Err(e);
+    }
     let jit = clustered.session.jit();
     print_notes(&plain.notes);
     print_notes(&report.notes);

@@ -39,6 +39,18 @@ pub struct ClusterCounts {
 }
 
 impl ClusterReport {
+    /// Why the clustered path runs the plain executor instead, when it does (no cluster
+    /// formed, or the pipeline gave up): what a failing first step must still say, since
+    /// the failure may be the plain executor's (an op it has no kernel for) where the
+    /// compiled program would have run.
+    pub fn fallback_notes(&self) -> &[String] {
+        if self.clusters.is_empty() {
+            &self.notes
+        } else {
+            &[]
+        }
+    }
+
     /// Counts the clusters that ran compiled and those that (at least once)
     /// ran in the interpreter; clusters never called count as neither.
     pub fn counts(&self, jit: &Jit) -> ClusterCounts {

@@ -162,6 +162,39 @@ a = AddV2(m, x) {T = float32}
     assert!(stdout.starts_with("a:0 = ") && stdout.contains("[3.0, 6.0, 9.0]"), "{stdout}");
 }
 
+/// A first step that fails still says why it ran unclustered, before the error: the
+/// failure may be the plain executor's own (an op it has no kernel for) where the compiled
+/// program would have run (sweep 11: bfloat16 `ResourceApplyAdam`, whose fallback reason
+/// only RUST_LOG showed).
+#[test]
+fn a_failing_unclustered_step_still_says_why_it_is_unclustered() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(
+        &dir,
+        "g.graph",
+        r#"
+x = Placeholder() {dtype = float32, shape = shape[3]}
+k = Const() {dtype = float32, value = float32[3]{1.0, 1.0, 1.0}}
+m = Mul(x, k) {T = float32}
+l = Log(m) {T = float32}
+c = CheckNumerics(l) {T = float32, message = "log of a negative"}
+"#,
+    );
+    for cmd in ["run", "bench"] {
+        let mut args = vec![cmd, g.as_str(), "--feed", "x=[1,-2,3]", "--feed", "k=[2,2,2]", "--fetch", "c"];
+        if cmd == "bench" {
+            args.extend(["--steps", "1"]);
+        }
+        let out = autoclust(&args);
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let note = stderr.find("note: running unclustered: feed of 'k', which is not a Placeholder");
+        let error = stderr.find("error: ");
+        assert!(note.is_some() && error.is_some() && note < error, "{cmd}: {stderr}");
+        assert!(stderr.contains("log of a negative"), "{cmd}: {stderr}");
+    }
+}
+
 /// A TF2 step's int64 captured variable (Keras' Adam iteration counter) whose users are all
 /// pruned away by the request still carries over into the clustered session: its dtype is
 /// unknown there, not float32, so the run clusters without a note (it used to fall back to

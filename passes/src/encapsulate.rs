@@ -514,20 +514,23 @@ fn attrs(pairs: &[(&str, AttrValue)]) -> Attrs {
 
 /// The scalar 1 of a float dtype (the optimizers' `1 - beta` terms), `None` for others.
 fn float_one(dtype: DType) -> Option<Tensor> {
+    float_scalar(dtype, 1.0)
+}
+
+/// The scalar `v` of a float dtype (half types rounded to nearest-even; `None` for other
+/// dtypes).
+fn float_scalar(dtype: DType, v: f64) -> Option<Tensor> {
     match dtype {
-        DType::Float32 => Some(Tensor::scalar_f32(1.0)),
-        DType::Float64 => Tensor::from_f64(vec![], vec![1.0]).ok(),
+        DType::Float32 => Some(Tensor::scalar_f32(v as f32)),
+        DType::Float64 => Tensor::from_f64(vec![], vec![v]).ok(),
+        d if d.is_half() => autoclust_graph::half::narrow(&Tensor::scalar_f32(v as f32), d),
         _ => None,
     }
 }
 
 /// A scalar constant `name/what` of a float dtype (`None` for other dtypes).
 fn scalar_const(body: &mut Body, name: &str, what: &str, dtype: DType, v: f64) -> Option<String> {
-    let t = match dtype {
-        DType::Float32 => Tensor::scalar_f32(v as f32),
-        DType::Float64 => Tensor::from_f64(vec![], vec![v]).ok()?,
-        _ => return None,
-    };
+    let t = float_scalar(dtype, v)?;
     Some(body.op(
         &format!("{name}/{what}"),
         "Const",

@@ -412,6 +412,44 @@ fn apply<T: Real>(rule: Rule, layout: Layout, vals: &mut [Tensor], inp: &Inputs)
     Ok(())
 }
 
+/// The update of half-precision variables (float16, bfloat16: what `tf.compat.v1`
+/// optimizers emit for a half model): the variables, gradient and hyperparameters widened to
+/// float32, the rule applied there, the variables rounded back to nearest-even. TensorFlow's
+/// kernels round after each operation of the rule instead, so results may differ from its by
+/// an ulp of the half type. Every float operand must have the variables' dtype, as
+/// TensorFlow's type constraint `T` says.
+fn apply_half(rule: Rule, layout: Layout, vals: &mut [Tensor], inp: &Inputs) -> KResult<()> {
+    let half = vals[0].dtype;
+    let mut wide: Vec<Tensor> = Vec::with_capacity(vals.len());
+    for v in vals.iter() {
+        if v.dtype != half {
+            return Err(KernelError::DType(v.dtype));
+        }
+        wide.push(widen(v)?);
+    }
+    let mut wide_inp = Inputs::new();
+    for (i, t) in inp.iter().enumerate() {
+        let float_operand = i >= layout.vars && Some(i) != layout.indices && Some(i) != layout.step;
+        if float_operand && t.dtype != half {
+            return Err(KernelError::DType(t.dtype));
+        }
+        wide_inp.push(if float_operand { widen(t)? } else { t.clone() });
+    }
+    apply::<f32>(rule, layout, &mut wide, &wide_inp)?;
+    let narrow: Vec<Tensor> = wide
+        .iter()
+        .map(|w| autoclust_graph::half::narrow(w, half).ok_or(KernelError::DType(half)))
+        .collect::<KResult<_>>()?;
+    for (v, n) in vals.iter_mut().zip(narrow) {
+        *v = n;
+    }
+    Ok(())
+}
+
+fn widen(t: &Tensor) -> KResult<Tensor> {
+    autoclust_graph::half::widen(t).ok_or(KernelError::DType(t.dtype))
+}
+
 /// Runs an optimizer op: locks its variables in id order, validates, updates.
 fn run(store: &VariableStore, rule: Rule, layout: Layout, inp: Inputs) -> KResult<Outputs> {
     arity(&inp, layout.inputs)?;
@@ -430,7 +468,11 @@ fn run(store: &VariableStore, rule: Rule, layout: Layout, inp: Inputs) -> KResul
     // an earlier snapshot still shares them), then put them back: on a
     // validation error they are unchanged.
     let mut vals: Vec<Tensor> = ids.iter().map(|&id| guards.take(id).expect("checked above")).collect();
-    let result = dispatch_float!(vals[0].dtype, apply(rule, layout, &mut vals, &inp));
+    let result = if vals[0].dtype.is_half() {
+        apply_half(rule, layout, &mut vals, &inp)
+    } else {
+        dispatch_float!(vals[0].dtype, apply(rule, layout, &mut vals, &inp))
+    };
     for (&id, v) in ids.iter().zip(vals) {
         guards.set(id, v);
     }
@@ -556,6 +598,60 @@ mod tests {
                 assert!((f64::from(*a) - b).abs() <= 2e-7 * b.abs().max(1e-3), "{got:?} vs {want:?}");
             }
         }
+    }
+
+    /// A float16 or bfloat16 tensor of `x` (each rounded to the type).
+    fn half(dtype: DType, shape: Vec<usize>, x: &[f32]) -> Tensor {
+        autoclust_graph::half::narrow(&Tensor::from_f32(shape, x.to_vec()).unwrap(), dtype).unwrap()
+    }
+
+    #[test]
+    fn half_variables_update_in_float32_and_round_back() {
+        for dtype in [DType::Float16, DType::BFloat16] {
+            let (w0, m0, v0, g) =
+                ([0.5f32, -1.25, 3.0], [0.1f32, 0.0, -0.2], [0.01f32, 0.5, 0.25], [0.3f32, -2.0, 0.7]);
+            let (s, ids) = store(&[
+                ("w", half(dtype, vec![3], &w0)),
+                ("m", half(dtype, vec![3], &m0)),
+                ("v", half(dtype, vec![3], &v0)),
+            ]);
+            let h: Vec<Tensor> = ids.iter().map(|&i| handle_tensor(i)).collect();
+            let sc = |x: f32| half(dtype, vec![], &[x]);
+            let (b1p, b2p, lr, b1, b2, eps) = (0.9f32, 0.999f32, 0.1f32, 0.9f32, 0.999f32, 1e-3f32);
+            let inp = vec![
+                h[0].clone(),
+                h[1].clone(),
+                h[2].clone(),
+                sc(b1p),
+                sc(b2p),
+                sc(lr),
+                sc(b1),
+                sc(b2),
+                sc(eps),
+                half(dtype, vec![3], &g),
+            ];
+            run_op("ResourceApplyAdam", &[], &s, inp).unwrap();
+            // Every operand as the half type holds it, the rule in float32, one rounding.
+            let r = |x: f32| autoclust_graph::half::round_to(x, dtype);
+            let (b1p, b2p, lr, b1, b2, eps) = (r(b1p), r(b2p), r(lr), r(b1), r(b2), r(eps));
+            let alpha = lr * (1.0 - b2p).sqrt() / (1.0 - b1p);
+            for i in 0..3 {
+                let (w, m, v, g) = (r(w0[i]), r(m0[i]), r(v0[i]), r(g[i]));
+                let m = m + (g - m) * (1.0 - b1);
+                let v = v + (g * g - v) * (1.0 - b2);
+                let w = w - m * alpha / (v.sqrt() + eps);
+                let got: Vec<f32> =
+                    ids.iter().map(|&id| s.get(id).read().unwrap().to_f64_vec().unwrap()[i] as f32).collect();
+                assert_eq!(got, vec![r(w), r(m), r(v)], "{dtype} element {i}");
+                assert_eq!(s.get(ids[0]).read().unwrap().dtype, dtype, "the variable keeps its type");
+            }
+        }
+        // An operand of another float type is refused, as TensorFlow's `T` constraint does,
+        // and the variable is left as it was.
+        let (s, ids) = store(&[("w", half(DType::Float16, vec![1], &[1.0]))]);
+        let inp = vec![handle_tensor(ids[0]), Tensor::scalar_f32(0.1), half(DType::Float16, vec![1], &[1.0])];
+        assert!(run_op("ResourceApplyGradientDescent", &[], &s, inp).is_err());
+        assert_eq!(s.get(ids[0]).read().unwrap().to_f64_vec().unwrap(), vec![1.0]);
     }
 
     #[test]
