@@ -1376,3 +1376,40 @@ fn host_step_ops_join_clusters_and_match_tensorflow() {
     let line = text.lines().find(|l| l.contains("ohd (OneHot)")).unwrap_or_else(|| panic!("no line for ohd:\n{text}"));
     assert!(line.contains("must be known at compile time"), "{line}");
 }
+
+/// ArgMax/ArgMin skip NaNs as TensorFlow's CPU kernel does (Eigen's arg reducers start from
+/// index 0 holding the type's lowest value and take only a strictly better element): a
+/// leading NaN no longer wins (sweep 11: `[nan, -3, 1, .25]` gave 0 where TensorFlow gives
+/// 2), and a row of NaNs gives 0 — compiled and interpreted alike.
+#[test]
+fn arg_max_and_min_skip_nans_as_tensorflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(
+        &dir,
+        "arg.graph",
+        "x = Placeholder() {dtype = float32, shape = shape[3, 4]}\n\
+         s = Placeholder() {dtype = float32, shape = shape[3, 4]}\n\
+         n = Log(s) {T = float32}\n\
+         y = AddV2(x, n) {T = float32}\n\
+         ax = Const() {dtype = int32, value = int32[]{1}}\n\
+         amx = ArgMax(y, ax) {T = float32, Tidx = int32, output_type = int64}\n\
+         amn = ArgMin(y, ax) {T = float32, Tidx = int32, output_type = int32}\n",
+    );
+    // y = [[nan, -3, 1, .25], [7, nan, nan, nan], [nan, nan, nan, nan]] (Log(-1) is NaN).
+    let args = [
+        "--feed",
+        "x=[[0,-3,1,0.25],[7,2,-5,9],[0,0,0,0]]",
+        "--feed",
+        "s=[[-1,1,1,1],[1,-1,-1,-1],[-1,-1,-1,-1]]",
+        "--fetch",
+        "amx:0",
+        "--fetch",
+        "amn:0",
+    ];
+    let (got, plain, _) = both_modes(&g, &args);
+    for (k, want) in [("amx:0", [2.0, 0.0, 0.0]), ("amn:0", [1.0, 0.0, 0.0])] {
+        assert_eq!(got[k].data, want, "clustered {k}");
+        assert_eq!(plain[k].data, want, "plain {k}");
+    }
+    assert_clustered(&g, &["amx", "amn"]);
+}

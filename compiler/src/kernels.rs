@@ -38,8 +38,8 @@ pub enum KernelOp {
     Pack { axis: usize },
     /// Split (SplitV) along `axis` into consecutive pieces of `sizes` (one output each).
     Split { axis: usize, sizes: Vec<usize> },
-    /// ArgMax/ArgMin of float32 along `axis` (the first index of the extreme; a NaN never
-    /// replaces the running best, as TensorFlow's CPU kernel), as int32 or int64 `out`.
+    /// ArgMax/ArgMin of float32 along `axis` (the first index of the extreme; a NaN is never
+    /// taken, a leading one included, as TensorFlow's CPU kernel), as int32 or int64 `out`.
     ArgExtreme { axis: usize, min: bool, out: DType },
     /// `UnsortedSegmentSum(data, segment_ids, num_segments)`: rows of `data`
     /// (its trailing `inner` elements after the ids' dimensions) summed into
@@ -366,8 +366,10 @@ impl KernelOp {
                 let mut idx = Vec::with_capacity(outer * inner);
                 for o in 0..outer {
                     for i in 0..inner {
-                        let (mut best, mut bv) = (0usize, v[o * r * inner + i]);
-                        for j in 1..r {
+                        // Eigen's arg reducers: index 0 holding the type's lowest
+                        // (highest) value, a strictly better element taken (never a NaN).
+                        let (mut best, mut bv) = (0usize, if *min { f32::MAX } else { f32::MIN });
+                        for j in 0..r {
                             let x = v[o * r * inner + j * inner + i];
                             if (!*min && x > bv) || (*min && x < bv) {
                                 best = j;

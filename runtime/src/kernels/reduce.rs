@@ -171,6 +171,29 @@ pub fn reduce(op: Reduce, t: &Tensor, axes: &[i64], keep_dims: bool) -> KResult<
     }
 }
 
+/// `NumTraits<T>::lowest()` (ArgMax) or `highest()` (ArgMin) of `dtype`, as f64.
+fn arg_bound(dtype: DType, max: bool) -> f64 {
+    let (lo, hi) = match dtype {
+        DType::Float32 => (f64::from(f32::MIN), f64::from(f32::MAX)),
+        DType::Float64 => (f64::MIN, f64::MAX),
+        DType::Float16 => (-65504.0, 65504.0),
+        DType::BFloat16 => (-3.3895313892515355e38, 3.3895313892515355e38),
+        DType::Int8 => (f64::from(i8::MIN), f64::from(i8::MAX)),
+        DType::Int16 => (f64::from(i16::MIN), f64::from(i16::MAX)),
+        DType::Int32 => (f64::from(i32::MIN), f64::from(i32::MAX)),
+        DType::UInt8 => (0.0, f64::from(u8::MAX)),
+        DType::UInt16 => (0.0, f64::from(u16::MAX)),
+        DType::UInt32 => (0.0, f64::from(u32::MAX)),
+        DType::UInt64 => (0.0, u64::MAX as f64),
+        _ => (i64::MIN as f64, i64::MAX as f64),
+    };
+    if max {
+        lo
+    } else {
+        hi
+    }
+}
+
 fn arg_extreme<T: Elem>(t: &Tensor, axis: usize, max: bool, out_type: DType) -> KResult<Tensor> {
     let x = T::slice(t);
     let r = t.shape[axis];
@@ -179,12 +202,17 @@ fn arg_extreme<T: Elem>(t: &Tensor, axis: usize, max: bool, out_type: DType) -> 
     }
     let outer: usize = t.shape[..axis].iter().product();
     let inner: usize = t.shape[axis + 1..].iter().product();
+    // TensorFlow's CPU kernel (Eigen's arg reducers) starts from index 0 holding the type's
+    // lowest (ArgMin: highest) value and takes a later element only when strictly beyond
+    // the running best: a NaN is never taken (a leading one included), ties keep the first
+    // index, and a row of NaNs (or of nothing beyond the bound) gives 0.
+    let bound = T::from_f64(arg_bound(T::DTYPE, max));
     let mut idx = Vec::with_capacity(outer * inner);
     for o in 0..outer {
         for i in 0..inner {
             let mut best = 0usize;
-            let mut bv = x[o * r * inner + i];
-            for j in 1..r {
+            let mut bv = bound;
+            for j in 0..r {
                 let v = x[o * r * inner + j * inner + i];
                 if (max && v > bv) || (!max && v < bv) {
                     best = j;
@@ -268,6 +296,23 @@ mod tests {
         let none = Tensor::from_i32(vec![0], vec![]).unwrap();
         let same = run1(&node("Sum", &[]), &[m23(), none]).unwrap();
         assert_eq!(same, m23());
+    }
+
+    #[test]
+    fn arg_extremes_skip_nans_and_keep_the_first_tie() {
+        let nan = f32::NAN;
+        let t = Tensor::from_f32(
+            vec![4, 4],
+            vec![nan, -3.0, 1.0, 0.25, nan, nan, nan, nan, 2.0, 5.0, 5.0, nan, f32::NEG_INFINITY, f32::MIN, -1.0, -1.0],
+        )
+        .unwrap();
+        let am = |op: &str| run1(&node(op, &[]), &[t.clone(), Tensor::scalar_i32(1)]).unwrap();
+        assert_eq!(am("ArgMax").as_i64().unwrap(), &[2, 0, 1, 2]);
+        assert_eq!(am("ArgMin").as_i64().unwrap(), &[1, 0, 0, 0]);
+        // Eigen's bound is the type's lowest finite value: -inf and lowest itself never win.
+        let low = Tensor::from_f32(vec![2], vec![f32::NEG_INFINITY, f32::MIN]).unwrap();
+        let a = run1(&node("ArgMax", &[]), &[low, Tensor::scalar_i32(0)]).unwrap();
+        assert_eq!(a.as_i64().unwrap(), &[0]);
     }
 
     #[test]
