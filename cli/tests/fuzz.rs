@@ -72,7 +72,8 @@ fn fuzzed_savedmodel_keeps_the_contract() {
 
 /// A reproducer: `NAME.expect` holds `args:` (the command line, `{}` for the input file
 /// `NAME.<ext>` beside it; other paths relative to the repository root), `exit:` and
-/// `error:` (the exact first stderr line, `-` when none is expected).
+/// `error:` (the exact `error:` line of stderr — notes saying why the run fell back may come
+/// first —, `-` when none is expected).
 #[test]
 fn reproducers_give_their_recorded_outcome() {
     let dir = engine::repo_root().join("testdata/fuzz");
@@ -103,7 +104,7 @@ fn reproducers_give_their_recorded_outcome() {
         assert_eq!(o.code, Some(exit), "{}: {}", path.display(), o.stderr);
         let want = field("error:");
         if want != "-" {
-            let got = o.first_line().trim_start_matches("error:").trim();
+            let got = o.error_line().trim_start_matches("error:").trim();
             let got = got.replace(&input.display().to_string(), "{}");
             assert_eq!(got, want, "{}", path.display());
         }

@@ -753,6 +753,12 @@ impl Outcome {
     pub fn first_line(&self) -> &str {
         self.stderr.lines().next().unwrap_or("")
     }
+
+    /// The `error:` line of stderr (after any `note:` saying why the run was unclustered or
+    /// unoptimized), or the first line when there is none.
+    pub fn error_line(&self) -> &str {
+        self.stderr.lines().find(|l| l.starts_with("error:")).unwrap_or_else(|| self.first_line())
+    }
 }
 
 /// Runs `bin args` in `dir` under `limits`.
