@@ -110,9 +110,10 @@ def write(name, cf, variables, feeds, steps):
     assert len(fetch) == len(outs)
     # Contiguous copies: safetensors 0.8 writes a non-contiguous view's underlying buffer, so a
     # feed such as `seq[:, :-1]` was written shifted (and TensorFlow's expected values, computed
-    # from the view itself, then disagreed with the file).
-    save_file({k: np.ascontiguousarray(v) for k, v in feeds.items()}, os.path.join(OUT, name + ".feeds.safetensors"))
+    # from the view itself, then disagreed with the file). `np.array(v, order="C")`, not
+    # `np.ascontiguousarray`, which makes a 0-d feed shape [1].
     arr = lambda v: np.array(v, order="C")  # noqa: E731  (0-d values become arrays too)
+    save_file({k: arr(v) for k, v in feeds.items()}, os.path.join(OUT, name + ".feeds.safetensors"))
     save_file({names[id(v)]: arr(init) for v, init in variables}, os.path.join(OUT, name + ".vars.safetensors"))
     save_file({f: arr(o.numpy()) for f, o in zip(fetch, outs)}, os.path.join(OUT, name + ".expected.safetensors"))
     save_file({names[id(v)]: arr(v.numpy()) for v, _ in variables},
