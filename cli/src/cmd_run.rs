@@ -593,11 +593,10 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         let result = session.run(&request);
         if result.is_err() {
             progress.finish();
-            // The error alone, but for why this is not the program `run` meant to run.
+            // The error alone, but for how this is not the program `run` meant to run
+            // (unoptimized, unclustered).
             if done == 1 {
-                let unoptimized: Vec<String> =
-                    notes.iter().filter(|n| n.starts_with("running unoptimized")).cloned().collect();
-                print_notes(&unoptimized);
+                print_notes(&notes);
                 if let Some(r) = &report {
                     print_notes(r.fallback_notes());
                 }

@@ -200,8 +200,10 @@ struct GroupBuild {
 ///
 /// A node earlier in topological order than a group's first member cannot depend on the
 /// group, so a search stops there: it visits only the nodes between the group and the
-/// query, not every ancestor (which made fusion quadratic in the body's size). The
-/// visited marks are stamps, reset in O(1) per query.
+/// query, not every ancestor (which made fusion quadratic in the body's size). A grouped
+/// node stands for its whole group, which waits for every member's inputs: it is cut only
+/// when the group's *latest* member is earlier than that. The visited marks are stamps,
+/// reset in O(1) per query.
 struct GroupReach {
     /// Each node's position in the analysis' topological order.
     pos: Vec<usize>,
@@ -240,7 +242,11 @@ impl GroupReach {
         self.stack.clear();
         self.stack.push(start);
         while let Some(x) = self.stack.pop() {
-            if self.pos[x.index()] < first || std::mem::replace(&mut self.seen[x.index()], stamp) == stamp {
+            let latest = match group_of[x.index()] {
+                Some(h) => self.pos[groups[h].members.last().expect("a live group has members").index()],
+                None => self.pos[x.index()],
+            };
+            if latest < first || std::mem::replace(&mut self.seen[x.index()], stamp) == stamp {
                 continue;
             }
             match group_of[x.index()] {
