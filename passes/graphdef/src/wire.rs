@@ -120,6 +120,7 @@ fn node(bytes: &[u8]) -> Option<RawNode> {
                     match e.tag()? {
                         (1, LEN) => key = e.string()?,
                         (2, LEN) => value = nested::<AttrValue>(e.bytes()?, 3)?,
+                        (1 | 2, _) => return None,
                         (_, wt) => e.skip(wt)?,
                     }
                 }
@@ -273,5 +274,7 @@ versions { producer: 1882 min_consumer: 12 }
         assert!(slow(&[0x0a, 0x03, 0x0a, 0x01, 0xff]).is_err());
         // A group (wire type 3) anywhere.
         assert!(parse_pb_streaming(&[0x1b, 0x1c]).is_none());
+        // An attribute entry whose key is a varint (node { attr { key: 1 } }).
+        assert!(parse_pb_streaming(&[0x0a, 0x04, 0x2a, 0x02, 0x08, 0x01]).is_none());
     }
 }
