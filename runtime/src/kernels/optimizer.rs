@@ -425,7 +425,7 @@ fn apply_half(rule: Rule, layout: Layout, vals: &mut [Tensor], inp: &Inputs) -> 
         if v.dtype != half {
             return Err(KernelError::DType(v.dtype));
         }
-        wide.push(widen(v)?);
+        wide.push(super::half::widen(v)?);
     }
     let mut wide_inp = Inputs::new();
     for (i, t) in inp.iter().enumerate() {
@@ -433,21 +433,14 @@ fn apply_half(rule: Rule, layout: Layout, vals: &mut [Tensor], inp: &Inputs) -> 
         if float_operand && t.dtype != half {
             return Err(KernelError::DType(t.dtype));
         }
-        wide_inp.push(if float_operand { widen(t)? } else { t.clone() });
+        wide_inp.push(if float_operand { super::half::widen(t)? } else { t.clone() });
     }
     apply::<f32>(rule, layout, &mut wide, &wide_inp)?;
-    let narrow: Vec<Tensor> = wide
-        .iter()
-        .map(|w| autoclust_graph::half::narrow(w, half).ok_or(KernelError::DType(half)))
-        .collect::<KResult<_>>()?;
+    let narrow: Vec<Tensor> = wide.iter().map(|w| super::half::narrow(w, half)).collect::<KResult<_>>()?;
     for (v, n) in vals.iter_mut().zip(narrow) {
         *v = n;
     }
     Ok(())
-}
-
-fn widen(t: &Tensor) -> KResult<Tensor> {
-    autoclust_graph::half::widen(t).ok_or(KernelError::DType(t.dtype))
 }
 
 /// Runs an optimizer op: locks its variables in id order, validates, updates.
