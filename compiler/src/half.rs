@@ -26,7 +26,7 @@
 //! - A stateless uniform sampler draws TensorFlow's half samples (from 10 or 7 random bits
 //!   each, not float32 samples rounded), marked for the sampler by `HALF_UNIFORM_ATTR`.
 //! - Ops TensorFlow computes as several half operations (`AddN` left to right, `Sigmoid`,
-//!   `Elu`, `Selu`, `LeakyRelu`, `Softplus`, their gradients, `SquaredDifference`) become
+//!   `Elu`, `Selu`, `LeakyRelu`, `Softplus`, their gradients, `SquaredDifference`, `Mean`) become
 //!   their programs (`autoclust_graph::half::half_program`, which the interpreter runs too),
 //!   each step rounded; one rounding of the float32 result would differ.
 //!
@@ -272,7 +272,7 @@ pub fn widen(body: &Graph, inputs: &[(DType, Vec<usize>)]) -> Result<Option<Wide
                 let mut values: Vec<Output> = Vec::new();
                 for step in program.expect("matched").steps {
                     let v = match step {
-                        HalfStep::Input(k) => *node.inputs.get(k).ok_or_else(|| {
+                        HalfStep::Input(k) | HalfStep::Operand(k) => *node.inputs.get(k).ok_or_else(|| {
                             CompileError::Invalid(format!("node '{}' ({}) has too few inputs", node.name, node.op))
                         })?,
                         HalfStep::Const(x) => b.scalar(x)?,

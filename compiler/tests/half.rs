@@ -151,6 +151,38 @@ fn a_compiled_float16_sigmoid_has_tensorflows_bits() {
     assert!(f16_to_f32(got[5]) < 1e-8);
 }
 
+/// A float16 `Mean` divides the float16 sum by the count as a float16 value, as TensorFlow
+/// 2.21 does: `mean([4e4, 4e4]) = inf`, 2048 ones and a zero average to 1. The compiled body
+/// gives the interpreter's values (`runtime/src/kernels/half.rs` runs the same program).
+#[test]
+fn a_compiled_float16_mean_overflows_and_rounds_its_count_as_tensorflow() {
+    let mean = |v: Vec<f32>, shape: Vec<usize>, axis: i32| {
+        let g = graph(vec![
+            arg("x", 0, DType::Float16),
+            ints("axes", &[axis]),
+            node(
+                "m",
+                "Mean",
+                &["x", "axes"],
+                vec![("T", ty(DType::Float16)), ("Tidx", ty(DType::Int32)), ("keep_dims", AttrValue::B(false))],
+            ),
+            ret("r", "m", 0),
+        ]);
+        let f = compiler().compile(&g, &[(DType::Float16, shape.clone())]).unwrap();
+        let out = f.call(&[half_tensor(&shape, &v, DType::Float16)]).unwrap();
+        bits_of(&out[0]).into_iter().map(f16_to_f32).collect::<Vec<f32>>()
+    };
+    assert_eq!(mean(vec![40000.0, 40000.0, 1.0, 2.0], vec![2, 2], 1), [f32::INFINITY, 1.5]);
+    let mut ones = vec![1.0; 2048];
+    ones.push(0.0);
+    assert_eq!(mean(ones, vec![2049], 0), [1.0]);
+    assert_eq!(mean(vec![0.001; 70000], vec![70000], 0), [0.0]);
+    // Within range and below 2048 elements: the float32 mean rounded once.
+    let v: Vec<f32> = (0..300).map(|i| (i % 7) as f32 * 0.25).collect();
+    let want = f16_to_f32(f32_to_f16(f16_to_f32(f32_to_f16(v.iter().sum::<f32>())) / 300.0));
+    assert_eq!(mean(v, vec![300], 0), [want]);
+}
+
 /// Half values that would cross into a function or be reinterpreted are declined, naming
 /// the node, so the interpreter runs the cluster.
 #[test]

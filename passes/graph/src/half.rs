@@ -94,6 +94,8 @@ pub fn narrow(t: &crate::Tensor, dtype: crate::DType) -> Option<crate::Tensor> {
 pub enum HalfStep {
     /// The op's data input `k`, widened to float32.
     Input(usize),
+    /// The op's input `k` as it is: an integer operand (a reduction's axes), not a half value.
+    Operand(usize),
     /// A float32 scalar (already a value of the half type where TensorFlow rounds it).
     Const(f32),
     /// A float32 TensorFlow op (`T = float32`) on earlier steps, with extra attributes.
@@ -120,6 +122,9 @@ impl HalfProgram {
     fn input(&mut self, k: usize) -> usize {
         self.push(HalfStep::Input(k))
     }
+    fn operand(&mut self, k: usize) -> usize {
+        self.push(HalfStep::Operand(k))
+    }
     fn konst(&mut self, x: f32) -> usize {
         self.push(HalfStep::Const(x))
     }
@@ -133,6 +138,9 @@ impl HalfProgram {
     }
     fn select(&mut self, cond: usize, a: usize, b: usize) -> usize {
         self.op("SelectV2", &[cond, a, b])
+    }
+    fn op_with(&mut self, op: &'static str, args: &[usize], attrs: Vec<(&'static str, crate::AttrValue)>) -> usize {
+        self.push(HalfStep::Op { op, args: args.to_vec(), attrs })
     }
 }
 
@@ -151,7 +159,13 @@ pub fn round_to(x: f32, half: crate::DType) -> f32 {
 /// `LeakyRelu`, `Softplus`, `Softsign`, `Xlogy`, `SquaredDifference` and the gradients `EluGrad`,
 /// `SeluGrad`, `LeakyReluGrad`, `SoftplusGrad`, `SoftsignGrad`, `TanhGrad`, `SigmoidGrad`,
 /// `SqrtGrad`, `RsqrtGrad`, `ReciprocalGrad` — each operation rounded, constants rounded to the half type first,
-/// in TensorFlow's order. `None` for every other op (one rounding of the float32 op is
+/// in TensorFlow's order — and a float16 `Mean` (TensorFlow's `SumReducer<half>` divided by
+/// `static_cast<half>(count)`: the sum rounded to float16, infinite past its range, divided by
+/// the count rounded to float16, which rounds counts past 2048 and is infinite past 65,519 —
+/// a mean of 0; TensorFlow 2.21 gives `mean([1]*2048 + [0]) = 1` and `mean([4e4, 4e4]) = inf`
+/// in float16. The sum is accumulated in float32 here: a partial sum that overflows before
+/// later terms bring it back in range is infinite in TensorFlow only. A bfloat16 `Mean` is
+/// TensorFlow's float32 mean rounded once, as any other op). `None` for every other op (one rounding of the float32 op is
 /// TensorFlow's result).
 pub fn half_program(node: &crate::Node, inputs: usize, half: crate::DType) -> Option<HalfProgram> {
     let r = |x: f64| round_to(x as f32, half);
@@ -320,6 +334,35 @@ pub fn half_program(node: &crate::Node, inputs: usize, half: crate::DType) -> Op
             let (x, y) = (p.input(0), p.input(1));
             let d = p.rop("Sub", &[x, y]);
             p.rop("Mul", &[d, d]);
+        }
+        "Mean" if half == crate::DType::Float16 => {
+            // `round(sum) / round(count)`, the count as `Size(x) / Size(sum)` in float32
+            // (exact below 2^24 elements, and rounded to the half type after anyway).
+            let (x, axes) = (p.input(0), p.operand(1));
+            let mut sum_attrs = vec![(
+                "keep_dims",
+                crate::AttrValue::B(node.attr("keep_dims").and_then(crate::AttrValue::as_bool).unwrap_or(false)),
+            )];
+            if let Some(t) = node.attr("Tidx") {
+                sum_attrs.push(("Tidx", t.clone()));
+            }
+            let s = p.op_with("Sum", &[x, axes], sum_attrs);
+            let sum = p.push(HalfStep::Round(s));
+            let size = |p: &mut HalfProgram, v: usize| {
+                let n = p.op_with("Size", &[v], vec![("out_type", crate::AttrValue::Type(crate::DType::Int32))]);
+                p.op_with(
+                    "Cast",
+                    &[n],
+                    vec![
+                        ("SrcT", crate::AttrValue::Type(crate::DType::Int32)),
+                        ("DstT", crate::AttrValue::Type(crate::DType::Float32)),
+                    ],
+                )
+            };
+            let (all, kept) = (size(&mut p, x), size(&mut p, s));
+            let n = p.op("RealDiv", &[all, kept]);
+            let count = p.push(HalfStep::Round(n));
+            p.rop("RealDiv", &[sum, count]);
         }
         _ => return None,
     }

@@ -109,7 +109,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 
 /// Ops whose TensorFlow kernel is an expression of several half-precision operations, each
 /// rounded: the programs of `autoclust_graph::half::half_program` (`AddN` left to right,
-/// `Sigmoid`, `Elu`, `Selu`, `LeakyRelu`, `Softplus` and gradients — the compiler builds the
+/// `Sigmoid`, `Elu`, `Selu`, `LeakyRelu`, `Softplus`, gradients, float16 `Mean` — the compiler builds the
 /// same programs into cluster bodies), run here with the float32 kernels; and `Cross`, which
 /// rounds each product and each difference (`a₁b₂ − a₂b₁`: three roundings). Computing them
 /// with the same roundings gives TensorFlow's bits; one rounding at the end would not.
@@ -134,19 +134,27 @@ fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
     let Some(program) = half_program(node, n, dtype) else { return Ok(None) };
     enum Run {
         Input(usize),
+        Operand(usize),
         Const(Tensor),
         Kernel(PureFn, Vec<usize>),
         Round(usize),
     }
     let arity = {
-        // The op's data inputs: those the program reads (all N of an AddN).
-        let read = program.steps.iter().filter_map(|s| if let HalfStep::Input(k) = s { Some(k + 1) } else { None });
+        // The op's inputs: those the program reads (all N of an AddN).
+        let read = program.steps.iter().filter_map(|s| match s {
+            HalfStep::Input(k) | HalfStep::Operand(k) => Some(k + 1),
+            _ => None,
+        });
         read.max().unwrap_or(0)
     };
+    // The inputs that are half values (not operands such as a reduction's axes).
+    let halves: Vec<usize> =
+        program.steps.iter().filter_map(|s| if let HalfStep::Input(k) = s { Some(*k) } else { None }).collect();
     let mut steps = Vec::with_capacity(program.steps.len());
     for step in program.steps {
         steps.push(match step {
             HalfStep::Input(k) => Run::Input(k),
+            HalfStep::Operand(k) => Run::Operand(k),
             HalfStep::Const(x) => Run::Const(Tensor::scalar_f32(x)),
             HalfStep::Round(v) => Run::Round(v),
             HalfStep::Op { op, args, attrs } => {
@@ -162,7 +170,7 @@ fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
     let op = node.op.clone();
     Ok(Some(Box::new(move |inp: Inputs| {
         super::arity(&inp, arity)?;
-        if let Some(t) = inp.iter().find(|t| t.dtype != dtype) {
+        if let Some(t) = halves.iter().map(|&k| &inp[k]).find(|t| t.dtype != dtype) {
             return Err(KernelError::DType(t.dtype));
         }
         if same_shapes && inp.iter().any(|t| t.shape != inp[0].shape) {
@@ -175,6 +183,7 @@ fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
         for step in &steps {
             let v = match step {
                 Run::Input(k) => widen(&inp[*k])?,
+                Run::Operand(k) => inp[*k].clone(),
                 Run::Const(t) => t.clone(),
                 Run::Round(v) => widen(&narrow(&values[*v], dtype)?)?,
                 Run::Kernel(kernel, args) => {
@@ -216,6 +225,42 @@ mod tests {
                 out[0].to_le_bytes().unwrap().chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
             assert_eq!(got, want, "{dtype}");
         }
+    }
+
+    /// A float16 `Mean` is TensorFlow's half sum over the count as a half value (TensorFlow
+    /// 2.21, `tf.reduce_mean` on float16 constants): a sum past 65,504 is infinite, 2049
+    /// elements count as 2048, past 65,519 elements the count is infinite (a mean of 0). A
+    /// bfloat16 mean is the float32 mean rounded once (300 ones and a zero: 0.99609375).
+    #[test]
+    fn a_float16_mean_sums_and_counts_in_float16() {
+        let mean = |dtype: DType, v: &[f32], shape: Vec<usize>, axes: Vec<i32>| {
+            let t = Tensor::from_f32(shape, v.to_vec()).unwrap();
+            let n = axes.len();
+            let m = super::super::prepare(&node(
+                "Mean",
+                &[
+                    ("T", AttrValue::Type(dtype)),
+                    ("Tidx", AttrValue::Type(DType::Int32)),
+                    ("keep_dims", AttrValue::B(false)),
+                ],
+            ))
+            .unwrap();
+            let out = m([narrow(&t, dtype).unwrap(), Tensor::from_i32(vec![n], axes).unwrap()].into_iter().collect())
+                .unwrap();
+            assert_eq!(out[0].dtype, dtype);
+            widen(&out[0]).unwrap().as_f32().unwrap().to_vec()
+        };
+        let f16 = DType::Float16;
+        assert_eq!(mean(f16, &[40000.0, 40000.0], vec![2], vec![0]), [f32::INFINITY]);
+        assert_eq!(mean(f16, &[40000.0, 40000.0, 1.0, 2.0], vec![2, 2], vec![1]), [f32::INFINITY, 1.5]);
+        let mut ones = vec![1.0; 2048];
+        ones.push(0.0);
+        assert_eq!(mean(f16, &ones, vec![2049], vec![0]), [1.0]);
+        assert_eq!(mean(f16, &vec![0.001; 70000], vec![70000], vec![0]), [0.0]);
+        assert!(mean(f16, &[], vec![0, 3], vec![0]).iter().all(|x| x.is_nan()));
+        let mut bf = vec![1.0; 300];
+        bf.push(0.0);
+        assert_eq!(mean(DType::BFloat16, &bf, vec![301], vec![0]), [0.99609375]);
     }
 
     #[test]
