@@ -342,6 +342,15 @@ fn control_flow_refusal_in(
                 AttrValue::List(autoclust_graph::ListValue::Type(ts)) => ts.iter().copied().find(unsupported),
                 _ => None,
             });
+            if let Some(t) = bad_dtype.filter(|t| !refused && t.is_half()) {
+                return why(format!(
+                    "its function '{}' computes in {} ('{}', {inner}): the JIT compiles half precision \
+                     outside functional control flow only",
+                    f.name,
+                    t.name(),
+                    n.name
+                ));
+            }
             if let Some(t) = bad_dtype.filter(|_| !refused) {
                 return why(format!(
                     "its function '{}' runs '{}' ({inner}) on {}, which the JIT does not compile",
@@ -458,6 +467,14 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
         || autoclust_graph::TENSOR_LIST_OPS.contains(&op)
         || matches!(op, "Identity" | "Snapshot" | "StopGradient" | "AddN");
     let half_ok = half_ok(op);
+    // The compiler's lists hold float32, float64 and integer elements (`lists.rs`).
+    if let Some(t) = node.attr("element_dtype").and_then(AttrValue::as_type).filter(|t| t.is_half()) {
+        if autoclust_graph::TENSOR_LIST_OPS.contains(&op) {
+            return Some(NotCompilable::Excluded {
+                why: format!("a TensorList of {} elements, which the JIT does not compile", t.name()),
+            });
+        }
+    }
     let is_supported_dtype = |t: DType| {
         is_supported_dtype(t)
             || uint64_ok && t == DType::UInt64
