@@ -777,21 +777,30 @@ impl Emitter<'_> {
         if let Some(tiles) = &self.tiles {
             i = counted_loop(b, i, hi, TILE as i64, |b, i| self.tile(b, tiles, i, &row, &hoisted, &orow));
         }
+        // The range is the whole innermost extent, or (a rank-1 nest split across threads,
+        // `plan.rs`) a chunk that starts and ends at multiples of `TILE` — a multiple of every
+        // vector step — except that the last chunk ends at the extent. So each loop below
+        // starts at a multiple of its step, and what is left for it is either nothing or
+        // the extent's remainder modulo the step before: a loop that could never run is not
+        // emitted. A training step's many tiny tensors then compile one f32x4 body, not the
+        // ×8 unrolled copies too (a third of the code, and of regalloc's time), and a
+        // multiple of 4 elements no scalar tail (the other half of a small body's code).
+        let extent = spec.dims[r - 1];
+        let mut left = extent;
         if spec.vector {
-            // The range never exceeds the innermost extent (a caller's chunk of it at the
-            // outermost level), so a loop stepping further never runs: it is not emitted.
-            // A training step's many tiny tensors then compile one f32x4 body, not the
-            // ×8 unrolled copies too (a third of the code, and of regalloc's time).
-            let extent = spec.dims[r - 1];
             let u = vector_unroll(spec);
-            if extent >= 4 * u {
+            if left >= 4 * u {
                 i = counted_loop(b, i, hi, 4 * u as i64, |b, i| body(b, i, true, u));
+                left %= 4 * u;
             }
-            if extent >= 4 {
+            if left >= 4 {
                 i = counted_loop(b, i, hi, 4, |b, i| body(b, i, true, 1));
+                left %= 4;
             }
         }
-        counted_loop(b, i, hi, 1, |b, i| body(b, i, false, 1));
+        if left > 0 {
+            counted_loop(b, i, hi, 1, |b, i| body(b, i, false, 1));
+        }
     }
 
     /// One tile `[t, t + TILE)` of the innermost loop: the plan's segments in order (see
