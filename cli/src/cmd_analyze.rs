@@ -1,12 +1,14 @@
 //! `autoclust analyze` (docs/contract.md §4): the resource-operation safety
 //! analysis — every resource op with its kind, and every incompatible pair
 //! `(from, to)`, both sorted by node name. `--json` prints the contract's
-//! JSON; without it, a readable listing.
+//! JSON; without it, a readable listing. As the contract says, every op that calls a
+//! function is modify; `--interprocedural` counts a call's real effects instead (none when
+//! its functions touch no resource), the analysis `run` clusters with.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use autoclust_passes::safety::SafetyAnalysis;
+use autoclust_passes::safety::{CallEffects, SafetyAnalysis};
 use serde::Serialize;
 
 use crate::io::Format;
@@ -22,6 +24,10 @@ pub struct Args {
     /// A SavedModel's signature: its function calls inlined, the graph pruned to its outputs.
     #[arg(long, value_name = "NAME")]
     pub signature: Option<String>,
+    /// Count a call's real effects (none when its functions touch no resource) instead of the
+    /// contract's every-call-is-modify: the analysis `run` clusters with.
+    #[arg(long)]
+    pub interprocedural: bool,
     /// Override the format implied by the extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -48,8 +54,9 @@ struct Report<'a> {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let graph = crate::model::load_graph_for_signature(&args.graph, args.format, args.signature.as_deref())?;
-    let analysis =
-        SafetyAnalysis::compute(&graph).map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
+    let calls = if args.interprocedural { CallEffects::Interprocedural } else { CallEffects::Conservative };
+    let analysis = SafetyAnalysis::compute_with(&graph, calls)
+        .map_err(|e| CliError::input(format!("{}: {e}", args.graph.display())))?;
     let mut resource_ops: Vec<ResourceOp<'_>> = analysis
         .resource_ops()
         .map(|(id, kind)| ResourceOp { node: graph.name(id), op: &graph.node(id).op, kind: kind.as_str() })

@@ -5,13 +5,19 @@
 //! Graphviz picture (one coloured box per cluster, unsafe pairs dashed red).
 //! `--optimize` clusters the graph as `run` does before pruning it to a request: after
 //! the default optimization passes, its calls inlined.
+//!
+//! A call's effects: the contract counts every op that calls a function as modify
+//! (TensorFlow's rule), and so does `cluster` by default; `run`, `bench` and `compile`
+//! count a call's real effects — none for a `StatelessWhile`/`If`/call whose functions touch
+//! no resource, so a recurrent step's pure loops share a cluster with the optimizer's
+//! updates. `--interprocedural` (implied by `--optimize`) clusters that way.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use autoclust_graph::{Graph, NodeId};
 use autoclust_passes::cluster::{dot, ClusterConfig, ClusterError, Clusterer, Clustering, Refusal};
-use autoclust_passes::safety::SafetyAnalysis;
+use autoclust_passes::safety::{CallEffects, SafetyAnalysis};
 use serde::Serialize;
 
 use crate::io::{write_atomic, Format};
@@ -38,6 +44,10 @@ pub struct Args {
     /// rewrites and the default optimization passes (`opt --passes default`), calls inlined.
     #[arg(long)]
     pub optimize: bool,
+    /// Count a call's real effects (none when its functions touch no resource) instead of the
+    /// contract's every-call-is-modify, as `run` does (implied by --optimize).
+    #[arg(long)]
+    pub interprocedural: bool,
     /// A SavedModel's signature: its function calls inlined, the graph pruned to its outputs.
     #[arg(long, value_name = "NAME")]
     pub signature: Option<String>,
@@ -66,14 +76,21 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         graph = crate::cmd_opt::run_pipeline(&pipeline, graph, &ctx, &args.graph)?;
     }
     let path = args.graph.display();
-    let config =
-        ClusterConfig { min_cluster_size: args.min_cluster_size, explain_refusals: args.explain, ..Default::default() };
+    let call_effects =
+        if args.interprocedural || args.optimize { CallEffects::Interprocedural } else { CallEffects::Conservative };
+    let config = ClusterConfig {
+        min_cluster_size: args.min_cluster_size,
+        explain_refusals: args.explain,
+        call_effects,
+        ..Default::default()
+    };
     let clustering = Clusterer::new(config).run(&graph).map_err(|e| match e {
         ClusterError::Cycle(c) => CliError::input(format!("{path}: {c}")),
         ClusterError::Verify(v) => CliError::input(format!("{path}: {v}")),
     })?;
     if let Some(dot_path) = &args.dot {
-        let safety = SafetyAnalysis::compute(&graph).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+        let safety =
+            SafetyAnalysis::compute_with(&graph, call_effects).map_err(|e| CliError::input(format!("{path}: {e}")))?;
         write_atomic(dot_path, dot::render(&graph, &clustering, &safety).as_bytes())?;
     }
     let report = report(&graph, &clustering);

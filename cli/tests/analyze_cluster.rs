@@ -62,19 +62,31 @@ fn analyze_seed001_ssa_and_seed000() {
     assert_eq!(v["incompatible_pairs"], serde_json::json!([]));
 }
 
-/// A call has the resource effects of the functions it runs: a call of a function that
-/// touches no variable (`PartitionedCall` of `affine`, the Defun-style `ScaleShift`) is no
-/// resource op at all, a call of one that reads and writes a variable is `modify`; so the
-/// only write→read pairs left are between real accesses (none here).
-#[test]
-fn analyze_function_calls_have_their_bodies_effects() {
-    let v = ok_json(&["analyze", path(&fixture("function_calls.pbtxt")), "--json"]);
-    let kinds: BTreeMap<String, String> = v["resource_ops"]
+fn resource_kinds(v: &Value) -> BTreeMap<String, String> {
+    v["resource_ops"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| (r["node"].as_str().unwrap().to_string(), r["kind"].as_str().unwrap().to_string()))
-        .collect();
+        .collect()
+}
+
+/// As the contract says (TensorFlow's rule), every op that calls a function is `modify`,
+/// however pure the function: `PartitionedCall` of `affine` and the Defun-style `ScaleShift`
+/// too. With `--interprocedural` (what `run` clusters with) a call has the resource effects
+/// of the functions it runs: a call of a function that touches no variable is no resource
+/// op at all, a call of one that reads and writes a variable is `modify`; so the only
+/// write→read pairs left are between real accesses (none here).
+#[test]
+fn analyze_calls_are_modify_unless_interprocedural() {
+    let g = fixture("function_calls.pbtxt");
+    let v = ok_json(&["analyze", path(&g), "--json"]);
+    let kinds = resource_kinds(&v);
+    for call in ["StatefulPartitionedCall", "PartitionedCall", "ScaleShift"] {
+        assert_eq!(kinds.get(call).map(String::as_str), Some("modify"), "{call}");
+    }
+    let v = ok_json(&["analyze", path(&g), "--json", "--interprocedural"]);
+    let kinds = resource_kinds(&v);
     assert_eq!(kinds.get("StatefulPartitionedCall").map(String::as_str), Some("modify"));
     for pure in ["PartitionedCall", "ScaleShift"] {
         assert_eq!(kinds.get(pure), None, "{pure} runs a function that touches no variable");
@@ -114,7 +126,9 @@ fn check_cluster_json(graph: &Path, extra: &[&str]) -> BTreeMap<String, String> 
     for n in unclustered {
         assert!(all.insert(n.to_string()), "{n} twice");
     }
-    let analysis = ok_json(&["analyze", path(graph), "--json"]);
+    let mut analyze = vec!["analyze", path(graph), "--json"];
+    analyze.extend(extra.iter().filter(|&&a| a == "--interprocedural"));
+    let analysis = ok_json(&analyze);
     let ops = analysis["resource_ops"].as_array().unwrap();
     for r in ops {
         assert!(all.contains(r["node"].as_str().unwrap()), "a node is missing from the clustering");
@@ -141,6 +155,7 @@ fn cluster_every_fixture_keeps_the_guarantees() {
         for min in ["1", "2", "3"] {
             check_cluster_json(&g, &["--min-cluster-size", min]);
         }
+        check_cluster_json(&g, &["--min-cluster-size", "1", "--interprocedural"]);
     }
 }
 

@@ -32,7 +32,9 @@
 
 use std::rc::Rc;
 
+#[cfg(test)]
 use autoclust_graph::effects::resource_kind;
+pub use autoclust_graph::effects::CallEffects;
 use autoclust_graph::{CycleError, Graph, NodeId, ResourceKind};
 pub use writer_set::WriterSet;
 
@@ -71,13 +73,22 @@ pub fn forward_edges(graph: &Graph) -> Vec<Vec<NodeId>> {
 }
 
 impl SafetyAnalysis {
-    /// Runs the analysis. Fails only if the graph (without back edges) has a cycle.
+    /// Runs the analysis, a call's effects its functions' ([`CallEffects::Interprocedural`]).
+    /// Fails only if the graph (without back edges) has a cycle.
     pub fn compute(graph: &Graph) -> Result<SafetyAnalysis, CycleError> {
+        SafetyAnalysis::compute_with(graph, CallEffects::Interprocedural)
+    }
+
+    /// Runs the analysis with calls counted as `calls` says.
+    pub fn compute_with(graph: &Graph, calls: CallEffects) -> Result<SafetyAnalysis, CycleError> {
         let _span = tracing::debug_span!("safety_analysis", nodes = graph.len()).entered();
         let order = graph.topo_order()?;
         let n = graph.len();
-        let kinds: Vec<Option<ResourceKind>> =
-            graph.nodes().iter().map(|node| resource_kind(node, &graph.library)).collect();
+        let kinds: Vec<Option<ResourceKind>> = graph
+            .nodes()
+            .iter()
+            .map(|node| autoclust_graph::effects::resource_kind_with(node, &graph.library, calls))
+            .collect();
 
         let mut writer_index = vec![None; n];
         let mut writers = Vec::new();

@@ -258,6 +258,32 @@ pub fn resource_kind(node: &Node, library: &Library) -> Option<ResourceKind> {
     })
 }
 
+/// How a safety analysis counts the effects of an op that calls functions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CallEffects {
+    /// The contract's and TensorFlow's rule (`XlaResourceOpKindForNode`): any op that may
+    /// call a function (a `func` attribute, or a function-library op) is modify — a pure
+    /// `StatelessWhile` too. What `analyze` and `cluster` report.
+    Conservative,
+    /// A call's real effects ([`resource_kind`]): none when every function it runs,
+    /// transitively, touches no resource. Sound under the seeds' semantics (such a call
+    /// reads and writes no variable), and what `run`, `bench` and `compile` cluster with, so
+    /// a recurrent step's pure loops share a cluster with the optimizer's updates;
+    /// `analyze --interprocedural` and `cluster --interprocedural` show it.
+    #[default]
+    Interprocedural,
+}
+
+/// The resource kind of a node as `calls` counts calls.
+pub fn resource_kind_with(node: &Node, library: &Library, calls: CallEffects) -> Option<ResourceKind> {
+    match calls {
+        CallEffects::Interprocedural => resource_kind(node, library),
+        CallEffects::Conservative => {
+            table_kind(&node.op).or_else(|| may_call_function(node, library).then_some(ResourceKind::Modify))
+        }
+    }
+}
+
 /// Ops that run exactly the functions their attributes name (and nothing else), so their
 /// effects are those functions' effects. Any other op with a function attribute
 /// (`SymbolicGradient` runs a gradient *of* its function, a dataset op runs it on elements

@@ -118,7 +118,7 @@ use autoclust_graph::verify::VerifyError;
 use autoclust_graph::{CycleError, Graph, NodeId};
 
 use crate::compilable::{Compilability, NotCompilable};
-use crate::safety::SafetyAnalysis;
+use crate::safety::{CallEffects, SafetyAnalysis};
 
 /// Index of a cluster in [`Clustering::clusters`]; displays as its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -180,6 +180,10 @@ pub struct ClusterConfig {
     /// write-before-read refusal is a tenth of the clusterer's time on large graphs, and
     /// `run` never shows them; uncompilable nodes are explained either way.
     pub explain_refusals: bool,
+    /// How the safety analysis counts calls: `cluster` follows the contract
+    /// ([`CallEffects::Conservative`]: every call is modify); `run`, `bench` and `compile`
+    /// the calls' real effects (the default).
+    pub call_effects: CallEffects,
 }
 
 /// The documented default minimum cluster size (see the module doc).
@@ -193,6 +197,7 @@ impl Default for ClusterConfig {
             sibling_search_budget: 4096,
             edge_search_budget: 4096,
             explain_refusals: true,
+            call_effects: CallEffects::Interprocedural,
         }
     }
 }
@@ -238,7 +243,7 @@ impl Clusterer {
 
     /// Clusters `graph`: infers types, decides compilability, runs the safety analysis.
     pub fn run(&self, graph: &Graph) -> Result<Clustering, ClusterError> {
-        let safety = SafetyAnalysis::compute(graph)?;
+        let safety = SafetyAnalysis::compute_with(graph, self.config.call_effects)?;
         let types = infer(graph)?;
         let compilability = Compilability::compute(graph, &types);
         Ok(self.run_with(graph, &safety, &compilability))
@@ -252,7 +257,7 @@ impl Clusterer {
     /// node the registry's shape functions reject may still run. Fails only
     /// on a cycle.
     pub fn run_partial(&self, graph: &Graph) -> Result<Clustering, ClusterError> {
-        let safety = SafetyAnalysis::compute(graph)?;
+        let safety = SafetyAnalysis::compute_with(graph, self.config.call_effects)?;
         let (types, errors) = infer_partial(graph)?;
         let mut compilability = Compilability::compute(graph, &types);
         for (id, e) in errors {

@@ -1259,6 +1259,28 @@ fn scatter_nd<T: Num>(indices: &Tensor, updates: &Tensor, shape: &[usize]) -> KR
     Ok(tensor_of(shape.to_vec(), out))
 }
 
+/// `ScatterNd` of bools: TensorFlow's sum of bools is their logical or (Eigen's
+/// `scalar_sum_op<bool>`), so a repeated index is true if any of its updates is
+/// (Keras 3's sparse Adagrad scatters a mask this way).
+fn scatter_nd_bool(indices: &Tensor, updates: &Tensor, shape: &[usize]) -> KResult<Tensor> {
+    let (offsets, slice, _) = nd_offsets(shape, indices, "output")?;
+    let u = updates.as_bool().ok_or(KernelError::DType(updates.dtype))?;
+    if u.len() != offsets.len() * slice {
+        return Err(KernelError::invalid(format!(
+            "updates must have shape indices.shape[:-1] + shape[K:]; got updates {} for indices {}",
+            super::shape_ops::debug_shape(&updates.shape),
+            super::shape_ops::debug_shape(&indices.shape)
+        )));
+    }
+    let mut out = vec![false; shape.iter().product()];
+    for (t, &o) in offsets.iter().enumerate() {
+        for j in 0..slice {
+            out[o + j] |= u[t * slice + j];
+        }
+    }
+    Tensor::from_bool(shape.to_vec(), out).map_err(|e| KernelError::invalid(e.to_string()))
+}
+
 /// `Unique`: the distinct elements of a vector in order of first occurrence, and
 /// for each element the position of its value in that list.
 fn unique<T: Elem>(x: &Tensor, out_idx: autoclust_graph::DType) -> KResult<Outputs> {
@@ -1865,6 +1887,9 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
             // The output's shape is an input: checked before anything is sized from it.
             autoclust_graph::limits::tensor_elements(inp[1].dtype, &shape)?;
+            if inp[1].dtype == autoclust_graph::DType::Bool {
+                return one(scatter_nd_bool(&inp[0], &inp[1], &shape)?);
+            }
             one(dispatch_num!(inp[1].dtype, scatter_nd(&inp[0], &inp[1], &shape))?)
         }),
         "BroadcastArgs" => Box::new(|inp: Inputs| {
@@ -2019,6 +2044,12 @@ mod tests {
         let upd = Tensor::from_i32(vec![3, 2], vec![1, 2, 3, 4, 5, 6]).unwrap();
         let sc = run1(&node("ScatterNd", &[]), &[dup, upd, v(&[2, 2])]).unwrap();
         assert_eq!(sc.as_i32().unwrap(), &[3, 4, 6, 8]);
+        // Bools: a repeated index ors its updates (TensorFlow 2.21:
+        // scatter_nd([[1],[1],[3]], [True, False, True], [5]) = [F, T, F, T, F]).
+        let idx = Tensor::from_i32(vec![3, 1], vec![1, 1, 3]).unwrap();
+        let upd = Tensor::from_bool(vec![3], vec![true, false, true]).unwrap();
+        let sc = run1(&node("ScatterNd", &[]), &[idx, upd, v(&[5])]).unwrap();
+        assert_eq!(sc.as_bool().unwrap(), &[false, true, false, true, false]);
         let r = run1(&node("ReverseV2", &[]), &[x.clone(), v(&[-1, 0])]).unwrap();
         assert_eq!(r.as_i32().unwrap(), &[11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
         assert!(run1(&node("ReverseV2", &[]), &[x, v(&[2])]).is_err());
