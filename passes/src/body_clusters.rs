@@ -174,12 +174,18 @@ fn cluster_body(function: &FunctionDef, graph: &Graph, config: ClusterConfig) ->
     for (out, node) in &function.control_ret {
         let id = body.find(node).ok_or_else(|| format!("control output '{out}' names no node"))?;
         let anchor = fresh_name(&format!("{node}/_autoclust_control"), &mut taken);
+        // `_XlaCompile = false` keeps the anchor itself out of the clusters (a kept-out
+        // design choice, no note): a `NoOp` is compilable, and one waiting on a read whose
+        // value feeds a cluster would join it and leave the control output naming a node
+        // that only the cluster function holds.
+        let mut attrs = Attrs::new();
+        attrs.insert("_XlaCompile".into(), AttrValue::B(false));
         body.add_node(Node {
             name: anchor.clone(),
             op: "NoOp".into(),
             inputs: vec![],
             control_inputs: vec![id],
-            attrs: Attrs::new(),
+            attrs,
             device: String::new(),
             span: None,
         })
@@ -332,6 +338,47 @@ function body(i: int32, s: float32, h: resource, n: int32) -> (i2: int32, s2: fl
         // The rewritten body instantiates, and the loop node is untouched.
         autoclust_graph::function::instantiate(body, &g.library).unwrap();
         assert_eq!(g.node(g.find("loop").unwrap()).attrs, parse(LOOP).node(parse(LOOP).find("loop").unwrap()).attrs);
+    }
+
+    /// A control output on a read whose value feeds the body's cluster (TF2's `while`
+    /// bodies list their `ReadVariableOp`s as control outputs): its anchor stays a node of
+    /// the body, waiting on the read, and is in no cluster function.
+    #[test]
+    fn a_control_output_on_a_read_feeding_a_cluster_stays_in_the_body() {
+        let src = "v = VarHandleOp() {container = \"\", dtype = float32, shape = shape[], shared_name = \"v\"}
+n = Placeholder() {dtype = int32, shape = shape[]}
+zero = Const() {dtype = int32, value = int32[]{0}}
+s0 = Const() {dtype = float32, value = float32[]{1.0}}
+loop = While(zero, s0, v, n) {T = [int32, float32, resource, int32], cond = @cond, body = @body}
+function cond(i: int32, s: float32, h: resource, n: int32) -> (c: bool) {
+  l = Less(i, n) {T = int32}
+  return c = l:z:0
+}
+function body(i: int32, s: float32, h: resource, n: int32) -> (i2: int32, s2: float32, h2: resource, n2: int32) stateful {
+  r = ReadVariableOp(h) {dtype = float32}
+  m = Mul(s, r:value:0) {T = float32}
+  t = Tanh(m:z:0) {T = float32}
+  one = Const() {dtype = int32, value = int32[]{1}}
+  next = AddV2(i, one:output:0) {T = int32}
+  return i2 = next:z:0
+  return s2 = t:y:0
+  return h2 = h
+  return n2 = n
+  control_return read = r
+}
+";
+        let mut g = parse(src);
+        let report = cluster_function_bodies(&mut g, ClusterConfig::default());
+        assert!(!report.bridges.is_empty(), "{report:?}");
+        let body = g.library.function("body").unwrap();
+        let (_, anchor) = &body.control_ret[0];
+        let node = body.nodes.iter().find(|n| &n.name == anchor).unwrap_or_else(|| panic!("{body:#?}"));
+        assert_eq!(node.inputs, vec!["^r".to_string()]);
+        for b in &report.bridges {
+            let f = g.library.function(&b.function).unwrap();
+            assert!(f.nodes.iter().all(|n| &n.name != anchor), "the anchor joined {}", b.function);
+        }
+        autoclust_graph::function::instantiate(body, &g.library).unwrap();
     }
 
     #[test]
