@@ -291,3 +291,26 @@ create = CreateSummaryFileWriter(writer, logdir, maxq, flushms, suffix)
     assert!(records[0].ends_with(b"brain.Event:2"));
     assert!(records[2].ends_with(b"\x0a\x04loss\x15\x00\x00\xc0\x40"), "{:?}", records[2]);
 }
+
+/// `compile`'s program runs as written: a TF2 `while` body lists its `ReadVariableOp` as a
+/// control output, and that output's anchor must stay a node of the rewritten body (it
+/// joined the body's cluster, and running the written program then said the body "is not
+/// clustered (control output … names no node)" and ran it op by op). Values as `run`'s.
+#[test]
+fn a_compiled_program_with_loop_control_outputs_runs_without_notes() {
+    let tf = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/tf/");
+    let dir = tempfile::tempdir().unwrap();
+    let compiled = dir.path().join("p.graph");
+    let compiled = compiled.to_str().unwrap();
+    let c = autoclust(&["compile", &format!("{tf}tf2_control_flow.pbtxt"), "-o", compiled]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let feeds = format!("{tf}tf2_control_flow.feeds.safetensors");
+    let vars = format!("{tf}tf2_control_flow.vars.safetensors");
+    let run = |g: &str| {
+        let out = autoclust(&["run", g, "--feeds", &feeds, "--vars", &vars, "--fetch", "Identity:0", "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(notes(&out).is_empty(), "{g}: {:?}", notes(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["fetches"].clone()
+    };
+    assert_eq!(run(compiled), run(&format!("{tf}tf2_control_flow.pbtxt")));
+}
