@@ -99,8 +99,12 @@ fn windows(win: &Window, mut f: impl FnMut(usize, &[usize])) {
 }
 
 /// For every image, output pixel and channel, the input pixel its max came from
-/// (`usize::MAX` for a window with no real element): the first maximum in row-major scan
-/// order, a later element replacing it only when strictly greater (TensorFlow's CPU kernels).
+/// (`usize::MAX` for none): the first maximum in row-major scan order, an element taken
+/// only when strictly greater than the maximum so far, which starts at the type's lowest
+/// finite value — TensorFlow's CPU kernels (`SpatialMaxPoolWithArgMaxHelper`, Eigen's
+/// `MaxReducer`). So a NaN is never the maximum (TensorFlow 2.21: a window `[NaN, 5, 4, -1]`
+/// pools to 5), and a window of NaNs, of −∞ or of padding only has none (it pools to the
+/// lowest finite value and passes no gradient).
 pub fn argmax<T: PoolElem>(s: &PoolShape, x: &[T]) -> Vec<usize> {
     let [n, h, w, c] = s.input;
     let out_pixels = s.out_pixels();
@@ -109,16 +113,14 @@ pub fn argmax<T: PoolElem>(s: &PoolShape, x: &[T]) -> Vec<usize> {
         let img = &x[b * h * w * c..][..h * w * c];
         windows(&s.win, |o, taps| {
             for ch in 0..c {
-                let mut best: Option<(usize, T)> = None;
+                let mut best: (usize, T) = (usize::MAX, T::lowest());
                 for &p in taps {
                     let v = img[p * c + ch];
-                    if best.is_none_or(|(_, m)| v > m) {
-                        best = Some((p, v));
+                    if v > best.1 {
+                        best = (p, v);
                     }
                 }
-                if let Some((p, _)) = best {
-                    arg[(b * out_pixels + o) * c + ch] = p;
-                }
+                arg[(b * out_pixels + o) * c + ch] = best.0;
             }
         });
     }
@@ -231,6 +233,30 @@ mod tests {
     fn shape(input: [usize; 4], k: usize) -> PoolShape {
         let win = Window::new((input[1], input[2]), (3, k), (2, 2), (1, 1), &Padding::Same).unwrap();
         PoolShape { input, win }
+    }
+
+    /// TensorFlow 2.21's `max_pool2d` (2×2 VALID): a NaN is never the maximum — `[NaN, 5,
+    /// 4, −1]` pools to 5, and per channel `[NaN, 1, 2, 3]` over `[5, 6, 7, 8]` to
+    /// `[5, 6, 7, 8]` —, a window of NaNs or of −∞ pools to the lowest finite value, and
+    /// neither passes a gradient to a NaN.
+    #[test]
+    fn max_pool_skips_nans_as_tensorflow() {
+        let win = |h: usize, w: usize, kh: usize| PoolShape {
+            input: [1, h, w, 1],
+            win: Window::new((h, w), (kh, 2), (1, 1), (1, 1), &Padding::Valid).unwrap(),
+        };
+        let nan = f32::NAN;
+        assert_eq!(max_pool(&win(2, 2, 2), &[nan, 5.0, 4.0, -1.0]), [5.0]);
+        assert_eq!(max_pool(&win(2, 2, 2), &[5.0, nan, 4.0, -1.0]), [5.0]);
+        assert_eq!(max_pool(&win(2, 2, 2), &[nan; 4]), [f32::MIN]);
+        assert_eq!(max_pool(&win(2, 2, 2), &[f32::NEG_INFINITY; 4]), [f32::MIN]);
+        let channels = PoolShape {
+            input: [1, 2, 1, 4],
+            win: Window::new((2, 1), (2, 1), (1, 1), (1, 1), &Padding::Valid).unwrap(),
+        };
+        assert_eq!(max_pool(&channels, &[nan, 1.0, 2.0, 3.0, 5.0, 6.0, 7.0, 8.0]), [5.0, 6.0, 7.0, 8.0]);
+        assert_eq!(max_pool_grad(&win(2, 2, 2), &[nan, 5.0, 4.0, -1.0], &[1.0]), [0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(max_pool_grad(&win(2, 2, 2), &[nan; 4], &[1.0]), [0.0; 4]);
     }
 
     /// Issue 13 (fuzz finding native-3312399): a `ksize` of 10¹² over a 5-wide image used
