@@ -42,6 +42,8 @@ pub struct Args {
     pub explain: bool,
     /// Cluster the graph `run` clusters (before it prunes it to the fetches): after the loading
     /// rewrites and the default optimization passes (`opt --passes default`), calls inlined.
+    /// The clusters `run` also forms inside loop and branch bodies left outside every cluster
+    /// are not listed: `compile` writes them.
     #[arg(long)]
     pub optimize: bool,
     /// Count a call's real effects (none when its functions touch no resource) instead of the

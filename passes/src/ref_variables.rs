@@ -197,6 +197,14 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
     let mut taken: HashSet<String> = graph.nodes().iter().map(|n| n.name.clone()).collect();
     let mut fresh = |base: String| autoclust_graph::function::fresh_name(&base, &mut taken);
     let mut raw: Vec<RawNode> = Vec::with_capacity(graph.len() + 8);
+    // A reference that is the output of an op that took it (`Assign`'s, `AssignAdd`'s) stands
+    // for the variable *after* that op: where it is passed on as a reference (to another
+    // reference-taking op, or through `RefMerge`/`RefSwitch`/`RefEnter`), the handle is an
+    // `Identity` of the handle waiting for the op, made once per such output. Passing the
+    // bare handle would drop the op from every path: a `tf.compat.v1.cond` whose branches
+    // assign a variable merges the two assigns' outputs, and with the switches' handles merged
+    // instead, nothing waited for the assigns and pruning dropped them.
+    let mut after: HashMap<Output, String> = HashMap::new();
     for id in graph.node_ids() {
         let n = graph.node(id);
         let mut node = RawNode {
@@ -242,7 +250,23 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
             };
             let handle = graph.output_name(h);
             if ref_slots.contains(&slot) || forwards {
-                node.inputs.push(handle);
+                if o.node == v || o.node == h.node {
+                    node.inputs.push(handle);
+                } else {
+                    let name = after.entry(*o).or_insert_with(|| {
+                        let name = fresh(format!("{}/_autoclust_handle", graph.name(o.node)));
+                        raw.push(RawNode {
+                            name: name.clone(),
+                            op: "Identity".into(),
+                            inputs: vec![handle, format!("^{}", graph.name(o.node))],
+                            attrs: [("T".to_string(), AttrValue::Type(DType::Resource))].into_iter().collect(),
+                            device: String::new(),
+                            span: None,
+                        });
+                        name
+                    });
+                    node.inputs.push(name.clone());
+                }
                 continue;
             }
             // A value use: read the variable when this consumer would dereference it.

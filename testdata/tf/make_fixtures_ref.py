@@ -13,6 +13,9 @@ graph, with the variables loaded from the `.vars.safetensors` values. File layou
   references) with a global step (`AssignAdd` on an int64 `VariableV2`), and `loss` fetched. 3 steps.
 - ref_ema_after_train: ExponentialMovingAverage applied under control_dependencies([train_op]) (its
   updates see the in-place optimizer update through `w/read`). 3 steps.
+- ref_cond_assign: a v1 `cond` (RefSwitch → Assign / AssignAdd → RefMerge) assigning a variable
+  in each branch, the merged reference read after it, and a chained `assign_add(assign(c, …), …)`
+  (a reference-taking op on another's output). 3 steps.
 """
 
 import json
@@ -128,7 +131,42 @@ def ref_ema_after_train():
     save_fixture("ref_ema_after_train", graph_def, values, feeds, {"loss:0": out}, final, ["loss:0"], ["train"], steps)
 
 
+def ref_cond_assign():
+    """`tf.compat.v1.cond(p, lambda: assign_add(acc, [1, 2]), lambda: assign(acc, acc * 0.5 - 1))`
+    under control flow v1: each branch updates the variable through its `RefSwitch`, `RefMerge`
+    forwards the updated reference and `out` reads it. Beside it `assign_add(assign(c, c * 2),
+    [1, 1])`, which adds to the reference the `Assign` returns. p is false: the `Assign` branch."""
+    v1.disable_eager_execution()
+    v1.disable_resource_variables()
+    v1.disable_control_flow_v2()
+    g = tf.Graph()
+    with g.as_default():
+        p = v1.placeholder(tf.bool, [], name="p")
+        acc = v1.Variable(np.zeros(2, np.float32), name="acc")
+        c = v1.Variable(np.zeros(2, np.float32), name="c")
+        r = v1.cond(p, lambda: v1.assign_add(acc, [1.0, 2.0]), lambda: v1.assign(acc, acc * 0.5 - 1.0))
+        out = tf.identity(r, name="out")
+        chained = v1.assign_add(v1.assign(c, c * 2.0), [1.0, 1.0])
+        chained_out = tf.identity(chained, name="chained")
+        step = tf.group(r, chained, name="train")
+    graph_def = g.as_graph_def()
+    assert {"RefSwitch", "RefMerge"} <= {n.op for n in graph_def.node}
+    tf.io.write_graph(graph_def, OUT, "ref_cond_assign.pbtxt", as_text=True)
+    values = {"acc": np.array([4.0, 8.0], np.float32), "c": np.array([1.0, -2.0], np.float32)}
+    feeds = {"p": np.array(False)}
+    steps = 3
+    with v1.Session(graph=g) as s:
+        acc.load(values["acc"], s)
+        c.load(values["c"], s)
+        for _ in range(steps):
+            fetched = s.run([out, chained_out, step], {p: False})
+        final = {"acc": s.run(acc), "c": s.run(c)}
+    save_fixture("ref_cond_assign", graph_def, values, feeds, {"out:0": fetched[0], "chained:0": fetched[1]}, final,
+                 ["out:0", "chained:0"], ["train"], steps)
+
+
 if __name__ == "__main__":
     print("TensorFlow", tf.__version__)
     ref_mlp_momentum()
     ref_ema_after_train()
+    ref_cond_assign()
