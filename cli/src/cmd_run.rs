@@ -147,8 +147,19 @@ fn model_dir(model: Option<&ModelContext>) -> String {
 
 /// Builds a session for `graph`, sets `--vars`, and resolves feeds, fetches and targets.
 pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -> Result<Prepared, CliError> {
-    let session = Session::new(graph.clone(), options);
     let model = inputs.model.as_deref();
+    // A fetch of what was a TF1 reference (a `VariableV2`, an `Assign`'s output) reads the
+    // variable's value, as a TensorFlow 1 session returns it.
+    let user_fetches: Vec<String> = inputs.fetch.iter().filter(|s| !s.is_empty()).cloned().collect();
+    let (graph, reference_fetches) = match model
+        .is_none()
+        .then(|| autoclust_passes::ref_variables::read_fetched_references(&graph, &user_fetches))
+        .flatten()
+    {
+        Some((g, tensors)) => (Arc::new(g), Some(tensors)),
+        None => (graph, None),
+    };
+    let session = Session::new(graph.clone(), options);
     for (name, t) in model.map(|m| m.variables.as_slice()).unwrap_or_default() {
         session.set_variable(name, t.clone()).map_err(|e| CliError::input(format!("{}: {e}", model_dir(model))))?;
     }
@@ -238,14 +249,28 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
             }
             fetch_names.iter().map(|k| m.fetch_tensor(k)).collect::<Result<_, _>>()?
         }
-        None => fetch_names.clone(),
+        None => reference_fetches.clone().unwrap_or_else(|| fetch_names.clone()),
     };
     let fetches = fetch_tensors
         .iter()
         .map(|s| session.output(s).map_err(|e| CliError::input(format!("--fetch {e}"))))
         .collect::<Result<Vec<Output>, _>>()?;
     if model.is_none() {
-        fetch_names = fetches.iter().map(|o| format!("{}:{}", graph.name(o.node), o.port)).collect();
+        // The user's `node:port`, also where a read stands for a reference's value.
+        fetch_names = fetches
+            .iter()
+            .zip(&fetch_names)
+            .map(|(o, user)| match &reference_fetches {
+                Some(_) if graph.name(o.node).contains("/_autoclust_fetch_") => {
+                    if user.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u32>().is_ok()) {
+                        user.clone()
+                    } else {
+                        format!("{user}:0")
+                    }
+                }
+                _ => format!("{}:{}", graph.name(o.node), o.port),
+            })
+            .collect();
     }
     let targets = inputs
         .target

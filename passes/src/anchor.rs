@@ -10,6 +10,10 @@
 //! "wait for the cluster's exit" (its write-back). The caller fetches and
 //! targets the anchors instead ([`RunRecord::fetch_anchors`]).
 //!
+//! A fetch of what was a TF1 reference before the `ref-variables` rewrite (its node carries
+//! `REF_OUTPUT_ATTR`) is anchored by a `ReadVariableOp` of the variable instead (after the
+//! update op whose output it was): TensorFlow 1 returns the variable's value.
+//!
 //! Why it is sound: an `Identity` forwards its input's value and a `NoOp`
 //! waits for its control input, so fetching or targeting an anchor observes
 //! what fetching or targeting the node observes; the anchors have no other
@@ -44,6 +48,17 @@ impl Pass for AnchorPass {
         let mut fetch_anchors = Vec::with_capacity(fetches.len());
         for (k, o) in fetches.iter().enumerate() {
             let name = fresh_name(&graph, &format!("_autoclust_fetch_{k}"));
+            let mark = AttrValue::S(format!("fetch:{}:{}", graph.name(o.node), o.port).into_bytes());
+            // What was a TF1 reference (a `VariableV2`, an `Assign`'s output) is fetched as the
+            // variable's value, as a TensorFlow 1 session returns it.
+            if let Some((handle, control, dtype)) = crate::ref_variables::fetched_reference(&graph, *o) {
+                let mut read = anchor_node(&name, "ReadVariableOp", vec![handle], control);
+                read.attrs.insert("dtype".into(), dtype);
+                read.attrs.insert(ANCHOR_ATTR.into(), mark);
+                graph.add_node(read)?;
+                fetch_anchors.push(name);
+                continue;
+            }
             let mut identity = anchor_node(&name, "Identity", vec![*o], vec![]);
             let mut dtype = attr_output_dtypes(graph.node(o.node)).and_then(|ts| ts.get(o.port as usize).copied());
             if dtype.is_none() {
@@ -53,8 +68,7 @@ impl Pass for AnchorPass {
             if let Some(t) = dtype {
                 identity.attrs.insert("T".into(), AttrValue::Type(t));
             }
-            let mark = format!("fetch:{}:{}", graph.name(o.node), o.port);
-            identity.attrs.insert(ANCHOR_ATTR.into(), AttrValue::S(mark.into_bytes()));
+            identity.attrs.insert(ANCHOR_ATTR.into(), mark);
             graph.add_node(identity)?;
             fetch_anchors.push(name);
         }

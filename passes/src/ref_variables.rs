@@ -33,7 +33,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use autoclust_graph::{AttrValue, Attrs, CycleError, DType, Graph, GraphError, NodeId, Output, RawNode};
+use autoclust_graph::protocol::REF_OUTPUT_ATTR;
+use autoclust_graph::{AttrValue, Attrs, CycleError, DType, Graph, GraphError, Node, NodeId, Output, RawNode};
 
 /// Why the rewrite failed (the input graph was malformed).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -194,6 +195,7 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
             }
         }
     }
+    let var_dtype = |v: NodeId| graph.node(v).attrs.get("dtype").cloned().unwrap_or(AttrValue::Type(DType::Float32));
     let mut taken: HashSet<String> = graph.nodes().iter().map(|n| n.name.clone()).collect();
     let mut fresh = |base: String| autoclust_graph::function::fresh_name(&base, &mut taken);
     let mut raw: Vec<RawNode> = Vec::with_capacity(graph.len() + 8);
@@ -228,6 +230,7 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
                     node.attrs.insert(name.into(), AttrValue::S(Vec::new()));
                 }
             }
+            node.attrs.insert(REF_OUTPUT_ATTR.into(), var_dtype(id));
             raw.push(node);
             continue;
         }
@@ -288,18 +291,97 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
             node.inputs.push(read);
         }
         node.inputs.extend(n.control_inputs.iter().map(|&c| format!("^{}", graph.name(c))));
+        // The variable whose reference this node's output was (a fetch of it reads the value).
+        let referenced = n.inputs.first().and_then(|o| ref_of.get(o)).map(|&(v, _)| var_dtype(v));
         if let Some((op, _)) = form {
             node.attrs = resource_attrs(&n.op, &n.attrs);
             node.op = op;
+            if let Some(d) = referenced.filter(|_| n.op != "IsVariableInitialized") {
+                node.attrs.insert(REF_OUTPUT_ATTR.into(), d);
+            }
         } else if n.op == "RefIdentity" {
             node.op = "Identity".into();
         } else if forwards {
             node.op = n.op.trim_start_matches("Ref").to_string();
             node.attrs.insert("T".into(), AttrValue::Type(DType::Resource));
+            if let Some(d) = referenced {
+                node.attrs.insert(REF_OUTPUT_ATTR.into(), d);
+            }
         }
         raw.push(node);
     }
     Ok(Some(Graph::from_raw(raw, graph.library.clone(), graph.versions.clone())?))
+}
+
+/// What a fetch of `o` reads when `o` was a reference before [`ref_to_resource`] (its node
+/// carries [`REF_OUTPUT_ATTR`]): the variable's handle, the nodes the read waits for (an
+/// update op, which has no output of its own now) and the variable's dtype. `None` for any
+/// other output.
+pub fn fetched_reference(graph: &Graph, o: Output) -> Option<(Output, Vec<NodeId>, AttrValue)> {
+    let node = graph.node(o.node);
+    let dtype = node.attrs.get(REF_OUTPUT_ATTR)?.clone();
+    let ref_port = match node.op.as_str() {
+        "Switch" => o.port <= 1,
+        _ => o.port == 0,
+    };
+    if !ref_port {
+        return None;
+    }
+    if graph.output_count(o.node) == Some(0) {
+        Some((*node.inputs.first()?, vec![o.node], dtype))
+    } else {
+        Some((o, Vec::new(), dtype))
+    }
+}
+
+/// Fetches (`node:port` or `node`) of outputs that were references before [`ref_to_resource`]
+/// (the nodes it marked with [`REF_OUTPUT_ATTR`]): a TensorFlow 1 session returns the
+/// variable's value for them — `sess.run(global_step)`, `sess.run(assign_add(step, 1))` —
+/// where the rewritten graph has a resource handle or, for an update op, no output at all.
+/// Each such fetch gets a `ReadVariableOp` of its own: of the fetched handle, or of an update
+/// op's handle after the op (`^op`), as TensorFlow dereferences the fetched reference when
+/// its producer has run. Returns the graph with the reads and the tensor to fetch for each
+/// fetch, or `None` when no fetch names a reference.
+pub fn read_fetched_references(graph: &Graph, fetches: &[String]) -> Option<(Graph, Vec<String>)> {
+    let mut out: Option<Graph> = None;
+    let mut tensors = Vec::with_capacity(fetches.len());
+    for spec in fetches {
+        let (name, port) = match spec.rsplit_once(':') {
+            Some((n, p)) => match p.parse::<u32>() {
+                Ok(p) => (n, p),
+                Err(_) => (spec.as_str(), 0),
+            },
+            None => (spec.as_str(), 0),
+        };
+        let Some((handle, control, dtype)) =
+            graph.find(name).and_then(|id| fetched_reference(graph, Output { node: id, port }))
+        else {
+            tensors.push(spec.clone());
+            continue;
+        };
+        let g = out.get_or_insert_with(|| graph.clone());
+        let mut base = format!("{name}/_autoclust_fetch_{port}");
+        let mut k = 0;
+        while g.find(&base).is_some() {
+            k += 1;
+            base = format!("{name}/_autoclust_fetch_{port}_{k}");
+        }
+        let read = Node {
+            name: base.clone(),
+            op: "ReadVariableOp".into(),
+            inputs: vec![handle],
+            control_inputs: control,
+            attrs: [("dtype".to_string(), dtype)].into_iter().collect(),
+            device: String::new(),
+            span: None,
+        };
+        if g.add_node(read).is_err() {
+            tensors.push(spec.clone());
+            continue;
+        }
+        tensors.push(format!("{base}:0"));
+    }
+    out.map(|g| (g, tensors))
 }
 
 #[cfg(test)]

@@ -15,7 +15,8 @@ graph, with the variables loaded from the `.vars.safetensors` values. File layou
   updates see the in-place optimizer update through `w/read`). 3 steps.
 - ref_cond_assign: a v1 `cond` (RefSwitch → Assign / AssignAdd → RefMerge) assigning a variable
   in each branch, the merged reference read after it, and a chained `assign_add(assign(c, …), …)`
-  (a reference-taking op on another's output). 3 steps.
+  (a reference-taking op on another's output), and a fetched reference (`inc = assign_add(step, 1)`:
+  TensorFlow returns the updated value). 3 steps.
 """
 
 import json
@@ -148,21 +149,27 @@ def ref_cond_assign():
         out = tf.identity(r, name="out")
         chained = v1.assign_add(v1.assign(c, c * 2.0), [1.0, 1.0])
         chained_out = tf.identity(chained, name="chained")
-        step = tf.group(r, chained, name="train")
+        global_step = v1.Variable(np.int64(0), name="global_step", trainable=False)
+        inc = v1.assign_add(global_step, 1, name="inc")
+        step = tf.group(r, chained, inc, name="train")
     graph_def = g.as_graph_def()
     assert {"RefSwitch", "RefMerge"} <= {n.op for n in graph_def.node}
     tf.io.write_graph(graph_def, OUT, "ref_cond_assign.pbtxt", as_text=True)
-    values = {"acc": np.array([4.0, 8.0], np.float32), "c": np.array([1.0, -2.0], np.float32)}
+    values = {"acc": np.array([4.0, 8.0], np.float32), "c": np.array([1.0, -2.0], np.float32),
+              "global_step": np.int64(5)}
     feeds = {"p": np.array(False)}
     steps = 3
+    # `inc:0` fetches a reference: TensorFlow returns the updated value.
     with v1.Session(graph=g) as s:
         acc.load(values["acc"], s)
         c.load(values["c"], s)
+        global_step.load(values["global_step"], s)
         for _ in range(steps):
-            fetched = s.run([out, chained_out, step], {p: False})
-        final = {"acc": s.run(acc), "c": s.run(c)}
-    save_fixture("ref_cond_assign", graph_def, values, feeds, {"out:0": fetched[0], "chained:0": fetched[1]}, final,
-                 ["out:0", "chained:0"], ["train"], steps)
+            fetched = s.run([out, chained_out, inc, step], {p: False})
+        final = {"acc": s.run(acc), "c": s.run(c), "global_step": s.run(global_step)}
+    names = ["out:0", "chained:0", "inc:0"]
+    save_fixture("ref_cond_assign", graph_def, values, feeds, dict(zip(names, fetched)), final, names, ["train"],
+                 steps)
 
 
 if __name__ == "__main__":

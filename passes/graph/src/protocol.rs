@@ -36,6 +36,10 @@ pub const ORIGIN_OP_ATTR: &str = "_autoclust_origin_op";
 /// an `Identity`) and target (`target:NODE`, a `NoOp`) of a request, outside every
 /// cluster: the caller fetches and targets the anchors instead.
 pub const ANCHOR_ATTR: &str = "_autoclust_anchor";
+/// On a node the `ref-variables` rewrite made from one whose output was a reference (a
+/// `VariableV2`, an `Assign`, a `RefMerge`, …): the variable's dtype, so a fetch of that
+/// output reads the variable's value, as TensorFlow 1 dereferences a fetched reference.
+pub const REF_OUTPUT_ATTR: &str = "_autoclust_ref_dtype";
 /// The prefix of every op the protocol adds (the runtime names the user's op instead of
 /// these in errors).
 pub const OP_PREFIX: &str = "_Autoclust";
