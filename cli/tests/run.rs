@@ -505,3 +505,39 @@ fn tf1_scale_and_translate_match_tensorflow() {
 fn tf1_ragged_range_and_gather_match_tensorflow() {
     matches_tensorflow_exactly("tf1_ragged", 13);
 }
+
+/// A TF1 session returns a fetched reference variable's value (`sess.run(w)`), and an
+/// update op's output as the variable after the update (`sess.run(assign_add(step, 1))`);
+/// the rewrite to resource variables must not turn them into handles or missing outputs.
+#[test]
+fn fetched_reference_variables_give_their_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        "w = VariableV2() {container = \"\", dtype = float32, shape = shape[2], shared_name = \"\"}\n\
+         step = VariableV2() {container = \"\", dtype = int64, shape = shape[], shared_name = \"\"}\n\
+         one = Const() {dtype = int64, value = int64[]{1}}\n\
+         inc = AssignAdd(step, one) {T = int64, use_locking = false}\n\
+         r = Identity(w) {T = float32}\n",
+    )
+    .unwrap();
+    let vars = dir.path().join("vars.safetensors");
+    let values =
+        [("w".into(), Tensor::from_f32(vec![2], vec![1.5, -2.0]).unwrap()), ("step".into(), Tensor::scalar_i64(7))];
+    std::fs::write(&vars, write_safetensors(&values).unwrap()).unwrap();
+    for mode in [&["--no-cluster"][..], &[]] {
+        let mut args =
+            vec!["run", g.to_str().unwrap(), "--vars", vars.to_str().unwrap(), "--fetch", "w,inc:0,r", "--json"];
+        args.extend(mode);
+        let v = json(&autoclust(&args));
+        assert_eq!(
+            v["fetches"]["w:0"],
+            serde_json::json!({"dtype": "float32", "shape": [2], "data": [1.5, -2.0]}),
+            "{mode:?}"
+        );
+        assert_eq!(v["fetches"]["inc:0"], serde_json::json!({"dtype": "int64", "shape": [], "data": [8]}), "{mode:?}");
+        assert_eq!(v["fetches"]["r:0"]["data"], serde_json::json!([1.5, -2.0]), "{mode:?}");
+        assert_eq!(v["variables"]["step"]["data"], serde_json::json!([8]), "{mode:?}");
+    }
+}
