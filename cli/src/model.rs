@@ -223,7 +223,8 @@ pub fn is_checkpoint_prefix(path: &Path) -> bool {
 /// session variable names or (for a SavedModel) its checkpoint keys. A key that names no
 /// variable of `graph` but a TF1 partitioned variable (`emb` saved whole, the graph holding
 /// `emb/part_0`, `emb/part_1`, …) gives each part its slice, as the graph's Saver
-/// ([`partitions`]) would restore it.
+/// ([`partitions`]) would restore it, or, with no Saver in the graph, as the parts' names and
+/// shapes say ([`parts_by_name`]).
 pub fn read_vars(path: &Path, model: Option<&ModelContext>, graph: &Graph) -> Result<Vec<(String, Tensor)>, CliError> {
     if !is_checkpoint_prefix(path) {
         let bytes = read_file(path)?;
@@ -232,12 +233,17 @@ pub fn read_vars(path: &Path, model: Option<&ModelContext>, graph: &Graph) -> Re
     let tensors = tensor_bundle::read_checkpoint(path).map_err(|e| CliError::input(e.to_string()))?;
     let by_key: BTreeMap<&str, &str> =
         model.map(|m| m.keys.iter().map(|(n, k)| (k.as_str(), n.as_str())).collect()).unwrap_or_default();
-    let parts = partitions(graph);
+    let mut parts = partitions(graph);
     let mut vars = Vec::with_capacity(tensors.len());
     for (k, t) in tensors.into_iter().filter(|(k, _)| k != OBJECT_GRAPH_KEY) {
         if let Some(n) = by_key.get(k.as_str()) {
             vars.push((n.to_string(), t));
             continue;
+        }
+        if !parts.contains_key(&k) && !names_variable(graph, &k) {
+            if let Some(list) = parts_by_name(graph, &k, &t.shape) {
+                parts.insert(k.clone(), list);
+            }
         }
         match parts.get(&k).filter(|_| !names_variable(graph, &k)) {
             Some(list) => {
@@ -256,6 +262,46 @@ pub fn read_vars(path: &Path, model: Option<&ModelContext>, graph: &Graph) -> Re
 /// Whether `graph` has a variable node called `name`.
 fn names_variable(graph: &Graph, name: &str) -> bool {
     graph.find(name).is_some_and(|id| autoclust_graph::effects::names_variable(graph.node(id)))
+}
+
+/// The parts of a TF1 partitioned variable saved whole as `key` (shape `full`) when the graph
+/// has no Saver to say how it was cut: its variables `key/part_0`, `key/part_1`, … in order
+/// (for an optimizer's slot saved as `emb/Adagrad`, `emb/part_0/Adagrad`, …), each the next
+/// run of the one dimension along which their shapes (their `shape` attributes) differ from
+/// `full` — how `fixed_size_partitioner` and the other TF1 partitioners cut a variable, along
+/// one axis. `None` unless the parts tile `full` exactly.
+fn parts_by_name(graph: &Graph, key: &str, full: &[usize]) -> Option<Vec<(String, String)>> {
+    let splits = key.match_indices('/').map(|(i, _)| (&key[..i], &key[i..])).chain([(key, "")]);
+    let (base, rest) = splits.filter(|(b, r)| graph.find(&format!("{b}/part_0{r}")).is_some()).last()?;
+    let mut shapes: Vec<(String, Vec<usize>)> = Vec::new();
+    while let Some(id) = graph.find(&format!("{base}/part_{}{rest}", shapes.len())) {
+        let node = graph.node(id);
+        if !autoclust_graph::effects::names_variable(node) {
+            return None;
+        }
+        let dims = node.attr("shape").and_then(|a| a.as_shape())?.dims.clone()?;
+        let dims: Vec<usize> = dims.iter().map(|&d| d.and_then(|d| usize::try_from(d).ok())).collect::<Option<_>>()?;
+        shapes.push((node.name.clone(), dims));
+    }
+    if shapes.len() < 2 || shapes.iter().any(|(_, d)| d.len() != full.len()) {
+        return None;
+    }
+    // The axis of the cut: the one dimension where some part is shorter than `full`.
+    let axis = (0..full.len()).find(|&a| shapes.iter().any(|(_, d)| d[a] != full[a])).unwrap_or(0);
+    let fits = shapes.iter().all(|(_, d)| (0..full.len()).all(|a| a == axis || d[a] == full[a]));
+    if !fits || shapes.iter().map(|(_, d)| d[axis]).sum::<usize>() != full[axis] {
+        return None;
+    }
+    let head: Vec<String> = full.iter().map(usize::to_string).collect();
+    let mut start = 0;
+    let mut out = Vec::with_capacity(shapes.len());
+    for (name, d) in shapes {
+        let ranges: Vec<String> =
+            (0..full.len()).map(|a| if a == axis { format!("{start},{}", d[a]) } else { "-".into() }).collect();
+        start += d[axis];
+        out.push((name, format!("{} {}", head.join(" "), ranges.join(":"))));
+    }
+    Some(out)
 }
 
 /// A TF1 graph's partitioned variables, from its Saver's `SaveV2` nodes: checkpoint key →

@@ -285,8 +285,9 @@ fn multi_shard_and_sliced_checkpoints_restore() {
 
 /// A TF1 Saver checkpoint of partitioned variables (`emb` and `dense/w` saved whole, the
 /// graph holding `emb/part_0..2` and `dense/w/part_0..1`): `--vars` gives each part its
-/// slice, by the graph's `SaveV2` specs, and three Adagrad steps give TensorFlow's loss and
-/// predictions in both modes (the checkpoint's keys named no variable before).
+/// slice, by the graph's `SaveV2` specs (without a Saver, by the parts' names and shapes), and
+/// three Adagrad steps give TensorFlow's loss and predictions in both modes (the checkpoint's
+/// keys named no variable before).
 #[test]
 fn partitioned_variables_restore_from_a_saver_checkpoint() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/checkpoint");
@@ -301,6 +302,20 @@ fn partitioned_variables_restore_from_a_saver_checkpoint() {
         for (key, t) in &want {
             assert_close(&format!("{key} {mode:?}"), &v["fetches"][format!("{key}:0")], t);
         }
+    }
+    // The same graph without its Saver (pruned to the step): the parts are found by their
+    // names (`emb/part_K`) and shapes, cut along the one axis where they differ.
+    let tmp = tempfile::tempdir().unwrap();
+    let pruned = tmp.path().join("step.graph");
+    let opt = autoclust(&["opt", s(&graph), "--passes", "prune", "--fetch", "loss,pred", "--target", "train"]);
+    assert!(opt.status.success(), "{}", String::from_utf8_lossy(&opt.stderr));
+    let text = String::from_utf8(opt.stdout).unwrap();
+    assert!(!text.contains("SaveV2") && text.contains("emb/part_1"), "the Saver is pruned, the parts stay");
+    std::fs::write(&pruned, text).unwrap();
+    let args = ["run", s(&pruned), "--vars", s(&prefix), "--feeds", s(&feeds), "--fetch", "loss,pred", "--target"];
+    let v = json(&autoclust(&[&args[..], &["train", "--steps", "3", "--json"]].concat()));
+    for (key, t) in &want {
+        assert_close(&format!("{key} without a Saver"), &v["fetches"][format!("{key}:0")], t);
     }
 }
 
