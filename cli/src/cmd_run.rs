@@ -151,13 +151,14 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
     // A fetch of what was a TF1 reference (a `VariableV2`, an `Assign`'s output) reads the
     // variable's value, as a TensorFlow 1 session returns it.
     let user_fetches: Vec<String> = inputs.fetch.iter().filter(|s| !s.is_empty()).cloned().collect();
-    let (graph, reference_fetches) = match model
-        .is_none()
-        .then(|| autoclust_passes::ref_variables::read_fetched_references(&graph, &user_fetches))
-        .flatten()
-    {
-        Some((g, tensors)) => (Arc::new(g), Some(tensors)),
-        None => (graph, None),
+    let rewritten = match model {
+        None => autoclust_passes::ref_variables::read_fetched_references(&graph, &user_fetches)
+            .map_err(|e| CliError::input(format!("--fetch: {e}")))?,
+        Some(_) => None,
+    };
+    let (graph, reference_reads) = match rewritten {
+        Some((g, reads)) => (Arc::new(g), reads),
+        None => (graph, vec![None; user_fetches.len()]),
     };
     let session = Session::new(graph.clone(), options);
     for (name, t) in model.map(|m| m.variables.as_slice()).unwrap_or_default() {
@@ -240,7 +241,7 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         feeds.push((o, t));
         fed_keys.push(name.to_string());
     }
-    let mut fetch_names: Vec<String> = inputs.fetch.iter().filter(|s| !s.is_empty()).cloned().collect();
+    let mut fetch_names: Vec<String> = user_fetches;
     let fetch_tensors: Vec<String> = match model {
         Some(m) => {
             m.check_all_fed(&fed_keys)?;
@@ -249,26 +250,22 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
             }
             fetch_names.iter().map(|k| m.fetch_tensor(k)).collect::<Result<_, _>>()?
         }
-        None => reference_fetches.clone().unwrap_or_else(|| fetch_names.clone()),
+        None => fetch_names.iter().zip(&reference_reads).map(|(f, r)| r.clone().unwrap_or_else(|| f.clone())).collect(),
     };
     let fetches = fetch_tensors
         .iter()
         .map(|s| session.output(s).map_err(|e| CliError::input(format!("--fetch {e}"))))
         .collect::<Result<Vec<Output>, _>>()?;
     if model.is_none() {
-        // The user's `node:port`, also where a read stands for a reference's value.
+        // `node:port` as the user named it, also where a read stands for a reference's value.
         fetch_names = fetches
             .iter()
             .zip(&fetch_names)
-            .map(|(o, user)| match &reference_fetches {
-                Some(_) if graph.name(o.node).contains("/_autoclust_fetch_") => {
-                    if user.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u32>().is_ok()) {
-                        user.clone()
-                    } else {
-                        format!("{user}:0")
-                    }
-                }
-                _ => format!("{}:{}", graph.name(o.node), o.port),
+            .zip(&reference_reads)
+            .map(|((o, user), read)| match read {
+                Some(_) if user.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u32>().is_ok()) => user.clone(),
+                Some(_) => format!("{user}:0"),
+                None => format!("{}:{}", graph.name(o.node), o.port),
             })
             .collect();
     }

@@ -786,7 +786,8 @@ impl Emitter<'_> {
         // ×8 unrolled copies too (a third of the code, and of regalloc's time), and a
         // multiple of 4 elements no scalar tail (the other half of a small body's code).
         let extent = spec.dims[r - 1];
-        let mut left = extent;
+        // After the tile loop (when there is one), what the last chunk leaves.
+        let mut left = if self.tiles.is_some() { extent % TILE } else { extent };
         if spec.vector {
             let u = vector_unroll(spec);
             if left >= 4 * u {

@@ -93,7 +93,8 @@ const KEEPS_HALF_VALUES: &[&str] = &[
     "Split",
     "SplitV",
     "ReverseV2",
-    "MaxPool",
+    // Not `MaxPool`: a window with no maximum (NaNs, −∞) pools to float32's lowest value,
+    // which the rounding after it makes −∞, as the interpreter's narrowing does.
     "Max",
     "Min",
     "OneHot",

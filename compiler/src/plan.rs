@@ -1370,6 +1370,9 @@ impl Program {
                 if dims.len() == 1 {
                     chunk = chunk.div_ceil(crate::tile_routines::TILE) * crate::tile_routines::TILE;
                 }
+                // The fused code emits no loop a range could not reach (`CodeGen::fused`): a
+                // chunk of a rank-1 nest starts and ends at multiples of TILE, but the last.
+                debug_assert!(dims.len() > 1 || chunk % crate::tile_routines::TILE == 0);
                 let ranges: Vec<(usize, usize)> =
                     (0..outer).step_by(chunk.max(1)).map(|s| (s, (s + chunk).min(outer))).collect();
                 crate::team::run(ranges.len(), &|k| {

@@ -51,9 +51,7 @@ impl Pass for AnchorPass {
             let mark = AttrValue::S(format!("fetch:{}:{}", graph.name(o.node), o.port).into_bytes());
             // What was a TF1 reference (a `VariableV2`, an `Assign`'s output) is fetched as the
             // variable's value, as a TensorFlow 1 session returns it.
-            if let Some((handle, control, dtype)) = crate::ref_variables::fetched_reference(&graph, *o) {
-                let mut read = anchor_node(&name, "ReadVariableOp", vec![handle], control);
-                read.attrs.insert("dtype".into(), dtype);
+            if let Some(mut read) = crate::ref_variables::reference_read(&graph, &name, *o) {
                 read.attrs.insert(ANCHOR_ATTR.into(), mark);
                 graph.add_node(read)?;
                 fetch_anchors.push(name);
@@ -89,7 +87,8 @@ impl Pass for AnchorPass {
     }
 }
 
-fn fresh_name(g: &Graph, base: &str) -> String {
+/// `base`, or `base_K` for the first K that names no node of `g`.
+pub(crate) fn fresh_name(g: &Graph, base: &str) -> String {
     let mut name = base.to_string();
     let mut k = 0;
     while g.find(&name).is_some() {

@@ -342,16 +342,16 @@ fn control_flow_refusal_in(
                 AttrValue::List(autoclust_graph::ListValue::Type(ts)) => ts.iter().copied().find(unsupported),
                 _ => None,
             });
-            if let Some(t) = bad_dtype.filter(|t| !refused && t.is_half()) {
-                return why(format!(
-                    "its function '{}' computes in {} ('{}', {inner}): the JIT compiles half precision \
-                     outside functional control flow only",
-                    f.name,
-                    t.name(),
-                    n.name
-                ));
-            }
             if let Some(t) = bad_dtype.filter(|_| !refused) {
+                if t.is_half() {
+                    return why(format!(
+                        "its function '{}' computes in {} ('{}', {inner}): the JIT compiles half \
+                         precision outside functional control flow only",
+                        f.name,
+                        t.name(),
+                        n.name
+                    ));
+                }
                 return why(format!(
                     "its function '{}' runs '{}' ({inner}) on {}, which the JIT does not compile",
                     f.name,

@@ -29,6 +29,13 @@
 //! (same kernels in TensorFlow). Reading through a snapshot instead of an
 //! alias is TensorFlow's own resource-variable semantics; the difference is
 //! observable only in racy graphs, whose outcomes are any serialisation.
+//! A reference returned by an op that took it (`Assign`'s output) and passed on as a
+//! reference (to another such op, or through `RefMerge`/`RefSwitch`/`RefEnter`) becomes an
+//! `Identity` of the handle waiting for that op, so the update stays on every path that used
+//! its output. Each node whose output was a reference is marked with
+//! [`REF_OUTPUT_ATTR`] (the variable's dtype): a fetch of it reads the variable's value
+//! ([`read_fetched_references`], the `anchor` pass), as a TensorFlow 1 session returns it.
+//!
 //! Graphs without `VariableV2` are returned unchanged (`None`).
 
 use std::collections::{HashMap, HashSet};
@@ -278,7 +285,7 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
                 inputs.push(format!("^{}", graph.name(o.node)));
             }
             inputs.extend(waits.iter().map(|w| format!("^{w}")));
-            let dtype = graph.node(v).attrs.get("dtype").cloned().unwrap_or(AttrValue::Type(DType::Float32));
+            let dtype = var_dtype(v);
             let read = fresh(format!("{}/_autoclust_read", n.name));
             raw.push(RawNode {
                 name: read.clone(),
@@ -334,54 +341,54 @@ pub fn fetched_reference(graph: &Graph, o: Output) -> Option<(Output, Vec<NodeId
     }
 }
 
+/// The graph with a read per fetched reference, and per fetch the read's output (`None`: the
+/// fetch as given) — what [`read_fetched_references`] returns.
+pub type FetchReads = (Graph, Vec<Option<String>>);
+
+/// A `ReadVariableOp` named `name` that fetching `o` reads instead ([`fetched_reference`]),
+/// or `None` when `o` was no reference.
+pub fn reference_read(graph: &Graph, name: &str, o: Output) -> Option<Node> {
+    let (handle, control, dtype) = fetched_reference(graph, o)?;
+    Some(Node {
+        name: name.to_string(),
+        op: "ReadVariableOp".into(),
+        inputs: vec![handle],
+        control_inputs: control,
+        attrs: [("dtype".to_string(), dtype)].into_iter().collect(),
+        device: String::new(),
+        span: None,
+    })
+}
+
 /// Fetches (`node:port` or `node`) of outputs that were references before [`ref_to_resource`]
 /// (the nodes it marked with [`REF_OUTPUT_ATTR`]): a TensorFlow 1 session returns the
 /// variable's value for them — `sess.run(global_step)`, `sess.run(assign_add(step, 1))` —
 /// where the rewritten graph has a resource handle or, for an update op, no output at all.
-/// Each such fetch gets a `ReadVariableOp` of its own: of the fetched handle, or of an update
-/// op's handle after the op (`^op`), as TensorFlow dereferences the fetched reference when
-/// its producer has run. Returns the graph with the reads and the tensor to fetch for each
-/// fetch, or `None` when no fetch names a reference.
-pub fn read_fetched_references(graph: &Graph, fetches: &[String]) -> Option<(Graph, Vec<String>)> {
+/// Each such fetch gets a [`reference_read`] of its own. Returns the graph with the reads
+/// and, per fetch, the read's output (`None`: fetch as given), or `None` when no fetch names
+/// a reference.
+pub fn read_fetched_references(graph: &Graph, fetches: &[String]) -> Result<Option<FetchReads>, GraphError> {
     let mut out: Option<Graph> = None;
-    let mut tensors = Vec::with_capacity(fetches.len());
+    let mut reads = Vec::with_capacity(fetches.len());
     for spec in fetches {
-        let (name, port) = match spec.rsplit_once(':') {
-            Some((n, p)) => match p.parse::<u32>() {
-                Ok(p) => (n, p),
-                Err(_) => (spec.as_str(), 0),
-            },
-            None => (spec.as_str(), 0),
+        let (name, port) = match spec.rsplit_once(':').map(|(n, p)| (n, p.parse::<u32>())) {
+            Some((n, Ok(p))) => (n, p),
+            _ => (spec.as_str(), 0),
         };
-        let Some((handle, control, dtype)) =
-            graph.find(name).and_then(|id| fetched_reference(graph, Output { node: id, port }))
-        else {
-            tensors.push(spec.clone());
+        let Some(id) = graph.find(name) else {
+            reads.push(None);
             continue;
         };
-        let g = out.get_or_insert_with(|| graph.clone());
-        let mut base = format!("{name}/_autoclust_fetch_{port}");
-        let mut k = 0;
-        while g.find(&base).is_some() {
-            k += 1;
-            base = format!("{name}/_autoclust_fetch_{port}_{k}");
-        }
-        let read = Node {
-            name: base.clone(),
-            op: "ReadVariableOp".into(),
-            inputs: vec![handle],
-            control_inputs: control,
-            attrs: [("dtype".to_string(), dtype)].into_iter().collect(),
-            device: String::new(),
-            span: None,
-        };
-        if g.add_node(read).is_err() {
-            tensors.push(spec.clone());
+        let g = out.as_ref().unwrap_or(graph);
+        let read_name = crate::anchor::fresh_name(g, &format!("{name}/_autoclust_fetch_{port}"));
+        let Some(read) = reference_read(graph, &read_name, Output { node: id, port }) else {
+            reads.push(None);
             continue;
-        }
-        tensors.push(format!("{base}:0"));
+        };
+        out.get_or_insert_with(|| graph.clone()).add_node(read)?;
+        reads.push(Some(format!("{read_name}:0")));
     }
-    out.map(|g| (g, tensors))
+    Ok(out.map(|g| (g, reads)))
 }
 
 #[cfg(test)]

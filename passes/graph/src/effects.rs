@@ -4,7 +4,9 @@
 //! an op reads, writes, or modifies (reads and writes) resource variables,
 //! or has no resource effect. Any op that may call a function — a node whose
 //! op names a library function, or that has a `func` (or list of `func`)
-//! attribute — is conservatively a modify.
+//! attribute — is a modify under the contract's rule ([`CallEffects::Conservative`],
+//! what `analyze` and `cluster` report); [`resource_kind`] gives a call its functions'
+//! real effects instead ([`CallEffects::Interprocedural`], what `run` clusters with).
 
 use std::fmt;
 

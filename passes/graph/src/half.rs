@@ -129,7 +129,7 @@ impl HalfProgram {
         self.push(HalfStep::Const(x))
     }
     fn op(&mut self, op: &'static str, args: &[usize]) -> usize {
-        self.push(HalfStep::Op { op, args: args.to_vec(), attrs: Vec::new() })
+        self.op_with(op, args, Vec::new())
     }
     /// A half operation: the float32 op, rounded.
     fn rop(&mut self, op: &'static str, args: &[usize]) -> usize {

@@ -162,7 +162,7 @@ pub fn max_pool_grad<T: PoolElem>(s: &PoolShape, x: &[T], dy: &[T]) -> Vec<T> {
 
 /// `MaxPoolGradGrad`: `[N, OH, OW, C]`, each output element the gradient `g` (input-shaped)
 /// at the first element of its window, in row-major scan order, equal to the pooled value
-/// `y`; zero where none is (a NaN maximum). TensorFlow's CPU kernel compares with the
+/// `y`; zero where none is (a window with no maximum, pooled to the lowest value). TensorFlow's CPU kernel compares with the
 /// forward output the same way instead of recomputing the argmax.
 pub fn max_pool_grad_grad<T: PoolElem>(s: &PoolShape, x: &[T], y: &[T], g: &[T]) -> Vec<T> {
     let [n, h, w, c] = s.input;
@@ -247,6 +247,7 @@ mod tests {
         };
         let nan = f32::NAN;
         assert_eq!(max_pool(&win(2, 2, 2), &[nan, 5.0, 4.0, -1.0]), [5.0]);
+        // TensorFlow 2.21 also: `[5, NaN, 4, −1]` → 5.
         assert_eq!(max_pool(&win(2, 2, 2), &[5.0, nan, 4.0, -1.0]), [5.0]);
         assert_eq!(max_pool(&win(2, 2, 2), &[nan; 4]), [f32::MIN]);
         assert_eq!(max_pool(&win(2, 2, 2), &[f32::NEG_INFINITY; 4]), [f32::MIN]);

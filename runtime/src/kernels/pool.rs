@@ -117,7 +117,8 @@ fn max_pool_with_argmax<T: Float + PoolElem>(
     for (i, &p) in arg.iter().enumerate() {
         let (b, ch) = (i / (out_pixels * c), i % c);
         if p == usize::MAX {
-            // A window of padding only (never made by TensorFlow's shapes): its lowest value.
+            // A window with no maximum (padding only, NaNs or −∞): the lowest value and index
+            // −1, as TensorFlow's `SpatialMaxPoolWithArgMaxHelper` leaves it.
             ys.push(<T as PoolElem>::lowest());
             idx.push(-1);
             continue;

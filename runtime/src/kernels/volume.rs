@@ -282,9 +282,12 @@ fn max_pool3d(a: &Attrs, x: &Tensor) -> KResult<Tensor> {
     let out_shape = p.output();
     let len = super::budget(x.dtype, &out_shape)?;
     let xv = floats(x)?;
+    // TensorFlow's 3-D reducer keeps the running maximum only while it is greater than the
+    // next element, from −∞: a NaN replaces it and a later number replaces a NaN (TensorFlow
+    // 2.21: a window `[NaN, 5, 4, −1, …]` pools to 5, one of NaNs to NaN, one of −∞ to −∞).
     let mut out = vec![f64::NEG_INFINITY; len];
     p.each(|xi, oi| {
-        if xv[xi] > out[oi] || xv[xi].is_nan() {
+        if out[oi].partial_cmp(&xv[xi]) != Some(std::cmp::Ordering::Greater) {
             out[oi] = xv[xi];
         }
     });
@@ -470,6 +473,20 @@ mod tests {
         assert_eq!(g.as_f64().unwrap(), [0.0, 2.0, 2.0, 1.0, 1.0, 2.0, 2.0, 4.0]);
         let a = run1(&node("AvgPool3D", &at), &[x]).unwrap();
         assert_eq!(a.as_f64().unwrap(), [1.125, 1.25, 1.25, 1.0, 0.0, 0.0, 0.0, 0.0]);
+    }
+
+    /// TensorFlow 2.21's `max_pool3d` (2×2×2 VALID) with NaNs: `[NaN, 5, 4, −1, 2, 1, 0, 3]`
+    /// pools to 5, a window of NaNs to NaN, one of −∞ to −∞.
+    #[test]
+    fn max_pool3d_nans_as_tensorflow() {
+        let at = attrs("VALID", [1, 1, 1], Some([2, 2, 2]));
+        let pool = |v: [f64; 8]| {
+            let x = Tensor::from_f64(vec![1, 2, 2, 2, 1], v.to_vec()).unwrap();
+            run1(&node("MaxPool3D", &at), &[x]).unwrap().as_f64().unwrap().to_vec()
+        };
+        assert_eq!(pool([f64::NAN, 5.0, 4.0, -1.0, 2.0, 1.0, 0.0, 3.0]), [5.0]);
+        assert!(pool([f64::NAN; 8])[0].is_nan());
+        assert_eq!(pool([f64::NEG_INFINITY; 8]), [f64::NEG_INFINITY]);
     }
 
     #[test]
