@@ -541,3 +541,43 @@ fn fetched_reference_variables_give_their_values() {
         assert_eq!(v["variables"]["step"]["data"], serde_json::json!([8]), "{mode:?}");
     }
 }
+
+/// `tf.compat.v1.count_up_to` on a ref variable (`CountUpTo`, rewritten to
+/// `ResourceCountUpTo`) and on a resource variable: each step gives the value before the
+/// increment, and reaching `limit` is TensorFlow's OutOfRange error naming the node.
+#[test]
+fn count_up_to_counts_and_stops_at_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        "n = VariableV2() {container = \"\", dtype = int64, shape = shape[], shared_name = \"\"}\n\
+         c = CountUpTo(n) {T = int64, limit = 3}\n\
+         r = VarHandleOp() {container = \"\", dtype = int32, shape = shape[], shared_name = \"r\"}\n\
+         d = ResourceCountUpTo(r) {T = int32, limit = 2}\n",
+    )
+    .unwrap();
+    let vars = dir.path().join("vars.safetensors");
+    let values = [("n".into(), Tensor::scalar_i64(1)), ("r".into(), Tensor::from_i32(vec![], vec![0]).unwrap())];
+    std::fs::write(&vars, write_safetensors(&values).unwrap()).unwrap();
+    let run = |steps: &str| {
+        autoclust(&[
+            "run",
+            g.to_str().unwrap(),
+            "--vars",
+            vars.to_str().unwrap(),
+            "--fetch",
+            "c,d",
+            "--steps",
+            steps,
+            "--json",
+        ])
+    };
+    let v = json(&run("2"));
+    assert_eq!((v["fetches"]["c:0"]["data"][0].as_i64(), v["fetches"]["d:0"]["data"][0].as_i64()), (Some(2), Some(1)));
+    assert_eq!((v["variables"]["n"]["data"][0].as_i64(), v["variables"]["r"]["data"][0].as_i64()), (Some(3), Some(2)));
+    let out = run("3");
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("step 3 of 3") && e.contains("node 'd' (ResourceCountUpTo): Reached limit of 2"), "{e}");
+}

@@ -10,7 +10,8 @@
 //!   counterpart on the handle: `Assign` → `AssignVariableOp`,
 //!   `AssignAdd`/`AssignSub` → `Assign{Add,Sub}VariableOp`, `Apply*` /
 //!   `SparseApply*` → `ResourceApply*` / `ResourceSparseApply*`, `Scatter*` →
-//!   `ResourceScatter*`, `IsVariableInitialized` → `VarIsInitializedOp`;
+//!   `ResourceScatter*`, `IsVariableInitialized` → `VarIsInitializedOp`,
+//!   `CountUpTo` → `ResourceCountUpTo`;
 //! - every *value* use of a reference (the usual `w/read` Identity, or any op
 //!   reading `w` directly, or a use of an `Assign`'s output) reads the
 //!   variable through a new `ReadVariableOp` of its own; so does every
@@ -55,7 +56,7 @@ pub enum RefVariablesError {
 /// The resource op standing for a reference-taking op, and which of its inputs are references.
 fn resource_form(op: &str) -> Option<(String, &'static [usize])> {
     let refs: &'static [usize] = match op {
-        "Assign" | "AssignAdd" | "AssignSub" | "IsVariableInitialized" => &[0],
+        "Assign" | "AssignAdd" | "AssignSub" | "IsVariableInitialized" | "CountUpTo" => &[0],
         "ScatterUpdate" | "ScatterAdd" | "ScatterSub" | "ScatterMul" | "ScatterDiv" | "ScatterMax" | "ScatterMin"
         | "ScatterNdUpdate" | "ScatterNdAdd" | "ScatterNdSub" => &[0],
         "ApplyGradientDescent" | "ApplyProximalGradientDescent" => &[0],
@@ -92,6 +93,12 @@ fn resource_form(op: &str) -> Option<(String, &'static [usize])> {
         _ => format!("Resource{op}"),
     };
     Some((name, refs))
+}
+
+/// Whether a reference-taking op's output is the reference it took (an `Assign` returns its
+/// variable; `IsVariableInitialized` and `CountUpTo` return values).
+fn returns_reference(op: &str) -> bool {
+    !matches!(op, "IsVariableInitialized" | "CountUpTo")
 }
 
 /// The attributes of the resource form: the element type is `dtype` on the
@@ -181,7 +188,7 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
             ref_of.insert(o, (id, o));
         } else if let Some((_, refs)) = resource_form(&n.op) {
             if let Some(&v) = refs.first().and_then(|&s| n.inputs.get(s)).and_then(|o| ref_of.get(o)) {
-                if n.op != "IsVariableInitialized" {
+                if returns_reference(&n.op) {
                     ref_of.insert(Output { node: id, port: 0 }, v);
                 }
             }
@@ -303,7 +310,7 @@ pub fn ref_to_resource(graph: &Graph) -> Result<Option<Graph>, RefVariablesError
         if let Some((op, _)) = form {
             node.attrs = resource_attrs(&n.op, &n.attrs);
             node.op = op;
-            if let Some(d) = referenced.filter(|_| n.op != "IsVariableInitialized") {
+            if let Some(d) = referenced.filter(|_| returns_reference(&n.op)) {
                 node.attrs.insert(REF_OUTPUT_ATTR.into(), d);
             }
         } else if n.op == "RefIdentity" {

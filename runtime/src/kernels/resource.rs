@@ -315,6 +315,39 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
                 r.map(|()| Outputs::new())
             })
         }
+        "ResourceCountUpTo" => {
+            // TensorFlow's `ResourceCountUpToOp`: under the variable's lock, the scalar before
+            // the increment, or OutOfRange once it has reached `limit` (nothing written).
+            let limit = node.attr("limit").and_then(|a| a.as_int()).ok_or_else(|| KernelError::Attr("limit".into()))?;
+            Box::new(move |store: &VariableStore, inp: Inputs| {
+                arity(&inp, 1)?;
+                let id = handle_var(&inp[0])?;
+                let var = store.get(id);
+                let mut g = var.lock();
+                let cur = g.as_ref().ok_or_else(|| uninit(store, id))?;
+                if !cur.shape.is_empty() {
+                    return Err(KernelError::invalid(format!(
+                        "input is not a scalar: {}",
+                        super::shape_ops::debug_shape(&cur.shape)
+                    )));
+                }
+                let before = match (cur.as_i32(), cur.as_i64()) {
+                    (Some(v), _) => i64::from(v[0]),
+                    (_, Some(v)) => v[0],
+                    _ => return Err(KernelError::DType(cur.dtype)),
+                };
+                if before >= limit {
+                    return Err(KernelError::invalid(format!("Reached limit of {limit}")));
+                }
+                let (old, new) = if cur.dtype == DType::Int32 {
+                    (Tensor::scalar_i32(before as i32), Tensor::scalar_i32(before as i32 + 1))
+                } else {
+                    (Tensor::scalar_i64(before), Tensor::scalar_i64(before + 1))
+                };
+                *g = Some(new);
+                Ok(std::iter::once(old).collect())
+            })
+        }
         "RngReadAndSkip" => Box::new(|store: &VariableStore, inp: Inputs| {
             arity(&inp, 3)?;
             let id = handle_var(&inp[0])?;
@@ -562,6 +595,7 @@ pub fn is_resource_op(op: &str) -> bool {
             | "ResourceScatterNdMax"
             | "ResourceScatterNdMin"
             | "ResourceStridedSliceAssign"
+            | "ResourceCountUpTo"
             | "RngReadAndSkip"
             | "RngSkip"
             | "StatefulUniform"

@@ -326,6 +326,16 @@ pub(super) static OPS: &[OpSchema] = &[
         APPLY_ATTRS,
         s::apply_adam,
     )),
+    // `tf.compat.v1.count_up_to` (the ref op `CountUpTo` becomes this when ref variables
+    // are rewritten): the scalar before the increment, OutOfRange at `limit`.
+    stateful(op(
+        "ResourceCountUpTo",
+        OpFamily::Resource,
+        &[a("resource", RES)],
+        &[a("output", T)],
+        &[iattr("limit"), tattr("T", Some(INDEX))],
+        s::scalar,
+    )),
     stateful(op(
         "VarIsInitializedOp",
         OpFamily::Resource,
