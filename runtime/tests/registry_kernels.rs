@@ -46,7 +46,7 @@ const KERNEL_LESS: &[(&str, &str)] = &[];
 
 fn has_kernel(op: &str) -> bool {
     kernels::has_pure_kernel(op)
-        || kernels::resource::is_resource_op(op)
+        || kernels::resource::has_resource_kernel(op)
         || kernels::random::is_random_op(op)
         || kernels::lookup::is_lookup_op(op)
         || kernels::summary_writer::is_writer_op(op)

@@ -570,7 +570,16 @@ pub(crate) fn rng_read_and_skip(state: &Tensor, alg: i64, delta: u64) -> KResult
     Ok((read, next))
 }
 
-/// Whether `op` is a resource op with a kernel here.
+/// Whether `op` has a resource-variable kernel here: [`is_resource_op`]'s, and
+/// `ResourceCountUpTo` (TF1's `count_up_to`), which TensorFlow's resource-op table — and so
+/// the safety analysis and the semantics explorer's model — leaves out: it is never
+/// clustered, and `explore` declines a graph holding it.
+pub fn has_resource_kernel(op: &str) -> bool {
+    is_resource_op(op) || op == "ResourceCountUpTo"
+}
+
+/// Whether `op` is a resource op of TensorFlow's table with a kernel here (each one the
+/// semantics explorer models).
 pub fn is_resource_op(op: &str) -> bool {
     matches!(
         op,
@@ -595,7 +604,6 @@ pub fn is_resource_op(op: &str) -> bool {
             | "ResourceScatterNdMax"
             | "ResourceScatterNdMin"
             | "ResourceStridedSliceAssign"
-            | "ResourceCountUpTo"
             | "RngReadAndSkip"
             | "RngSkip"
             | "StatefulUniform"
