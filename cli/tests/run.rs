@@ -581,3 +581,72 @@ fn count_up_to_counts_and_stops_at_its_limit() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("step 3 of 3") && e.contains("node 'd' (ResourceCountUpTo): Reached limit of 2"), "{e}");
 }
+
+/// A `tf.cond` branch updating variables runs its reads, arithmetic and writes as one
+/// compiled cluster behind bridges that take the branch's resource arguments — and a caller
+/// passing one variable as two of them gets the graph's answer: the write the branch orders
+/// last wins (`b` is read first but written after `a`, so a write-back in first-touch order
+/// would leave `3 * 2 = 6`).
+#[test]
+fn branch_updates_run_compiled_behind_bridges_even_when_arguments_alias() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        r#"w = VarHandleOp() {container = "", dtype = float32, shape = shape[], shared_name = "w"}
+p = Placeholder() {dtype = bool, shape = shape[]}
+g = Placeholder() {dtype = float32, shape = shape[]}
+c = If(p, w, w, g) {Tcond = bool, Tin = [resource, resource, float32], Tout = [], then_branch = @apply, else_branch = @skip}
+function apply(a: resource, b: resource, grad: float32) -> () controls (wa, wb) stateful {
+  rb = ReadVariableOp(b) {dtype = float32}
+  ra = ReadVariableOp(a) {dtype = float32}
+  x = Mul(ra:value:0, grad) {T = float32}
+  hundred = Const() {dtype = float32, value = float32[]{100.0}}
+  y = AddV2(rb:value:0, hundred:output:0) {T = float32}
+  wa = AssignVariableOp(a, x:z:0) {dtype = float32}
+  wb = AssignVariableOp(b, y:z:0, ^wa) {dtype = float32}
+  control_return wa = wa
+  control_return wb = wb
+}
+function skip(a: resource, b: resource, grad: float32) -> () {
+}
+"#,
+    )
+    .unwrap();
+    let vars = dir.path().join("vars.safetensors");
+    std::fs::write(&vars, write_safetensors(&[("w".into(), Tensor::scalar_f32(3.0))]).unwrap()).unwrap();
+    let args = |cmd: &'static str, taken: &'static str| {
+        vec![
+            cmd,
+            g.to_str().unwrap(),
+            "--vars",
+            vars.to_str().unwrap(),
+            "--feed",
+            taken,
+            "--feed",
+            "g=2.0",
+            "--target",
+            "c",
+            "--json",
+        ]
+        .into_iter()
+        .map(str::to_string)
+        .collect::<Vec<String>>()
+    };
+    let call = |a: Vec<String>| autoclust(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    for mode in [None, Some("--no-cluster")] {
+        for (taken, want) in [("p=true", 103.0), ("p=false", 3.0)] {
+            let mut a = args("run", taken);
+            a.extend(mode.map(str::to_string));
+            let v = json(&call(a));
+            assert_eq!(v["variables"]["w"]["data"][0].as_f64(), Some(want), "{mode:?} {taken}: {v}");
+        }
+    }
+    let mut a = args("bench", "p=true");
+    a.extend(["--steps", "3"].map(str::to_string));
+    let out = call(a);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note:"), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json(&out);
+    assert_eq!((v["compiled_clusters"].as_u64(), v["interpreted_clusters"].as_u64()), (Some(1), Some(0)), "{v}");
+    assert_eq!(v["clustered_nodes"].as_u64(), Some(7), "{v}");
+}

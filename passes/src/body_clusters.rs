@@ -16,10 +16,15 @@
 //!
 //! Why it is sound: a body runs against the session's variables one op at a
 //! time, and any of its resource handles may alias any other (they are
-//! arguments), so this pass clusters only what needs no bridge: a resource
-//! op inside a body is never compilable (its handle does not trace to a
-//! `VarHandleOp`, `compilable.rs`), hence every body cluster is a pure
-//! function of values, and replacing pure nodes by a call of their SSA body
+//! arguments). A body cluster with resource ops (the variable updates in a
+//! `tf.cond` branch — every mixed-precision Keras step applies its gradients
+//! in one —, a loop body's `assign_add`) runs behind the same bridges as a
+//! main-graph cluster, taking the arguments' handles: the safety rule holds
+//! whatever the variables, and the bridges read a repeated variable once and
+//! publish the last write to it (`crate::encapsulate`, "Function bodies";
+//! `runtime::bridge`); a multi-variable update through arguments is never
+//! assumed to touch distinct variables. A cluster without resource ops is a
+//! pure function of values, and replacing pure nodes by a call of their SSA body
 //! changes no value and no order of effects. The body's outputs keep their
 //! values (each `_Retval` reads the call's output where it read a member),
 //! each control output is anchored by a `NoOp` outside every cluster (so the
@@ -315,34 +320,42 @@ function body(i: int32, s: float32, h: resource, n: int32) -> (i2: int32, s2: fl
     }
 
     #[test]
-    fn loop_bodies_get_pure_clusters_and_keep_their_signature() {
+    fn loop_bodies_get_clusters_behind_bridges_and_keep_their_signature() {
         let mut g = parse(LOOP);
         let before = g.library.function("body").unwrap().clone();
         let report = cluster_function_bodies(&mut g, ClusterConfig::default());
         let body = g.library.function("body").unwrap();
         assert_eq!(body.signature, before.signature);
-        // The float arithmetic became one cluster; the variable update stayed a node.
+        // The float arithmetic became a cluster, and so did the variable update, behind
+        // bridges that take the body's resource argument.
         let calls: Vec<&RawNode> = body.nodes.iter().filter(|n| g.library.function(&n.op).is_some()).collect();
         assert!(!calls.is_empty(), "{body:#?}");
-        assert!(body.nodes.iter().any(|n| n.op == "AssignAddVariableOp"));
+        assert!(!body.nodes.iter().any(|n| n.op == "AssignAddVariableOp"), "{body:#?}");
         assert!(!body.nodes.iter().any(|n| n.op == "Tanh"), "Tanh should be inside a cluster");
+        let bridged: Vec<&Bridge> = report.bridges.iter().filter(|b| b.write_back.is_some()).collect();
+        assert_eq!(bridged.len(), 1, "{report:?}");
         for b in &report.bridges {
-            assert!(b.snapshot.is_none() && b.write_back.is_none(), "body clusters are pure: {b:?}");
             assert!(g.library.function(&b.function).is_some());
         }
+        let node = |name: &str| body.nodes.iter().find(|n| n.name == name).unwrap();
+        let (snapshot, write_back) =
+            (bridged[0].snapshot.as_deref().unwrap(), bridged[0].write_back.as_deref().unwrap());
+        assert_eq!(node(snapshot).inputs[0], "h");
+        assert_eq!(node(write_back).inputs[0], "h");
         assert!(report.clustered_nodes >= 4, "{report:?}");
-        // The control output still names a node of the body, which waits for the update.
+        // The control output still names a node of the body, which waits for the update's
+        // write-back.
         let (_, anchor) = &body.control_ret[0];
-        let anchor = body.nodes.iter().find(|n| &n.name == anchor).unwrap();
-        assert_eq!(anchor.inputs, vec!["^add".to_string()]);
+        assert_eq!(node(anchor).inputs, vec![format!("^{write_back}")]);
         // The rewritten body instantiates, and the loop node is untouched.
         autoclust_graph::function::instantiate(body, &g.library).unwrap();
         assert_eq!(g.node(g.find("loop").unwrap()).attrs, parse(LOOP).node(parse(LOOP).find("loop").unwrap()).attrs);
     }
 
     /// A control output on a read whose value feeds the body's cluster (TF2's `while`
-    /// bodies list their `ReadVariableOp`s as control outputs): its anchor stays a node of
-    /// the body, waiting on the read, and is in no cluster function.
+    /// bodies list their `ReadVariableOp`s as control outputs): the read joins the cluster
+    /// (through the snapshot), and the anchor stays a node of the body, waiting on the
+    /// cluster, in no cluster function.
     #[test]
     fn a_control_output_on_a_read_feeding_a_cluster_stays_in_the_body() {
         let src = "v = VarHandleOp() {container = \"\", dtype = float32, shape = shape[], shared_name = \"v\"}
@@ -373,7 +386,8 @@ function body(i: int32, s: float32, h: resource, n: int32) -> (i2: int32, s2: fl
         let body = g.library.function("body").unwrap();
         let (_, anchor) = &body.control_ret[0];
         let node = body.nodes.iter().find(|n| &n.name == anchor).unwrap_or_else(|| panic!("{body:#?}"));
-        assert_eq!(node.inputs, vec!["^r".to_string()]);
+        let reader = report.bridges.iter().find(|b| b.snapshot.is_some()).unwrap_or_else(|| panic!("{report:?}"));
+        assert_eq!(node.inputs, vec![format!("^{}", reader.call)]);
         for b in &report.bridges {
             let f = g.library.function(&b.function).unwrap();
             assert!(f.nodes.iter().all(|n| &n.name != anchor), "the anchor joined {}", b.function);

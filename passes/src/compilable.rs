@@ -7,8 +7,8 @@
 //! it calls no function, every output and every data input has a known
 //! numeric dtype (float32, float64, int32, int64, bool; float16 and bfloat16 outside
 //! functions and TensorLists, computed in float32 and rounded per op), and — for resource ops — every resource-handle input is traceable
-//! (directly or through `Identity`) to a `VarHandleOp`, so the bridge knows
-//! which variable it snapshots. Never feeds (`Placeholder*`), variable
+//! (directly or through `Identity`) to a `VarHandleOp`, or inside a function body to
+//! a resource argument, so the bridge knows which handle it snapshots. Never feeds (`Placeholder*`), variable
 //! handles, unknown ops, strings, calls, or other side effects.
 //!
 //! Shapes need not be static (a batch dimension of `?` is the rule in real
@@ -28,7 +28,7 @@
 use std::fmt;
 
 use autoclust_graph::infer::TypeInfo;
-use autoclust_graph::{AttrValue, DType, Graph, NodeId};
+use autoclust_graph::{AttrValue, DType, Graph, Node, NodeId};
 
 use crate::deadness::DeadnessAnalysis;
 
@@ -116,7 +116,7 @@ impl fmt::Display for NotCompilable {
                 write!(f, "input {slot} has unsupported dtype {}", dtype.name())
             }
             NotCompilable::UntracedHandle { slot } => {
-                write!(f, "resource input {slot} is not traceable to a VarHandleOp")
+                write!(f, "resource input {slot} is not traceable to a VarHandleOp or a function argument")
             }
             NotCompilable::SharedHandle { first, second } => {
                 write!(f, "resource inputs {first} and {second} name the same variable")
@@ -524,16 +524,35 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     None
 }
 
-/// The variable a handle names, when it comes from a `VarHandleOp` (or a resource
-/// `Placeholder`, TF2's captured variable), directly or through `Identity` chains: the
-/// handle's `shared_name`, else its node name (two handles of one `shared_name` are one
-/// variable).
-pub(crate) fn traced_variable(graph: &Graph, mut id: NodeId) -> Option<String> {
+/// Whether a function body's resource argument (`_Arg` with `T = resource`) is `node`: the
+/// handle of whichever variable the caller passes. A bridge inside the body takes it as it
+/// takes a variable node's handle; two such arguments may name one variable (the bridge
+/// allows it, `runtime::bridge`), so nothing may assume they differ ([`handle_variables`]).
+pub(crate) fn is_resource_argument(node: &Node) -> bool {
+    node.op == "_Arg" && node.attr("T").and_then(AttrValue::as_type) == Some(DType::Resource)
+}
+
+/// Whether handles from `node` are ones a bridge can take: a variable node
+/// ([`autoclust_graph::effects::names_variable`]) or a resource argument
+/// ([`is_resource_argument`]).
+pub(crate) fn is_handle_source(node: &Node) -> bool {
+    autoclust_graph::effects::names_variable(node) || is_resource_argument(node)
+}
+
+/// What a handle names, followed through `Identity` chains: for a `VarHandleOp` (or a
+/// resource `Placeholder`, TF2's captured variable) its variable — the `shared_name`, else
+/// its node name (two handles of one `shared_name` are one variable), and `true`; for a
+/// resource argument of a function body ([`is_resource_argument`]) the argument — a key
+/// no variable has, and `false`: it may be any variable.
+fn traced_source(graph: &Graph, mut id: NodeId) -> Option<(String, bool)> {
     for _ in 0..graph.len() + 1 {
         let n = graph.node(id);
         if autoclust_graph::effects::names_variable(n) {
             let shared = n.attr("shared_name").and_then(AttrValue::as_str).filter(|s| !s.is_empty());
-            return Some(shared.unwrap_or(&n.name).to_string());
+            return Some((shared.unwrap_or(&n.name).to_string(), true));
+        }
+        if is_resource_argument(n) {
+            return Some((format!("\0argument/{}", n.name), false));
         }
         match n.op.as_str() {
             "Identity" if n.inputs.len() == 1 => id = n.inputs[0].node,
@@ -541,6 +560,12 @@ pub(crate) fn traced_variable(graph: &Graph, mut id: NodeId) -> Option<String> {
         }
     }
     None
+}
+
+/// The variable (or function argument, [`traced_source`]) a handle names, through
+/// `Identity` chains: the key the bridge groups a cluster's resource ops by.
+pub(crate) fn traced_variable(graph: &Graph, id: NodeId) -> Option<String> {
+    traced_source(graph, id).map(|(key, _)| key)
 }
 
 /// Which inputs of a variable op the bridge runs ([`is_variable_op`]) are variable handles:
@@ -555,11 +580,16 @@ pub(crate) fn handle_slots(op: &str) -> Option<Vec<usize>> {
 }
 
 /// The variables a member's handle operands name (`None` for one no `Identity` chain
-/// resolves: it may be any variable).
+/// resolves to a variable node — a function's resource argument included: it may be any
+/// variable).
 pub(crate) fn handle_variables(graph: &Graph, n: NodeId) -> Vec<Option<String>> {
     let node = graph.node(n);
     let Some(slots) = handle_slots(&node.op) else { return Vec::new() };
-    slots.iter().filter_map(|&slot| node.inputs.get(slot)).map(|o| traced_variable(graph, o.node)).collect()
+    slots
+        .iter()
+        .filter_map(|&slot| node.inputs.get(slot))
+        .map(|o| traced_source(graph, o.node).and_then(|(key, variable)| variable.then_some(key)))
+        .collect()
 }
 
 /// The variables of a *multi-variable update*: an op that reads two or more variables in

@@ -84,6 +84,21 @@
 //! see an earlier in-cluster write; their read value feeds only their own
 //! write, so both happen at the write-back, in this order.
 //!
+//! # Function bodies
+//! Inside a function body (`crate::body_clusters`) a resource op's handle is
+//! a resource argument (`_Arg`), not a variable node: the bridge takes the
+//! argument's handle, whichever variable the caller passes, and the cluster
+//! keys its SSA values by the argument. Two arguments may name one variable
+//! at run time. Nothing here relies on them differing: the safety rule holds
+//! whatever the variables (a write never reaches a read in a cluster), so an
+//! aliased read sees the snapshot — an order the graph allows, since nothing
+//! orders it after the write —, the snapshot reads a repeated variable once,
+//! and the write-back publishes in the order of each argument's last write
+//! in the body, so where the graph orders two writes of the aliased variable
+//! the later one wins (where it does not, either may). Multi-variable updates
+//! through arguments are never assumed to touch distinct variables
+//! (`crate::compilable::handle_variables`).
+//!
 //! The same variable reached through two different `VarHandleOp` nodes in
 //! one cluster would be snapshotted and written back twice (TensorFlow fails
 //! at run time with "Duplicate variable passed to XLA cluster"). Such a
@@ -100,7 +115,7 @@ use autoclust_graph::{
     Shape, Signature, Tensor,
 };
 
-use crate::compilable::{handle_slots, handle_variables, updates_conflict};
+use crate::compilable::{handle_slots, handle_variables, is_handle_source, updates_conflict};
 
 pub use autoclust_graph::protocol::{CLUSTER_ATTR, SNAPSHOT_OP, WRITE_BACK_OP};
 
@@ -1290,7 +1305,23 @@ impl LowerCtx<'_> {
             outputs.push(arg_def(&name, dtype));
             ret.push((name, value));
         }
-        let written_vars: Vec<usize> = (0..vars.len()).filter(|&v| vars[v].written).collect();
+        let mut written_vars: Vec<usize> = (0..vars.len()).filter(|&v| vars[v].written).collect();
+        if vars.iter().any(|v| !autoclust_graph::effects::names_variable(g.node(v.handle_node))) {
+            // Two resource arguments may name one variable (module doc, "Function bodies"):
+            // the write-back publishes in list order, so the variable whose last write comes
+            // later in the body's order is published later, and the later write wins.
+            let mut last_write = vec![0usize; vars.len()];
+            for (i, &n) in spec.nodes.iter().enumerate() {
+                if resource_kind(g.node(n), &g.library).is_some_and(ResourceKind::writes) {
+                    for slot in handle_slots(&g.node(n).op).unwrap_or_default() {
+                        if let Some(&v) = handle_var.get(&(n, slot)) {
+                            last_write[v] = i;
+                        }
+                    }
+                }
+            }
+            written_vars.sort_by_key(|&v| last_write[v]);
+        }
         for &v in &written_vars {
             let value = vars[v].current.clone().expect("a written variable has a value");
             let base = value.rsplit_once(':').map(|(node, _)| node.to_string()).unwrap_or_else(|| value.clone());
@@ -1324,7 +1355,8 @@ impl LowerCtx<'_> {
         }))
     }
 
-    /// Follows `Identity` nodes outside the cluster back to a `VarHandleOp`.
+    /// Follows `Identity` nodes outside the cluster back to a `VarHandleOp` (or, in a
+    /// function body, a resource argument: [`is_handle_source`]).
     fn resolve_handle(&self, node: NodeId, slot: usize, mut input: Output) -> Result<NodeId, EncapsulateError> {
         let g = self.graph;
         let fail =
@@ -1334,7 +1366,7 @@ impl LowerCtx<'_> {
             if self.of_node[input.node.index()].is_some() {
                 return Err(fail(format!("'{}' is itself clustered", p.name)));
             }
-            if autoclust_graph::effects::names_variable(p) {
+            if is_handle_source(p) {
                 return Ok(input.node);
             }
             match p.op.as_str() {
@@ -1350,7 +1382,7 @@ impl LowerCtx<'_> {
         let g = self.graph;
         for _ in 0..g.len() + 1 {
             let p = g.node(o.node);
-            if autoclust_graph::effects::names_variable(p) {
+            if is_handle_source(p) {
                 return true;
             }
             match p.op.as_str() {

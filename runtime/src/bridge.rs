@@ -31,10 +31,18 @@
 //!
 //! Why it cannot deadlock: every multi-variable locker in the runtime (these
 //! two ops and the multi-variable optimizer kernels) acquires in ascending
-//! `VarId` order through [`crate::variables::VarSet`], and nothing waits on
-//! other work while holding these locks. A variable passed twice would be
-//! locked twice; it is rejected as "duplicate variable passed to cluster"
-//! (TensorFlow's "Duplicate variable passed to XLA cluster").
+//! `VarId` order through [`crate::variables::VarSet`], which locks a repeated
+//! variable once, and nothing waits on other work while holding these locks.
+//!
+//! A variable may be passed twice. A cluster of the main graph names each
+//! variable once (encapsulation declusters one reached through two handle
+//! nodes), but a cluster inside a function body takes the body's resource
+//! arguments, and a caller may pass one variable as two of them (TensorFlow's
+//! XLA fails such a call with "Duplicate variable passed to XLA cluster").
+//! The snapshot then gives the one value at every position, and the write-back
+//! publishes its values in order, so the last one a repeated variable gets
+//! wins: encapsulation orders a body's write-back by each argument's last
+//! write, so that is the value of the write the graph orders last.
 
 use std::sync::{Arc, OnceLock};
 
@@ -98,16 +106,13 @@ impl Origins {
     }
 }
 
-/// The variables the handles name, in input order; fails on a repeat.
+/// The variables the handles name, in input order. A variable may repeat: the handles of a
+/// cluster inside a function body are its resource arguments, and two of them may name one
+/// variable (the module doc); the [`VarSet`] locks it once.
 fn resolve(store: &VariableStore, handles: &[Tensor]) -> KResult<Vec<VarId>> {
     let ids = handles.iter().map(handle_var).collect::<KResult<Vec<VarId>>>()?;
     if let Some(bad) = ids.iter().find(|id| id.0 as usize >= store.len()) {
         return Err(KernelError::invalid(format!("handle names no variable of this session ({})", bad.0)));
-    }
-    let mut sorted = ids.clone();
-    sorted.sort_unstable();
-    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-        return Err(KernelError::invalid(format!("duplicate variable passed to cluster: '{}'", store.get(w[0]).name)));
     }
     Ok(ids)
 }
@@ -375,25 +380,36 @@ mod tests {
         assert_eq!(out.into_vec(), vec![Tensor::scalar_f32(6.0), Tensor::scalar_f32(5.0)]);
     }
 
+    /// Two resource arguments of a body naming one variable: read once, written last-wins,
+    /// and locked once (a second lock of the same mutex would never return).
     #[test]
-    fn duplicate_variable_is_rejected() {
+    fn a_repeated_variable_is_read_once_and_its_last_value_wins() {
         let s = VariableStore::new();
         let x = s.get_or_create("", "x", DType::Float32, Shape::scalar());
+        let y = s.get_or_create("", "y", DType::Float32, Shape::scalar());
         s.get(x).write(Tensor::scalar_f32(1.0));
-        let err = snapshot_for(&bridge_node(SNAPSHOT_OP, &[], None))(
+        s.get(y).write(Tensor::scalar_f32(7.0));
+        let snap = snapshot_for(&bridge_node(SNAPSHOT_OP, &[], None));
+        let out = snap(&s, [handle_tensor(x), handle_tensor(y), handle_tensor(x)].into_iter().collect()).unwrap();
+        assert_eq!(out.into_vec(), vec![Tensor::scalar_f32(1.0), Tensor::scalar_f32(7.0), Tensor::scalar_f32(1.0)]);
+        let wb = write_back_for(&bridge_node(WRITE_BACK_OP, &[], None));
+        wb(
             &s,
-            [handle_tensor(x), handle_tensor(x)].into_iter().collect(),
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("duplicate variable passed to cluster"), "{err}");
-        let err = write_back_for(&bridge_node(WRITE_BACK_OP, &[], None))(
-            &s,
-            [handle_tensor(x), handle_tensor(x), Tensor::scalar_f32(1.0), Tensor::scalar_f32(2.0)]
+            [handle_tensor(x), handle_tensor(x), Tensor::scalar_f32(2.0), Tensor::scalar_f32(3.0)]
                 .into_iter()
                 .collect(),
         )
-        .unwrap_err();
-        assert!(err.to_string().contains("duplicate variable passed to cluster"), "{err}");
+        .unwrap();
+        assert_eq!(s.get(x).read(), Some(Tensor::scalar_f32(3.0)));
+        // The cached resolution serves a second call with other handles too.
+        wb(
+            &s,
+            [handle_tensor(y), handle_tensor(x), Tensor::scalar_f32(4.0), Tensor::scalar_f32(5.0)]
+                .into_iter()
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!((s.get(x).read(), s.get(y).read()), (Some(Tensor::scalar_f32(5.0)), Some(Tensor::scalar_f32(4.0))));
     }
 
     fn bridge_node(op: &str, origins: &[(&str, &str)], validate: Option<Vec<bool>>) -> Node {

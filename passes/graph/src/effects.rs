@@ -49,7 +49,11 @@ fn dtype_in_function(library: &Library, name: &str, arg: usize, depth: usize) ->
     for node in &f.nodes {
         let Some(slot) = node.inputs.iter().position(|i| refers(i)) else { continue };
         let attr = |k: &str| node.attrs.get(k);
-        let own = attr("dtype").or_else(|| attr("T")).and_then(AttrValue::as_type).filter(|t| *t != DType::Resource);
+        // A bridge node inside the body (`crate::protocol`) lists one dtype per handle input.
+        let listed = attr("dtypes").and_then(AttrValue::as_type_list).and_then(|l| l.get(slot).copied());
+        let own = listed
+            .or_else(|| attr("dtype").or_else(|| attr("T")).and_then(AttrValue::as_type))
+            .filter(|t| *t != DType::Resource);
         if own.is_some() {
             return own;
         }
@@ -413,6 +417,31 @@ rc = ReadVariableOp(idn:1) {dtype = int32}
         .unwrap_or_else(|e| panic!("{e}"));
         let succ = g.successors();
         for (name, want) in [("a", DType::Int64), ("b", DType::Float64), ("c", DType::Int32)] {
+            let id = g.node_ids().find(|&i| g.name(i) == name).expect("node");
+            assert_eq!(variable_dtype(&g, id), Some(want), "{name} by scan");
+            assert_eq!(variable_dtype_in(&g, &succ, id), Some(want), "{name} by index");
+        }
+    }
+
+    /// A variable passed to a call whose body reaches it first through a bridge node (a
+    /// cluster inside the body) is typed by that node's `dtypes` entry for the argument's
+    /// slot, not its first.
+    #[test]
+    fn a_variable_used_by_a_bridge_inside_a_called_body_takes_its_slots_dtype() {
+        let g = crate::text::parse(
+            r#"
+w = Placeholder() {dtype = resource, shape = shape[]}
+step = Placeholder() {dtype = resource, shape = shape[]}
+p = Placeholder() {dtype = bool, shape = shape[]}
+c = If(p, w, step) {Tcond = bool, Tin = [resource, resource], Tout = [], then_branch = @t, else_branch = @t}
+function t(a: resource, b: resource) -> () stateful {
+  s = _AutoclustSnapshot(a, b) {cluster = "k", dtypes = [float32, int64]}
+}
+"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let succ = g.successors();
+        for (name, want) in [("w", DType::Float32), ("step", DType::Int64)] {
             let id = g.node_ids().find(|&i| g.name(i) == name).expect("node");
             assert_eq!(variable_dtype(&g, id), Some(want), "{name} by scan");
             assert_eq!(variable_dtype_in(&g, &succ, id), Some(want), "{name} by index");
