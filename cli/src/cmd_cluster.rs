@@ -4,7 +4,10 @@
 //! and why each unclustered node is not compilable; `--dot FILE` writes a
 //! Graphviz picture (one coloured box per cluster, unsafe pairs dashed red).
 //! `--optimize` clusters the graph as `run` does before pruning it to a request: after
-//! the default optimization passes, its calls inlined.
+//! the default optimization passes, its calls inlined; it also lists the clusters `run`
+//! forms inside the bodies of the functions left outside every cluster
+//! (`"function_clusters": [{"function", "name", "nodes"}]`, an extension of the contract's
+//! JSON).
 //!
 //! A call's effects: the contract counts every op that calls a function as modify
 //! (TensorFlow's rule), and so does `cluster` by default; `run`, `bench` and `compile`
@@ -16,7 +19,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use autoclust_graph::{Graph, NodeId};
+use autoclust_passes::body_clusters::cluster_function_bodies;
 use autoclust_passes::cluster::{dot, ClusterConfig, ClusterError, Clusterer, Clustering, Refusal};
+use autoclust_passes::encapsulate::{encapsulate, ClusterSpec};
 use autoclust_passes::safety::{CallEffects, SafetyAnalysis};
 use serde::Serialize;
 
@@ -41,9 +46,9 @@ pub struct Args {
     #[arg(long)]
     pub explain: bool,
     /// Cluster the graph `run` clusters (before it prunes it to the fetches): after the loading
-    /// rewrites and the default optimization passes (`opt --passes default`), calls inlined.
-    /// The clusters `run` also forms inside loop and branch bodies left outside every cluster
-    /// are not listed: `compile` writes them.
+    /// rewrites and the default optimization passes (`opt --passes default`), calls inlined;
+    /// also lists the clusters `run` forms inside the loop and branch bodies left outside
+    /// every cluster (`function_clusters` in the JSON).
     #[arg(long)]
     pub optimize: bool,
     /// Count a call's real effects (none when its functions touch no resource) instead of the
@@ -68,6 +73,17 @@ struct JsonCluster<'a> {
 struct Report<'a> {
     clusters: Vec<JsonCluster<'a>>,
     unclustered: Vec<&'a str>,
+    /// With `--optimize`: the clusters `run` forms inside the bodies of the functions the
+    /// remaining nodes call (loop bodies, branches), per function.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    function_clusters: Option<Vec<JsonFunctionCluster>>,
+}
+
+#[derive(Serialize)]
+struct JsonFunctionCluster {
+    function: String,
+    name: String,
+    nodes: Vec<String>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -95,7 +111,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             SafetyAnalysis::compute_with(&graph, call_effects).map_err(|e| CliError::input(format!("{path}: {e}")))?;
         write_atomic(dot_path, dot::render(&graph, &clustering, &safety).as_bytes())?;
     }
-    let report = report(&graph, &clustering);
+    let mut report = report(&graph, &clustering);
+    if args.optimize {
+        report.function_clusters =
+            Some(body_clusters(&graph, &clustering, config_for_bodies(&args, call_effects), &path)?);
+    }
     if args.json {
         let text = serde_json::to_string(&report).map_err(|e| CliError::input(format!("cannot print JSON: {e}")))?;
         println!("{text}");
@@ -104,6 +124,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             println!("{} ({} nodes): {}", c.name, c.nodes.len(), c.nodes.join(" "));
         }
         println!("unclustered ({} nodes): {}", report.unclustered.len(), report.unclustered.join(" "));
+        for c in report.function_clusters.iter().flatten() {
+            println!("in function '{}': {} ({} nodes): {}", c.function, c.name, c.nodes.len(), c.nodes.join(" "));
+        }
     }
     if args.explain {
         let lines = explain(&graph, &clustering);
@@ -121,6 +144,32 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn config_for_bodies(args: &Args, call_effects: CallEffects) -> ClusterConfig {
+    ClusterConfig { min_cluster_size: args.min_cluster_size, call_effects, ..Default::default() }
+}
+
+/// The clusters `run` forms inside function bodies once the graph's own clusters are
+/// encapsulated (the bodies a cluster's `While`/`If` runs compiled excepted), as
+/// `encapsulate` and `cluster-bodies` form them.
+fn body_clusters(
+    graph: &Graph,
+    clustering: &Clustering,
+    config: ClusterConfig,
+    path: &impl std::fmt::Display,
+) -> Result<Vec<JsonFunctionCluster>, CliError> {
+    let specs: Vec<ClusterSpec> =
+        clustering.clusters.iter().map(|c| ClusterSpec { name: c.name.clone(), nodes: c.nodes.clone() }).collect();
+    let mut encapsulated = encapsulate(graph, &specs).map_err(|e| CliError::input(format!("{path}: {e}")))?.graph;
+    let bodies = cluster_function_bodies(&mut encapsulated, config);
+    let mut out: Vec<JsonFunctionCluster> = bodies
+        .clusters
+        .into_iter()
+        .map(|c| JsonFunctionCluster { function: c.function, name: c.name, nodes: c.nodes })
+        .collect();
+    out.sort_by(|a, b| (&a.function, &a.name).cmp(&(&b.function, &b.name)));
+    Ok(out)
+}
+
 fn report<'a>(graph: &'a Graph, clustering: &'a Clustering) -> Report<'a> {
     let clusters = clustering
         .clusters
@@ -134,7 +183,7 @@ fn report<'a>(graph: &'a Graph, clustering: &'a Clustering) -> Report<'a> {
     let mut unclustered: Vec<&str> =
         graph.node_ids().filter(|&n| clustering.cluster_of(n).is_none()).map(|n| graph.name(n)).collect();
     unclustered.sort_unstable();
-    Report { clusters, unclustered }
+    Report { clusters, unclustered, function_clusters: None }
 }
 
 /// One line per refusal: refused merges first, then uncompilable nodes.

@@ -159,6 +159,35 @@ fn cluster_every_fixture_keeps_the_guarantees() {
     }
 }
 
+/// `cluster --optimize` also lists the clusters `run` forms inside branch and loop bodies
+/// (TF2's `tf.cond` and `tf.while_loop` updating a variable): the updates sit in them, behind
+/// bridges on the bodies' arguments. Without `--optimize` the contract's JSON is unchanged.
+#[test]
+fn cluster_optimize_lists_the_clusters_inside_function_bodies() {
+    let g = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/tf/tf2_control_flow.pbtxt");
+    let v = ok_json(&["cluster", path(&g), "--optimize", "--json"]);
+    let bodies = v["function_clusters"].as_array().expect("function_clusters");
+    let members = |function: &str| -> Vec<&str> {
+        bodies
+            .iter()
+            .filter(|c| c["function"] == function)
+            .flat_map(|c| c["nodes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()))
+            .collect()
+    };
+    assert!(members("cond_true_16").contains(&"cond/AssignAddVariableOp"), "{v}");
+    assert!(members("cond_false_17").contains(&"cond/AssignSubVariableOp"), "{v}");
+    let body = members("while_body_44");
+    assert!(body.contains(&"while/AssignAddVariableOp") && body.contains(&"while/Tanh"), "{v}");
+    let names: Vec<&str> = bodies.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted, "ordered by function, then name");
+    let text = stdout(&run(&["cluster", path(&g), "--optimize"]));
+    assert!(text.contains("in function 'cond_true_16': cond_true_16_cluster_0 (2 nodes):"), "{text}");
+    let plain = ok_json(&["cluster", path(&g), "--json"]);
+    assert!(plain.get("function_clusters").is_none(), "{plain}");
+}
+
 #[test]
 fn cluster_seed001_problem_separates_the_pair() {
     let of = check_cluster_json(&fixture("seed001_problem.pbtxt"), &["--min-cluster-size", "1"]);

@@ -52,6 +52,19 @@ pub struct BodyClusters {
     pub body_nodes: usize,
     /// Shortfalls, one line per cause, naming the function and the node.
     pub notes: Vec<String>,
+    /// Every encapsulated body cluster, with its members' names.
+    pub clusters: Vec<BodyCluster>,
+}
+
+/// A cluster formed inside a function body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BodyCluster {
+    /// The function whose body holds it.
+    pub function: String,
+    /// The cluster's name (its function is `NAME_fn`).
+    pub name: String,
+    /// Its members' names in the body, sorted.
+    pub nodes: Vec<String>,
 }
 
 /// The names of the functions `node`'s attributes call (`f`, `body`, `cond`,
@@ -111,6 +124,7 @@ pub fn cluster_function_bodies(graph: &mut Graph, config: ClusterConfig) -> Body
                 report.clustered_nodes += done.clustered_nodes;
                 report.notes.extend(done.notes.into_iter().map(|l| format!("in function '{name}': {l}")));
                 report.bridges.extend(done.bridges);
+                report.clusters.extend(done.clusters);
                 let mut library = done.library;
                 if let Some(slot) = library.functions_mut().iter_mut().find(|f| f.signature.name == name) {
                     *slot = done.function;
@@ -162,6 +176,7 @@ struct Done {
     bridges: Vec<Bridge>,
     clustered_nodes: usize,
     notes: Vec<String>,
+    clusters: Vec<BodyCluster>,
 }
 
 fn cluster_body(function: &FunctionDef, graph: &Graph, config: ClusterConfig) -> Result<Option<Done>, String> {
@@ -217,8 +232,17 @@ fn cluster_body(function: &FunctionDef, graph: &Graph, config: ClusterConfig) ->
             d.cluster, d.variable
         ));
     }
-    let clustered_nodes =
-        specs.iter().filter(|s| encapsulated.bridges.iter().any(|b| b.cluster == s.name)).map(|s| s.nodes.len()).sum();
+    let encapsulated_specs: Vec<&ClusterSpec> =
+        specs.iter().filter(|s| encapsulated.bridges.iter().any(|b| b.cluster == s.name)).collect();
+    let clustered_nodes = encapsulated_specs.iter().map(|s| s.nodes.len()).sum();
+    let clusters = encapsulated_specs
+        .iter()
+        .map(|s| {
+            let mut nodes: Vec<String> = s.nodes.iter().map(|&n| body.name(n).to_string()).collect();
+            nodes.sort_unstable();
+            BodyCluster { function: fname.clone(), name: s.name.clone(), nodes }
+        })
+        .collect();
     let mut rewritten = to_function_def(&encapsulated.graph, function)?;
     rewritten.control_ret = control_ret;
     Ok(Some(Done {
@@ -227,6 +251,7 @@ fn cluster_body(function: &FunctionDef, graph: &Graph, config: ClusterConfig) ->
         bridges: encapsulated.bridges,
         clustered_nodes,
         notes,
+        clusters,
     }))
 }
 

@@ -627,7 +627,7 @@ impl Pass for EncapsulatePass {
     }
 }
 
-/// `cluster-bodies`: pure clusters inside the functions the graph calls.
+/// `cluster-bodies`: clusters inside the functions the graph calls.
 struct ClusterBodiesPass;
 
 impl Pass for ClusterBodiesPass {
@@ -636,7 +636,7 @@ impl Pass for ClusterBodiesPass {
     }
     fn description(&self) -> &'static str {
         "cluster and encapsulate the bodies of the functions nodes call (While/If/Case bodies, calls left in \
-         place), each under its own name and signature; only pure clusters"
+         place), each under its own name and signature, resource ops behind bridges on the body's arguments"
     }
     fn run(&self, mut graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         let report = crate::body_clusters::cluster_function_bodies(&mut graph, ctx.cluster_config.clone());
