@@ -650,3 +650,40 @@ function skip(a: resource, b: resource, grad: float32) -> () {
     assert_eq!((v["compiled_clusters"].as_u64(), v["interpreted_clusters"].as_u64()), (Some(1), Some(0)), "{v}");
     assert_eq!(v["clustered_nodes"].as_u64(), Some(7), "{v}");
 }
+
+/// An `Assert` inside a cluster (`testdata/cluster/assert_guard.graph`) still checks: a
+/// passing step gives the plain executor's values, a failing one its error, in both modes;
+/// and the program `compile` writes runs by the graph's own names.
+#[test]
+fn asserts_in_clusters_check_and_compiled_programs_keep_the_graphs_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/cluster/assert_guard.graph");
+    let vars = dir.path().join("vars.safetensors");
+    let values = [("v".into(), Tensor::scalar_f32(1.0)), ("w".into(), Tensor::scalar_f32(0.0))];
+    std::fs::write(&vars, write_safetensors(&values).unwrap()).unwrap();
+    let compiled = dir.path().join("compiled.graph");
+    let out = autoclust(&["compile", g.to_str().unwrap(), "-o", compiled.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for program in [&g, &compiled] {
+        for mode in [None, Some("--no-cluster")] {
+            let run = |x: &str| {
+                let feed = format!("x={x}");
+                let mut args = vec!["run", program.to_str().unwrap(), "--vars", vars.to_str().unwrap()];
+                args.extend(["--feed", &feed, "--fetch", "out", "--target", "upd,check2", "--json"]);
+                args.extend(mode);
+                autoclust(&args)
+            };
+            let v = json(&run("[1.0, -3.0]"));
+            let got = |k: &str| v["variables"][k]["data"][0].as_f64();
+            assert_eq!(v["fetches"]["out:0"]["data"][0].as_f64(), Some(8.0), "{program:?} {mode:?}: {v}");
+            assert_eq!((got("v"), got("w")), (Some(9.0), Some(3.0)), "{program:?} {mode:?}: {v}");
+            let failed = run("[1.0, -30.0]");
+            assert_eq!(failed.status.code(), Some(1), "{program:?} {mode:?}");
+            let e = String::from_utf8_lossy(&failed.stderr);
+            assert!(
+                e.contains("node 'check' (Assert): assertion failed: max too large: [30]"),
+                "{program:?} {mode:?}: {e}"
+            );
+        }
+    }
+}

@@ -410,6 +410,9 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
         "VarHandleOp" | "_VarHandlesOp" | "VariableV2" | "Variable" => return Some(NotCompilable::VariableHandle),
         _ => {}
     }
+    if crate::encapsulate::is_guard(op) {
+        return guard_refusal(types, node);
+    }
     if !control_flow && !is_jit_op(op) {
         return Some(NotCompilable::UnsupportedOp { op: op.to_string() });
     }
@@ -519,6 +522,35 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
         }
         if !is_supported_dtype(*dtype) {
             return Some(NotCompilable::UnsupportedInputDType { slot, dtype: *dtype });
+        }
+    }
+    None
+}
+
+/// Why a guard (`Assert`) may not join a cluster, if it may not. The JIT never sees it:
+/// encapsulation runs it right after the cluster's call, on the call's outputs
+/// (`crate::encapsulate`, "Guards"), so its data inputs may have any dtype a value outside
+/// a cluster has (strings included: they come from outside); its condition must be a bool.
+fn guard_refusal(types: &TypeInfo, node: &Node) -> Option<NotCompilable> {
+    if matches!(node.attr("_XlaCompile"), Some(AttrValue::B(false))) {
+        return Some(NotCompilable::DisabledByAttribute);
+    }
+    let declared = autoclust_graph::infer::attr_input_dtypes(node);
+    for (slot, input) in node.inputs.iter().enumerate() {
+        let dtype = match types.output(*input) {
+            Some((dtype, _)) => *dtype,
+            None => match declared.as_ref().and_then(|d| d.get(slot)) {
+                Some(d) => *d,
+                None => return Some(NotCompilable::UnknownInput { slot: slot as u32 }),
+            },
+        };
+        let fine = if slot == 0 {
+            dtype == DType::Bool
+        } else {
+            is_supported_dtype(dtype) || dtype.is_half() || dtype == DType::String
+        };
+        if !fine {
+            return Some(NotCompilable::UnsupportedInputDType { slot: slot as u32, dtype });
         }
     }
     None

@@ -84,6 +84,31 @@
 //! see an earlier in-cluster write; their read value feeds only their own
 //! write, so both happen at the write-back, in this order.
 //!
+//! # Sinks
+//! A member nothing consumes — a graph's output, in a program compiled with
+//! no request (`autoclust compile`), where no anchor stands for it — keeps
+//! its name outside the cluster: an `Identity` of its value exported from
+//! the call (`IdentityN` for several outputs, a `NoOp` for none), waiting
+//! for the cluster's exit, so the written program can be fetched and
+//! targeted by the names of the graph it came from.
+//!
+//! # Guards
+//! An `Assert` member (a *guard*: its only effect is to fail the step) is
+//! not lowered into the body: it runs as itself right after the call, on the
+//! call's outputs (its condition and the data it prints, exported like any
+//! value used outside), and the cluster's exit — the write-back, or a `NoOp`
+//! `C_exit` when the cluster writes nothing — waits for it, so everything
+//! that waited for the cluster (or for the `Assert`) still waits for the
+//! check. Its control edges into members are dropped with the others. Why it
+//! is sound: the members the `Assert` ordered are pure values or reads until
+//! the exit, and no value leaves the cluster before the check passes; a
+//! write the `Assert` ordered still follows it (the write-back waits). The
+//! one order it could lose — a write *before* the check, which would then be
+//! published after a failing check no more — never shares a cluster: the
+//! clusterer counts a guard as a reader (`SafetyAnalysis::for_clustering`),
+//! so a write reaching an `Assert` is a write→read pair. TensorFlow's XLA
+//! compiles `Assert` to nothing; here the check still runs.
+//!
 //! # Function bodies
 //! Inside a function body (`crate::body_clusters`) a resource op's handle is
 //! a resource argument (`_Arg`), not a variable node: the bridge takes the
@@ -237,6 +262,20 @@ struct Lowered {
     output_shapes: Vec<Shape>,
     /// Outside nodes the cluster depends on (besides handles), in first-use order.
     deps: Vec<NodeId>,
+    /// Members that only check (`Assert`, [`is_guard`]): not in the body, run after the call
+    /// on its outputs, and waited for by the cluster's exit.
+    guards: Vec<NodeId>,
+    /// Members nothing consumes (a graph's outputs, when no request anchored them), with
+    /// their outputs' dtypes: each keeps its name outside (module doc, "Sinks").
+    sinks: Vec<(NodeId, Vec<DType>)>,
+}
+
+/// Whether a member is a *guard*: an op whose only effect is to fail the step (`Assert`).
+/// A guard is not lowered into the body; it runs right after the call, on the call's
+/// outputs, and the cluster's exit — its write-back, or a `NoOp` when it writes nothing —
+/// waits for it (module doc, "Guards").
+pub(crate) fn is_guard(op: &str) -> bool {
+    op == "Assert"
 }
 
 /// The order in which a cluster's body runs its members (its SSA order): a
@@ -652,8 +691,12 @@ impl LowerCtx<'_> {
             }
         };
 
+        let guards: Vec<NodeId> = spec.nodes.iter().copied().filter(|&n| is_guard(&g.node(n).op)).collect();
         for &n in &spec.nodes {
             let node = g.node(n);
+            if is_guard(&node.op) {
+                continue;
+            }
             let slots: Vec<usize> = handle_slots(&node.op).unwrap_or_default();
             // Data inputs other than handles, as body references.
             let mut data: Vec<Option<String>> = Vec::with_capacity(node.inputs.len());
@@ -1268,12 +1311,31 @@ impl LowerCtx<'_> {
         // Outputs: member values used outside, then the written variables' final values.
         let succ = self.successors;
         let mut external_outputs: Vec<Output> = Vec::new();
+        let mut sinks: Vec<(NodeId, Vec<DType>)> = Vec::new();
         for &n in &spec.nodes {
+            if is_guard(&g.node(n).op) {
+                continue;
+            }
+            // A guard reads the call's outputs like an outside consumer.
             let mut used: Vec<u32> = succ.data[n.index()]
                 .iter()
-                .filter(|(consumer, _, _)| !in_me(*consumer))
+                .filter(|(consumer, _, _)| !in_me(*consumer) || guards.contains(consumer))
                 .map(|&(_, port, _)| port)
                 .collect();
+            if succ.data[n.index()].is_empty() && succ.control[n.index()].is_empty() {
+                // The node's own outputs (none for an update op), not `output_count`'s at least one.
+                let ports = self.types.and_then(|t| t.num_outputs(n).or(Some(t.outputs(n).len()))).unwrap_or(0) as u32;
+                let mut dtypes = Vec::with_capacity(ports as usize);
+                for port in 0..ports {
+                    let o = Output { node: n, port };
+                    dtypes.push(self.value_dtype(o).ok_or_else(|| EncapsulateError::UnknownDType {
+                        node: g.name(n).to_string(),
+                        input: g.output_name(o),
+                    })?);
+                }
+                used.extend(0..ports);
+                sinks.push((n, dtypes));
+            }
             used.extend(
                 (0..self.output_count(n)).filter(|&port| self.extra_exports.contains(&Output { node: n, port })),
             );
@@ -1352,6 +1414,8 @@ impl LowerCtx<'_> {
             external_outputs,
             output_shapes,
             deps,
+            guards,
+            sinks,
         }))
     }
 
@@ -1593,6 +1657,8 @@ fn rebuild(
         snapshot: Option<String>,
         call: String,
         write_back: Option<String>,
+        /// The `NoOp` waiting for the guards of a cluster that writes nothing.
+        guarded_exit: Option<String>,
         /// Member output → call port.
         out_port: HashMap<Output, u32>,
     }
@@ -1604,13 +1670,15 @@ fn rebuild(
                 (!l.snapshot_vars.is_empty()).then(|| fresh_name(&format!("{}_snapshot", l.spec.name), &mut taken));
             let write_back =
                 (!l.written_vars.is_empty()).then(|| fresh_name(&format!("{}_write_back", l.spec.name), &mut taken));
+            let guarded_exit = (write_back.is_none() && !l.guards.is_empty())
+                .then(|| fresh_name(&format!("{}_exit", l.spec.name), &mut taken));
             let out_port = l.external_outputs.iter().enumerate().map(|(i, o)| (*o, i as u32)).collect();
-            Names { snapshot, call, write_back, out_port }
+            Names { snapshot, call, write_back, guarded_exit, out_port }
         }));
     }
     let exit = |ci: usize| -> String {
         let n = names[ci].as_ref().expect("encapsulated");
-        n.write_back.clone().unwrap_or_else(|| n.call.clone())
+        n.write_back.clone().or_else(|| n.guarded_exit.clone()).unwrap_or_else(|| n.call.clone())
     };
     // A data value as an input string of the rewritten graph.
     let value = |o: Output| -> String {
@@ -1692,6 +1760,52 @@ fn rebuild(
                 device: String::new(),
                 span: None,
             });
+            // The guards, on the call's outputs; the exit waits for them.
+            let mut guard_controls: Vec<String> = Vec::new();
+            for &gid in &l.guards {
+                let node = graph.node(gid);
+                let mut inputs: Vec<String> = node.inputs.iter().map(|&o| value(o)).collect();
+                let mut controls = vec![format!("^{}", n.call)];
+                for &o in &node.inputs {
+                    if let Some(other) = of_node[o.node.index()].filter(|&other| other != ci) {
+                        if names[other].as_ref().is_some_and(|m| m.write_back.is_some() || m.guarded_exit.is_some()) {
+                            controls.push(format!("^{}", exit(other)));
+                        }
+                    }
+                }
+                for &c in &node.control_inputs {
+                    if of_node[c.index()] != Some(ci) {
+                        controls.push(format!("^{}", stand_in(c)));
+                    }
+                }
+                controls.dedup();
+                for c in controls {
+                    if !inputs.contains(&c) {
+                        inputs.push(c);
+                    }
+                }
+                let mut a = node.attrs.clone();
+                a.remove(CLUSTER_ATTR);
+                raw.push(RawNode {
+                    name: node.name.clone(),
+                    op: node.op.clone(),
+                    inputs,
+                    attrs: a,
+                    device: node.device.clone(),
+                    span: node.span,
+                });
+                guard_controls.push(format!("^{}", node.name));
+            }
+            if let Some(exit) = &n.guarded_exit {
+                raw.push(RawNode {
+                    name: exit.clone(),
+                    op: "NoOp".into(),
+                    inputs: guard_controls.clone(),
+                    attrs: attrs(std::slice::from_ref(&cluster_attr)),
+                    device: String::new(),
+                    span: None,
+                });
+            }
             if let Some(wb) = &n.write_back {
                 let first = l.external_outputs.len();
                 let inputs = l
@@ -1706,6 +1820,7 @@ fn rebuild(
                             format!("{}:{port}", n.call)
                         }
                     }))
+                    .chain(guard_controls.iter().cloned())
                     .collect();
                 let dtypes = l.written_vars.iter().map(|&v| l.vars[v].dtype).collect();
                 raw.push(RawNode {
@@ -1715,6 +1830,29 @@ fn rebuild(
                     attrs: attrs(&[cluster_attr, ("dtypes", AttrValue::List(ListValue::Type(dtypes)))]),
                     device: String::new(),
                     span: None,
+                });
+            }
+            // Sinks keep their names: an `Identity` (`IdentityN`) of the call's outputs, or a
+            // `NoOp`, waiting for the exit.
+            for (sink, dtypes) in &l.sinks {
+                let exit_name = exit(ci);
+                let (op, t) = match dtypes.len() {
+                    0 => ("NoOp", None),
+                    1 => ("Identity", Some(AttrValue::Type(dtypes[0]))),
+                    _ => ("IdentityN", Some(AttrValue::List(ListValue::Type(dtypes.clone())))),
+                };
+                let mut inputs: Vec<String> =
+                    (0..dtypes.len() as u32).map(|port| value(Output { node: *sink, port })).collect();
+                if exit_name != n.call || dtypes.is_empty() {
+                    inputs.push(format!("^{exit_name}"));
+                }
+                raw.push(RawNode {
+                    name: graph.name(*sink).to_string(),
+                    op: op.into(),
+                    inputs,
+                    attrs: t.map(|t| attrs(&[("T", t)])).unwrap_or_default(),
+                    device: String::new(),
+                    span: graph.node(*sink).span,
                 });
             }
             library.functions_mut().push(l.function.clone());
@@ -1739,7 +1877,7 @@ fn rebuild(
         for &o in &node.inputs {
             if let Some(ci) = of_node[o.node.index()] {
                 let n = names[ci].as_ref().expect("encapsulated");
-                if n.write_back.is_some() {
+                if n.write_back.is_some() || n.guarded_exit.is_some() {
                     push_control(exit(ci), &mut controls);
                 }
             }
@@ -1859,7 +1997,9 @@ mod tests {
             line("cluster_0_write_back"),
             "cluster_0_write_back = _AutoclustWriteBack(v0, v1, cluster_0, cluster_0:1)"
         );
-        assert_eq!(e.graph.len(), 5);
+        // The one member nothing consumes, the last write, keeps its name (module doc, "Sinks").
+        assert_eq!(line("a2"), "a2 = NoOp(^cluster_0_write_back)");
+        assert_eq!(e.graph.len(), 6);
         // The body instantiates into a runnable graph.
         let body = autoclust_graph::function::instantiate(f, &e.graph.library).unwrap();
         assert!(body.topo_order().is_ok());

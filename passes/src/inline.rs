@@ -13,7 +13,11 @@
 //! - **the call's control inputs gate the body**: every body node with no
 //!   input from another body node gets them (through one `NoOp`
 //!   `c/input_control_node` when there are several), so nothing of the body
-//!   starts before the call could have;
+//!   starts before the call could have; in a graph with v1 control flow
+//!   (a `Switch`), where an input may be dead and a call with a dead input
+//!   runs nothing, those nodes also wait for `c/inputs_alive`, an `IdentityN`
+//!   of every data input, so the whole body is dead with any input (a
+//!   program `autoclust compile` wrote calls its clusters under `cond`s);
 //! - the call node itself stays, under its name, as an `IdentityN` of the
 //!   return values (a `NoOp` when there are none) with a control edge from
 //!   every *effectful* body node (stateful per the registry, a resource op,
@@ -208,7 +212,11 @@ fn expand(
     } else {
         control_inputs.clone()
     };
-    let body = match inline_body(graph, fname, bind, call, &data_inputs, &gate, taken) {
+    // In a graph with v1 control flow a value may be dead, and a call with a dead input does
+    // not run at all: its outputs are dead. The inlined body keeps that (module doc).
+    let dead_inputs_possible =
+        !data_inputs.is_empty() && graph.nodes().iter().any(|n| n.op == "Switch" || n.op == "RefSwitch");
+    let body = match inline_body_gated(graph, fname, bind, call, &data_inputs, &gate, dead_inputs_possible, taken) {
         Ok(b) => b,
         Err(why) => {
             tracing::debug!(call = %node.name, error = %why, "not inlined");
@@ -282,6 +290,23 @@ pub fn inline_body(
     gate: &[String],
     taken: &mut HashSet<String>,
 ) -> Result<InlinedBody, String> {
+    inline_body_gated(graph, fname, bind, prefix, args, gate, false, taken)
+}
+
+/// [`inline_body`]; with `gate_on_args`, the gated nodes also wait for
+/// `prefix/inputs_alive`, an `IdentityN` of every argument, so that the body of a call with a
+/// dead input is dead, as the call would be (a node is dead when any input is).
+#[allow(clippy::too_many_arguments)]
+fn inline_body_gated(
+    graph: &Graph,
+    fname: &str,
+    bind: &Attrs,
+    prefix: &str,
+    args: &[String],
+    gate: &[String],
+    gate_on_args: bool,
+    taken: &mut HashSet<String>,
+) -> Result<InlinedBody, String> {
     let function = graph.library.function(fname).ok_or_else(|| format!("no function '{fname}' in the library"))?;
     if function.nodes.iter().any(|n| n.op == "VarHandleOp") {
         return Err(format!("function '{fname}' creates a variable (VarHandleOp)"));
@@ -334,6 +359,34 @@ pub fn inline_body(
         }
     };
     let mut nodes = Vec::new();
+    let mut gate = gate.to_vec();
+    if gate_on_args {
+        let mut arg_types: Vec<(usize, AttrValue)> = Vec::new();
+        for b in body.node_ids() {
+            let n = body.node(b);
+            if n.op == "_Arg" {
+                let t = n.attr("T").ok_or_else(|| format!("function '{fname}': argument without a type"))?;
+                arg_types.push((index_of(n)?, t.clone()));
+            }
+        }
+        arg_types.sort_by_key(|a| a.0);
+        if arg_types.len() == args.len() && !args.is_empty() {
+            let name = fresh_name(&format!("{prefix}/inputs_alive"), taken);
+            let types: Option<Vec<_>> = arg_types.iter().map(|(_, t)| t.as_type()).collect();
+            let types = types.ok_or_else(|| format!("function '{fname}': an argument's type is not one dtype"))?;
+            let mut attrs = Attrs::new();
+            attrs.insert("T".into(), AttrValue::List(ListValue::Type(types)));
+            nodes.push(RawNode {
+                name: name.clone(),
+                op: "IdentityN".into(),
+                inputs: args.to_vec(),
+                attrs,
+                device: String::new(),
+                span: None,
+            });
+            gate.push(format!("^{name}"));
+        }
+    }
     let mut effectful: Vec<String> = Vec::new();
     let control_ret: HashSet<&str> = function.control_ret.iter().map(|(_, n)| n.as_str()).collect();
     let mut returns: Vec<(usize, String, AttrValue)> = Vec::new();

@@ -81,13 +81,32 @@ impl SafetyAnalysis {
 
     /// Runs the analysis with calls counted as `calls` says.
     pub fn compute_with(graph: &Graph, calls: CallEffects) -> Result<SafetyAnalysis, CycleError> {
+        SafetyAnalysis::compute_inner(graph, calls, false)
+    }
+
+    /// The analysis the clusterer uses: [`SafetyAnalysis::compute_with`], with every guard
+    /// (`Assert`, `crate::encapsulate::is_guard`) counted as a reader. Encapsulation runs a
+    /// guard at its cluster's exit, before the write-back, so a write reaching it must not
+    /// share its cluster (it would be published only after the check, which the graph orders
+    /// after the write) — a write→read pair. Not the contract's `analyze`: an `Assert`
+    /// touches no variable.
+    pub fn for_clustering(graph: &Graph, calls: CallEffects) -> Result<SafetyAnalysis, CycleError> {
+        SafetyAnalysis::compute_inner(graph, calls, true)
+    }
+
+    fn compute_inner(graph: &Graph, calls: CallEffects, guards_read: bool) -> Result<SafetyAnalysis, CycleError> {
         let _span = tracing::debug_span!("safety_analysis", nodes = graph.len()).entered();
         let order = graph.topo_order()?;
         let n = graph.len();
         let kinds: Vec<Option<ResourceKind>> = graph
             .nodes()
             .iter()
-            .map(|node| autoclust_graph::effects::resource_kind_with(node, &graph.library, calls))
+            .map(|node| {
+                if guards_read && crate::encapsulate::is_guard(&node.op) {
+                    return Some(ResourceKind::Read);
+                }
+                autoclust_graph::effects::resource_kind_with(node, &graph.library, calls)
+            })
             .collect();
 
         let mut writer_index = vec![None; n];

@@ -243,7 +243,7 @@ impl Clusterer {
 
     /// Clusters `graph`: infers types, decides compilability, runs the safety analysis.
     pub fn run(&self, graph: &Graph) -> Result<Clustering, ClusterError> {
-        let safety = SafetyAnalysis::compute_with(graph, self.config.call_effects)?;
+        let safety = SafetyAnalysis::for_clustering(graph, self.config.call_effects)?;
         let types = infer(graph)?;
         let compilability = Compilability::compute(graph, &types);
         Ok(self.run_with(graph, &safety, &compilability))
@@ -257,7 +257,7 @@ impl Clusterer {
     /// node the registry's shape functions reject may still run. Fails only
     /// on a cycle.
     pub fn run_partial(&self, graph: &Graph) -> Result<Clustering, ClusterError> {
-        let safety = SafetyAnalysis::compute_with(graph, self.config.call_effects)?;
+        let safety = SafetyAnalysis::for_clustering(graph, self.config.call_effects)?;
         let (types, errors) = infer_partial(graph)?;
         let mut compilability = Compilability::compute(graph, &types);
         for (id, e) in errors {
