@@ -1,7 +1,9 @@
-//! `autoclust compile GRAPH -o OUT [--min-cluster-size N]` (docs/contract.md §4):
-//! runs `run`'s pipeline (`opt --passes run`: the reference-variable rewrite,
-//! the graph-optimization passes — `--no-optimize` skips them —, then
-//! `clustered`, with no request, so nothing is pruned or anchored) and writes
+//! `autoclust compile GRAPH -o OUT [--min-cluster-size N] [--fetch T,..] [--target N,..]`
+//! (docs/contract.md §4): runs `run`'s pipeline (`opt --passes run`: the reference-variable
+//! rewrite, the graph-optimization passes — `--no-optimize` skips them —, then `clustered`;
+//! with no request nothing is pruned and every node nothing consumes keeps its name; with
+//! `--fetch`/`--target` the graph is pruned to that request, as `run` prunes it, and each
+//! fetched or targeted node keeps its name) and writes
 //! the clustered program in the native format, headed by a comment naming the
 //! passes: each cluster replaced by its bridge (snapshot-read, call of the
 //! cluster's pure function, write-back), the cluster bodies in the function
@@ -13,7 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use autoclust_passes::cluster::DEFAULT_MIN_CLUSTER_SIZE;
-use autoclust_passes::pass::Pipeline;
+use autoclust_passes::pass::{PassContext, Pipeline, Request};
 
 use crate::cmd_opt::{context, native_text, run_pipeline};
 use crate::io::{write_atomic, Format};
@@ -41,12 +43,32 @@ pub struct Args {
     /// Input format, overriding the file extension.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// Compile for a request, as `run` would run it: pruned to what these outputs need
+    /// (node:port or node, comma-separated), each keeping its name in the program.
+    #[arg(long, value_delimiter = ',', value_name = "T,..")]
+    pub fetch: Vec<String>,
+    /// Compile for a request: pruned to what these nodes need (comma-separated), each keeping
+    /// its name in the program.
+    #[arg(long, value_delimiter = ',', value_name = "N,..")]
+    pub target: Vec<String>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let _span = tracing::info_span!("compile", graph = %args.graph.display()).entered();
     let graph = crate::model::load_graph_for_signature(&args.graph, args.format, args.signature.as_deref())?;
-    let ctx = context(args.min_cluster_size, args.dump_after);
+    let mut ctx = context(args.min_cluster_size, args.dump_after);
+    let fetch: Vec<&String> = args.fetch.iter().filter(|s| !s.is_empty()).collect();
+    let target: Vec<&String> = args.target.iter().filter(|s| !s.is_empty()).collect();
+    if !fetch.is_empty() || !target.is_empty() {
+        let (fetches, targets) = crate::cmd_opt::resolve(&graph, &fetch, &target)?;
+        let request = Request {
+            fetches: fetches.iter().map(|o| (graph.name(o.node).to_string(), o.port)).collect(),
+            targets: targets.iter().map(|&t| graph.name(t).to_string()).collect(),
+        };
+        ctx.preserve = PassContext::for_request(request.clone(), Default::default()).preserve;
+        ctx.request = Some(request);
+        ctx.keep_request_names = true;
+    }
     let pipeline = Pipeline::compile(!args.no_optimize);
     let out = run_pipeline(&pipeline, graph, &ctx, &args.graph)?;
     crate::notes::print_notes(&ctx.take_notes());

@@ -116,7 +116,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 }
 
 /// The `--fetch` outputs and `--target` nodes of `graph`; a name naming no node is an input error.
-fn resolve(
+pub(crate) fn resolve(
     graph: &Graph,
     fetch: &[&String],
     target: &[&String],

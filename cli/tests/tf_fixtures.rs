@@ -76,12 +76,19 @@ fn flat(t: &Tensor) -> Vec<f64> {
 }
 
 fn run_fixture(manifest: &Path, clustered: bool, optimize: bool) -> Result<(), String> {
+    run_fixture_on(manifest, None, clustered, optimize)
+}
+
+/// [`run_fixture`], running `program` (a program `compile` wrote from the fixture) instead
+/// of the fixture's graph when given.
+fn run_fixture_on(manifest: &Path, program: Option<&Path>, clustered: bool, optimize: bool) -> Result<(), String> {
     let m: serde_json::Value = serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
     let d = dir();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out.safetensors");
     let saved = tmp.path().join("vars.safetensors");
-    let mut args: Vec<String> = vec!["run".into(), d.join(m["graph"].as_str().unwrap()).display().to_string()];
+    let graph = program.map_or_else(|| d.join(m["graph"].as_str().unwrap()), Path::to_path_buf);
+    let mut args: Vec<String> = vec!["run".into(), graph.display().to_string()];
     if !clustered {
         args.push("--no-cluster".into());
     }
@@ -133,7 +140,7 @@ fn run_fixture(manifest: &Path, clustered: bool, optimize: bool) -> Result<(), S
     if !clustered && !notes.is_empty() {
         return Err(format!("--no-cluster printed notes: {notes:?}"));
     }
-    if clustered && optimize {
+    if clustered && optimize && program.is_none() {
         check_cluster_record(manifest, &m, &args, &notes)?;
     } else if clustered && notes.iter().any(|n| n.contains("unoptimized")) {
         return Err(format!("optimization fell back: {notes:?}"));
@@ -282,6 +289,72 @@ fn tensorflow_fixtures_match() {
         }
     }
     assert!(failures.is_empty(), "{} of {ran} fixture runs differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// `compile --fetch/--target` for each fixture's request writes a program that runs to
+/// TensorFlow's results by the request's own names — as written (`--no-cluster
+/// --no-optimize`: its cluster calls and bridges as they are) and through `run`'s pipeline
+/// again (its cluster calls inlined and clustered anew). The program keeps what the request
+/// does not need out of every step: a TF1 initializer that shared a cluster with a loop's
+/// first value once re-ran on every training step of the written program.
+#[test]
+fn compiled_programs_match_tensorflow() {
+    let mut manifests: Vec<PathBuf> = std::fs::read_dir(dir())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect()
+        })
+        .unwrap_or_default();
+    manifests.sort();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for manifest in &manifests {
+        let stem = manifest.file_stem().unwrap().to_string_lossy().to_string();
+        if std::env::var("AUTOCLUST_FIXTURES").is_ok_and(|f| !stem.contains(&f))
+            || UNSUPPORTED.iter().any(|(n, _)| *n == stem)
+        {
+            continue;
+        }
+        let m: serde_json::Value = serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
+        let list = |key: &str| -> Vec<String> {
+            m[key].as_array().map(|a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect()).unwrap_or_default()
+        };
+        let mut fetch = list("fetch");
+        if let Some(strings) = m["expected_strings"].as_object() {
+            fetch.extend(strings.keys().cloned());
+        }
+        let target = list("target");
+        let program = tmp.path().join(format!("{stem}.graph"));
+        let mut args: Vec<String> = vec![
+            "compile".into(),
+            dir().join(m["graph"].as_str().unwrap()).display().to_string(),
+            "-o".into(),
+            program.display().to_string(),
+        ];
+        if !fetch.is_empty() {
+            args.extend(["--fetch".into(), fetch.join(",")]);
+        }
+        if !target.is_empty() {
+            args.extend(["--target".into(), target.join(",")]);
+        }
+        let res = Command::new(env!("CARGO_BIN_EXE_autoclust")).args(&args).output().unwrap();
+        if !res.status.success() {
+            failures.push(format!("{stem}: compile failed: {}", String::from_utf8_lossy(&res.stderr)));
+            continue;
+        }
+        for (clustered, optimize) in [(false, false), (true, true)] {
+            ran += 1;
+            if let Err(e) = run_fixture_on(manifest, Some(&program), clustered, optimize) {
+                failures.push(format!("{stem} (compiled, {}): {e}", if clustered { "run" } else { "as written" }));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} runs of compiled programs differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// `PrintV2` output order follows the graph's edges whatever the schedule: every fixture

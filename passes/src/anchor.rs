@@ -19,10 +19,14 @@
 //! what fetching or targeting the node observes; the anchors have no other
 //! consumer and change no other node's value.
 //!
+//! With [`PassContext::keep_request_names`] (`compile --fetch/--target`) the request's nodes
+//! are marked to keep their names instead (`KEEP_NAME_ATTR`, which encapsulation honours), so
+//! the written program is fetched and targeted by the request's own names.
+//!
 //! [`RunRecord::fetch_anchors`]: crate::pass::RunRecord::fetch_anchors
 
 use autoclust_graph::infer::attr_output_dtypes;
-use autoclust_graph::protocol::ANCHOR_ATTR;
+use autoclust_graph::protocol::{ANCHOR_ATTR, KEEP_NAME_ATTR};
 use autoclust_graph::{AttrValue, Graph, Node, NodeId, Output};
 
 use crate::pass::{Pass, PassContext, PassError};
@@ -41,6 +45,13 @@ impl Pass for AnchorPass {
     fn run(&self, mut graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         let (fetches, targets) = crate::prune::resolve(&graph, ctx)?;
         if fetches.is_empty() && targets.is_empty() {
+            return Ok(graph);
+        }
+        if ctx.keep_request_names {
+            // `compile --fetch/--target`: the request's nodes keep their names instead.
+            for id in fetches.iter().map(|o| o.node).chain(targets.iter().copied()) {
+                graph.attrs_mut(id).insert(KEEP_NAME_ATTR.into(), AttrValue::B(true));
+            }
             return Ok(graph);
         }
         // The fetched outputs' dtypes, from inference where attributes do not say.

@@ -52,17 +52,29 @@
 //!   wait for everything the cluster waited for.
 //! - Data inputs from outside go to the call; the call takes the snapshot's
 //!   outputs, and the write-back the call's outputs.
-//! - Every outside consumer of a member (data or control) waits for the
-//!   cluster's exit — the write-back, or the call when nothing is written —
-//!   and reads data from the call. A consumer of a value computed after a
-//!   write thus sees the write, as under TensorFlow's `_XlaRun`, which
-//!   writes the variables before it produces its outputs.
-//! - A producer in another cluster stands for that cluster's exit node.
+//! - Every outside consumer of a member (data or control) reads data from
+//!   the call, and waits for the cluster's exit — the write-back (or the
+//!   `NoOp` after the guards) — when a write or a guard of the cluster
+//!   reaches that member (it is one, or follows one inside the cluster). A
+//!   consumer of a value computed after a write thus sees the write, as
+//!   under TensorFlow's `_XlaRun`, which writes the variables before it
+//!   produces its outputs; a consumer of a value no write precedes waits
+//!   for the call only, so a run of the program to a request that needs no
+//!   write of the cluster does not perform them (a program `compile` wrote,
+//!   unpruned, is run to any request: a TF1 initializer sharing a cluster
+//!   with a loop's first value was re-run by every training step).
+//! - A producer in another cluster stands for that cluster's exit node, or
+//!   its call by the same rule.
 //!
 //! # Why it is sound
 //! The rewritten graph orders at least what the original ordered: an edge
 //! into the cluster now precedes the snapshot (hence every member), an edge
-//! out of it now follows the write-back (hence every member). Within the
+//! out of a member now follows the call, and the write-back when a write or a
+//! guard precedes the member. A consumer of a member no write precedes may
+//! run between the call and the write-back: the original order in which it
+//! runs after the cluster's reads and values and before its writes, which
+//! nothing orders before it (no member follows it: that would be a cycle).
+//! Within the
 //! cluster, the bridge runs all reads atomically before the body and all
 //! writes atomically after it. That reorders only pairs the safety analysis
 //! accepts: a read before a write keeps its order, reads among themselves and
@@ -86,8 +98,9 @@
 //!
 //! # Sinks
 //! A member nothing consumes — a graph's output, in a program compiled with
-//! no request (`autoclust compile`), where no anchor stands for it — keeps
-//! its name outside the cluster: an `Identity` of its value exported from
+//! no request (`autoclust compile`), where no anchor stands for it — and a
+//! member marked `KEEP_NAME_ATTR` (what `compile --fetch/--target` asks for)
+//! keeps its name outside the cluster: an `Identity` of its value exported from
 //! the call (`IdentityN` for several outputs, a `NoOp` for none), waiting
 //! for the cluster's exit, so the written program can be fetched and
 //! targeted by the names of the graph it came from.
@@ -142,6 +155,7 @@ use autoclust_graph::{
 
 use crate::compilable::{handle_slots, handle_variables, is_handle_source, updates_conflict};
 
+use autoclust_graph::protocol::{KEEP_NAME_ATTR, REF_OUTPUT_ATTR};
 pub use autoclust_graph::protocol::{CLUSTER_ATTR, SNAPSHOT_OP, WRITE_BACK_OP};
 
 /// A cluster to encapsulate: its name and members.
@@ -760,6 +774,7 @@ impl LowerCtx<'_> {
                 }
                 let mut a = node.attrs.clone();
                 a.remove(CLUSTER_ATTR);
+                a.remove(KEEP_NAME_ATTR);
                 body.nodes.push(RawNode {
                     name: node.name.clone(),
                     op: node.op.clone(),
@@ -1322,7 +1337,8 @@ impl LowerCtx<'_> {
                 .filter(|(consumer, _, _)| !in_me(*consumer) || guards.contains(consumer))
                 .map(|&(_, port, _)| port)
                 .collect();
-            if succ.data[n.index()].is_empty() && succ.control[n.index()].is_empty() {
+            let keep_name = matches!(g.node(n).attr(KEEP_NAME_ATTR), Some(AttrValue::B(true)));
+            if keep_name || (succ.data[n.index()].is_empty() && succ.control[n.index()].is_empty()) {
                 // The node's own outputs (none for an update op), not `output_count`'s at least one.
                 let ports = self.types.and_then(|t| t.num_outputs(n).or(Some(t.outputs(n).len()))).unwrap_or(0) as u32;
                 let mut dtypes = Vec::with_capacity(ports as usize);
@@ -1695,10 +1711,29 @@ fn rebuild(
             None => graph.output_name(o),
         }
     };
+    // Members a write or a guard of their cluster reaches (itself included): what follows
+    // them waits for the cluster's exit; what follows only other members waits for the call
+    // (module doc, "Re-attached edges").
+    let mut after_effect = vec![false; graph.len()];
+    for l in lowered.iter().flatten() {
+        for &m in &l.spec.nodes {
+            let node = graph.node(m);
+            let effect = is_guard(&node.op) || resource_kind(node, &graph.library).is_some_and(ResourceKind::writes);
+            let reached = node
+                .inputs
+                .iter()
+                .map(|o| o.node)
+                .chain(node.control_inputs.iter().copied())
+                .any(|p| of_node[p.index()] == of_node[m.index()] && after_effect[p.index()]);
+            after_effect[m.index()] = effect || reached;
+        }
+    }
+    let call_of = |ci: usize| -> String { names[ci].as_ref().expect("encapsulated").call.clone() };
     // The node standing for `p` in ordering constraints.
     let stand_in = |p: NodeId| -> String {
         match of_node[p.index()] {
-            Some(ci) => exit(ci),
+            Some(ci) if after_effect[p.index()] => exit(ci),
+            Some(ci) => call_of(ci),
             None => graph.name(p).to_string(),
         }
     };
@@ -1768,7 +1803,7 @@ fn rebuild(
                 let mut controls = vec![format!("^{}", n.call)];
                 for &o in &node.inputs {
                     if let Some(other) = of_node[o.node.index()].filter(|&other| other != ci) {
-                        if names[other].as_ref().is_some_and(|m| m.write_back.is_some() || m.guarded_exit.is_some()) {
+                        if after_effect[o.node.index()] && exit(other) != call_of(other) {
                             controls.push(format!("^{}", exit(other)));
                         }
                     }
@@ -1833,9 +1868,9 @@ fn rebuild(
                 });
             }
             // Sinks keep their names: an `Identity` (`IdentityN`) of the call's outputs, or a
-            // `NoOp`, waiting for the exit.
+            // `NoOp`, waiting for the exit when a write or a guard reaches them.
             for (sink, dtypes) in &l.sinks {
-                let exit_name = exit(ci);
+                let exit_name = stand_in(*sink);
                 let (op, t) = match dtypes.len() {
                     0 => ("NoOp", None),
                     1 => ("Identity", Some(AttrValue::Type(dtypes[0]))),
@@ -1846,13 +1881,25 @@ fn rebuild(
                 if exit_name != n.call || dtypes.is_empty() {
                     inputs.push(format!("^{exit_name}"));
                 }
+                let member = graph.node(*sink);
+                let mut a = t.map(|t| attrs(&[("T", t)])).unwrap_or_default();
+                let mut op = op.to_string();
+                // An update op that returned a TF1 reference (`REF_OUTPUT_ATTR`): its stand-in is
+                // the variable's handle after the write-back, so a fetch still reads the variable.
+                if let (Some(r), true, Some(h)) =
+                    (member.attrs.get(REF_OUTPUT_ATTR), dtypes.is_empty(), member.inputs.first())
+                {
+                    op = "Identity".into();
+                    inputs.insert(0, value(*h));
+                    a = attrs(&[("T", AttrValue::Type(DType::Resource)), (REF_OUTPUT_ATTR, r.clone())]);
+                }
                 raw.push(RawNode {
                     name: graph.name(*sink).to_string(),
-                    op: op.into(),
+                    op,
                     inputs,
-                    attrs: t.map(|t| attrs(&[("T", t)])).unwrap_or_default(),
+                    attrs: a,
                     device: String::new(),
-                    span: graph.node(*sink).span,
+                    span: member.span,
                 });
             }
             library.functions_mut().push(l.function.clone());
@@ -1876,8 +1923,7 @@ fn rebuild(
         };
         for &o in &node.inputs {
             if let Some(ci) = of_node[o.node.index()] {
-                let n = names[ci].as_ref().expect("encapsulated");
-                if n.write_back.is_some() || n.guarded_exit.is_some() {
+                if after_effect[o.node.index()] && exit(ci) != call_of(ci) {
                     push_control(exit(ci), &mut controls);
                 }
             }
@@ -1888,6 +1934,7 @@ fn rebuild(
         inputs.extend(controls);
         let mut a = node.attrs.clone();
         a.remove(CLUSTER_ATTR);
+        a.remove(KEEP_NAME_ATTR);
         raw.push(RawNode {
             name: node.name.clone(),
             op: node.op.clone(),

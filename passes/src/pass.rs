@@ -101,6 +101,11 @@ pub struct PassContext {
     /// What the request fetches and targets, for `prune` and `anchor` (`None`:
     /// no request; both passes then leave the graph as it is).
     pub request: Option<Request>,
+    /// `anchor` marks the request's nodes to keep their names ([`KEEP_NAME_ATTR`]) instead of
+    /// adding anchors: what `compile --fetch/--target` writes, a program run by those names.
+    ///
+    /// [`KEEP_NAME_ATTR`]: autoclust_graph::protocol::KEEP_NAME_ATTR
+    pub keep_request_names: bool,
     /// What the clustering passes did, for the caller (`prune`, `cluster`,
     /// `anchor`, `encapsulate` and `cluster-bodies` fill it).
     pub record: std::sync::Mutex<RunRecord>,

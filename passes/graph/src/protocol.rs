@@ -40,6 +40,11 @@ pub const ANCHOR_ATTR: &str = "_autoclust_anchor";
 /// `VariableV2`, an `Assign`, a `RefMerge`, …): the variable's dtype, so a fetch of that
 /// output reads the variable's value, as TensorFlow 1 dereferences a fetched reference.
 pub const REF_OUTPUT_ATTR: &str = "_autoclust_ref_dtype";
+/// On a node a request fetches or targets, in a program `compile` writes for that request
+/// (`compile --fetch/--target`): the node keeps its name outside its cluster (encapsulation
+/// stands an `Identity` of the call's output, or a `NoOp`, in for it), so the program is run
+/// by the request's own names. `true` when set.
+pub const KEEP_NAME_ATTR: &str = "_autoclust_keep_name";
 /// The prefix of every op the protocol adds (the runtime names the user's op instead of
 /// these in errors).
 pub const OP_PREFIX: &str = "_Autoclust";
