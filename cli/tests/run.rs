@@ -687,3 +687,32 @@ fn asserts_in_clusters_check_and_compiled_programs_keep_the_graphs_names() {
         }
     }
 }
+
+/// A float16 VALID `AvgPool` whose window sum passes the float16 range is infinite, as
+/// TensorFlow 2.21 sums the window in float16 (`tf.nn.avg_pool2d` of 5000s over 4×4 gives
+/// `inf`, of 1000s `1000`), in the interpreter and in a compiled cluster alike.
+#[test]
+fn float16_average_pooling_overflows_as_tensorflow_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        r#"x = Placeholder() {dtype = float16, shape = shape[1,4,4,2]}
+p = AvgPool(x) {T = float16, data_format = "NHWC", ksize = [1, 4, 4, 1], padding = "VALID", strides = [1, 1, 1, 1]}
+q = AvgPool(x) {T = float16, data_format = "NHWC", ksize = [1, 2, 2, 1], padding = "VALID", strides = [1, 2, 2, 1]}
+n = Neg(p) {T = float16}
+"#,
+    )
+    .unwrap();
+    let row = "[5000.0, 1000.0]";
+    let x = format!("x=[[{}]]", vec![format!("[{}]", [row; 4].join(", ")); 4].join(", "));
+    for mode in [None, Some("--no-cluster")] {
+        let mut args = vec!["run", g.to_str().unwrap(), "--feed", &x, "--fetch", "p,q,n", "--json"];
+        args.extend(mode);
+        let v = json(&autoclust(&args));
+        let f = &v["fetches"];
+        assert_eq!(f["p:0"]["data"], serde_json::json!(["Infinity", 1000.0]), "{mode:?}: {v}");
+        assert_eq!(f["n:0"]["data"], serde_json::json!(["-Infinity", -1000.0]), "{mode:?}: {v}");
+        assert_eq!(f["q:0"]["data"][0].as_f64(), Some(5000.0), "{mode:?}: {v}");
+    }
+}

@@ -155,8 +155,8 @@ use autoclust_graph::{
 
 use crate::compilable::{handle_slots, handle_variables, is_handle_source, updates_conflict};
 
-use autoclust_graph::protocol::{KEEP_NAME_ATTR, REF_OUTPUT_ATTR};
 pub use autoclust_graph::protocol::{CLUSTER_ATTR, SNAPSHOT_OP, WRITE_BACK_OP};
+use autoclust_graph::protocol::{KEEP_NAME_ATTR, REF_OUTPUT_ATTR};
 
 /// A cluster to encapsulate: its name and members.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -165,7 +165,8 @@ pub fn round_to(x: f32, half: crate::DType) -> f32 {
 /// a mean of 0; TensorFlow 2.21 gives `mean([1]*2048 + [0]) = 1` and `mean([4e4, 4e4]) = inf`
 /// in float16. The sum is accumulated in float32 here: a partial sum that overflows before
 /// later terms bring it back in range is infinite in TensorFlow only. A bfloat16 `Mean` is
-/// TensorFlow's float32 mean rounded once, as any other op). `None` for every other op (one rounding of the float32 op is
+/// TensorFlow's float32 mean rounded once, as any other op), and a float16 VALID `AvgPool`
+/// (infinite where a window's float16 sum is). `None` for every other op (one rounding of the float32 op is
 /// TensorFlow's result).
 pub fn half_program(node: &crate::Node, inputs: usize, half: crate::DType) -> Option<HalfProgram> {
     let r = |x: f64| round_to(x as f32, half);
@@ -364,9 +365,38 @@ pub fn half_program(node: &crate::Node, inputs: usize, half: crate::DType) -> Op
             let count = p.push(HalfStep::Round(n));
             p.rop("RealDiv", &[sum, count]);
         }
+        "AvgPool" if half == crate::DType::Float16 && avg_pool_window(node).is_some() => {
+            // TensorFlow sums each window in float16: a window whose sum passes the float16
+            // range averages to infinity. Every VALID window has `kh·kw` elements, so its sum
+            // is the float32 average times that count; rounded to float16 it is infinite
+            // exactly when TensorFlow's is (all terms of one sign; see `Mean`).
+            let x = p.input(0);
+            let attrs = ["ksize", "strides", "padding", "data_format"]
+                .into_iter()
+                .filter_map(|k| node.attr(k).map(|v| (k, v.clone())))
+                .collect();
+            let avg = p.op_with("AvgPool", &[x], attrs);
+            let count = p.konst(avg_pool_window(node).unwrap_or(1) as f32);
+            let sum = p.rop("Mul", &[avg, count]);
+            let mean = p.push(HalfStep::Round(avg));
+            let finite = p.op("IsFinite", &[sum]);
+            p.select(finite, mean, sum);
+        }
         _ => return None,
     }
     Some(p)
+}
+
+/// The element count of every window of a VALID NHWC `AvgPool` (`kh·kw`); `None` for any
+/// other padding or layout (a SAME window at the border counts fewer elements).
+fn avg_pool_window(node: &crate::Node) -> Option<i64> {
+    let valid = node.attr("padding").and_then(crate::AttrValue::as_str) == Some("VALID");
+    let nhwc = node.attr("data_format").and_then(crate::AttrValue::as_str).is_none_or(|f| f == "NHWC");
+    let ksize = match node.attr("ksize") {
+        Some(crate::AttrValue::List(crate::ListValue::I(k))) if k.len() == 4 && k[0] == 1 && k[3] == 1 => k,
+        _ => return None,
+    };
+    (valid && nhwc).then(|| ksize[1] * ksize[2])
 }
 
 #[cfg(test)]
