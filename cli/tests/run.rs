@@ -716,3 +716,34 @@ n = Neg(p) {T = float16}
         assert_eq!(f["q:0"]["data"][0].as_f64(), Some(5000.0), "{mode:?}: {v}");
     }
 }
+
+/// A half `MaxPool` window holding only NaNs and -inf gives the half type's lowest finite
+/// value, where TensorFlow's reducer starts (TensorFlow 2.21: -65504 in float16,
+/// -3.3895314e38 in bfloat16), compiled and interpreted alike.
+#[test]
+fn half_max_pooling_starts_at_the_lowest_finite_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        r#"x = Placeholder() {dtype = float16, shape = shape[1,2,2,1]}
+p = MaxPool(x) {T = float16, data_format = "NHWC", ksize = [1, 2, 2, 1], padding = "VALID", strides = [1, 1, 1, 1]}
+n = Neg(p) {T = float16}
+y = Placeholder() {dtype = bfloat16, shape = shape[1,2,2,1]}
+q = MaxPool(y) {T = bfloat16, data_format = "NHWC", ksize = [1, 2, 2, 1], padding = "VALID", strides = [1, 1, 1, 1]}
+"#,
+    )
+    .unwrap();
+    let window = r#"[[[["NaN"],["-Infinity"]],[["NaN"],["NaN"]]]]"#;
+    let (x, y) = (format!("x={window}"), format!("y={window}"));
+    for mode in [None, Some("--no-cluster")] {
+        let mut args = vec!["run", g.to_str().unwrap(), "--feed", &x, "--feed", &y, "--fetch", "p,n,q", "--json"];
+        args.extend(mode);
+        let v = json(&autoclust(&args));
+        let f = &v["fetches"];
+        assert_eq!(f["p:0"]["data"][0].as_f64(), Some(-65504.0), "{mode:?}: {v}");
+        assert_eq!(f["n:0"]["data"][0].as_f64(), Some(65504.0), "{mode:?}: {v}");
+        let q = f["q:0"]["data"][0].as_f64().unwrap_or(0.0);
+        assert!((q + 3.3895314e38).abs() < 1e31, "{mode:?}: {v}");
+    }
+}

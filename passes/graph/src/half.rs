@@ -166,7 +166,8 @@ pub fn round_to(x: f32, half: crate::DType) -> f32 {
 /// in float16. The sum is accumulated in float32 here: a partial sum that overflows before
 /// later terms bring it back in range is infinite in TensorFlow only. A bfloat16 `Mean` is
 /// TensorFlow's float32 mean rounded once, as any other op), and a float16 VALID `AvgPool`
-/// (infinite where a window's float16 sum is). `None` for every other op (one rounding of the float32 op is
+/// (infinite where a window's float16 sum is), and a half `MaxPool` (never below the half
+/// type's lowest finite value, TensorFlow's starting point). `None` for every other op (one rounding of the float32 op is
 /// TensorFlow's result).
 pub fn half_program(node: &crate::Node, inputs: usize, half: crate::DType) -> Option<HalfProgram> {
     let r = |x: f64| round_to(x as f32, half);
@@ -364,6 +365,19 @@ pub fn half_program(node: &crate::Node, inputs: usize, half: crate::DType) -> Op
             let n = p.op("RealDiv", &[all, kept]);
             let count = p.push(HalfStep::Round(n));
             p.rop("RealDiv", &[sum, count]);
+        }
+        "MaxPool" => {
+            // TensorFlow's reducer starts at the half type's lowest finite value and takes a
+            // strictly greater element: a window of NaNs and -inf gives that value, not -inf.
+            let x = p.input(0);
+            let attrs = ["ksize", "strides", "padding", "data_format"]
+                .into_iter()
+                .filter_map(|k| node.attr(k).map(|v| (k, v.clone())))
+                .collect();
+            let m = p.op_with("MaxPool", &[x], attrs);
+            let rounded = p.push(HalfStep::Round(m));
+            let lowest = p.konst(if half == crate::DType::BFloat16 { bf16_to_f32(0xff7f) } else { -65504.0 });
+            p.op("Maximum", &[rounded, lowest]);
         }
         "AvgPool" if half == crate::DType::Float16 && avg_pool_window(node).is_some() => {
             // TensorFlow sums each window in float16: a window whose sum passes the float16
