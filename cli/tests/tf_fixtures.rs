@@ -259,14 +259,20 @@ fn check_cluster_record(
     Ok(())
 }
 
-#[test]
-fn tensorflow_fixtures_match() {
+/// Every fixture's manifest, sorted.
+fn manifests() -> Vec<PathBuf> {
     let mut manifests: Vec<PathBuf> = std::fs::read_dir(dir())
         .map(|rd| {
             rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect()
         })
         .unwrap_or_default();
     manifests.sort();
+    manifests
+}
+
+#[test]
+fn tensorflow_fixtures_match() {
+    let manifests = manifests();
     let mut failures = Vec::new();
     let mut ran = 0;
     for m in &manifests {
@@ -299,12 +305,7 @@ fn tensorflow_fixtures_match() {
 /// first value once re-ran on every training step of the written program.
 #[test]
 fn compiled_programs_match_tensorflow() {
-    let mut manifests: Vec<PathBuf> = std::fs::read_dir(dir())
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect()
-        })
-        .unwrap_or_default();
-    manifests.sort();
+    let manifests = manifests();
     let tmp = tempfile::tempdir().unwrap();
     let mut failures = Vec::new();
     let mut ran = 0;

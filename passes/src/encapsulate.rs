@@ -1661,6 +1661,21 @@ fn write(vars: &mut [Variable], body: &mut Body, v: usize, op: &str, inputs: Vec
     r
 }
 
+/// `node` in the rewritten graph with `inputs`, the pipeline's own annotations dropped.
+fn copied(node: &autoclust_graph::Node, inputs: Vec<String>) -> RawNode {
+    let mut a = node.attrs.clone();
+    a.remove(CLUSTER_ATTR);
+    a.remove(KEEP_NAME_ATTR);
+    RawNode {
+        name: node.name.clone(),
+        op: node.op.clone(),
+        inputs,
+        attrs: a,
+        device: node.device.clone(),
+        span: node.span,
+    }
+}
+
 /// Builds the rewritten graph from the lowered clusters.
 fn rebuild(
     graph: &Graph,
@@ -1819,16 +1834,7 @@ fn rebuild(
                         inputs.push(c);
                     }
                 }
-                let mut a = node.attrs.clone();
-                a.remove(CLUSTER_ATTR);
-                raw.push(RawNode {
-                    name: node.name.clone(),
-                    op: node.op.clone(),
-                    inputs,
-                    attrs: a,
-                    device: node.device.clone(),
-                    span: node.span,
-                });
+                raw.push(copied(node, inputs));
                 guard_controls.push(format!("^{}", node.name));
             }
             if let Some(exit) = &n.guarded_exit {
@@ -1932,17 +1938,7 @@ fn rebuild(
             push_control(stand_in(c), &mut controls);
         }
         inputs.extend(controls);
-        let mut a = node.attrs.clone();
-        a.remove(CLUSTER_ATTR);
-        a.remove(KEEP_NAME_ATTR);
-        raw.push(RawNode {
-            name: node.name.clone(),
-            op: node.op.clone(),
-            inputs,
-            attrs: a,
-            device: node.device.clone(),
-            span: node.span,
-        });
+        raw.push(copied(node, inputs));
     }
     let out = Graph::from_raw(raw, library, graph.versions.clone())?;
     if let Err(source) = out.topo_order() {
