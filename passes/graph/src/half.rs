@@ -370,10 +370,7 @@ pub fn half_program(node: &crate::Node, inputs: usize, half: crate::DType) -> Op
             // TensorFlow's reducer starts at the half type's lowest finite value and takes a
             // strictly greater element: a window of NaNs and -inf gives that value, not -inf.
             let x = p.input(0);
-            let attrs = ["ksize", "strides", "padding", "data_format"]
-                .into_iter()
-                .filter_map(|k| node.attr(k).map(|v| (k, v.clone())))
-                .collect();
+            let attrs = pool_attrs(node);
             let m = p.op_with("MaxPool", &[x], attrs);
             let rounded = p.push(HalfStep::Round(m));
             let lowest = p.konst(if half == crate::DType::BFloat16 { bf16_to_f32(0xff7f) } else { -65504.0 });
@@ -385,10 +382,7 @@ pub fn half_program(node: &crate::Node, inputs: usize, half: crate::DType) -> Op
             // is the float32 average times that count; rounded to float16 it is infinite
             // exactly when TensorFlow's is (all terms of one sign; see `Mean`).
             let x = p.input(0);
-            let attrs = ["ksize", "strides", "padding", "data_format"]
-                .into_iter()
-                .filter_map(|k| node.attr(k).map(|v| (k, v.clone())))
-                .collect();
+            let attrs = pool_attrs(node);
             let avg = p.op_with("AvgPool", &[x], attrs);
             let count = p.konst(avg_pool_window(node).unwrap_or(1) as f32);
             let sum = p.rop("Mul", &[avg, count]);
@@ -399,6 +393,14 @@ pub fn half_program(node: &crate::Node, inputs: usize, half: crate::DType) -> Op
         _ => return None,
     }
     Some(p)
+}
+
+/// A pooling node's window attributes, for its float32 op in a program.
+fn pool_attrs(node: &crate::Node) -> Vec<(&'static str, crate::AttrValue)> {
+    ["ksize", "strides", "padding", "data_format"]
+        .into_iter()
+        .filter_map(|k| node.attr(k).map(|v| (k, v.clone())))
+        .collect()
 }
 
 /// The element count of every window of a VALID NHWC `AvgPool` (`kh·kw`); `None` for any
