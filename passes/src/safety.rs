@@ -376,6 +376,27 @@ mod tests {
         (a.into(), b.into())
     }
 
+    /// A guard (`Assert`) reached by a write is a write→read pair for the clusterer, which
+    /// runs the guard before the cluster's write-back, and nothing for the contract's analysis.
+    #[test]
+    fn guards_read_for_the_clusterer_only() {
+        let mut b = Builder::default();
+        let w = b.write("0");
+        b.node("ok", "Const", &[]);
+        b.node("check", "Assert", &["ok"]);
+        b.ctrl(&w, "check");
+        b.node("early", "Assert", &["ok"]);
+        b.ctrl("early", &w);
+        let g = Graph::from_raw(b.nodes.clone(), b.library.clone(), None).unwrap();
+        let id = |n: &str| g.find(n).unwrap();
+        let clustering = SafetyAnalysis::for_clustering(&g, CallEffects::Interprocedural).unwrap();
+        assert_eq!(clustering.pairs(), vec![(id(&w), id("check"))]);
+        assert_eq!(clustering.kind(id("check")), Some(ResourceKind::Read));
+        let contract = SafetyAnalysis::compute(&g).unwrap();
+        assert!(contract.pairs().is_empty());
+        assert_eq!(contract.kind(id("check")), None);
+    }
+
     #[test]
     fn t01_write_read() {
         let mut b = Builder::default();
