@@ -115,7 +115,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The `--fetch` outputs and `--target` nodes of `graph`; a name naming no node is an input error.
+/// The `--fetch` outputs and `--target` nodes of `graph`; a name naming no node, or a port its
+/// node does not have, is an input error.
 pub(crate) fn resolve(
     graph: &Graph,
     fetch: &[&String],
@@ -129,6 +130,11 @@ pub(crate) fn resolve(
         .map(|s| match autoclust_graph::parse_input(s) {
             Some(autoclust_graph::InputRef::Data { node, port }) => {
                 let id = find("--fetch", s, node)?;
+                // A port the op does not have (where its op says how many) is the user's error.
+                if let Some(n) = graph.output_count(id).filter(|&n| port as usize >= n) {
+                    let op = &graph.node(id).op;
+                    return Err(CliError::input(format!("--fetch '{s}': node '{node}' ({op}) has {n} output(s)")));
+                }
                 Ok(autoclust_graph::Output { node: id, port })
             }
             _ => Err(CliError::input(format!("--fetch '{s}': expected NODE or NODE:PORT"))),

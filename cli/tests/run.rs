@@ -681,7 +681,7 @@ fn asserts_in_clusters_check_and_compiled_programs_keep_the_graphs_names() {
             assert_eq!(failed.status.code(), Some(1), "{program:?} {mode:?}");
             let e = String::from_utf8_lossy(&failed.stderr);
             assert!(
-                e.contains("node 'check' (Assert): assertion failed: max too large: [30]"),
+                e.contains("node 'check' (Assert): assertion failed: [max too large:] [30]"),
                 "{program:?} {mode:?}: {e}"
             );
         }

@@ -1122,29 +1122,16 @@ fn top_k<T: Elem>(x: &Tensor, k: usize, index_type: autoclust_graph::DType) -> K
     Ok(Outputs::from_vec(vec![tensor_of(shape, vals), indices]))
 }
 
-/// The text of a failed `Assert`: each data tensor as TensorFlow prints it — strings as
-/// they are, other tensors as their first `summarize` elements in brackets.
+/// The text of a failed `Assert`, as TensorFlow 2.21 prints it: `[msg here] [1.5 -2 3...]
+/// [[1.5 -2][3...]...] [3.5] [1 0]` for a string, a vector, a matrix, a scalar and bools
+/// with `summarize = 3`.
 fn assert_message(data: &[Tensor], summarize: usize) -> String {
+    // TensorFlow's `AssertOp`: each datum's `SummarizeValue(summarize)` (print_v2 false, the
+    // V1 `Print` op's summary) in brackets, joined by spaces.
     data.iter()
-        .map(|t| match &t.data {
-            autoclust_graph::TensorData::Str(v) => {
-                v.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect::<Vec<_>>().join(" ")
-            }
-            d => {
-                use autoclust_graph::TensorData as D;
-                let n = t.num_elements();
-                let shown: Vec<String> = (0..n.min(summarize))
-                    .map(|i| match d {
-                        D::F32(v) => v[i].to_string(),
-                        D::F64(v) => v[i].to_string(),
-                        D::I32(v) => v[i].to_string(),
-                        D::I64(v) => v[i].to_string(),
-                        D::Bool(v) => (if v[i] { "1" } else { "0" }).to_string(),
-                        _ => "?".to_string(),
-                    })
-                    .collect();
-                format!("[{}{}]", shown.join(" "), if n > summarize { "..." } else { "" })
-            }
+        .map(|t| {
+            let v = super::string::summarize_value_v1(t, summarize.min(i64::MAX as usize) as i64);
+            format!("[{}]", String::from_utf8_lossy(&v))
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -2112,7 +2099,27 @@ mod tests {
             data: autoclust_graph::TensorData::Bool(std::sync::Arc::new(vec![false])),
         };
         let e = f(smallvec::smallvec![no, msg, x]).unwrap_err().to_string();
-        assert!(e.contains("assertion failed: x must be positive [-1 2...]"), "{e}");
+        assert!(e.contains("assertion failed: [x must be positive] [-1 2...]"), "{e}");
+    }
+
+    /// TensorFlow 2.21's text for a failed `tf.debugging.Assert(False, ['msg here', x,
+    /// reshape(x, [2, 2]), 3.5, [True, False]], summarize=3)` with `x = [1.5, -2, 3, 4]`.
+    #[test]
+    fn assert_messages_are_tensorflows() {
+        let s = |b: &[u8]| Tensor {
+            dtype: DType::String,
+            shape: vec![],
+            data: autoclust_graph::TensorData::Str(std::sync::Arc::new(vec![b.to_vec()])),
+        };
+        let x = Tensor::from_f32(vec![4], vec![1.5, -2., 3., 4.]).unwrap();
+        let m = Tensor::from_f32(vec![2, 2], vec![1.5, -2., 3., 4.]).unwrap();
+        let b = Tensor {
+            dtype: DType::Bool,
+            shape: vec![2],
+            data: autoclust_graph::TensorData::Bool(std::sync::Arc::new(vec![true, false])),
+        };
+        let text = assert_message(&[s(b"msg here"), x, m, Tensor::scalar_f32(3.5), b], 3);
+        assert_eq!(text, "[msg here] [1.5 -2 3...] [[1.5 -2][3...]...] [3.5] [1 0]");
     }
 
     /// `MirrorPadGrad` in both modes, in two and three dimensions, and its two errors:

@@ -89,8 +89,11 @@ fn sparse_xent<T: Float>(logits: &Tensor, labels: &Tensor) -> KResult<Outputs> {
     let mut dense = vec![T::zero(); n * c];
     for (r, &k) in idx.iter().enumerate() {
         if k < 0 || k as usize >= c {
+            // TensorFlow lists every label after the bad one's range.
+            let all: Vec<String> = idx.iter().map(i64::to_string).collect();
             return Err(KernelError::invalid(format!(
-                "Received a label value of {k} which is outside the valid range of [0, {c})"
+                "Received a label value of {k} which is outside the valid range of [0, {c}).  Label values: {}",
+                all.join(" ")
             )));
         }
         dense[r * c + k as usize] = T::one();
@@ -344,7 +347,12 @@ mod tests {
         let o = compute(&node("SparseSoftmaxCrossEntropyWithLogits", &[]), &[logits.clone(), sl]).unwrap();
         assert_eq!(o[1].as_f32().unwrap(), &[0.5, -0.5]);
         let bad = Tensor::from_i32(vec![1], vec![2]).unwrap();
-        assert!(compute(&node("SparseSoftmaxCrossEntropyWithLogits", &[]), &[logits, bad]).is_err());
+        let e = compute(&node("SparseSoftmaxCrossEntropyWithLogits", &[]), &[logits, bad]).unwrap_err();
+        // TensorFlow 2.21's text, every label listed.
+        assert_eq!(
+            e.to_string(),
+            "Received a label value of 2 which is outside the valid range of [0, 2).  Label values: 2"
+        );
     }
 
     #[test]
