@@ -1744,6 +1744,12 @@ fn rebuild(
         }
     }
     let call_of = |ci: usize| -> String { names[ci].as_ref().expect("encapsulated").call.clone() };
+    // The exit a consumer of member output `o` waits for beside the call it reads (`None`: the
+    // call alone), unless `o` is of cluster `own`.
+    let exit_for_data = |o: Output, own: Option<usize>| -> Option<String> {
+        let ci = of_node[o.node.index()].filter(|&ci| Some(ci) != own)?;
+        (after_effect[o.node.index()] && exit(ci) != call_of(ci)).then(|| exit(ci))
+    };
     // The node standing for `p` in ordering constraints.
     let stand_in = |p: NodeId| -> String {
         match of_node[p.index()] {
@@ -1816,13 +1822,8 @@ fn rebuild(
                 let node = graph.node(gid);
                 let mut inputs: Vec<String> = node.inputs.iter().map(|&o| value(o)).collect();
                 let mut controls = vec![format!("^{}", n.call)];
-                for &o in &node.inputs {
-                    if let Some(other) = of_node[o.node.index()].filter(|&other| other != ci) {
-                        if after_effect[o.node.index()] && exit(other) != call_of(other) {
-                            controls.push(format!("^{}", exit(other)));
-                        }
-                    }
-                }
+                controls
+                    .extend(node.inputs.iter().filter_map(|&o| exit_for_data(o, Some(ci))).map(|e| format!("^{e}")));
                 for &c in &node.control_inputs {
                     if of_node[c.index()] != Some(ci) {
                         controls.push(format!("^{}", stand_in(c)));
@@ -1876,7 +1877,7 @@ fn rebuild(
             // Sinks keep their names: an `Identity` (`IdentityN`) of the call's outputs, or a
             // `NoOp`, waiting for the exit when a write or a guard reaches them.
             for (sink, dtypes) in &l.sinks {
-                let exit_name = stand_in(*sink);
+                let waits_for = stand_in(*sink);
                 let (op, t) = match dtypes.len() {
                     0 => ("NoOp", None),
                     1 => ("Identity", Some(AttrValue::Type(dtypes[0]))),
@@ -1884,8 +1885,8 @@ fn rebuild(
                 };
                 let mut inputs: Vec<String> =
                     (0..dtypes.len() as u32).map(|port| value(Output { node: *sink, port })).collect();
-                if exit_name != n.call || dtypes.is_empty() {
-                    inputs.push(format!("^{exit_name}"));
+                if waits_for != n.call || dtypes.is_empty() {
+                    inputs.push(format!("^{waits_for}"));
                 }
                 let member = graph.node(*sink);
                 let mut a = t.map(|t| attrs(&[("T", t)])).unwrap_or_default();
@@ -1928,10 +1929,8 @@ fn rebuild(
             }
         };
         for &o in &node.inputs {
-            if let Some(ci) = of_node[o.node.index()] {
-                if after_effect[o.node.index()] && exit(ci) != call_of(ci) {
-                    push_control(exit(ci), &mut controls);
-                }
+            if let Some(e) = exit_for_data(o, None) {
+                push_control(e, &mut controls);
             }
         }
         for &c in &node.control_inputs {

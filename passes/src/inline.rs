@@ -216,7 +216,7 @@ fn expand(
     // not run at all: its outputs are dead. The inlined body keeps that (module doc).
     let dead_inputs_possible =
         !data_inputs.is_empty() && graph.nodes().iter().any(|n| n.op == "Switch" || n.op == "RefSwitch");
-    let body = match inline_body_gated(graph, fname, bind, call, &data_inputs, &gate, dead_inputs_possible, taken) {
+    let body = match inline_body(graph, fname, bind, call, &data_inputs, &gate, dead_inputs_possible, taken) {
         Ok(b) => b,
         Err(why) => {
             tracing::debug!(call = %node.name, error = %why, "not inlined");
@@ -280,24 +280,12 @@ pub struct InlinedBody {
 /// Function `fname`'s body (instantiated with `bind`) as nodes of `graph`'s namespace:
 /// each body node `n` becomes `prefix/n` (fresh in `taken`), a use of argument `i` a use of
 /// `args[i]` (a control use, a control edge from `args[i]`'s node), and every body node with
-/// no input from another body node gets the control inputs `gate`. The module doc's rewrite, without the call's stand-in.
-pub fn inline_body(
-    graph: &Graph,
-    fname: &str,
-    bind: &Attrs,
-    prefix: &str,
-    args: &[String],
-    gate: &[String],
-    taken: &mut HashSet<String>,
-) -> Result<InlinedBody, String> {
-    inline_body_gated(graph, fname, bind, prefix, args, gate, false, taken)
-}
-
-/// [`inline_body`]; with `gate_on_args`, the gated nodes also wait for
-/// `prefix/inputs_alive`, an `IdentityN` of every argument, so that the body of a call with a
-/// dead input is dead, as the call would be (a node is dead when any input is).
+/// no input from another body node gets the control inputs `gate` — and, with `gate_on_args`,
+/// waits for `prefix/inputs_alive`, an `IdentityN` of every argument, so that the body of a
+/// call with a dead input is dead, as the call would be (a node is dead when any input is).
+/// The module doc's rewrite, without the call's stand-in.
 #[allow(clippy::too_many_arguments)]
-fn inline_body_gated(
+pub fn inline_body(
     graph: &Graph,
     fname: &str,
     bind: &Attrs,

@@ -217,7 +217,7 @@ impl Site<'_> {
         want: usize,
     ) -> Result<(Vec<(String, DType)>, Effects), String> {
         let prefix = format!("{}/{prefix}", self.node.name);
-        let body = inline_body(self.graph, &f.name, &f.attrs, &prefix, args, &[format!("^{gate}")], self.taken)?;
+        let body = inline_body(self.graph, &f.name, &f.attrs, &prefix, args, &[format!("^{gate}")], false, self.taken)?;
         if body.returns.len() != want {
             return Err(format!("function '{}' returns {} values, {want} expected", f.name, body.returns.len()));
         }
