@@ -70,14 +70,18 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         let text = serde_json::to_string(&report).map_err(|e| CliError::input(format!("cannot print JSON: {e}")))?;
         println!("{text}");
     } else {
-        println!("resource ops: {}", report.resource_ops.len());
+        // One write: stdout flushes at every line, a system call per pair at 10⁵ nodes.
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let _ = writeln!(out, "resource ops: {}", report.resource_ops.len());
         for r in &report.resource_ops {
-            println!("  {:<6} {} ({})", r.kind, r.node, r.op);
+            let _ = writeln!(out, "  {:<6} {} ({})", r.kind, r.node, r.op);
         }
-        println!("incompatible pairs: {}", report.incompatible_pairs.len());
+        let _ = writeln!(out, "incompatible pairs: {}", report.incompatible_pairs.len());
         for p in &report.incompatible_pairs {
-            println!("  {} -> {}", p.from, p.to);
+            let _ = writeln!(out, "  {} -> {}", p.from, p.to);
         }
+        print!("{out}");
     }
     Ok(ExitCode::SUCCESS)
 }

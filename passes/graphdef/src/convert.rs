@@ -89,6 +89,19 @@ pub(crate) fn node_from_parts(
     Ok(RawNode { name, op, inputs, attrs, device, span })
 }
 
+/// A map field's entries with a repeated key reduced to its last value.
+pub(crate) fn last_of_each_key(mut attrs: Vec<(String, pb::AttrValue)>) -> Vec<(String, pb::AttrValue)> {
+    let mut seen = std::collections::HashSet::new();
+    if attrs.iter().all(|(k, _)| seen.insert(k.as_str())) {
+        return attrs;
+    }
+    let mut kept = std::collections::HashSet::new();
+    attrs.reverse();
+    attrs.retain(|(k, _)| kept.insert(k.clone()));
+    attrs.reverse();
+    attrs
+}
+
 fn attrs_from_proto(
     map: impl IntoIterator<Item = (String, pb::AttrValue)>,
     ctx: Ctx<'_>,

@@ -18,6 +18,7 @@ pub mod saved_model;
 pub mod table;
 pub mod tensor_bundle;
 pub mod text;
+mod text_node;
 mod wire;
 
 /// The generated GraphDef messages (package `tensorflow`).
@@ -82,8 +83,14 @@ pub fn parse_text_proto(text: &str) -> Result<(GraphDef, Vec<Span>), GraphDefErr
 /// Reads a `.pbtxt` GraphDef. Each `node { … }` is converted as soon as it is read, so the
 /// parse never holds every `NodeDef` (with its attribute map) at once.
 pub fn parse_pbtxt(text: &str) -> Result<Graph, GraphDefError> {
+    parse_pbtxt_via(text, true)
+}
+
+/// [`parse_pbtxt`], with or without the typed reader for nodes (`text_node.rs`); the two
+/// must give the same graph or the same error for every input.
+fn parse_pbtxt_via(text: &str, typed_nodes: bool) -> Result<Graph, GraphDefError> {
     let _span = tracing::debug_span!("parse_pbtxt", bytes = text.len()).entered();
-    let mut raw = Vec::new();
+    let raw = std::cell::RefCell::new(Vec::new());
     let mut failed: Option<GraphDefError> = None;
     let mut sink = |m: Box<dyn protobuf::MessageDyn>, span: Span| -> bool {
         let converted = match m.downcast_box::<proto::graph_def::NodeDef>() {
@@ -92,7 +99,7 @@ pub fn parse_pbtxt(text: &str) -> Result<Graph, GraphDefError> {
         };
         match converted {
             Ok(n) => {
-                raw.push(n);
+                raw.borrow_mut().push(n);
                 true
             }
             Err(e) => {
@@ -101,13 +108,19 @@ pub fn parse_pbtxt(text: &str) -> Result<Graph, GraphDefError> {
             }
         }
     };
-    let parsed = text::parse_message_streaming(text, &GraphDef::descriptor(), "node", &mut sink);
+    // Most nodes take the typed road; what it cannot read exactly goes through `sink`.
+    let mut typed = |lx: &mut text::Lexer<'_>, span: Span| -> Option<bool> {
+        raw.borrow_mut().push(text_node::node(lx, span)?);
+        Some(true)
+    };
+    let typed = if typed_nodes { Some(&mut typed as text::EntryReader<'_>) } else { None };
+    let parsed = text::parse_message_streaming_with(text, &GraphDef::descriptor(), "node", &mut sink, typed);
     if let Some(e) = failed {
         return Err(e);
     }
     let gd =
         parsed?.downcast_box::<GraphDef>().map_err(|_| GraphDefError::Binary("internal: wrong message type".into()))?;
-    convert::graph_from_nodes(raw, *gd)
+    convert::graph_from_nodes(raw.into_inner(), *gd)
 }
 
 /// Reads a binary `.pb` GraphDef.

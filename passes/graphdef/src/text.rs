@@ -30,7 +30,7 @@ pub struct TextError {
 
 /// A token of the text format. Strings are decoded when lexed.
 #[derive(Debug, Clone, PartialEq)]
-enum Token<'a> {
+pub(crate) enum Token<'a> {
     Ident(&'a str),
     /// A numeric literal as written, without a leading sign.
     Number(&'a str),
@@ -39,7 +39,7 @@ enum Token<'a> {
     Eof,
 }
 
-struct Lexer<'a> {
+pub(crate) struct Lexer<'a> {
     src: &'a [u8],
     text: &'a str,
     pos: usize,
@@ -48,8 +48,17 @@ struct Lexer<'a> {
 }
 
 impl<'a> Lexer<'a> {
-    fn new(text: &'a str) -> Self {
+    pub(crate) fn new(text: &'a str) -> Self {
         Lexer { src: text.as_bytes(), text, pos: 0, line: 1, line_start: 0 }
+    }
+
+    /// Where the lexer is, to come back to with [`Lexer::restore`].
+    pub(crate) fn save(&self) -> (usize, u32, usize) {
+        (self.pos, self.line, self.line_start)
+    }
+
+    pub(crate) fn restore(&mut self, at: (usize, u32, usize)) {
+        (self.pos, self.line, self.line_start) = at;
     }
 
     fn span_at(&self, pos: usize) -> Span {
@@ -82,7 +91,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// The next token and the byte offset where it starts.
-    fn next(&mut self) -> Result<(Token<'a>, usize), TextError> {
+    pub(crate) fn next(&mut self) -> Result<(Token<'a>, usize), TextError> {
         self.skip_ws();
         let start = self.pos;
         let Some(&c) = self.src.get(self.pos) else {
@@ -241,6 +250,12 @@ pub fn parse_message(
 /// the position where it starts, and returns `false` to stop the parse.
 pub type EntrySink<'s> = &'s mut dyn FnMut(Box<dyn MessageDyn>, Span) -> bool;
 
+/// A faster road for an entry of the tracked field: called with the lexer right after the
+/// field's name, it reads the entry and returns `Some(true)` (taken) or `Some(false)` (refused,
+/// as the sink refuses), or `None` when it does not read this entry exactly as the general
+/// parser would — the lexer is then put back and the general parser reads the entry.
+pub(crate) type EntryReader<'s> = &'s mut dyn FnMut(&mut Lexer<'_>, Span) -> Option<bool>;
+
 /// Like [`parse_message`], but each entry of the top-level repeated message field `track` goes
 /// to `sink` as soon as it is read instead of into the message, so that a caller converting
 /// entries one by one never holds them all (a 10⁵-node GraphDef's `NodeDef`s and their attribute
@@ -252,7 +267,19 @@ pub fn parse_message_streaming(
     track: &str,
     sink: EntrySink<'_>,
 ) -> Result<Box<dyn MessageDyn>, TextError> {
+    parse_message_streaming_with(text, descriptor, track, sink, None)
+}
+
+/// [`parse_message_streaming`] with a typed reader tried first on each tracked entry.
+pub(crate) fn parse_message_streaming_with<'s>(
+    text: &str,
+    descriptor: &MessageDescriptor,
+    track: &str,
+    sink: EntrySink<'s>,
+    reader: Option<EntryReader<'s>>,
+) -> Result<Box<dyn MessageDyn>, TextError> {
     let mut p = Parser::new(text, Some(sink));
+    p.reader = reader;
     let mut msg = descriptor.new_instance();
     p.fields(&mut *msg, descriptor, None, Some(track))?;
     Ok(msg)
@@ -265,6 +292,7 @@ struct Parser<'a, 's> {
     /// Where tracked entries go instead of the message (streaming), and the position of the
     /// tracked field being read.
     sink: Option<EntrySink<'s>>,
+    reader: Option<EntryReader<'s>>,
     tracking: Option<Span>,
     /// Messages enclosing the one being read (at most [`MAX_MESSAGE_DEPTH`]).
     depth: usize,
@@ -321,6 +349,7 @@ impl<'a, 's> Parser<'a, 's> {
             peeked: None,
             track_spans: Vec::new(),
             sink,
+            reader: None,
             tracking: None,
             depth: 0,
             attr_depth: 0,
@@ -414,6 +443,19 @@ impl<'a, 's> Parser<'a, 's> {
             if track == Some(name) {
                 let span = self.lx.span_at(at);
                 self.track_spans.push(span);
+                if let (Some(reader), None) = (self.reader.as_mut(), &self.peeked) {
+                    let before = self.lx.save();
+                    match reader(&mut self.lx, span) {
+                        Some(true) => {
+                            if !self.eat(b',')? {
+                                self.eat(b';')?;
+                            }
+                            continue;
+                        }
+                        Some(false) => return Err(TextError { span, message: "the entry was refused".into() }),
+                        None => self.lx.restore(before),
+                    }
+                }
                 self.tracking = Some(span);
             }
             self.field_value(msg, field, &known.kind)?;
@@ -620,10 +662,10 @@ impl<'a, 's> Parser<'a, 's> {
     }
 
     fn bool(&mut self) -> Result<bool, TextError> {
-        match self.next()? {
-            (Token::Ident("true" | "True" | "t"), _) | (Token::Number("1"), _) => Ok(true),
-            (Token::Ident("false" | "False" | "f"), _) | (Token::Number("0"), _) => Ok(false),
-            (other, at) => self.lx.err(at, format!("expected true or false, found {}", describe(&other))),
+        let (tok, at) = self.next()?;
+        match bool_from(&tok) {
+            Some(b) => Ok(b),
+            None => self.lx.err(at, format!("expected true or false, found {}", describe(&tok))),
         }
     }
 
@@ -667,28 +709,42 @@ impl<'a, 's> Parser<'a, 's> {
     ) -> Result<F, TextError> {
         let neg = self.eat(b'-')?;
         let (tok, at) = self.next()?;
-        let v = match tok {
-            Token::Ident(id) => match id.to_ascii_lowercase().as_str() {
-                "inf" | "infinity" | "inff" | "infinityf" => parse("inf"),
-                "nan" | "nanf" => parse("NaN"),
-                _ => None,
-            },
-            Token::Number(n) => {
-                let n = n.strip_suffix(['f', 'F']).filter(|s| !s.starts_with("0x")).unwrap_or(n);
-                match parse_int(n) {
-                    // Integers are exact decimal literals; parse them as such.
-                    Some(_) if n.starts_with("0x") || (n.starts_with('0') && n.len() > 1) => {
-                        parse_int(n).and_then(|v| parse(&v.to_string()))
-                    }
-                    _ => parse(n),
-                }
-            }
-            _ => None,
-        };
-        match v {
+        match float_from(&tok, parse) {
             Some(v) => Ok(if neg { -v } else { v }),
             None => self.lx.err(at, format!("expected a number, found {}", describe(&tok))),
         }
+    }
+}
+
+/// A boolean literal as the text format writes it.
+pub(crate) fn bool_from(tok: &Token<'_>) -> Option<bool> {
+    match tok {
+        Token::Ident("true" | "True" | "t") | Token::Number("1") => Some(true),
+        Token::Ident("false" | "False" | "f") | Token::Number("0") => Some(false),
+        _ => None,
+    }
+}
+
+/// A floating-point literal without its sign: decimal, `inf`/`nan` in their spellings, an `f`
+/// suffix, or an integer (read exactly, whatever its base).
+pub(crate) fn float_from<F>(tok: &Token<'_>, parse: impl Fn(&str) -> Option<F>) -> Option<F> {
+    match *tok {
+        Token::Ident(id) => match id.to_ascii_lowercase().as_str() {
+            "inf" | "infinity" | "inff" | "infinityf" => parse("inf"),
+            "nan" | "nanf" => parse("NaN"),
+            _ => None,
+        },
+        Token::Number(n) => {
+            let n = n.strip_suffix(['f', 'F']).filter(|s| !s.starts_with("0x")).unwrap_or(n);
+            match parse_int(n) {
+                // Integers are exact decimal literals; parse them as such.
+                Some(_) if n.starts_with("0x") || (n.starts_with('0') && n.len() > 1) => {
+                    parse_int(n).and_then(|v| parse(&v.to_string()))
+                }
+                _ => parse(n),
+            }
+        }
+        _ => None,
     }
 }
 
@@ -710,7 +766,7 @@ fn default_box(t: &RuntimeType) -> ReflectValueBox {
 }
 
 /// Decimal, `0x` hex or leading-`0` octal, as protobuf's text format.
-fn parse_int(s: &str) -> Option<i128> {
+pub(crate) fn parse_int(s: &str) -> Option<i128> {
     if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         return i128::from_str_radix(h, 16).ok();
     }

@@ -18,7 +18,7 @@ use autoclust_graph::limits::MAX_MESSAGE_DEPTH;
 use autoclust_graph::{Graph, RawNode};
 use protobuf::Message;
 
-use crate::convert::{graph_from_nodes, node_from_parts};
+use crate::convert::{graph_from_nodes, last_of_each_key, node_from_parts};
 use crate::proto::graph_def::{node_def::ExperimentalDebugInfo, AttrValue, FullTypeDef, GraphDef};
 use crate::GraphDefError;
 
@@ -134,19 +134,6 @@ fn node(bytes: &[u8]) -> Option<RawNode> {
         }
     }
     node_from_parts(name, op, inputs, device, last_of_each_key(attrs), None).ok()
-}
-
-/// A map field's entries with a repeated key reduced to its last value.
-fn last_of_each_key(mut attrs: Vec<(String, AttrValue)>) -> Vec<(String, AttrValue)> {
-    let mut seen = std::collections::HashSet::new();
-    if attrs.iter().all(|(k, _)| seen.insert(k.as_str())) {
-        return attrs;
-    }
-    let mut kept = std::collections::HashSet::new();
-    attrs.reverse();
-    attrs.retain(|(k, _)| kept.insert(k.clone()));
-    attrs.reverse();
-    attrs
 }
 
 /// How many `node` fields the top level holds (one pass over the tags, so the node list is
