@@ -458,6 +458,16 @@ mod tests {
         assert!(same(&text));
     }
 
+    /// A map entry given twice keeps its last value, as the general parser's map does.
+    #[test]
+    fn a_repeated_attribute_keeps_its_last_value() {
+        let entry = r#"{ name: "a" op: "X" attr { key: "T" value { type: DT_FLOAT } } attr { key: "T" value { type: DT_INT32 } } }"#;
+        let n = typed(entry).unwrap();
+        assert_eq!(n.attrs.len(), 1);
+        assert_eq!(n.attrs.get("T"), Some(&autoclust_graph::AttrValue::Type(autoclust_graph::DType::Int32)));
+        assert!(same(&format!("node {entry}\n")));
+    }
+
     #[test]
     fn gives_up_where_only_the_general_parser_knows_the_answer() {
         for entry in [

@@ -198,7 +198,10 @@ struct Engine<'a> {
     /// how long it stands ([`Stands`]). So the rounds after the first re-try only the pairs
     /// whose refusal may have lapsed — at 10⁶ nodes they re-tried ~900k refused pairs
     /// each, for a few hundred merges.
-    refused: FxHashMap<(u32, u32), (u64, Pending, Stands)>,
+    /// The map holds an index into `refusals` (small entries: a table of whole refusals
+    /// moved ~100 bytes per entry at every rehash).
+    refused: FxHashMap<(u32, u32), u32>,
+    refusals: Vec<(u64, Pending, Stands)>,
     /// Whether a cluster was ever the first of a refused pair (most never are: their merges
     /// skip the lookup in `refused`).
     ever_refused: Vec<bool>,
@@ -313,6 +316,7 @@ impl<'a> Engine<'a> {
             merges: 0,
             changed_at: vec![0; n],
             refused: FxHashMap::default(),
+            refusals: Vec::new(),
             ever_refused: vec![false; n],
             inner_path: Vec::new(),
             role: graph
@@ -552,7 +556,8 @@ impl<'a> Engine<'a> {
     fn try_merge(&mut self, a: u32, b: u32, budget: usize) -> Result<u32, Pending> {
         super::cycles::count(1);
         self.tries += 1;
-        if let Some((at, p, stands)) = self.refused.get(&(a, b)).filter(|_| self.ever_refused[a as usize]) {
+        let known = self.refused.get(&(a, b)).filter(|_| self.ever_refused[a as usize]);
+        if let Some((at, p, stands)) = known.map(|&i| &self.refusals[i as usize]) {
             let unchanged = self.changed_at[a as usize] <= *at && self.changed_at[b as usize] <= *at;
             let holds = unchanged
                 || match stands {
@@ -578,7 +583,14 @@ impl<'a> Engine<'a> {
                 }
                 _ => Stands::WhileUnchanged,
             };
-            self.refused.insert((a, b), (self.merges, p.clone(), stands));
+            let entry = (self.merges, p.clone(), stands);
+            match self.refused.entry((a, b)) {
+                std::collections::hash_map::Entry::Occupied(e) => self.refusals[*e.get() as usize] = entry,
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(self.refusals.len() as u32);
+                    self.refusals.push(entry);
+                }
+            }
             self.ever_refused[a as usize] = true;
         }
         res
