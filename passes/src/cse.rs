@@ -226,6 +226,9 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
     let succ = graph.successors();
     let mut rw = Rewrite::default();
     let mut seen: HashMap<u64, Vec<NodeId>> = HashMap::new();
+    // foldhash, seeded per process: fast, and names chosen to collide cannot make the
+    // candidate lists long.
+    let state = foldhash::fast::RandomState::default();
     let (mut inputs, mut controls) = (Vec::new(), Vec::new());
     let mut report = CseReport::default();
     let mut read_checks = ReadChecks::default();
@@ -242,13 +245,10 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
             }
         }
         // Two nodes merge when their keys (op, device, attributes, resolved inputs and
-        // control inputs, as text) are equal. The text is hashed as it is written, so a
-        // node costs no allocation; it is spelled out only to confirm a hash match.
-        let hash = {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            write_key(&mut HashWriter(&mut h), graph, &rw, id, &mut inputs, &mut controls);
-            std::hash::Hasher::finish(&h)
-        };
+        // control inputs, as text) are equal. The key's parts are hashed without writing
+        // the text, so a node costs no allocation; it is spelled out only to confirm a
+        // hash match.
+        let hash = key_hash(&state, graph, &rw, id, &mut inputs, &mut controls);
         let candidates = seen.get(&hash).map(Vec::as_slice).unwrap_or_default();
         let matching = if candidates.is_empty() {
             None
@@ -290,6 +290,48 @@ fn write_key(
     controls: &mut Vec<NodeId>,
 ) {
     let node = graph.node(id);
+    resolve_key_inputs(graph, rw, id, inputs, controls);
+    let attrs = node.attrs.iter().filter(|(k, _)| !k.starts_with('_'));
+    // Writing to a string cannot fail.
+    let _ = write!(out, "{}|{}|{:?}|{:?}|{:?}", node.op, node.device, DebugList(attrs), inputs, controls);
+}
+
+/// A hash of the key [`write_key`] writes: equal keys give equal hashes (the same op,
+/// device and attribute text, the same resolved inputs and controls).
+fn key_hash(
+    state: &foldhash::fast::RandomState,
+    graph: &Graph,
+    rw: &Rewrite,
+    id: NodeId,
+    inputs: &mut Vec<Output>,
+    controls: &mut Vec<NodeId>,
+) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let node = graph.node(id);
+    resolve_key_inputs(graph, rw, id, inputs, controls);
+    let mut h = state.build_hasher();
+    h.write(node.op.as_bytes());
+    h.write_u8(0xff);
+    h.write(node.device.as_bytes());
+    h.write_u8(0xff);
+    let attrs = node.attrs.iter().filter(|(k, _)| !k.starts_with('_'));
+    // Writing to a hasher cannot fail.
+    let _ = std::fmt::Write::write_fmt(&mut HashWriter(&mut h), format_args!("{:?}", DebugList(attrs)));
+    h.write_usize(inputs.len());
+    for o in inputs.iter() {
+        h.write_u32(o.node.0);
+        h.write_u32(o.port);
+    }
+    for c in controls.iter() {
+        h.write_u32(c.0);
+    }
+    h.finish()
+}
+
+/// The data inputs and the sorted control inputs of node `id`, each resolved through the
+/// edits so far, into the scratch vectors.
+fn resolve_key_inputs(graph: &Graph, rw: &Rewrite, id: NodeId, inputs: &mut Vec<Output>, controls: &mut Vec<NodeId>) {
+    let node = graph.node(id);
     inputs.clear();
     inputs.extend(node.inputs.iter().map(|&o| rw.resolve(o)));
     controls.clear();
@@ -298,9 +340,6 @@ fn write_key(
     }
     controls.sort();
     controls.dedup();
-    let attrs = node.attrs.iter().filter(|(k, _)| !k.starts_with('_'));
-    // Writing to a hasher or a string cannot fail.
-    let _ = write!(out, "{}|{}|{:?}|{:?}|{:?}", node.op, node.device, DebugList(attrs), inputs, controls);
 }
 
 fn key_string(graph: &Graph, rw: &Rewrite, id: NodeId, inputs: &mut Vec<Output>, controls: &mut Vec<NodeId>) -> String {
@@ -319,11 +358,11 @@ impl<I: Iterator<Item = T> + Clone, T: std::fmt::Debug> std::fmt::Debug for Debu
 }
 
 /// A `fmt::Write` that feeds a hasher.
-struct HashWriter<'a>(&'a mut std::collections::hash_map::DefaultHasher);
+struct HashWriter<'a, H>(&'a mut H);
 
-impl std::fmt::Write for HashWriter<'_> {
+impl<H: std::hash::Hasher> std::fmt::Write for HashWriter<'_, H> {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        std::hash::Hasher::write(self.0, s.as_bytes());
+        self.0.write(s.as_bytes());
         Ok(())
     }
 }
