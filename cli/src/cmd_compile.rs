@@ -34,7 +34,7 @@ pub struct Args {
     /// Print the graph on stderr after this pass (`cluster`, `encapsulate` or `all`).
     #[arg(long, value_name = "PASS")]
     pub dump_after: Vec<String>,
-    /// Skip the graph-optimization passes (compile with `ref-variables,captured-tables,captured-writers,clustered` only).
+    /// Skip the graph-optimization passes (compile with `ref-variables,captured-tables,captured-writers,collectives,clustered` only).
     #[arg(long)]
     pub no_optimize: bool,
     /// A SavedModel's signature: its function calls inlined, the graph pruned to its outputs.

@@ -105,12 +105,18 @@ pub fn load_graph_to_run(path: &Path, format: Option<Format>) -> Result<Graph, C
 /// variables turned into resource variables, and the lookup tables a TF2 function captures
 /// but fills itself created by the graph ([`autoclust_passes::captured_tables`]), and the
 /// summary writers it captures made writers whose events are dropped
-/// ([`autoclust_passes::captured_writers`]).
+/// ([`autoclust_passes::captured_writers`]), and the collectives of a multi-device step whose
+/// peers are all in the graph replaced by what they compute ([`autoclust_passes::collectives`]).
 pub fn to_run(graph: Graph, path: &Path) -> Result<Graph, CliError> {
     autoclust_graph::infer::check_arities(&graph)
         .and_then(|()| autoclust_graph::infer::check_edge_dtypes(&graph))
         .map_err(|e| located(&shown(path), e.span(), &e))?;
     let graph = match autoclust_passes::ref_variables::ref_to_resource(&graph) {
+        Ok(Some(rewritten)) => rewritten,
+        Ok(None) => graph,
+        Err(e) => return Err(CliError::input(format!("{}: {e}", shown(path)))),
+    };
+    let graph = match autoclust_passes::collectives::pair_collectives(&graph) {
         Ok(Some(rewritten)) => rewritten,
         Ok(None) => graph,
         Err(e) => return Err(CliError::input(format!("{}: {e}", shown(path)))),

@@ -747,3 +747,43 @@ q = MaxPool(y) {T = bfloat16, data_format = "NHWC", ksize = [1, 2, 2, 1], paddin
         assert!((q + 3.3895314e38).abs() < 1e31, "{mode:?}: {v}");
     }
 }
+
+/// A MirroredStrategy step over two devices: its all-reduce has both peers in the graph and
+/// runs as their sum (TensorFlow's answer 24, checked against TensorFlow by `tf_fixtures`);
+/// peers paired by their order on their devices but fed different instance keys are an
+/// error naming both, in both modes, never a sum of the wrong pair.
+#[test]
+fn collectives_of_one_process_run_and_mismatched_instance_keys_are_errors() {
+    let tf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/tf");
+    let g = tf.join("dist_mirrored_allreduce.pbtxt");
+    let vars = tf.join("dist_mirrored_allreduce.vars.safetensors");
+    for mode in [None, Some("--no-cluster")] {
+        let run = |key: &str| {
+            let key = format!("Placeholder_1={key}");
+            let mut args = vec!["run", g.to_str().unwrap(), "--vars", vars.to_str().unwrap()];
+            args.extend([
+                "--feed",
+                "x=3.0",
+                "--feed",
+                "Placeholder=100",
+                "--feed",
+                &key,
+                "--fetch",
+                "Identity_2",
+                "--json",
+            ]);
+            args.extend(mode);
+            autoclust(&args)
+        };
+        let v = json(&run("100"));
+        assert_eq!(v["fetches"]["Identity_2:0"]["data"][0].as_f64(), Some(24.0), "{mode:?}: {v}");
+        let failed = run("101");
+        assert_eq!(failed.status.code(), Some(1), "{mode:?}");
+        let e = String::from_utf8_lossy(&failed.stderr);
+        assert!(
+            e.contains("collectives CollectiveReduceV2 and CollectiveReduceV2_1 were paired by their order")
+                && e.contains("[100] [101]"),
+            "{mode:?}: {e}"
+        );
+    }
+}

@@ -5,6 +5,7 @@ pub mod body_clusters;
 pub mod captured_tables;
 pub mod captured_writers;
 pub mod cluster;
+pub mod collectives;
 pub mod compilable;
 pub mod constant_fold;
 pub mod cse;

@@ -236,6 +236,8 @@ pub enum PassError {
     Encapsulate(Box<EncapsulateError>),
     #[error(transparent)]
     RefVariables(Box<crate::ref_variables::RefVariablesError>),
+    #[error(transparent)]
+    Collectives(Box<crate::collectives::CollectiveError>),
     /// A fetch or target of [`PassContext::request`] names no node of the graph.
     #[error("{kind} '{name}' does not survive pruning")]
     Pruned { kind: &'static str, name: String },
@@ -256,6 +258,12 @@ impl From<EncapsulateError> for PassError {
 impl From<crate::ref_variables::RefVariablesError> for PassError {
     fn from(e: crate::ref_variables::RefVariablesError) -> PassError {
         PassError::RefVariables(Box::new(e))
+    }
+}
+
+impl From<crate::collectives::CollectiveError> for PassError {
+    fn from(e: crate::collectives::CollectiveError) -> PassError {
+        PassError::Collectives(Box::new(e))
     }
 }
 
@@ -283,6 +291,7 @@ pub fn registry() -> Vec<Box<dyn Pass>> {
         Box::new(crate::ref_variables::RefVariablesPass),
         Box::new(crate::captured_tables::CapturedTablesPass),
         Box::new(crate::captured_writers::CapturedWritersPass),
+        Box::new(crate::collectives::CollectivesPass),
         Box::new(InlinePass),
         Box::new(crate::hoist_loop_reads::HoistLoopReadsPass),
         Box::new(crate::lower_control_flow::LowerControlFlowPass),
@@ -326,13 +335,17 @@ pub const DEFAULT_PIPELINE: &[&str] = &[
 /// included), then cluster the function bodies.
 pub const CLUSTERED_PIPELINE: &[&str] = &["inline", "prune", "cluster", "anchor", "encapsulate", "cluster-bodies"];
 
+/// The rewrites that make a graph as written runnable (reference variables, captured
+/// tables and writers, collectives of one process); `run` and `bench` apply them while
+/// loading, in both modes.
+pub const LOADING_PASSES: &[&str] = &["ref-variables", "captured-tables", "captured-writers", "collectives"];
+
 /// What `autoclust run` and `bench` do to a graph before running it clustered, in
-/// order: reference variables to resource variables and captured tables to created
-/// ones (done while loading),
+/// order: [`LOADING_PASSES`] (done while loading),
 /// [`DEFAULT_PIPELINE`], then [`CLUSTERED_PIPELINE`]; `--passes run` names it,
 /// so `opt --passes run --fetch F` prints the program `run --fetch F` executes.
 pub fn run_pipeline_names() -> Vec<&'static str> {
-    let mut names = vec!["ref-variables", "captured-tables", "captured-writers"];
+    let mut names = LOADING_PASSES.to_vec();
     names.extend_from_slice(DEFAULT_PIPELINE);
     names.extend_from_slice(CLUSTERED_PIPELINE);
     names
@@ -387,10 +400,7 @@ impl Pipeline {
         let names = if optimize {
             run_pipeline_names()
         } else {
-            ["ref-variables", "captured-tables", "captured-writers"]
-                .into_iter()
-                .chain(CLUSTERED_PIPELINE.iter().copied())
-                .collect()
+            LOADING_PASSES.iter().chain(CLUSTERED_PIPELINE).copied().collect()
         };
         Pipeline::of(&names)
     }
@@ -398,7 +408,7 @@ impl Pipeline {
     /// What `run` does to a graph before clustering it (`cluster --optimize`): the loading
     /// rewrites, [`DEFAULT_PIPELINE`], and the inlining the clustered pipeline starts with.
     pub fn before_clustering() -> Pipeline {
-        let mut names = vec!["ref-variables", "captured-tables", "captured-writers"];
+        let mut names = LOADING_PASSES.to_vec();
         names.extend_from_slice(DEFAULT_PIPELINE);
         names.push("inline");
         Pipeline::of(&names)
@@ -666,7 +676,7 @@ mod tests {
         let e = Pipeline::parse("cluster,nope").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown pass 'nope' (known: verify, safety-annotate, ref-variables, captured-tables, captured-writers, inline, hoist-loop-reads, lower-control-flow, \
+            "unknown pass 'nope' (known: verify, safety-annotate, ref-variables, captured-tables, captured-writers, collectives, inline, hoist-loop-reads, lower-control-flow, \
              constant-fold, arithmetic-simplify, cse, dependency-optimize, deadness, prune, cluster, anchor, encapsulate, \
              cluster-bodies)"
         );
@@ -678,6 +688,7 @@ mod tests {
                 "ref-variables",
                 "captured-tables",
                 "captured-writers",
+                "collectives",
                 "inline",
                 "prune",
                 "cluster",

@@ -19,7 +19,12 @@
 //! ([`instantiate_with`]). List arguments (`N * T`, `list(T)`) are not
 //! supported and give [`FunctionError::ListArgument`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+/// The maps of an instantiation, on foldhash (seeded per process like std's SipHash; a
+/// function's names are hashed several times each, 10⁵ of them when a large graph's
+/// clusters are instantiated).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use crate::{ArgDef, AttrValue, Attrs, DType, FunctionDef, Graph, GraphError, Library, ListValue, RawNode};
 
@@ -80,7 +85,7 @@ pub fn instantiate_with(function: &FunctionDef, library: &Library, call_attrs: &
     let _span = tracing::debug_span!("instantiate", function = %fname).entered();
 
     // Attribute values: the call's, then the signature's defaults.
-    let mut bound: HashMap<&str, &AttrValue> = HashMap::new();
+    let mut bound: HashMap<&str, &AttrValue> = HashMap::default();
     for def in &function.signature.attrs {
         if let Some(d) = &def.default {
             bound.insert(&def.name, d);
@@ -109,7 +114,7 @@ pub fn instantiate_with(function: &FunctionDef, library: &Library, call_attrs: &
     let mut fresh = |base: &str| fresh_name(base, &mut taken);
 
     let mut raw = Vec::with_capacity(function.nodes.len() + function.signature.inputs.len() + function.ret.len());
-    let mut arg_nodes: HashMap<&str, String> = HashMap::new();
+    let mut arg_nodes: HashMap<&str, String> = HashMap::default();
     for (i, arg) in function.signature.inputs.iter().enumerate() {
         let dtype = arg_dtype(arg)?;
         let name = fresh(&arg.name);
