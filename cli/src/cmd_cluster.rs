@@ -221,6 +221,13 @@ fn explain(graph: &Graph, clustering: &Clustering) -> Vec<String> {
             Refusal::Deadness { from, to, why } => {
                 format!("refused merge of {} and {}: {why}", named(*from), named(*to))
             }
+            Refusal::Devices { from, to } => format!(
+                "refused merge of {} and {}: placed on different devices ({}, {})",
+                named(*from),
+                named(*to),
+                graph.node(*from).device,
+                graph.node(*to).device
+            ),
             Refusal::CycleCheckTooCostly { from, to } => format!(
                 "refused merge of {} and {}: the cycle check exceeded its search budget (a merge across a large part of the graph)",
                 named(*from),

@@ -288,3 +288,27 @@ fn errors_exit_1_and_usage_exits_2() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("error:"));
 }
+
+/// A MirroredStrategy step (TensorFlow's graph, two replicas on CPU:0 and CPU:1): no cluster
+/// holds nodes of both devices, as TensorFlow's auto-clustering, and `--explain` says why.
+#[test]
+fn clusters_of_a_two_replica_step_stay_on_their_devices() {
+    let g = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/tf/dist_mirrored_keras_adam.pbtxt");
+    let text = std::fs::read_to_string(&g).unwrap();
+    let parsed = autoclust_graphdef::parse_pbtxt(&text).unwrap();
+    let v = ok_json(&["cluster", path(&g), "--json"]);
+    let clusters = v["clusters"].as_array().unwrap();
+    assert!(clusters.len() >= 2, "{v}");
+    for c in clusters {
+        let devices: BTreeSet<&str> = c["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| parsed.node(parsed.find(n.as_str().unwrap()).unwrap()).device.as_str())
+            .filter(|d| !d.is_empty())
+            .collect();
+        assert!(devices.len() <= 1, "{} spans {devices:?}", c["name"]);
+    }
+    let out = run(&["cluster", path(&g), "--explain"]);
+    assert!(stdout(&out).contains("placed on different devices"), "{}", stdout(&out));
+}

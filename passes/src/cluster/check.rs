@@ -29,9 +29,15 @@ pub fn check_clustering(
     }
     let updates: Vec<Option<Vec<Option<String>>>> =
         graph.node_ids().map(|id| crate::compilable::multi_variable_update(graph, id)).collect();
-    let apart = |a: NodeId, b: NodeId| match (&updates[a.index()], &updates[b.index()]) {
-        (Some(x), Some(y)) => crate::compilable::updates_conflict(x, y),
-        _ => false,
+    let devices: Vec<Option<String>> =
+        graph.node_ids().map(|id| super::contract::canonical_device(&graph.node(id).device)).collect();
+    let apart = |a: NodeId, b: NodeId| {
+        let updates = match (&updates[a.index()], &updates[b.index()]) {
+            (Some(x), Some(y)) => crate::compilable::updates_conflict(x, y),
+            _ => false,
+        };
+        let placed = matches!((&devices[a.index()], &devices[b.index()]), (Some(x), Some(y)) if x != y);
+        updates || placed
     };
     let mut seen = vec![None; n];
     for (ci, c) in clustering.clusters.iter().enumerate() {
@@ -53,7 +59,7 @@ pub fn check_clustering(
                 }
                 if a != b && apart(a, b) {
                     return Err(format!(
-                        "{} holds updates sharing only some variables ({}, {})",
+                        "{} holds updates sharing only some variables, or nodes of two devices ({}, {})",
                         c.name,
                         graph.name(a),
                         graph.name(b)

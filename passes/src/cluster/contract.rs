@@ -134,6 +134,28 @@ fn topo_positions(graph: &Graph, safety: &SafetyAnalysis) -> Vec<u32> {
     topo_pos
 }
 
+/// A device name in one spelling: the local prefix (`/job:localhost/replica:0/task:0`) and
+/// `device:` dropped, the type upper-cased (`/device:CPU:0`, `/cpu:0` and
+/// `/job:localhost/replica:0/task:0/device:CPU:0` are one device); `None` for no device.
+pub(crate) fn canonical_device(device: &str) -> Option<String> {
+    let parts: Vec<String> = device
+        .split('/')
+        .filter(|p| !p.is_empty() && !matches!(*p, "job:localhost" | "replica:0" | "task:0"))
+        .map(|p| {
+            let p = p.strip_prefix("device:").unwrap_or(p);
+            match p.split_once(':') {
+                Some((kind, n))
+                    if !kind.starts_with("job") && !kind.starts_with("replica") && !kind.starts_with("task") =>
+                {
+                    format!("{}:{n}", kind.to_ascii_uppercase())
+                }
+                _ => p.to_string(),
+            }
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
 /// Ops that compute nothing a compiler could fuse: TensorFlow's zero-effective-size
 /// `Const` and `Identity`, plus the other pure forwarding and ordering ops. Plain variable
 /// reads and assignments count as work, as in TensorFlow (its tests cluster `{Const,
@@ -189,6 +211,10 @@ struct Engine<'a> {
     updates: Vec<Vec<(NodeId, Vec<Option<String>>)>>,
     /// v1 control flow: only nodes of one frame with one deadness predicate may merge.
     deadness: Option<std::sync::Arc<crate::deadness::DeadnessAnalysis>>,
+    /// The cluster's device (interned [`canonical_device`]) and the member placed there first;
+    /// `None` while no member names a device. Two clusters on different devices never merge,
+    /// as TensorFlow's `AreDevicesCompatible` (one compiled function runs on one device).
+    device: Vec<Option<(u32, NodeId)>>,
     /// Merges tried and made (reported per pass under `RUST_LOG=debug`).
     tries: u64,
     merges: u64,
@@ -294,12 +320,22 @@ impl<'a> Engine<'a> {
                 last_reader[i] = topo_pos[i];
             }
         }
+        let mut interned: FxHashMap<String, u32> = FxHashMap::default();
+        let device = graph
+            .node_ids()
+            .map(|id| {
+                let d = canonical_device(&graph.node(id).device)?;
+                let next = interned.len() as u32;
+                Some((*interned.entry(d).or_insert(next), id))
+            })
+            .collect();
         Engine {
             graph,
             safety,
             config,
             topo_pos,
             cycles,
+            device,
             parent: (0..n as u32).collect(),
             candidate,
             next: (0..n as u32).collect(),
@@ -577,7 +613,8 @@ impl<'a> Engine<'a> {
             let stands = match p {
                 Pending::Reader { .. }
                 | Pending::Ready(Refusal::PartlySharedVariables { .. })
-                | Pending::Ready(Refusal::Deadness { .. }) => Stands::Always,
+                | Pending::Ready(Refusal::Deadness { .. })
+                | Pending::Ready(Refusal::Devices { .. }) => Stands::Always,
                 Pending::Ready(Refusal::WouldCreateCycle { .. }) => {
                     Stands::WhileOutside(std::mem::take(&mut self.inner_path).into_boxed_slice())
                 }
@@ -605,6 +642,11 @@ impl<'a> Engine<'a> {
     }
 
     fn check_and_merge(&mut self, a: u32, b: u32, budget: usize) -> Result<u32, Pending> {
+        if let (Some((da, na)), Some((db, nb))) = (self.device[a as usize], self.device[b as usize]) {
+            if da != db {
+                return Err(Refusal::Devices { from: na, to: nb }.into());
+            }
+        }
         if let Some(r) =
             self.resource_conflict(a, b).or_else(|| self.resource_conflict(b, a)).or_else(|| self.update_conflict(a, b))
         {
@@ -630,6 +672,7 @@ impl<'a> Engine<'a> {
                 let w = std::mem::take(&mut self.writers[v]);
                 let mine = std::mem::take(&mut self.writers[s]);
                 self.writers[s] = merge_sorted(mine, w);
+                self.device[s] = self.device[s].or(self.device[v]);
                 self.first_writer[s] = self.first_writer[s].min(self.first_writer[v]);
                 self.last_reader[s] = self.last_reader[s].max(self.last_reader[v]);
                 match (self.reached[s].take(), self.reached[v].take()) {

@@ -42,6 +42,9 @@
 //!   (`PartlySharedVariables`, [`crate::compilable::updates_conflict`]):
 //!   with no path between them, the second in the cluster's order would
 //!   read the shared ones from the first and the rest from the snapshot;
+//! * A and B are placed on one device, or one of them on none (`Devices { from, to }`,
+//!   TensorFlow's `AreDevicesCompatible`: a compiled function runs on one device, and the
+//!   replicas of a multi-device step stay apart);
 //! * with v1 control flow, A and B lie in one frame under one deadness
 //!   predicate ([`crate::deadness::DeadnessAnalysis`], `Deadness { from, to,
 //!   why }`), so the cluster's call is live exactly when its members would
@@ -160,6 +163,8 @@ pub enum Refusal {
     /// v1 control flow: the clusters of `from` and `to` lie in different frames or are
     /// live under different deadness predicates ([`crate::deadness::DeadnessAnalysis`]).
     Deadness { from: NodeId, to: NodeId, why: String },
+    /// `from` and `to`, members of the two clusters, are placed on different devices.
+    Devices { from: NodeId, to: NodeId },
 }
 
 /// The clusterer's parameters.

@@ -535,3 +535,37 @@ fn updates_sharing_only_some_variables_stay_apart() {
     let g = graph(nodes);
     assert!(same(&g, &run(&g), "a", "b"), "an update beside a single-variable write");
 }
+
+/// Two replicas' ops never share a cluster (TensorFlow's `AreDevicesCompatible`): a chain on
+/// CPU:0 feeding one on CPU:1 gives two clusters, the refusal names both devices; one
+/// device spelled two ways is one device, and an unplaced node joins either.
+#[test]
+fn clusters_never_span_two_devices() {
+    let placed = |name: &str, op: &str, inputs: &[&str], device: &str| RawNode {
+        device: device.into(),
+        ..node(name, op, inputs)
+    };
+    let g = graph(vec![
+        node("x", "Placeholder", &[]),
+        placed("a", "Relu", &["x"], "/job:localhost/replica:0/task:0/device:CPU:0"),
+        placed("b", "Neg", &["a"], "/cpu:0"),
+        node("c", "Relu", &["b"]),
+        placed("d", "Neg", &["c"], "/device:CPU:1"),
+        placed("e", "Relu", &["d"], "/job:localhost/replica:0/task:0/device:CPU:1"),
+    ]);
+    let c = run(&g);
+    // The unplaced `c` may join either side (consumers are merged first: it joins CPU:1's).
+    assert_eq!(clusters(&g, &c), [vec!["a", "b"], vec!["c", "d", "e"]]);
+    assert!(
+        c.explanations.iter().any(|r| matches!(r, Refusal::Devices { from, to }
+            if g.node(*from).device.ends_with("CPU:0") && g.node(*to).device.ends_with("CPU:1"))),
+        "{:?}",
+        c.explanations
+    );
+    assert_eq!(contract::canonical_device("/job:localhost/replica:0/task:0/device:cpu:0").as_deref(), Some("CPU:0"));
+    assert_eq!(
+        contract::canonical_device("/job:worker/task:1/device:GPU:0").as_deref(),
+        Some("job:worker/task:1/GPU:0")
+    );
+    assert_eq!(contract::canonical_device(""), None);
+}
