@@ -787,3 +787,51 @@ fn collectives_of_one_process_run_and_mismatched_instance_keys_are_errors() {
         );
     }
 }
+
+/// `tf.raw_ops.Save`/`Restore` (V1 checkpoints): `Restore` reads the file TensorFlow's `Save`
+/// wrote (its values, and TensorFlow's error for a wrong dtype); `Save` writes one `Restore`
+/// reads back. That TensorFlow reads autoclust's file is the entry-for-entry equality that
+/// `autoclust-graphdef`'s `tensor_slices` tests check against the same TensorFlow file.
+#[test]
+fn v1_save_and_restore_round_trip_and_read_tensorflows_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let tf_file = testdata("../checkpoint/v1_save.ckpt");
+    let restore = |file: &str, name: &str, dt: &str| {
+        format!(
+            "node {{ name: \"path\" op: \"Const\" attr {{ key: \"dtype\" value {{ type: DT_STRING }} }} \
+             attr {{ key: \"value\" value {{ tensor {{ dtype: DT_STRING tensor_shape {{ }} string_val: \"{file}\" }} }} }} }}\n\
+             node {{ name: \"name\" op: \"Const\" attr {{ key: \"dtype\" value {{ type: DT_STRING }} }} \
+             attr {{ key: \"value\" value {{ tensor {{ dtype: DT_STRING tensor_shape {{ }} string_val: \"{name}\" }} }} }} }}\n\
+             node {{ name: \"restored\" op: \"Restore\" input: \"path\" input: \"name\" attr {{ key: \"dt\" value {{ type: {dt} }} }} }}\n"
+        )
+    };
+    let g = dir.path().join("restore.pbtxt");
+    std::fs::write(&g, restore(tf_file.to_str().unwrap(), "b/c", "DT_INT64")).unwrap();
+    let v = json(&autoclust(&["run", g.to_str().unwrap(), "--fetch", "restored", "--json"]));
+    assert_eq!(v["fetches"]["restored:0"]["data"], serde_json::json!([7, 8, 9]), "{v}");
+    std::fs::write(&g, restore(tf_file.to_str().unwrap(), "b/c", "DT_FLOAT")).unwrap();
+    let out = autoclust(&["run", g.to_str().unwrap(), "--fetch", "restored"]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("Expected to restore a tensor of type float, got a tensor of type int64 instead"), "{e}");
+
+    let saved = dir.path().join("mine.ckpt");
+    let save = format!(
+        "node {{ name: \"path\" op: \"Const\" attr {{ key: \"dtype\" value {{ type: DT_STRING }} }} \
+         attr {{ key: \"value\" value {{ tensor {{ dtype: DT_STRING tensor_shape {{ }} string_val: \"{}\" }} }} }} }}\n\
+         node {{ name: \"names\" op: \"Const\" attr {{ key: \"dtype\" value {{ type: DT_STRING }} }} \
+         attr {{ key: \"value\" value {{ tensor {{ dtype: DT_STRING tensor_shape {{ dim {{ size: 1 }} }} string_val: \"w\" }} }} }} }}\n\
+         node {{ name: \"x\" op: \"Placeholder\" attr {{ key: \"dtype\" value {{ type: DT_FLOAT }} }} }}\n\
+         node {{ name: \"save\" op: \"Save\" input: \"path\" input: \"names\" input: \"x\" \
+         attr {{ key: \"T\" value {{ list {{ type: DT_FLOAT }} }} }} }}\n",
+        saved.display()
+    );
+    let s = dir.path().join("save.pbtxt");
+    std::fs::write(&s, save).unwrap();
+    let out = autoclust(&["run", s.to_str().unwrap(), "--feed", "x=[[1.5, -2.0]]", "--target", "save"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(&g, restore(saved.to_str().unwrap(), "w", "DT_FLOAT")).unwrap();
+    let v = json(&autoclust(&["run", g.to_str().unwrap(), "--fetch", "restored", "--json"]));
+    assert_eq!(v["fetches"]["restored:0"]["data"], serde_json::json!([1.5, -2.0]), "{v}");
+    assert_eq!(v["fetches"]["restored:0"]["shape"], serde_json::json!([1, 2]), "{v}");
+}

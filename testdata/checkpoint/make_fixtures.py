@@ -14,6 +14,8 @@ partitioned.pb + partitioned/init: a TF1 graph (tf.compat.v1) whose variables `e
 the tf.compat.v1.train.Saver checkpoint of their initial values, which holds each variable whole
 (as slices of it); partitioned.expected.npz holds TensorFlow's `loss` (fetched with the 3rd Adagrad
 step) and `pred`, and partitioned.feeds.npz the batch.
+v1_save.ckpt: the V1 checkpoint file `tf.raw_ops.Save` writes for a [2, 2] float32, a [3] int64,
+a [2] float16 and a [2] string tensor (read by passes/graphdef/src/tensor_slices.rs's tests).
 """
 import os
 
@@ -73,7 +75,21 @@ def partitioned():
     np.savez(os.path.join(HERE, "partitioned.expected.npz"), loss=out["loss"], pred=out["pred"])
 
 
+def v1_save():
+    tf.raw_ops.Save(
+        filename=os.path.join(HERE, "v1_save.ckpt"),
+        tensor_names=["a", "b/c", "h", "s"],
+        data=[
+            tf.constant([[1.5, 2.0], [3.0, 4.0]]),
+            tf.constant([7, 8, 9], tf.int64),
+            tf.constant([1.0, -2.0], tf.float16),
+            tf.constant(["x", "yz"]),
+        ],
+    )
+
+
 if __name__ == "__main__":
+    v1_save()
     write("sharded", 256)
     write("sliced", 260)
     partitioned()

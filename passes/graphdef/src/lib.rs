@@ -17,6 +17,7 @@ pub mod ordered_code;
 pub mod saved_model;
 pub mod table;
 pub mod tensor_bundle;
+pub mod tensor_slices;
 pub mod text;
 mod text_node;
 mod wire;

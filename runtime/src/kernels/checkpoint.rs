@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use autoclust_graph::{AttrValue, DType, ListValue, Node, Tensor};
 use autoclust_graphdef::tensor_bundle::{checkpoint_bytes, data_path, index_path, read_checkpoint};
+use autoclust_graphdef::tensor_slices::{read_v1, write_v1};
 
 use super::shape_ops::debug_shape;
 use super::string::strings;
@@ -39,6 +40,11 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             let delete_old_dirs = super::attr_bool_or(node, "delete_old_dirs", true)?;
             let allow_missing = super::attr_bool_or(node, "allow_missing_files", false)?;
             Box::new(move |inp: Inputs| merge_v2(&inp, delete_old_dirs, allow_missing).map(|()| Outputs::new()))
+        }
+        "Save" => Box::new(|inp: Inputs| save_v1(&inp).map(|()| Outputs::new())),
+        "Restore" => {
+            let dtype = node.attr("dt").and_then(AttrValue::as_type).ok_or_else(|| KernelError::Attr("dt".into()))?;
+            Box::new(move |inp: Inputs| restore_v1(&inp, dtype))
         }
         "ShardedFilename" => Box::new(|inp: Inputs| {
             super::arity(&inp, 3)?;
@@ -174,6 +180,63 @@ fn restore_v2(inp: &Inputs, dtypes: &[DType]) -> KResult<Outputs> {
         out.push(if spec.is_empty() { t.clone() } else { slice_of(t, &String::from_utf8_lossy(spec), &name)? });
     }
     Ok(out)
+}
+
+/// `Save`: the named tensors, whole, as a V1 checkpoint file at `filename`
+/// ([`autoclust_graphdef::tensor_slices`]), written beside it and renamed into place.
+fn save_v1(inp: &Inputs) -> KResult<()> {
+    if inp.len() < 2 {
+        return Err(KernelError::Arity { expected: 2, got: inp.len() });
+    }
+    let path = PathBuf::from(scalar_text(&inp[0], "filename")?);
+    let names = strings(&inp[1], "tensor_names")?;
+    if inp.len() != 2 + names.len() {
+        return Err(KernelError::invalid(format!("Expected {} inputs, got {}", 2 + names.len(), inp.len())));
+    }
+    let tensors: Vec<(String, Tensor)> =
+        names.iter().zip(&inp[2..]).map(|(n, t)| (String::from_utf8_lossy(n).into_owned(), t.clone())).collect();
+    let bytes = write_v1(&tensors).map_err(KernelError::invalid)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+    }
+    let mut tmp = path.clone().into_os_string();
+    tmp.push(".tempstate");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, &bytes).map_err(|e| io_error(&tmp, e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io_error(&path, e)
+    })
+}
+
+/// `Restore`: one tensor of a V1 checkpoint file (or of a tensor bundle at that prefix, as
+/// TensorFlow's reader falls back to).
+fn restore_v1(inp: &Inputs, dtype: DType) -> KResult<Outputs> {
+    super::arity(inp, 2)?;
+    let pattern = scalar_text(&inp[0], "file_pattern")?;
+    let name = scalar_text(&inp[1], "tensor_name")?;
+    let path = PathBuf::from(&pattern);
+    let stored = if path.is_file() {
+        let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
+        read_v1(&bytes).map_err(|e| KernelError::invalid(format!("{pattern}: {e}")))?
+    } else if index_path(&path).is_file() {
+        read(&path)?
+    } else {
+        return Err(KernelError::invalid(format!(
+            "Unsuccessful TensorSliceReader constructor: Failed to find any matching files for {pattern}"
+        )));
+    };
+    let t = stored.into_iter().find(|(k, _)| *k == name).map(|(_, t)| t).ok_or_else(|| {
+        KernelError::invalid(format!("Tensor name \"{name}\" not found in checkpoint files {pattern}"))
+    })?;
+    if t.dtype != dtype {
+        return Err(KernelError::invalid(format!(
+            "Expected to restore a tensor of type {}, got a tensor of type {} instead: tensor_name = {name}",
+            dtype.tf_name(),
+            t.dtype.tf_name()
+        )));
+    }
+    super::one(t)
 }
 
 /// The part of `t` a `shape_and_slices` spec names: the full shape, then per dimension

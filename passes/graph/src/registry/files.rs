@@ -1,11 +1,11 @@
 //! Schemas of the file ops (`io_ops.cc`): `ReadFile` (a file's bytes as a string scalar) and
 //! `WriteFile` (stateful, no outputs: never pruned, merged or folded, and it runs where the
 //! graph's edges put it); the checkpoint ops of TF1 `Saver` and TF2 `tf.train.Checkpoint`
-//! graphs (`SaveV2`, `RestoreV2`, `MergeV2Checkpoints`, stateful) and the shard names they
+//! graphs (`SaveV2`, `RestoreV2`, `MergeV2Checkpoints`, and the V1 `Save`/`Restore`, stateful) and the shard names they
 //! use (`ShardedFilename`, `ShardedFilespec`). String inputs keep all of them out of every
 //! cluster.
 
-use super::build::{arg as a, bool_attr_or, pure_op};
+use super::build::{arg as a, bool_attr_or, int_attr_or, pure_op};
 use super::shapes::none;
 use super::{AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema, TypeRule};
 use crate::DType::{Int32, String as Str};
@@ -15,6 +15,11 @@ const STR: TypeRule = TypeRule::Fixed(Str);
 
 fn scalar_out(_: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
     Ok(vec![Shape::scalar()])
+}
+
+/// `Restore`: one tensor whose shape only the checkpoint knows.
+fn unknown_out(_: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
+    Ok(vec![Shape::unknown()])
 }
 
 /// `RestoreV2`: one tensor per dtype, shapes only the checkpoint knows.
@@ -53,6 +58,31 @@ pub(super) const OPS: &[OpSchema] = &[
             &[a("tensors", TypeRule::ListAttr("dtypes"))],
             &[DTYPES],
             restored,
+        )
+    },
+    OpSchema {
+        is_stateful: true,
+        ..pure_op(
+            "Save",
+            OpFamily::Shape,
+            &[a("filename", STR), a("tensor_names", STR), a("data", TypeRule::ListAttr("T"))],
+            &[],
+            &[AttrSpec { name: "T", kind: AttrKind::ListType, default: AttrDefault::Required, allowed: None }],
+            none,
+        )
+    },
+    OpSchema {
+        is_stateful: true,
+        ..pure_op(
+            "Restore",
+            OpFamily::Shape,
+            &[a("file_pattern", STR), a("tensor_name", STR)],
+            &[a("tensor", TypeRule::Attr("dt"))],
+            &[
+                AttrSpec { name: "dt", kind: AttrKind::Type, default: AttrDefault::Required, allowed: None },
+                int_attr_or("preferred_shard", -1),
+            ],
+            unknown_out,
         )
     },
     OpSchema {
