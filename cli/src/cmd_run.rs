@@ -174,12 +174,41 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         let lenient = is_checkpoint_prefix(path);
         let known: std::collections::BTreeSet<String> = session.variable_names().into_iter().collect();
         let mut unused = Vec::new();
+        // A TF2 SavedModel's signatures read its saved variables; its graph may hold other
+        // handles of the same weights (a Keras `export()` has `head/bias` beside the
+        // `head/bias_1` its functions read): setting one of those changes nothing they compute.
+        let saved = model.map(|m| &m.keys).filter(|k| !k.is_empty());
+        let mut outside = Vec::new();
         for (name, t) in read_vars(path, model, &graph)? {
             if lenient && !known.contains(&name) {
                 unused.push(name);
                 continue;
             }
+            if saved.is_some_and(|k| !k.contains_key(&name)) {
+                outside.push(name.clone());
+            }
             session.set_variable(&name, t).map_err(|e| CliError::input(format!("{}: {e}", show(path))))?;
+        }
+        if let (Some(keys), false) = (saved, outside.is_empty()) {
+            let hint = |n: &String| {
+                let alike: Vec<&str> = keys
+                    .keys()
+                    .filter(|k| k.starts_with(n.as_str()) && k.len() > n.len())
+                    .map(String::as_str)
+                    .collect();
+                if alike.is_empty() {
+                    n.clone()
+                } else {
+                    format!("{n} (the saved variable is {})", alike.join(" or "))
+                }
+            };
+            crate::notes::print_notes(&[format!(
+                "--vars {}: {} not among the SavedModel's saved variables, which its signatures read: {}; the value is set but \
+                 the signature may not read it",
+                show(path),
+                if outside.len() == 1 { "this variable is" } else { "these variables are" },
+                outside.iter().map(hint).collect::<Vec<_>>().join(", ")
+            )]);
         }
         if !unused.is_empty() {
             let shown: Vec<&str> = unused.iter().take(8).map(String::as_str).collect();

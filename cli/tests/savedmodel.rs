@@ -775,3 +775,31 @@ fn tf1_saver_ops_save_and_restore_in_the_graph() {
     ]));
     assert!(err.contains("missing.index"), "{err}");
 }
+
+/// A Keras 3 `model.export()`: TensorFlow's outputs; and its graph's second handle of a weight
+/// (`head/bias`, beside the `head/bias_1` the signature reads) set by `--vars` changes nothing,
+/// which a `note:` says, naming the saved variable; setting `head/bias_1` changes the output
+/// without a note.
+#[test]
+fn keras_export_runs_and_vars_outside_the_saved_variables_are_noted() {
+    check_against_tensorflow("keras_export", "keras_export.feeds.npz", &[], "keras_export.expected.npz");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str| {
+        let vars = dir.path().join(format!("{}.safetensors", name.replace('/', "_")));
+        let t = Tensor::from_f32(vec![3], vec![100.0, 0.0, 0.0]).unwrap();
+        std::fs::write(&vars, autoclust_runtime::tensor_io::write_safetensors(&[(name.to_string(), t)]).unwrap())
+            .unwrap();
+        let (m, f) = (fixture("keras_export"), fixture("keras_export.feeds.npz"));
+        autoclust(&["run", s(&m), "--feeds", s(&f), "--vars", s(&vars), "--json"])
+    };
+    let want = &expected("keras_export.expected.npz")[0].1;
+    let other = run("head/bias");
+    let v = json(&other);
+    assert_close("output_0", &v["fetches"]["output_0"], want);
+    let note = String::from_utf8_lossy(&other.stderr);
+    assert!(note.contains("note: --vars") && note.contains("head/bias (the saved variable is head/bias_1)"), "{note}");
+    let saved = run("head/bias_1");
+    assert!(!String::from_utf8_lossy(&saved.stderr).contains("note:"), "{}", String::from_utf8_lossy(&saved.stderr));
+    let v = json(&saved);
+    assert!(v["fetches"]["output_0"]["data"][0].as_f64().unwrap() > 0.99, "{v}");
+}

@@ -95,6 +95,27 @@ def dense2_sliced():
     print("dense2_sliced", sorted(os.listdir(os.path.join(path, "variables"))))
 
 
+def keras_export():
+    """A Keras 3 `model.export()` (Dense-GELU, BatchNormalization, Dropout, softmax head): its
+    graph holds two handles per weight (`head/bias` beside the `head/bias_1` the signatures
+    read), so `--vars head/bias` sets a variable nothing reads (a `note:` says so)."""
+    import keras
+
+    keras.utils.set_random_seed(2)
+    inp = keras.Input((8,), name="img")
+    h = keras.layers.Dense(16, activation="gelu")(inp)
+    h = keras.layers.BatchNormalization()(h)
+    h = keras.layers.Dropout(0.5)(h)
+    out = keras.layers.Dense(3, activation="softmax", name="head")(h)
+    model = keras.Model(inp, out)
+    path = os.path.join(HERE, "keras_export")
+    model.export(path)
+    x = np.random.default_rng(2).standard_normal((4, 8)).astype(np.float32)
+    out = tf.saved_model.load(path).signatures["serve"](img=tf.constant(x))
+    np.savez(os.path.join(HERE, "keras_export.feeds.npz"), img=x)
+    np.savez(os.path.join(HERE, "keras_export.expected.npz"), **{k: v.numpy() for k, v in out.items()})
+
+
 def cnn():
     tf.keras.utils.set_random_seed(4)
     inp = tf.keras.Input((8, 8, 1), name="image")
@@ -398,3 +419,4 @@ if __name__ == "__main__":
     text_modes()
     tf1_builder()
     mutable_tables()
+    keras_export()
