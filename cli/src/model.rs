@@ -157,7 +157,33 @@ pub fn load_graph_for_signature(
         })?;
         fetches.push(autoclust_graph::Output { node, port });
     }
-    autoclust_passes::pipeline::prune(&graph, &fetches, &[]).map_err(|e| CliError::input(format!("{}: {e}", shown())))
+    let mut graph = autoclust_passes::pipeline::prune(&graph, &fetches, &[])
+        .map_err(|e| CliError::input(format!("{}: {e}", shown())))?;
+    mark_checkpoint_keys(&mut graph, &model);
+    Ok(graph)
+}
+
+/// Writes on each variable node of `graph` the key the model's checkpoint stores it under
+/// ([`autoclust_graph::protocol::CHECKPOINT_KEY_ATTR`]), so a program compiled from a
+/// signature takes the SavedModel's own checkpoint as `--vars`.
+fn mark_checkpoint_keys(graph: &mut Graph, model: &ModelContext) {
+    use autoclust_graph::protocol::CHECKPOINT_KEY_ATTR;
+    let marks: Vec<(autoclust_graph::NodeId, String)> = graph
+        .node_ids()
+        .filter(|&id| autoclust_graph::effects::names_variable(graph.node(id)))
+        .filter_map(|id| model.keys.get(&variable_name(graph.node(id))).map(|k| (id, k.clone())))
+        .collect();
+    for (id, key) in marks {
+        graph.attrs_mut(id).insert(CHECKPOINT_KEY_ATTR.into(), autoclust_graph::AttrValue::S(key.into_bytes()));
+    }
+}
+
+/// The name a session gives the variable of node `n`: its `shared_name`, else its name.
+fn variable_name(n: &autoclust_graph::Node) -> String {
+    match n.attr("shared_name") {
+        Some(autoclust_graph::AttrValue::S(s)) if !s.is_empty() => String::from_utf8_lossy(s).into_owned(),
+        _ => n.name.clone(),
+    }
 }
 
 /// Loads a graph for `run`/`bench`; for a SavedModel also its signature
@@ -231,8 +257,20 @@ pub fn read_vars(path: &Path, model: Option<&ModelContext>, graph: &Graph) -> Re
         return read_safetensors(&bytes).map_err(|e| CliError::input(format!("{}: {e}", path.display())));
     }
     let tensors = tensor_bundle::read_checkpoint(path).map_err(|e| CliError::input(e.to_string()))?;
-    let by_key: BTreeMap<&str, &str> =
-        model.map(|m| m.keys.iter().map(|(n, k)| (k.as_str(), n.as_str())).collect()).unwrap_or_default();
+    // Keys a SavedModel's checkpoint uses: its own, or those a program compiled from one of
+    // its signatures records on its variables (`CHECKPOINT_KEY_ATTR`).
+    let marked: Vec<(String, String)> = graph
+        .nodes()
+        .iter()
+        .filter_map(|n| match n.attr(autoclust_graph::protocol::CHECKPOINT_KEY_ATTR) {
+            Some(autoclust_graph::AttrValue::S(k)) => Some((String::from_utf8_lossy(k).into_owned(), variable_name(n))),
+            _ => None,
+        })
+        .collect();
+    let by_key: BTreeMap<&str, &str> = match model {
+        Some(m) => m.keys.iter().map(|(n, k)| (k.as_str(), n.as_str())).collect(),
+        None => marked.iter().map(|(k, n)| (k.as_str(), n.as_str())).collect(),
+    };
     let mut parts = partitions(graph);
     let mut vars = Vec::with_capacity(tensors.len());
     for (k, t) in tensors.into_iter().filter(|(k, _)| k != OBJECT_GRAPH_KEY) {

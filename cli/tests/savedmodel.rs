@@ -803,3 +803,26 @@ fn keras_export_runs_and_vars_outside_the_saved_variables_are_noted() {
     let v = json(&saved);
     assert!(v["fetches"]["output_0"]["data"][0].as_f64().unwrap() > 0.99, "{v}");
 }
+
+/// A program compiled from a signature takes the SavedModel's own checkpoint as `--vars`:
+/// its variables carry their checkpoint keys (object-graph keys such as
+/// `w1/.ATTRIBUTES/VARIABLE_VALUE` name no node), and every variable gets the value the
+/// SavedModel restores.
+#[test]
+fn a_program_compiled_from_a_signature_takes_the_models_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("dense2.graph");
+    let model = fixture("dense2");
+    let out = autoclust(&["compile", s(&model), "--signature", "serving_default", "-o", s(&program)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let feeds = fixture("dense2.feeds.npz");
+    let restored = json(&autoclust(&["run", s(&model), "--feeds", s(&feeds), "--json"]));
+    let ckpt = model.join("variables/variables");
+    let x = "serving_default_x=[[0.1, 0.2, 0.3, 0.4]]";
+    let run = autoclust(&["run", s(&program), "--vars", s(&ckpt), "--feed", x, "--json"]);
+    assert!(!String::from_utf8_lossy(&run.stderr).contains("note:"), "{}", String::from_utf8_lossy(&run.stderr));
+    let v = json(&run);
+    for name in ["w1", "b1", "w2", "b2"] {
+        assert_eq!(v["variables"][name], restored["variables"][name], "{name}");
+    }
+}

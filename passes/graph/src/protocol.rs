@@ -49,6 +49,12 @@ pub const KEEP_NAME_ATTR: &str = "_autoclust_keep_name";
 /// these in errors).
 pub const OP_PREFIX: &str = "_Autoclust";
 
+/// On a variable node of a graph taken from a SavedModel signature (`compile`/`opt
+/// --signature`): the key the SavedModel's checkpoint stores the variable under, so `--vars`
+/// with that checkpoint sets it (object-graph keys such as `w/.ATTRIBUTES/VARIABLE_VALUE`
+/// name no node).
+pub const CHECKPOINT_KEY_ATTR: &str = "_autoclust_checkpoint_key";
+
 #[cfg(test)]
 mod tests {
     use std::path::{Path, PathBuf};
