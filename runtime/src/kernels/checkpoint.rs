@@ -110,22 +110,28 @@ fn io_error(path: &Path, e: std::io::Error) -> KernelError {
     KernelError::invalid(format!("{}: {e}", path.display()))
 }
 
+/// Writes `bytes` beside `path` and renames them into place (its directory made first), so a
+/// failed write leaves no partial file.
+fn write_into_place(path: &Path, bytes: &[u8]) -> KResult<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+    }
+    let mut tmp = path.to_path_buf().into_os_string();
+    tmp.push(".tempstate");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).map_err(|e| io_error(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io_error(path, e)
+    })
+}
+
 /// Writes the tensors as one checkpoint at `prefix`, each file renamed into place.
 fn write_checkpoint(prefix: &Path, tensors: &[(String, Tensor)]) -> KResult<()> {
     let (index, data) = checkpoint_bytes(tensors).map_err(|e| KernelError::invalid(e.to_string()))?;
-    if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
-    }
     // The data first, the index last: a checkpoint is only visible once both are whole.
     for (path, bytes) in [(data_path(prefix, 0, 1), data), (index_path(prefix), index)] {
-        let mut tmp = path.clone().into_os_string();
-        tmp.push(".tempstate");
-        let tmp = PathBuf::from(tmp);
-        std::fs::write(&tmp, &bytes).map_err(|e| io_error(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io_error(&path, e)
-        })?;
+        write_into_place(&path, &bytes)?;
     }
     Ok(())
 }
@@ -196,17 +202,7 @@ fn save_v1(inp: &Inputs) -> KResult<()> {
     let tensors: Vec<(String, Tensor)> =
         names.iter().zip(&inp[2..]).map(|(n, t)| (String::from_utf8_lossy(n).into_owned(), t.clone())).collect();
     let bytes = write_v1(&tensors).map_err(KernelError::invalid)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
-    }
-    let mut tmp = path.clone().into_os_string();
-    tmp.push(".tempstate");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, &bytes).map_err(|e| io_error(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io_error(&path, e)
-    })
+    write_into_place(&path, &bytes)
 }
 
 /// `Restore`: one tensor of a V1 checkpoint file (or of a tensor bundle at that prefix, as
