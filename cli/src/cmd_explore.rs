@@ -282,12 +282,8 @@ impl Common {
                 .iter()
                 .filter(|n| n.op == "VarHandleOp")
                 .find(|n| {
-                    let shared = n.attr("shared_name").and_then(|a| a.as_str()).unwrap_or("");
-                    if shared.is_empty() {
-                        n.name == name
-                    } else {
-                        shared == name
-                    }
+                    let (container, key) = autoclust_graph::effects::resource_key(n);
+                    autoclust_graph::effects::variable_display_name(container, key) == name
                 })
                 .ok_or_else(|| CliError::input(format!("--var {name}: no variable named '{name}'")))?;
             let dtype = handle.attr("dtype").and_then(|a| a.as_type()).ok_or_else(|| {

@@ -178,12 +178,10 @@ fn mark_checkpoint_keys(graph: &mut Graph, model: &ModelContext) {
     }
 }
 
-/// The name a session gives the variable of node `n`: its `shared_name`, else its name.
+/// The name a session gives the variable of node `n`.
 fn variable_name(n: &autoclust_graph::Node) -> String {
-    match n.attr("shared_name") {
-        Some(autoclust_graph::AttrValue::S(s)) if !s.is_empty() => String::from_utf8_lossy(s).into_owned(),
-        _ => n.name.clone(),
-    }
+    let (container, name) = autoclust_graph::effects::resource_key(n);
+    autoclust_graph::effects::variable_display_name(container, name)
 }
 
 /// Loads a graph for `run`/`bench`; for a SavedModel also its signature

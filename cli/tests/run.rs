@@ -46,6 +46,39 @@ fn counter_steps_feed_and_json() {
     assert_eq!(v["variables"]["x"]["data"], serde_json::json!([22]));
 }
 
+/// A variable outside the default container is shown as `container/name` and takes its
+/// `--vars` entry by that name too, in both modes: the variables a run writes can be read back.
+#[test]
+fn variables_in_a_container_round_trip_by_their_shown_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("c.graph");
+    std::fs::write(
+        &g,
+        "x = VarHandleOp() {container = \"box\", dtype = int64, shape = shape[], shared_name = \"x\"}\n\
+         y = VarHandleOp() {container = \"\", dtype = int64, shape = shape[], shared_name = \"x\"}\n\
+         one = Const() {dtype = int64, value = int64[]{1}}\n\
+         inc = AssignAddVariableOp(x, one) {dtype = int64}\n\
+         dec = AssignSubVariableOp(y, one) {dtype = int64}\n\
+         r = ReadVariableOp(x, ^inc) {dtype = int64}\n",
+    )
+    .unwrap();
+    let vars = dir.path().join("vars.safetensors");
+    std::fs::write(
+        &vars,
+        write_safetensors(&[("box/x".into(), Tensor::scalar_i64(10)), ("x".into(), Tensor::scalar_i64(5))]).unwrap(),
+    )
+    .unwrap();
+    for mode in [Some("--no-cluster"), None] {
+        let mut args = vec!["run", g.to_str().unwrap()];
+        args.extend(mode);
+        args.extend(["--vars", vars.to_str().unwrap(), "--target", "dec", "--fetch", "r", "--json"]);
+        let v = json(&autoclust(&args));
+        assert_eq!(v["fetches"]["r:0"]["data"], serde_json::json!([11]), "{mode:?}");
+        assert_eq!(v["variables"]["box/x"]["data"], serde_json::json!([11]), "{mode:?}");
+        assert_eq!(v["variables"]["x"]["data"], serde_json::json!([4]), "{mode:?}");
+    }
+}
+
 #[test]
 fn outputs_are_safetensors() {
     let g = testdata("affine.graph");

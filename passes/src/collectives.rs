@@ -27,6 +27,7 @@
 
 use std::collections::BTreeMap;
 
+use autoclust_graph::device::DeviceName;
 use autoclust_graph::{AttrValue, Attrs, DType, Graph, ListValue, NodeId, RawNode, Tensor};
 
 /// Why the collectives of a graph cannot run here.
@@ -95,7 +96,7 @@ pub fn pair_collectives(graph: &Graph) -> Result<Option<Graph>, CollectiveError>
                     "its group has {} peers but {devices} in this graph (on {}): collectives across processes \
                      (multi-worker strategies) cannot run here",
                     first.size,
-                    by_device.keys().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ")
+                    by_device.keys().map(shown).collect::<Vec<_>>().join(", ")
                 ),
             ));
         }
@@ -105,7 +106,7 @@ pub fn pair_collectives(graph: &Graph) -> Result<Option<Graph>, CollectiveError>
                 peers[list[0]].id,
                 format!(
                     "device {} runs {} collectives of its group, another device {count}: the peers cannot be paired",
-                    d.name,
+                    shown(d),
                     list.len()
                 ),
             ));
@@ -121,23 +122,17 @@ pub fn pair_collectives(graph: &Graph) -> Result<Option<Graph>, CollectiveError>
     Ok(Some(out))
 }
 
-/// A device name ordered as TensorFlow ranks a group's devices: by name, numbers by value.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct DeviceKey {
-    parts: Vec<(String, u64)>,
-    name: String,
-}
+/// A peer's device as TensorFlow ranks a group's devices (job, replica, task, type, index,
+/// numbers by value), one key however the name is spelt; `None` (first) for an unplaced peer.
+type DeviceKey = Option<DeviceName>;
 
 fn device_key(device: &str) -> DeviceKey {
-    let parts = device
-        .split(':')
-        .map(|p| {
-            let digits = p.len() - p.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-            let (text, num) = p.split_at(p.len() - digits);
-            (text.to_string(), num.parse().unwrap_or(0))
-        })
-        .collect();
-    DeviceKey { parts, name: device.to_string() }
+    DeviceName::parse(device)
+}
+
+/// How a message names the device of `key`.
+fn shown(key: &DeviceKey) -> String {
+    key.as_ref().map_or_else(|| "no device".to_string(), |d| format!("/{d}"))
 }
 
 fn int_attr(graph: &Graph, id: NodeId, name: &str) -> Result<i64, String> {
@@ -446,6 +441,14 @@ mod tests {
         let g = Graph::from_raw(raw, Default::default(), None).unwrap();
         let e = pair_collectives(&g).unwrap_err();
         assert!(e.to_string().contains("cannot be paired"), "{e}");
+        // One device however it is spelt: two peers on `/cpu:0` and `/device:CPU:0` are on
+        // one device, so a group of two has one device here.
+        let mut raw = mirrored(1, "Add", "Id", 2).to_raw();
+        for n in raw.iter_mut().filter(|n| n.device.ends_with("CPU:1")) {
+            n.device = "/cpu:0".into();
+        }
+        let e = pair_collectives(&Graph::from_raw(raw, Default::default(), None).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("its group has 2 peers but 1 in this graph (on /CPU:0)"), "{e}");
         // A merge op TensorFlow does not have.
         let e = pair_collectives(&mirrored(1, "Xor", "Id", 2)).unwrap_err();
         assert!(e.to_string().contains("merge_op 'Xor'"), "{e}");

@@ -243,8 +243,7 @@ impl Session {
             .all()
             .into_iter()
             .filter_map(|var| {
-                let name =
-                    if var.container.is_empty() { var.name.clone() } else { format!("{}/{}", var.container, var.name) };
+                let name = autoclust_graph::effects::variable_display_name(&var.container, &var.name);
                 var.read().map(|t| (name, t))
             })
             .collect();

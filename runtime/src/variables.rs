@@ -109,9 +109,7 @@ impl VariableStore {
 
     /// Registers (or finds) the variable a `VarHandleOp` names.
     pub(crate) fn register_handle(&self, node: &autoclust_graph::Node) -> VarId {
-        let container = node.attr("container").and_then(|a| a.as_str()).unwrap_or("");
-        let shared = node.attr("shared_name").and_then(|a| a.as_str()).unwrap_or("");
-        let name = if shared.is_empty() { node.name.as_str() } else { shared };
+        let (container, name) = autoclust_graph::effects::resource_key(node);
         let dtype = node.attr("dtype").and_then(|a| a.as_type()).unwrap_or(autoclust_graph::DType::Float32);
         let shape = node.attr("shape").and_then(|a| a.as_shape()).cloned().unwrap_or_default();
         self.get_or_create(container, name, dtype, shape)
@@ -174,13 +172,22 @@ impl VariableStore {
         self.index.lock().get(&(container.to_string(), name.to_string())).copied()
     }
 
-    /// Looks a variable up by name alone: the default container first, else
-    /// the only variable of that name in any container.
+    /// Looks a variable up by the name a session shows ([`variable_display_name`]): the
+    /// default container first, then `container/name`, else the only variable of that name in
+    /// any container.
+    ///
+    /// [`variable_display_name`]: autoclust_graph::effects::variable_display_name
     pub fn find_by_name(&self, name: &str) -> Option<Arc<Variable>> {
         if let Some(id) = self.find("", name) {
             return Some(self.get(id));
         }
         let vars = self.vars.read();
+        if let Some(v) = vars.iter().find(|v| {
+            !v.container.is_empty()
+                && name.strip_prefix(v.container.as_str()).and_then(|rest| rest.strip_prefix('/')) == Some(&v.name)
+        }) {
+            return Some(v.clone());
+        }
         let mut it = vars.iter().filter(|v| v.name == name);
         match (it.next(), it.next()) {
             (Some(v), None) => Some(v.clone()),
@@ -305,6 +312,9 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(s.find_by_name("x").unwrap().id, a);
+        // The name `Session::variables` shows a variable outside the default container by.
+        assert_eq!(s.find_by_name("other/x").unwrap().id, c);
+        assert!(s.find_by_name("nowhere/x").is_none());
         assert!(s.get(a).read().is_none());
         s.get(a).write(Tensor::scalar_f32(1.0));
         assert_eq!(s.get(a).read(), Some(Tensor::scalar_f32(1.0)));

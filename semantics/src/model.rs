@@ -692,15 +692,13 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
         if !autoclust_graph::effects::names_variable(n) {
             continue;
         }
-        let text = |k: &str| n.attr(k).and_then(|a| a.as_str()).unwrap_or("").to_string();
-        let shared = text("shared_name");
-        let name = if shared.is_empty() { n.name.clone() } else { shared };
-        let container = text("container");
+        let (container, name) = autoclust_graph::effects::resource_key(n);
+        let (container, name) = (container.to_string(), name.to_string());
         let key = (container.clone(), name.clone());
         let v = *by_key.entry(key).or_insert_with(|| {
             vars.push(Variable {
                 // As the session names it: `container/name` outside the default container.
-                name: if container.is_empty() { name } else { format!("{container}/{name}") },
+                name: autoclust_graph::effects::variable_display_name(&container, &name),
                 container,
                 dtype: autoclust_graph::effects::variable_dtype(graph, id),
                 handle: id,

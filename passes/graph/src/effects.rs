@@ -79,6 +79,25 @@ pub fn names_variable(node: &Node) -> bool {
     }
 }
 
+/// The key TensorFlow's resource manager gives the resource `node` creates (a `VarHandleOp`, a
+/// resource placeholder, a lookup table, a summary writer): its `container` and `shared_name`
+/// attributes, the node's own name when `shared_name` is empty (docs/contract.md §3).
+pub fn resource_key(node: &Node) -> (&str, &str) {
+    let text = |k: &str| node.attr(k).and_then(AttrValue::as_str).unwrap_or("");
+    let shared = text("shared_name");
+    (text("container"), if shared.is_empty() { node.name.as_str() } else { shared })
+}
+
+/// How a session names a variable to its users (`--vars` entries, the variables it outputs):
+/// the name of its [`resource_key`], prefixed `container/` outside the default container.
+pub fn variable_display_name(container: &str, name: &str) -> String {
+    if container.is_empty() {
+        name.to_string()
+    } else {
+        format!("{container}/{name}")
+    }
+}
+
 /// The element dtype of the variable node `id` names ([`names_variable`]): a `VarHandleOp`'s
 /// `dtype`; for a resource placeholder (which declares none), the `dtype` — else `T` —
 /// attribute of the first op using the handle, directly or through `Identity` (every op
@@ -383,6 +402,18 @@ pub fn is_v1_control_flow(op: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resources_are_keyed_by_container_and_shared_name() {
+        let s = |v: &str| AttrValue::S(v.as_bytes().to_vec());
+        let named = Node::unconnected("h", "VarHandleOp", &[("container", s("c")), ("shared_name", s("w"))]);
+        assert_eq!(resource_key(&named), ("c", "w"));
+        let unnamed = Node::unconnected("h", "VarHandleOp", &[("container", s("")), ("shared_name", s(""))]);
+        assert_eq!(resource_key(&unnamed), ("", "h"));
+        assert_eq!(resource_key(&Node::unconnected("p", "Placeholder", &[])), ("", "p"));
+        assert_eq!(variable_display_name("c", "w"), "c/w");
+        assert_eq!(variable_display_name("", "w"), "w");
+    }
 
     #[test]
     fn table() {

@@ -9,6 +9,7 @@
 
 pub mod arith;
 mod attr;
+pub mod device;
 mod dtype;
 pub mod effects;
 pub mod einsum;

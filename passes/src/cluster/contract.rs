@@ -134,26 +134,11 @@ fn topo_positions(graph: &Graph, safety: &SafetyAnalysis) -> Vec<u32> {
     topo_pos
 }
 
-/// A device name in one spelling: the local prefix (`/job:localhost/replica:0/task:0`) and
-/// `device:` dropped, the type upper-cased (`/device:CPU:0`, `/cpu:0` and
+/// A device name in one spelling ([`DeviceName`](autoclust_graph::device::DeviceName)'s: the
+/// local prefix and `device:` dropped, the type upper-cased — `/device:CPU:0`, `/cpu:0` and
 /// `/job:localhost/replica:0/task:0/device:CPU:0` are one device); `None` for no device.
 pub(crate) fn canonical_device(device: &str) -> Option<String> {
-    let parts: Vec<String> = device
-        .split('/')
-        .filter(|p| !p.is_empty() && !matches!(*p, "job:localhost" | "replica:0" | "task:0"))
-        .map(|p| {
-            let p = p.strip_prefix("device:").unwrap_or(p);
-            match p.split_once(':') {
-                Some((kind, n))
-                    if !kind.starts_with("job") && !kind.starts_with("replica") && !kind.starts_with("task") =>
-                {
-                    format!("{}:{n}", kind.to_ascii_uppercase())
-                }
-                _ => p.to_string(),
-            }
-        })
-        .collect();
-    (!parts.is_empty()).then(|| parts.join("/"))
+    autoclust_graph::device::DeviceName::parse(device).map(|d| d.to_string())
 }
 
 /// Ops that compute nothing a compiler could fuse: TensorFlow's zero-effective-size

@@ -308,10 +308,6 @@ fn text_file_entries(
     Ok((keys, values))
 }
 
-fn str_attr(node: &Node, name: &str) -> String {
-    node.attr(name).and_then(AttrValue::as_str).unwrap_or("").to_string()
-}
-
 fn int_attr(node: &Node, name: &str, default: i64) -> i64 {
     node.attr(name).and_then(AttrValue::as_int).unwrap_or(default)
 }
@@ -337,9 +333,8 @@ pub fn is_lookup_op(op: &str) -> bool {
 pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
     let f: StatefulFn = match node.op.as_str() {
         "HashTableV2" | "MutableHashTableV2" | "MutableDenseHashTableV2" => {
-            let container = str_attr(node, "container");
-            let shared = str_attr(node, "shared_name");
-            let name = if shared.is_empty() { node.name.clone() } else { shared };
+            let (container, name) = autoclust_graph::effects::resource_key(node);
+            let (container, name) = (container.to_string(), name.to_string());
             let (key_dtype, value_dtype) = (attr_type(node, "key_dtype")?, attr_type(node, "value_dtype")?);
             let mutable = node.op != "HashTableV2";
             let dense = node.op == "MutableDenseHashTableV2";

@@ -138,10 +138,6 @@ fn decode_handle(t: &Tensor) -> KResult<(String, String)> {
         .ok_or_else(|| KernelError::invalid(format!("expected a summary writer handle, got a {} tensor", t.dtype)))
 }
 
-fn str_attr(node: &Node, name: &str) -> String {
-    node.attr(name).and_then(AttrValue::as_str).unwrap_or("").to_string()
-}
-
 fn scalar_string(t: &Tensor, what: &str) -> KResult<Vec<u8>> {
     match strings(t, what)? {
         [s] if t.shape.is_empty() => Ok(s.clone()),
@@ -277,9 +273,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
     let name = node.name.clone();
     let f: StatefulFn = match node.op.as_str() {
         "SummaryWriter" => {
-            let container = str_attr(node, "container");
-            let shared = str_attr(node, "shared_name");
-            let key = (container, if shared.is_empty() { node.name.clone() } else { shared });
+            let (container, name) = autoclust_graph::effects::resource_key(node);
+            let key = (container.to_string(), name.to_string());
             let captured = matches!(node.attr(CAPTURED_ATTR), Some(AttrValue::B(true)));
             Box::new(move |store: &VariableStore, inp: Inputs| {
                 arity(&inp, 0)?;
