@@ -143,7 +143,10 @@
 //! cluster is *declustered*: its nodes stay as they were, which is always
 //! sound, and [`Encapsulated::declustered`] reports why.
 
-use std::collections::{HashMap, HashSet};
+/// Maps keyed by node outputs and names, on foldhash: the pass hashes a few keys per
+/// member node, 10⁵ of them in a large graph (std's SipHash was a tenth of its time).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 use autoclust_graph::effects::{resource_kind, ResourceKind};
 use autoclust_graph::function::fresh_name;
@@ -222,7 +225,7 @@ pub struct Encapsulated {
 /// by their first member.
 pub fn clusters_from_attrs(graph: &Graph) -> Vec<ClusterSpec> {
     let mut specs: Vec<ClusterSpec> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut index: HashMap<&str, usize> = HashMap::default();
     for id in graph.node_ids() {
         if let Some(name) = graph.node(id).attr(CLUSTER_ATTR).and_then(AttrValue::as_str) {
             let i = *index.entry(name).or_insert_with(|| {
@@ -436,7 +439,7 @@ pub fn encapsulate(graph: &Graph, clusters: &[ClusterSpec]) -> Result<Encapsulat
 
     // The values other clusters need to recompute an outside shape op (see `shape_source`):
     // their clusters export them.
-    let mut extra_exports: HashSet<Output> = HashSet::new();
+    let mut extra_exports: HashSet<Output> = HashSet::default();
     for (ci, c) in clusters.iter().enumerate() {
         for &n in &c.nodes {
             for &o in &graph.node(n).inputs {
@@ -617,9 +620,9 @@ impl LowerCtx<'_> {
         let g = self.graph;
         let in_me = |n: NodeId| self.of_node[n.index()] == Some(self.me);
         let mut vars: Vec<Variable> = Vec::new();
-        let mut var_of_key: HashMap<String, usize> = HashMap::new();
+        let mut var_of_key: HashMap<String, usize> = HashMap::default();
         // Resolve every handle first, so duplicates decluster before any work.
-        let mut handle_var: HashMap<(NodeId, usize), usize> = HashMap::new();
+        let mut handle_var: HashMap<(NodeId, usize), usize> = HashMap::default();
         for &n in &spec.nodes {
             let node = g.node(n);
             let Some(slots) = handle_slots(&node.op) else { continue };
@@ -691,14 +694,14 @@ impl LowerCtx<'_> {
         let mut body = Body {
             nodes: Vec::new(),
             taken: spec.nodes.iter().map(|&n| g.name(n).to_string()).collect(),
-            values: HashMap::new(),
+            values: HashMap::default(),
             external_args: Vec::new(),
-            external_index: HashMap::new(),
-            inlined: HashMap::new(),
+            external_index: HashMap::default(),
+            inlined: HashMap::default(),
             snapshot_args: Vec::new(),
         };
         let mut deps: Vec<NodeId> = Vec::new();
-        let mut dep_seen: HashSet<NodeId> = HashSet::new();
+        let mut dep_seen: HashSet<NodeId> = HashSet::default();
         let mut add_dep = |p: NodeId, deps: &mut Vec<NodeId>| {
             if dep_seen.insert(p) {
                 deps.push(p);
@@ -1359,7 +1362,7 @@ impl LowerCtx<'_> {
             used.dedup();
             external_outputs.extend(used.into_iter().map(|port| Output { node: n, port }));
         }
-        let mut sig_names: HashSet<String> = HashSet::new();
+        let mut sig_names: HashSet<String> = HashSet::default();
         let snapshot_vars: Vec<usize> = body.snapshot_args.iter().map(|(v, _)| *v).collect();
         let mut inputs = Vec::new();
         for (v, name) in &body.snapshot_args {

@@ -271,7 +271,7 @@ pub fn table_kind(op: &str) -> Option<ResourceKind> {
 /// one of its attributes is a function (`SymbolicGradient`, `PartitionedCall`,
 /// `While`, `If`, `Case` …).
 pub fn may_call_function(node: &Node, library: &Library) -> bool {
-    library.function(&node.op).is_some() || node.attrs.values().any(|a| a.is_func())
+    node.attrs.values().any(|a| a.is_func()) || (!library.functions.is_empty() && library.function(&node.op).is_some())
 }
 
 /// The resource kind of a node: the table's; for a call, modify — unless every function it

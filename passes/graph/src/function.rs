@@ -29,7 +29,7 @@ type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState
 use crate::{ArgDef, AttrValue, Attrs, DType, FunctionDef, Graph, GraphError, Library, ListValue, RawNode};
 
 /// `base`, or `base_1`, `base_2`, … — the first name not in `taken`, which it then joins.
-pub fn fresh_name(base: &str, taken: &mut HashSet<String>) -> String {
+pub fn fresh_name<S: std::hash::BuildHasher>(base: &str, taken: &mut HashSet<String, S>) -> String {
     let mut name = base.to_string();
     let mut k = 1;
     while taken.contains(&name) {

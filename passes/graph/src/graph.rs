@@ -177,7 +177,7 @@ pub struct Library {
     /// edited. A linear search per lookup made every pass that asks "is this op a function?"
     /// for each node quadratic once encapsulation adds a function per cluster (2,000
     /// functions at 10⁶ nodes).
-    index: std::sync::Arc<std::sync::OnceLock<HashMap<String, usize>>>,
+    index: std::sync::Arc<std::sync::OnceLock<HashMap<String, usize, foldhash::fast::RandomState>>>,
 }
 
 impl PartialEq for Library {
@@ -197,7 +197,7 @@ impl Library {
     }
     pub fn function(&self, name: &str) -> Option<&FunctionDef> {
         let index = self.index.get_or_init(|| {
-            let mut index = HashMap::with_capacity(self.functions.len());
+            let mut index = HashMap::with_capacity_and_hasher(self.functions.len(), Default::default());
             for (i, f) in self.functions.iter().enumerate() {
                 index.entry(f.signature.name.clone()).or_insert(i);
             }
