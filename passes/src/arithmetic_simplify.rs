@@ -33,6 +33,16 @@
 //! becomes `Reshape(x, s2)` (a `Reshape` moves no element, so only the last
 //! shape matters; the inner one, when nothing else reads it, goes).
 //!
+//! And a float `Pow(x, c)` by a constant whose every element is `c` and which
+//! broadcasts into `x`'s shape is what Grappler's `ConvertPow` makes of it: `c = 1`
+//! bypassed (above), 2 → `Square(x)`, 3 → `Mul(x, Square(x))`, 0.5 → `Sqrt(x)`,
+//! −0.5 → `Rsqrt(x)`, −1 → `Reciprocal(x)`, under the node's own name. This is not bit for
+//! bit: `Square` and `Reciprocal` round once where `pow` may be half an ulp off, `x³` rounds
+//! twice, and `Sqrt` differs from `pow(x, 0.5)` at −0 and −∞ (−0 and NaN instead of +0 and
+//! +∞). It is what TensorFlow computes for `x ** 2` and friends in every graph Grappler
+//! optimizes (`tf.function`'s default), and `x ** 2` is several times cheaper as a product
+//! than as a `pow` (in a compiled loop and in the interpreter alike).
+//!
 //! Conditions: `n` has no control inputs (its data users would otherwise
 //! stop waiting for them), is not fetched, targeted or fed (its name must
 //! stay), and inference gives `n` and `x` the same dtype (and the same
@@ -57,6 +67,8 @@ use crate::rewrite::{input_strings, is_control_flow, is_pure, pinned, pinned_nam
 pub struct SimplifyReport {
     /// Nodes bypassed.
     pub bypassed: usize,
+    /// `Pow` nodes by a constant exponent turned into cheaper ops.
+    pub converted: usize,
 }
 
 fn const_of<'g>(graph: &'g Graph, o: Output, ctx: &PassContext) -> Option<&'g Tensor> {
@@ -138,6 +150,8 @@ fn bypass(graph: &Graph, id: NodeId, info: &TypeInfo, ctx: &PassContext) -> Opti
     match node.op.as_str() {
         "Mul" => binary(1.0, None, true),
         "RealDiv" | "Div" => binary(1.0, None, false),
+        // pow(x, 1) is x for every x, NaN and infinities included.
+        "Pow" => binary(1.0, None, false),
         "Sub" => binary(0.0, Some(false), false),
         "Add" | "AddV2" => binary(0.0, ctx.exact_signed_zeros.then_some(true), true),
         "Sum" | "Prod" | "Mean" | "Max" | "Min" | "All" | "Any" if ins.len() == 2 => {
@@ -192,6 +206,28 @@ fn bypass(graph: &Graph, id: NodeId, info: &TypeInfo, ctx: &PassContext) -> Opti
         }
         _ => None,
     }
+}
+
+/// What a float `Pow(x, c)` by a constant `c` (every element equal, broadcasting into `x`'s
+/// shape) becomes: Grappler's `ConvertPow` — `Square` for 2, `Mul(x, Square(x))` for 3,
+/// `Sqrt` for 0.5, `Rsqrt` for -0.5, `Reciprocal` for -1 (1 is bypassed, see [`bypass`]).
+fn pow_conversion(graph: &Graph, id: NodeId, info: &TypeInfo, ctx: &PassContext) -> Option<&'static str> {
+    let node = graph.node(id);
+    if node.op != "Pow" || node.inputs.len() != 2 {
+        return None;
+    }
+    let dtype = node.attr("T").and_then(AttrValue::as_type)?;
+    if !dtype.is_float() {
+        return None;
+    }
+    let c = const_of(graph, node.inputs[1], ctx)?;
+    if !broadcasts_into(c, rank(info, node.inputs[0])) {
+        return None;
+    }
+    [(2.0, "Square"), (3.0, "Cube"), (0.5, "Sqrt"), (-0.5, "Rsqrt"), (-1.0, "Reciprocal")]
+        .into_iter()
+        .find(|&(v, _)| all_equal(c, v, None))
+        .map(|(_, op)| op)
 }
 
 /// `Reshape(Reshape(x, s1), s2)` (the inner one pure, ungated and not
@@ -261,6 +297,29 @@ pub(crate) fn arithmetic_simplify_owned(owned: Graph, ctx: &PassContext) -> Resu
             report.bypassed += 1;
             continue;
         }
+        if let Some(op) = pow_conversion(graph, id, &info, ctx) {
+            let x = node.inputs[0];
+            let attrs = node.attrs.clone();
+            let raw = |name: String, op: &str, inputs: Vec<String>| RawNode {
+                name,
+                op: op.into(),
+                inputs,
+                attrs: attrs.clone(),
+                device: node.device.clone(),
+                span: node.span,
+            };
+            let x_in = input_strings(graph, &rw, &[x], &[]);
+            if op == "Cube" {
+                // x * (x * x), as Grappler writes x³ on a CPU.
+                let square = crate::anchor::fresh_name(graph, &format!("{}/square", node.name));
+                rw.add(raw(square.clone(), "Square", x_in.clone()));
+                rw.replace(id, raw(node.name.clone(), "Mul", vec![x_in[0].clone(), format!("{square}:0")]));
+            } else {
+                rw.replace(id, raw(node.name.clone(), op, x_in));
+            }
+            report.converted += 1;
+            continue;
+        }
         let Some(x) = bypass(graph, id, &info, ctx) else { continue };
         if is_control_flow(graph, x.node) && !succ.control[id.index()].is_empty() {
             // An Identity of a Switch output is a frame's pivot: its control
@@ -308,7 +367,8 @@ impl crate::pass::Pass for ArithmeticSimplifyPass {
     }
     fn description(&self) -> &'static str {
         "bypass x*1, x/1, x-0, x+0, Neg(Neg x), identity and inverse Transposes, AddN(x), Identity chains, Cast to the same \
-         type, Reshape to the same shape, reductions over no axes or size-1 kept axes (same dtype and shape only)"
+         type, Reshape to the same shape, reductions over no axes or size-1 kept axes (same dtype and shape only); \
+         Pow by a constant 2, 3, 0.5, -0.5, -1 as Square, x*Square, Sqrt, Rsqrt, Reciprocal (Grappler's ConvertPow)"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         let mut out = arithmetic_simplify_owned(graph, ctx)?.0;
@@ -344,6 +404,54 @@ mod tests {
         let y = out.node(out.find("y").unwrap());
         assert_eq!(y.inputs[0].node, out.find("x").unwrap());
         assert_eq!(out.len(), 2);
+    }
+
+    /// Grappler's ConvertPow: each exponent its op, under the node's name; a broadcasting,
+    /// non-uniform, fed or integer exponent is left alone; values as the new ops compute them.
+    #[test]
+    fn pow_by_a_constant_becomes_the_cheaper_op() {
+        let src = "x = Placeholder() {dtype = float32, shape = shape[3]}\n\
+             n = Placeholder() {dtype = int32, shape = shape[3]}\n\
+             c1 = Const() {dtype = float32, value = float32[]{1.0}}\n\
+             c2 = Const() {dtype = float32, value = float32[1]{2.0}}\n\
+             c3 = Const() {dtype = float32, value = float32[]{3.0}}\n\
+             ch = Const() {dtype = float32, value = float32[]{0.5}}\n\
+             cmh = Const() {dtype = float32, value = float32[]{-0.5}}\n\
+             cm1 = Const() {dtype = float32, value = float32[]{-1.0}}\n\
+             wide = Const() {dtype = float32, value = float32[2, 3]{2.0, 2.0, 2.0, 2.0, 2.0, 2.0}}\n\
+             mixed = Const() {dtype = float32, value = float32[3]{2.0, 2.0, 3.0}}\n\
+             i2 = Const() {dtype = int32, value = int32[]{2}}\n\
+             p1 = Pow(x, c1) {T = float32}\n\
+             p2 = Pow(x, c2) {T = float32}\n\
+             p3 = Pow(x, c3) {T = float32}\n\
+             ph = Pow(x, ch) {T = float32}\n\
+             pmh = Pow(x, cmh) {T = float32}\n\
+             pm1 = Pow(x, cm1) {T = float32}\n\
+             pw = Pow(x, wide) {T = float32}\n\
+             pm = Pow(x, mixed) {T = float32}\n\
+             pi = Pow(n, i2) {T = int32}\n\
+             out = IdentityN(p1, p2, p3, ph, pmh, pm1, pw, pm, pi) \
+               {T = [float32, float32, float32, float32, float32, float32, float32, float32, int32]}\n";
+        let keep = || Some(["out".to_string()].into_iter().collect());
+        let ctx = PassContext { preserve: keep(), ..PassContext::default() };
+        let (out, r) = arithmetic_simplify(&parse(src), &ctx).unwrap();
+        assert_eq!(r.converted, 5);
+        let op = |n: &str| out.node(out.find(n).unwrap_or_else(|| panic!("no {n}"))).op.clone();
+        assert!(out.find("p1").is_none(), "pow(x, 1) is x");
+        assert_eq!(
+            ["p2", "p3", "ph", "pmh", "pm1", "pw", "pm", "pi"].map(op),
+            ["Square", "Mul", "Sqrt", "Rsqrt", "Reciprocal", "Pow", "Pow", "Pow"]
+        );
+        let cube = out.node(out.find("p3").unwrap());
+        assert_eq!(out.name(cube.inputs[0].node), "x");
+        assert_eq!(out.node(cube.inputs[1].node).op, "Square");
+        assert!(out.find("c2").is_none() && out.find("c3").is_none(), "the exponents are dead");
+        // A fed exponent is not a constant.
+        let fed =
+            PassContext { preserve: keep(), fed: ["c2".to_string()].into_iter().collect(), ..PassContext::default() };
+        let (out, r) = arithmetic_simplify(&parse(src), &fed).unwrap();
+        assert_eq!(r.converted, 4);
+        assert_eq!(out.node(out.find("p2").unwrap()).op, "Pow");
     }
 
     #[test]
