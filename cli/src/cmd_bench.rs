@@ -34,7 +34,8 @@ pub struct Args {
     #[arg(long, default_value_t = 100)]
     pub steps: u64,
     /// Print {"unclustered_steps_per_s", "clustered_steps_per_s", "speedup", "compile_ms", "clusters",
-    /// "compiled_clusters", "interpreted_clusters", "clustered_nodes", "total_nodes"}.
+    /// "compiled_clusters", "interpreted_clusters", "uncalled_clusters", "clustered_nodes",
+    /// "total_nodes"}.
     #[arg(long)]
     pub json: bool,
     /// Inter-op threads (default: the machine's cores).
@@ -106,6 +107,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         "clusters": report.clusters.len(),
         "compiled_clusters": counts.compiled,
         "interpreted_clusters": counts.interpreted,
+        "uncalled_clusters": counts.uncalled,
         "clustered_nodes": report.clustered_nodes,
         "total_nodes": report.total_nodes,
     });

@@ -36,6 +36,8 @@ pub struct ClusterReport {
 pub struct ClusterCounts {
     pub compiled: usize,
     pub interpreted: usize,
+    /// Clusters no step called (in a branch not taken, a loop that never ran).
+    pub uncalled: usize,
 }
 
 impl ClusterReport {
@@ -51,8 +53,8 @@ impl ClusterReport {
         }
     }
 
-    /// Counts the clusters that ran compiled and those that (at least once)
-    /// ran in the interpreter; clusters never called count as neither.
+    /// Counts the clusters that ran compiled, those that (at least once) ran in the
+    /// interpreter, and those never called.
     pub fn counts(&self, jit: &Jit) -> ClusterCounts {
         let status = jit.function_status();
         let mut counts = ClusterCounts::default();
@@ -60,7 +62,7 @@ impl ClusterReport {
             match status.get(function) {
                 Some(FunctionStatus::Compiled) => counts.compiled += 1,
                 Some(FunctionStatus::Interpreted { .. }) => counts.interpreted += 1,
-                None => {}
+                None => counts.uncalled += 1,
             }
         }
         counts

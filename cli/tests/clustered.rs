@@ -249,6 +249,7 @@ fn bench_json_has_the_contract_keys() {
             "interpreted_clusters",
             "speedup",
             "total_nodes",
+            "uncalled_clusters",
             "unclustered_steps_per_s"
         ]
     );
@@ -257,6 +258,7 @@ fn bench_json_has_the_contract_keys() {
         obj["compiled_clusters"].as_u64().unwrap() + obj["interpreted_clusters"].as_u64().unwrap(),
         obj["clusters"].as_u64().unwrap()
     );
+    assert_eq!(obj["uncalled_clusters"], 0);
     for (k, x) in obj {
         let x = x.as_f64().unwrap_or_else(|| panic!("{k} is a number"));
         assert!(x.is_finite() && x >= 0.0, "{k} = {x}");
@@ -265,6 +267,57 @@ fn bench_json_has_the_contract_keys() {
 }
 
 /// Runs `autoclust run` on a native graph in both modes; returns each mode's stderr (empty on success).
+/// A cluster in the branch a step never takes (each branch has an op the JIT does not
+/// compile, so the `If` stays a node and its branches get clusters of their own) is counted
+/// as uncalled, not as compiled or interpreted, and the three counts add up to the clusters
+/// (sweep 17: an untaken sparse branch's clusters made the counts look lost).
+#[test]
+fn bench_counts_the_clusters_of_an_untaken_branch_as_uncalled() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("branches.graph");
+    std::fs::write(
+        &g,
+        "p = Placeholder() {dtype = bool, shape = shape[]}\n\
+         x = Placeholder() {dtype = float32, shape = shape[64]}\n\
+         r = StatelessIf(p, x) {Tcond = bool, Tin = [float32], Tout = [float32], else_branch = @no, then_branch = @yes}\n\
+         y = Identity(r:0) {T = float32}\n\
+         function yes(a: float32) -> (b: float32) {\n\
+           e = Exp(a) {T = float32}\n\
+           m = Mul(e:y:0, a) {T = float32}\n\
+           c = CheckNumerics(m:z:0) {T = float32, message = \"yes\"}\n\
+           return b = c:output:0\n\
+         }\n\
+         function no(a: float32) -> (b: float32) {\n\
+           n = Neg(a) {T = float32}\n\
+           t = Tanh(n:y:0) {T = float32}\n\
+           c = CheckNumerics(t:y:0) {T = float32, message = \"no\"}\n\
+           return b = c:output:0\n\
+         }\n",
+    )
+    .unwrap();
+    let feeds = dir.path().join("f.safetensors");
+    std::fs::write(
+        &feeds,
+        write_safetensors(&[
+            ("p".into(), Tensor::from_bool(vec![], vec![true]).unwrap()),
+            ("x".into(), Tensor::from_f32(vec![64], vec![0.5; 64]).unwrap()),
+        ])
+        .unwrap(),
+    )
+    .unwrap();
+    let res = Command::new(env!("CARGO_BIN_EXE_autoclust"))
+        .args(["bench", g.to_str().unwrap(), "--feeds", feeds.to_str().unwrap(), "--fetch", "y", "--steps", "3"])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&res.stdout).unwrap();
+    let n = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    assert!(n("uncalled_clusters") >= 1, "the else branch's cluster never ran: {v}");
+    assert!(n("compiled_clusters") >= 1, "the then branch's cluster ran: {v}");
+    assert_eq!(n("compiled_clusters") + n("interpreted_clusters") + n("uncalled_clusters"), n("clusters"), "{v}");
+}
+
 fn both_modes(graph: &str, args: &[&str]) -> (String, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("g.graph");
