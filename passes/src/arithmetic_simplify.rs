@@ -372,7 +372,9 @@ impl crate::pass::Pass for ArithmeticSimplifyPass {
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         let mut out = arithmetic_simplify_owned(graph, ctx)?.0;
-        crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(arithmetic_simplify(body, c)?.0));
+        crate::function_bodies::optimize_bodies(&mut out, ctx, "arithmetic-simplify", |body, c| {
+            Ok(arithmetic_simplify(body, c)?.0)
+        });
         Ok(out)
     }
 }

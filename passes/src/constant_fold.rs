@@ -402,7 +402,12 @@ impl crate::pass::Pass for ConstantFoldPass {
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         let mut out = constant_fold_owned(graph, ctx)?.0;
-        crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(constant_fold(body, c)?.0));
+        crate::function_bodies::optimize_bodies(
+            &mut out,
+            ctx,
+            "constant-fold",
+            |body, c| Ok(constant_fold(body, c)?.0),
+        );
         Ok(out)
     }
 }

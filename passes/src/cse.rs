@@ -380,7 +380,7 @@ impl crate::pass::Pass for CsePass {
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, crate::pass::PassError> {
         let mut out = cse_owned(graph, ctx)?.0;
-        crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(cse(body, c)?.0));
+        crate::function_bodies::optimize_bodies(&mut out, ctx, "cse", |body, c| Ok(cse(body, c)?.0));
         Ok(out)
     }
 }

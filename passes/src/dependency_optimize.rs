@@ -273,7 +273,9 @@ impl crate::pass::Pass for DependencyOptimizePass {
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
         let mut out = dependency_optimize_owned(graph, ctx)?.0;
-        crate::function_bodies::optimize_bodies(&mut out, ctx, |body, c| Ok(dependency_optimize(body, c)?.0));
+        crate::function_bodies::optimize_bodies(&mut out, ctx, "dependency-optimize", |body, c| {
+            Ok(dependency_optimize(body, c)?.0)
+        });
         Ok(out)
     }
 }

@@ -18,6 +18,10 @@
 //! the pass fails or gives a graph that does not verify are left as they
 //! were: an optimization never required.
 //!
+//! A body a pass left as it was is remembered with the pass ([`PassContext::settled_bodies`]):
+//! the pass would leave it again (a pass is a function of the body and the run's settings),
+//! so the meta-optimizer's second round skips the bodies no pass of the first one changed.
+//!
 //! Soundness: within a body the passes keep their own guarantees (no
 //! stateful op merged, removed or reordered; pinned nodes keep their names
 //! and values), the `_Arg`s and `_Retval`s are the function's whole data
@@ -38,6 +42,7 @@ use crate::pass::{PassContext, PassError};
 pub(crate) fn optimize_bodies(
     graph: &mut Graph,
     ctx: &PassContext,
+    pass_name: &'static str,
     pass: impl Fn(&Graph, &PassContext) -> Result<Graph, PassError>,
 ) -> usize {
     if graph.library.functions.is_empty() {
@@ -58,11 +63,19 @@ pub(crate) fn optimize_bodies(
         for n in &function.nodes {
             visit(&graph.library, &n.op, &n.attrs, &mut seen, &mut queue);
         }
+        let settled = |f: &FunctionDef| {
+            ctx.settled_bodies.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|(p, g)| *p == pass_name && g == f)
+        };
+        if settled(&function) {
+            continue;
+        }
         if let Some(rewritten) = optimize_body(&function, graph, ctx, &pass) {
             if let Some(slot) = graph.library.functions_mut().iter_mut().find(|f| f.signature.name == name) {
                 *slot = rewritten;
                 changed += 1;
             }
+        } else {
+            ctx.settled_bodies.lock().unwrap_or_else(|e| e.into_inner()).push((pass_name, function));
         }
     }
     changed
@@ -185,9 +198,14 @@ function body(i: int32, s: float32, h: resource, n: int32) -> (i2: int32, s2: fl
         let before = g.library.function("body").unwrap().clone();
         let c = ctx();
         let mut out = crate::constant_fold::constant_fold(&g, &c).unwrap().0;
-        assert_eq!(optimize_bodies(&mut out, &c, |b, c| Ok(crate::constant_fold::constant_fold(b, c)?.0)), 1);
+        assert_eq!(
+            optimize_bodies(&mut out, &c, "constant-fold", |b, c| Ok(crate::constant_fold::constant_fold(b, c)?.0)),
+            1
+        );
         let mut out2 = out.clone();
-        optimize_bodies(&mut out2, &c, |b, c| Ok(crate::arithmetic_simplify::arithmetic_simplify(b, c)?.0));
+        optimize_bodies(&mut out2, &c, "arithmetic-simplify", |b, c| {
+            Ok(crate::arithmetic_simplify::arithmetic_simplify(b, c)?.0)
+        });
         let body = out2.library.function("body").unwrap();
         assert_eq!(body.signature, before.signature);
         assert_eq!(body.control_ret, before.control_ret);
@@ -201,5 +219,30 @@ function body(i: int32, s: float32, h: resource, n: int32) -> (i2: int32, s2: fl
         instantiate(body, &out2.library).unwrap();
         // The loop node is untouched.
         assert_eq!(out2.node(out2.find("loop").unwrap()).attrs, g.node(g.find("loop").unwrap()).attrs);
+    }
+
+    /// A body a pass left as it was is not given to that pass again while it stays as it
+    /// is; another pass still sees it, and once changed it is seen again.
+    #[test]
+    fn settled_bodies_are_skipped_until_they_change() {
+        let g = autoclust_graph::text::parse(LOOP).unwrap();
+        let c = ctx();
+        let calls = std::cell::Cell::new(0);
+        let unchanged = |b: &Graph, _: &PassContext| {
+            calls.set(calls.get() + 1);
+            Ok(b.clone())
+        };
+        let mut out = g.clone();
+        // The loop's condition and body.
+        assert_eq!(optimize_bodies(&mut out, &c, "p", unchanged), 0);
+        assert_eq!(calls.get(), 2);
+        optimize_bodies(&mut out, &c, "p", unchanged);
+        assert_eq!(calls.get(), 2, "settled for p");
+        optimize_bodies(&mut out, &c, "q", unchanged);
+        assert_eq!(calls.get(), 4, "not settled for q");
+        // Constant folding changes the body (not the condition): p sees the body again.
+        assert_eq!(optimize_bodies(&mut out, &c, "fold", |b, c| Ok(crate::constant_fold::constant_fold(b, c)?.0)), 1);
+        optimize_bodies(&mut out, &c, "p", unchanged);
+        assert_eq!(calls.get(), 5, "the body changed since");
     }
 }

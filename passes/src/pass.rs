@@ -109,6 +109,10 @@ pub struct PassContext {
     /// What the clustering passes did, for the caller (`prune`, `cluster`,
     /// `anchor`, `encapsulate` and `cluster-bodies` fill it).
     pub record: std::sync::Mutex<RunRecord>,
+    /// Function bodies a pass left as they were, by pass name: the same pass on the same body
+    /// leaves it again, so Grappler's second round over the bodies skips those no pass of
+    /// the first round changed (`function_bodies`; leave it default).
+    pub settled_bodies: std::sync::Mutex<Vec<(&'static str, autoclust_graph::FunctionDef)>>,
 }
 
 /// A run's request by name: the outputs it fetches and the nodes it targets.
