@@ -125,6 +125,7 @@ fn optimize_body(
         exact_signed_zeros: ctx.exact_signed_zeros,
         ..PassContext::default()
     };
+    let before = body.revision();
     let out = match pass(&body, &body_ctx) {
         Ok(out) => out,
         Err(e) => {
@@ -132,7 +133,8 @@ fn optimize_body(
             return None;
         }
     };
-    if out.len() == body.len() && out.to_raw() == body.to_raw() {
+    // Unchanged: untouched, or edited back to the same nodes in the same order.
+    if out.unchanged_since(&before) || out.nodes() == body.nodes() {
         return None;
     }
     if verify(&out).is_err() || out.nodes().iter().any(|n| n.op == "_Retval" && !n.control_inputs.is_empty()) {
