@@ -19,8 +19,10 @@
 //! were: an optimization never required.
 //!
 //! A body a pass left as it was is remembered with the pass ([`PassContext::settled_bodies`]):
-//! the pass would leave it again (a pass is a function of the body and the run's settings),
-//! so the meta-optimizer's second round skips the bodies no pass of the first one changed.
+//! the pass would leave it again — a pass is a function of the body, the run's settings and
+//! the resource effects of the functions the body calls, which none of these passes changes
+//! (they never remove or add a stateful node) — so the meta-optimizer's second round skips
+//! the bodies no pass of the first one changed.
 //!
 //! Soundness: within a body the passes keep their own guarantees (no
 //! stateful op merged, removed or reordered; pinned nodes keep their names
