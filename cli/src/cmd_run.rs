@@ -531,8 +531,9 @@ pub fn clustered_session(
     // compiling (at 10⁶ nodes, most of a GB).
     let Prepared { fetch_names, notes: plain_notes, .. } = plain;
     drop(graph);
+    let seeds = session.seeds(&request.feeds);
     std::thread::scope(|scope| {
-        scope.spawn(|| session.jit().precompile(&new_graph, threads));
+        scope.spawn(|| session.jit().precompile(&new_graph, threads, &seeds));
         // An error here is the first step's to report.
         let _ = session.prepare(&request);
     });

@@ -194,43 +194,51 @@ pub(crate) fn analyze_while(
     let invariant = passed_through(&body_graph, ins.len());
     let fixed = constants(ins, |i| invariant[i]);
     // The loop-carried lists' types: the body is typed again with the join of what enters
-    // and what it returns until they settle (`crate::lists`).
+    // and what it returns until they settle (`crate::lists`); only the settled analysis is
+    // lowered.
     let mut lists = carried_lists(ins);
     let mut rounds = 0;
-    let body = loop {
-        let body = compiler.compile_typed(&body_graph, &sig, &lists, &fixed, &compiled_name(outer_name, body_name))?;
-        let outs = body.output_types();
-        if outs.len() != sig.len() {
-            return Err(CompileError::unsupported(
-                node,
-                format!("the loop body '{body_name}' takes {} values but returns {}", sig.len(), outs.len()),
-            ));
-        }
-        for (i, (want, got)) in sig.iter().zip(&outs).enumerate() {
-            if want != got {
+    let body = compiler.compile_settled(
+        &body_graph,
+        &sig,
+        lists.clone(),
+        &fixed,
+        &compiled_name(outer_name, body_name),
+        |typed| {
+            let outs = &typed.output_types;
+            if outs.len() != sig.len() {
                 return Err(CompileError::unsupported(
                     node,
-                    format!(
-                        "loop-carried value {i} enters as {}{:?} and leaves the body '{body_name}' as {}{:?} \
-                         (a shape that changes across iterations is not compiled)",
-                        want.0, want.1, got.0, got.1
-                    ),
+                    format!("the loop body '{body_name}' takes {} values but returns {}", sig.len(), outs.len()),
                 ));
             }
-        }
-        let next = join_lists(node, &lists, body.output_lists())?;
-        if next == lists {
-            break body;
-        }
-        rounds += 1;
-        if rounds > 4 {
-            return Err(CompileError::unsupported(
-                node,
-                format!("the list types of the loop body '{body_name}' do not settle"),
-            ));
-        }
-        lists = next;
-    };
+            for (i, (want, got)) in sig.iter().zip(outs).enumerate() {
+                if want != got {
+                    return Err(CompileError::unsupported(
+                        node,
+                        format!(
+                            "loop-carried value {i} enters as {}{:?} and leaves the body '{body_name}' as {}{:?} \
+                             (a shape that changes across iterations is not compiled)",
+                            want.0, want.1, got.0, got.1
+                        ),
+                    ));
+                }
+            }
+            let next = join_lists(node, &lists, &typed.output_lists)?;
+            if next == lists {
+                return Ok(None);
+            }
+            rounds += 1;
+            if rounds > 4 {
+                return Err(CompileError::unsupported(
+                    node,
+                    format!("the list types of the loop body '{body_name}' do not settle"),
+                ));
+            }
+            lists = next.clone();
+            Ok(Some(next))
+        },
+    )?;
     let cond = compiler.compile_typed(&cond_graph, &sig, &lists, &fixed, &compiled_name(outer_name, cond_name))?;
     check_condition(node, cond_name, &cond)?;
     let limit = compiler.options().max_loop_iterations.unwrap_or(DEFAULT_MAX_LOOP_ITERATIONS);

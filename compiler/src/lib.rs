@@ -207,6 +207,24 @@ impl Compiler {
         constants: &[(usize, Tensor)],
         name: &str,
     ) -> Result<CompiledFunction, CompileError> {
+        self.compile_settled(body, inputs, lists.to_vec(), constants, name, |_| Ok(None))
+    }
+
+    /// [`Compiler::compile_typed`] for a loop body whose TensorList argument types are found
+    /// by iteration: after each analysis `settle` sees the body's result types and asks for
+    /// another analysis with other list types (`Some`), or accepts this one (`None`), which
+    /// alone is lowered. The analysis is what types a body; lowering it (the plan and its
+    /// Cranelift code, most of a compile) for list types that do not settle would be thrown
+    /// away — a Keras RNN's loop bodies took two full compiles each.
+    pub(crate) fn compile_settled(
+        &self,
+        body: &Graph,
+        inputs: &[(DType, Vec<usize>)],
+        mut lists: Vec<(usize, lists::ListType)>,
+        constants: &[(usize, Tensor)],
+        name: &str,
+        mut settle: impl FnMut(&Settling) -> Result<Option<Vec<(usize, lists::ListType)>>, CompileError>,
+    ) -> Result<CompiledFunction, CompileError> {
         let span = tracing::debug_span!("compile", function = name, nodes = body.len());
         let _guard = span.enter();
         let start = Instant::now();
@@ -230,7 +248,25 @@ impl Compiler {
             }
             None => (body, inputs, constants),
         };
-        let analysis = analyze::analyze(body, wide_inputs, lists, constants, self, name)?;
+        let boundary = widened.as_ref().map(|w| &w.boundary);
+        let analysis = loop {
+            let analysis = analyze::analyze(body, wide_inputs, &lists, constants, self, name)?;
+            let output_types = analysis
+                .retvals
+                .iter()
+                .enumerate()
+                .map(|(j, &o)| {
+                    let v = analysis.value(o);
+                    let half = boundary.and_then(|b| b.rets.get(j).copied().flatten());
+                    (half.unwrap_or(v.dtype), v.shape.clone())
+                })
+                .collect();
+            let output_lists = analysis.retvals.iter().map(|&o| analysis.value(o).list.clone()).collect();
+            match settle(&Settling { output_types, output_lists })? {
+                None => break analysis,
+                Some(next) => lists = next,
+            }
+        };
         let output_lists = analysis.retvals.iter().map(|&o| analysis.value(o).list.clone()).collect();
         let program = plan::build(body, &analysis, &self.options, name)?;
         let compile_time = start.elapsed();
@@ -260,6 +296,14 @@ impl Compiler {
             half: widened.map(|w| Arc::new(w.boundary)),
         })
     }
+}
+
+/// What one analysis of a body gives its result ([`Compiler::compile_settled`]).
+pub(crate) struct Settling {
+    /// The dtype and shape of each result, in `_Retval` order (half types as the caller sees them).
+    pub output_types: Vec<(DType, Vec<usize>)>,
+    /// What is known of each TensorList result.
+    pub output_lists: Vec<Option<lists::ListType>>,
 }
 
 /// A body compiled for one input signature. `Send + Sync`; calls may run concurrently.

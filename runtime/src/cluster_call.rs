@@ -29,7 +29,7 @@ use std::time::Duration;
 
 pub use autoclust_compiler::{profile, CompilerOptions};
 use autoclust_compiler::{CacheKey, CompileCache, CompiledFunction, Compiler};
-use autoclust_graph::{DType, FunctionDef, Graph, Library, NodeId, Output, Tensor};
+use autoclust_graph::{DType, FunctionDef, Graph, Library, Node, NodeId, Output, Tensor};
 use parking_lot::{Mutex, RwLock};
 
 use crate::bridge::{ref_count, same_buffer, InPlaceWriteBack};
@@ -168,11 +168,19 @@ impl Jit {
     /// compile would have given (declines included, with their reasons), whatever the
     /// order the pool compiled in; a function whose inferred signature turns out not to
     /// be the call's is compiled again by the call. Returns how many were compiled.
-    pub fn precompile(&self, graph: &Graph, threads: usize) -> usize {
+    ///
+    /// `seeds` are what the caller knows of the first step that the graph does not say
+    /// (the fed shapes, the variables' types: [`crate::Session::seeds`]); without them a
+    /// TensorFlow 2 step, whose variables are shapeless resource placeholders and whose
+    /// batch dimension is `-1`, has no static signature at all.
+    pub fn precompile(&self, graph: &Graph, threads: usize, seeds: &autoclust_graph::infer::Seeds) -> usize {
         if !self.enabled {
             return 0;
         }
-        let Ok((types, _)) = autoclust_graph::infer::infer_partial(graph) else { return 0 };
+        let calls = BodyShapes { jit: self, in_body: false };
+        let Ok((types, _)) = autoclust_graph::infer::infer_partial_seeded(graph, seeds, Some(&calls)) else {
+            return 0;
+        };
         let mut seen: HashSet<(&str, Signature)> = HashSet::new();
         let mut work = Vec::new();
         let mut calls = 0;
@@ -215,6 +223,41 @@ impl Jit {
             }
         });
         compiled.into_inner()
+    }
+}
+
+/// Shapes the results of a cluster call for [`Jit::precompile`] by inferring the cluster's
+/// body for the call's argument types, so a cluster fed by another's results compiles
+/// ahead too; inside a body, a loop's results as its inputs' (the JIT compiles a loop only
+/// when its carried values keep their types: `autoclust_compiler`'s `control_flow`). A
+/// wrong guess costs a compile, never a wrong call: a call checks its signature.
+struct BodyShapes<'j> {
+    jit: &'j Jit,
+    in_body: bool,
+}
+
+impl autoclust_graph::infer::CallShapes for BodyShapes<'_> {
+    fn output_shapes(&self, graph: &Graph, node: &Node, inputs: &[(DType, Vec<usize>)]) -> Option<Vec<Vec<usize>>> {
+        if self.in_body && matches!(node.op.as_str(), "While" | "StatelessWhile") {
+            return Some(inputs.iter().map(|(_, s)| s.clone()).collect());
+        }
+        let function = graph.library.function(&node.op)?;
+        if !crate::function_call::is_cluster_call(node, &graph.library) {
+            return None;
+        }
+        let body = self.jit.body(function, &graph.library).ok()?;
+        let mut seeds = autoclust_graph::infer::Seeds::default();
+        for (&feed, &arg) in body.feeds.iter().zip(&body.feed_arg) {
+            seeds.outputs.insert(feed, inputs.get(arg)?.clone());
+        }
+        let inner = BodyShapes { jit: self.jit, in_body: true };
+        let (types, _) = autoclust_graph::infer::infer_partial_seeded(&body.graph, &seeds, Some(&inner)).ok()?;
+        let shapes: Option<Vec<Vec<usize>>> = body.fetches.iter().map(|&o| types.output(o)?.1.to_known()).collect();
+        if shapes.is_none() {
+            let unknown = body.fetches.iter().find(|&&o| types.output(o).and_then(|t| t.1.to_known()).is_none());
+            tracing::debug!(call = %node.name, result = ?unknown.map(|&o| body.graph.output_name(o)), "a result's shape is not inferred");
+        }
+        shapes
     }
 }
 

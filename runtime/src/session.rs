@@ -258,6 +258,25 @@ impl Session {
         v
     }
 
+    /// What this session knows of a step's types before running it
+    /// ([`autoclust_graph::infer::Seeds`]): the shapes of the values `feeds` gives and the
+    /// type of each variable's current value (uninitialised ones are left out).
+    pub fn seeds(&self, feeds: &[(Output, Tensor)]) -> autoclust_graph::infer::Seeds {
+        let mut seeds = autoclust_graph::infer::Seeds::default();
+        for (o, t) in feeds {
+            seeds.outputs.insert(*o, (t.dtype, t.shape.clone()));
+        }
+        for id in self.graph.node_ids() {
+            if autoclust_graph::effects::names_variable(self.graph.node(id)) {
+                let var = self.store.register_node(&self.graph, id);
+                if let Some(t) = self.store.get(var).read() {
+                    seeds.variables.insert(id, (t.dtype, t.shape.clone()));
+                }
+            }
+        }
+        seeds
+    }
+
     /// Sets a variable by name (its `shared_name`, or node name).
     pub fn set_variable(&self, name: &str, value: Tensor) -> Result<(), RunError> {
         let var = self.store.find_by_name(name).ok_or_else(|| RunError::Variable {

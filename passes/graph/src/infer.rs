@@ -168,10 +168,50 @@ fn expect_arity(node: &Node, expected: usize) -> Result<(), VerifyError> {
 /// decline such nodes one by one instead of giving up on the whole graph
 /// (the clusterer, encapsulation). Fails only on a cycle.
 pub fn infer_partial(graph: &Graph) -> Result<(TypeInfo, Vec<(NodeId, VerifyError)>), VerifyError> {
+    infer_partial_seeded(graph, &Seeds::default(), None)
+}
+
+/// Shapes the outputs of a function call or a functional loop that its schema leaves
+/// unknown, from its inputs' concrete types: what a client that knows the called body
+/// (the JIT, [`infer_partial_seeded`]) can say. Asked only for nodes of the
+/// [`registry::OpFamily::Call`] family or naming a library function, whose every input has
+/// a known dtype and shape.
+pub trait CallShapes {
+    /// The shape of every output of `node`, called with `inputs`, or `None`.
+    fn output_shapes(&self, graph: &Graph, node: &Node, inputs: &[(DType, Vec<usize>)]) -> Option<Vec<Vec<usize>>>;
+}
+
+/// What a run knows before its first step that the graph does not say: the shapes of the
+/// values it feeds and the type of each variable's current value. Inference seeded with
+/// them ([`infer_partial_seeded`]) gives the types the first step will see, so the
+/// clusters it calls can be compiled before it (a Keras step's batch dimension is `-1` in
+/// the graph and its variables are resource placeholders with no shape at all).
+#[derive(Clone, Debug, Default)]
+pub struct Seeds {
+    /// The dtype and shape of the value fed to an output (a placeholder's, a function
+    /// body's `_Arg`'s).
+    pub outputs: HashMap<Output, (DType, Vec<usize>)>,
+    /// The dtype and shape of the value of the variable a node names (a `VarHandleOp`
+    /// or a resource `Placeholder`).
+    pub variables: HashMap<NodeId, (DType, Vec<usize>)>,
+}
+
+/// [`infer_partial`] with what a run knows ([`Seeds`]): a seeded output takes the fed
+/// shape, and a variable node's handle the value's type, where they fit what the graph
+/// declares (a seed that contradicts it is ignored: the run itself reports the mismatch).
+///
+/// `calls`, when given, shapes the calls and loops whose outputs the graph leaves unknown
+/// ([`CallShapes`]).
+pub fn infer_partial_seeded(
+    graph: &Graph,
+    seeds: &Seeds,
+    calls: Option<&dyn CallShapes>,
+) -> Result<(TypeInfo, Vec<(NodeId, VerifyError)>), VerifyError> {
     let _span = tracing::debug_span!("infer_partial", nodes = graph.len()).entered();
     let order = graph.topo_order()?;
     let mut info = TypeInfo::empty(graph.len());
     let mut errors = Vec::new();
+    let seeded = !seeds.outputs.is_empty() || !seeds.variables.is_empty();
     for id in order {
         if let Err(e) = infer_node(graph, id, &mut info) {
             let node = graph.node(id);
@@ -182,6 +222,12 @@ pub fn infer_partial(graph: &Graph) -> Result<(TypeInfo, Vec<(NodeId, VerifyErro
                 }
             }
             errors.push((id, e));
+        }
+        if seeded {
+            info.seed(id, seeds);
+        }
+        if let Some(calls) = calls {
+            info.shape_call(graph, id, calls);
         }
     }
     Ok((info, errors))
@@ -251,7 +297,74 @@ fn data_ancestors(graph: &Graph, target: NodeId) -> Option<Vec<NodeId>> {
     Some(order)
 }
 
+/// Whether a value of shape `dims` fits the declared `shape`.
+fn fits(shape: &Shape, dims: &[usize]) -> bool {
+    match &shape.dims {
+        None => true,
+        Some(d) => d.len() == dims.len() && d.iter().zip(dims).all(|(x, &n)| x.is_none_or(|x| x < 0 || x == n as i64)),
+    }
+}
+
 impl TypeInfo {
+    /// Applies the seeds of node `id` (just inferred) to its outputs and its handle.
+    fn seed(&mut self, id: NodeId, seeds: &Seeds) {
+        if self.slots[id.index()].1 == 0 {
+            // An op inference does not type (`_Arg`): the seeds are its outputs.
+            let fed: Vec<(DType, Shape)> = (0..)
+                .map_while(|port| seeds.outputs.get(&Output { node: id, port }))
+                .map(|(d, s)| (*d, Shape::known(s)))
+                .collect();
+            if !fed.is_empty() {
+                self.set_outputs(id, fed);
+            }
+        }
+        for port in 0..self.slots[id.index()].1 {
+            let o = Output { node: id, port };
+            if let (Some((dtype, dims)), Some(slot)) = (seeds.outputs.get(&o), self.slot(o)) {
+                if self.types[slot].0 == *dtype && fits(&self.types[slot].1, dims) {
+                    self.types[slot].1 = Shape::known(dims);
+                }
+            }
+        }
+        if let Some((dtype, dims)) = seeds.variables.get(&id) {
+            let o = Output { node: id, port: 0 };
+            let declared = self.handles.get(&o);
+            if declared.is_none_or(|h| h.dtype == *dtype && fits(&h.shape, dims)) {
+                self.handles.insert(o, Handle { var: id, dtype: *dtype, shape: Shape::known(dims) });
+            }
+        }
+    }
+
+    /// Asks `calls` for the output shapes of node `id` (just inferred) when it is a call
+    /// whose outputs are not all known and whose inputs are.
+    fn shape_call(&mut self, graph: &Graph, id: NodeId, calls: &dyn CallShapes) {
+        let node = graph.node(id);
+        let is_call = graph.library.function(&node.op).is_some()
+            || registry::lookup(&node.op).is_some_and(|s| s.family == registry::OpFamily::Call);
+        if !is_call || self.outputs(id).iter().all(|t| t.1.is_fully_known()) {
+            return;
+        }
+        let Some(inputs) = node
+            .inputs
+            .iter()
+            .map(|&o| self.output(o).and_then(|(d, s)| Some((*d, s.to_known()?))))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return;
+        };
+        let Some(shapes) = calls.output_shapes(graph, node, &inputs) else { return };
+        let (start, len) = self.slots[id.index()];
+        if shapes.len() != len as usize {
+            return;
+        }
+        for (k, dims) in shapes.iter().enumerate() {
+            let t = &mut self.types[start as usize + k].1;
+            if fits(t, dims) {
+                *t = Shape::known(dims);
+            }
+        }
+    }
+
     fn empty(n: usize) -> TypeInfo {
         TypeInfo {
             slots: vec![(0, 0); n],
@@ -709,6 +822,40 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::*;
     use crate::{AttrValue, DType, ListValue};
+
+    #[test]
+    fn seeds_refine_fed_shapes_and_captured_variables_but_never_contradict_the_graph() {
+        use crate::{Output, Shape};
+        let g = crate::text::parse(
+            "p = Placeholder() {dtype = float32, shape = shape[?, 4]}
+v = Placeholder() {dtype = resource, shape = shape[]}
+w = VarHandleOp() {container = \"\", dtype = float32, shape = shape[2], shared_name = \"w\"}
+r = ReadVariableOp(v) {dtype = float32}
+s = ReadVariableOp(w) {dtype = float32}
+n = Neg(p) {T = float32}",
+        )
+        .unwrap();
+        let id = |name: &str| g.find(name).unwrap();
+        let out = |name: &str| Output { node: id(name), port: 0 };
+        let shape = |info: &super::TypeInfo, name: &str| info.output(out(name)).unwrap().1.clone();
+        let mut seeds = super::Seeds::default();
+        seeds.outputs.insert(out("p"), (DType::Float32, vec![2, 4]));
+        seeds.variables.insert(id("v"), (DType::Float32, vec![3]));
+        let (info, _) = super::infer_partial_seeded(&g, &seeds, None).unwrap();
+        assert_eq!(shape(&info, "n"), Shape::known(&[2, 4]));
+        assert_eq!(shape(&info, "r"), Shape::known(&[3]));
+        assert_eq!(shape(&info, "s"), Shape::known(&[2]));
+        // A fed shape the placeholder does not allow, a value of another dtype, a variable
+        // whose declared shape differs: the graph's own types stay.
+        seeds.outputs.insert(out("p"), (DType::Float32, vec![2, 5]));
+        seeds.variables.insert(id("w"), (DType::Float32, vec![7]));
+        let (info, _) = super::infer_partial_seeded(&g, &seeds, None).unwrap();
+        assert_eq!(shape(&info, "n").dims, Some(vec![None, Some(4)]));
+        assert_eq!(shape(&info, "s"), Shape::known(&[2]));
+        seeds.outputs.insert(out("p"), (DType::Int32, vec![2, 4]));
+        let (info, _) = super::infer_partial_seeded(&g, &seeds, None).unwrap();
+        assert_eq!(shape(&info, "n").dims, Some(vec![None, Some(4)]));
+    }
 
     #[test]
     fn a_snapshot_is_typed_from_its_variables_handles() {
