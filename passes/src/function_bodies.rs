@@ -40,68 +40,111 @@ use crate::body_clusters::{called_functions, to_function_def};
 use crate::pass::{PassContext, PassError};
 
 /// Runs `pass` over the body of every function `graph` calls (module doc),
-/// rewriting `graph.library`; returns how many bodies changed.
+/// rewriting `graph.library`; returns how many bodies changed. The bodies are independent
+/// (each pass sees one body and the library as it was), so they are rewritten on all
+/// cores, then written back in one edit of the library.
 pub(crate) fn optimize_bodies(
     graph: &mut Graph,
     ctx: &PassContext,
     pass_name: &'static str,
-    pass: impl Fn(&Graph, &PassContext) -> Result<Graph, PassError>,
+    pass: impl Fn(&Graph, &PassContext) -> Result<Graph, PassError> + Sync,
 ) -> usize {
     if graph.library.functions.is_empty() {
         return 0;
     }
     let _span = tracing::debug_span!("optimize_bodies").entered();
-    let mut queue: Vec<String> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
+    let library = &graph.library;
+    let mut queue: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for n in graph.nodes() {
-        visit(&graph.library, &n.op, &n.attrs, &mut seen, &mut queue);
+        visit(library, &n.op, &n.attrs, &mut seen, &mut queue);
     }
-    let mut changed = 0;
-    let mut k = 0;
-    while k < queue.len() {
-        let name = queue[k].clone();
-        k += 1;
-        let Some(function) = graph.library.function(&name).cloned() else { continue };
-        for n in &function.nodes {
-            visit(&graph.library, &n.op, &n.attrs, &mut seen, &mut queue);
-        }
-        let settled = |f: &FunctionDef| {
-            ctx.settled_bodies.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|(p, g)| *p == pass_name && g == f)
-        };
-        if settled(&function) {
-            continue;
-        }
-        if let Some(rewritten) = optimize_body(&function, graph, ctx, &pass) {
-            if let Some(slot) = graph.library.functions_mut().iter_mut().find(|f| f.signature.name == name) {
-                *slot = rewritten;
-                changed += 1;
+    let mut work: Vec<&FunctionDef> = Vec::new();
+    {
+        let settled = ctx.settled_bodies.lock().unwrap_or_else(|e| e.into_inner());
+        let mut k = 0;
+        while k < queue.len() {
+            let name = queue[k];
+            k += 1;
+            let Some(function) = library.function(name) else { continue };
+            for n in &function.nodes {
+                visit(library, &n.op, &n.attrs, &mut seen, &mut queue);
             }
-        } else {
-            ctx.settled_bodies.lock().unwrap_or_else(|e| e.into_inner()).push((pass_name, function));
+            if !settled.iter().any(|(p, g)| *p == pass_name && g == function) {
+                work.push(function);
+            }
+        }
+    }
+    let inherited = Inherited { evaluator: ctx.evaluator.clone(), exact_signed_zeros: ctx.exact_signed_zeros };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(work.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let run = || {
+        let mut done = Vec::new();
+        while let Some(&function) = work.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+            done.push((function, optimize_body(function, library, &inherited, &pass)));
+        }
+        done
+    };
+    let results: Vec<(&FunctionDef, Option<FunctionDef>)> = if threads > 1 {
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(run)).collect();
+            let mut all = run();
+            for h in helpers {
+                all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+            }
+            all
+        })
+    } else {
+        run()
+    };
+    let mut rewritten = Vec::new();
+    {
+        let mut settled = ctx.settled_bodies.lock().unwrap_or_else(|e| e.into_inner());
+        for (function, out) in results {
+            match out {
+                Some(new) => rewritten.push((function.signature.name.clone(), new)),
+                None => settled.push((pass_name, function.clone())),
+            }
+        }
+    }
+    if rewritten.is_empty() {
+        return 0;
+    }
+    let changed = rewritten.len();
+    let functions = graph.library.functions_mut();
+    for (name, new) in rewritten {
+        if let Some(slot) = functions.iter_mut().find(|f| f.signature.name == name) {
+            *slot = new;
         }
     }
     changed
 }
 
+/// What a body's pass takes from the graph's context.
+struct Inherited {
+    evaluator: Option<crate::pass::Evaluator>,
+    exact_signed_zeros: bool,
+}
+
 /// Queues the library functions a node calls: through its attributes, or as its op.
-fn visit(
+fn visit<'a>(
     library: &autoclust_graph::Library,
-    op: &str,
-    attrs: &autoclust_graph::Attrs,
-    seen: &mut HashSet<String>,
-    queue: &mut Vec<String>,
+    op: &'a str,
+    attrs: &'a autoclust_graph::Attrs,
+    seen: &mut HashSet<&'a str>,
+    queue: &mut Vec<&'a str>,
 ) {
     for f in called_functions(attrs).chain(std::iter::once(op)) {
-        if library.function(f).is_some() && seen.insert(f.to_string()) {
-            queue.push(f.to_string());
+        if library.function(f).is_some() && seen.insert(f) {
+            queue.push(f);
         }
     }
 }
 
 fn optimize_body(
     function: &FunctionDef,
-    graph: &Graph,
-    ctx: &PassContext,
+    library: &autoclust_graph::Library,
+    ctx: &Inherited,
     pass: &impl Fn(&Graph, &PassContext) -> Result<Graph, PassError>,
 ) -> Option<FunctionDef> {
     if !function.signature.attrs.is_empty() {
@@ -111,7 +154,7 @@ fn optimize_body(
     if function.signature.inputs.iter().any(|a| node_names.contains(a.name.as_str())) {
         return None;
     }
-    let body = instantiate(function, &graph.library).ok()?;
+    let body = instantiate(function, library).ok()?;
     let mut preserve: HashSet<String> = function.control_ret.iter().map(|(_, node)| node.clone()).collect();
     for n in body.nodes().iter().filter(|n| n.op == "_Retval") {
         preserve.insert(n.name.clone());
@@ -231,22 +274,22 @@ function body(i: int32, s: float32, h: resource, n: int32) -> (i2: int32, s2: fl
     fn settled_bodies_are_skipped_until_they_change() {
         let g = autoclust_graph::text::parse(LOOP).unwrap();
         let c = ctx();
-        let calls = std::cell::Cell::new(0);
+        let calls = std::sync::atomic::AtomicUsize::new(0);
         let unchanged = |b: &Graph, _: &PassContext| {
-            calls.set(calls.get() + 1);
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(b.clone())
         };
         let mut out = g.clone();
         // The loop's condition and body.
         assert_eq!(optimize_bodies(&mut out, &c, "p", unchanged), 0);
-        assert_eq!(calls.get(), 2);
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 2);
         optimize_bodies(&mut out, &c, "p", unchanged);
-        assert_eq!(calls.get(), 2, "settled for p");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 2, "settled for p");
         optimize_bodies(&mut out, &c, "q", unchanged);
-        assert_eq!(calls.get(), 4, "not settled for q");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 4, "not settled for q");
         // Constant folding changes the body (not the condition): p sees the body again.
         assert_eq!(optimize_bodies(&mut out, &c, "fold", |b, c| Ok(crate::constant_fold::constant_fold(b, c)?.0)), 1);
         optimize_bodies(&mut out, &c, "p", unchanged);
-        assert_eq!(calls.get(), 5, "the body changed since");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 5, "the body changed since");
     }
 }

@@ -26,7 +26,9 @@ use std::collections::HashSet;
 /// clusters are instantiated).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-use crate::{ArgDef, AttrValue, Attrs, DType, FunctionDef, Graph, GraphError, Library, ListValue, RawNode};
+use crate::{
+    ArgDef, AttrValue, Attrs, DType, FunctionDef, Graph, GraphError, Library, ListValue, Node, NodeId, Output,
+};
 
 /// `base`, or `base_1`, `base_2`, … — the first name not in `taken`, which it then joins.
 pub fn fresh_name<S: std::hash::BuildHasher>(base: &str, taken: &mut HashSet<String, S>) -> String {
@@ -109,31 +111,72 @@ pub fn instantiate_with(function: &FunctionDef, library: &Library, call_attrs: &
     };
 
     // Graph-wide names: body nodes keep theirs; `_Arg`/`_Retval` nodes take
-    // the argument's name when it is free, else a numbered variant.
-    let mut taken: HashSet<String> = function.nodes.iter().map(|n| n.name.clone()).collect();
-    let mut fresh = |base: &str| fresh_name(base, &mut taken);
+    // the argument's name when it is free, else a numbered variant. Nodes are
+    // numbered arguments first, then the body in order, then the returns, and
+    // inputs are resolved straight to those ids (no `node:port` strings to parse again).
+    let nargs = function.signature.inputs.len();
+    let mut body_ids: HashMap<&str, (NodeId, &str)> = HashMap::default();
+    body_ids.reserve(function.nodes.len());
+    for (j, n) in function.nodes.iter().enumerate() {
+        if body_ids.insert(&n.name, (NodeId((nargs + j) as u32), &n.op)).is_some() {
+            let source = GraphError::DuplicateNode { name: n.name.clone(), span: n.span };
+            return Err(FunctionError::Graph { function: fname.clone(), source });
+        }
+    }
+    let mut added: HashMap<String, ()> = HashMap::default();
+    let mut fresh = |base: &str| {
+        let mut name = base.to_string();
+        let mut k = 1;
+        while body_ids.contains_key(name.as_str()) || added.contains_key(&name) {
+            name = format!("{base}_{k}");
+            k += 1;
+        }
+        added.insert(name.clone(), ());
+        name
+    };
 
-    let mut raw = Vec::with_capacity(function.nodes.len() + function.signature.inputs.len() + function.ret.len());
-    let mut arg_nodes: HashMap<&str, String> = HashMap::default();
+    let mut nodes = Vec::with_capacity(nargs + function.nodes.len() + function.ret.len());
+    let mut arg_ids: HashMap<&str, NodeId> = HashMap::default();
     for (i, arg) in function.signature.inputs.iter().enumerate() {
         let dtype = arg_dtype(arg)?;
         let name = fresh(&arg.name);
-        arg_nodes.insert(&arg.name, name.clone());
+        arg_ids.insert(&arg.name, NodeId(i as u32));
         let mut attrs = Attrs::new();
         attrs.insert("T".into(), AttrValue::Type(dtype));
         attrs.insert("index".into(), AttrValue::I(i as i64));
-        raw.push(RawNode { name, op: "_Arg".into(), inputs: vec![], attrs, device: String::new(), span: None });
+        nodes.push(Node {
+            name,
+            op: "_Arg".into(),
+            inputs: vec![],
+            control_inputs: vec![],
+            attrs,
+            device: String::new(),
+            span: None,
+        });
     }
 
-    let ops: HashMap<&str, &str> = function.nodes.iter().map(|n| (n.name.as_str(), n.op.as_str())).collect();
-    let resolver = InputResolver { function: &fname, library, arg_nodes: &arg_nodes, ops: &ops };
+    let resolver = InputResolver { function: &fname, library, args: &arg_ids, nodes: &body_ids };
     for n in &function.nodes {
         // `_Arg`/`_Retval` stand for the signature; a body spelling one (a malformed or fuzzed
         // graph) would be an argument or a return without its index and value.
         if n.op == "_Arg" || n.op == "_Retval" {
             return Err(FunctionError::ReservedOp { function: fname.clone(), node: n.name.clone(), op: n.op.clone() });
         }
-        let inputs = n.inputs.iter().map(|s| resolver.resolve(&n.name, s)).collect::<Result<Vec<_>, _>>()?;
+        let mut inputs = Vec::with_capacity(n.inputs.len());
+        let mut control_inputs = Vec::new();
+        for input in &n.inputs {
+            match resolver.resolve(&n.name, input)? {
+                Resolved::Control(id) => control_inputs.push(id),
+                Resolved::Data(o) => {
+                    if !control_inputs.is_empty() {
+                        let source =
+                            GraphError::DataAfterControl { node: n.name.clone(), input: input.clone(), span: n.span };
+                        return Err(FunctionError::Graph { function: fname.clone(), source });
+                    }
+                    inputs.push(o);
+                }
+            }
+        }
         let attrs = substitute(&n.attrs, &bound).map_err(|placeholder| FunctionError::UnboundPlaceholder {
             function: fname.clone(),
             node: n.name.clone(),
@@ -149,10 +192,11 @@ pub fn instantiate_with(function: &FunctionDef, library: &Library, call_attrs: &
                 attr: k.clone(),
             });
         }
-        raw.push(RawNode {
+        nodes.push(Node {
             name: n.name.clone(),
             op: n.op.clone(),
             inputs,
+            control_inputs,
             attrs,
             device: n.device.clone(),
             span: n.span,
@@ -169,19 +213,26 @@ pub fn instantiate_with(function: &FunctionDef, library: &Library, call_attrs: &
         let Some((_, value)) = function.ret.iter().find(|(k, _)| k == &out.name) else {
             return Err(FunctionError::MissingReturn { function: fname.clone(), output: out.name.clone() });
         };
-        let input = resolver.resolve(&format!("return {}", out.name), value)?;
         // A return is a value: a control input (`^node`, a fuzzed graph's) returns nothing.
-        if input.starts_with('^') {
+        let Resolved::Data(input) = resolver.resolve(&format!("return {}", out.name), value)? else {
             return Err(FunctionError::MissingReturn { function: fname.clone(), output: out.name.clone() });
-        }
+        };
         let mut attrs = Attrs::new();
         attrs.insert("T".into(), AttrValue::Type(dtype));
         attrs.insert("index".into(), AttrValue::I(i as i64));
         let name = fresh(&format!("{}_retval", out.name));
-        raw.push(RawNode { name, op: "_Retval".into(), inputs: vec![input], attrs, device: String::new(), span: None });
+        nodes.push(Node {
+            name,
+            op: "_Retval".into(),
+            inputs: vec![input],
+            control_inputs: vec![],
+            attrs,
+            device: String::new(),
+            span: None,
+        });
     }
 
-    let graph = Graph::from_raw(raw, library.clone(), None)
+    let graph = Graph::from_nodes(nodes, library.clone(), None)
         .map_err(|source| FunctionError::Graph { function: fname.clone(), source })?;
     // Every body's ports are checked as the top-level graph's are at load: an output
     // index past what its producer has is an error naming the node, for whatever pass
@@ -198,37 +249,35 @@ pub fn instantiate_with(function: &FunctionDef, library: &Library, call_attrs: &
 pub fn check_function_ports(library: &Library) -> Result<(), FunctionError> {
     for function in library.functions.iter() {
         let fname = function.signature.name.as_str();
-        let args: HashMap<&str, String> =
-            function.signature.inputs.iter().map(|a| (a.name.as_str(), a.name.clone())).collect();
-        let ops: HashMap<&str, &str> = function.nodes.iter().map(|n| (n.name.as_str(), n.op.as_str())).collect();
-        let attrs: HashMap<&str, &Attrs> = function.nodes.iter().map(|n| (n.name.as_str(), &n.attrs)).collect();
-        let resolver = InputResolver { function: fname, library, arg_nodes: &args, ops: &ops };
+        // Numbered as `instantiate` numbers them: arguments, then the body.
+        let nargs = function.signature.inputs.len();
+        let args: HashMap<&str, NodeId> =
+            function.signature.inputs.iter().enumerate().map(|(i, a)| (a.name.as_str(), NodeId(i as u32))).collect();
+        let nodes: HashMap<&str, (NodeId, &str)> = function
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(j, n)| (n.name.as_str(), (NodeId((nargs + j) as u32), n.op.as_str())))
+            .collect();
+        let resolver = InputResolver { function: fname, library, args: &args, nodes: &nodes };
         let returns = function.ret.iter().map(|(k, v)| (format!("return {k}"), v));
         let inputs = function.nodes.iter().flat_map(|n| n.inputs.iter().map(move |i| (n.name.clone(), i)));
         for (node, input) in inputs.chain(returns) {
-            if input.starts_with('^') {
-                continue;
-            }
             // Unknown names and malformed inputs are the instantiation's errors to report.
-            let Ok(resolved) = resolver.resolve(&node, input) else { continue };
-            let (producer, port) = match resolved.rsplit_once(':') {
-                Some((p, k)) => (p, k.parse::<u32>().unwrap_or(0)),
-                None => (resolved.as_str(), 0),
+            let Ok(Resolved::Data(o)) = resolver.resolve(&node, input) else { continue };
+            let Some(producer) = o.node.index().checked_sub(nargs).map(|j| &function.nodes[j]) else {
+                continue; // an argument: one output, and a bare name reads it
             };
-            let count = match (ops.get(producer), attrs.get(producer)) {
-                (Some(op), Some(a)) => crate::registry::output_count(op, a, library),
-                _ => Some(1), // an argument
-            };
-            if let Some(outputs) = count.filter(|&c| port as usize >= c) {
-                let op = ops.get(producer).copied().unwrap_or("_Arg");
+            let count = crate::registry::output_count(&producer.op, &producer.attrs, library);
+            if let Some(outputs) = count.filter(|&c| o.port as usize >= c) {
                 return Err(FunctionError::Graph {
                     function: fname.to_string(),
                     source: GraphError::PortOutOfRange(Box::new(crate::graph::PortOutOfRange {
                         node: node.clone(),
                         input: input.clone(),
-                        port,
-                        producer: producer.to_string(),
-                        op: op.to_string(),
+                        port: o.port,
+                        producer: producer.name.clone(),
+                        op: producer.op.clone(),
                         outputs,
                         span: function.nodes.iter().find(|n| n.name == node).and_then(|n| n.span),
                     })),
@@ -239,53 +288,56 @@ pub fn check_function_ports(library: &Library) -> Result<(), FunctionError> {
     Ok(())
 }
 
+/// A function-body input resolved to the instantiated graph's numbering.
+enum Resolved {
+    Data(Output),
+    Control(NodeId),
+}
+
 struct InputResolver<'a> {
     function: &'a str,
     library: &'a Library,
-    arg_nodes: &'a HashMap<&'a str, String>,
-    ops: &'a HashMap<&'a str, &'a str>,
+    /// Each argument's node.
+    args: &'a HashMap<&'a str, NodeId>,
+    /// Each body node's id and op.
+    nodes: &'a HashMap<&'a str, (NodeId, &'a str)>,
 }
 
 impl InputResolver<'_> {
-    /// Turns a function-body input into a graph input string (`a`, `a:3`, `^a`).
-    fn resolve(&self, node: &str, input: &str) -> Result<String, FunctionError> {
+    /// Resolves a function-body input (`arg`, `node:port`, `node:out_arg:index`, `^node`,
+    /// `^arg`) to the node and port it reads.
+    fn resolve(&self, node: &str, input: &str) -> Result<Resolved, FunctionError> {
         let unknown =
             || FunctionError::UnknownInput { function: self.function.into(), node: node.into(), input: input.into() };
         let malformed =
             || FunctionError::MalformedInput { function: self.function.into(), node: node.into(), input: input.into() };
         if let Some(ctrl) = input.strip_prefix('^') {
-            return if self.ops.contains_key(ctrl) {
-                Ok(input.to_string())
-            } else if let Some(arg) = self.arg_nodes.get(ctrl) {
-                Ok(format!("^{arg}"))
-            } else {
-                Err(unknown())
+            return match (self.nodes.get(ctrl), self.args.get(ctrl)) {
+                (Some(&(id, _)), _) | (None, Some(&id)) => Ok(Resolved::Control(id)),
+                (None, None) => Err(unknown()),
             };
         }
-        let parts: Vec<&str> = input.split(':').collect();
-        match parts.as_slice() {
-            [arg] => self.arg_nodes.get(arg).cloned().ok_or_else(unknown),
-            [producer, port] => {
+        let mut parts = input.split(':');
+        let (id, port) = match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some(arg), None, None, None) => (*self.args.get(arg).ok_or_else(unknown)?, 0),
+            (Some(producer), Some(port), None, None) => {
                 let port: u32 = port.parse().map_err(|_| malformed())?;
-                if !self.ops.contains_key(producer) {
-                    return Err(unknown());
-                }
-                Ok(if port == 0 { producer.to_string() } else { format!("{producer}:{port}") })
+                (self.nodes.get(producer).ok_or_else(unknown)?.0, port)
             }
-            [producer, out_arg, index] => {
+            (Some(producer), Some(out_arg), Some(index), None) => {
                 let index: u32 = index.parse().map_err(|_| malformed())?;
-                let op = self.ops.get(producer).ok_or_else(unknown)?;
+                let &(id, op) = self.nodes.get(producer).ok_or_else(unknown)?;
                 let base = self.output_arg_position(op, out_arg).ok_or_else(|| FunctionError::UnknownOutputArg {
                     function: self.function.into(),
                     node: node.into(),
                     op: op.to_string(),
                     arg: out_arg.to_string(),
                 })?;
-                let port = base.checked_add(index).ok_or_else(malformed)?;
-                Ok(if port == 0 { producer.to_string() } else { format!("{producer}:{port}") })
+                (id, base.checked_add(index).ok_or_else(malformed)?)
             }
-            _ => Err(malformed()),
-        }
+            _ => return Err(malformed()),
+        };
+        Ok(Resolved::Data(Output { node: id, port }))
     }
 
     /// The first port of output arg `arg` of `op`, when each output arg
@@ -334,6 +386,13 @@ fn multi_output_args(op: &str) -> Option<&'static [&'static str]> {
 /// Replaces `$name` placeholders (also inside lists of functions' attrs) by
 /// the bound values; returns the first unbound placeholder's name.
 fn substitute(attrs: &Attrs, bound: &HashMap<&str, &AttrValue>) -> Result<Attrs, String> {
+    // Most nodes have nothing to substitute: one copy.
+    let plain = |v: &AttrValue| {
+        !matches!(v, AttrValue::Placeholder(_) | AttrValue::Func(_) | AttrValue::List(ListValue::Func(_)))
+    };
+    if attrs.values().all(plain) {
+        return Ok(attrs.clone());
+    }
     let mut out = Attrs::new();
     for (k, v) in attrs {
         out.insert(k.clone(), substitute_value(v, bound)?);
@@ -365,7 +424,7 @@ fn substitute_value(v: &AttrValue, bound: &HashMap<&str, &AttrValue>) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AttrDef, FuncAttr, Output, Signature};
+    use crate::{AttrDef, FuncAttr, Output, RawNode, Signature};
 
     fn node(name: &str, op: &str, inputs: &[&str], attrs: Attrs) -> RawNode {
         RawNode {

@@ -393,6 +393,26 @@ impl Graph {
         Ok(Graph { nodes, index, library, versions, stamp: Stamp::fresh(), topo: TopoCache::default() })
     }
 
+    /// A graph of nodes whose inputs are already ids into `nodes` (what [`Graph::from_raw`]
+    /// gives after resolving names): only the names are indexed. Fails on a duplicate name
+    /// or an input id out of range.
+    pub fn from_nodes(nodes: Vec<Node>, library: Library, versions: Option<Versions>) -> Result<Graph, GraphError> {
+        let _span = tracing::debug_span!("graph_from_nodes", nodes = nodes.len()).entered();
+        let mut index = NameIndex::with_capacity_and_hasher(nodes.len(), Default::default());
+        for (i, n) in nodes.iter().enumerate() {
+            if index.insert(n.name.clone(), NodeId(i as u32)).is_some() {
+                return Err(GraphError::DuplicateNode { name: n.name.clone(), span: n.span });
+            }
+        }
+        for n in &nodes {
+            let ids = n.inputs.iter().map(|o| o.node).chain(n.control_inputs.iter().copied());
+            if let Some(bad) = ids.into_iter().find(|id| id.index() >= nodes.len()) {
+                return Err(GraphError::UnknownInput { node: n.name.clone(), input: bad.to_string(), span: n.span });
+            }
+        }
+        Ok(Graph { nodes, index, library, versions, stamp: Stamp::fresh(), topo: TopoCache::default() })
+    }
+
     /// The graph as it is now, for [`Graph::unchanged_since`].
     pub fn revision(&self) -> Revision {
         Revision { stamp: self.stamp.0, library: self.library.clone(), versions: self.versions.clone() }
