@@ -225,7 +225,11 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
     let pin = pinned(graph, ctx);
     let succ = graph.successors();
     let mut rw = Rewrite::default();
-    let mut seen: HashMap<u64, Vec<NodeId>> = HashMap::new();
+    // Keyed by the keys' own hashes (no second hashing); each candidate's key text, once
+    // spelled out, is kept: its inputs were resolved before it (topological order), so
+    // its key never changes.
+    let mut seen: HashMap<u64, Vec<(NodeId, Option<String>)>, std::hash::BuildHasherDefault<KeyHasher>> =
+        HashMap::default();
     // foldhash, seeded per process: fast, and names chosen to collide cannot make the
     // candidate lists long.
     let state = foldhash::fast::RandomState::default();
@@ -249,12 +253,17 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
         // the text, so a node costs no allocation; it is spelled out only to confirm a
         // hash match.
         let hash = key_hash(&state, graph, &rw, id, &mut inputs, &mut controls);
-        let candidates = seen.get(&hash).map(Vec::as_slice).unwrap_or_default();
-        let matching = if candidates.is_empty() {
-            None
-        } else {
-            let key = key_string(graph, &rw, id, &mut inputs, &mut controls);
-            candidates.iter().copied().find(|&c| key_string(graph, &rw, c, &mut inputs, &mut controls) == key)
+        let matching = match seen.get_mut(&hash) {
+            None => None,
+            Some(candidates) => {
+                let key = key_string(graph, &rw, id, &mut inputs, &mut controls);
+                candidates
+                    .iter_mut()
+                    .position(|(c, text)| {
+                        *text.get_or_insert_with(|| key_string(graph, &rw, *c, &mut inputs, &mut controls)) == key
+                    })
+                    .map(|k| candidates[k].0)
+            }
         };
         match matching {
             Some(first) => {
@@ -269,7 +278,7 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
                 rw.remove(id, vec![first]);
                 report.merged += 1;
             }
-            None => seen.entry(hash).or_default().push(id),
+            None => seen.entry(hash).or_default().push((id, None)),
         }
     }
     let out = rw.apply(owned)?;
@@ -346,6 +355,24 @@ fn key_string(graph: &Graph, rw: &Rewrite, id: NodeId, inputs: &mut Vec<Output>,
     let mut key = String::new();
     write_key(&mut key, graph, rw, id, inputs, controls);
     key
+}
+
+/// The hasher of a map keyed by [`key_hash`]es: a key is already a hash.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | self.0 >> 56) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
 }
 
 /// Formats an iterator's items as a list, like a `Vec` of them.
