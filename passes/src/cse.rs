@@ -228,8 +228,7 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
     // Keyed by the keys' own hashes (no second hashing); each candidate's key text, once
     // spelled out, is kept: its inputs were resolved before it (topological order), so
     // its key never changes.
-    let mut seen: HashMap<u64, Vec<(NodeId, Option<String>)>, std::hash::BuildHasherDefault<KeyHasher>> =
-        HashMap::default();
+    let mut seen: Candidates = HashMap::default();
     // foldhash, seeded per process: fast, and names chosen to collide cannot make the
     // candidate lists long.
     let state = foldhash::fast::RandomState::default();
@@ -357,6 +356,9 @@ fn key_string(graph: &Graph, rw: &Rewrite, id: NodeId, inputs: &mut Vec<Output>,
     key
 }
 
+/// Nodes by [`key_hash`], each with its key text once spelled out.
+type Candidates = HashMap<u64, Vec<(NodeId, Option<String>)>, std::hash::BuildHasherDefault<KeyHasher>>;
+
 /// The hasher of a map keyed by [`key_hash`]es: a key is already a hash.
 #[derive(Default)]
 struct KeyHasher(u64);
@@ -367,7 +369,7 @@ impl std::hash::Hasher for KeyHasher {
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0 << 8 | self.0 >> 56) ^ u64::from(b);
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
         }
     }
     fn write_u64(&mut self, x: u64) {
