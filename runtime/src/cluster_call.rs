@@ -177,8 +177,8 @@ impl Jit {
         if !self.enabled {
             return 0;
         }
-        let calls = BodyShapes { jit: self, in_body: false };
-        let Ok((types, _)) = autoclust_graph::infer::infer_partial_seeded(graph, seeds, Some(&calls)) else {
+        let body_shapes = BodyShapes { jit: self, in_body: false };
+        let Ok((types, _)) = autoclust_graph::infer::infer_partial_seeded(graph, seeds, Some(&body_shapes)) else {
             return 0;
         };
         let mut seen: HashSet<(&str, Signature)> = HashSet::new();

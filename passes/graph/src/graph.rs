@@ -371,12 +371,7 @@ impl Graph {
     /// later in the list (GraphDefs are not required to be sorted).
     pub fn from_raw(raw: Vec<RawNode>, library: Library, versions: Option<Versions>) -> Result<Graph, GraphError> {
         let _span = tracing::debug_span!("graph_from_raw", nodes = raw.len()).entered();
-        let mut index = NameIndex::with_capacity_and_hasher(raw.len(), Default::default());
-        for (i, n) in raw.iter().enumerate() {
-            if index.insert(n.name.clone(), NodeId(i as u32)).is_some() {
-                return Err(GraphError::DuplicateNode { name: n.name.clone(), span: n.span });
-            }
-        }
+        let index = name_index(raw.iter().map(|n| (&n.name, n.span)), raw.len())?;
         let resolved = raw.iter().map(|n| resolve_inputs(n, &index)).collect::<Result<Vec<_>, _>>()?;
         let mut nodes = Vec::with_capacity(raw.len());
         for (n, (inputs, control_inputs)) in raw.into_iter().zip(resolved) {
@@ -398,12 +393,7 @@ impl Graph {
     /// or an input id out of range.
     pub fn from_nodes(nodes: Vec<Node>, library: Library, versions: Option<Versions>) -> Result<Graph, GraphError> {
         let _span = tracing::debug_span!("graph_from_nodes", nodes = nodes.len()).entered();
-        let mut index = NameIndex::with_capacity_and_hasher(nodes.len(), Default::default());
-        for (i, n) in nodes.iter().enumerate() {
-            if index.insert(n.name.clone(), NodeId(i as u32)).is_some() {
-                return Err(GraphError::DuplicateNode { name: n.name.clone(), span: n.span });
-            }
-        }
+        let index = name_index(nodes.iter().map(|n| (&n.name, n.span)), nodes.len())?;
         for n in &nodes {
             let ids = n.inputs.iter().map(|o| o.node).chain(n.control_inputs.iter().copied());
             if let Some(bad) = ids.into_iter().find(|id| id.index() >= nodes.len()) {
@@ -935,6 +925,20 @@ fn resolve_inputs_with(
         }
     }
     Ok((inputs, controls))
+}
+
+/// The index of `count` node names, in order (ids `0..count`); fails on the first repeat.
+fn name_index<'a>(
+    names: impl Iterator<Item = (&'a String, Option<Span>)>,
+    count: usize,
+) -> Result<NameIndex, GraphError> {
+    let mut index = NameIndex::with_capacity_and_hasher(count, Default::default());
+    for (i, (name, span)) in names.enumerate() {
+        if index.insert(name.clone(), NodeId(i as u32)).is_some() {
+            return Err(GraphError::DuplicateNode { name: name.clone(), span });
+        }
+    }
+    Ok(index)
 }
 
 /// Node names to ids. foldhash, seeded per process like std's SipHash (so names chosen to
