@@ -2,7 +2,8 @@
 //! (arithmetic, comparisons, logic, activations and their gradients, casts, `Select`,
 //! `AddN`, `BiasAdd` as an `Add` over the channel axis), the division-like ops that run as
 //! a kernel step with TensorFlow's element arithmetic on run-time values, and the integer
-//! bitwise ops. An elementwise node's shape is the broadcast of its operands'.
+//! bitwise ops. An elementwise node's shape (the broadcast of its operands') is the
+//! registry's ([`Outputs`]).
 
 use super::*;
 
@@ -269,23 +270,25 @@ impl EwOp {
     }
 }
 
-/// The dtype and broadcast shape of a binary kernel step's two operands (checked to be
-/// there): one dtype, of `allowed`, and shapes that broadcast.
-fn binary_operands(node: &Node, ins: &[ValueInfo], allowed: &[DType]) -> Result<(DType, Vec<usize>), CompileError> {
+/// The output of a binary kernel step whose two operands (checked to be there) have one
+/// dtype, of `allowed`; its shape (their broadcast) is the registry's.
+fn binary_output(
+    node: &Node,
+    ins: &[ValueInfo],
+    out: &Outputs<'_>,
+    allowed: &[DType],
+) -> Result<ValueInfo, CompileError> {
     check_arity(node, ins, 2)?;
     let (a, b) = (&ins[0], &ins[1]);
     if a.dtype != b.dtype || !allowed.contains(&a.dtype) {
         return Err(CompileError::unsupported(node, format!("{} of {} and {}", node.op, a.dtype, b.dtype)));
     }
-    let shape = broadcast_shapes(&a.shape, &b.shape).ok_or_else(|| {
-        CompileError::Invalid(format!("node '{}': shapes {:?} and {:?} do not broadcast", node.name, a.shape, b.shape))
-    })?;
-    Ok((a.dtype, shape))
+    out.one(a.dtype)
 }
 
 /// An elementwise, division-like or bitwise node; any other op is "no lowering" (the next
 /// family is tried).
-pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileError> {
+pub(super) fn analyze(node: &Node, ins: &[ValueInfo], out: &Outputs<'_>) -> Result<NodeInfo, CompileError> {
     let op = node.op.as_str();
     let need = |n: usize| check_arity(node, ins, n);
     // FloorDiv/FloorMod on constants stay elementwise folds (shape arithmetic); on run-time
@@ -296,8 +299,8 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
         let folds = EwOp::from_tf(op).is_some() && ins.iter().all(|v| v.konst.is_some());
         if !folds {
             let allowed = [DType::Float32, DType::Float64, DType::Int32, DType::Int64];
-            let (dtype, shape) = binary_operands(node, ins, &allowed)?;
-            return Ok(kernel(KernelOp::Modular { kind }, vec![0, 1], vec![vi(dtype, shape)]));
+            let value = binary_output(node, ins, out, &allowed)?;
+            return Ok(kernel(KernelOp::Modular { kind }, vec![0, 1], vec![value]));
         }
     }
     if let Some(ew) = EwOp::from_node(node) {
@@ -395,17 +398,6 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                 node.name, ins[0].shape, ins[1].shape, ins[2].shape
             )));
         }
-        let first = if row_select { 1 } else { 0 };
-        let mut shape = ins[first].shape.clone();
-        for v in &ins[first + 1..arity] {
-            shape = broadcast_shapes(&shape, &v.shape).ok_or_else(|| {
-                CompileError::Invalid(format!(
-                    "node '{}': shapes {:?} do not broadcast",
-                    node.name,
-                    ins.iter().map(|v| &v.shape).collect::<Vec<_>>()
-                ))
-            })?;
-        }
         let data_dtype = if matches!(ew, EwOp::Select) { ins[1].dtype } else { ins[0].dtype };
         let dtype = match ew {
             _ if ew.is_predicate() => DType::Bool,
@@ -416,14 +408,14 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
         if !is_compiled_dtype(dtype) {
             return Err(CompileError::unsupported(node, format!("dtype {dtype}")));
         }
-        return Ok(NodeInfo { kind: NodeKind::Elementwise(ew), outputs: vec![vi(dtype, shape)] });
+        return Ok(NodeInfo { kind: NodeKind::Elementwise(ew), outputs: vec![out.one(dtype)?] });
     }
     match op {
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "LeftShift" | "RightShift" => {
             need(2)?;
-            let (dtype, shape) = binary_operands(node, ins, &[DType::Int32, DType::Int64])?;
+            let value = binary_output(node, ins, out, &[DType::Int32, DType::Int64])?;
             let kind = crate::reshuffle::BitwiseKind::from_tf(op).expect("a bitwise op");
-            Ok(kernel(KernelOp::Bitwise { kind }, vec![0, 1], vec![vi(dtype, shape)]))
+            Ok(kernel(KernelOp::Bitwise { kind }, vec![0, 1], vec![value]))
         }
         _ => Err(no_lowering(node)),
     }

@@ -16,6 +16,13 @@
 //! body, folds the compile-time ops (`Shape`, `Fill`, …) and dispatches the rest. Which
 //! ops the families lower is the list `autoclust_graph::jit_ops` keeps for the clusterer; a
 //! test below holds the two equal.
+//!
+//! Shapes have one account: the graph crate's registry, whose shape functions `infer` and
+//! `verify` run. A family decides a node's kind, its output dtypes and its lowering's
+//! parameters; its output shapes are the registry's shape function evaluated on the concrete
+//! input shapes and compile-time operands ([`Outputs`]), and a value this file folds must
+//! have the shape the registry gives it ([`agree_with_registry`]). So the compiler never
+//! lowers a node to other shapes than the rest of the system infers for it.
 
 use std::sync::Arc;
 
@@ -150,7 +157,6 @@ pub fn analyze(
             op if crate::host::is_host_op(op) => crate::host::analyze_host_op(node, &ins, compiler)?,
             _ => {
                 let mut info = analyze_node(node, &ins, inputs, constants)?;
-                agree_with_registry(node, &ins, &info)?;
                 if let (NodeKind::Arg(i), Some(out)) = (&info.kind, info.outputs.first_mut()) {
                     out.list = lists.iter().find(|(k, _)| k == i).map(|(_, t)| t.clone());
                 }
@@ -236,6 +242,85 @@ pub(crate) fn registry_shapes(
         .collect();
     let ctx = InferCtx { node, inputs: &facts, out_types };
     schema.infer_shapes(&ctx).map_err(|e| CompileError::Invalid(format!("node '{}' ({}): {e}", node.name, node.op)))
+}
+
+/// The output values of a node an op family lowers. Their shapes are the registry's shape
+/// function evaluated on the node's concrete input shapes and compile-time integer operands
+/// ([`registry_shapes`]): the graph crate's one account of each op's shapes, the one `infer`
+/// and `verify` use. A family decides a node's kind, its output dtypes and its lowering's
+/// parameters (strides, axes, windows), never its output shapes; a node whose shape function
+/// refuses the operands is declined (`Invalid`, so the interpreter's kernel reports it), one
+/// whose outputs it leaves unknown even at concrete shapes is not compiled.
+pub(super) struct Outputs<'a> {
+    node: &'a Node,
+    ins: &'a [ValueInfo],
+}
+
+impl Outputs<'_> {
+    /// The node's outputs, one per dtype given, in order.
+    fn typed(&self, dtypes: &[DType]) -> Result<Vec<ValueInfo>, CompileError> {
+        self.refined(dtypes, &[])
+    }
+
+    /// As [`Outputs::typed`], except that an output the shape function leaves open (TensorFlow's
+    /// leaves `FusedBatchNormV3`'s third reserve space unknown) takes the shape the kernel
+    /// gives it, `kernel[i]`, which must fit what the shape function does say.
+    fn refined(&self, dtypes: &[DType], kernel: &[Option<Vec<usize>>]) -> Result<Vec<ValueInfo>, CompileError> {
+        let node = self.node;
+        if node.op == crate::half::ROUND_OP {
+            // The compiler's own rounding of a float32 value to half precision (`crate::half`),
+            // which no graph the registry types contains: one operand, its shape.
+            let x = self
+                .ins
+                .first()
+                .ok_or_else(|| CompileError::Invalid(format!("node '{}' has no operand", node.name)))?;
+            return Ok(vec![vi(dtypes.first().copied().unwrap_or(x.dtype), x.shape.clone())]);
+        }
+        let schema = autoclust_graph::registry::lookup(&node.op)
+            .ok_or_else(|| CompileError::unsupported(node, "the registry has no shape function for it"))?;
+        let shapes = registry_shapes(node, schema, self.ins, dtypes)?;
+        if shapes.len() != dtypes.len() {
+            return Err(CompileError::Invalid(format!(
+                "node '{}' ({}): its shape function gives {} outputs, the lowering {}",
+                node.name,
+                node.op,
+                shapes.len(),
+                dtypes.len()
+            )));
+        }
+        shapes
+            .iter()
+            .zip(dtypes)
+            .enumerate()
+            .map(|(i, (shape, &dtype))| {
+                let open =
+                    || CompileError::unsupported(node, format!("its shape function leaves output {i} as {shape}"));
+                let dims = match (shape.to_known(), kernel.get(i).and_then(Option::as_ref)) {
+                    (Some(dims), _) => dims,
+                    (None, Some(k)) => {
+                        autoclust_graph::registry::merge_shapes(shape, &autoclust_graph::Shape::known(k))
+                            .ok()
+                            .and_then(|s| s.to_known())
+                            .ok_or_else(open)?
+                    }
+                    (None, None) => return Err(open()),
+                };
+                within_budget(node, dtype, &dims)?;
+                Ok(vi(dtype, dims))
+            })
+            .collect()
+    }
+
+    /// The node's one output, of this dtype.
+    fn one(&self, dtype: DType) -> Result<ValueInfo, CompileError> {
+        let mut v = self.typed(&[dtype])?;
+        Ok(v.pop().expect("one output"))
+    }
+
+    /// The shape of the node's one output, of this dtype.
+    fn shape(&self, dtype: DType) -> Result<Vec<usize>, CompileError> {
+        Ok(self.one(dtype)?.shape)
+    }
 }
 
 /// Checks the nodes no result needs (a gradient only a control edge waited for, whose
@@ -408,7 +493,6 @@ fn analyze_node(
     sig: &[(DType, Vec<usize>)],
     constants: &[(usize, Tensor)],
 ) -> Result<NodeInfo, CompileError> {
-    let need = |n: usize| check_arity(node, ins, n);
     let constant =
         |outs: Vec<Tensor>| NodeInfo { kind: NodeKind::Constant, outputs: outs.into_iter().map(konst).collect() };
     // A malformed attribute (a mask that is a float, say) is refused as the verifier and
@@ -427,8 +511,38 @@ fn analyze_node(
             }
         }
     }
+    if let Some(info) = compile_time_node(node, ins, sig, constants)? {
+        agree_with_registry(node, ins, &info)?;
+        return Ok(info);
+    }
+    let info = analyze_compute(node, ins)?;
+    // Fold when every input is a constant and the result is small.
+    let all_const = ins.iter().all(|v| v.konst.is_some());
+    let small = info.outputs.iter().all(|o| o.elements() <= FOLD_LIMIT);
+    if all_const && small && !matches!(info.kind, NodeKind::Constant) {
+        let inputs: Vec<&Tensor> = ins.iter().map(|v| v.konst.as_ref().expect("checked")).collect();
+        if let Some(outs) = evaluate(node, &info, &inputs) {
+            return Ok(constant(outs));
+        }
+    }
+    Ok(info)
+}
+
+/// The nodes this file answers for itself: the body's arguments and results, and the ops
+/// whose outputs are compile-time values it computes here (`Const`, `Shape`, `Range`,
+/// `Fill`, …; a `Fill` of a run-time value is a broadcast). `None` for the ops the families
+/// lower. A computed value's shape must be the registry's ([`agree_with_registry`]).
+fn compile_time_node(
+    node: &Node,
+    ins: &[ValueInfo],
+    sig: &[(DType, Vec<usize>)],
+    constants: &[(usize, Tensor)],
+) -> Result<Option<NodeInfo>, CompileError> {
+    let need = |n: usize| check_arity(node, ins, n);
+    let constant =
+        |outs: Vec<Tensor>| Some(NodeInfo { kind: NodeKind::Constant, outputs: outs.into_iter().map(konst).collect() });
     let op = node.op.as_str();
-    match op {
+    Ok(match op {
         "_Arg" => {
             let i = attr_int(node, "index")
                 .ok_or_else(|| CompileError::Invalid(format!("_Arg '{}' has no index", node.name)))?
@@ -442,9 +556,9 @@ fn analyze_node(
                 }
             }
             if let Some((_, t)) = constants.iter().find(|(k, _)| *k == i) {
-                return Ok(NodeInfo { kind: NodeKind::Constant, outputs: vec![konst(t.clone())] });
+                return Ok(Some(NodeInfo { kind: NodeKind::Constant, outputs: vec![konst(t.clone())] }));
             }
-            return Ok(NodeInfo { kind: NodeKind::Arg(i), outputs: vec![vi(*d, s.clone())] });
+            return Ok(Some(NodeInfo { kind: NodeKind::Arg(i), outputs: vec![vi(*d, s.clone())] }));
         }
         "_Retval" => {
             need(1)?;
@@ -458,7 +572,7 @@ fn analyze_node(
                     node.name, ins[0].dtype
                 )));
             }
-            return Ok(NodeInfo { kind: NodeKind::Retval(i), outputs: vec![] });
+            return Ok(Some(NodeInfo { kind: NodeKind::Retval(i), outputs: vec![] }));
         }
         "Const" => {
             let t = node
@@ -469,7 +583,7 @@ fn analyze_node(
                 .map_err(|e| CompileError::Invalid(format!("Const '{}': {e}", node.name)))?;
             return Ok(constant(vec![t.into_owned()]));
         }
-        "NoOp" => return Ok(NodeInfo { kind: NodeKind::Constant, outputs: vec![] }),
+        "NoOp" => return Ok(Some(NodeInfo { kind: NodeKind::Constant, outputs: vec![] })),
         // Integer shape arithmetic, folded: the operands must be known at compile time
         // (constants, shapes, or arguments compiled as constants).
         // TensorFlow's Range, folded: start, limit and delta must be known at compile time.
@@ -666,31 +780,16 @@ fn analyze_node(
             }
             // A runtime fill value: a broadcast of a scalar.
             let n = shape.len();
-            return Ok(NodeInfo {
+            return Ok(Some(NodeInfo {
                 kind: NodeKind::Kernel {
                     op: KernelOp::Strided { dims: shape.clone(), strides: vec![0; n], offset: 0 },
                     data_inputs: vec![1],
                 },
                 outputs: vec![vi(ins[1].dtype, shape)],
-            });
+            }));
         }
-        _ => {}
-    }
-
-    let info = analyze_compute(node, ins)?;
-    for o in &info.outputs {
-        within_budget(node, o.dtype, &o.shape)?;
-    }
-    // Fold when every input is a constant and the result is small.
-    let all_const = ins.iter().all(|v| v.konst.is_some());
-    let small = info.outputs.iter().all(|o| o.elements() <= FOLD_LIMIT);
-    if all_const && small && !matches!(info.kind, NodeKind::Constant) {
-        let inputs: Vec<&Tensor> = ins.iter().map(|v| v.konst.as_ref().expect("checked")).collect();
-        if let Some(outs) = evaluate(node, &info, &inputs) {
-            return Ok(constant(outs));
-        }
-    }
-    Ok(info)
+        _ => None,
+    })
 }
 
 fn filled(node: &Node, dtype: DType, shape: Vec<usize>, v: f64) -> Result<Tensor, CompileError> {
@@ -712,8 +811,9 @@ fn is_compiled_dtype(d: DType) -> bool {
     matches!(d, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64 | DType::Bool)
 }
 
-/// The node's kind and output types at these input types: the first op family that
-/// lowers the op decides (each family answers "no lowering" for ops outside it).
+/// The node's kind and output values at these input values: the first op family that
+/// lowers the op decides (each family answers "no lowering" for ops outside it), its
+/// output shapes from the registry ([`Outputs`]).
 fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileError> {
     let op = node.op.as_str();
     // The stateless random ops pass uint64 keys and counters from kernel to kernel (no
@@ -724,11 +824,12 @@ fn analyze_compute(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileEr
             return Err(CompileError::unsupported(node, format!("dtype {}", v.dtype)));
         }
     }
-    type Family = fn(&Node, &[ValueInfo]) -> Result<NodeInfo, CompileError>;
+    type Family = fn(&Node, &[ValueInfo], &Outputs<'_>) -> Result<NodeInfo, CompileError>;
     const FAMILIES: [Family; 5] =
         [elementwise::analyze, movement::analyze, nn::analyze, reduce::analyze, random::analyze];
+    let out = Outputs { node, ins };
     for family in FAMILIES {
-        match family(node, ins) {
+        match family(node, ins, &out) {
             Err(e) if is_no_lowering(&e) => continue,
             result => return result,
         }
@@ -761,20 +862,6 @@ fn kernel(op: KernelOp, data_inputs: Vec<usize>, outputs: Vec<ValueInfo>) -> Nod
     NodeInfo { kind: NodeKind::Kernel { op, data_inputs }, outputs }
 }
 
-fn reduced_shape(shape: &[usize], axes: &[usize], keep: bool) -> Vec<usize> {
-    let mut out = Vec::new();
-    for (d, &n) in shape.iter().enumerate() {
-        if axes.contains(&d) {
-            if keep {
-                out.push(1);
-            }
-        } else {
-            out.push(n);
-        }
-    }
-    out
-}
-
 /// Element strides reading `from` (right-aligned) broadcast to `to`: 0 on broadcast dims.
 pub fn broadcast_strides(from: &[usize], to: &[usize]) -> Vec<isize> {
     let st = strides_of(from);
@@ -785,8 +872,9 @@ pub fn broadcast_strides(from: &[usize], to: &[usize]) -> Vec<isize> {
 /// StridedSlice as a strided view (TensorFlow's index arithmetic, ellipsis and new-axis
 /// masks included, from the graph crate's [`autoclust_graph::registry::strided_slice`], the
 /// same code the shape function runs): one loop dimension per input dimension (an indexed
-/// one has size 1, a new axis none — it only reshapes the output).
-fn strided_slice(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileError> {
+/// one has size 1, a new axis none — it only reshapes the output). Also gives the slice's
+/// shape (`StridedSliceGrad` checks its `dy` against it).
+fn strided_slice(node: &Node, ins: &[ValueInfo]) -> Result<(KernelOp, Vec<usize>), CompileError> {
     let x = &ins[0];
     let mask = |n: &str| attr_int(node, n).unwrap_or(0);
     let spec = autoclust_graph::registry::SliceSpec {
@@ -818,7 +906,7 @@ fn strided_slice(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileErro
         offset = 0;
     }
     let out_shape = out.shape.iter().map(|d| d.unwrap_or(1) as usize).collect();
-    Ok(kernel(KernelOp::Strided { dims, strides: kstrides, offset }, vec![0], vec![vi(x.dtype, out_shape)]))
+    Ok((KernelOp::Strided { dims, strides: kstrides, offset }, out_shape))
 }
 
 /// A node whose output holds its (first) input's elements in the same order, as `shape`:

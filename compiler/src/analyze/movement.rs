@@ -2,14 +2,15 @@
 //! `Squeeze`, `Transpose`, slices, `BroadcastTo`, `ReverseV2`), copies and scatters that
 //! move elements (`Split`, `Unpack`, `Pack`, `ConcatV2`, `Pad`, `Tile`, `GatherV2`, the
 //! TensorScatter ops, `StridedSliceGrad`, `SpaceToBatchND`/`BatchToSpaceND`, `Bitcast`), and
-//! encapsulation's shape check of a variable write. Each output's shape is computed from
-//! the concrete input shapes and the compile-time operands (a shape, an axis, a slice
-//! spec); an operand not known at compile time declines the body to the interpreter.
+//! encapsulation's shape check of a variable write. Each output's shape is the registry's
+//! ([`Outputs`]) at the concrete input shapes and compile-time operands (a shape, an axis, a
+//! slice spec); the view or copy that produces it (strides, offsets, pieces) is computed
+//! here. An operand not known at compile time declines the body to the interpreter.
 
 use super::*;
 
 /// The ops of this family; any other is "no lowering" (the next family is tried).
-pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileError> {
+pub(super) fn analyze(node: &Node, ins: &[ValueInfo], out: &Outputs<'_>) -> Result<NodeInfo, CompileError> {
     let op = node.op.as_str();
     let need = |n: usize| check_arity(node, ins, n);
     match op {
@@ -27,65 +28,23 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             // Passed, it is a copy of the value: it fuses into the loop that computes the
             // value and the loop that applies it (an `AssignAddVariableOp`'s add), where a
             // view between them cut Keras optimizers' updates into 1-op loops.
-            Ok(same_values(&ins[0], ins[0].shape.clone()))
+            Ok(same_values(&ins[0], out.shape(ins[0].dtype)?))
         }
         "Reshape" => {
             need(2)?;
-            let want = int_const(node, &ins[1], "shape")?;
-            // TensorFlow's rules: one -1 at most, no other negative size (found by fuzzing: a
-            // size of -2³¹ was taken as a second wildcard, where the kernel refuses the graph).
-            if let Some((i, d)) = want.iter().enumerate().find(|(_, &d)| d < -1) {
-                return Err(CompileError::Invalid(format!(
-                    "node '{}': Reshape: size {i} must be non-negative, not {d}",
-                    node.name
-                )));
-            }
-            if want.iter().filter(|&&d| d == -1).count() > 1 {
-                return Err(CompileError::Invalid(format!(
-                    "node '{}': Reshape: can only specify one unknown dimension, got {want:?}",
-                    node.name
-                )));
-            }
-            let n = ins[0].elements();
-            let known = want.iter().filter(|&&d| d >= 0).try_fold(1usize, |a, &d| a.checked_mul(d as usize));
-            let shape: Vec<usize> = want
-                .iter()
-                .map(|&d| if d < 0 { known.and_then(|k| n.checked_div(k)).unwrap_or(0) } else { d as usize })
-                .collect();
-            if shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) != Some(n) {
-                return Err(CompileError::Invalid(format!(
-                    "node '{}': cannot reshape {:?} to {want:?}",
-                    node.name, ins[0].shape
-                )));
-            }
-            Ok(same_values(&ins[0], shape))
+            // The new shape must be known at compile time (its -1 is resolved, and a size
+            // TensorFlow refuses is refused, by the registry's shape function).
+            int_const(node, &ins[1], "shape")?;
+            Ok(same_values(&ins[0], out.shape(ins[0].dtype)?))
         }
         "ExpandDims" => {
             need(2)?;
-            let a = int_const(node, &ins[1], "axis")?;
-            let r = ins[0].shape.len() as i64 + 1;
-            let a = a.first().copied().unwrap_or(0);
-            let a = if a < 0 { a + r } else { a };
-            if !(0..r).contains(&a) {
-                return Err(CompileError::Invalid(format!("node '{}': bad axis", node.name)));
-            }
-            let mut shape = ins[0].shape.clone();
-            shape.insert(a as usize, 1);
-            Ok(NodeInfo { kind: NodeKind::View, outputs: vec![vi(ins[0].dtype, shape)] })
+            int_const(node, &ins[1], "axis")?;
+            Ok(NodeInfo { kind: NodeKind::View, outputs: vec![out.one(ins[0].dtype)?] })
         }
         "Squeeze" => {
             need(1)?;
-            let dims = node.attr("squeeze_dims").or(node.attr("axis")).and_then(AttrValue::as_int_list).unwrap_or(&[]);
-            let r = ins[0].shape.len();
-            let axes: Vec<usize> = dims.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_, _>>()?;
-            let shape: Vec<usize> = ins[0]
-                .shape
-                .iter()
-                .enumerate()
-                .filter(|(i, &d)| !(d == 1 && (axes.is_empty() || axes.contains(i))))
-                .map(|(_, &d)| d)
-                .collect();
-            Ok(same_values(&ins[0], shape))
+            Ok(same_values(&ins[0], out.shape(ins[0].dtype)?))
         }
         // Split(axis, value) into `num_split` equal pieces; SplitV(value, size_splits, axis)
         // with at most one size of -1 (the rest).
@@ -98,39 +57,16 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                 (&ins[0], int_const(node, &ins[2], "the axis")?)
             };
             let a = norm_axis(node, axis.first().copied().unwrap_or(0), value.shape.len())?;
-            let dim = value.shape[a];
-            let sizes: Vec<usize> = if op == "Split" {
-                let n = attr_int(node, "num_split").filter(|&n| n > 0).ok_or_else(|| {
+            let pieces = if op == "Split" {
+                attr_int(node, "num_split").filter(|&n| n > 0).ok_or_else(|| {
                     CompileError::Invalid(format!("node '{}' (Split) needs a positive num_split", node.name))
-                })? as usize;
-                if dim % n != 0 {
-                    return Err(CompileError::unsupported(
-                        node,
-                        format!("{dim} does not split {n} ways (the kernel reports it)"),
-                    ));
-                }
-                vec![dim / n; n]
+                })? as usize
             } else {
-                let want = int_const(node, &ins[1], "size_splits")?;
-                let known: i64 = want.iter().filter(|&&x| x >= 0).sum();
-                let free = want.iter().filter(|&&x| x == -1).count();
-                if want.iter().any(|&x| x < -1) || free > 1 || known > dim as i64 || (free == 0 && known != dim as i64)
-                {
-                    return Err(CompileError::unsupported(
-                        node,
-                        format!("size_splits {want:?} of {dim} (the kernel reports it)"),
-                    ));
-                }
-                want.iter().map(|&x| if x < 0 { dim - known as usize } else { x as usize }).collect()
+                int_const(node, &ins[1], "size_splits")?.len()
             };
-            let outputs = sizes
-                .iter()
-                .map(|&k| {
-                    let mut s = value.shape.clone();
-                    s[a] = k;
-                    vi(value.dtype, s)
-                })
-                .collect();
+            // Each piece's extent along the axis is what the kernel copies.
+            let outputs = out.typed(&vec![value.dtype; pieces])?;
+            let sizes = outputs.iter().map(|v| v.shape[a]).collect();
             Ok(kernel(KernelOp::Split { axis: a, sizes }, vec![if op == "Split" { 1 } else { 0 }], outputs))
         }
         // StridedSliceGrad(shape, begin, end, strides, dy): zeros of `shape` with `dy` written
@@ -140,22 +76,20 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             let shape = int_const(node, &ins[0], "shape")?;
             let shape: Vec<usize> = shape.iter().map(|&d| usize::try_from(d).unwrap_or(usize::MAX)).collect();
             let dy = &ins[4];
-            within_budget(node, dy.dtype, &shape)?;
-            let x = vi(dy.dtype, shape.clone());
+            let value = out.one(dy.dtype)?;
+            let x = vi(dy.dtype, shape);
             let fwd = strided_slice(node, &[x, ins[1].clone(), ins[2].clone(), ins[3].clone()])?;
-            let (NodeKind::Kernel { op: KernelOp::Strided { dims, strides, offset }, .. }, Some(out)) =
-                (fwd.kind, fwd.outputs.first())
-            else {
+            let (KernelOp::Strided { dims, strides, offset }, sliced) = fwd else {
                 return Err(CompileError::Invalid(format!("node '{}': no strided view", node.name)));
             };
-            if out.shape != dy.shape {
+            if sliced != dy.shape {
                 return Err(CompileError::unsupported(
                     node,
                     "dy does not have the slice's shape (the kernel reports it)",
                 ));
             }
             let op = KernelOp::StridedScatter { dims, strides, offset };
-            Ok(kernel(op, vec![4], vec![vi(dy.dtype, shape)]))
+            Ok(kernel(op, vec![4], vec![value]))
         }
         // ReverseV2: a strided view walking the reversed axes backwards.
         "ReverseV2" => {
@@ -183,8 +117,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                     strides.push(st[d] as isize);
                 }
             }
-            let dims = x.shape.clone();
-            Ok(kernel(KernelOp::Strided { dims: dims.clone(), strides, offset }, vec![0], vec![vi(x.dtype, dims)]))
+            Ok(kernel(KernelOp::Strided { dims: x.shape.clone(), strides, offset }, vec![0], vec![out.one(x.dtype)?]))
         }
         // Unpack: a Split into pieces of one along the axis, each without that axis.
         "Unpack" => {
@@ -198,9 +131,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                     format!("num does not match dimension {n} (the kernel reports it)"),
                 ));
             }
-            let mut piece = x.shape.clone();
-            piece.remove(a);
-            let outputs = (0..n).map(|_| vi(x.dtype, piece.clone())).collect();
+            let outputs = out.typed(&vec![x.dtype; n])?;
             Ok(kernel(KernelOp::Split { axis: a, sizes: vec![1; n] }, vec![0], outputs))
         }
         // Zero padding: the input scattered into a zeroed output of the padded shape.
@@ -212,13 +143,12 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             if p.len() != 2 * r || p.iter().any(|&v| v < 0) {
                 return Err(CompileError::unsupported(node, format!("paddings {p:?} for rank {r}")));
             }
-            let out: Vec<usize> = (0..r).map(|d| x.shape[d] + p[2 * d] as usize + p[2 * d + 1] as usize).collect();
-            within_budget(node, x.dtype, &out)?;
-            let st = strides_of(&out);
+            let value = out.one(x.dtype)?;
+            let st = strides_of(&value.shape);
             let offset = (0..r).map(|d| p[2 * d] as isize * st[d] as isize).sum();
             let strides = st.iter().map(|&s| s as isize).collect();
             let op = KernelOp::StridedScatter { dims: x.shape.clone(), strides, offset };
-            Ok(kernel(op, vec![0], vec![vi(x.dtype, out)]))
+            Ok(kernel(op, vec![0], vec![value]))
         }
         "SpaceToBatchND" | "BatchToSpaceND" => {
             need(3)?;
@@ -227,8 +157,9 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             let pads = int_const(node, &ins[2], "paddings")?;
             let sb = crate::reshuffle::SpaceBatch::new(op == "SpaceToBatchND", &block, &pads)
                 .map_err(|e| CompileError::unsupported(node, e))?;
-            let out = sb.output_shape(&x.shape).map_err(|e| CompileError::unsupported(node, e))?;
-            Ok(kernel(KernelOp::SpaceBatch(sb), vec![0], vec![vi(x.dtype, out)]))
+            // The kernel's own checks of the operands (block sizes, divisibility).
+            sb.output_shape(&x.shape).map_err(|e| CompileError::unsupported(node, e))?;
+            Ok(kernel(KernelOp::SpaceBatch(sb), vec![0], vec![out.one(x.dtype)?]))
         }
         "Bitcast" => {
             need(1)?;
@@ -238,9 +169,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             if !native(x.dtype) || !native(to) {
                 return Err(CompileError::unsupported(node, format!("Bitcast of {} to {to}", x.dtype)));
             }
-            let out = crate::reshuffle::bitcast_shape(&x.shape, x.dtype, to)
-                .map_err(|e| CompileError::unsupported(node, e))?;
-            Ok(kernel(KernelOp::Bitcast { to }, vec![0], vec![vi(to, out)]))
+            Ok(kernel(KernelOp::Bitcast { to }, vec![0], vec![out.one(to)?]))
         }
         "Transpose" => {
             need(2)?;
@@ -266,7 +195,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             let st = strides_of(&x.shape);
             let dims: Vec<usize> = p.iter().map(|&a| x.shape[a]).collect();
             let strides: Vec<isize> = p.iter().map(|&a| st[a] as isize).collect();
-            Ok(kernel(KernelOp::Strided { dims: dims.clone(), strides, offset: 0 }, vec![0], vec![vi(x.dtype, dims)]))
+            Ok(kernel(KernelOp::Strided { dims, strides, offset: 0 }, vec![0], vec![out.one(x.dtype)?]))
         }
         "Slice" => {
             need(3)?;
@@ -290,11 +219,12 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                 offset += b as isize * st[d] as isize;
             }
             let strides = st.iter().map(|&s| s as isize).collect();
-            Ok(kernel(KernelOp::Strided { dims: dims.clone(), strides, offset }, vec![0], vec![vi(x.dtype, dims)]))
+            Ok(kernel(KernelOp::Strided { dims, strides, offset }, vec![0], vec![out.one(x.dtype)?]))
         }
         "StridedSlice" => {
             need(4)?;
-            strided_slice(node, ins)
+            let (view, _) = strided_slice(node, ins)?;
+            Ok(kernel(view, vec![0], vec![out.one(ins[0].dtype)?]))
         }
         "Tile" => {
             // out[j] with j_d = k_d * X_d + i_d is x[i]: iterate the 2r-dim
@@ -309,31 +239,33 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             let st = strides_of(&x.shape);
             let mut dims = Vec::with_capacity(2 * m.len());
             let mut strides = Vec::with_capacity(2 * m.len());
-            let mut out = Vec::with_capacity(m.len());
             for (d, &k) in m.iter().enumerate() {
+                // The kernel's iteration space must be countable.
+                if (k as usize).checked_mul(x.shape[d]).is_none() {
+                    return Err(CompileError::unsupported(
+                        node,
+                        format!("Tile multiples {m:?} of {:?} overflow", x.shape),
+                    ));
+                }
                 dims.extend([k as usize, x.shape[d]]);
                 strides.extend([0isize, st[d] as isize]);
-                out.push((k as usize).checked_mul(x.shape[d]).ok_or_else(|| {
-                    CompileError::unsupported(node, format!("Tile multiples {m:?} of {:?} overflow", x.shape))
-                })?);
             }
-            Ok(kernel(KernelOp::Strided { dims, strides, offset: 0 }, vec![0], vec![vi(x.dtype, out)]))
+            let value = out.one(x.dtype)?;
+            Ok(kernel(KernelOp::Strided { dims, strides, offset: 0 }, vec![0], vec![value]))
         }
         "BroadcastTo" => {
             need(2)?;
             let x = &ins[0];
-            let want = dims_of(node, &int_const(node, &ins[1], "shape")?, "shape")?;
-            let out = broadcast_shapes(&x.shape, &want).filter(|s| *s == want).ok_or_else(|| {
-                CompileError::Invalid(format!("node '{}': cannot broadcast {:?} to {want:?}", node.name, x.shape))
-            })?;
+            int_const(node, &ins[1], "shape")?;
+            let value = out.one(x.dtype)?;
             if is_compiled_dtype(x.dtype) {
                 // A copy whose operand the loop reads with broadcast strides (`plan::fused_spec`),
                 // so the broadcast joins its consumers' loop and is never materialised (the
                 // gradient of a `Mean` is one, in every BatchNorm's backward pass).
-                return Ok(NodeInfo { kind: NodeKind::Elementwise(EwOp::Copy), outputs: vec![vi(x.dtype, out)] });
+                return Ok(NodeInfo { kind: NodeKind::Elementwise(EwOp::Copy), outputs: vec![value] });
             }
-            let strides = broadcast_strides(&x.shape, &out);
-            Ok(kernel(KernelOp::Strided { dims: out.clone(), strides, offset: 0 }, vec![0], vec![vi(x.dtype, out)]))
+            let strides = broadcast_strides(&x.shape, &value.shape);
+            Ok(kernel(KernelOp::Strided { dims: value.shape.clone(), strides, offset: 0 }, vec![0], vec![value]))
         }
         "ConcatV2" => {
             need(2)?;
@@ -342,18 +274,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             let r = first.shape.len();
             let a = int_const(node, &ins[n], "axis")?;
             let axis = norm_axis(node, a.first().copied().unwrap_or(0), r)?;
-            let mut shape = first.shape.clone();
-            shape[axis] = 0;
-            for v in &ins[..n] {
-                if v.dtype != first.dtype
-                    || v.shape.len() != r
-                    || v.shape.iter().enumerate().any(|(d, &s)| d != axis && s != first.shape[d])
-                {
-                    return Err(CompileError::Invalid(format!("node '{}': ConcatV2 inputs do not match", node.name)));
-                }
-                shape[axis] += v.shape[axis];
-            }
-            Ok(kernel(KernelOp::Concat { axis }, (0..n).collect(), vec![vi(first.dtype, shape)]))
+            Ok(kernel(KernelOp::Concat { axis }, (0..n).collect(), vec![out.one(first.dtype)?]))
         }
         "Pack" => {
             need(1)?;
@@ -361,12 +282,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             let r = first.shape.len() + 1;
             let a = attr_int(node, "axis").unwrap_or(0);
             let axis = norm_axis(node, a, r)?;
-            if ins.iter().any(|v| v.shape != first.shape || v.dtype != first.dtype) {
-                return Err(CompileError::Invalid(format!("node '{}': Pack inputs do not match", node.name)));
-            }
-            let mut shape = first.shape.clone();
-            shape.insert(axis, ins.len());
-            Ok(kernel(KernelOp::Pack { axis }, (0..ins.len()).collect(), vec![vi(first.dtype, shape)]))
+            Ok(kernel(KernelOp::Pack { axis }, (0..ins.len()).collect(), vec![out.one(first.dtype)?]))
         }
         "GatherV2" | "Gather" => {
             need(2)?;
@@ -392,10 +308,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                 .ok_or_else(|| {
                     CompileError::Invalid(format!("node '{}': batch_dims does not fit the shapes", node.name))
                 })?;
-            let mut shape = p.shape[..axis].to_vec();
-            shape.extend_from_slice(&idx.shape[b..]);
-            shape.extend_from_slice(&p.shape[axis + 1..]);
-            Ok(kernel(KernelOp::Gather { axis, batch_dims: b }, vec![0, 1], vec![vi(p.dtype, shape)]))
+            Ok(kernel(KernelOp::Gather { axis, batch_dims: b }, vec![0, 1], vec![out.one(p.dtype)?]))
         }
         _ if ScatterKind::from_tf(op).is_some() => {
             need(3)?;
@@ -425,7 +338,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                     node.name, idx.shape, upd.shape, x.shape
                 )));
             }
-            Ok(kernel(KernelOp::Scatter { kind }, vec![0, 1, 2], vec![vi(x.dtype, x.shape.clone())]))
+            Ok(kernel(KernelOp::Scatter { kind }, vec![0, 1, 2], vec![out.one(x.dtype)?]))
         }
         _ => Err(no_lowering(node)),
     }

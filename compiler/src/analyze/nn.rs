@@ -1,13 +1,13 @@
 //! Linear algebra and neural-network ops of a cluster body: `MatMul`, `BatchMatMul`,
 //! `Einsum`, the softmax family and its losses, `BiasAddGrad`, `L2Loss`, `InTopK`,
 //! convolutions, pooling, fused batch normalisation, resizes, and their gradients — each a
-//! kernel step of the plan, its output shapes from the concrete input shapes and the op's
-//! attributes, checked as TensorFlow's shape functions check them.
+//! kernel step of the plan. The output shapes are the registry's ([`Outputs`]); a window's
+//! geometry (what the kernel loops over) is computed here and must agree with them.
 
 use super::*;
 
 /// The ops of this family; any other is "no lowering" (the next family is tried).
-pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileError> {
+pub(super) fn analyze(node: &Node, ins: &[ValueInfo], out: &Outputs<'_>) -> Result<NodeInfo, CompileError> {
     let op = node.op.as_str();
     let need = |n: usize| check_arity(node, ins, n);
     match op {
@@ -21,17 +21,9 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             if ins[0].dtype != DType::Float32 || ins[1].dtype != DType::Float32 {
                 return Err(CompileError::unsupported(node, format!("MatMul on {}", ins[0].dtype)));
             }
-            let (m, k1) = if ta { (a[1], a[0]) } else { (a[0], a[1]) };
-            let (k2, n) = if tb { (b[1], b[0]) } else { (b[0], b[1]) };
-            if k1 != k2 {
-                return Err(CompileError::Invalid(format!(
-                    "node '{}': MatMul inner dimensions {k1} and {k2}",
-                    node.name
-                )));
-            }
             Ok(NodeInfo {
                 kind: NodeKind::MatMul { transpose_a: ta, transpose_b: tb },
-                outputs: vec![vi(DType::Float32, vec![m, n])],
+                outputs: vec![out.one(DType::Float32)?],
             })
         }
         "BiasAddGrad" => {
@@ -45,11 +37,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             }
             let r = x.shape.len();
             let axes: Vec<usize> = (0..r - 1).collect();
-            Ok(kernel(
-                KernelOp::Reduce { kind: ReduceKind::Sum, axes },
-                vec![0],
-                vec![vi(x.dtype, vec![x.shape[r - 1]])],
-            ))
+            Ok(kernel(KernelOp::Reduce { kind: ReduceKind::Sum, axes }, vec![0], vec![out.one(x.dtype)?]))
         }
         "Softmax" | "LogSoftmax" => {
             need(1)?;
@@ -57,7 +45,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             if x.dtype != DType::Float32 || x.shape.is_empty() {
                 return Err(CompileError::unsupported(node, "softmax needs float32 of rank >= 1"));
             }
-            Ok(kernel(KernelOp::Softmax { log: op == "LogSoftmax" }, vec![0], vec![vi(x.dtype, x.shape.clone())]))
+            Ok(kernel(KernelOp::Softmax { log: op == "LogSoftmax" }, vec![0], vec![out.one(x.dtype)?]))
         }
         "SoftmaxCrossEntropyWithLogits" => {
             need(2)?;
@@ -68,8 +56,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                     "needs float32 [batch, classes] logits and labels of the same shape",
                 ));
             }
-            let b = f.shape[0];
-            Ok(kernel(KernelOp::SoftmaxXent, vec![0, 1], vec![vi(f.dtype, vec![b]), vi(f.dtype, f.shape.clone())]))
+            Ok(kernel(KernelOp::SoftmaxXent, vec![0, 1], out.typed(&[f.dtype; 2])?))
         }
         "SparseSoftmaxCrossEntropyWithLogits" => {
             need(2)?;
@@ -80,12 +67,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                     "needs float32 [batch, classes] logits and [batch] labels",
                 ));
             }
-            let b = f.shape[0];
-            Ok(kernel(
-                KernelOp::SparseSoftmaxXent,
-                vec![0, 1],
-                vec![vi(f.dtype, vec![b]), vi(f.dtype, f.shape.clone())],
-            ))
+            Ok(kernel(KernelOp::SparseSoftmaxXent, vec![0, 1], out.typed(&[f.dtype; 2])?))
         }
         "ResizeBilinear" | "ResizeBilinearGrad" => {
             need(2)?;
@@ -131,8 +113,9 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             };
             attrs.check(image, hw).map_err(|e| CompileError::unsupported(node, e))?;
             let out_hw = (out_shape[1], out_shape[2]);
-            within_budget(node, DType::Float32, &out_shape)?;
-            Ok(kernel(KernelOp::ResizeBilinear { attrs, grad, out_hw }, vec![0], vec![vi(DType::Float32, out_shape)]))
+            let value = out.one(DType::Float32)?;
+            geometry_agrees(node, &out_shape, &value)?;
+            Ok(kernel(KernelOp::ResizeBilinear { attrs, grad, out_hw }, vec![0], vec![value]))
         }
         "ResizeNearestNeighbor" | "ResizeNearestNeighborGrad" => {
             need(2)?;
@@ -149,8 +132,9 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             let image = if grad { &out_shape } else { &x.shape };
             let hw = if grad { (x.shape[1], x.shape[2]) } else { out_hw };
             attrs.check(image, hw).map_err(|e| CompileError::unsupported(node, e))?;
-            within_budget(node, x.dtype, &out_shape)?;
-            Ok(kernel(KernelOp::ResizeNearest { attrs, grad, out_hw }, vec![0], vec![vi(x.dtype, out_shape)]))
+            let value = out.one(x.dtype)?;
+            geometry_agrees(node, &out_shape, &value)?;
+            Ok(kernel(KernelOp::ResizeNearest { attrs, grad, out_hw }, vec![0], vec![value]))
         }
         "InTopKV2" | "InTopK" => {
             need(2)?;
@@ -167,7 +151,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                     _ => return Err(CompileError::unsupported(node, "k is not a scalar")),
                 }
             };
-            Ok(kernel(KernelOp::InTopK { k }, vec![0, 1], vec![vi(DType::Bool, vec![t.shape[0]])]))
+            Ok(kernel(KernelOp::InTopK { k }, vec![0, 1], vec![out.one(DType::Bool)?]))
         }
         "L2Loss" => {
             need(1)?;
@@ -175,7 +159,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             if !matches!(x.dtype, DType::Float32 | DType::Float64) {
                 return Err(CompileError::unsupported(node, format!("L2Loss of {}", x.dtype)));
             }
-            Ok(kernel(KernelOp::L2Loss, vec![0], vec![vi(x.dtype, vec![])]))
+            Ok(kernel(KernelOp::L2Loss, vec![0], vec![out.one(x.dtype)?]))
         }
         "Einsum" => {
             let eq = node
@@ -189,13 +173,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             if !matches!(first.dtype, DType::Float32 | DType::Float64) || ins.iter().any(|v| v.dtype != first.dtype) {
                 return Err(CompileError::unsupported(node, "Einsum is compiled for float32 and float64 operands"));
             }
-            let dims: Vec<Vec<Option<i64>>> =
-                ins.iter().map(|v| v.shape.iter().map(|&d| Some(d as i64)).collect()).collect();
-            let refs: Vec<&[Option<i64>]> = dims.iter().map(Vec::as_slice).collect();
-            let sizes =
-                equation.sizes(&refs).map_err(|e| CompileError::Invalid(format!("node '{}': {e}", node.name)))?;
-            let shape: Vec<usize> = equation.output_dims(&sizes).iter().map(|d| d.unwrap_or(1) as usize).collect();
-            Ok(kernel(KernelOp::Einsum { equation }, (0..ins.len()).collect(), vec![vi(first.dtype, shape)]))
+            Ok(kernel(KernelOp::Einsum { equation }, (0..ins.len()).collect(), vec![out.one(first.dtype)?]))
         }
         "BatchMatMul" | "BatchMatMulV2" => {
             // A batched matmul is the einsum `...ij,...jk->...ik` (transposed operands
@@ -213,14 +191,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             let eq = format!("{a},{b}->...ik");
             let equation = autoclust_graph::einsum::Equation::parse(&eq, &[x.shape.len(), y.shape.len()])
                 .map_err(|e| CompileError::Invalid(format!("node '{}': {e}", node.name)))?;
-            let dims: Vec<Vec<Option<i64>>> =
-                ins[..2].iter().map(|v| v.shape.iter().map(|&d| Some(d as i64)).collect()).collect();
-            let refs: Vec<&[Option<i64>]> = dims.iter().map(Vec::as_slice).collect();
-            let sizes = equation
-                .sizes(&refs)
-                .map_err(|e| CompileError::unsupported(node, format!("batch dimensions do not match: {e}")))?;
-            let shape: Vec<usize> = equation.output_dims(&sizes).iter().map(|d| d.unwrap_or(1) as usize).collect();
-            Ok(kernel(KernelOp::Einsum { equation }, vec![0, 1], vec![vi(x.dtype, shape)]))
+            Ok(kernel(KernelOp::Einsum { equation }, vec![0, 1], vec![out.one(x.dtype)?]))
         }
         // NHWC fused batch normalisation and its gradient (a kernel step, `crate::batchnorm`);
         // operand shapes are checked here, a mismatch leaves the error to the interpreter.
@@ -256,9 +227,12 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             if !ok {
                 return Err(CompileError::unsupported(node, "operand shapes do not match (the kernel reports it)"));
             }
-            let mut outputs = vec![vi(dtype, x.shape.clone())];
-            outputs.extend((0..if grad { 2 } else { 4 }).map(|_| vi(dtype, vec![c])));
-            outputs.extend((0..if grad { 2 } else { usize::from(v3) }).map(|_| vi(dtype, vec![0])));
+            // The forward V3's third reserve space, which TensorFlow's shape function leaves
+            // open, is empty on CPU.
+            let count = if grad { 5 } else { 5 + usize::from(v3) };
+            let mut kernel_shapes = vec![None; count];
+            kernel_shapes[count - 1] = Some(vec![0]);
+            let outputs = out.refined(&vec![dtype; count], &kernel_shapes)?;
             Ok(kernel(KernelOp::BatchNorm { attrs, grad }, (0..5).collect(), outputs))
         }
         // NHWC pooling and its gradients; AvgPoolGrad's input shape must be known.
@@ -306,8 +280,10 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             if !grad_ok {
                 return Err(CompileError::unsupported(node, "gradient shapes do not match (the kernel reports it)"));
             }
-            let out = if matches!(kind, PoolKind::Max | PoolKind::Avg) { pooled } else { input };
-            Ok(kernel(KernelOp::Pool { kind, shape }, data, vec![vi(dtype, out.to_vec())]))
+            let value = out.one(dtype)?;
+            let lowered = if matches!(kind, PoolKind::Max | PoolKind::Avg) { pooled } else { input };
+            geometry_agrees(node, &lowered, &value)?;
+            Ok(kernel(KernelOp::Pool { kind, shape }, data, vec![value]))
         }
         // NHWC convolutions: the geometry is fixed at the shapes compiled for; the gradients'
         // size operands must be compile-time values (constant arguments, `Shape`s).
@@ -370,13 +346,28 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                     return Err(CompileError::unsupported(node, "out_backprop does not match (the kernel reports it)"));
                 }
             }
-            let out = match kind {
+            let lowered = match kind {
                 ConvKind::Forward | ConvKind::Depthwise => output,
                 ConvKind::BackpropInput | ConvKind::DepthwiseBackpropInput => input,
                 ConvKind::BackpropFilter | ConvKind::DepthwiseBackpropFilter => filter,
             };
-            Ok(kernel(KernelOp::Conv { kind, shape }, data.to_vec(), vec![vi(dtype, out.to_vec())]))
+            let value = out.one(dtype)?;
+            geometry_agrees(node, &lowered, &value)?;
+            Ok(kernel(KernelOp::Conv { kind, shape }, data.to_vec(), vec![value]))
         }
         _ => Err(no_lowering(node)),
     }
+}
+
+/// A window's geometry (the loops a pooling, convolution or resize kernel runs) must produce
+/// the output its shape function gives; otherwise the node is declined (the interpreter's
+/// kernel, which computes the same geometry, reports the operands).
+fn geometry_agrees(node: &Node, lowered: &[usize], value: &ValueInfo) -> Result<(), CompileError> {
+    if lowered[..] != value.shape[..] {
+        return Err(CompileError::Invalid(format!(
+            "node '{}' ({}): its window gives {lowered:?}, its shape function {:?}",
+            node.name, node.op, value.shape
+        )));
+    }
+    Ok(())
 }

@@ -5,7 +5,7 @@
 use super::*;
 
 /// The ops of this family; any other is "no lowering" (the next family is tried).
-pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileError> {
+pub(super) fn analyze(node: &Node, ins: &[ValueInfo], out: &Outputs<'_>) -> Result<NodeInfo, CompileError> {
     let op = node.op.as_str();
     let need = |n: usize| check_arity(node, ins, n);
     match op {
@@ -59,9 +59,9 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             if !dtype_ok || !operands_ok || !bounds_ok {
                 return Err(CompileError::unsupported(node, "operands the kernel refuses (it reports them)"));
             }
-            let shape = int_const(node, &ins[0], "shape")?;
-            let shape = dims_of(node, &shape, "shape")?;
-            Ok(kernel(KernelOp::StatelessRandom { dist, v2, dtype }, data, vec![vi(dtype, shape)]))
+            // The shape operand must be a compile-time value for the registry to give the shape.
+            int_const(node, &ins[0], "shape")?;
+            Ok(kernel(KernelOp::StatelessRandom { dist, v2, dtype }, data, vec![out.one(dtype)?]))
         }
         // Philox on CPU (what the kernels implement).
         "StatelessRandomGetAlg" => {
@@ -72,7 +72,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             if !matches!(ins[0].dtype, DType::Int32 | DType::Int64) || ins[0].shape[..] != [2] {
                 return Err(CompileError::unsupported(node, "the seed is not an integer vector of 2"));
             }
-            Ok(kernel(KernelOp::KeyCounter, vec![0], vec![vi(DType::UInt64, vec![1]), vi(DType::UInt64, vec![2])]))
+            Ok(kernel(KernelOp::KeyCounter, vec![0], out.typed(&[DType::UInt64; 2])?))
         }
         _ => Err(no_lowering(node)),
     }

@@ -6,7 +6,7 @@
 use super::*;
 
 /// The ops of this family; any other is "no lowering" (the next family is tried).
-pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, CompileError> {
+pub(super) fn analyze(node: &Node, ins: &[ValueInfo], out: &Outputs<'_>) -> Result<NodeInfo, CompileError> {
     let op = node.op.as_str();
     let need = |n: usize| check_arity(node, ins, n);
     match op {
@@ -24,8 +24,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             let mut axes: Vec<usize> =
                 int_const(node, &ins[1], "axes")?.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_, _>>()?;
             distinct_axes(node, &mut axes)?;
-            let keep = attr_bool(node, "keep_dims");
-            let shape = reduced_shape(&x.shape, &axes, keep);
+            let shape = out.shape(x.dtype)?;
             let kind = match op {
                 "Sum" => ReduceKind::Sum,
                 "Mean" => ReduceKind::Mean,
@@ -59,24 +58,22 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
             let mut axes: Vec<usize> =
                 int_const(node, &ins[1], "axes")?.iter().map(|&a| norm_axis(node, a, r)).collect::<Result<_, _>>()?;
             distinct_axes(node, &mut axes)?;
-            let shape = reduced_shape(&x.shape, &axes, attr_bool(node, "keep_dims"));
-            Ok(kernel(KernelOp::BoolReduce { all: op == "All", axes }, vec![0], vec![vi(DType::Bool, shape)]))
+            Ok(kernel(KernelOp::BoolReduce { all: op == "All", axes }, vec![0], vec![out.one(DType::Bool)?]))
         }
         "ArgMax" | "ArgMin" => {
             need(2)?;
             let x = &ins[0];
-            let out = attr_type(node, "output_type").unwrap_or(DType::Int64);
-            if x.dtype != DType::Float32 || x.shape.is_empty() || !matches!(out, DType::Int32 | DType::Int64) {
-                return Err(CompileError::unsupported(node, format!("{op} of {} to {out}", x.dtype)));
+            let to = attr_type(node, "output_type").unwrap_or(DType::Int64);
+            if x.dtype != DType::Float32 || x.shape.is_empty() || !matches!(to, DType::Int32 | DType::Int64) {
+                return Err(CompileError::unsupported(node, format!("{op} of {} to {to}", x.dtype)));
             }
             let a = int_const(node, &ins[1], "dimension")?;
             let axis = norm_axis(node, a.first().copied().unwrap_or(0), x.shape.len())?;
             if x.shape[axis] == 0 {
                 return Err(CompileError::unsupported(node, "an empty dimension (the interpreter reports it)"));
             }
-            let mut shape = x.shape.clone();
-            shape.remove(axis);
-            Ok(kernel(KernelOp::ArgExtreme { axis, min: op == "ArgMin", out }, vec![0], vec![vi(out, shape)]))
+            let value = out.one(to)?;
+            Ok(kernel(KernelOp::ArgExtreme { axis, min: op == "ArgMin", out: to }, vec![0], vec![value]))
         }
         "Cumsum" | "Cumprod" => {
             need(2)?;
@@ -96,7 +93,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                 n: x.shape[axis],
                 inner: x.shape[axis + 1..].iter().product(),
             };
-            Ok(kernel(op, vec![0], vec![vi(x.dtype, x.shape.clone())]))
+            Ok(kernel(op, vec![0], vec![out.one(x.dtype)?]))
         }
         "UnsortedSegmentSum" => {
             need(3)?;
@@ -113,9 +110,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo]) -> Result<NodeInfo, Compil
                 return Err(CompileError::unsupported(node, "operands the kernel checks (the interpreter reports)"));
             }
             let inner: usize = data.shape[ids.shape.len()..].iter().product();
-            let mut shape = vec![num];
-            shape.extend_from_slice(&data.shape[ids.shape.len()..]);
-            Ok(kernel(KernelOp::SegmentSum { num, inner }, vec![0, 1], vec![vi(data.dtype, shape)]))
+            Ok(kernel(KernelOp::SegmentSum { num, inner }, vec![0, 1], vec![out.one(data.dtype)?]))
         }
         _ => Err(no_lowering(node)),
     }

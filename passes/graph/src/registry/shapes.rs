@@ -652,6 +652,11 @@ pub(super) fn reshape(c: &InferCtx<'_>) -> Shapes {
         }
         s
     };
+    if rest.is_none() && out.iter().enumerate().all(|(i, d)| Some(i) == wildcard || d.is_some()) {
+        // Every size is known and their product overflows (TensorFlow: "Negative dimension
+        // size caused by overflow"): it would wrap to a count that might even match the input's.
+        return Err(format!("new shape {} has more elements than can be counted", shown(&out)));
+    }
     if let (Some(n), Some(p)) = (elements(c.shape(0)), rest) {
         match wildcard {
             Some(w) => {

@@ -303,6 +303,13 @@ fn reshape_with_wildcard() {
     let mut bad = Builder { raw: b.raw.clone(), ..Builder::default() };
     reshape(&mut bad, "r6", "x", "s5");
     assert!(shape_of(&bad, "r6").contains("only one"));
+    // An empty input into sizes whose product wraps to 0 in 64 bits.
+    let mut bad = Builder { raw: b.raw.clone(), ..Builder::default() };
+    let wraps = crate::Tensor::from_i64(vec![3], vec![1 << 62, 4, 1]).unwrap();
+    bad.input("empty", Float32, Some(&[0, 3]));
+    bad.node("wraps", "Const", &[], &[("dtype", ty(Int64)), ("value", AttrValue::Tensor(wraps))]);
+    bad.node("r7", "Reshape", &["empty", "wraps"], &[("T", ty(Float32)), ("Tshape", ty(Int64))]);
+    assert!(shape_of(&bad, "r7").contains("more elements than can be counted"), "{}", shape_of(&bad, "r7"));
     // Reshape(g, Shape(x)) restores x's shape, as gradients do.
     b.input("g", Float32, None).node("sx", "Shape", &["x"], &[("T", ty(Float32))]);
     reshape(&mut b, "back", "g", "sx");
