@@ -98,8 +98,11 @@ pub(crate) struct Program {
     /// Values to drop after each step (their last use).
     free_after: Vec<Vec<ValueId>>,
     threads: usize,
-    /// Recycled output buffers, per value (see [`crate::buffers`]).
+    /// Recycled output buffers (see [`crate::buffers`]), shared by values whose buffers are
+    /// never live at once ([`assign_pools`]).
     pools: Vec<BufferPool>,
+    /// Each value's pool (an index into `pools`).
+    pool_of: Vec<u32>,
     /// The step index of each value's last use (`None`: never read by a step).
     last_use: Vec<Option<usize>>,
     /// Outputs that may be computed into an argument's buffer (see [`InPlace`]).
@@ -577,8 +580,9 @@ pub(crate) fn build(
             }
         }
     }
-    let pools = (0..types.len()).map(|_| BufferPool::default()).collect();
     let in_place = in_place_pairs(&steps, &args, &retvals, &types, &last_use);
+    let (pool_of, pool_count) = assign_pools(&steps, &types, &last_use, &retvals, &in_place);
+    let pools = (0..pool_count).map(|_| BufferPool::default()).collect();
     let mut made_by: Vec<Option<usize>> = vec![None; types.len()];
     for (si, s) in steps.iter().enumerate() {
         for &o in &s.outputs {
@@ -604,12 +608,115 @@ pub(crate) fn build(
         free_after,
         threads,
         pools,
+        pool_of,
         last_use,
         in_place,
         donates,
         regions,
         _code: code,
     })
+}
+
+/// Which buffer pool each value's buffers come from, and how many pools there are.
+///
+/// Values of one dtype and size whose buffers are never live at once share a pool: walking
+/// the steps in order, a value takes the pool of an earlier value whose buffer (with every
+/// view of it) was last read by a step before the one that writes this value, so a step's
+/// intermediates reuse the buffers of values already dead — what XLA's buffer assignment
+/// does by liveness, and what a training step's first call (no page faults for dead
+/// values' memory) and its cache footprint need. A value the call returns, one computed
+/// into a donated argument, and a scatter's output (its pool remembers how its contents
+/// derive from the last call's) keep a pool of their own, as before: their buffers outlive
+/// the call.
+///
+/// Sharing is never needed for soundness: a pool hands out only a buffer it holds the only
+/// reference to ([`crate::buffers`]), so a value still alive (held by `vals`, a view, a
+/// running step in a concurrent region, or the caller) is never overwritten — a wrong
+/// guess here costs a fresh buffer, not a wrong result.
+fn assign_pools(
+    steps: &[Step],
+    types: &[(DType, Vec<usize>)],
+    last_use: &[Option<usize>],
+    retvals: &[ValueId],
+    in_place: &[InPlace],
+) -> (Vec<u32>, usize) {
+    const FOREVER: usize = usize::MAX;
+    let n = types.len();
+    // The value whose buffer each value is (a view's is its input's).
+    let mut root: Vec<ValueId> = (0..n).collect();
+    for s in steps {
+        if matches!(s.kind, StepKind::View) {
+            if let (Some(&o), Some(&i)) = (s.outputs.first(), s.inputs.first()) {
+                root[o] = root[i];
+            }
+        }
+    }
+    // When each buffer is last read (a value nothing reads stays until the call ends).
+    let mut end = vec![0usize; n];
+    for v in 0..n {
+        let e = last_use[v].unwrap_or(FOREVER);
+        end[root[v]] = end[root[v]].max(e);
+    }
+    // A fused loop's GEMM prologue writes its product at the step and the loop reads it there.
+    let prologue = |s: &Step| match &s.kind {
+        StepKind::Fused { gemm: Some(gp), .. } => Some(gp.out),
+        _ => None,
+    };
+    for (si, s) in steps.iter().enumerate() {
+        if let Some(p) = prologue(s).filter(|&p| last_use[p].is_none()) {
+            end[root[p]] = si;
+        }
+    }
+    let mut own = vec![false; n];
+    for &v in retvals {
+        own[root[v]] = true;
+    }
+    for p in in_place {
+        own[root[p.out]] = true;
+    }
+    for s in steps {
+        if matches!(s.kind, StepKind::Kernel { op: KernelOp::Scatter { .. } }) {
+            for &o in &s.outputs {
+                own[root[o]] = true;
+            }
+        }
+    }
+    let mut pool_of: Vec<u32> = vec![u32::MAX; n];
+    let mut count = 0u32;
+    let mut fresh = || {
+        count += 1;
+        count - 1
+    };
+    // Per dtype and element count: the shareable pools and the step after which each is free.
+    let mut free: std::collections::HashMap<(DType, usize), Vec<(u32, usize)>> = std::collections::HashMap::new();
+    for (si, s) in steps.iter().enumerate() {
+        for o in prologue(s).into_iter().chain(s.outputs.iter().copied()) {
+            if root[o] != o || pool_of[o] != u32::MAX {
+                continue;
+            }
+            if own[o] {
+                pool_of[o] = fresh();
+                continue;
+            }
+            let (dtype, shape) = &types[o];
+            let class = free.entry((*dtype, shape.iter().product())).or_default();
+            match class.iter_mut().find(|(_, until)| *until < si) {
+                Some((pool, until)) => {
+                    pool_of[o] = *pool;
+                    *until = end[o];
+                }
+                None => {
+                    pool_of[o] = fresh();
+                    class.push((pool_of[o], end[o]));
+                }
+            }
+        }
+    }
+    // Values no step writes (arguments, constants, views) are never allocated from a pool.
+    for p in pool_of.iter_mut().filter(|p| **p == u32::MAX) {
+        *p = fresh();
+    }
+    (pool_of, count as usize)
 }
 
 /// The estimated nanoseconds on one core of a GEMM or a fused loop (with or without its
@@ -996,6 +1103,11 @@ impl Program {
         }
     }
 
+    /// The pool value `v`'s buffers are recycled through.
+    fn pool(&self, v: ValueId) -> &BufferPool {
+        &self.pools[self.pool_of[v] as usize]
+    }
+
     /// Whether value `v` is big enough to recycle its buffers.
     fn pooled(&self, v: ValueId) -> bool {
         let (d, s) = &self.types[v];
@@ -1007,7 +1119,7 @@ impl Program {
         let (d, s) = &self.types[v];
         let n: usize = s.iter().product();
         if self.pooled(v) {
-            if let Some(p) = self.pools[v].take(*d, n, None) {
+            if let Some(p) = self.pool(v).take(*d, n, None) {
                 return Ok(Out::Pooled(p));
             }
         }
@@ -1032,7 +1144,7 @@ impl Program {
             Out::Donated(data, _) => return Tensor { dtype, shape, data },
         };
         if self.pooled(v) {
-            self.pools[v].put(Pooled { data: t.data.clone(), stamp: fresh_stamp(), derived: None });
+            self.pool(v).put(Pooled { data: t.data.clone(), stamp: fresh_stamp(), derived: None });
         }
         t
     }
@@ -1071,7 +1183,7 @@ impl Program {
         if x.dtype != *dtype || updates.dtype != *dtype || &x.shape != shape {
             return None;
         }
-        let pool = &self.pools[out];
+        let pool = self.pool(out);
         let known = pool.lookup(&x.data);
         let prefer = known.as_ref().and_then(|k| k.1.as_ref()).map(|d| d.base);
         let mut dst = pool.take(*dtype, x.num_elements(), prefer)?;
@@ -1093,7 +1205,7 @@ impl Program {
     /// The references the pool of in-place pair `k`'s output holds on `data`'s buffer (a
     /// buffer it handed out, now a variable's value), which a donating call drops.
     pub(crate) fn pool_refs(&self, k: usize, data: &TensorData) -> usize {
-        self.in_place.get(k).map_or(0, |p| usize::from(self.pools[p.out].holds(data)))
+        self.in_place.get(k).map_or(0, |p| usize::from(self.pool(p.out).holds(data)))
     }
 
     pub(crate) fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, CompileError> {
@@ -1129,7 +1241,7 @@ impl Program {
             let Some(p) = self.in_place.get(k) else { continue };
             // The buffer may be one this output's pool handed out two calls ago.
             if let Some(t) = inputs.get(p.arg) {
-                self.pools[p.out].forget(&t.data);
+                self.pool(p.out).forget(&t.data);
             }
             donations[k] = inputs.get_mut(p.arg).and_then(|t| unique_ptr(&mut t.data));
         }
@@ -1259,7 +1371,7 @@ impl Program {
                             let o = step.outputs[0];
                             if self.pooled(o) {
                                 let p = Pooled { data: outs[0].data.clone(), stamp: fresh_stamp(), derived: None };
-                                self.pools[o].put(p);
+                                self.pool(o).put(p);
                             }
                         }
                         outs
@@ -1390,5 +1502,54 @@ impl Program {
         drop(held);
         // SAFETY: the loop nest writes every element of every live output exactly once.
         Ok(step.outputs.iter().zip(outs).map(|(&o, b)| unsafe { self.finish(o, b) }).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(kind: StepKind, inputs: &[ValueId], outputs: &[ValueId]) -> Step {
+        Step { name: "s".into(), kind, inputs: inputs.to_vec(), outputs: outputs.to_vec() }
+    }
+
+    fn kernel(inputs: &[ValueId], outputs: &[ValueId]) -> Step {
+        step(StepKind::Kernel { op: KernelOp::L2Loss }, inputs, outputs)
+    }
+
+    /// A value reuses the pool of one whose buffer (views included) is dead by the step that
+    /// writes it, never one still read there; returned and scattered values keep their own.
+    #[test]
+    fn dead_buffers_are_shared_and_escaping_ones_are_not() {
+        let big = (DType::Float32, vec![4096]);
+        let types = vec![big.clone(); 8];
+        let steps = vec![
+            kernel(&[0], &[1]),               // 0: v1
+            kernel(&[1], &[2]),               // 1: v2 (v1 read here: no sharing)
+            kernel(&[2], &[3]),               // 2: v3 takes v1's pool
+            step(StepKind::View, &[3], &[4]), // 3: v4 is v3's buffer
+            kernel(&[4], &[5]),               // 4: v5 returned: its own pool
+            kernel(&[2, 5], &[6]),            // 5: v6 (v3 dead since 4 through its view)
+            step(StepKind::Kernel { op: KernelOp::Scatter { kind: crate::scatter::ScatterKind::Update } }, &[6], &[7]),
+        ];
+        let mut last_use = vec![None; types.len()];
+        for (si, s) in steps.iter().enumerate() {
+            for &v in &s.inputs {
+                last_use[v] = Some(si);
+            }
+        }
+        let (pool_of, count) = assign_pools(&steps, &types, &last_use, &[5, 7], &[]);
+        assert_eq!(pool_of[3], pool_of[1], "v1 is dead after step 1");
+        assert_ne!(pool_of[2], pool_of[1], "v1 is read while v2 is written");
+        assert_eq!(pool_of[6], pool_of[1], "v3 and its view are dead after step 4");
+        assert!(pool_of.iter().filter(|&&p| p == pool_of[5]).count() == 1, "a returned value's pool is its own");
+        assert!(pool_of.iter().filter(|&&p| p == pool_of[7]).count() == 1, "a scatter's pool is its own");
+        assert!(pool_of.iter().all(|&p| (p as usize) < count));
+        // Another size never shares.
+        let mut mixed = types.clone();
+        mixed[3] = (DType::Float32, vec![8192]);
+        mixed[4] = mixed[3].clone();
+        let (pool_of, _) = assign_pools(&steps, &mixed, &last_use, &[5, 7], &[]);
+        assert_ne!(pool_of[3], pool_of[1]);
     }
 }
