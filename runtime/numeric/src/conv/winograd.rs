@@ -435,13 +435,16 @@ fn input_transform_body<T: ConvElem>(g: &Geo, xb: &[T], zeros: &[T], v: &mut [T]
     for ty in g.rows.clone() {
         for tx in 0..tiles_w {
             let tile = (ty - g.rows.start) * tiles_w + tx;
-            let d: [&[T]; 16] = std::array::from_fn(|k| {
+            // A plain loop, not `array::from_fn`, whose closure some builds leave out of line.
+            let mut d: [&[T]; 16] = [zeros; 16];
+            for (k, dk) in d.iter_mut().enumerate() {
                 let (iy, ix) = ((2 * ty + k / 4).checked_sub(ph), (2 * tx + k % 4).checked_sub(pw));
-                match (iy, ix) {
-                    (Some(iy), Some(ix)) if iy < h && ix < w => &xb[(iy * w + ix) * c..][..c],
-                    _ => zeros,
+                if let (Some(iy), Some(ix)) = (iy, ix) {
+                    if iy < h && ix < w {
+                        *dk = &xb[(iy * w + ix) * c..][..c];
+                    }
                 }
-            });
+            }
             // Whole vectors of channels in registers, the rest (C not a multiple of LANES)
             // through the intermediate rows; the same operations either way.
             let mut at = 0;
@@ -484,7 +487,13 @@ const LANES: usize = 16;
 /// than on the adds. Writes `V[ξ][tile][at..]` at `v[ξ·plane + first..]`.
 #[inline(always)]
 fn input_tile_lanes<T: ConvElem>(d: &[&[T]; 16], at: usize, v: &mut [T], first: usize, plane: usize) {
-    let x: [[T; LANES]; 16] = std::array::from_fn(|k| d[k][at..at + LANES].try_into().expect("LANES channels"));
+    // A plain loop of fixed-size copies: `array::from_fn` over `try_into`, when the
+    // optimizer left its closure out of line (it does in some builds), moved every row
+    // through `memmove` and made the whole transform ~40% slower.
+    let mut x = [[T::default(); LANES]; 16];
+    for (row, src) in x.iter_mut().zip(d) {
+        row.copy_from_slice(&src[at..at + LANES]);
+    }
     let mut t = [[T::default(); LANES]; 16];
     for q in 0..4 {
         for l in 0..LANES {
