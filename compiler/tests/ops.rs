@@ -1055,3 +1055,45 @@ fn cache_compiles_concurrently_and_once_per_distinct_body() {
         assert_eq!((cache.compile_count(), cache.shared_count(), cache.len()), (2, 14, 16), "{threads} threads");
     }
 }
+
+/// Operands TensorFlow's shape functions refuse are declined (so the interpreter's kernel
+/// reports TensorFlow's error), whatever the op family: the families take their output shapes
+/// from the registry's shape functions. Before they did, a `Squeeze` of an axis of size 3
+/// compiled to a copy that kept the axis, where the plain run fails.
+#[test]
+fn operands_the_shape_functions_refuse_are_declined() {
+    use autoclust_graph::ListValue;
+    let squeeze = |axes: Vec<i64>| {
+        vec![node(
+            "n",
+            "Squeeze",
+            &["x"],
+            vec![("T", AttrValue::Type(DType::Float32)), ("squeeze_dims", AttrValue::List(ListValue::I(axes)))],
+        )]
+    };
+    let cases: Vec<(&str, Vec<autoclust_graph::RawNode>)> = vec![
+        ("Squeeze of a dimension of 3", squeeze(vec![1])),
+        (
+            "Split 3 ways of 2",
+            vec![ints("ax", &[0]), node("n", "Split", &["ax", "x"], vec![("num_split", AttrValue::I(3))])],
+        ),
+        ("Reshape of 6 into 4", vec![ints("s", &[4]), node("n", "Reshape", &["x", "s"], vec![])]),
+        (
+            "ConcatV2 of mismatched ranks",
+            vec![ints("ax", &[0]), ints("v", &[1, 2]), node("n", "ConcatV2", &["x", "v", "ax"], vec![])],
+        ),
+    ];
+    for (what, mut nodes) in cases {
+        nodes.insert(0, arg("x", 0, DType::Float32));
+        nodes.push(ret("r", "n", 0));
+        let r = compiler().compile(&graph(nodes), &[(DType::Float32, vec![2, 3])]);
+        assert!(matches!(r, Err(CompileError::Invalid(_)) | Err(CompileError::Unsupported { .. })), "{what}: {r:?}");
+    }
+    // The accepted forms still compile.
+    let mut nodes = squeeze(vec![0]);
+    nodes.insert(0, arg("x", 0, DType::Float32));
+    nodes.push(ret("r", "n", 0));
+    let f = compiler().compile(&graph(nodes), &[(DType::Float32, vec![1, 3])]).expect("Squeeze of a size-1 axis");
+    let out = f.call(&[f32t(&[1, 3], vec![1.0, 2.0, 3.0])]).unwrap();
+    assert_eq!(out[0].shape, vec![3]);
+}
