@@ -1143,7 +1143,11 @@ pub(super) fn tile(c: &InferCtx<'_>) -> Shapes {
         .map(|(i, k)| match (input.as_ref().and_then(|d| d[i]), k) {
             (_, Some(k)) if *k < 0 => Err(format!("multiple {k} is negative")),
             (_, Some(0)) => Ok(Some(0)),
-            (Some(x), Some(k)) => Ok(x.checked_mul(*k)),
+            // TensorFlow's shape inference refuses a product past 64 bits ("caused by
+            // overflow when multiplying"); an unknown dimension would let it through.
+            (Some(x), Some(k)) => {
+                x.checked_mul(*k).map(Some).ok_or_else(|| format!("dimension {i} overflows: {x} times multiple {k}"))
+            }
             _ => Ok(None),
         })
         .collect::<Result<Vec<_>, _>>()?;

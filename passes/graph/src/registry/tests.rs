@@ -416,6 +416,13 @@ fn shape_ops() {
     assert_eq!(shape_of(&b, "idn:1"), "[3]");
     assert_eq!(shape_of(&b, "rg"), "[5]");
     assert_eq!(shape_of(&b, "un:1"), "[3]");
+    // A tiled dimension past 64 bits is refused (TensorFlow: overflow when multiplying),
+    // not left unknown.
+    let mut bad = Builder { raw: b.raw.clone(), ..Builder::default() };
+    let huge = crate::Tensor::from_i64(vec![2], vec![1, i64::MAX]).unwrap();
+    bad.node("huge", "Const", &[], &[("dtype", ty(Int64)), ("value", AttrValue::Tensor(huge))]);
+    bad.node("tl2", "Tile", &["x", "huge"], &[t(), ("Tmultiples", ty(Int64))]);
+    assert!(shape_of(&bad, "tl2").contains("overflows"), "{}", shape_of(&bad, "tl2"));
 }
 
 #[test]
