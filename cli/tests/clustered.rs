@@ -246,6 +246,7 @@ fn bench_json_has_the_contract_keys() {
             "clusters",
             "compile_ms",
             "compiled_clusters",
+            "first_step_ms",
             "interpreted_clusters",
             "speedup",
             "total_nodes",
@@ -264,6 +265,7 @@ fn bench_json_has_the_contract_keys() {
         assert!(x.is_finite() && x >= 0.0, "{k} = {x}");
     }
     assert!(obj["clustered_steps_per_s"].as_f64().unwrap() > 0.0);
+    assert!(obj["first_step_ms"].as_f64().unwrap() > 0.0, "{v}");
 }
 
 /// Runs `autoclust run` on a native graph in both modes; returns each mode's stderr (empty on success).
