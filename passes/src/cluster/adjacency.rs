@@ -57,6 +57,13 @@ impl AdjSet {
         if self.contains(&x) {
             return false;
         }
+        self.push_absent(x);
+        true
+    }
+
+    /// Appends `x`, which the caller knows is absent (debug builds check).
+    pub fn push_absent(&mut self, x: u32) {
+        debug_assert!(!self.contains(&x), "{x} is already in the set");
         self.items.push(x);
         match &mut self.index {
             Some(ix) => {
@@ -67,7 +74,6 @@ impl AdjSet {
             }
             None => {}
         }
-        true
     }
 
     /// Removes `x` by moving the last id into its place (`IndexSet::swap_remove`); returns

@@ -263,10 +263,11 @@ impl<'a> Engine<'a> {
         let n = graph.len();
         let order: Vec<u32> = safety.order().iter().map(|id| id.0).collect();
         let mut cycles = GraphCycles::new(n, &order);
+        // Each edge once (`forward_edges` deduplicates), along the safety analysis'
+        // topological order.
         for (src, succ) in forward_edges(graph).into_iter().enumerate() {
             for dst in succ {
-                let ok = cycles.insert_edge(src as u32, dst.0);
-                debug_assert!(ok, "the safety analysis proved the graph acyclic");
+                cycles.add_ordered_edge(src as u32, dst.0);
             }
         }
         // A loop frame runs as one unit: each of its exits waits for every one of its

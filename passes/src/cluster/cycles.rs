@@ -143,17 +143,22 @@ impl GraphCycles {
 
     /// Live nodes, consumers first (rank descending).
     pub fn post_order(&self) -> Vec<u32> {
-        count(self.len());
-        let mut v: Vec<u32> = (0..self.len() as u32).filter(|&x| self.live[x as usize]).collect();
-        v.sort_unstable_by_key(|&x| std::cmp::Reverse(self.slot[x as usize].rank));
+        let mut v = self.topo_order();
+        v.reverse();
         v
     }
 
     /// Live nodes, producers first (rank ascending).
     pub fn topo_order(&self) -> Vec<u32> {
-        let mut v = self.post_order();
-        v.reverse();
-        v
+        count(self.len());
+        // Ranks are a permutation of the ids: place each node at its rank, then drop the
+        // dead (linear, where sorting by rank was a tenth of an edge pass at 10⁵ nodes).
+        let mut by_rank = vec![u32::MAX; self.len()];
+        for (x, s) in self.slot.iter().enumerate() {
+            by_rank[s.rank as usize] = x as u32;
+        }
+        by_rank.retain(|&x| self.live[x as usize]);
+        by_rank
     }
 
     fn next_stamp(&mut self) -> u32 {
@@ -163,6 +168,15 @@ impl GraphCycles {
             self.stamp = 1;
         }
         self.stamp
+    }
+
+    /// Adds `x → y` while the graph is built: an edge not yet present, following the
+    /// initial order (debug builds check both), so neither the membership test nor the
+    /// reordering of [`GraphCycles::insert_edge`] is needed.
+    pub fn add_ordered_edge(&mut self, x: u32, y: u32) {
+        debug_assert!(self.slot[x as usize].rank < self.slot[y as usize].rank, "{x} → {y} goes against the order");
+        self.out[x as usize].push_absent(y);
+        self.inn[y as usize].push_absent(x);
     }
 
     /// Inserts `x → y`. Returns false (and changes nothing) if it would close a cycle.
