@@ -86,6 +86,11 @@ pub struct GraphCycles {
     fwd: Vec<(u32, u32)>,
     bwd: Vec<(u32, u32)>,
     moved: Vec<u32>,
+    /// The two Pearce–Kelly windows of [`GraphCycles::insert_edge`] and their rank slots,
+    /// kept between calls.
+    window_f: Vec<(u32, u32)>,
+    window_b: Vec<(u32, u32)>,
+    window_slots: Vec<u32>,
 }
 
 impl GraphCycles {
@@ -108,6 +113,9 @@ impl GraphCycles {
             fwd: Vec::new(),
             bwd: Vec::new(),
             moved: Vec::new(),
+            window_f: Vec::new(),
+            window_b: Vec::new(),
+            window_slots: Vec::new(),
         }
     }
 
@@ -189,38 +197,59 @@ impl GraphCycles {
         }
         let (rx, ry) = (self.slot[x as usize].rank, self.slot[y as usize].rank);
         if rx > ry {
-            // PK: nodes reachable from y with rank < rx, and nodes reaching x with rank > ry.
-            let Some(mut deltaf) = self.forward_window(y, rx, x) else { return false };
-            let mut deltab = self.backward_window(x, ry);
-            deltaf.sort_unstable_by_key(|&v| self.slot[v as usize].rank);
-            deltab.sort_unstable_by_key(|&v| self.slot[v as usize].rank);
-            let mut slots: Vec<u32> = deltab.iter().chain(&deltaf).map(|&v| self.slot[v as usize].rank).collect();
-            slots.sort_unstable();
-            self.reranked += slots.len() as u64;
-            for (v, r) in deltab.iter().chain(&deltaf).zip(slots) {
-                self.slot[*v as usize].rank = r;
+            // PK: nodes reachable from y with rank < rx, and nodes reaching x with rank > ry,
+            // each as (rank, node) so that sorting by rank reads no other memory.
+            let mut deltaf = std::mem::take(&mut self.window_f);
+            deltaf.clear();
+            if !self.forward_window(y, rx, x, &mut deltaf) {
+                self.window_f = deltaf;
+                return false;
             }
+            let mut deltab = std::mem::take(&mut self.window_b);
+            deltab.clear();
+            self.backward_window(x, ry, &mut deltab);
+            deltaf.sort_unstable();
+            deltab.sort_unstable();
+            // The windows' rank slots in increasing order (a merge of the two sorted lists),
+            // handed out to the backward window first, then the forward one.
+            let mut slots = std::mem::take(&mut self.window_slots);
+            slots.clear();
+            let (mut i, mut j) = (0, 0);
+            while i < deltab.len() || j < deltaf.len() {
+                if j == deltaf.len() || (i < deltab.len() && deltab[i].0 < deltaf[j].0) {
+                    slots.push(deltab[i].0);
+                    i += 1;
+                } else {
+                    slots.push(deltaf[j].0);
+                    j += 1;
+                }
+            }
+            self.reranked += slots.len() as u64;
+            for (&(_, v), &r) in deltab.iter().chain(&deltaf).zip(&slots) {
+                self.slot[v as usize].rank = r;
+            }
+            (self.window_f, self.window_b, self.window_slots) = (deltaf, deltab, slots);
         }
         self.out[x as usize].insert(y);
         self.inn[y as usize].insert(x);
         true
     }
 
-    /// Nodes reachable from `start` with rank below `upper`; `None` if `target` is reached.
-    fn forward_window(&mut self, start: u32, upper: u32, target: u32) -> Option<Vec<u32>> {
+    /// Appends to `found` the nodes reachable from `start` with rank below `upper`, as
+    /// (rank, node); false if `target` is reached.
+    fn forward_window(&mut self, start: u32, upper: u32, target: u32, found: &mut Vec<(u32, u32)>) -> bool {
         let stamp = self.next_stamp();
-        let mut found = Vec::new();
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
         stack.push(start);
         self.slot[start as usize].mark = stamp;
         while let Some(v) = stack.pop() {
             count(1);
-            found.push(v);
+            found.push((self.slot[v as usize].rank, v));
             for &w in &self.out[v as usize] {
                 if w == target {
                     self.stack = stack;
-                    return None;
+                    return false;
                 }
                 if self.slot[w as usize].mark != stamp && self.slot[w as usize].rank < upper {
                     self.slot[w as usize].mark = stamp;
@@ -229,20 +258,19 @@ impl GraphCycles {
             }
         }
         self.stack = stack;
-        Some(found)
+        true
     }
 
-    /// Nodes reaching `start` with rank above `lower`.
-    fn backward_window(&mut self, start: u32, lower: u32) -> Vec<u32> {
+    /// Appends to `found` the nodes reaching `start` with rank above `lower`, as (rank, node).
+    fn backward_window(&mut self, start: u32, lower: u32, found: &mut Vec<(u32, u32)>) {
         let stamp = self.next_stamp();
-        let mut found = Vec::new();
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
         stack.push(start);
         self.slot[start as usize].mark = stamp;
         while let Some(v) = stack.pop() {
             count(1);
-            found.push(v);
+            found.push((self.slot[v as usize].rank, v));
             for &w in &self.inn[v as usize] {
                 if self.slot[w as usize].mark != stamp && self.slot[w as usize].rank > lower {
                     self.slot[w as usize].mark = stamp;
@@ -251,7 +279,6 @@ impl GraphCycles {
             }
         }
         self.stack = stack;
-        found
     }
 
     /// Removes `x → y` if present; returns whether it was.
