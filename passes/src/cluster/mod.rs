@@ -74,10 +74,13 @@
 //!   and is not counted against the budget. Every cycle check — of an edge contraction
 //!   (`edge_search_budget`) or of a sibling merge (`sibling_search_budget`) —
 //!   visits at most its budget of nodes (and four times as many edges), and a
-//!   contraction may re-rank at most as many (`GraphCycles::windows_within`);
-//!   past that the merge is refused as too costly, and `--explain` says so.
-//!   Only graphs of hundreds of thousands of nodes reach the edge budget
-//!   (none of 10⁵ nodes made by `benches/scale/gen_graph.py` does at 8192):
+//!   contraction of two clusters more than the budget apart in the order may
+//!   spend at most four times the budget re-ranking (the Pearce–Kelly windows
+//!   its re-inserted edges open, four units a node plus one an edge scanned;
+//!   `GraphCycles::merge` undoes it exactly past that); past either bound the
+//!   merge is refused as too costly, and `--explain` says so. Only large graphs
+//!   reach the edge budget (on the 10⁵-node graph of `benches/scale/gen_graph.py`
+//!   a few dozen contractions of the first pass, none of the final round):
 //!   there a check across the graph would search and re-rank a large part of
 //!   it, and clustering 10⁶ nodes was quadratic (34 s; 16 s with the cap). The
 //!   rerun rule keeps this true after small clusters are dissolved (a
