@@ -166,6 +166,37 @@ fn errors_name_the_node_and_write_nothing() {
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: --feed 'x'"));
 }
 
+/// A check whose output only gates the result through a control edge
+/// (`tf.debugging.assert_all_finite`) still runs in both modes: the default passes used to
+/// drop it as pure, and NaN went through (sweep 62).
+#[test]
+fn a_check_gating_by_control_edge_fails_the_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        "x = Placeholder() {dtype = float32, shape = shape[3]}\n\
+         l = Log(x) {T = float32}\n\
+         chk = CheckNumerics(l) {T = float32, message = \"not finite\"}\n\
+         k = Const(^chk) {dtype = float32, value = float32[]{2.0}}\n\
+         y = Mul(x, k) {T = float32}\n",
+    )
+    .unwrap();
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut args = vec!["run", g.to_str().unwrap(), "--feed", "x=[1, -1, 3]", "--fetch", "y"];
+        args.extend(mode);
+        let out = autoclust(&args);
+        assert_eq!(out.status.code(), Some(1), "{mode:?}: {}", String::from_utf8_lossy(&out.stdout));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("error: node 'chk' (CheckNumerics): not finite"), "{mode:?}: {err}");
+        // Finite inputs pass.
+        let mut args = vec!["run", g.to_str().unwrap(), "--feed", "x=[1, 2, 3]", "--fetch", "y"];
+        args.extend(mode);
+        let out = autoclust(&args);
+        assert!(out.status.success(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
 #[test]
 fn seed_example_respects_control_edges_under_every_schedule() {
     let g = testdata("seed000_simplest.graph");

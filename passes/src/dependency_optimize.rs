@@ -337,6 +337,25 @@ mod tests {
     }
 
     #[test]
+    fn a_check_that_only_gates_by_control_edges_is_kept() {
+        // `tf.debugging.assert_all_finite`: the check's output is unused, its control edge
+        // gates the result; removing it would let NaN through (sweep 62).
+        let g = parse(
+            "x = Placeholder() {dtype = float32, shape = shape[3]}\n\
+             chk = CheckNumerics(x) {T = float32, message = \"m\"}\n\
+             chk2 = CheckNumericsV2(x) {T = float32, message = \"m\"}\n\
+             k = Const(^chk, ^chk2) {dtype = float32, value = float32[]{2.0}}\n\
+             y = Mul(x, k) {T = float32}\n",
+        );
+        let (out, _) = dependency_optimize(&g, &PassContext::default()).unwrap();
+        for name in ["chk", "chk2"] {
+            let id = out.find(name).unwrap_or_else(|| panic!("{name} was removed"));
+            let k = out.node(out.find("k").unwrap());
+            assert!(k.control_inputs.contains(&id), "{name} no longer gates k");
+        }
+    }
+
+    #[test]
     fn relays_are_removed_and_their_order_kept() {
         let g = parse(
             "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"v\"}\n\

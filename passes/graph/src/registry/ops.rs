@@ -395,22 +395,26 @@ pub(super) static OPS: &[OpSchema] = &[
     unary("BesselI1e", T_FLOATS),
     unary("Rint", T_FLOATS),
     unary("Softsign", T_FLOATS),
-    op(
+    // Stateful, as TensorFlow registers it: a check whose output only gates other nodes
+    // through control edges (`tf.debugging.assert_all_finite`) must still run.
+    stateful(op(
         "CheckNumerics",
         OpFamily::Unary,
         &[a("tensor", T)],
         &[a("output", T)],
         &[tattr("T", Some(FLOATS)), req("message", AttrKind::String)],
         s::same_as_0,
-    ),
-    op(
+    )),
+    // Stateful, as TensorFlow registers it: a check whose output only gates other nodes
+    // through control edges (`tf.debugging.assert_all_finite`) must still run.
+    stateful(op(
         "CheckNumericsV2",
         OpFamily::Unary,
         &[a("tensor", T)],
         &[a("output", T)],
         &[tattr("T", Some(FLOATS)), req("message", AttrKind::String)],
         s::same_as_0,
-    ),
+    )),
     op(
         "EnsureShape",
         OpFamily::Unary,

@@ -139,6 +139,10 @@ fn statefulness_and_resource_effects() {
     assert!(!lookup("Placeholder").unwrap().is_stateful);
     assert!(!lookup("Add").unwrap().is_stateful);
     assert!(!lookup("Const").unwrap().is_stateful);
+    // TensorFlow's checks are stateful: the passes must not drop one that gates by control edges.
+    assert!(lookup("CheckNumerics").unwrap().is_stateful);
+    assert!(lookup("CheckNumericsV2").unwrap().is_stateful);
+    assert!(lookup("Assert").unwrap().is_stateful);
     assert_eq!(lookup("MatMul").unwrap().family, OpFamily::MatMul);
 }
 
