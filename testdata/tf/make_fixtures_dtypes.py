@@ -128,7 +128,45 @@ def dtypes_histogram():
     write("dtypes_histogram", cf, [], feeds, 1)
 
 
-FIXTURES = [dtypes_strings, dtypes_narrow_ints, dtypes_histogram]
+def dtypes_bitwise_shifts():
+    """`LeftShift`/`RightShift`/`BitwiseAnd`/`BitwiseOr`/`BitwiseXor`/`Invert` on uint8, int8, uint16, int16,
+    uint32 and uint64 (Keras' `RandomPosterization`, `RandAugment` and `AugMix` shift uint8 pixels), with shift
+    amounts past the type's width (TensorFlow clamps them to width - 1) and negative ones (clamped to 0),
+    a signed right shift of negative values (arithmetic) and a left shift that wraps; outputs cast to int64
+    (sweep 62: the shifts of the narrow types had no kernel)."""
+    rng = np.random.default_rng(603)
+    types = [tf.uint8, tf.int8, tf.uint16, tf.int16, tf.uint32, tf.uint64]
+    feeds = {}
+    for dt in types:
+        info = np.iinfo(dt.as_numpy_dtype)
+        feeds["x_" + dt.name] = rng.integers(info.min, info.max, (2, 4), endpoint=True, dtype=dt.as_numpy_dtype)
+        bits = 8 * dt.size
+        lo = 0 if dt.is_unsigned else -3
+        feeds["s_" + dt.name] = rng.integers(lo, bits + 5, (2, 4)).astype(dt.as_numpy_dtype)
+
+    specs = [tf.TensorSpec([2, 4], dt, name=p + dt.name) for dt in types for p in ("x_", "s_")]
+
+    @tf.function(input_signature=specs)
+    def f(*args):
+        outs = []
+        for i, dt in enumerate(types):
+            x, s = args[2 * i], args[2 * i + 1]
+            k = tf.constant(3, dt)
+            results = [tf.bitwise.right_shift(x, s), tf.bitwise.left_shift(x, s), tf.bitwise.right_shift(x, k),
+                       tf.bitwise.left_shift(tf.bitwise.right_shift(x, k), k), tf.bitwise.bitwise_and(x, s),
+                       tf.bitwise.bitwise_or(x, s), tf.bitwise.bitwise_xor(x, s), tf.bitwise.invert(x)]
+            # uint64 does not fit int64: compare its high and low halves.
+            if dt == tf.uint64:
+                results = [tf.bitwise.right_shift(r, tf.constant(32, dt)) for r in results] + \
+                          [tf.bitwise.bitwise_and(r, tf.constant(0xFFFFFFFF, dt)) for r in results]
+            outs += [tf.cast(r, tf.int64) for r in results]
+        return outs
+
+    cf = f.get_concrete_function()
+    write("dtypes_bitwise_shifts", cf, [], feeds, 1)
+
+
+FIXTURES = [dtypes_strings, dtypes_narrow_ints, dtypes_histogram, dtypes_bitwise_shifts]
 
 
 def main():

@@ -5,7 +5,7 @@
 //! `Unique`, `InvertPermutation`, `DynamicStitch`; `GatherV2` with `batch_dims`.
 //! Out-of-range indices are errors, never reads past a buffer.
 
-use autoclust_graph::{Node, Tensor};
+use autoclust_graph::{Node, Tensor, TensorData};
 use autoclust_numeric::layout::next_index;
 
 use super::by_position;
@@ -1831,7 +1831,16 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             one(match (t.as_i32(), t.as_i64()) {
                 (Some(v), _) => tensor_of(t.shape.clone(), v.iter().map(|x| !x).collect::<Vec<i32>>()),
                 (_, Some(v)) => tensor_of(t.shape.clone(), v.iter().map(|x| !x).collect::<Vec<i64>>()),
-                _ => return Err(KernelError::DType(t.dtype)),
+                // Any other integer type held as bytes (uint64 and the narrow ones): every bit
+                // flipped is every byte flipped.
+                _ => match &t.data {
+                    TensorData::Raw(b) if t.dtype.is_integer() => Tensor {
+                        dtype: t.dtype,
+                        shape: t.shape.clone(),
+                        data: TensorData::Raw(std::sync::Arc::new(b.iter().map(|x| !x).collect())),
+                    },
+                    _ => return Err(KernelError::DType(t.dtype)),
+                },
             })
         }),
         // Set bits of each element's two's-complement bytes, as uint8 (`PopulationCount`).
