@@ -108,24 +108,9 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     let jit = clustered.session.jit();
     print_notes(&plain.notes);
     print_notes(&report.notes);
-    print_notes(&report.interpreted_notes(&jit.function_status()));
+    let interpreted_said = report.interpreted_notes(&jit.function_status());
+    print_notes(&interpreted_said);
     print_notes(&crate::notes::dropped_summary_notes(clustered.session.variable_store()));
-    let counts = report.counts(jit);
-    let compile_ms = jit.compile_time().as_secs_f64() * 1e3;
-    let cluster_fields = serde_json::json!({
-        "clusters": report.clusters.len(),
-        "compiled_clusters": counts.compiled,
-        "interpreted_clusters": counts.interpreted,
-        "uncalled_clusters": counts.uncalled,
-        "clustered_nodes": report.clustered_nodes,
-        "total_nodes": report.total_nodes,
-    });
-    let with_clusters = |mut out: serde_json::Value| {
-        for (k, v) in cluster_fields.as_object().expect("an object") {
-            out[k] = v.clone();
-        }
-        out
-    };
     let rounds = args.steps.min(10);
     let (mut t_plain, mut t_clustered) = (Duration::ZERO, Duration::ZERO);
     // Steps of both modes (or the one timed), on a terminal only.
@@ -152,6 +137,30 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         }
     }
     progress.finish();
+    // The clusters as the timed steps ran them: one the interpreter took over during the
+    // rounds (a megamorphic one, compiled code failing at run time) is named now.
+    let later: Vec<String> = report
+        .interpreted_notes(&jit.function_status())
+        .into_iter()
+        .filter(|n| !interpreted_said.contains(n))
+        .collect();
+    print_notes(&later);
+    let counts = report.counts(jit);
+    let compile_ms = jit.compile_time().as_secs_f64() * 1e3;
+    let cluster_fields = serde_json::json!({
+        "clusters": report.clusters.len(),
+        "compiled_clusters": counts.compiled,
+        "interpreted_clusters": counts.interpreted,
+        "uncalled_clusters": counts.uncalled,
+        "clustered_nodes": report.clustered_nodes,
+        "total_nodes": report.total_nodes,
+    });
+    let with_clusters = |mut out: serde_json::Value| {
+        for (k, v) in cluster_fields.as_object().expect("an object") {
+            out[k] = v.clone();
+        }
+        out
+    };
     let profile = if args.profile { Some(profile(&clustered, args.steps)?) } else { None };
     let with_clusters = |out: serde_json::Value| {
         let mut out = with_clusters(out);

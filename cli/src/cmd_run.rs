@@ -641,6 +641,10 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     }
     let mut last = Vec::new();
     let mut progress = crate::progress::Progress::new(args.steps);
+    // The interpreted-cluster notes printed after the first step: a cluster the interpreter
+    // takes over later (a megamorphic one, compiled code failing at run time) is named at the
+    // end, once.
+    let mut interpreted_said = Vec::new();
     for done in 1..=args.steps {
         let result = session.run(&request);
         if result.is_err() {
@@ -666,13 +670,22 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
             print_notes(&notes);
             if let Some(r) = &report {
                 print_notes(&r.notes);
-                print_notes(&r.interpreted_notes(&session.jit().function_status()));
+                interpreted_said = r.interpreted_notes(&session.jit().function_status());
+                print_notes(&interpreted_said);
             }
             print_notes(&crate::notes::dropped_summary_notes(session.variable_store()));
         }
         progress.step(done);
     }
     progress.finish();
+    if let Some(r) = &report {
+        let later: Vec<String> = r
+            .interpreted_notes(&session.jit().function_status())
+            .into_iter()
+            .filter(|n| !interpreted_said.contains(n))
+            .collect();
+        print_notes(&later);
+    }
     let names = fetch_names;
     let mut fetched: Vec<(String, Tensor)> = Vec::new();
     for (n, t) in names.into_iter().zip(last) {

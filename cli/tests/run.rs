@@ -197,6 +197,58 @@ fn a_check_gating_by_control_edge_fails_the_step() {
     }
 }
 
+/// A cluster fed a data-dependent shape (a `Where` whose row count changes every step) stops
+/// compiling after XLA's megamorphic threshold, says so in a note, and gives the plain
+/// executor's result (sweep 62: it compiled on every step, 0.11× the plain executor and its
+/// memory growing without bound, in silence).
+#[test]
+fn a_cluster_whose_shapes_keep_changing_goes_to_the_interpreter_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        "v = VarHandleOp() {dtype = float32, shape = shape[], shared_name = \"t\"}\n\
+         zero = Const() {dtype = float32, value = float32[]{0.0}}\n\
+         one = Const() {dtype = float32, value = float32[]{1.0}}\n\
+         init = AssignVariableOp(v, zero) {dtype = float32}\n\
+         x = Placeholder() {dtype = float32, shape = shape[40]}\n\
+         t = ReadVariableOp(v) {dtype = float32}\n\
+         m = Greater(x, t) {T = float32}\n\
+         w = Where(m) {T = bool}\n\
+         g = GatherNd(x, w) {Tparams = float32, Tindices = int64}\n\
+         a = Tanh(g) {T = float32}\n\
+         b = Mul(a, g) {T = float32}\n\
+         ax = Const() {dtype = int32, value = int32[]{0}}\n\
+         s = Sum(b, ax) {T = float32, Tidx = int32}\n\
+         bump = AssignAddVariableOp(v, one, ^s) {dtype = float32}\n",
+    )
+    .unwrap();
+    let x = format!("x={:?}", (0..40).collect::<Vec<i32>>());
+    let args = |steps: &str, mode: &[&'static str]| -> Vec<String> {
+        let mut a: Vec<String> = ["run", g.to_str().unwrap(), "--init", "init", "--feed", &x, "--fetch", "s"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(["--target", "bump", "--steps", steps].map(String::from));
+        a.extend(mode.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |a: Vec<String>| autoclust(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    // A few steps: each new shape compiles, nothing to say.
+    let out = run(args("5", &[]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Thirty: megamorphic after eleven compiles, named once at the end; same result as plain.
+    let out = run(args("30", &[]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(notes[0].contains("runs in the interpreter") && notes[0].contains("input shapes keep changing"), "{err}");
+    let plain = run(args("30", &["--no-cluster"]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
+}
+
 #[test]
 fn seed_example_respects_control_edges_under_every_schedule() {
     let g = testdata("seed000_simplest.graph");

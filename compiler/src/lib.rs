@@ -117,7 +117,23 @@ pub enum CompileError {
     /// A kernel failed at run time (e.g. a gather index out of range).
     #[error("run-time error in node '{node}': {reason}")]
     Runtime { node: String, reason: String },
+    /// The function was compiled for so many input signatures in so few calls that new
+    /// signatures are no longer compiled ([`CompileCache::get_or_compile_within`]).
+    #[error(
+        "its input shapes keep changing: compiled for {signatures} signatures in {calls} calls, so new ones run \
+         in the interpreter (a megamorphic cluster, XLA's rule: more than {MEGAMORPHIC_COMPILES} compiles and \
+         fewer than {MIN_CALLS_PER_COMPILE} calls per compile)"
+    )]
+    Megamorphic { signatures: usize, calls: u64 },
 }
+
+/// A function compiled for more signatures than this ...
+pub const MEGAMORPHIC_COMPILES: usize = 10;
+/// ... with fewer calls per compile than this is megamorphic: TensorFlow's XLA compilation
+/// profiler's thresholds (`kCompileThreshold`, `kMinExecutionsPerCompile`). A cluster fed a
+/// data-dependent shape (a boolean mask's `Where`) otherwise compiles on every step, each
+/// compile costing more than the step and its code kept for good.
+pub const MIN_CALLS_PER_COMPILE: u64 = 50;
 
 impl CompileError {
     pub(crate) fn unsupported(node: &autoclust_graph::Node, reason: impl Into<String>) -> CompileError {
@@ -521,8 +537,11 @@ type Slot = Arc<OnceLock<Result<CompiledFunction, CompileError>>>;
 #[derive(Default)]
 struct Entries {
     slots: HashMap<CacheKey, Slot>,
-    /// Signatures compiled so far per function name (for the recompile log line).
+    /// Signatures compiled so far per function name (for the recompile log line and the
+    /// megamorphic rule).
     signatures: HashMap<String, usize>,
+    /// Functions found megamorphic ([`CompileCache::get_or_compile_within`]).
+    megamorphic: std::collections::HashSet<String>,
 }
 
 /// The text two bodies share exactly when they compute the same function: per node,
@@ -574,12 +593,40 @@ impl CompileCache {
         lists: &[(usize, lists::ListType)],
         constants: &[(usize, Tensor)],
     ) -> Result<CompiledFunction, CompileError> {
+        self.get_or_compile_within(name, body, inputs, lists, constants, None)
+    }
+
+    /// As [`CompileCache::get_or_compile_typed`], for a function called `calls` times so far
+    /// (`None`: unknown): once it has been compiled for more than [`MEGAMORPHIC_COMPILES`]
+    /// signatures with fewer than [`MIN_CALLS_PER_COMPILE`] calls per compile it is
+    /// megamorphic for good, and a signature not compiled yet gets
+    /// [`CompileError::Megamorphic`] instead of a compile (signatures compiled before still
+    /// hit).
+    pub fn get_or_compile_within(
+        &self,
+        name: &str,
+        body: &Graph,
+        inputs: &[(DType, Vec<usize>)],
+        lists: &[(usize, lists::ListType)],
+        constants: &[(usize, Tensor)],
+        calls: Option<u64>,
+    ) -> Result<CompiledFunction, CompileError> {
         let key: CacheKey = (name.to_string(), inputs.to_vec(), constant_key(constants), lists.to_vec());
         let (slot, earlier) = {
             let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(hit) = entries.slots.get(&key) {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 (hit.clone(), None)
+            } else if let Some(calls) = calls.filter(|&c| {
+                let signatures = entries.signatures.get(name).copied().unwrap_or(0);
+                entries.megamorphic.contains(name)
+                    || (signatures > MEGAMORPHIC_COMPILES && c < MIN_CALLS_PER_COMPILE * signatures as u64)
+            }) {
+                if entries.megamorphic.insert(name.to_string()) {
+                    tracing::info!(function = name, calls, "megamorphic: new signatures run in the interpreter");
+                }
+                let signatures = entries.signatures.get(name).copied().unwrap_or(0);
+                return Err(CompileError::Megamorphic { signatures, calls });
             } else {
                 let slot = Slot::default();
                 entries.slots.insert(key, slot.clone());

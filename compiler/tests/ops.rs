@@ -520,6 +520,39 @@ fn cache_hits_same_signature_and_recompiles_new_shapes() {
     assert_eq!((cache.compile_count(), cache.shared_count()), (5, 1));
 }
 
+/// XLA's megamorphic rule: a function compiled for more than `MEGAMORPHIC_COMPILES`
+/// signatures with fewer than `MIN_CALLS_PER_COMPILE` calls per compile compiles no new
+/// signature (for good), while the ones compiled before still hit; called often enough, it
+/// keeps compiling (sweep 62: a `Where`-fed cluster compiled on every step).
+#[test]
+fn megamorphic_functions_stop_compiling_new_signatures() {
+    use autoclust_compiler::{MEGAMORPHIC_COMPILES, MIN_CALLS_PER_COMPILE};
+    let g = graph(vec![arg("x", 0, DType::Float32), node("e", "Exp", &["x"], vec![]), ret("r", "e", 0)]);
+    let sig = |n: usize| vec![(DType::Float32, vec![n])];
+    let cache = CompileCache::new(compiler());
+    // Called once per new shape: compiles up to the threshold, then refuses.
+    let mut calls = 0u64;
+    for n in 1..=MEGAMORPHIC_COMPILES + 1 {
+        calls += 1;
+        cache.get_or_compile_within("f", &g, &sig(n), &[], &[], Some(calls)).unwrap();
+    }
+    calls += 1;
+    let e = cache.get_or_compile_within("f", &g, &sig(100), &[], &[], Some(calls)).unwrap_err();
+    assert!(matches!(e, CompileError::Megamorphic { signatures, .. } if signatures == MEGAMORPHIC_COMPILES + 1), "{e}");
+    assert!(e.to_string().contains("input shapes keep changing"), "{e}");
+    assert_eq!(cache.compile_count(), MEGAMORPHIC_COMPILES + 1);
+    // A signature compiled before still hits; the rule sticks even when calls catch up.
+    assert!(cache.get_or_compile_within("f", &g, &sig(1), &[], &[], Some(calls + 1)).is_ok());
+    assert!(cache.get_or_compile_within("f", &g, &sig(101), &[], &[], Some(u64::MAX)).is_err());
+    // Another function called often enough per compile keeps compiling.
+    let many = MIN_CALLS_PER_COMPILE * 100;
+    for n in 1..=MEGAMORPHIC_COMPILES + 3 {
+        cache.get_or_compile_within("busy", &g, &sig(n), &[], &[], Some(many)).unwrap();
+    }
+    // Without a call count (ahead-of-time compiles) the rule does not apply.
+    cache.get_or_compile_typed("f", &g, &sig(102), &[], &[]).unwrap();
+}
+
 #[test]
 fn unsupported_ops_and_dtypes_are_reported_with_the_node() {
     let cases: Vec<(Vec<autoclust_graph::RawNode>, DType, &str)> = vec![

@@ -286,6 +286,8 @@ struct Body {
     /// computed outside the cluster; [`autoclust_compiler::constant_args`]).
     constant_args: Vec<usize>,
     plan: OnceLock<Result<Arc<Plan>, RunError>>,
+    /// Calls so far (the megamorphic rule, [`autoclust_compiler::CompileCache::get_or_compile_within`]).
+    calls: std::sync::atomic::AtomicU64,
 }
 
 impl Body {
@@ -315,6 +317,7 @@ impl Body {
             constant_args: autoclust_compiler::constant_args(&graph),
             graph,
             plan: OnceLock::new(),
+            calls: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -440,7 +443,9 @@ fn lookup(
     let sig: Vec<(DType, Vec<usize>)> = inputs.iter().map(|t| (t.dtype, t.shape.clone())).collect();
     let constants = constant_values(body, inputs);
     let lists = autoclust_compiler::lists::list_args(inputs);
-    let compiled = match jit.cache.get_or_compile_typed(&body.name, &body.graph, &sig, &lists, &constants) {
+    let calls = body.calls.load(Ordering::Relaxed);
+    let compiled = match jit.cache.get_or_compile_within(&body.name, &body.graph, &sig, &lists, &constants, Some(calls))
+    {
         Ok(f) => {
             let mut seen = jit.seen.lock();
             let key: CacheKey =
@@ -502,6 +507,7 @@ fn call_site(
     bridged: Option<(&VariableStore, &Bridged)>,
 ) -> KResult<Outputs> {
     let mut inputs = inputs;
+    body.calls.fetch_add(1, Ordering::Relaxed);
     if jit.enabled {
         if let Some(f) = lookup(jit, body, site, &inputs) {
             if let Some((_, b)) = bridged {
