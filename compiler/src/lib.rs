@@ -542,7 +542,13 @@ struct Entries {
     signatures: HashMap<String, usize>,
     /// Functions found megamorphic ([`CompileCache::get_or_compile_within`]).
     megamorphic: std::collections::HashSet<String>,
+    /// The input dtypes and shapes compiled so far per function name, whatever the constant
+    /// arguments' values and the list arguments' types: what the megamorphic rule counts.
+    shapes: HashMap<String, std::collections::HashSet<InputTypes>>,
 }
+
+/// Each input's dtype and shape.
+type InputTypes = Vec<(DType, Vec<usize>)>;
 
 /// The text two bodies share exactly when they compute the same function: per node,
 /// in body order, the op, device, data inputs as `(node position, port)`, control
@@ -598,10 +604,10 @@ impl CompileCache {
 
     /// As [`CompileCache::get_or_compile_typed`], for a function called `calls` times so far
     /// (`None`: unknown): once it has been compiled for more than [`MEGAMORPHIC_COMPILES`]
-    /// signatures with fewer than [`MIN_CALLS_PER_COMPILE`] calls per compile it is
-    /// megamorphic for good, and a signature not compiled yet gets
-    /// [`CompileError::Megamorphic`] instead of a compile (signatures compiled before still
-    /// hit).
+    /// input shapes (constant arguments' values and list types aside) with fewer than
+    /// [`MIN_CALLS_PER_COMPILE`] calls per compile it is megamorphic for good, and a new input
+    /// shape gets [`CompileError::Megamorphic`] instead of a compile (signatures compiled
+    /// before still hit, and so do new constant values or list types at a known shape).
     pub fn get_or_compile_within(
         &self,
         name: &str,
@@ -618,16 +624,24 @@ impl CompileCache {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 (hit.clone(), None)
             } else if let Some(calls) = calls.filter(|&c| {
-                let signatures = entries.signatures.get(name).copied().unwrap_or(0);
-                entries.megamorphic.contains(name)
-                    || (signatures > MEGAMORPHIC_COMPILES && c < MIN_CALLS_PER_COMPILE * signatures as u64)
+                // Shapes, not the values of compile-time constant arguments nor the types of
+                // TensorList arguments (which slots are set): a loop body's cluster taking the
+                // iteration index as a constant, or a list filled one slot per iteration,
+                // compiles once per iteration, a bounded set that every later step reuses.
+                let known = entries.shapes.get(name);
+                let new_shape = !known.is_some_and(|k| k.contains(inputs));
+                let shapes = known.map_or(0, |k| k.len());
+                new_shape
+                    && (entries.megamorphic.contains(name)
+                        || (shapes > MEGAMORPHIC_COMPILES && c < MIN_CALLS_PER_COMPILE * shapes as u64))
             }) {
                 if entries.megamorphic.insert(name.to_string()) {
                     tracing::info!(function = name, calls, "megamorphic: new signatures run in the interpreter");
                 }
-                let signatures = entries.signatures.get(name).copied().unwrap_or(0);
+                let signatures = entries.shapes.get(name).map_or(0, |k| k.len());
                 return Err(CompileError::Megamorphic { signatures, calls });
             } else {
+                entries.shapes.entry(name.to_string()).or_default().insert(inputs.to_vec());
                 let slot = Slot::default();
                 entries.slots.insert(key, slot.clone());
                 let count = entries.signatures.entry(name.to_string()).or_insert(0);

@@ -553,6 +553,55 @@ fn megamorphic_functions_stop_compiling_new_signatures() {
     cache.get_or_compile_typed("f", &g, &sig(102), &[], &[]).unwrap();
 }
 
+/// The clusterer keeps out of clusters exactly the float64 ops the compiler declines
+/// (`jit_ops::float_type_refusal`): each was admitted once and sent its whole cluster to the
+/// interpreter — a 669-node WaveNet cluster for one float64 `BiasAddGrad` (sweep 62).
+#[test]
+fn float64_ops_the_compiler_declines_are_the_ones_the_clusterer_refuses() {
+    use autoclust_graph::jit_ops::float_type_refusal;
+    let t = |d: DType| vec![("T", autoclust_graph::AttrValue::Type(d))];
+    let unary =
+        |op: &str| graph(vec![arg("x", 0, DType::Float64), node("y", op, &["x"], t(DType::Float64)), ret("r", "y", 0)]);
+    let binary = |op: &str| {
+        graph(vec![
+            arg("x", 0, DType::Float64),
+            arg("z", 1, DType::Float64),
+            node("y", op, &["x", "z"], t(DType::Float64)),
+            ret("r", "y", 0),
+        ])
+    };
+    let m = || (DType::Float64, vec![4, 3]);
+    type Case = (&'static str, autoclust_graph::Graph, Vec<(DType, Vec<usize>)>);
+    let cases: Vec<Case> = vec![
+        ("Relu6", unary("Relu6"), vec![m()]),
+        ("LeakyRelu", unary("LeakyRelu"), vec![m()]),
+        ("BiasAddGrad", unary("BiasAddGrad"), vec![m()]),
+        ("Relu6Grad", binary("Relu6Grad"), vec![m(), m()]),
+        ("EluGrad", binary("EluGrad"), vec![m(), m()]),
+        ("SeluGrad", binary("SeluGrad"), vec![m(), m()]),
+        ("LeakyReluGrad", binary("LeakyReluGrad"), vec![m(), m()]),
+        ("MatMul", binary("MatMul"), vec![(DType::Float64, vec![3, 3]), (DType::Float64, vec![3, 3])]),
+        ("SoftmaxCrossEntropyWithLogits", binary("SoftmaxCrossEntropyWithLogits"), vec![m(), m()]),
+        ("Relu", unary("Relu"), vec![m()]),
+        ("Neg", unary("Neg"), vec![m()]),
+        ("ReluGrad", binary("ReluGrad"), vec![m(), m()]),
+        ("Mul", binary("Mul"), vec![m(), m()]),
+        ("Maximum", binary("Maximum"), vec![m(), m()]),
+    ];
+    for (op, g, sig) in cases {
+        let compiled = compiler().compile(&g, &sig);
+        let refused = float_type_refusal(op, Some(DType::Float64));
+        assert_eq!(
+            compiled.is_err(),
+            refused.is_some(),
+            "{op}: compile {:?}, clusterer refusal {refused:?}",
+            compiled.err()
+        );
+        // Every op here compiles on float32.
+        assert!(float_type_refusal(op, Some(DType::Float32)).is_none(), "{op}");
+    }
+}
+
 #[test]
 fn unsupported_ops_and_dtypes_are_reported_with_the_node() {
     let cases: Vec<(Vec<autoclust_graph::RawNode>, DType, &str)> = vec![

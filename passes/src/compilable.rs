@@ -337,6 +337,16 @@ fn control_flow_refusal_in(
                     || *t == DType::Variant
                     || *t == DType::UInt64 && autoclust_graph::jit_ops::UINT64_KEY_OPS.contains(&inner))
             };
+            // An op the JIT lowers, but not for this type (a float64 `MatMul` in an LSTM loop).
+            if let Some(what) =
+                autoclust_graph::jit_ops::float_type_refusal(inner, n.attrs.get("T").and_then(AttrValue::as_type))
+                    .filter(|_| !refused)
+            {
+                return why(format!(
+                    "its function '{}' runs '{}' ({what}), which the JIT does not compile",
+                    f.name, n.name
+                ));
+            }
             let bad_dtype = n.attrs.values().find_map(|a| match a {
                 AttrValue::Type(t) => Some(*t).filter(unsupported),
                 AttrValue::List(autoclust_graph::ListValue::Type(ts)) => ts.iter().copied().find(unsupported),
@@ -444,18 +454,10 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     {
         return Some(NotCompilable::UnsupportedOp { op: format!("{op} in a data_format other than NHWC") });
     }
-    // The JIT's transcendental routines, GEMM, softmax and arg-extreme kernels are float32 only.
-    if (autoclust_graph::JIT_FLOAT32_ONLY_OPS.contains(&op) || autoclust_graph::JIT_FLOAT32_ONLY_KERNELS.contains(&op))
-        && node.attr("T").and_then(AttrValue::as_type).is_some_and(|t| t != DType::Float32 && !t.is_half())
-    {
-        let t = node.attr("T").and_then(AttrValue::as_type).map(|t| t.to_string()).unwrap_or_default();
-        return Some(NotCompilable::UnsupportedOp { op: format!("{op} on {t}") });
-    }
-    // The JIT's resize gradient is float32 only (its forward reads every admitted type).
-    if op == "ResizeBilinearGrad"
-        && node.attr("T").and_then(AttrValue::as_type).is_some_and(|t| t != DType::Float32 && !t.is_half())
-    {
-        return Some(NotCompilable::UnsupportedOp { op: "ResizeBilinearGrad of a type other than float32".into() });
+    // The JIT's transcendental routines, GEMM, softmax, arg-extreme, bias-gradient and
+    // resize-gradient kernels are float32 only; some elementwise ops have no float64 loop.
+    if let Some(op) = autoclust_graph::jit_ops::float_type_refusal(op, node.attr("T").and_then(AttrValue::as_type)) {
+        return Some(NotCompilable::UnsupportedOp { op });
     }
     // A negative `batch_dims` counts from the indices' rank, which the bridge's lowering to
     // `GatherV2` (its axis) does not know: the runtime's kernel gathers it.

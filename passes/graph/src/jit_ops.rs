@@ -386,7 +386,50 @@ pub const JIT_FLOAT32_ONLY_OPS: &[&str] =
 /// The kernel ops (not elementwise) the JIT lowers for float32 only (its GEMM, softmax and
 /// arg-extreme kernels); admitted into clusters on float32 alone, like
 /// [`JIT_FLOAT32_ONLY_OPS`].
-pub const JIT_FLOAT32_ONLY_KERNELS: &[&str] = &["MatMul", "Softmax", "LogSoftmax", "ArgMax", "ArgMin"];
+pub const JIT_FLOAT32_ONLY_KERNELS: &[&str] = &[
+    "MatMul",
+    "Softmax",
+    "LogSoftmax",
+    "ArgMax",
+    "ArgMin",
+    "BiasAddGrad",
+    "SoftmaxCrossEntropyWithLogits",
+    "SparseSoftmaxCrossEntropyWithLogits",
+    "ResizeBilinearGrad",
+    "ResizeNearestNeighborGrad",
+];
+
+/// The elementwise ops the JIT lowers for float32 but not float64 (its float64 loops build
+/// only the constants 0, ±1 and ½, and these need others: Relu6's 6, the ELU/SELU gradients'
+/// and leaky ReLU's coefficients, the fake-quantisation ranges); admitted into clusters on
+/// any type but float64.
+pub const JIT_NO_FLOAT64_OPS: &[&str] = &[
+    "Relu6",
+    "Relu6Grad",
+    "EluGrad",
+    "SeluGrad",
+    "LeakyRelu",
+    "LeakyReluGrad",
+    "FakeQuantWithMinMaxArgs",
+    "FakeQuantWithMinMaxArgsGradient",
+    "FakeQuantWithMinMaxVars",
+    "FakeQuantWithMinMaxVarsPerChannel",
+];
+
+/// Why the JIT does not compute `op` with type attribute `t` (`T`) although it lowers the op
+/// (`None`: it does): the float32-only ops and kernels on any other type but half precision
+/// (the compiler computes half in float32), the ops without a float64 lowering on float64.
+pub fn float_type_refusal(op: &str, t: Option<crate::DType>) -> Option<String> {
+    let t = t?;
+    let float32_only = JIT_FLOAT32_ONLY_OPS.contains(&op) || JIT_FLOAT32_ONLY_KERNELS.contains(&op);
+    if float32_only && t != crate::DType::Float32 && !t.is_half() {
+        return Some(format!("{op} on {t}"));
+    }
+    if JIT_NO_FLOAT64_OPS.contains(&op) && t == crate::DType::Float64 {
+        return Some(format!("{op} on {t}"));
+    }
+    None
+}
 
 /// Whether the clusterer may put `op` in a cluster (given supported dtypes): a compute op
 /// the JIT lowers, a host-step op ([`HOST_COMPUTE_OPS`]), a variable op the bridge runs, or a
@@ -436,7 +479,9 @@ mod tests {
             assert!(crate::registry::is_known(op), "{op} is not a registry op");
             assert!(seen.insert(*op), "{op} is listed twice");
         }
-        for op in UINT64_KEY_OPS.iter().chain(JIT_FLOAT32_ONLY_OPS).chain(JIT_FLOAT32_ONLY_KERNELS) {
+        for op in
+            UINT64_KEY_OPS.iter().chain(JIT_FLOAT32_ONLY_OPS).chain(JIT_FLOAT32_ONLY_KERNELS).chain(JIT_NO_FLOAT64_OPS)
+        {
             assert!(
                 JIT_COMPUTE_OPS.contains(op) || is_stateless_sampler(op),
                 "{op} has a dtype rule but is not lowered"
