@@ -120,9 +120,9 @@ pub enum CompileError {
     /// The function was compiled for so many input signatures in so few calls that new
     /// signatures are no longer compiled ([`CompileCache::get_or_compile_within`]).
     #[error(
-        "its input shapes keep changing: compiled for {signatures} signatures in {calls} calls, so new ones run \
-         in the interpreter (a megamorphic cluster, XLA's rule: more than {MEGAMORPHIC_COMPILES} compiles and \
-         fewer than {MIN_CALLS_PER_COMPILE} calls per compile)"
+        "its input shapes keep changing: compiled for {signatures} input shapes in {calls} calls, so new shapes \
+         run in the interpreter (a megamorphic cluster, XLA's rule: more than {MEGAMORPHIC_COMPILES} compiles \
+         and fewer than {MIN_CALLS_PER_COMPILE} calls per compile)"
     )]
     Megamorphic { signatures: usize, calls: u64 },
 }
