@@ -530,7 +530,9 @@ impl GraphCycles {
         for (i, m) in moved.iter_mut().enumerate() {
             let ((x, y), (fx, fy)) = if m.pred { ((m.w, s), (m.w, v)) } else { ((s, m.w), (v, m.w)) };
             m.at = self.remove_edge_at(fx, fy).expect("a neighbour's edge");
-            match self.insert_edge_within(x, y, &mut allowance, Some(&mut undo)) {
+            // Only a bounded contraction can be undone, so only it logs the ranks it changes.
+            let log = (allowance != usize::MAX).then_some(&mut undo);
+            match self.insert_edge_within(x, y, &mut allowance, log) {
                 Insertion::Added => m.added = true,
                 Insertion::Present => {}
                 Insertion::Cycle => debug_assert!(false, "no path joins the merged nodes, so no cycle can form"),
