@@ -401,20 +401,10 @@ pub const JIT_FLOAT32_ONLY_KERNELS: &[&str] = &[
 
 /// The elementwise ops the JIT lowers for float32 but not float64 (its float64 loops build
 /// only the constants 0, ±1 and ½, and these need others: Relu6's 6, the ELU/SELU gradients'
-/// and leaky ReLU's coefficients, the fake-quantisation ranges); admitted into clusters on
-/// any type but float64.
-pub const JIT_NO_FLOAT64_OPS: &[&str] = &[
-    "Relu6",
-    "Relu6Grad",
-    "EluGrad",
-    "SeluGrad",
-    "LeakyRelu",
-    "LeakyReluGrad",
-    "FakeQuantWithMinMaxArgs",
-    "FakeQuantWithMinMaxArgsGradient",
-    "FakeQuantWithMinMaxVars",
-    "FakeQuantWithMinMaxVarsPerChannel",
-];
+/// and leaky ReLU's coefficients); admitted into clusters on any type but float64. (The
+/// fake-quantisation ops, which have no float64 loop either, take float32 only and have no
+/// type attribute: nothing to refuse.)
+pub const JIT_NO_FLOAT64_OPS: &[&str] = &["Relu6", "Relu6Grad", "EluGrad", "SeluGrad", "LeakyRelu", "LeakyReluGrad"];
 
 /// Why the JIT does not compute `op` with type attribute `t` (`T`) although it lowers the op
 /// (`None`: it does): the float32-only ops and kernels on any other type but half precision
