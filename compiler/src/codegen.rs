@@ -1672,6 +1672,7 @@ pub(crate) fn file_stem(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
 }
 
-/// TensorFlow's SELU constants as the interpreter rounds them to float32.
-const SELU_SCALE: f32 = 1.050_701;
-const SELU_SCALE_ALPHA: f32 = 1.758_099_4;
+/// TensorFlow's SELU constants rounded to float32 as its `static_cast<float>` rounds them
+/// (scale·alpha 0x3fe10966).
+const SELU_SCALE: f32 = 1.050_700_987_355_480_5_f64 as f32;
+const SELU_SCALE_ALPHA: f32 = 1.758_099_340_847_376_9_f64 as f32;

@@ -553,8 +553,8 @@ fn megamorphic_functions_stop_compiling_new_signatures() {
     cache.get_or_compile_typed("f", &g, &sig(102), &[], &[]).unwrap();
 }
 
-/// The clusterer keeps out of clusters exactly the float64 ops the compiler declines
-/// (`jit_ops::float_type_refusal`): each was admitted once and sent its whole cluster to the
+/// The clusterer keeps out of clusters exactly the float64 (and integer) ops the compiler
+/// declines (`jit_ops::float_type_refusal`): each was admitted once and sent its whole cluster to the
 /// interpreter — a 669-node WaveNet cluster for one float64 `BiasAddGrad` (sweep 62).
 #[test]
 fn float64_ops_the_compiler_declines_are_the_ones_the_clusterer_refuses() {
@@ -599,6 +599,38 @@ fn float64_ops_the_compiler_declines_are_the_ones_the_clusterer_refuses() {
         );
         // Every op here compiles on float32.
         assert!(float_type_refusal(op, Some(DType::Float32)).is_none(), "{op}");
+    }
+    // The float-only kernels on int32 (an int32 `Conv2D` was admitted and sent its cluster to
+    // the interpreter, sweep 64), and on float64, which they compile.
+    let window = |d: DType| {
+        use autoclust_graph::{AttrValue, ListValue};
+        vec![
+            ("T", AttrValue::Type(d)),
+            ("strides", AttrValue::List(ListValue::I(vec![1, 1, 1, 1]))),
+            ("ksize", AttrValue::List(ListValue::I(vec![1, 2, 2, 1]))),
+            ("padding", AttrValue::S(b"VALID".to_vec())),
+        ]
+    };
+    for d in [DType::Int32, DType::Float64] {
+        let conv =
+            graph(vec![arg("x", 0, d), arg("f", 1, d), node("y", "Conv2D", &["x", "f"], window(d)), ret("r", "y", 0)]);
+        let pool = graph(vec![arg("x", 0, d), node("y", "MaxPool", &["x"], window(d)), ret("r", "y", 0)]);
+        let bmm = graph(vec![
+            arg("x", 0, d),
+            arg("z", 1, d),
+            node("y", "BatchMatMulV2", &["x", "z"], t(d)),
+            ret("r", "y", 0),
+        ]);
+        let image = (d, vec![1, 3, 3, 1]);
+        for (op, g, sig) in [
+            ("Conv2D", conv, vec![image.clone(), (d, vec![2, 2, 1, 1])]),
+            ("MaxPool", pool, vec![image]),
+            ("BatchMatMulV2", bmm, vec![(d, vec![2, 3, 3]), (d, vec![2, 3, 3])]),
+        ] {
+            let compiled = compiler().compile(&g, &sig);
+            let refused = float_type_refusal(op, Some(d));
+            assert_eq!(compiled.is_err(), refused.is_some(), "{op} on {d}: {:?}, {refused:?}", compiled.err());
+        }
     }
 }
 

@@ -406,13 +406,44 @@ pub const JIT_FLOAT32_ONLY_KERNELS: &[&str] = &[
 /// type attribute: nothing to refuse.)
 pub const JIT_NO_FLOAT64_OPS: &[&str] = &["Relu6", "Relu6Grad", "EluGrad", "SeluGrad", "LeakyRelu", "LeakyReluGrad"];
 
+/// The kernel ops the JIT lowers for float32 and float64 only (its convolutions, pooling,
+/// batch normalisation, batched products, `Einsum` and `L2Loss`); TensorFlow also runs some of
+/// them on integers (an int32 `Conv2D`, a uint8 `MaxPool`), which the interpreter computes.
+pub const JIT_FLOAT_ONLY_KERNELS: &[&str] = &[
+    "Conv2D",
+    "Conv2DBackpropInput",
+    "Conv2DBackpropFilter",
+    "DepthwiseConv2dNative",
+    "DepthwiseConv2dNativeBackpropInput",
+    "DepthwiseConv2dNativeBackpropFilter",
+    "MaxPool",
+    "MaxPoolGrad",
+    "AvgPool",
+    "AvgPoolGrad",
+    "FusedBatchNorm",
+    "FusedBatchNormV2",
+    "FusedBatchNormV3",
+    "FusedBatchNormGrad",
+    "FusedBatchNormGradV2",
+    "FusedBatchNormGradV3",
+    "BatchMatMul",
+    "BatchMatMulV2",
+    "Einsum",
+    "L2Loss",
+];
+
 /// Why the JIT does not compute `op` with type attribute `t` (`T`) although it lowers the op
 /// (`None`: it does): the float32-only ops and kernels on any other type but half precision
-/// (the compiler computes half in float32), the ops without a float64 lowering on float64.
+/// (the compiler computes half in float32), the float-only kernels on any non-float type, the
+/// ops without a float64 lowering on float64.
 pub fn float_type_refusal(op: &str, t: Option<crate::DType>) -> Option<String> {
     let t = t?;
     let float32_only = JIT_FLOAT32_ONLY_OPS.contains(&op) || JIT_FLOAT32_ONLY_KERNELS.contains(&op);
     if float32_only && t != crate::DType::Float32 && !t.is_half() {
+        return Some(format!("{op} on {t}"));
+    }
+    let float = matches!(t, crate::DType::Float32 | crate::DType::Float64) || t.is_half();
+    if JIT_FLOAT_ONLY_KERNELS.contains(&op) && !float {
         return Some(format!("{op} on {t}"));
     }
     if JIT_NO_FLOAT64_OPS.contains(&op) && t == crate::DType::Float64 {

@@ -1,5 +1,5 @@
 //! Data-movement ops for every dtype: `ConcatV2`, `Pack`, `Split`, `Slice`, `Transpose`,
-//! `Tile`, `GatherV2`, `Pad`, `Select`, … on strings, `uint8` images, `int8`/`int16`/`uint*`
+//! `Tile`, `GatherV2`, `Pad`, `Select`, `ResizeNearestNeighbor`, … on strings, `uint8` images, `int8`/`int16`/`uint*`
 //! and complex tensors, which their typed kernels (float32/64, int32/64, bool) do not cover.
 //!
 //! Such an op only moves, repeats or drops elements (or fills new positions with zero or a
@@ -13,6 +13,12 @@
 //! `Unique` and its variants, `Equal` and `NotEqual` compare elements for equality only: each
 //! data element is replaced by the position of the first equal one among all data inputs,
 //! which has the same equality structure, and unique values are read back the same way.
+//!
+//! Max pooling (`MaxPool`, `MaxPoolV2`, `MaxPool3D`, `MaxPoolWithArgmax`) on the integer types
+//! compares elements by order only: each element is replaced by its rank among the input's
+//! distinct values (a `float64` holds every rank exactly), the op's `float64` kernel runs, and
+//! each output rank is read back as the value of that rank. Equal values share a rank, so
+//! ties (and an argmax among them) fall as they would on the values themselves.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -50,10 +56,31 @@ fn movement(op: &str) -> Option<Movement> {
         "ConcatV2" => AllBut { first: 0, last: 1 },
         "Concat" => AllBut { first: 1, last: 0 },
         "Pack" => AllBut { first: 0, last: 0 },
-        "Unpack" | "Slice" | "StridedSlice" | "Transpose" | "ReverseV2" | "Reverse" | "Tile" | "GatherV2"
-        | "Gather" | "GatherNd" | "MirrorPad" | "Pad" | "BroadcastTo" | "SpaceToBatchND" | "BatchToSpaceND"
-        | "SpaceToBatch" | "BatchToSpace" | "SpaceToDepth" | "DepthToSpace" | "ReverseSequence" | "Roll"
-        | "MatrixBandPart" | "MatrixDiagPart" | "SplitV" => These(&[0]),
+        "Unpack"
+        | "Slice"
+        | "StridedSlice"
+        | "Transpose"
+        | "ReverseV2"
+        | "Reverse"
+        | "Tile"
+        | "GatherV2"
+        | "Gather"
+        | "GatherNd"
+        | "MirrorPad"
+        | "Pad"
+        | "BroadcastTo"
+        | "SpaceToBatchND"
+        | "BatchToSpaceND"
+        | "SpaceToBatch"
+        | "BatchToSpace"
+        | "SpaceToDepth"
+        | "DepthToSpace"
+        | "ReverseSequence"
+        | "Roll"
+        | "MatrixBandPart"
+        | "MatrixDiagPart"
+        | "SplitV"
+        | "ResizeNearestNeighbor" => These(&[0]),
         "MatrixDiagPartV2" | "MatrixDiagPartV3" => These(&[0, 2]),
         "Split" | "Fill" | "ScatterNd" => These(&[1]),
         "PadV2" | "TensorScatterUpdate" => These(&[0, 2]),
@@ -186,9 +213,89 @@ fn run_on_positions(m: Movement, int: &PureFn, mut inp: Inputs) -> KResult<Outpu
     Ok(result)
 }
 
+/// Whether `d` is an integer type max pooling runs on by rank.
+fn integer(d: DType) -> bool {
+    matches!(
+        d,
+        DType::Int8
+            | DType::Int16
+            | DType::Int32
+            | DType::Int64
+            | DType::UInt8
+            | DType::UInt16
+            | DType::UInt32
+            | DType::UInt64
+    )
+}
+
+/// Each element of the integer tensor `t` as an `i128` (every integer type's values, in order).
+fn order_keys(t: &Tensor) -> KResult<Vec<i128>> {
+    Ok(match (&t.data, t.dtype) {
+        (TensorData::I32(v), _) => v.iter().map(|&x| x as i128).collect(),
+        (TensorData::I64(v), _) => v.iter().map(|&x| x as i128).collect(),
+        (TensorData::Raw(b), DType::Int8) => b.iter().map(|&x| x as i8 as i128).collect(),
+        (TensorData::Raw(b), DType::UInt8) => b.iter().map(|&x| x as i128).collect(),
+        (TensorData::Raw(b), DType::Int16) => {
+            b.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]]) as i128).collect()
+        }
+        (TensorData::Raw(b), DType::UInt16) => {
+            b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as i128).collect()
+        }
+        (TensorData::Raw(b), DType::UInt32) => {
+            b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i128).collect()
+        }
+        (TensorData::Raw(b), DType::UInt64) => {
+            b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")) as i128).collect()
+        }
+        _ => return Err(KernelError::DType(t.dtype)),
+    })
+}
+
+/// Max pooling on an integer type, by rank (module docs): `None` for another op or type.
+fn prepare_by_order(node: &Node, prepare_typed: fn(&Node) -> KResult<PureFn>) -> Option<KResult<PureFn>> {
+    if !matches!(node.op.as_str(), "MaxPool" | "MaxPoolV2" | "MaxPool3D" | "MaxPoolWithArgmax") {
+        return None;
+    }
+    let dtype = node.attr("T").and_then(AttrValue::as_type).filter(|&d| integer(d))?;
+    let mut twin = node.clone();
+    twin.attrs.insert("T".into(), AttrValue::Type(DType::Float64));
+    let wide = match prepare_typed(&twin) {
+        Ok(f) => f,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(Ok(Box::new(move |mut inp: Inputs| {
+        let Some(x) = inp.first() else { return wide(inp) };
+        if x.dtype != dtype {
+            return Err(KernelError::DType(x.dtype));
+        }
+        let keys = order_keys(x)?;
+        let mut by_value: Vec<usize> = (0..keys.len()).collect();
+        by_value.sort_by_key(|&i| keys[i]);
+        // `rank[i]`: element i's rank among the distinct values; `holder[r]`: an element of rank r.
+        let (mut rank, mut holder) = (vec![0f64; keys.len()], Vec::new());
+        for (k, &i) in by_value.iter().enumerate() {
+            if k == 0 || keys[i] != keys[by_value[k - 1]] {
+                holder.push(i);
+            }
+            rank[i] = (holder.len() - 1) as f64;
+        }
+        let source = x.clone();
+        inp[0] = Tensor { dtype: DType::Float64, shape: source.shape.clone(), data: TensorData::F64(Arc::new(rank)) };
+        let mut outs = wide(inp)?;
+        let pooled = &outs[0];
+        let ranks = pooled.as_f64().ok_or(KernelError::DType(pooled.dtype))?;
+        let src: Vec<Option<usize>> = ranks.iter().map(|&r| holder.get(r as usize).copied()).collect();
+        outs[0] = take_or(&source, &src, None, pooled.shape.clone())?;
+        Ok(outs)
+    })))
+}
+
 /// Wraps the kernel of a data-movement op so that it runs on every dtype; `prepare_typed`
 /// prepares a node's own kernel. `None` when `node` is not such an op.
 pub(crate) fn prepare(node: &Node, prepare_typed: fn(&Node) -> KResult<PureFn>) -> Option<KResult<PureFn>> {
+    if let Some(f) = prepare_by_order(node, prepare_typed) {
+        return Some(f);
+    }
     let m = movement(&node.op)?;
     let own = prepare_typed(node);
     let declared = element_dtype(node);
@@ -227,6 +334,67 @@ mod tests {
     }
     fn i32s(v: &[i32]) -> Tensor {
         Tensor::from_i32(vec![v.len()], v.to_vec()).unwrap()
+    }
+
+    /// Integer max pooling by rank and nearest-neighbour resizing by position give
+    /// TensorFlow 2.21's values (`tf.nn.max_pool2d` and `tf.image.resize(method="nearest")`
+    /// of a uint8 image, an int8 one, and `MaxPoolWithArgmax` with a tie on int32).
+    #[test]
+    fn integer_max_pooling_and_nearest_resizing_match_tensorflow() {
+        use autoclust_graph::ListValue;
+        let px: [u8; 16] = [5, 1, 7, 3, 2, 9, 4, 8, 6, 0, 13, 11, 10, 12, 15, 14];
+        let img = |d: DType, v: Vec<u8>| Tensor::from_raw(d, vec![1, 4, 4, 1], v).unwrap();
+        let bytes = |t: &Tensor| match &t.data {
+            TensorData::Raw(b) => b.to_vec(),
+            _ => panic!("{} is not raw", t.dtype),
+        };
+        let pool = |d: DType, k: i64, s: i64, pad: &str| {
+            node(
+                "MaxPool",
+                &[
+                    ("T", AttrValue::Type(d)),
+                    ("ksize", AttrValue::List(ListValue::I(vec![1, k, k, 1]))),
+                    ("strides", AttrValue::List(ListValue::I(vec![1, s, s, 1]))),
+                    ("padding", AttrValue::S(pad.as_bytes().to_vec())),
+                ],
+            )
+        };
+        let x = img(DType::UInt8, px.to_vec());
+        let y = run1(&pool(DType::UInt8, 2, 2, "VALID"), std::slice::from_ref(&x)).unwrap();
+        assert_eq!((y.dtype, y.shape.clone(), bytes(&y)), (DType::UInt8, vec![1, 2, 2, 1], vec![9, 8, 12, 15]));
+        let y = run1(&pool(DType::UInt8, 3, 1, "SAME"), std::slice::from_ref(&x)).unwrap();
+        assert_eq!(bytes(&y), [9, 9, 9, 8, 9, 13, 13, 13, 12, 15, 15, 15, 12, 15, 15, 15]);
+        // int8: the pixels minus 8 (negative values order below positive ones).
+        let x8 = img(DType::Int8, px.iter().map(|&p| (p as i8 - 8) as u8).collect());
+        let y = run1(&pool(DType::Int8, 2, 1, "VALID"), &[x8]).unwrap();
+        assert_eq!(bytes(&y).iter().map(|&b| b as i8).collect::<Vec<_>>(), [1, 1, 0, 1, 5, 5, 4, 7, 7]);
+        // A tie: the first of the equal maxima is the argmax, as on the values themselves.
+        let with_argmax = node(
+            "MaxPoolWithArgmax",
+            &[
+                ("T", AttrValue::Type(DType::Int32)),
+                ("ksize", AttrValue::List(ListValue::I(vec![1, 2, 2, 1]))),
+                ("strides", AttrValue::List(ListValue::I(vec![1, 2, 2, 1]))),
+                ("padding", AttrValue::S(b"VALID".to_vec())),
+            ],
+        );
+        let outs = crate::kernels::prepare(&with_argmax).unwrap()(
+            [Tensor::from_i32(vec![1, 2, 2, 1], vec![3, 3, 1, 2]).unwrap()].into_iter().collect(),
+        )
+        .unwrap();
+        assert_eq!((outs[0].as_i32().unwrap(), outs[1].as_i64().unwrap()), (&[3][..], &[0i64][..]));
+        // Nearest-neighbour resizing of the uint8 image to 6×5 (TensorFlow 2's half-pixel
+        // centres).
+        let resize = node(
+            "ResizeNearestNeighbor",
+            &[("T", AttrValue::Type(DType::UInt8)), ("half_pixel_centers", AttrValue::B(true))],
+        );
+        let y = run1(&resize, &[x, i32s(&[6, 5])]).unwrap();
+        assert_eq!((y.dtype, y.shape.clone()), (DType::UInt8, vec![1, 6, 5, 1]));
+        assert_eq!(
+            bytes(&y),
+            [5, 1, 7, 7, 3, 2, 9, 4, 4, 8, 2, 9, 4, 4, 8, 6, 0, 13, 13, 11, 10, 12, 15, 15, 14, 10, 12, 15, 15, 14]
+        );
     }
 
     #[test]

@@ -81,6 +81,49 @@ fn conv2d<T: Float + ConvElem>(a: &WindowAttrs, x: &Tensor, f: &Tensor) -> KResu
     Ok(tensor_of(s.output().to_vec(), out))
 }
 
+/// `Conv2D` on int32 (TensorFlow's CPU kernel has it): the definition's loop, each sum in
+/// wrapping 32-bit arithmetic as Eigen's int32 contraction computes it — a ring, so the order
+/// of the terms does not change the result. Grouped when the filter's in-depth is a fraction
+/// of the input's.
+fn conv2d_int32(a: &WindowAttrs, x: &Tensor, f: &Tensor) -> KResult<Tensor> {
+    let (input, filter) = (nhwc(x, "input")?, filter_dims(f)?);
+    let win = conv_window(a, input, filter)?;
+    let ([n, h, w, c], [kh, kw, cg, o]) = (input, filter);
+    let out_shape = [n, win.h.output, win.w.output, o];
+    super::budget(autoclust_graph::DType::Int32, &out_shape)?;
+    let (xs, fs) = (x.as_i32().ok_or(KernelError::DType(x.dtype))?, f.as_i32().ok_or(KernelError::DType(f.dtype))?);
+    let og = o / (c / cg).max(1);
+    let mut out = vec![0i32; out_shape.iter().product()];
+    for b in 0..n {
+        for oy in 0..win.h.output {
+            for ox in 0..win.w.output {
+                let at = ((b * win.h.output + oy) * win.w.output + ox) * o;
+                for (oc, slot) in out[at..at + o].iter_mut().enumerate() {
+                    let mut s = 0i32;
+                    for ky in 0..kh {
+                        let iy = (oy * win.h.stride + ky * win.h.dilation) as i64 - win.h.pad_before as i64;
+                        if iy < 0 || iy >= h as i64 {
+                            continue;
+                        }
+                        for kx in 0..kw {
+                            let ix = (ox * win.w.stride + kx * win.w.dilation) as i64 - win.w.pad_before as i64;
+                            if ix < 0 || ix >= w as i64 {
+                                continue;
+                            }
+                            let row = ((b * h + iy as usize) * w + ix as usize) * c + oc / og * cg;
+                            for ic in 0..cg {
+                                s = s.wrapping_add(xs[row + ic].wrapping_mul(fs[((ky * kw + kx) * cg + ic) * o + oc]));
+                            }
+                        }
+                    }
+                    *slot = s;
+                }
+            }
+        }
+    }
+    Ok(tensor_of(out_shape.to_vec(), out))
+}
+
 fn check_out_backprop(dy: &Tensor, n: usize, win: &Window, depth: usize) -> KResult<()> {
     let want = [n, win.h.output, win.w.output, depth];
     if dy.shape[..] != want {
@@ -190,6 +233,9 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Conv2D" => Box::new(move |inp: Inputs| {
             arity(&inp, 2)?;
             same_dtype(&inp[0], &inp[1])?;
+            if inp[0].dtype == autoclust_graph::DType::Int32 {
+                return one(conv2d_int32(&a, &inp[0], &inp[1])?);
+            }
             one(dispatch_float!(inp[0].dtype, conv2d(&a, &inp[0], &inp[1]))?)
         }),
         "Conv2DBackpropInput" => Box::new(move |inp: Inputs| {
@@ -281,6 +327,51 @@ mod tests {
             }
         }
         out
+    }
+
+    /// int32 `Conv2D` is the definition in wrapping 32-bit arithmetic (TensorFlow 2.21:
+    /// `tf.nn.conv2d` of `reshape(range(1, 10), [1,3,3,1])` by a 2×2 filter of ones, VALID,
+    /// gives `[[12, 16], [24, 28]]`); grouped, strided, dilated and padded geometries agree
+    /// with the float64 definition on small integers, and a sum past 2³¹ wraps.
+    #[test]
+    fn int32_conv2d_is_the_definition_in_wrapping_arithmetic() {
+        use autoclust_graph::DType;
+        let i32t = |shape: &[usize], v: Vec<i32>| Tensor::from_i32(shape.to_vec(), v).unwrap();
+        let mut at = attrs("VALID", 1, 1);
+        at[0] = ("T", AttrValue::Type(DType::Int32));
+        let x = i32t(&[1, 3, 3, 1], (1..10).collect());
+        let y = run1(&node("Conv2D", &at), &[x, i32t(&[2, 2, 1, 1], vec![1; 4])]).unwrap();
+        assert_eq!((y.shape.clone(), y.as_i32().unwrap().to_vec()), (vec![1, 2, 2, 1], vec![12, 16, 24, 28]));
+        for (pad, stride, dil, xs, fs) in [
+            ("SAME", 2, 1, [2, 5, 6, 4], [3, 3, 2, 6]),
+            ("VALID", 1, 2, [1, 7, 6, 3], [2, 3, 3, 2]),
+            ("SAME", 1, 1, [2, 4, 4, 2], [3, 2, 2, 3]),
+        ] {
+            let (xf, ff) = (t(&xs, 3), t(&fs, 4));
+            let ints = |t: &Tensor| t.as_f64().unwrap().iter().map(|v| (v * 20.0).round() as i32).collect::<Vec<_>>();
+            let (xi, fi) = (ints(&xf), ints(&ff));
+            let mut at = attrs(pad, stride, dil);
+            let want = {
+                let xw = Tensor::from_f64(xs.to_vec(), xi.iter().map(|&v| v as f64).collect()).unwrap();
+                let fw = Tensor::from_f64(fs.to_vec(), fi.iter().map(|&v| v as f64).collect()).unwrap();
+                run1(&node("Conv2D", &at), &[xw, fw]).unwrap()
+            };
+            at[0] = ("T", AttrValue::Type(DType::Int32));
+            let got = run1(&node("Conv2D", &at), &[i32t(&xs, xi), i32t(&fs, fi)]).unwrap();
+            assert_eq!(got.shape, want.shape);
+            let want: Vec<i32> = want.as_f64().unwrap().iter().map(|&v| v as i32).collect();
+            assert_eq!(got.as_i32().unwrap(), &want[..], "{pad} stride {stride} dilation {dil}");
+        }
+        let big = run1(
+            &node("Conv2D", &{
+                let mut a = attrs("VALID", 1, 1);
+                a[0] = ("T", AttrValue::Type(DType::Int32));
+                a
+            }),
+            &[i32t(&[1, 1, 2, 1], vec![i32::MAX, 1]), i32t(&[1, 2, 1, 1], vec![1, 1])],
+        )
+        .unwrap();
+        assert_eq!(big.as_i32().unwrap(), &[i32::MIN]);
     }
 
     #[test]

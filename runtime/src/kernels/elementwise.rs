@@ -442,6 +442,11 @@ macro_rules! float_impl {
 float_impl!(f32, libm::erff, libm::erfcf);
 float_impl!(f64, libm::erf, libm::erfc);
 
+/// TensorFlow's SELU scale (`relu_op_functor.h`), as a float64.
+pub(crate) const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
+/// TensorFlow's SELU scale·alpha, as a float64.
+pub(crate) const SELU_SCALE_ALPHA: f64 = 1.758_099_340_847_376_9;
+
 /// The logistic function, computed so that it neither overflows nor loses
 /// precision for large |x|.
 pub(crate) fn sigmoid<T: Float>(x: T) -> T {
@@ -724,9 +729,11 @@ fn unary_float<T: Float>(op: Unary, t: Tensor) -> KResult<Tensor> {
         Unary::Erf => map_same(t, T::erf),
         Unary::Erfc => map_same(t, T::erfc),
         Unary::Selu => {
-            // TensorFlow's constants and form: scale·x above 0, scale·alpha·(e^x − 1) below.
-            let scale = T::from_f32(1.050_701);
-            let scale_alpha = T::from_f32(1.758_099_4);
+            // TensorFlow's constants (`static_cast<T>` of the long decimals: float32's
+            // scale·alpha is 0x3fe10966, not the 0x3fe10967 of the decimal 1.7580994) and
+            // form: scale·x above 0, scale·alpha·(e^x − 1) below.
+            let scale = T::from_f64(SELU_SCALE);
+            let scale_alpha = T::from_f64(SELU_SCALE_ALPHA);
             map_same(t, move |x: T| if x < T::zero() { scale_alpha.mul(x.exp().sub(one)) } else { scale.mul(x) })
         }
         Unary::Elu => map_same(t, move |x: T| if x < T::zero() { x.exp_m1() } else { x }),
@@ -1189,6 +1196,23 @@ mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::AttrValue;
+
+    /// `Selu` with TensorFlow's constants in each type (TensorFlow 2.21, `tf.nn.selu` of
+    /// float64 `[-20, -1, 2]` and the float32 bits of `[-20, 2]`, where no exponential's
+    /// rounding enters): float64 was computed with float32 constants (5e-8 off, sweep 64) and
+    /// float32 with a scale·alpha one ulp high.
+    #[test]
+    fn selu_uses_tensorflows_constants_in_each_type() {
+        let selu = |d: autoclust_graph::DType| node("Selu", &[("T", AttrValue::Type(d))]);
+        let y =
+            run1(&selu(autoclust_graph::DType::Float64), &[Tensor::from_f64(vec![3], vec![-20.0, -1.0, 2.0]).unwrap()])
+                .unwrap();
+        assert_eq!(y.as_f64().unwrap(), &[-1.7580993372236642, -1.1113307378125628, 2.101401974710961]);
+        let y = run1(&selu(autoclust_graph::DType::Float32), &[Tensor::from_f32(vec![2], vec![-20.0, 2.0]).unwrap()])
+            .unwrap();
+        let bits: Vec<u32> = y.as_f32().unwrap().iter().map(|v| v.to_bits()).collect();
+        assert_eq!(bits, [0xbfe10966, 0x40067d5f]);
+    }
 
     /// The row-wise broadcast ([`Rows`]) against the per-element index walk, for every
     /// pairing of broadcast patterns (inner, outer, middle, both sides, scalars, size-0 and
