@@ -1076,6 +1076,12 @@ fn sorted_segment<T: Num>(r: SegmentReduce, mean: bool, data: &Tensor, ids: &Ten
 /// `TopKV2`: the `k` largest entries of each innermost row, largest first, ties by lower
 /// index (TensorFlow's stable order; NaN counts as larger than every number), and their
 /// indices as `index_type`.
+///
+/// Each element becomes one integer key that orders rows that way (the value's order-preserving
+/// bits, complemented so that ascending is largest first, −0 and +0 equal, NaN above +∞ —
+/// int64 values exactly), paired with its index, so every pair is distinct: the `k` first
+/// pairs are selected in linear time and only they are sorted (a full sort of every row made a
+/// top-1 of 10⁵ entries 40× slower than TensorFlow's, sweep 64).
 fn top_k<T: Elem>(x: &Tensor, k: usize, index_type: autoclust_graph::DType) -> KResult<Outputs> {
     let Some(&n) = x.shape.last() else {
         return Err(KernelError::invalid("input must be at least 1-D"));
@@ -1085,29 +1091,37 @@ fn top_k<T: Elem>(x: &Tensor, k: usize, index_type: autoclust_graph::DType) -> K
     }
     let rows = x.num_elements().checked_div(n).unwrap_or(0);
     let v = T::slice(x);
+    let exact = x.as_i64();
+    // Largest first: the complement of an order-preserving map to u64.
+    let descending = |i: usize| -> u64 {
+        if let Some(e) = exact {
+            return !((e[i] as u64) ^ (1 << 63));
+        }
+        let f = v[i].to_f64();
+        if f.is_nan() {
+            return 0;
+        }
+        let b = (if f == 0.0 { 0.0f64 } else { f }).to_bits();
+        !(if b >> 63 == 1 { !b } else { b | (1 << 63) })
+    };
     let mut vals = Vec::with_capacity(rows * k);
     let mut idx: Vec<i64> = Vec::with_capacity(rows * k);
-    let mut order: Vec<usize> = Vec::with_capacity(n);
+    let mut keyed: Vec<(u64, u32)> = Vec::with_capacity(n);
     for r in 0..rows {
-        let row = &v[r * n..(r + 1) * n];
-        order.clear();
-        order.extend(0..n);
-        let key = |i: usize| {
-            let f = row[i].to_f64();
-            if f.is_nan() {
-                f64::INFINITY
-            } else {
-                f
-            }
-        };
-        order.sort_by(|&a, &b| {
-            let (ka, kb) = (key(a), key(b));
-            let nan = |i: usize| row[i].to_f64().is_nan();
-            kb.partial_cmp(&ka).unwrap_or(std::cmp::Ordering::Equal).then(nan(b).cmp(&nan(a))).then(a.cmp(&b))
-        });
-        for &i in &order[..k] {
-            vals.push(row[i]);
-            idx.push(i as i64);
+        let at = r * n;
+        keyed.clear();
+        keyed.extend((0..n).map(|i| (descending(at + i), i as u32)));
+        if k == 0 {
+            continue;
+        }
+        if k < n {
+            keyed.select_nth_unstable(k - 1);
+        }
+        let top = &mut keyed[..k];
+        top.sort_unstable();
+        for &(_, i) in top.iter() {
+            vals.push(v[at + i as usize]);
+            idx.push(i64::from(i));
         }
     }
     let mut shape = x.shape.clone();
@@ -2085,6 +2099,40 @@ mod tests {
         let e =
             prepare(&node("TopKV2", &[])).unwrap().unwrap()(smallvec::smallvec![x, Tensor::scalar_i32(5)]).unwrap_err();
         assert!(e.to_string().contains("at least k columns"), "{e}");
+    }
+
+    /// The selection gives what a stable sort of each whole row gives, for every k, with
+    /// ties, signed zeros, infinities and NaN among the values; int64 values past 2⁵³ keep
+    /// their exact order.
+    #[test]
+    fn top_k_selection_equals_a_full_stable_sort() {
+        let pool = [3.0, -1.0, 0.0, -0.0, 7.5, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 3.0, -2.5];
+        let n = 23;
+        let row: Vec<f64> = (0..3 * n).map(|i| pool[(i * 7 + i / 5) % pool.len()]).collect();
+        let x = Tensor::from_f64(vec![3, n], row.clone()).unwrap();
+        let key = |f: f64| if f.is_nan() { (f64::INFINITY, 1) } else { (f, 0) };
+        for k in [0, 1, 2, 5, n - 1, n] {
+            let out = prepare(&node("TopKV2", &[])).unwrap().unwrap()(smallvec::smallvec![
+                x.clone(),
+                Tensor::scalar_i32(k as i32)
+            ])
+            .unwrap();
+            let idx = out[1].as_i32().unwrap();
+            for r in 0..3 {
+                let mut order: Vec<usize> = (0..n).collect();
+                order.sort_by(|&a, &b| {
+                    let (ka, kb) = (key(row[r * n + a]), key(row[r * n + b]));
+                    kb.0.partial_cmp(&ka.0).unwrap().then(kb.1.cmp(&ka.1))
+                });
+                let want: Vec<i32> = order[..k].iter().map(|&i| i as i32).collect();
+                assert_eq!(&idx[r * k..(r + 1) * k], &want[..], "k {k} row {r}");
+            }
+        }
+        let big = (1i64 << 53) + 1;
+        let x = Tensor::from_i64(vec![4], vec![1i64 << 53, big, i64::MIN, i64::MAX]).unwrap();
+        let out =
+            prepare(&node("TopKV2", &[])).unwrap().unwrap()(smallvec::smallvec![x, Tensor::scalar_i32(4)]).unwrap();
+        assert_eq!(out[0].as_i64().unwrap(), &[i64::MAX, big, 1i64 << 53, i64::MIN]);
     }
 
     #[test]
