@@ -5,8 +5,9 @@
 //! right and broadcast between operands as in NumPy. Without `->` (implicit mode) the
 //! output is the ellipsis axes followed by the letters used exactly once, alphabetically.
 //! Letters missing from the output are summed over. As in TensorFlow, one or two
-//! operands; a letter repeated within one operand (a diagonal) is rejected here with a
-//! clear message rather than computed.
+//! operands. A letter repeated within one operand takes its diagonal (`"ii->i"`, the trace
+//! `"ii->"`); repeated in the output, it spreads the result over a diagonal, zero elsewhere
+//! (`"ib->bii"`, the gradient TensorFlow writes for `"bii->b"`).
 
 /// An axis label: a letter, or the `j`-th ellipsis axis counted from the right.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,15 +99,6 @@ impl Equation {
             .enumerate()
             .map(|(k, (t, &r))| t.labels(r, &format!("operand {k}")))
             .collect::<Result<_, _>>()?;
-        for (k, labels) in inputs.iter().enumerate() {
-            for (i, l) in labels.iter().enumerate() {
-                if labels[..i].contains(l) {
-                    return Err(format!(
-                        "'{equation}': operand {k} repeats an axis label (diagonals are not supported)"
-                    ));
-                }
-            }
-        }
         let ellipsis =
             inputs.iter().flatten().filter_map(|l| if let Label::Ellipsis(j) = l { Some(j + 1) } else { None });
         let ellipsis = ellipsis.max().unwrap_or(0);
@@ -118,10 +110,7 @@ impl Equation {
                     return Err(format!("'{equation}': the output must contain '...' when an operand does"));
                 }
                 let out = t.labels(t.letters() + if t.after.is_some() { ellipsis } else { 0 }, "the output")?;
-                for (i, l) in out.iter().enumerate() {
-                    if out[..i].contains(l) {
-                        return Err(format!("'{equation}': the output repeats an axis label"));
-                    }
+                for l in &out {
                     if !inputs.iter().flatten().any(|x| x == l) {
                         return Err(format!("'{equation}': output axis {l:?} appears in no operand"));
                     }
@@ -176,10 +165,26 @@ impl Equation {
         Ok(sizes)
     }
 
+    /// Whether a label repeats within an operand or within the output (a diagonal).
+    pub fn has_diagonals(&self) -> bool {
+        self.inputs.iter().chain(std::iter::once(&self.output)).any(|ls| distinct(ls).len() < ls.len())
+    }
+
     /// The output dimensions given the label sizes from [`Equation::sizes`].
     pub fn output_dims(&self, sizes: &[(Label, Option<i64>)]) -> Vec<Option<i64>> {
         self.output.iter().map(|l| sizes.iter().find(|(x, _)| x == l).and_then(|(_, d)| *d)).collect()
     }
+}
+
+/// `labels` without repeats, in order of first appearance.
+pub fn distinct(labels: &[Label]) -> Vec<Label> {
+    let mut v: Vec<Label> = Vec::with_capacity(labels.len());
+    for &l in labels {
+        if !v.contains(&l) {
+            v.push(l);
+        }
+    }
+    v
 }
 
 #[cfg(test)]
@@ -215,7 +220,11 @@ mod tests {
     fn bad_equations_say_why() {
         assert!(Equation::parse("ij,jk->ik", &[2]).unwrap_err().contains("names 2 operands"));
         assert!(Equation::parse("ij->i", &[3]).unwrap_err().contains("rank 3"));
-        assert!(Equation::parse("ii->i", &[2]).unwrap_err().contains("diagonals"));
+        // Repeated labels parse (diagonals), and the shape function checks their sizes agree.
+        let d = Equation::parse("ii->i", &[2]).unwrap();
+        assert!(d.has_diagonals() && !Equation::parse("ij->i", &[2]).unwrap().has_diagonals());
+        assert!(Equation::parse("ib->bii", &[2]).unwrap().has_diagonals());
+        assert!(d.sizes(&[&[Some(2), Some(3)]]).unwrap_err().contains("'i' has size 2"));
         assert!(Equation::parse("ij->ik", &[2]).unwrap_err().contains("appears in no operand"));
         assert!(Equation::parse("i1->i", &[2]).unwrap_err().contains("not an axis letter"));
         let e = Equation::parse("ij,jk->ik", &[2, 2]).unwrap();

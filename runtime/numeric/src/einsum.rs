@@ -9,6 +9,10 @@
 //!   broadcast), one GEMM per batch element gives `[batch, free_a, free_b]`, and a last
 //!   rearrangement puts the axes in the output's order.
 //!
+//! A label repeated within an operand is first reduced to that operand's diagonal (one
+//! strided copy: the label's stride is the sum of its axes' strides); repeated in the output,
+//! the result over distinct labels is spread over the diagonal of a zero tensor.
+//!
 //! One implementation for compiled clusters (the compiler's `KernelOp::Einsum`) and the
 //! interpreter's kernel; the products go through [`crate::gemm`].
 
@@ -142,6 +146,9 @@ fn einsum_typed<T: EinsumElem>(
     ins: &[&[T]],
     shapes: &[&[usize]],
 ) -> Result<(Vec<usize>, Vec<T>), String> {
+    if eq.has_diagonals() {
+        return with_diagonals(eq, ins, shapes);
+    }
     let dims: Vec<Vec<Option<i64>>> = shapes.iter().map(|s| s.iter().map(|&d| Some(d as i64)).collect()).collect();
     let dim_refs: Vec<&[Option<i64>]> = dims.iter().map(Vec::as_slice).collect();
     let sizes = eq.sizes(&dim_refs)?;
@@ -230,6 +237,59 @@ fn einsum_typed<T: EinsumElem>(
     }
     let v = arrange(&c, &c_shape, &c_labels, &eq.output, &size);
     Ok((out_shape, v))
+}
+
+/// [`einsum_typed`] of an equation with repeated labels: each operand's diagonals taken, the
+/// equation evaluated over distinct labels, its result spread over the output's diagonals.
+fn with_diagonals<T: EinsumElem>(
+    eq: &Equation,
+    ins: &[&[T]],
+    shapes: &[&[usize]],
+) -> Result<(Vec<usize>, Vec<T>), String> {
+    use autoclust_graph::einsum::distinct;
+    let dims: Vec<Vec<Option<i64>>> = shapes.iter().map(|s| s.iter().map(|&d| Some(d as i64)).collect()).collect();
+    let dim_refs: Vec<&[Option<i64>]> = dims.iter().map(Vec::as_slice).collect();
+    // Checks that each repeated label has one size.
+    let sizes = eq.sizes(&dim_refs)?;
+    let size =
+        |l: Label| -> usize { sizes.iter().find(|(x, _)| *x == l).and_then(|(_, d)| *d).map_or(1, |d| d as usize) };
+    let mut data: Vec<Vec<T>> = Vec::with_capacity(ins.len());
+    let mut inner_shapes: Vec<Vec<usize>> = Vec::with_capacity(ins.len());
+    let mut inner_inputs = Vec::with_capacity(ins.len());
+    for ((x, shape), labels) in ins.iter().zip(shapes).zip(&eq.inputs) {
+        let once = distinct(labels);
+        let strides = crate::layout::strides_of(shape);
+        // A label's walk along the diagonal steps every axis it names at once.
+        let st: Vec<isize> = once
+            .iter()
+            .map(|l| labels.iter().zip(&strides).filter(|(x, _)| *x == l).map(|(_, &s)| s as isize).sum())
+            .collect();
+        let d: Vec<usize> = once.iter().map(|l| labels.iter().position(|x| x == l).map_or(1, |a| shape[a])).collect();
+        data.push(if once.len() < labels.len() { crate::layout::strided_copy(x, &d, &st, 0) } else { x.to_vec() });
+        inner_shapes.push(d);
+        inner_inputs.push(once);
+    }
+    let out_once = distinct(&eq.output);
+    let inner = Equation { inputs: inner_inputs, output: out_once.clone() };
+    let refs: Vec<&[T]> = data.iter().map(Vec::as_slice).collect();
+    let shape_refs: Vec<&[usize]> = inner_shapes.iter().map(Vec::as_slice).collect();
+    let (y_shape, y) = einsum_typed(&inner, &refs, &shape_refs)?;
+    if out_once.len() == eq.output.len() {
+        return Ok((y_shape, y));
+    }
+    let out_shape: Vec<usize> = eq.output.iter().map(|&l| size(l)).collect();
+    let out_strides = crate::layout::strides_of(&out_shape);
+    let spread: Vec<usize> = out_once
+        .iter()
+        .map(|l| eq.output.iter().zip(&out_strides).filter(|(x, _)| *x == l).map(|(_, &s)| s).sum())
+        .collect();
+    let mut out = vec![T::default(); out_shape.iter().product()];
+    let mut idx = vec![0usize; y_shape.len()];
+    for &v in &y {
+        out[idx.iter().zip(&spread).map(|(i, s)| i * s).sum::<usize>()] = v;
+        crate::layout::next_index(&mut idx, &y_shape);
+    }
+    Ok((out_shape, out))
 }
 
 /// One GEMM operand: its data (in place, or rearranged) and how to walk it.

@@ -124,7 +124,35 @@ mod tests {
     fn errors_name_the_problem() {
         let e = einsum("ij,jk->ik", &[iota(&[2, 3]), iota(&[4, 5])]).unwrap_err();
         assert!(e.contains("'j' has size 3"), "{e}");
-        let e = einsum("ii->i", &[iota(&[2, 2])]).unwrap_err();
-        assert!(e.contains("diagonal"), "{e}");
+        let e = einsum("ii->i", &[iota(&[2, 3])]).unwrap_err();
+        assert!(e.contains("'i' has size 2"), "{e}");
+    }
+
+    /// Repeated labels, as TensorFlow 2.21 computes them: `tf.einsum('ii->i', x)` of
+    /// `reshape(range(9), [3, 3])` is `[0, 4, 8]`, `'ii->'` is 12, `'bii->b'` sums each
+    /// batch's diagonal, `'ib->bii'` (that sum's gradient) spreads over diagonals, a repeated
+    /// label in a two-operand product (`'ii,i->i'`), and one repeated three times.
+    #[test]
+    fn repeated_labels_take_and_spread_diagonals() {
+        let x = iota(&[3, 3]);
+        assert_eq!(einsum("ii->i", std::slice::from_ref(&x)).unwrap().as_f32().unwrap(), &[0., 4., 8.]);
+        let tr = einsum("ii->", std::slice::from_ref(&x)).unwrap();
+        assert!(tr.shape.is_empty());
+        assert_eq!(tr.as_f32().unwrap(), &[12.]);
+        // Implicit mode: a letter used twice is summed (the trace).
+        assert_eq!(einsum("ii", std::slice::from_ref(&x)).unwrap().as_f32().unwrap(), &[12.]);
+        let b = iota(&[2, 3, 3]);
+        assert_eq!(einsum("bii->b", std::slice::from_ref(&b)).unwrap().as_f32().unwrap(), &[12., 39.]);
+        let g = t(&[3, 2], vec![1., 2., 1., 2., 1., 2.]);
+        let spread = einsum("ib->bii", &[g]).unwrap();
+        assert_eq!(spread.shape, vec![2, 3, 3]);
+        assert_eq!(spread.as_f32().unwrap(), &[1., 0., 0., 0., 1., 0., 0., 0., 1., 2., 0., 0., 0., 2., 0., 0., 0., 2.]);
+        let v = t(&[3], vec![1., 10., 100.]);
+        assert_eq!(einsum("ii,i->i", &[x.clone(), v]).unwrap().as_f32().unwrap(), &[0., 40., 800.]);
+        let cube = iota(&[2, 2, 2]);
+        assert_eq!(einsum("iii->i", &[cube]).unwrap().as_f32().unwrap(), &[0., 7.]);
+        // A diagonal kept in the output next to a free axis: 'ij->iij'.
+        let d = einsum("ij->iij", &[iota(&[2, 2])]).unwrap();
+        assert_eq!(d.as_f32().unwrap(), &[0., 1., 0., 0., 0., 0., 2., 3.]);
     }
 }
