@@ -861,20 +861,19 @@ fn band_part<T: Elem>(t: &Tensor, lower: i64, upper: i64) -> KResult<Tensor> {
             "num_lower must be negative or less or equal to number of rows ({m}) got: {lower}; num_upper must be negative or less or equal to number of columns ({n}) got: {upper}"
         )));
     }
-    let zero = T::zero();
-    let v: Vec<T> = T::slice(t)
-        .iter()
-        .enumerate()
-        .map(|(k, &x)| {
-            let (i, j) = ((k as i64 / n) % m, k as i64 % n);
-            let keep = (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper);
-            if keep {
-                x
-            } else {
-                zero
-            }
-        })
-        .collect();
+    // Row by row: row i keeps columns i − lower ..= i + upper (a negative bound keeps the
+    // whole side), zeros around them.
+    let (m, n) = (m as usize, n as usize);
+    let src = T::slice(t);
+    let mut v = vec![T::zero(); src.len()];
+    for (r, (out, row)) in v.chunks_exact_mut(n.max(1)).zip(src.chunks_exact(n.max(1))).enumerate() {
+        let i = (r % m.max(1)) as i64;
+        let from = if lower < 0 { 0 } else { (i - lower).max(0) as usize };
+        let to = if upper < 0 { n } else { ((i + upper + 1).max(0) as usize).min(n) };
+        if from < to {
+            out[from..to].copy_from_slice(&row[from..to]);
+        }
+    }
     Ok(tensor_of(t.shape.clone(), v))
 }
 
@@ -2099,6 +2098,43 @@ mod tests {
         let e =
             prepare(&node("TopKV2", &[])).unwrap().unwrap()(smallvec::smallvec![x, Tensor::scalar_i32(5)]).unwrap_err();
         assert!(e.to_string().contains("at least k columns"), "{e}");
+    }
+
+    /// `MatrixBandPart` row by row equals the definition (keep `(i, j)` when `i − j ≤ lower`
+    /// and `j − i ≤ upper`, a negative bound unbounded) on tall, wide and batched matrices.
+    #[test]
+    fn band_part_keeps_the_band_of_every_matrix() {
+        for (shape, lower, upper) in [
+            (vec![2, 4, 6], 1, 2),
+            (vec![5, 3], -1, 0),
+            (vec![3, 5], 0, -1),
+            (vec![2, 3, 3], -1, -1),
+            (vec![4, 4], 0, 0),
+            (vec![6, 2], 4, 1),
+            (vec![0, 3], 0, 0),
+        ] {
+            let count: usize = shape.iter().product();
+            let x = Tensor::from_f32(shape.clone(), (0..count).map(|i| i as f32 + 1.0).collect()).unwrap();
+            let b = prepare(&node("MatrixBandPart", &[])).unwrap().unwrap()(smallvec::smallvec![
+                x,
+                Tensor::scalar_i64(lower),
+                Tensor::scalar_i64(upper)
+            ])
+            .unwrap();
+            let (m, n) = (shape[shape.len() - 2] as i64, shape[shape.len() - 1] as i64);
+            let want: Vec<f32> = (0..count as i64)
+                .map(|k| {
+                    let (i, j) = ((k / n) % m, k % n);
+                    let keep = (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper);
+                    if keep {
+                        k as f32 + 1.0
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            assert_eq!(b[0].as_f32().unwrap(), &want[..], "{shape:?} {lower} {upper}");
+        }
     }
 
     /// The selection gives what a stable sort of each whole row gives, for every k, with

@@ -20,6 +20,10 @@
 //! definite gives `Cholesky` a lower triangle of NaNs, TensorFlow's answer since 2.x (it
 //! only logs a warning). Only `MatrixTriangularSolve` broadcasts batch
 //! dimensions (as TensorFlow's does since 2.2); `MatrixSolve` requires them equal.
+//!
+//! The matrices of a batch are independent: [`per_matrix`] shares them between the cores
+//! when there is enough work (each matrix is still computed by one thread, in the same
+//! order of operations, so results do not depend on the split).
 
 use autoclust_graph::{DType, Node, Tensor};
 
@@ -34,16 +38,16 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             Box::new(move |inp: Inputs| {
                 arity(&inp, 1)?;
                 let m = Batch::square(&inp[0], "input")?;
-                let mut out = Vec::with_capacity(m.data.len());
-                for a in m.matrices() {
-                    let a = if adjoint { transpose(a, m.rows) } else { a.to_vec() };
-                    let lu = Lu::new(a, m.rows);
+                let n = m.rows;
+                let inverses = per_matrix(m.count(), n * n * n, |i| {
+                    let a = m.matrix(i);
+                    let lu = Lu::new(if adjoint { transpose(a, n) } else { a.to_vec() }, n);
                     if lu.singular() {
                         return Err(KernelError::invalid("Input is not invertible."));
                     }
-                    out.extend(lu.solve(&identity(m.rows), m.rows));
-                }
-                single(m.output(inp[0].shape.clone(), out))
+                    Ok(lu.solve(&identity(n), n))
+                })?;
+                single(m.output(inp[0].shape.clone(), inverses.concat()))
             })
         }
         "Qr" => {
@@ -154,11 +158,11 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Cholesky" => Box::new(|inp: Inputs| {
             arity(&inp, 1)?;
             let m = Batch::square(&inp[0], "input")?;
-            let mut out = Vec::with_capacity(m.data.len());
-            for a in m.matrices() {
-                out.extend(cholesky(a, m.rows).unwrap_or_else(|| failed_cholesky(m.rows)));
-            }
-            single(m.output(inp[0].shape.clone(), out))
+            let n = m.rows;
+            let factors = per_matrix(m.count(), n * n * n / 3, |i| {
+                Ok(cholesky(m.matrix(i), n).unwrap_or_else(|| failed_cholesky(n)))
+            })?;
+            single(m.output(inp[0].shape.clone(), factors.concat()))
         }),
         "MatrixTriangularSolve" => {
             let lower = attr_bool_or(node, "lower", true)?;
@@ -175,16 +179,16 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 let m = Batch::square(&inp[0], "matrix")?;
                 let b = Batch::new(&inp[1], "rhs")?;
                 m.check_rhs(&b, &inp[0], &inp[1])?;
-                let mut out = Vec::with_capacity(b.data.len());
-                for (a, rhs) in m.matrices().zip(b.matrices()) {
-                    let a = if adjoint { transpose(a, m.rows) } else { a.to_vec() };
-                    let lu = Lu::new(a, m.rows);
+                let n = m.rows;
+                let solutions = per_matrix(m.count(), n * n * (n + b.cols), |i| {
+                    let a = m.matrix(i);
+                    let lu = Lu::new(if adjoint { transpose(a, n) } else { a.to_vec() }, n);
                     if lu.singular() {
                         return Err(KernelError::invalid("Input matrix is not invertible."));
                     }
-                    out.extend(lu.solve(rhs, b.cols));
-                }
-                single(b.output(inp[1].shape.clone(), out))
+                    Ok(lu.solve(b.matrix(i), b.cols))
+                })?;
+                single(b.output(inp[1].shape.clone(), solutions.concat()))
             })
         }
         "MatrixSolveLs" => {
@@ -226,12 +230,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             Box::new(move |inp: Inputs| {
                 arity(&inp, 1)?;
                 let m = Batch::square(&inp[0], "input")?;
-                let (mut signs, mut logs) = (Vec::new(), Vec::new());
-                for a in m.matrices() {
-                    let (sign, log_abs) = Lu::new(a.to_vec(), m.rows).log_determinant();
-                    signs.push(sign);
-                    logs.push(log_abs);
-                }
+                let n = m.rows;
+                let dets =
+                    per_matrix(m.count(), n * n * n, |i| Ok(Lu::new(m.matrix(i).to_vec(), n).log_determinant()))?;
+                let (signs, logs): (Vec<f64>, Vec<f64>) = dets.into_iter().unzip();
                 let shape = m.lead.clone();
                 if log {
                     let mut o = Outputs::new();
@@ -546,6 +548,31 @@ fn single(t: Tensor) -> KResult<Outputs> {
     super::one(t)
 }
 
+/// The least multiply-adds worth sharing a batch between the cores.
+const SHARE_WORK: usize = 1 << 16;
+
+/// `f(i)` for each matrix `i < count` of a batch, in order: split over the cores
+/// (`autoclust_numeric::team`, the pool the interpreter or the compiled step runs on) when
+/// there are several matrices and `count · cost` multiply-adds make it worth it. The first
+/// error in batch order is the answer, as a loop over the batch would give.
+fn per_matrix<R: Send>(count: usize, cost: usize, f: impl Fn(usize) -> KResult<R> + Sync) -> KResult<Vec<R>> {
+    let parts = autoclust_numeric::team::cores().min(count);
+    if parts < 2 || count.saturating_mul(cost) < SHARE_WORK {
+        return (0..count).map(f).collect();
+    }
+    let slots: Vec<parking_lot::Mutex<Option<KResult<R>>>> =
+        (0..count).map(|_| parking_lot::Mutex::new(None)).collect();
+    autoclust_numeric::team::run(parts, &|p| {
+        for i in (p..count).step_by(parts) {
+            *slots[i].lock() = Some(f(i));
+        }
+    });
+    slots
+        .into_iter()
+        .map(|s| s.into_inner().unwrap_or_else(|| Err(KernelError::invalid("internal error: a matrix was skipped"))))
+        .collect()
+}
+
 /// A float tensor read as a batch of `rows × cols` matrices, in float64.
 struct Batch {
     dtype: DType,
@@ -591,6 +618,17 @@ impl Batch {
             )));
         }
         Ok(())
+    }
+
+    /// The number of matrices.
+    fn count(&self) -> usize {
+        self.lead.iter().product()
+    }
+
+    /// Matrix `i` of the batch.
+    fn matrix(&self, i: usize) -> &[f64] {
+        let size = self.size();
+        &self.data[i * size..(i + 1) * size]
     }
 
     fn matrices(&self) -> impl Iterator<Item = &[f64]> {
@@ -915,19 +953,23 @@ fn triangular_solve(matrix: &Tensor, rhs: &Tensor, lower: bool, adjoint: bool) -
     let count: usize = lead.iter().product();
     let (sm, sb) =
         (super::elementwise::bcast_strides(&m.lead, &lead), super::elementwise::bcast_strides(&b.lead, &lead));
-    let mut out = Vec::with_capacity(count * n * k);
-    let mut index = vec![0usize; lead.len()];
-    for _ in 0..count {
-        let im: usize = index.iter().zip(&sm).map(|(i, s)| i * s).sum();
-        let ib: usize = index.iter().zip(&sb).map(|(i, s)| i * s).sum();
+    let solutions = per_matrix(count, n * n * k, |at| {
+        // Batch element `at`'s index, and the matrix and right-hand side it broadcasts from.
+        let (mut im, mut ib, mut rest) = (0, 0, at);
+        for d in (0..lead.len()).rev() {
+            let i = rest % lead[d];
+            rest /= lead[d];
+            im += i * sm[d];
+            ib += i * sb[d];
+        }
         let a = &m.data[im * n * n..(im + 1) * n * n];
         let mut x = b.data[ib * n * k..(ib + 1) * n * k].to_vec();
         // op(A)[i][j]: A's lower triangle transposed is an upper-triangular system.
         let at = |i: usize, j: usize| if adjoint { a[j * n + i] } else { a[i * n + j] };
         let forward = lower != adjoint;
-        let rows: Box<dyn Iterator<Item = usize>> = if forward { Box::new(0..n) } else { Box::new((0..n).rev()) };
-        for i in rows {
-            let known: Box<dyn Iterator<Item = usize>> = if forward { Box::new(0..i) } else { Box::new(i + 1..n) };
+        for step in 0..n {
+            let i = if forward { step } else { n - 1 - step };
+            let known = if forward { 0..i } else { i + 1..n };
             for j in known {
                 let f = at(i, j);
                 for c in 0..k {
@@ -939,15 +981,9 @@ fn triangular_solve(matrix: &Tensor, rhs: &Tensor, lower: bool, adjoint: bool) -
                 x[i * k + c] /= d;
             }
         }
-        out.extend(x);
-        for d in (0..lead.len()).rev() {
-            index[d] += 1;
-            if index[d] < lead[d] {
-                break;
-            }
-            index[d] = 0;
-        }
-    }
+        Ok(x)
+    })?;
+    let out = solutions.concat();
     single(m.output(shape, out))
 }
 
@@ -1151,6 +1187,62 @@ mod tests {
         assert_eq!(q.shape, vec![1, 2, 2]);
         close6(&q, &[1.0, 0.0, 0.0, 1.0]);
         close6(&r, &[0.0, 1.0, 0.0, 2.0]);
+    }
+
+    /// A batch large enough to be shared between the cores gives, matrix for matrix, the bits
+    /// each matrix gives alone; a singular matrix anywhere fails the batch with its error.
+    #[test]
+    fn batches_shared_between_cores_give_each_matrixs_own_result() {
+        let n = 24;
+        let count = 6;
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) as f64 / (1u64 << 31) as f64) - 0.5
+        };
+        // Diagonally dominant and symmetric: invertible and positive definite.
+        let mut a = vec![0.0; count * n * n];
+        for m in 0..count {
+            for i in 0..n {
+                for j in 0..=i {
+                    let v = if i == j { n as f64 } else { next() };
+                    a[(m * n + i) * n + j] = v;
+                    a[(m * n + j) * n + i] = v;
+                }
+            }
+        }
+        let rhs: Vec<f64> = (0..count * n * 3).map(|_| next()).collect();
+        let batch = Tensor::from_f64(vec![count, n, n], a.clone()).unwrap();
+        let rhs_t = Tensor::from_f64(vec![count, n, 3], rhs.clone()).unwrap();
+        let one = |m: usize| Tensor::from_f64(vec![n, n], a[m * n * n..(m + 1) * n * n].to_vec()).unwrap();
+        let one_rhs = |m: usize| Tensor::from_f64(vec![n, 3], rhs[m * n * 3..(m + 1) * n * 3].to_vec()).unwrap();
+        for (op, with_rhs) in
+            [("MatrixInverse", false), ("Cholesky", false), ("MatrixDeterminant", false), ("MatrixSolve", true)]
+        {
+            let k = with(op, &[]);
+            let whole = if with_rhs { run1(&k, &[batch.clone(), rhs_t.clone()]) } else { run1(&k, &[batch.clone()]) };
+            let whole = whole.unwrap();
+            let parts: Vec<f64> = (0..count)
+                .flat_map(|m| {
+                    let r = if with_rhs { run1(&k, &[one(m), one_rhs(m)]) } else { run1(&k, &[one(m)]) };
+                    r.unwrap().as_f64().unwrap().to_vec()
+                })
+                .collect();
+            assert_eq!(whole.as_f64().unwrap(), &parts[..], "{op}");
+        }
+        // The triangular solve broadcasts one matrix over the batch of right-hand sides.
+        let k = with("MatrixTriangularSolve", &[("lower", true)]);
+        let m0 = Tensor::from_f64(vec![1, n, n], a[..n * n].to_vec()).unwrap();
+        let whole = run1(&k, &[m0, rhs_t.clone()]).unwrap();
+        let parts: Vec<f64> =
+            (0..count).flat_map(|m| run1(&k, &[one(0), one_rhs(m)]).unwrap().as_f64().unwrap().to_vec()).collect();
+        assert_eq!(whole.as_f64().unwrap(), &parts[..]);
+        // One singular matrix in the shared batch fails it.
+        let mut singular = a.clone();
+        singular[4 * n * n..5 * n * n].fill(0.0);
+        let e =
+            run1(&with("MatrixInverse", &[]), &[Tensor::from_f64(vec![count, n, n], singular).unwrap()]).unwrap_err();
+        assert_eq!(e.to_string(), "Input is not invertible.");
     }
 
     #[test]
