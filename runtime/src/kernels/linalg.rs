@@ -1220,7 +1220,11 @@ mod tests {
             [("MatrixInverse", false), ("Cholesky", false), ("MatrixDeterminant", false), ("MatrixSolve", true)]
         {
             let k = with(op, &[]);
-            let whole = if with_rhs { run1(&k, &[batch.clone(), rhs_t.clone()]) } else { run1(&k, &[batch.clone()]) };
+            let whole = if with_rhs {
+                run1(&k, &[batch.clone(), rhs_t.clone()])
+            } else {
+                run1(&k, std::slice::from_ref(&batch))
+            };
             let whole = whole.unwrap();
             let parts: Vec<f64> = (0..count)
                 .flat_map(|m| {
