@@ -1105,3 +1105,44 @@ pub fn index_shuffle(index: u64, key: [u32; 3], max_index: u64, rounds: usize) -
         }
     }
 }
+
+/// `GeneratePoolingSequence` (`fractional_pool_common.cc`): the cumulative boundaries
+/// `[0, …, input]` of `output` fractional-pooling regions along one dimension, each `k` or
+/// `k + 1` long (`k = input / output`), drawn from `gen`, which moves past what it used as
+/// `GuardedPhiloxRandom::ReserveSamples32` moves it. Pseudo-random: region ends at
+/// `ceil(α·(i + u))` for one uniform double `u` scaled below the bound that keeps every gap
+/// in range (Graham, "Fractional max-pooling", 2014); random: the `input % output` longer
+/// regions first, then shuffled as `RandomShuffle` does.
+pub fn pooling_sequence(input: usize, output: usize, gen: &mut Philox, pseudo_random: bool) -> Vec<i64> {
+    let (input_i, output_i) = (input as i64, output as i64);
+    let k = input_i / output_i;
+    let diff: Vec<i64> = if pseudo_random {
+        let local = *gen;
+        gen.skip(1);
+        let mut words = SingleWords::new(local);
+        let (x0, x1) = (words.next_word(), words.next_word());
+        let alpha = input as f64 / output as f64;
+        let u_max1 = (k + 2) as f64 / alpha - 1.0;
+        let u_max2 = (input_i + 1 - k) as f64 / alpha - (output_i - 1) as f64;
+        let u = words_to_f64(x0, x1) * u_max1.min(u_max2);
+        let mut cum = vec![0i64; output + 1];
+        cum[0] = 1;
+        cum[output] = input_i + 1;
+        for (i, c) in cum.iter_mut().enumerate().take(output).skip(1) {
+            *c = (alpha * (i as f64 + u)).ceil() as i32 as i64;
+        }
+        cum.windows(2).map(|w| w[1] - w[0]).collect()
+    } else {
+        let spots = (input_i % output_i) as usize;
+        let base: Vec<i64> = (0..output).map(|i| k + i64::from(i < spots)).collect();
+        let local = *gen;
+        gen.skip((output as u64).div_ceil(4));
+        shuffled_indices(local, output).into_iter().map(|i| base[i]).collect()
+    };
+    let mut cum = Vec::with_capacity(output + 1);
+    cum.push(0);
+    for d in diff {
+        cum.push(cum[cum.len() - 1] + d);
+    }
+    cum
+}
