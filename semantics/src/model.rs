@@ -173,7 +173,8 @@ pub enum AccessOp {
     /// `RngReadAndSkip(generator_state, alg, delta)`: outputs the state and advances its
     /// counter (a read-modify-write of the int64 state variable, computed by the
     /// interpreter's kernel; split like `AssignAdd` under [`Rmw::Split`]); `RngSkip` and the
-    /// stateful generators (`StatefulUniform`, …: a draw from the state, then the advance)
+    /// stateful generators (`StatefulUniform`, `StatefulRandomBinomial`, …: a draw from the
+    /// state, then the advance)
     /// alike.
     RngSkip,
 }
@@ -208,7 +209,8 @@ impl AccessOp {
             | "StatefulStandardNormalV2"
             | "StatefulTruncatedNormal"
             | "StatefulUniformInt"
-            | "StatefulUniformFullInt" => AccessOp::RngSkip,
+            | "StatefulUniformFullInt"
+            | "StatefulRandomBinomial" => AccessOp::RngSkip,
             // Only what the interpreter has a kernel for: the model runs that kernel.
             _ if !autoclust_runtime::kernels::resource::is_resource_op(op) => return None,
             _ if op.starts_with("ResourceScatter") || op == "ResourceStridedSliceAssign" => AccessOp::Scatter,
@@ -875,8 +877,8 @@ mod tests {
             modelled += 1;
         }
         // 6 reads and assigns, 2 gathers, 13 scatters (a strided-slice assign among them),
-        // 30 optimizer ops, RngReadAndSkip, RngSkip and the five stateful generators.
-        assert_eq!(modelled, 58);
+        // 30 optimizer ops, RngReadAndSkip, RngSkip and the six stateful generators.
+        assert_eq!(modelled, 59);
         assert_eq!(handle_slots("ResourceApplyCenteredRMSProp"), [0, 1, 2, 3]);
         assert_eq!(handle_slots("ResourceSparseApplyAdagradDA"), [0, 1, 2]);
     }

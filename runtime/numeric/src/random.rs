@@ -429,6 +429,175 @@ pub fn poisson(gen: Philox, rates: &[f64], samples: usize) -> Vec<f64> {
     out
 }
 
+/// The precision of a sampler's parameter type `T`, in which TensorFlow's kernels make
+/// some of their decisions (a float16 product is rounded to float16 before it is compared).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    Half,
+    Single,
+    Double,
+}
+
+impl Precision {
+    /// `x` rounded to the precision (`x` already one of its values' widening or a result of
+    /// one operation on them).
+    pub fn round(self, x: f64) -> f64 {
+        match self {
+            Precision::Half => f64::from(autoclust_graph::half::round_to(x as f32, autoclust_graph::DType::Float16)),
+            Precision::Single => f64::from(x as f32),
+            Precision::Double => x,
+        }
+    }
+}
+
+/// Counter blocks a binomial output reserves when it sums geometric draws (TensorFlow's
+/// comment: mean and variance at most 10, so 42 draws cover ten standard deviations).
+const BINOMIAL_INVERSION_RESERVED: u64 = 42;
+
+/// `StatelessRandomBinomial`/`StatefulRandomBinomial`'s samples (`random_binomial_op.cc`),
+/// `samples` per (count, prob) pair, laid out `[samples, pairs]` and computed in float64.
+/// Output `s` of pair `b` draws from `gen` moved past `42·(b·samples + s)` blocks when it
+/// sums geometric variables (count·p < 10: binomial inversion) and `256·(b·samples + s)` when
+/// it uses Hörmann's BTRS; for p > ½ the draw is `count −` a draw with `q = 1 − p`. Count ≤ 0
+/// or p ≤ 0 give 0, p ≥ 1 gives count, a NaN p gives NaN. The comparisons `count·p ≥ 10` and
+/// `q = 1 − p` are made in the parameters' own precision, as TensorFlow's template does.
+pub fn binomial(gen: Philox, counts: &[f64], probs: &[f64], precision: Precision, samples: usize) -> Vec<f64> {
+    let pairs = counts.len();
+    let mut out = vec![0.0; samples * pairs];
+    for (b, (&count, &prob)) in counts.iter().zip(probs).enumerate() {
+        for s in 0..samples {
+            let idx = (b * samples + s) as u64;
+            let draw = |p: f64| {
+                let mut g = gen;
+                if precision.round(count * p) >= 10.0 {
+                    g.skip(RESERVED_PER_OUTPUT * idx);
+                    btrs(count, p, &mut g)
+                } else {
+                    g.skip(BINOMIAL_INVERSION_RESERVED * idx);
+                    binomial_inversion(count, p, &mut g)
+                }
+            };
+            out[s * pairs + b] = if count <= 0.0 || prob <= 0.0 {
+                0.0
+            } else if prob >= 1.0 {
+                count
+            } else if prob <= 0.5 {
+                draw(prob)
+            } else if prob > 0.5 {
+                count - draw(precision.round(1.0 - prob))
+            } else {
+                f64::NAN
+            };
+        }
+    }
+    out
+}
+
+/// The number of geometric(p) variables whose sum stays within `count`.
+fn binomial_inversion(count: f64, prob: f64, gen: &mut Philox) -> f64 {
+    let mut uniforms = Pairs::new();
+    let (mut sum, mut n) = (0.0, 0.0);
+    let log_q = (-prob).ln_1p();
+    loop {
+        let u: f64 = uniforms.next(gen, false);
+        sum += (u.ln() / log_q).ceil();
+        if sum > count {
+            return n;
+        }
+        n += 1.0;
+    }
+}
+
+/// The tail `log k! − (k + ½)·log(k + 1) + (k + 1) − ½·log 2π` of Stirling's series (exact
+/// values up to 9, the series beyond).
+fn stirling_tail(k: f64) -> f64 {
+    const TAIL: [f64; 10] = [
+        0.0810614667953272,
+        0.0413406959554092,
+        0.0276779256849983,
+        0.02079067210376509,
+        0.0166446911898211,
+        0.0138761288230707,
+        0.0118967099458917,
+        0.0104112652619720,
+        0.00925546218271273,
+        0.00833056343336287,
+    ];
+    if k <= 9.0 {
+        return TAIL[k as usize];
+    }
+    let kp1sq = (k + 1.0) * (k + 1.0);
+    (1.0 / 12.0 - (1.0 / 360.0 - 1.0 / 1260.0 / kp1sq) / kp1sq) / (k + 1.0)
+}
+
+/// Hörmann's transformed rejection with squeeze (BTRS, "The generation of binomial random
+/// variates", 1993) from pairs of uniforms, with TensorFlow's constants and its acceptance
+/// test (the log of `v` taken in place of the paper's).
+fn btrs(count: f64, prob: f64, gen: &mut Philox) -> f64 {
+    let stddev = (count * prob * (1.0 - prob)).sqrt();
+    let b = 1.15 + 2.53 * stddev;
+    let a = -0.0873 + 0.0248 * b + 0.01 * prob;
+    let c = count * prob + 0.5;
+    let v_r = 0.92 - 4.2 / b;
+    let r = prob / (1.0 - prob);
+    let alpha = (2.83 + 5.1 / b) * stddev;
+    let m = ((count + 1.0) * prob).floor();
+    let mut uniforms = Pairs::new();
+    loop {
+        let u = uniforms.next(gen, false) - 0.5;
+        let v = uniforms.next(gen, false);
+        let us = 0.5 - u.abs();
+        let k = ((2.0 * a / us + b) * u + c).floor();
+        if us >= 0.07 && v <= v_r {
+            return k;
+        }
+        if k < 0.0 || k > count {
+            continue;
+        }
+        let v = (v * alpha / (a / (us * us) + b)).ln();
+        let bound = (m + 0.5) * ((m + 1.0) / (r * (count - m + 1.0))).ln()
+            + (count + 1.0) * ((count - m + 1.0) / (count - k + 1.0)).ln()
+            + (k + 0.5) * (r * (count - k + 1.0) / (k + 1.0)).ln()
+            + stirling_tail(m)
+            + stirling_tail(count - m)
+            - stirling_tail(k)
+            - stirling_tail(count - k);
+        if v <= bound {
+            return k;
+        }
+    }
+}
+
+/// The values of a parameter of shape `from` at every position of the broadcast shape `to`
+/// (numpy's rule, aligned at the last dimension; `from` must broadcast to `to`).
+pub fn broadcast_values(values: &[f64], from: &[usize], to: &[usize]) -> Vec<f64> {
+    let n: usize = to.iter().product();
+    if from == to {
+        return values.to_vec();
+    }
+    let lead = to.len() - from.len();
+    // Strides of `from` in `to`'s dimensions (0 along a broadcast dimension).
+    let mut strides = vec![0usize; to.len()];
+    let mut acc = 1;
+    for i in (0..from.len()).rev() {
+        strides[lead + i] = if from[i] == 1 { 0 } else { acc };
+        acc *= from[i];
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut index = vec![0usize; to.len()];
+    for _ in 0..n {
+        out.push(values[index.iter().zip(&strides).map(|(i, s)| i * s).sum::<usize>()]);
+        for d in (0..to.len()).rev() {
+            index[d] += 1;
+            if index[d] < to[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    out
+}
+
 /// The candidate samplers' distributions (`range_sampler.cc`) over `0..range`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Candidates {
@@ -631,4 +800,349 @@ pub fn uniform_ints(
         _ => Tensor::from_i64(shape, uniform_int64(gen, n, lo, hi)),
     };
     t.map_err(|e| e.to_string())
+}
+
+/// A float type TensorFlow's parameterized truncated normal computes in (`T`: float16,
+/// float32 or float64), with its operations as TensorFlow's kernel performs them — a float16
+/// operation in float32, rounded to float16 — and its uniform and normal draws.
+pub trait SampleReal: Copy + PartialOrd {
+    /// Values per Philox block of the uniform and normal distributions.
+    const PER_BLOCK: usize;
+    /// `T(x)`, rounded to the type.
+    fn of(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn neg(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    /// One block's uniforms in [0, 1) (`UniformDistribution<PhiloxRandom, T>`).
+    fn uniforms(block: [u32; 4]) -> [Self; 4];
+    /// One block's standard normals (`NormalDistribution<PhiloxRandom, T>`).
+    fn normals(block: [u32; 4]) -> [Self; 4];
+}
+
+impl SampleReal for f32 {
+    const PER_BLOCK: usize = 4;
+    fn of(x: f64) -> f32 {
+        x as f32
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    fn add(self, o: f32) -> f32 {
+        self + o
+    }
+    fn sub(self, o: f32) -> f32 {
+        self - o
+    }
+    fn mul(self, o: f32) -> f32 {
+        self * o
+    }
+    fn div(self, o: f32) -> f32 {
+        self / o
+    }
+    fn neg(self) -> f32 {
+        -self
+    }
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+    fn exp(self) -> f32 {
+        f32::exp(self)
+    }
+    fn ln(self) -> f32 {
+        f32::ln(self)
+    }
+    fn uniforms(b: [u32; 4]) -> [f32; 4] {
+        b.map(word_to_f32)
+    }
+    fn normals(b: [u32; 4]) -> [f32; 4] {
+        let (a0, a1) = box_muller_f32(b[0], b[1]);
+        let (a2, a3) = box_muller_f32(b[2], b[3]);
+        [a0, a1, a2, a3]
+    }
+}
+
+impl SampleReal for f64 {
+    const PER_BLOCK: usize = 2;
+    fn of(x: f64) -> f64 {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn add(self, o: f64) -> f64 {
+        self + o
+    }
+    fn sub(self, o: f64) -> f64 {
+        self - o
+    }
+    fn mul(self, o: f64) -> f64 {
+        self * o
+    }
+    fn div(self, o: f64) -> f64 {
+        self / o
+    }
+    fn neg(self) -> f64 {
+        -self
+    }
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+    fn exp(self) -> f64 {
+        f64::exp(self)
+    }
+    fn ln(self) -> f64 {
+        f64::ln(self)
+    }
+    fn uniforms(b: [u32; 4]) -> [f64; 4] {
+        [words_to_f64(b[0], b[1]), words_to_f64(b[2], b[3]), 0.0, 0.0]
+    }
+    fn normals(b: [u32; 4]) -> [f64; 4] {
+        let (d0, d1) = box_muller_f64(b);
+        [d0, d1, 0.0, 0.0]
+    }
+}
+
+/// A float16 value held as the float32 it widens to; every operation rounds its float32
+/// result to float16, as `Eigen::half`'s operators do on a CPU without float16 arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct Half(pub f32);
+
+impl Half {
+    fn round(x: f32) -> Half {
+        Half(autoclust_graph::half::round_to(x, autoclust_graph::DType::Float16))
+    }
+}
+
+impl SampleReal for Half {
+    const PER_BLOCK: usize = 4;
+    fn of(x: f64) -> Half {
+        Half::round(x as f32)
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self.0)
+    }
+    fn add(self, o: Half) -> Half {
+        Half::round(self.0 + o.0)
+    }
+    fn sub(self, o: Half) -> Half {
+        Half::round(self.0 - o.0)
+    }
+    fn mul(self, o: Half) -> Half {
+        Half::round(self.0 * o.0)
+    }
+    fn div(self, o: Half) -> Half {
+        Half::round(self.0 / o.0)
+    }
+    fn neg(self) -> Half {
+        Half(-self.0)
+    }
+    fn sqrt(self) -> Half {
+        Half::round(self.0.sqrt())
+    }
+    fn exp(self) -> Half {
+        Half::round(self.0.exp())
+    }
+    fn ln(self) -> Half {
+        Half::round(self.0.ln())
+    }
+    fn uniforms(b: [u32; 4]) -> [Half; 4] {
+        b.map(|x| Half(word_to_f16_value(x)))
+    }
+    fn normals(b: [u32; 4]) -> [Half; 4] {
+        f32::normals(b).map(Half::round)
+    }
+}
+
+/// Proposals a truncated-normal sampler may reject in a row (TensorFlow's `kMaxIterations`).
+pub const TRUNCATED_MAX_ITERATIONS: u64 = 1000;
+
+/// `count` draws of the normal (`mean`, `stddev`) truncated to [`minval`, `maxval`] from the
+/// running generator `gen` (`parameterized_truncated_normal_op.cc`, one batch of
+/// `TruncatedNormalFunctor`/`V2` in one shard): after TensorFlow's flip of a bound at −∞ or
+/// above the mean, by rejection of standard normals when the bounds hold at least 1.3
+/// standard deviations on one side and the mean, else by a uniform proposal on a narrow
+/// interval, else by Robert's exponential proposal. Each sampler draws whole Philox blocks and
+/// drops what is left of the last one; `Err` holds TensorFlow's message.
+pub fn truncated_normal_batch<T: SampleReal>(
+    gen: &mut Philox,
+    [mean, stddev, minval, maxval]: [T; 4],
+    count: usize,
+) -> Result<Vec<T>, String> {
+    let zero = T::of(0.0);
+    let finite = |x: T| x.to_f64().is_finite();
+    if !(stddev > zero && minval < maxval && (finite(minval) || finite(maxval))) {
+        return Err("Invalid parameters".into());
+    }
+    let (mut minval, mut maxval, mut stddev) = (minval, maxval, stddev);
+    if (minval.to_f64().is_infinite() && minval < zero) || maxval < mean {
+        std::mem::swap(&mut minval, &mut maxval);
+        stddev = stddev.neg();
+    }
+    let norm_min = minval.sub(mean).div(stddev);
+    let norm_max = maxval.sub(mean).div(stddev);
+    let sqrt_factor = norm_min.mul(norm_min).add(T::of(4.0)).sqrt();
+    let cutoff = T::of(2.0)
+        .mul(T::of(0.5).add(norm_min.mul(norm_min.sub(sqrt_factor)).div(T::of(4.0))).exp())
+        .div(norm_min.add(sqrt_factor));
+    let diff = norm_max.sub(norm_min);
+    let inside = T::of(1.3);
+    let mut out = Vec::with_capacity(count);
+    let mut rejected = 0u64;
+    let per = T::PER_BLOCK;
+    if (norm_min < inside.neg() && norm_max >= zero) || (norm_max > inside && norm_min <= zero) {
+        while out.len() < count {
+            let normals = T::normals(gen.next_block());
+            for &x in &normals[..per] {
+                if x >= norm_min && x <= norm_max {
+                    out.push(x.mul(stddev).add(mean));
+                    if out.len() >= count {
+                        break;
+                    }
+                    rejected = 0;
+                } else {
+                    rejected += 1;
+                    if rejected > TRUNCATED_MAX_ITERATIONS {
+                        return Err("TruncatedNormal randn rejection sampler failed to accept a sample.".into());
+                    }
+                }
+            }
+        }
+    } else if diff < cutoff {
+        let plus = if norm_min < zero { zero } else { norm_min.mul(norm_min) };
+        while out.len() < count {
+            let rand = T::uniforms(gen.next_block());
+            let z = rand.map(|r| r.mul(diff).add(norm_min));
+            let g = z.map(|z| plus.sub(z.mul(z)).div(T::of(2.0)));
+            let u = T::uniforms(gen.next_block());
+            for i in 0..per {
+                let accept = u[i] <= g[i].exp();
+                if accept || rejected + 1 >= TRUNCATED_MAX_ITERATIONS {
+                    if !accept {
+                        return Err("TruncatedNormal uniform rejection sampler failed to  accept a sample.".into());
+                    }
+                    out.push(z[i].mul(stddev).add(mean));
+                    if out.len() >= count {
+                        break;
+                    }
+                    rejected = 0;
+                } else {
+                    rejected += 1;
+                }
+            }
+        }
+    } else {
+        let alpha = norm_min.add(norm_min.mul(norm_min).add(T::of(4.0)).sqrt()).div(T::of(2.0));
+        while out.len() < count {
+            let rand = T::uniforms(gen.next_block());
+            for pair in rand[..per].chunks_exact(2) {
+                let z = pair[0].ln().neg().div(alpha).add(norm_min);
+                let x = if norm_min < alpha { alpha.sub(z) } else { norm_min.sub(alpha) };
+                let g = x.neg().mul(x).div(T::of(2.0)).exp();
+                let accept = pair[1] <= g && z < norm_max;
+                if accept || rejected + 1 >= TRUNCATED_MAX_ITERATIONS {
+                    if !accept {
+                        return Err(
+                            "TruncatedNormal exponential distribution rejection sampler failed to accept a sample."
+                                .into(),
+                        );
+                    }
+                    out.push(z.mul(stddev).add(mean));
+                    if out.len() >= count {
+                        break;
+                    }
+                    rejected = 0;
+                } else {
+                    rejected += 1;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `index`'s position in the pseudorandom permutation of `0..=max_index` that `key` and
+/// `rounds` choose (`random_index_shuffle.cc`, `tf.random.experimental.index_shuffle`): a
+/// Simon-like Feistel cipher on blocks of an even number of bits, at least 16 and enough for
+/// `ceil(log2(max_index))`, with TensorFlow's key schedule, applied until the value falls in
+/// range (cycle walking). `rounds` must be even and at least 4.
+pub fn index_shuffle(index: u64, key: [u32; 3], max_index: u64, rounds: usize) -> u64 {
+    if max_index == 0 {
+        return 0;
+    }
+    let bits = (max_index as f64).log2().ceil() as i64;
+    let block = (bits + bits % 2).max(16);
+    let w = if block > 62 { 32 } else { (block / 2) as u32 };
+    let mask = (1u64 << w) - 1;
+    let rotl = |x: u64, r: u32| ((x << r) | (x >> (w - r))) & mask;
+    let rotr = |x: u64, r: u32| ((x >> r) | (x << (w - r))) & mask;
+    let f = |x: u64| (rotl(x, 1) & rotl(x, 8)) ^ rotl(x, 2);
+    // The key schedule: the three key words, then one word per further round.
+    let c = 0xffff_fffc & mask;
+    let mut z = 0x7369_f885_192c_0ef5 & mask;
+    let mut keys: Vec<u64> = key.iter().map(|&k| u64::from(k) & mask).collect();
+    for i in 3..rounds {
+        let k = c ^ (z & 1) ^ keys[i - 3] ^ rotr(keys[i - 1], 3) ^ rotr(keys[i - 1], 4);
+        keys.push(k);
+        z >>= 1;
+    }
+    keys.truncate(rounds);
+    let mut value = index;
+    loop {
+        let (mut left, mut right) = ((value >> w) & mask, value & mask);
+        for pair in keys.chunks_exact(2) {
+            left ^= f(right) ^ pair[0];
+            right ^= f(left) ^ pair[1];
+        }
+        value = (left << w) | right;
+        if value <= max_index {
+            return value;
+        }
+    }
+}
+
+/// `GeneratePoolingSequence` (`fractional_pool_common.cc`): the cumulative boundaries
+/// `[0, …, input]` of `output` fractional-pooling regions along one dimension, each `k` or
+/// `k + 1` long (`k = input / output`), drawn from `gen`, which moves past what it used as
+/// `GuardedPhiloxRandom::ReserveSamples32` moves it. Pseudo-random: region ends at
+/// `ceil(α·(i + u))` for one uniform double `u` scaled below the bound that keeps every gap
+/// in range (Graham, "Fractional max-pooling", 2014); random: the `input % output` longer
+/// regions first, then shuffled as `RandomShuffle` does.
+pub fn pooling_sequence(input: usize, output: usize, gen: &mut Philox, pseudo_random: bool) -> Vec<i64> {
+    let (input_i, output_i) = (input as i64, output as i64);
+    let k = input_i / output_i;
+    let diff: Vec<i64> = if pseudo_random {
+        let local = *gen;
+        gen.skip(1);
+        let mut words = SingleWords::new(local);
+        let (x0, x1) = (words.next_word(), words.next_word());
+        let alpha = input as f64 / output as f64;
+        let u_max1 = (k + 2) as f64 / alpha - 1.0;
+        let u_max2 = (input_i + 1 - k) as f64 / alpha - (output_i - 1) as f64;
+        let u = words_to_f64(x0, x1) * u_max1.min(u_max2);
+        let mut cum = vec![0i64; output + 1];
+        cum[0] = 1;
+        cum[output] = input_i + 1;
+        for (i, c) in cum.iter_mut().enumerate().take(output).skip(1) {
+            *c = (alpha * (i as f64 + u)).ceil() as i32 as i64;
+        }
+        cum.windows(2).map(|w| w[1] - w[0]).collect()
+    } else {
+        let spots = (input_i % output_i) as usize;
+        let base: Vec<i64> = (0..output).map(|i| k + i64::from(i < spots)).collect();
+        let local = *gen;
+        gen.skip((output as u64).div_ceil(4));
+        shuffled_indices(local, output).into_iter().map(|i| base[i]).collect()
+    };
+    let mut cum = Vec::with_capacity(output + 1);
+    cum.push(0);
+    for d in diff {
+        cum.push(cum[cum.len() - 1] + d);
+    }
+    cum
 }

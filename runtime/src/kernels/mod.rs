@@ -43,6 +43,7 @@ pub(crate) mod elementwise;
 pub(crate) mod example;
 pub(crate) mod fake_quant;
 pub(crate) mod files;
+pub(crate) mod fractional_pool;
 pub(crate) mod gif;
 pub mod half;
 pub(crate) mod image;
@@ -193,6 +194,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = random::prepare_stateless(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = fractional_pool::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = optional::prepare(node)? {

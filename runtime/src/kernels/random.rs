@@ -36,7 +36,9 @@ use super::{arity, attr_int_or, attr_type, attr_type_or, one, tensor_of, Inputs,
 use crate::error::{KResult, KernelError};
 
 pub use autoclust_numeric::random::{key_counter_from_seed, word_to_f32, words_to_f64, Philox};
-use autoclust_numeric::random::{sample_f32, sample_f64, uniform_int32, uniform_int64, Dist, RESERVED_PER_OUTPUT};
+use autoclust_numeric::random::{
+    sample_f32, sample_f64, uniform_int32, uniform_int64, Dist, Half, Precision, SampleReal, RESERVED_PER_OUTPUT,
+};
 
 /// A node's generator, shared by every plan of a session.
 #[derive(Debug)]
@@ -61,6 +63,14 @@ impl GuardedPhilox {
         let mut g = self.gen.lock();
         let local = *g;
         g.skip((outputs as u64).wrapping_mul(RESERVED_PER_OUTPUT));
+        local
+    }
+
+    /// TensorFlow's `ReserveSamples128(n)`: the shared generator moves past `n` blocks.
+    pub fn reserve_blocks(&self, blocks: u64) -> Philox {
+        let mut g = self.gen.lock();
+        let local = *g;
+        g.skip(blocks);
         local
     }
 
@@ -109,6 +119,7 @@ pub fn is_random_op(op: &str) -> bool {
             | "UniformCandidateSampler"
             | "RandomGamma"
             | "RandomPoissonV2"
+            | "ParameterizedTruncatedNormal"
     )
 }
 
@@ -150,6 +161,304 @@ fn output_shape(t: &Tensor) -> KResult<Vec<usize>> {
     dims.iter()
         .map(|&d| usize::try_from(d).map_err(|_| KernelError::invalid(format!("Dimension {d} must be >= 0"))))
         .collect()
+}
+
+/// A binomial op's operands after TensorFlow's checks (`random_binomial_op.cc`): the
+/// output shape, the samples per (count, prob) pair and the pairs broadcast to the batch
+/// shape, as float64, with the parameters' precision.
+pub(crate) struct BinomialOperands {
+    shape: Vec<usize>,
+    samples: usize,
+    counts: Vec<f64>,
+    probs: Vec<f64>,
+    precision: Precision,
+}
+
+impl BinomialOperands {
+    /// `counts` and `probs` broadcast to a batch shape that `shape` must end with.
+    pub(crate) fn new(shape: &Tensor, counts: &Tensor, probs: &Tensor) -> KResult<BinomialOperands> {
+        let precision = match (counts.dtype, probs.dtype) {
+            (DType::Float16, DType::Float16) => Precision::Half,
+            (DType::Float32, DType::Float32) => Precision::Single,
+            (DType::Float64, DType::Float64) => Precision::Double,
+            (DType::Float16 | DType::Float32 | DType::Float64, _) => return Err(KernelError::DType(probs.dtype)),
+            (other, _) => return Err(KernelError::DType(other)),
+        };
+        let debug = super::shape_ops::debug_shape;
+        let batch = autoclust_graph::broadcast_dims(&counts.shape, &probs.shape).ok_or_else(|| {
+            KernelError::invalid(format!(
+                "counts and probs must have compatible batch dimensions: {} vs. {}",
+                debug(&counts.shape),
+                debug(&probs.shape)
+            ))
+        })?;
+        if shape.rank() != 1 {
+            return Err(KernelError::invalid(format!(
+                "Input shape should be a vector, got shape: {}",
+                debug(&shape.shape)
+            )));
+        }
+        if !matches!(shape.dtype, DType::Int32 | DType::Int64) {
+            return Err(KernelError::invalid("Input shape should have dtype {int32, int64}."));
+        }
+        let out = output_shape(shape)?;
+        if batch.len() > out.len() || out[out.len() - batch.len()..] != batch[..] {
+            return Err(KernelError::invalid("Shape passed in must end with broadcasted shape."));
+        }
+        let pairs: usize = batch.iter().product();
+        let samples = out[..out.len() - batch.len()].iter().product();
+        let values = |t: &Tensor| t.to_f64_vec().ok_or(KernelError::DType(t.dtype));
+        let (counts, probs) = if pairs == 0 {
+            (Vec::new(), Vec::new())
+        } else {
+            let bc = autoclust_numeric::random::broadcast_values;
+            (bc(&values(counts)?, &counts.shape, &batch), bc(&values(probs)?, &probs.shape, &batch))
+        };
+        Ok(BinomialOperands { shape: out, samples, counts, probs, precision })
+    }
+
+    /// The counter blocks `StatefulRandomBinomial` moves its state past, in units of 256:
+    /// TensorFlow's `num_batches · 2 · 100 · (samples_per_batch + 3) / 4`.
+    pub(crate) fn state_delta(&self) -> u64 {
+        (self.counts.len() as u64).wrapping_mul(200).wrapping_mul(self.samples as u64 + 3) / 4
+    }
+
+    /// The draws from `gen` as a tensor of `dtype` (float16 through float32, as TensorFlow's
+    /// `Eigen::half(double)` rounds; integers truncated — a NaN draw, which TensorFlow leaves
+    /// undefined in an integer output, is 0 here).
+    pub(crate) fn draw(&self, gen: Philox, dtype: DType) -> KResult<Tensor> {
+        super::budget(dtype, &self.shape)?;
+        let v = autoclust_numeric::random::binomial(gen, &self.counts, &self.probs, self.precision, self.samples);
+        match dtype {
+            DType::Float16 => {
+                super::half::narrow(&tensor_of(self.shape.clone(), v.into_iter().map(|x| x as f32).collect()), dtype)
+            }
+            _ => draws_as(dtype, self.shape.clone(), v),
+        }
+    }
+}
+
+/// The output types TensorFlow's binomial kernels are registered for (`dtype`).
+pub(crate) fn binomial_output_type(dtype: DType) -> KResult<DType> {
+    match dtype {
+        DType::Float16 | DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64 => Ok(dtype),
+        other => Err(KernelError::DType(other)),
+    }
+}
+
+/// The parameterized truncated normal's draws in the float `dtype` from one running
+/// generator, batch after batch (`(mean, stddev, minval, maxval)` and the number of samples
+/// of each), as float64 values — TensorFlow's kernel run as one shard.
+fn truncated_normal_draws(dtype: DType, gen: Philox, batches: &[([f64; 4], usize)]) -> KResult<Vec<f64>> {
+    fn run<T: SampleReal>(mut gen: Philox, batches: &[([f64; 4], usize)]) -> Result<Vec<f64>, String> {
+        let mut out = Vec::new();
+        for &(p, count) in batches {
+            let draws = autoclust_numeric::random::truncated_normal_batch(&mut gen, p.map(T::of), count)?;
+            out.extend(draws.into_iter().map(T::to_f64));
+        }
+        Ok(out)
+    }
+    match dtype {
+        DType::Float16 => run::<Half>(gen, batches),
+        DType::Float32 => run::<f32>(gen, batches),
+        DType::Float64 => run::<f64>(gen, batches),
+        other => return Err(KernelError::DType(other)),
+    }
+    .map_err(KernelError::invalid)
+}
+
+/// Float64 values (each exactly a value of `dtype`) as a tensor of the float `dtype`.
+fn float_tensor(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> KResult<Tensor> {
+    match dtype {
+        DType::Float64 => Ok(tensor_of(shape, v)),
+        DType::Float32 => Ok(tensor_of(shape, v.into_iter().map(|x| x as f32).collect())),
+        DType::Float16 => super::half::narrow(&tensor_of(shape, v.into_iter().map(|x| x as f32).collect()), dtype),
+        other => Err(KernelError::DType(other)),
+    }
+}
+
+/// `ParameterizedTruncatedNormal` (TF1's `parameterized_truncated_normal`): `shape[0]`
+/// batches of the remaining dimensions' samples, each parameter a scalar or a vector of one
+/// or `shape[0]` values; when every parameter is one value, TensorFlow regroups the samples
+/// into batches of 100. The generator reserves `batches · 2 · 1000 · (samples + 3) / 4` blocks.
+fn parameterized_truncated_normal(gen: &GuardedPhilox, dtype: DType, inp: &[Tensor]) -> KResult<Tensor> {
+    let debug = super::shape_ops::debug_shape;
+    if inp[0].rank() != 1 {
+        return Err(KernelError::invalid(format!(
+            "Input shape should be a vector, got shape: {}",
+            debug(&inp[0].shape)
+        )));
+    }
+    if inp[0].num_elements() == 0 {
+        return Err(KernelError::invalid("Shape tensor must not be empty"));
+    }
+    let shape = output_shape(&inp[0])?;
+    let n = super::budget(dtype, &shape)?;
+    let names = ["means", "stddevs", "minvals", "maxvals"];
+    for (t, name) in inp[1..].iter().zip(names) {
+        if t.rank() > 1 {
+            return Err(KernelError::invalid(format!(
+                "Input {name} should be a scalar or vector, got shape: {}",
+                debug(&t.shape)
+            )));
+        }
+    }
+    let one_value = |t: &Tensor| t.rank() == 0 || t.shape[0] == 1;
+    let (batches, per) = if one_value(&inp[1]) && one_value(&inp[2]) && inp[3].rank() == 0 && inp[4].rank() == 0 {
+        (n.div_ceil(100), 100)
+    } else {
+        let batches = shape[0];
+        for (t, name) in inp[1..].iter().zip(names) {
+            if !(one_value(t) || t.shape[0] == batches) {
+                return Err(KernelError::invalid(format!(
+                    "Input {name} should have length 1 or shape[0], got shape: {}",
+                    debug(&t.shape)
+                )));
+            }
+        }
+        (batches, n.checked_div(batches).unwrap_or(0))
+    };
+    let values: Vec<Vec<f64>> =
+        inp[1..].iter().map(|t| t.to_f64_vec().ok_or(KernelError::DType(t.dtype))).collect::<KResult<_>>()?;
+    let at = |v: &Vec<f64>, b: usize| if v.len() == 1 { v[0] } else { v[b] };
+    let plan: Vec<([f64; 4], usize)> = (0..batches)
+        .map(|b| {
+            let p = [at(&values[0], b), at(&values[1], b), at(&values[2], b), at(&values[3], b)];
+            (p, ((b + 1) * per).min(n).saturating_sub(b * per))
+        })
+        .collect();
+    let local = gen.reserve_blocks((batches as u64 * 2 * 1000 * (per as u64 + 3)) / 4);
+    float_tensor(dtype, shape, truncated_normal_draws(dtype, local, &plan)?)
+}
+
+/// `StatelessParameterizedTruncatedNormal`: the four parameters broadcast together to a
+/// batch shape that `shape` ends with; the leading dimensions are the samples of each
+/// batch member, drawn batch after batch from the seed's generator.
+fn stateless_parameterized_truncated_normal(dtype: DType, inp: &[Tensor]) -> KResult<Tensor> {
+    let debug = super::shape_ops::debug_shape;
+    let seed = &inp[1];
+    if seed.rank() != 1 || seed.shape[0] != 2 {
+        return Err(KernelError::invalid(format!("seed must have shape [2], not {}", debug(&seed.shape))));
+    }
+    let params = &inp[2..6];
+    let batch =
+        params[1..].iter().try_fold(params[0].shape.clone(), |acc, t| autoclust_graph::broadcast_dims(&acc, &t.shape));
+    let batch = batch.ok_or_else(|| {
+        let shapes: Vec<String> = params.iter().map(|t| debug(&t.shape)).collect();
+        KernelError::invalid(format!(
+            "means, stddevs, minvals, maxvals must have compatible batch dimensions: {}",
+            shapes.join(" vs. ")
+        ))
+    })?;
+    if inp[0].rank() != 1 {
+        return Err(KernelError::invalid(format!(
+            "Input shape should be a vector, got shape: {}",
+            debug(&inp[0].shape)
+        )));
+    }
+    let shape = output_shape(&inp[0])?;
+    if batch.len() > shape.len() || shape[shape.len() - batch.len()..] != batch[..] {
+        return Err(KernelError::invalid("Shape passed in must end with broadcasted shape."));
+    }
+    let n = super::budget(dtype, &shape)?;
+    let batches: usize = batch.iter().product();
+    let samples = n.checked_div(batches).unwrap_or(0);
+    if n == 0 {
+        return float_tensor(dtype, shape, Vec::new());
+    }
+    let values: Vec<Vec<f64>> = params
+        .iter()
+        .map(|t| {
+            let v = t.to_f64_vec().ok_or(KernelError::DType(t.dtype))?;
+            Ok(autoclust_numeric::random::broadcast_values(&v, &t.shape, &batch))
+        })
+        .collect::<KResult<_>>()?;
+    let plan: Vec<([f64; 4], usize)> =
+        (0..batches).map(|b| ([values[0][b], values[1][b], values[2][b], values[3][b]], samples)).collect();
+    let drawn = truncated_normal_draws(dtype, generator_v1(seed)?, &plan)?;
+    // Drawn batch after batch; laid out `[samples, batches]`.
+    let mut out = vec![0.0; n];
+    for (i, x) in drawn.into_iter().enumerate() {
+        out[(i % samples) * batches + i / samples] = x;
+    }
+    float_tensor(dtype, shape, out)
+}
+
+/// The elements of an int32, int64, uint32 or uint64 tensor as C++'s `static_cast<uint64_t>`
+/// gives them (signed values sign-extended).
+fn u64_values(t: &Tensor) -> KResult<Vec<u64>> {
+    let raw = |b: &[u8], w: usize| -> Vec<u64> {
+        b.chunks_exact(w)
+            .map(|c| {
+                if w == 4 {
+                    u64::from(u32::from_le_bytes(c.try_into().expect("4")))
+                } else {
+                    u64::from_le_bytes(c.try_into().expect("8"))
+                }
+            })
+            .collect()
+    };
+    Ok(match (&t.data, t.dtype) {
+        (TensorData::I32(v), _) => v.iter().map(|&x| x as i64 as u64).collect(),
+        (TensorData::I64(v), _) => v.iter().map(|&x| x as u64).collect(),
+        (TensorData::Raw(b), DType::UInt32) => raw(b, 4),
+        (TensorData::Raw(b), DType::UInt64) => raw(b, 8),
+        _ => return Err(KernelError::DType(t.dtype)),
+    })
+}
+
+/// `RandomIndexShuffle(index, seed, max_index)`: each index's place in the permutation of
+/// `0..=max_index` its seed row (`[3]` for all, or `[n, 3]`) chooses; index and max_index
+/// scalars or vectors of the `n` outputs (`random_index_shuffle_ops.cc`), with TensorFlow
+/// 2.21's checks `0 <= index <= max_index`.
+fn random_index_shuffle(index: &Tensor, seed: &Tensor, max_index: &Tensor, rounds: usize) -> KResult<Tensor> {
+    let n = index.num_elements().max(max_index.num_elements()).max(seed.num_elements() / 3);
+    if !(index.rank() == 0 || (index.rank() == 1 && index.shape[0] == n)) {
+        return Err(KernelError::invalid("Index bust be a scalar or vector."));
+    }
+    let debug = super::shape_ops::debug_shape;
+    if !((seed.rank() == 1 && seed.shape[0] == 3) || (seed.rank() == 2 && seed.shape[0] == n && seed.shape[1] == 3)) {
+        return Err(KernelError::invalid(format!(
+            "Seed must be a vector of size [3] or a matrix of size [{n}, 3] but got {}.",
+            debug(&seed.shape)
+        )));
+    }
+    if !(max_index.rank() == 0 || (max_index.rank() == 1 && max_index.shape[0] == n)) {
+        return Err(KernelError::invalid(format!(
+            "Maxval must be a scalar or a vector of the same size as index but got {}",
+            debug(&max_index.shape)
+        )));
+    }
+    let (idx, seeds, max) = (u64_values(index)?, u64_values(seed)?, u64_values(max_index)?);
+    let signed = matches!(index.dtype, DType::Int32 | DType::Int64);
+    let out: Vec<u64> = (0..n)
+        .map(|i| {
+            let at = |v: &[u64], t: &Tensor| if t.rank() == 0 { v[0] } else { v[i] };
+            let (x, m) = (at(&idx, index), at(&max, max_index));
+            if signed && (x as i64) < 0 {
+                return Err(KernelError::invalid(format!("index must be >= 0 but was {}", x as i64)));
+            }
+            if signed && (m as i64) < 0 {
+                return Err(KernelError::invalid(format!("max_index must be >= 0 but was {}", m as i64)));
+            }
+            if m < x {
+                return Err(KernelError::invalid(format!("max_index must be >= index, but {m} < {x}")));
+            }
+            let row = if seed.rank() == 1 { 0 } else { 3 * i };
+            let key = [seeds[row] as u32, seeds[row + 1] as u32, seeds[row + 2] as u32];
+            Ok(autoclust_numeric::random::index_shuffle(x, key, m, rounds))
+        })
+        .collect::<KResult<_>>()?;
+    let shape = if index.rank() == 0 && seed.rank() == 1 && max_index.rank() == 0 { vec![] } else { vec![n] };
+    let raw =
+        |bytes: Vec<u8>| Tensor { dtype: index.dtype, shape: shape.clone(), data: TensorData::Raw(Arc::new(bytes)) };
+    Ok(match index.dtype {
+        DType::Int32 => tensor_of(shape.clone(), out.iter().map(|&x| x as i32).collect()),
+        DType::Int64 => tensor_of(shape.clone(), out.iter().map(|&x| x as i64).collect()),
+        DType::UInt32 => raw(out.iter().flat_map(|&x| (x as u32).to_le_bytes()).collect()),
+        DType::UInt64 => raw(out.iter().flat_map(|&x| x.to_le_bytes()).collect()),
+        other => return Err(KernelError::DType(other)),
+    })
 }
 
 /// Prepares a random op's kernel around the node's generator in `states`, or `None` if
@@ -251,6 +560,17 @@ pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<Pure
                 let n = super::budget(dtype, &shape)?;
                 let v = autoclust_numeric::random::poisson(gen.reserve(n), &rates, samples);
                 one(draws_as(dtype, shape, v)?)
+            })));
+        }
+        "ParameterizedTruncatedNormal" => {
+            let dtype = attr_type(node, "dtype")?;
+            if !matches!(dtype, DType::Float16 | DType::Float32 | DType::Float64) {
+                return Err(KernelError::DType(dtype));
+            }
+            let gen = states.get(&key, attr_int_or(node, "seed", 0)?, attr_int_or(node, "seed2", 0)?);
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 5)?;
+                one(parameterized_truncated_normal(&gen, dtype, &inp)?)
             })));
         }
         "RandomShuffle" => {
@@ -550,6 +870,44 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
                 one(draws_as(dtype, shape, v)?)
             })));
         }
+        // `tf.random.stateless_binomial`: (shape, seed, counts, probs).
+        "StatelessRandomBinomial" => {
+            let dtype = binomial_output_type(attr_type_or(node, "dtype", DType::Int64)?)?;
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 4)?;
+                let seed = &inp[1];
+                if seed.rank() != 1 || seed.shape[0] != 2 {
+                    return Err(KernelError::invalid(format!(
+                        "seed must have shape [2], not {}",
+                        super::shape_ops::debug_shape(&seed.shape)
+                    )));
+                }
+                let operands = BinomialOperands::new(&inp[0], &inp[2], &inp[3])?;
+                let gen = generator_v1(seed)?;
+                one(operands.draw(gen, dtype)?)
+            })));
+        }
+        "StatelessParameterizedTruncatedNormal" => {
+            let dtype = attr_type(node, "dtype")?;
+            if !matches!(dtype, DType::Float16 | DType::Float32 | DType::Float64) {
+                return Err(KernelError::DType(dtype));
+            }
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 6)?;
+                one(stateless_parameterized_truncated_normal(dtype, &inp)?)
+            })));
+        }
+        "RandomIndexShuffle" => {
+            let rounds = attr_int_or(node, "rounds", 4)?;
+            let rounds = usize::try_from(rounds)
+                .ok()
+                .filter(|r| *r >= 4 && r % 2 == 0)
+                .ok_or_else(|| KernelError::invalid(format!("rounds must be an even number >= 4, got {rounds}")))?;
+            return Ok(Some(Box::new(move |inp: Inputs| {
+                arity(&inp, 3)?;
+                one(random_index_shuffle(&inp[0], &inp[1], &inp[2], rounds)?)
+            })));
+        }
         "ComputeAccidentalHits" => {
             let num_true =
                 usize::try_from(attr_int_or(node, "num_true", 1)?).map_err(|_| KernelError::Attr("num_true".into()))?;
@@ -654,8 +1012,11 @@ pub(crate) fn prepare_stateless(node: &Node) -> KResult<Option<PureFn>> {
 }
 
 /// The samplers whose float output type may be a half type, which they draw themselves
-/// (`float_samples`) instead of through the half kernels' float32-and-round.
+/// (`float_samples`; the binomial and the truncated normal compute float16 parameters in float16) instead of through
+/// the half kernels' float32-and-round.
 pub(crate) const FLOAT_SAMPLERS: &[&str] = &[
+    "StatelessRandomBinomial",
+    "StatelessParameterizedTruncatedNormal",
     "RandomUniform",
     "RandomStandardNormal",
     "TruncatedNormal",
@@ -770,6 +1131,288 @@ mod tests {
                 2.6179914474487305,
             ],
         );
+    }
+
+    /// `tf.raw_ops.StatelessRandomBinomial` in TensorFlow 2.21 (eager), e.g. case A:
+    /// `tf.raw_ops.StatelessRandomBinomial(shape=tf.constant([4], tf.int32), seed=tf.constant([1, 2],
+    /// tf.int64), counts=tf.constant([10., 20., 5., 100.], tf.float32), probs=tf.constant([.5, .3, .9,
+    /// .02], tf.float32), dtype=tf.int32).numpy().tolist()`, the others with the operands below.
+    /// Both methods (count·p < 10: inversion, else BTRS), p > ½ through q, several samples per
+    /// pair, counts `[2, 1]` against probs `[3]`, float16/32/64 parameters and every output type.
+    #[test]
+    fn stateless_binomial_matches_tensorflow() {
+        let run = |shape_: &[i32], seed: [i64; 2], counts: Tensor, probs: Tensor, dtype: DType| {
+            let f = prepare_stateless(&node("StatelessRandomBinomial", &[("dtype", AttrValue::Type(dtype))]))
+                .unwrap()
+                .unwrap();
+            let seed = Tensor::from_i64(vec![2], seed.to_vec()).unwrap();
+            f(vec![shape(shape_), seed, counts, probs].into()).map(|mut o| o.remove(0))
+        };
+        let f32s = |s: &[usize], v: &[f32]| Tensor::from_f32(s.to_vec(), v.to_vec()).unwrap();
+        let f64s = |s: &[usize], v: &[f64]| Tensor::from_f64(s.to_vec(), v.to_vec()).unwrap();
+        let f16s = |s: &[usize], v: &[f32]| super::super::half::narrow(&f32s(s, v), DType::Float16).unwrap();
+        // A: float32 parameters, int32 output.
+        let a =
+            run(&[4], [1, 2], f32s(&[4], &[10.0, 20.0, 5.0, 100.0]), f32s(&[4], &[0.5, 0.3, 0.9, 0.02]), DType::Int32);
+        assert_eq!(a.unwrap().as_i32().unwrap(), [6, 9, 4, 2]);
+        // B: float64 parameters, int64 output, 3 samples of 2 pairs (both BTRS and inversion).
+        let b = run(&[3, 2], [7, 11], f64s(&[2], &[4.0, 50.0]), f64s(&[2], &[0.25, 0.6]), DType::Int64).unwrap();
+        assert_eq!(b.shape, [3, 2]);
+        assert_eq!(b.as_i64().unwrap(), [1, 26, 1, 31, 0, 29]);
+        // C: a scalar-like count [1] against 3 probs, float32 output.
+        let c = run(&[2, 3], [3, 4], f32s(&[1], &[1000.0]), f32s(&[3], &[0.1, 0.7, 0.45]), DType::Float32).unwrap();
+        assert_eq!(c.as_f32().unwrap(), [111.0, 726.0, 428.0, 104.0, 698.0, 478.0]);
+        // D: float16 counts [2, 1] against float16 probs [3], float16 output [2, 2, 3].
+        let d = run(&[2, 2, 3], [5, 6], f16s(&[2, 1], &[30.0, 7.0]), f16s(&[3], &[0.2, 0.5, 0.95]), DType::Float16)
+            .unwrap();
+        assert_eq!(d.dtype, DType::Float16);
+        let want = [4.0, 16.0, 29.0, 0.0, 3.0, 7.0, 9.0, 17.0, 30.0, 1.0, 3.0, 6.0];
+        assert_eq!(super::super::half::widen(&d).unwrap().as_f32().unwrap(), want);
+        // E: count 0 and p 0 give 0, p 1 and p 1.5 give the count, count −3 and p −0.2 give 0.
+        let e = run(
+            &[6],
+            [9, 9],
+            f32s(&[6], &[0.0, 5.0, 5.0, 5.0, -3.0, 12.0]),
+            f32s(&[6], &[0.5, 0.0, 1.0, 1.5, 0.5, -0.2]),
+            DType::Int32,
+        );
+        assert_eq!(e.unwrap().as_i32().unwrap(), [0, 0, 5, 5, 0, 0]);
+        // F: a NaN p is NaN in a float output (TensorFlow leaves an integer output undefined).
+        let nan = run(&[3], [9, 9], f32s(&[3], &[5.0; 3]), f32s(&[3], &[f32::NAN; 3]), DType::Float64).unwrap();
+        assert!(nan.as_f64().unwrap().iter().all(|x| x.is_nan()));
+        // H: large counts (BTRS, p > ½ through q) from a seed with a negative half.
+        let h = run(
+            &[5],
+            [-1, 1 << 40],
+            f64s(&[5], &[1e6, 3e4, 200.0, 25.0, 40.0]),
+            f64s(&[5], &[0.37, 0.999, 0.95, 0.4, 0.25]),
+            DType::Int64,
+        );
+        assert_eq!(h.unwrap().as_i64().unwrap(), [370108, 29963, 192, 8, 8]);
+        // I: float16 20·0.5 = 10 takes BTRS.
+        let i = run(&[4], [1, 2], f16s(&[4], &[20.0; 4]), f16s(&[4], &[0.5; 4]), DType::Int32);
+        assert_eq!(i.unwrap().as_i32().unwrap(), [13, 7, 13, 15]);
+        // TensorFlow's checks, with its messages.
+        let err = |r: KResult<Tensor>| r.unwrap_err().to_string();
+        let one_f = || f32s(&[1], &[1.0]);
+        let e = err(run(&[4], [1, 2], f32s(&[2, 1], &[1.0, 2.0]), f32s(&[2], &[0.5, 0.5]), DType::Int32));
+        assert!(e.contains("Shape passed in must end with broadcasted shape."), "{e}");
+        let e = err(run(&[2, 3], [1, 2], f32s(&[2], &[1.0, 2.0]), f32s(&[3], &[0.5; 3]), DType::Int32));
+        assert!(e.contains("counts and probs must have compatible batch dimensions: [2] vs. [3]"), "{e}");
+        let f = prepare_stateless(&node("StatelessRandomBinomial", &[("dtype", AttrValue::Type(DType::Int32))]))
+            .unwrap()
+            .unwrap();
+        let e = f(vec![shape(&[2]), Tensor::from_i64(vec![3], vec![1, 2, 3]).unwrap(), one_f(), one_f()].into());
+        assert!(e.unwrap_err().to_string().contains("seed must have shape [2], not [3]"));
+        let ints = Tensor::from_i32(vec![1], vec![1]).unwrap();
+        assert!(run(&[1], [1, 2], ints.clone(), ints, DType::Int32).is_err(), "no integer-parameter kernel");
+    }
+
+    /// `tf.raw_ops.StatelessParameterizedTruncatedNormal` and `ParameterizedTruncatedNormal`
+    /// in TensorFlow 2.21 (eager), as bit patterns; S1 is
+    /// `tf.raw_ops.StatelessParameterizedTruncatedNormal(shape=tf.constant([6], tf.int32),
+    /// seed=tf.constant([1, 2], tf.int64), means=tf.constant(0.), stddevs=tf.constant(1.),
+    /// minvals=tf.constant(-2.), maxvals=tf.constant(2.))`, the others alike with the operands
+    /// below (`ParameterizedTruncatedNormal(..., seed=7, seed2=3)` for V1a). They cover the
+    /// three samplers (normal rejection; a uniform proposal on a narrow interval; the
+    /// exponential proposal for a one-sided tail, and a bound at −∞ flipped), broadcast
+    /// parameters, float16/32/64, and TensorFlow's regrouping of the V1 op's one-value
+    /// parameters into batches of 100 (L2, 250 samples). L1 and L2 were also drawn with
+    /// `tf.config.threading.set_intra_op_parallelism_threads(1)`: the same numbers.
+    #[test]
+    fn parameterized_truncated_normal_matches_tensorflow() {
+        let typed = |dtype: DType, s: &[usize], v: &[f64]| {
+            let t = Tensor::from_f64(s.to_vec(), v.to_vec()).unwrap();
+            super::super::elementwise::cast(&t, if dtype == DType::Float16 { DType::Float32 } else { dtype })
+                .map(|t| if dtype == DType::Float16 { super::super::half::narrow(&t, dtype).unwrap() } else { t })
+                .unwrap()
+        };
+        let bits = |t: Tensor| -> Vec<u64> {
+            match t.dtype {
+                DType::Float16 => match &t.data {
+                    TensorData::Raw(b) => {
+                        b.chunks_exact(2).map(|c| u64::from(u16::from_le_bytes([c[0], c[1]]))).collect()
+                    }
+                    _ => unreachable!(),
+                },
+                DType::Float32 => t.as_f32().unwrap().iter().map(|x| u64::from(x.to_bits())).collect(),
+                _ => t.as_f64().unwrap().iter().map(|x| x.to_bits()).collect(),
+            }
+        };
+        type Param<'a> = (&'a [usize], &'a [f64]);
+        let stateless = |dtype: DType, sh: &[i32], seed: [i64; 2], params: [Param<'_>; 4]| {
+            let f =
+                prepare_stateless(&node("StatelessParameterizedTruncatedNormal", &[("dtype", AttrValue::Type(dtype))]))
+                    .unwrap()
+                    .unwrap();
+            let mut inp = vec![shape(sh), Tensor::from_i64(vec![2], seed.to_vec()).unwrap()];
+            inp.extend(params.iter().map(|(s, v)| typed(dtype, s, v)));
+            f(inp.into()).map(|mut o| o.remove(0))
+        };
+        let v1 = |dtype: DType, sh: &[i32], seeds: [i64; 2], params: [Param<'_>; 4]| {
+            let attrs = [
+                ("dtype", AttrValue::Type(dtype)),
+                ("seed", AttrValue::I(seeds[0])),
+                ("seed2", AttrValue::I(seeds[1])),
+            ];
+            let f = prepare(&node("ParameterizedTruncatedNormal", &attrs), &RandomStates::new()).unwrap().unwrap();
+            let mut inp = vec![shape(sh)];
+            inp.extend(params.iter().map(|(s, v)| typed(dtype, s, v)));
+            f(inp.into()).map(|mut o| o.remove(0))
+        };
+        let (f16, f32_, f64_) = (DType::Float16, DType::Float32, DType::Float64);
+        let sc = |v: &'static [f64]| -> Param<'static> { (&[], v) };
+        let s1 = stateless(f32_, &[6], [1, 2], [sc(&[0.0]), sc(&[1.0]), sc(&[-2.0]), sc(&[2.0])]).unwrap();
+        assert_eq!(bits(s1), [0x3f0b4acd, 0x3e545b81, 0x3d96a8e4, 0x3d3e3228, 0xbfa69a7f, 0xbf742ff1]);
+        // Float64, [3, 2]: a wide interval (normal rejection) and a narrow one (uniform).
+        let s2 = stateless(
+            f64_,
+            &[3, 2],
+            [7, 11],
+            [(&[2], &[0.0, 5.0]), (&[2], &[1.0, 2.0]), (&[2], &[-3.0, 5.5]), (&[2], &[3.0, 5.9])],
+        );
+        let want: [u64; 6] = [
+            0x3fe24ec883bcab17,
+            0x401701cf632bc3c6,
+            0xbfd5d189a4679e4c,
+            0x401701e34c097f6c,
+            0xbfd4849010fc3db6,
+            0x40164882d9b98334,
+        ];
+        assert_eq!(bits(s2.unwrap()), want);
+        // Tails [3, ∞) and (−∞, −2.5] (flipped), and [0.5, 0.7].
+        let inf = f64::INFINITY;
+        let s3 = stateless(
+            f32_,
+            &[2, 3],
+            [3, 4],
+            [(&[1], &[0.0]), (&[1], &[1.0]), (&[3], &[3.0, -inf, 0.5]), (&[3], &[inf, -2.5, 0.7])],
+        );
+        assert_eq!(bits(s3.unwrap()), [0x405b63f9, 0xc025c164, 0x3f193170, 0x405d4db3, 0xc0206ea3, 0x3f327ebe]);
+        // Float16, computed in float16.
+        let s4 = stateless(
+            f16,
+            &[2, 2],
+            [5, 6],
+            [(&[2], &[1.0, -1.0]), (&[1], &[0.5]), (&[1], &[0.0]), (&[2], &[2.0, 0.1])],
+        );
+        assert_eq!(bits(s4.unwrap()), [0x3e0c, 0x2ca0, 0x39d8, 0x2180]);
+        // Mean 10, stddev 3 in [11, 30]: the bounds on one side of the mean.
+        let s5 = stateless(f64_, &[4], [8, 9], [sc(&[10.0]), sc(&[3.0]), sc(&[11.0]), sc(&[30.0])]);
+        let want: [u64; 4] = [0x40309844c0f2f76b, 0x40262b2140020a8e, 0x4029114bbb5efb0a, 0x4028602099825d85];
+        assert_eq!(bits(s5.unwrap()), want);
+        // L1: 40 samples of 3 batch members (one of them a tail), first and last values.
+        let l1 = stateless(
+            f32_,
+            &[40, 3],
+            [1, 2],
+            [(&[3], &[0.0, 1.0, 2.0]), sc(&[1.0]), (&[3], &[-2.0, 1.2, 4.0]), (&[3], &[2.0, 1.4, inf])],
+        );
+        let l1 = bits(l1.unwrap());
+        assert_eq!(l1[..3], [0x3f0b4acd, 0x3fa1b42e, 0x4090251b]);
+        assert_eq!(l1[114..], [0x3ed866e4, 0x3fa8741b, 0x409aeebe, 0x3d53930d, 0x3f9d9655, 0x408bb000]);
+        // V1: per-row parameters of a [2, 3] draw.
+        let a = v1(
+            f32_,
+            &[2, 3],
+            [7, 3],
+            [(&[2], &[0.0, 1.0]), (&[2], &[1.0, 2.0]), (&[2], &[-1.0, 1.5]), (&[2], &[1.0, 9.0])],
+        );
+        assert_eq!(bits(a.unwrap()), [0xbe4a9270, 0xbe7c3be0, 0xbec348c0, 0x40b55f3a, 0x401d160c, 0x4054c439]);
+        let b = v1(f64_, &[5], [11, 5], [sc(&[0.0]), sc(&[1.0]), sc(&[-2.0]), sc(&[2.0])]);
+        let want: [u64; 5] =
+            [0x3fa33dd0b2c4b97a, 0xbfac393e22262287, 0xbfeb773203a9c150, 0x3ff07974fc975632, 0xbfd69a9ccb4beb10];
+        assert_eq!(bits(b.unwrap()), want);
+        let c = v1(f16, &[2, 2], [1, 2], [(&[1], &[0.0]), sc(&[1.0]), sc(&[1.0]), sc(&[3.0])]);
+        assert_eq!(bits(c.unwrap()), [0x3ff4, 0x3c8b, 0x3e82, 0x3c49]);
+        let l2 = bits(v1(f32_, &[250], [3, 4], [sc(&[0.0]), sc(&[1.0]), sc(&[-1.0]), sc(&[1.0])]).unwrap());
+        assert_eq!(l2[..3], [0x3f58f404, 0xbe84ade0, 0x3f657a44]);
+        assert_eq!(l2[244..], [0xbf26aba4, 0xbf4f7708, 0x3dbdf320, 0xbcbea800, 0x3eecfe88, 0x3f2d2170]);
+        // TensorFlow's refusals.
+        let err = |r: KResult<Tensor>| r.unwrap_err().to_string();
+        let e = err(stateless(f32_, &[2], [1, 2], [sc(&[0.0]), sc(&[-1.0]), sc(&[-2.0]), sc(&[2.0])]));
+        assert!(e.contains("Invalid parameters"), "{e}");
+        let e = err(stateless(f32_, &[2], [1, 2], [sc(&[0.0]), sc(&[1.0]), sc(&[2.0]), sc(&[-2.0])]));
+        assert!(e.contains("Invalid parameters"), "{e}");
+        let e = err(stateless(f32_, &[3], [1, 2], [(&[2], &[0.0, 0.0]), sc(&[1.0]), sc(&[-2.0]), sc(&[2.0])]));
+        assert!(e.contains("Shape passed in must end with broadcasted shape."), "{e}");
+        let e = err(stateless(f32_, &[3], [1, 2], [(&[2], &[0.0, 0.0]), (&[3], &[1.0; 3]), sc(&[-2.0]), sc(&[2.0])]));
+        assert!(e.contains("must have compatible batch dimensions: [2] vs. [3] vs. [] vs. []"), "{e}");
+    }
+
+    /// `tf.raw_ops.RandomIndexShuffle` in TensorFlow 2.21 (eager), e.g. case A:
+    /// `tf.raw_ops.RandomIndexShuffle(index=tf.constant(list(range(10)), tf.int64),
+    /// seed=tf.constant([1, 2, 3], tf.int64), max_index=tf.constant(9, tf.int64),
+    /// rounds=4).numpy().tolist()`, the others with the operands below: every index and seed
+    /// type, per-output seeds and bounds, block sizes from 16 to 64 bits, 6 and 8 rounds, and
+    /// the checks. (TensorFlow also runs odd or fewer than 4 rounds, reading past its round
+    /// keys; those are refused here.)
+    #[test]
+    fn random_index_shuffle_matches_tensorflow() {
+        let run = |index: Tensor, seed: Tensor, max: Tensor, rounds: i64| {
+            let f =
+                prepare_stateless(&node("RandomIndexShuffle", &[("rounds", AttrValue::I(rounds))])).unwrap().unwrap();
+            f(vec![index, seed, max].into()).map(|mut o| o.remove(0))
+        };
+        let i64s = |s: &[usize], v: &[i64]| Tensor::from_i64(s.to_vec(), v.to_vec()).unwrap();
+        let i32s = |s: &[usize], v: &[i32]| Tensor::from_i32(s.to_vec(), v.to_vec()).unwrap();
+        let seed_123 = || i64s(&[3], &[1, 2, 3]);
+        let raw = |dtype: DType, s: &[usize], v: &[u64]| {
+            let bytes: Vec<u8> = if dtype == DType::UInt32 {
+                v.iter().flat_map(|&x| (x as u32).to_le_bytes()).collect()
+            } else {
+                v.iter().flat_map(|&x| x.to_le_bytes()).collect()
+            };
+            Tensor::from_raw(dtype, s.to_vec(), bytes).unwrap()
+        };
+        let a = run(i64s(&[10], &(0..10).collect::<Vec<_>>()), i64s(&[3], &[1, 2, 3]), i64s(&[], &[9]), 4).unwrap();
+        assert_eq!(a.as_i64().unwrap(), [2, 0, 6, 4, 8, 1, 7, 9, 5, 3]);
+        // B: all scalars (a scalar out), int32 with an int32 seed.
+        let b = run(i32s(&[], &[5]), i32s(&[3], &[498247692, 7, 11]), i32s(&[], &[100]), 4).unwrap();
+        assert_eq!((b.shape.clone(), b.as_i32().unwrap().to_vec()), (vec![], vec![63]));
+        // C: uint32 indices, one uint64 seed row and bound per output (16, 20 and 32-bit blocks).
+        let c = run(
+            raw(DType::UInt32, &[3], &[0, 1, 2]),
+            raw(DType::UInt64, &[3, 3], &[1, 2, 3, 4, 5, 6, 7, 8, 9]),
+            raw(DType::UInt32, &[3], &[10, 1000, 70000]),
+            4,
+        )
+        .unwrap();
+        assert_eq!(u64_values(&c).unwrap(), [2, 909, 5665]);
+        // D: uint64 up to 2^62 (a 62-bit block), seeds of negative int64 words truncated to 32 bits.
+        let d = run(
+            raw(DType::UInt64, &[3], &[3, 1 << 40, 12345678901]),
+            i64s(&[3], &[-1, -2, (1 << 33) + 5]),
+            raw(DType::UInt64, &[], &[1 << 62]),
+            4,
+        )
+        .unwrap();
+        assert_eq!(u64_values(&d).unwrap(), [4609991142926527977, 4539041826543634678, 716043742504985617]);
+        // F: max_index 0 maps to 0; 65536 takes a 16-bit block. G: a 64-bit block.
+        let f = run(i32s(&[2], &[0, 1]), raw(DType::UInt32, &[3], &[1, 2, 3]), i32s(&[2], &[0, 65536]), 4).unwrap();
+        assert_eq!(f.as_i32().unwrap(), [0, 23762]);
+        let g = run(i64s(&[], &[7]), i64s(&[3], &[1, 2, 3]), i64s(&[], &[i64::MAX]), 4).unwrap();
+        assert_eq!(g.as_i64().unwrap(), [2038767287013]);
+        // E: six rounds (this seed's permutation of 0..=7 is the identity), and eight rounds.
+        let e = run(i64s(&[8], &(0..8).collect::<Vec<_>>()), i64s(&[3], &[9, 9, 9]), i64s(&[], &[7]), 6).unwrap();
+        assert_eq!(e.as_i64().unwrap(), [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(run(i64s(&[], &[4]), seed_123(), i64s(&[], &[5]), 8).unwrap().as_i64().unwrap(), [3]);
+        // The documentation's example: index_shuffle(tf.range(4), [5, 9], 3), its seed padded in front.
+        let doc = run(i32s(&[4], &[0, 1, 2, 3]), i32s(&[3], &[498247692, 5, 9]), i32s(&[], &[3]), 4).unwrap();
+        assert_eq!(doc.as_i32().unwrap(), [2, 0, 1, 3]);
+        // TensorFlow's checks.
+        let err = |r: KResult<Tensor>| r.unwrap_err().to_string();
+        let seed = || i64s(&[3], &[1, 2, 3]);
+        let e = err(run(i64s(&[2], &[1, 2]), seed(), i64s(&[3], &[5, 6, 7]), 4));
+        assert!(e.contains("Index bust be a scalar or vector."), "{e}");
+        let e = err(run(i64s(&[], &[1]), i64s(&[2], &[1, 2]), i64s(&[], &[5]), 4));
+        assert!(e.contains("Seed must be a vector of size [3] or a matrix of size [1, 3] but got [2]."), "{e}");
+        let e = err(run(i64s(&[2], &[1, 9]), seed(), i64s(&[2], &[5, 5]), 4));
+        assert!(e.contains("max_index must be >= index, but 5 < 9"), "{e}");
+        let e = err(run(i64s(&[1], &[-2]), seed(), i64s(&[1], &[5]), 4));
+        assert!(e.contains("index must be >= 0 but was -2"), "{e}");
+        let e = err(run(i64s(&[], &[1]), seed(), i64s(&[], &[-1]), 4));
+        assert!(e.contains("max_index must be >= 0 but was -1"), "{e}");
     }
 
     /// TensorFlow 2.21's first draws of `LogUniformCandidateSampler` (unique, seed 7/3) and

@@ -372,6 +372,40 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
             *g = Some(next);
             Ok(Outputs::new())
         }),
+        // `tf.random.Generator.binomial`: TensorFlow's `RandomBinomialOp` draws from the state's
+        // key and counter as the stateless op does from its seed's, then moves the counter past
+        // `256 · num_batches · 200 · (samples_per_batch + 3) / 4` — Philox only (algorithm 1).
+        "StatefulRandomBinomial" => {
+            let dtype = super::random::binomial_output_type(attr_type_or(node, "dtype", DType::Int64)?)?;
+            Box::new(move |store: &VariableStore, inp: Inputs| {
+                arity(&inp, 5)?;
+                let id = handle_var(&inp[0])?;
+                let operands = super::random::BinomialOperands::new(&inp[2], &inp[3], &inp[4])?;
+                if inp[1].rank() != 0 {
+                    return Err(KernelError::invalid(format!(
+                        "algorithm must be of shape [], not {}",
+                        super::shape_ops::debug_shape(&inp[1].shape)
+                    )));
+                }
+                let alg = super::int_scalar(&inp[1], "algorithm")?;
+                let var = store.get(id);
+                let mut g = var.lock();
+                let state = g.as_ref().ok_or_else(|| uninit(store, id))?;
+                if alg != 1 && state.dtype == DType::Int64 && state.rank() == 1 {
+                    return Err(KernelError::invalid(format!("Unsupported algorithm id: {alg}")));
+                }
+                let (read, next) = rng_read_and_skip(state, alg, operands.state_delta())?;
+                let s = read.as_i64().ok_or(KernelError::DType(read.dtype))?;
+                let (c0, c1, k) = (s[0] as u64, s[1] as u64, s[2] as u64);
+                let gen = super::random::Philox {
+                    counter: [c0 as u32, (c0 >> 32) as u32, c1 as u32, (c1 >> 32) as u32],
+                    key: [k as u32, (k >> 32) as u32],
+                };
+                let out = operands.draw(gen, dtype)?;
+                *g = Some(next);
+                one(out)
+            })
+        }
         op if super::random::Draw::of_stateful(op).is_some() => {
             let draw = super::random::Draw::of_stateful(op).expect("checked");
             let default = if draw == super::random::Draw::FullInt { DType::UInt64 } else { DType::Float32 };
@@ -611,6 +645,7 @@ pub fn is_resource_op(op: &str) -> bool {
             | "StatefulTruncatedNormal"
             | "StatefulUniformInt"
             | "StatefulUniformFullInt"
+            | "StatefulRandomBinomial"
     ) || super::optimizer::is_optimizer_op(op)
 }
 
@@ -707,6 +742,50 @@ mod tests {
             run("RngSkip", &store, smallvec![handle_tensor(id), Tensor::scalar_i64(1), Tensor::scalar_i64(7)]).unwrap();
         assert!(out.is_empty());
         assert_eq!(store.get(id).read().unwrap().as_i64().unwrap(), &[1797, 1, 42]);
+    }
+
+    /// `tf.raw_ops.StatefulRandomBinomial` on a variable holding `[5, 1, 42]` (TensorFlow 2.21,
+    /// eager): `v = tf.Variable(tf.constant([5, 1, 42], tf.int64));
+    /// tf.raw_ops.StatefulRandomBinomial(resource=v.handle, algorithm=tf.constant(1, tf.int64),
+    /// shape=tf.constant([3], tf.int32), counts=tf.constant([4., 8., 16.]), probs=tf.constant([.5,
+    /// .5, .1]), dtype=tf.int32)`, then `v.numpy()`; the others alike. The counter moves by
+    /// 256 · pairs · 200 · (samples + 3) / 4; auto-select (3) is refused, as TensorFlow does.
+    #[test]
+    fn stateful_binomial_draws_like_tensorflow_and_advances_the_state() {
+        let draw = |t: DType, dtype: DType, alg: i64, shape: &[i32], counts: Tensor, probs: Tensor| {
+            let (store, id) = store_with(Tensor::from_i64(vec![3], vec![5, 1, 42]).unwrap());
+            let f = prepare(&node(
+                "StatefulRandomBinomial",
+                &[("T", AttrValue::Type(t)), ("dtype", AttrValue::Type(dtype))],
+            ))
+            .unwrap()
+            .unwrap();
+            let inp: Inputs = smallvec![
+                handle_tensor(id),
+                Tensor::scalar_i64(alg),
+                Tensor::from_i32(vec![shape.len()], shape.to_vec()).unwrap(),
+                counts,
+                probs
+            ];
+            let out = f(&store, inp).map(|mut o| o.remove(0));
+            (out, store.get(id).read().unwrap().as_i64().unwrap().to_vec())
+        };
+        let f32s = |s: &[usize], v: &[f32]| Tensor::from_f32(s.to_vec(), v.to_vec()).unwrap();
+        let f64s = |s: &[usize], v: &[f64]| Tensor::from_f64(s.to_vec(), v.to_vec()).unwrap();
+        let (f32_, f64_, i32_, i64_) = (DType::Float32, DType::Float64, DType::Int32, DType::Int64);
+        let (x, st) = draw(f32_, i32_, 1, &[3], f32s(&[3], &[4.0, 8.0, 16.0]), f32s(&[3], &[0.5, 0.5, 0.1]));
+        assert_eq!(x.unwrap().as_i32().unwrap(), [3, 2, 0]);
+        assert_eq!(st, [5 + 256 * 600, 1, 42]);
+        let (x, st) = draw(f64_, f64_, 1, &[2, 2], f64s(&[2, 1], &[100.0, 6.0]), f64s(&[2], &[0.3, 0.8]));
+        assert_eq!(x.unwrap().as_f64().unwrap(), [33.0, 79.0, 1.0, 3.0]);
+        assert_eq!(st, [204805, 1, 42]);
+        let half = |v: &[f32]| crate::kernels::half::narrow(&f32s(&[v.len()], v), DType::Float16).unwrap();
+        let (x, st) = draw(DType::Float16, i64_, 1, &[4, 3], half(&[50.0]), half(&[0.2, 0.5, 0.7]));
+        assert_eq!(x.unwrap().as_i64().unwrap(), [12, 30, 35, 11, 25, 32, 8, 26, 36, 5, 29, 39]);
+        assert_eq!(st, [268805, 1, 42]);
+        let (bad, st) = draw(f32_, i32_, 3, &[3], f32s(&[3], &[4.0, 8.0, 16.0]), f32s(&[3], &[0.5, 0.5, 0.1]));
+        assert!(bad.unwrap_err().to_string().contains("Unsupported algorithm id: 3"));
+        assert_eq!(st, [5, 1, 42], "a refused draw leaves the state");
     }
 
     fn store_with(v: Tensor) -> (VariableStore, VarId) {

@@ -1219,6 +1219,34 @@ pub(super) static OPS: &[OpSchema] = &[
     ),
     // `MaxPool`/`MaxPoolGrad` with `ksize` and `strides` as int32 operands (`tf.nn.max_pool`
     // given tensors for them).
+    // Fractional pooling (seeded regions of k or k + 1 rows and columns) and its gradients.
+    nn("FractionalMaxPool", &[a("value", T)], FRACTIONAL_OUT, FRACTIONAL_ATTRS, fractional_pool),
+    nn("FractionalAvgPool", &[a("value", T)], FRACTIONAL_OUT, FRACTIONAL_ATTRS, fractional_pool),
+    nn(
+        "FractionalMaxPoolGrad",
+        &[
+            a("orig_input", T),
+            a("orig_output", T),
+            a("out_backprop", T),
+            a("row_pooling_sequence", I64),
+            a("col_pooling_sequence", I64),
+        ],
+        &[a("output", T)],
+        FRACTIONAL_GRAD_ATTRS,
+        |c| Ok(vec![c.shape(0).clone()]),
+    ),
+    nn(
+        "FractionalAvgPoolGrad",
+        &[
+            a("orig_input_tensor_shape", I64),
+            a("out_backprop", T),
+            a("row_pooling_sequence", I64),
+            a("col_pooling_sequence", I64),
+        ],
+        &[a("output", T)],
+        FRACTIONAL_GRAD_ATTRS,
+        super::shapes::shape_from_value_0,
+    ),
     nn("MaxPoolV2", &[a("input", T), a("ksize", I32), a("strides", I32)], &[a("output", T)], POOL_V2_ATTRS, pool_v2),
     nn(
         "MaxPoolGradV2",
@@ -1289,6 +1317,43 @@ pub(super) static OPS: &[OpSchema] = &[
         fused_batch_norm_grad,
     ),
 ];
+
+const FRACTIONAL_TYPES: &[DType] = &[Float32, Float64, Int32, Int64];
+const FRACTIONAL_OUT: &[ArgSpec] = &[a("output", T), a("row_pooling_sequence", I64), a("col_pooling_sequence", I64)];
+const FRACTIONAL_ATTRS: &[AttrSpec] = &[
+    req("pooling_ratio", AttrKind::ListFloat),
+    bdef("pseudo_random", false),
+    bdef("overlapping", false),
+    bdef("deterministic", false),
+    AttrSpec { name: "seed", kind: AttrKind::Int, default: AttrDefault::Int(0), allowed: None },
+    AttrSpec { name: "seed2", kind: AttrKind::Int, default: AttrDefault::Int(0), allowed: None },
+    tattr("T", FRACTIONAL_TYPES),
+];
+const FRACTIONAL_GRAD_ATTRS: &[AttrSpec] = &[bdef("overlapping", false), tattr("T", FRACTIONAL_TYPES)];
+
+/// `FractionalMaxPool`/`FractionalAvgPool`: each known dimension divided by its ratio (in
+/// float32, as the kernel does) and floored; the row and column sequences hold one more
+/// boundary than the output has rows and columns.
+fn fractional_pool(c: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
+    let ratio: Vec<f32> = match c.node.attr("pooling_ratio") {
+        Some(crate::AttrValue::List(crate::ListValue::F(v))) => v.clone(),
+        _ => return Err("pooling_ratio must be a list of 4 floats".into()),
+    };
+    if ratio.len() != 4 {
+        return Err(format!("pooling_ratio field must specify 4 dimensions, got {}", ratio.len()));
+    }
+    if let Some(r) = ratio.iter().find(|&&r| r < 1.0) {
+        return Err(format!("pooling_ratio cannot be smaller than 1, got: {r}"));
+    }
+    let input = c.shape(0);
+    if input.rank().is_some_and(|r| r != 4) {
+        return Err(format!("input must be 4-dimensional, got {input:?}"));
+    }
+    let dims: Vec<Dim> =
+        (0..4).map(|i| input.dims.as_ref().and_then(|d| d[i]).map(|d| (d as f32 / ratio[i]).floor() as i64)).collect();
+    let seq = |d: Dim| Shape::with_dims(vec![d.map(|d| d + 1)]);
+    Ok(vec![Shape::with_dims(dims.clone()), seq(dims[1]), seq(dims[2])])
+}
 
 #[cfg(test)]
 mod tests {

@@ -1005,6 +1005,22 @@ pub(super) static OPS: &[OpSchema] = &[
         &[tdef("dtype", Int64, REAL), tdef("shape_dtype", Int64, INDEX)],
         s::shape_from_value_2,
     )),
+    // `tf.random.Generator.binomial`: the stateless binomial's draw from the state's key and
+    // counter, then the counter moved on.
+    stateful(op(
+        "StatefulRandomBinomial",
+        OpFamily::Resource,
+        &[
+            a("resource", RES),
+            a("algorithm", TypeRule::Fixed(Int64)),
+            a("shape", ty("S")),
+            a("counts", T),
+            a("probs", T),
+        ],
+        &[a("output", ty("dtype"))],
+        &[tattr("S", Some(INDEX)), tdef("T", Float64, POISSON_TYPES), tdef("dtype", Int64, POISSON_TYPES)],
+        s::shape_from_value_2,
+    )),
     stateful(op(
         "ResourceStridedSliceAssign",
         OpFamily::Resource,
@@ -1178,6 +1194,63 @@ pub(super) static OPS: &[OpSchema] = &[
             tdef("Tseed", Int64, INDEX),
         ],
         s::shape_from_value_0,
+    ),
+    // `tf.random.stateless_binomial`: counts and probs (of one float type `T`) broadcast
+    // against each other, the output of `dtype` (the binomial's types are the Poisson's).
+    op(
+        "StatelessRandomBinomial",
+        OpFamily::Random,
+        &[a("shape", ty("S")), a("seed", ty("Tseed")), a("counts", T), a("probs", T)],
+        &[a("output", ty("dtype"))],
+        &[
+            tattr("S", Some(INDEX)),
+            tdef("Tseed", Int64, INDEX),
+            tdef("T", Float64, POISSON_TYPES),
+            tdef("dtype", Int64, POISSON_TYPES),
+        ],
+        s::shape_from_value_0,
+    ),
+    // `tf.random.stateless_parameterized_truncated_normal`: the four parameters broadcast
+    // together to the trailing dimensions of `shape`.
+    op(
+        "StatelessParameterizedTruncatedNormal",
+        OpFamily::Random,
+        &[
+            a("shape", ty("S")),
+            a("seed", ty("Tseed")),
+            a("means", ty("dtype")),
+            a("stddevs", ty("dtype")),
+            a("minvals", ty("dtype")),
+            a("maxvals", ty("dtype")),
+        ],
+        &[a("output", ty("dtype"))],
+        &[tattr("S", Some(INDEX)), tdef("Tseed", Int64, INDEX), tattr("dtype", Some(&[Float16, Float32, Float64]))],
+        s::shape_from_value_0,
+    ),
+    // TF1's `parameterized_truncated_normal`: per-batch (first dimension) parameters.
+    stateful(op(
+        "ParameterizedTruncatedNormal",
+        OpFamily::Random,
+        &[
+            a("shape", T),
+            a("means", ty("dtype")),
+            a("stdevs", ty("dtype")),
+            a("minvals", ty("dtype")),
+            a("maxvals", ty("dtype")),
+        ],
+        &[a("output", ty("dtype"))],
+        &[tattr("dtype", Some(FLOATS)), tattr("T", Some(INDEX)), idef("seed", 0), idef("seed2", 0)],
+        s::shape_from_value_0,
+    )),
+    // `tf.random.experimental.index_shuffle`: a scalar or one index per output (the seed
+    // `[3]` or `[n, 3]`); pure and deterministic.
+    op(
+        "RandomIndexShuffle",
+        OpFamily::Random,
+        &[a("index", ty("dtype")), a("seed", ty("Tseed")), a("max_index", ty("dtype"))],
+        &[a("output", ty("dtype"))],
+        &[idef("rounds", 4), tattr("dtype", Some(FULL_INT)), tattr("Tseed", Some(FULL_INT))],
+        s::index_shuffle,
     ),
     sampler("LogUniformCandidateSampler"),
     sampler("UniformCandidateSampler"),

@@ -1305,3 +1305,23 @@ pub(super) fn value_dynamic_stitch(c: &InferCtx<'_>) -> Values {
     }
     vec![Some(out)]
 }
+
+/// `RandomIndexShuffle`: a scalar when index, max_index and the seed (`[3]`) are one value
+/// each, else a vector of one output per index, max_index or seed row.
+pub(super) fn index_shuffle(c: &InferCtx<'_>) -> Shapes {
+    let (index, seed, max) = (c.shape(0), c.shape(1), c.shape(2));
+    let (Some(ri), Some(rs), Some(rm)) = (index.rank(), seed.rank(), max.rank()) else {
+        return one(Shape::unknown());
+    };
+    if ri > 1 || rm > 1 || !(1..=2).contains(&rs) {
+        return Err(format!(
+            "index and max_index must be scalars or vectors and seed [3] or [n, 3], got ranks {ri}, {rs}, {rm}"
+        ));
+    }
+    if ri == 0 && rs == 1 && rm == 0 {
+        return one(Shape::with_dims(vec![]));
+    }
+    let first = |s: &Shape, vector_rank: usize| dims_of(s).filter(|d| d.len() == vector_rank).and_then(|d| d[0]);
+    let n = first(index, 1).or_else(|| first(max, 1)).or_else(|| first(seed, 2));
+    one(Shape::with_dims(vec![n]))
+}
