@@ -144,7 +144,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             let pattern = attr_bytes_or(node, "pattern", b"")?;
             let pattern = String::from_utf8(pattern).map_err(|_| KernelError::invalid("pattern is not UTF-8"))?;
             // RE2's FullMatch: the whole string, not a substring.
-            let re = regex::bytes::Regex::new(&format!("\\A(?:{pattern})\\z"))
+            let re = regex::bytes::Regex::new(&format!("\\A(?:{})\\z", re2_classes(&pattern)))
                 .map_err(|e| KernelError::invalid(format!("Invalid pattern: {pattern}, error: {e}")))?;
             Box::new(move |inp: Inputs| {
                 arity(&inp, 1)?;
@@ -226,7 +226,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "StaticRegexReplace" => {
             let pattern = attr_bytes_or(node, "pattern", b"")?;
             let pattern = String::from_utf8(pattern).map_err(|_| KernelError::invalid("pattern is not UTF-8"))?;
-            let re = regex::bytes::Regex::new(&pattern)
+            let re = regex::bytes::Regex::new(&re2_classes(&pattern))
                 .map_err(|e| KernelError::invalid(format!("Invalid pattern: {pattern}, error: {e}")))?;
             let rewrite = rewrite_from_re2(&attr_bytes_or(node, "rewrite", b"")?, re.captures_len())?;
             let global = attr_bool_or(node, "replace_global", true)?;
@@ -1377,12 +1377,79 @@ fn scalar_bytes(t: &Tensor, what: &str) -> KResult<Vec<u8>> {
     Ok(strings(t, what)?[0].clone())
 }
 
+/// `pattern` with RE2's meaning of the Perl classes, which TensorFlow's regex ops use: `\d`,
+/// `\w` and `\s` are ASCII only in RE2 (`[0-9]`, `[0-9A-Za-z_]`, `[\t\n\f\r ]`) and `\b`/`\B`
+/// an ASCII word boundary, where the `regex` crate's are Unicode (`\w` matched `é` and `α`, `\d`
+/// an Arabic-Indic digit). The negated classes become negated ASCII sets in Unicode mode, so
+/// they still match one whole UTF-8 character as RE2's do. Escapes are rewritten outside and
+/// inside character classes (a nested class there); everything else is left as written.
+fn re2_classes(pattern: &str) -> String {
+    const WORD: &str = "0-9A-Za-z_";
+    const SPACE: &str = "\\t\\n\\x0C\\r ";
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars().peekable();
+    // Depth of `[...]` classes; `fresh` right after a class opens (where `]` is a literal).
+    let (mut depth, mut fresh) = (0usize, false);
+    while let Some(c) = chars.next() {
+        let was_fresh = std::mem::take(&mut fresh);
+        match c {
+            '\\' => {
+                let Some(e) = chars.next() else {
+                    out.push(c);
+                    break;
+                };
+                let set = match e {
+                    'd' | 'D' => Some("0-9"),
+                    'w' | 'W' => Some(WORD),
+                    's' | 'S' => Some(SPACE),
+                    _ => None,
+                };
+                match (set, depth > 0) {
+                    (Some(set), false) if e.is_ascii_lowercase() => out.push_str(&format!("[{set}]")),
+                    (Some(set), true) if e.is_ascii_lowercase() => out.push_str(set),
+                    (Some(set), _) => out.push_str(&format!("[^{set}]")),
+                    (None, false) if e == 'b' || e == 'B' => out.push_str(&format!("(?-u:\\{e})")),
+                    _ => {
+                        out.push(c);
+                        out.push(e);
+                    }
+                }
+            }
+            '[' => {
+                out.push(c);
+                if depth > 0 && chars.peek() == Some(&':') {
+                    // A POSIX class `[:alpha:]` (ASCII in both engines): copied to its `:]`.
+                    while let Some(x) = chars.next() {
+                        out.push(x);
+                        if x == ':' && chars.peek() == Some(&']') {
+                            out.push(chars.next().expect("peeked"));
+                            break;
+                        }
+                    }
+                    continue;
+                }
+                depth += 1;
+                if chars.peek() == Some(&'^') {
+                    out.push(chars.next().expect("peeked"));
+                }
+                fresh = true;
+            }
+            ']' if depth > 0 && !was_fresh => {
+                depth -= 1;
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// The regex of a `pattern` operand (anchored at both ends for a full match), with
 /// TensorFlow's error for one RE2 cannot parse.
 fn regex_operand(t: &Tensor, full: bool) -> KResult<regex::bytes::Regex> {
     let pattern =
         String::from_utf8(scalar_bytes(t, "pattern")?).map_err(|_| KernelError::invalid("pattern is not UTF-8"))?;
-    let source = if full { format!("\\A(?:{pattern})\\z") } else { pattern.clone() };
+    let source = if full { format!("\\A(?:{})\\z", re2_classes(&pattern)) } else { re2_classes(&pattern) };
     regex::bytes::Regex::new(&source).map_err(|e| {
         let why = e.to_string();
         let why = why.lines().last().unwrap_or("").trim().trim_start_matches("error: ");
@@ -1994,6 +2061,38 @@ mod tests {
             ],
         );
         assert_eq!(texts(&run(&n, &[s(&["aa bb"])]).unwrap()[0]), ["Xa bb"]);
+    }
+
+    /// RE2's ASCII Perl classes (TensorFlow 2.21, `tf.strings.regex_replace` and
+    /// `regex_full_match` on `["café", "αβγ", "x٣", "a b\u00a0c"]`): `\w`, `\d`, `\s`, `\b` and
+    /// their negations outside and inside classes, POSIX classes beside them, and a negated class
+    /// replacing one whole UTF-8 character.
+    #[test]
+    fn perl_classes_are_ascii_as_in_re2() {
+        let input = ["café", "αβγ", "x٣", "a b\u{a0}c"];
+        let replace = |pattern: &str, rewrite: &str| {
+            let n = node(
+                "StaticRegexReplace",
+                &[
+                    ("pattern", AttrValue::S(pattern.as_bytes().to_vec())),
+                    ("rewrite", AttrValue::S(rewrite.as_bytes().to_vec())),
+                ],
+            );
+            texts(&run(&n, &[s(&input)]).unwrap()[0])
+        };
+        assert_eq!(replace("\\w", "_"), ["___é", "αβγ", "_٣", "_ _\u{a0}_"]);
+        assert_eq!(replace("\\W", "-"), ["caf-", "---", "x-", "a-b-c"]);
+        assert_eq!(replace("\\s", "_"), ["café", "αβγ", "x٣", "a_b\u{a0}c"]);
+        assert_eq!(replace("\\bc", "C"), ["Café", "αβγ", "x٣", "a b\u{a0}C"]);
+        assert_eq!(replace("[\\w-]+", "W"), ["Wé", "αβγ", "W٣", "W W\u{a0}W"]);
+        assert_eq!(replace("[^\\d]", "."), ["....", "...", "..", "....."]);
+        assert_eq!(replace("\\S+", "S"), ["S", "S", "S", "S S"]);
+        assert_eq!(replace("[[:alpha:]\\d]", "A"), ["AAAé", "αβγ", "A٣", "A A\u{a0}A"]);
+        assert_eq!(replace("[\\W]", "!"), ["caf!", "!!!", "x!", "a!b!c"]);
+        assert_eq!(replace("\\d", "#"), input);
+        let full = node("StaticRegexFullMatch", &[("pattern", AttrValue::S(b"\\w+".to_vec()))]);
+        let m = run(&full, &[s(&input)]).unwrap();
+        assert_eq!(m[0].as_bool().unwrap(), &[false, false, false, false]);
     }
 
     #[test]
