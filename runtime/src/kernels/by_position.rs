@@ -84,6 +84,7 @@ fn movement(op: &str) -> Option<Movement> {
         "MatrixDiagPartV2" | "MatrixDiagPartV3" => These(&[0, 2]),
         "Split" | "Fill" | "ScatterNd" => These(&[1]),
         "PadV2" | "TensorScatterUpdate" => These(&[0, 2]),
+        "StridedSliceGrad" => These(&[4]),
         "Select" | "SelectV2" => These(&[1, 2]),
         "MatrixSetDiag" | "MatrixSetDiagV2" | "MatrixSetDiagV3" => These(&[0, 1]),
         "MatrixDiagV3" | "MatrixDiagV2" => These(&[0, 4]),

@@ -123,6 +123,58 @@ fn complex_tensor(dtype: DType, shape: Vec<usize>, v: &[C]) -> KResult<Tensor> {
     Ok(Tensor { dtype, shape, data: TensorData::Raw(Arc::new(bytes)) })
 }
 
+/// The (batched) product of two complex tensors, each operand transposed when its flag is
+/// set — and conjugated too when `adjoint` (`BatchMatMul`'s `adj_x`/`adj_y`; `MatMul`'s
+/// `transpose_a`/`transpose_b` only transpose). Batch dimensions broadcast; the sums are
+/// taken in float64 and rounded once (TensorFlow sums in the operands' precision: the
+/// results agree to its rounding). The gradients of `tf.signal.rfft2d` and of the DCT's
+/// complex path are such products.
+fn complex_matmul(a: &Tensor, b: &Tensor, (tx, ty): (bool, bool), adjoint: bool) -> KResult<Tensor> {
+    if a.dtype != b.dtype {
+        return Err(KernelError::invalid(format!("operands have dtypes {} and {}", a.dtype, b.dtype)));
+    }
+    if a.rank() < 2 || b.rank() < 2 {
+        return Err(KernelError::invalid("BatchMatMul operands must have rank >= 2"));
+    }
+    let (ra, rb) = (a.rank(), b.rank());
+    let (ar, ac) = (a.shape[ra - 2], a.shape[ra - 1]);
+    let (br, bc) = (b.shape[rb - 2], b.shape[rb - 1]);
+    let (m, k) = if tx { (ac, ar) } else { (ar, ac) };
+    let (k2, n) = if ty { (bc, br) } else { (br, bc) };
+    if k != k2 {
+        return Err(KernelError::invalid(format!(
+            "Matrix size-incompatible: In[0]: {:?}, In[1]: {:?}",
+            a.shape, b.shape
+        )));
+    }
+    let batch = super::elementwise::broadcast_shape(&a.shape[..ra - 2], &b.shape[..rb - 2])?;
+    let mut shape = batch.clone();
+    shape.extend([m, n]);
+    super::budget(a.dtype, &shape)?;
+    let (x, y) = (complex_values(a)?, complex_values(b)?);
+    let sa = super::elementwise::bcast_strides(&a.shape[..ra - 2], &batch);
+    let sb = super::elementwise::bcast_strides(&b.shape[..rb - 2], &batch);
+    let mut pairs = Vec::new();
+    super::elementwise::for_each_bcast2(&batch, &sa, &sb, |i, j| pairs.push((i, j)));
+    let conj = |c: C, flag: bool| if adjoint && flag { c.conj() } else { c };
+    let mut out = Vec::with_capacity(pairs.len() * m * n);
+    for (i, j) in pairs {
+        let (xa, yb) = (&x[i * ar * ac..(i + 1) * ar * ac], &y[j * br * bc..(j + 1) * br * bc]);
+        for r in 0..m {
+            for c in 0..n {
+                let mut sum = C::ZERO;
+                for p in 0..k {
+                    let u = conj(if tx { xa[p * ac + r] } else { xa[r * ac + p] }, tx);
+                    let v = conj(if ty { yb[c * bc + p] } else { yb[p * bc + c] }, ty);
+                    sum = sum.add(u.mul(v));
+                }
+                out.push(sum);
+            }
+        }
+    }
+    complex_tensor(a.dtype, shape, &out)
+}
+
 /// The elements of a float32 or float64 tensor, widened.
 fn real_values(t: &Tensor) -> KResult<Vec<f64>> {
     match &t.data {
@@ -697,6 +749,27 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             }
             one(complex_tensor(first.dtype, first.shape.clone(), &sum)?)
         }),
+        "MatMul" if complex_t => {
+            let ta = super::attr_bool_or(node, "transpose_a", false)?;
+            let tb = super::attr_bool_or(node, "transpose_b", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                if inp[0].rank() != 2 || inp[1].rank() != 2 {
+                    return Err(KernelError::invalid("In[0] and In[1] must be matrices"));
+                }
+                one(complex_matmul(&inp[0], &inp[1], (ta, tb), false)?)
+            })
+        }
+        "BatchMatMul" | "BatchMatMulV2" | "BatchMatMulV3"
+            if complex_t || type_attr(node, "Ta").is_some_and(is_complex) =>
+        {
+            let ax = super::attr_bool_or(node, "adj_x", false)?;
+            let ay = super::attr_bool_or(node, "adj_y", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                one(complex_matmul(&inp[0], &inp[1], (ax, ay), true)?)
+            })
+        }
         "Neg" => return Ok(elementwise(Unary::Neg)),
         "Square" => return Ok(elementwise(Unary::Square)),
         "Reciprocal" | "Inv" => return Ok(elementwise(Unary::Reciprocal)),
@@ -725,6 +798,41 @@ mod tests {
 
     fn signal(n: usize) -> Vec<C> {
         (0..n).map(|i| C::new(((i * 7 + 3) % 11) as f64 - 5.0, ((i * 5 + 1) % 13) as f64 * 0.25)).collect()
+    }
+
+    /// Complex products as TensorFlow 2.21 computes them (`tf.linalg.matmul`, `BatchMatMulV2`
+    /// with `adj_x` — conjugate transpose —, `MatMul` with `transpose_b` — transpose only —), and
+    /// complex `StridedSliceGrad` (element positions): what the gradients of `rfft2d` and of
+    /// the DCT in `mfccs_from_log_mel_spectrograms` take (sweep 64).
+    #[test]
+    fn complex_products_and_slice_gradients_match_tensorflow() {
+        use crate::kernels::tests_support::{node, run1};
+        let ty = |op: &str, extra: &[(&str, AttrValue)]| {
+            let mut attrs = vec![("T", AttrValue::Type(DType::Complex64))];
+            attrs.extend(extra.iter().cloned());
+            node(op, &attrs)
+        };
+        let m = |v: &[(f64, f64)], shape: Vec<usize>| {
+            complex_tensor(DType::Complex64, shape, &v.iter().map(|&(r, i)| C::new(r, i)).collect::<Vec<_>>()).unwrap()
+        };
+        let a = m(&[(1., 2.), (3., -1.), (0., 0.5), (-2., 0.)], vec![2, 2]);
+        let b = m(&[(2., -1.), (0., 1.), (1., 1.), (-1., 0.)], vec![2, 2]);
+        let got = |t: Tensor| complex_values(&t).unwrap().iter().map(|c| (c.re, c.im)).collect::<Vec<_>>();
+        let plain = run1(&ty("MatMul", &[]), &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(got(plain), [(8., 5.), (-5., 2.), (-1.5, -1.), (1.5, 0.)]);
+        let tb = run1(&ty("MatMul", &[("transpose_b", AttrValue::B(true))]), &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(got(tb), [(5., 6.), (-4., 4.), (0.5, -1.), (1.5, 0.5)]);
+        let a3 = m(&[(1., 2.), (3., -1.), (0., 0.5), (-2., 0.)], vec![1, 2, 2]);
+        let adj = run1(&ty("BatchMatMulV2", &[("adj_x", AttrValue::B(true))]), &[a3, b]).unwrap();
+        assert_eq!(adj.shape, vec![1, 2, 2]);
+        assert_eq!(got(adj), [(0.5, -5.5), (2., 1.5), (5., -3.), (1., 3.)]);
+        let i32s = |v: Vec<i32>| Tensor::from_i32(vec![v.len()], v).unwrap();
+        let g = run1(
+            &ty("StridedSliceGrad", &[("Index", AttrValue::Type(DType::Int32))]),
+            &[i32s(vec![4]), i32s(vec![1]), i32s(vec![4]), i32s(vec![2]), m(&[(1., 1.), (2., -3.)], vec![2])],
+        )
+        .unwrap();
+        assert_eq!(got(g), [(0., 0.), (1., 1.), (0., 0.), (2., -3.)]);
     }
 
     #[test]
