@@ -488,6 +488,8 @@ pub(crate) enum Arith {
     /// Special functions of two arguments, computed in float64 ([`super::special`]): floats only.
     Igamma,
     Igammac,
+    /// ∂P(a, x)/∂a, the gradient of `Igamma` in `a`.
+    IgammaGradA,
     Zeta,
     Polygamma,
 }
@@ -523,13 +525,14 @@ fn arith<T: Num>(op: Arith, a: Tensor, b: Tensor) -> KResult<Tensor> {
         Sub => zip_same(a, b, T::sub),
         Mul => zip_same(a, b, T::mul),
         Div | TruncateDiv => zip_same(a, b, T::div),
-        RealDiv | Atan2 | Xlogy | Xdivy | Xlog1py | Igamma | Igammac | Zeta | Polygamma if T::IS_INT => {
+        RealDiv | Atan2 | Xlogy | Xdivy | Xlog1py | Igamma | Igammac | IgammaGradA | Zeta | Polygamma if T::IS_INT => {
             Err(KernelError::DType(T::DTYPE))
         }
-        Igamma | Igammac | Zeta | Polygamma => {
+        Igamma | Igammac | IgammaGradA | Zeta | Polygamma => {
             let f = match op {
                 Igamma => super::special::igamma,
                 Igammac => super::special::igammac,
+                IgammaGradA => super::special::igamma_grad_a,
                 Zeta => super::special::zeta,
                 _ => super::special::polygamma,
             };
@@ -616,6 +619,9 @@ pub(crate) enum Unary {
     Ndtri,
     BesselI0e,
     BesselI1e,
+    /// I₀(x) and I₁(x) = e^|x| times the scaled functions (as Eigen computes them).
+    BesselI0,
+    BesselI1,
     Floor,
     Ceil,
     Round,
@@ -713,6 +719,12 @@ fn unary_float<T: Float>(op: Unary, t: Tensor) -> KResult<Tensor> {
         Unary::Ndtri => map_same(t, |x: T| T::from_f64(super::special::ndtri(x.to_f64()))),
         Unary::BesselI0e => map_same(t, |x: T| T::from_f64(super::special::bessel_i0e(x.to_f64()))),
         Unary::BesselI1e => map_same(t, |x: T| T::from_f64(super::special::bessel_i1e(x.to_f64()))),
+        Unary::BesselI0 => {
+            map_same(t, |x: T| T::from_f64(x.to_f64().abs().exp() * super::special::bessel_i0e(x.to_f64())))
+        }
+        Unary::BesselI1 => {
+            map_same(t, |x: T| T::from_f64(x.to_f64().abs().exp() * super::special::bessel_i1e(x.to_f64())))
+        }
         Unary::Floor => map_same(t, T::floor),
         Unary::Ceil => map_same(t, T::ceil),
         Unary::Round => map_same(t, T::round_even),
@@ -1032,6 +1044,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Xlog1py" => Some(Arith::Xlog1py),
         "Igamma" => Some(Arith::Igamma),
         "Igammac" => Some(Arith::Igammac),
+        "IgammaGradA" => Some(Arith::IgammaGradA),
         "Zeta" => Some(Arith::Zeta),
         "Polygamma" => Some(Arith::Polygamma),
         "SquaredDifference" => Some(Arith::SquaredDifference),
@@ -1096,6 +1109,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Ndtri" => Some(Unary::Ndtri),
         "BesselI0e" => Some(Unary::BesselI0e),
         "BesselI1e" => Some(Unary::BesselI1e),
+        "BesselI0" => Some(Unary::BesselI0),
+        "BesselI1" => Some(Unary::BesselI1),
         "Floor" => Some(Unary::Floor),
         "Ceil" => Some(Unary::Ceil),
         "Round" | "Rint" => Some(Unary::Round),
@@ -1196,6 +1211,23 @@ mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::AttrValue;
+
+    /// `BesselI0`/`BesselI1` (TensorFlow 2.21, float64 `[0, -1.5, 3, 40]`): e^|x| times the
+    /// scaled functions, odd for I₁.
+    #[test]
+    fn unscaled_bessel_i_matches_tensorflow() {
+        let x = Tensor::from_f64(vec![4], vec![0.0, -1.5, 3.0, 40.0]).unwrap();
+        let f64t = |op: &str| node(op, &[("T", AttrValue::Type(autoclust_graph::DType::Float64))]);
+        let i0 = run1(&f64t("BesselI0"), std::slice::from_ref(&x)).unwrap();
+        let i1 = run1(&f64t("BesselI1"), &[x]).unwrap();
+        let want0 = [1.0, 1.6467231897728907, 4.880792585865024, 1.4894774793419902e16];
+        let want1 = [0.0, -0.9816664285779079, 3.9533702174026093, 1.4707396163259354e16];
+        for (got, want) in [(i0, want0), (i1, want1)] {
+            for (g, w) in got.as_f64().unwrap().iter().zip(want) {
+                assert!((g - w).abs() <= 1e-14 * w.abs(), "{g} vs {w}");
+            }
+        }
+    }
 
     /// `Selu` with TensorFlow's constants in each type (TensorFlow 2.21, `tf.nn.selu` of
     /// float64 `[-20, -1, 2]` and the float32 bits of `[-20, 2]`, where no exponential's

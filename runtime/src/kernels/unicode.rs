@@ -1,6 +1,7 @@
 //! Unicode code points of strings (`tf.strings.unicode_decode`, `unicode_split`,
-//! `unicode_encode`): `UnicodeDecode`, `UnicodeDecodeWithOffsets` and `UnicodeEncode`, in
-//! UTF-8, UTF-16 and UTF-32 (big- or little-endian).
+//! `unicode_encode`, `unicode_transcode`): `UnicodeDecode`, `UnicodeDecodeWithOffsets`,
+//! `UnicodeEncode` and `UnicodeTranscode` (a decode then an encode of each string), in UTF-8,
+//! UTF-16 and UTF-32 (big- or little-endian).
 //!
 //! Decoding flattens the input: row `i` of the result (between `row_splits[i]` and
 //! `row_splits[i + 1]`) holds the code points of string `i`, and `char_to_byte_starts` the
@@ -103,6 +104,25 @@ pub(super) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                     .collect::<KResult<Vec<Vec<u8>>>>()?;
                 let n = rows.len();
                 super::one(Tensor::from_strings(vec![n], rows).expect("n"))
+            })
+        }
+        "UnicodeTranscode" => {
+            let from = Encoding::parse(&attr_bytes_or(node, "input_encoding", b"")?)?;
+            let to = Encoding::parse(&attr_bytes_or(node, "output_encoding", b"")?)?;
+            let errors = errors(node)?;
+            let control = bool_attr(node, "replace_control_characters")?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let (mut chars, mut starts) = (Vec::new(), Vec::new());
+                let out = strings(&inp[0], "input")?
+                    .iter()
+                    .map(|s| {
+                        chars.clear();
+                        decode(s, from, errors, control, &mut chars, &mut starts)?;
+                        encode(&chars, to, errors)
+                    })
+                    .collect::<KResult<Vec<Vec<u8>>>>()?;
+                super::one(Tensor::from_strings(inp[0].shape.clone(), out).expect("one string per input"))
             })
         }
         _ => return Ok(None),
@@ -272,6 +292,52 @@ mod tests {
             decode(x, Encoding::Utf8, errors, control, &mut c, &mut o).unwrap();
         }
         (c, o)
+    }
+
+    /// `tf.strings.unicode_transcode` as TensorFlow 2.21 gives it: UTF-8 with a malformed byte
+    /// and a control character to UTF-16-BE (replaced), to UTF-8 ignoring both, with `?` as
+    /// the replacement, UTF-16-BE back to UTF-8, and the strict error.
+    #[test]
+    fn transcoding_matches_tensorflow() {
+        use autoclust_graph::AttrValue;
+        let input: [&[u8]; 4] = [b"h\xc3\xa9llo", b"a\xffb", b"\x01z", b""];
+        let t = |v: &[&[u8]]| Tensor::from_strings(vec![v.len()], v.iter().map(|x| x.to_vec()).collect()).unwrap();
+        let run = |v: &[&[u8]], attrs: &[(&str, AttrValue)]| {
+            let n = Node::unconnected("t", "UnicodeTranscode", attrs);
+            let f = prepare(&n).unwrap().unwrap();
+            f([t(v)].into_iter().collect()).map(|o| match &o[0].data {
+                autoclust_graph::TensorData::Str(s) => s.to_vec(),
+                _ => panic!("not strings"),
+            })
+        };
+        let enc = |from: &str, to: &str| {
+            vec![("input_encoding", AttrValue::S(from.into())), ("output_encoding", AttrValue::S(to.into()))]
+        };
+        let utf16: Vec<Vec<u8>> = run(&input, &enc("UTF-8", "UTF-16-BE")).unwrap();
+        assert_eq!(
+            utf16,
+            [
+                b"\x00h\x00\xe9\x00l\x00l\x00o".to_vec(),
+                b"\x00a\xff\xfd\x00b".to_vec(),
+                b"\x00\x01\x00z".to_vec(),
+                vec![]
+            ]
+        );
+        let mut ignore = enc("UTF-8", "UTF-8");
+        ignore.push(("errors", AttrValue::S("ignore".into())));
+        ignore.push(("replace_control_characters", AttrValue::B(true)));
+        assert_eq!(run(&input, &ignore).unwrap(), [b"h\xc3\xa9llo".to_vec(), b"ab".to_vec(), b"z".to_vec(), vec![]]);
+        let mut question = enc("UTF-8", "UTF-8");
+        question.push(("replacement_char", AttrValue::I(63)));
+        question.push(("replace_control_characters", AttrValue::B(true)));
+        assert_eq!(
+            run(&input, &question).unwrap(),
+            [b"h\xc3\xa9llo".to_vec(), b"a?b".to_vec(), b"?z".to_vec(), vec![]]
+        );
+        assert_eq!(run(&[b"\x00a\x00\xe9"], &enc("UTF-16-BE", "UTF-8")).unwrap(), [b"a\xc3\xa9".to_vec()]);
+        let mut strict = enc("UTF-8", "UTF-8");
+        strict.push(("errors", AttrValue::S("strict".into())));
+        assert_eq!(run(&input, &strict).unwrap_err().to_string(), "Invalid formatting on input string");
     }
 
     /// TensorFlow 2.21's values (`tf.raw_ops.UnicodeDecodeWithOffsets`) for malformed input:

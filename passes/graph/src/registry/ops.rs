@@ -393,6 +393,8 @@ pub(super) static OPS: &[OpSchema] = &[
     unary("Ndtri", T_FLOATS),
     unary("BesselI0e", T_FLOATS),
     unary("BesselI1e", T_FLOATS),
+    unary("BesselI0", T_FLOATS),
+    unary("BesselI1", T_FLOATS),
     unary("Rint", T_FLOATS),
     unary("Softsign", T_FLOATS),
     // Stateful, as TensorFlow registers it: a check whose output only gates other nodes
@@ -475,6 +477,7 @@ pub(super) static OPS: &[OpSchema] = &[
     binary("Xlog1py", T_FLOATS),
     special2("Igamma"),
     special2("Igammac"),
+    special2("IgammaGradA"),
     special2("Zeta"),
     special2("Polygamma"),
     special2("NextAfter"),

@@ -1,7 +1,7 @@
 //! Schemas of the string ops `tf.print` and `tf.strings` emit (`string_ops.cc`,
 //! `logging_ops.cc`): `AsString`, `StringToNumber`, `StringFormat`, `PrintV2` (stateful, no
 //! outputs), `StringJoin`, `Substr`, `StringLength`, `StringSplitV2`, `StaticRegexReplace`, `ReduceJoin`, and the Unicode code-point ops
-//! (`UnicodeDecode[WithOffsets]`, `UnicodeEncode`).
+//! (`UnicodeDecode[WithOffsets]`, `UnicodeEncode`, `UnicodeTranscode`).
 //! Their string outputs are `DType::String`, which no cluster accepts (the compilable check
 //! refuses every string-typed input or output), so they always run in the plain kernels.
 
@@ -352,6 +352,19 @@ pub(super) const OPS: &[OpSchema] = &[
         string_ngrams,
     ),
     op("StringLower", &[a("input", STR)], &[a("output", STR)], &[opt("encoding", AttrKind::String)], same_as_0),
+    op(
+        "UnicodeTranscode",
+        &[a("input", STR)],
+        &[a("output", STR)],
+        &[
+            req("input_encoding", AttrKind::String),
+            req("output_encoding", AttrKind::String),
+            opt("errors", AttrKind::String),
+            idef("replacement_char", 65533),
+            bdef("replace_control_characters", false),
+        ],
+        same_as_0,
+    ),
     op("StringUpper", &[a("input", STR)], &[a("output", STR)], &[opt("encoding", AttrKind::String)], same_as_0),
     op(
         "StaticRegexFullMatch",
