@@ -1674,5 +1674,5 @@ pub(crate) fn file_stem(name: &str) -> String {
 
 /// TensorFlow's SELU constants rounded to float32 as its `static_cast<float>` rounds them
 /// (scale·alpha 0x3fe10966).
-const SELU_SCALE: f32 = 1.050_700_987_355_480_5_f64 as f32;
-const SELU_SCALE_ALPHA: f32 = 1.758_099_340_847_376_9_f64 as f32;
+const SELU_SCALE: f32 = autoclust_graph::arith::SELU_SCALE as f32;
+const SELU_SCALE_ALPHA: f32 = autoclust_graph::arith::SELU_SCALE_ALPHA as f32;

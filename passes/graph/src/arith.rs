@@ -10,6 +10,12 @@
 //! `max(+0, -0) = -0`), as TensorFlow's vectorised Eigen kernels do for all but a tensor's last
 //! few elements.
 
+/// TensorFlow's SELU scale (`relu_op_functor.h`), as a float64: each kernel casts it to its
+/// element type, as TensorFlow's `static_cast<T>` does.
+pub const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
+/// TensorFlow's SELU scale·alpha, as a float64 (float32's is 0x3fe10966).
+pub const SELU_SCALE_ALPHA: f64 = 1.758_099_340_847_376_9;
+
 /// Arithmetic with TensorFlow's semantics for each element type.
 pub trait TfArith: Copy + PartialOrd {
     const IS_INT: bool;

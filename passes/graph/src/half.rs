@@ -286,8 +286,7 @@ pub fn half_program(node: &crate::Node, inputs: usize, half: crate::DType) -> Op
     let r = |x: f64| round_to(x as f32, half);
     let mut p = HalfProgram { steps: Vec::new() };
     // The constants of `selu`, cast to the half type as the kernel's `static_cast<T>` does.
-    const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
-    const SELU_SCALE_ALPHA: f64 = 1.758_099_340_847_376_9;
+    use crate::arith::{SELU_SCALE, SELU_SCALE_ALPHA};
     let alpha = || node.attr("alpha").and_then(crate::AttrValue::as_float).unwrap_or(0.2);
     match node.op.as_str() {
         "AddN" if inputs >= 1 => {

@@ -400,9 +400,12 @@ impl Tensor {
                 b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")) as f64).collect()
             }
             TensorData::Raw(b) if self.dtype.is_half() && b.len().is_multiple_of(2) => {
-                let widen =
-                    if self.dtype == DType::BFloat16 { crate::half::bf16_to_f32 } else { crate::half::f16_to_f32 };
-                b.chunks_exact(2).map(|h| widen(u16::from_le_bytes([h[0], h[1]])) as f64).collect()
+                let wide = if self.dtype == DType::BFloat16 {
+                    crate::half::bf16_bytes_to_f32(b)
+                } else {
+                    crate::half::f16_bytes_to_f32(b)
+                };
+                wide.into_iter().map(f64::from).collect()
             }
             _ => return None,
         })

@@ -825,6 +825,36 @@ pub trait SampleReal: Copy + PartialOrd {
     fn normals(block: [u32; 4]) -> [Self; 4];
 }
 
+/// The arithmetic of [`SampleReal`] for a native float type: its own operations.
+macro_rules! native_real_ops {
+    () => {
+        fn add(self, o: Self) -> Self {
+            self + o
+        }
+        fn sub(self, o: Self) -> Self {
+            self - o
+        }
+        fn mul(self, o: Self) -> Self {
+            self * o
+        }
+        fn div(self, o: Self) -> Self {
+            self / o
+        }
+        fn neg(self) -> Self {
+            -self
+        }
+        fn sqrt(self) -> Self {
+            Self::sqrt(self)
+        }
+        fn exp(self) -> Self {
+            Self::exp(self)
+        }
+        fn ln(self) -> Self {
+            Self::ln(self)
+        }
+    };
+}
+
 impl SampleReal for f32 {
     const PER_BLOCK: usize = 4;
     fn of(x: f64) -> f32 {
@@ -833,30 +863,7 @@ impl SampleReal for f32 {
     fn to_f64(self) -> f64 {
         f64::from(self)
     }
-    fn add(self, o: f32) -> f32 {
-        self + o
-    }
-    fn sub(self, o: f32) -> f32 {
-        self - o
-    }
-    fn mul(self, o: f32) -> f32 {
-        self * o
-    }
-    fn div(self, o: f32) -> f32 {
-        self / o
-    }
-    fn neg(self) -> f32 {
-        -self
-    }
-    fn sqrt(self) -> f32 {
-        f32::sqrt(self)
-    }
-    fn exp(self) -> f32 {
-        f32::exp(self)
-    }
-    fn ln(self) -> f32 {
-        f32::ln(self)
-    }
+    native_real_ops!();
     fn uniforms(b: [u32; 4]) -> [f32; 4] {
         b.map(word_to_f32)
     }
@@ -875,30 +882,7 @@ impl SampleReal for f64 {
     fn to_f64(self) -> f64 {
         self
     }
-    fn add(self, o: f64) -> f64 {
-        self + o
-    }
-    fn sub(self, o: f64) -> f64 {
-        self - o
-    }
-    fn mul(self, o: f64) -> f64 {
-        self * o
-    }
-    fn div(self, o: f64) -> f64 {
-        self / o
-    }
-    fn neg(self) -> f64 {
-        -self
-    }
-    fn sqrt(self) -> f64 {
-        f64::sqrt(self)
-    }
-    fn exp(self) -> f64 {
-        f64::exp(self)
-    }
-    fn ln(self) -> f64 {
-        f64::ln(self)
-    }
+    native_real_ops!();
     fn uniforms(b: [u32; 4]) -> [f64; 4] {
         [words_to_f64(b[0], b[1]), words_to_f64(b[2], b[3]), 0.0, 0.0]
     }

@@ -1090,26 +1090,25 @@ fn top_k<T: Elem>(x: &Tensor, k: usize, index_type: autoclust_graph::DType) -> K
     }
     let rows = x.num_elements().checked_div(n).unwrap_or(0);
     let v = T::slice(x);
-    let exact = x.as_i64();
     // Largest first: the complement of an order-preserving map to u64.
-    let descending = |i: usize| -> u64 {
-        if let Some(e) = exact {
-            return !((e[i] as u64) ^ (1 << 63));
-        }
-        let f = v[i].to_f64();
+    let of_float = |f: f64| -> u64 {
         if f.is_nan() {
             return 0;
         }
         let b = (if f == 0.0 { 0.0f64 } else { f }).to_bits();
         !(if b >> 63 == 1 { !b } else { b | (1 << 63) })
     };
+    let exact = x.as_i64();
     let mut vals = Vec::with_capacity(rows * k);
     let mut idx: Vec<i64> = Vec::with_capacity(rows * k);
     let mut keyed: Vec<(u64, u32)> = Vec::with_capacity(n);
     for r in 0..rows {
         let at = r * n;
         keyed.clear();
-        keyed.extend((0..n).map(|i| (descending(at + i), i as u32)));
+        match exact {
+            Some(e) => keyed.extend(e[at..at + n].iter().zip(0u32..).map(|(&x, i)| (!((x as u64) ^ (1 << 63)), i))),
+            None => keyed.extend(v[at..at + n].iter().zip(0u32..).map(|(x, i)| (of_float(x.to_f64()), i))),
+        }
         if k == 0 {
             continue;
         }

@@ -214,21 +214,6 @@ fn run_on_positions(m: Movement, int: &PureFn, mut inp: Inputs) -> KResult<Outpu
     Ok(result)
 }
 
-/// Whether `d` is an integer type max pooling runs on by rank.
-fn integer(d: DType) -> bool {
-    matches!(
-        d,
-        DType::Int8
-            | DType::Int16
-            | DType::Int32
-            | DType::Int64
-            | DType::UInt8
-            | DType::UInt16
-            | DType::UInt32
-            | DType::UInt64
-    )
-}
-
 /// Each element of the integer tensor `t` as an `i128` (every integer type's values, in order).
 fn order_keys(t: &Tensor) -> KResult<Vec<i128>> {
     Ok(match (&t.data, t.dtype) {
@@ -257,7 +242,7 @@ fn prepare_by_order(node: &Node, prepare_typed: fn(&Node) -> KResult<PureFn>) ->
     if !matches!(node.op.as_str(), "MaxPool" | "MaxPoolV2" | "MaxPool3D" | "MaxPoolWithArgmax") {
         return None;
     }
-    let dtype = node.attr("T").and_then(AttrValue::as_type).filter(|&d| integer(d))?;
+    let dtype = node.attr("T").and_then(AttrValue::as_type).filter(|d| d.is_integer())?;
     let mut twin = node.clone();
     twin.attrs.insert("T".into(), AttrValue::Type(DType::Float64));
     let wide = match prepare_typed(&twin) {

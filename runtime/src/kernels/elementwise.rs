@@ -442,11 +442,6 @@ macro_rules! float_impl {
 float_impl!(f32, libm::erff, libm::erfcf);
 float_impl!(f64, libm::erf, libm::erfc);
 
-/// TensorFlow's SELU scale (`relu_op_functor.h`), as a float64.
-pub(crate) const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
-/// TensorFlow's SELU scale·alpha, as a float64.
-pub(crate) const SELU_SCALE_ALPHA: f64 = 1.758_099_340_847_376_9;
-
 /// The logistic function, computed so that it neither overflows nor loses
 /// precision for large |x|.
 pub(crate) fn sigmoid<T: Float>(x: T) -> T {
@@ -744,8 +739,8 @@ fn unary_float<T: Float>(op: Unary, t: Tensor) -> KResult<Tensor> {
             // TensorFlow's constants (`static_cast<T>` of the long decimals: float32's
             // scale·alpha is 0x3fe10966, not the 0x3fe10967 of the decimal 1.7580994) and
             // form: scale·x above 0, scale·alpha·(e^x − 1) below.
-            let scale = T::from_f64(SELU_SCALE);
-            let scale_alpha = T::from_f64(SELU_SCALE_ALPHA);
+            let scale = T::from_f64(autoclust_graph::arith::SELU_SCALE);
+            let scale_alpha = T::from_f64(autoclust_graph::arith::SELU_SCALE_ALPHA);
             map_same(t, move |x: T| if x < T::zero() { scale_alpha.mul(x.exp().sub(one)) } else { scale.mul(x) })
         }
         Unary::Elu => map_same(t, move |x: T| if x < T::zero() { x.exp_m1() } else { x }),

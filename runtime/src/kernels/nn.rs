@@ -171,8 +171,8 @@ fn activation_grad<T: Float>(g: Grad, a: &Tensor, b: &Tensor) -> KResult<Tensor>
         Grad::Elu => zip_map::<T, T, T>(a, b, move |dy, y| if y < T::zero() { dy.mul(y.add(one)) } else { dy }),
         Grad::Selu => {
             // TensorFlow's constants (relu_op_functor.h), as float32 for float32.
-            let scale = T::from_f64(1.050_700_987_355_480_5);
-            let scale_alpha = T::from_f64(1.758_099_340_847_376_9);
+            let scale = T::from_f64(autoclust_graph::arith::SELU_SCALE);
+            let scale_alpha = T::from_f64(autoclust_graph::arith::SELU_SCALE_ALPHA);
             zip_map::<T, T, T>(
                 a,
                 b,

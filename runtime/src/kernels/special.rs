@@ -157,6 +157,9 @@ pub(crate) fn erfinv(y: f64) -> f64 {
 /// Cephes' machine epsilon and largest exponent for float64.
 const MACHEP: f64 = 1.110_223_024_625_156_5e-16;
 const MAXLOG: f64 = 7.097_827_128_933_84e2;
+/// Cephes' rescaling threshold of the incomplete gamma continued fraction (2⁵²) and its inverse.
+const BIG: f64 = 4.503_599_627_370_496e15;
+const BIGINV: f64 = 2.220_446_049_250_313e-16;
 
 /// The regularized lower incomplete gamma function P(a, x) (`tf.math.igamma`): 0 at x = 0, NaN for
 /// x < 0 or a ≤ 0 (TensorFlow's domain), the power series below max(1, a) and 1 − Q beyond.
@@ -227,8 +230,6 @@ fn igamma_series(a: f64, x: f64) -> f64 {
 
 /// Q(a, x) by the continued fraction of Cephes' `igamc`, rescaled as it grows.
 fn igammac_fraction(a: f64, x: f64) -> f64 {
-    const BIG: f64 = 4.503_599_627_370_496e15;
-    const BIGINV: f64 = 2.220_446_049_250_313e-16;
     let ax = gamma_prefactor(a, x);
     if ax == 0.0 {
         return 0.0;
@@ -304,8 +305,6 @@ pub(crate) fn igamma_grad_a(a: f64, x: f64) -> f64 {
 /// ∂Q(a, x)/∂a by [`igammac_fraction`]'s recurrences with their derivatives in `a` alongside
 /// (its `y` and `z` both move by −1 with `a`).
 fn igammac_fraction_grad_a(a: f64, x: f64) -> f64 {
-    const BIG: f64 = 4.503_599_627_370_496e15;
-    const BIGINV: f64 = 2.220_446_049_250_313e-16;
     let log_pre = a * x.ln() - x - libm::lgamma(a);
     if log_pre < -MAXLOG {
         return 0.0;
