@@ -47,7 +47,7 @@ fn is_supported_dtype(t: DType) -> bool {
 /// kernel widens half operands its own way).
 fn half_ok(op: &str) -> bool {
     !(COMPILED_CONTROL_FLOW.contains(&op)
-        || autoclust_graph::TENSOR_LIST_OPS.contains(&op)
+        || autoclust_graph::jit_ops::is_tensor_list_op(op)
         || autoclust_graph::jit_ops::is_host_op(op)
         || matches!(op, "Bitcast" | "Cross"))
 }
@@ -469,12 +469,12 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     // TensorLists (variant scalars) pass between the list ops, the loops and branches that
     // carry them, and the views and sums of lists; the compiler types them (its `lists.rs`).
     let variant_ok = control_flow
-        || autoclust_graph::TENSOR_LIST_OPS.contains(&op)
+        || autoclust_graph::jit_ops::is_tensor_list_op(op)
         || matches!(op, "Identity" | "Snapshot" | "StopGradient" | "AddN");
     let half_ok = half_ok(op);
     // The compiler's lists hold float32, float64 and integer elements (`lists.rs`).
     if let Some(t) = node.attr("element_dtype").and_then(AttrValue::as_type).filter(|t| t.is_half()) {
-        if autoclust_graph::TENSOR_LIST_OPS.contains(&op) {
+        if autoclust_graph::jit_ops::is_tensor_list_op(op) {
             return Some(NotCompilable::Excluded {
                 why: format!("a TensorList of {} elements, which the JIT does not compile", t.name()),
             });

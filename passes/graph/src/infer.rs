@@ -15,7 +15,9 @@
 //! says so itself (a `Tout` type list, shapes from `_output_shapes`), and
 //! nothing about it is rejected.
 
-use std::collections::HashMap;
+/// foldhash, not SipHash: inference looks up a handle or a seed for every resource input
+/// of 10⁵–10⁶ nodes, and none of these keys come from an adversary that could flood a bucket.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use smallvec::SmallVec;
 
@@ -371,7 +373,7 @@ impl TypeInfo {
             types: Vec::with_capacity(n),
             values: Vec::with_capacity(n),
             out_counts: vec![None; n],
-            handles: HashMap::new(),
+            handles: HashMap::default(),
         }
     }
 

@@ -325,10 +325,60 @@ pub const HOST_COMPUTE_OPS: &[(&str, &[usize])] = &[
     ("Dilation2DBackpropFilter", &[]),
 ];
 
+/// What the lists of this module say about one op, looked up once per op name: the
+/// clusterer asks for every node of a graph (10⁵–10⁶ nodes), and a scan of the lists was a
+/// few hundred string comparisons per node.
+#[derive(Clone, Copy, Default)]
+struct OpClass {
+    jit_compute: bool,
+    host_operands: Option<&'static [usize]>,
+    stateless_sampler: bool,
+    variable: bool,
+    tensor_list: bool,
+    float32_only: bool,
+    float_only_kernel: bool,
+    no_float64: bool,
+}
+
+/// The [`OpClass`] of every op some list names.
+fn op_class(op: &str) -> OpClass {
+    type Index = std::collections::HashMap<&'static str, OpClass, foldhash::fast::FixedState>;
+    static INDEX: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index = Index::default();
+        for &op in JIT_COMPUTE_OPS {
+            index.entry(op).or_default().jit_compute = true;
+        }
+        for &(op, operands) in HOST_COMPUTE_OPS {
+            index.entry(op).or_default().host_operands = Some(operands);
+        }
+        for &op in STATELESS_SAMPLER_OPS {
+            index.entry(op).or_default().stateless_sampler = true;
+        }
+        for &op in VARIABLE_OPS {
+            index.entry(op).or_default().variable = true;
+        }
+        for &op in TENSOR_LIST_OPS {
+            index.entry(op).or_default().tensor_list = true;
+        }
+        for &op in JIT_FLOAT32_ONLY_OPS.iter().chain(JIT_FLOAT32_ONLY_KERNELS) {
+            index.entry(op).or_default().float32_only = true;
+        }
+        for &op in JIT_FLOAT_ONLY_KERNELS {
+            index.entry(op).or_default().float_only_kernel = true;
+        }
+        for &op in JIT_NO_FLOAT64_OPS {
+            index.entry(op).or_default().no_float64 = true;
+        }
+        index
+    });
+    index.get(op).copied().unwrap_or_default()
+}
+
 /// The operands of a [`HOST_COMPUTE_OPS`] op that must be known at compile time, or `None`
 /// when `op` is not run as a host step.
 pub fn host_shape_operands(op: &str) -> Option<&'static [usize]> {
-    HOST_COMPUTE_OPS.iter().find(|(o, _)| *o == op).map(|(_, k)| *k)
+    op_class(op).host_operands
 }
 
 /// Whether a compiled cluster runs `op` as a host step ([`HOST_COMPUTE_OPS`]).
@@ -441,15 +491,15 @@ pub const JIT_FLOAT_ONLY_KERNELS: &[&str] = &[
 /// ops without a float64 lowering on float64.
 pub fn float_type_refusal(op: &str, t: Option<crate::DType>) -> Option<String> {
     let t = t?;
-    let float32_only = JIT_FLOAT32_ONLY_OPS.contains(&op) || JIT_FLOAT32_ONLY_KERNELS.contains(&op);
-    if float32_only && t != crate::DType::Float32 && !t.is_half() {
+    let c = op_class(op);
+    if c.float32_only && t != crate::DType::Float32 && !t.is_half() {
         return Some(format!("{op} on {t}"));
     }
     let float = matches!(t, crate::DType::Float32 | crate::DType::Float64) || t.is_half();
-    if JIT_FLOAT_ONLY_KERNELS.contains(&op) && !float {
+    if c.float_only_kernel && !float {
         return Some(format!("{op} on {t}"));
     }
-    if JIT_NO_FLOAT64_OPS.contains(&op) && t == crate::DType::Float64 {
+    if c.no_float64 && t == crate::DType::Float64 {
         return Some(format!("{op} on {t}"));
     }
     None
@@ -459,11 +509,8 @@ pub fn float_type_refusal(op: &str, t: Option<crate::DType>) -> Option<String> {
 /// the JIT lowers, a host-step op ([`HOST_COMPUTE_OPS`]), a variable op the bridge runs, or a
 /// TensorList op (typed by the compiler, run by the interpreter's list kernels).
 pub fn is_jit_op(op: &str) -> bool {
-    JIT_COMPUTE_OPS.contains(&op)
-        || is_host_op(op)
-        || is_stateless_sampler(op)
-        || VARIABLE_OPS.contains(&op)
-        || TENSOR_LIST_OPS.contains(&op)
+    let c = op_class(op);
+    c.jit_compute || c.host_operands.is_some() || c.stateless_sampler || c.variable || c.tensor_list
 }
 
 /// The stateless random samplers the JIT lowers (TensorFlow's Philox): pure functions of
@@ -483,12 +530,17 @@ pub const STATELESS_SAMPLER_OPS: &[&str] = &[
 
 /// Whether `op` is one of [`STATELESS_SAMPLER_OPS`].
 pub fn is_stateless_sampler(op: &str) -> bool {
-    STATELESS_SAMPLER_OPS.contains(&op)
+    op_class(op).stateless_sampler
+}
+
+/// Whether `op` is one of [`TENSOR_LIST_OPS`].
+pub fn is_tensor_list_op(op: &str) -> bool {
+    op_class(op).tensor_list
 }
 
 /// Whether `op` is one of the variable ops the bridge snapshots and writes back.
 pub fn is_variable_op(op: &str) -> bool {
-    VARIABLE_OPS.contains(&op)
+    op_class(op).variable
 }
 
 #[cfg(test)]

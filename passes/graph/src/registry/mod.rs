@@ -314,8 +314,11 @@ const TABLES: &[&[OpSchema]] = &[
     optional::OPS,
 ];
 
-fn index() -> &'static HashMap<&'static str, &'static OpSchema> {
-    static INDEX: OnceLock<HashMap<&'static str, &'static OpSchema>> = OnceLock::new();
+/// Op name → schema, hashed by foldhash (looked up several times per node of every graph).
+type Index = HashMap<&'static str, &'static OpSchema, foldhash::fast::FixedState>;
+
+fn index() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
     INDEX.get_or_init(|| TABLES.iter().flat_map(|t| t.iter()).map(|s| (s.name, s)).collect())
 }
 
