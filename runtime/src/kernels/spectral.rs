@@ -29,8 +29,10 @@ use super::elementwise::{bcast_strides, broadcast_shape, for_each_bcast2};
 use super::{arity, budget, int_values, one, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
 
-/// A complex number in float64.
+/// A complex number in float64 (`repr(C)`: a slice of them is the interleaved real and
+/// imaginary parts the GEMMs of [`complex_matmul`] read with stride 2).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
 struct C {
     re: f64,
     im: f64,
@@ -125,10 +127,12 @@ fn complex_tensor(dtype: DType, shape: Vec<usize>, v: &[C]) -> KResult<Tensor> {
 
 /// The (batched) product of two complex tensors, each operand transposed when its flag is
 /// set — and conjugated too when `adjoint` (`BatchMatMul`'s `adj_x`/`adj_y`; `MatMul`'s
-/// `transpose_a`/`transpose_b` only transpose). Batch dimensions broadcast; the sums are
-/// taken in float64 and rounded once (TensorFlow sums in the operands' precision: the
-/// results agree to its rounding). The gradients of `tf.signal.rfft2d` and of the DCT's
-/// complex path are such products.
+/// `transpose_a`/`transpose_b` only transpose). Batch dimensions broadcast. Four real float64
+/// GEMMs per matrix read the operands' real and imaginary parts in place (stride 2 over the
+/// interleaved values; a transpose is a swap of strides): `re = ArBr ∓ AiBi`,
+/// `im = ±ArBi ± AiBr`, the signs from the conjugations. The sums are float64, rounded once
+/// (TensorFlow sums in the operands' precision: the results agree to its rounding). The
+/// gradients of `tf.signal.rfft2d` and of the DCT's complex path are such products.
 fn complex_matmul(a: &Tensor, b: &Tensor, (tx, ty): (bool, bool), adjoint: bool) -> KResult<Tensor> {
     if a.dtype != b.dtype {
         return Err(KernelError::invalid(format!("operands have dtypes {} and {}", a.dtype, b.dtype)));
@@ -156,19 +160,42 @@ fn complex_matmul(a: &Tensor, b: &Tensor, (tx, ty): (bool, bool), adjoint: bool)
     let sb = super::elementwise::bcast_strides(&b.shape[..rb - 2], &batch);
     let mut pairs = Vec::new();
     super::elementwise::for_each_bcast2(&batch, &sa, &sb, |i, j| pairs.push((i, j)));
-    let conj = |c: C, flag: bool| if adjoint && flag { c.conj() } else { c };
-    let mut out = Vec::with_capacity(pairs.len() * m * n);
-    for (i, j) in pairs {
-        let (xa, yb) = (&x[i * ar * ac..(i + 1) * ar * ac], &y[j * br * bc..(j + 1) * br * bc]);
-        for r in 0..m {
-            for c in 0..n {
-                let mut sum = C::ZERO;
-                for p in 0..k {
-                    let u = conj(if tx { xa[p * ac + r] } else { xa[r * ac + p] }, tx);
-                    let v = conj(if ty { yb[c * bc + p] } else { yb[p * bc + c] }, ty);
-                    sum = sum.add(u.mul(v));
+    // Element (i, p) of op(A) and (p, j) of op(B), in f64 units of the interleaved values.
+    let (rsa, csa) = if tx { (2, 2 * ac as isize) } else { (2 * ac as isize, 2) };
+    let (rsb, csb) = if ty { (2, 2 * bc as isize) } else { (2 * bc as isize, 2) };
+    // The signs of the imaginary parts the conjugations flip.
+    let (sx, sy) = (if adjoint && tx { -1.0 } else { 1.0 }, if adjoint && ty { -1.0 } else { 1.0 });
+    let mut out = vec![C::ZERO; pairs.len() * m * n];
+    if k > 0 && m > 0 && n > 0 {
+        let mut parts = vec![0.0f64; 4 * m * n];
+        let (xp, yp) = (x.as_ptr() as *const f64, y.as_ptr() as *const f64);
+        for (o, &(i, j)) in out.chunks_exact_mut(m * n).zip(&pairs) {
+            let (xa, yb) = (i * ar * ac * 2, j * br * bc * 2);
+            let (rr, rest) = parts.split_at_mut(m * n);
+            let (ii, rest) = rest.split_at_mut(m * n);
+            let (ri, ir) = rest.split_at_mut(m * n);
+            for (xo, yo, c) in [(0, 0, &mut *rr), (1, 1, &mut *ii), (0, 1, &mut *ri), (1, 0, &mut *ir)] {
+                // SAFETY: `x` holds every matrix of `a` (ar·ac values, 2 f64 each) and `y` of
+                // `b`; the offsets and strides address one matrix's real (0) or imaginary (1)
+                // parts; `c` holds m·n f64.
+                unsafe {
+                    autoclust_numeric::gemm::gemm(
+                        m,
+                        k,
+                        n,
+                        xp.add(xa + xo),
+                        rsa,
+                        csa,
+                        yp.add(yb + yo),
+                        rsb,
+                        csb,
+                        c.as_mut_ptr(),
+                        rayon::current_num_threads(),
+                    )
                 }
-                out.push(sum);
+            }
+            for (t, o) in o.iter_mut().enumerate() {
+                *o = C::new(rr[t] - sx * sy * ii[t], sy * ri[t] + sx * ir[t]);
             }
         }
     }
@@ -833,6 +860,73 @@ mod tests {
         )
         .unwrap();
         assert_eq!(got(g), [(0., 0.), (1., 1.), (0., 0.), (2., -3.)]);
+    }
+
+    /// The GEMM-based product equals the definition (a triple loop over the complex values,
+    /// conjugating where `adjoint` says) for every transpose/adjoint flag, non-square shapes
+    /// large enough for the blocked kernels, broadcast batches and an empty inner dimension.
+    #[test]
+    fn complex_products_equal_the_definition() {
+        let naive = |x: &[C], y: &[C], (m, k, n): (usize, usize, usize), (tx, ty): (bool, bool), adjoint: bool| {
+            let (ac, bc) = (if tx { m } else { k }, if ty { k } else { n });
+            let conj = |c: C, f: bool| if adjoint && f { c.conj() } else { c };
+            let mut out = Vec::new();
+            for r in 0..m {
+                for c in 0..n {
+                    let mut sum = C::ZERO;
+                    for p in 0..k {
+                        let u = conj(if tx { x[p * ac + r] } else { x[r * ac + p] }, tx);
+                        let v = conj(if ty { y[c * bc + p] } else { y[p * bc + c] }, ty);
+                        sum = sum.add(u.mul(v));
+                    }
+                    out.push(sum);
+                }
+            }
+            out
+        };
+        let values = |n: usize, seed: usize| -> Vec<C> {
+            (0..n)
+                .map(|i| {
+                    let h = (i * 2654435761 + seed * 40503) % 1000;
+                    C::new(h as f64 / 100.0 - 5.0, ((h * 7) % 1000) as f64 / 250.0 - 2.0)
+                })
+                .collect()
+        };
+        for &(m, k, n) in &[(37, 53, 29), (1, 70, 3), (64, 1, 65), (5, 0, 4)] {
+            for tx in [false, true] {
+                for ty in [false, true] {
+                    for adjoint in [false, true] {
+                        let ashape = if tx { vec![2, 1, k, m] } else { vec![2, 1, m, k] };
+                        let bshape = if ty { vec![3, n, k] } else { vec![3, k, n] };
+                        let (x, y) = (values(2 * m * k, 1), values(3 * k * n, 2));
+                        let a = complex_tensor(DType::Complex128, ashape, &x).unwrap();
+                        let b = complex_tensor(DType::Complex128, bshape, &y).unwrap();
+                        let got = complex_matmul(&a, &b, (tx, ty), adjoint).unwrap();
+                        assert_eq!(got.shape, vec![2, 3, m, n]);
+                        let got = complex_values(&got).unwrap();
+                        for i in 0..2 {
+                            for j in 0..3 {
+                                let want = naive(
+                                    &x[i * m * k..(i + 1) * m * k],
+                                    &y[j * k * n..(j + 1) * k * n],
+                                    (m, k, n),
+                                    (tx, ty),
+                                    adjoint,
+                                );
+                                let at = (i * 3 + j) * m * n;
+                                for (g, w) in got[at..at + m * n].iter().zip(&want) {
+                                    let tol = 1e-12 * (1.0 + w.re.abs() + w.im.abs()) * k.max(1) as f64;
+                                    assert!(
+                                        (g.re - w.re).abs() <= tol && (g.im - w.im).abs() <= tol,
+                                        "{m}x{k}x{n} tx={tx} ty={ty} adjoint={adjoint}: {g:?} vs {w:?}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
