@@ -770,18 +770,31 @@ pub fn cast(t: &Tensor, dst: DType) -> KResult<Tensor> {
     // The small integers (`uint8` images, `int8`/`int16`/`uint16`/`uint32`/`uint64`) are held
     // as raw bytes: through int64 (or the float value), wrapping as C++'s conversions do.
     if let Some(bits) = small_int(dst) {
-        let wide = match small_int(t.dtype) {
-            Some(_) => small_int_values(t)?,
-            None => {
-                super::check_native(t)?;
-                match t.to_f64_vec() {
-                    Some(v) if t.dtype.is_float() => {
-                        v.into_iter().map(|x| float_to_int(x, t.dtype == DType::Float64, dst)).collect()
+        let wide =
+            match small_int(t.dtype) {
+                Some(_) => small_int_values(t)?,
+                None => {
+                    super::check_native(t)?;
+                    match t.to_f64_vec() {
+                        Some(v) if t.dtype.is_float() => {
+                            let from_f64 = t.dtype == DType::Float64;
+                            let packet = CAST_PACKET.iter().find(|(d, _)| *d == dst).map_or(1, |&(_, p)| p);
+                            let vector = v.len() / packet * packet;
+                            v.into_iter()
+                                .enumerate()
+                                .map(|(i, x)| {
+                                    if i < vector {
+                                        float_to_int(x, from_f64, dst)
+                                    } else {
+                                        float_to_int_scalar(x, dst)
+                                    }
+                                })
+                                .collect()
+                        }
+                        _ => cast(t, DType::Int64)?.as_i64().expect("int64").to_vec(),
                     }
-                    _ => cast(t, DType::Int64)?.as_i64().expect("int64").to_vec(),
                 }
-            }
-        };
+            };
         let width = bits.0 / 8;
         let bytes: Vec<u8> = wide.iter().flat_map(|&x| x.to_le_bytes()[..width].to_vec()).collect();
         return Tensor::from_raw(dst, t.shape.clone(), bytes).map_err(|e| KernelError::invalid(e.to_string()));
@@ -849,6 +862,40 @@ pub(crate) fn float_to_int(x: f64, from_f64: bool, dst: DType) -> i64 {
             a | (b & (a >> 63))
         }
         _ => i64::from(cvt32(x)),
+    }
+}
+
+/// The elements per vector iteration of TensorFlow's CPU `Cast` from a float to these
+/// types (TensorFlow 2.21's x86-64 build): a tensor's first `⌊n/p⌋·p` elements go through the
+/// vector conversion ([`float_to_int`]), the last `n mod p` through the scalar one
+/// ([`float_to_int_scalar`]). The two differ only on values out of the type's range (a
+/// 15-element `tf.cast(-5.0, tf.uint8)` gives 251 where a 32-element one gives 0). Tensors
+/// large enough to be split between threads have such a tail per block, which this does not
+/// model (values in range convert alike either way).
+const CAST_PACKET: [(DType, usize); 5] =
+    [(DType::Int8, 32), (DType::UInt8, 32), (DType::Int16, 32), (DType::UInt16, 32), (DType::UInt32, 8)];
+
+/// A float converted to the integer dtype `dst` by TensorFlow's scalar loop on x86-64 (the
+/// tail of a vectorised cast, [`CAST_PACKET`]): truncation by the 32-bit conversion (64-bit
+/// for `uint32`) — the integer indefinite `MIN` for a NaN, an infinity or a value out of its
+/// range — whose low bits are kept, so -5.0 gives 251 in `uint8` and 300.0 gives 44.
+pub(crate) fn float_to_int_scalar(x: f64, dst: DType) -> i64 {
+    let t = x.trunc();
+    if dst == DType::UInt32 {
+        let wide = if t.is_nan() || !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&t) {
+            i64::MIN
+        } else {
+            t as i64
+        };
+        return i64::from(wide as u32);
+    }
+    let narrow = if t.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&t) { i32::MIN } else { t as i32 };
+    match dst {
+        DType::Int8 => i64::from(narrow as i8),
+        DType::UInt8 => i64::from(narrow as u8),
+        DType::Int16 => i64::from(narrow as i16),
+        DType::UInt16 => i64::from(narrow as u16),
+        _ => float_to_int(x, false, dst),
     }
 }
 
@@ -1306,14 +1353,16 @@ mod tests {
     #[test]
     fn out_of_range_float_casts_follow_tensorflow_x86() {
         let v = [f64::NAN, f64::INFINITY, -3e9, 3e9, 300.0, -1.0, 40000.0, 70000.0, -2.7, 2f64.powi(64)];
+        // 32 copies: every element goes through the vectorised loop ([`CAST_PACKET`]).
+        let long: Vec<f64> = v.iter().copied().cycle().take(32 * v.len()).collect();
         let from = |dt: DType, to: DType| -> Vec<i64> {
             let t = if dt == DType::Float32 {
-                Tensor::from_f32(vec![v.len()], v.iter().map(|&x| x as f32).collect()).unwrap()
+                Tensor::from_f32(vec![long.len()], long.iter().map(|&x| x as f32).collect()).unwrap()
             } else {
-                Tensor::from_f64(vec![v.len()], v.to_vec()).unwrap()
+                Tensor::from_f64(vec![long.len()], long.to_vec()).unwrap()
             };
             let c = cast(&t, to).unwrap();
-            cast(&c, DType::Int64).unwrap().as_i64().unwrap().to_vec()
+            cast(&c, DType::Int64).unwrap().as_i64().unwrap()[..v.len()].to_vec()
         };
         const M32: i64 = i32::MIN as i64;
         for src in [DType::Float32, DType::Float64] {
@@ -1340,6 +1389,46 @@ mod tests {
         assert_eq!(u(-3e9), u64::MAX - 3_000_000_000 + 1);
         assert_eq!(u(1.5e19), 15_000_000_000_000_000_000);
         assert_eq!(u(2f64.powi(64)), 1 << 63);
+    }
+
+    /// A short tensor's cast is TensorFlow's scalar loop: out-of-range values wrap (the low
+    /// bits of the 32-bit truncation, 64-bit for `uint32`) instead of saturating; `uint32`'s
+    /// first eight elements are a vector iteration. TensorFlow 2.21 on x86-64, float32
+    /// (sweep 65); float64's `uint32` tail measured alike.
+    #[test]
+    fn short_float_casts_follow_tensorflows_scalar_loop() {
+        let x = [
+            200.2,
+            -200.0,
+            300.0,
+            f64::NAN,
+            3e9,
+            -3e9,
+            1e10,
+            -1.5,
+            f64::INFINITY,
+            3e19,
+            -5.0,
+            5e9,
+            127.9,
+            -128.9,
+            255.5,
+        ];
+        let t = Tensor::from_f32(vec![x.len()], x.iter().map(|&v| v as f32).collect()).unwrap();
+        let to = |d: DType| cast(&cast(&t, d).unwrap(), DType::Int64).unwrap().as_i64().unwrap().to_vec();
+        assert_eq!(to(DType::Int8), [-56, 56, 44, 0, 0, 0, 0, -1, 0, 0, -5, 0, 127, -128, -1]);
+        assert_eq!(to(DType::UInt8), [200, 56, 44, 0, 0, 0, 0, 255, 0, 0, 251, 0, 127, 128, 255]);
+        assert_eq!(to(DType::Int16), [200, -200, 300, 0, 0, 0, 0, -1, 0, 0, -5, 0, 127, -128, 255]);
+        assert_eq!(to(DType::UInt16), [200, 65336, 300, 0, 0, 0, 0, 65535, 0, 0, 65531, 0, 127, 65408, 255]);
+        assert_eq!(
+            to(DType::UInt32),
+            [
+                200, 4294967096, 300, 2147483648, 3000000000, 2147483648, 2147483648, 4294967295, 0, 0, 4294967291,
+                705032704, 127, 4294967168, 255
+            ]
+        );
+        let d = Tensor::from_f64(vec![3], vec![1e10; 3]).unwrap();
+        assert_eq!(cast(&cast(&d, DType::UInt32).unwrap(), DType::Int64).unwrap().as_i64().unwrap(), [1410065408; 3]);
     }
 
     #[test]
