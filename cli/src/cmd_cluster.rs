@@ -228,6 +228,13 @@ fn explain(graph: &Graph, clustering: &Clustering) -> Vec<String> {
                 graph.node(*from).device,
                 graph.node(*to).device
             ),
+            Refusal::WritesForDifferentTargets { from, to } => format!(
+                "refused merge of {} and {}: {} and {} write variables for different final nodes (a program compiled for every node may be run for one of them alone)",
+                named(*from),
+                named(*to),
+                graph.name(*from),
+                graph.name(*to)
+            ),
             Refusal::CycleCheckTooCostly { from, to } => format!(
                 "refused merge of {} and {}: the cycle check exceeded its search budget (a merge across a large part of the graph)",
                 named(*from),

@@ -7,7 +7,9 @@
 //! the clustered program in the native format, headed by a comment naming the
 //! passes: each cluster replaced by its bridge (snapshot-read, call of the
 //! cluster's pure function, write-back), the cluster bodies in the function
-//! library. The output is written
+//! library. Compiled for every node (no request), the program may later be run for one
+//! final node alone, so no cluster holds variable writes that different final nodes need
+//! (`ClusterConfig::writes_apart_by_target`: a TF1 graph's `init` and `train`). The output is written
 //! atomically: a failed command leaves no file. Shortfalls (nodes declined
 //! for want of types, clusters not encapsulated) are `note:` lines on stderr.
 
@@ -59,6 +61,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut ctx = context(args.min_cluster_size, args.dump_after);
     let fetch: Vec<&String> = args.fetch.iter().filter(|s| !s.is_empty()).collect();
     let target: Vec<&String> = args.target.iter().filter(|s| !s.is_empty()).collect();
+    // A program compiled for every node may be run for one final node alone (`train` without
+    // `init`): no cluster may then hold writes another final node needs.
+    ctx.cluster_config.writes_apart_by_target = fetch.is_empty() && target.is_empty();
     if !fetch.is_empty() || !target.is_empty() {
         let (fetches, targets) = crate::cmd_opt::resolve(&graph, &fetch, &target)?;
         let request = Request {

@@ -951,3 +951,32 @@ fn v1_save_and_restore_round_trip_and_read_tensorflows_file() {
     assert_eq!(v["fetches"]["restored:0"]["data"], serde_json::json!([1.5, -2.0]), "{v}");
     assert_eq!(v["fetches"]["restored:0"]["shape"], serde_json::json!([1, 2]), "{v}");
 }
+
+/// A program compiled for every node (no --fetch/--target) runs a TF1-style `train` alone
+/// as the original graph does: the initializer's assignments, which `train` does not need,
+/// are not in its clusters (they were, and re-ran at every step: sweep 65).
+#[test]
+fn a_program_compiled_for_every_node_runs_one_final_node_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/cluster/init_and_train.graph");
+    let vars = dir.path().join("vars.safetensors");
+    let values = [("v".into(), Tensor::scalar_f32(5.0)), ("w".into(), Tensor::scalar_f32(10.0))];
+    std::fs::write(&vars, write_safetensors(&values).unwrap()).unwrap();
+    let compiled = dir.path().join("compiled.graph");
+    let out = autoclust(&["compile", g.to_str().unwrap(), "-o", compiled.to_str().unwrap(), "--min-cluster-size", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&compiled).unwrap();
+    assert!(text.contains("_AutoclustWriteBack"), "nothing was clustered:\n{text}");
+    for program in [&g, &compiled] {
+        for mode in [None, Some("--no-cluster")] {
+            let mut args = vec!["run", program.to_str().unwrap(), "--vars", vars.to_str().unwrap()];
+            args.extend(["--target", "train", "--steps", "3", "--json"]);
+            args.extend(mode);
+            let out = autoclust(&args);
+            assert!(out.status.success(), "{program:?} {mode:?}: {}", String::from_utf8_lossy(&out.stderr));
+            let v = json(&out);
+            let got = |k: &str| v["variables"][k]["data"][0].as_f64();
+            assert_eq!((got("v"), got("w")), (Some(40.0), Some(13.0)), "{program:?} {mode:?}: {v}");
+        }
+    }
+}

@@ -125,6 +125,54 @@ fn is_iteration_increment(graph: &Graph, id: NodeId) -> bool {
     })
 }
 
+/// For each candidate writer (a write or modify of a variable), the set of the graph's final
+/// nodes (nothing consumes them) that it reaches, interned, with the writer itself
+/// ([`ClusterConfig::writes_apart_by_target`]); `None` for every other node, and for all
+/// when the graph has more than [`super::MAX_TARGET_SETS_SINKS`] final nodes. One bitset
+/// of final nodes per node, filled consumers first along the safety analysis' order.
+fn writer_target_sets(graph: &Graph, safety: &SafetyAnalysis, candidate: &[bool]) -> Vec<Option<(u32, NodeId)>> {
+    let n = graph.len();
+    let succ = forward_edges(graph);
+    let mut sink_index = vec![u32::MAX; n];
+    let mut sinks = 0usize;
+    for (i, s) in succ.iter().enumerate() {
+        if s.is_empty() {
+            sink_index[i] = sinks as u32;
+            sinks += 1;
+        }
+    }
+    if sinks > super::MAX_TARGET_SETS_SINKS || !graph.node_ids().any(|id| safety.writer_index(id).is_some()) {
+        return vec![None; n];
+    }
+    let words = sinks.div_ceil(64).max(1);
+    let mut bits = vec![0u64; n * words];
+    for &id in safety.order().iter().rev() {
+        let i = id.index();
+        if sink_index[i] != u32::MAX {
+            let k = sink_index[i] as usize;
+            bits[i * words + k / 64] |= 1 << (k % 64);
+        }
+        for s in &succ[i] {
+            let j = s.index();
+            for w in 0..words {
+                bits[i * words + w] |= bits[j * words + w];
+            }
+        }
+    }
+    let mut interned: FxHashMap<&[u64], u32> = FxHashMap::default();
+    graph
+        .node_ids()
+        .map(|id| {
+            let i = id.index();
+            if !candidate[i] || safety.writer_index(id).is_none() {
+                return None;
+            }
+            let next = interned.len() as u32;
+            Some((*interned.entry(&bits[i * words..(i + 1) * words]).or_insert(next), id))
+        })
+        .collect()
+}
+
 /// Each node's position in the safety analysis' topological order.
 fn topo_positions(graph: &Graph, safety: &SafetyAnalysis) -> Vec<u32> {
     let mut topo_pos = vec![0u32; graph.len()];
@@ -200,6 +248,10 @@ struct Engine<'a> {
     /// `None` while no member names a device. Two clusters on different devices never merge,
     /// as TensorFlow's `AreDevicesCompatible` (one compiled function runs on one device).
     device: Vec<Option<(u32, NodeId)>>,
+    /// The set of final nodes the cluster's writes are needed by (interned; all of a
+    /// cluster's writes share it) and one such writer; `None` while the cluster writes
+    /// nothing or the rule is off ([`ClusterConfig::writes_apart_by_target`]).
+    target_set: Vec<Option<(u32, NodeId)>>,
     /// Merges tried and made (reported per pass under `RUST_LOG=debug`).
     tries: u64,
     merges: u64,
@@ -315,6 +367,8 @@ impl<'a> Engine<'a> {
                 Some((*interned.entry(d).or_insert(next), id))
             })
             .collect();
+        let target_set =
+            if config.writes_apart_by_target { writer_target_sets(graph, safety, &candidate) } else { vec![None; n] };
         Engine {
             graph,
             safety,
@@ -322,6 +376,7 @@ impl<'a> Engine<'a> {
             topo_pos,
             cycles,
             device,
+            target_set,
             parent: (0..n as u32).collect(),
             candidate,
             next: (0..n as u32).collect(),
@@ -602,7 +657,8 @@ impl<'a> Engine<'a> {
                 Pending::Reader { .. }
                 | Pending::Ready(Refusal::PartlySharedVariables { .. })
                 | Pending::Ready(Refusal::Deadness { .. })
-                | Pending::Ready(Refusal::Devices { .. }) => Stands::Always,
+                | Pending::Ready(Refusal::Devices { .. })
+                | Pending::Ready(Refusal::WritesForDifferentTargets { .. }) => Stands::Always,
                 Pending::Ready(Refusal::WouldCreateCycle { .. }) => {
                     Stands::WhileOutside(std::mem::take(&mut self.inner_path).into_boxed_slice())
                 }
@@ -635,6 +691,11 @@ impl<'a> Engine<'a> {
                 return Err(Refusal::Devices { from: na, to: nb }.into());
             }
         }
+        if let (Some((ta, wa)), Some((tb, wb))) = (self.target_set[a as usize], self.target_set[b as usize]) {
+            if ta != tb {
+                return Err(Refusal::WritesForDifferentTargets { from: wa, to: wb }.into());
+            }
+        }
         if let Some(r) =
             self.resource_conflict(a, b).or_else(|| self.resource_conflict(b, a)).or_else(|| self.update_conflict(a, b))
         {
@@ -661,6 +722,7 @@ impl<'a> Engine<'a> {
                 let mine = std::mem::take(&mut self.writers[s]);
                 self.writers[s] = merge_sorted(mine, w);
                 self.device[s] = self.device[s].or(self.device[v]);
+                self.target_set[s] = self.target_set[s].or(self.target_set[v]);
                 self.first_writer[s] = self.first_writer[s].min(self.first_writer[v]);
                 self.last_reader[s] = self.last_reader[s].max(self.last_reader[v]);
                 match (self.reached[s].take(), self.reached[v].take()) {

@@ -168,6 +168,11 @@ pub enum Refusal {
     Deadness { from: NodeId, to: NodeId, why: String },
     /// `from` and `to`, members of the two clusters, are placed on different devices.
     Devices { from: NodeId, to: NodeId },
+    /// `from` and `to` write variables and are needed by different sets of the graph's final
+    /// nodes (a TF1 graph's `init` and `train`): in a program compiled for every node, a run
+    /// of one of those nodes alone would perform both writes
+    /// ([`ClusterConfig::writes_apart_by_target`]).
+    WritesForDifferentTargets { from: NodeId, to: NodeId },
 }
 
 /// The clusterer's parameters.
@@ -192,7 +197,17 @@ pub struct ClusterConfig {
     /// ([`CallEffects::Conservative`]: every call is modify); `run`, `bench` and `compile`
     /// the calls' real effects (the default).
     pub call_effects: CallEffects,
+    /// Keep apart variable writes that different sets of the graph's final nodes (those
+    /// nothing consumes) need: set by `compile` without a request, whose program may later be
+    /// run for one final node alone (a TF1 graph's `train` without its `init`). Runs prune to
+    /// their request before clustering and need no such rule. Graphs with more than
+    /// [`MAX_TARGET_SETS_SINKS`] final nodes are not split.
+    pub writes_apart_by_target: bool,
 }
+
+/// The most final nodes [`ClusterConfig::writes_apart_by_target`] tells apart (a bitset of
+/// them per node).
+pub const MAX_TARGET_SETS_SINKS: usize = 4096;
 
 /// The documented default minimum cluster size (see the module doc).
 pub const DEFAULT_MIN_CLUSTER_SIZE: usize = 2;
@@ -206,6 +221,7 @@ impl Default for ClusterConfig {
             edge_search_budget: 4096,
             explain_refusals: true,
             call_effects: CallEffects::Interprocedural,
+            writes_apart_by_target: false,
         }
     }
 }
