@@ -176,9 +176,13 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd_bench::run(a),
     };
     match result {
-        Ok(code) => code,
+        Ok(code) => {
+            notes::flush();
+            code
+        }
         Err(e) => {
             eprintln!("error: {e}");
+            notes::flush();
             ExitCode::from(e.exit_code())
         }
     }

@@ -103,13 +103,27 @@ pub fn dropped_summary_notes(store: &autoclust_runtime::VariableStore) -> Vec<St
 /// Prints `note: LINE` on stderr for each line, at most [`MAX_NOTES`] of
 /// them, then how many more there were.
 pub fn print_notes(lines: &[String]) {
+    let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
     for line in lines.iter().take(MAX_NOTES) {
-        eprintln!("note: {line}");
+        pending.push(format!("note: {line}"));
     }
     if lines.len() > MAX_NOTES {
-        eprintln!(
+        pending.push(format!(
             "note: … and {} more like these (`autoclust cluster --explain` lists every node)",
             lines.len() - MAX_NOTES
-        );
+        ));
+    }
+}
+
+/// The `note:` lines of this command, printed when it ends ([`flush`]): a command that fails
+/// must print its `error:` line first (docs/contract.md §1), and a note found before the
+/// failure (a cluster left to the interpreter, then an op without a kernel) would precede it.
+static PENDING: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Prints the notes gathered so far on stderr (after the `error:` line of a failed command).
+pub fn flush() {
+    let lines = std::mem::take(&mut *PENDING.lock().unwrap_or_else(|e| e.into_inner()));
+    for line in lines {
+        eprintln!("{line}");
     }
 }

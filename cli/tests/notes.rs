@@ -190,7 +190,8 @@ c = CheckNumerics(l) {T = float32, message = "log of a negative"}
         let stderr = String::from_utf8_lossy(&out.stderr);
         let note = stderr.find("note: running unclustered: feed of 'k', which is not a Placeholder");
         let error = stderr.find("error: ");
-        assert!(note.is_some() && error.is_some() && note < error, "{cmd}: {stderr}");
+        // The error's line first (docs/contract.md §1), the note after it.
+        assert!(note.is_some() && error == Some(0) && error < note, "{cmd}: {stderr}");
         assert!(stderr.contains("log of a negative"), "{cmd}: {stderr}");
     }
 }
@@ -313,4 +314,22 @@ fn a_compiled_program_with_loop_control_outputs_runs_without_notes() {
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["fetches"].clone()
     };
     assert_eq!(run(compiled), run(&format!("{tf}tf2_control_flow.pbtxt")));
+}
+
+/// A command that fails after finding shortfalls prints its `error:` line first, then the
+/// notes (docs/contract.md §1: the first line of a failure starts `error:`).
+#[test]
+fn a_failing_run_prints_its_error_before_its_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(
+        &dir,
+        "g.graph",
+        "x = Const() {dtype = int32, value = int32[2]{1, 2}}\ny = Sqrt(x) {T = int32}\nz = Neg(y) {T = int32}\n",
+    );
+    let out = autoclust(&["run", &g, "--fetch", "z:0"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.first().is_some_and(|l| l.starts_with("error: node 'y' (Sqrt)")), "{stderr}");
+    assert!(lines[1..].iter().any(|l| l.starts_with("note: ") && l.contains("'y'")), "{stderr}");
 }
