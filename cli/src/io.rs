@@ -129,7 +129,9 @@ pub fn load_graph(path: &Path, format: Option<Format>) -> Result<Graph, CliError
     let _span = tracing::info_span!("load_graph", path = %path.display()).entered();
     let file = shown(path);
     if !is_stdin(path) && Format::for_path(path, format)? == Format::SavedModel {
-        let graph = load_saved_model(path)?.graph;
+        // The graph alone: these commands read no variable (`run` loads the model whole).
+        let graph = autoclust_graphdef::saved_model::load_saved_model_graph(path)
+            .map_err(|e| CliError::input(e.to_string()))?;
         check_acyclic(&graph, &file)?;
         return Ok(graph);
     }

@@ -192,6 +192,26 @@ fn graph_commands_take_the_directory() {
     assert!(b["clustered_steps_per_s"].as_f64().unwrap() > 0.0 && b["unclustered_steps_per_s"].as_f64().unwrap() > 0.0);
 }
 
+/// The graph-only commands read `saved_model.pb` alone: a copy without `variables/` (only the
+/// graph copied or inspected) still analyzes, clusters and converts; `run`, which needs the
+/// values, names the missing checkpoint (sweep 65).
+#[test]
+fn graph_commands_need_no_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("train");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::copy(fixture("train").join("saved_model.pb"), copy.join("saved_model.pb")).unwrap();
+    let v = json(&autoclust(&["analyze", s(&copy), "--json"]));
+    assert!(v["resource_ops"].as_array().unwrap().iter().any(|o| o["node"] == "StatefulPartitionedCall_1"));
+    let v = json(&autoclust(&["cluster", s(&copy), "--json"]));
+    assert!(v["unclustered"].as_array().is_some());
+    let out = dir.path().join("g.pbtxt");
+    let converted = autoclust(&["convert", s(&copy), "-o", s(&out)]);
+    assert!(converted.status.success(), "{}", String::from_utf8_lossy(&converted.stderr));
+    let e = error_line(&autoclust(&["run", s(&copy), "--feeds", s(&fixture("train.feeds.npz"))]));
+    assert!(e.contains("variables.index: cannot read"), "{e}");
+}
+
 #[test]
 fn clear_errors() {
     let train = fixture("train");

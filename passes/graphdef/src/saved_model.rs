@@ -27,7 +27,7 @@ use autoclust_graph::{DType, Graph, Tensor, TensorData};
 use protobuf::Message;
 
 use crate::proto::saved_model::{
-    AssetFileDef, SavedModel as SavedModelProto, SavedObjectGraph, TensorInfo, TrackableObjectGraph,
+    AssetFileDef, MetaGraphDef, SavedModel as SavedModelProto, SavedObjectGraph, TensorInfo, TrackableObjectGraph,
 };
 use crate::tensor_bundle::{read_checkpoint, CheckpointError, OBJECT_GRAPH_KEY};
 use crate::{graph_from_proto, GraphDefError};
@@ -114,9 +114,18 @@ pub fn variables_prefix(dir: &Path) -> PathBuf {
     dir.join("variables").join("variables")
 }
 
-/// Reads the SavedModel in `dir` (the MetaGraphDef tagged `serve`, else the first).
-pub fn load_saved_model(dir: &Path) -> Result<SavedModel, SavedModelError> {
-    let _span = tracing::info_span!("load_saved_model", dir = %dir.display()).entered();
+/// The graph of the SavedModel in `dir` alone (its MetaGraphDef as [`load_saved_model`] picks
+/// it), for the commands that need no variable values (`analyze`, `cluster`, `convert`,
+/// `opt`): a directory whose `variables/` is missing or damaged still reads.
+pub fn load_saved_model_graph(dir: &Path) -> Result<Graph, SavedModelError> {
+    let (meta, shown) = read_meta_graph(dir)?;
+    graph_from_proto(meta.graph_def.unwrap_or_default(), &[])
+        .map_err(|source| SavedModelError::Graph { path: shown, source })
+}
+
+/// The MetaGraphDef tagged `serve` (else the first) of `dir/saved_model.pb`, and that file's
+/// path as errors show it.
+fn read_meta_graph(dir: &Path) -> Result<(MetaGraphDef, String), SavedModelError> {
     let pb_path = dir.join("saved_model.pb");
     let shown = pb_path.display().to_string();
     let bytes =
@@ -128,7 +137,14 @@ pub fn load_saved_model(dir: &Path) -> Result<SavedModel, SavedModelError> {
         return Err(proto_err("no MetaGraphDef".into()));
     }
     let pick = metas.iter().position(|m| m.meta_info_def.tags.iter().any(|t| t == "serve")).unwrap_or(0);
-    let meta = metas.swap_remove(pick);
+    Ok((metas.swap_remove(pick), shown))
+}
+
+/// Reads the SavedModel in `dir` (the MetaGraphDef tagged `serve`, else the first).
+pub fn load_saved_model(dir: &Path) -> Result<SavedModel, SavedModelError> {
+    let _span = tracing::info_span!("load_saved_model", dir = %dir.display()).entered();
+    let (meta, shown) = read_meta_graph(dir)?;
+    let proto_err = |message: String| SavedModelError::Proto { path: shown.clone(), message };
     let graph = graph_from_proto(meta.graph_def.clone().unwrap_or_default(), &[])
         .map_err(|source| SavedModelError::Graph { path: shown.clone(), source })?;
 
