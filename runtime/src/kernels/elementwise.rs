@@ -16,6 +16,7 @@ use super::{
     arity, attr_float_or, attr_type, dispatch_all, dispatch_float, dispatch_num, one, strides, tensor_of, Elem, Inputs,
     PureFn,
 };
+use super::{bessel, integrals};
 use crate::error::{KResult, KernelError};
 
 /// Tensors with at least this many elements are processed on several cores.
@@ -617,6 +618,22 @@ pub(crate) enum Unary {
     /// I₀(x) and I₁(x) = e^|x| times the scaled functions (as Eigen computes them).
     BesselI0,
     BesselI1,
+    /// J₀, J₁, Y₀, Y₁, K₀, K₁, K₀e, K₁e ([`super::bessel`]) and Dawson's, the exponential,
+    /// the Fresnel integrals and Spence's function ([`super::integrals`]): TensorFlow's
+    /// Cephes approximations in each type's own arithmetic.
+    BesselJ0,
+    BesselJ1,
+    BesselY0,
+    BesselY1,
+    BesselK0,
+    BesselK1,
+    BesselK0e,
+    BesselK1e,
+    Dawsn,
+    Expint,
+    FresnelCos,
+    FresnelSin,
+    Spence,
     Floor,
     Ceil,
     Round,
@@ -682,6 +699,15 @@ fn unary_wide(op: Unary, mut t: Tensor) -> Result<Tensor, Tensor> {
     Ok(t)
 }
 
+/// Maps a function that has a float32 and a float64 form (`t` is one of the two types).
+fn by_type(t: Tensor, f32_fn: fn(f32) -> f32, f64_fn: fn(f64) -> f64) -> Tensor {
+    if t.dtype == DType::Float32 {
+        map_same(t, f32_fn)
+    } else {
+        map_same(t, f64_fn)
+    }
+}
+
 fn unary_float<T: Float>(op: Unary, t: Tensor) -> KResult<Tensor> {
     let t = match unary_wide(op, t) {
         Ok(done) => return Ok(done),
@@ -720,6 +746,19 @@ fn unary_float<T: Float>(op: Unary, t: Tensor) -> KResult<Tensor> {
         Unary::BesselI1 => {
             map_same(t, |x: T| T::from_f64(x.to_f64().abs().exp() * super::special::bessel_i1e(x.to_f64())))
         }
+        Unary::BesselJ0 => by_type(t, bessel::bessel_j0_f32, bessel::bessel_j0),
+        Unary::BesselJ1 => by_type(t, bessel::bessel_j1_f32, bessel::bessel_j1),
+        Unary::BesselY0 => by_type(t, bessel::bessel_y0_f32, bessel::bessel_y0),
+        Unary::BesselY1 => by_type(t, bessel::bessel_y1_f32, bessel::bessel_y1),
+        Unary::BesselK0 => by_type(t, bessel::bessel_k0, bessel::bessel_k0),
+        Unary::BesselK1 => by_type(t, bessel::bessel_k1, bessel::bessel_k1),
+        Unary::BesselK0e => by_type(t, bessel::bessel_k0e, bessel::bessel_k0e),
+        Unary::BesselK1e => by_type(t, bessel::bessel_k1e, bessel::bessel_k1e),
+        Unary::Dawsn => by_type(t, integrals::dawsn, integrals::dawsn),
+        Unary::Expint => by_type(t, integrals::expint, integrals::expint),
+        Unary::FresnelCos => by_type(t, integrals::fresnel_cos, integrals::fresnel_cos),
+        Unary::FresnelSin => by_type(t, integrals::fresnel_sin, integrals::fresnel_sin),
+        Unary::Spence => by_type(t, integrals::spence, integrals::spence),
         Unary::Floor => map_same(t, T::floor),
         Unary::Ceil => map_same(t, T::ceil),
         Unary::Round => map_same(t, T::round_even),
@@ -1153,6 +1192,19 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "BesselI1e" => Some(Unary::BesselI1e),
         "BesselI0" => Some(Unary::BesselI0),
         "BesselI1" => Some(Unary::BesselI1),
+        "BesselJ0" => Some(Unary::BesselJ0),
+        "BesselJ1" => Some(Unary::BesselJ1),
+        "BesselY0" => Some(Unary::BesselY0),
+        "BesselY1" => Some(Unary::BesselY1),
+        "BesselK0" => Some(Unary::BesselK0),
+        "BesselK1" => Some(Unary::BesselK1),
+        "BesselK0e" => Some(Unary::BesselK0e),
+        "BesselK1e" => Some(Unary::BesselK1e),
+        "Dawsn" => Some(Unary::Dawsn),
+        "Expint" => Some(Unary::Expint),
+        "FresnelCos" => Some(Unary::FresnelCos),
+        "FresnelSin" => Some(Unary::FresnelSin),
+        "Spence" => Some(Unary::Spence),
         "Floor" => Some(Unary::Floor),
         "Ceil" => Some(Unary::Ceil),
         "Round" | "Rint" => Some(Unary::Round),
@@ -1267,6 +1319,40 @@ mod tests {
         for (got, want) in [(i0, want0), (i1, want1)] {
             for (g, w) in got.as_f64().unwrap().iter().zip(want) {
                 assert!((g - w).abs() <= 1e-14 * w.abs(), "{g} vs {w}");
+            }
+        }
+    }
+
+    /// The special functions through the kernel in both types (TensorFlow 2.21, float64 and
+    /// float32): each type takes its own form — float32 Ei(0.5) is 0.45421982, 2 ulps from
+    /// the float64 value rounded, as TensorFlow's float32 arithmetic gives it.
+    #[test]
+    fn special_functions_dispatch_by_type() {
+        let run = |op: &str, d: autoclust_graph::DType, x: &[f64]| {
+            let t = if d == autoclust_graph::DType::Float64 {
+                Tensor::from_f64(vec![x.len()], x.to_vec()).unwrap()
+            } else {
+                Tensor::from_f32(vec![x.len()], x.iter().map(|&v| v as f32).collect()).unwrap()
+            };
+            let y = run1(&node(op, &[("T", AttrValue::Type(d))]), &[t]).unwrap();
+            match d {
+                autoclust_graph::DType::Float64 => y.as_f64().unwrap().to_vec(),
+                _ => y.as_f32().unwrap().iter().map(|&v| f64::from(v)).collect(),
+            }
+        };
+        use autoclust_graph::DType::{Float32, Float64};
+        type Case = (&'static str, [f64; 2], [f64; 2], [f32; 2]);
+        let cases: [Case; 3] = [
+            ("BesselJ0", [0.5, 7.0], [0.938469807240813, 0.3000792705195556], [0.9384699, 0.30007932]),
+            ("Expint", [0.5, 7.0], [0.45421990486317354, 191.50474333550136], [0.45421982, 191.50476]),
+            ("BesselK1", [-1.0, 3.0], [f64::INFINITY, 0.0401564311281942], [f32::INFINITY, 0.04015643]),
+        ];
+        for (op, x, want64, want32) in cases {
+            assert_eq!(run(op, Float64, &x), want64, "{op}");
+            for (got, want) in run(op, Float32, &x).into_iter().zip(want32) {
+                // A few float32 ulps (TensorFlow's vectorised cos differs from the scalar one).
+                let want = f64::from(want);
+                assert!(got == want || (got - want).abs() <= 5e-7 * want.abs(), "{op}: {got} vs {want}");
             }
         }
     }

@@ -6,7 +6,9 @@
 //! float32 kernels round once, so they are never less accurate than TensorFlow's (whose
 //! float32 `Digamma` is off by a few ulps near its root). Edge cases are TensorFlow's:
 //! `digamma` is NaN at the poles 0, −1, −2, … and at −∞; `ndtri` is ∓∞ at 0 and 1 and NaN
-//! outside [0, 1]; `erfinv` is ±∞ at ±1 and NaN outside [−1, 1].
+//! outside [0, 1]; `erfinv` is ±∞ at ±1 and NaN outside [−1, 1]. The other Bessel functions
+//! (J, Y, K) are in [`super::bessel`], Dawson's, the exponential and Fresnel integrals and
+//! Spence's function in [`super::integrals`].
 
 use std::f64::consts::{FRAC_2_SQRT_PI, PI, SQRT_2};
 
