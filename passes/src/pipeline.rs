@@ -89,9 +89,51 @@ pub struct ClusteredProgram {
     pub notes: Vec<String>,
 }
 
+/// `graph` with each fed node that is not a placeholder replaced by a `Placeholder` of the same
+/// name and output dtype (`None`: no such node): a fed value overrides the node, which then
+/// neither runs nor needs its inputs, as when TensorFlow feeds a `Const` (a small eager tensor
+/// a function captured). Only nodes of one output whose dtype the attributes give are
+/// replaced; [`PipelineError::FeedNotPlaceholder`] names every other.
+fn override_fed_nodes(graph: &Graph, feeds: &[Output]) -> Result<Option<Graph>, PipelineError> {
+    let mut rewrite = crate::rewrite::Rewrite::default();
+    let mut refused = Vec::new();
+    let mut any = false;
+    for o in feeds {
+        let node = graph.node(o.node);
+        if matches!(node.op.as_str(), "Placeholder" | "PlaceholderWithDefault") {
+            continue;
+        }
+        let dtype = autoclust_graph::infer::attr_output_dtypes(node).filter(|d| d.len() == 1).map(|d| d[0]);
+        match dtype {
+            Some(dtype) if graph.output_count(o.node) == Some(1) => {
+                let mut attrs = autoclust_graph::Attrs::default();
+                attrs.insert("dtype".into(), autoclust_graph::AttrValue::Type(dtype));
+                rewrite.replace(
+                    o.node,
+                    autoclust_graph::RawNode {
+                        name: node.name.clone(),
+                        op: "Placeholder".into(),
+                        inputs: Vec::new(),
+                        attrs,
+                        device: node.device.clone(),
+                        span: None,
+                    },
+                );
+                any = true;
+            }
+            _ => refused.push(node.name.clone()),
+        }
+    }
+    if !refused.is_empty() {
+        return Err(PipelineError::FeedNotPlaceholder(refused.join("', '")));
+    }
+    Ok(if any { Some(rewrite.apply(graph.clone())?) } else { None })
+}
+
 /// Runs the pipeline (module doc) for a request on `graph`: `feeds` are the
-/// fed outputs (each must be a `Placeholder`'s), `fetches` and `targets` the
-/// requested outputs and nodes, all ids of `graph`.
+/// fed outputs (a fed node that is not a placeholder is overridden by its feed,
+/// [`override_fed_nodes`]), `fetches` and `targets` the requested outputs and nodes,
+/// all ids of `graph`.
 pub fn clustered_program(
     graph: &Graph,
     feeds: &[Output],
@@ -100,12 +142,8 @@ pub fn clustered_program(
     config: ClusterConfig,
 ) -> Result<ClusteredProgram, PipelineError> {
     let _span = tracing::debug_span!("clustered_program", nodes = graph.len()).entered();
-    for o in feeds {
-        let op = graph.node(o.node).op.as_str();
-        if op != "Placeholder" && op != "PlaceholderWithDefault" {
-            return Err(PipelineError::FeedNotPlaceholder(graph.name(o.node).to_string()));
-        }
-    }
+    let overridden = override_fed_nodes(graph, feeds)?;
+    let graph = overridden.as_ref().unwrap_or(graph);
     // The request by name: inlining keeps every node name of the caller (a call
     // stays as an `IdentityN` of its results), so it carries over.
     let request = Request {
@@ -206,12 +244,23 @@ unused = Neg(c) {T = float32}
         assert_eq!(wb.attr(VALIDATE_SHAPE_ATTR), Some(&AttrValue::List(ListValue::B(vec![true]))));
     }
 
+    /// A fed node of one typed output is overridden by its feed (a `Placeholder` of its name:
+    /// it no longer runs nor needs its inputs); a fed node the rule cannot retype is refused,
+    /// named with every other such node.
     #[test]
-    fn feeding_a_non_placeholder_is_refused() {
+    fn a_fed_node_is_overridden_by_its_feed() {
         let g = parse(COUNTER);
         let m = Output { node: g.find("m").unwrap(), port: 0 };
-        let err = clustered_program(&g, &[m], &[m], &[], ClusterConfig::default()).unwrap_err();
-        assert_eq!(err, PipelineError::FeedNotPlaceholder("m".into()));
+        let a = Output { node: g.find("a").unwrap(), port: 0 };
+        let config = ClusterConfig { min_cluster_size: 1, ..ClusterConfig::default() };
+        let p = clustered_program(&g, &[m], &[a], &[], config.clone()).unwrap();
+        let fed = p.graph.find("m").map(|id| p.graph.node(id)).unwrap();
+        assert_eq!(fed.op, "Placeholder");
+        assert!(fed.inputs.is_empty());
+        assert_eq!(fed.attr("dtype"), Some(&AttrValue::Type(autoclust_graph::DType::Float32)));
+        let w = Output { node: g.find("w").unwrap(), port: 0 };
+        let err = clustered_program(&g, &[m, w], &[a], &[], config).unwrap_err();
+        assert_eq!(err, PipelineError::FeedNotPlaceholder("w".into()));
     }
 
     #[test]
