@@ -612,6 +612,8 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     check_run_outputs(&args)?;
     let (graph, model) = load_to_run(&args.graph, args.format, args.inputs.signature.as_deref())?;
     let redirect_stdout_prints = args.json && prints_to_stdout(&graph);
+    // A TF1 graph's partitioned variables, saved in slices as its Saver saves them.
+    let partitions = if args.save_checkpoint.is_some() { crate::model::partitions(&graph) } else { Default::default() };
     // The loaded graph moves into the session: once optimization and clustering have
     // made the graphs that run, it is freed (at 10⁶ nodes, a copy is most of a GB).
     let graph = Arc::new(graph);
@@ -704,7 +706,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         None => None,
     };
     let checkpoint = match &args.save_checkpoint {
-        Some(prefix) => checkpoint_files(prefix, &variables, args.inputs.model.as_deref())?,
+        Some(prefix) => checkpoint_files(prefix, &variables, args.inputs.model.as_deref(), &partitions)?,
         None => Vec::new(),
     };
     if let Some(dir) = args.save_checkpoint.as_ref().and_then(|p| p.parent()).filter(|d| !d.as_os_str().is_empty()) {

@@ -372,21 +372,68 @@ pub fn partitions(graph: &Graph) -> BTreeMap<String, Vec<(String, String)>> {
     out
 }
 
+/// A `shape_and_slices` spec (`"10 4 0,4:-"`): the whole tensor's shape and the slice's
+/// extents (`-`: the whole dimension). `None` if malformed.
+fn parse_slice_spec(spec: &str) -> Option<(Vec<usize>, Vec<autoclust_graphdef::ordered_code::Extent>)> {
+    let words: Vec<&str> = spec.split_whitespace().collect();
+    let (slices, dims) = words.split_last()?;
+    let shape: Vec<usize> = dims.iter().map(|d| d.parse().ok()).collect::<Option<_>>()?;
+    let extents: Vec<autoclust_graphdef::ordered_code::Extent> = slices
+        .split(':')
+        .map(|e| match e {
+            "-" => Some((0, None)),
+            _ => {
+                let (start, len) = e.split_once(',')?;
+                Some((start.parse().ok()?, Some(len.parse().ok()?)))
+            }
+        })
+        .collect::<Option<_>>()?;
+    (extents.len() == shape.len()).then_some((shape, extents))
+}
+
 /// The files of `--save-checkpoint PREFIX`: the index and the one data
-/// shard, with SavedModel variables under their checkpoint keys.
+/// shard, with SavedModel variables under their checkpoint keys, and a TF1 graph's
+/// partitioned variables (`partitions`: its Saver's keys and slice specs) saved in slices
+/// under their Saver key, as its `Saver` writes them (and restores them).
 pub fn checkpoint_files(
     prefix: &Path,
     variables: &[(String, Tensor)],
     model: Option<&ModelContext>,
+    partitions: &BTreeMap<String, Vec<(String, String)>>,
 ) -> Result<Vec<(PathBuf, Vec<u8>)>, CliError> {
+    let value: BTreeMap<&str, &Tensor> = variables.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let mut sliced = Vec::new();
+    let mut in_slices: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    for (key, parts) in partitions {
+        let mut slices = Vec::new();
+        let mut whole = None;
+        for (var, spec) in parts {
+            let (Some(t), Some((shape, extents))) = (value.get(var.as_str()), parse_slice_spec(spec)) else { break };
+            let dims: Vec<usize> =
+                extents.iter().zip(&shape).map(|(&(_, l), &d)| l.map_or(d, |l| l as usize)).collect();
+            if t.shape != dims || whole.as_ref().is_some_and(|(w, dt)| *w != shape || *dt != t.dtype) {
+                break;
+            }
+            whole = Some((shape, t.dtype));
+            slices.push((extents, (*t).clone()));
+        }
+        match whole {
+            Some((shape, dtype)) if slices.len() == parts.len() => {
+                in_slices.extend(parts.iter().map(|(v, _)| v.as_str()));
+                sliced.push(tensor_bundle::SlicedTensor { key: key.clone(), dtype, shape, slices });
+            }
+            _ => {}
+        }
+    }
     let mut tensors: Vec<(String, Tensor)> = variables
         .iter()
+        .filter(|(n, _)| !in_slices.contains(n.as_str()))
         .map(|(n, t)| (model.and_then(|m| m.keys.get(n)).cloned().unwrap_or_else(|| n.clone()), t.clone()))
         .collect();
     if let Some(og) = model.and_then(|m| m.object_graph.clone()) {
         tensors.push((OBJECT_GRAPH_KEY.to_string(), og));
     }
-    let (index, data) =
-        tensor_bundle::checkpoint_bytes(&tensors).map_err(|e| CliError::input(format!("{}: {e}", prefix.display())))?;
+    let (index, data) = tensor_bundle::checkpoint_bytes_with_slices(&tensors, &sliced)
+        .map_err(|e| CliError::input(format!("{}: {e}", prefix.display())))?;
     Ok(vec![(tensor_bundle::data_path(prefix, 0, 1), data), (tensor_bundle::index_path(prefix), index)])
 }

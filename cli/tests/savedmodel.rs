@@ -323,6 +323,35 @@ fn partitioned_variables_restore_from_a_saver_checkpoint() {
             assert_close(&format!("{key} {mode:?}"), &v["fetches"][format!("{key}:0")], t);
         }
     }
+    // `--save-checkpoint` writes the partitioned variables as the graph's Saver wrote `init`:
+    // the same keys (each partitioned variable whole, in slices), the parts' values in place.
+    let tmp = tempfile::tempdir().unwrap();
+    let saved = tmp.path().join("ck");
+    let vars = tmp.path().join("vars.safetensors");
+    let mut args = vec!["run", s(&graph), "--vars", s(&prefix), "--feeds", s(&feeds), "--target", "train"];
+    args.extend(["--save-checkpoint", s(&saved), "--save-vars", s(&vars)]);
+    let out = autoclust(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let keys = |p: &Path| -> Vec<String> {
+        let mut k: Vec<String> = read_checkpoint(p).unwrap().into_iter().map(|(k, _)| k).collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&saved), keys(&prefix));
+    let parts = autoclust_runtime::tensor_io::read_safetensors(&std::fs::read(&vars).unwrap()).unwrap();
+    let whole = read_checkpoint(&saved).unwrap();
+    for (key, t) in whole.iter().filter(|(_, t)| t.rank() == 2) {
+        let mut rows: Vec<f32> = Vec::new();
+        for k in 0.. {
+            match parts.iter().find(|(n, _)| *n == format!("{key}/part_{k}")) {
+                Some((_, p)) => rows.extend_from_slice(p.as_f32().unwrap()),
+                None => break,
+            }
+        }
+        if !rows.is_empty() {
+            assert_eq!(t.as_f32().unwrap(), &rows[..], "{key}");
+        }
+    }
     // The same graph without its Saver (pruned to the step): the parts are found by their
     // names (`emb/part_K`) and shapes, cut along the one axis where they differ.
     let tmp = tempfile::tempdir().unwrap();

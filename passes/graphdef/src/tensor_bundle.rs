@@ -347,24 +347,74 @@ fn encode_strings(items: &[Vec<u8>], out: &mut Vec<u8>) -> u32 {
     crc
 }
 
+/// A tensor saved in slices, as TensorFlow 1's `Saver` writes a partitioned variable: one
+/// entry under `key` with the whole tensor's dtype and shape listing the slices, and each
+/// slice's values under its slice key ([`ordered_code::encode_slice_key`]).
+#[derive(Clone, Debug)]
+pub struct SlicedTensor {
+    pub key: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    /// Each slice's extents (`(start, length)`; `None`: the whole dimension) and values.
+    pub slices: Vec<(Vec<ordered_code::Extent>, Tensor)>,
+}
+
 /// A checkpoint of `tensors` in one shard: the bytes of `PREFIX.index` and
 /// of `PREFIX.data-00000-of-00001`. Keys must be unique.
 pub fn checkpoint_bytes(tensors: &[(String, Tensor)]) -> Result<(Vec<u8>, Vec<u8>), CheckpointError> {
-    let mut sorted: Vec<&(String, Tensor)> = tensors.iter().collect();
-    sorted.sort_by(|a, b| a.0.cmp(&b.0));
-    if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(CheckpointError::Unwritable { key: w[0].0.clone(), message: "duplicate name".into() });
+    checkpoint_bytes_with_slices(tensors, &[])
+}
+
+/// [`checkpoint_bytes`] with tensors saved in slices besides the whole ones (every key,
+/// whole or sliced, unique).
+pub fn checkpoint_bytes_with_slices(
+    tensors: &[(String, Tensor)],
+    sliced: &[SlicedTensor],
+) -> Result<(Vec<u8>, Vec<u8>), CheckpointError> {
+    // Every stored tensor by its key bytes (slice keys start with a 0 byte and sort first),
+    // and the sliced tensors' entries, which hold no bytes of their own.
+    let mut stored: Vec<(Vec<u8>, &Tensor, String)> =
+        tensors.iter().map(|(k, t)| (k.as_bytes().to_vec(), t, k.clone())).collect();
+    let mut listing: Vec<(Vec<u8>, BundleEntryProto)> = Vec::new();
+    for s in sliced {
+        let mut e = BundleEntryProto::new();
+        e.dtype = EnumOrUnknown::from_i32(s.dtype.to_tf());
+        e.shape = Some(shape_proto(&s.shape)).into();
+        for (extents, t) in &s.slices {
+            let mut proto = proto::saved_model::TensorSliceProto::new();
+            for &(start, length) in extents {
+                let mut x = proto::saved_model::tensor_slice_proto::Extent::new();
+                x.start = start;
+                if let Some(l) = length {
+                    x.set_length(l);
+                }
+                proto.extent.push(x);
+            }
+            e.slices.push(proto);
+            let name = format!("{}[{}]", s.key, ordered_code::slice_spec(extents));
+            stored.push((ordered_code::encode_slice_key(&s.key, extents), t, name));
+        }
+        listing.push((s.key.as_bytes().to_vec(), e));
     }
+    let mut keys: Vec<(&[u8], &str)> = stored.iter().map(|(k, _, n)| (k.as_slice(), n.as_str())).collect();
+    keys.extend(listing.iter().zip(sliced).map(|((k, _), s)| (k.as_slice(), s.key.as_str())));
+    keys.sort();
+    if let Some(w) = keys.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(CheckpointError::Unwritable { key: w[0].1.to_string(), message: "duplicate name".into() });
+    }
+    stored.sort_by(|a, b| a.0.cmp(&b.0));
     let mut header = BundleHeaderProto::new();
     header.num_shards = 1;
     let mut version = VersionDef::new();
     version.producer = 1;
     header.version = Some(version).into();
     let mut entries = vec![(Vec::new(), header.write_to_bytes().expect("header serializes"))];
+    entries.extend(listing.iter().map(|(k, e)| (k.clone(), e.write_to_bytes().expect("entry serializes"))));
     let mut data = Vec::new();
-    for (key, t) in sorted {
+    for (key_bytes, t, key) in &stored {
+        let (t, key) = (*t, key.clone());
         if key.is_empty() {
-            return Err(CheckpointError::Unwritable { key: key.clone(), message: "empty name".into() });
+            return Err(CheckpointError::Unwritable { key, message: "empty name".into() });
         }
         let offset = data.len();
         let crc = match &t.data {
@@ -380,19 +430,24 @@ pub fn checkpoint_bytes(tensors: &[(String, Tensor)]) -> Result<(Vec<u8>, Vec<u8
         };
         let mut e = BundleEntryProto::new();
         e.dtype = EnumOrUnknown::from_i32(t.dtype.to_tf());
-        let mut shape = TensorShapeProto::new();
-        for &d in &t.shape {
-            let mut dim = proto::graph_def::tensor_shape_proto::Dim::new();
-            dim.size = d as i64;
-            shape.dim.push(dim);
-        }
-        e.shape = Some(shape).into();
+        e.shape = Some(shape_proto(&t.shape)).into();
         e.offset = offset as i64;
         e.size = (data.len() - offset) as i64;
         e.crc32c = crc32c::mask(crc);
-        entries.push((key.as_bytes().to_vec(), e.write_to_bytes().expect("entry serializes")));
+        entries.push((key_bytes.clone(), e.write_to_bytes().expect("entry serializes")));
     }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
     Ok((write_table(&entries), data))
+}
+
+fn shape_proto(dims: &[usize]) -> TensorShapeProto {
+    let mut shape = TensorShapeProto::new();
+    for &d in dims {
+        let mut dim = proto::graph_def::tensor_shape_proto::Dim::new();
+        dim.size = d as i64;
+        shape.dim.push(dim);
+    }
+    shape
 }
 
 #[cfg(test)]
