@@ -191,7 +191,11 @@ pub fn read_npz(bytes: &[u8]) -> Result<Vec<(String, Tensor)>, TensorIoError> {
         if data.len() as u64 != usize_ || crc32(&data) != crc {
             return Err(bad(format!("member '{name}': CRC-32 or size mismatch")));
         }
-        let t = read_npy(&data).map_err(|e| bad(format!("member '{name}': {e}")))?;
+        let t = read_npy(&data).map_err(|e| match e {
+            // The member's own reason, under the archive's one prefix.
+            TensorIoError::Numpy(m) => bad(format!("member '{name}': {m}")),
+            e => bad(format!("member '{name}': {e}")),
+        })?;
         out.push((name.strip_suffix(".npy").unwrap_or(&name).to_string(), t));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));

@@ -236,9 +236,13 @@ fn build(dtype: DType, shape: Vec<usize>, flat: &[&serde_json::Value]) -> Result
     };
     let int = |v: &serde_json::Value| -> Result<i64, TensorIoError> {
         match v {
-            serde_json::Value::Number(n) => {
-                n.as_i64().ok_or_else(|| TensorIoError::Value(format!("not an integer: {n}")))
-            }
+            // `1e3` is the integer 1000 (JSON writers spell some integers so); `1.5` is not one.
+            serde_json::Value::Number(n) => n
+                .as_i64()
+                .or_else(|| {
+                    n.as_f64().filter(|x| x.fract() == 0.0 && x.abs() < 9.223_372_036_854_775e18).map(|x| x as i64)
+                })
+                .ok_or_else(|| TensorIoError::Value(format!("not an integer: {n}"))),
             serde_json::Value::Bool(b) => Err(TensorIoError::Value(format!("{b} is a bool, not a {dtype} integer"))),
             other => Err(TensorIoError::Value(format!("not an integer: {other}"))),
         }
@@ -642,6 +646,18 @@ mod tests {
     }
 
     /// The narrow and unsigned integers print and parse as numbers (not as their bytes).
+    /// An integer feed written as a float with no fraction (`1e3`, what some JSON writers emit)
+    /// is that integer; a fraction is still refused.
+    #[test]
+    fn integral_floats_feed_integers() {
+        let t = tensor_from_json("[1e3, -2.0, 7]", DType::Int64).unwrap();
+        assert_eq!(t.as_i64().unwrap(), &[1000, -2, 7]);
+        let t = tensor_from_json("1e3", DType::Int32).unwrap();
+        assert_eq!(t.as_i32().unwrap(), &[1000]);
+        let e = tensor_from_json("[1.5]", DType::Int64).unwrap_err().to_string();
+        assert!(e.contains("not an integer: 1.5"), "{e}");
+    }
+
     #[test]
     fn narrow_integers_as_json() {
         let t = tensor_from_json("[[-128, 127], [0, -1]]", DType::Int8).unwrap();
