@@ -838,6 +838,14 @@ pub fn cast(t: &Tensor, dst: DType) -> KResult<Tensor> {
         let bytes: Vec<u8> = wide.iter().flat_map(|&x| x.to_le_bytes()[..width].to_vec()).collect();
         return Tensor::from_raw(dst, t.shape.clone(), bytes).map_err(|e| KernelError::invalid(e.to_string()));
     }
+    // A uint64 past i64::MAX is a large number, not its bits read as a negative int64.
+    if t.dtype == DType::UInt64 && matches!(dst, DType::Float32 | DType::Float64) {
+        let bits = small_int_values(t)?.into_iter().map(|x| x as u64);
+        return Ok(match dst {
+            DType::Float32 => tensor_of(t.shape.clone(), bits.map(|x| x as f32).collect()),
+            _ => tensor_of(t.shape.clone(), bits.map(|x| x as f64).collect()),
+        });
+    }
     if small_int(t.dtype).is_some() {
         let wide = tensor_of(t.shape.clone(), small_int_values(t)?);
         return cast(&wide, dst);
@@ -1420,6 +1428,19 @@ mod tests {
 
     /// Casts to and from the small integers wrap as TensorFlow's (C++'s) do: checked against
     /// `tf.cast` in TensorFlow 2.21.
+    /// uint64 past i64::MAX to float (TensorFlow 2.21: 1.8446744073709552e+19, was -1.0).
+    #[test]
+    fn uint64_casts_to_float_unsigned() {
+        let big = [5u64, u64::MAX, (1 << 63) + 7, 1 << 63];
+        let t = Tensor::from_raw(DType::UInt64, vec![4], big.iter().flat_map(|x| x.to_le_bytes()).collect()).unwrap();
+        let f64s = cast(&t, DType::Float64).unwrap();
+        assert_eq!(f64s.as_f64().unwrap(), &[5.0, 1.8446744073709552e19, 9.223372036854776e18, 9.223372036854776e18]);
+        let f32s = cast(&t, DType::Float32).unwrap();
+        assert_eq!(f32s.as_f32().unwrap(), &[5.0, 1.8446744e19, 9.223372e18, 9.223372e18]);
+        // To int64 the bits are kept (TensorFlow: -1, -9223372036854775801).
+        assert_eq!(cast(&t, DType::Int64).unwrap().as_i64().unwrap(), &[5, -1, -9223372036854775801, i64::MIN]);
+    }
+
     #[test]
     fn small_integer_casts_wrap() {
         let x = Tensor::from_i32(vec![4], vec![-1, 300, 127, -129]).unwrap();

@@ -557,6 +557,8 @@ struct AsStringSpec {
     /// `f`, `e` or `g` for floats.
     float_conv: u8,
     dtype: Option<DType>,
+    /// Whether a `width` was given (a string is then printed through `%<width>.<precision>s`).
+    has_width: bool,
 }
 
 /// The largest `width` or `precision` AsString accepts.
@@ -578,7 +580,10 @@ impl AsStringSpec {
             }
         }
         if let Some(d) = dtype {
-            if !d.is_float() {
+            // Floats, complex numbers and strings take every attribute (a string's precision
+            // truncates it when a width is given); the integers and bool neither a precision
+            // nor a float notation.
+            if !(d.is_float() || matches!(d, DType::Complex64 | DType::Complex128 | DType::String)) {
                 if scientific || shortest {
                     return Err(KernelError::invalid(format!(
                         "scientific and shortest format not supported for datatype {}",
@@ -621,7 +626,7 @@ impl AsStringSpec {
         } else {
             b'f'
         };
-        Ok(AsStringSpec { conv, float_conv, dtype })
+        Ok(AsStringSpec { conv, float_conv, dtype, has_width: width > -1 })
     }
 
     fn apply(&self, t: &Tensor) -> KResult<Tensor> {
@@ -631,13 +636,72 @@ impl AsStringSpec {
             }
         }
         let c = &self.conv;
-        let v: Vec<Vec<u8>> = match &t.data {
-            TensorData::F32(v) => v.iter().map(|&x| c.float(x as f64, self.float_conv).into_bytes()).collect(),
-            TensorData::F64(v) => v.iter().map(|&x| c.float(x, self.float_conv).into_bytes()).collect(),
-            TensorData::I32(v) => v.iter().map(|&x| c.int(x as i64).into_bytes()).collect(),
-            TensorData::I64(v) => v.iter().map(|&x| c.int(x).into_bytes()).collect(),
-            TensorData::Bool(v) => v.iter().map(|&x| (if x { "true" } else { "false" }).as_bytes().to_vec()).collect(),
-            _ => return Err(KernelError::invalid(format!("Cannot encode input of type {}", t.dtype))),
+        let cannot = || KernelError::invalid(format!("Cannot encode input of type {}", t.dtype));
+        // The little-endian words of a raw-byte tensor, `width` bytes each (`parts` per
+        // element), as `u64` bits.
+        let raw_parts = |width: usize, parts: usize| -> KResult<Vec<u64>> {
+            let TensorData::Raw(b) = &t.data else { return Err(cannot()) };
+            if b.len() != width * parts * t.num_elements() {
+                return Err(cannot());
+            }
+            Ok(b.chunks_exact(width)
+                .map(|e| {
+                    let mut le = [0u8; 8];
+                    le[..width].copy_from_slice(e);
+                    u64::from_le_bytes(le)
+                })
+                .collect())
+        };
+        let raw = |width: usize| raw_parts(width, 1);
+        let v: Vec<Vec<u8>> = match (&t.data, t.dtype) {
+            (TensorData::F32(v), _) => v.iter().map(|&x| c.float(x as f64, self.float_conv).into_bytes()).collect(),
+            (TensorData::F64(v), _) => v.iter().map(|&x| c.float(x, self.float_conv).into_bytes()).collect(),
+            (TensorData::I32(v), _) => v.iter().map(|&x| c.int(x as i64).into_bytes()).collect(),
+            (TensorData::I64(v), _) => v.iter().map(|&x| c.int(x).into_bytes()).collect(),
+            (TensorData::Bool(v), _) => {
+                v.iter().map(|&x| (if x { "true" } else { "false" }).as_bytes().to_vec()).collect()
+            }
+            // `%d` of the sign-extended narrow integers.
+            (_, DType::Int8) => raw(1)?.into_iter().map(|x| c.int(x as u8 as i8 as i64).into_bytes()).collect(),
+            (_, DType::Int16) => raw(2)?.into_iter().map(|x| c.int(x as u16 as i16 as i64).into_bytes()).collect(),
+            // `%u` / `%llu`: no sign, so the `+` and space fills print nothing.
+            (_, DType::UInt8 | DType::UInt16 | DType::UInt32 | DType::UInt64) => {
+                let width = t.dtype.size_of().ok_or_else(cannot)?;
+                raw(width)?.into_iter().map(|x| c.pad("", &x.to_string(), true).into_bytes()).collect()
+            }
+            // `(%f,%f)`: each part under the one conversion.
+            (_, DType::Complex64 | DType::Complex128) => {
+                let single = t.dtype == DType::Complex64;
+                let parts = raw_parts(if single { 4 } else { 8 }, 2)?;
+                let part = |x: u64| if single { f32::from_bits(x as u32) as f64 } else { f64::from_bits(x) };
+                parts
+                    .chunks_exact(2)
+                    .map(|p| {
+                        let (re, im) = (c.float(part(p[0]), self.float_conv), c.float(part(p[1]), self.float_conv));
+                        format!("({re},{im})").into_bytes()
+                    })
+                    .collect()
+            }
+            // A string as it is, or `%<width>.<precision>s` when a width is given (only `-`
+            // of the fills has an effect).
+            (TensorData::Str(v), DType::String) => {
+                if !self.has_width {
+                    v.to_vec()
+                } else {
+                    v.iter()
+                        .map(|s| {
+                            let s = &s[..c.precision.map_or(s.len(), |p| p.min(s.len()))];
+                            let fill = vec![b' '; c.width.saturating_sub(s.len())];
+                            if c.flags.left {
+                                [s, &fill].concat()
+                            } else {
+                                [&fill, s].concat()
+                            }
+                        })
+                        .collect()
+                }
+            }
+            _ => return Err(cannot()),
         };
         Ok(str_tensor(t.shape.clone(), v))
     }
@@ -1974,6 +2038,85 @@ mod tests {
         assert_eq!(e.unwrap_err().to_string(), "precision not supported for datatype int32");
         let b = Tensor::from_bool(vec![2], vec![true, false]).unwrap();
         assert_eq!(as_string(b, &[]), ["true", "false"]);
+    }
+
+    /// `AsString` on the narrow and unsigned integers, half floats, complex numbers and strings
+    /// ("Cannot encode input of type int8" before, sweep 65). Expected values printed by
+    /// TensorFlow 2.21 (`tf.raw_ops.AsString` in a tf.compat.v1 session).
+    #[test]
+    fn as_string_covers_tensorflows_types() {
+        let raw = |d: DType, v: &[i128]| {
+            let w = d.size_of().unwrap();
+            Tensor::from_raw(d, vec![v.len()], v.iter().flat_map(|x| x.to_le_bytes()[..w].to_vec()).collect()).unwrap()
+        };
+        let w8 = |fill: &str| [("width", AttrValue::I(8)), ("fill", AttrValue::S(fill.as_bytes().to_vec()))];
+        let i8s = raw(DType::Int8, &[5, -7, 127, -128]);
+        assert_eq!(as_string(i8s.clone(), &[]), ["5", "-7", "127", "-128"]);
+        assert_eq!(as_string(i8s.clone(), &w8("0")), ["00000005", "-0000007", "00000127", "-0000128"]);
+        assert_eq!(as_string(i8s, &w8("+")), ["      +5", "      -7", "    +127", "    -128"]);
+        let i16s = raw(DType::Int16, &[5, -7, 32767, -32768]);
+        assert_eq!(as_string(i16s, &w8("-")), ["5       ", "-7      ", "32767   ", "-32768  "]);
+        let u8s = raw(DType::UInt8, &[5, 250, 0, 255]);
+        assert_eq!(as_string(u8s.clone(), &[]), ["5", "250", "0", "255"]);
+        // `%u`: the sign fills print nothing.
+        assert_eq!(as_string(u8s.clone(), &w8("+")), ["       5", "     250", "       0", "     255"]);
+        assert_eq!(as_string(u8s.clone(), &w8(" ")), ["       5", "     250", "       0", "     255"]);
+        assert_eq!(as_string(u8s, &w8("0")), ["00000005", "00000250", "00000000", "00000255"]);
+        let u16s = raw(DType::UInt16, &[5, 65535, 0, 300]);
+        assert_eq!(as_string(u16s, &w8("-")), ["5       ", "65535   ", "0       ", "300     "]);
+        let u32s = raw(DType::UInt32, &[5, 4294967295, 0, 2147483648]);
+        assert_eq!(as_string(u32s, &w8("0")), ["00000005", "4294967295", "00000000", "2147483648"]);
+        let u64s = raw(DType::UInt64, &[5, u64::MAX as i128, 1 << 63, 0]);
+        assert_eq!(as_string(u64s.clone(), &[]), ["5", "18446744073709551615", "9223372036854775808", "0"]);
+        assert_eq!(as_string(u64s, &w8("")), ["       5", "18446744073709551615", "9223372036854775808", "       0"]);
+        let e = run(&node("AsString", &[("T", AttrValue::Type(DType::UInt8)), ("precision", AttrValue::I(2))]), &[]);
+        assert_eq!(e.err().unwrap().to_string(), "precision not supported for datatype uint8");
+
+        // Complex numbers: `(%f,%f)`, every attribute applying to each part.
+        let c64 = Tensor::from_raw(
+            DType::Complex64,
+            vec![2],
+            [1.5f32, 2.0, -0.0, -1.0].iter().flat_map(|x| x.to_le_bytes()).collect(),
+        )
+        .unwrap();
+        assert_eq!(as_string(c64.clone(), &[]), ["(1.500000,2.000000)", "(-0.000000,-1.000000)"]);
+        assert_eq!(
+            as_string(c64.clone(), &[("width", AttrValue::I(12)), ("fill", AttrValue::S(b"0".to_vec()))]),
+            ["(00001.500000,00002.000000)", "(-0000.000000,-0001.000000)"]
+        );
+        assert_eq!(as_string(c64, &[("shortest", AttrValue::B(true))]), ["(1.5,2)", "(-0,-1)"]);
+        let c128 =
+            Tensor::from_raw(DType::Complex128, vec![1], [1.5f64, 2.0].iter().flat_map(|x| x.to_le_bytes()).collect())
+                .unwrap();
+        assert_eq!(as_string(c128, &[("precision", AttrValue::I(2))]), ["(1.50,2.00)"]);
+
+        // Strings: unchanged without a width; `%<width>.<precision>s` with one.
+        let strs = s(&["abcdef", "b"]);
+        assert_eq!(as_string(strs.clone(), &[("precision", AttrValue::I(2))]), ["abcdef", "b"]);
+        assert_eq!(
+            as_string(strs.clone(), &[("width", AttrValue::I(4)), ("precision", AttrValue::I(2))]),
+            ["  ab", "   b"]
+        );
+        assert_eq!(
+            as_string(strs.clone(), &[("width", AttrValue::I(8)), ("fill", AttrValue::S(b"0".to_vec()))]),
+            ["  abcdef", "       b"]
+        );
+        assert_eq!(
+            as_string(strs, &[("width", AttrValue::I(8)), ("fill", AttrValue::S(b"-".to_vec()))]),
+            ["abcdef  ", "b       "]
+        );
+
+        // float16 and bfloat16 print the float value (through the float32 kernel).
+        for d in [DType::Float16, DType::BFloat16] {
+            let h = crate::kernels::half::narrow(&Tensor::from_f32(vec![2], vec![1.5, -7.25]).unwrap(), d).unwrap();
+            let n = node("AsString", &[("T", AttrValue::Type(d)), ("width", AttrValue::I(12))]);
+            let out = crate::kernels::compute(&n, &[h]).unwrap();
+            assert_eq!(texts(&out[0]), ["    1.500000", "   -7.250000"], "{d}");
+        }
+        let tenth =
+            crate::kernels::half::narrow(&Tensor::from_f32(vec![1], vec![0.1]).unwrap(), DType::Float16).unwrap();
+        let n = node("AsString", &[("T", AttrValue::Type(DType::Float16))]);
+        assert_eq!(texts(&crate::kernels::compute(&n, &[tenth]).unwrap()[0]), ["0.099976"]);
     }
 
     #[test]

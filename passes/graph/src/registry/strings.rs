@@ -8,13 +8,21 @@
 use super::shapes::{none, same_as_0};
 use super::{broadcast_shapes, merge_shapes, ArgSpec, AttrDefault, AttrKind, AttrSpec, InferCtx, OpFamily, OpSchema};
 use super::{ShapeFn, TypeRule};
-use crate::DType::{self, Bool, Float32, Float64, Int16, Int32, Int64, Int8, String as Str};
+use crate::DType::{
+    self, BFloat16, Bool, Complex128, Complex64, Float16, Float32, Float64, Int16, Int32, Int64, Int8, String as Str,
+    UInt16, UInt32, UInt64, UInt8, Variant,
+};
 use crate::Shape;
 
 type Shapes = Result<Vec<Shape>, String>;
 
 const STR: TypeRule = TypeRule::Fixed(Str);
-const AS_STRING_TYPES: &[DType] = &[Float32, Float64, Int8, Int16, Int32, Int64, Bool];
+/// TensorFlow 2.21's `AsString` `T` list (`string_ops.cc`: the real number types, complex,
+/// bool, variant and string).
+const AS_STRING_TYPES: &[DType] = &[
+    Float32, Float64, Int32, UInt8, Int16, Int8, Int64, BFloat16, UInt16, Float16, UInt32, UInt64, Complex64,
+    Complex128, Bool, Variant, Str,
+];
 const TO_NUMBER_TYPES: &[DType] = &[Float32, Float64, Int32, Int64];
 const INDEX: &[DType] = &[Int32, Int64];
 
