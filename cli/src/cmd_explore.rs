@@ -236,7 +236,10 @@ impl Common {
             for (name, t) in read_feed_file(p)? {
                 let name = match name {
                     Some(n) => n,
-                    None => only_input(graph, model, p)?,
+                    None => {
+                        let request: Vec<String> = self.fetch.iter().chain(&self.target).cloned().collect();
+                        only_input(graph, model, p, &request)?
+                    }
                 };
                 inputs.feeds.insert(placeholder(&name, &p.display().to_string())?, t);
                 fed.push(name);

@@ -238,7 +238,10 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         for (name, t) in read_feed_file(path)? {
             let name = match name {
                 Some(n) => n,
-                None => only_input(&graph, model, path)?,
+                None => {
+                    let request: Vec<String> = inputs.fetch.iter().chain(&inputs.target).cloned().collect();
+                    only_input(&graph, model, path, &request)?
+                }
             };
             let tensor = feed_tensor(&name, &show(path))?;
             let o = session.output(&tensor).map_err(|e| CliError::input(format!("{}: feed {e}", show(path))))?;

@@ -216,16 +216,41 @@ pub fn read_feed_file(path: &Path) -> Result<Vec<(Option<String>, Tensor)>, CliE
 }
 
 /// The one input a `.npy` feed goes to: the signature's only input, else the graph's only
-/// (non-resource) `Placeholder`.
-pub fn only_input(graph: &Graph, model: Option<&ModelContext>, path: &Path) -> Result<String, CliError> {
+/// (non-resource) `Placeholder` — among those the request's fetches and targets (`request`,
+/// `node` or `node:port`) depend on, when it names any.
+pub fn only_input(
+    graph: &Graph,
+    model: Option<&ModelContext>,
+    path: &Path,
+    request: &[String],
+) -> Result<String, CliError> {
+    let is_feed = |n: &autoclust_graph::Node| {
+        n.op == "Placeholder" && n.attr("dtype").and_then(|a| a.as_type()) != Some(DType::Resource)
+    };
+    let needed = {
+        let mut seen = vec![false; graph.len()];
+        let mut stack: Vec<autoclust_graph::NodeId> = request
+            .iter()
+            .filter_map(|r| graph.find(r).or_else(|| graph.find(r.rsplit_once(':').map_or(r.as_str(), |(n, _)| n))))
+            .collect();
+        while let Some(id) = stack.pop() {
+            if !std::mem::replace(&mut seen[id.index()], true) {
+                stack.extend(graph.predecessors(id));
+            }
+        }
+        seen
+    };
     let candidates: Vec<String> = match model {
         Some(m) => m.signature.inputs.iter().map(|i| i.key.clone()).collect(),
-        None => graph
-            .nodes()
-            .iter()
-            .filter(|n| n.op == "Placeholder" && n.attr("dtype").and_then(|a| a.as_type()) != Some(DType::Resource))
-            .map(|n| n.name.clone())
-            .collect(),
+        None => {
+            let all: Vec<&autoclust_graph::Node> = graph.nodes().iter().filter(|n| is_feed(n)).collect();
+            let used: Vec<&autoclust_graph::Node> = graph
+                .node_ids()
+                .filter(|id| needed[id.index()] && is_feed(graph.node(*id)))
+                .map(|id| graph.node(id))
+                .collect();
+            if used.is_empty() { all } else { used }.iter().map(|n| n.name.clone()).collect()
+        }
     };
     match candidates.as_slice() {
         [one] => Ok(one.clone()),

@@ -980,3 +980,46 @@ fn a_program_compiled_for_every_node_runs_one_final_node_alone() {
         }
     }
 }
+
+/// A float32 vector as a `.npy` file (format 1.0).
+fn npy_f32(values: &[f32]) -> Vec<u8> {
+    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}", values.len());
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    values.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    out
+}
+
+/// A `.npy` feed goes to the one placeholder the request depends on, whatever other
+/// placeholders the graph has; with no request it must be the graph's only one (sweep 65).
+#[test]
+fn an_npy_feed_goes_to_the_one_placeholder_the_request_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        "x = Placeholder() {dtype = float32, shape = shape[2]}\ny = Placeholder() {dtype = float32, shape = shape[2]}\n\
+         a = Neg(x) {T = float32}\nb = Neg(y) {T = float32}\n",
+    )
+    .unwrap();
+    let npy = dir.path().join("v.npy");
+    std::fs::write(&npy, npy_f32(&[1.5, -2.0])).unwrap();
+    let (g, npy) = (g.to_str().unwrap(), npy.to_str().unwrap());
+    for mode in [None, Some("--no-cluster")] {
+        let mut args = vec!["run", g, "--feeds", npy, "--fetch", "b", "--json"];
+        args.extend(mode);
+        let out = autoclust(&args);
+        assert!(out.status.success(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let v = json(&out);
+        assert_eq!(v["fetches"]["b:0"]["data"], serde_json::json!([-1.5, 2.0]), "{mode:?}: {v}");
+    }
+    let out = autoclust(&["run", g, "--feeds", npy]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.starts_with("error: ") && e.contains("a .npy file feeds one input, but there are 2 (x, y)"), "{e}");
+}
