@@ -1023,3 +1023,50 @@ fn an_npy_feed_goes_to_the_one_placeholder_the_request_needs() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.starts_with("error: ") && e.contains("a .npy file feeds one input, but there are 2 (x, y)"), "{e}");
 }
+
+/// `ResourceScatterNd*` join clusters (as TensorFlow's XLA clusters them: sweep 65): encapsulation
+/// turns them into the pure `TensorScatter*` on the variable's value, the indices as given.
+/// Values as TensorFlow's `tf.compat.v1.scatter_nd_add`/`_update` give them.
+#[test]
+fn resource_scatter_nd_updates_are_clustered() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        r#"v = VarHandleOp() {container = "", dtype = float32, shape = shape[4, 3], shared_name = "v"}
+idx = Const() {dtype = int32, value = int32[2, 2]{0, 1, 2, 2}}
+x = Placeholder() {dtype = float32, shape = shape[2]}
+u = Mul(x, x) {T = float32}
+s = ResourceScatterNdAdd(v, idx, u) {T = float32, Tindices = int32, use_locking = true}
+r = ReadVariableOp(v, ^s) {dtype = float32}
+w = ResourceScatterNdUpdate(v, idx, x, ^r) {T = float32, Tindices = int32, use_locking = true}
+"#,
+    )
+    .unwrap();
+    let vars = dir.path().join("vars.safetensors");
+    let v0 = Tensor::from_f32(vec![4, 3], (0..12).map(|i| i as f32).collect()).unwrap();
+    std::fs::write(&vars, write_safetensors(&[("v".into(), v0)]).unwrap()).unwrap();
+    let (g, vars) = (g.to_str().unwrap(), vars.to_str().unwrap());
+    let base = ["--vars", vars, "--feed", "x=[2,3]", "--fetch", "r", "--target", "w"];
+    for mode in [None, Some("--no-cluster")] {
+        let mut args = vec!["run", g];
+        args.extend(base);
+        args.push("--json");
+        args.extend(mode);
+        let out = autoclust(&args);
+        assert!(out.status.success(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let v = json(&out);
+        let r: Vec<f64> = v["fetches"]["r:0"]["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        assert_eq!(r, [0., 5., 2., 3., 4., 5., 6., 7., 17., 9., 10., 11.], "{mode:?}");
+        let w: Vec<f64> = v["variables"]["v"]["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        assert_eq!(w, [0., 2., 2., 3., 4., 5., 6., 7., 3., 9., 10., 11.], "{mode:?}");
+    }
+    let mut args = vec!["bench", g];
+    args.extend(base);
+    args.extend(["--steps", "2", "--json"]);
+    let out = autoclust(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let b = json(&out);
+    assert_eq!((b["compiled_clusters"].as_u64(), b["interpreted_clusters"].as_u64()), (Some(2), Some(0)), "{b}");
+    assert_eq!(b["clustered_nodes"].as_u64(), Some(5), "{b}");
+}

@@ -40,7 +40,8 @@
 //! `ResourceScatterAdd`/`Sub`/`Update`/`Max`/`Min` → TensorFlow's pure
 //! `TensorScatterAdd`/`Sub`/`Update`/`Max`/`Min` on the SSA value with the
 //! indices given a trailing axis by `ExpandDims(indices, -1)` (the same
-//! element mapping); `ResourceGather` → `GatherV2(value, indices, batch_dims)`;
+//! element mapping), `ResourceScatterNd*` to the same ops with their indices as given;
+//! `ResourceGather` → `GatherV2(value, indices, batch_dims)`;
 //! `VariableShape` → `Shape`. Other resource ops (calls, stateful random
 //! ops, `VarIsInitializedOp`) cannot be expressed and are a typed error.
 //! Control edges between members are dropped: the body is pure.
@@ -897,6 +898,19 @@ impl LowerCtx<'_> {
                     let pure = op.replace("ResourceScatter", "TensorScatter");
                     let a = attrs(&[("T", AttrValue::Type(vars[v].dtype)), ("Tindices", tindices)]);
                     write(&mut vars, &mut body, v, &pure, vec![cur, indices, arg(2)], a);
+                }
+                "ResourceScatterNdAdd"
+                | "ResourceScatterNdSub"
+                | "ResourceScatterNdUpdate"
+                | "ResourceScatterNdMax"
+                | "ResourceScatterNdMin" => {
+                    // The indices already end in the index vector: the pure op takes them as they are.
+                    let v = var(0);
+                    let cur = read(&mut vars, &mut body, v);
+                    let tindices = self.attr(n, "Tindices")?;
+                    let pure = op.replace("ResourceScatterNd", "TensorScatter");
+                    let a = attrs(&[("T", AttrValue::Type(vars[v].dtype)), ("Tindices", tindices)]);
+                    write(&mut vars, &mut body, v, &pure, vec![cur, arg(1), arg(2)], a);
                 }
                 "ResourceApplyGradientDescent" => {
                     let v = var(0);
