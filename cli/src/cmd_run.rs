@@ -423,7 +423,20 @@ pub fn optimized(plain: Prepared, options: SessionOptions) -> Result<Prepared, C
         Ok(plain)
     };
     let pipeline = Pipeline::parse("default").map_err(|e| CliError::input(e.to_string()))?;
-    let optimized = match pipeline.run(Graph::clone(&graph), &ctx) {
+    // Only what the request runs is optimized (and verified): a node no fetch or target needs
+    // — another SavedModel signature's, say — can neither fail the pipeline nor cost its time.
+    // Fed nodes stay, so the feeds carry over; `prune` keeps every variable.
+    let requested = if request.fetches.is_empty() && request.targets.is_empty() {
+        Graph::clone(&graph)
+    } else {
+        let keep: Vec<NodeId> =
+            request.targets.iter().copied().chain(request.feeds.iter().map(|(o, _)| o.node)).collect();
+        match autoclust_passes::pipeline::prune(&graph, &request.fetches, &keep) {
+            Ok(g) => g,
+            Err(e) => return keep_plain(plain, e.to_string()),
+        }
+    };
+    let optimized = match pipeline.run(requested, &ctx) {
         Ok(g) => Arc::new(g),
         Err(e) => return keep_plain(plain, e.to_string()),
     };

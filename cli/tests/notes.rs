@@ -361,3 +361,27 @@ fn a_failing_run_prints_its_error_before_its_notes() {
     assert!(lines.first().is_some_and(|l| l.starts_with("error: node 'y' (Sqrt)")), "{stderr}");
     assert!(lines[1..].iter().any(|l| l.starts_with("note: ") && l.contains("'y'")), "{stderr}");
 }
+
+/// A node the request does not need is neither optimized nor verified: an ill-typed one
+/// (another SavedModel signature's, say) leaves the run optimized, with no note (sweep 65).
+#[test]
+fn a_node_the_request_does_not_need_cannot_deoptimize_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(
+        &dir,
+        "g.graph",
+        "x = Placeholder() {dtype = float32, shape = shape[2]}\nt = Tanh(x) {T = float32}\ny = Mul(t, x) {T = float32}\n\
+         k = Const() {dtype = int32, value = int32[2]{1, 2}}\nbad = Sqrt(k) {T = int32}\n",
+    );
+    for mode in [None, Some("--no-cluster")] {
+        let mut args = vec!["run", g.as_str(), "--feed", "x=[1,2]", "--fetch", "y"];
+        args.extend(mode);
+        let out = autoclust(&args);
+        assert!(out.status.success(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(notes(&out).is_empty(), "{mode:?}: {:?}", notes(&out));
+    }
+    // Requested, the same node is still named.
+    let out = autoclust(&["run", g.as_str(), "--feed", "x=[1,2]", "--fetch", "y,bad"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("note: running unoptimized: 5:1: node 'bad'"));
+}
