@@ -227,19 +227,10 @@ pub fn only_input(
     let is_feed = |n: &autoclust_graph::Node| {
         n.op == "Placeholder" && n.attr("dtype").and_then(|a| a.as_type()) != Some(DType::Resource)
     };
-    let needed = {
-        let mut seen = vec![false; graph.len()];
-        let mut stack: Vec<autoclust_graph::NodeId> = request
-            .iter()
-            .filter_map(|r| graph.find(r).or_else(|| graph.find(r.rsplit_once(':').map_or(r.as_str(), |(n, _)| n))))
-            .collect();
-        while let Some(id) = stack.pop() {
-            if !std::mem::replace(&mut seen[id.index()], true) {
-                stack.extend(graph.predecessors(id));
-            }
-        }
-        seen
-    };
+    let roots = request
+        .iter()
+        .filter_map(|r| graph.find(r).or_else(|| graph.find(r.rsplit_once(':').map_or(r.as_str(), |(n, _)| n))));
+    let needed = graph.ancestors(roots, |_| false);
     let candidates: Vec<String> = match model {
         Some(m) => m.signature.inputs.iter().map(|i| i.key.clone()).collect(),
         None => {

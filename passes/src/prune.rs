@@ -19,15 +19,12 @@ use crate::pass::{Pass, PassContext, PassError};
 /// (all of it when nothing is requested).
 pub fn prune(graph: &Graph, fetches: &[Output], targets: &[NodeId]) -> Result<Graph, GraphError> {
     let _span = tracing::debug_span!("prune", nodes = graph.len()).entered();
-    let mut needed = vec![fetches.is_empty() && targets.is_empty(); graph.len()];
-    let mut stack: Vec<NodeId> = fetches.iter().map(|o| o.node).chain(targets.iter().copied()).collect();
-    stack.extend(graph.node_ids().filter(|&id| autoclust_graph::effects::names_variable(graph.node(id))));
-    while let Some(id) = stack.pop() {
-        if std::mem::replace(&mut needed[id.index()], true) {
-            continue;
-        }
-        stack.extend(graph.predecessors(id).filter(|p| !needed[p.index()]));
+    if fetches.is_empty() && targets.is_empty() {
+        return Ok(graph.clone());
     }
+    let roots = fetches.iter().map(|o| o.node).chain(targets.iter().copied());
+    let variables = graph.node_ids().filter(|&id| autoclust_graph::effects::names_variable(graph.node(id)));
+    let needed = graph.ancestors(roots.chain(variables), |_| false);
     if needed.iter().all(|&k| k) {
         return Ok(graph.clone());
     }

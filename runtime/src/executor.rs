@@ -179,20 +179,12 @@ impl Plan {
             fed_ports[f.node.index()].push((f.port, k as u32));
         }
         // Prune: reverse reachability from fetches and targets, not through fed nodes.
-        let mut needed = vec![false; n];
-        if fetches.is_empty() && targets.is_empty() {
-            needed.iter_mut().for_each(|x| *x = true);
+        let needed = if fetches.is_empty() && targets.is_empty() {
+            vec![true; n]
         } else {
-            let mut stack: Vec<NodeId> = fetches.iter().map(|o| o.node).chain(targets.iter().copied()).collect();
-            while let Some(id) = stack.pop() {
-                if std::mem::replace(&mut needed[id.index()], true) {
-                    continue;
-                }
-                if fed_ports[id.index()].is_empty() {
-                    stack.extend(graph.predecessors(id).filter(|p| !needed[p.index()]));
-                }
-            }
-        }
+            let roots = fetches.iter().map(|o| o.node).chain(targets.iter().copied());
+            graph.ancestors(roots, |id| !fed_ports[id.index()].is_empty())
+        };
         let ids: Vec<NodeId> = graph.node_ids().filter(|id| needed[id.index()]).collect();
         let mut plan_index = vec![u32::MAX; n];
         for (i, id) in ids.iter().enumerate() {

@@ -772,6 +772,21 @@ impl Graph {
         n.inputs.iter().map(|o| o.node).chain(n.control_inputs.iter().copied())
     }
 
+    /// Which nodes the `roots` depend on through data or control edges, the roots included
+    /// (indexed by node): the reverse reachability pruning and feed resolution share. The walk
+    /// does not continue past a node for which `cut` holds (a fed node), which is itself kept.
+    pub fn ancestors(&self, roots: impl IntoIterator<Item = NodeId>, cut: impl Fn(NodeId) -> bool) -> Vec<bool> {
+        let mut seen = vec![false; self.len()];
+        let mut stack: Vec<NodeId> = roots.into_iter().collect();
+        while let Some(id) = stack.pop() {
+            if std::mem::replace(&mut seen[id.index()], true) || cut(id) {
+                continue;
+            }
+            stack.extend(self.predecessors(id).filter(|p| !seen[p.index()]));
+        }
+        seen
+    }
+
     /// Whether `src → dst` is a loop back edge: TensorFlow's v1 while loops close their
     /// cycle through `NextIteration → Merge`, the one edge every topological order here
     /// drops (inference, verification, the safety analysis, the clusterer's cycle graph,
@@ -1082,6 +1097,31 @@ mod tests {
 
     /// Every edit shows in [`Graph::unchanged_since`]; a call that edits nothing, a
     /// failed edit and a clone do not.
+    /// Ancestors follow data and control edges from every root, keep a cut node but not
+    /// what only it depends on, and leave unrelated nodes out.
+    #[test]
+    fn ancestors_follow_data_and_control_edges_up_to_cuts() {
+        let g = Graph::from_raw(
+            vec![
+                raw("a", "Const", &[]),
+                raw("b", "Neg", &["a"]),
+                raw("c", "NoOp", &["^b"]),
+                raw("d", "Neg", &["a"]),
+                raw("e", "Const", &[]),
+            ],
+            Library::default(),
+            None,
+        )
+        .unwrap();
+        let names = |seen: Vec<bool>| -> Vec<&str> {
+            g.node_ids().filter(|id| seen[id.index()]).map(|id| g.name(id)).collect()
+        };
+        assert_eq!(names(g.ancestors([NodeId(2)], |_| false)), ["a", "b", "c"]);
+        assert_eq!(names(g.ancestors([NodeId(2), NodeId(4)], |id| id == NodeId(1))), ["b", "c", "e"]);
+        assert_eq!(names(g.ancestors([NodeId(3), NodeId(3)], |_| false)), ["a", "d"]);
+        assert!(names(g.ancestors([], |_| false)).is_empty());
+    }
+
     #[test]
     fn revisions_see_every_edit() {
         let mut g = Graph::from_raw(

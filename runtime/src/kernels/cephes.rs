@@ -1,5 +1,5 @@
 //! Arithmetic shared by the Cephes-style special functions ([`super::bessel`],
-//! [`super::integrals`]): a [`Real`] trait over f32 and f64, so one routine evaluates a
+//! [`super::integrals`]): with [`Real`] (f32 or f64) one routine evaluates a
 //! rational approximation in either type, and the polynomial and Chebyshev-series
 //! evaluators. TensorFlow evaluates these approximations in the tensor's own type
 //! (float32 kernels in float32 arithmetic, with the float64 coefficient literals rounded to
@@ -8,65 +8,7 @@
 //! type, with the same operation order, is what makes our float32 outputs agree with
 //! TensorFlow's to an ulp or two rather than to the true value.
 
-use std::ops::{Add, Div, Mul, Neg, Sub};
-
-/// f32 or f64, with the elementary functions the approximations need (glibc's, as in
-/// TensorFlow's scalar kernels).
-pub(crate) trait Real:
-    Copy
-    + PartialOrd
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-    + Neg<Output = Self>
-{
-    /// Whether this is float32, whose Cephes routines use shorter coefficient tables.
-    const SINGLE: bool;
-    /// A float64 constant rounded to this type (C++'s `Scalar(literal)`).
-    fn c(v: f64) -> Self;
-    fn abs(self) -> Self;
-    fn sqrt(self) -> Self;
-    fn exp(self) -> Self;
-    fn ln(self) -> Self;
-    fn ln_1p(self) -> Self;
-    fn sin(self) -> Self;
-    fn cos(self) -> Self;
-}
-
-macro_rules! real_impl {
-    ($t:ty, $single:expr) => {
-        impl Real for $t {
-            const SINGLE: bool = $single;
-            fn c(v: f64) -> Self {
-                v as $t
-            }
-            fn abs(self) -> Self {
-                <$t>::abs(self)
-            }
-            fn sqrt(self) -> Self {
-                <$t>::sqrt(self)
-            }
-            fn exp(self) -> Self {
-                <$t>::exp(self)
-            }
-            fn ln(self) -> Self {
-                <$t>::ln(self)
-            }
-            fn ln_1p(self) -> Self {
-                <$t>::ln_1p(self)
-            }
-            fn sin(self) -> Self {
-                <$t>::sin(self)
-            }
-            fn cos(self) -> Self {
-                <$t>::cos(self)
-            }
-        }
-    };
-}
-real_impl!(f32, true);
-real_impl!(f64, false);
+pub(crate) use super::real::Real;
 
 /// c₀xⁿ + c₁xⁿ⁻¹ + … + cₙ by Horner's rule (Cephes' `polevl`); the coefficients are
 /// rounded to `T` one by one.
@@ -102,4 +44,76 @@ mod tests {
         assert!((chebevl(2.0 * y, &[3.0, 2.0, 1.0]) - want).abs() < 1e-15);
         assert_eq!(polevl(0.5f32, &[1.0f32, 1.0]), 1.5f32);
     }
+}
+
+/// What the special-function tests of [`super::bessel`] and [`super::integrals`] share: the
+/// inputs TensorFlow's outputs were recorded at and the ulp comparison against them.
+#[cfg(test)]
+pub(crate) mod tf_reference {
+    /// Distance in ulps (NaN matches NaN only). TensorFlow's CPU kernels run with subnormals
+    /// flushed to zero, so its 0 where the value is subnormal counts as a match (the
+    /// interpreter does not flush).
+    fn ulps64(got: f64, want: f64) -> u64 {
+        let ord =
+            |v: f64| if v.to_bits() >> 63 == 1 { -((v.to_bits() & !(1 << 63)) as i128) } else { v.to_bits() as i128 };
+        if (got.is_nan() && want.is_nan()) || (want == 0.0 && got.is_subnormal()) {
+            0
+        } else if got.is_nan() || want.is_nan() {
+            u64::MAX
+        } else {
+            (ord(got) - ord(want)).unsigned_abs() as u64
+        }
+    }
+
+    fn ulps32(got: f32, want: f32) -> u64 {
+        let ord =
+            |v: f32| if v.to_bits() >> 31 == 1 { -i64::from(v.to_bits() & !(1 << 31)) } else { i64::from(v.to_bits()) };
+        if (got.is_nan() && want.is_nan()) || (want == 0.0 && got.is_subnormal()) {
+            0
+        } else if got.is_nan() || want.is_nan() {
+            u64::MAX
+        } else {
+            (ord(got) - ord(want)).unsigned_abs()
+        }
+    }
+
+    pub(crate) fn check(
+        name: &str,
+        f64_fn: fn(f64) -> f64,
+        f32_fn: fn(f32) -> f32,
+        want: (&[f64], &[f32]),
+        max_ulps: (u64, u64),
+    ) {
+        for ((&x, &w64), &w32) in X.iter().zip(want.0).zip(want.1) {
+            let got = f64_fn(x);
+            assert!(ulps64(got, w64) <= max_ulps.0, "{name}({x}) = {got}, TensorFlow {w64} (float64)");
+            let got = f32_fn(x as f32);
+            assert!(ulps32(got, w32) <= max_ulps.1, "{name}({x}) = {got}, TensorFlow {w32} (float32)");
+        }
+    }
+
+    // TensorFlow 2.21 (`tf.math.special.*`) at these inputs, float64 and float32.
+    pub(crate) const X: [f64; 21] = [
+        0.0,
+        1e-08,
+        0.5,
+        0.9,
+        1.5,
+        2.0,
+        2.5,
+        3.25,
+        4.0,
+        5.0,
+        6.5,
+        12.0,
+        40.0,
+        100.0,
+        1000.0,
+        10000000000.0,
+        -1.0,
+        -7.5,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
 }

@@ -862,6 +862,27 @@ pub fn cast(t: &Tensor, dst: DType) -> KResult<Tensor> {
     }
 }
 
+/// x86-64's 32-bit truncating conversion (`cvttsd2si`/`cvttps2dq`): toward zero where the
+/// value fits, the "integer indefinite" `i32::MIN` for a NaN, an infinity or a value out of range.
+fn cvt32(x: f64) -> i32 {
+    let t = x.trunc();
+    if t.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&t) {
+        i32::MIN
+    } else {
+        t as i32
+    }
+}
+
+/// The 64-bit form of [`cvt32`] (`i64::MIN` for what does not fit).
+fn cvt64(x: f64) -> i64 {
+    let t = x.trunc();
+    if t.is_nan() || !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&t) {
+        i64::MIN
+    } else {
+        t as i64
+    }
+}
+
 /// A float converted to the integer dtype `dst` as TensorFlow's CPU Cast kernel does on
 /// x86-64 (its vectorised loop, which every tensor but a few tail elements goes through), the
 /// result's bits as an int64 (the caller keeps the low bytes): truncation toward zero where
@@ -874,22 +895,6 @@ pub fn cast(t: &Tensor, dst: DType) -> KResult<Tensor> {
 /// `uint8` the packing goes through `uint16` and then a signed 16-bit saturation, so values in
 /// 32768..=2³¹ give 0, not 255 (`from_f64` says the source was float64).
 pub(crate) fn float_to_int(x: f64, from_f64: bool, dst: DType) -> i64 {
-    fn cvt32(x: f64) -> i32 {
-        let t = x.trunc();
-        if t.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&t) {
-            i32::MIN
-        } else {
-            t as i32
-        }
-    }
-    fn cvt64(x: f64) -> i64 {
-        let t = x.trunc();
-        if t.is_nan() || !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&t) {
-            i64::MIN
-        } else {
-            t as i64
-        }
-    }
     match dst {
         DType::Int64 => cvt64(x),
         DType::Int8 => i64::from(cvt32(x).clamp(i8::MIN.into(), i8::MAX.into())),
@@ -927,16 +932,10 @@ const CAST_PACKET: [(DType, usize); 5] =
 /// for `uint32`) — the integer indefinite `MIN` for a NaN, an infinity or a value out of its
 /// range — whose low bits are kept, so -5.0 gives 251 in `uint8` and 300.0 gives 44.
 pub(crate) fn float_to_int_scalar(x: f64, dst: DType) -> i64 {
-    let t = x.trunc();
     if dst == DType::UInt32 {
-        let wide = if t.is_nan() || !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&t) {
-            i64::MIN
-        } else {
-            t as i64
-        };
-        return i64::from(wide as u32);
+        return i64::from(cvt64(x) as u32);
     }
-    let narrow = if t.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&t) { i32::MIN } else { t as i32 };
+    let narrow = cvt32(x);
     match dst {
         DType::Int8 => i64::from(narrow as i8),
         DType::UInt8 => i64::from(narrow as u8),

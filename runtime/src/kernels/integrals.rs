@@ -476,68 +476,10 @@ const SPENCE_B: [f64; 8] = [
 
 #[cfg(test)]
 mod tests {
+    use super::super::cephes::tf_reference::check;
     use super::*;
 
-    /// Distance in ulps (NaN matches NaN only). TensorFlow's CPU kernels run with subnormals
-    /// flushed to zero, so its 0 where the value is subnormal counts as a match (the
-    /// interpreter does not flush).
-    fn ulps64(got: f64, want: f64) -> u64 {
-        let ord =
-            |v: f64| if v.to_bits() >> 63 == 1 { -((v.to_bits() & !(1 << 63)) as i128) } else { v.to_bits() as i128 };
-        if (got.is_nan() && want.is_nan()) || (want == 0.0 && got.is_subnormal()) {
-            0
-        } else if got.is_nan() || want.is_nan() {
-            u64::MAX
-        } else {
-            (ord(got) - ord(want)).unsigned_abs() as u64
-        }
-    }
-
-    fn ulps32(got: f32, want: f32) -> u64 {
-        let ord =
-            |v: f32| if v.to_bits() >> 31 == 1 { -i64::from(v.to_bits() & !(1 << 31)) } else { i64::from(v.to_bits()) };
-        if (got.is_nan() && want.is_nan()) || (want == 0.0 && got.is_subnormal()) {
-            0
-        } else if got.is_nan() || want.is_nan() {
-            u64::MAX
-        } else {
-            (ord(got) - ord(want)).unsigned_abs()
-        }
-    }
-
-    fn check(name: &str, f64_fn: fn(f64) -> f64, f32_fn: fn(f32) -> f32, want: (&[f64], &[f32]), max_ulps: (u64, u64)) {
-        for ((&x, &w64), &w32) in X.iter().zip(want.0).zip(want.1) {
-            let got = f64_fn(x);
-            assert!(ulps64(got, w64) <= max_ulps.0, "{name}({x}) = {got}, TensorFlow {w64} (float64)");
-            let got = f32_fn(x as f32);
-            assert!(ulps32(got, w32) <= max_ulps.1, "{name}({x}) = {got}, TensorFlow {w32} (float32)");
-        }
-    }
-
-    // TensorFlow 2.21 (`tf.math.special.*`) at these inputs, float64 and float32.
-    const X: [f64; 21] = [
-        0.0,
-        1e-08,
-        0.5,
-        0.9,
-        1.5,
-        2.0,
-        2.5,
-        3.25,
-        4.0,
-        5.0,
-        6.5,
-        12.0,
-        40.0,
-        100.0,
-        1000.0,
-        10000000000.0,
-        -1.0,
-        -7.5,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-        f64::NAN,
-    ];
+    // TensorFlow 2.21 (`tf.math.special.*`) at `tf_reference::X`, float64 and float32.
     const DAWSN_64: [f64; 21] = [
         0.0,
         1e-08,

@@ -1,5 +1,6 @@
 //! [`Real`]: the float types (float32, float64) of kernels written once for both in the
-//! arithmetic order of the C++ they follow (Eigen's solvers, TensorFlow's CTC calculators):
+//! arithmetic order of the C++ they follow (Eigen's solvers, TensorFlow's CTC calculators,
+//! the Cephes special functions of [`super::cephes`]):
 //! std's operators, the constants and the few functions those kernels call.
 
 use super::Elem;
@@ -24,10 +25,18 @@ pub(crate) trait Real:
     fn ln(self) -> Self;
     fn from_f32(x: f32) -> Self;
     fn to_f32(self) -> f32;
+    /// Whether this is float32, whose Cephes routines ([`super::cephes`]) use shorter
+    /// coefficient tables.
+    const SINGLE: bool;
+    /// A float64 constant rounded to this type (C++'s `Scalar(literal)`).
+    fn c(v: f64) -> Self;
+    fn ln_1p(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
 }
 
 macro_rules! real_impl {
-    ($t:ty) => {
+    ($t:ty, $single:expr) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -53,8 +62,21 @@ macro_rules! real_impl {
             fn to_f32(self) -> f32 {
                 self as f32
             }
+            const SINGLE: bool = $single;
+            fn c(v: f64) -> Self {
+                v as $t
+            }
+            fn ln_1p(self) -> Self {
+                <$t>::ln_1p(self)
+            }
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
         }
     };
 }
-real_impl!(f32);
-real_impl!(f64);
+real_impl!(f32, true);
+real_impl!(f64, false);
