@@ -1413,3 +1413,353 @@ fn arg_max_and_min_skip_nans_as_tensorflow() {
     }
     assert_clustered(&g, &["amx", "amn"]);
 }
+
+const RANGE_IN_BODIES: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[6]}
+p = Placeholder() {dtype = bool, shape = shape[]}
+zero = Const() {dtype = int32, value = int32[]{0}}
+n = Size(x) {T = float32, out_type = int32}
+acc0 = Const() {dtype = float32, value = float32[2]{0, 0}}
+loop = StatelessWhile(zero, acc0, n, x) {T = [int32, float32, int32, float32], cond = @cond, body = @body}
+out = Neg(loop:1) {T = float32}
+br = StatelessIf(p, n, x) {Tcond = bool, Tin = [int32, float32], Tout = [float32], then_branch = @ramp, else_branch = @flat}
+bo = Neg(br) {T = float32}
+bad = StatelessWhile(zero, acc0, n, x) {T = [int32, float32, int32, float32], cond = @cond, body = @growing}
+badn = Neg(bad:1) {T = float32}
+function cond(i: int32, acc: float32, n: int32, x: float32) -> (c: bool) {
+  three = Const() {dtype = int32, value = int32[]{3}}
+  l = Less(i, three:output:0) {T = int32}
+  return c = l:z:0
+}
+function body(i: int32, acc: float32, n: int32, x: float32) -> (i2: int32, acc2: float32, n2: int32, x2: float32) {
+  zero = Const() {dtype = int32, value = int32[]{0}}
+  one = Const() {dtype = int32, value = int32[]{1}}
+  two = Const() {dtype = int32, value = int32[]{2}}
+  size = Const() {dtype = int32, value = int32[1]{2}}
+  shp = Const() {dtype = int32, value = int32[1]{1}}
+  r = Range(zero:output:0, n, one:output:0) {Tidx = int32}
+  rf = Cast(r:output:0) {SrcT = int32, DstT = float32}
+  w = Mul(rf:y:0, x) {T = float32}
+  b = Mul(i, two:output:0) {T = int32}
+  bb = Reshape(b:z:0, shp:output:0) {T = int32, Tshape = int32}
+  sl = Slice(w:z:0, bb:output:0, size:output:0) {T = float32, Index = int32}
+  acc2 = AddV2(acc, sl:output:0) {T = float32}
+  next = AddV2(i, one:output:0) {T = int32}
+  return i2 = next:z:0
+  return acc2 = acc2:z:0
+  return n2 = n
+  return x2 = x
+}
+function growing(i: int32, acc: float32, n: int32, x: float32) -> (i2: int32, acc2: float32, n2: int32, x2: float32) {
+  zero = Const() {dtype = int32, value = int32[]{0}}
+  one = Const() {dtype = int32, value = int32[]{1}}
+  r = Range(zero:output:0, i, one:output:0) {Tidx = int32}
+  rf = Cast(r:output:0) {SrcT = int32, DstT = float32}
+  s = Sum(rf:y:0, zero:output:0) {T = float32, Tidx = int32, keep_dims = false}
+  acc2 = AddV2(acc, s:output:0) {T = float32}
+  next = AddV2(i, one:output:0) {T = int32}
+  return i2 = next:z:0
+  return acc2 = acc2:z:0
+  return n2 = n
+  return x2 = x
+}
+function ramp(n: int32, x: float32) -> (y: float32) {
+  zero = Const() {dtype = int32, value = int32[]{0}}
+  one = Const() {dtype = int32, value = int32[]{1}}
+  r = Range(zero:output:0, n, one:output:0) {Tidx = int32}
+  rf = Cast(r:output:0) {SrcT = int32, DstT = float32}
+  w = Mul(rf:y:0, x) {T = float32}
+  return y = w:z:0
+}
+function flat(n: int32, x: float32) -> (y: float32) {
+  e = Neg(x) {T = float32}
+  return y = e:y:0
+}
+"#;
+
+/// A `Range` inside a loop body or a branch (`tf.image.non_max_suppression_padded`'s
+/// `StatelessWhile` and `StatelessIf`, which TensorFlow's XLA clusters) whose bounds are
+/// operands known when the cluster is compiled — here the `Size` of the input, passed
+/// through the loop unchanged or given to the branch — no longer keeps the loop or branch
+/// out of its cluster: the compiler folds it in the body compiled for that value. The loop
+/// body's `Slice` at a loop-counter offset (a constant size) runs as a host step. Compiled,
+/// equal to the plain executor bit for bit and to the definition (TensorFlow's `tf.range`).
+/// A `Range` over the loop counter itself (its length changes each iteration) keeps its loop
+/// out, with the reason in `cluster --explain`.
+#[test]
+fn range_in_loop_and_branch_bodies_compiles_on_compile_time_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "range.graph", RANGE_IN_BODIES);
+    let x = [0.5, -1.25, 2.0, 0.75, -3.0, 1.5];
+    let feed_x = format!("x={}", nested(&x, &[6]));
+    for (pred, then) in [("p=true", true), ("p=false", false)] {
+        let args = ["--feed", &feed_x, "--feed", pred, "--fetch", "out:0", "--fetch", "bo:0", "--fetch", "badn:0"];
+        let (got, plain, _) = both_modes(&g, &args);
+        for k in ["out:0", "bo:0", "badn:0"] {
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(got[k].shape, plain[k].shape, "{k}");
+            assert_eq!(bits(&got[k].data), bits(&plain[k].data), "{k}: compiled vs interpreter");
+        }
+        // w[k] = k * x[k]; the loop sums w[0:2] + w[2:4] + w[4:6].
+        let w: Vec<f64> = x.iter().enumerate().map(|(k, v)| k as f64 * v).collect();
+        let acc = [-(w[0] + w[2] + w[4]), -(w[1] + w[3] + w[5])];
+        assert_close(&got["out:0"].data, &acc, 1e-6, "loop");
+        let branch: Vec<f64> = if then { w.iter().map(|v| -v).collect() } else { x.to_vec() };
+        assert_close(&got["bo:0"].data, &branch, 1e-6, pred);
+        // Sums of range(0), range(1), range(2).
+        assert_close(&got["badn:0"].data, &[-1.0, -1.0], 0.0, "growing");
+    }
+    assert_clustered(&g, &["loop", "out", "br", "bo", "n"]);
+    let c = autoclust(&["cluster", &g, "--explain"]);
+    let text = String::from_utf8_lossy(&c.stdout).to_string() + &String::from_utf8_lossy(&c.stderr);
+    let line = text.lines().find(|l| l.contains("bad (StatelessWhile)")).unwrap_or_else(|| panic!("no bad:\n{text}"));
+    assert!(line.contains("'r' (Range) on values not known when the body is compiled"), "{line}");
+}
+
+const HOST_INTS: &str = r#"
+u = Placeholder() {dtype = uint8, shape = shape[6]}
+v = Placeholder() {dtype = int32, shape = shape[4]}
+i8 = Placeholder() {dtype = int8, shape = shape[8]}
+u8 = Placeholder() {dtype = uint8, shape = shape[8]}
+i16 = Placeholder() {dtype = int16, shape = shape[8]}
+u16 = Placeholder() {dtype = uint16, shape = shape[8]}
+i32 = Placeholder() {dtype = int32, shape = shape[8]}
+u32 = Placeholder() {dtype = uint32, shape = shape[8]}
+i64 = Placeholder() {dtype = int64, shape = shape[8]}
+u64 = Placeholder() {dtype = uint64, shape = shape[8]}
+half = Const() {dtype = float32, value = float32[]{0.5}}
+uf = Cast(u) {SrcT = uint8, DstT = float32, Truncate = false}
+ufh = Mul(uf, half) {T = float32}
+ui = Cast(u) {SrcT = uint8, DstT = int32, Truncate = false}
+uin = Neg(ui) {T = int32}
+vn = Neg(v) {T = int32}
+back = Cast(vn) {SrcT = int32, DstT = uint8, Truncate = false}
+p8 = PopulationCount(i8) {T = int8}
+pu8 = PopulationCount(u8) {T = uint8}
+p16 = PopulationCount(i16) {T = int16}
+pu16 = PopulationCount(u16) {T = uint16}
+i32n = Neg(i32) {T = int32}
+p32 = PopulationCount(i32n) {T = int32}
+pu32 = PopulationCount(u32) {T = uint32}
+i64n = Neg(i64) {T = int64}
+p64 = PopulationCount(i64n) {T = int64}
+pu64 = PopulationCount(u64) {T = uint64}
+c8 = Cast(p8) {SrcT = uint8, DstT = int32}
+cu8 = Cast(pu8) {SrcT = uint8, DstT = int32}
+c16 = Cast(p16) {SrcT = uint8, DstT = int32}
+cu16 = Cast(pu16) {SrcT = uint8, DstT = int32}
+c32 = Cast(p32) {SrcT = uint8, DstT = int32}
+cu32 = Cast(pu32) {SrcT = uint8, DstT = int32}
+c64 = Cast(p64) {SrcT = uint8, DstT = int32}
+cu64 = Cast(pu64) {SrcT = uint8, DstT = int32}
+all = AddN(c8, cu8, c16, cu16, c32, cu32, c64, cu64) {N = 8, T = int32}
+"#;
+
+/// `Cast` from and to uint8 (an image's pixels) and `PopulationCount` on every integer type
+/// (its result is uint8) join clusters: the compiled code runs them by the interpreter's
+/// kernel, the narrow values passing only between those steps and the cluster's arguments and
+/// results. Compiled, equal to the plain executor, and to TensorFlow 2.21's values
+/// (`tf.cast`, `tf.raw_ops.PopulationCount`) on the same operands.
+#[test]
+fn uint8_casts_and_population_count_join_clusters_and_match_tensorflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "ints.graph", HOST_INTS);
+    let signed = "[-128,-1,0,1,7,85,127,-86]";
+    let unsigned = "[128,255,0,1,7,85,127,170]";
+    // i32 and i64 are negated in the cluster before their count.
+    let negated = "[128,1,0,-1,-7,-85,-127,86]";
+    let feeds = [
+        "u=[0,1,127,128,200,255]".to_string(),
+        "v=[1,-256,-300,-7]".to_string(),
+        format!("i8={signed}"),
+        format!("u8={unsigned}"),
+        format!("i16={signed}"),
+        format!("u16={unsigned}"),
+        format!("i32={negated}"),
+        format!("u32={unsigned}"),
+        format!("i64={negated}"),
+        format!("u64={unsigned}"),
+    ];
+    let fetches = ["ufh:0", "uin:0", "back:0", "c8:0", "cu8:0", "c16:0", "c32:0", "c64:0", "cu64:0", "p64:0", "all:0"];
+    let mut args = Vec::new();
+    for f in &feeds {
+        args.extend(["--feed", f.as_str()]);
+    }
+    for k in fetches {
+        args.extend(["--fetch", k]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    for k in fetches {
+        assert_eq!(got[k], plain[k], "{k}: compiled vs interpreter");
+    }
+    // TensorFlow 2.21: tf.cast(uint8 [0, 1, 127, 128, 200, 255]) and of int32 [-1, 256, 300, 7]
+    // to uint8; PopulationCount of [-128, -1, 0, 1, 7, 85, 127, -86] per type.
+    assert_eq!(got["ufh:0"].data, [0.0, 0.5, 63.5, 64.0, 100.0, 127.5]);
+    assert_eq!(got["uin:0"].data, [0.0, -1.0, -127.0, -128.0, -200.0, -255.0]);
+    assert_eq!(got["back:0"].data, [255.0, 0.0, 44.0, 7.0]);
+    let eight = [1.0, 8.0, 0.0, 1.0, 3.0, 4.0, 7.0, 4.0];
+    assert_eq!(got["c8:0"].data, eight);
+    assert_eq!(got["cu8:0"].data, eight);
+    assert_eq!(got["c16:0"].data, [9.0, 16.0, 0.0, 1.0, 3.0, 4.0, 7.0, 12.0]);
+    assert_eq!(got["c32:0"].data, [25.0, 32.0, 0.0, 1.0, 3.0, 4.0, 7.0, 28.0]);
+    assert_eq!(got["c64:0"].data, [57.0, 64.0, 0.0, 1.0, 3.0, 4.0, 7.0, 60.0]);
+    assert_eq!(got["p64:0"].data, got["c64:0"].data);
+    assert_eq!(got["cu64:0"].data, eight);
+    // c8, cu8, cu16, cu32 and cu64 count the same bits; c16, c32 and c64 the sign extension.
+    let all: Vec<f64> =
+        (0..8).map(|k| 5.0 * eight[k] + got["c16:0"].data[k] + got["c32:0"].data[k] + got["c64:0"].data[k]).collect();
+    assert_eq!(got["all:0"].data, all);
+    assert_clustered(&g, &["uf", "ufh", "ui", "back", "p8", "pu8", "p16", "pu16", "p32", "pu32", "p64", "pu64", "all"]);
+}
+
+const COUNT_SAMPLE_REVERSE: &str = r#"
+x = Placeholder() {dtype = float32, shape = shape[3, 4]}
+y = Placeholder() {dtype = int32, shape = shape[4, 3, 2]}
+d = Placeholder() {dtype = int32, shape = shape[2, 3]}
+w = Placeholder() {dtype = float32, shape = shape[2, 3]}
+d64 = Placeholder() {dtype = int64, shape = shape[6]}
+lg = Placeholder() {dtype = float32, shape = shape[2, 3]}
+sd = Placeholder() {dtype = int64, shape = shape[2]}
+size = Placeholder() {dtype = int32, shape = shape[]}
+onef = Const() {dtype = float32, value = float32[]{1}}
+xs = Mul(x, onef) {T = float32}
+l1 = Const() {dtype = int64, value = int64[3]{4, 0, 2}}
+rs1 = ReverseSequence(xs, l1) {T = float32, Tlen = int64, seq_dim = 1, batch_dim = 0}
+rs1n = Neg(rs1) {T = float32}
+l2 = Const() {dtype = int32, value = int32[3]{1, 3, 4}}
+rs2 = ReverseSequence(y, l2) {T = int32, Tlen = int32, seq_dim = 0, batch_dim = 1}
+rs2n = Neg(rs2) {T = int32}
+l3 = Const() {dtype = int32, value = int32[4]{2, 1, 2, 0}}
+rs3 = ReverseSequence(y, l3) {T = int32, Tlen = int32, seq_dim = 2, batch_dim = 0}
+rs3n = Neg(rs3) {T = int32}
+five = Const() {dtype = int32, value = int32[]{5}}
+bc1 = DenseBincount(d, five, w) {T = float32, Tidx = int32, binary_output = false}
+bc1n = Neg(bc1) {T = float32}
+nw = Const() {dtype = float32, value = float32[0]{}}
+bc2 = DenseBincount(d, five, nw) {T = float32, Tidx = int32, binary_output = true}
+bc2n = Neg(bc2) {T = float32}
+four = Const() {dtype = int64, value = int64[]{4}}
+iw = Const() {dtype = int32, value = int32[6]{1, 2, 3, 4, 5, 6}}
+bc3 = DenseBincount(d64, four, iw) {T = int32, Tidx = int64, binary_output = false}
+bc3n = Neg(bc3) {T = int32}
+six = Const() {dtype = int64, value = int64[]{6}}
+nw64 = Const() {dtype = int64, value = int64[0]{}}
+bc4 = DenseBincount(d64, six, nw64) {T = int64, Tidx = int64, binary_output = false}
+bc4n = Neg(bc4) {T = int64}
+fw = Const() {dtype = float64, value = float64[6]{1.5, 2, 3, 4, 5, 6}}
+bc5 = DenseBincount(d64, six, fw) {T = float64, Tidx = int64, binary_output = true}
+bc5n = Neg(bc5) {T = float64}
+dyn = DenseBincount(d, size, w) {T = float32, Tidx = int32, binary_output = false}
+dynn = Neg(dyn) {T = float32}
+lgs = Mul(lg, onef) {T = float32}
+ns = Const() {dtype = int32, value = int32[]{6}}
+seed = Const() {dtype = int64, value = int64[2]{7, 13}}
+mn1 = StatelessMultinomial(lgs, ns, seed) {T = float32, Tseed = int64, output_dtype = int64}
+mn1n = Neg(mn1) {T = int64}
+lgd = Cast(lgs) {SrcT = float32, DstT = float64}
+n4 = Const() {dtype = int32, value = int32[]{4}}
+seed2 = Const() {dtype = int32, value = int32[2]{1, 2}}
+mn2 = StatelessMultinomial(lgd, n4, seed2) {T = float64, Tseed = int32, output_dtype = int32}
+mn2n = Neg(mn2) {T = int32}
+mn3 = StatelessMultinomial(lgs, ns, sd) {T = float32, Tseed = int64, output_dtype = int64}
+mn3n = Neg(mn3) {T = int64}
+"#;
+
+/// `ReverseSequence` (seq_dim/batch_dim either way round and a third axis, int32 and int64
+/// lengths), `DenseBincount` (int32 and int64 input, float32, float64, int32 and int64 weights
+/// or none, `binary_output`) and `StatelessMultinomial` (float32 and float64 logits, int32 and
+/// int64 seeds — constant or fed — and outputs) join clusters as host steps: compiled, equal
+/// to the plain executor bit for bit (the sampler is a function of its seed), and to
+/// TensorFlow 2.21's values on the same operands. A bincount whose size is a run-time value
+/// (it fixes the output's shape) stays outside, with its reason.
+#[test]
+fn reverse_sequence_bincount_and_multinomial_join_clusters_and_match_tensorflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "csr.graph", COUNT_SAMPLE_REVERSE);
+    let x: Vec<f64> = (0..12).map(|k| k as f64 * 0.5 - 1.0).collect();
+    let y: Vec<f64> = (0..24).map(f64::from).collect();
+    let feeds = [
+        format!("x={}", nested(&x, &[3, 4])),
+        format!("y={}", nested(&y, &[4, 3, 2])),
+        "d=[[1,1,3],[0,4,4]]".to_string(),
+        "w=[[0.5,1.5,2.0],[1.0,-1.0,3.0]]".to_string(),
+        "d64=[3,1,3,5,0,3]".to_string(),
+        "lg=[[0,1,2],[2,1,0]]".to_string(),
+        "sd=[7,13]".to_string(),
+        "size=5".to_string(),
+    ];
+    let fetches = [
+        "rs1n:0", "rs2n:0", "rs3n:0", "bc1n:0", "bc2n:0", "bc3n:0", "bc4n:0", "bc5n:0", "dynn:0", "mn1n:0", "mn2n:0",
+        "mn3n:0",
+    ];
+    let mut args = Vec::new();
+    for f in &feeds {
+        args.extend(["--feed", f.as_str()]);
+    }
+    for k in fetches {
+        args.extend(["--fetch", k]);
+    }
+    let (got, plain, _) = both_modes(&g, &args);
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for k in fetches {
+        assert_eq!(got[k].shape, plain[k].shape, "{k}");
+        assert_eq!(bits(&got[k].data), bits(&plain[k].data), "{k}: compiled vs interpreter");
+    }
+    let neg = |v: &[f64]| v.iter().map(|x| -x).collect::<Vec<f64>>();
+    // TensorFlow 2.21, tf.raw_ops.ReverseSequence / DenseBincount / StatelessMultinomial.
+    let tf: [(&str, Vec<f64>); 11] = [
+        ("rs1n:0", vec![0.5, 0.0, -0.5, -1.0, 1.0, 1.5, 2.0, 2.5, 3.5, 3.0, 4.0, 4.5]),
+        (
+            "rs2n:0",
+            vec![
+                0., 1., 14., 15., 22., 23., 6., 7., 8., 9., 16., 17., 12., 13., 2., 3., 10., 11., 18., 19., 20., 21.,
+                4., 5.,
+            ],
+        ),
+        (
+            "rs3n:0",
+            vec![
+                1., 0., 3., 2., 5., 4., 6., 7., 8., 9., 10., 11., 13., 12., 15., 14., 17., 16., 18., 19., 20., 21.,
+                22., 23.,
+            ],
+        ),
+        ("bc1n:0", vec![0.0, 2.0, 0.0, 2.0, 0.0, 1.0, 0.0, 0.0, 0.0, 2.0]),
+        ("bc2n:0", vec![0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]),
+        ("bc3n:0", vec![5.0, 2.0, 0.0, 10.0]),
+        ("bc4n:0", vec![1.0, 1.0, 0.0, 3.0, 0.0, 1.0]),
+        ("bc5n:0", vec![1.0, 1.0, 0.0, 1.0, 0.0, 1.0]),
+        ("mn1n:0", vec![1.0, 2.0, 2.0, 2.0, 2.0, 2.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0]),
+        ("mn2n:0", vec![2.0, 2.0, 1.0, 2.0, 0.0, 0.0, 1.0, 0.0]),
+        ("mn3n:0", vec![1.0, 2.0, 2.0, 2.0, 2.0, 2.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0]),
+    ];
+    for (k, want) in tf {
+        assert_eq!(got[k].data, neg(&want), "{k}");
+    }
+    assert_eq!(got["dynn:0"].data, got["bc1n:0"].data);
+    assert_clustered(&g, &["rs1", "rs2", "rs3", "bc1", "bc2", "bc3", "bc4", "bc5", "mn1", "mn2", "mn3"]);
+    let c = autoclust(&["cluster", &g, "--explain"]);
+    let text = String::from_utf8_lossy(&c.stdout).to_string() + &String::from_utf8_lossy(&c.stderr);
+    let line = text.lines().find(|l| l.contains("dyn (DenseBincount)")).unwrap_or_else(|| panic!("no dyn:\n{text}"));
+    assert!(line.contains("must be known at compile time"), "{line}");
+}
+
+/// `RngReadAndSkip` (a `tf.random.Generator`'s state advance) reads and writes its variable in
+/// one step, which the bridge does not run: it stays outside clusters and `cluster --explain`
+/// says why (TensorFlow's XLA clusters it with its own resource-variable lowering).
+#[test]
+fn rng_read_and_skip_stays_outside_clusters_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(
+        &dir,
+        "rng.graph",
+        "v = VarHandleOp() {dtype = int64, shape = shape[3], shared_name = \"rng\"}\n\
+         alg = Const() {dtype = int32, value = int32[]{1}}\n\
+         delta = Placeholder() {dtype = uint64, shape = shape[]}\n\
+         r = RngReadAndSkip(v, alg, delta) {}\n\
+         n = Neg(r) {T = int64}\n",
+    );
+    let c = autoclust(&["cluster", &g, "--explain"]);
+    let text = String::from_utf8_lossy(&c.stdout).to_string() + &String::from_utf8_lossy(&c.stderr);
+    let line = text.lines().find(|l| l.contains("r (RngReadAndSkip)")).unwrap_or_else(|| panic!("no r:\n{text}"));
+    assert!(line.contains("reads and advances a random generator's state variable"), "{line}");
+}

@@ -65,6 +65,45 @@ fn shape_operands(op: &str, inputs: usize) -> Vec<usize> {
     }
 }
 
+/// The operands of a functional `While`/`If`/`Case` whose values the functions it calls need
+/// at compile time (`Range` bounds in a loop body, say): the compiler
+/// (`crate::control_flow`) compiles a branch with its compile-time operands fixed — argument
+/// `i` is operand `i + 1`, after the predicate or index — and a loop's condition and body
+/// with those of its loop-invariant operands (passed through unchanged) fixed. So such an
+/// operand computed outside the cluster is baked in like any shape operand.
+fn control_flow_operands(body: &Graph, node: &autoclust_graph::Node, depth: usize) -> Vec<usize> {
+    let Some(depth) = depth.checked_sub(1) else { return Vec::new() };
+    let instantiate = |name: &str| {
+        let f = body.library.function(name)?;
+        autoclust_graph::function::instantiate(f, &body.library).ok()
+    };
+    let func = |attr: &str| node.attr(attr).and_then(AttrValue::as_func).filter(|f| f.attrs.is_empty());
+    let mut slots = Vec::new();
+    if matches!(node.op.as_str(), "While" | "StatelessWhile") {
+        let (Some(cond), Some(loop_body)) = (func("cond"), func("body")) else { return slots };
+        let Some(loop_body) = instantiate(&loop_body.name) else { return slots };
+        let invariant = crate::control_flow::passed_through(&loop_body, node.inputs.len());
+        slots.extend(constant_args_within(&loop_body, depth));
+        if let Some(cond) = instantiate(&cond.name) {
+            slots.extend(constant_args_within(&cond, depth));
+        }
+        slots.retain(|&i| invariant.get(i).copied().unwrap_or(false));
+    } else {
+        let branches: Vec<&autoclust_graph::FuncAttr> = match node.attr("branches") {
+            Some(AttrValue::List(autoclust_graph::ListValue::Func(fs))) => fs.iter().collect(),
+            _ => ["then_branch", "else_branch"].into_iter().filter_map(func).collect(),
+        };
+        for b in branches.into_iter().filter(|f| f.attrs.is_empty()) {
+            if let Some(g) = instantiate(&b.name) {
+                slots.extend(constant_args_within(&g, depth).into_iter().map(|i| i + 1));
+            }
+        }
+    }
+    slots.sort_unstable();
+    slots.dedup();
+    slots
+}
+
 /// Ops whose outputs depend only on their inputs' shapes: the walk stops there.
 fn shape_only(op: &str) -> bool {
     matches!(op, "Shape" | "Size" | "Rank" | "ShapeN" | "ZerosLike" | "OnesLike")
@@ -74,11 +113,26 @@ fn shape_only(op: &str) -> bool {
 /// constants (module doc), sorted. Arguments typed other than int32/int64
 /// are never listed.
 pub fn constant_args(body: &Graph) -> Vec<usize> {
+    constant_args_within(body, CONTROL_FLOW_DEPTH)
+}
+
+/// How deep [`constant_args`] follows functional control flow into the functions it calls
+/// (a recursive library stops there: its deeper operands stay run-time values, and a body
+/// that needed them declines, which the runtime reports).
+const CONTROL_FLOW_DEPTH: usize = 8;
+
+fn constant_args_within(body: &Graph, depth: usize) -> Vec<usize> {
     let mut needed = vec![false; body.len()];
     let mut stack = Vec::new();
     for id in body.node_ids() {
         let n = body.node(id);
-        for slot in shape_operands(&n.op, n.inputs.len()) {
+        let slots = match n.op.as_str() {
+            "While" | "StatelessWhile" | "If" | "StatelessIf" | "Case" | "StatelessCase" => {
+                control_flow_operands(body, n, depth)
+            }
+            op => shape_operands(op, n.inputs.len()),
+        };
+        for slot in slots {
             if let Some(o) = n.inputs.get(slot) {
                 stack.push(o.node);
             }
@@ -162,6 +216,39 @@ shape = Const() {dtype = int32, value = int32[0]{}}
 l = TensorListReserve(shape, n) {element_dtype = float32, shape_type = int32}
 s = TensorListStack(l, shape) {element_dtype = float32, num_elements = -1}
 o = _Retval(s) {T = float32, index = 0}
+"#,
+        );
+        assert_eq!(constant_args(&g), [0]);
+    }
+
+    /// A `Range` in a loop body on a loop-invariant operand (non_max_suppression_padded's
+    /// tile count) bakes the cluster argument that operand comes from; one on a value the body
+    /// changes does not (the compiler could not fix it anyway).
+    #[test]
+    fn a_loop_invariant_range_bound_is_baked() {
+        let g = body(
+            r#"
+n = _Arg() {T = int32, index = 0}
+m = _Arg() {T = int32, index = 1}
+zero = Const() {dtype = int32, value = int32[]{0}}
+loop = StatelessWhile(zero, n, m) {T = [int32, int32, int32], cond = @cond, body = @body}
+o = _Retval(loop:0) {T = int32, index = 0}
+function cond(i: int32, n: int32, m: int32) -> (c: bool) {
+  three = Const() {dtype = int32, value = int32[]{3}}
+  l = Less(i, three:output:0) {T = int32}
+  return c = l:z:0
+}
+function body(i: int32, n: int32, m: int32) -> (i2: int32, n2: int32, m2: int32) {
+  zero = Const() {dtype = int32, value = int32[]{0}}
+  one = Const() {dtype = int32, value = int32[]{1}}
+  r = Range(zero:output:0, n, one:output:0) {Tidx = int32}
+  s = Range(zero:output:0, m, one:output:0) {Tidx = int32}
+  next = AddV2(i, one:output:0) {T = int32}
+  m2 = AddV2(m, one:output:0) {T = int32}
+  return i2 = next:z:0
+  return n2 = n
+  return m2 = m2:z:0
+}
 "#,
         );
         assert_eq!(constant_args(&g), [0]);

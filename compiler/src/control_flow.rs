@@ -99,7 +99,7 @@ fn instantiate(node: &Node, library_of: &Graph, name: &str) -> Result<Graph, Com
 
 /// For each argument of `body`, whether its `_Retval` of the same index returns it unchanged
 /// (directly or through `Identity`): a loop-invariant value.
-fn passed_through(body: &Graph, args: usize) -> Vec<bool> {
+pub(crate) fn passed_through(body: &Graph, args: usize) -> Vec<bool> {
     let index = |id: NodeId| body.node(id).attr("index").and_then(AttrValue::as_int);
     let mut through = vec![false; args];
     for id in body.node_ids().filter(|&id| body.node(id).op == "_Retval") {

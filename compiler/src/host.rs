@@ -153,6 +153,46 @@ pub(crate) fn analyze_dynamic_slice(
     })
 }
 
+/// A `Slice` whose `begin` is a run-time value (a loop body's `x[i * tile : (i + 1) * tile]`,
+/// XLA's dynamic slice) but whose `size` is a compile-time constant with no `-1` (which would
+/// take the rest of a dimension from the run-time begin): the output's shape is `size`. The
+/// interpreter's kernel slices and checks the bounds, with TensorFlow's errors.
+pub(crate) fn analyze_dynamic_begin_slice(
+    node: &Node,
+    ins: &[crate::analyze::ValueInfo],
+    compiler: &crate::Compiler,
+) -> Result<crate::analyze::NodeInfo, crate::CompileError> {
+    use crate::analyze::{NodeInfo, NodeKind, ValueInfo};
+    let decline = |why: &str| crate::CompileError::unsupported(node, why.to_string());
+    if ins.len() != 3 {
+        return Err(decline("Slice needs 3 operands"));
+    }
+    let size = ins[2]
+        .konst
+        .as_ref()
+        .and_then(Tensor::to_i64_vec)
+        .ok_or_else(|| decline("begin is not a compile-time integer constant, nor is size"))?;
+    let x = &ins[0];
+    if size.len() != x.shape.len() || ins[1].shape != [size.len()] {
+        // TensorFlow's error, which the interpreter's kernel reports.
+        return Err(crate::CompileError::Invalid(format!(
+            "node '{}' (Slice): begin and size do not match the input's rank",
+            node.name
+        )));
+    }
+    let shape = size
+        .iter()
+        .zip(&x.shape)
+        .map(|(&n, &d)| usize::try_from(n).ok().filter(|&n| n <= d))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| decline("begin is a run-time value and size takes the rest of a dimension (-1)"))?;
+    let step = HostStep::prepare(node, compiler.options().host_kernels.as_ref(), vec![x.dtype])?;
+    Ok(NodeInfo {
+        kind: NodeKind::Kernel { op: crate::kernels::KernelOp::Host(step), data_inputs: vec![0, 1, 2] },
+        outputs: vec![ValueInfo { dtype: x.dtype, shape, konst: None, list: None }],
+    })
+}
+
 /// Whether `op` is a fake-quantisation gradient with a run-time range (a host step).
 pub(crate) fn is_fake_quant_grad(op: &str) -> bool {
     matches!(op, "FakeQuantWithMinMaxVarsGradient" | "FakeQuantWithMinMaxVarsPerChannelGradient")
@@ -294,6 +334,9 @@ pub(crate) fn host_op_types(
 const FOLD_ELEMENTS: usize = 1 << 16;
 
 /// The dtypes a host step's operands and results may have (those compiled plans carry).
+/// The integer types the loops do not compute pass only between host steps and the plan's
+/// arguments and results (`autoclust_graph::jit_ops::HOST_INT_OPS`).
 fn host_dtype(d: DType) -> bool {
     matches!(d, DType::Float32 | DType::Float64 | DType::Int32 | DType::Int64 | DType::Bool)
+        || autoclust_graph::jit_ops::is_host_int(d)
 }

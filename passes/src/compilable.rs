@@ -169,7 +169,7 @@ impl Compilability {
                         ),
                     })
                 }
-                _ => refusal(graph, types, id),
+                _ => refusal(graph, types, id, &known),
             })
             .collect();
         Compilability { refusals, deadness }
@@ -224,6 +224,12 @@ const FOLD_ONLY: &[&str] = &["Range", "InvertPermutation", "DynamicStitch", "Par
 /// shapes — constants, the shapes of anything, and integer shape arithmetic on such values.
 /// TensorFlow 2 gradients compute reduction indices so (`FloorMod(Add(rank, axis), rank)`).
 fn compile_time_known(graph: &Graph) -> Vec<bool> {
+    compile_time_known_with(graph, |_| false)
+}
+
+/// [`compile_time_known`] with the `_Arg` nodes of a function body known as `arg_known`
+/// says (by the argument's index).
+fn compile_time_known_with(graph: &Graph, arg_known: impl Fn(usize) -> bool) -> Vec<bool> {
     let mut known = vec![false; graph.len()];
     let Ok(order) = graph.topo_order() else { return known };
     for id in order {
@@ -231,6 +237,11 @@ fn compile_time_known(graph: &Graph) -> Vec<bool> {
         let inputs_known = n.inputs.iter().all(|o| known[o.node.index()]);
         known[id.index()] = match n.op.as_str() {
             "Const" => true,
+            "_Arg" => n
+                .attr("index")
+                .and_then(AttrValue::as_int)
+                .and_then(|i| usize::try_from(i).ok())
+                .is_some_and(&arg_known),
             "Shape" | "Size" | "Rank" | "ShapeN" | "BroadcastGradientArgs" => true,
             "Add"
             | "AddV2"
@@ -265,17 +276,110 @@ fn compile_time_known(graph: &Graph) -> Vec<bool> {
     known
 }
 
-/// Whether a host-step op in a function body (`jit_ops::HOST_COMPUTE_OPS`) has the operands
-/// that fix its output's shape from a `Const` of the body (a body's value from anywhere else,
-/// a loop variable say, is not known when the body is compiled). True for other ops.
-fn host_shape_operands_constant(function: &autoclust_graph::FunctionDef, n: &autoclust_graph::RawNode) -> bool {
-    let Some(operands) = autoclust_graph::jit_ops::host_shape_operands(&n.op) else { return true };
+/// The nodes of a function body (by name) whose values are known when the body is compiled:
+/// its constants, shapes and integer shape arithmetic on them ([`compile_time_known`]), and
+/// the arguments `arg_known` lists — the compiler (`autoclust_compiler::control_flow`)
+/// compiles a branch with the operands of its `If`/`Case` that are compile-time values fixed,
+/// and a loop's condition and body with its loop-invariant compile-time operands fixed. A
+/// body that does not instantiate knows its `Const` nodes alone.
+fn body_known(
+    function: &autoclust_graph::FunctionDef,
+    library: &autoclust_graph::Library,
+    arg_known: &[bool],
+) -> std::collections::HashSet<String> {
+    match autoclust_graph::function::instantiate(function, library) {
+        Ok(body) => {
+            let known = compile_time_known_with(&body, |i| arg_known.get(i).copied().unwrap_or(false));
+            let args = function.signature.inputs.iter().enumerate();
+            let args = args.filter(|&(i, _)| arg_known.get(i).copied().unwrap_or(false)).map(|(_, a)| arg_key(&a.name));
+            body.node_ids()
+                .filter(|&id| known[id.index()] && body.node(id).op != "_Arg")
+                .map(|id| body.node(id).name.clone())
+                .chain(args)
+                .collect()
+        }
+        Err(_) => function.nodes.iter().filter(|n| n.op == "Const").map(|n| n.name.clone()).collect(),
+    }
+}
+
+/// How [`body_known`] names a function's argument (no node name starts with a NUL).
+fn arg_key(name: &str) -> String {
+    format!("\0arg/{name}")
+}
+
+/// Whether the data inputs `slots` of a function body's node (all of them for `None`) are
+/// known when the body is compiled ([`body_known`]).
+fn body_operands_known(
+    n: &autoclust_graph::RawNode,
+    known: &std::collections::HashSet<String>,
+    slots: Option<&[usize]>,
+) -> bool {
     let data: Vec<&String> = n.inputs.iter().filter(|i| !i.starts_with('^')).collect();
-    operands.iter().all(|&k| {
-        let Some(input) = data.get(k) else { return false };
-        let producer = input.split(':').next().unwrap_or_default();
-        function.nodes.iter().any(|m| m.name == producer && m.op == "Const")
-    })
+    // A node's output is `node:port_name:index`; an argument is its bare name.
+    let producer_known = |input: &String| match input.split_once(':') {
+        Some((producer, _)) => known.contains(producer),
+        None => known.contains(&arg_key(input)),
+    };
+    match slots {
+        None => data.iter().all(|i| producer_known(i)),
+        Some(slots) => slots.iter().all(|&k| data.get(k).is_some_and(|i| producer_known(i))),
+    }
+}
+
+/// Whether a host-step op in a function body (`jit_ops::HOST_COMPUTE_OPS`) has the operands
+/// that fix its output's shape known when the body is compiled ([`body_known`]: a constant of
+/// the body, or an operand of the loop or branch known at compile time — a loop variable is
+/// not). True for other ops.
+fn host_shape_operands_known(n: &autoclust_graph::RawNode, known: &std::collections::HashSet<String>) -> bool {
+    let Some(operands) = autoclust_graph::jit_ops::host_shape_operands(&n.op) else { return true };
+    body_operands_known(n, known, Some(operands))
+}
+
+/// For each argument of a loop body, whether its result of the same index returns it
+/// unchanged (directly or through `Identity`): a loop-invariant value (the compiler's rule,
+/// `autoclust_compiler::control_flow`). All false for a body that does not instantiate.
+fn loop_invariant_args(library: &autoclust_graph::Library, body: &str, args: usize) -> Vec<bool> {
+    let mut through = vec![false; args];
+    let Some(body) = library.function(body).and_then(|f| autoclust_graph::function::instantiate(f, library).ok())
+    else {
+        return through;
+    };
+    let index = |id: NodeId| body.node(id).attr("index").and_then(AttrValue::as_int);
+    for id in body.node_ids().filter(|&id| body.node(id).op == "_Retval") {
+        let Some(i) = index(id).and_then(|i| usize::try_from(i).ok()).filter(|&i| i < args) else { continue };
+        let mut src = body.node(id).inputs.first().copied();
+        while let Some(o) = src {
+            let n = body.node(o.node);
+            match n.op.as_str() {
+                "Identity" => src = n.inputs.first().copied(),
+                "_Arg" => {
+                    through[i] = o.port == 0 && index(o.node) == Some(i as i64);
+                    break;
+                }
+                _ => break,
+            }
+        }
+    }
+    through
+}
+
+/// Which arguments of the functions a `While`/`If`/`Case` calls are known when they are
+/// compiled, given which of its operands are: a branch's argument `i` is the node's operand
+/// `i + 1` (after the predicate or index); a loop's is its operand `i` when the body passes
+/// it through unchanged.
+fn function_args_known(
+    library: &autoclust_graph::Library,
+    op: &str,
+    attrs: &autoclust_graph::Attrs,
+    operands: &[bool],
+) -> Vec<bool> {
+    if matches!(op, "While" | "StatelessWhile") {
+        let body = attrs.get("body").and_then(AttrValue::as_func).map(|f| f.name.as_str()).unwrap_or_default();
+        let through = loop_invariant_args(library, body, operands.len());
+        operands.iter().zip(through).map(|(&k, t)| k && t).collect()
+    } else {
+        operands.iter().skip(1).copied().collect()
+    }
 }
 
 /// Functional control flow the JIT compiles inside a cluster (the compiler's
@@ -288,15 +392,24 @@ pub const COMPILED_CONTROL_FLOW: &[&str] = &["While", "StatelessWhile", "If", "S
 /// signature) with supported argument and result dtypes, and every node of it an op the
 /// JIT compiles that touches no variable (or, recursively, such a `While`/`If`) — so the
 /// node is a pure function of its operands, like any other member.
-pub fn control_flow_refusal(library: &autoclust_graph::Library, node: &autoclust_graph::Node) -> Option<NotCompilable> {
+///
+/// `known_operands` says which of the node's operands are known when its cluster is compiled
+/// (a `Range` or a host step's shape operand in a function may depend on those alone).
+pub fn control_flow_refusal(
+    library: &autoclust_graph::Library,
+    node: &autoclust_graph::Node,
+    known_operands: &[bool],
+) -> Option<NotCompilable> {
     let mut seen = std::collections::HashSet::new();
-    control_flow_refusal_in(library, &node.attrs, &mut seen)
+    let args = function_args_known(library, &node.op, &node.attrs, known_operands);
+    control_flow_refusal_in(library, &node.attrs, &args, &mut seen)
 }
 
 fn control_flow_refusal_in(
     library: &autoclust_graph::Library,
     attrs: &autoclust_graph::Attrs,
-    seen: &mut std::collections::HashSet<String>,
+    args_known: &[bool],
+    seen: &mut std::collections::HashSet<(String, Vec<bool>)>,
 ) -> Option<NotCompilable> {
     let why = |why: String| Some(NotCompilable::Excluded { why });
     let functions = attrs.values().flat_map(|a| match a {
@@ -311,31 +424,46 @@ fn control_flow_refusal_in(
         let Some(function) = library.function(&f.name) else {
             return why(format!("its function '{}' is not in the library", f.name));
         };
-        if !seen.insert(f.name.clone()) {
+        if !seen.insert((f.name.clone(), args_known.to_vec())) {
             continue;
         }
         if !function.signature.attrs.is_empty() {
             return why(format!("its function '{}' has type attributes", f.name));
         }
+        let known = body_known(function, library, args_known);
         for n in &function.nodes {
             let inner = n.op.as_str();
+            // A `Range` (or other folded shape arithmetic) on values known when the body is
+            // compiled folds there; on a loop variable or a computed value it cannot.
+            let fold_only = FOLD_ONLY.contains(&inner);
+            if fold_only && !body_operands_known(n, &known, None) {
+                return why(format!(
+                    "its function '{}' runs '{}' ({inner}) on values not known when the body is \
+                     compiled (a loop variable or a computed value; {inner} is compiled only on \
+                     compile-time values)",
+                    f.name, n.name
+                ));
+            }
             let refused = if COMPILED_CONTROL_FLOW.contains(&inner) {
-                control_flow_refusal_in(library, &n.attrs, seen).is_some()
+                let data: Vec<&String> = n.inputs.iter().filter(|i| !i.starts_with('^')).collect();
+                let operands: Vec<bool> = (0..data.len()).map(|k| body_operands_known(n, &known, Some(&[k]))).collect();
+                let args = function_args_known(library, inner, &n.attrs, &operands);
+                control_flow_refusal_in(library, &n.attrs, &args, seen).is_some()
             } else {
                 library.function(inner).is_some()
                     || n.attrs.values().any(|a| a.is_func())
                     || !is_jit_op(inner)
                     || is_variable_op(inner)
-                    || FOLD_ONLY.contains(&inner)
                     || matches!(n.attrs.get("_XlaCompile"), Some(AttrValue::B(false)))
-                    || !host_shape_operands_constant(function, n)
+                    || !host_shape_operands_known(n, &known)
             };
             // A body node typed by its attributes for a dtype the JIT does not compute (a
             // uint8 image moved in a `map_fn`, strings): the body would run in the interpreter.
             let unsupported = |t: &DType| {
                 !(is_supported_dtype(*t)
                     || *t == DType::Variant
-                    || *t == DType::UInt64 && autoclust_graph::jit_ops::UINT64_KEY_OPS.contains(&inner))
+                    || *t == DType::UInt64 && autoclust_graph::jit_ops::UINT64_KEY_OPS.contains(&inner)
+                    || autoclust_graph::jit_ops::is_host_int(*t) && autoclust_graph::jit_ops::takes_host_ints(inner))
             };
             // An op the JIT lowers, but not for this type (a float64 `MatMul` in an LSTM loop).
             if let Some(what) =
@@ -369,10 +497,10 @@ fn control_flow_refusal_in(
                     t.name()
                 ));
             }
-            if refused && autoclust_graph::jit_ops::is_host_op(inner) && !host_shape_operands_constant(function, n) {
+            if refused && autoclust_graph::jit_ops::is_host_op(inner) && !host_shape_operands_known(n, &known) {
                 return why(format!(
-                    "its function '{}' runs '{}' ({inner}), whose shape operands are not constants of \
-                     the function (they must be known when the body is compiled)",
+                    "its function '{}' runs '{}' ({inner}), whose shape operands are not known when \
+                     the body is compiled (a constant of the function or an operand known at compile time)",
                     f.name, n.name
                 ));
             }
@@ -403,12 +531,13 @@ fn control_flow_refusal_in(
     None
 }
 
-fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable> {
+fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId, known: &[bool]) -> Option<NotCompilable> {
     let node = graph.node(id);
     let op = node.op.as_str();
     let control_flow = COMPILED_CONTROL_FLOW.contains(&op);
     if control_flow {
-        if let Some(why) = control_flow_refusal(&graph.library, node) {
+        let operands: Vec<bool> = node.inputs.iter().map(|o| known[o.node.index()]).collect();
+        if let Some(why) = control_flow_refusal(&graph.library, node, &operands) {
             return Some(why);
         }
     } else if graph.library.function(op).is_some() || node.attrs.values().any(|a| a.is_func()) {
@@ -422,6 +551,14 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     }
     if crate::encapsulate::is_guard(op) {
         return guard_refusal(types, node);
+    }
+    if op == "RngReadAndSkip" {
+        return Some(NotCompilable::Excluded {
+            why: "RngReadAndSkip reads and advances a random generator's state variable \
+                  (tf.random.Generator) in one step, which the bridge's snapshot and write-back \
+                  do not run: it stays outside clusters"
+                .into(),
+        });
     }
     if !control_flow && !is_jit_op(op) {
         return Some(NotCompilable::UnsupportedOp { op: op.to_string() });
@@ -471,6 +608,9 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
     let variant_ok = control_flow
         || autoclust_graph::jit_ops::is_tensor_list_op(op)
         || matches!(op, "Identity" | "Snapshot" | "StopGradient" | "AddN");
+    // The integer types the JIT's loops do not compute, for the ops it runs by the
+    // interpreter's kernel on them (an image's uint8 pixels cast to float).
+    let host_int_ok = autoclust_graph::jit_ops::takes_host_ints(op);
     let half_ok = half_ok(op);
     // The compiler's lists hold float32, float64 and integer elements (`lists.rs`).
     if let Some(t) = node.attr("element_dtype").and_then(AttrValue::as_type).filter(|t| t.is_half()) {
@@ -485,6 +625,7 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId) -> Option<NotCompilable>
             || uint64_ok && t == DType::UInt64
             || variant_ok && t == DType::Variant
             || half_ok && t.is_half()
+            || host_int_ok && autoclust_graph::jit_ops::is_host_int(t)
     };
     for (port, (dtype, _)) in types.outputs(id).iter().enumerate() {
         let port = port as u32;

@@ -148,6 +148,16 @@ pub fn analyze(
             "StridedSlice" if ins.len() == 4 && (ins[1].konst.is_none() || ins[2].konst.is_none()) => {
                 crate::host::analyze_dynamic_slice(node, &ins, compiler)?
             }
+            "Slice" if ins.len() == 3 && ins[1].konst.is_none() && ins[2].konst.is_some() => {
+                crate::host::analyze_dynamic_begin_slice(node, &ins, compiler)?
+            }
+            // A cast from or to an integer type the loops do not compute (uint8 pixels).
+            "Cast"
+                if ins.first().is_some_and(|v| autoclust_graph::jit_ops::is_host_int(v.dtype))
+                    || attr_type(node, "DstT").is_some_and(autoclust_graph::jit_ops::is_host_int) =>
+            {
+                crate::host::analyze_host_op(node, &ins, compiler)?
+            }
             op if crate::host::is_fake_quant_grad(op) => crate::host::analyze_fake_quant_grad(node, &ins, compiler)?,
             "Identity" | "Snapshot" | "StopGradient" | "AddN"
                 if ins.first().is_some_and(|v| v.dtype == DType::Variant) =>

@@ -298,6 +298,11 @@ pub const HOST_COMPUTE_OPS: &[(&str, &[usize])] = &[
     ("DiagPart", &[]),
     ("DataFormatVecPermute", &[]),
     ("DataFormatDimMap", &[]),
+    ("ReverseSequence", &[]),
+    // Counting and sampling: the output's length is the size or sample-count operand.
+    ("PopulationCount", &[]),
+    ("DenseBincount", &[1]),
+    ("StatelessMultinomial", &[1]),
     // Linear algebra.
     ("BatchMatMulV3", &[]),
     ("Cholesky", &[]),
@@ -337,6 +342,25 @@ pub const HOST_COMPUTE_OPS: &[(&str, &[usize])] = &[
     ("Dilation2DBackpropInput", &[]),
     ("Dilation2DBackpropFilter", &[]),
 ];
+
+/// The ops a cluster may run on the integer types the JIT's loops do not compute (int8,
+/// uint8, int16, uint16, uint32, uint64: [`is_host_int`]): the compiler runs them by the
+/// interpreter's kernel ([`HOST_COMPUTE_OPS`]; a `Cast` from or to such a type is a host step
+/// too), so such a value only passes from a cluster's argument or a host step to a host step
+/// or a cluster's result, never into a fused loop. `Cast` takes an image's uint8 pixels to
+/// float; `PopulationCount` gives uint8 from any integer type.
+pub const HOST_INT_OPS: &[&str] = &["Cast", "PopulationCount"];
+
+/// Whether `t` is one of the integer types only [`HOST_INT_OPS`] take inside a cluster.
+pub fn is_host_int(t: crate::DType) -> bool {
+    use crate::DType::*;
+    matches!(t, Int8 | UInt8 | Int16 | UInt16 | UInt32 | UInt64)
+}
+
+/// Whether `op` is one of [`HOST_INT_OPS`].
+pub fn takes_host_ints(op: &str) -> bool {
+    HOST_INT_OPS.contains(&op)
+}
 
 /// What the lists of this module say about one op, looked up once per op name: the
 /// clusterer asks for every node of a graph (10⁵–10⁶ nodes), and a scan of the lists was a
