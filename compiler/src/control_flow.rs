@@ -32,7 +32,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use autoclust_graph::{AttrValue, DType, Graph, ListValue, Node, NodeId, Tensor};
+use autoclust_graph::{AttrValue, DType, Graph, ListValue, Node, Tensor};
 
 use crate::analyze::{NodeInfo, NodeKind, ValueInfo};
 use crate::kernels::KernelOp;
@@ -97,28 +97,7 @@ fn instantiate(node: &Node, library_of: &Graph, name: &str) -> Result<Graph, Com
         .map_err(|e| CompileError::unsupported(node, format!("cannot instantiate '{name}': {e}")))
 }
 
-/// For each argument of `body`, whether its `_Retval` of the same index returns it unchanged
-/// (directly or through `Identity`): a loop-invariant value.
-pub(crate) fn passed_through(body: &Graph, args: usize) -> Vec<bool> {
-    let index = |id: NodeId| body.node(id).attr("index").and_then(AttrValue::as_int);
-    let mut through = vec![false; args];
-    for id in body.node_ids().filter(|&id| body.node(id).op == "_Retval") {
-        let Some(i) = index(id).and_then(|i| usize::try_from(i).ok()).filter(|&i| i < args) else { continue };
-        let mut src = body.node(id).inputs.first().copied();
-        while let Some(o) = src {
-            let n = body.node(o.node);
-            match n.op.as_str() {
-                "Identity" => src = n.inputs.first().copied(),
-                "_Arg" => {
-                    through[i] = o.port == 0 && index(o.node) == Some(i as i64);
-                    break;
-                }
-                _ => break,
-            }
-        }
-    }
-    through
-}
+pub(crate) use autoclust_graph::function::passed_through;
 
 fn signature(ins: &[ValueInfo]) -> Vec<(DType, Vec<usize>)> {
     ins.iter().map(|v| (v.dtype, v.shape.clone())).collect()

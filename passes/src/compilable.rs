@@ -339,28 +339,10 @@ fn host_shape_operands_known(n: &autoclust_graph::RawNode, known: &std::collecti
 /// unchanged (directly or through `Identity`): a loop-invariant value (the compiler's rule,
 /// `autoclust_compiler::control_flow`). All false for a body that does not instantiate.
 fn loop_invariant_args(library: &autoclust_graph::Library, body: &str, args: usize) -> Vec<bool> {
-    let mut through = vec![false; args];
-    let Some(body) = library.function(body).and_then(|f| autoclust_graph::function::instantiate(f, library).ok())
-    else {
-        return through;
-    };
-    let index = |id: NodeId| body.node(id).attr("index").and_then(AttrValue::as_int);
-    for id in body.node_ids().filter(|&id| body.node(id).op == "_Retval") {
-        let Some(i) = index(id).and_then(|i| usize::try_from(i).ok()).filter(|&i| i < args) else { continue };
-        let mut src = body.node(id).inputs.first().copied();
-        while let Some(o) = src {
-            let n = body.node(o.node);
-            match n.op.as_str() {
-                "Identity" => src = n.inputs.first().copied(),
-                "_Arg" => {
-                    through[i] = o.port == 0 && index(o.node) == Some(i as i64);
-                    break;
-                }
-                _ => break,
-            }
-        }
+    match library.function(body).and_then(|f| autoclust_graph::function::instantiate(f, library).ok()) {
+        Some(body) => autoclust_graph::function::passed_through(&body, args),
+        None => vec![false; args],
     }
-    through
 }
 
 /// Which arguments of the functions a `While`/`If`/`Case` calls are known when they are

@@ -421,6 +421,30 @@ fn substitute_value(v: &AttrValue, bound: &HashMap<&str, &AttrValue>) -> Result<
     })
 }
 
+/// For each argument of `body`, whether its `_Retval` of the same index returns it unchanged
+/// (directly or through `Identity`): a loop-invariant value (the compiler keeps it fixed
+/// across iterations, the clusterer relies on that).
+pub fn passed_through(body: &Graph, args: usize) -> Vec<bool> {
+    let index = |id: NodeId| body.node(id).attr("index").and_then(AttrValue::as_int);
+    let mut through = vec![false; args];
+    for id in body.node_ids().filter(|&id| body.node(id).op == "_Retval") {
+        let Some(i) = index(id).and_then(|i| usize::try_from(i).ok()).filter(|&i| i < args) else { continue };
+        let mut src = body.node(id).inputs.first().copied();
+        while let Some(o) = src {
+            let n = body.node(o.node);
+            match n.op.as_str() {
+                "Identity" => src = n.inputs.first().copied(),
+                "_Arg" => {
+                    through[i] = o.port == 0 && index(o.node) == Some(i as i64);
+                    break;
+                }
+                _ => break,
+            }
+        }
+    }
+    through
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
