@@ -74,6 +74,10 @@ CASES = {
  "mobilenetv3small": lambda: infer_fixture("app_mobilenetv3small", A.MobileNetV3Small(input_shape=(64, 64, 3), weights=None), (64, 64, 3)),
  "nasnetmobile": lambda: infer_fixture("app_nasnetmobile", A.NASNetMobile(input_shape=(64, 64, 3), weights=None), (64, 64, 3)),
  "xception": lambda: infer_fixture("app_xception", A.Xception(input_shape=(71, 71, 3), weights=None), (71, 71, 3)),
+ # Session 67: the two inference graphs sweep 66 found slower than TensorFlow (issue 18): many
+ # 1x1 and asymmetric 1x7/7x1 convolutions over small images; ResNet50V2's pre-activation blocks.
+ "inceptionv3": lambda: infer_fixture("app_inceptionv3", A.InceptionV3(input_shape=(139, 139, 3), weights=None), (139, 139, 3), batch=4),
+ "resnet50v2": lambda: infer_fixture("app_resnet50v2", A.ResNet50V2(input_shape=(96, 96, 3), weights=None), (96, 96, 3), batch=4),
  "mobilenetv2_train": lambda: train_fixture("app_mobilenetv2_train", A.MobileNetV2(input_shape=(64, 64, 3), alpha=0.35, weights=None, classes=5), (64, 64, 3), 5, batch=8),
  "efficientnetb0_train": lambda: train_fixture("app_efficientnetb0_train", A.EfficientNetB0(input_shape=(64, 64, 3), weights=None, classes=5), (64, 64, 3), 5, batch=8),
  # Adam steps at batch 2 (session 44): bottlenecks of 1x1 convolutions, many small parallel

@@ -76,6 +76,15 @@ fn both_modes(graph: &str, args: &[&str]) -> (HashMap<String, Value>, HashMap<St
     (parse(&out.stdout), parse(&reference.stdout), j)
 }
 
+/// Asserts the compiled run's `keys` have the plain executor's shapes and bits.
+fn assert_same_bits(got: &HashMap<String, Value>, plain: &HashMap<String, Value>, keys: &[&str]) {
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for &k in keys {
+        assert_eq!(got[k].shape, plain[k].shape, "{k}");
+        assert_eq!(bits(&got[k].data), bits(&plain[k].data), "{k}: compiled vs interpreter");
+    }
+}
+
 fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
@@ -1195,11 +1204,7 @@ fn float64_reductions_compile_and_match_the_interpreter_exactly() {
     let args =
         ["--feed", &feed, "--fetch", "out:0", "--fetch", "m:0", "--fetch", "mx:0", "--fetch", "mn:0", "--fetch", "p:0"];
     let (got, want, _) = both_modes(&graph, &args);
-    for name in ["out:0", "m:0", "mx:0", "mn:0", "p:0"] {
-        assert_eq!(got[name].shape, want[name].shape, "{name}");
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&got[name].data), bits(&want[name].data), "{name}: compiled vs interpreter");
-    }
+    assert_same_bits(&got, &want, &["out:0", "m:0", "mx:0", "mn:0", "p:0"]);
 }
 
 /// A float64 MatMul, Softmax or ArgMax (float32-only lowerings in the JIT) stays outside
@@ -1281,11 +1286,7 @@ fn host_step_ops_join_clusters_and_match_tensorflow() {
         args.extend(["--fetch", k]);
     }
     let (got, plain, _) = both_modes(&g, &args);
-    for k in fetches {
-        assert_eq!(got[k].shape, plain[k].shape, "{k}");
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&got[k].data), bits(&plain[k].data), "{k}: compiled vs interpreter");
-    }
+    assert_same_bits(&got, &plain, &fetches);
     // TensorFlow 2.21 (tf.math.atan2, xlogy, raw_ops.SoftplusGrad, lgamma, one_hot,
     // linalg.band_part, math.top_k) on the same operands.
     let tf: [(&str, &[f64]); 6] = [
@@ -1495,11 +1496,7 @@ fn range_in_loop_and_branch_bodies_compiles_on_compile_time_bounds() {
     for (pred, then) in [("p=true", true), ("p=false", false)] {
         let args = ["--feed", &feed_x, "--feed", pred, "--fetch", "out:0", "--fetch", "bo:0", "--fetch", "badn:0"];
         let (got, plain, _) = both_modes(&g, &args);
-        for k in ["out:0", "bo:0", "badn:0"] {
-            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(got[k].shape, plain[k].shape, "{k}");
-            assert_eq!(bits(&got[k].data), bits(&plain[k].data), "{k}: compiled vs interpreter");
-        }
+        assert_same_bits(&got, &plain, &["out:0", "bo:0", "badn:0"]);
         // w[k] = k * x[k]; the loop sums w[0:2] + w[2:4] + w[4:6].
         let w: Vec<f64> = x.iter().enumerate().map(|(k, v)| k as f64 * v).collect();
         let acc = [-(w[0] + w[2] + w[4]), -(w[1] + w[3] + w[5])];
@@ -1589,9 +1586,7 @@ fn uint8_casts_and_population_count_join_clusters_and_match_tensorflow() {
         args.extend(["--fetch", k]);
     }
     let (got, plain, _) = both_modes(&g, &args);
-    for k in fetches {
-        assert_eq!(got[k], plain[k], "{k}: compiled vs interpreter");
-    }
+    assert_same_bits(&got, &plain, &fetches);
     // TensorFlow 2.21: tf.cast(uint8 [0, 1, 127, 128, 200, 255]) and of int32 [-1, 256, 300, 7]
     // to uint8; PopulationCount of [-128, -1, 0, 1, 7, 85, 127, -86] per type.
     assert_eq!(got["ufh:0"].data, [0.0, 0.5, 63.5, 64.0, 100.0, 127.5]);
@@ -1700,11 +1695,7 @@ fn reverse_sequence_bincount_and_multinomial_join_clusters_and_match_tensorflow(
         args.extend(["--fetch", k]);
     }
     let (got, plain, _) = both_modes(&g, &args);
-    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    for k in fetches {
-        assert_eq!(got[k].shape, plain[k].shape, "{k}");
-        assert_eq!(bits(&got[k].data), bits(&plain[k].data), "{k}: compiled vs interpreter");
-    }
+    assert_same_bits(&got, &plain, &fetches);
     let neg = |v: &[f64]| v.iter().map(|x| -x).collect::<Vec<f64>>();
     // TensorFlow 2.21, tf.raw_ops.ReverseSequence / DenseBincount / StatelessMultinomial.
     let tf: [(&str, Vec<f64>); 11] = [

@@ -84,18 +84,65 @@ fn windows(win: &Window, mut f: impl FnMut(usize, &[usize])) {
     let mut taps = Vec::with_capacity(win.h.kernel.min(win.h.input) * win.w.kernel.min(win.w.input));
     for oy in 0..win.h.output {
         for ox in 0..win.w.output {
-            taps.clear();
-            for ky in win.h.inside(oy) {
-                let Some(iy) = win.h.source(oy, ky) else { continue };
-                for kx in win.w.inside(ox) {
-                    if let Some(ix) = win.w.source(ox, kx) {
-                        taps.push(iy * win.w.input + ix);
-                    }
-                }
-            }
+            taps_of(win, oy, ox, &mut taps);
             f(oy * win.w.output + ox, &taps);
         }
     }
+}
+
+/// The input pixels (`y * width + x`) of output pixel `(oy, ox)`'s window, in row-major scan
+/// order, padding left out.
+fn taps_of(win: &Window, oy: usize, ox: usize, taps: &mut Vec<usize>) {
+    taps.clear();
+    for ky in win.h.inside(oy) {
+        let Some(iy) = win.h.source(oy, ky) else { continue };
+        for kx in win.w.inside(ox) {
+            if let Some(ix) = win.w.source(ox, kx) {
+                taps.push(iy * win.w.input + ix);
+            }
+        }
+    }
+}
+
+/// Below this many element visits (output elements × window taps) a pooling op runs on its
+/// caller alone: a parallel section costs a few microseconds.
+const PARALLEL_POOL_WORK: usize = 1 << 17;
+
+/// Fills `out` (`[N, OH, OW, C]`) one output row at a time: `row(b, oy, dst)` writes the
+/// `OW · C` values of row `oy` of image `b`. Rows are split between the team's threads when
+/// the op is large; each row is computed whole by one thread in the same order, so the
+/// split never changes a bit.
+fn by_output_rows<T: Copy + Send + Sync>(s: &PoolShape, out: &mut [T], row: &(dyn Fn(usize, usize, &mut [T]) + Sync)) {
+    let [n, _, _, c] = s.input;
+    let (oh, ow) = (s.win.h.output, s.win.w.output);
+    let row_len = ow * c;
+    let rows = n * oh;
+    if row_len == 0 || rows == 0 {
+        return;
+    }
+    let taps = s.win.h.kernel.min(s.win.h.input) * s.win.w.kernel.min(s.win.w.input);
+    let parts = crate::team::cores().min(rows);
+    if parts < 2 || out.len().saturating_mul(taps) < PARALLEL_POOL_WORK {
+        for (r, dst) in out.chunks_mut(row_len).enumerate() {
+            row(r / oh, r % oh, dst);
+        }
+        return;
+    }
+    struct Out<T>(*mut T);
+    // SAFETY: each part writes only its own rows of `out`.
+    unsafe impl<T> Send for Out<T> {}
+    unsafe impl<T> Sync for Out<T> {}
+    let base = Out(out.as_mut_ptr());
+    crate::team::run(parts, &|p| {
+        let base = &base;
+        let (r0, r1) = (p * rows / parts, (p + 1) * rows / parts);
+        // SAFETY: rows r0..r1 of `out`, disjoint from every other part's.
+        let mine = unsafe { std::slice::from_raw_parts_mut(base.0.add(r0 * row_len), (r1 - r0) * row_len) };
+        for (i, dst) in mine.chunks_mut(row_len).enumerate() {
+            let r = r0 + i;
+            row(r / oh, r % oh, dst);
+        }
+    });
 }
 
 /// For every image, output pixel and channel, the input pixel its max came from
@@ -109,40 +156,49 @@ pub fn argmax<T: PoolElem>(s: &PoolShape, x: &[T]) -> Vec<usize> {
     let [n, h, w, c] = s.input;
     let out_pixels = s.out_pixels();
     let mut arg = vec![usize::MAX; n * out_pixels * c];
+    let mut best = vec![T::lowest(); c];
     for b in 0..n {
         let img = &x[b * h * w * c..][..h * w * c];
         windows(&s.win, |o, taps| {
-            for ch in 0..c {
-                let mut best: (usize, T) = (usize::MAX, T::lowest());
-                for &p in taps {
-                    let v = img[p * c + ch];
-                    if v > best.1 {
-                        best = (p, v);
+            // Channels innermost: each tap reads one contiguous pixel.
+            best.fill(T::lowest());
+            let at = &mut arg[(b * out_pixels + o) * c..][..c];
+            for &p in taps {
+                for ((bv, ba), &v) in best.iter_mut().zip(at.iter_mut()).zip(&img[p * c..][..c]) {
+                    if v > *bv {
+                        *bv = v;
+                        *ba = p;
                     }
                 }
-                arg[(b * out_pixels + o) * c + ch] = best.0;
             }
         });
     }
     arg
 }
 
-/// `MaxPool`: `[N, OH, OW, C]`.
-pub fn max_pool<T: PoolElem>(s: &PoolShape, x: &[T]) -> Vec<T> {
-    let [_, h, w, c] = s.input;
-    let arg = argmax(s, x);
-    let out_pixels = s.out_pixels();
-    arg.iter()
-        .enumerate()
-        .map(|(i, &p)| {
-            let (b, ch) = (i / (out_pixels * c), i % c);
-            if p == usize::MAX {
-                T::lowest()
-            } else {
-                x[(b * h * w + p) * c + ch]
+/// `MaxPool`: `[N, OH, OW, C]`, each element the maximum [`argmax`] picks (the lowest
+/// finite value where it picks none): per output pixel, the window's pixels in row-major
+/// scan order, a value taken only when strictly greater — the same comparisons in the same
+/// order per channel, vectorised over the channels.
+pub fn max_pool<T: PoolElem + Send + Sync>(s: &PoolShape, x: &[T]) -> Vec<T> {
+    let [n, h, w, c] = s.input;
+    let mut out = vec![T::lowest(); n * s.out_pixels() * c];
+    by_output_rows(s, &mut out, &|b, oy, dst| {
+        let img = &x[b * h * w * c..][..h * w * c];
+        let mut taps = Vec::with_capacity(s.win.h.kernel.min(h) * s.win.w.kernel.min(w));
+        for (ox, d) in dst.chunks_mut(c).enumerate() {
+            taps_of(&s.win, oy, ox, &mut taps);
+            for &p in &taps {
+                for (d, &v) in d.iter_mut().zip(&img[p * c..][..c]) {
+                    // A select, not a conditional store, so the loop vectorises (`maxps`
+                    // computes exactly this: the first operand when greater, else the second).
+                    let cur = *d;
+                    *d = if v > cur { v } else { cur };
+                }
             }
-        })
-        .collect()
+        }
+    });
+    out
 }
 
 /// `MaxPoolGrad` from the original input `x` and the output gradient `dy`: `[N, H, W, C]`.
@@ -183,26 +239,27 @@ pub fn max_pool_grad_grad<T: PoolElem>(s: &PoolShape, x: &[T], y: &[T], g: &[T])
     out
 }
 
-/// `AvgPool`: `[N, OH, OW, C]`.
-pub fn avg_pool<T: PoolElem>(s: &PoolShape, x: &[T]) -> Vec<T> {
+/// `AvgPool`: `[N, OH, OW, C]`: the window's real elements summed in row-major scan order,
+/// then divided by their count.
+pub fn avg_pool<T: PoolElem + Send + Sync>(s: &PoolShape, x: &[T]) -> Vec<T> {
     let [n, h, w, c] = s.input;
-    let out_pixels = s.out_pixels();
-    let mut out = vec![T::default(); n * out_pixels * c];
-    for b in 0..n {
+    let mut out = vec![T::default(); n * s.out_pixels() * c];
+    by_output_rows(s, &mut out, &|b, oy, dst| {
         let img = &x[b * h * w * c..][..h * w * c];
-        windows(&s.win, |o, taps| {
-            let dst = &mut out[(b * out_pixels + o) * c..][..c];
-            for &p in taps {
-                for (d, &v) in dst.iter_mut().zip(&img[p * c..][..c]) {
+        let mut taps = Vec::with_capacity(s.win.h.kernel.min(h) * s.win.w.kernel.min(w));
+        for (ox, d) in dst.chunks_mut(c).enumerate() {
+            taps_of(&s.win, oy, ox, &mut taps);
+            for &p in &taps {
+                for (d, &v) in d.iter_mut().zip(&img[p * c..][..c]) {
                     *d += v;
                 }
             }
             let count = T::from_count(taps.len());
-            for d in dst.iter_mut() {
+            for d in d.iter_mut() {
                 *d = *d / count;
             }
-        });
-    }
+        }
+    });
     out
 }
 
@@ -258,6 +315,60 @@ mod tests {
         assert_eq!(max_pool(&channels, &[nan, 1.0, 2.0, 3.0, 5.0, 6.0, 7.0, 8.0]), [5.0, 6.0, 7.0, 8.0]);
         assert_eq!(max_pool_grad(&win(2, 2, 2), &[nan, 5.0, 4.0, -1.0], &[1.0]), [0.0, 1.0, 0.0, 0.0]);
         assert_eq!(max_pool_grad(&win(2, 2, 2), &[nan; 4], &[1.0]), [0.0; 4]);
+    }
+
+    /// The row-parallel, channel-vectorised `MaxPool` and `AvgPool` give, bit for bit, what
+    /// one scan per element in window order gives: the value [`argmax`] picks (NaNs skipped,
+    /// the first of `+0`/`−0` kept) and the sum in row-major tap order over the count — on
+    /// images large enough to be split between threads, with padding, odd channel counts
+    /// and strides.
+    #[test]
+    fn split_and_vectorised_pooling_equals_one_scan_per_element() {
+        for (input, k, stride, padding) in [
+            ([4, 67, 67, 64], 3, 2, Padding::Valid),
+            ([3, 31, 29, 19], 3, 1, Padding::Same),
+            ([2, 9, 10, 5], 2, 2, Padding::Same),
+            ([1, 1, 1, 1], 1, 1, Padding::Valid),
+        ] {
+            let win = Window::new((input[1], input[2]), (k, k), (stride, stride), (1, 1), &padding).unwrap();
+            let s = PoolShape { input, win };
+            let len: usize = input.iter().product();
+            let x: Vec<f32> = (0..len)
+                .map(|i| match (i * 7919) % 23 {
+                    0 => f32::NAN,
+                    1 => 0.0,
+                    2 => -0.0,
+                    r => (r as f32 - 11.0) * 0.37,
+                })
+                .collect();
+            let [n, h, w, c] = input;
+            let arg = argmax(&s, &x);
+            let out_pixels = s.out_pixels();
+            let want: Vec<u32> = arg
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| {
+                    let (b, ch) = (i / (out_pixels * c), i % c);
+                    if p == usize::MAX { f32::MIN } else { x[(b * h * w + p) * c + ch] }.to_bits()
+                })
+                .collect();
+            let got: Vec<u32> = max_pool(&s, &x).iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got, want, "{input:?}");
+            let mut avg = vec![0f32; n * out_pixels * c];
+            for b in 0..n {
+                windows(&s.win, |o, taps| {
+                    for ch in 0..c {
+                        let mut sum = 0f32;
+                        for &p in taps {
+                            sum += x[(b * h * w + p) * c + ch];
+                        }
+                        avg[(b * out_pixels + o) * c + ch] = sum / taps.len() as f32;
+                    }
+                });
+            }
+            let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&avg_pool(&s, &x)), bits(&avg), "{input:?}");
+        }
     }
 
     /// Issue 13 (fuzz finding native-3312399): a `ksize` of 10¹² over a 5-wide image used
