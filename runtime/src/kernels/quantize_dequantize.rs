@@ -169,9 +169,21 @@ fn quantize<T: Float>(q: &Qdq, bits: i64, x: &Tensor, min: &Tensor, max: &Tensor
         .map(|(e, &x)| {
             let c = per.map_or(0, |(d, inner)| (e / inner.max(1)) % d);
             let (lo, hi, scale, inv) = params[c];
-            // Eigen's cwiseMin then cwiseMax: a NaN input stays NaN.
-            let clamped = if x > hi { hi } else { x };
-            let clamped = if clamped < lo { lo } else { clamped };
+            // Only a given range clamps (TensorFlow's `ClampScaleAndRound`, Eigen's cwiseMin
+            // then cwiseMax: a NaN input stays NaN); a range taken from the input scales
+            // alone (`ScaleAndRound`), so with `signed_input = false` a negative input stays
+            // negative — TensorFlow 2.21: `[-1.7, 2.5]` in 8 unsigned bits gives
+            // `[-1.6960785, 2.5]`.
+            let clamped = if q.range_given {
+                let c = if x > hi { hi } else { x };
+                if c < lo {
+                    lo
+                } else {
+                    c
+                }
+            } else {
+                x
+            };
             let s = clamped.mul(scale);
             let r = if q.half_up { s.add(half).floor() } else { s.round_even() };
             r.mul(inv)
@@ -263,6 +275,20 @@ mod tests {
         #[rustfmt::skip]
         let want = [0.0, 0.4285714328289032, 2.5714285373687744, 0.0, 0.4285714328289032, 0.0, 0.0, 0.8571428656578064, 3.0, 0.0, 0.0, 0.0];
         assert_eq!(up, bits(&want));
+        // Unsigned with the range taken from the input: scaled, never clamped, so negative
+        // inputs stay negative (sweep 67; TensorFlow 2.21, per tensor and per axis HALF_UP).
+        let neg = Tensor::from_f32(vec![3, 2], vec![0.3, -1.7, 0.05, 2.5, -0.33, 1.0]).unwrap();
+        let unsigned_auto = [("signed_input", b(false)), ("num_bits", i(8))];
+        let got = run("QuantizeAndDequantizeV2", &unsigned_auto, &[neg.clone(), sc(0.0), sc(0.0)]).unwrap();
+        #[rustfmt::skip]
+        let want = [0.30392158031463623, -1.6960785388946533, 0.04901960864663124, 2.5, -0.3333333432674408, 1.0];
+        assert_eq!(got, bits(&want));
+        let zeros2 = Tensor::from_f32(vec![2], vec![0.0; 2]).unwrap();
+        let per_axis = [("signed_input", b(false)), ("num_bits", i(4)), ("axis", i(1)), ("round_mode", s("HALF_UP"))];
+        let got = run("QuantizeAndDequantizeV4", &per_axis, &[neg, zeros2.clone(), zeros2]).unwrap();
+        #[rustfmt::skip]
+        let want = [0.30000001192092896, -1.6666667461395264, 0.04000000283122063, 2.5, -0.320000022649765, 1.0];
+        assert_eq!(got, bits(&want));
         let zeros4 = Tensor::from_f32(vec![4], vec![0.0; 4]).unwrap();
         let axis =
             run("QuantizeAndDequantizeV4", &[("num_bits", i(5)), ("axis", i(1))], &[x(), zeros4.clone(), zeros4])
