@@ -1207,9 +1207,10 @@ fn float64_reductions_compile_and_match_the_interpreter_exactly() {
     assert_same_bits(&got, &want, &["out:0", "m:0", "mx:0", "mn:0", "p:0"]);
 }
 
-/// A float64 MatMul, Softmax or ArgMax (float32-only lowerings in the JIT) stays outside
-/// clusters instead of sending its cluster to the interpreter: the elementwise ops around
-/// them still compile, and no `note:` is printed.
+/// A float64 Softmax or ArgMax (float32-only lowerings in the JIT) stays outside clusters
+/// instead of sending its cluster to the interpreter: the elementwise ops around them still
+/// compile, and no `note:` is printed. A float64 `MatMul` (the einsum kernel's product, as
+/// float64 `BatchMatMulV2`) joins its producers' cluster, bit for bit the plain executor's.
 #[test]
 fn float64_ops_the_jit_lowers_for_float32_only_stay_outside_clusters() {
     let dir = tempfile::tempdir().unwrap();
@@ -1227,11 +1228,39 @@ fn float64_ops_the_jit_lowers_for_float32_only_stay_outside_clusters() {
          c = Neg(sm) {T = float64}\n\
          d = Square(c) {T = float64}\n",
     );
-    let args = ["--feed", "x=[[1,2,3],[4,5,6]]", "--fetch", "d:0", "--fetch", "am:0"];
+    let args = ["--feed", "x=[[1,2,3],[4,5,6]]", "--fetch", "d:0", "--fetch", "am:0", "--fetch", "mm:0"];
     let (got, want, _) = both_modes(&graph, &args);
-    for name in ["d:0", "am:0"] {
-        assert_eq!(got[name].data, want[name].data, "{name}");
-    }
+    assert_same_bits(&got, &want, &["d:0", "am:0", "mm:0"]);
+    // (x²)·w, x = [[1,2,3],[4,5,6]], w = [[1,2],[3,4],[5,6]].
+    assert_eq!(got["mm:0"].data, [58.0, 72.0, 271.0, 348.0]);
+    assert_clustered(&graph, &["a", "b", "mm"]);
+}
+
+/// A float64 `MatMul` with either operand transposed, compiled (inside a cluster with its
+/// producers), equals the plain executor bit for bit.
+#[test]
+fn float64_matmul_compiles_with_transposes() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = write(
+        &dir,
+        "f64_mm.graph",
+        "x = Placeholder() {dtype = float64, shape = shape[3, 4]}\n\
+         y = Placeholder() {dtype = float64, shape = shape[3, 4]}\n\
+         a = Neg(x) {T = float64}\n\
+         b = Square(y) {T = float64}\n\
+         ta = MatMul(a, b) {T = float64, transpose_a = true, transpose_b = false}\n\
+         tb = MatMul(a, b) {T = float64, transpose_a = false, transpose_b = true}\n\
+         tt = MatMul(ta, a) {T = float64, transpose_a = true, transpose_b = true}\n\
+         o = AddN(ta, ta) {N = 2, T = float64}\n",
+    );
+    let xs = nested(&data(12, 7), &[3, 4]);
+    let ys = nested(&data(12, 8), &[3, 4]);
+    let (fx, fy) = (format!("x={xs}"), format!("y={ys}"));
+    let args = ["--feed", &fx, "--feed", &fy, "--fetch", "o:0", "--fetch", "tb:0", "--fetch", "tt:0"];
+    let (got, want, _) = both_modes(&graph, &args);
+    assert_same_bits(&got, &want, &["o:0", "tb:0", "tt:0"]);
+    assert_eq!(got["tt:0"].shape, [4, 3]);
+    assert_clustered(&graph, &["a", "b", "ta", "tb", "tt", "o"]);
 }
 
 const HOST_STEPS: &str = r#"

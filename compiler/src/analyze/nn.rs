@@ -18,6 +18,15 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo], out: &Outputs<'_>) -> Resu
             if a.len() != 2 || b.len() != 2 {
                 return Err(CompileError::Invalid(format!("node '{}': MatMul needs matrices", node.name)));
             }
+            if ins[0].dtype == DType::Float64 && ins[1].dtype == DType::Float64 {
+                // float64: the einsum kernel's strided product (the float32 path's fused
+                // prologues and epilogues are float32 only), operands read in place.
+                let a = if ta { "ji" } else { "ij" };
+                let b = if tb { "kj" } else { "jk" };
+                let equation = autoclust_graph::einsum::Equation::parse(&format!("{a},{b}->ik"), &[2, 2])
+                    .map_err(|e| CompileError::Invalid(format!("node '{}': {e}", node.name)))?;
+                return Ok(kernel(KernelOp::Einsum { equation }, vec![0, 1], vec![out.one(DType::Float64)?]));
+            }
             if ins[0].dtype != DType::Float32 || ins[1].dtype != DType::Float32 {
                 return Err(CompileError::unsupported(node, format!("MatMul on {}", ins[0].dtype)));
             }

@@ -482,7 +482,6 @@ pub const JIT_FLOAT32_ONLY_OPS: &[&str] =
 /// arg-extreme kernels); admitted into clusters on float32 alone, like
 /// [`JIT_FLOAT32_ONLY_OPS`].
 pub const JIT_FLOAT32_ONLY_KERNELS: &[&str] = &[
-    "MatMul",
     "Softmax",
     "LogSoftmax",
     "ArgMax",
@@ -501,10 +500,11 @@ pub const JIT_FLOAT32_ONLY_KERNELS: &[&str] = &[
 /// type attribute: nothing to refuse.)
 pub const JIT_NO_FLOAT64_OPS: &[&str] = &["Relu6", "Relu6Grad", "EluGrad", "SeluGrad", "LeakyRelu", "LeakyReluGrad"];
 
-/// The kernel ops the JIT lowers for float32 and float64 only (its convolutions, pooling,
-/// batch normalisation, batched products, `Einsum` and `L2Loss`); TensorFlow also runs some of
+/// The kernel ops the JIT lowers for float32 and float64 only (its products — `MatMul`,
+/// batched, `Einsum` —, convolutions, pooling, batch normalisation and `L2Loss`); TensorFlow also runs some of
 /// them on integers (an int32 `Conv2D`, a uint8 `MaxPool`), which the interpreter computes.
 pub const JIT_FLOAT_ONLY_KERNELS: &[&str] = &[
+    "MatMul",
     "Conv2D",
     "Conv2DBackpropInput",
     "Conv2DBackpropFilter",
