@@ -220,6 +220,8 @@ fn scatter_nd_kernel(kind: Scatter) -> StatefulFn {
         let mut t = g.take().expect("checked above");
         let r = if is_raw_int(t.dtype) {
             raw_int_update(kind, &mut t, updates, Placement::Slices { offsets: &offsets, slice })
+        } else if kind == Scatter::Update && update_only(&t) {
+            update_slices(&mut t, &offsets, slice, updates)
         } else {
             dispatch_num!(t.dtype, scatter_nd_apply(kind, &mut t, &offsets, slice, updates))
         };
@@ -545,6 +547,10 @@ pub fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
                     let inner = t.shape.iter().skip(1).product();
                     let rows = Placement::Rows { idx: &idx, inner, scalar: updates.rank() == 0 };
                     raw_int_update(kind, &mut t, updates, rows)
+                } else if kind == Scatter::Update && update_only(&t) {
+                    let inner: usize = t.shape.iter().skip(1).product();
+                    let offsets: Vec<usize> = idx.iter().map(|&i| i as usize * inner).collect();
+                    update_slices(&mut t, &offsets, inner, updates)
                 } else {
                     dispatch_num!(t.dtype, scatter(kind, &mut t, &idx, updates))
                 };
@@ -766,6 +772,51 @@ pub fn is_resource_op(op: &str) -> bool {
             | "StatefulUniformFullInt"
             | "StatefulRandomBinomial"
     ) || super::optimizer::is_optimizer_op(op)
+}
+
+/// `ResourceScatterUpdate` and `ResourceScatterNdUpdate` on a variable of a dtype the
+/// arithmetic kernels do not take (bool, string, complex and the other raw fixed-width types;
+/// TensorFlow registers the updates for every type): the `slice` elements at each
+/// `offsets[k]` of `t` become update row `k` (all of them the scalar `updates` when it is
+/// one), later rows winning, as TensorFlow's CPU kernels write them in order. Shapes and
+/// bounds are checked by the caller.
+fn update_slices(t: &mut Tensor, offsets: &[usize], slice: usize, updates: &Tensor) -> KResult<()> {
+    fn copy<T: Clone>(dst: &mut [T], src: &[T], offsets: &[usize], slice: usize, scalar: bool) {
+        for (k, &off) in offsets.iter().enumerate() {
+            let row = &mut dst[off..][..slice];
+            if scalar {
+                row.fill(src[0].clone());
+            } else {
+                row.clone_from_slice(&src[k * slice..][..slice]);
+            }
+        }
+    }
+    let scalar = updates.rank() == 0;
+    match (&mut t.data, &updates.data) {
+        (TensorData::Bool(d), TensorData::Bool(u)) => copy(Arc::make_mut(d).as_mut_slice(), u, offsets, slice, scalar),
+        (TensorData::Str(d), TensorData::Str(u)) => copy(Arc::make_mut(d).as_mut_slice(), u, offsets, slice, scalar),
+        (TensorData::Raw(d), TensorData::Raw(u)) => {
+            let size = t.dtype.size_of().ok_or(KernelError::DType(t.dtype))?;
+            let d = Arc::make_mut(d);
+            for (k, &off) in offsets.iter().enumerate() {
+                let row = &mut d[off * size..][..slice * size];
+                if scalar {
+                    for e in row.chunks_mut(size) {
+                        e.copy_from_slice(&u[..size]);
+                    }
+                } else {
+                    row.copy_from_slice(&u[k * slice * size..][..slice * size]);
+                }
+            }
+        }
+        _ => return Err(KernelError::DType(t.dtype)),
+    }
+    Ok(())
+}
+
+/// Whether `t` holds a type only [`update_slices`] scatters into.
+fn update_only(t: &Tensor) -> bool {
+    matches!(t.data, TensorData::Bool(_) | TensorData::Str(_) | TensorData::Raw(_))
 }
 
 #[cfg(test)]
@@ -1236,6 +1287,49 @@ mod tests {
         let e = run("ResourceScatterUpdate", &s, smallvec![handle_tensor(id), oob, Tensor::scalar_i32(9)]).unwrap_err();
         assert!(e.to_string().contains("not in [0, 3)"));
         assert_eq!(s.get(id).read().unwrap().as_i32().unwrap(), &[0, 0, 0, 0, 4, 6]);
+    }
+
+    /// `ResourceScatterUpdate` on bool, string and complex64 variables (TensorFlow registers
+    /// it for every type): rows replaced in index order, a scalar update fills each row; the
+    /// arithmetic scatters still refuse those types.
+    #[test]
+    fn scatter_update_on_bool_string_and_complex_variables() {
+        let idx = || Tensor::from_i32(vec![2], vec![2, 0]).unwrap();
+        let (s, id) = store_with(Tensor::from_bool(vec![3, 2], vec![false; 6]).unwrap());
+        let upd = Tensor::from_bool(vec![2, 2], vec![true, false, false, true]).unwrap();
+        run("ResourceScatterUpdate", &s, smallvec![handle_tensor(id), idx(), upd]).unwrap();
+        assert_eq!(s.get(id).read().unwrap().as_bool().unwrap(), &[false, true, false, false, true, false]);
+        let strings = |v: &[&str]| v.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        let (s, id) = store_with(Tensor::from_strings(vec![3], strings(&["a", "b", "c"])).unwrap());
+        run(
+            "ResourceScatterUpdate",
+            &s,
+            smallvec![handle_tensor(id), idx(), Tensor::from_strings(vec![], strings(&["z"])).unwrap()],
+        )
+        .unwrap();
+        assert_eq!(s.get(id).read().unwrap().as_strings().unwrap(), &strings(&["z", "b", "z"])[..]);
+        let c64 = |v: &[f32]| Tensor {
+            dtype: DType::Complex64,
+            shape: vec![v.len() / 2],
+            data: TensorData::Raw(Arc::new(v.iter().flat_map(|x| x.to_le_bytes()).collect())),
+        };
+        let (s, id) = store_with(c64(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+        let upd = c64(&[-1.0, -2.0, -5.0, -6.0]);
+        run("ResourceScatterUpdate", &s, smallvec![handle_tensor(id), idx(), upd.clone()]).unwrap();
+        let got = s.get(id).read().unwrap();
+        assert_eq!(got.data, c64(&[-5.0, -6.0, 3.0, 4.0, -1.0, -2.0]).data);
+        let e = run("ResourceScatterAdd", &s, smallvec![handle_tensor(id), idx(), upd]).unwrap_err();
+        assert!(e.to_string().contains("complex64"), "{e}");
+        // The Nd form: indices [[1], [0]] into a [3] string variable.
+        let (s, id) = store_with(Tensor::from_strings(vec![3], strings(&["a", "b", "c"])).unwrap());
+        let nd = Tensor::from_i32(vec![2, 1], vec![1, 0]).unwrap();
+        run(
+            "ResourceScatterNdUpdate",
+            &s,
+            smallvec![handle_tensor(id), nd, Tensor::from_strings(vec![2], strings(&["x", "y"])).unwrap()],
+        )
+        .unwrap();
+        assert_eq!(s.get(id).read().unwrap().as_strings().unwrap(), &strings(&["y", "x", "c"])[..]);
     }
 
     #[test]
