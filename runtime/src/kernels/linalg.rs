@@ -546,7 +546,7 @@ fn banded_triangular_solve(matrix: &Tensor, rhs: &Tensor, lower: bool, adjoint: 
     budget(m.dtype, &shape)?;
     // The diagonal: the top band when lower, the bottom one otherwise.
     let diag = if lower { 0 } else { bands - 1 };
-    if m.matrix(0)[diag * n..(diag + 1) * n].iter().any(|&v| v == 0.0) {
+    if m.matrix(0)[diag * n..(diag + 1) * n].contains(&0.0) {
         return Err(KernelError::invalid("Input matrix is not invertible."));
     }
     let count: usize = lead.iter().product();
