@@ -1585,8 +1585,8 @@ mod tests {
         Tensor::from_f64(shape.to_vec(), v.to_vec()).unwrap()
     }
 
-    /// `tf.raw_ops.BandedTriangularSolve` in TensorFlow 2.21 (CPU; /tmp/wt67-gen/gen.py, its
-    /// values pasted): 3 bands of a 4 × 4 matrix, lower and upper (the same rows, reversed, so the
+    /// `tf.raw_ops.BandedTriangularSolve` in TensorFlow 2.21 (CPU; its outputs on these inputs,
+    /// printed with `repr` and pasted): 3 bands of a 4 × 4 matrix, lower and upper (the same rows, reversed, so the
     /// diagonal is at the bottom), with and without adjoint, float32 and float64; padding entries
     /// (77, 99 below) are never read.
     #[test]
@@ -1683,7 +1683,7 @@ mod tests {
         assert!(err(ones(&[1, 3]), f32s(&[3, 1], &[1.0; 3])).contains("matrix is float64 but rhs is float32"));
     }
 
-    /// `tf.raw_ops.TridiagonalMatMul` in TensorFlow 2.21 (/tmp/wt67-gen/gen.py): a batch of two
+    /// `tf.raw_ops.TridiagonalMatMul` in TensorFlow 2.21 (CPU; its outputs pasted): a batch of two
     /// 4 × 4 tridiagonal matrices (the superdiagonal's last and the subdiagonal's first entries
     /// ignored: 99, −5, 77 and 8 below) times `[2, 4, 3]`, float64 and float32 (bit for bit: the
     /// same float32 operations in the same order), and TensorFlow's shape errors.
