@@ -3,7 +3,8 @@
     TF_ENABLE_ONEDNN_OPTS=0 TF_CPP_MIN_LOG_LEVEL=3 CUDA_VISIBLE_DEVICES=-1 /work/tfenv/bin/python testdata/tf/make_fixtures_linalg.py
 
 `tf.linalg.lu` (the `Lu` op: packed factors and the pivot permutation) and what `tf.linalg` builds on it:
-`lu_reconstruct`, `lu_solve`, `lu_matrix_inverse`; `tf.linalg.eigh` (`SelfAdjointEigV2`). Cases in README.md.
+`lu_reconstruct`, `lu_solve`, `lu_matrix_inverse`; `tf.linalg.eigh` (`SelfAdjointEigV2`); `tf.linalg.banded_triangular_solve`
+and `tf.linalg.tridiagonal_matmul` with their gradients. Cases in README.md.
 """
 
 import os
@@ -69,7 +70,40 @@ def linalg_eigh():
     write("linalg_eigh", ops.get_concrete_function(), [], feeds, 1)
 
 
-FIXTURES = [linalg_lu, linalg_eigh]
+def linalg_banded_tridiagonal():
+    """`tf.linalg.banded_triangular_solve` (`BandedTriangularSolve`) of a variable `[2, 3, 5]` float32 band storage
+    against a fed `[5, 2]` right-hand side (batch broadcast), lower and upper-with-adjoint, and of its first matrix in
+    float64, upper, against a fed `[3, 5, 2]`; `tf.linalg.tridiagonal_matmul` (`TridiagonalMatMul`, compact format) of a
+    variable `[3, 5]` float32 and in float64; two SGD steps through both gradients (`BandedTriangularSolve` again,
+    `BatchMatMulV2`, `MatrixDiagPartV3` and the unbroadcasting sums; the tridiagonal one's pads and slices)."""
+    rng = np.random.default_rng(903)
+    b0 = rng.standard_normal((2, 3, 5)).astype(np.float32) * 0.3
+    b0[:, 0, :] = 2.0 + rng.random((2, 5)).astype(np.float32)  # the lower storage's diagonal
+    b0[:, 2, :] = -1.5 - rng.random((2, 5)).astype(np.float32)  # the upper storage's diagonal
+    d0 = rng.standard_normal((3, 5)).astype(np.float32)
+    bands = tf.Variable(b0, name="bands")
+    diags = tf.Variable(d0, name="diags")
+
+    @tf.function(input_signature=[tf.TensorSpec([5, 2], tf.float32, name="rhs"),
+                                  tf.TensorSpec([3, 5, 2], tf.float64, name="rhs64")])
+    def step(rhs, rhs64):
+        with tf.GradientTape() as tape:
+            lo = tf.linalg.banded_triangular_solve(bands, rhs)
+            up = tf.linalg.banded_triangular_solve(bands, rhs, lower=False, adjoint=True)
+            tm = tf.linalg.tridiagonal_matmul(diags, rhs)
+            loss = tf.reduce_sum(lo * lo) + 0.5 * tf.reduce_sum(up * up) + 0.1 * tf.reduce_sum(tm * tm)
+        gb, gd = tape.gradient(loss, [bands, diags])
+        bands.assign_sub(0.01 * gb)
+        diags.assign_sub(0.01 * gd)
+        b64 = tf.linalg.banded_triangular_solve(tf.cast(bands, tf.float64)[:1], rhs64, lower=False)
+        tm64 = tf.linalg.tridiagonal_matmul(tf.cast(diags, tf.float64), rhs64[0])
+        return [lo, up, tm, loss, tf.cast(b64, tf.float32), tf.cast(tm64, tf.float32)]
+
+    feeds = {"rhs": rng.standard_normal((5, 2)).astype(np.float32), "rhs64": rng.standard_normal((3, 5, 2))}
+    write("linalg_banded_tridiagonal", step.get_concrete_function(), [(bands, b0), (diags, d0)], feeds, 2)
+
+
+FIXTURES = [linalg_lu, linalg_eigh, linalg_banded_tridiagonal]
 
 
 def main():

@@ -316,6 +316,8 @@ pub const HOST_COMPUTE_OPS: &[(&str, &[usize])] = &[
     ("SelfAdjointEigV2", &[]),
     ("Svd", &[]),
     ("TridiagonalSolve", &[]),
+    ("TridiagonalMatMul", &[]),
+    ("BandedTriangularSolve", &[]),
     // Images and neural-network ops without a lowering.
     ("LRN", &[]),
     ("LRNGrad", &[]),

@@ -2,7 +2,8 @@
 //! process, normalising-flow and second-order training graphs, and Keras' orthogonal
 //! initializer (the default for LSTM and GRU recurrent kernels) in TF1 init graphs: `Svd`
 //! (one-sided Jacobi; singular values exact to rounding, vectors up to sign), `TridiagonalSolve`
-//! (LAPACK's `gtsv` pivoting, or Thomas without), `MatrixSquareRoot` (principal root: symmetric
+//! (LAPACK's `gtsv` pivoting, or Thomas without), `TridiagonalMatMul`, `BandedTriangularSolve`
+//! (TensorFlow's band storage, batch dimensions broadcast), `MatrixSquareRoot` (principal root: symmetric
 //! by eigendecomposition, otherwise Denman–Beavers), `Qr`
 //! (Householder, Eigen's sign conventions), `Lu` (`tf.linalg.lu`: the packed factors and the
 //! permutation `p` with `A[p] = L·U`, Eigen's `PartialPivLU` pivots), `MatrixInverse`, `Cholesky`,
@@ -18,8 +19,8 @@
 //! an LU pivot that is exactly zero makes `MatrixInverse` and `MatrixSolve` fail ("not
 //! invertible") where `MatrixDeterminant` answers (signed) 0; a matrix that is not positive
 //! definite gives `Cholesky` a lower triangle of NaNs, TensorFlow's answer since 2.x (it
-//! only logs a warning). Only `MatrixTriangularSolve` broadcasts batch
-//! dimensions (as TensorFlow's does since 2.2); `MatrixSolve` requires them equal.
+//! only logs a warning). Only `MatrixTriangularSolve` and `BandedTriangularSolve` broadcast batch
+//! dimensions (as TensorFlow's do); `MatrixSolve` requires them equal.
 //!
 //! The matrices of a batch are independent: [`per_matrix`] shares them between the cores
 //! when there is enough work (each matrix is still computed by one thread, in the same
@@ -144,6 +145,18 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             Box::new(move |inp: Inputs| {
                 arity(&inp, 2)?;
                 tridiagonal_solve(&inp[0], &inp[1], pivoting)
+            })
+        }
+        "TridiagonalMatMul" => Box::new(|inp: Inputs| {
+            arity(&inp, 4)?;
+            tridiagonal_matmul(&inp[0], &inp[1], &inp[2], &inp[3])
+        }),
+        "BandedTriangularSolve" => {
+            let lower = attr_bool_or(node, "lower", true)?;
+            let adjoint = attr_bool_or(node, "adjoint", false)?;
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 2)?;
+                banded_triangular_solve(&inp[0], &inp[1], lower, adjoint)
             })
         }
         "MatrixSquareRoot" => Box::new(|inp: Inputs| {
@@ -432,6 +445,151 @@ fn tridiagonal_solve(diags: &Tensor, rhs: &Tensor, pivoting: bool) -> KResult<Ou
         out.extend(x);
     }
     single(r.output(rhs.shape.clone(), out))
+}
+
+/// `TridiagonalMatMul` (`tridiagonal_matmul_op.cc`): `superdiag`, `maindiag` and `subdiag`
+/// `[..., 1, M]` (the superdiagonal's last entry and the subdiagonal's first ignored) times `rhs`
+/// `[..., M, N]`, all with the same batch dimensions (TensorFlow's kernel does not broadcast).
+/// Row `i` is `(d[i]·x[i] + l[i]·x[i−1]) + u[i]·x[i+1]`, summed in that order in the element
+/// type as Eigen does (each float64 operation rounded to float32 for float32, which is exactly
+/// float32 arithmetic), so the results are TensorFlow's bit for bit.
+fn tridiagonal_matmul(sup: &Tensor, dia: &Tensor, sub: &Tensor, rhs: &Tensor) -> KResult<Outputs> {
+    let r = Batch::new(rhs, "rhs")?;
+    let diags = [
+        (sup, "superdiag", "Invalid superdiagonal shape."),
+        (dia, "maindiag", "Invalid main diagonal shape."),
+        (sub, "subdiag", "Invalid subdiagonal shape."),
+    ];
+    let mut ds = Vec::with_capacity(3);
+    for (t, what, invalid) in diags {
+        let d = Batch::new(t, what)?;
+        if d.dtype != r.dtype {
+            return Err(KernelError::invalid(format!("{what} is {} but rhs is {}", d.dtype, r.dtype)));
+        }
+        if d.lead != r.lead {
+            return Err(KernelError::invalid(format!(
+                "All input tensors must have the same outer dimensions: {what} {:?} vs. rhs {:?}",
+                t.shape, rhs.shape
+            )));
+        }
+        if d.rows != 1 || d.cols != r.rows {
+            return Err(KernelError::invalid(format!(
+                "{invalid} ({what} must be [..., 1, M] with the rhs's M = {}, got {:?})",
+                r.rows, t.shape
+            )));
+        }
+        ds.push(d);
+    }
+    let (m, n) = (r.rows, r.cols);
+    let round: fn(f64) -> f64 = if r.dtype == DType::Float32 { |x| f64::from(x as f32) } else { |x| x };
+    let mut out = Vec::with_capacity(r.data.len());
+    for (b, x) in r.matrices().enumerate() {
+        let (u, d, l) = (ds[0].matrix(b), ds[1].matrix(b), ds[2].matrix(b));
+        for i in 0..m {
+            for j in 0..n {
+                let mut y = round(d[i] * x[i * n + j]);
+                if i > 0 {
+                    y = round(y + round(l[i] * x[(i - 1) * n + j]));
+                }
+                if i + 1 < m {
+                    y = round(y + round(u[i] * x[(i + 1) * n + j]));
+                }
+                out.push(y);
+            }
+        }
+    }
+    single(r.output(rhs.shape.clone(), out))
+}
+
+/// `BandedTriangularSolve` (`banded_triangular_solve_op.cc`): `matrix` `[..., K, M]` holds the
+/// `K` bands of an `M × M` triangular matrix `A` in TensorFlow's `LEFT_RIGHT` band storage — for
+/// `lower`, row `d` is the `d`-th subdiagonal aligned right (`band[d][i] = A[i][i−d]`, the
+/// diagonal on top, the first `d` entries padding); otherwise row `K−1−d` is the `d`-th
+/// superdiagonal aligned left (`band[K−1−d][i] = A[i][i+d]`, the diagonal at the bottom, the last
+/// `d` entries padding). Solves `op(A)·X = rhs` (`op` the transpose with `adjoint`; real types
+/// only) for `rhs` `[..., M, K']`, the batch dimensions broadcast. TensorFlow's checks and
+/// words; as its kernel, only the first matrix of the batch is checked for a zero on the diagonal
+/// ("not invertible"), a zero elsewhere giving infinities and NaNs. In float64, rounded once.
+fn banded_triangular_solve(matrix: &Tensor, rhs: &Tensor, lower: bool, adjoint: bool) -> KResult<Outputs> {
+    for (i, t) in [matrix, rhs].into_iter().enumerate() {
+        if t.rank() < 2 {
+            return Err(KernelError::invalid(format!(
+                "In[{i}] ndims must be >= 2: {} (shape {:?})",
+                t.rank(),
+                t.shape
+            )));
+        }
+        if t.shape.contains(&0) {
+            return Err(KernelError::invalid(format!("In[{i}] must not be an empty tensor: shape {:?}", t.shape)));
+        }
+    }
+    let m = Batch::new(matrix, "matrix")?;
+    let b = Batch::new(rhs, "rhs")?;
+    if m.dtype != b.dtype {
+        return Err(KernelError::invalid(format!("matrix is {} but rhs is {}", m.dtype, b.dtype)));
+    }
+    let lead = broadcast_shape(&m.lead, &b.lead).map_err(|_| {
+        KernelError::invalid(format!(
+            "In[0] and In[1] must have compatible batch dimensions: {:?} vs. {:?}",
+            matrix.shape, rhs.shape
+        ))
+    })?;
+    let (bands, n, k) = (m.rows, m.cols, b.cols);
+    if b.rows != n {
+        return Err(KernelError::invalid(format!(
+            "In[0] mismatch In[1] shape: {n} vs. {}: {:?} {:?} (the bands' M and the rhs's rows differ)",
+            b.rows, matrix.shape, rhs.shape
+        )));
+    }
+    let mut shape = lead.clone();
+    shape.extend([n, k]);
+    budget(m.dtype, &shape)?;
+    // The diagonal: the top band when lower, the bottom one otherwise.
+    let diag = if lower { 0 } else { bands - 1 };
+    if m.matrix(0)[diag * n..(diag + 1) * n].contains(&0.0) {
+        return Err(KernelError::invalid("Input matrix is not invertible."));
+    }
+    let count: usize = lead.iter().product();
+    let (sm, sb) =
+        (super::elementwise::bcast_strides(&m.lead, &lead), super::elementwise::bcast_strides(&b.lead, &lead));
+    let solutions = per_matrix(count, bands * n * k, |at| {
+        let (mut im, mut ib, mut rest) = (0, 0, at);
+        for d in (0..lead.len()).rev() {
+            let i = rest % lead[d];
+            rest /= lead[d];
+            im += i * sm[d];
+            ib += i * sb[d];
+        }
+        let band = m.matrix(im);
+        let mut x = b.matrix(ib).to_vec();
+        // A[i][j] for |i − j| < K on the stored side.
+        let a = |i: usize, j: usize| {
+            if lower {
+                band[(i - j) * n + i]
+            } else {
+                band[(bands - 1 - (j - i)) * n + i]
+            }
+        };
+        // op(A)[i][j], and whether op(A) is lower triangular (forward substitution).
+        let op = |i: usize, j: usize| if adjoint { a(j, i) } else { a(i, j) };
+        let forward = lower != adjoint;
+        for step in 0..n {
+            let i = if forward { step } else { n - 1 - step };
+            let known = if forward { i.saturating_sub(bands - 1)..i } else { i + 1..n.min(i + bands) };
+            for j in known {
+                let f = op(i, j);
+                for c in 0..k {
+                    x[i * k + c] -= f * x[j * k + c];
+                }
+            }
+            let d = op(i, i);
+            for c in 0..k {
+                x[i * k + c] /= d;
+            }
+        }
+        Ok(x)
+    })?;
+    single(m.output(shape, solutions.concat()))
 }
 
 /// Solves in place (`b`: `n × k`, row-major); false on a zero pivot.
@@ -1413,5 +1571,159 @@ mod tests {
         close(&r, &[-0.16666666666666652, 0.3525641025641025, 0.18589743589743585], 1e-12);
         let e = run1(&fast(true), &[rd, d, l2(0.0)]).unwrap_err().to_string();
         assert!(e.contains("rank deficient or ill-conditioned"), "{e}");
+    }
+    /// Float64 results within `rel` of TensorFlow's (relative, absolute below 1).
+    fn close64(got: &Tensor, want: &[f64], rel: f64) {
+        let got = got.as_f64().expect("float64");
+        assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() <= rel * w.abs().max(1.0), "{got:?} vs {want:?}");
+        }
+    }
+
+    fn f64s(shape: &[usize], v: &[f64]) -> Tensor {
+        Tensor::from_f64(shape.to_vec(), v.to_vec()).unwrap()
+    }
+
+    /// `tf.raw_ops.BandedTriangularSolve` in TensorFlow 2.21 (CPU; its outputs on these inputs,
+    /// printed with `repr` and pasted): 3 bands of a 4 × 4 matrix, lower and upper (the same rows, reversed, so the
+    /// diagonal is at the bottom), with and without adjoint, float32 and float64; padding entries
+    /// (77, 99 below) are never read.
+    #[test]
+    fn banded_triangular_solve_matches_tensorflow() {
+        let lower_bands = [2.0, -3.0, 4.0, 1.5, 0.5, 1.0, -2.0, 3.0, 9.0, -1.0, 0.25, 2.0];
+        let upper_bands = [9.0, -1.0, 0.25, 2.0, 0.5, 1.0, -2.0, 3.0, 2.0, -3.0, 4.0, 1.5];
+        let rhs = [1.0, 2.0, -1.0, 0.5, 3.0, -2.0, 0.25, 4.0];
+        #[rustfmt::skip]
+        let cases: [(bool, bool, [f64; 8]); 4] = [
+            (true, false, [0.5, 1.0, 0.5, 0.16666666666666666, 0.96875, -0.4791666666666667, -2.4375, 3.402777777777778]),
+            (true, true, [0.4079861111111111, -0.3263888888888886, 0.027777777777777773, 3.2777777777777772, 0.625, -2.5, 0.16666666666666666, 2.6666666666666665]),
+            (false, false, [-3.388888888888889, -2.5555555555555554, 0.5555555555555556, -0.7777777777777777, 0.8333333333333334, 0.8333333333333333, 0.16666666666666666, 2.6666666666666665]),
+            (false, true, [0.5, 1.0, 0.4166666666666667, -0.0, -0.4791666666666667, -2.75, -0.19444444444444442, -1.0]),
+        ];
+        // TensorFlow's float32 answers (its kernel solves in float32).
+        #[rustfmt::skip]
+        let want32: [[f32; 8]; 4] = [
+            [0.5, 1.0, 0.5, 0.1666666716337204, 0.96875, -0.4791666567325592, -2.4375, 3.402777671813965],
+            [0.4079861044883728, -0.326388955116272, 0.02777778171002865, 3.277777910232544, 0.625, -2.5, 0.1666666716337204, 2.6666667461395264],
+            [-3.3888888359069824, -2.555555820465088, 0.555555522441864, -0.7777778506278992, 0.8333333134651184, 0.8333333730697632, 0.1666666716337204, 2.6666667461395264],
+            [0.5, 1.0, 0.4166666567325592, -0.0, -0.4791666567325592, -2.75, -0.1944444626569748, -1.0],
+        ];
+        for ((lower, adjoint, want), want32) in cases.iter().zip(&want32) {
+            let n = with("BandedTriangularSolve", &[("lower", *lower), ("adjoint", *adjoint)]);
+            let bands = if *lower { &lower_bands } else { &upper_bands };
+            let x = run1(&n, &[f64s(&[3, 4], bands), f64s(&[4, 2], &rhs)]).unwrap();
+            assert_eq!(x.shape, vec![4, 2]);
+            close64(&x, want, 1e-14);
+            let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+            let x = run1(&n, &[f32s(&[3, 4], &f(bands)), f32s(&[4, 2], &f(&rhs))]).unwrap();
+            // TensorFlow's float32 arithmetic against ours (float64, rounded once): a few ulps.
+            let got = x.as_f32().unwrap();
+            for (g, w) in got.iter().zip(want32) {
+                assert!((g - w).abs() <= 1e-6 * w.abs().max(1.0), "{lower} {adjoint}: {got:?} vs {want32:?}");
+            }
+        }
+        // Padding is never read: the lower storage's leading and the upper's trailing entries.
+        let mut padded = lower_bands;
+        (padded[4], padded[8], padded[9]) = (77.0, 77.0, 77.0);
+        let x = run1(&with("BandedTriangularSolve", &[]), &[f64s(&[3, 4], &padded), f64s(&[4, 2], &rhs)]).unwrap();
+        close64(&x, &cases[0].2, 1e-14);
+        let mut padded = upper_bands;
+        (padded[3], padded[2], padded[7]) = (99.0, 99.0, 99.0);
+        let n = with("BandedTriangularSolve", &[("lower", false)]);
+        let x = run1(&n, &[f64s(&[3, 4], &padded), f64s(&[4, 2], &rhs)]).unwrap();
+        close64(&x, &cases[2].2, 1e-14);
+        // More bands than rows: 4 bands of a 2 × 2 matrix.
+        let wide = [2.0, 4.0, 3.0, 5.0, 7.0, 11.0, 13.0, 17.0];
+        for (lower, adjoint, want) in [
+            (true, false, [0.5, -0.375]),
+            (true, true, [-0.125, 0.25]),
+            (false, false, [0.04524886877828054, 0.058823529411764705]),
+            (false, true, [0.07692307692307693, 0.02714932126696832]),
+        ] {
+            let n = with("BandedTriangularSolve", &[("lower", lower), ("adjoint", adjoint)]);
+            close64(&run1(&n, &[f64s(&[4, 2], &wide), f64s(&[2, 1], &[1.0, 1.0])]).unwrap(), &want, 1e-14);
+        }
+    }
+
+    /// Batch broadcasting (bands `[2, 1, 2, 3]` against rhs `[3, 3, 1]`: `[2, 3, 3, 1]`), the zero
+    /// diagonal TensorFlow refuses (only in the batch's first matrix; elsewhere infinity) and its
+    /// shape errors, all TensorFlow 2.21's.
+    #[test]
+    fn banded_triangular_solve_broadcasts_and_fails_as_tensorflow() {
+        let m = [1.0, 2.0, -4.0, 7.0, 0.5, 3.0, 2.0, -1.0, 0.5, 5.0, 1.0, -2.0];
+        let r = [1.0, 2.0, 3.0, -1.0, 0.0, 1.0, 0.5, 0.25, -2.0];
+        #[rustfmt::skip]
+        let want = [
+            (true, vec![1.0, 0.75, -0.1875, -1.0, 0.25, -0.0625, 0.5, 0.0, 0.5, 0.5, -1.5, 0.0, -0.5, -0.5, 0.0, 0.25, -0.0, -4.0]),
+            (false, vec![0.14285714285714285, 0.0, 1.0, 0.04761904761904761, -1.3333333333333333, 0.3333333333333333, -0.38095238095238093, 3.1666666666666665, -0.6666666666666666, 0.0, 0.5, -1.5, 0.0, -0.5, -0.5, -0.4, 1.25, 1.0]),
+        ];
+        for (lower, want) in want {
+            let n = with("BandedTriangularSolve", &[("lower", lower)]);
+            let x = run1(&n, &[f64s(&[2, 1, 2, 3], &m), f64s(&[3, 3, 1], &r)]).unwrap();
+            assert_eq!(x.shape, vec![2, 3, 3, 1]);
+            close64(&x, &want, 1e-14);
+            let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+            let x = run1(&n, &[f32s(&[2, 1, 2, 3], &f(&m)), f32s(&[3, 3, 1], &f(&r))]).unwrap();
+            assert_eq!(x.shape, vec![2, 3, 3, 1]);
+            close(&x, &f(&want));
+        }
+        let n = with("BandedTriangularSolve", &[]);
+        let err = |a: Tensor, b: Tensor| run1(&n, &[a, b]).unwrap_err().to_string();
+        let ones = |s: &[usize]| f64s(s, &vec![1.0; s.iter().product()]);
+        let e = err(f64s(&[2, 1, 2], &[0.0, 1.0, 1.0, 1.0]), ones(&[2, 2, 1]));
+        assert!(e.contains("Input matrix is not invertible."), "{e}");
+        let x = run1(&n, &[f64s(&[2, 1, 2], &[1.0, 1.0, 0.0, 1.0]), ones(&[2, 2, 1])]).unwrap();
+        assert_eq!(x.as_f64().unwrap(), &[1.0, 1.0, f64::INFINITY, 1.0]);
+        assert!(err(ones(&[2, 3]), ones(&[4, 1])).contains("In[0] mismatch In[1] shape: 3 vs. 4"));
+        let e = err(ones(&[2, 2, 3]), ones(&[3, 3, 1]));
+        assert!(e.contains("In[0] and In[1] must have compatible batch dimensions: [2, 2, 3] vs. [3, 3, 1]"), "{e}");
+        assert!(err(ones(&[0, 3]), ones(&[3, 1])).contains("In[0] must not be an empty tensor"));
+        assert!(err(ones(&[3]), ones(&[3, 1])).contains("In[0] ndims must be >= 2: 1"));
+        assert!(err(ones(&[1, 3]), f32s(&[3, 1], &[1.0; 3])).contains("matrix is float64 but rhs is float32"));
+    }
+
+    /// `tf.raw_ops.TridiagonalMatMul` in TensorFlow 2.21 (CPU; its outputs pasted): a batch of two
+    /// 4 × 4 tridiagonal matrices (the superdiagonal's last and the subdiagonal's first entries
+    /// ignored: 99, −5, 77 and 8 below) times `[2, 4, 3]`, float64 and float32 (bit for bit: the
+    /// same float32 operations in the same order), and TensorFlow's shape errors.
+    #[test]
+    fn tridiagonal_matmul_matches_tensorflow() {
+        let sup = [1.5, -2.0, 0.3, 99.0, 0.1, 0.2, 0.7, -5.0];
+        let dia = [2.0, 3.1, -1.0, 0.5, 1.0, -4.0, 2.5, 3.3];
+        let sub = [77.0, 0.4, 1.1, -0.6, 8.0, 1.9, -0.25, 0.9];
+        // np.arange(24).reshape(2, 4, 3) * 0.37 - 2.1
+        let rhs: Vec<f64> = (0..24).map(|i| f64::from(i) * 0.37 - 2.1).collect();
+        #[rustfmt::skip]
+        let want64 = [
+            -5.6850000000000005, -4.390000000000001, -3.095, -4.149, -3.594, -3.0389999999999997, -0.8400000000000001,
+            -0.692, -0.5439999999999997, 0.5430000000000001, 0.5060000000000002, 0.4690000000000002, 2.6849999999999996,
+            3.0919999999999996, 3.4989999999999997, -8.441999999999998, -9.145, -9.847999999999997, 14.5065,
+            15.597999999999999, 16.689500000000002, 22.814999999999998, 24.369000000000003, 25.923,
+        ];
+        #[rustfmt::skip]
+        let want32: [f32; 24] = [
+            -5.684999942779541, -4.389999866485596, -3.0950000286102295, -4.1489996910095215, -3.5939998626708984,
+            -3.0390000343322754, -0.8399999737739563, -0.6920000314712524, -0.543999969959259, 0.5429999828338623,
+            0.5059999823570251, 0.468999981880188, 2.684999942779541, 3.0920000076293945, 3.498999834060669,
+            -8.442000389099121, -9.144999504089355, -9.848000526428223, 14.506499290466309, 15.597999572753906,
+            16.68950080871582, 22.815000534057617, 24.368999481201172, 25.92300033569336,
+        ];
+        let n = node("TridiagonalMatMul", &[]);
+        let d = |v: &[f64]| f64s(&[2, 1, 4], v);
+        let x = run1(&n, &[d(&sup), d(&dia), d(&sub), f64s(&[2, 4, 3], &rhs)]).unwrap();
+        assert_eq!(x.shape, vec![2, 4, 3]);
+        close64(&x, &want64, 1e-15);
+        let f = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+        let d = |v: &[f64]| f32s(&[2, 1, 4], &f(v));
+        let x = run1(&n, &[d(&sup), d(&dia), d(&sub), f32s(&[2, 4, 3], &f(&rhs))]).unwrap();
+        assert_eq!(x.as_f32().unwrap(), &want32);
+        let ones = |s: &[usize]| f64s(s, &vec![1.0; s.iter().product()]);
+        let err = |s: [&[usize]; 4]| run1(&n, &s.map(ones)).unwrap_err().to_string();
+        assert!(err([&[1, 4], &[1, 4], &[1, 3], &[4, 2]]).contains("Invalid subdiagonal shape."));
+        assert!(err([&[2, 4], &[1, 4], &[1, 4], &[4, 2]]).contains("Invalid superdiagonal shape."));
+        let e = err([&[2, 1, 4], &[2, 1, 4], &[2, 1, 4], &[3, 4, 2]]);
+        assert!(e.contains("All input tensors must have the same outer dimensions"), "{e}");
+        assert!(err([&[4], &[1, 4], &[1, 4], &[4, 2]]).contains("superdiag must have rank >= 2"));
     }
 }

@@ -1,4 +1,5 @@
-//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `Svd`, `TridiagonalSolve`, `MatrixSquareRoot`, `Qr`, `Lu`, `SelfAdjointEigV2`, `MatrixInverse`, `Cholesky`,
+//! Schemas of the dense linear-algebra ops (`linalg_ops.cc`): `Svd`, `TridiagonalSolve`, `TridiagonalMatMul`,
+//! `BandedTriangularSolve`, `MatrixSquareRoot`, `Qr`, `Lu`, `SelfAdjointEigV2`, `MatrixInverse`, `Cholesky`,
 //! `MatrixTriangularSolve`, `MatrixSolve`, `MatrixDeterminant` and `LogMatrixDeterminant`,
 //! over the last two dimensions with batch dimensions in front. Shape functions follow
 //! TensorFlow's (`MakeBatchSquareMatrix`, `MatrixSolveShapeFn`,
@@ -158,6 +159,46 @@ fn tridiagonal(c: &InferCtx<'_>) -> Shapes {
     Ok(vec![c.shape(1).clone()])
 }
 
+/// `BandedTriangularSolve`: `matrix` `[..., num_bands, M]` (band storage) and `rhs`
+/// `[..., M, K]`, the batch dimensions broadcast; `[..., M, K]`.
+fn banded_triangular_solve(c: &InferCtx<'_>) -> Shapes {
+    let (Some((mb, _, m)), Some((rb, rows, k))) = (matrix(c, 0, "matrix")?, matrix(c, 1, "rhs")?) else {
+        return Ok(vec![Shape::unknown()]);
+    };
+    let m = match (m, rows) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(format!("the bands {} and the rhs {} have different M", c.shape(0), c.shape(1)))
+        }
+        (a, b) => a.or(b),
+    };
+    let batch = broadcast_shapes(&Shape::with_dims(mb), &Shape::with_dims(rb))?;
+    Ok(vec![match batch.dims {
+        Some(b) => with(b, &[m, k]),
+        None => Shape::unknown(),
+    }])
+}
+
+/// `TridiagonalMatMul`: the three diagonals `[..., 1, M]`, one shape, and `rhs` `[..., M, N]` with
+/// the same batch dimensions; the rhs's shape.
+fn tridiagonal_matmul(c: &InferCtx<'_>) -> Shapes {
+    let mut diag = c.shape(0).clone();
+    for (i, what) in [(0, "superdiag"), (1, "maindiag"), (2, "subdiag")] {
+        if let Some((_, Some(r), _)) = matrix(c, i, what)? {
+            if r != 1 {
+                return Err(format!("{what} must have shape [..., 1, M], but has shape {}", c.shape(i)));
+            }
+        }
+        diag = merge_shapes(&diag, c.shape(i))?;
+    }
+    let Some(rhs) = matrix(c, 3, "rhs")? else { return Ok(vec![c.shape(3).clone()]) };
+    let Some(d) = diag.dims else { return Ok(vec![c.shape(3).clone()]) };
+    let (rb, rows, n) = rhs;
+    let (db, dm) = (d[..d.len() - 2].to_vec(), d[d.len() - 1]);
+    let batch = merge_shapes(&Shape::with_dims(db), &Shape::with_dims(rb))?;
+    let rows = merge_shapes(&Shape::with_dims(vec![dm]), &Shape::with_dims(vec![rows]))?;
+    Ok(vec![with(batch.dims.unwrap_or_default(), &[rows.dims.unwrap_or_default()[0], n])])
+}
+
 /// `Lu`: the packed factors shaped as the (square) input, and the permutation `[..., N]`.
 fn lu(c: &InferCtx<'_>) -> Shapes {
     Ok(match square(c, 0, "input")? {
@@ -267,6 +308,22 @@ pub(super) static OPS: &[OpSchema] = &[
             type_attr("T", Some(&[Float64, Float32])),
         ],
         tridiagonal,
+    ),
+    pure_op(
+        "TridiagonalMatMul",
+        OpFamily::MatMul,
+        &[arg("superdiag", T), arg("maindiag", T), arg("subdiag", T), arg("rhs", T)],
+        &[arg("output", T)],
+        &[type_attr("T", Some(&[Float64, Float32]))],
+        tridiagonal_matmul,
+    ),
+    pure_op(
+        "BandedTriangularSolve",
+        OpFamily::MatMul,
+        &[arg("matrix", T), arg("rhs", T)],
+        &[arg("output", T)],
+        &[bool_attr_or("lower", true), bool_attr_or("adjoint", false), type_attr("T", Some(&[Float64, Float32]))],
+        banded_triangular_solve,
     ),
     pure_op("MatrixInverse", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], ADJOINT, same_square),
     pure_op("MatrixSquareRoot", OpFamily::MatMul, &[arg("input", T)], &[arg("output", T)], T_ATTR, same_square),

@@ -666,3 +666,35 @@ fn extract_image_patches_valid_window_wider_than_the_input() {
     assert_eq!(shape_of(&b, "wide"), "[1,0,2,32]");
     assert_eq!(shape_of(&b, "fits"), "[1,1,3,18]");
 }
+
+/// `BandedTriangularSolve` broadcasts the batch dimensions and takes `M` from either operand;
+/// `TridiagonalMatMul` is the rhs's shape with the diagonals' batch and `M` merged in.
+/// TensorFlow 2.21's shape functions give `bts` and `m_from_bands` the same shapes and refuse
+/// both bad nodes too; for `tmm` they infer only `[?,?,3]` (ours is the refinement).
+#[test]
+fn banded_solve_and_tridiagonal_matmul_shapes() {
+    let mut b = Builder::new();
+    b.input("bands", Float32, Some(&[2, 1, 3, 4]))
+        .input("rhs", Float32, Some(&[5, 4, 2]))
+        .input("bands_m", Float32, Some(&[3, -1]))
+        .input("rhs_m", Float32, Some(&[-1, 2]))
+        .input("d", Float32, Some(&[2, 1, -1]))
+        .input("d4", Float32, Some(&[-1, 1, 4]))
+        .input("x", Float32, Some(&[-1, -1, 3]))
+        .input("d2", Float32, Some(&[2, 2, 4]));
+    let f = [("T", ty(Float32))];
+    b.node("bts", "BandedTriangularSolve", &["bands", "rhs"], &f);
+    b.node("m_from_bands", "BandedTriangularSolve", &["bands_m", "rhs_m"], &f);
+    b.node("tmm", "TridiagonalMatMul", &["d", "d4", "d", "x"], &f);
+    assert_eq!(shape_of(&b, "bts"), "[2,5,4,2]");
+    assert_eq!(shape_of(&b, "m_from_bands"), "[?,2]");
+    assert_eq!(shape_of(&b, "tmm"), "[2,4,3]");
+    let mut bad = Builder::new();
+    bad.input("bands", Float32, Some(&[2, 1, 3, 4])).input("bad_rhs", Float32, Some(&[5, 2]));
+    bad.node("bad", "BandedTriangularSolve", &["bands", "bad_rhs"], &f);
+    let e = shape_of(&bad, "bad");
+    assert!(e.contains("node 'bad'") && e.contains("different M"), "{e}");
+    b.node("rows", "TridiagonalMatMul", &["d2", "d4", "d4", "x"], &f);
+    let e = shape_of(&b, "rows");
+    assert!(e.contains("node 'rows'") && e.contains("superdiag must have shape [..., 1, M]"), "{e}");
+}
