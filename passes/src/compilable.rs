@@ -487,7 +487,9 @@ fn control_flow_refusal_in(
                 ));
             }
             if refused {
-                let hint = if inner == "ReadVariableOp" {
+                // Only a loop's reads are hoisted (a branch's read runs only when its branch is
+                // taken: reading it before the `If` would read what the program may not).
+                let hint = if inner == "ReadVariableOp" && attrs.get("body").is_some() {
                     " (when the loop writes no variable, the hoist-loop-reads pass of `run`'s default \
                      pipeline reads it before the loop instead: `opt --passes default` shows that graph)"
                 } else {
