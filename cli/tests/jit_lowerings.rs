@@ -1783,3 +1783,42 @@ fn rng_read_and_skip_stays_outside_clusters_with_its_reason() {
     let line = text.lines().find(|l| l.contains("r (RngReadAndSkip)")).unwrap_or_else(|| panic!("no r:\n{text}"));
     assert!(line.contains("reads and advances a random generator's state variable"), "{line}");
 }
+
+const DEAD_SLICE: &str = r#"
+v = VarHandleOp() {container = "", dtype = float32, shape = shape[], shared_name = "v"}
+x = Placeholder() {dtype = float32, shape = shape[4]}
+one = Const() {dtype = int32, value = int32[]{1}}
+onef = Const() {dtype = float32, value = float32[]{1}}
+two = Const() {dtype = float32, value = float32[]{2}}
+a = AssignAddVariableOp(v, onef) {dtype = float32}
+r0 = ReadVariableOp(v, ^a) {dtype = float32}
+y = Mul(x, r0) {T = float32}
+zi = Const() {dtype = int32, value = int32[]{0}}
+j = ArgMin(y, zi) {T = float32, Tidx = int32, output_type = int32}
+b = Pack(j) {N = 1, T = int32, axis = 0}
+k = AddV2(j, one) {T = int32}
+e = Pack(k) {N = 1, T = int32, axis = 0}
+st = Const() {dtype = int32, value = int32[1]{1}}
+s = StridedSlice(y, b, e, st) {Index = int32, T = float32, begin_mask = 0, ellipsis_mask = 0, end_mask = 0, new_axis_mask = 0, shrink_axis_mask = 1}
+r = RealDiv(s, two, ^a) {T = float32}
+z = Square(y) {T = float32}
+update = NoOp(^r)
+zero = Const() {dtype = float32, value = float32[]{0}}
+init = AssignVariableOp(v, zero) {dtype = float32}
+"#;
+
+/// A slice at a run-time index (an `ArgMin` of the cluster's own values) whose value no result
+/// needs — only a control edge from it reaches the step's final `NoOp`, as in
+/// `tf.compat.v1.metrics.sensitivity_at_specificity`'s update (sweep 68) — no longer sends its
+/// cluster to the interpreter: dead members are analysed as live ones are (a host step),
+/// so the body compiles, with no note, and computes the plain executor's values.
+#[test]
+fn a_dead_run_time_slice_does_not_decline_its_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(&dir, "dead_slice.graph", DEAD_SLICE);
+    let args = ["--feed", "x=[1,2,3,4]", "--fetch", "z:0", "--target", "update", "--init", "init", "--no-optimize"];
+    let (got, plain, bench) = both_modes(&g, &args);
+    assert_same_bits(&got, &plain, &["z:0"]);
+    assert_eq!(got["z:0"].data, [1.0, 4.0, 9.0, 16.0]);
+    assert_eq!(bench["interpreted_clusters"], 0, "{bench}");
+}

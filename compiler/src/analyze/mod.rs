@@ -145,26 +145,12 @@ pub fn analyze(
                 crate::control_flow::analyze_branches(node, &ins, body, compiler, name)?
             }
             op if crate::lists::is_list_op(op) => crate::lists::analyze_list_op(node, &ins, compiler)?,
-            "StridedSlice" if ins.len() == 4 && (ins[1].konst.is_none() || ins[2].konst.is_none()) => {
-                crate::host::analyze_dynamic_slice(node, &ins, compiler)?
-            }
-            "Slice" if ins.len() == 3 && ins[1].konst.is_none() && ins[2].konst.is_some() => {
-                crate::host::analyze_dynamic_begin_slice(node, &ins, compiler)?
-            }
-            // A cast from or to an integer type the loops do not compute (uint8 pixels).
-            "Cast"
-                if ins.first().is_some_and(|v| autoclust_graph::jit_ops::is_host_int(v.dtype))
-                    || attr_type(node, "DstT").is_some_and(autoclust_graph::jit_ops::is_host_int) =>
-            {
-                crate::host::analyze_host_op(node, &ins, compiler)?
-            }
-            op if crate::host::is_fake_quant_grad(op) => crate::host::analyze_fake_quant_grad(node, &ins, compiler)?,
             "Identity" | "Snapshot" | "StopGradient" | "AddN"
                 if ins.first().is_some_and(|v| v.dtype == DType::Variant) =>
             {
                 crate::lists::analyze_list_op(node, &ins, compiler)?
             }
-            op if crate::host::is_host_op(op) => crate::host::analyze_host_op(node, &ins, compiler)?,
+            _ if let Some(host) = analyze_host_member(node, &ins, compiler) => host?,
             _ => {
                 let mut info = analyze_node(node, &ins, inputs, constants)?;
                 if let (NodeKind::Arg(i), Some(out)) = (&info.kind, info.outputs.first_mut()) {
@@ -189,7 +175,7 @@ pub fn analyze(
         .enumerate()
         .map(|(i, r)| r.ok_or_else(|| CompileError::Invalid(format!("no _Retval with index {i}"))))
         .collect::<Result<_, _>>()?;
-    check_dead_nodes(body, &full_order, &nodes, inputs, constants)?;
+    check_dead_nodes(body, &full_order, &nodes, inputs, constants, compiler)?;
     Ok(Analysis { order, nodes, retvals })
 }
 
@@ -333,6 +319,35 @@ impl Outputs<'_> {
     }
 }
 
+/// A member the compiled code runs by the interpreter's kernel (a host step): a slice with
+/// run-time bounds whose output shape is known, a cast from or to an integer type the loops
+/// do not compute (uint8 pixels), a fake-quantisation gradient, a host compute op. `None`
+/// for any other node. Live and dead members alike are analysed here, so a body is never
+/// declined for a dead node its live twin would compile.
+fn analyze_host_member(
+    node: &Node,
+    ins: &[ValueInfo],
+    compiler: &crate::Compiler,
+) -> Option<Result<NodeInfo, CompileError>> {
+    Some(match node.op.as_str() {
+        "StridedSlice" if ins.len() == 4 && (ins[1].konst.is_none() || ins[2].konst.is_none()) => {
+            crate::host::analyze_dynamic_slice(node, ins, compiler)
+        }
+        "Slice" if ins.len() == 3 && ins[1].konst.is_none() && ins[2].konst.is_some() => {
+            crate::host::analyze_dynamic_begin_slice(node, ins, compiler)
+        }
+        "Cast"
+            if ins.first().is_some_and(|v| autoclust_graph::jit_ops::is_host_int(v.dtype))
+                || attr_type(node, "DstT").is_some_and(autoclust_graph::jit_ops::is_host_int) =>
+        {
+            crate::host::analyze_host_op(node, ins, compiler)
+        }
+        op if crate::host::is_fake_quant_grad(op) => crate::host::analyze_fake_quant_grad(node, ins, compiler),
+        op if crate::host::is_host_op(op) => crate::host::analyze_host_op(node, ins, compiler),
+        _ => return None,
+    })
+}
+
 /// Checks the nodes no result needs (a gradient only a control edge waited for, whose
 /// control edges encapsulation dropped): they are not computed, but the plain run would
 /// run them and its kernel refuse a malformed one, so a body holding one the analysis
@@ -344,6 +359,7 @@ fn check_dead_nodes(
     live: &[Option<NodeInfo>],
     inputs: &[(DType, Vec<usize>)],
     constants: &[(usize, Tensor)],
+    compiler: &crate::Compiler,
 ) -> Result<(), CompileError> {
     let mut dead: Vec<Option<NodeInfo>> = vec![None; body.len()];
     for &id in order {
@@ -367,18 +383,8 @@ fn check_dead_nodes(
         if autoclust_graph::effects::RUNS_NAMED_FUNCTIONS.contains(&node.op.as_str()) {
             continue;
         }
-        let info = if crate::host::is_host_op(&node.op) {
-            crate::host::host_op_types(node, &ins).map(|(types, shapes)| NodeInfo {
-                kind: NodeKind::Constant,
-                outputs: types
-                    .into_iter()
-                    .zip(shapes)
-                    .map(|(dtype, shape)| ValueInfo { dtype, shape, konst: None, list: None })
-                    .collect(),
-            })
-        } else {
-            analyze_node(node, &ins, inputs, constants)
-        };
+        let info =
+            analyze_host_member(node, &ins, compiler).unwrap_or_else(|| analyze_node(node, &ins, inputs, constants));
         match info {
             Ok(info) => dead[id.index()] = Some(info),
             Err(e) => {
