@@ -73,6 +73,7 @@ pub mod resource;
 pub(crate) mod scale_translate;
 pub(crate) mod search;
 pub(crate) mod shape_ops;
+pub(crate) mod sets;
 pub(crate) mod sparse;
 pub(crate) mod special;
 pub(crate) mod spectral;
@@ -221,6 +222,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = sparse::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = sets::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = detection::prepare(node)? {
