@@ -194,10 +194,7 @@ fn sparse_rows(inp: &Inputs, base: usize, validate: bool) -> KResult<(Rows, Vec<
         )));
     }
     if rank != shape.len() {
-        return Err(KernelError::invalid(format!(
-            "Index rank ({rank}) and shape rank ({}) do not match",
-            shape.len()
-        )));
+        return Err(KernelError::invalid(format!("Index rank ({rank}) and shape rank ({}) do not match", shape.len())));
     }
     let idx = int_values(indices, "indices")?;
     let vals = elems(values)?;
@@ -358,4 +355,193 @@ fn set_size(inp: &Inputs, validate: bool) -> KResult<Outputs> {
         out[flat as usize] = set.len() as i32;
     }
     Ok(Outputs::from_vec(vec![tensor_of(dims, out)]))
+}
+
+#[cfg(test)]
+mod tests {
+    use autoclust_graph::{AttrValue, DType, Tensor, TensorData};
+
+    use crate::kernels::compute;
+    use crate::kernels::tests_support::node;
+
+    fn i64s(shape: &[usize], v: &[i64]) -> Tensor {
+        Tensor::from_i64(shape.to_vec(), v.to_vec()).unwrap()
+    }
+    fn strs(shape: &[usize], v: &[&str]) -> Tensor {
+        Tensor {
+            dtype: DType::String,
+            shape: shape.to_vec(),
+            data: TensorData::Str(std::sync::Arc::new(v.iter().map(|s| s.as_bytes().to_vec()).collect())),
+        }
+    }
+    fn raw(dtype: DType, shape: &[usize], bytes: Vec<u8>) -> Tensor {
+        Tensor { dtype, shape: shape.to_vec(), data: TensorData::Raw(std::sync::Arc::new(bytes)) }
+    }
+    fn set_node(op: &str, set_op: &str) -> autoclust_graph::Node {
+        node(op, &[("set_operation", AttrValue::S(set_op.as_bytes().to_vec()))])
+    }
+    /// Indices, values (as i64 or strings) and shape of a set operation's result.
+    fn run(op: &str, set_op: &str, inputs: &[Tensor]) -> (Vec<i64>, Vec<String>, Vec<i64>) {
+        let out = compute(&set_node(op, set_op), inputs).unwrap();
+        let vals: Vec<String> = match &out[1].data {
+            TensorData::Str(v) => v.iter().map(|b| String::from_utf8(b.clone()).unwrap()).collect(),
+            _ => out[1].to_f64_vec().unwrap().iter().map(|x| (*x as i64).to_string()).collect(),
+        };
+        assert_eq!(out[0].shape, vec![vals.len(), out[2].num_elements()]);
+        (out[0].as_i64().unwrap().to_vec(), vals, out[2].as_i64().unwrap().to_vec())
+    }
+    fn s(v: &[i64]) -> Vec<String> {
+        v.iter().map(i64::to_string).collect()
+    }
+    const OPS: [&str; 4] = ["a-b", "b-a", "intersection", "union"];
+
+    // Every expected value below comes from TensorFlow 2.21 (`tf.raw_ops.*SetOperation`,
+    // `tf.raw_ops.SetSize`).
+
+    /// Rank 3, duplicates within rows, a row whose result is empty.
+    #[test]
+    fn dense_to_dense_int64_rank3_matches_tensorflow() {
+        let a = i64s(&[2, 2, 4], &[1, 2, 2, 5, 7, 7, 7, 7, 3, 1, 4, 1, 0, 0, 0, 0]);
+        let b = i64s(&[2, 2, 4], &[2, 9, 1, 1, 7, 8, 8, 8, 5, 9, 2, 6, 0, 0, 0, 0]);
+        let want: [(&[i64], &[i64], &[i64]); 4] = [
+            (&[0, 0, 0, 1, 0, 0, 1, 0, 1, 1, 0, 2], &[5, 1, 3, 4], &[2, 2, 3]),
+            (&[0, 0, 0, 0, 1, 0, 1, 0, 0, 1, 0, 1, 1, 0, 2, 1, 0, 3], &[9, 8, 2, 5, 6, 9], &[2, 2, 4]),
+            (&[0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0], &[1, 2, 7, 0], &[2, 2, 2]),
+            (
+                &[
+                    0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 0, 3, 0, 1, 0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 1, 0, 2, 1, 0, 3, 1, 0, 4,
+                    1, 0, 5, 1, 0, 6, 1, 1, 0,
+                ],
+                &[1, 2, 5, 9, 7, 8, 1, 2, 3, 4, 5, 6, 9, 0],
+                &[2, 2, 7],
+            ),
+        ];
+        for (op, (idx, vals, shape)) in OPS.iter().zip(want) {
+            let got = run("DenseToDenseSetOperation", op, &[a.clone(), b.clone()]);
+            assert_eq!(got, (idx.to_vec(), s(vals), shape.to_vec()), "{op}");
+        }
+    }
+
+    /// Strings order bytewise ("" < "Z" < "z" < "zz"); duplicates count once.
+    #[test]
+    fn dense_to_dense_strings_match_tensorflow() {
+        let a = strs(&[2, 3], &["b", "a", "b", "zz", "z", ""]);
+        let b = strs(&[2, 3], &["a", "c", "c", "zz", "Z", "z"]);
+        let want: [(&[i64], &[&str], &[i64]); 4] = [
+            (&[0, 0, 1, 0], &["b", ""], &[2, 1]),
+            (&[0, 0, 1, 0], &["c", "Z"], &[2, 1]),
+            (&[0, 0, 1, 0, 1, 1], &["a", "z", "zz"], &[2, 2]),
+            (&[0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2, 1, 3], &["a", "b", "c", "", "Z", "z", "zz"], &[2, 4]),
+        ];
+        for (op, (idx, vals, shape)) in OPS.iter().zip(want) {
+            let got = run("DenseToDenseSetOperation", op, &[a.clone(), b.clone()]);
+            let vals: Vec<String> = vals.iter().map(|v| v.to_string()).collect();
+            assert_eq!(got, (idx.to_vec(), vals, shape.to_vec()), "{op}");
+        }
+    }
+
+    #[test]
+    fn narrow_integer_types_match_tensorflow() {
+        let u = raw(DType::UInt8, &[2, 3], vec![200, 3, 200, 255, 0, 1]);
+        let v = raw(DType::UInt8, &[2, 3], vec![3, 255, 1, 1, 1, 1]);
+        let out = compute(&set_node("DenseToDenseSetOperation", "union"), &[u, v]).unwrap();
+        assert_eq!(out[1].dtype, DType::UInt8);
+        assert_eq!(out[0].as_i64().unwrap(), &[0, 0, 0, 1, 0, 2, 0, 3, 1, 0, 1, 1, 1, 2]);
+        assert_eq!(out[1].to_f64_vec().unwrap(), vec![1., 3., 200., 255., 0., 1., 255.]);
+        assert_eq!(out[2].as_i64().unwrap(), &[2, 4]);
+        let le = |v: &[i16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let a = raw(DType::Int16, &[2, 2], le(&[-5, 3, -1, 0]));
+        let b = raw(DType::Int16, &[2, 2], le(&[3, -7, 1, 1]));
+        assert_eq!(run("DenseToDenseSetOperation", "b-a", &[a, b]), (vec![0, 0, 1, 0], s(&[-7, 1]), vec![2, 1]));
+    }
+
+    fn sparse2() -> [Tensor; 3] {
+        [i64s(&[4, 3], &[0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 2]), i64s(&[4], &[2, 3, 7, 4]), i64s(&[3], &[2, 2, 3])]
+    }
+
+    #[test]
+    fn dense_to_sparse_matches_tensorflow() {
+        let a = i64s(&[2, 2, 4], &[1, 2, 2, 5, 7, 7, 7, 7, 3, 1, 4, 1, 0, 0, 0, 0]);
+        let want: [(&[i64], &[i64], &[i64]); 4] = [
+            (&[0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0], &[1, 5, 1, 3, 0], &[2, 2, 2]),
+            (&[0, 0, 0], &[3], &[2, 2, 1]),
+            (&[0, 0, 0, 0, 1, 0, 1, 0, 0], &[2, 7, 4], &[2, 2, 1]),
+            (
+                &[0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 0, 3, 0, 1, 0, 1, 0, 0, 1, 0, 1, 1, 0, 2, 1, 1, 0],
+                &[1, 2, 3, 5, 7, 1, 3, 4, 0],
+                &[2, 2, 4],
+            ),
+        ];
+        for (op, (idx, vals, shape)) in OPS.iter().zip(want) {
+            let mut inp = vec![a.clone()];
+            inp.extend(sparse2());
+            assert_eq!(run("DenseToSparseSetOperation", op, &inp), (idx.to_vec(), s(vals), shape.to_vec()), "{op}");
+        }
+    }
+
+    fn sparse1() -> [Tensor; 3] {
+        [i64s(&[4, 3], &[0, 0, 0, 0, 0, 2, 1, 1, 0, 1, 1, 1]), i64s(&[4], &[3, 3, 5, 6]), i64s(&[3], &[2, 2, 4])]
+    }
+
+    #[test]
+    fn sparse_to_sparse_and_set_size_match_tensorflow() {
+        let want: [(&[i64], &[i64], &[i64]); 4] = [
+            (&[1, 1, 0, 1, 1, 1], &[5, 6], &[2, 2, 2]),
+            (&[0, 0, 0, 0, 1, 0, 1, 0, 0], &[2, 7, 4], &[2, 2, 1]),
+            (&[0, 0, 0], &[3], &[2, 2, 1]),
+            (&[0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0, 1, 1, 1], &[2, 3, 7, 4, 5, 6], &[2, 2, 2]),
+        ];
+        for (op, (idx, vals, shape)) in OPS.iter().zip(want) {
+            let mut inp = sparse1().to_vec();
+            inp.extend(sparse2());
+            assert_eq!(run("SparseToSparseSetOperation", op, &inp), (idx.to_vec(), s(vals), shape.to_vec()), "{op}");
+        }
+        let size = compute(&node("SetSize", &[]), &sparse1()).unwrap();
+        assert_eq!((size[0].shape.clone(), size[0].as_i32().unwrap().to_vec()), (vec![2, 2], vec![1, 0, 0, 2]));
+        let size = compute(
+            &node("SetSize", &[]),
+            &[i64s(&[3, 2], &[0, 0, 0, 1, 2, 0]), strs(&[3], &["x", "x", "y"]), i64s(&[2], &[3, 4])],
+        )
+        .unwrap();
+        assert_eq!(size[0].as_i32().unwrap(), &[1, 0, 1]);
+    }
+
+    /// TensorFlow's messages for bad operands.
+    #[test]
+    fn bad_operands_are_errors_with_tensorflow_messages() {
+        let err = |op: &str, attrs: &[(&str, AttrValue)], inp: &[Tensor]| {
+            compute(&node(op, attrs), inp).unwrap_err().to_string()
+        };
+        let union = [("set_operation", AttrValue::S(b"union".to_vec()))];
+        let d2d = "DenseToDenseSetOperation";
+        assert_eq!(err(d2d, &union, &[i64s(&[2], &[1, 2]), i64s(&[2], &[1, 2])]), "Shape [2] has rank 1 < 2");
+        assert_eq!(err(d2d, &union, &[i64s(&[1, 2], &[1, 2]), i64s(&[2, 1], &[1, 2])]), "Mismatched shapes [1] vs [2]");
+        let xor = [("set_operation", AttrValue::S(b"xor".to_vec()))];
+        assert_eq!(err(d2d, &xor, &[i64s(&[1, 2], &[1, 2]), i64s(&[1, 1], &[1])]), "Invalid set_operation xor.");
+        assert_eq!(err(d2d, &[], &[i64s(&[1, 1], &[1]), i64s(&[1, 1], &[1])]), "Missing set_operation.");
+        let f = Tensor::from_f32(vec![1, 1], vec![1.0]).unwrap();
+        assert!(err(d2d, &union, &[f.clone(), f]).contains("float"));
+        let sz = |idx: &[i64], shape: &[i64]| {
+            [
+                i64s(&[idx.len() / shape.len(), shape.len()], idx),
+                i64s(&[idx.len() / shape.len()], &[1, 2]),
+                i64s(&[shape.len()], shape),
+            ]
+        };
+        assert_eq!(
+            err("SetSize", &[], &sz(&[1, 0, 0, 0], &[2, 2])),
+            "indices[1] = [0,0] is out of order. Many sparse ops require sorted indices.\n    Use `tf.sparse.reorder` to create a correctly ordered copy.\n\n"
+        );
+        assert_eq!(err("SetSize", &[], &sz(&[0, 0, 0, 0], &[2, 2])), "indices[1] = [0,0] is repeated");
+        assert_eq!(
+            err("SetSize", &[], &sz(&[0, 0, 0, 5], &[2, 2])),
+            "indices[1] = [0,5] is out of bounds: need 0 <= index < [2,2]"
+        );
+        let no_validate = [("validate_indices", AttrValue::B(false))];
+        assert_eq!(err("SetSize", &no_validate, &sz(&[0, 0, 0, 5], &[2, 2])), "indices[1, 1] expected < 2, got 5.");
+        assert_eq!(err("SetSize", &[], &[i64s(&[1, 1], &[0]), i64s(&[1], &[1]), i64s(&[1], &[2])]), "Invalid rank 1.");
+        // Unsorted but not validated: grouped by row all the same.
+        let out = compute(&node("SetSize", &no_validate), &sz(&[1, 0, 0, 0], &[2, 2])).unwrap();
+        assert_eq!(out[0].as_i32().unwrap(), &[1, 1]);
+    }
 }

@@ -414,8 +414,7 @@ const SET_T: &[DType] = &[Int8, Int16, Int32, Int64, UInt8, UInt16, DType::Strin
 const SET_ATTRS: &[AttrSpec] =
     &[required("set_operation", AttrKind::String), bool_attr_or("validate_indices", true), type_attr("T", Some(SET_T))];
 
-const SET_OUT: &[super::ArgSpec] =
-    &[arg("result_indices", I64), arg("result_values", T), arg("result_shape", I64)];
+const SET_OUT: &[super::ArgSpec] = &[arg("result_indices", I64), arg("result_values", T), arg("result_shape", I64)];
 
 /// The rank of a set operand: a dense input's rank, or a sparse input's `shape` length.
 /// TensorFlow's `SetShapeFn` requires rank >= 2 and equal ranks.
