@@ -1101,7 +1101,8 @@ fn tf_sets_match_tensorflow_and_stay_unclustered() {
             assert_eq!(&v["fetches"][k]["data"], w, "{k} {mode:?}");
         }
         let out = autoclust(
-            &[&["run", g, "--feed", "a=[[1,2]]", "--feed", "b=[[1],[2]]", "--fetch", "size"][..], mode].concat(),
+            &[&["run", g, "--feed", "a=[[1,2,3,4]]", "--feed", "b=[[1,2,3],[4,5,6]]", "--fetch", "size"][..], mode]
+                .concat(),
         );
         assert_eq!(out.status.code(), Some(1));
         let err = String::from_utf8_lossy(&out.stderr);
