@@ -1070,3 +1070,47 @@ w = ResourceScatterNdUpdate(v, idx, x, ^r) {T = float32, Tindices = int32, use_l
     assert_eq!((b["compiled_clusters"].as_u64(), b["interpreted_clusters"].as_u64()), (Some(2), Some(0)), "{b}");
     assert_eq!(b["clustered_nodes"].as_u64(), Some(5), "{b}");
 }
+
+/// `tf.sets` (`testdata/run/tf_sets.graph`): DenseToDenseSetOperation on int64 and string rows
+/// and SetSize equal TensorFlow 2.21's values in both modes; the set ops stay out of clusters
+/// with a reason; mismatched rows are an error naming the node.
+#[test]
+fn tf_sets_match_tensorflow_and_stay_unclustered() {
+    let g = testdata("tf_sets.graph");
+    let g = g.to_str().unwrap();
+    let feeds = [
+        "--feed",
+        "a=[[1,2,3,3],[4,5,6,7],[9,9,9,9]]",
+        "--feed",
+        "b=[[3,1,8],[7,7,0],[1,2,3]]",
+        "--feed",
+        r#"s1=[["b","a"],["x","x"]]"#,
+        "--feed",
+        r#"s2=[["a","c"],["","X"]]"#,
+    ];
+    let fetch = ["--fetch", "inter:0,inter:1,inter:2,size:0,diff_dense:0,su:0,su:1,su:2", "--json"];
+    // TensorFlow 2.21: tf.sets.intersection/size/difference (densified with -1)/union.
+    let want = serde_json::json!({
+        "inter:0": [0, 0, 0, 1, 1, 0], "inter:1": [1, 3, 7], "inter:2": [3, 2], "size:0": [2, 1, 0],
+        "diff_dense:0": [2, -1, -1, 4, 5, 6, 9, -1, -1],
+        "su:0": [0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2], "su:1": ["a", "b", "c", "", "X", "x"], "su:2": [2, 3],
+    });
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let v = json(&autoclust(&[&["run", g][..], &feeds, mode, &fetch].concat()));
+        for (k, w) in want.as_object().unwrap() {
+            assert_eq!(&v["fetches"][k]["data"], w, "{k} {mode:?}");
+        }
+        let out = autoclust(
+            &[&["run", g, "--feed", "a=[[1,2,3,4]]", "--feed", "b=[[1,2,3],[4,5,6]]", "--fetch", "size"][..], mode]
+                .concat(),
+        );
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("node 'inter' (DenseToDenseSetOperation): Mismatched shapes [1] vs [2]"), "{err}");
+    }
+    let out = autoclust(&["cluster", g, "--explain"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for node in ["inter (DenseToDenseSetOperation)", "size (SetSize)", "su (DenseToDenseSetOperation)"] {
+        assert!(text.contains(&format!("not compilable: {node}")), "{text}");
+    }
+}

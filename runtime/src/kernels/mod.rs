@@ -72,6 +72,7 @@ pub(crate) mod resample;
 pub mod resource;
 pub(crate) mod scale_translate;
 pub(crate) mod search;
+pub(crate) mod sets;
 pub(crate) mod shape_ops;
 pub(crate) mod sparse;
 pub(crate) mod special;
@@ -221,6 +222,9 @@ fn prepare_typed(node: &Node) -> KResult<PureFn> {
         return Ok(f);
     }
     if let Some(f) = sparse::prepare(node)? {
+        return Ok(f);
+    }
+    if let Some(f) = sets::prepare(node)? {
         return Ok(f);
     }
     if let Some(f) = detection::prepare(node)? {

@@ -6,7 +6,9 @@
 //! `SparseTensorDenseMatMul`, `SparseCross` (feature columns' `crossed_column`), and the
 //! `tf.sparse` algebra: `SparseReorder`, `SparseConcat`, `SparseSlice`, `SparseAdd`,
 //! `SparseReduceSum`/`SparseReduceMax` and their `*Sparse` forms, `SparseTensorDenseAdd`,
-//! `SparseDenseCwise{Add,Mul,Div}`, `SparseSoftmax`, `SparseSparseMaximum`/`SparseSparseMinimum`.
+//! `SparseDenseCwise{Add,Mul,Div}`, `SparseSoftmax`, `SparseSparseMaximum`/`SparseSparseMinimum`;
+//! and `tf.sets` (`set_ops.cc`): `DenseToDenseSetOperation`, `DenseToSparseSetOperation`,
+//! `SparseToSparseSetOperation` and `SetSize`.
 //!
 //! A sparse tensor is three dense tensors (int64 `indices [N, R]`, `values [N]`, int64
 //! `dense_shape [R]`), so every op here is an ordinary stateless op on dense values. Shape
@@ -406,7 +408,90 @@ fn edit_distance(c: &InferCtx<'_>) -> Result<Vec<Shape>, String> {
     }])
 }
 
+/// The element types of TensorFlow's set kernels (`set_kernels.cc`).
+const SET_T: &[DType] = &[Int8, Int16, Int32, Int64, UInt8, UInt16, DType::String];
+
+const SET_ATTRS: &[AttrSpec] =
+    &[required("set_operation", AttrKind::String), bool_attr_or("validate_indices", true), type_attr("T", Some(SET_T))];
+
+const SET_OUT: &[super::ArgSpec] = &[arg("result_indices", I64), arg("result_values", T), arg("result_shape", I64)];
+
+/// The rank of a set operand: a dense input's rank, or a sparse input's `shape` length.
+/// TensorFlow's `SetShapeFn` requires rank >= 2 and equal ranks.
+fn set_rank(c: &InferCtx<'_>, i: usize, dense: bool) -> Result<Dim, String> {
+    let r = if dense { c.shape(i).rank().map(|r| r as i64) } else { dim(c, i, 0) };
+    if let Some(r) = r.filter(|&r| r < 2) {
+        return Err(format!("Shape must be at least rank 2 but is rank {r}"));
+    }
+    Ok(r)
+}
+
+/// The set operations: `[?, r]`, `[?]`, `[r]` (the result's size depends on the values).
+fn set_operation(a: Result<Dim, String>, b: Result<Dim, String>) -> Shapes {
+    let r = merge_dim(a?, b?, "the ranks of set1 and set2")?;
+    Ok(vec![Shape::with_dims(vec![None, r]), Shape::with_dims(vec![None]), Shape::with_dims(vec![r])])
+}
+
+fn dense_to_dense_set(c: &InferCtx<'_>) -> Shapes {
+    set_operation(set_rank(c, 0, true), set_rank(c, 1, true))
+}
+
+fn dense_to_sparse_set(c: &InferCtx<'_>) -> Shapes {
+    set_operation(set_rank(c, 0, true), set_rank(c, 3, false))
+}
+
+fn sparse_to_sparse_set(c: &InferCtx<'_>) -> Shapes {
+    set_operation(set_rank(c, 2, false), set_rank(c, 5, false))
+}
+
+/// `SetSize`: `set_shape[:-1]` when the shape's value is known, otherwise unknown.
+fn set_size(c: &InferCtx<'_>) -> Shapes {
+    Ok(vec![match c.value(2) {
+        Some(v) if !v.is_empty() => Shape::with_dims(v[..v.len() - 1].to_vec()),
+        _ => Shape::unknown(),
+    }])
+}
+
 pub(super) static OPS: &[OpSchema] = &[
+    pure_op(
+        "DenseToDenseSetOperation",
+        OpFamily::Shape,
+        &[arg("set1", T), arg("set2", T)],
+        SET_OUT,
+        SET_ATTRS,
+        dense_to_dense_set,
+    ),
+    pure_op(
+        "DenseToSparseSetOperation",
+        OpFamily::Shape,
+        &[arg("set1", T), arg("set2_indices", I64), arg("set2_values", T), arg("set2_shape", I64)],
+        SET_OUT,
+        SET_ATTRS,
+        dense_to_sparse_set,
+    ),
+    pure_op(
+        "SparseToSparseSetOperation",
+        OpFamily::Shape,
+        &[
+            arg("set1_indices", I64),
+            arg("set1_values", T),
+            arg("set1_shape", I64),
+            arg("set2_indices", I64),
+            arg("set2_values", T),
+            arg("set2_shape", I64),
+        ],
+        SET_OUT,
+        SET_ATTRS,
+        sparse_to_sparse_set,
+    ),
+    pure_op(
+        "SetSize",
+        OpFamily::Shape,
+        &[arg("set_indices", I64), arg("set_values", T), arg("set_shape", I64)],
+        &[arg("size", I32)],
+        &[bool_attr_or("validate_indices", true), type_attr("T", Some(SET_T))],
+        set_size,
+    ),
     pure_op(
         "EditDistance",
         OpFamily::Shape,
