@@ -10,7 +10,10 @@
 //! library. Compiled for every node (no request), the program may later be run for one
 //! final node alone, so no cluster holds variable writes that different final nodes need
 //! (`ClusterConfig::writes_apart_by_target`: a TF1 graph's `init` and `train`). The output is written
-//! atomically: a failed command leaves no file. Shortfalls (nodes declined
+//! atomically: a failed command leaves no file. With `--signature NAME` the program is
+//! compiled for the signature's outputs (unless `--fetch`/`--target` say otherwise) and records
+//! the signature on its inputs' placeholders and its outputs' nodes, so `run`/`bench` take the
+//! signature's feeds and fetches by their keys, as for the SavedModel. Shortfalls (nodes declined
 //! for want of types, clusters not encapsulated) are `note:` lines on stderr.
 
 use std::path::PathBuf;
@@ -57,10 +60,16 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let _span = tracing::info_span!("compile", graph = %args.graph.display()).entered();
-    let graph = crate::model::load_graph_for_signature(&args.graph, args.format, args.signature.as_deref())?;
+    let (graph, model) = crate::model::load_signature_graph(&args.graph, args.format, args.signature.as_deref())?;
     let mut ctx = context(args.min_cluster_size, args.dump_after);
     let fetch: Vec<&String> = args.fetch.iter().filter(|s| !s.is_empty()).collect();
     let target: Vec<&String> = args.target.iter().filter(|s| !s.is_empty()).collect();
+    // A signature's program is compiled for the signature's outputs, which keep their names.
+    let signature_outputs: Vec<String> = match (&model, fetch.is_empty() && target.is_empty()) {
+        (Some(m), true) => m.signature.outputs.iter().map(|o| o.tensor.clone()).collect(),
+        _ => Vec::new(),
+    };
+    let fetch: Vec<&String> = fetch.into_iter().chain(&signature_outputs).collect();
     // A program compiled for every node may be run for one final node alone (`train` without
     // `init`): no cluster may then hold writes another final node needs.
     ctx.cluster_config.writes_apart_by_target = fetch.is_empty() && target.is_empty();
@@ -75,7 +84,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         ctx.keep_request_names = true;
     }
     let pipeline = Pipeline::compile(!args.no_optimize);
-    let out = run_pipeline(&pipeline, graph, &ctx, &args.graph)?;
+    let mut out = run_pipeline(&pipeline, graph, &ctx, &args.graph)?;
+    if let Some(m) = &model {
+        crate::model::mark_signature(&mut out, m);
+    }
     crate::notes::print_notes(&ctx.take_notes());
     // The program says how it was made: `opt --passes` with this list reproduces it.
     let text = format!("# autoclust compile: --passes {}\n{}", pipeline.names().join(","), native_text(&out));

@@ -179,16 +179,27 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         // `head/bias_1` its functions read): setting one of those changes nothing they compute.
         let saved = model.map(|m| &m.keys).filter(|k| !k.is_empty());
         let mut outside = Vec::new();
+        // A Keras export saves each weight twice (`variables/N` and `_all_variables/M`): a
+        // tensor equal to one that was set is that weight's alias, not an unused one.
+        let mut set_values = std::collections::HashSet::new();
         for (name, t) in read_vars(path, model, &graph)? {
             if lenient && !known.contains(&name) {
-                unused.push(name);
+                unused.push((name, t));
                 continue;
             }
             if saved.is_some_and(|k| !k.contains_key(&name)) {
                 outside.push(name.clone());
             }
+            if let Some(bytes) = t.to_le_bytes() {
+                set_values.insert((t.dtype, t.shape.clone(), bytes));
+            }
             session.set_variable(&name, t).map_err(|e| CliError::input(format!("{}: {e}", show(path))))?;
         }
+        let unused: Vec<String> = unused
+            .into_iter()
+            .filter(|(_, t)| t.to_le_bytes().is_none_or(|b| !set_values.contains(&(t.dtype, t.shape.clone(), b))))
+            .map(|(name, _)| name)
+            .collect();
         if let (Some(keys), false) = (saved, outside.is_empty()) {
             let hint = |n: &String| {
                 let alike: Vec<&str> = keys
@@ -214,9 +225,13 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
             let shown: Vec<&str> = unused.iter().take(8).map(String::as_str).collect();
             let more = if unused.len() > 8 { format!(" and {} more", unused.len() - 8) } else { String::new() };
             crate::notes::print_notes(&[format!(
-                "--vars {}: {} checkpoint tensors name no variable of the graph and are not used: {}{more}",
+                "--vars {}: {} of the graph and {} not used: {}{more}",
                 show(path),
-                unused.len(),
+                match unused.len() {
+                    1 => "1 checkpoint tensor names no variable".to_string(),
+                    n => format!("{n} checkpoint tensors name no variable"),
+                },
+                if unused.len() == 1 { "is" } else { "are" },
                 shown.join(", ")
             )]);
         }
@@ -288,6 +303,14 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         .iter()
         .map(|s| session.output(s).map_err(|e| CliError::input(format!("--fetch {e}"))))
         .collect::<Result<Vec<Output>, _>>()?;
+    if let Some(m) = model.filter(|m| m.by_node_name) {
+        // A compiled signature's program fetched by a tensor's name, not a key: `node:port`.
+        for (name, o) in fetch_names.iter_mut().zip(&fetches) {
+            if !m.is_output_key(name) {
+                *name = format!("{}:{}", graph.name(o.node), o.port);
+            }
+        }
+    }
     if model.is_none() {
         // `node:port` as the user named it, also where a read stands for a reference's value.
         fetch_names = fetches

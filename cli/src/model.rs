@@ -38,6 +38,9 @@ pub struct ModelContext {
     pub asset_feeds: Vec<(String, String)>,
     /// A TF1 SavedModel's Saver restore, run before `init_op`.
     pub restore: Option<SaverRestore>,
+    /// A program `compile --signature` wrote ([`compiled_signature`]): feeds and fetches may
+    /// also name its tensors (`node` or `node:port`), as before the signature was recorded.
+    pub by_node_name: bool,
 }
 
 impl ModelContext {
@@ -48,6 +51,9 @@ impl ModelContext {
     /// The graph tensor of the signature input `key`.
     pub fn feed_tensor(&self, key: &str, what: &str) -> Result<String, CliError> {
         let found = self.signature.inputs.iter().find(|i| i.key == key);
+        if found.is_none() && self.by_node_name {
+            return Ok(key.to_string());
+        }
         found.map(|i| i.tensor.clone()).ok_or_else(|| {
             CliError::input(format!(
                 "{what}: '{key}' is not an input of signature '{}' of {} (inputs: {})",
@@ -61,6 +67,9 @@ impl ModelContext {
     /// The graph tensor of the signature output `key`.
     pub fn fetch_tensor(&self, key: &str) -> Result<String, CliError> {
         let found = self.signature.outputs.iter().find(|o| o.key == key);
+        if found.is_none() && self.by_node_name {
+            return Ok(key.to_string());
+        }
         found.map(|o| o.tensor.clone()).ok_or_else(|| {
             let outs: Vec<&str> = self.signature.outputs.iter().map(|o| o.key.as_str()).collect();
             CliError::input(format!(
@@ -72,9 +81,20 @@ impl ModelContext {
         })
     }
 
-    /// An error when a signature input has no value among `fed` (input keys).
+    /// Whether `key` is one of the signature's output keys.
+    pub fn is_output_key(&self, key: &str) -> bool {
+        self.signature.outputs.iter().any(|o| o.key == key)
+    }
+
+    /// An error when a signature input has no value among `fed` (input keys; for a compiled
+    /// program also the input's tensor or node name).
     pub fn check_all_fed(&self, fed: &[String]) -> Result<(), CliError> {
-        match self.signature.inputs.iter().find(|i| !fed.contains(&i.key)) {
+        let is_fed = |i: &autoclust_graphdef::saved_model::SignatureTensor| {
+            fed.contains(&i.key)
+                || (self.by_node_name
+                    && fed.iter().any(|f| *f == i.tensor || i.tensor.rsplit_once(':').is_some_and(|(n, _)| n == f)))
+        };
+        match self.signature.inputs.iter().find(|i| !is_fed(i)) {
             Some(i) => Err(CliError::input(format!(
                 "signature '{}' of {}: input '{}' is not fed (use --feeds F.npz or --feed {}=JSON)",
                 self.signature_name, self.dir, i.key, i.key
@@ -115,6 +135,7 @@ pub fn load_model(path: &Path, signature: Option<&str>) -> Result<(Graph, ModelC
         init_op,
         asset_feeds,
         restore,
+        by_node_name: false,
     };
     Ok((graph, model))
 }
@@ -129,14 +150,25 @@ pub fn no_signature_without_model(path: &Path, signature: Option<&str>) -> Resul
 
 /// The graph of `path` for the graph-only commands (`analyze`, `cluster`, `convert`, `opt`,
 /// `compile`): as written, or with `--signature NAME` (a SavedModel only) the signature's
-/// share of it: its function calls inlined (as `run` does) and the graph pruned to the
-/// signature's outputs (every variable kept).
+/// share of it ([`load_signature_graph`]).
 pub fn load_graph_for_signature(
     path: &Path,
     format: Option<Format>,
     signature: Option<&str>,
 ) -> Result<Graph, CliError> {
-    let Some(name) = signature else { return load_graph(path, format) };
+    Ok(load_signature_graph(path, format, signature)?.0)
+}
+
+/// The graph of `path` as written, or with `--signature NAME` (a SavedModel only) the
+/// signature's share of it: its function calls inlined (as `run` does) and the graph pruned to
+/// the signature's outputs (every variable kept, each marked with its checkpoint key), with
+/// the model the signature came from.
+pub fn load_signature_graph(
+    path: &Path,
+    format: Option<Format>,
+    signature: Option<&str>,
+) -> Result<(Graph, Option<ModelContext>), CliError> {
+    let Some(name) = signature else { return Ok((load_graph(path, format)?, None)) };
     if !is_saved_model(path, format)? {
         no_signature_without_model(path, signature)?;
     }
@@ -160,7 +192,86 @@ pub fn load_graph_for_signature(
     let mut graph = autoclust_passes::pipeline::prune(&graph, &fetches, &[])
         .map_err(|e| CliError::input(format!("{}: {e}", shown())))?;
     mark_checkpoint_keys(&mut graph, &model);
-    Ok(graph)
+    Ok((graph, Some(model)))
+}
+
+/// Records `model`'s signature on the program `compile --signature` made of it: each input's
+/// `Placeholder` and each node whose outputs the signature returns carry
+/// [`SIGNATURE_ATTR`](autoclust_graph::protocol::SIGNATURE_ATTR) and their keys, so `run` and
+/// `bench` take the signature's feeds and fetches, as for the SavedModel ([`compiled_signature`]).
+/// A tensor the program no longer has (`compile --fetch` pruned it) is left out.
+pub fn mark_signature(graph: &mut Graph, model: &ModelContext) {
+    use autoclust_graph::protocol::{SIGNATURE_ATTR, SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUTS_ATTR};
+    use autoclust_graph::{AttrValue, ListValue};
+    let split = |t: &str| -> (String, String) {
+        let (n, p) = t.rsplit_once(':').unwrap_or((t, "0"));
+        (n.to_string(), p.to_string())
+    };
+    let sig_name = AttrValue::S(model.signature_name.clone().into_bytes());
+    for input in &model.signature.inputs {
+        let (node, _) = split(&input.tensor);
+        if let Some(id) = graph.find(&node) {
+            let attrs = graph.attrs_mut(id);
+            attrs.insert(SIGNATURE_ATTR.into(), sig_name.clone());
+            attrs.insert(SIGNATURE_INPUT_ATTR.into(), AttrValue::S(input.key.clone().into_bytes()));
+        }
+    }
+    let mut outputs: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
+    for out in &model.signature.outputs {
+        let (node, port) = split(&out.tensor);
+        outputs.entry(node).or_default().push(format!("{}={port}", out.key).into_bytes());
+    }
+    for (node, entries) in outputs {
+        if let Some(id) = graph.find(&node) {
+            let attrs = graph.attrs_mut(id);
+            attrs.insert(SIGNATURE_ATTR.into(), sig_name.clone());
+            attrs.insert(SIGNATURE_OUTPUTS_ATTR.into(), AttrValue::List(ListValue::S(entries)));
+        }
+    }
+}
+
+/// The signature a program `compile --signature` wrote records ([`mark_signature`]), as the
+/// model `run` and `bench` take feeds and fetches by; `None` for any other graph. Its variables
+/// come from `--vars` (the SavedModel's checkpoint: each variable carries its key).
+pub fn compiled_signature(graph: &Graph, path: &Path) -> Option<ModelContext> {
+    use autoclust_graph::protocol::{
+        CHECKPOINT_KEY_ATTR, SIGNATURE_ATTR, SIGNATURE_INPUT_ATTR, SIGNATURE_OUTPUTS_ATTR,
+    };
+    use autoclust_graph::{AttrValue, ListValue};
+    use autoclust_graphdef::saved_model::SignatureTensor;
+    let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
+    let mut name = None;
+    let mut signature = Signature::default();
+    let mut keys = BTreeMap::new();
+    for n in graph.nodes() {
+        if let Some(AttrValue::S(k)) = n.attr(CHECKPOINT_KEY_ATTR) {
+            keys.insert(variable_name(n), text(k));
+        }
+        let Some(AttrValue::S(sig)) = n.attr(SIGNATURE_ATTR) else { continue };
+        name.get_or_insert_with(|| text(sig));
+        if let Some(AttrValue::S(key)) = n.attr(SIGNATURE_INPUT_ATTR) {
+            let dtype = n.attr("dtype").and_then(|a| a.as_type());
+            signature.inputs.push(SignatureTensor { key: text(key), tensor: format!("{}:0", n.name), dtype });
+        }
+        if let Some(AttrValue::List(ListValue::S(entries))) = n.attr(SIGNATURE_OUTPUTS_ATTR) {
+            for e in entries {
+                let e = text(e);
+                let (key, port) = e.rsplit_once('=').unwrap_or((e.as_str(), "0"));
+                let tensor = format!("{}:{port}", n.name);
+                signature.outputs.push(SignatureTensor { key: key.to_string(), tensor, dtype: None });
+            }
+        }
+    }
+    signature.inputs.sort_by(|a, b| a.key.cmp(&b.key));
+    signature.outputs.sort_by(|a, b| a.key.cmp(&b.key));
+    Some(ModelContext {
+        dir: path.display().to_string(),
+        signature_name: name?,
+        signature,
+        keys,
+        by_node_name: true,
+        ..Default::default()
+    })
 }
 
 /// Writes on each variable node of `graph` the key the model's checkpoint stores it under
@@ -185,7 +296,8 @@ fn variable_name(n: &autoclust_graph::Node) -> String {
 }
 
 /// Loads a graph for `run`/`bench`; for a SavedModel also its signature
-/// (`signature`, default `serving_default`) and variables.
+/// (`signature`, default `serving_default`) and variables; for a program `compile --signature`
+/// wrote, the signature it records.
 pub fn load_to_run(
     path: &Path,
     format: Option<Format>,
@@ -193,7 +305,9 @@ pub fn load_to_run(
 ) -> Result<(Graph, Option<ModelContext>), CliError> {
     if !is_saved_model(path, format)? {
         no_signature_without_model(path, signature)?;
-        return Ok((load_graph_to_run(path, format)?, None));
+        let graph = load_graph_to_run(path, format)?;
+        let model = compiled_signature(&graph, path);
+        return Ok((graph, model));
     }
     let (graph, model) = load_model(path, signature)?;
     Ok((to_run(graph, path)?, Some(model)))

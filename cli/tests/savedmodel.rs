@@ -853,6 +853,26 @@ fn keras_export_runs_and_vars_outside_the_saved_variables_are_noted() {
     assert!(v["fetches"]["output_0"]["data"][0].as_f64().unwrap() > 0.99, "{v}");
 }
 
+/// A Keras 3 export's checkpoint saves each weight twice (`variables/N` and `_all_variables/M`):
+/// a program compiled from its signature, run with that checkpoint and the model's feeds file,
+/// gives TensorFlow's outputs, and the `note:` on checkpoint tensors it does not use names only
+/// those that are no weight's copy (the dropout seed's state), not the 8 aliases.
+#[test]
+fn a_keras_export_program_takes_its_checkpoint_without_naming_aliases() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("keras.graph");
+    let model = fixture("keras_export");
+    let out = autoclust(&["compile", s(&model), "--signature", "serving_default", "-o", s(&program)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (ckpt, feeds) = (model.join("variables/variables"), fixture("keras_export.feeds.npz"));
+    let run = autoclust(&["run", s(&program), "--vars", s(&ckpt), "--feeds", s(&feeds), "--json"]);
+    let want = &expected("keras_export.expected.npz")[0].1;
+    assert_close("output_0", &json(&run)["fetches"]["output_0"], want);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!stderr.contains("_all_variables"), "{stderr}");
+    assert!(stderr.contains("1 checkpoint tensor names no variable of the graph and is not used"), "{stderr}");
+}
+
 /// A program compiled from a signature takes the SavedModel's own checkpoint as `--vars`:
 /// its variables carry their checkpoint keys (object-graph keys such as
 /// `w1/.ATTRIBUTES/VARIABLE_VALUE` name no node), and every variable gets the value the
@@ -874,4 +894,41 @@ fn a_program_compiled_from_a_signature_takes_the_models_checkpoint() {
     for name in ["w1", "b1", "w2", "b2"] {
         assert_eq!(v["variables"][name], restored["variables"][name], "{name}");
     }
+    // The program records the signature: it takes the model's feeds file (keyed by the
+    // signature's input names) and returns the signature's outputs by their keys, in both
+    // modes; a tensor's own name still fetches it, as `node:port`.
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut args = vec!["run", s(&program), "--vars", s(&ckpt), "--feeds", s(&feeds), "--json"];
+        args.extend_from_slice(mode);
+        let run = autoclust(&args);
+        assert!(!String::from_utf8_lossy(&run.stderr).contains("note:"), "{}", String::from_utf8_lossy(&run.stderr));
+        let v = json(&run);
+        assert!(restored["fetches"].as_object().is_some_and(|f| !f.is_empty()), "{restored}");
+        assert_eq!(v["fetches"], restored["fetches"], "{mode:?}");
+    }
+    let key = restored["fetches"].as_object().unwrap().keys().next().unwrap().clone();
+    let v =
+        json(&autoclust(&["run", s(&program), "--vars", s(&ckpt), "--feeds", s(&feeds), "--fetch", &key, "--json"]));
+    assert_eq!(v["fetches"][&key], restored["fetches"][&key], "{v}");
+    let text = std::fs::read_to_string(&program).unwrap();
+    let output_node = text
+        .lines()
+        .find(|l| l.contains("_autoclust_signature_outputs"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no output marked in {text}"))
+        .to_string();
+    let v = json(&autoclust(&[
+        "run",
+        s(&program),
+        "--vars",
+        s(&ckpt),
+        "--feeds",
+        s(&feeds),
+        "--fetch",
+        &output_node,
+        "--json",
+    ]));
+    assert!(v["fetches"][format!("{output_node}:0")].is_object(), "{v}");
+    let e = error_line(&autoclust(&["run", s(&program), "--vars", s(&ckpt), "--json"]));
+    assert!(e.contains("input 'x' is not fed"), "{e}");
 }

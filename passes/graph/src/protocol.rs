@@ -54,6 +54,14 @@ pub const OP_PREFIX: &str = "_Autoclust";
 /// with that checkpoint sets it (object-graph keys such as `w/.ATTRIBUTES/VARIABLE_VALUE`
 /// name no node).
 pub const CHECKPOINT_KEY_ATTR: &str = "_autoclust_checkpoint_key";
+/// On the nodes a program `compile --signature NAME` writes for a SavedModel signature's inputs
+/// and outputs: the signature's name. Such a program is run (`run`, `bench`) as the SavedModel
+/// was: feeds keyed by the signature's input names, fetches by its output keys.
+pub const SIGNATURE_ATTR: &str = "_autoclust_signature";
+/// On a `Placeholder` of such a program: the signature input key it stands for.
+pub const SIGNATURE_INPUT_ATTR: &str = "_autoclust_signature_input";
+/// On a node of such a program whose outputs the signature returns: `KEY=PORT` for each.
+pub const SIGNATURE_OUTPUTS_ATTR: &str = "_autoclust_signature_outputs";
 
 #[cfg(test)]
 mod tests {
