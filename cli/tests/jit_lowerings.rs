@@ -328,6 +328,9 @@ t1 = StatelessTruncatedNormal(shape, seed) {dtype = float32, T = int32, Tseed = 
 lo = Const() {dtype = int32, value = int32[]{-5}}
 hi = Const() {dtype = int32, value = int32[]{7}}
 i1 = StatelessRandomUniformInt(shape, seed, lo, hi) {dtype = int32, T = int32, Tseed = int64}
+f1 = StatelessRandomUniformFullInt(shape, seed) {dtype = int32, T = int32, Tseed = int64}
+f2 = StatelessRandomUniformFullIntV2(shape, kc:0, kc:1, alg) {dtype = int64, Tshape = int32}
+f3 = Add(f2, f2) {T = int64}
 keep = GreaterEqual(u, half) {T = float32}
 half = Const() {dtype = float32, value = float32[]{0.5}}
 z = Const() {dtype = float32, value = float32[]{0}}
@@ -341,7 +344,7 @@ d = SelectV2(keep, n, z) {T = float32}
 fn stateless_random_ops_compile_bit_for_bit() {
     let dir = tempfile::tempdir().unwrap();
     let g = write(&dir, "rnd.graph", RANDOM);
-    let fetches = ["u:0", "n:0", "tn:0", "u1:0", "n1:0", "t1:0", "i1:0", "d:0"];
+    let fetches = ["u:0", "n:0", "tn:0", "u1:0", "n1:0", "t1:0", "i1:0", "d:0", "f1:0", "f3:0"];
     let mut args = vec!["--feed", "seed=[1,2]"];
     for f in &fetches {
         args.extend(["--fetch", f]);
@@ -356,6 +359,30 @@ fn stateless_random_ops_compile_bit_for_bit() {
     assert_eq!(f32s(&got["u1:0"]), tf);
     assert!(got["t1:0"].data.iter().all(|v| v.abs() < 2.0));
     assert!(got["i1:0"].data.iter().all(|&v| (-5.0..7.0).contains(&v)));
+    // tf.random.stateless_uniform([5], seed=[1, 2], dtype=tf.int32, minval=None, maxval=None).
+    let full = [1105988140.0, 1738052849.0, -335576002.0, 370444179.0, 10670227.0];
+    assert_eq!(got["f1:0"].data[..5], full);
+}
+
+/// A full-range draw of unsigned integers (the op's default dtype) stays outside clusters:
+/// a cluster carries no unsigned values; `--explain` says why.
+#[test]
+fn unsigned_full_range_draws_stay_outside_clusters() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write(
+        &dir,
+        "u.graph",
+        r#"
+seed = Placeholder() {dtype = int64, shape = shape[2]}
+shape = Const() {dtype = int32, value = int32[1]{4}}
+kc = StatelessRandomGetKeyCounter(seed) {Tseed = int64}
+alg = StatelessRandomGetAlg() {}
+u = StatelessRandomUniformFullIntV2(shape, kc:0, kc:1, alg) {dtype = uint64, Tshape = int32}
+"#,
+    );
+    let out = autoclust(&["cluster", &g, "--explain"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("StatelessRandomUniformFullIntV2 drawing uint64"), "{text}");
 }
 
 /// The optimizers that encapsulation lowers to elementwise code since this change, with

@@ -249,6 +249,71 @@ fn a_cluster_whose_shapes_keep_changing_goes_to_the_interpreter_with_a_note() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&plain.stdout));
 }
 
+/// Slice bounds drawn from a variable that changes every step (Keras' `RandomCrop`, a random
+/// offset from a seed variable): a `Slice` of constant size compiles once, its start a
+/// run-time value (no note in 40 steps); a `StridedSlice` whose bounds both move is compiled
+/// for each value until XLA's rule calls it megamorphic, then runs in the interpreter with a
+/// note (sweep 69: it compiled on every step, for good, its memory growing, in silence). Both
+/// give the plain executor's results.
+#[test]
+fn slice_bounds_that_change_every_step_do_not_compile_every_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        "v = VarHandleOp() {dtype = int32, shape = shape[], shared_name = \"off\"}\n\
+         w = VarHandleOp() {dtype = float32, shape = shape[4,3], shared_name = \"w\"}\n\
+         zero = Const() {dtype = int32, value = int32[]{0}}\n\
+         one = Const() {dtype = int32, value = int32[]{1}}\n\
+         seven = Const() {dtype = int32, value = int32[]{7}}\n\
+         four = Const() {dtype = int32, value = int32[]{4}}\n\
+         ws = Const() {dtype = float32, value = float32[4,3]{0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}}\n\
+         init = AssignVariableOp(v, zero) {dtype = int32}\n\
+         initw = AssignVariableOp(w, ws) {dtype = float32}\n\
+         x = Placeholder() {dtype = float32, shape = shape[10,3]}\n\
+         r = ReadVariableOp(v) {dtype = int32}\n\
+         o = FloorMod(r, seven) {T = int32}\n\
+         begin = Pack(o, zero) {N = 2, T = int32, axis = 0}\n\
+         size = Const() {dtype = int32, value = int32[2]{4, 3}}\n\
+         sl = Slice(x, begin, size) {Index = int32, T = float32}\n\
+         e = AddV2(o, four) {T = int32}\n\
+         b2 = Pack(o, zero) {N = 2, T = int32, axis = 0}\n\
+         e2 = Pack(e, zero) {N = 2, T = int32, axis = 0}\n\
+         st = Const() {dtype = int32, value = int32[2]{1, 1}}\n\
+         ss = StridedSlice(x, b2, e2, st) {Index = int32, T = float32, begin_mask = 0, end_mask = 2, ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0}\n\
+         rw = ReadVariableOp(w) {dtype = float32}\n\
+         m = Mul(sl, rw) {T = float32}\n\
+         m2 = Mul(ss, rw) {T = float32}\n\
+         ax = Const() {dtype = int32, value = int32[2]{0, 1}}\n\
+         s = Sum(m, ax) {T = float32, Tidx = int32}\n\
+         s2 = Sum(m2, ax) {T = float32, Tidx = int32}\n\
+         lr = Const() {dtype = float32, value = float32[]{0.01}}\n\
+         d = Mul(lr, sl) {T = float32}\n\
+         upd = AssignSubVariableOp(w, d) {dtype = float32}\n\
+         bump = AssignAddVariableOp(v, one, ^r) {dtype = int32}\n",
+    )
+    .unwrap();
+    let rows: Vec<Vec<f32>> = (0..10).map(|r| (0..3).map(|c| (r * 3 + c) as f32 * 0.1).collect()).collect();
+    let x = format!("x={rows:?}");
+    let run = |fetch: &str, mode: &[&str]| {
+        let mut a = vec!["run", g.to_str().unwrap(), "--init", "init,initw", "--feed", &x, "--fetch", fetch];
+        a.extend(["--target", "bump,upd", "--steps", "40"]);
+        a.extend(mode);
+        autoclust(&a)
+    };
+    let out = run("s", &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&run("s", &["--no-cluster"]).stdout));
+    let out = run("s2", &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(notes[0].contains("runs in the interpreter") && notes[0].contains("constant arguments"), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&run("s2", &["--no-cluster"]).stdout));
+}
+
 #[test]
 fn seed_example_respects_control_edges_under_every_schedule() {
     let g = testdata("seed000_simplest.graph");

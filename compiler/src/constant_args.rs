@@ -104,6 +104,19 @@ fn control_flow_operands(body: &Graph, node: &autoclust_graph::Node, depth: usiz
     slots
 }
 
+/// Whether the size operand of `Slice` node `n` is a constant with no `-1` ("to the end",
+/// which depends on the start).
+fn known_size(body: &Graph, n: &autoclust_graph::Node) -> bool {
+    let Some(size) = n.inputs.get(2).map(|o| body.node(o.node)) else { return false };
+    size.op == "Const"
+        && size
+            .attr("value")
+            .and_then(AttrValue::tensor_value)
+            .and_then(Result::ok)
+            .and_then(|t| t.to_i64_vec())
+            .is_some_and(|v| v.iter().all(|&d| d >= 0))
+}
+
 /// Ops whose outputs depend only on their inputs' shapes: the walk stops there.
 fn shape_only(op: &str) -> bool {
     matches!(op, "Shape" | "Size" | "Rank" | "ShapeN" | "ZerosLike" | "OnesLike")
@@ -130,6 +143,10 @@ fn constant_args_within(body: &Graph, depth: usize) -> Vec<usize> {
             "While" | "StatelessWhile" | "If" | "StatelessIf" | "Case" | "StatelessCase" => {
                 control_flow_operands(body, n, depth)
             }
+            // A `Slice` of a constant size whatever its start (no `-1`) runs with a run-time
+            // start (the compiler's dynamic slice, XLA's `DynamicSlice`): its start need
+            // not be known, so a start drawn each step (`tf.image.random_crop`) compiles once.
+            "Slice" if known_size(body, n) => vec![2],
             op => shape_operands(op, n.inputs.len()),
         };
         for slot in slots {

@@ -69,7 +69,7 @@ pub enum KernelOp {
     /// A stateless random sampler (see [`crate::random`]): `dist` (`None`: uniform
     /// integers) from a seed (`v2` false: data operands seed, and for integers minval and
     /// maxval) or a key, counter and algorithm (`v2`: key, counter, alg, minval, maxval).
-    StatelessRandom { dist: Option<crate::random::Dist>, v2: bool, dtype: DType },
+    StatelessRandom { dist: Option<crate::random::Dist>, v2: bool, full: bool, dtype: DType },
     /// `StatelessRandomGetKeyCounter`: (seed) → (key uint64 `[1]`, counter uint64 `[2]`).
     KeyCounter,
     /// The division-like binary ops with TensorFlow's element arithmetic
@@ -581,7 +581,7 @@ impl KernelOp {
                 let (key, counter) = crate::random::key_counter_tensors(&gen);
                 Ok(vec![key, counter])
             }
-            KernelOp::StatelessRandom { dist, v2, dtype: out_dtype } => {
+            KernelOp::StatelessRandom { dist, v2, full, dtype: out_dtype } => {
                 let out_dtype = *out_dtype;
                 let gen = if *v2 {
                     crate::random::generator_from_key_counter(inputs[0], inputs[1], inputs[2])?
@@ -597,6 +597,14 @@ impl KernelOp {
                         shape,
                         data: TensorData::F64(Arc::new(crate::random::sample_f64(*d, gen, n))),
                     },
+                    (None, DType::Int32) if *full => {
+                        let v = crate::random::full_int32(gen, n).into_iter().map(|x| x as i32).collect();
+                        Tensor { dtype: DType::Int32, shape, data: TensorData::I32(Arc::new(v)) }
+                    }
+                    (None, DType::Int64) if *full => {
+                        let v = crate::random::full_int64(gen, n).into_iter().map(|x| x as i64).collect();
+                        Tensor { dtype: DType::Int64, shape, data: TensorData::I64(Arc::new(v)) }
+                    }
                     (None, DType::Int32 | DType::Int64) => {
                         let (lo, hi) = if *v2 { (inputs[3], inputs[4]) } else { (inputs[1], inputs[2]) };
                         crate::random::uniform_ints(gen, out_dtype, shape, lo, hi)?

@@ -125,6 +125,15 @@ pub enum CompileError {
          and fewer than {MIN_CALLS_PER_COMPILE} calls per compile)"
     )]
     Megamorphic { signatures: usize, calls: u64 },
+    /// The function was compiled for so many values of its compile-time constant arguments
+    /// at one input shape, in so few calls, that new values are no longer compiled.
+    #[error(
+        "the values of its compile-time constant arguments (shape operands: slice bounds, sizes, …) keep \
+         changing: compiled for {values} values in {calls} calls, so new values run in the interpreter (a \
+         megamorphic cluster: more than {MEGAMORPHIC_CONSTANT_VALUES} values and fewer than \
+         {MIN_CALLS_PER_COMPILE} calls per compile)"
+    )]
+    MegamorphicValues { values: usize, calls: u64 },
 }
 
 /// A function compiled for more signatures than this ...
@@ -134,6 +143,14 @@ pub const MEGAMORPHIC_COMPILES: usize = 10;
 /// data-dependent shape (a boolean mask's `Where`) otherwise compiles on every step, each
 /// compile costing more than the step and its code kept for good.
 pub const MIN_CALLS_PER_COMPILE: u64 = 50;
+/// A function compiled for more values of its compile-time constant arguments than this at
+/// one input shape, with fewer than [`MIN_CALLS_PER_COMPILE`] calls per compile, is
+/// megamorphic in those values: a slice offset drawn from a seed variable every step (Keras'
+/// `RandomCrop`) would otherwise compile on every step, for good. Higher than
+/// [`MEGAMORPHIC_COMPILES`] because a loop body taking its iteration's index as a shape
+/// operand compiles once per iteration in its first run, a bounded set every later step
+/// reuses.
+pub const MEGAMORPHIC_CONSTANT_VALUES: usize = 32;
 
 impl CompileError {
     pub(crate) fn unsupported(node: &autoclust_graph::Node, reason: impl Into<String>) -> CompileError {
@@ -545,6 +562,10 @@ struct Entries {
     /// The input dtypes and shapes compiled so far per function name, whatever the constant
     /// arguments' values and the list arguments' types: what the megamorphic rule counts.
     shapes: HashMap<String, std::collections::HashSet<InputTypes>>,
+    /// The constant arguments' values compiled so far per function name and input types.
+    values: HashMap<(String, InputTypes), std::collections::HashSet<Vec<(usize, Vec<i64>)>>>,
+    /// Functions found megamorphic in their constant arguments' values.
+    megamorphic_values: std::collections::HashSet<String>,
 }
 
 /// Each input's dtype and shape.
@@ -640,7 +661,24 @@ impl CompileCache {
                 }
                 let signatures = entries.shapes.get(name).map_or(0, |k| k.len());
                 return Err(CompileError::Megamorphic { signatures, calls });
+            } else if let Some(calls) = calls.filter(|&c| {
+                // New constant values at an input shape compiled before: the same rule, over
+                // the values, with its own threshold ([`MEGAMORPHIC_CONSTANT_VALUES`]).
+                let seen = entries.values.get(&(name.to_string(), inputs.to_vec()));
+                let new_values = !seen.is_some_and(|v| v.contains(&key.2));
+                let values = seen.map_or(0, |v| v.len());
+                let compiles = entries.signatures.get(name).copied().unwrap_or(0) as u64;
+                new_values
+                    && (entries.megamorphic_values.contains(name)
+                        || (values > MEGAMORPHIC_CONSTANT_VALUES && c < MIN_CALLS_PER_COMPILE * compiles))
+            }) {
+                if entries.megamorphic_values.insert(name.to_string()) {
+                    tracing::info!(function = name, calls, "megamorphic in its constant arguments' values");
+                }
+                let values = entries.values.get(&(name.to_string(), inputs.to_vec())).map_or(0, |v| v.len());
+                return Err(CompileError::MegamorphicValues { values, calls });
             } else {
+                entries.values.entry((name.to_string(), inputs.to_vec())).or_default().insert(key.2.clone());
                 entries.shapes.entry(name.to_string()).or_default().insert(inputs.to_vec());
                 let slot = Slot::default();
                 entries.slots.insert(key, slot.clone());

@@ -438,6 +438,10 @@ fn control_flow_refusal_in(
                     || is_variable_op(inner)
                     || matches!(n.attrs.get("_XlaCompile"), Some(AttrValue::B(false)))
                     || !host_shape_operands_known(n, &known)
+                    || autoclust_graph::jit_ops::draws_unsigned(
+                        inner,
+                        n.attrs.get("dtype").and_then(AttrValue::as_type),
+                    )
             };
             // A body node typed by its attributes for a dtype the JIT does not compute (a
             // uint8 image moved in a `map_fn`, strings): the body would run in the interpreter.
@@ -579,6 +583,11 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId, known: &[bool]) -> Optio
     // resize-gradient kernels are float32 only; some elementwise ops have no float64 loop.
     if let Some(op) = autoclust_graph::jit_ops::float_type_refusal(op, node.attr("T").and_then(AttrValue::as_type)) {
         return Some(NotCompilable::UnsupportedOp { op });
+    }
+    let dtype_attr = node.attr("dtype").and_then(AttrValue::as_type);
+    if autoclust_graph::jit_ops::draws_unsigned(op, dtype_attr) {
+        let t = dtype_attr.map_or("uint64 (the default)".to_string(), |t| t.name().to_string());
+        return Some(NotCompilable::UnsupportedOp { op: format!("{op} drawing {t}") });
     }
     // A negative `batch_dims` counts from the indices' rank, which the bridge's lowering to
     // `GatherV2` (its axis) does not know: the runtime's kernel gathers it.

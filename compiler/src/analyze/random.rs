@@ -14,6 +14,9 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo], out: &Outputs<'_>) -> Resu
         op if autoclust_graph::jit_ops::is_stateless_sampler(op) => {
             use crate::random::Dist;
             let v2 = op.ends_with("V2");
+            // Full-range integers: no bounds, int32/int64 only (the clusterer keeps unsigned
+            // draws out, `jit_ops::draws_unsigned`).
+            let full = op.starts_with("StatelessRandomUniformFullInt");
             let dist = if op.contains("Truncated") {
                 Some(Dist::Truncated)
             } else if op.contains("Normal") {
@@ -27,7 +30,7 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo], out: &Outputs<'_>) -> Resu
                     None => Some(Dist::Uniform),
                 }
             };
-            let data: Vec<usize> = match (v2, dist.is_some()) {
+            let data: Vec<usize> = match (v2, dist.is_some() || full) {
                 (false, true) => vec![1],
                 (false, false) => vec![1, 2, 3],
                 (true, true) => vec![1, 2, 3],
@@ -55,13 +58,14 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo], out: &Outputs<'_>) -> Resu
                 matches!(ins[1].dtype, DType::Int32 | DType::Int64) && vector(&ins[1], 2)
             };
             let bounds_ok = dist.is_some()
+                || full
                 || data[data.len() - 2..].iter().all(|&i| ins[i].shape.is_empty() && ins[i].dtype == dtype);
             if !dtype_ok || !operands_ok || !bounds_ok {
                 return Err(CompileError::unsupported(node, "operands the kernel refuses (it reports them)"));
             }
             // The shape operand must be a compile-time value for the registry to give the shape.
             int_const(node, &ins[0], "shape")?;
-            Ok(kernel(KernelOp::StatelessRandom { dist, v2, dtype }, data, vec![out.one(dtype)?]))
+            Ok(kernel(KernelOp::StatelessRandom { dist, v2, full, dtype }, data, vec![out.one(dtype)?]))
         }
         // Philox on CPU (what the kernels implement).
         "StatelessRandomGetAlg" => {

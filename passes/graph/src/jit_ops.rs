@@ -471,6 +471,7 @@ pub const UINT64_KEY_OPS: &[&str] = &[
     "StatelessRandomNormalV2",
     "StatelessTruncatedNormalV2",
     "StatelessRandomUniformIntV2",
+    "StatelessRandomUniformFullIntV2",
 ];
 
 /// The elementwise ops the JIT computes in float32 only (its transcendental routines,
@@ -559,7 +560,8 @@ pub fn is_jit_op(op: &str) -> bool {
 
 /// The stateless random samplers the JIT lowers (TensorFlow's Philox): pure functions of
 /// their seed (V1) or key, counter and algorithm (V2), their shape operand (input 0) a
-/// compile-time value. The compiler's sampler lowering and its constant-operand rule
+/// compile-time value (the full-range integer ones for int32/int64 only: a cluster carries
+/// no unsigned values). The compiler's sampler lowering and its constant-operand rule
 /// both read this list.
 pub const STATELESS_SAMPLER_OPS: &[&str] = &[
     "StatelessRandomUniform",
@@ -570,7 +572,17 @@ pub const STATELESS_SAMPLER_OPS: &[&str] = &[
     "StatelessRandomNormalV2",
     "StatelessTruncatedNormalV2",
     "StatelessRandomUniformIntV2",
+    "StatelessRandomUniformFullInt",
+    "StatelessRandomUniformFullIntV2",
 ];
+
+/// Whether `op` draws full-range unsigned integers (a `StatelessRandomUniformFullInt*` whose
+/// `dtype`, `dtype_attr` here, is uint32 or uint64, its default): a cluster carries no
+/// unsigned values, so such a draw stays outside clusters.
+pub fn draws_unsigned(op: &str, dtype_attr: Option<crate::DType>) -> bool {
+    op.starts_with("StatelessRandomUniformFullInt")
+        && !matches!(dtype_attr, Some(crate::DType::Int32 | crate::DType::Int64))
+}
 
 /// Whether `op` is one of [`STATELESS_SAMPLER_OPS`].
 pub fn is_stateless_sampler(op: &str) -> bool {
