@@ -563,13 +563,16 @@ struct Entries {
     /// arguments' values and the list arguments' types: what the megamorphic rule counts.
     shapes: HashMap<String, std::collections::HashSet<InputTypes>>,
     /// The constant arguments' values compiled so far per function name and input types.
-    values: HashMap<(String, InputTypes), std::collections::HashSet<Vec<(usize, Vec<i64>)>>>,
+    values: HashMap<(String, InputTypes), std::collections::HashSet<ConstantKey>>,
     /// Functions found megamorphic in their constant arguments' values.
     megamorphic_values: std::collections::HashSet<String>,
 }
 
 /// Each input's dtype and shape.
 type InputTypes = Vec<(DType, Vec<usize>)>;
+
+/// The constant arguments' values, as the cache key holds them ([`constant_key`]).
+type ConstantKey = Vec<(usize, Vec<i64>)>;
 
 /// The text two bodies share exactly when they compute the same function: per node,
 /// in body order, the op, device, data inputs as `(node position, port)`, control
