@@ -885,6 +885,15 @@ fn filled_like(t: &Tensor, one_value: bool) -> KResult<Tensor> {
             list.items.iter().map(|x| x.as_ref().map(|e| filled_like(e, false)).transpose()).collect::<KResult<_>>()?;
         return Ok(Tensor::from_list(autoclust_graph::TensorList { items, ..list.clone() }));
     }
+    if let (Some(optional), false) = (t.as_optional(), one_value) {
+        // TensorFlow's zeros_like of an Optional (a v2 cond's intermediates, wrapped for its
+        // gradient): none stays none, a value becomes zeros of each component.
+        let components = optional
+            .as_ref()
+            .map(|c| c.iter().map(|e| filled_like(e, false)).collect::<KResult<Vec<_>>>())
+            .transpose()?;
+        return Ok(Tensor::from_optional(components));
+    }
     fn go<T: Elem>(t: &Tensor, one_value: bool) -> KResult<Tensor> {
         Ok(tensor_of(t.shape.clone(), vec![if one_value { T::one() } else { T::zero() }; t.num_elements()]))
     }
@@ -2027,6 +2036,25 @@ mod tests {
         assert_eq!(pc(Tensor::from_i64(vec![2], vec![-1, 1 << 40]).unwrap()), [64, 1]);
         assert_eq!(pc(raw(DType::UInt16, &[0xff, 0xff], 1)), [16]);
         assert!(run1(&node("PopulationCount", &[]), &[Tensor::from_f32(vec![1], vec![1.0]).unwrap()]).is_err());
+    }
+
+    /// `ZerosLike` of an Optional (what `tf.gradients` passes for a v2 cond's wrapped
+    /// intermediates, TF1 dropout under a training placeholder): a value becomes zeros of each
+    /// component, none stays none; `OnesLike` of one is refused, as in TensorFlow.
+    #[test]
+    fn zeros_like_of_an_optional() {
+        let some = Tensor::from_optional(Some(vec![
+            Tensor::from_f32(vec![2], vec![1.5, -2.0]).unwrap(),
+            Tensor::from_i32(vec![], vec![7]).unwrap(),
+        ]));
+        let z = run1(&node("ZerosLike", &[("T", AttrValue::Type(DType::Variant))]), &[some.clone()]).unwrap();
+        let parts = z.as_optional().unwrap().as_ref().unwrap();
+        assert_eq!(parts[0].as_f32().unwrap(), &[0.0, 0.0]);
+        assert_eq!((parts[1].as_i32().unwrap(), parts[1].shape.len()), (&[0][..], 0));
+        let none = Tensor::from_optional(None);
+        let z = run1(&node("ZerosLike", &[("T", AttrValue::Type(DType::Variant))]), &[none]).unwrap();
+        assert!(z.as_optional().unwrap().is_none());
+        assert!(run1(&node("OnesLike", &[("T", AttrValue::Type(DType::Variant))]), &[some]).is_err());
     }
 
     fn iota(shape: Vec<usize>) -> Tensor {
