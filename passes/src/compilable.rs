@@ -554,6 +554,20 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId, known: &[bool]) -> Optio
     if matches!(node.attr("_XlaCompile"), Some(AttrValue::B(false))) {
         return Some(NotCompilable::DisabledByAttribute);
     }
+    // The bridge snapshots a variable typed by its users; a `VariableShape` (no dtype
+    // attribute) of a handle no other user types — a gradient loop body's argument — would
+    // leave the snapshot untyped and its whole cluster unencapsulated.
+    if op == "VariableShape" {
+        let typed =
+            node.inputs.first().is_some_and(|h| autoclust_graph::effects::variable_dtype(graph, h.node).is_some());
+        if !typed {
+            return Some(NotCompilable::Excluded {
+                why: "no user of its variable's handle here says the variable's dtype, which the bridge's \
+                      snapshot needs: it stays outside clusters"
+                    .into(),
+            });
+        }
+    }
     // The JIT's convolutions and bias adds are NHWC only (as TensorFlow's CPU kernels).
     if matches!(
         op,

@@ -2047,7 +2047,8 @@ mod tests {
             Tensor::from_f32(vec![2], vec![1.5, -2.0]).unwrap(),
             Tensor::from_i32(vec![], vec![7]).unwrap(),
         ]));
-        let z = run1(&node("ZerosLike", &[("T", AttrValue::Type(DType::Variant))]), std::slice::from_ref(&some)).unwrap();
+        let z =
+            run1(&node("ZerosLike", &[("T", AttrValue::Type(DType::Variant))]), std::slice::from_ref(&some)).unwrap();
         let parts = z.as_optional().unwrap().as_ref().unwrap();
         assert_eq!(parts[0].as_f32().unwrap(), &[0.0, 0.0]);
         assert_eq!((parts[1].as_i32().unwrap(), parts[1].shape.len()), (&[0][..], 0));
