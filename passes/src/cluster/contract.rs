@@ -807,7 +807,7 @@ mod tests {
     use super::*;
 
     /// A pair refused once is not checked again while neither cluster changes: a repeated
-    /// sibling round refuses the same pairs with the same refusals and scans no edge.
+    /// sibling round refuses the same pairs with the same refusals and searches no path.
     #[test]
     fn refused_pairs_are_not_checked_again_until_a_cluster_changes() {
         // Consumers c0..c3 of p, each feeding the next through an uncompilable node, so
@@ -830,30 +830,31 @@ mod tests {
         let mut first = Vec::new();
         assert!(!engine.sibling_pass(&mut first), "every sibling pair closes a cycle");
         assert_eq!(first.len(), 6, "{first:?}");
-        let (scanned, tries) = (engine.cycles.scanned(), engine.tries);
-        assert!(scanned > 0);
+        let (searches, tries) = (engine.cycles.searches(), engine.tries);
+        assert!(searches > 0 && engine.cycles.scanned() > 0);
         let mut again = Vec::new();
         assert!(!engine.sibling_pass(&mut again));
-        assert_eq!(engine.cycles.scanned(), scanned, "a refused pair was checked again");
+        assert_eq!(engine.cycles.searches(), searches, "a refused pair was checked again");
         assert_eq!(engine.tries, tries + 6);
         assert_eq!(first, again);
         // A cluster that grows off the paths that refused it keeps its refusals: each path
         // still leaves it through a node outside both clusters.
         let (c0, x0, y) = (g.find("c0").unwrap().0, g.find("x0").unwrap().0, g.find("y").unwrap().0);
         assert_eq!(engine.try_merge(c0, y, usize::MAX), Ok(c0));
-        let scanned = engine.cycles.scanned();
+        let searches = engine.cycles.searches();
         let mut grown = Vec::new();
         engine.sibling_pass(&mut grown);
-        assert_eq!(engine.cycles.scanned(), scanned, "a refusal whose path still stands was checked again");
+        assert_eq!(engine.cycles.searches(), searches, "a refusal whose path still stands was checked again");
         assert_eq!(grown, first);
         // Once a cluster takes in a node of the path, the pairs it refused are checked afresh
         // (c0 with c1, whose path ran through x0; not c0 with c2, whose path also runs
         // through c1 and x1).
         engine.candidate[x0 as usize] = true;
         assert!(engine.try_merge(c0, x0, usize::MAX).is_ok());
+        let searches = engine.cycles.searches();
         let mut third = Vec::new();
         engine.sibling_pass(&mut third);
-        assert!(engine.cycles.scanned() > scanned, "a changed cluster's pairs were not checked again");
+        assert!(engine.cycles.searches() > searches, "a changed cluster's pairs were not checked again");
         assert!(first.iter().all(|p| matches!(p, Pending::Ready(Refusal::WouldCreateCycle { .. }))), "{first:?}");
     }
 }
