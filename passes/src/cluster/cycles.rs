@@ -76,19 +76,14 @@ struct Moved {
     added: bool,
 }
 
-/// One node's rank and the state searches leave on it.
+/// One node's rank and the visit mark searches leave on it: `mark == stamp` means visited
+/// in the current search. [`GraphCycles::find_path`] gives its two directions two stamps;
+/// one field holds either, as no node is reached by both (the second to reach it ends the
+/// search). Eight bytes, so that the slots of 10⁵ nodes stay in a core's cache.
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     rank: u32,
-    /// Visit mark: `mark == stamp` means visited in the current search (forward, for
-    /// [`GraphCycles::find_path`]).
     mark: u32,
-    /// Backward visit mark of [`GraphCycles::find_path`].
-    bmark: u32,
-    /// The node a search reached this one from: the previous node on the path for the
-    /// forward search, the next one for the backward search (a node is reached by one of
-    /// them only: the second to reach it ends the search).
-    link: u32,
 }
 
 /// A DAG with a maintained topological order and edge contraction.
@@ -97,6 +92,10 @@ pub struct GraphCycles {
     /// Each node's rank and search state, side by side: a search step reads all of them
     /// for the node it reaches (three arrays were three cache misses per edge scanned).
     slot: Vec<Slot>,
+    /// The node [`GraphCycles::find_path`] reached each node from: the previous node on the
+    /// path for the forward search, the next one for the backward search. Written on a
+    /// visit, read only along a path found (apart from `slot`, which every step reads).
+    link: Vec<u32>,
     out: Vec<AdjSet>,
     inn: Vec<AdjSet>,
     live: Vec<bool>,
@@ -170,6 +169,7 @@ impl GraphCycles {
         }
         GraphCycles {
             slot,
+            link: vec![0; n],
             out: vec![AdjSet::default(); n],
             inn: vec![AdjSet::default(); n],
             live: vec![true; n],
@@ -246,7 +246,7 @@ impl GraphCycles {
     fn next_stamp(&mut self) -> u32 {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
-            self.slot.iter_mut().for_each(|s| (s.mark, s.bmark) = (0, 0));
+            self.slot.iter_mut().for_each(|s| s.mark = 0);
             self.stamp = 1;
         }
         self.stamp
@@ -465,8 +465,9 @@ impl GraphCycles {
     ) -> Reach {
         let (out, inn, slot) = (&self.out, &self.inn, &mut self.slot);
         let (lower, upper) = (slot[x as usize].rank, slot[y as usize].rank);
+        let link = &mut self.link;
         slot[x as usize].mark = fstamp;
-        slot[y as usize].bmark = bstamp;
+        slot[y as usize].mark = bstamp;
         let mut visited = 2usize;
         // Edges scanned count too (a quarter of a node each): a search through clusters of
         // thousands of edges visits few nodes at a high cost.
@@ -496,12 +497,12 @@ impl GraphCycles {
                     scanned += 1;
                     count(1);
                     let sw = &mut slot[w as usize];
-                    if sw.bmark == bstamp {
+                    if sw.mark == bstamp {
                         break Ok((v, w));
                     }
                     if sw.mark != fstamp && sw.rank < upper {
                         sw.mark = fstamp;
-                        sw.link = v;
+                        link[w as usize] = v;
                         fwd.push((v, fi as u32));
                         (ftop, fadj, fi) = (Some(w), out[w as usize].as_slice(), 0);
                         visited += 1;
@@ -523,9 +524,9 @@ impl GraphCycles {
                     if sv.mark == fstamp {
                         break Ok((v, w));
                     }
-                    if sv.bmark != bstamp && sv.rank > lower {
-                        sv.bmark = bstamp;
-                        sv.link = w;
+                    if sv.mark != bstamp && sv.rank > lower {
+                        sv.mark = bstamp;
+                        link[v as usize] = w;
                         bwd.push((w, bi as u32));
                         (btop, badj, bi) = (Some(v), inn[v as usize].as_slice(), 0);
                         visited += 1;
@@ -538,18 +539,26 @@ impl GraphCycles {
             Ok(meet) => meet,
             Err(r) => return r,
         };
-        let mut path = vec![meet.0];
+        // The path, allocated once: its length first, by the links.
+        let along = |mut cur: u32, end: u32| {
+            let mut k = 1;
+            while cur != end {
+                cur = self.link[cur as usize];
+                k += 1;
+            }
+            k
+        };
+        let (head, tail) = (along(meet.0, x), along(meet.1, y));
+        let mut path = vec![0; head + tail];
         let mut cur = meet.0;
-        while cur != x {
-            cur = self.slot[cur as usize].link;
-            path.push(cur);
+        for p in path[..head].iter_mut().rev() {
+            *p = cur;
+            cur = self.link[cur as usize];
         }
-        path.reverse();
         let mut cur = meet.1;
-        path.push(cur);
-        while cur != y {
-            cur = self.slot[cur as usize].link;
-            path.push(cur);
+        for p in &mut path[head..] {
+            *p = cur;
+            cur = self.link[cur as usize];
         }
         Reach::Path(path)
     }
