@@ -565,7 +565,7 @@ impl<'a> Engine<'a> {
         let budget = self.config.sibling_search_budget;
         // One buffer each for every producer's group and heads (two allocations per node
         // otherwise).
-        let (mut group, mut heads): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+        let (mut group, mut heads): (Vec<(u32, u32)>, Vec<u32>) = (Vec::new(), Vec::new());
         for p in self.cycles.topo_order() {
             for consumers in [true, false] {
                 if !self.cycles.is_live(p) {
@@ -585,13 +585,16 @@ impl<'a> Engine<'a> {
                 }
                 group.clear();
                 let members = if consumers { self.cycles.successors(p) } else { self.cycles.predecessors(p) };
-                group.extend(members.iter().copied().filter(|&c| self.candidate[c as usize]));
+                // By rank, as (rank, member): ranks are distinct, so the order is the one a
+                // sort by a rank lookup gives, without a lookup per comparison.
+                group
+                    .extend(members.iter().filter(|&&c| self.candidate[c as usize]).map(|&c| (self.cycles.rank(c), c)));
                 if group.len() < 2 {
                     continue;
                 }
-                group.sort_unstable_by_key(|&c| self.cycles.rank(c));
+                group.sort_unstable();
                 heads.clear();
-                for &c in &group {
+                for &(_, c) in &group {
                     let mut placed = false;
                     for slot in heads.iter_mut() {
                         let head = self.find(*slot);
