@@ -89,8 +89,8 @@ struct Slot {
 /// A DAG with a maintained topological order and edge contraction.
 #[derive(Clone, Debug)]
 pub struct GraphCycles {
-    /// Each node's rank and search state, side by side: a search step reads all of them
-    /// for the node it reaches (three arrays were three cache misses per edge scanned).
+    /// Each node's rank and visit mark, side by side: a search step reads both for the node
+    /// it reaches (separate arrays were a cache miss each per edge scanned).
     slot: Vec<Slot>,
     /// The node [`GraphCycles::find_path`] reached each node from: the previous node on the
     /// path for the forward search, the next one for the backward search. Written on a
