@@ -780,10 +780,16 @@ pub(crate) fn handle_variables(graph: &Graph, n: NodeId) -> Vec<Option<String>> 
 /// handle no `Identity` chain resolves (it may be any variable).
 pub(crate) fn multi_variable_update(graph: &Graph, n: NodeId) -> Option<Vec<Option<String>>> {
     let kind = autoclust_graph::effects::resource_kind(graph.node(n), &graph.library)?;
-    let mut vars = handle_variables(graph, n);
-    if vars.len() < 2 || !kind.reads() || !kind.writes() {
+    if !kind.reads() || !kind.writes() {
         return None;
     }
+    // Fewer than two handle operands: not one (tracing each handle to its variable's name
+    // was most of the clusterer's set-up on a graph of single-variable updates).
+    let node = graph.node(n);
+    if handle_slots(&node.op)?.iter().filter(|&&slot| slot < node.inputs.len()).count() < 2 {
+        return None;
+    }
+    let mut vars = handle_variables(graph, n);
     vars.sort();
     Some(vars)
 }

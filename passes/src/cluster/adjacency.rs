@@ -32,6 +32,11 @@ impl AdjSet {
         self.items.is_empty()
     }
 
+    /// The ids in insertion order (after any `swap_remove`s).
+    pub fn as_slice(&self) -> &[u32] {
+        &self.items
+    }
+
     pub fn iter(&self) -> std::slice::Iter<'_, u32> {
         self.items.iter()
     }
