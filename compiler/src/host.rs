@@ -143,7 +143,7 @@ pub(crate) fn analyze_dynamic_slice(
         } else if begin & bit != 0 && end & bit != 0 && strides[d] == 1 {
             shape.push(n);
         } else {
-            return Err(decline("begin is not a compile-time integer constant"));
+            return Err(decline("the slice's bounds are not compile-time integer constants"));
         }
     }
     let step = HostStep::prepare(node, compiler.options().host_kernels.as_ref(), vec![x.dtype])?;

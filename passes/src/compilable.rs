@@ -335,6 +335,45 @@ fn host_shape_operands_known(n: &autoclust_graph::RawNode, known: &std::collecti
     body_operands_known(n, known, Some(operands))
 }
 
+/// Whether a `Slice`/`StridedSlice` in a function body has an output shape the compiler can
+/// know ([`body_known`] operands): its bounds known, or a run-time start the compiler slices
+/// at (`autoclust_compiler::host`: a `Slice` of a known size; a `StridedSlice` whose every
+/// sliced dimension is shrunk to one element or taken whole, its strides a body constant).
+/// `x[: i + 1]` over a loop counter is not (its length is the counter's). True for other ops.
+fn slice_shape_known(
+    n: &autoclust_graph::RawNode,
+    known: &std::collections::HashSet<String>,
+    body: &[autoclust_graph::RawNode],
+) -> bool {
+    match n.op.as_str() {
+        "Slice" => body_operands_known(n, known, Some(&[2])),
+        "StridedSlice" => {
+            if body_operands_known(n, known, Some(&[1, 2, 3])) {
+                return true;
+            }
+            let mask = |name: &str| n.attrs.get(name).and_then(AttrValue::as_int).unwrap_or(0);
+            if mask("ellipsis_mask") != 0 || mask("new_axis_mask") != 0 {
+                return false;
+            }
+            let data: Vec<&String> = n.inputs.iter().filter(|i| !i.starts_with('^')).collect();
+            let producer = data.get(3).map(|i| i.split_once(':').map_or(i.as_str(), |(p, _)| p));
+            let strides = producer
+                .and_then(|p| body.iter().find(|b| b.name == p && b.op == "Const"))
+                .and_then(|c| c.attrs.get("value"))
+                .and_then(AttrValue::tensor_value)
+                .and_then(Result::ok)
+                .and_then(|t| t.to_i64_vec());
+            let Some(strides) = strides else { return false };
+            let (begin, end, shrink) = (mask("begin_mask"), mask("end_mask"), mask("shrink_axis_mask"));
+            strides.iter().enumerate().all(|(d, &stride)| {
+                let bit = 1i64 << d;
+                shrink & bit != 0 || (begin & bit != 0 && end & bit != 0 && stride == 1)
+            })
+        }
+        _ => true,
+    }
+}
+
 /// For each argument of a loop body, whether its result of the same index returns it
 /// unchanged (directly or through `Identity`): a loop-invariant value (the compiler's rule,
 /// `autoclust_compiler::control_flow`). All false for a body that does not instantiate.
@@ -423,6 +462,13 @@ fn control_flow_refusal_in(
                     "its function '{}' runs '{}' ({inner}) on values not known when the body is \
                      compiled (a loop variable or a computed value; {inner} is compiled only on \
                      compile-time values)",
+                    f.name, n.name
+                ));
+            }
+            if !slice_shape_known(n, &known, &function.nodes) {
+                return why(format!(
+                    "its function '{}' runs '{}' ({inner}) whose output shape depends on bounds not \
+                     known when the body is compiled (a loop variable or a computed value)",
                     f.name, n.name
                 ));
             }
