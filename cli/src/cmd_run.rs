@@ -698,16 +698,6 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
                     print_notes(r.fallback_notes());
                 }
             }
-            // Which clusters the interpreter ran up to the failure, not said before: the
-            // error may come from one of them.
-            if let Some(r) = &report {
-                let unsaid: Vec<String> = r
-                    .interpreted_notes(&session.jit().function_status())
-                    .into_iter()
-                    .filter(|n| !interpreted_said.contains(n))
-                    .collect();
-                print_notes(&unsaid);
-            }
         }
         last = result
             .map_err(|e| match args.steps {

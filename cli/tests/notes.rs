@@ -346,26 +346,6 @@ fn a_compiled_program_with_loop_control_outputs_runs_without_notes() {
 
 /// A command that fails after finding shortfalls prints its `error:` line first, then the
 /// notes (docs/contract.md §1: the first line of a failure starts `error:`).
-/// A step that fails still names the clusters the interpreter ran in it (the error may come
-/// from one of them; sweep 69: only `RUST_LOG` said so), after its `error:` line.
-#[test]
-fn a_failing_step_names_the_clusters_the_interpreter_ran() {
-    let dir = tempfile::tempdir().unwrap();
-    let g = write(
-        &dir,
-        "g.graph",
-        &format!("{INTERPRETED}chk = CheckNumerics(y) {{T = float32, message = \"y is not finite\"}}\n"),
-    );
-    let out = autoclust(&["run", &g, "--feed", "x=[1e30,1]", "--fetch", "chk"]);
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert!(lines.first().is_some_and(|l| l.starts_with("error: ") && l.contains("y is not finite")), "{stderr}");
-    let n = notes(&out);
-    assert_eq!(n.len(), 1, "{stderr}");
-    assert!(n[0].starts_with("note: cluster 'cluster_0' runs in the interpreter"), "{stderr}");
-}
-
 #[test]
 fn a_failing_run_prints_its_error_before_its_notes() {
     let dir = tempfile::tempdir().unwrap();
