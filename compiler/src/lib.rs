@@ -542,13 +542,13 @@ struct Entries {
     signatures: HashMap<String, usize>,
     /// Functions found megamorphic ([`CompileCache::get_or_compile_within`]).
     megamorphic: std::collections::HashSet<String>,
-    /// The input dtypes and shapes compiled so far per function name, whatever the constant
-    /// arguments' values and the list arguments' types: what the megamorphic rule counts.
+    /// The input dtypes and shapes and list arguments' types compiled so far per function
+    /// name, whatever the constant arguments' values: what the megamorphic rule counts.
     shapes: HashMap<String, std::collections::HashSet<InputTypes>>,
 }
 
-/// Each input's dtype and shape.
-type InputTypes = Vec<(DType, Vec<usize>)>;
+/// Each input's dtype and shape, and the list arguments' types.
+type InputTypes = (Vec<(DType, Vec<usize>)>, Vec<(usize, lists::ListType)>);
 
 /// The text two bodies share exactly when they compute the same function: per node,
 /// in body order, the op, device, data inputs as `(node position, port)`, control
@@ -604,10 +604,10 @@ impl CompileCache {
 
     /// As [`CompileCache::get_or_compile_typed`], for a function called `calls` times so far
     /// (`None`: unknown): once it has been compiled for more than [`MEGAMORPHIC_COMPILES`]
-    /// input shapes (constant arguments' values and list types aside) with fewer than
+    /// input types (shapes and list types; constant arguments' values aside) with fewer than
     /// [`MIN_CALLS_PER_COMPILE`] calls per compile it is megamorphic for good, and a new input
-    /// shape gets [`CompileError::Megamorphic`] instead of a compile (signatures compiled
-    /// before still hit, and so do new constant values or list types at a known shape).
+    /// type gets [`CompileError::Megamorphic`] instead of a compile (signatures compiled
+    /// before still hit, and so do new constant values at a known type).
     pub fn get_or_compile_within(
         &self,
         name: &str,
@@ -624,12 +624,14 @@ impl CompileCache {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 (hit.clone(), None)
             } else if let Some(calls) = calls.filter(|&c| {
-                // Shapes, not the values of compile-time constant arguments nor the types of
-                // TensorList arguments (which slots are set): a loop body's cluster taking the
-                // iteration index as a constant, or a list filled one slot per iteration,
-                // compiles once per iteration, a bounded set that every later step reuses.
+                // Shapes and list types, not the values of compile-time constant arguments: a
+                // loop body's cluster taking the iteration index as a constant compiles once
+                // per iteration, a bounded set that every later step reuses. List types count:
+                // a body compiled for each length of a list a loop grows (one the runtime
+                // could not compile for any length) recompiled on every iteration, forever.
+                let types = (inputs.to_vec(), lists.to_vec());
                 let known = entries.shapes.get(name);
-                let new_shape = !known.is_some_and(|k| k.contains(inputs));
+                let new_shape = !known.is_some_and(|k| k.contains(&types));
                 let shapes = known.map_or(0, |k| k.len());
                 new_shape
                     && (entries.megamorphic.contains(name)
@@ -641,7 +643,7 @@ impl CompileCache {
                 let signatures = entries.shapes.get(name).map_or(0, |k| k.len());
                 return Err(CompileError::Megamorphic { signatures, calls });
             } else {
-                entries.shapes.entry(name.to_string()).or_default().insert(inputs.to_vec());
+                entries.shapes.entry(name.to_string()).or_default().insert((inputs.to_vec(), lists.to_vec()));
                 let slot = Slot::default();
                 entries.slots.insert(key, slot.clone());
                 let count = entries.signatures.entry(name.to_string()).or_insert(0);

@@ -392,20 +392,42 @@ pub use autoclust_graph::ORIGIN_OP_ATTR;
 /// the compiler declined this signature, so the interpreter runs it).
 struct SiteCache {
     sig: Vec<(DType, Vec<usize>)>,
-    /// The TensorList arguments' types (compiled for like shapes).
-    lists: Vec<(usize, autoclust_compiler::lists::ListType)>,
+    /// The TensorList arguments' types (compiled for like shapes); without their lengths
+    /// when `any_length`.
+    lists: Vec<(usize, ListType)>,
+    /// Whether `compiled` serves every length of the list arguments ([`list_types`]).
+    any_length: bool,
     /// The values of the arguments compiled as constants.
     constants: Vec<(usize, Tensor)>,
     compiled: Option<Arc<CompiledFunction>>,
 }
 
 impl SiteCache {
+    /// Whether a call with `inputs` runs what this site ran last: O(1) per list argument (a
+    /// list's type is read from its summary, [`ListType::of_value`]).
     fn matches(&self, inputs: &[Tensor]) -> bool {
         self.sig.len() == inputs.len()
             && self.sig.iter().zip(inputs).all(|((d, s), t)| *d == t.dtype && same_dims(s, &t.shape))
             && self.constants.iter().all(|(i, t)| inputs[*i].bit_eq(t))
-            && (self.lists.is_empty() || autoclust_compiler::lists::list_args(inputs) == self.lists)
+            && self.lists.iter().all(|(i, want)| {
+                inputs[*i].as_list().is_some_and(|l| {
+                    let mut got = ListType::of_value(l);
+                    if self.any_length {
+                        got.len = None;
+                    }
+                    got == *want
+                })
+            })
     }
+}
+
+use autoclust_compiler::lists::ListType;
+
+/// The TensorList arguments' types: exact, and with their lengths forgotten.
+fn list_types(inputs: &[Tensor]) -> (Vec<(usize, ListType)>, Vec<(usize, ListType)>) {
+    let exact = autoclust_compiler::lists::list_args(inputs);
+    let any = exact.iter().map(|(i, t)| (*i, t.any_length())).collect();
+    (exact, any)
 }
 
 /// Shape equality without a `memcmp` call (a handful of dims, compared every call).
@@ -442,10 +464,22 @@ fn lookup(
     }
     let sig: Vec<(DType, Vec<usize>)> = inputs.iter().map(|t| (t.dtype, t.shape.clone())).collect();
     let constants = constant_values(body, inputs);
-    let lists = autoclust_compiler::lists::list_args(inputs);
     let calls = body.calls.load(Ordering::Relaxed);
-    let compiled = match jit.cache.get_or_compile_within(&body.name, &body.graph, &sig, &lists, &constants, Some(calls))
-    {
+    // A body taking lists is compiled first for any length of them: a loop body pushing to
+    // (or popping from) a list it is called with gets a longer (shorter) list every
+    // iteration, and compiled per length it compiled once per iteration. Only a body that
+    // needs a length at compile time (a `TensorListStack` without `num_elements`, a length
+    // in shape arithmetic) declines that and is compiled for the lengths it is called with.
+    let (exact, any) = list_types(inputs);
+    let compile = |lists: &[(usize, ListType)]| {
+        jit.cache.get_or_compile_within(&body.name, &body.graph, &sig, lists, &constants, Some(calls))
+    };
+    let (result, lists, any_length) = match (exact != any).then(|| compile(&any)) {
+        Some(Ok(f)) => (Ok(f), any, true),
+        Some(Err(e @ autoclust_compiler::CompileError::Megamorphic { .. })) => (Err(e), exact, false),
+        _ => (compile(&exact), exact, false),
+    };
+    let compiled = match result {
         Ok(f) => {
             let mut seen = jit.seen.lock();
             let key: CacheKey =
@@ -464,7 +498,7 @@ fn lookup(
             None
         }
     };
-    *site.write() = Some(SiteCache { sig, lists, constants, compiled: compiled.clone() });
+    *site.write() = Some(SiteCache { sig, lists, any_length, constants, compiled: compiled.clone() });
     compiled
 }
 

@@ -882,8 +882,8 @@ fn filled_like(t: &Tensor, one_value: bool) -> KResult<Tensor> {
         // TensorFlow's zeros_like of a TensorList (in RNN gradients): the same slots, each
         // set element replaced by zeros of its shape.
         let items =
-            list.items.iter().map(|x| x.as_ref().map(|e| filled_like(e, false)).transpose()).collect::<KResult<_>>()?;
-        return Ok(Tensor::from_list(autoclust_graph::TensorList { items, ..list.clone() }));
+            list.items().iter().map(|x| x.as_ref().map(|e| filled_like(e, false)).transpose()).collect::<KResult<_>>()?;
+        return Ok(Tensor::from_list(list.with_items(items)));
     }
     fn go<T: Elem>(t: &Tensor, one_value: bool) -> KResult<Tensor> {
         Ok(tensor_of(t.shape.clone(), vec![if one_value { T::one() } else { T::zero() }; t.num_elements()]))
