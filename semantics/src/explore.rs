@@ -738,10 +738,7 @@ impl Explorer<'_, '_> {
                 if writing && kind == (VarKind::TensorArray { dynamic: true }) {
                     list.resize(i + 1);
                 } else {
-                    return Err(err(format!(
-                        "index {i} is out of range for a TensorArray of size {}",
-                        list.len()
-                    )));
+                    return Err(err(format!("index {i} is out of range for a TensorArray of size {}", list.len())));
                 }
             }
             Ok(i)

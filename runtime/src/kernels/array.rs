@@ -881,8 +881,11 @@ fn filled_like(t: &Tensor, one_value: bool) -> KResult<Tensor> {
     if let (Some(list), false) = (t.as_list(), one_value) {
         // TensorFlow's zeros_like of a TensorList (in RNN gradients): the same slots, each
         // set element replaced by zeros of its shape.
-        let items =
-            list.items().iter().map(|x| x.as_ref().map(|e| filled_like(e, false)).transpose()).collect::<KResult<_>>()?;
+        let items = list
+            .items()
+            .iter()
+            .map(|x| x.as_ref().map(|e| filled_like(e, false)).transpose())
+            .collect::<KResult<_>>()?;
         return Ok(Tensor::from_list(list.with_items(items)));
     }
     fn go<T: Elem>(t: &Tensor, one_value: bool) -> KResult<Tensor> {

@@ -588,9 +588,7 @@ mod tests {
     #[test]
     fn lists_add_slot_by_slot() {
         let f = |v: f32| Some(Tensor::from_f32(vec![1], vec![v]).unwrap());
-        let list = |items| {
-            Tensor::from_list(TensorList::new(DType::Float32, Some(vec![1]), items))
-        };
+        let list = |items| Tensor::from_list(TensorList::new(DType::Float32, Some(vec![1]), items));
         let sum = add_lists(&[list(vec![f(1.), None, None]), list(vec![f(2.), f(5.), None])]).unwrap();
         let items = sum.as_list().unwrap().items();
         assert_eq!(items[0].as_ref().unwrap().as_f32().unwrap(), &[3.]);
