@@ -556,6 +556,9 @@ fn call_site(
                     }
                 }
             }
+            if inputs.iter().any(|t| t.as_list().is_some() && t.data.is_unique()) {
+                return call_owning_lists(jit, body, &f, inputs);
+            }
             match f.call(&inputs) {
                 Ok(out) => return Ok(out.into_iter().collect()),
                 Err(e) => {
@@ -569,6 +572,29 @@ fn call_site(
     }
     jit.fallbacks.fetch_add(1, Ordering::Relaxed);
     Ok(body.interpret(&inputs, jit.max_loop_iterations)?.into_iter().collect())
+}
+
+/// A compiled call given a TensorList only it holds: the inputs are moved in, so the list
+/// ops update the list in place — a loop body pushing onto (or popping from) the list it is
+/// passed would otherwise copy every element every iteration, the loop O(n²) in its trip
+/// count. The list is then gone should the compiled code fail, so a failure is not retried in
+/// the interpreter: it is reported as the interpreter reports a failing node (a host step's
+/// message is the interpreter kernel's own), with the cluster node and its original op.
+fn call_owning_lists(jit: &Jit, body: &Body, f: &CompiledFunction, inputs: Inputs) -> KResult<Outputs> {
+    match f.call_owned(inputs.into_vec()) {
+        Ok(out) => Ok(out.into_iter().collect()),
+        Err(e) => {
+            tracing::debug!(function = %body.name, error = %e, "compiled call failed on an owned list");
+            jit.record(&body.name, Some(format!("the compiled code failed at run time ({e})")));
+            Err(match e {
+                autoclust_compiler::CompileError::Runtime { node, reason } => {
+                    let op = body.graph.find(&node).map(|id| body.graph.node(id).op.clone()).unwrap_or_default();
+                    body.blame(RunError::Node { node, op, error: KernelError::invalid(reason) })
+                }
+                e => KernelError::invalid(format!("in function '{}': {e}", body.name)),
+            })
+        }
+    }
 }
 
 /// How an in-place attempt ended.
