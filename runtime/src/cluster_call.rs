@@ -394,7 +394,7 @@ struct SiteCache {
     sig: Vec<(DType, Vec<usize>)>,
     /// The TensorList arguments' types (compiled for like shapes); without their lengths
     /// when `any_length`.
-    lists: Vec<(usize, ListType)>,
+    lists: ListArgs,
     /// Whether `compiled` serves every length of the list arguments ([`list_types`]).
     any_length: bool,
     /// The values of the arguments compiled as constants.
@@ -423,8 +423,11 @@ impl SiteCache {
 
 use autoclust_compiler::lists::ListType;
 
+/// The types of a call's TensorList arguments, by argument index.
+type ListArgs = Vec<(usize, ListType)>;
+
 /// The TensorList arguments' types: exact, and with their lengths forgotten.
-fn list_types(inputs: &[Tensor]) -> (Vec<(usize, ListType)>, Vec<(usize, ListType)>) {
+fn list_types(inputs: &[Tensor]) -> (ListArgs, ListArgs) {
     let exact = autoclust_compiler::lists::list_args(inputs);
     let any = exact.iter().map(|(i, t)| (*i, t.any_length())).collect();
     (exact, any)
