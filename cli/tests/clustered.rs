@@ -602,3 +602,76 @@ fn bench_profile_names_the_functions_and_steps_that_took_the_time() {
     assert!(text.contains("profile:     2 clustered steps") && text.contains("in compiled code"), "{text}");
     assert!(text.contains("cluster_") && text.contains("gemm"), "{text}");
 }
+
+/// A TF2 `while` loop (a `cond` inside) and its gradient, whose loop-body clusters take the
+/// gradient accumulators — TensorLists one element longer (forward, `PushBack`) or shorter
+/// (gradient, `PopBack`) every iteration: each body compiles a bounded number of times, not
+/// once per iteration, and runs compiled with TensorFlow's numbers (sweep 69: the list's
+/// length was in the compile key and its type was read by scanning every element, so a body
+/// recompiled every iteration and the step grew as n², 0.18× the plain executor at n = 400).
+#[test]
+fn loop_bodies_taking_growing_lists_compile_once_not_per_iteration() {
+    use autoclust_graph::Output;
+    use autoclust_passes::cluster::ClusterConfig;
+    use autoclust_passes::pipeline::clustered_program;
+    use autoclust_runtime::cluster_call::CompilerOptions;
+    use autoclust_runtime::{Jit, RunRequest, Session, SessionOptions};
+    let d = root().join("tf2_while_lists");
+    let graph =
+        Arc::new(autoclust_graphdef::parse_pbtxt(&std::fs::read_to_string(d.join("graph.pbtxt")).unwrap()).unwrap());
+    let read = |f: &str| read_safetensors(&std::fs::read(d.join(f)).unwrap()).unwrap();
+    let out = |g: &autoclust_graph::Graph, n: &str| {
+        let (node, port) = n.split_once(':').unwrap_or((n, "0"));
+        Output { node: g.find(node).unwrap(), port: port.parse().unwrap() }
+    };
+    let feeds = read("feeds.safetensors");
+    let fetch = ["Identity:0", "Identity_1:0"];
+    let fed: Vec<Output> = feeds.iter().map(|(n, _)| out(&graph, n)).collect();
+    let fetches: Vec<Output> = fetch.iter().map(|f| out(&graph, f)).collect();
+    let program = clustered_program(&graph, &fed, &fetches, &[], ClusterConfig::default()).unwrap();
+    let cg = Arc::new(program.graph);
+    let options = SessionOptions { threads: 1, schedule_seed: None, ..Default::default() };
+    let clustered = Session::with_jit(cg.clone(), options.clone(), Jit::new(CompilerOptions::default(), true));
+    let plain = Session::new(graph.clone(), options);
+    for (v, t) in read("vars.safetensors") {
+        clustered.set_variable(&v, t.clone()).unwrap();
+        plain.set_variable(&v, t).unwrap();
+    }
+    let request = |g: &autoclust_graph::Graph, n: i32, fetch: &[String]| RunRequest {
+        feeds: feeds
+            .iter()
+            .map(|(name, t)| (out(g, name), if name == "n" { Tensor::scalar_i32(n) } else { t.clone() }))
+            .collect(),
+        fetches: fetch.iter().map(|f| out(g, f)).collect(),
+        targets: vec![],
+    };
+    let anchors = program.fetch_anchors.clone();
+    let names: Vec<String> = fetch.iter().map(|f| f.to_string()).collect();
+    // One step at n = 100: TensorFlow's numbers, every call compiled.
+    let got = clustered.run(&request(&cg, 100, &anchors)).unwrap().fetches;
+    let want = read("exp1.safetensors");
+    for (f, g) in fetch.iter().zip(&got) {
+        close(f, g, &want.iter().find(|(n, _)| n == f).unwrap().1).unwrap();
+    }
+    for (v, w) in read("expv1.safetensors") {
+        let g = clustered.variables().into_iter().find(|(n, _)| *n == v).unwrap().1;
+        close(&v, &g, &w).unwrap();
+    }
+    assert_eq!(
+        clustered.jit().interpreted_calls(),
+        0,
+        "every call ran compiled: {:?}",
+        clustered.jit().function_status()
+    );
+    let after_100 = clustered.jit().compile_count();
+    assert!(after_100 < 40, "{after_100} compiles for 100 iterations: a body compiled per iteration");
+    // A longer loop compiles nothing new, and agrees with the plain executor.
+    plain.run(&request(&graph, 100, &names)).unwrap();
+    let got = clustered.run(&request(&cg, 150, &anchors)).unwrap().fetches;
+    let want = plain.run(&request(&graph, 150, &names)).unwrap().fetches;
+    for ((f, g), w) in fetch.iter().zip(&got).zip(&want) {
+        close(f, g, w).unwrap();
+    }
+    assert_eq!(clustered.jit().compile_count(), after_100, "n = 150 compiled again");
+    assert_eq!(clustered.jit().interpreted_calls(), 0);
+}

@@ -559,17 +559,20 @@ struct Entries {
     signatures: HashMap<String, usize>,
     /// Functions found megamorphic ([`CompileCache::get_or_compile_within`]).
     megamorphic: std::collections::HashSet<String>,
-    /// The input dtypes and shapes compiled so far per function name, whatever the constant
-    /// arguments' values and the list arguments' types: what the megamorphic rule counts.
+    /// The input dtypes and shapes and list arguments' types compiled so far per function
+    /// name, whatever the constant arguments' values: what the megamorphic rule counts.
     shapes: HashMap<String, std::collections::HashSet<InputTypes>>,
     /// The constant arguments' values compiled so far per function name and input types.
-    values: HashMap<(String, InputTypes), std::collections::HashSet<ConstantKey>>,
+    values: HashMap<(String, Shapes), std::collections::HashSet<ConstantKey>>,
     /// Functions found megamorphic in their constant arguments' values.
     megamorphic_values: std::collections::HashSet<String>,
 }
 
+/// Each input's dtype and shape, and the list arguments' types.
+type InputTypes = (Shapes, Vec<(usize, lists::ListType)>);
+
 /// Each input's dtype and shape.
-type InputTypes = Vec<(DType, Vec<usize>)>;
+type Shapes = Vec<(DType, Vec<usize>)>;
 
 /// The constant arguments' values, as the cache key holds them ([`constant_key`]).
 type ConstantKey = Vec<(usize, Vec<i64>)>;
@@ -628,10 +631,10 @@ impl CompileCache {
 
     /// As [`CompileCache::get_or_compile_typed`], for a function called `calls` times so far
     /// (`None`: unknown): once it has been compiled for more than [`MEGAMORPHIC_COMPILES`]
-    /// input shapes (constant arguments' values and list types aside) with fewer than
+    /// input types (shapes and list types; constant arguments' values aside) with fewer than
     /// [`MIN_CALLS_PER_COMPILE`] calls per compile it is megamorphic for good, and a new input
-    /// shape gets [`CompileError::Megamorphic`] instead of a compile (signatures compiled
-    /// before still hit, and so do new constant values or list types at a known shape).
+    /// type gets [`CompileError::Megamorphic`] instead of a compile (signatures compiled
+    /// before still hit, and so do new constant values at a known type).
     pub fn get_or_compile_within(
         &self,
         name: &str,
@@ -648,12 +651,14 @@ impl CompileCache {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 (hit.clone(), None)
             } else if let Some(calls) = calls.filter(|&c| {
-                // Shapes, not the values of compile-time constant arguments nor the types of
-                // TensorList arguments (which slots are set): a loop body's cluster taking the
-                // iteration index as a constant, or a list filled one slot per iteration,
-                // compiles once per iteration, a bounded set that every later step reuses.
+                // Shapes and list types, not the values of compile-time constant arguments: a
+                // loop body's cluster taking the iteration index as a constant compiles once
+                // per iteration, a bounded set that every later step reuses. List types count:
+                // a body compiled for each length of a list a loop grows (one the runtime
+                // could not compile for any length) recompiled on every iteration, forever.
+                let types = (inputs.to_vec(), lists.to_vec());
                 let known = entries.shapes.get(name);
-                let new_shape = !known.is_some_and(|k| k.contains(inputs));
+                let new_shape = !known.is_some_and(|k| k.contains(&types));
                 let shapes = known.map_or(0, |k| k.len());
                 new_shape
                     && (entries.megamorphic.contains(name)
@@ -682,7 +687,7 @@ impl CompileCache {
                 return Err(CompileError::MegamorphicValues { values, calls });
             } else {
                 entries.values.entry((name.to_string(), inputs.to_vec())).or_default().insert(key.2.clone());
-                entries.shapes.entry(name.to_string()).or_default().insert(inputs.to_vec());
+                entries.shapes.entry(name.to_string()).or_default().insert((inputs.to_vec(), lists.to_vec()));
                 let slot = Slot::default();
                 entries.slots.insert(key, slot.clone());
                 let count = entries.signatures.entry(name.to_string()).or_insert(0);

@@ -108,27 +108,28 @@ impl ListType {
 }
 
 impl ListType {
-    /// The type of a list value: everything about it is known.
+    /// The type of a list value, read from the summary the list keeps of its elements
+    /// ([`autoclust_graph::ItemSummary`]) in O(1) — a compiled loop body taking the list
+    /// types it on every call, and a scan of the elements made such a loop O(n²). The
+    /// summary may be wider than the elements now held (one popped or overwritten since
+    /// widened it): a wider type only compiles reads less specifically, or declines them.
     pub fn of_value(list: &autoclust_graph::TensorList) -> ListType {
-        let mut items: Option<PartialShape> = None;
-        for t in list.items.iter().flatten() {
-            let s: PartialShape = Some(t.shape.iter().map(|&d| d as i64).collect());
-            items = Some(match items {
-                None => s,
-                Some(a) => join_shapes(&a, &s),
-            });
-        }
-        let mut set = list.items.iter().flatten().map(|t| small_ints(Some(t)));
-        let first = set.next().flatten();
-        let konst = if set.all(|k| k == first) { first } else { None };
+        let summary = list.summary();
         ListType {
             element_dtype: list.element_dtype,
             declared: Some(list.element_shape.clone()),
-            items,
-            unset: list.items.iter().any(Option::is_none),
-            len: Some(list.items.len()),
-            konst,
+            items: summary.shape.clone(),
+            unset: summary.unset > 0,
+            len: Some(list.len()),
+            konst: summary.shape.as_ref().and(summary.konst.clone()),
         }
+    }
+
+    /// This type with the length forgotten: what a body compiled for any length of the list
+    /// is compiled for (`TensorListLength` then runs as a host step, and a `TensorListStack`
+    /// without `num_elements` declines — such a body is compiled for each length instead).
+    pub fn any_length(&self) -> ListType {
+        ListType { len: None, ..self.clone() }
     }
 }
 
@@ -138,13 +139,10 @@ pub fn list_args(inputs: &[Tensor]) -> Vec<(usize, ListType)> {
     inputs.iter().enumerate().filter_map(|(i, t)| t.as_list().map(|l| (i, ListType::of_value(l)))).collect()
 }
 
-/// The values of a small integer tensor (a shape), the only constants a list type records.
+/// The values of a small integer tensor (a shape), the only constants a list type records
+/// (the rule a list value's own summary applies: [`autoclust_graph::small_int_values`]).
 fn small_ints(t: Option<&Tensor>) -> Option<Vec<i64>> {
-    let t = t?;
-    if !matches!(t.dtype, DType::Int32 | DType::Int64) || t.num_elements() > 8 {
-        return None;
-    }
-    t.to_i64_vec()
+    autoclust_graph::small_int_values(t?)
 }
 
 /// The least specific shape describing both.

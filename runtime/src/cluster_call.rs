@@ -392,20 +392,45 @@ pub use autoclust_graph::ORIGIN_OP_ATTR;
 /// the compiler declined this signature, so the interpreter runs it).
 struct SiteCache {
     sig: Vec<(DType, Vec<usize>)>,
-    /// The TensorList arguments' types (compiled for like shapes).
-    lists: Vec<(usize, autoclust_compiler::lists::ListType)>,
+    /// The TensorList arguments' types (compiled for like shapes); without their lengths
+    /// when `any_length`.
+    lists: ListArgs,
+    /// Whether `compiled` serves every length of the list arguments ([`list_types`]).
+    any_length: bool,
     /// The values of the arguments compiled as constants.
     constants: Vec<(usize, Tensor)>,
     compiled: Option<Arc<CompiledFunction>>,
 }
 
 impl SiteCache {
+    /// Whether a call with `inputs` runs what this site ran last: O(1) per list argument (a
+    /// list's type is read from its summary, [`ListType::of_value`]).
     fn matches(&self, inputs: &[Tensor]) -> bool {
         self.sig.len() == inputs.len()
             && self.sig.iter().zip(inputs).all(|((d, s), t)| *d == t.dtype && same_dims(s, &t.shape))
             && self.constants.iter().all(|(i, t)| inputs[*i].bit_eq(t))
-            && (self.lists.is_empty() || autoclust_compiler::lists::list_args(inputs) == self.lists)
+            && self.lists.iter().all(|(i, want)| {
+                inputs[*i].as_list().is_some_and(|l| {
+                    let mut got = ListType::of_value(l);
+                    if self.any_length {
+                        got.len = None;
+                    }
+                    got == *want
+                })
+            })
     }
+}
+
+use autoclust_compiler::lists::ListType;
+
+/// The types of a call's TensorList arguments, by argument index.
+type ListArgs = Vec<(usize, ListType)>;
+
+/// The TensorList arguments' types: exact, and with their lengths forgotten.
+fn list_types(inputs: &[Tensor]) -> (ListArgs, ListArgs) {
+    let exact = autoclust_compiler::lists::list_args(inputs);
+    let any = exact.iter().map(|(i, t)| (*i, t.any_length())).collect();
+    (exact, any)
 }
 
 /// Shape equality without a `memcmp` call (a handful of dims, compared every call).
@@ -442,10 +467,22 @@ fn lookup(
     }
     let sig: Vec<(DType, Vec<usize>)> = inputs.iter().map(|t| (t.dtype, t.shape.clone())).collect();
     let constants = constant_values(body, inputs);
-    let lists = autoclust_compiler::lists::list_args(inputs);
     let calls = body.calls.load(Ordering::Relaxed);
-    let compiled = match jit.cache.get_or_compile_within(&body.name, &body.graph, &sig, &lists, &constants, Some(calls))
-    {
+    // A body taking lists is compiled first for any length of them: a loop body pushing to
+    // (or popping from) a list it is called with gets a longer (shorter) list every
+    // iteration, and compiled per length it compiled once per iteration. Only a body that
+    // needs a length at compile time (a `TensorListStack` without `num_elements`, a length
+    // in shape arithmetic) declines that and is compiled for the lengths it is called with.
+    let (exact, any) = list_types(inputs);
+    let compile = |lists: &[(usize, ListType)]| {
+        jit.cache.get_or_compile_within(&body.name, &body.graph, &sig, lists, &constants, Some(calls))
+    };
+    let (result, lists, any_length) = match (exact != any).then(|| compile(&any)) {
+        Some(Ok(f)) => (Ok(f), any, true),
+        Some(Err(e @ autoclust_compiler::CompileError::Megamorphic { .. })) => (Err(e), exact, false),
+        _ => (compile(&exact), exact, false),
+    };
+    let compiled = match result {
         Ok(f) => {
             let mut seen = jit.seen.lock();
             let key: CacheKey =
@@ -464,7 +501,7 @@ fn lookup(
             None
         }
     };
-    *site.write() = Some(SiteCache { sig, lists, constants, compiled: compiled.clone() });
+    *site.write() = Some(SiteCache { sig, lists, any_length, constants, compiled: compiled.clone() });
     compiled
 }
 
@@ -522,6 +559,9 @@ fn call_site(
                     }
                 }
             }
+            if inputs.iter().any(|t| t.as_list().is_some() && t.data.is_unique()) {
+                return call_owning_lists(jit, body, &f, inputs);
+            }
             match f.call(&inputs) {
                 Ok(out) => return Ok(out.into_iter().collect()),
                 Err(e) => {
@@ -535,6 +575,29 @@ fn call_site(
     }
     jit.fallbacks.fetch_add(1, Ordering::Relaxed);
     Ok(body.interpret(&inputs, jit.max_loop_iterations)?.into_iter().collect())
+}
+
+/// A compiled call given a TensorList only it holds: the inputs are moved in, so the list
+/// ops update the list in place — a loop body pushing onto (or popping from) the list it is
+/// passed would otherwise copy every element every iteration, the loop O(n²) in its trip
+/// count. The list is then gone should the compiled code fail, so a failure is not retried in
+/// the interpreter: it is reported as the interpreter reports a failing node (a host step's
+/// message is the interpreter kernel's own), with the cluster node and its original op.
+fn call_owning_lists(jit: &Jit, body: &Body, f: &CompiledFunction, inputs: Inputs) -> KResult<Outputs> {
+    match f.call_owned(inputs.into_vec()) {
+        Ok(out) => Ok(out.into_iter().collect()),
+        Err(e) => {
+            tracing::debug!(function = %body.name, error = %e, "compiled call failed on an owned list");
+            jit.record(&body.name, Some(format!("the compiled code failed at run time ({e})")));
+            Err(match e {
+                autoclust_compiler::CompileError::Runtime { node, reason } => {
+                    let op = body.graph.find(&node).map(|id| body.graph.node(id).op.clone()).unwrap_or_default();
+                    body.blame(RunError::Node { node, op, error: KernelError::invalid(reason) })
+                }
+                e => KernelError::invalid(format!("in function '{}': {e}", body.name)),
+            })
+        }
+    }
 }
 
 /// How an in-place attempt ended.

@@ -491,7 +491,7 @@ pub fn write_tensor_json(out: &mut dyn std::io::Write, t: &Tensor) -> std::io::R
         }
         // A TensorList: its elements as tensors (null for a slot never set).
         TensorData::List(l) => {
-            for (i, x) in l.items.iter().enumerate() {
+            for (i, x) in l.items().iter().enumerate() {
                 c.push(if i > 0 { ", " } else { "" })?;
                 match x {
                     Some(t) => {

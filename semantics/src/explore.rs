@@ -182,7 +182,7 @@ pub fn explore(
             // A stack is created empty by the run (its `StackV2`).
             VarKind::Stack => {
                 let element_dtype = v.dtype.unwrap_or(DType::Float32);
-                Some(Tensor::from_list(TensorList { element_dtype, element_shape: None, items: Vec::new() }))
+                Some(Tensor::from_list(TensorList::new(element_dtype, None, Vec::new())))
             }
             // Tensor arrays are created by their steps.
             VarKind::TensorArray { .. } | VarKind::GradientArray => None,
@@ -674,10 +674,10 @@ impl Explorer<'_, '_> {
                 let mut list = stack.as_list().cloned().ok_or_else(|| self.kernel_error(node, "not a stack".into()))?;
                 let elem = if op == AccessOp::StackPush {
                     let elem = self.input(node, 1, st)?;
-                    list.items.push(Some(elem.clone()));
+                    list.push(elem.clone());
                     elem
                 } else {
-                    list.items.pop().flatten().ok_or_else(|| {
+                    list.pop().flatten().ok_or_else(|| {
                         self.kernel_error(node, "Pop on an empty stack (TensorFlow: \"Stack is empty\")".into())
                     })?
                 };
@@ -734,14 +734,11 @@ impl Explorer<'_, '_> {
                 return Err(err(format!("index {i} is negative")));
             }
             let i = i as usize;
-            if i >= list.items.len() {
+            if i >= list.len() {
                 if writing && kind == (VarKind::TensorArray { dynamic: true }) {
-                    list.items.resize(i + 1, None);
+                    list.resize(i + 1);
                 } else {
-                    return Err(err(format!(
-                        "index {i} is out of range for a TensorArray of size {}",
-                        list.items.len()
-                    )));
+                    return Err(err(format!("index {i} is out of range for a TensorArray of size {}", list.len())));
                 }
             }
             Ok(i)
@@ -759,11 +756,11 @@ impl Explorer<'_, '_> {
                 }
             }
             list.element_shape = Some(shape);
-            list.items[i] = match list.items[i].take() {
-                None => Some(v),
+            let new = match list.items()[i].clone() {
+                None => v,
                 Some(old) if kind == VarKind::GradientArray => {
                     let add = synthetic(p.graph.name(node), "AddV2", old.dtype);
-                    Some(self.eval.compute(&add, &[old, v]).map_err(&err)?.swap_remove(0))
+                    self.eval.compute(&add, &[old, v]).map_err(&err)?.swap_remove(0)
                 }
                 Some(_) => {
                     return Err(err(format!(
@@ -771,11 +768,12 @@ impl Explorer<'_, '_> {
                     )))
                 }
             };
+            list.set(i, new);
             Ok(())
         };
         let read = |list: &mut TensorList, i: i64| -> Result<Tensor, SemanticsError> {
             let i = index(list, i, false)?;
-            match &list.items[i] {
+            match &list.items()[i] {
                 Some(t) => Ok(t.clone()),
                 None if kind == VarKind::GradientArray => zeros(&list.element_shape),
                 None => Err(err(format!(
@@ -794,11 +792,7 @@ impl Explorer<'_, '_> {
                     return Err(err(format!("size {size} is negative")));
                 }
                 autoclust_graph::limits::check_count(DType::Resource, size as u64).map_err(|e| err(e.to_string()))?;
-                let list = TensorList {
-                    element_dtype,
-                    element_shape: attr_shape("element_shape"),
-                    items: vec![None; size as usize],
-                };
+                let list = TensorList::new(element_dtype, attr_shape("element_shape"), vec![None; size as usize]);
                 (vec![handle(), flow()], Some(Tensor::from_list(list)))
             }
             AccessOp::TaGrad => {
@@ -807,8 +801,8 @@ impl Explorer<'_, '_> {
                 }
                 let forward = self.program.access[node.index()].and_then(|a| a.source).expect("a gradient's source");
                 let f = list_of(st.vars[forward.0 as usize].clone())?;
-                let list =
-                    TensorList { element_dtype, element_shape: f.element_shape, items: vec![None; f.items.len()] };
+                let n = f.len();
+                let list = TensorList::new(element_dtype, f.element_shape, vec![None; n]);
                 (vec![handle(), flow()], Some(Tensor::from_list(list)))
             }
             AccessOp::TaWrite => {
@@ -854,11 +848,11 @@ impl Explorer<'_, '_> {
             }
             AccessOp::TaSize => {
                 let list = list_of(current)?;
-                (vec![Tensor::scalar_i32(list.items.len() as i32)], None)
+                (vec![Tensor::scalar_i32(list.len() as i32)], None)
             }
             AccessOp::TaConcat => {
                 let mut list = list_of(current)?;
-                let n = list.items.len() as i64;
+                let n = list.len() as i64;
                 let items = (0..n).map(|i| read(&mut list, i)).collect::<Result<Vec<_>, _>>()?;
                 let lengths: Vec<i64> = items.iter().map(|t| t.shape.first().copied().unwrap_or(0) as i64).collect();
                 let value = if items.is_empty() {
@@ -1135,7 +1129,7 @@ pub(crate) fn hash_tensor(t: &Tensor, h: &mut impl Hasher) {
         TensorData::Raw(v) => v.hash(h),
         TensorData::List(l) => {
             l.element_dtype.to_tf().hash(h);
-            for x in &l.items {
+            for x in l.items() {
                 x.is_some().hash(h);
                 if let Some(t) = x {
                     hash_tensor(t, h);
@@ -1171,15 +1165,15 @@ fn cmp_tensor(a: &Tensor, b: &Tensor) -> std::cmp::Ordering {
             x.iter().zip(y.iter()).map(|(p, q)| p.total_cmp(q)).find(|c| c.is_ne()).unwrap_or(x.len().cmp(&y.len()))
         }
         (TensorData::List(x), TensorData::List(y)) => x
-            .items
+            .items()
             .iter()
-            .zip(&y.items)
+            .zip(y.items())
             .map(|(p, q)| match (p, q) {
                 (Some(p), Some(q)) => cmp_tensor(p, q),
                 _ => p.is_some().cmp(&q.is_some()),
             })
             .find(|c| c.is_ne())
-            .unwrap_or(x.items.len().cmp(&y.items.len())),
+            .unwrap_or(x.len().cmp(&y.len())),
         (TensorData::Optional(x), TensorData::Optional(y)) => match (x.as_ref(), y.as_ref()) {
             (Some(p), Some(q)) => {
                 p.iter().zip(q).map(|(p, q)| cmp_tensor(p, q)).find(|c| c.is_ne()).unwrap_or(p.len().cmp(&q.len()))

@@ -88,14 +88,160 @@ pub fn merge_element_shapes(a: &Option<Vec<i64>>, b: &Option<Vec<i64>>) -> Optio
 /// TensorFlow's `TensorList`, the value of a `DT_VARIANT` scalar: what `tf.TensorArray`,
 /// Keras RNN loops and while-loop gradient accumulators are made of. Immutable like every
 /// tensor value: list ops build a new list (sharing the element tensors).
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Invariant: `summary` describes `items` ([`ItemSummary`]); the elements change only
+/// through the methods that keep it so, which is why `items` is private.
+#[derive(Clone, Debug)]
 pub struct TensorList {
     pub element_dtype: DType,
     /// What is known of the elements' shape: `None` for an unknown rank, −1 for an
     /// unknown dimension.
     pub element_shape: Option<Vec<i64>>,
     /// The elements; `None` for a slot reserved but not yet set.
-    pub items: Vec<Option<Tensor>>,
+    items: Vec<Option<Tensor>>,
+    summary: ItemSummary,
+}
+
+/// Equal lists hold equal elements; how each was built (its summary) does not matter.
+impl PartialEq for TensorList {
+    fn eq(&self, other: &TensorList) -> bool {
+        self.element_dtype == other.element_dtype
+            && self.element_shape == other.element_shape
+            && self.items == other.items
+    }
+}
+
+/// What the set elements of a list have in common, kept as the list is built so that a
+/// list's compile-time type (`autoclust_compiler::lists::ListType::of_value`, read on every
+/// call of a compiled loop body taking the list) costs O(1), not a scan of the elements.
+///
+/// Invariants (a sound description, not always the least one): every set element's shape
+/// is an instance of `shape` (a join over every element set since the list was made: one
+/// popped or overwritten since may have widened it); when `konst` is `Some(v)`, every set
+/// element is the small integer tensor `v`; `unset` is exactly the number of unset slots.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ItemSummary {
+    /// The join of the set elements' shapes (`None` while none was set; `Some(None)` when
+    /// their ranks differ; −1 a dimension that differs).
+    pub shape: Option<Option<Vec<i64>>>,
+    /// The values every set element has, when each is one small integer constant
+    /// ([`small_int_values`]: a `Shape` a while-loop's gradient accumulates per iteration).
+    pub konst: Option<Vec<i64>>,
+    /// The number of unset slots.
+    pub unset: usize,
+}
+
+/// The most elements a list element may have for [`ItemSummary::konst`] to record it.
+pub const SMALL_INT_MAX_ELEMENTS: usize = 8;
+
+/// The values of an int32/int64 tensor of at most [`SMALL_INT_MAX_ELEMENTS`] elements (a
+/// shape), the only element values a list's type records.
+pub fn small_int_values(t: &Tensor) -> Option<Vec<i64>> {
+    if !matches!(t.dtype, DType::Int32 | DType::Int64) || t.num_elements() > SMALL_INT_MAX_ELEMENTS {
+        return None;
+    }
+    t.to_i64_vec()
+}
+
+impl ItemSummary {
+    /// The summary after `item` is set (in a new slot or over another element).
+    fn set(&mut self, item: &Tensor) {
+        let s: Vec<i64> = item.shape.iter().map(|&d| d as i64).collect();
+        let value = small_int_values(item);
+        match &mut self.shape {
+            None => {
+                self.shape = Some(Some(s));
+                self.konst = value;
+            }
+            Some(joined) => {
+                *joined = match joined.take() {
+                    Some(j) if j.len() == s.len() => {
+                        Some(j.iter().zip(&s).map(|(&p, &q)| if p == q { p } else { -1 }).collect())
+                    }
+                    _ => None,
+                };
+                if self.konst != value {
+                    self.konst = None;
+                }
+            }
+        }
+    }
+}
+
+impl TensorList {
+    /// A list of these elements (`None`: an unset slot).
+    pub fn new(element_dtype: DType, element_shape: Option<Vec<i64>>, items: Vec<Option<Tensor>>) -> TensorList {
+        let mut summary = ItemSummary::default();
+        for x in &items {
+            match x {
+                Some(t) => summary.set(t),
+                None => summary.unset += 1,
+            }
+        }
+        TensorList { element_dtype, element_shape, items, summary }
+    }
+
+    /// A list of this one's element dtype and shape holding `items` instead.
+    pub fn with_items(&self, items: Vec<Option<Tensor>>) -> TensorList {
+        TensorList::new(self.element_dtype, self.element_shape.clone(), items)
+    }
+
+    /// The elements; `None` for a slot reserved but not yet set.
+    pub fn items(&self) -> &[Option<Tensor>] {
+        &self.items
+    }
+
+    /// The number of slots, set or not.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// What the set elements have in common (O(1)).
+    pub fn summary(&self) -> &ItemSummary {
+        &self.summary
+    }
+
+    /// Appends a set element.
+    pub fn push(&mut self, item: Tensor) {
+        self.summary.set(&item);
+        self.items.push(Some(item));
+    }
+
+    /// Removes the last slot (`None`: the list is empty; `Some(None)`: the slot was unset).
+    pub fn pop(&mut self) -> Option<Option<Tensor>> {
+        let last = self.items.pop()?;
+        if last.is_none() {
+            self.summary.unset -= 1;
+        }
+        Some(last)
+    }
+
+    /// Sets slot `i`, which must exist, returning what it held.
+    ///
+    /// # Panics
+    /// When `i` is out of range (callers check it first, with TensorFlow's error).
+    pub fn set(&mut self, i: usize, item: Tensor) -> Option<Tensor> {
+        self.summary.set(&item);
+        let old = self.items[i].replace(item);
+        if old.is_none() {
+            self.summary.unset -= 1;
+        }
+        old
+    }
+
+    /// Grows (with unset slots) or shrinks the list to `n` slots.
+    pub fn resize(&mut self, n: usize) {
+        if n < self.items.len() {
+            self.summary.unset -= self.items[n..].iter().filter(|x| x.is_none()).count();
+        } else {
+            self.summary.unset += n - self.items.len();
+        }
+        self.items.resize(n, None);
+    }
 }
 
 impl TensorData {

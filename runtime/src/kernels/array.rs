@@ -881,9 +881,12 @@ fn filled_like(t: &Tensor, one_value: bool) -> KResult<Tensor> {
     if let (Some(list), false) = (t.as_list(), one_value) {
         // TensorFlow's zeros_like of a TensorList (in RNN gradients): the same slots, each
         // set element replaced by zeros of its shape.
-        let items =
-            list.items.iter().map(|x| x.as_ref().map(|e| filled_like(e, false)).transpose()).collect::<KResult<_>>()?;
-        return Ok(Tensor::from_list(autoclust_graph::TensorList { items, ..list.clone() }));
+        let items = list
+            .items()
+            .iter()
+            .map(|x| x.as_ref().map(|e| filled_like(e, false)).transpose())
+            .collect::<KResult<_>>()?;
+        return Ok(Tensor::from_list(list.with_items(items)));
     }
     if let (Some(optional), false) = (t.as_optional(), one_value) {
         // TensorFlow's zeros_like of an Optional (a v2 cond's intermediates, wrapped for its

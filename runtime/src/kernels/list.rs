@@ -103,10 +103,10 @@ fn index_of(i: i64, len: usize, what: &str) -> KResult<usize> {
 /// `[n, ...element]` from the elements, unset ones as zeros of the known element shape.
 fn stack(list: &TensorList, shape_hint: &Option<Vec<i64>>) -> KResult<Tensor> {
     let mut shape = merge(&list.element_shape, shape_hint)?;
-    for t in list.items.iter().flatten() {
+    for t in list.items().iter().flatten() {
         shape = merge(&shape, &Some(t.shape.iter().map(|&d| d as i64).collect()))?;
     }
-    if list.items.is_empty() {
+    if list.is_empty() {
         let z = zeros(list.element_dtype, &shape).map_err(|_| {
             KernelError::invalid(format!(
                 "Tried to stack elements of an empty list with non-fully-defined element_shape: {}",
@@ -118,7 +118,7 @@ fn stack(list: &TensorList, shape_hint: &Option<Vec<i64>>) -> KResult<Tensor> {
         return Tensor::zeros(list.element_dtype, dims).map_err(|e| KernelError::invalid(e.to_string()));
     }
     let items: Vec<Tensor> = list
-        .items
+        .items()
         .iter()
         .map(|x| match x {
             Some(t) => Ok(t.clone()),
@@ -132,7 +132,7 @@ fn stack(list: &TensorList, shape_hint: &Option<Vec<i64>>) -> KResult<Tensor> {
 /// meet): slot by slot, an unset slot taking the other list's element.
 pub(crate) fn add_lists(lists: &[Tensor]) -> KResult<Tensor> {
     let first = list_of(&lists[0], "AddN input")?;
-    let mut items = first.items.clone();
+    let mut items = first.items().to_vec();
     for t in &lists[1..] {
         let other = list_of(t, "AddN input")?;
         if other.element_dtype != first.element_dtype {
@@ -141,14 +141,14 @@ pub(crate) fn add_lists(lists: &[Tensor]) -> KResult<Tensor> {
                 first.element_dtype, other.element_dtype
             )));
         }
-        if other.items.len() != items.len() {
+        if other.len() != items.len() {
             return Err(KernelError::invalid(format!(
                 "Trying to add two lists of tensors with different lengths. One is {} and the other is {}",
                 items.len(),
-                other.items.len()
+                other.len()
             )));
         }
-        for (acc, x) in items.iter_mut().zip(&other.items) {
+        for (acc, x) in items.iter_mut().zip(other.items()) {
             *acc = match (acc.take(), x) {
                 (Some(a), Some(b)) => {
                     let pair: Inputs = [a, b.clone()].into_iter().collect();
@@ -158,7 +158,7 @@ pub(crate) fn add_lists(lists: &[Tensor]) -> KResult<Tensor> {
             };
         }
     }
-    Ok(Tensor::from_list(TensorList { items, ..first.clone() }))
+    Ok(Tensor::from_list(first.with_items(items)))
 }
 
 /// Prepares a TensorList kernel, or `None` if `node` is not a TensorList op.
@@ -226,7 +226,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "EmptyTensorList" => Box::new(move |inp: Inputs| {
             arity(&inp, 2)?;
             let element_shape = element_shape(&inp[0])?;
-            one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape, items: Vec::new() }))
+            one(Tensor::from_list(TensorList::new(dtype, element_shape, Vec::new())))
         }),
         "TensorListReserve" => Box::new(move |inp: Inputs| {
             arity(&inp, 2)?;
@@ -238,7 +238,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 )));
             }
             let n = slots(n as u64)?;
-            one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape, items: vec![None; n] }))
+            one(Tensor::from_list(TensorList::new(dtype, element_shape, vec![None; n])))
         }),
         "TensorListFromTensor" => Box::new(move |inp: Inputs| {
             arity(&inp, 2)?;
@@ -249,13 +249,13 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             let hint = element_shape(&inp[1])?;
             let element_shape = rows_element_shape(&hint, t)?;
             let items = rows_of(t)?.into_iter().map(Some).collect();
-            one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape: hint.or(element_shape), items }))
+            one(Tensor::from_list(TensorList::new(dtype, hint.or(element_shape), items)))
         }),
         "TensorListGetItem" => Box::new(move |inp: Inputs| {
             arity(&inp, 3)?;
             let list = list_of(&inp[0], "input_handle")?;
-            let i = index_of(int_scalar(&inp[1], "index")?, list.items.len(), "access")?;
-            match &list.items[i] {
+            let i = index_of(int_scalar(&inp[1], "index")?, list.len(), "access")?;
+            match &list.items()[i] {
                 Some(t) => one(t.clone()),
                 None => one(zeros(dtype, &merge(&list.element_shape, &element_shape(&inp[2])?)?)?),
             }
@@ -264,7 +264,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             arity(&inp, 3)?;
             check_element(list_of(&inp[0], "input_handle")?, &inp[2])?;
             let i = int_scalar(&inp[1], "index")?;
-            let len = list_of(&inp[0], "input_handle")?.items.len();
+            let len = list_of(&inp[0], "input_handle")?.len();
             if i < 0 || (i as usize >= len && !resize) {
                 return Err(KernelError::invalid(format!(
                     "Trying to modify element {i} in a list with {len} elements."
@@ -272,10 +272,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             }
             let item = inp.pop().expect("three inputs");
             let mut list = into_list(inp.swap_remove(0), "input_handle")?;
-            if i as usize >= list.items.len() {
-                list.items.resize(slots(i as u64 + 1)?, None);
+            if i as usize >= list.len() {
+                list.resize(slots(i as u64 + 1)?);
             }
-            list.items[i as usize] = Some(item);
+            list.set(i as usize, item);
             one(Tensor::from_list(list))
         }),
         "TensorListPushBack" => Box::new(move |mut inp: Inputs| {
@@ -283,14 +283,14 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             check_element(list_of(&inp[0], "input_handle")?, &inp[1])?;
             let item = inp.pop().expect("two inputs");
             let mut list = into_list(inp.pop().expect("two inputs"), "input_handle")?;
-            list.items.push(Some(item));
+            list.push(item);
             one(Tensor::from_list(list))
         }),
         "TensorListPopBack" => Box::new(move |mut inp: Inputs| {
             arity(&inp, 2)?;
             let shape_operand = inp.pop().expect("two inputs");
             let mut list = into_list(inp.pop().expect("two inputs"), "input_handle")?;
-            let last = list.items.pop().ok_or_else(|| KernelError::invalid("Trying to pop from an empty list."))?;
+            let last = list.pop().ok_or_else(|| KernelError::invalid("Trying to pop from an empty list."))?;
             let t = match last {
                 Some(t) => t,
                 None => zeros(dtype, &merge(&list.element_shape, &element_shape(&shape_operand)?)?)?,
@@ -309,10 +309,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                     list.element_dtype
                 )));
             }
-            if num_elements >= 0 && num_elements as usize != list.items.len() {
+            if num_elements >= 0 && num_elements as usize != list.len() {
                 return Err(KernelError::invalid(format!(
                     "Operation expected a list with {num_elements} elements but got a list with {} elements.",
-                    list.items.len()
+                    list.len()
                 )));
             }
             one(stack(list, &element_shape(&inp[1])?)?)
@@ -323,10 +323,10 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             let hint = element_shape(&inp[2])?;
             let mut picked = Vec::new();
             for i in int_values(&inp[1], "indices")? {
-                let k = index_of(i, list.items.len(), "gather")?;
-                picked.push(list.items[k].clone());
+                let k = index_of(i, list.len(), "gather")?;
+                picked.push(list.items()[k].clone());
             }
-            one(stack(&TensorList { items: picked, ..list.clone() }, &hint)?)
+            one(stack(&list.with_items(picked), &hint)?)
         }),
         "TensorListConcatV2" => Box::new(move |inp: Inputs| {
             arity(&inp, 3)?;
@@ -335,8 +335,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             let leading = int_values(&inp[2], "leading_dims")?;
             // Unset elements are zeros of [leading_dims[i]] + the element shape after dim 0.
             let rest = merge(&list.element_shape, &hint)?.map(|d| d[1..].to_vec());
-            let mut pieces = Vec::with_capacity(list.items.len());
-            for (i, x) in list.items.iter().enumerate() {
+            let mut pieces = Vec::with_capacity(list.len());
+            for (i, x) in list.items().iter().enumerate() {
                 pieces.push(match x {
                     Some(t) if t.rank() == 0 => {
                         return Err(KernelError::invalid(
@@ -391,7 +391,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                     t.dtype
                 )));
             }
-            one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape, items }))
+            one(Tensor::from_list(TensorList::new(dtype, element_shape, items)))
         }),
         "TensorListResize" => Box::new(move |inp: Inputs| {
             arity(&inp, 2)?;
@@ -400,9 +400,9 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             if n < 0 {
                 return Err(KernelError::invalid(format!("TensorListSlice expects size to be non-negative. Got: {n}")));
             }
-            let mut items = list.items.clone();
-            items.resize(slots(n as u64)?, None);
-            one(Tensor::from_list(TensorList { items, ..list.clone() }))
+            let mut list = list.clone();
+            list.resize(slots(n as u64)?);
+            one(Tensor::from_list(list))
         }),
         // A new list with row k of `tensor` at `indices[k]` (the last write wins), as long as
         // the largest index needs — for V2, at least `num_elements` (-1: no minimum); the
@@ -441,7 +441,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 if t.dtype != dtype {
                     return Err(KernelError::invalid(format!("element_dtype {dtype} but the tensor is {}", t.dtype)));
                 }
-                one(Tensor::from_list(TensorList { element_dtype: dtype, element_shape, items }))
+                one(Tensor::from_list(TensorList::new(dtype, element_shape, items)))
             })
         }
         "TensorListScatterIntoExistingList" => Box::new(move |inp: Inputs| {
@@ -456,7 +456,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                     debug_shape(&t.shape)
                 )));
             }
-            let mut items = list.items.clone();
+            let mut items = list.items().to_vec();
             for (&i, row) in indices.iter().zip(rows_of(t)?) {
                 check_element(list, &row)?;
                 if i < 0 || i as usize >= items.len() {
@@ -467,7 +467,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 }
                 items[i as usize] = Some(row);
             }
-            one(Tensor::from_list(TensorList { items, ..list.clone() }))
+            one(Tensor::from_list(list.with_items(items)))
         }),
         "TensorListElementShape" => Box::new(move |inp: Inputs| {
             arity(&inp, 1)?;
@@ -480,7 +480,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         _ => Box::new(move |inp: Inputs| {
             arity(&inp, 1)?;
             let list = list_of(&inp[0], "input_handle")?;
-            one(Tensor::scalar_i32(list.items.len() as i32))
+            one(Tensor::scalar_i32(list.len() as i32))
         }),
     };
     Ok(Some(f))
@@ -558,7 +558,7 @@ mod tests {
         }
         let popped = run(&kernel("TensorListPopBack"), vec![acc, ints(&[2])]).unwrap();
         assert_eq!(popped[1].as_f32().unwrap(), &[2., -2.]);
-        assert_eq!(popped[0].as_list().unwrap().items.len(), 2);
+        assert_eq!(popped[0].as_list().unwrap().len(), 2);
     }
 
     /// tf.TensorArray's gather, concat (with lengths), split, resize and scatter.
@@ -572,14 +572,14 @@ mod tests {
         let c = run(&kernel("TensorListConcatV2"), vec![xs.clone(), ints(&[-1]), longs(&[])]).unwrap();
         assert_eq!((c[0].shape.clone(), c[1].as_i64().unwrap()), (vec![6], &[2i64, 2, 2][..]));
         let sp = run(&kernel("TensorListSplit"), vec![x.clone(), ints(&[-1, 2]), longs(&[1, 2])]).unwrap().remove(0);
-        assert_eq!(sp.as_list().unwrap().items[1].as_ref().unwrap().shape, vec![2, 2]);
+        assert_eq!(sp.as_list().unwrap().items()[1].as_ref().unwrap().shape, vec![2, 2]);
         assert!(run(&kernel("TensorListSplit"), vec![x.clone(), ints(&[-1, 2]), longs(&[1, 1])]).is_err());
         let resize = prepare(&node("TensorListResize", &[])).unwrap().unwrap();
         let r = run(&resize, vec![xs.clone(), Tensor::scalar_i32(5)]).unwrap().remove(0);
-        assert_eq!(r.as_list().unwrap().items.len(), 5);
+        assert_eq!(r.as_list().unwrap().len(), 5);
         let rows = Tensor::from_f32(vec![1, 2], vec![9., 9.]).unwrap();
         let sc = run(&kernel("TensorListScatterIntoExistingList"), vec![r, rows.clone(), ints(&[4])]).unwrap();
-        assert_eq!(sc[0].as_list().unwrap().items[4].as_ref().unwrap().as_f32().unwrap(), &[9., 9.]);
+        assert_eq!(sc[0].as_list().unwrap().items()[4].as_ref().unwrap().as_f32().unwrap(), &[9., 9.]);
         let e = run(&kernel("TensorListScatterIntoExistingList"), vec![xs, rows, ints(&[7])]).unwrap_err();
         assert!(e.to_string().contains("scatter at index 7"), "{e}");
     }
@@ -588,11 +588,9 @@ mod tests {
     #[test]
     fn lists_add_slot_by_slot() {
         let f = |v: f32| Some(Tensor::from_f32(vec![1], vec![v]).unwrap());
-        let list = |items| {
-            Tensor::from_list(TensorList { element_dtype: DType::Float32, element_shape: Some(vec![1]), items })
-        };
+        let list = |items| Tensor::from_list(TensorList::new(DType::Float32, Some(vec![1]), items));
         let sum = add_lists(&[list(vec![f(1.), None, None]), list(vec![f(2.), f(5.), None])]).unwrap();
-        let items = &sum.as_list().unwrap().items;
+        let items = sum.as_list().unwrap().items();
         assert_eq!(items[0].as_ref().unwrap().as_f32().unwrap(), &[3.]);
         assert_eq!(items[1].as_ref().unwrap().as_f32().unwrap(), &[5.]);
         assert!(items[2].is_none());

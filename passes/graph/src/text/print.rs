@@ -379,9 +379,7 @@ fn tensor_values(out: &mut String, t: &Tensor) {
             quote(out, b);
         }
         // Run-time values only (no graph holds one in a constant); shown for diagnostics.
-        TensorData::List(l) => {
-            write!(out, " list of {} {}", l.items.len(), l.element_dtype.name()).expect("write to String")
-        }
+        TensorData::List(l) => write!(out, " list of {} {}", l.len(), l.element_dtype.name()).expect("write to String"),
         TensorData::Optional(o) => match o.as_ref() {
             Some(c) => write!(out, " optional of {} components", c.len()).expect("write to String"),
             None => out.push_str(" optional none"),
