@@ -711,7 +711,8 @@ impl CompileCache {
                 Ok(f) => {
                     tracing::debug!(function = name, signature = %sig.join(","), compile_ms = f.compile_time().as_secs_f64() * 1e3, "compiled")
                 }
-                Err(e) => tracing::info!(function = name, error = %e, "not compiled; the interpreter runs it"),
+                // The caller decides what runs instead (another signature, or the interpreter).
+                Err(e) => tracing::debug!(function = name, error = %e, "not compiled for this signature"),
             }
             result
         })

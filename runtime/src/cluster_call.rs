@@ -496,7 +496,7 @@ fn lookup(
             Some(Arc::new(f))
         }
         Err(e) => {
-            tracing::trace!(function = %body.name, error = %e, "interpreting");
+            tracing::info!(function = %body.name, error = %e, "not compiled; the interpreter runs it");
             jit.record(&body.name, Some(e.to_string()));
             None
         }
