@@ -181,7 +181,8 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
         let mut outside = Vec::new();
         // A Keras export saves each weight twice (`variables/N` and `_all_variables/M`): a
         // tensor equal to one that was set is that weight's alias, not an unused one.
-        let mut set_values = std::collections::HashSet::new();
+        // (Tensors share their buffers: keeping the set ones costs no copy.)
+        let mut set_values: Vec<Tensor> = Vec::new();
         for (name, t) in read_vars(path, model, &graph)? {
             if lenient && !known.contains(&name) {
                 unused.push((name, t));
@@ -190,14 +191,12 @@ pub fn prepare(graph: Arc<Graph>, inputs: &InputArgs, options: SessionOptions) -
             if saved.is_some_and(|k| !k.contains_key(&name)) {
                 outside.push(name.clone());
             }
-            if let Some(bytes) = t.to_le_bytes() {
-                set_values.insert((t.dtype, t.shape.clone(), bytes));
-            }
+            set_values.push(t.clone());
             session.set_variable(&name, t).map_err(|e| CliError::input(format!("{}: {e}", show(path))))?;
         }
         let unused: Vec<String> = unused
             .into_iter()
-            .filter(|(_, t)| t.to_le_bytes().is_none_or(|b| !set_values.contains(&(t.dtype, t.shape.clone(), b))))
+            .filter(|(_, t)| !set_values.iter().any(|v| v.dtype == t.dtype && v.shape == t.shape && v == t))
             .map(|(name, _)| name)
             .collect();
         if let (Some(keys), false) = (saved, outside.is_empty()) {

@@ -853,17 +853,24 @@ fn keras_export_runs_and_vars_outside_the_saved_variables_are_noted() {
     assert!(v["fetches"]["output_0"]["data"][0].as_f64().unwrap() > 0.99, "{v}");
 }
 
+/// The fixture SavedModel `name` and the program `compile --signature serving_default` makes
+/// of it (in a temporary directory, kept while the first value lives).
+fn compiled_serving_program(name: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join(format!("{name}.graph"));
+    let model = fixture(name);
+    let out = autoclust(&["compile", s(&model), "--signature", "serving_default", "-o", s(&program)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (dir, model, program)
+}
+
 /// A Keras 3 export's checkpoint saves each weight twice (`variables/N` and `_all_variables/M`):
 /// a program compiled from its signature, run with that checkpoint and the model's feeds file,
 /// gives TensorFlow's outputs, and the `note:` on checkpoint tensors it does not use names only
 /// those that are no weight's copy (the dropout seed's state), not the 8 aliases.
 #[test]
 fn a_keras_export_program_takes_its_checkpoint_without_naming_aliases() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = dir.path().join("keras.graph");
-    let model = fixture("keras_export");
-    let out = autoclust(&["compile", s(&model), "--signature", "serving_default", "-o", s(&program)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (_dir, model, program) = compiled_serving_program("keras_export");
     let (ckpt, feeds) = (model.join("variables/variables"), fixture("keras_export.feeds.npz"));
     let run = autoclust(&["run", s(&program), "--vars", s(&ckpt), "--feeds", s(&feeds), "--json"]);
     let want = &expected("keras_export.expected.npz")[0].1;
@@ -879,11 +886,7 @@ fn a_keras_export_program_takes_its_checkpoint_without_naming_aliases() {
 /// SavedModel restores.
 #[test]
 fn a_program_compiled_from_a_signature_takes_the_models_checkpoint() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = dir.path().join("dense2.graph");
-    let model = fixture("dense2");
-    let out = autoclust(&["compile", s(&model), "--signature", "serving_default", "-o", s(&program)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (_dir, model, program) = compiled_serving_program("dense2");
     let feeds = fixture("dense2.feeds.npz");
     let restored = json(&autoclust(&["run", s(&model), "--feeds", s(&feeds), "--json"]));
     let ckpt = model.join("variables/variables");
