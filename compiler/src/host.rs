@@ -80,7 +80,7 @@ impl HostStep {
             return Err(format!("{} returned {} values, {} were expected", self.op, outs.len(), out_shapes.len()));
         }
         for (i, (t, (shape, dtype))) in outs.iter().zip(out_shapes.iter().zip(&self.dtypes)).enumerate() {
-            if t.dtype != *dtype || t.shape != *shape {
+            if t.dtype != *dtype || !autoclust_graph::same_dims(&t.shape, shape) {
                 return Err(format!(
                     "{} output {i} is {}{:?} but the compiled code was built for {dtype}{shape:?} \
                      (a TensorList whose elements differ in shape)",

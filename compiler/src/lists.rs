@@ -24,7 +24,7 @@
 //! - Every host-kernel call checks its outputs against these types ([`crate::host`]), so a
 //!   list that breaks an assumption fails with an error, never a wrong read.
 
-use autoclust_graph::{AttrValue, DType, Node, Tensor};
+use autoclust_graph::{same_dims, AttrValue, DType, Node, Tensor};
 
 use crate::analyze::{NodeInfo, NodeKind, ValueInfo};
 use crate::host::HostStep;
@@ -123,6 +123,30 @@ impl ListType {
             len: Some(list.len()),
             konst: summary.shape.as_ref().and(summary.konst.clone()),
         }
+    }
+
+    /// Whether `list`'s type ([`ListType::of_value`]) is this one — with the length left out
+    /// when `any_length` — compared in place, without building the type: a compiled loop
+    /// body checks every list argument on every call.
+    pub fn describes(&self, list: &autoclust_graph::TensorList, any_length: bool) -> bool {
+        let summary = list.summary();
+        let partial = |a: &PartialShape, b: &PartialShape| match (a, b) {
+            (Some(a), Some(b)) => same_dims(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        let konst = summary.shape.as_ref().and(summary.konst.as_ref());
+        self.element_dtype == list.element_dtype
+            && self.declared.as_ref().is_some_and(|d| partial(d, &list.element_shape))
+            && match (&self.items, &summary.shape) {
+                (Some(a), Some(b)) => partial(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            }
+            && self.unset == (summary.unset > 0)
+            && (if any_length { self.len.is_none() } else { self.len == Some(list.len()) })
+            && match (&self.konst, konst) {
+                (Some(a), Some(b)) => same_dims(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            }
     }
 
     /// This type with the length forgotten: what a body compiled for any length of the list
@@ -465,6 +489,30 @@ mod tests {
         assert_eq!(once.konst, Some(vec![32, 64]));
         assert_eq!(once.read_constant(&[2]).unwrap().to_i64_vec(), Some(vec![32, 64]));
         assert_eq!(once.join(&once.with_item(&shape(&[1, 64]))).unwrap().konst, None);
+    }
+
+    #[test]
+    fn describes_is_equality_with_the_values_type() {
+        use autoclust_graph::TensorList;
+        let f = |v: f32| Tensor::from_f32(vec![2], vec![v, v]).unwrap();
+        let i = |v: &[i32]| Tensor::from_i32(vec![v.len()], v.to_vec()).unwrap();
+        let lists = [
+            TensorList::new(DType::Float32, None, vec![]),
+            TensorList::new(DType::Float32, Some(vec![-1]), vec![Some(f(1.0))]),
+            TensorList::new(DType::Float32, Some(vec![-1]), vec![Some(f(1.0)), None]),
+            TensorList::new(DType::Float32, Some(vec![-1]), vec![Some(f(1.0)), Some(f(2.0))]),
+            TensorList::new(DType::Int32, None, vec![Some(i(&[3, 4]))]),
+            TensorList::new(DType::Int32, None, vec![Some(i(&[3, 4])), Some(i(&[3, 5]))]),
+            TensorList::new(DType::Int32, None, vec![Some(i(&[3, 4, 5]))]),
+        ];
+        for a in &lists {
+            for b in &lists {
+                let t = ListType::of_value(a);
+                assert_eq!(t.describes(b, false), t == ListType::of_value(b), "{a:?} / {b:?}");
+                let t = t.any_length();
+                assert_eq!(t.describes(b, true), t == ListType::of_value(b).any_length(), "{a:?} / {b:?}");
+            }
+        }
     }
 
     #[test]

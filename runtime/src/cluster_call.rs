@@ -29,7 +29,7 @@ use std::time::Duration;
 
 pub use autoclust_compiler::{profile, CompilerOptions};
 use autoclust_compiler::{CacheKey, CompileCache, CompiledFunction, Compiler};
-use autoclust_graph::{DType, FunctionDef, Graph, Library, Node, NodeId, Output, Tensor};
+use autoclust_graph::{same_dims, DType, FunctionDef, Graph, Library, Node, NodeId, Output, Tensor};
 use parking_lot::{Mutex, RwLock};
 
 use crate::bridge::{ref_count, same_buffer, InPlaceWriteBack};
@@ -409,15 +409,10 @@ impl SiteCache {
         self.sig.len() == inputs.len()
             && self.sig.iter().zip(inputs).all(|((d, s), t)| *d == t.dtype && same_dims(s, &t.shape))
             && self.constants.iter().all(|(i, t)| inputs[*i].bit_eq(t))
-            && self.lists.iter().all(|(i, want)| {
-                inputs[*i].as_list().is_some_and(|l| {
-                    let mut got = ListType::of_value(l);
-                    if self.any_length {
-                        got.len = None;
-                    }
-                    got == *want
-                })
-            })
+            && self
+                .lists
+                .iter()
+                .all(|(i, want)| inputs[*i].as_list().is_some_and(|l| want.describes(l, self.any_length)))
     }
 }
 
@@ -431,12 +426,6 @@ fn list_types(inputs: &[Tensor]) -> (ListArgs, ListArgs) {
     let exact = autoclust_compiler::lists::list_args(inputs);
     let any = exact.iter().map(|(i, t)| (*i, t.any_length())).collect();
     (exact, any)
-}
-
-/// Shape equality without a `memcmp` call (a handful of dims, compared every call).
-#[inline]
-fn same_dims(a: &[usize], b: &[usize]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// The values of `body`'s constant arguments in this call: small integer

@@ -37,7 +37,7 @@ pub use graph::{
 };
 pub use jit_ops::{JIT_FLOAT32_ONLY_KERNELS, JIT_FLOAT32_ONLY_OPS};
 pub use protocol::ORIGIN_OP_ATTR;
-pub use shape::{broadcast_dims, broadcast_gradient_args, Dim, Shape};
+pub use shape::{broadcast_dims, broadcast_gradient_args, same_dims, Dim, Shape};
 pub use tensor::{
     element_shape_operand, merge_element_shapes, small_int_values, CompactTensor, ItemSummary, Tensor, TensorData,
     TensorError, TensorList, COMPACT_MIN_ELEMENTS, SMALL_INT_MAX_ELEMENTS, TENSOR_LIST_OPS,

@@ -42,6 +42,15 @@ impl Shape {
     }
 }
 
+/// Equality of two short slices (dimensions, shape vectors) element by element: the
+/// standard library's slice equality calls `memcmp`, whose call costs more than the
+/// comparison itself for the handful of elements a shape has — and shapes are compared on
+/// every call of a compiled function and every host step.
+#[inline]
+pub fn same_dims<T: Copy + PartialEq>(a: &[T], b: &[T]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// TensorFlow's (numpy's) broadcast of two concrete shapes, aligned at their last
 /// dimensions; `None` when a pair of dimensions differs and neither is 1. The one concrete
 /// broadcast the compiler's analysis and the interpreter's kernels share (the registry's
