@@ -114,7 +114,7 @@ fn known_size(body: &Graph, n: &autoclust_graph::Node) -> bool {
             .and_then(AttrValue::tensor_value)
             .and_then(Result::ok)
             .and_then(|t| t.to_i64_vec())
-            .is_some_and(|v| v.iter().all(|&d| d >= 0))
+            .is_some_and(|v| autoclust_graph::jit_ops::dynamic_slice::slice_size_fixed(&v))
 }
 
 /// Ops whose outputs depend only on their inputs' shapes: the walk stops there.

@@ -24,6 +24,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use autoclust_graph::jit_ops::dynamic_slice;
 use autoclust_graph::{DType, Node, Tensor};
 
 /// A prepared kernel: operands in, results out, or an error message.
@@ -119,10 +120,6 @@ pub(crate) fn analyze_dynamic_slice(
     if ins.len() != 4 {
         return Err(decline("StridedSlice needs 4 operands"));
     }
-    let mask = |name: &str| node.attr(name).and_then(autoclust_graph::AttrValue::as_int).unwrap_or(0);
-    if mask("ellipsis_mask") != 0 || mask("new_axis_mask") != 0 {
-        return Err(decline("a run-time slice with an ellipsis or new axis is not compiled"));
-    }
     let strides = ins[3]
         .konst
         .as_ref()
@@ -132,20 +129,13 @@ pub(crate) fn analyze_dynamic_slice(
     if strides.len() > x.shape.len() || ins[1].shape != [strides.len()] || ins[2].shape != [strides.len()] {
         return Err(decline("the slice's bounds do not match its input"));
     }
-    let (begin, end, shrink) = (mask("begin_mask"), mask("end_mask"), mask("shrink_axis_mask"));
-    let mut shape = Vec::with_capacity(x.shape.len());
-    for (d, &n) in x.shape.iter().enumerate() {
-        let bit = 1i64 << d;
-        if d >= strides.len() {
-            shape.push(n);
-        } else if shrink & bit != 0 {
-            // One element, wherever the run-time index puts it.
-        } else if begin & bit != 0 && end & bit != 0 && strides[d] == 1 {
-            shape.push(n);
-        } else {
-            return Err(decline("the slice's bounds are not compile-time integer constants"));
-        }
+    if !dynamic_slice::strided_slice_runs(&node.attrs, &strides) {
+        return Err(decline(
+            "the slice's bounds are not compile-time integer constants, and it does not only index \
+             dimensions or take them whole",
+        ));
     }
+    let shape = dynamic_slice::strided_slice_shape(&node.attrs, &strides, &x.shape);
     let step = HostStep::prepare(node, compiler.options().host_kernels.as_ref(), vec![x.dtype])?;
     Ok(NodeInfo {
         kind: NodeKind::Kernel { op: crate::kernels::KernelOp::Host(step), data_inputs: vec![0, 1, 2, 3] },
@@ -180,12 +170,15 @@ pub(crate) fn analyze_dynamic_begin_slice(
             node.name
         )));
     }
+    if !dynamic_slice::slice_size_fixed(&size) {
+        return Err(decline("begin is a run-time value and size takes the rest of a dimension (-1)"));
+    }
     let shape = size
         .iter()
         .zip(&x.shape)
         .map(|(&n, &d)| usize::try_from(n).ok().filter(|&n| n <= d))
         .collect::<Option<Vec<usize>>>()
-        .ok_or_else(|| decline("begin is a run-time value and size takes the rest of a dimension (-1)"))?;
+        .ok_or_else(|| decline("the slice's size exceeds its input"))?;
     let step = HostStep::prepare(node, compiler.options().host_kernels.as_ref(), vec![x.dtype])?;
     Ok(NodeInfo {
         kind: NodeKind::Kernel { op: crate::kernels::KernelOp::Host(step), data_inputs: vec![0, 1, 2] },

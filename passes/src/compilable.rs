@@ -28,6 +28,7 @@
 use std::fmt;
 
 use autoclust_graph::infer::TypeInfo;
+use autoclust_graph::jit_ops::dynamic_slice;
 use autoclust_graph::{AttrValue, DType, Graph, Node, NodeId};
 
 use crate::deadness::DeadnessAnalysis;
@@ -145,6 +146,8 @@ impl Compilability {
             .any(|n| autoclust_graph::effects::is_v1_control_flow(&n.op))
             .then(|| std::sync::Arc::new(DeadnessAnalysis::compute(graph)));
         let known = compile_time_known(graph);
+        // The graph's successor lists, built once if some node needs its handle's users.
+        let successors = std::cell::OnceCell::new();
         let refusals = graph
             .node_ids()
             .map(|id| match () {
@@ -169,7 +172,7 @@ impl Compilability {
                         ),
                     })
                 }
-                _ => refusal(graph, types, id, &known),
+                _ => refusal(graph, types, id, &known, &successors),
             })
             .collect();
         Compilability { refusals, deadness }
@@ -351,10 +354,6 @@ fn slice_shape_known(
             if body_operands_known(n, known, Some(&[1, 2, 3])) {
                 return true;
             }
-            let mask = |name: &str| n.attrs.get(name).and_then(AttrValue::as_int).unwrap_or(0);
-            if mask("ellipsis_mask") != 0 || mask("new_axis_mask") != 0 {
-                return false;
-            }
             let data: Vec<&String> = n.inputs.iter().filter(|i| !i.starts_with('^')).collect();
             let producer = data.get(3).map(|i| i.split_once(':').map_or(i.as_str(), |(p, _)| p));
             let strides = producer
@@ -363,12 +362,7 @@ fn slice_shape_known(
                 .and_then(AttrValue::tensor_value)
                 .and_then(Result::ok)
                 .and_then(|t| t.to_i64_vec());
-            let Some(strides) = strides else { return false };
-            let (begin, end, shrink) = (mask("begin_mask"), mask("end_mask"), mask("shrink_axis_mask"));
-            strides.iter().enumerate().all(|(d, &stride)| {
-                let bit = 1i64 << d;
-                shrink & bit != 0 || (begin & bit != 0 && end & bit != 0 && stride == 1)
-            })
+            strides.is_some_and(|strides| dynamic_slice::strided_slice_runs(&n.attrs, &strides))
         }
         _ => true,
     }
@@ -565,7 +559,13 @@ fn control_flow_refusal_in(
     None
 }
 
-fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId, known: &[bool]) -> Option<NotCompilable> {
+fn refusal(
+    graph: &Graph,
+    types: &TypeInfo,
+    id: NodeId,
+    known: &[bool],
+    successors: &std::cell::OnceCell<autoclust_graph::Successors>,
+) -> Option<NotCompilable> {
     let node = graph.node(id);
     let op = node.op.as_str();
     let control_flow = COMPILED_CONTROL_FLOW.contains(&op);
@@ -604,8 +604,10 @@ fn refusal(graph: &Graph, types: &TypeInfo, id: NodeId, known: &[bool]) -> Optio
     // attribute) of a handle no other user types — a gradient loop body's argument — would
     // leave the snapshot untyped and its whole cluster unencapsulated.
     if op == "VariableShape" {
-        let typed =
-            node.inputs.first().is_some_and(|h| autoclust_graph::effects::variable_dtype(graph, h.node).is_some());
+        let typed = node.inputs.first().is_some_and(|h| {
+            let successors = successors.get_or_init(|| graph.successors());
+            autoclust_graph::effects::variable_dtype_in(graph, successors, h.node).is_some()
+        });
         if !typed {
             return Some(NotCompilable::Excluded {
                 why: "no user of its variable's handle here says the variable's dtype, which the bridge's \

@@ -599,6 +599,50 @@ pub fn is_variable_op(op: &str) -> bool {
     op_class(op).variable
 }
 
+/// The run-time-bounds slices the compiler runs as host steps inside a compiled body (XLA's
+/// dynamic slice), whose output shape is known although their bounds are not. One rule for
+/// the clusterer (`autoclust_passes::compilable`, which keeps other run-time-bound slices of
+/// loop bodies out of clusters), the compiler (`autoclust_compiler::host`, which lowers
+/// them) and the constant-argument walk (`autoclust_compiler::constant_args`, which then
+/// leaves their bounds run-time values).
+pub mod dynamic_slice {
+    use crate::{AttrValue, Attrs};
+
+    /// A `Slice` whose `size` is this constant may take a run-time `begin`: every
+    /// dimension's size is given (no `-1`, which would make the size depend on `begin`).
+    pub fn slice_size_fixed(size: &[i64]) -> bool {
+        size.iter().all(|&d| d >= 0)
+    }
+
+    /// A `StridedSlice` with these attributes and constant `strides` may take run-time
+    /// `begin`/`end`: no ellipsis or new axis, and every sliced dimension is either shrunk
+    /// to one element (wherever the index puts it) or taken whole (both masks set, stride
+    /// 1). Its output shape is then [`strided_slice_shape`].
+    pub fn strided_slice_runs(attrs: &Attrs, strides: &[i64]) -> bool {
+        let mask = |name: &str| attrs.get(name).and_then(AttrValue::as_int).unwrap_or(0);
+        if mask("ellipsis_mask") != 0 || mask("new_axis_mask") != 0 {
+            return false;
+        }
+        let (begin, end, shrink) = (mask("begin_mask"), mask("end_mask"), mask("shrink_axis_mask"));
+        strides.iter().enumerate().all(|(d, &stride)| {
+            let bit = 1i64 << d;
+            shrink & bit != 0 || (begin & bit != 0 && end & bit != 0 && stride == 1)
+        })
+    }
+
+    /// The output shape of a slice [`strided_slice_runs`] accepts, from its input's shape:
+    /// shrunk dimensions dropped, the others (and those past `strides`) kept whole.
+    pub fn strided_slice_shape(attrs: &Attrs, strides: &[i64], input: &[usize]) -> Vec<usize> {
+        let shrink = attrs.get("shrink_axis_mask").and_then(AttrValue::as_int).unwrap_or(0);
+        input
+            .iter()
+            .enumerate()
+            .filter(|&(d, _)| d >= strides.len() || shrink & (1i64 << d) == 0)
+            .map(|(_, &n)| n)
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -619,5 +663,27 @@ mod tests {
                 "{op} has a dtype rule but is not lowered"
             );
         }
+    }
+
+    #[test]
+    fn run_time_slices_index_or_take_whole_dimensions() {
+        use dynamic_slice::*;
+        let attrs = |masks: &[(&str, i64)]| -> crate::Attrs {
+            masks.iter().map(|&(k, v)| (k.to_string(), crate::AttrValue::I(v))).collect()
+        };
+        // x[i] of a [5, 3, 2] input: the first dimension indexed, the rest whole.
+        let x_i = attrs(&[("shrink_axis_mask", 1)]);
+        assert!(strided_slice_runs(&x_i, &[1]));
+        assert_eq!(strided_slice_shape(&x_i, &[1], &[5, 3, 2]), vec![3, 2]);
+        // x[:, j]: the first dimension whole (both masks, stride 1), the second indexed.
+        let x_j = attrs(&[("begin_mask", 1), ("end_mask", 1), ("shrink_axis_mask", 2)]);
+        assert!(strided_slice_runs(&x_j, &[1, 1]));
+        assert_eq!(strided_slice_shape(&x_j, &[1, 1], &[5, 3, 2]), vec![5, 2]);
+        // x[::2, j] and x[: i + 1] take a run-time-dependent or strided part: not.
+        assert!(!strided_slice_runs(&x_j, &[2, 1]));
+        assert!(!strided_slice_runs(&attrs(&[("begin_mask", 1)]), &[1]));
+        assert!(!strided_slice_runs(&attrs(&[("shrink_axis_mask", 1), ("new_axis_mask", 2)]), &[1]));
+        assert!(slice_size_fixed(&[2, 0, 3]));
+        assert!(!slice_size_fixed(&[2, -1]));
     }
 }
