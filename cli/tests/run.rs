@@ -250,11 +250,12 @@ fn a_cluster_whose_shapes_keep_changing_goes_to_the_interpreter_with_a_note() {
 }
 
 /// Slice bounds drawn from a variable that changes every step (Keras' `RandomCrop`, a random
-/// offset from a seed variable): a `Slice` of constant size compiles once, its start a
-/// run-time value (no note in 40 steps); a `StridedSlice` whose bounds both move is compiled
-/// for each value until XLA's rule calls it megamorphic, then runs in the interpreter with a
-/// note (sweep 69: it compiled on every step, for good, its memory growing, in silence). Both
-/// give the plain executor's results.
+/// offset from a seed variable): a `Slice` of constant size and a `StridedSlice` whose bounds
+/// are a fixed extent apart (`x[o : o + 4, 0:]`, Keras 3's `RandomCrop`) compile once, their
+/// starts run-time values (no note in 40 steps); a `StridedSlice` whose extent moves too
+/// (`x[o : 2 * o]`) is compiled for each value until XLA's rule calls it megamorphic, then
+/// runs in the interpreter with a note (sweep 69: it compiled on every step, for good, its
+/// memory growing, in silence). All give the plain executor's results.
 #[test]
 fn slice_bounds_that_change_every_step_do_not_compile_every_step() {
     let dir = tempfile::tempdir().unwrap();
@@ -287,6 +288,11 @@ fn slice_bounds_that_change_every_step_do_not_compile_every_step() {
          ax = Const() {dtype = int32, value = int32[2]{0, 1}}\n\
          s = Sum(m, ax) {T = float32, Tidx = int32}\n\
          s2 = Sum(m2, ax) {T = float32, Tidx = int32}\n\
+         two = Const() {dtype = int32, value = int32[]{2}}\n\
+         e3 = Mul(o, two) {T = int32}\n\
+         e3s = Pack(e3, zero) {N = 2, T = int32, axis = 0}\n\
+         ss3 = StridedSlice(x, b2, e3s, st) {Index = int32, T = float32, begin_mask = 0, end_mask = 2, ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0}\n\
+         s3 = Sum(ss3, ax) {T = float32, Tidx = int32}\n\
          lr = Const() {dtype = float32, value = float32[]{0.01}}\n\
          d = Mul(lr, sl) {T = float32}\n\
          upd = AssignSubVariableOp(w, d) {dtype = float32}\n\
@@ -307,11 +313,78 @@ fn slice_bounds_that_change_every_step_do_not_compile_every_step() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&run("s", &["--no-cluster"]).stdout));
     let out = run("s2", &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&run("s2", &["--no-cluster"]).stdout));
+    let out = run("s3", &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note: ")).collect();
     assert_eq!(notes.len(), 1, "{err}");
     assert!(notes[0].contains("runs in the interpreter") && notes[0].contains("constant arguments"), "{err}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&run("s2", &["--no-cluster"]).stdout));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&run("s3", &["--no-cluster"]).stdout));
+}
+
+/// A fixed-extent slice (`x[o : o + 4]`) is compiled for its extent; when the offset runs
+/// past the end TensorFlow clamps the slice (fewer rows), which the compiled code's shape
+/// check catches: that call runs in the interpreter, gives TensorFlow's answer and says so.
+#[test]
+fn fixed_extent_slices_past_the_end_are_clamped_as_tensorflow_clamps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        "v = VarHandleOp() {dtype = int32, shape = shape[], shared_name = \"off\"}\n\
+         zero = Const() {dtype = int32, value = int32[]{0}}\n\
+         one = Const() {dtype = int32, value = int32[]{1}}\n\
+         ten = Const() {dtype = int32, value = int32[]{10}}\n\
+         four = Const() {dtype = int32, value = int32[]{4}}\n\
+         init = AssignVariableOp(v, zero) {dtype = int32}\n\
+         x = Placeholder() {dtype = float32, shape = shape[10,3]}\n\
+         r = ReadVariableOp(v) {dtype = int32}\n\
+         o = FloorMod(r, ten) {T = int32}\n\
+         e = AddV2(o, four) {T = int32}\n\
+         b = Pack(o, zero) {N = 2, T = int32, axis = 0}\n\
+         e2 = Pack(e, zero) {N = 2, T = int32, axis = 0}\n\
+         st = Const() {dtype = int32, value = int32[2]{1, 1}}\n\
+         ss = StridedSlice(x, b, e2, st) {Index = int32, T = float32, begin_mask = 0, end_mask = 2, ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0}\n\
+         sq = Square(ss) {T = float32}\n\
+         ax = Const() {dtype = int32, value = int32[2]{0, 1}}\n\
+         s = Sum(sq, ax) {T = float32, Tidx = int32}\n\
+         bump = AssignAddVariableOp(v, one, ^r) {dtype = int32}\n",
+    )
+    .unwrap();
+    let rows: Vec<Vec<f32>> = (0..10).map(|r| (0..3).map(|c| (r * 3 + c) as f32).collect()).collect();
+    let x = format!("x={rows:?}");
+    for steps in ["6", "7", "10"] {
+        let run = |mode: &[&str]| {
+            let mut a = vec!["run", g.to_str().unwrap(), "--init", "init", "--feed", &x, "--fetch", "s"];
+            a.extend(["--target", "bump", "--steps", steps]);
+            a.extend(mode);
+            autoclust(&a)
+        };
+        let out = run(&[]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr);
+        if steps == "10" {
+            // Offsets 7, 8 and 9 run past the end: said once.
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.starts_with("note: cluster ") && err.contains("the slice's bounds ran past its input"),
+                "{err}"
+            );
+        } else {
+            assert!(err.is_empty(), "{err}");
+        }
+        assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&run(&["--no-cluster"]).stdout));
+        if steps == "10" {
+            // Row 9 alone: 27² + 28² + 29².
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("[2354.0]"),
+                "{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
 }
 
 #[test]

@@ -117,6 +117,21 @@ fn known_size(body: &Graph, n: &autoclust_graph::Node) -> bool {
             .is_some_and(|v| autoclust_graph::jit_ops::dynamic_slice::slice_size_fixed(&v))
 }
 
+/// Whether `StridedSlice` node `n` is one the compiler runs with run-time `begin`/`end`
+/// (`crate::host::analyze_dynamic_slice`): constant strides, every sliced dimension
+/// indexed, of known bounds or of a fixed extent ([`crate::host::strided_slice_bounds`]).
+fn runs_with_run_time_bounds(body: &Graph, n: &autoclust_graph::Node) -> bool {
+    let Some(strides) = n.inputs.get(3).map(|o| body.node(o.node)) else { return false };
+    let strides = (strides.op == "Const").then(|| strides.attr("value")?.tensor_value()?.ok()?.to_i64_vec()).flatten();
+    strides.is_some_and(|s| {
+        autoclust_graph::jit_ops::dynamic_slice::strided_slice_runs(
+            &n.attrs,
+            &s,
+            &crate::host::strided_slice_bounds(body, n),
+        )
+    })
+}
+
 /// Ops whose outputs depend only on their inputs' shapes: the walk stops there.
 fn shape_only(op: &str) -> bool {
     matches!(op, "Shape" | "Size" | "Rank" | "ShapeN" | "ZerosLike" | "OnesLike")
@@ -147,6 +162,9 @@ fn constant_args_within(body: &Graph, depth: usize) -> Vec<usize> {
             // start (the compiler's dynamic slice, XLA's `DynamicSlice`): its start need
             // not be known, so a start drawn each step (`tf.image.random_crop`) compiles once.
             "Slice" if known_size(body, n) => vec![2],
+            // So does a `StridedSlice` whose run-time bounds are a fixed extent apart (Keras'
+            // `RandomCrop`) or index or take whole what they slice: only its strides.
+            "StridedSlice" if runs_with_run_time_bounds(body, n) => vec![3],
             op => shape_operands(op, n.inputs.len()),
         };
         for slot in slots {

@@ -82,9 +82,12 @@ impl HostStep {
         }
         for (i, (t, (shape, dtype))) in outs.iter().zip(out_shapes.iter().zip(&self.dtypes)).enumerate() {
             if t.dtype != *dtype || !autoclust_graph::same_dims(&t.shape, shape) {
+                let why = match self.op.as_str() {
+                    "StridedSlice" | "Slice" => "the slice's bounds ran past its input, which clamps it",
+                    _ => "a TensorList whose elements differ in shape",
+                };
                 return Err(format!(
-                    "{} output {i} is {}{:?} but the compiled code was built for {dtype}{shape:?} \
-                     (a TensorList whose elements differ in shape)",
+                    "{} output {i} is {}{:?} but the compiled code was built for {dtype}{shape:?} ({why})",
                     self.op, t.dtype, t.shape
                 ));
             }
@@ -105,6 +108,56 @@ impl fmt::Debug for HostStep {
     }
 }
 
+/// Per dimension of a `StridedSlice` node's `begin`/`end` vectors in `body`, what the body
+/// fixes about them although the vectors are not compile-time constants: both `Pack`s of
+/// scalars, a bound's value when it is a `Const`, and the extent `end − begin` when the end
+/// is the begin's own value plus an integer constant (`Add`/`AddV2`, either order), that
+/// value itself, or both are constants (Keras' `RandomCrop`: `x[:, i : i + h, j : j + w]`,
+/// its offsets drawn every step). Empty for a slice of another form. The constant-argument
+/// walk ([`crate::constant_args`]) and the lowering ([`analyze_dynamic_slice`]) both read
+/// it, so a slice they accept is compiled once, not once per offset.
+pub fn strided_slice_bounds(body: &autoclust_graph::Graph, node: &Node) -> Vec<dynamic_slice::DimBounds> {
+    use autoclust_graph::{AttrValue, Output};
+    let scalar = |o: Output| -> Option<i64> {
+        let n = body.node(o.node);
+        let v = (n.op == "Const").then(|| n.attr("value")?.tensor_value()?.ok()?.to_i64_vec()).flatten()?;
+        (v.len() == 1).then(|| v[0])
+    };
+    let packed = |slot: usize| -> Option<&[Output]> {
+        let n = body.node(node.inputs.get(slot)?.node);
+        let axis = n.attr("axis").and_then(AttrValue::as_int).unwrap_or(0);
+        (n.op == "Pack" && axis == 0).then_some(n.inputs.as_slice())
+    };
+    if node.op != "StridedSlice" {
+        return Vec::new();
+    }
+    let (Some(begin), Some(end)) = (packed(1), packed(2)) else { return Vec::new() };
+    if begin.len() != end.len() {
+        return Vec::new();
+    }
+    begin
+        .iter()
+        .zip(end)
+        .map(|(&b, &e)| {
+            let (begin, end) = (scalar(b), scalar(e));
+            let extent = if b == e {
+                Some(0)
+            } else if let (Some(b), Some(e)) = (begin, end) {
+                e.checked_sub(b)
+            } else {
+                let sum = body.node(e.node);
+                match sum.inputs.as_slice() {
+                    &[x, k] | &[k, x] if x == b && matches!(sum.op.as_str(), "Add" | "AddV2") && e.port == 0 => {
+                        scalar(k)
+                    }
+                    _ => None,
+                }
+            };
+            dynamic_slice::DimBounds { begin, end, extent }
+        })
+        .collect()
+}
+
 /// A `StridedSlice` whose `begin`/`end` are run-time values (`x[i]` in a loop body, `i` the
 /// loop counter) but whose output shape is still known: constant strides, and every axis the
 /// dynamic bounds cover either shrunk away (`shrink_axis_mask`) or taken whole (its bits in
@@ -113,6 +166,7 @@ impl fmt::Debug for HostStep {
 pub(crate) fn analyze_dynamic_slice(
     node: &Node,
     ins: &[crate::analyze::ValueInfo],
+    bounds: &[dynamic_slice::DimBounds],
     compiler: &crate::Compiler,
 ) -> Result<crate::analyze::NodeInfo, crate::CompileError> {
     use crate::analyze::{NodeInfo, NodeKind, ValueInfo};
@@ -129,13 +183,14 @@ pub(crate) fn analyze_dynamic_slice(
     if strides.len() > x.shape.len() || ins[1].shape != [strides.len()] || ins[2].shape != [strides.len()] {
         return Err(decline("the slice's bounds do not match its input"));
     }
-    if !dynamic_slice::strided_slice_runs(&node.attrs, &strides) {
+    if !dynamic_slice::strided_slice_runs(&node.attrs, &strides, bounds) {
         return Err(decline(
             "the slice's bounds are not compile-time integer constants, and it does not only index \
-             dimensions or take them whole",
+             dimensions, take constant or fixed-extent parts of them",
         ));
     }
-    let shape = dynamic_slice::strided_slice_shape(&node.attrs, &strides, &x.shape);
+    let shape = dynamic_slice::strided_slice_shape(&node.attrs, &strides, bounds, &x.shape)
+        .ok_or_else(|| decline("the slice's fixed extent exceeds its input"))?;
     let step = HostStep::prepare(node, compiler.options().host_kernels.as_ref(), vec![x.dtype])?;
     Ok(NodeInfo {
         kind: NodeKind::Kernel { op: crate::kernels::KernelOp::Host(step), data_inputs: vec![0, 1, 2, 3] },

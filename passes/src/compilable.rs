@@ -362,7 +362,7 @@ fn slice_shape_known(
                 .and_then(AttrValue::tensor_value)
                 .and_then(Result::ok)
                 .and_then(|t| t.to_i64_vec());
-            strides.is_some_and(|strides| dynamic_slice::strided_slice_runs(&n.attrs, &strides))
+            strides.is_some_and(|strides| dynamic_slice::strided_slice_runs(&n.attrs, &strides, &[]))
         }
         _ => true,
     }

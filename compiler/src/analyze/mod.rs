@@ -150,7 +150,7 @@ pub fn analyze(
             {
                 crate::lists::analyze_list_op(node, &ins, compiler)?
             }
-            _ if let Some(host) = analyze_host_member(node, &ins, compiler) => host?,
+            _ if let Some(host) = analyze_host_member(body, node, &ins, compiler) => host?,
             _ => {
                 let mut info = analyze_node(node, &ins, inputs, constants)?;
                 if let (NodeKind::Arg(i), Some(out)) = (&info.kind, info.outputs.first_mut()) {
@@ -325,13 +325,14 @@ impl Outputs<'_> {
 /// for any other node. Live and dead members alike are analysed here, so a body is never
 /// declined for a dead node its live twin would compile.
 fn analyze_host_member(
+    body: &Graph,
     node: &Node,
     ins: &[ValueInfo],
     compiler: &crate::Compiler,
 ) -> Option<Result<NodeInfo, CompileError>> {
     Some(match node.op.as_str() {
         "StridedSlice" if ins.len() == 4 && (ins[1].konst.is_none() || ins[2].konst.is_none()) => {
-            crate::host::analyze_dynamic_slice(node, ins, compiler)
+            crate::host::analyze_dynamic_slice(node, ins, &crate::host::strided_slice_bounds(body, node), compiler)
         }
         "Slice" if ins.len() == 3 && ins[1].konst.is_none() && ins[2].konst.is_some() => {
             crate::host::analyze_dynamic_begin_slice(node, ins, compiler)
@@ -383,8 +384,8 @@ fn check_dead_nodes(
         if autoclust_graph::effects::RUNS_NAMED_FUNCTIONS.contains(&node.op.as_str()) {
             continue;
         }
-        let info =
-            analyze_host_member(node, &ins, compiler).unwrap_or_else(|| analyze_node(node, &ins, inputs, constants));
+        let info = analyze_host_member(body, node, &ins, compiler)
+            .unwrap_or_else(|| analyze_node(node, &ins, inputs, constants));
         match info {
             Ok(info) => dead[id.index()] = Some(info),
             Err(e) => {

@@ -614,11 +614,24 @@ pub mod dynamic_slice {
         size.iter().all(|&d| d >= 0)
     }
 
+    /// What a body fixes about one dimension of a `StridedSlice`'s `begin`/`end` vectors
+    /// when the vectors themselves are run-time values (`Pack`s of scalars, some computed):
+    /// each bound's value when it is a constant, and `end − begin` when that is fixed
+    /// although the bounds are not (`x[:, i : i + h]`, Keras' `RandomCrop`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DimBounds {
+        pub begin: Option<i64>,
+        pub end: Option<i64>,
+        pub extent: Option<i64>,
+    }
+
     /// A `StridedSlice` with these attributes and constant `strides` may take run-time
-    /// `begin`/`end`: no ellipsis or new axis, and every sliced dimension is either shrunk
-    /// to one element (wherever the index puts it) or taken whole (both masks set, stride
-    /// 1). Its output shape is then [`strided_slice_shape`].
-    pub fn strided_slice_runs(attrs: &Attrs, strides: &[i64]) -> bool {
+    /// `begin`/`end`: no ellipsis or new axis, and every sliced dimension either shrunk to
+    /// one element (wherever the index puts it) or, at stride 1, with both bounds known
+    /// (masked or constant, `bounds[d]`) or a fixed extent apart (neither masked). Its output
+    /// shape is then [`strided_slice_shape`]'s — when a fixed extent's `begin` is in range;
+    /// the host step that runs it checks, and a call it does not fit runs in the interpreter.
+    pub fn strided_slice_runs(attrs: &Attrs, strides: &[i64], bounds: &[DimBounds]) -> bool {
         let mask = |name: &str| attrs.get(name).and_then(AttrValue::as_int).unwrap_or(0);
         if mask("ellipsis_mask") != 0 || mask("new_axis_mask") != 0 {
             return false;
@@ -626,20 +639,51 @@ pub mod dynamic_slice {
         let (begin, end, shrink) = (mask("begin_mask"), mask("end_mask"), mask("shrink_axis_mask"));
         strides.iter().enumerate().all(|(d, &stride)| {
             let bit = 1i64 << d;
-            shrink & bit != 0 || (begin & bit != 0 && end & bit != 0 && stride == 1)
+            let b = bounds.get(d).copied().unwrap_or_default();
+            let (begin_masked, end_masked) = (begin & bit != 0, end & bit != 0);
+            shrink & bit != 0
+                || (stride == 1
+                    && ((begin_masked || b.begin.is_some()) && (end_masked || b.end.is_some())
+                        || (!begin_masked && !end_masked && b.extent.is_some_and(|k| k >= 0))))
         })
     }
 
     /// The output shape of a slice [`strided_slice_runs`] accepts, from its input's shape:
-    /// shrunk dimensions dropped, the others (and those past `strides`) kept whole.
-    pub fn strided_slice_shape(attrs: &Attrs, strides: &[i64], input: &[usize]) -> Vec<usize> {
-        let shrink = attrs.get("shrink_axis_mask").and_then(AttrValue::as_int).unwrap_or(0);
-        input
-            .iter()
-            .enumerate()
-            .filter(|&(d, _)| d >= strides.len() || shrink & (1i64 << d) == 0)
-            .map(|(_, &n)| n)
-            .collect()
+    /// shrunk dimensions dropped, known bounds clamped as TensorFlow clamps them, fixed
+    /// extents taken, the dimensions past `strides` kept whole. `None` when a fixed extent
+    /// exceeds its dimension.
+    pub fn strided_slice_shape(
+        attrs: &Attrs,
+        strides: &[i64],
+        bounds: &[DimBounds],
+        input: &[usize],
+    ) -> Option<Vec<usize>> {
+        let mask = |name: &str| attrs.get(name).and_then(AttrValue::as_int).unwrap_or(0);
+        let (begin, end, shrink) = (mask("begin_mask"), mask("end_mask"), mask("shrink_axis_mask"));
+        let mut shape = Vec::with_capacity(input.len());
+        for (d, &n) in input.iter().enumerate() {
+            let bit = 1i64 << d;
+            if d >= strides.len() {
+                shape.push(n);
+                continue;
+            }
+            if shrink & bit != 0 {
+                continue;
+            }
+            let b = bounds.get(d).copied().unwrap_or_default();
+            let n_i = n as i64;
+            let clamp = |c: i64| (if c < 0 { c + n_i } else { c }).clamp(0, n_i);
+            let from = if begin & bit != 0 { Some(0) } else { b.begin.map(clamp) };
+            let to = if end & bit != 0 { Some(n_i) } else { b.end.map(clamp) };
+            match (from, to) {
+                (Some(from), Some(to)) => shape.push((to - from).max(0) as usize),
+                _ => {
+                    let k = b.extent.and_then(|k| usize::try_from(k).ok())?;
+                    shape.push(Some(k).filter(|&k| k <= n)?);
+                }
+            }
+        }
+        Some(shape)
     }
 }
 
@@ -673,16 +717,35 @@ mod tests {
         };
         // x[i] of a [5, 3, 2] input: the first dimension indexed, the rest whole.
         let x_i = attrs(&[("shrink_axis_mask", 1)]);
-        assert!(strided_slice_runs(&x_i, &[1]));
-        assert_eq!(strided_slice_shape(&x_i, &[1], &[5, 3, 2]), vec![3, 2]);
+        assert!(strided_slice_runs(&x_i, &[1], &[]));
+        assert_eq!(strided_slice_shape(&x_i, &[1], &[], &[5, 3, 2]), Some(vec![3, 2]));
         // x[:, j]: the first dimension whole (both masks, stride 1), the second indexed.
         let x_j = attrs(&[("begin_mask", 1), ("end_mask", 1), ("shrink_axis_mask", 2)]);
-        assert!(strided_slice_runs(&x_j, &[1, 1]));
-        assert_eq!(strided_slice_shape(&x_j, &[1, 1], &[5, 3, 2]), vec![5, 2]);
+        assert!(strided_slice_runs(&x_j, &[1, 1], &[]));
+        assert_eq!(strided_slice_shape(&x_j, &[1, 1], &[], &[5, 3, 2]), Some(vec![5, 2]));
         // x[::2, j] and x[: i + 1] take a run-time-dependent or strided part: not.
-        assert!(!strided_slice_runs(&x_j, &[2, 1]));
-        assert!(!strided_slice_runs(&attrs(&[("begin_mask", 1)]), &[1]));
-        assert!(!strided_slice_runs(&attrs(&[("shrink_axis_mask", 1), ("new_axis_mask", 2)]), &[1]));
+        assert!(!strided_slice_runs(&x_j, &[2, 1], &[]));
+        assert!(!strided_slice_runs(&attrs(&[("begin_mask", 1)]), &[1], &[]));
+        assert!(!strided_slice_runs(&attrs(&[("shrink_axis_mask", 1), ("new_axis_mask", 2)]), &[1], &[]));
+        // x[:, i : i + 2, j : j + 1, :] (RandomCrop): fixed extents, the outer dims whole.
+        let crop = attrs(&[("begin_mask", 9), ("end_mask", 9)]);
+        let ext = |k| DimBounds { extent: Some(k), ..DimBounds::default() };
+        let bounds = [DimBounds::default(), ext(2), ext(1), DimBounds::default()];
+        assert!(strided_slice_runs(&crop, &[1, 1, 1, 1], &bounds));
+        assert_eq!(strided_slice_shape(&crop, &[1, 1, 1, 1], &bounds, &[4, 5, 3, 2]), Some(vec![4, 2, 1, 2]));
+        assert_eq!(strided_slice_shape(&crop, &[1, 1, 1, 1], &bounds, &[4, 1, 3, 2]), None);
+        assert!(!strided_slice_runs(&crop, &[1, 2, 1, 1], &bounds));
+        assert!(!strided_slice_runs(&crop, &[1, 1, 1, 1], &bounds[..2]));
+        assert!(!strided_slice_runs(&crop, &[1, 1, 1, 1], &[DimBounds::default(), ext(-1), ext(1)]));
+        // x[i : i + 4, 1:] and x[i : i + 4, -2:]: a constant begin with the end masked,
+        // clamped as TensorFlow clamps it.
+        let rows = attrs(&[("end_mask", 2)]);
+        let from = |c| DimBounds { begin: Some(c), end: Some(0), extent: None };
+        assert!(strided_slice_runs(&rows, &[1, 1], &[ext(4), from(1)]));
+        assert_eq!(strided_slice_shape(&rows, &[1, 1], &[ext(4), from(1)], &[10, 3]), Some(vec![4, 2]));
+        assert_eq!(strided_slice_shape(&rows, &[1, 1], &[ext(4), from(-2)], &[10, 3]), Some(vec![4, 2]));
+        assert_eq!(strided_slice_shape(&rows, &[1, 1], &[ext(4), from(5)], &[10, 3]), Some(vec![4, 0]));
+        assert!(!strided_slice_runs(&rows, &[1, 1], &[ext(4), DimBounds::default()]));
         assert!(slice_size_fixed(&[2, 0, 3]));
         assert!(!slice_size_fixed(&[2, -1]));
     }
