@@ -110,7 +110,7 @@ pub enum KernelOp {
 pub enum ModularKind {
     FloorDiv,
     FloorMod,
-    /// `TruncateDiv` (and integer `Div`): truncating for integers, `/` for floats.
+    /// `TruncateDiv`: the quotient rounded toward zero, for integers and floats alike.
     TruncateDiv,
     /// `TruncateMod` and `Mod`: C's `%` / `fmod`.
     TruncateMod,
@@ -133,7 +133,7 @@ impl ModularKind {
         match self {
             ModularKind::FloorDiv => a.floordiv(b),
             ModularKind::FloorMod => a.floormod(b),
-            ModularKind::TruncateDiv => a.div(b),
+            ModularKind::TruncateDiv => a.truncdiv(b),
             ModularKind::TruncateMod => a.truncmod(b),
         }
     }

@@ -8,7 +8,8 @@
 use super::*;
 
 /// An integer reduction of a constant with TensorFlow's integer semantics (wrapping
-/// arithmetic; `Mean` divides truncating, and an empty mean is 0), in the input's dtype.
+/// arithmetic; `Mean` sums in 64 bits and divides truncating, and an empty mean is 0), in the
+/// input's dtype.
 pub(super) fn fold_int_reduce(t: &Tensor, axes: &[usize], kind: ReduceKind, out_shape: Vec<usize>) -> Option<Tensor> {
     let v = t.to_i64_vec()?;
     let shape = &t.shape;
@@ -27,7 +28,9 @@ pub(super) fn fold_int_reduce(t: &Tensor, axes: &[usize], kind: ReduceKind, out_
         let wrap = |y: i64| if t.dtype == DType::Int32 { y as i32 as i64 } else { y };
         acc[o] = Some(match (acc[o], kind) {
             (None, _) => x,
-            (Some(a), ReduceKind::Sum | ReduceKind::Mean) => wrap(a.wrapping_add(x)),
+            (Some(a), ReduceKind::Sum) => wrap(a.wrapping_add(x)),
+            // Summed in 64 bits for int32 too, as TensorFlow's `MeanReducer`.
+            (Some(a), ReduceKind::Mean) => a.wrapping_add(x),
             (Some(a), ReduceKind::Prod) => wrap(a.wrapping_mul(x)),
             (Some(a), ReduceKind::Max) => a.max(x),
             (Some(a), ReduceKind::Min) => a.min(x),

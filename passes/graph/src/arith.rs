@@ -24,6 +24,9 @@ pub trait TfArith: Copy + PartialOrd {
     fn mul(self, o: Self) -> Self;
     /// `/`: truncating for integers (callers rule out zero divisors).
     fn div(self, o: Self) -> Self;
+    /// `TruncateDiv`: the quotient rounded toward zero, for floats too (TensorFlow's
+    /// `truncate_div_real`: `7.5 / 2` is `3`).
+    fn truncdiv(self, o: Self) -> Self;
     fn floordiv(self, o: Self) -> Self;
     fn floormod(self, o: Self) -> Self;
     fn truncmod(self, o: Self) -> Self;
@@ -52,6 +55,9 @@ macro_rules! int_arith {
                 self.wrapping_mul(o)
             }
             fn div(self, o: Self) -> Self {
+                self.wrapping_div(o)
+            }
+            fn truncdiv(self, o: Self) -> Self {
                 self.wrapping_div(o)
             }
             fn floordiv(self, o: Self) -> Self {
@@ -130,6 +136,9 @@ macro_rules! float_arith {
             }
             fn div(self, o: Self) -> Self {
                 self / o
+            }
+            fn truncdiv(self, o: Self) -> Self {
+                (self / o).trunc()
             }
             fn floordiv(self, o: Self) -> Self {
                 (self / o).floor()

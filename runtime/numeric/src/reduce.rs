@@ -233,15 +233,18 @@ pub fn reduce_int(v: &[i64], shape: &[usize], axes: &[usize], kind: ReduceKind, 
         ReduceKind::Prod => 1,
         ReduceKind::Sum | ReduceKind::Mean => 0,
     };
+    // A mean sums in 64 bits whatever the width (TensorFlow's `MeanReducer` casts int32 to
+    // int64 first), so an int32 sum past 2³¹ still gives the exact mean.
     let (mut out, count) = fold_in_order(v, shape, axes, init, |a, x| match kind {
-        ReduceKind::Sum | ReduceKind::Mean => wrap(a.wrapping_add(x)),
+        ReduceKind::Sum => wrap(a.wrapping_add(x)),
+        ReduceKind::Mean => a.wrapping_add(x),
         ReduceKind::Prod => wrap(a.wrapping_mul(x)),
         ReduceKind::Max => a.max(x),
         ReduceKind::Min => a.min(x),
     });
     if kind == ReduceKind::Mean {
         for o in &mut out {
-            *o = if count == 0 { 0 } else { wrap(*o).wrapping_div(count as i64) };
+            *o = if count == 0 { 0 } else { wrap(o.wrapping_div(count as i64)) };
         }
     }
     out
@@ -436,6 +439,16 @@ fn accumulate(v: &[f32], runs: &[(bool, usize)], kind: ReduceKind, acc: &mut [f6
 mod tests {
     use super::*;
     use crate::layout::next_index;
+
+    /// Integer reductions wrap at their width, except a mean, which TensorFlow sums in 64
+    /// bits: int32 [2³¹ − 6, 2³¹ − 6, 2³¹ − 6, −7] sums to a wrapped 2³¹ − 25 but means 1610612729.
+    #[test]
+    fn int32_means_sum_in_64_bits() {
+        let v = [2147483642i64, 2147483642, 2147483642, -7];
+        assert_eq!(reduce_int(&v, &[4], &[0], ReduceKind::Sum, true), [2147483623]);
+        assert_eq!(reduce_int(&v, &[4], &[0], ReduceKind::Mean, true), [1610612729]);
+        assert_eq!(reduce_int(&[-7, 2], &[2], &[0], ReduceKind::Mean, true), [-2]);
+    }
 
     /// The eight-lane row fold agrees with a serial fold: exactly for Max/Min (NaN anywhere
     /// gives NaN), to f64 rounding for Sum/Prod, at lengths around the lane count.

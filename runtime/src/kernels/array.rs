@@ -1527,10 +1527,11 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 arity(&inp, 1)?;
                 let t = &inp[0];
                 let v = t.to_f64_vec().ok_or(KernelError::DType(t.dtype))?;
-                // The index of the first boundary above the value (std::upper_bound), the
-                // comparison in TensorFlow's: the value against float boundaries.
+                // The index of the first boundary above the value (std::upper_bound, whose
+                // test is `value < boundary`: a NaN is below none, so it lands past the last
+                // bucket, as in TensorFlow), the value against float boundaries.
                 let idx: Vec<i32> =
-                    v.iter().map(|&x| boundaries.partition_point(|&b| f64::from(b) <= x) as i32).collect();
+                    v.iter().map(|&x| boundaries.partition_point(|&b| !(x < f64::from(b))) as i32).collect();
                 one(tensor_of(t.shape.clone(), idx))
             })
         }
@@ -2039,6 +2040,18 @@ mod tests {
         assert_eq!(pc(Tensor::from_i64(vec![2], vec![-1, 1 << 40]).unwrap()), [64, 1]);
         assert_eq!(pc(raw(DType::UInt16, &[0xff, 0xff], 1)), [16]);
         assert!(run1(&node("PopulationCount", &[]), &[Tensor::from_f32(vec![1], vec![1.0]).unwrap()]).is_err());
+    }
+
+    /// TensorFlow 2.21: `tf.raw_ops.Bucketize(input=[nan, -1, 0.5, 1, 7, inf], boundaries=[0, 1, 5])`
+    /// is [3, 0, 1, 2, 3, 3] — a NaN past the last bucket (`std::upper_bound`'s `value < b`).
+    #[test]
+    fn bucketize_puts_nan_past_the_last_bucket() {
+        let b =
+            node("Bucketize", &[("boundaries", AttrValue::List(autoclust_graph::ListValue::F(vec![0.0, 1.0, 5.0])))]);
+        let x = Tensor::from_f32(vec![6], vec![f32::NAN, -1.0, 0.5, 1.0, 7.0, f32::INFINITY]).unwrap();
+        assert_eq!(run1(&b, &[x]).unwrap().to_i64_vec().unwrap(), [3, 0, 1, 2, 3, 3]);
+        let x = Tensor::from_f64(vec![2], vec![f64::NAN, 1.0]).unwrap();
+        assert_eq!(run1(&b, &[x]).unwrap().to_i64_vec().unwrap(), [3, 2]);
     }
 
     /// `ZerosLike` of an Optional (what `tf.gradients` passes for a v2 cond's wrapped

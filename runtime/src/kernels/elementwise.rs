@@ -520,7 +520,8 @@ fn arith<T: Num>(op: Arith, a: Tensor, b: Tensor) -> KResult<Tensor> {
         Add => zip_same(a, b, T::add),
         Sub => zip_same(a, b, T::sub),
         Mul => zip_same(a, b, T::mul),
-        Div | TruncateDiv => zip_same(a, b, T::div),
+        Div => zip_same(a, b, T::div),
+        TruncateDiv => zip_same(a, b, T::truncdiv),
         RealDiv | Atan2 | Xlogy | Xdivy | Xlog1py | Igamma | Igammac | IgammaGradA | Zeta | Polygamma if T::IS_INT => {
             Err(KernelError::DType(T::DTYPE))
         }
@@ -1312,6 +1313,26 @@ mod tests {
     use super::*;
     use crate::kernels::tests_support::{node, run1};
     use autoclust_graph::AttrValue;
+
+    /// TensorFlow 2.21: `tf.truncatediv([7.5, -7.5, 0.84, -29.3, 5, 1e-3], [2, 2, 1, 1, -3, 7])`
+    /// is [3, -3, 0, -29, -1, 0] in float32 and float64 — rounded toward zero, as for integers
+    /// (`Div` is not).
+    #[test]
+    fn truncate_div_truncates_floats() {
+        let (x, y) = ([7.5, -7.5, 0.84, -29.3, 5.0, 1e-3], [2.0, 2.0, 1.0, 1.0, -3.0, 7.0]);
+        let want = [3.0, -3.0, 0.0, -29.0, -1.0, 0.0];
+        let f32s = |v: &[f64]| Tensor::from_f32(vec![v.len()], v.iter().map(|&x| x as f32).collect()).unwrap();
+        let f64s = |v: &[f64]| Tensor::from_f64(vec![v.len()], v.to_vec()).unwrap();
+        for (a, b) in [(f32s(&x), f32s(&y)), (f64s(&x), f64s(&y))] {
+            let q = run1(&node("TruncateDiv", &[]), &[a.clone(), b.clone()]).unwrap();
+            assert_eq!(q.to_f64_vec().unwrap(), want);
+            let d = run1(&node("Div", &[]), &[a, b]).unwrap().to_f64_vec().unwrap();
+            assert!((d[0] - 3.75).abs() < 1e-6, "{d:?}");
+        }
+        let i = |v: &[i32]| Tensor::from_i32(vec![v.len()], v.to_vec()).unwrap();
+        let q = run1(&node("TruncateDiv", &[]), &[i(&[7, -7]), i(&[2, 2])]).unwrap();
+        assert_eq!(q.to_i64_vec().unwrap(), [3, -3]);
+    }
 
     /// `BesselI0`/`BesselI1` (TensorFlow 2.21, float64 `[0, -1.5, 3, 40]`): e^|x| times the
     /// scaled functions, odd for I₁.

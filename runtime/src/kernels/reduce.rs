@@ -137,8 +137,19 @@ fn reduce_num<T: Num>(op: Reduce, t: &Tensor, mask: &[bool], keep_dims: bool) ->
             fold(x, outer, r, inner, 0.0f64, |a, v| a + v.to_f64(), |a| T::from_f64(a / n))
         }
         Reduce::Mean => {
-            let n = T::from_i64(r as i64);
-            fold(x, outer, r, inner, T::zero(), T::add, |a| if r == 0 { T::zero() } else { a.div(n) })
+            // TensorFlow sums an integer mean in 64 bits (`MeanReducer`'s casting
+            // specialisation: int32 → int64), so an int32 sum that overflows still gives the
+            // exact mean, truncated.
+            let n = r as i64;
+            fold(
+                x,
+                outer,
+                r,
+                inner,
+                0i64,
+                |a, v| a.wrapping_add(v.to_i64()),
+                |a| if r == 0 { T::zero() } else { T::from_i64(a.wrapping_div(n)) },
+            )
         }
         Reduce::Prod if is_float => fold(x, outer, r, inner, 1.0f64, |a, v| a * v.to_f64(), T::from_f64),
         Reduce::Prod => fold(x, outer, r, inner, T::one(), T::mul, |a| a),
@@ -324,6 +335,11 @@ mod tests {
         assert_eq!(s.as_i64().unwrap(), &[14, 22]);
         let m = run1(&node("Mean", &[]), &[t, axes]).unwrap();
         assert_eq!(m.as_i64().unwrap(), &[3, 5], "integer mean truncates");
+        // TensorFlow 2.21 sums an int32 mean in int64: the exact mean, truncated, where an
+        // int32 sum would wrap (sweep 70).
+        let big = Tensor::from_i32(vec![1, 4], vec![2147483642, 2147483642, 2147483642, -7]).unwrap();
+        let m = run1(&node("Mean", &[]), &[big, Tensor::scalar_i32(1)]).unwrap();
+        assert_eq!(m.to_i64_vec().unwrap(), [1610612729]);
     }
 
     #[test]
