@@ -64,6 +64,14 @@ fn merge_sorted(a: Vec<u32>, b: Vec<u32>) -> Vec<u32> {
     out
 }
 
+/// The first edge pass ([`Phase::DeferIncrements`]) defers contracting an edge whose two
+/// clusters lie more than this many ranks apart until it has tried every other edge. Such
+/// an edge is a long control edge of a big graph (an order between far-apart steps): tried
+/// in its turn, its cycle check and Pearce–Kelly window cross every node still between the
+/// two — at 10⁵ nodes the long edges re-ranked ~470k nodes and scanned a million edges —,
+/// while once the local contractions are done ten times fewer nodes lie between them.
+const LONG_CONTRACTION: u32 = 1024;
+
 /// At one shared producer or consumer, how many separate sibling groups are
 /// kept as merge targets (bounds the pairs tried at very wide nodes).
 const MAX_SIBLING_GROUPS: usize = 8;
@@ -502,12 +510,15 @@ impl<'a> Engine<'a> {
     }
 
     /// Tries to contract every cycle-graph edge between two candidate
-    /// clusters, consumers first. Returns whether anything merged.
+    /// clusters, consumers first; the first pass ([`Phase::DeferIncrements`]) tries its
+    /// edges between clusters more than [`LONG_CONTRACTION`] ranks apart last, shortest
+    /// first. Returns whether anything merged.
     fn edge_pass(&mut self, phase: Phase, refusals: &mut Vec<RefusalId>) -> bool {
         let _span = tracing::debug_span!("edge_pass", phase = ?phase).entered();
         let work = self.work();
         let mut changed = false;
         let mut succs = Vec::new();
+        let mut deferred = Vec::new();
         for x in self.cycles.post_order() {
             if !self.cycles.is_live(x) || !self.candidate[x as usize] {
                 continue;
@@ -520,11 +531,34 @@ impl<'a> Engine<'a> {
                 if from == to || !self.candidate[to as usize] || !self.phase_allows(phase, from, to) {
                     continue;
                 }
+                let distance = self.cycles.rank(from).abs_diff(self.cycles.rank(to));
+                if phase == Phase::DeferIncrements && distance > LONG_CONTRACTION {
+                    deferred.push((distance, x, y));
+                    continue;
+                }
                 let res = self.try_merge(from, to, self.config.edge_search_budget);
                 match res {
                     Ok(_) => changed = true,
                     Err(r) => refusals.push(r),
                 }
+            }
+        }
+        // The long contractions, shortest first (in the pass's order among equals), once
+        // the local ones have shrunk the graph their windows and searches cross.
+        if !deferred.is_empty() {
+            self.log_work("local contractions done", work);
+            tracing::debug!(count = deferred.len(), "contracting the deferred long edges");
+        }
+        deferred.sort_by_key(|&(distance, _, _)| distance);
+        for (_, x, y) in deferred {
+            let from = self.find(x);
+            let to = self.find(y);
+            if from == to || !self.candidate[to as usize] || !self.phase_allows(phase, from, to) {
+                continue;
+            }
+            match self.try_merge(from, to, self.config.edge_search_budget) {
+                Ok(_) => changed = true,
+                Err(r) => refusals.push(r),
             }
         }
         self.log_work("edge pass done", work);

@@ -11,7 +11,9 @@
 //!    order ([`cycles::GraphCycles`], Pearce–Kelly).
 //! 3. Edge contraction, consumers first (descending rank): TF's phase 0
 //!    (pull `Shape`/`Size`/`Rank` into their producer), phase 1 (defer
-//!    sink-like `NoOp`s and scalar integer `iteration += 1` updates), then
+//!    sink-like `NoOp`s and scalar integer `iteration += 1` updates; an edge
+//!    between clusters far apart in the order waits until every local one is
+//!    tried, so that its check and re-ranking cross a contracted graph), then
 //!    every edge, repeated to a fixpoint.
 //! 4. Sibling merges (TensorFlow has none): clusters that consume a common
 //!    producer, or feed a common consumer, are merged when legal — fusion
@@ -70,14 +72,16 @@
 //!   clusters (the path's image through any contractions is then still a
 //!   path of length ≥ 2); a refusal for cost while neither cluster has
 //!   absorbed another. So the refusal still holds in the final state. A
-//!   contraction that re-inserts no edge against the order re-ranks nothing
-//!   and is not counted against the budget. Every cycle check — of an edge contraction
+//!   contraction whose merged node can take one of the two ranks (no
+//!   predecessor of the later one ranks after the earlier one, or no successor
+//!   of the earlier one before the later one) re-ranks nothing and is not
+//!   counted against the budget. Every cycle check — of an edge contraction
 //!   (`edge_search_budget`) or of a sibling merge (`sibling_search_budget`) —
 //!   visits at most its budget of nodes (and four times as many edges), and a
 //!   contraction of two clusters more than the budget apart in the order may
-//!   spend at most four times the budget re-ranking (the Pearce–Kelly windows
-//!   its re-inserted edges open, four units a node plus one an edge scanned;
-//!   `GraphCycles::merge` undoes it exactly past that); past either bound the
+//!   spend at most four times the budget re-ranking (the window of the one
+//!   Pearce–Kelly step that re-ranks for the contraction, four units a node
+//!   plus one an edge scanned, counted before any rank moves); past either bound the
 //!   merge is refused as too costly, and `--explain` says so. Only large graphs
 //!   reach the edge budget (on the 10⁵-node graph of `benches/scale/gen_graph.py`
 //!   a few dozen contractions of the first pass, none of the final round):

@@ -477,10 +477,10 @@ fn training_step(n: usize) -> Graph {
 /// Issue 19: a guard on the work clustering does as the graph grows. Counts the edges
 /// the cycle checks scan, the nodes Pearce–Kelly reorders, the nodes each pass lists and
 /// the merges tried, on a 2,000- and a 20,000-node training step. Ten times the graph
-/// costs about twenty times the work today (it was 41× before the checks became
-/// bidirectional and sibling groups local): the exact checks of the random long control
-/// edges still scan windows that grow with the graph. The issue's target is < 15×; this
-/// bound keeps it from getting worse while it is not met.
+/// costs 14.5 times the work today (it was 41× before the checks became bidirectional and
+/// sibling groups local, ~20× before the first edge pass deferred its long edges): the
+/// exact checks of the random long control edges still scan windows that grow with the
+/// graph. The issue's target is < 15×; this bound keeps the work from growing back.
 #[test]
 fn clustering_work_grows_near_linearly() {
     let work = |n: usize| {
@@ -489,12 +489,13 @@ fn clustering_work_grows_near_linearly() {
         super::cycles::reset_work();
         let c = Clusterer::default().run_with(&g, &safety, &by_op(&g));
         let w = super::cycles::work();
-        assert!(c.clusters.len() > n / 100, "{n} nodes: {} clusters", c.clusters.len());
+        let clustered: usize = c.clusters.iter().map(|c| c.nodes.len()).sum();
+        assert!(clustered > n * 9 / 10, "{n} nodes: {clustered} clustered in {} clusters", c.clusters.len());
         check_clustering(&g, &c, &|a, b| safety.is_incompatible(a, b), true).unwrap();
         w
     };
     let (small, large) = (work(2_000), work(20_000));
-    assert!(large < 25 * small, "work {small} at 2,000 nodes, {large} at 20,000: superlinear");
+    assert!(large < 17 * small, "work {small} at 2,000 nodes, {large} at 20,000: superlinear");
 }
 
 /// Two momentum updates sharing one of their two variables, unordered, and a shared
