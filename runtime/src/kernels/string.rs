@@ -237,7 +237,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                     .iter()
                     .map(|s| {
                         if global {
-                            re.replace_all(s, rewrite.as_slice()).into_owned()
+                            global_replace(&re, s, &rewrite)
                         } else {
                             re.replacen(s, 1, rewrite.as_slice()).into_owned()
                         }
@@ -256,8 +256,11 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 let out: Vec<Vec<u8>> = v
                     .iter()
                     .map(|s| {
-                        let limit = if global { 0 } else { 1 };
-                        re.replacen(s, limit, rewrite.as_slice()).into_owned()
+                        if global {
+                            global_replace(&re, s, &rewrite)
+                        } else {
+                            re.replacen(s, 1, rewrite.as_slice()).into_owned()
+                        }
                     })
                     .collect();
                 one(Tensor::from_strings(inp[0].shape.clone(), out).expect("same element count"))
@@ -1775,6 +1778,47 @@ pub(crate) fn base64_decode_in(alphabet: &[u8; 64], s: &[u8]) -> KResult<Vec<u8>
     Ok(out)
 }
 
+/// RE2's `GlobalReplace`, which `RegexReplace` runs: every leftmost match from where the
+/// last ended is rewritten, except an empty match right at the end of the last one, past which
+/// the scan copies one whole UTF-8 character (one byte where the input is not UTF-8) — so an
+/// empty-matching pattern (`x*`) never lands between the bytes of a character, as the byte
+/// regex's own `replace_all`, stepping one byte, does.
+fn global_replace(re: &regex::bytes::Regex, s: &[u8], rewrite: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let (mut p, mut last_end, mut count) = (0usize, None, 0usize);
+    while p <= s.len() {
+        let Some(caps) = re.captures_at(s, p) else { break };
+        let m = caps.get(0).expect("group 0 is the match");
+        out.extend_from_slice(&s[p..m.start()]);
+        if m.is_empty() && last_end == Some(m.start()) {
+            let width = match std::str::from_utf8(&s[m.start()..s.len().min(m.start() + 4)]) {
+                Ok(t) => t.chars().next().map_or(1, char::len_utf8),
+                Err(e) if e.valid_up_to() > 0 => std::str::from_utf8(&s[m.start()..m.start() + e.valid_up_to()])
+                    .ok()
+                    .and_then(|t| t.chars().next())
+                    .map_or(1, char::len_utf8),
+                Err(_) => 1,
+            };
+            let next = (m.start() + width).min(s.len());
+            out.extend_from_slice(&s[m.start()..next]);
+            p = m.start() + width;
+            continue;
+        }
+        caps.expand(rewrite, &mut out);
+        p = m.end();
+        last_end = Some(p);
+        count += 1;
+    }
+    if count == 0 {
+        return s.to_vec();
+    }
+    if p < s.len() {
+        out.extend_from_slice(&s[p..]);
+    }
+    out
+}
+
+#[cfg(test)]
 #[cfg(test)]
 #[allow(clippy::excessive_precision, clippy::approx_constant)] // TensorFlow's printed values
 mod tests {
@@ -1791,6 +1835,24 @@ mod tests {
     }
 
     // Expected strings and messages below are TensorFlow 2.21's.
+
+    /// `tf.strings.regex_replace(s, "x*", "-")` (sweep 70): an empty match never splits a
+    /// UTF-8 character, and none is taken right where the last match ended (RE2's rule).
+    #[test]
+    fn empty_matches_replace_between_characters() {
+        let input = ["x  y\tz", "été", "axxb", "", "  \u{3000}wide\u{3000} "];
+        let want = ["- - -y-\t-z-", "-é-t-é-", "-a-b-", "-", "- - -\u{3000}-w-i-d-e-\u{3000}- -"];
+        let attrs = [("pattern", AttrValue::S(b"x*".to_vec())), ("rewrite", AttrValue::S(b"-".to_vec()))];
+        let r = prepare(&node("StaticRegexReplace", &attrs)).unwrap().unwrap();
+        let out = r([s(&input)].into_iter().collect()).unwrap();
+        assert_eq!(out[0], s(&want));
+        let dynamic = prepare(&node("RegexReplace", &[])).unwrap().unwrap();
+        let scalar = |x: &str| Tensor::from_strings(vec![], vec![x.as_bytes().to_vec()]).unwrap();
+        let out = dynamic([s(&input), scalar("x*"), scalar("-")].into_iter().collect());
+        assert_eq!(out.unwrap()[0], s(&want));
+        // Not UTF-8: one byte at a time.
+        assert_eq!(global_replace(&regex::bytes::Regex::new("x*").unwrap(), b"\xffa", b"-"), b"-\xff-a-");
+    }
 
     #[test]
     fn v1_print_summaries_and_pass_through_match_tensorflow() {
