@@ -71,8 +71,29 @@ pub fn attr_range(node: &Node) -> Result<Nudged, String> {
     if min >= max {
         return Err(format!("min has to be smaller than max, was: {min} >= {max}"));
     }
-    if min > 0.0 || max < 0.0 {
-        return Err(format!("Range [{min}, {max}] is not supported: the range must contain zero"));
-    }
+    // A range that leaves out zero is accepted (TensorFlow 2.21 does): nudging moves it to
+    // one that starts or ends at zero, `[0.2, 0.9]` to `[0, 0.7]`.
     Ok(nudge(min, max, qmin, qmax))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// TensorFlow 2.21: `fake_quant_with_min_max_args([-0.5, 0.1, 0.45, 1.2], 0.2, 0.9)` is
+    /// `[0, 0.09882353, 0.45019603, 0.7]` (sweep 70): the range nudged to `[0, 0.7]`.
+    #[test]
+    fn ranges_without_zero_are_nudged_to_zero() {
+        let n = Node::unconnected(
+            "fq",
+            "FakeQuantWithMinMaxArgs",
+            &[("min", AttrValue::F(0.2)), ("max", AttrValue::F(0.9))],
+        );
+        let r = attr_range(&n).unwrap();
+        assert_eq!(r.min, 0.0);
+        let got: Vec<f32> = [-0.5f32, 0.1, 0.45, 1.2].iter().map(|&x| r.quantize(x)).collect();
+        for (g, w) in got.iter().zip([0.0f32, 0.098_823_53, 0.450_196_03, 0.7]) {
+            assert!((g - w).abs() <= 1e-6, "{got:?}");
+        }
+    }
 }
