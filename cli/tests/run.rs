@@ -387,6 +387,44 @@ fn fixed_extent_slices_past_the_end_are_clamped_as_tensorflow_clamps_them() {
     }
 }
 
+/// TensorFlow's kernels run with subnormals flushed to zero (its pool threads set FTZ/DAZ):
+/// `Cast(1e-40 → bool)` is false, `1 / 1e-38` is inf (1e-38 is subnormal in float32) and
+/// `1e-20 · 1e-20` is 0 — TensorFlow 2.21's values (sweep 70), in both modes. (A constant
+/// folded before the run is left alone, as the process's modes leave it.)
+#[test]
+fn subnormals_are_flushed_to_zero_as_in_tensorflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        "x = Placeholder() {dtype = float32, shape = shape[5]}\n\
+         r = Reciprocal(x) {T = float32}\n\
+         b = Cast(x) {SrcT = float32, DstT = bool}\n\
+         e = Placeholder() {dtype = float32, shape = shape[]}\n\
+         m = Mul(e, e) {T = float32}\n\
+         rb = Cast(r) {SrcT = float32, DstT = bool}\n",
+    )
+    .unwrap();
+    for mode in [&[][..], &["--no-cluster"]] {
+        let mut a =
+            vec!["run", g.to_str().unwrap(), "--feed", "x=[1e-40, -1e-40, 1e-38, 2e-38, 1.0]", "--feed", "e=1e-20"];
+        a.extend(["--fetch", "r,b,m", "--json"]);
+        a.extend(mode);
+        let out = autoclust(&a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let f = &json["fetches"];
+        assert_eq!(
+            f["r:0"]["data"],
+            serde_json::json!(["Infinity", "-Infinity", "Infinity", 5e37, 1.0]),
+            "{mode:?}: {text}"
+        );
+        assert_eq!(f["b:0"]["data"], serde_json::json!([false, false, false, true, true]), "{mode:?}: {text}");
+        assert_eq!(f["m:0"]["data"], serde_json::json!([0.0]), "{mode:?}: {text}");
+    }
+}
+
 #[test]
 fn seed_example_respects_control_edges_under_every_schedule() {
     let g = testdata("seed000_simplest.graph");

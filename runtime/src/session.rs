@@ -158,6 +158,9 @@ impl Session {
         }
         let key: PlanKey = (feeds.iter().map(|(o, _)| *o).collect(), req.fetches.clone(), req.targets.clone());
         let plan = self.plan(key)?;
+        // Subnormals flushed to zero while this thread runs kernels, as on TensorFlow's
+        // threads (`autoclust_numeric::denormals`).
+        let _flush = autoclust_numeric::denormals::FlushDenormals::new();
         let values: Vec<Tensor> = feeds.iter().map(|(_, t)| (*t).clone()).collect();
         for (spec, t) in plan.feeds.iter().zip(&values) {
             check_feed(&self.output_name(spec.output), spec.dtype, &spec.shape, t)?;
@@ -177,6 +180,10 @@ impl Session {
                     rayon::ThreadPoolBuilder::new()
                         .num_threads(n)
                         .thread_name(|i| format!("autoclust-exec-{i}"))
+                        // Kernels see subnormals as TensorFlow's pool threads do.
+                        .start_handler(|_| {
+                            autoclust_numeric::denormals::set_flush(true);
+                        })
                         .build()
                         .map_err(|e| e.to_string())
                 });

@@ -13,6 +13,7 @@
 
 pub mod batchnorm;
 pub mod conv;
+pub mod denormals;
 pub mod einsum;
 pub mod gemm;
 pub mod layout;

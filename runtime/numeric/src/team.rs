@@ -193,6 +193,8 @@ fn team() -> &'static Team {
 }
 
 fn helper(t: &'static Team) {
+    // The team runs parts of kernels: subnormals flushed, as on the session's threads.
+    crate::denormals::set_flush(true);
     let mut seen = 0u64;
     loop {
         // Spin until a new section is published or the spin time is up.
