@@ -6,7 +6,8 @@
 //! result is written as zero. So `Cast(1e-40 → bool)` is false and `1 / 1e-38` is inf in a
 //! `tf.function`. The session sets the same modes on the threads that run kernels — the
 //! calling thread for the length of a step ([`FlushDenormals`], which restores the caller's
-//! modes), and the executor's and the GEMM team's threads for good — so the interpreter and
+//! modes), the executor's threads for good, and a helper running part of a parallel section
+//! with its caller's modes ([`with_modes`], `crate::team`) — so the interpreter and
 //! compiled clusters (whose SSE/AVX instructions obey the same control register) compute
 //! TensorFlow's values for subnormal inputs too. Elsewhere (constant folding before a run,
 //! as Grappler's) the process's modes are left alone.
@@ -74,6 +75,46 @@ pub fn set_flush(on: bool) -> Option<u64> {
     {
         let _ = on;
         None
+    }
+}
+
+/// The calling thread's floating-point control word (`None` where the target has none here).
+pub fn current() -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut csr: u32 = 0;
+        // SAFETY: stores the thread's SSE control register into a valid local.
+        unsafe { std::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack, preserves_flags)) };
+        Some(u64::from(csr))
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let fpcr: u64;
+        // SAFETY: reads the thread's floating-point control register.
+        unsafe { std::arch::asm!("mrs {}, fpcr", out(reg) fpcr, options(nomem, nostack, preserves_flags)) };
+        Some(fpcr)
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    None
+}
+
+/// Runs `f` with the control word `word` (another thread's [`current`]: a helper running
+/// a part of that thread's parallel section computes as that thread would), then restores
+/// this thread's own.
+pub fn with_modes<R>(word: Option<u64>, f: impl FnOnce() -> R) -> R {
+    match (word, current()) {
+        (Some(w), Some(mine)) if w != mine => {
+            struct Restore(u64);
+            impl Drop for Restore {
+                fn drop(&mut self) {
+                    restore(self.0);
+                }
+            }
+            restore(w);
+            let _back = Restore(mine);
+            f()
+        }
+        _ => f(),
     }
 }
 

@@ -49,6 +49,9 @@ struct Section<'f> {
     refs: AtomicUsize,
     /// A part panicked on a helper (the caller re-raises it).
     panicked: AtomicBool,
+    /// The caller's floating-point modes, which helpers run its parts with (subnormals
+    /// flushed in a session's step, `crate::denormals`), so no result depends on the thread.
+    modes: Option<u64>,
 }
 
 impl<'f> Section<'f> {
@@ -60,6 +63,7 @@ impl<'f> Section<'f> {
             done: AtomicUsize::new(0),
             refs: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
+            modes: crate::denormals::current(),
         }
     }
 
@@ -84,6 +88,11 @@ impl<'f> Section<'f> {
         if self.panicked.load(Ordering::Relaxed) {
             panic!("a part of a parallel section panicked");
         }
+    }
+
+    /// [`Section::work`] on a thread other than the caller's, with the caller's modes.
+    fn help(&self) -> usize {
+        crate::denormals::with_modes(self.modes, || self.work())
     }
 
     /// Claims and runs parts until none are left; how many it ran.
@@ -193,8 +202,6 @@ fn team() -> &'static Team {
 }
 
 fn helper(t: &'static Team) {
-    // The team runs parts of kernels: subnormals flushed, as on the session's threads.
-    crate::denormals::set_flush(true);
     let mut seen = 0u64;
     loop {
         // Spin until a new section is published or the spin time is up.
@@ -225,7 +232,7 @@ fn helper(t: &'static Team) {
         let section = unsafe { &*p.0 };
         section.refs.fetch_add(1, Ordering::Relaxed);
         drop(st);
-        section.work();
+        section.help();
         section.refs.fetch_sub(1, Ordering::Release);
     }
 }
@@ -349,7 +356,7 @@ impl Crew {
         let section = unsafe { &*p.0 };
         section.refs.fetch_add(1, Ordering::Relaxed);
         drop(st);
-        section.work();
+        section.help();
         section.refs.fetch_sub(1, Ordering::Release);
         true
     }
@@ -383,6 +390,21 @@ impl Crew {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU32;
+
+    #[test]
+    fn parts_run_with_the_callers_floating_point_modes() {
+        use std::hint::black_box;
+        for flush in [true, false] {
+            let _modes = flush.then(crate::denormals::FlushDenormals::new);
+            let flushed: Vec<AtomicBool> = (0..64).map(|_| AtomicBool::new(false)).collect();
+            run(64, &|i| {
+                let tiny = black_box(1e-20f32) * black_box(1e-20f32);
+                flushed[i].store(tiny == 0.0, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_micros(50));
+            });
+            assert!(flushed.iter().all(|f| f.load(Ordering::Relaxed) == flush), "flush {flush}");
+        }
+    }
 
     #[test]
     fn every_part_runs_exactly_once() {
