@@ -1023,8 +1023,23 @@ fn unsorted_segment<T: Num>(r: SegmentReduce, data: &Tensor, ids: &Tensor, num: 
             *d = match r {
                 SegmentReduce::Sum => d.add(y),
                 SegmentReduce::Prod => d.mul(y),
-                SegmentReduce::Max => d.maximum(y),
-                SegmentReduce::Min => d.minimum(y),
+                // TensorFlow's segment reducers keep the accumulator only when the new
+                // value is below (above) it: a NaN is replaced by any later value, and a
+                // later NaN replaces the accumulator (`acc = x < acc ? acc : x`).
+                SegmentReduce::Max => {
+                    if y < *d {
+                        *d
+                    } else {
+                        y
+                    }
+                }
+                SegmentReduce::Min => {
+                    if y > *d {
+                        *d
+                    } else {
+                        y
+                    }
+                }
             };
         }
     }
@@ -2057,6 +2072,39 @@ mod tests {
         assert_eq!(run1(&b, &[x]).unwrap().to_i64_vec().unwrap(), [3, 0, 1, 2, 3, 3]);
         let x = Tensor::from_f64(vec![2], vec![f64::NAN, 1.0]).unwrap();
         assert_eq!(run1(&b, &[x]).unwrap().to_i64_vec().unwrap(), [3, 2]);
+    }
+
+    /// TensorFlow 2.21 (sweep 70), `a` = [[1, nan, -2, 3], [inf, -inf, 0, -0], [nan, nan, 5,
+    /// -1], [2, nan, nan, -5]]: `segment_max(a, [0, 0, 1, 1])` is [[inf, -inf, 0, 3], [2, nan,
+    /// nan, -1]], `segment_min` [[1, -inf, -2, -0], [2, nan, nan, -5]], and
+    /// `unsorted_segment_max(a, [1, 0, 1, 0], 3)` [[inf, nan, nan, -0], [nan, nan, 5, 3],
+    /// [lowest; 4]]: a value replaces the accumulator unless it is below (above) it.
+    #[test]
+    fn segment_extremes_treat_nan_as_tensorflow_does() {
+        let (nan, inf) = (f32::NAN, f32::INFINITY);
+        let a = Tensor::from_f32(
+            vec![4, 4],
+            vec![1.0, nan, -2.0, 3.0, inf, -inf, 0.0, -0.0, nan, nan, 5.0, -1.0, 2.0, nan, nan, -5.0],
+        )
+        .unwrap();
+        let ids = |v: &[i32]| Tensor::from_i32(vec![v.len()], v.to_vec()).unwrap();
+        let bits = |t: Tensor| {
+            t.as_f32()
+                .unwrap()
+                .iter()
+                .map(|x| if x.is_nan() { "nan".to_string() } else { format!("{x:?}") })
+                .collect::<Vec<_>>()
+        };
+        let want = |v: &[f32]| {
+            v.iter().map(|x| if x.is_nan() { "nan".to_string() } else { format!("{x:?}") }).collect::<Vec<_>>()
+        };
+        let smax = run1(&node("SegmentMax", &[]), &[a.clone(), ids(&[0, 0, 1, 1])]).unwrap();
+        assert_eq!(bits(smax), want(&[inf, -inf, 0.0, 3.0, 2.0, nan, nan, -1.0]));
+        let smin = run1(&node("SegmentMin", &[]), &[a.clone(), ids(&[0, 0, 1, 1])]).unwrap();
+        assert_eq!(bits(smin), want(&[1.0, -inf, -2.0, -0.0, 2.0, nan, nan, -5.0]));
+        let umax = run1(&node("UnsortedSegmentMax", &[]), &[a, ids(&[1, 0, 1, 0]), Tensor::scalar_i32(3)]).unwrap();
+        let low = f32::MIN;
+        assert_eq!(bits(umax), want(&[inf, nan, nan, -0.0, nan, nan, 5.0, 3.0, low, low, low, low]));
     }
 
     /// `ZerosLike` of an Optional (what `tf.gradients` passes for a v2 cond's wrapped
