@@ -1200,6 +1200,43 @@ fn an_npy_feed_goes_to_the_one_placeholder_the_request_needs() {
     assert!(e.starts_with("error: ") && e.contains("a .npy file feeds one input, but there are 2 (x, y)"), "{e}");
 }
 
+/// String feeds too large for `--feed`'s JSON on a command line (Linux caps one argument at
+/// 128 KiB: sweep 70) travel as numpy string arrays: `np.save("s.npy", np.array(["ab",
+/// "été"]))` writes `<U3` (UTF-32), `np.array([b"x", b"yz"])` `|S2`.
+#[test]
+fn numpy_string_arrays_feed_string_placeholders() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.graph");
+    std::fs::write(
+        &g,
+        "s = Placeholder() {dtype = string, shape = shape[3]}\n\
+         n = StringLength(s) {unit = \"UTF8_CHAR\"}\n",
+    )
+    .unwrap();
+    let npy = |descr: &str, count: usize, data: &[u8]| {
+        let header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({count},), }}\n");
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(data);
+        out
+    };
+    let utf32: Vec<u8> =
+        ["ab\0", "été", "\0\0\0"].iter().flat_map(|w| w.chars().flat_map(|c| (c as u32).to_le_bytes())).collect();
+    let cases = [(npy("<U3", 3, &utf32), [2, 3, 0]), (npy("|S2", 3, b"x\0yz\0\0"), [1, 2, 0])];
+    for (i, (bytes, want)) in cases.iter().enumerate() {
+        let f = dir.path().join(format!("s{i}.npy"));
+        std::fs::write(&f, bytes).unwrap();
+        for mode in [None, Some("--no-cluster")] {
+            let mut args = vec!["run", g.to_str().unwrap(), "--feeds", f.to_str().unwrap(), "--fetch", "n", "--json"];
+            args.extend(mode);
+            let out = autoclust(&args);
+            assert!(out.status.success(), "{mode:?}: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(json(&out)["fetches"]["n:0"]["data"], serde_json::json!(want), "{i} {mode:?}");
+        }
+    }
+}
+
 /// `ResourceScatterNd*` join clusters (as TensorFlow's XLA clusters them: sweep 65): encapsulation
 /// turns them into the pure `TensorScatter*` on the variable's value, the indices as given.
 /// Values as TensorFlow's `tf.compat.v1.scatter_nd_add`/`_update` give them.

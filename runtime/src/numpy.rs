@@ -5,9 +5,10 @@
 //! `np.savez_compressed`; zip64 size fields are understood and each
 //! member's CRC-32 is checked).
 //!
-//! Little-endian (and byte-sized) numeric and bool dtypes are read;
-//! Fortran-ordered, big-endian, string and object arrays are refused with
-//! an error naming the member.
+//! Little-endian (and byte-sized) numeric and bool dtypes are read, and
+//! numpy's fixed-width string arrays (`S<n>` bytes, `U<n>` UTF-32) as string
+//! tensors; Fortran-ordered, big-endian and object arrays are refused with an
+//! error naming the member.
 
 use autoclust_graph::{DType, Tensor};
 
@@ -82,14 +83,58 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorIoError> {
         .filter(|s| !s.is_empty())
         .map(|s| s.trim_end_matches('L').parse::<usize>().map_err(|_| bad(format!("bad shape {shape_text}"))))
         .collect::<Result<Vec<usize>, _>>()?;
-    let dtype = dtype_of(descr)?;
     let data = &bytes[start + header_len..];
+    if let Some(t) = string_array(descr, &shape, data)? {
+        return Ok(t);
+    }
+    let dtype = dtype_of(descr)?;
     let width = dtype.size_of().expect("numeric dtype");
     let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| bad("shape too large"))?;
     if data.len() != n * width {
         return Err(bad(format!("{} data bytes for shape {shape:?} of {descr}", data.len())));
     }
     autoclust_graph_tensor(dtype, shape, data)
+}
+
+/// A numpy string array as a string tensor (`None` for other dtypes): `S<n>` (bytes, `n` per
+/// element, NUL-padded) and `U<n>` (`n` UTF-32 code points per element, little-endian),
+/// trailing NULs dropped as numpy drops them. This is how a feed too large for `--feed`'s
+/// JSON on the command line travels (`np.save("s.npy", np.array(["a", "bc"]))`).
+fn string_array(descr: &str, shape: &[usize], data: &[u8]) -> Result<Option<Tensor>, TensorIoError> {
+    let (order, kind) = descr.split_at(1.min(descr.len()));
+    let (unicode, n) = match (kind.strip_prefix('S'), kind.strip_prefix('U')) {
+        (Some(n), _) => (false, n),
+        (_, Some(n)) => (true, n),
+        _ => return Ok(None),
+    };
+    let n: usize = n.parse().map_err(|_| bad(format!("dtype '{descr}' is not supported")))?;
+    if unicode && order == ">" {
+        return Err(bad(format!("big-endian dtype '{descr}' is not supported")));
+    }
+    let width = if unicode { n.checked_mul(4).ok_or_else(|| bad("string width too large"))? } else { n };
+    let count = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| bad("shape too large"))?;
+    if count.checked_mul(width) != Some(data.len()) {
+        return Err(bad(format!("{} data bytes for shape {shape:?} of {descr}", data.len())));
+    }
+    let element = |c: &[u8]| -> Result<Vec<u8>, TensorIoError> {
+        if !unicode {
+            let end = c.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+            return Ok(c[..end].to_vec());
+        }
+        let points: Vec<u32> = c.chunks_exact(4).map(|p| u32::from_le_bytes(p.try_into().expect("4 bytes"))).collect();
+        let end = points.iter().rposition(|&p| p != 0).map_or(0, |i| i + 1);
+        let text: String = points[..end]
+            .iter()
+            .map(|&p| char::from_u32(p).ok_or_else(|| bad(format!("invalid code point {p:#x} in a '{descr}' array"))))
+            .collect::<Result<_, _>>()?;
+        Ok(text.into_bytes())
+    };
+    let values = if width == 0 {
+        vec![Vec::new(); count]
+    } else {
+        data.chunks_exact(width).map(element).collect::<Result<Vec<_>, _>>()?
+    };
+    Tensor::from_strings(shape.to_vec(), values).map(Some).map_err(|e| bad(e.to_string()))
 }
 
 fn autoclust_graph_tensor(dtype: DType, shape: Vec<usize>, b: &[u8]) -> Result<Tensor, TensorIoError> {
@@ -246,7 +291,15 @@ mod tests {
         let e = |h: &str, d: &[u8]| read_npy(&npy(h, d)).unwrap_err().to_string();
         assert!(e("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }", &[0; 4]).contains("Fortran"));
         assert!(e("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", &[0; 4]).contains("big-endian"));
-        assert!(e("{'descr': '<U3', 'fortran_order': False, 'shape': (1,), }", &[0; 12]).contains("not supported"));
+        assert!(e("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", &[0; 8]).contains("not supported"));
+        assert!(e("{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", &[0; 12]).contains("12 data bytes"));
+        // np.array(["ab", "été", ""]) is '<U3'; np.array([b"x", b"yz"]) is '|S2'.
+        let utf32: Vec<u8> =
+            ["ab\0", "été", "\0\0\0"].iter().flat_map(|w| w.chars().flat_map(|c| (c as u32).to_le_bytes())).collect();
+        let u = read_npy(&npy("{'descr': '<U3', 'fortran_order': False, 'shape': (3,), }", &utf32)).unwrap();
+        assert_eq!(u, Tensor::from_strings(vec![3], vec![b"ab".to_vec(), "été".as_bytes().to_vec(), vec![]]).unwrap());
+        let b = read_npy(&npy("{'descr': '|S2', 'fortran_order': False, 'shape': (2, 1), }", b"x\0yz")).unwrap();
+        assert_eq!(b, Tensor::from_strings(vec![2, 1], vec![b"x".to_vec(), b"yz".to_vec()]).unwrap());
         assert!(e("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", &[0; 4]).contains("4 data bytes"));
         assert!(read_npy(b"PK\x03\x04").is_err());
         let mut z = fixture("dense2.feeds.npz");
