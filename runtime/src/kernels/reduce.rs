@@ -173,6 +173,11 @@ fn reduce_bool(op: Reduce, t: &Tensor, mask: &[bool], keep_dims: bool) -> KResul
 
 /// Reduces `t` over `axes`.
 pub fn reduce(op: Reduce, t: &Tensor, axes: &[i64], keep_dims: bool) -> KResult<Tensor> {
+    if matches!(t.dtype, DType::Complex64 | DType::Complex128) {
+        let mask = axis_mask(t.rank(), axes)?;
+        let out = out_shape(&t.shape, &mask, keep_dims);
+        return super::spectral::reduce_complex(op, t, &mask, out);
+    }
     super::check_native(t)?;
     let mask = axis_mask(t.rank(), axes)?;
     if t.dtype == DType::Bool {

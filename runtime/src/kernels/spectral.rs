@@ -662,6 +662,54 @@ fn part(t: &Tensor, out: DType, f: fn(C) -> f64) -> KResult<Tensor> {
     real_tensor(out, t.shape.clone(), complex_values(t)?.into_iter().map(f).collect())
 }
 
+/// `Sum`, `Mean` and `Prod` of a complex tensor over the axes `mask` marks (the gradient of
+/// a broadcast complex product sums over the broadcast axes), accumulated in float64 in
+/// input order and rounded once; `out_shape` is the result's shape (`keep_dims` applied).
+/// Other reductions order complex numbers, which TensorFlow does not either.
+pub(crate) fn reduce_complex(
+    op: super::reduce::Reduce,
+    t: &Tensor,
+    mask: &[bool],
+    out_shape: Vec<usize>,
+) -> KResult<Tensor> {
+    use super::reduce::Reduce;
+    let v = complex_values(t)?;
+    // Each input element's output position: its coordinates with the reduced axes dropped.
+    let mut stride = vec![0usize; t.rank()];
+    let mut n_out = 1usize;
+    for d in (0..t.rank()).rev() {
+        if !mask[d] {
+            stride[d] = n_out;
+            n_out *= t.shape[d];
+        }
+    }
+    let count = t.shape.iter().zip(mask).filter(|&(_, &m)| m).map(|(&d, _)| d).product::<usize>();
+    let init = match op {
+        Reduce::Sum | Reduce::Mean => C::ZERO,
+        Reduce::Prod => C::new(1.0, 0.0),
+        _ => return Err(KernelError::DType(t.dtype)),
+    };
+    let mut acc = vec![init; n_out];
+    let mut idx = vec![0usize; t.rank()];
+    for x in v {
+        let o: usize = idx.iter().zip(&stride).map(|(i, s)| i * s).sum();
+        acc[o] = if op == Reduce::Prod { acc[o].mul(x) } else { acc[o].add(x) };
+        for d in (0..t.rank()).rev() {
+            idx[d] += 1;
+            if idx[d] < t.shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    if op == Reduce::Mean {
+        // An empty mean divides by zero, as TensorFlow's does: NaN.
+        let n = count as f64;
+        acc.iter_mut().for_each(|c| *c = C::new(c.re / n, c.im / n));
+    }
+    complex_tensor(t.dtype, out_shape, &acc)
+}
+
 fn type_attr(node: &Node, name: &str) -> Option<DType> {
     node.attr(name).and_then(AttrValue::as_type)
 }
@@ -809,6 +857,25 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Complex `Sum`/`Mean`/`Prod` (sweep 70: the gradient of a broadcast complex product
+    /// needs `Sum`), against values worked by hand.
+    #[test]
+    fn complex_reductions() {
+        let x = [C::new(1.0, 2.0), C::new(3.0, -1.0), C::new(0.5, 0.0), C::new(-1.0, 4.0)];
+        let t = complex_tensor(DType::Complex64, vec![2, 2], &x).unwrap();
+        let red = |op: &str, axes: Vec<i32>, keep: bool| {
+            let n = crate::kernels::tests_support::node(op, &[("keep_dims", AttrValue::B(keep))]);
+            let axes = Tensor::from_i32(vec![axes.len()], axes).unwrap();
+            let out = crate::kernels::tests_support::run1(&n, &[t.clone(), axes]).unwrap();
+            (out.shape.clone(), complex_values(&out).unwrap())
+        };
+        assert_eq!(red("Sum", vec![0], false), (vec![2], vec![C::new(1.5, 2.0), C::new(2.0, 3.0)]));
+        assert_eq!(red("Mean", vec![1], true), (vec![2, 1], vec![C::new(2.0, 0.5), C::new(-0.25, 2.0)]));
+        let p = x.iter().fold(C::new(1.0, 0.0), |a, &b| a.mul(b));
+        assert_eq!(red("Prod", vec![0, 1], false), (vec![], vec![p]));
+        assert_eq!(red("Sum", vec![], false).1, x.to_vec());
+    }
 
     /// The definition, summed directly in float64.
     fn dft(x: &[C], inverse: bool) -> Vec<C> {
