@@ -1196,13 +1196,14 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
             f.sel(pos, a[0], scaled)
         }
         EwOp::FakeQuant { min, max, scale, inv_scale } => {
-            // `x.min(max).max(min)` as compare-and-select (a NaN takes the maximum, as the
-            // interpreter's `f32::min` gives), then TensorFlow's arithmetic in its order.
+            // Clamped to the range by compare-and-select (a NaN stays NaN, as in TensorFlow:
+            // `autoclust_graph::fake_quant::Nudged::quantize`), then TensorFlow's arithmetic
+            // in its order.
             let (mn, mx) = (f.c(f32::from_bits(min)), f.c(f32::from_bits(max)));
-            let below = f.b.ins().fcmp(FloatCC::LessThan, a[0], mx);
-            let c = f.sel(below, a[0], mx);
-            let above = f.b.ins().fcmp(FloatCC::GreaterThan, c, mn);
-            let c = f.sel(above, c, mn);
+            let over = f.b.ins().fcmp(FloatCC::GreaterThan, a[0], mx);
+            let c = f.sel(over, mx, a[0]);
+            let under = f.b.ins().fcmp(FloatCC::LessThan, c, mn);
+            let c = f.sel(under, mn, c);
             let shifted = f.b.ins().fsub(c, mn);
             let inv = f.c(f32::from_bits(inv_scale));
             let t = f.b.ins().fmul(shifted, inv);
@@ -1242,10 +1243,10 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
             let mn = f.b.ins().fmul(lo, scale);
             let hi = f.b.ins().fsub(qmaxf, zero);
             let mx = f.b.ins().fmul(hi, scale);
-            let below = f.b.ins().fcmp(FloatCC::LessThan, a[0], mx);
-            let c = f.sel(below, a[0], mx);
-            let above = f.b.ins().fcmp(FloatCC::GreaterThan, c, mn);
-            let c = f.sel(above, c, mn);
+            let over = f.b.ins().fcmp(FloatCC::GreaterThan, a[0], mx);
+            let c = f.sel(over, mx, a[0]);
+            let under = f.b.ins().fcmp(FloatCC::LessThan, c, mn);
+            let c = f.sel(under, mn, c);
             let shifted = f.b.ins().fsub(c, mn);
             let t = f.b.ins().fmul(shifted, inv);
             let t = f.b.ins().fadd(t, half);

@@ -39,10 +39,17 @@ pub fn nudge(min: f32, max: f32, qmin: i32, qmax: i32) -> Nudged {
 }
 
 impl Nudged {
-    /// The fake-quantised value of `x` (`x.min(max).max(min)`: a NaN becomes the range's
-    /// maximum's value, as the JIT's compare-and-select lowering also gives).
+    /// The fake-quantised value of `x`, clamped to the range first; a NaN stays NaN, as in
+    /// TensorFlow (whose clamp is Eigen's `cwiseMin`/`cwiseMax`), and as the JIT's
+    /// compare-and-select lowering gives.
     pub fn quantize(&self, x: f32) -> f32 {
-        let clamped = x.min(self.max).max(self.min);
+        let clamped = if x > self.max {
+            self.max
+        } else if x < self.min {
+            self.min
+        } else {
+            x
+        };
         ((clamped - self.min) * self.inv_scale + 0.5).floor() * self.scale + self.min
     }
 
@@ -95,5 +102,8 @@ mod tests {
         for (g, w) in got.iter().zip([0.0f32, 0.098_823_53, 0.450_196_03, 0.7]) {
             assert!((g - w).abs() <= 1e-6, "{got:?}");
         }
+        // TensorFlow 2.21 keeps a NaN (sweep 70); infinities clamp.
+        assert!(r.quantize(f32::NAN).is_nan());
+        assert_eq!((r.quantize(f32::INFINITY), r.quantize(f32::NEG_INFINITY)), (r.max, r.min));
     }
 }
