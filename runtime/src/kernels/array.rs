@@ -1530,8 +1530,13 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 // The index of the first boundary above the value (std::upper_bound, whose
                 // test is `value < boundary`: a NaN is below none, so it lands past the last
                 // bucket, as in TensorFlow), the value against float boundaries.
-                let idx: Vec<i32> =
-                    v.iter().map(|&x| boundaries.partition_point(|&b| !(x < f64::from(b))) as i32).collect();
+                let idx: Vec<i32> = v
+                    .iter()
+                    .map(|&x| {
+                        boundaries.partition_point(|&b| x.partial_cmp(&f64::from(b)) != Some(std::cmp::Ordering::Less))
+                            as i32
+                    })
+                    .collect();
                 one(tensor_of(t.shape.clone(), idx))
             })
         }
