@@ -1400,7 +1400,7 @@ mod tests {
         assert_eq!(verdict.clustered.outcomes[0].fetches[0].1.as_i32(), Some(&[7][..]));
     }
 
-    /// A schedule longer than a 512 KiB stack allowed one search frame per step for (the
+    /// A schedule longer than a 256 KiB stack allowed one search frame per step for (the
     /// search recursed once per step, which aborted `verify --clusters` on a generated graph
     /// of 10⁵ nodes): a chain of writes, each after the last, explored and verified with two
     /// of them clustered. (Longer chains are slow to explore in a debug build: every state
@@ -1408,7 +1408,7 @@ mod tests {
     #[test]
     fn a_long_schedule_is_searched_without_deep_recursion() {
         std::thread::Builder::new()
-            .stack_size(512 << 10)
+            .stack_size(256 << 10)
             .spawn(long_schedule)
             .expect("a test thread")
             .join()
@@ -1416,7 +1416,7 @@ mod tests {
     }
 
     fn long_schedule() {
-        const WRITES: usize = 3_000;
+        const WRITES: usize = 1_500;
         let int = || AttrValue::Type(DType::Int32);
         let mut nodes = vec![
             raw(
