@@ -896,7 +896,7 @@ impl LowerCtx<'_> {
                         attrs(&[("T", tindices.clone()), ("Tdim", AttrValue::Type(DType::Int32))]),
                     );
                     let pure = op.replace("ResourceScatter", "TensorScatter");
-                    let a = attrs(&[("T", AttrValue::Type(vars[v].dtype)), ("Tindices", tindices)]);
+                    let a = scatter_attrs(node, vars[v].dtype, tindices);
                     write(&mut vars, &mut body, v, &pure, vec![cur, indices, arg(2)], a);
                 }
                 "ResourceScatterNdAdd"
@@ -909,7 +909,7 @@ impl LowerCtx<'_> {
                     let cur = read(&mut vars, &mut body, v);
                     let tindices = self.attr(n, "Tindices")?;
                     let pure = op.replace("ResourceScatterNd", "TensorScatter");
-                    let a = attrs(&[("T", AttrValue::Type(vars[v].dtype)), ("Tindices", tindices)]);
+                    let a = scatter_attrs(node, vars[v].dtype, tindices);
                     write(&mut vars, &mut body, v, &pure, vec![cur, arg(1), arg(2)], a);
                 }
                 "ResourceApplyGradientDescent" => {
@@ -1666,6 +1666,20 @@ fn same_shape_check(
         (autoclust_graph::ORIGIN_OP_ATTR, AttrValue::S(node.op.as_bytes().to_vec())),
     ]);
     body.push(name, autoclust_graph::protocol::SAME_SHAPE_OP, vec![value, current], a)
+}
+
+/// The attributes of the pure `TensorScatter*` standing for the user's scatter `node`: its
+/// types, and the user's op and node ([`autoclust_graph::ORIGIN_OP_ATTR`],
+/// [`autoclust_graph::protocol::ORIGIN_NODE_ATTR`]) — the write is named as the variable's
+/// SSA value, and a failure must name the scatter the user wrote, and keep its contract (a
+/// `ResourceScatter*` takes a scalar update, the pure op does not).
+fn scatter_attrs(node: &autoclust_graph::Node, dtype: DType, tindices: AttrValue) -> Attrs {
+    attrs(&[
+        ("T", AttrValue::Type(dtype)),
+        ("Tindices", tindices),
+        (autoclust_graph::ORIGIN_OP_ATTR, AttrValue::S(node.op.as_bytes().to_vec())),
+        (autoclust_graph::protocol::ORIGIN_NODE_ATTR, AttrValue::S(node.name.as_bytes().to_vec())),
+    ])
 }
 
 /// A new SSA value `v_ssa_k = op(inputs)` of a variable; returns its reference.

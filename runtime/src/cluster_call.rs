@@ -366,19 +366,25 @@ impl Body {
     fn blame(&self, e: RunError) -> KernelError {
         match e {
             RunError::Node { node, op, error } => {
-                let origin = self
-                    .graph
-                    .find(&node)
-                    .and_then(|id| self.graph.node(id).attr(ORIGIN_OP_ATTR))
-                    .and_then(|a| a.as_str())
-                    .filter(|o| !o.is_empty() && *o != op)
-                    .map(str::to_string);
+                let body_node = self.graph.find(&node).map(|id| self.graph.node(id));
+                let origin_attr = |key: &str| {
+                    body_node
+                        .and_then(|n| n.attr(key))
+                        .and_then(|a| a.as_str())
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                };
+                let origin = origin_attr(ORIGIN_OP_ATTR).filter(|o| *o != op);
+                // A node standing for a user's node under another name (a scatter's write,
+                // named as the variable's SSA value) is reported as that node and its op.
+                let stands_for = origin_attr(autoclust_graph::protocol::ORIGIN_NODE_ATTR);
                 let op = match origin {
                     // Internal ops (encapsulation's shape checks) stand for the user's op.
-                    Some(o) if op.starts_with(autoclust_graph::protocol::OP_PREFIX) => o,
+                    Some(o) if op.starts_with(autoclust_graph::protocol::OP_PREFIX) || stands_for.is_some() => o,
                     Some(o) => format!("{o}\u{2192}{op}"),
                     None => op,
                 };
+                let node = stands_for.unwrap_or(node);
                 KernelError::invalid(format!("in cluster node '{node}' ({op}): {error}"))
             }
             e => KernelError::invalid(format!("in function '{}': {e}", self.name)),

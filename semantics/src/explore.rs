@@ -282,7 +282,62 @@ type KernelResult = (Vec<Tensor>, Vec<Tensor>);
 type AccessResult = (Vec<Tensor>, Vec<(VarId, Tensor)>);
 
 impl Explorer<'_, '_> {
-    fn search(&mut self, mut state: State) -> Result<(), SemanticsError> {
+    /// Depth-first search over the states from `root`, on an explicit stack: a schedule is as
+    /// long as the program has steps, and one call frame per step overflowed the thread's
+    /// stack (`verify --clusters` on a generated graph of 10⁵ nodes, ~2·10⁴ steps, aborted
+    /// the process). Only states with choices left to try stay on the stack: the last choice
+    /// of a state (with partial-order reduction usually its only one) takes the state over
+    /// instead of a copy, so a run of ample steps holds one state, not one per step (each a
+    /// value slot per node: copies per step took 20 GB at 10⁵ nodes). The order of the search,
+    /// the states visited and the schedules recorded are those of the recursion.
+    fn search(&mut self, root: State) -> Result<(), SemanticsError> {
+        /// A state with choices left: the steps to try from it, the next one's index, and
+        /// the length of the schedule that reached it.
+        struct Frame {
+            state: State,
+            choices: Vec<usize>,
+            next: usize,
+            depth: usize,
+        }
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut reached = Some(root);
+        loop {
+            if let Some(mut state) = reached.take() {
+                match self.choices(&mut state)? {
+                    Some(choices) => stack.push(Frame { state, choices, next: 0, depth: self.path.len() }),
+                    None => self.record(state)?,
+                }
+            }
+            let Some(top) = stack.last_mut() else { return Ok(()) };
+            let (s, depth) = (top.choices[top.next], top.depth);
+            top.next += 1;
+            let mut next = if top.next < top.choices.len() {
+                top.state.clone()
+            } else {
+                match stack.pop() {
+                    Some(frame) => frame.state,
+                    None => return Ok(()),
+                }
+            };
+            self.apply(StepId(s as u32), &mut next)?;
+            next.done.insert(s);
+            self.states += 1;
+            let key = self.key(&next);
+            if self.visited.insert(key) || !self.limits.reduce {
+                let count = if self.limits.reduce { self.visited.len() } else { self.states };
+                if count > self.limits.max_states {
+                    return Err(SemanticsError::StateBound { limit: self.limits.max_states });
+                }
+                self.path.truncate(depth);
+                self.path.push(StepId(s as u32));
+                reached = Some(next);
+            }
+        }
+    }
+
+    /// The steps to try from `state` (never empty): every enabled step, or the one that may
+    /// run first (see the module documentation); `None` when every step is done.
+    fn choices(&mut self, state: &mut State) -> Result<Option<Vec<usize>>, SemanticsError> {
         let n = self.program.steps.len();
         let enabled: Vec<usize> = (0..n)
             .filter(|&s| {
@@ -291,7 +346,7 @@ impl Explorer<'_, '_> {
             .collect();
         if enabled.is_empty() {
             if state.done.count_ones(..) == n {
-                return self.record(state);
+                return Ok(None);
             }
             let stuck: Vec<String> =
                 (0..n).filter(|&s| !state.done.contains(s)).map(|s| self.program.describe(StepId(s as u32))).collect();
@@ -307,33 +362,16 @@ impl Explorer<'_, '_> {
         // A dead step accesses nothing, so it commutes with every step: run it first.
         if self.program.control_flow && self.limits.reduce && ample.is_none() {
             for &s in &enabled {
-                if self.step_dead(StepId(s as u32), &mut state)? {
+                if self.step_dead(StepId(s as u32), state)? {
                     ample = Some(s);
                     break;
                 }
             }
         }
-        let choices = match ample {
+        Ok(Some(match ample {
             Some(s) => vec![s],
             None => enabled,
-        };
-        for s in choices {
-            let mut next = state.clone();
-            self.apply(StepId(s as u32), &mut next)?;
-            next.done.insert(s);
-            self.states += 1;
-            let key = self.key(&next);
-            if self.visited.insert(key) || !self.limits.reduce {
-                let count = if self.limits.reduce { self.visited.len() } else { self.states };
-                if count > self.limits.max_states {
-                    return Err(SemanticsError::StateBound { limit: self.limits.max_states });
-                }
-                self.path.push(StepId(s as u32));
-                self.search(next)?;
-                self.path.pop();
-            }
-        }
-        Ok(())
+        }))
     }
 
     fn record(&mut self, mut state: State) -> Result<(), SemanticsError> {
@@ -963,7 +1001,104 @@ impl Explorer<'_, '_> {
     }
 
     /// A node's outputs, computing a pure node on demand (its deadness too).
+    ///
+    /// The missing pure values it needs are computed first, deepest first, on an explicit
+    /// stack ([`Explorer::fill_ancestors`]): computing each node's inputs by recursion
+    /// overflowed the thread's stack on a long chain of pure nodes (`verify --clusters` on a
+    /// generated graph of 10⁵ nodes aborted the process).
     fn ensure(&self, st: &mut State, id: NodeId) -> Result<Rc<[Tensor]>, SemanticsError> {
+        if let Some(v) = &st.values[id.index()] {
+            return Ok(v.clone());
+        }
+        self.fill_ancestors(st, id)?;
+        self.ensure_one(st, id)
+    }
+
+    /// Computes the missing values `ensure(id)` would compute by recursion — the nodes
+    /// [`Explorer::compute_pure`] asks for ([`Explorer::demand`]), in the order it asks,
+    /// stopping where it would stop (at an input that fails or, with control flow, is dead)
+    /// — each after its own, so every `compute_pure` finds its inputs known and the call
+    /// depth stays constant. Only where the work happens moves: the same nodes are computed
+    /// in the same order, so the values and the first error are those of the recursion.
+    fn fill_ancestors(&self, st: &mut State, id: NodeId) -> Result<(), SemanticsError> {
+        let mut stack: Vec<(NodeId, usize)> = vec![(id, 0)];
+        while let Some(&(node, k)) = stack.last() {
+            let next = if k > 0 && !self.demand_met(st, node, k - 1) { None } else { self.demand(node, k) };
+            match next {
+                Some(dep) => {
+                    if let Some(top) = stack.last_mut() {
+                        top.1 += 1;
+                    }
+                    if st.values[dep.node().index()].is_none() {
+                        // Deeper than there are nodes: a cycle of pure nodes, which a verified
+                        // graph does not hold (the recursion never ended on one either).
+                        if stack.len() > self.program.graph.len() {
+                            return Err(self.kernel_error(dep.node(), "its value depends on itself (internal)".into()));
+                        }
+                        stack.push((dep.node(), 0));
+                    }
+                }
+                None => {
+                    stack.pop();
+                    self.ensure_one(st, node)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `k`-th value [`Explorer::compute_pure`] of `node` asks for (through
+    /// [`Explorer::dead_values`]' [`Explorer::inputs_dead`] with control flow), `None` past
+    /// the last — or for a node `ensure` does not compute, whose `ensure_one` fails.
+    /// Whether `compute_pure` gets to ask is [`Explorer::demand_met`]'s question.
+    fn demand(&self, node: NodeId, k: usize) -> Option<Demand> {
+        let p = self.program;
+        if p.access[node.index()].is_some() || p.cluster_of[node.index()].is_some() {
+            return None;
+        }
+        let n = p.graph.node(node);
+        let data = |k: usize| n.inputs.get(k).map(|&o| Demand::Data(o));
+        if p.control_flow {
+            return match n.op.as_str() {
+                "Merge" | "RefMerge" => data(k),
+                "ControlTrigger" => None,
+                _ => match n.control_inputs.get(k) {
+                    Some(&c) => Some(Demand::Control(c)),
+                    None => data(k - n.control_inputs.len()),
+                },
+            };
+        }
+        let asked = match n.op.as_str() {
+            "Const" | "Placeholder" | "NoOp" | "VarHandleOp" | "StackV2" => 0,
+            "PlaceholderWithDefault" if self.inputs.feeds.contains_key(&n.name) => 0,
+            "PlaceholderWithDefault" | "Identity" | "StopGradient" | "Snapshot" => 1,
+            _ => n.inputs.len(),
+        };
+        if k < asked {
+            data(k)
+        } else {
+            None
+        }
+    }
+
+    /// Whether `compute_pure` of `node`, its `k`-th demand known, goes on to the next: not
+    /// when reading it fails, nor when it is dead and makes `node` dead (all but a `Merge`).
+    fn demand_met(&self, st: &mut State, node: NodeId, k: usize) -> bool {
+        let merge = matches!(self.program.graph.node(node).op.as_str(), "Merge" | "RefMerge");
+        match self.demand(node, k) {
+            None => false,
+            Some(Demand::Control(c)) => matches!(self.node_dead(st, c), Ok(false)),
+            Some(Demand::Data(o)) if self.program.control_flow => match self.value_or_dead(st, o) {
+                Ok(Some(_)) => true,
+                Ok(None) => merge,
+                Err(_) => false,
+            },
+            Some(Demand::Data(o)) => self.value(st, o).is_ok(),
+        }
+    }
+
+    /// A node's outputs once its inputs are known: computes a pure node (its deadness too).
+    fn ensure_one(&self, st: &mut State, id: NodeId) -> Result<Rc<[Tensor]>, SemanticsError> {
         Ok(match &st.values[id.index()] {
             Some(v) => v.clone(),
             None => {
@@ -1104,6 +1239,23 @@ impl Explorer<'_, '_> {
     }
 }
 
+/// A value [`Explorer::compute_pure`] asks for: a data input, or (with control flow) a
+/// control input whose deadness it looks at.
+#[derive(Clone, Copy)]
+enum Demand {
+    Data(Output),
+    Control(NodeId),
+}
+
+impl Demand {
+    fn node(self) -> NodeId {
+        match self {
+            Demand::Data(o) => o.node,
+            Demand::Control(c) => c,
+        }
+    }
+}
+
 /// A 128-bit fingerprint from two independently keyed 64-bit hashes.
 fn fingerprint(feed: impl Fn(&mut DefaultHasher)) -> u128 {
     let mut a = DefaultHasher::new();
@@ -1181,5 +1333,125 @@ fn cmp_tensor(a: &Tensor, b: &Tensor) -> std::cmp::Ordering {
             (p, q) => p.is_some().cmp(&q.is_some()),
         },
         _ => Ordering::Equal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use autoclust_graph::{AttrValue, Attrs, DType, Graph, Library, RawNode, Shape, Tensor};
+
+    use crate::{explore_graph, verify, ClusterSpec, Inputs, Query, RuntimeKernels};
+
+    fn raw(name: &str, op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> RawNode {
+        let mut a = Attrs::new();
+        for (k, v) in attrs {
+            a.insert((*k).into(), v.clone());
+        }
+        RawNode {
+            name: name.into(),
+            op: op.into(),
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            attrs: a,
+            device: String::new(),
+            span: None,
+        }
+    }
+
+    /// A pure chain far deeper than a test thread's 2 MiB stack allows recursion for (its
+    /// values were computed by recursion through `ensure`/`compute_pure`, which aborted
+    /// `verify --clusters` on a generated graph of 10⁵ nodes): explored and verified, with
+    /// a cluster at its head, to the chain's value.
+    #[test]
+    fn a_deep_pure_chain_is_computed_without_deep_recursion() {
+        const DEPTH: usize = 200_000;
+        let int = || AttrValue::Type(DType::Int32);
+        let mut nodes = vec![
+            raw(
+                "v",
+                "VarHandleOp",
+                &[],
+                &[
+                    ("dtype", int()),
+                    ("shared_name", AttrValue::S(b"v".to_vec())),
+                    ("container", AttrValue::S(Vec::new())),
+                    ("shape", AttrValue::Shape(Shape::scalar())),
+                ],
+            ),
+            raw("r", "ReadVariableOp", &["v"], &[("dtype", int())]),
+        ];
+        let names: Vec<String> = (0..DEPTH).map(|i| format!("n{i}")).collect();
+        for i in 0..DEPTH {
+            let input = if i == 0 { "r" } else { names[i - 1].as_str() };
+            nodes.push(raw(&names[i], "Neg", &[input], &[("T", int())]));
+        }
+        let graph = Graph::from_raw(nodes, Library::default(), None).unwrap();
+        let query = Query { fetches: vec![names[DEPTH - 1].clone()], ..Query::default() };
+        let inputs = Inputs { vars: [("v".to_string(), Tensor::scalar_i32(7))].into(), ..Inputs::default() };
+        let explored = explore_graph(&graph, &query, None, &inputs, &RuntimeKernels).unwrap();
+        assert_eq!(explored.outcomes.len(), 1);
+        // An even number of negations.
+        assert_eq!(explored.outcomes[0].fetches[0].1.as_i32(), Some(&[7][..]));
+        let head = |g: &Graph| {
+            let ids = ["r", "n0"].iter().map(|n| g.find(n).expect("chain head")).collect();
+            Ok(vec![ClusterSpec { name: "cluster_0".into(), nodes: ids }])
+        };
+        let verdict = verify(&graph, &query, &head, &inputs, &RuntimeKernels).unwrap();
+        assert!(verdict.holds());
+        assert_eq!(verdict.clustered.outcomes[0].fetches[0].1.as_i32(), Some(&[7][..]));
+    }
+
+    /// A schedule longer than a 256 KiB stack allowed one search frame per step for (the
+    /// search recursed once per step, which aborted `verify --clusters` on a generated graph
+    /// of 10⁵ nodes): a chain of writes, each after the last, explored and verified with two
+    /// of them clustered. (Longer chains are slow to explore in a debug build: every state
+    /// scans every step.)
+    #[test]
+    fn a_long_schedule_is_searched_without_deep_recursion() {
+        std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(long_schedule)
+            .expect("a test thread")
+            .join()
+            .expect("explored without overflow");
+    }
+
+    fn long_schedule() {
+        const WRITES: usize = 1_500;
+        let int = || AttrValue::Type(DType::Int32);
+        let mut nodes = vec![
+            raw(
+                "v",
+                "VarHandleOp",
+                &[],
+                &[
+                    ("dtype", int()),
+                    ("shared_name", AttrValue::S(b"v".to_vec())),
+                    ("container", AttrValue::S(Vec::new())),
+                    ("shape", AttrValue::Shape(Shape::scalar())),
+                ],
+            ),
+            raw("one", "Const", &[], &[("dtype", int()), ("value", AttrValue::Tensor(Tensor::scalar_i32(1)))]),
+        ];
+        let names: Vec<String> = (0..WRITES).map(|i| format!("w{i}")).collect();
+        for i in 0..WRITES {
+            let after = if i == 0 { None } else { Some(format!("^{}", names[i - 1])) };
+            let mut inputs = vec!["v", "one"];
+            inputs.extend(after.as_deref());
+            nodes.push(raw(&names[i], "AssignAddVariableOp", &inputs, &[("dtype", int())]));
+        }
+        let graph = Graph::from_raw(nodes, Library::default(), None).unwrap();
+        let query = Query { targets: vec![names[WRITES - 1].clone()], ..Query::default() };
+        let inputs = Inputs { vars: [("v".to_string(), Tensor::scalar_i32(7))].into(), ..Inputs::default() };
+        let explored = explore_graph(&graph, &query, None, &inputs, &RuntimeKernels).unwrap();
+        assert_eq!(explored.outcomes.len(), 1);
+        assert_eq!(explored.outcomes[0].variables[0].1.as_i32(), Some(&[7 + WRITES as i32][..]));
+        // Each read-modify-write is two steps (its read, its write) unless atomic.
+        assert_eq!(explored.witnesses[0].len(), 2 * WRITES);
+        let pair = |g: &Graph| {
+            let ids = ["w0", "w1"].iter().map(|n| g.find(n).expect("first writes")).collect();
+            Ok(vec![ClusterSpec { name: "cluster_0".into(), nodes: ids }])
+        };
+        let verdict = verify(&graph, &query, &pair, &inputs, &RuntimeKernels).unwrap();
+        assert!(verdict.holds());
     }
 }

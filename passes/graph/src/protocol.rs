@@ -32,6 +32,10 @@ pub const VALIDATE_SHAPE_ATTR: &str = "_autoclust_validate_shape";
 /// (`ResourceGather` for a `GatherV2`, `AssignVariableOp` for a shape check), so errors
 /// inside a cluster name what the user wrote.
 pub const ORIGIN_OP_ATTR: &str = "_autoclust_origin_op";
+/// Attribute of a node in a cluster body that carries out a user's node under another name
+/// (a `ResourceScatter*`'s write, named as the variable's next SSA value): that node's name,
+/// so an error inside the cluster names the node the user wrote.
+pub const ORIGIN_NODE_ATTR: &str = "_autoclust_origin_node";
 /// The attribute of the node the `anchor` pass adds for each fetch (`fetch:NODE:PORT`,
 /// an `Identity`) and target (`target:NODE`, a `NoOp`) of a request, outside every
 /// cluster: the caller fetches and targets the anchors instead.
@@ -107,6 +111,7 @@ mod tests {
             super::ORIGIN_OPS_ATTR,
             super::VALIDATE_SHAPE_ATTR,
             super::ORIGIN_OP_ATTR,
+            super::ORIGIN_NODE_ATTR,
             super::ANCHOR_ATTR,
             super::CAPTURED_WRITER_ATTR,
         ];

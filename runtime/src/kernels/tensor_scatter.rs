@@ -4,10 +4,15 @@
 //! interpreter runs them whenever the JIT declines a body; graphs use them directly too
 //! (`tf.tensor_scatter_nd_*`). The combine is the compiler's `ScatterKind`, shared with the
 //! compiled scatter.
+//!
+//! A scatter encapsulation wrote for a `ResourceScatter{Add,Sub,Update,Max,Min}` (its
+//! [`ORIGIN_OP_ATTR`]) keeps that op's contract: TensorFlow's resource scatter takes a scalar
+//! update for every indexed row, which the pure op does not, and a wrong shape is worded as
+//! the plain kernel words it — so a clustered run accepts and refuses what a plain run does.
 
 use std::sync::Arc;
 
-use autoclust_graph::{Tensor, TensorData};
+use autoclust_graph::{Tensor, TensorData, ORIGIN_OP_ATTR};
 use autoclust_numeric::scatter::ScatterKind;
 
 use super::{Inputs, Outputs, PureFn};
@@ -19,6 +24,10 @@ use crate::error::{KResult, KernelError};
 /// `[..., K]` into the first K dimensions of `tensor`; duplicates accumulate.
 pub(crate) fn prepare(node: &autoclust_graph::Node) -> KResult<Option<PureFn>> {
     let Some(kind) = ScatterKind::from_tf(&node.op) else { return Ok(None) };
+    let resource_scatter = node
+        .attr(ORIGIN_OP_ATTR)
+        .and_then(|a| a.as_str())
+        .is_some_and(|o| o.starts_with("ResourceScatter") && !o.starts_with("ResourceScatterNd"));
     Ok(Some(Box::new(move |mut inp: Inputs| -> KResult<Outputs> {
         super::arity(&inp, 3)?;
         let updates = inp.pop().expect("three inputs");
@@ -42,8 +51,14 @@ pub(crate) fn prepare(node: &autoclust_graph::Node) -> KResult<Option<PureFn>> {
         let rows = idx.len() / k;
         let mut want: Vec<usize> = indices.shape[..indices.shape.len() - 1].to_vec();
         want.extend_from_slice(&tensor.shape[k..]);
-        if updates.shape != want {
-            return Err(KernelError::invalid(format!("updates must have shape {want:?}, got {:?}", updates.shape)));
+        // A resource scatter's scalar update goes to every element of every indexed row.
+        let scalar = resource_scatter && updates.rank() == 0;
+        if updates.shape != want && !scalar {
+            return Err(KernelError::invalid(if resource_scatter {
+                format!("updates must have shape {want:?} or be a scalar, got {:?}", updates.shape)
+            } else {
+                format!("updates must have shape {want:?}, got {:?}", updates.shape)
+            }));
         }
         let mut offsets = Vec::with_capacity(rows);
         for r in 0..rows {
@@ -64,12 +79,14 @@ pub(crate) fn prepare(node: &autoclust_graph::Node) -> KResult<Option<PureFn>> {
             // `TensorScatterUpdate` takes every dtype: Keras' mixed-precision loss scaling
             // scatters `IsFinite` bools of an embedding's sparse gradient.
             (ScatterKind::Update, TensorData::Bool(v), TensorData::Bool(u)) => {
-                overwrite_rows(Arc::make_mut(v).as_mut_slice(), u, &offsets, slice)
+                overwrite_rows(Arc::make_mut(v).as_mut_slice(), u, &offsets, slice, scalar)
             }
             (ScatterKind::Update, TensorData::Str(v), TensorData::Str(u)) => {
-                overwrite_rows(Arc::make_mut(v).as_mut_slice(), u, &offsets, slice)
+                overwrite_rows(Arc::make_mut(v).as_mut_slice(), u, &offsets, slice, scalar)
             }
-            _ => super::dispatch_num!(tensor.dtype, scatter_rows(kind, &mut tensor, &offsets, slice, &updates))?,
+            _ => {
+                super::dispatch_num!(tensor.dtype, scatter_rows(kind, &mut tensor, &offsets, slice, &updates, scalar))?
+            }
         }
         super::one(tensor)
     })))
@@ -81,12 +98,13 @@ fn scatter_rows<T: super::elementwise::Num>(
     offsets: &[usize],
     slice: usize,
     updates: &Tensor,
+    scalar: bool,
 ) -> KResult<()> {
     let u = T::slice(updates).to_vec();
     let v = T::vec_mut(&mut tensor.data);
     for (r, &off) in offsets.iter().enumerate() {
         for j in 0..slice {
-            let (p, q) = (&mut v[off + j], u[r * slice + j]);
+            let (p, q) = (&mut v[off + j], u[if scalar { 0 } else { r * slice + j }]);
             *p = match kind {
                 ScatterKind::Add => p.add(q),
                 ScatterKind::Sub => p.sub(q),
@@ -100,10 +118,15 @@ fn scatter_rows<T: super::elementwise::Num>(
 }
 
 /// `TensorScatterUpdate` of a non-numeric dtype: each indexed row replaced, in index order
-/// (with duplicate indices the last update wins, as in TensorFlow's CPU kernel).
-fn overwrite_rows<T: Clone>(v: &mut [T], updates: &[T], offsets: &[usize], slice: usize) {
+/// (with duplicate indices the last update wins, as in TensorFlow's CPU kernel); with
+/// `scalar`, every element of each row becomes the one update.
+fn overwrite_rows<T: Clone>(v: &mut [T], updates: &[T], offsets: &[usize], slice: usize, scalar: bool) {
     for (r, &off) in offsets.iter().enumerate() {
-        v[off..off + slice].clone_from_slice(&updates[r * slice..(r + 1) * slice]);
+        if scalar {
+            v[off..off + slice].fill(updates[0].clone());
+        } else {
+            v[off..off + slice].clone_from_slice(&updates[r * slice..(r + 1) * slice]);
+        }
     }
 }
 
