@@ -423,6 +423,19 @@ fn subnormals_are_flushed_to_zero_as_in_tensorflow() {
         assert_eq!(f["b:0"]["data"], serde_json::json!([false, false, false, true, true]), "{mode:?}: {text}");
         assert_eq!(f["m:0"]["data"], serde_json::json!([0.0]), "{mode:?}: {text}");
     }
+    // The explorer computes pure values as a step does.
+    let out = autoclust(&[
+        "explore",
+        g.to_str().unwrap(),
+        "--feed",
+        "x=[1e-40, -1e-40, 1e-38, 2e-38, 1.0]",
+        "--fetch",
+        "b",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json(&out);
+    assert_eq!(v["outcomes"][0]["fetches"]["b:0"]["data"], serde_json::json!([false, false, false, true, true]), "{v}");
 }
 
 #[test]

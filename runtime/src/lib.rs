@@ -44,6 +44,7 @@ mod session;
 pub mod tensor_io;
 pub mod variables;
 
+pub use autoclust_numeric::denormals::FlushDenormals;
 pub use cluster_call::{FunctionStatus, Jit};
 pub use error::{KernelError, RunError};
 pub use function_call::{run_call, DEFAULT_MAX_LOOP_ITERATIONS};

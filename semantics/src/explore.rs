@@ -129,6 +129,9 @@ pub fn explore(
     limits: Limits,
 ) -> Result<Exploration, SemanticsError> {
     let _span = tracing::debug_span!("explore", steps = program.steps.len()).entered();
+    // Pure values are the interpreter's kernels' values as a session step computes them:
+    // subnormals flushed to zero (`autoclust_runtime::FlushDenormals`).
+    let _flush = autoclust_runtime::FlushDenormals::new();
     let n = program.steps.len();
     let mut value_users = vec![Vec::new(); n];
     for (s, sources) in program.value_sources.iter().enumerate() {
