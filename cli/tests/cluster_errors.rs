@@ -129,5 +129,7 @@ fn a_clustered_scatter_takes_a_scalar_update() {
         let value = |text: &str| text.lines().find(|l| l.starts_with("r:0")).unwrap_or("").to_string();
         assert_eq!(value(&clustered), value(&plain), "{op}");
         assert!(value(&plain).contains("-5.0"), "{op}: {plain}");
+        // A note saying why the cluster is interpreted names the scatter as written too.
+        assert!(!clustered.contains("_ssa_"), "{op}: {clustered}");
     }
 }

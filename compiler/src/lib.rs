@@ -153,8 +153,25 @@ pub const MIN_CALLS_PER_COMPILE: u64 = 50;
 pub const MEGAMORPHIC_CONSTANT_VALUES: usize = 32;
 
 impl CompileError {
+    /// The body node is named as the user wrote it: a node encapsulation rewrote (a
+    /// `ResourceScatterAdd` become a pure `TensorScatterAdd` named after the variable's next
+    /// value, `v_ssa_1`) carries its origin's name and op (`protocol::ORIGIN_NODE_ATTR`).
     pub(crate) fn unsupported(node: &autoclust_graph::Node, reason: impl Into<String>) -> CompileError {
-        CompileError::Unsupported { node: node.name.clone(), op: node.op.clone(), reason: reason.into() }
+        let (name, op) = as_written(node);
+        CompileError::Unsupported { node: name, op, reason: reason.into() }
+    }
+}
+
+/// A body node's name and op as the user wrote them: its origin's for a node encapsulation
+/// rewrote (`protocol::ORIGIN_NODE_ATTR`), else its own.
+pub(crate) fn as_written(node: &autoclust_graph::Node) -> (String, String) {
+    let text = |key: &str| match node.attr(key) {
+        Some(autoclust_graph::AttrValue::S(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+        _ => None,
+    };
+    match text(autoclust_graph::protocol::ORIGIN_NODE_ATTR) {
+        Some(origin) => (origin, text(autoclust_graph::ORIGIN_OP_ATTR).unwrap_or_else(|| node.op.clone())),
+        None => (node.name.clone(), node.op.clone()),
     }
 }
 

@@ -333,9 +333,15 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo], out: &Outputs<'_>) -> Resu
                 return Err(CompileError::unsupported(node, "indices with an empty last dimension"));
             }
             if depth > x.shape.len() || upd.shape != want {
+                let (name, written) = crate::as_written(node);
+                if upd.shape.is_empty() && written.starts_with("ResourceScatter") {
+                    // A resource scatter's scalar update is legal (the interpreter's kernel
+                    // broadcasts it); the compiled scatter takes whole slices only.
+                    return Err(CompileError::unsupported(node, "a scalar update is not compiled"));
+                }
                 return Err(CompileError::Invalid(format!(
-                    "node '{}': {op} indices {:?} and updates {:?} do not fit tensor {:?}",
-                    node.name, idx.shape, upd.shape, x.shape
+                    "node '{name}' ({written}): indices {:?} and updates {:?} do not fit tensor {:?}",
+                    idx.shape, upd.shape, x.shape
                 )));
             }
             Ok(kernel(KernelOp::Scatter { kind }, vec![0, 1, 2], vec![out.one(x.dtype)?]))
