@@ -9,8 +9,8 @@
 //! any raw dtype. Every transform computes in float64 and rounds once to the output type, so
 //! a `complex64` result is within an ulp or two of the exact transform (TensorFlow's float
 //! transform is within a few ulps of it too). Lengths that are powers of two use an
-//! iterative radix-2 transform; every other length uses Bluestein's chirp-z identity over
-//! a power-of-two convolution. The inverse transforms are normalised by the transformed
+//! iterative radix-2 transform, products of 2, 3, 5 and 7 a recursive mixed-radix one, and
+//! every other length Bluestein's chirp-z identity over a power-of-two convolution. The inverse transforms are normalised by the transformed
 //! element count, as TensorFlow's are.
 //!
 //! `RFFT*` crops or zero-pads each transformed dimension of its real input to `fft_length`
@@ -252,6 +252,9 @@ enum Kind {
     Trivial,
     /// A power of two: the twiddles `e^{-2πik/n}`, `k < n/2`.
     Radix2(Vec<C>),
+    /// A product of the primes 2, 3, 5 and 7 (audio frames: 400, 480, 16000 = 2⁷·5³): the
+    /// factors, outermost first, and the twiddles `e^{-2πik/n}`, `k < n` ([`mixed_radix`]).
+    MixedRadix { factors: Vec<usize>, tw: Vec<C> },
     /// Any other length: Bluestein's chirp `e^{-πik²/n}` and the transform of its
     /// conjugate, wrapped into a power-of-two length `m ≥ 2n − 1`.
     Bluestein { chirp: Vec<C>, kernel: Vec<C>, inner: Box<Fft> },
@@ -263,6 +266,8 @@ impl Fft {
             Kind::Trivial
         } else if n.is_power_of_two() {
             Kind::Radix2((0..n / 2).map(|k| C::cis(-2.0 * PI * k as f64 / n as f64)).collect())
+        } else if let Some(factors) = small_prime_factors(n) {
+            Kind::MixedRadix { factors, tw: (0..n).map(|k| C::cis(-2.0 * PI * k as f64 / n as f64)).collect() }
         } else {
             let m = (2 * n - 1).next_power_of_two();
             // k² mod 2n keeps the angle's argument small (and exact) for large k.
@@ -294,6 +299,10 @@ impl Fft {
         match &self.kind {
             Kind::Trivial => {}
             Kind::Radix2(tw) => radix2(buf, tw),
+            Kind::MixedRadix { factors, tw } => {
+                let input = buf.to_vec();
+                mixed_radix(&input, 0, 1, buf, factors, tw);
+            }
             Kind::Bluestein { chirp, kernel, inner } => {
                 let m = kernel.len();
                 let mut a = vec![C::ZERO; m];
@@ -310,6 +319,51 @@ impl Fft {
                     buf[k] = a[k].scale(s).mul(chirp[k]);
                 }
             }
+        }
+    }
+}
+
+/// `n`'s prime factors when all are 2, 3, 5 or 7 (largest first, so the widest butterflies
+/// run on the longest sub-transforms' outputs once); `None` otherwise.
+fn small_prime_factors(mut n: usize) -> Option<Vec<usize>> {
+    let mut factors = Vec::new();
+    for p in [7, 5, 3, 2] {
+        while n.is_multiple_of(p) {
+            factors.push(p);
+            n /= p;
+        }
+    }
+    (n == 1).then_some(factors)
+}
+
+/// The recursive mixed-radix decimation-in-time transform of the `out.len()` elements
+/// `x[off], x[off + stride], …` into `out`: with `n = p·m` (`p` the first factor), the `p`
+/// interleaved subsequences `x[r], x[r + p], …` are transformed into `out[r·m..(r+1)·m]`, then
+/// `X[k + q·m] = Σ_r W_n^{rk} · W_p^{rq} · Y_r[k]`. `tw` holds `e^{-2πij/N}` for the whole
+/// length `N`, so every twiddle is one exact table entry (`W_n^j = tw[j·N/n mod N]`).
+fn mixed_radix(x: &[C], off: usize, stride: usize, out: &mut [C], factors: &[usize], tw: &[C]) {
+    let n = out.len();
+    let Some((&p, rest)) = factors.split_first() else {
+        out[0] = x[off];
+        return;
+    };
+    let m = n / p;
+    for r in 0..p {
+        mixed_radix(x, off + r * stride, stride * p, &mut out[r * m..(r + 1) * m], rest, tw);
+    }
+    let big = tw.len();
+    let (to_n, to_p) = (big / n, big / p);
+    let mut t = [C::ZERO; 7];
+    for k in 0..m {
+        for r in 0..p {
+            t[r] = out[r * m + k].mul(tw[(r * k * to_n) % big]);
+        }
+        for q in 0..p {
+            let mut sum = t[0];
+            for (r, &v) in t.iter().enumerate().take(p).skip(1) {
+                sum = sum.add(v.mul(tw[(r * q % p) * to_p]));
+            }
+            out[q * m + k] = sum;
         }
     }
 }
@@ -998,7 +1052,22 @@ mod tests {
 
     #[test]
     fn every_length_matches_the_definition() {
-        for n in (0..=70).chain([96, 100, 127, 128, 257, 400, 512]) {
+        // Powers of two, products of 2·3·5·7 (mixed radix: 96, 100, 400, 1000, 2100) and
+        // others (Bluestein: 127, 257, 11·13).
+        for n in (0usize..=70).chain([96, 100, 127, 128, 143, 257, 400, 512, 1000, 2100]) {
+            let expected = match n {
+                0 | 1 => "trivial",
+                n if n.is_power_of_two() => "radix 2",
+                n if small_prime_factors(n).is_some() => "mixed",
+                _ => "bluestein",
+            };
+            let kind = match Fft::new(n).kind {
+                Kind::Trivial => "trivial",
+                Kind::Radix2(_) => "radix 2",
+                Kind::MixedRadix { .. } => "mixed",
+                Kind::Bluestein { .. } => "bluestein",
+            };
+            assert_eq!(kind, expected, "n = {n}");
             let x = signal(n);
             for inverse in [false, true] {
                 let mut got = x.clone();
