@@ -18,19 +18,28 @@ two = Const() {dtype = float32, value = float32[]{2}}
 scaled = Mul(gather, two) {T = float32}
 "#;
 
-/// Runs `autoclust run` on GRAPH fetching `scaled` with `ids` fed; returns (success, stdout+stderr).
-fn run(ids: &str, plain: bool) -> (bool, String) {
+/// Runs `autoclust run` on `graph` fetching `fetch` with `feeds` (`NAME=JSON`); returns
+/// (success, stdout+stderr).
+fn run_graph(graph: &str, feeds: &[&str], fetch: &str, plain: bool) -> (bool, String) {
     let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("gather.graph");
-    std::fs::write(&path, GRAPH).unwrap();
+    let path = tmp.path().join("g.graph");
+    std::fs::write(&path, graph).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_autoclust"));
-    cmd.arg("run").arg(&path).arg("--feed").arg(format!("ids={ids}")).arg("--fetch").arg("scaled");
+    cmd.arg("run").arg(&path).arg("--fetch").arg(fetch);
+    for f in feeds {
+        cmd.arg("--feed").arg(f);
+    }
     if plain {
         cmd.arg("--no-cluster");
     }
     let out = cmd.output().unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.success(), text)
+}
+
+/// GRAPH fetching `scaled` with `ids` fed.
+fn run(ids: &str, plain: bool) -> (bool, String) {
+    run_graph(GRAPH, &[&format!("ids={ids}")], "scaled", plain)
 }
 
 #[test]
@@ -79,20 +88,7 @@ r = ReadVariableOp(v, ^second) {{dtype = float32}}
 
 /// Runs `autoclust run` on `graph` fetching `r`; returns (success, stdout+stderr).
 fn run_scatter(graph: &str, feeds: &[&str], plain: bool) -> (bool, String) {
-    let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("scatter.graph");
-    std::fs::write(&path, graph).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_autoclust"));
-    cmd.arg("run").arg(&path).arg("--fetch").arg("r");
-    for f in feeds {
-        cmd.arg("--feed").arg(f);
-    }
-    if plain {
-        cmd.arg("--no-cluster");
-    }
-    let out = cmd.output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), text)
+    run_graph(graph, feeds, "r", plain)
 }
 
 /// The clustered error named `v_ssa_1` (TensorScatterMin), the variable's SSA value, and

@@ -1345,6 +1345,21 @@ mod tests {
 
     use crate::{explore_graph, verify, ClusterSpec, Inputs, Query, RuntimeKernels};
 
+    /// A scalar int32 resource variable named `name`.
+    fn int32_variable(name: &str) -> RawNode {
+        raw(
+            name,
+            "VarHandleOp",
+            &[],
+            &[
+                ("dtype", AttrValue::Type(DType::Int32)),
+                ("shared_name", AttrValue::S(name.as_bytes().to_vec())),
+                ("container", AttrValue::S(Vec::new())),
+                ("shape", AttrValue::Shape(Shape::scalar())),
+            ],
+        )
+    }
+
     fn raw(name: &str, op: &str, inputs: &[&str], attrs: &[(&str, AttrValue)]) -> RawNode {
         let mut a = Attrs::new();
         for (k, v) in attrs {
@@ -1368,20 +1383,7 @@ mod tests {
     fn a_deep_pure_chain_is_computed_without_deep_recursion() {
         const DEPTH: usize = 200_000;
         let int = || AttrValue::Type(DType::Int32);
-        let mut nodes = vec![
-            raw(
-                "v",
-                "VarHandleOp",
-                &[],
-                &[
-                    ("dtype", int()),
-                    ("shared_name", AttrValue::S(b"v".to_vec())),
-                    ("container", AttrValue::S(Vec::new())),
-                    ("shape", AttrValue::Shape(Shape::scalar())),
-                ],
-            ),
-            raw("r", "ReadVariableOp", &["v"], &[("dtype", int())]),
-        ];
+        let mut nodes = vec![int32_variable("v"), raw("r", "ReadVariableOp", &["v"], &[("dtype", int())])];
         let names: Vec<String> = (0..DEPTH).map(|i| format!("n{i}")).collect();
         for i in 0..DEPTH {
             let input = if i == 0 { "r" } else { names[i - 1].as_str() };
@@ -1422,17 +1424,7 @@ mod tests {
         const WRITES: usize = 1_500;
         let int = || AttrValue::Type(DType::Int32);
         let mut nodes = vec![
-            raw(
-                "v",
-                "VarHandleOp",
-                &[],
-                &[
-                    ("dtype", int()),
-                    ("shared_name", AttrValue::S(b"v".to_vec())),
-                    ("container", AttrValue::S(Vec::new())),
-                    ("shape", AttrValue::Shape(Shape::scalar())),
-                ],
-            ),
+            int32_variable("v"),
             raw("one", "Const", &[], &[("dtype", int()), ("value", AttrValue::Tensor(Tensor::scalar_i32(1)))]),
         ];
         let names: Vec<String> = (0..WRITES).map(|i| format!("w{i}")).collect();
