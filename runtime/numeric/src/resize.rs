@@ -19,6 +19,9 @@ impl Resize {
     }
 }
 
+/// Outputs smaller than this many elements are computed on the calling thread.
+const PARALLEL_MIN: usize = 1 << 15;
+
 /// One axis's source positions: (lower index, upper index, lerp) per output index.
 fn weights(out: usize, inp: usize, r: Resize) -> Vec<(usize, usize, f32)> {
     let scale =
@@ -51,22 +54,33 @@ impl Resize {
 
     /// The forward resize of `x` (`[b, ih, iw, c]`, as f32) to `[b, oh, ow, c]`.
     pub fn forward(&self, x: &[f32], input: &[usize], (oh, ow): (usize, usize)) -> Vec<f32> {
+        use rayon::prelude::*;
         let (b, ih, iw, c) = (input[0], input[1], input[2], input[3]);
         let (ys, xs) = (weights(oh, ih, *self), weights(ow, iw, *self));
-        let mut out = Vec::with_capacity(b * oh * ow * c);
-        for n in 0..b {
+        let row = ow * c;
+        let mut out = vec![0f32; b * oh * row];
+        if row == 0 {
+            return out;
+        }
+        // One output row from its two source rows, with TensorFlow's interpolation order.
+        let fill = |(r, o): (usize, &mut [f32])| {
+            let (n, (yl, yh, yw)) = (r / oh, ys[r % oh]);
             let img = &x[n * ih * iw * c..][..ih * iw * c];
-            for &(yl, yh, yw) in &ys {
-                for &(xl, xh, xw) in &xs {
-                    for ch in 0..c {
-                        let at = |y: usize, x: usize| img[(y * iw + x) * c + ch];
-                        let (tl, tr, bl, br) = (at(yl, xl), at(yl, xh), at(yh, xl), at(yh, xh));
-                        let top = tl + (tr - tl) * xw;
-                        let bottom = bl + (br - bl) * xw;
-                        out.push(top + (bottom - top) * yw);
-                    }
+            let (top, bottom) = (&img[yl * iw * c..][..iw * c], &img[yh * iw * c..][..iw * c]);
+            for (o, &(xl, xh, xw)) in o.chunks_exact_mut(c).zip(&xs) {
+                let (tl, tr) = (&top[xl * c..][..c], &top[xh * c..][..c]);
+                let (bl, br) = (&bottom[xl * c..][..c], &bottom[xh * c..][..c]);
+                for k in 0..c {
+                    let t = tl[k] + (tr[k] - tl[k]) * xw;
+                    let d = bl[k] + (br[k] - bl[k]) * xw;
+                    o[k] = t + (d - t) * yw;
                 }
             }
+        };
+        if out.len() < PARALLEL_MIN {
+            out.chunks_exact_mut(row).enumerate().for_each(fill);
+        } else {
+            out.par_chunks_exact_mut(row).enumerate().for_each(fill);
         }
         out
     }
@@ -80,8 +94,11 @@ impl Resize {
     ) -> Vec<f32> {
         let (ys, xs) = (weights(oh, ih, *self), weights(ow, iw, *self));
         let mut out = vec![0f32; b * ih * iw * c];
-        for n in 0..b {
-            let o = &mut out[n * ih * iw * c..][..ih * iw * c];
+        if ih * iw * c == 0 {
+            return out;
+        }
+        // Each image's gradient in TensorFlow's accumulation order; images in parallel.
+        let image = |(n, o): (usize, &mut [f32])| {
             let g = &dy[n * oh * ow * c..][..oh * ow * c];
             for (y, &(yl, yh, yw)) in ys.iter().enumerate() {
                 let iy = 1.0 - yw;
@@ -96,6 +113,12 @@ impl Resize {
                     }
                 }
             }
+        };
+        if b < 2 || out.len() < PARALLEL_MIN {
+            out.chunks_exact_mut(ih * iw * c).enumerate().for_each(image);
+        } else {
+            use rayon::prelude::*;
+            out.par_chunks_exact_mut(ih * iw * c).enumerate().for_each(image);
         }
         out
     }

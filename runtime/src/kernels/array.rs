@@ -1784,8 +1784,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 attrs.check(&x.shape, (h, w)).map_err(KernelError::invalid)?;
                 let out = vec![x.shape[0], h, w, x.shape[3]];
                 budget(autoclust_graph::DType::Float32, &out)?;
-                let xf: Vec<f32> = match x.as_f32() {
-                    Some(v) => v.to_vec(),
+                let xf: std::borrow::Cow<'_, [f32]> = match x.as_f32() {
+                    Some(v) => v.into(),
                     None => x.to_f64_vec().ok_or(KernelError::DType(x.dtype))?.iter().map(|&v| v as f32).collect(),
                 };
                 one(tensor_of(out, attrs.forward(&xf, &x.shape, (h, w))))

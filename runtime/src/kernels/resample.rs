@@ -328,24 +328,25 @@ impl CropGrid {
         let (ch, cw) = self.crop;
         (0..ch).flat_map(move |y| {
             let in_y = self.row(y);
+            // Cells inside the image have 0 ≤ coordinate ≤ last (or NaN) for `floor_ceil`.
             (0..cw).map(move |x| {
                 let in_x = self.col(x);
                 // Written as TensorFlow tests it: a NaN coordinate is not "outside".
                 let outside = in_y < 0.0 || in_y > self.last.0 || in_x < 0.0 || in_x > self.last.1;
                 let inside = !outside;
                 let sample = inside.then(|| {
-                    let (top, left) = (in_y.floor(), in_x.floor());
+                    let ((top, bottom), (left, right)) = (floor_ceil(in_y), floor_ceil(in_x));
                     CropSample {
                         y,
                         x,
                         in_y,
                         in_x,
-                        top: top as usize,
-                        bottom: in_y.ceil() as usize,
-                        left: left as usize,
-                        right: in_x.ceil() as usize,
-                        yl: in_y - top,
-                        xl: in_x - left,
+                        top,
+                        bottom,
+                        left,
+                        right,
+                        yl: in_y - top as f32,
+                        xl: in_x - left as f32,
                     }
                 });
                 (y, x, sample)
@@ -359,13 +360,21 @@ impl CropGrid {
     }
 }
 
+/// `(floor(v), ceil(v))` as indices of a coordinate inside an image (`v` ≥ 0 and below
+/// 2²⁴, or NaN, which gives `(0, 0)` as the float functions' casts do), without the libm
+/// calls baseline x86-64 makes for `floor`/`ceil`.
+fn floor_ceil(v: f32) -> (usize, usize) {
+    let t = v as usize;
+    (t, if (t as f32) < v { t + 1 } else { t })
+}
+
 /// A rank-4 image batch as float32 values.
-fn images(t: &Tensor) -> KResult<(Vec<f32>, Dims)> {
+fn images(t: &Tensor) -> KResult<(std::borrow::Cow<'_, [f32]>, Dims)> {
     let [n, h, w, c] = t.shape[..] else {
         return Err(KernelError::invalid(format!("input must be 4-dimensional, got shape {:?}", t.shape)));
     };
-    let v: Vec<f32> = match t.as_f32() {
-        Some(v) if t.dtype == DType::Float32 => v.to_vec(),
+    let v = match t.as_f32() {
+        Some(v) if t.dtype == DType::Float32 => v.into(),
         _ => t.to_f64_vec().ok_or(KernelError::DType(t.dtype))?.into_iter().map(|x| x as f32).collect(),
     };
     Ok((v, (n, h, w, c)))
@@ -529,24 +538,35 @@ fn crop_and_resize(
     }
     let (ch, cw) = (ch as usize, cw as usize);
     let shape = vec![nb, ch, cw, c];
-    let mut out = Vec::with_capacity(budget(DType::Float32, &shape)?);
-    for (k, &b) in ind.iter().enumerate() {
+    let per_box = ch * cw * c;
+    let mut out = vec![0f32; budget(DType::Float32, &shape)?];
+    // One box's crop: boxes are independent, so large batches of them run in parallel.
+    let crop_box = |(k, o): (usize, &mut [f32])| {
+        let b = ind[k] as usize;
         let bk = [bx[k * 4], bx[k * 4 + 1], bx[k * 4 + 2], bx[k * 4 + 3]];
-        let at = |r: usize, col: usize, d: usize| img[((b as usize * h + r) * w + col) * c + d];
-        for (_, _, cell) in CropGrid::new(bk, (ch, cw), (h, w), false).cells() {
+        let image = &img[b * h * w * c..][..h * w * c];
+        let px = |r: usize, col: usize| &image[(r * w + col) * c..][..c];
+        for ((_, _, cell), o) in CropGrid::new(bk, (ch, cw), (h, w), false).cells().zip(o.chunks_exact_mut(c)) {
             match cell {
-                None => out.extend(std::iter::repeat_n(extrapolation, c)),
-                Some(p) if nearest => {
-                    let (r, col) = (p.in_y.round() as usize, p.in_x.round() as usize);
-                    out.extend((0..c).map(|d| at(r, col, d)));
+                None => o.fill(extrapolation),
+                Some(p) if nearest => o.copy_from_slice(px(p.in_y.round() as usize, p.in_x.round() as usize)),
+                Some(p) => {
+                    let (tl, tr) = (px(p.top, p.left), px(p.top, p.right));
+                    let (bl, br) = (px(p.bottom, p.left), px(p.bottom, p.right));
+                    for d in 0..c {
+                        let t = tl[d] + (tr[d] - tl[d]) * p.xl;
+                        let bo = bl[d] + (br[d] - bl[d]) * p.xl;
+                        o[d] = t + (bo - t) * p.yl;
+                    }
                 }
-                Some(p) => out.extend((0..c).map(|d| {
-                    let t = at(p.top, p.left, d) + (at(p.top, p.right, d) - at(p.top, p.left, d)) * p.xl;
-                    let bo = at(p.bottom, p.left, d) + (at(p.bottom, p.right, d) - at(p.bottom, p.left, d)) * p.xl;
-                    t + (bo - t) * p.yl
-                })),
             }
         }
+    };
+    if per_box > 0 && nb > 1 && out.len() >= 1 << 15 {
+        use rayon::prelude::*;
+        out.par_chunks_exact_mut(per_box).enumerate().for_each(crop_box);
+    } else if per_box > 0 {
+        out.chunks_exact_mut(per_box).enumerate().for_each(crop_box);
     }
     one(tensor_of(shape, out))
 }
