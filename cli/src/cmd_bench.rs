@@ -102,6 +102,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         Err(e) => {
             print_notes(&plain.notes);
             print_notes(report.fallback_notes());
+            print_notes(&report.interpreted_notes(&clustered.session.jit().function_status()));
             return Err(e);
         }
     };

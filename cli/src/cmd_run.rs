@@ -690,12 +690,17 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         if result.is_err() {
             progress.finish();
             // The error alone, but for how this is not the program `run` meant to run
-            // (unoptimized, unclustered).
+            // (unoptimized, unclustered, a cluster the interpreter ran: the failing node
+            // may be in it).
             if done == 1 {
                 print_notes(&notes);
-                if let Some(r) = &report {
+            }
+            if let Some(r) = &report {
+                if done == 1 {
                     print_notes(r.fallback_notes());
                 }
+                let interpreted = r.interpreted_notes(&session.jit().function_status());
+                print_notes(&interpreted.into_iter().filter(|n| !interpreted_said.contains(n)).collect::<Vec<_>>());
             }
         }
         last = result

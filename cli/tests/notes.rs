@@ -104,6 +104,33 @@ fn an_interpreted_cluster_is_named_on_stderr_and_counted() {
     assert_eq!(j["interpreted_clusters"], 1, "{j}");
 }
 
+/// A step that fails after an interpreted cluster ran (a string parse outside every
+/// cluster, of the cluster's output) still names that cluster: the failure may be the
+/// interpreter's, and the note is what says the cluster was not compiled.
+#[test]
+fn a_failing_step_still_names_the_interpreted_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{INTERPRETED}\ns = Placeholder() {{dtype = string, shape = shape[]}}\n\
+         a = AsString(y) {{T = float32}}\nj = StringJoin(a, s) {{N = 2}}\n\
+         n = StringToNumber(j) {{out_type = float32}}\n"
+    );
+    let g = write(&dir, "g.graph", &text);
+    let feeds = ["--feed", "x=[0.5,-1]", "--feed", "s=\"x\"", "--fetch", "n"];
+    for cmd in ["run", "bench"] {
+        let mut args = vec![cmd, &g];
+        args.extend(feeds);
+        let out = autoclust(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{cmd}: {err}");
+        assert!(err.contains("StringToNumber") || err.contains("'n'"), "{cmd}: {err}");
+        let n = notes(&out);
+        assert_eq!(n.len(), 1, "{cmd}: {n:?}");
+        assert!(n[0].starts_with("note: cluster 'cluster_0' runs in the interpreter"), "{cmd}: {}", n[0]);
+        assert!(out.stdout.is_empty(), "{cmd}");
+    }
+}
+
 #[test]
 fn a_row_picking_select_compiles_and_matches_the_plain_executor() {
     let dir = tempfile::tempdir().unwrap();
