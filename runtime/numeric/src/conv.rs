@@ -581,7 +581,7 @@ pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> V
     let (g, cg) = (s.groups(), s.filter[2]);
     let og = o / g;
     let (pixels, row) = (s.pixels(), s.row());
-    if winograd::applies(s) && winograd::pays(s, false) {
+    if winograd::applies(s) && winograd::pays(s) {
         // Before allocating: the Winograd path makes its own output.
         return winograd::conv2d(s, x, f, threads);
     }
@@ -784,9 +784,6 @@ pub fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], thr
     if s.is_pointwise() {
         pointwise(s, Pointwise::BackpropFilter, x, dy, &mut df, threads);
         return df;
-    }
-    if winograd::applies(s) && winograd::pays(s, true) {
-        return winograd::conv2d_backprop_filter(s, x, dy, threads);
     }
     if g == 1 && n * pixels <= DEPTH && n > 1 {
         // Few output pixels in the whole batch: the im2col rows of every image, and one GEMM
@@ -1211,14 +1208,7 @@ mod tests {
             if takes {
                 // Winograd itself, at every size (the dispatcher takes it only where it pays).
                 close(&winograd::conv2d(&s, &x, &f, 1), &y, "winograd forward");
-                for (i, (&g, &w)) in winograd::conv2d_backprop_filter(&s, &x, &dy, 1).iter().zip(&df).enumerate() {
-                    assert!((g as f64 - w).abs() < tol_f, "winograd filter gradient {input:?}[{i}]: {g} vs {w}");
-                }
                 assert_eq!(winograd::conv2d(&s, &x, &f, 1), winograd::conv2d(&s, &x, &f, 2));
-                assert_eq!(
-                    winograd::conv2d_backprop_filter(&s, &x, &dy, 1),
-                    winograd::conv2d_backprop_filter(&s, &x, &dy, 3)
-                );
             }
             assert_eq!(conv2d_backprop_input(&s, &f, &dy, 1), conv2d_backprop_input(&s, &f, &dy, 2));
             // The same convolutions in float64 (the Winograd path is generic): within a few
@@ -1235,6 +1225,27 @@ mod tests {
             close64(conv2d(&s, &x64, &f64_, 2), &y, 9 * c.max(o), "forward");
             close64(conv2d_backprop_input(&s, &f64_, &dy64, 2), &dx, 9 * c.max(o), "input gradient");
             close64(conv2d_backprop_filter(&s, &x64, &dy64, 2), &df, n * oh * ow * 4, "filter gradient");
+        }
+    }
+
+    /// A filter tap that only ever meets SAME padding has an exactly zero gradient, as in
+    /// TensorFlow's direct sum (sweep 71: Winograd's transforms left ~1e-7 there, which Adam
+    /// turned into learning-rate-sized updates of frozen taps). One-row images: the 3×3
+    /// filter's top and bottom rows see padding only, over enough tiles that Winograd would
+    /// have paid.
+    #[test]
+    fn taps_that_only_meet_padding_get_exactly_zero_gradients() {
+        let (n, w, c, o) = (8, 96, 16, 16);
+        let (input, filter) = ([n, 1, w, c], [3, 3, c, o]);
+        let attrs = WindowAttrs { strides: (1, 1), dilations: (1, 1), padding: Padding::Same };
+        let s = ConvShape { input, filter, win: attrs.conv_window(input, filter).unwrap() };
+        assert!(winograd::applies(&s) && winograd::pays(&s), "a shape the forward takes Winograd for");
+        let (x, dy) = (data(n * w * c, 21), data(n * w * o, 22));
+        for threads in [1, 2] {
+            let df = conv2d_backprop_filter(&s, &x, &dy, threads);
+            let row = 3 * c * o;
+            assert!(df[..row].iter().chain(&df[2 * row..]).all(|&v| v == 0.0), "padding-only taps");
+            assert!(df[row..2 * row].iter().any(|&v| v != 0.0), "the middle row sees the image");
         }
     }
 

@@ -26,7 +26,7 @@
 //! count (images are split over threads whole; each image's GEMMs keep the GEMM's own
 //! invariant), and the compiled clusters and the interpreter call this same code.
 
-use super::{over_images, sum_image_groups, Axis, ConvElem, ConvShape, Shared};
+use super::{over_images, Axis, ConvElem, ConvShape, Shared};
 use crate::gemm::gemm_strided;
 
 /// The fewest input and output channels taken here: the 16 products are `C` deep and `O`
@@ -74,23 +74,25 @@ pub(super) fn applies(s: &ConvShape) -> bool {
     s.groups() == 1 && unit(&s.win.h) && unit(&s.win.w) && s.input[3] >= MIN_DEPTH && s.filter[3] >= MIN_DEPTH
 }
 
-/// Whether Winograd pays for `s` (which it [`applies`] to): the filter transform (forward) or
-/// its inverse (filter gradient) costs a pass over `16·C·O` values whatever the batch, and the
-/// 16 products save `20·C·O` multiply-adds per 2×2 output tile, so it takes enough tiles —
-/// `N·⌈OH/2⌉·⌈OW/2⌉` — to win. Measured (`benches/conv.rs`, one thread and two, AVX-512):
-/// at 32 tiles the direct product is 1.3–1.8× faster, at 128 Winograd's forward 1.2–1.3×
-/// (its filter gradient breaks even there and wins from 256); at 2 tiles — ResNet50V2's last
-/// stage on a 32×32 input, 3×3 over 512 channels — Winograd was 1.6× slower.
-pub(super) fn pays(s: &ConvShape, filter_gradient: bool) -> bool {
-    let tiles = s.input[0] * s.win.h.output.div_ceil(2) * s.win.w.output.div_ceil(2);
-    tiles >= if filter_gradient { MIN_TILES_FILTER_GRADIENT } else { MIN_TILES_FORWARD }
+/// Whether Winograd pays for `s` (which it [`applies`] to): the filter transform costs a
+/// pass over `16·C·O` values whatever the batch, and the 16 products save `20·C·O`
+/// multiply-adds per 2×2 output tile, so it takes enough tiles — `N·⌈OH/2⌉·⌈OW/2⌉` — to
+/// win. Measured (`benches/conv.rs`, one thread and two, AVX-512): at 32 tiles the direct
+/// product is 1.3–1.8× faster, at 128 Winograd's forward 1.2–1.3×; at 2 tiles — ResNet50V2's
+/// last stage on a 32×32 input, 3×3 over 512 channels — Winograd was 1.6× slower.
+///
+/// Filter gradients never take Winograd: a tap that only ever meets zeros (padding, a dead
+/// channel's rows) has an exactly zero gradient in TensorFlow's direct sum, which adaptive
+/// optimizers (Adam, Adafactor) keep as "no update"; Winograd's transforms add and halve
+/// before the sums, leave ~1e-7 of the gradient's scale there, and those optimizers turned
+/// it into updates the size of the learning rate (sweep 71).
+pub(super) fn pays(s: &ConvShape) -> bool {
+    s.input[0] * s.win.h.output.div_ceil(2) * s.win.w.output.div_ceil(2) >= MIN_TILES
 }
 
 /// The fewest output tiles for which the forward pass (and the input gradient, a forward
 /// convolution of `dy`) takes Winograd ([`pays`]).
-const MIN_TILES_FORWARD: usize = 96;
-/// The fewest output tiles for which the filter gradient takes Winograd ([`pays`]).
-const MIN_TILES_FILTER_GRADIENT: usize = 192;
+const MIN_TILES: usize = 96;
 
 /// `U[ξ][c][o] = (G g Gᵀ)[ξ]` for the HWIO filter `f` `[3, 3, C, O]`.
 fn filter_transform<T: ConvElem>(f: &[T], c: usize, o: usize) -> Vec<T> {
@@ -200,102 +202,6 @@ pub(super) fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usiz
     out
 }
 
-/// `Conv2DBackpropFilter` ([`applies`]): with `E = A dy Aᵀ` the 4×4 transform of each
-/// tile's 2×2 output gradient (zero beyond the output's edge), the gradient of `U = G g Gᵀ`
-/// is `Σ_tiles V ⊙ E` — 16 GEMMs `Vᵀ_ξ [C, tiles] · E_ξ [tiles, O]` per block of tile rows —
-/// and `dW = Gᵀ (∂U) G`. Images are summed as the direct path sums them: in at most
-/// [`FILTER_GRAD_GROUPS`] consecutive groups fixed by the batch size, each group's partial
-/// in image order, the partials added in group order (bits independent of the threads).
-pub(super) fn conv2d_backprop_filter<T: ConvElem>(s: &ConvShape, x: &[T], dy: &[T], threads: usize) -> Vec<T> {
-    let tl = Tiling::new(s);
-    let (n, [h, w, c], [oh, ow, o]) = (s.input[0], [tl.h, tl.w, tl.c], [tl.oh, tl.ow, tl.o]);
-    let mut df = vec![T::default(); 9 * c * o];
-    if n == 0 || df.is_empty() {
-        return df;
-    }
-    let block = tl.block;
-    let size = 16 * c * o;
-    let zeros = vec![T::default(); c.max(o)];
-    let scratch = 16 * (plane(block, c) + plane(block, o)) + c * o + 16 * c.max(o);
-    let m = sum_image_groups(n, size, scratch, threads, &|images, acc, buf, t| {
-        let (v, rest) = buf.split_at_mut(16 * plane(block, c));
-        let (e, rest) = rest.split_at_mut(16 * plane(block, o));
-        let (part, stage) = rest.split_at_mut(c * o);
-        for b in images {
-            let xb = &x[b * h * w * c..][..h * w * c];
-            let dyb = &dy[b * oh * ow * o..][..oh * ow * o];
-            for geo in tl.blocks() {
-                let tiles = geo.rows.len() * geo.tiles_w;
-                input_transform(&geo, xb, &zeros, v, stage);
-                gradient_transform(&geo, dyb, &zeros, e, stage);
-                for xi in 0..16 {
-                    // SAFETY: A is Vᵀ_ξ: element (ci, tile) at `v[ξ·plane(tiles, c) + tile·c +
-                    // ci]`; B is E_ξ: (tile, oi) at `e[ξ·plane(tiles, o) + tile·o + oi]` — within the block's
-                    // `tiles` (≤ `block`) tiles of each; C is `part`, `c × o` dense, distinct
-                    // from both.
-                    unsafe {
-                        gemm_strided(
-                            c,
-                            tiles,
-                            o,
-                            v.as_ptr().add(xi * plane(tiles, c)),
-                            1,
-                            c as isize,
-                            e.as_ptr().add(xi * plane(tiles, o)),
-                            o as isize,
-                            1,
-                            part.as_mut_ptr(),
-                            o as isize,
-                            1,
-                            t,
-                        )
-                    };
-                    for (a, &p) in acc[xi * c * o..][..c * o].iter_mut().zip(part.iter()) {
-                        *a += p;
-                    }
-                }
-            }
-        }
-    });
-    // dW = Gᵀ M G per (c, o), Gᵀ = [[1, ½, ½, 0], [0, ½, −½, 0], [0, ½, ½, 1]].
-    let half = T::half();
-    let at = |xi: usize, ci: usize, oi: usize| m[(xi * c + ci) * o + oi];
-    for ci in 0..c {
-        for oi in 0..o {
-            // Gᵀ M: three rows of four.
-            let col = |q: usize| (at(q, ci, oi), at(4 + q, ci, oi), at(8 + q, ci, oi), at(12 + q, ci, oi));
-            let r: [[T; 4]; 3] = [
-                std::array::from_fn(|q| {
-                    let (m0, m1, m2, _) = col(q);
-                    m0 + (m1 + m2) * half
-                }),
-                std::array::from_fn(|q| {
-                    let (_, m1, m2, _) = col(q);
-                    (m1 - m2) * half
-                }),
-                std::array::from_fn(|q| {
-                    let (_, m1, m2, m3) = col(q);
-                    (m1 + m2) * half + m3
-                }),
-            ];
-            for (ky, &[a0, a1, a2, a3]) in r.iter().enumerate() {
-                let row = [a0 + (a1 + a2) * half, (a1 - a2) * half, (a1 + a2) * half + a3];
-                for (kx, &val) in row.iter().enumerate() {
-                    df[((ky * 3 + kx) * c + ci) * o + oi] = val;
-                }
-            }
-        }
-    }
-    df
-}
-
-multiversioned! {
-    /// `E = A dy Aᵀ` for every tile of the block's rows of the image's output gradient `dyb`
-    /// (`A = [[1, 0], [1, 1], [1, −1], [0, −1]]`; zero beyond the output's edge), into `e`
-    /// (`[16][tiles][O]`); `tr` holds one tile's intermediate rows (`8·O`).
-    fn gradient_transform = gradient_transform_body(g: &Geo, dyb: &[T], zeros: &[T], e: &mut [T], tr: &mut [T])
-}
-
 /// Four rows of `len` elements, `stride` apart from `first` (four ξ rows of one tile).
 #[inline(always)]
 fn rows4<T>(v: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]; 4] {
@@ -304,47 +210,6 @@ fn rows4<T>(v: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]; 
     let (b, rest) = rest.split_at_mut(stride);
     let (c, d) = rest.split_at_mut(stride);
     [&mut a[..len], &mut b[..len], &mut c[..len], &mut d[..len]]
-}
-
-/// `[a, a + b, a − b, −b]` into four rows.
-#[inline(always)]
-fn expand<T: ConvElem>([o0, o1, o2, o3]: [&mut [T]; 4], a: &[T], b: &[T]) {
-    let n = a.len();
-    let b = &b[..n];
-    o0.copy_from_slice(a);
-    lin(o1, a, b, Sign::Plus);
-    lin(o2, a, b, Sign::Minus);
-    o3.iter_mut().zip(b).for_each(|(p, &y)| *p = T::default() - y);
-}
-
-#[inline(always)]
-fn gradient_transform_body<T: ConvElem>(g: &Geo, dyb: &[T], zeros: &[T], e: &mut [T], tr: &mut [T]) {
-    let &Geo { o, oh, ow, tiles_w, .. } = g;
-    let tiles = g.rows.len() * tiles_w;
-    let tr = &mut tr[..8 * o];
-    let zeros = &zeros[..o];
-    for ty in g.rows.clone() {
-        for tx in 0..tiles_w {
-            let tile = (ty - g.rows.start) * tiles_w + tx;
-            let at = |i: usize, j: usize| {
-                let (yy, xx) = (2 * ty + i, 2 * tx + j);
-                if yy < oh && xx < ow {
-                    &dyb[(yy * ow + xx) * o..][..o]
-                } else {
-                    zeros
-                }
-            };
-            // A dy: column j of the 2×2 block expanded to rows 0..4 at tr[(j·4 + r)·o].
-            for j in 0..2 {
-                expand(rows4(tr, j * 4 * o, o, o), at(0, j), at(1, j));
-            }
-            // (A dy) Aᵀ: row r's two columns expanded into E's rows r·4 .. r·4 + 4.
-            for r in 0..4 {
-                let (a, b) = (&tr[r * o..][..o], &tr[(4 + r) * o..][..o]);
-                expand(rows4(e, r * 4 * plane(tiles, o) + tile * o, plane(tiles, o), o), a, b);
-            }
-        }
-    }
 }
 
 /// The most elements of V and M one block of tile rows takes (1 MiB of float32).
