@@ -233,7 +233,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
 struct Profile {
     steps: u64,
     wall: Duration,
-    rows: Vec<profile::Row>,
+    report: profile::Report,
 }
 
 /// Rows of the step table printed (the rest are summed per function only).
@@ -246,9 +246,9 @@ fn profile(clustered: &Prepared, steps: u64) -> Result<Profile, CliError> {
     let result = (0..steps).try_for_each(|_| step(clustered).map(drop));
     let wall = start.elapsed();
     profile::set_enabled(false);
-    let rows = profile::take();
+    let report = profile::take();
     result?;
-    Ok(Profile { steps, wall, rows })
+    Ok(Profile { steps, wall, report })
 }
 
 impl Profile {
@@ -258,31 +258,22 @@ impl Profile {
     fn share(&self, t: Duration) -> f64 {
         100.0 * t.as_secs_f64() / self.wall.as_secs_f64().max(1e-12)
     }
-    /// Per compiled function: its total time, slowest first.
-    fn functions(&self) -> Vec<(&str, Duration)> {
-        let mut by: Vec<(&str, Duration)> = Vec::new();
-        for r in &self.rows {
-            match by.iter_mut().find(|(f, _)| *f == r.function) {
-                Some((_, t)) => *t += r.time,
-                None => by.push((&r.function, r.time)),
-            }
-        }
-        by.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        by
-    }
+    /// Time in compiled code: the outermost compiled calls (a loop body's time is inside
+    /// its `While` step's, and concurrent steps overlap, so the steps' rows do not add up).
     fn compiled(&self) -> Duration {
-        self.rows.iter().map(|r| r.time).sum()
+        self.report.outermost()
     }
     fn json(&self) -> serde_json::Value {
         serde_json::json!({
             "steps": self.steps,
             "ms_per_step": self.per_step(self.wall),
             "compiled_ms_per_step": self.per_step(self.compiled()),
-            "functions": self.functions().iter().map(|(f, t)| serde_json::json!({
-                "function": f, "ms_per_step": self.per_step(*t), "share": self.share(*t),
+            "functions": self.report.calls.iter().map(|c| serde_json::json!({
+                "function": c.function, "ms_per_step": self.per_step(c.time), "share": self.share(c.time),
+                "calls_per_step": c.calls as f64 / self.steps as f64, "nested": c.nested,
             })).collect::<Vec<_>>(),
-            "steps_table": self.rows.iter().map(|r| serde_json::json!({
-                "function": r.function, "step": r.step, "what": r.what,
+            "steps_table": self.report.rows.iter().map(|r| serde_json::json!({
+                "function": r.function, "step": r.step, "what": r.what, "nested": r.nested,
                 "calls_per_step": r.calls as f64 / self.steps as f64,
                 "ms_per_step": self.per_step(r.time), "share": self.share(r.time),
             })).collect::<Vec<_>>(),
@@ -300,12 +291,20 @@ impl std::fmt::Display for Profile {
             self.share(compiled),
             (100.0 - self.share(compiled)).max(0.0)
         )?;
-        writeln!(f, "  {:>6}  {:>9}  function", "share", "ms/step")?;
-        for (name, t) in self.functions() {
-            writeln!(f, "  {:>5.1}%  {:>9.4}  {name}", self.share(t), self.per_step(t))?;
+        writeln!(f, "  {:>6}  {:>9}  {:>10}  function", "share", "ms/step", "calls/step")?;
+        for c in &self.report.calls {
+            writeln!(
+                f,
+                "  {:>5.1}%  {:>9.4}  {:>10.1}  {}{}",
+                self.share(c.time),
+                self.per_step(c.time),
+                c.calls as f64 / self.steps as f64,
+                c.function,
+                if c.nested { " (called inside a loop or branch step: counted in that step)" } else { "" }
+            )?;
         }
         writeln!(f, "  {:>6}  {:>9}  {:>10}  step", "share", "ms/step", "calls/step")?;
-        for r in self.rows.iter().take(PROFILE_ROWS) {
+        for r in self.report.rows.iter().take(PROFILE_ROWS) {
             writeln!(
                 f,
                 "  {:>5.1}%  {:>9.4}  {:>10.1}  {} #{}: {}",
@@ -317,8 +316,8 @@ impl std::fmt::Display for Profile {
                 r.what
             )?;
         }
-        if self.rows.len() > PROFILE_ROWS {
-            writeln!(f, "  … {} more steps", self.rows.len() - PROFILE_ROWS)?;
+        if self.report.rows.len() > PROFILE_ROWS {
+            writeln!(f, "  … {} more steps", self.report.rows.len() - PROFILE_ROWS)?;
         }
         Ok(())
     }

@@ -1271,7 +1271,9 @@ impl Program {
         donations: &Donated,
         written: &mut bool,
     ) -> Result<Vec<Tensor>, CompileError> {
-        let profiling = crate::profile::enabled();
+        // `Some(nested)` when profiling: whether this call runs inside another's step.
+        let profiling = crate::profile::enabled().then(crate::profile::nested);
+        let call_start = profiling.map(|_| std::time::Instant::now());
         let mut regions = self.regions.iter().peekable();
         let mut si = 0;
         while si < self.steps.len() {
@@ -1287,7 +1289,7 @@ impl Program {
                 continue;
             }
             let step = &self.steps[si];
-            let start = profiling.then(std::time::Instant::now);
+            let start = profiling.map(|nested| (std::time::Instant::now(), nested, crate::profile::InStep::enter()));
             match &step.kind {
                 StepKind::View => {
                     let x = value(vals, step.inputs[0], &step.name)?;
@@ -1328,16 +1330,21 @@ impl Program {
             for &v in &self.free_after[si] {
                 vals[v] = None;
             }
-            if let Some(start) = start {
-                self.record(si, start);
+            if let Some((start, nested, in_step)) = start {
+                drop(in_step);
+                self.record(si, nested, start);
             }
             si += 1;
+        }
+        if let (Some(nested), Some(start)) = (profiling, call_start) {
+            let time = start.elapsed();
+            crate::profile::record_call(self as *const Program as usize, nested, time, || self.name.clone());
         }
         self.retvals.iter().map(|&v| value(vals, v, "_Retval")).collect()
     }
 
-    fn record(&self, si: usize, start: std::time::Instant) {
-        crate::profile::record(self as *const Program as usize, si, start.elapsed(), || {
+    fn record(&self, si: usize, nested: bool, start: std::time::Instant) {
+        crate::profile::record(self as *const Program as usize, si, nested, start.elapsed(), || {
             (self.name.clone(), self.describe_step(&self.steps[si]))
         });
     }

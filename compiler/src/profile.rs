@@ -7,7 +7,14 @@
 //! thread counts this runs with; profiling is a diagnostic mode, not a timed one). The
 //! rows outlive the programs, so a report taken after a run covers every call made
 //! while profiling was on.
+//!
+//! Each compiled call's own time is recorded too ([`Call`]). A function called from inside
+//! another's step (a loop body or branch, called by its `While`/`If` kernel) is *nested*:
+//! its time is already in that step's, so the share of a step spent in compiled code sums
+//! the outermost calls only — never the steps' rows, which overlap when steps run
+//! concurrently or one contains another.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -15,8 +22,67 @@ use std::time::Duration;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
-/// Rows keyed by (program identity, step index).
-static ROWS: Mutex<Option<HashMap<(usize, usize), Row>>> = Mutex::new(None);
+/// A row's key: (program identity, step index, nested).
+type RowKey = (usize, usize, bool);
+
+/// The rows recorded so far.
+static ROWS: Mutex<Option<HashMap<RowKey, Row>>> = Mutex::new(None);
+
+/// Calls keyed by (program identity, nested).
+static CALLS: Mutex<Option<HashMap<(usize, bool), Call>>> = Mutex::new(None);
+
+thread_local! {
+    /// How many profiled steps this thread is inside (a step calling a loop body is one).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks the running thread as inside a profiled step while it lives: a compiled call
+/// starting under it is nested.
+pub(crate) struct InStep(());
+
+impl InStep {
+    pub(crate) fn enter() -> InStep {
+        DEPTH.with(|d| d.set(d.get() + 1));
+        InStep(())
+    }
+}
+
+impl Drop for InStep {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// Whether a compiled call starting now on this thread runs inside another's step.
+pub(crate) fn nested() -> bool {
+    DEPTH.with(|d| d.get() > 0)
+}
+
+/// Time spent in the calls of one compiled function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    pub function: String,
+    /// Called from inside another compiled function's step (a loop body, a branch).
+    pub nested: bool,
+    pub calls: u64,
+    pub time: Duration,
+}
+
+/// What [`take`] returns: the steps' rows and the functions' calls.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// Slowest first.
+    pub rows: Vec<Row>,
+    /// Slowest first.
+    pub calls: Vec<Call>,
+}
+
+impl Report {
+    /// The time of the outermost compiled calls: the time spent in compiled code.
+    pub fn outermost(&self) -> Duration {
+        self.calls.iter().filter(|c| !c.nested).map(|c| c.time).sum()
+    }
+}
 
 /// Time spent in one step of one compiled function.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +97,8 @@ pub struct Row {
     pub calls: u64,
     /// Its total time.
     pub time: Duration,
+    /// Its function was called from inside another's step (see [`Call::nested`]).
+    pub nested: bool,
 }
 
 /// Turns profiling on or off (for the whole process).
@@ -44,24 +112,43 @@ pub(crate) fn enabled() -> bool {
 
 /// Adds one run of step `step` of the program identified by `program` (its address; a
 /// program lives as long as the compile cache holds it).
-pub(crate) fn record(program: usize, step: usize, time: Duration, describe: impl FnOnce() -> (String, String)) {
+pub(crate) fn record(
+    program: usize,
+    step: usize,
+    nested: bool,
+    time: Duration,
+    describe: impl FnOnce() -> (String, String),
+) {
     let mut rows = ROWS.lock().unwrap_or_else(|e| e.into_inner());
-    let row = rows.get_or_insert_with(HashMap::new).entry((program, step)).or_insert_with(|| {
+    let row = rows.get_or_insert_with(HashMap::new).entry((program, step, nested)).or_insert_with(|| {
         let (function, what) = describe();
-        Row { function, step, what, calls: 0, time: Duration::ZERO }
+        Row { function, step, what, calls: 0, time: Duration::ZERO, nested }
     });
     row.calls += 1;
     row.time += time;
 }
 
-/// The rows recorded so far, the rows of one (function, step, description) merged (a
-/// function compiled for two signatures, or twice by two caches), slowest first;
+/// Adds one call of the program identified by `program`, named by `function`.
+pub(crate) fn record_call(program: usize, nested: bool, time: Duration, function: impl FnOnce() -> String) {
+    let mut calls = CALLS.lock().unwrap_or_else(|e| e.into_inner());
+    let call = calls.get_or_insert_with(HashMap::new).entry((program, nested)).or_insert_with(|| Call {
+        function: function(),
+        nested,
+        calls: 0,
+        time: Duration::ZERO,
+    });
+    call.calls += 1;
+    call.time += time;
+}
+
+/// The rows and calls recorded so far, those of one (function, step, description, nesting)
+/// merged (a function compiled for two signatures, or twice by two caches), slowest first;
 /// recording starts afresh.
-pub fn take() -> Vec<Row> {
+pub fn take() -> Report {
     let rows = ROWS.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
-    let mut merged: HashMap<(String, usize, String), Row> = HashMap::new();
+    let mut merged: HashMap<(String, usize, String, bool), Row> = HashMap::new();
     for r in rows.into_values() {
-        let e = merged.entry((r.function.clone(), r.step, r.what.clone())).or_insert_with(|| Row {
+        let e = merged.entry((r.function.clone(), r.step, r.what.clone(), r.nested)).or_insert_with(|| Row {
             calls: 0,
             time: Duration::ZERO,
             ..r.clone()
@@ -69,7 +156,22 @@ pub fn take() -> Vec<Row> {
         e.calls += r.calls;
         e.time += r.time;
     }
-    let mut out: Vec<Row> = merged.into_values().collect();
-    out.sort_by(|a, b| b.time.cmp(&a.time).then_with(|| (&a.function, a.step).cmp(&(&b.function, b.step))));
-    out
+    let mut rows: Vec<Row> = merged.into_values().collect();
+    rows.sort_by(|a, b| {
+        b.time.cmp(&a.time).then_with(|| (&a.function, a.step, a.nested).cmp(&(&b.function, b.step, b.nested)))
+    });
+    let calls = CALLS.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+    let mut merged: HashMap<(String, bool), Call> = HashMap::new();
+    for c in calls.into_values() {
+        let e = merged.entry((c.function.clone(), c.nested)).or_insert_with(|| Call {
+            calls: 0,
+            time: Duration::ZERO,
+            ..c.clone()
+        });
+        e.calls += c.calls;
+        e.time += c.time;
+    }
+    let mut calls: Vec<Call> = merged.into_values().collect();
+    calls.sort_by(|a, b| b.time.cmp(&a.time).then_with(|| (&a.function, a.nested).cmp(&(&b.function, b.nested))));
+    Report { rows, calls }
 }

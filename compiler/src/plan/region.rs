@@ -287,7 +287,7 @@ impl Program {
         vals: &mut [Option<Tensor>],
         donations: &Donated,
         written: &mut bool,
-        profiling: bool,
+        profiling: Option<bool>,
     ) -> Result<(), CompileError> {
         let ready = r.pending.iter().enumerate().filter(|(_, &p)| p == 0).map(|(l, _)| Reverse(l as u32)).collect();
         let state = Mutex::new(RegionRun {
@@ -329,7 +329,7 @@ impl Program {
         state: &Mutex<RegionRun<'_>>,
         crew: &crate::team::Crew,
         donations: &Donated,
-        profiling: bool,
+        profiling: Option<bool>,
     ) {
         let mut table = TABLE.with(|t| t.try_borrow_mut().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default());
         if table.len() < self.types.len() {
@@ -364,7 +364,7 @@ impl Program {
             idle = 0;
             let si = r.start + taken.local;
             let step = &self.steps[si];
-            let start = profiling.then(std::time::Instant::now);
+            let start = profiling.map(|nested| (std::time::Instant::now(), nested, crate::profile::InStep::enter()));
             let mut w = false;
             for (v, t) in taken.inputs {
                 table[v] = Some(t);
@@ -379,8 +379,9 @@ impl Program {
             for &(v, _) in &r.inputs[taken.local] {
                 table[v] = None;
             }
-            if let Some(start) = start {
-                self.record(si, start);
+            if let Some((start, nested, in_step)) = start {
+                drop(in_step);
+                self.record(si, nested, start);
             }
             let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
             st.written |= w;
