@@ -702,10 +702,14 @@ impl FMath<'_, '_> {
         let flipped = self.sub(two, r);
         let zero = self.c(0.0);
         let neg = self.b.ins().fcmp(FloatCC::LessThan, x, zero);
-        self.sel(neg, flipped, r)
+        let r = self.sel(neg, flipped, r);
+        // NaN gives x itself: which NaN the products above pass on depends on the operand
+        // order the instruction selector picks, which the tile routines cannot mirror.
+        let uno = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        self.sel(uno, x, r)
     }
 
-    /// erf(x): the odd Taylor series x·(2/√π)·Σ (−x²)^k / (k!(2k+1)) to k = 5 below |x| = ½
+    /// erf(x) (`Erf`, exact GELU): the odd Taylor series x·(2/√π)·Σ (−x²)^k / (k!(2k+1)) to k = 5 below |x| = ½
     /// (truncation 3e-8 relative there), sign(x)·(1 − erfc(|x|)) above it (where
     /// erf ≥ 0.52, so the subtraction loses nothing).
     pub fn erf(&mut self, x: Value) -> Value {
@@ -736,7 +740,10 @@ impl FMath<'_, '_> {
         };
         let lim = self.c(0.5);
         let is_small = self.b.ins().fcmp(FloatCC::LessThan, ax, lim);
-        self.sel(is_small, small, big)
+        let r = self.sel(is_small, small, big);
+        // NaN gives x itself (as `erfc`).
+        let uno = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        self.sel(uno, x, r)
     }
 
     /// log(1 + x) without losing x's low bits: with u = 1 + x (rounded),
@@ -878,7 +885,7 @@ const COS_POLY: [f32; 3] = [2.443_315_711_809_948e-5, -1.388_731_625_493_765e-3,
 pub(crate) const SOFTPLUS_THRESHOLD: f32 = 13.942_385;
 
 /// P(t) of [`FMath::erfc`], highest degree first (Numerical Recipes' `erfcc` coefficients).
-const ERFC_P: [f32; 10] = [
+pub(crate) const ERFC_P: [f32; 10] = [
     0.170_872_77,
     -0.822_152_23,
     1.488_515_87,
@@ -892,7 +899,7 @@ const ERFC_P: [f32; 10] = [
 ];
 
 /// erf(x)/x as a polynomial in x², highest degree first: (2/√π)·(−1)^k/(k!(2k+1)), k = 5…0.
-const ERF_TAYLOR: [f32; 6] = {
+pub(crate) const ERF_TAYLOR: [f32; 6] = {
     use std::f32::consts::FRAC_2_SQRT_PI as C;
     [-C / 1320.0, C / 216.0, -C / 42.0, C / 10.0, -C / 3.0, C]
 };

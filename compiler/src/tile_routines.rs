@@ -1,5 +1,5 @@
-//! Tile routines: wide-vector exp/tanh/sigmoid/log/log1p for the transcendental members of
-//! fused loops, in two tiers — AVX-512F (16 lanes) and AVX2+FMA (8 lanes).
+//! Tile routines: wide-vector exp/tanh/sigmoid/log/log1p/erf/erfc for the transcendental
+//! members of fused loops, in two tiers — AVX-512F (16 lanes) and AVX2+FMA (8 lanes).
 //!
 //! Cranelift's x64 backend has 128-bit vectors only, and a fused loop's time goes into
 //! the exp/tanh/sigmoid polynomials (16–25 vector operations per four floats each). On a
@@ -80,7 +80,8 @@ impl TileTier {
 }
 
 /// The ops with a tile routine.
-pub(crate) const WIDE_OPS: [EwOp; 5] = [EwOp::Exp, EwOp::Tanh, EwOp::Sigmoid, EwOp::Log, EwOp::Log1p];
+pub(crate) const WIDE_OPS: [EwOp; 7] =
+    [EwOp::Exp, EwOp::Tanh, EwOp::Sigmoid, EwOp::Log, EwOp::Log1p, EwOp::Erf, EwOp::Erfc];
 
 /// The JIT symbol name of `op`'s routine in `tier`.
 pub(crate) fn symbol(tier: TileTier, op: EwOp) -> &'static str {
@@ -90,11 +91,15 @@ pub(crate) fn symbol(tier: TileTier, op: EwOp) -> &'static str {
         (TileTier::Avx512, EwOp::Sigmoid) => "autoclust_tile_sigmoid_f32_avx512",
         (TileTier::Avx512, EwOp::Log) => "autoclust_tile_log_f32_avx512",
         (TileTier::Avx512, EwOp::Log1p) => "autoclust_tile_log1p_f32_avx512",
+        (TileTier::Avx512, EwOp::Erf) => "autoclust_tile_erf_f32_avx512",
+        (TileTier::Avx512, EwOp::Erfc) => "autoclust_tile_erfc_f32_avx512",
         (TileTier::Avx2, EwOp::Exp) => "autoclust_tile_exp_f32_avx2",
         (TileTier::Avx2, EwOp::Tanh) => "autoclust_tile_tanh_f32_avx2",
         (TileTier::Avx2, EwOp::Sigmoid) => "autoclust_tile_sigmoid_f32_avx2",
         (TileTier::Avx2, EwOp::Log) => "autoclust_tile_log_f32_avx2",
         (TileTier::Avx2, EwOp::Log1p) => "autoclust_tile_log1p_f32_avx2",
+        (TileTier::Avx2, EwOp::Erf) => "autoclust_tile_erf_f32_avx2",
+        (TileTier::Avx2, EwOp::Erfc) => "autoclust_tile_erfc_f32_avx2",
         _ => unreachable!("no tile routine for {op:?}"),
     }
 }
@@ -109,11 +114,15 @@ pub(crate) fn address(tier: TileTier, op: EwOp) -> *const u8 {
             (TileTier::Avx512, EwOp::Sigmoid) => avx512::sigmoid_tile as *const u8,
             (TileTier::Avx512, EwOp::Log) => avx512::log_tile as *const u8,
             (TileTier::Avx512, EwOp::Log1p) => avx512::log1p_tile as *const u8,
+            (TileTier::Avx512, EwOp::Erf) => avx512::erf_tile as *const u8,
+            (TileTier::Avx512, EwOp::Erfc) => avx512::erfc_tile as *const u8,
             (TileTier::Avx2, EwOp::Exp) => avx2::exp_tile as *const u8,
             (TileTier::Avx2, EwOp::Tanh) => avx2::tanh_tile as *const u8,
             (TileTier::Avx2, EwOp::Sigmoid) => avx2::sigmoid_tile as *const u8,
             (TileTier::Avx2, EwOp::Log) => avx2::log_tile as *const u8,
             (TileTier::Avx2, EwOp::Log1p) => avx2::log1p_tile as *const u8,
+            (TileTier::Avx2, EwOp::Erf) => avx2::erf_tile as *const u8,
+            (TileTier::Avx2, EwOp::Erfc) => avx2::erfc_tile as *const u8,
             _ => unreachable!("no tile routine for {op:?}"),
         }
     }
@@ -131,6 +140,8 @@ pub enum Wide {
     Sigmoid,
     Log,
     Log1p,
+    Erf,
+    Erfc,
 }
 
 /// Elements per parallel part of [`map_wide`].
@@ -151,6 +162,8 @@ pub fn map_wide(op: Wide, x: &mut [f32]) -> bool {
         Wide::Sigmoid => EwOp::Sigmoid,
         Wide::Log => EwOp::Log,
         Wide::Log1p => EwOp::Log1p,
+        Wide::Erf => EwOp::Erf,
+        Wide::Erfc => EwOp::Erfc,
     };
     // SAFETY: `address` gives a routine with this C signature, for a tier the host has.
     let f: unsafe extern "C" fn(*const f32, *mut f32, i64) = unsafe { std::mem::transmute(address(tier, ew)) };
@@ -184,7 +197,7 @@ mod avx512 {
 
     use std::arch::x86_64::*;
 
-    use crate::math::{EXP_POLY, LOG_POLY, TANH_P, TANH_Q};
+    use crate::math::{ERFC_P, ERF_TAYLOR, EXP_POLY, LOG_POLY, TANH_P, TANH_Q};
 
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -314,6 +327,39 @@ mod avx512 {
         _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(u, c(f32::INFINITY)), r, u)
     }
 
+    /// `FMath::erfc`: `t·e^{−z² + P(t)}` with `z = |x|`, `t = 1/(1 + z/2)`; `2 −` that for
+    /// x < 0; NaN gives x.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn erfc(x: __m512) -> __m512 {
+        let z = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fff_ffff)));
+        let d = _mm512_fmadd_ps(z, c(0.5), c(1.0));
+        let t = _mm512_div_ps(c(1.0), d);
+        let p = horner(t, &ERFC_P);
+        let nz = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(z), _mm512_set1_epi32(i32::MIN)));
+        let arg = _mm512_fmadd_ps(nz, z, p);
+        let e = exp(arg);
+        let r = _mm512_mul_ps(t, e);
+        let flipped = _mm512_sub_ps(c(2.0), r);
+        let r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, c(0.0)), r, flipped);
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), r, x)
+    }
+
+    /// `FMath::erf`: the Taylor series below |x| = ½, `sign(x)·(1 − erfc(|x|))` above; NaN
+    /// gives x.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn erf(x: __m512) -> __m512 {
+        let p = horner(_mm512_mul_ps(x, x), &ERF_TAYLOR);
+        let small = _mm512_mul_ps(x, p);
+        let ax = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fff_ffff)));
+        let big = _mm512_sub_ps(c(1.0), erfc(ax));
+        let sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MIN));
+        let big = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(big), sign));
+        let r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(ax, c(0.5)), big, small);
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), r, x)
+    }
+
     /// Applies `f` to `n` floats (a multiple of 16) from `src` into `dst`.
     ///
     /// # Safety
@@ -349,6 +395,8 @@ mod avx512 {
     tile_routine!(sigmoid_tile, sigmoid);
     tile_routine!(log_tile, log);
     tile_routine!(log1p_tile, log1p);
+    tile_routine!(erf_tile, erf);
+    tile_routine!(erfc_tile, erfc);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -359,7 +407,7 @@ mod avx2 {
 
     use std::arch::x86_64::*;
 
-    use crate::math::{EXP_POLY, LOG_POLY, TANH_P, TANH_Q};
+    use crate::math::{ERFC_P, ERF_TAYLOR, EXP_POLY, LOG_POLY, TANH_P, TANH_Q};
 
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -486,6 +534,37 @@ mod avx2 {
         _mm256_blendv_ps(r, u, _mm256_cmp_ps::<_CMP_EQ_OQ>(u, c(f32::INFINITY)))
     }
 
+    /// `FMath::erfc` (the AVX-512 tier's `erfc`, op for op).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn erfc(x: __m256) -> __m256 {
+        let z = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x7fff_ffff)));
+        let d = _mm256_fmadd_ps(z, c(0.5), c(1.0));
+        let t = _mm256_div_ps(c(1.0), d);
+        let p = horner(t, &ERFC_P);
+        let nz = _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(z), _mm256_set1_epi32(i32::MIN)));
+        let arg = _mm256_fmadd_ps(nz, z, p);
+        let e = exp(arg);
+        let r = _mm256_mul_ps(t, e);
+        let flipped = _mm256_sub_ps(c(2.0), r);
+        let r = _mm256_blendv_ps(r, flipped, _mm256_cmp_ps::<_CMP_LT_OQ>(x, c(0.0)));
+        _mm256_blendv_ps(r, x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x))
+    }
+
+    /// `FMath::erf` (the AVX-512 tier's `erf`, op for op).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn erf(x: __m256) -> __m256 {
+        let p = horner(_mm256_mul_ps(x, x), &ERF_TAYLOR);
+        let small = _mm256_mul_ps(x, p);
+        let ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x7fff_ffff)));
+        let big = _mm256_sub_ps(c(1.0), erfc(ax));
+        let sign = _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(i32::MIN));
+        let big = _mm256_castsi256_ps(_mm256_or_si256(_mm256_castps_si256(big), sign));
+        let r = _mm256_blendv_ps(big, small, _mm256_cmp_ps::<_CMP_LT_OQ>(ax, c(0.5)));
+        _mm256_blendv_ps(r, x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x))
+    }
+
     /// Applies `f` to `n` floats (a multiple of 8) from `src` into `dst`.
     ///
     /// # Safety
@@ -521,4 +600,6 @@ mod avx2 {
     tile_routine!(sigmoid_tile, sigmoid);
     tile_routine!(log_tile, log);
     tile_routine!(log1p_tile, log1p);
+    tile_routine!(erf_tile, erf);
+    tile_routine!(erfc_tile, erfc);
 }

@@ -65,7 +65,7 @@ fn sweep() -> Vec<f32> {
 #[test]
 fn tile_routines_match_the_f32x4_code_bit_for_bit() {
     let xs = sweep();
-    for op in ["Exp", "Tanh", "Sigmoid", "Log", "Log1p"] {
+    for op in ["Exp", "Tanh", "Sigmoid", "Log", "Log1p", "Erf", "Erfc"] {
         let g = graph(vec![arg("x", 0, DType::Float32), node("y", op, &["x"], vec![]), ret("r", "y", 0)]);
         for (tier, tiled, plain) in per_tier(&g, &[(DType::Float32, vec![xs.len()])]) {
             let x = f32t(&[xs.len()], xs.clone());

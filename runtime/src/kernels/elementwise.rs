@@ -677,7 +677,7 @@ fn unary_num<T: Num>(op: Unary, t: Tensor) -> KResult<Tensor> {
     })
 }
 
-/// Exp, Tanh, Sigmoid, Log and Log1p of float32 by the compiled clusters' wide-vector
+/// Exp, Tanh, Sigmoid, Log, Log1p, Erf and Erfc of float32 by the compiled clusters' wide-vector
 /// routines (bit for bit the JIT's results); None when the op has none or the host no tier.
 fn unary_wide(op: Unary, mut t: Tensor) -> Result<Tensor, Tensor> {
     use autoclust_compiler::Wide;
@@ -687,6 +687,8 @@ fn unary_wide(op: Unary, mut t: Tensor) -> Result<Tensor, Tensor> {
         Unary::Sigmoid => Wide::Sigmoid,
         Unary::Log => Wide::Log,
         Unary::Log1p => Wide::Log1p,
+        Unary::Erf => Wide::Erf,
+        Unary::Erfc => Wide::Erfc,
         _ => return Err(t),
     };
     if t.dtype != DType::Float32 || autoclust_compiler::TileTier::select(None).is_none() {
