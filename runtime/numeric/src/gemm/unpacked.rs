@@ -508,9 +508,14 @@ mod x86 {
                     // SAFETY: rows p0..p0+d of the panel; the scratch holds kc×16 floats.
                     unsafe { chunk(d, w, b, rsb, csb, j, p0, scratch, 16) }
                 };
+                let ap = a.wrapping_offset(p0 as isize * csa);
                 // SAFETY: A's columns p0..p0+d, the panel's rows, C's columns j..j+w.
                 unsafe {
-                    rows256(m, d, a.wrapping_offset(p0 as isize * csa), rsa, csa, bj, rs, cj, rsc, lo, hi, p0 > 0)
+                    if w == 16 {
+                        rows256::<true>(m, d, ap, rsa, csa, bj, rs, cj, rsc, lo, hi, p0 > 0)
+                    } else {
+                        rows256::<false>(m, d, ap, rsa, csa, bj, rs, cj, rsc, lo, hi, p0 > 0)
+                    }
                 };
                 p0 += kc;
                 if p0 >= k {
@@ -522,14 +527,16 @@ mod x86 {
     }
 
     /// Every row tile of one panel (or chunk of a panel) `b`, `k` deep, into C's columns at
-    /// `c`: set (`add` false) or added to (`add`, a later chunk).
+    /// `c`: set (`add` false) or added to (`add`, a later chunk). `FULL`: the panel is 16
+    /// columns wide (both masks all ones), and its rows are read by plain loads — AMD's
+    /// masked loads cost more than plain ones, and a full panel reads two per step.
     ///
     /// # Safety
     /// A's `m` rows hold `k` elements, the panel `k` rows of the masks' width, C `m` rows.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn rows256(
+    unsafe fn rows256<const FULL: bool>(
         m: usize,
         k: usize,
         a: *const f32,
@@ -548,7 +555,7 @@ mod x86 {
         // stores inside the panel's columns.
         while i + MR256 <= m {
             unsafe {
-                tile256::<MR256>(
+                tile256::<MR256, FULL>(
                     k,
                     a.wrapping_offset(i as isize * rsa),
                     rsa,
@@ -568,11 +575,11 @@ mod x86 {
         unsafe {
             match m - i {
                 0 => {}
-                1 => tile256::<1>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
-                2 => tile256::<2>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
-                3 => tile256::<3>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
-                4 => tile256::<4>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
-                _ => tile256::<5>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                1 => tile256::<1, FULL>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                2 => tile256::<2, FULL>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                3 => tile256::<3, FULL>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                4 => tile256::<4, FULL>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
+                _ => tile256::<5, FULL>(k, ai, rsa, csa, b, rsb, ci, rsc, lo, hi, add),
             }
         }
     }
@@ -580,7 +587,7 @@ mod x86 {
     #[allow(clippy::too_many_arguments)]
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn tile256<const MR: usize>(
+    unsafe fn tile256<const MR: usize, const FULL: bool>(
         k: usize,
         a: *const f32,
         rsa: isize,
@@ -599,7 +606,11 @@ mod x86 {
             // SAFETY: row p of the panel; masked lanes are not read.
             let (b0, b1) = unsafe {
                 let bp = b.offset(p * rsb);
-                (_mm256_maskload_ps(bp, lo), _mm256_maskload_ps(bp.wrapping_add(8), hi))
+                if FULL {
+                    (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(8)))
+                } else {
+                    (_mm256_maskload_ps(bp, lo), _mm256_maskload_ps(bp.wrapping_add(8), hi))
+                }
             };
             for r in 0..MR {
                 // SAFETY: A[r, p] lies inside A.
