@@ -329,17 +329,34 @@ fn strided_slice_grad(
             super::shape_ops::debug_shape(&final_shape)
         )));
     }
+    // dy's rows (its innermost dimension) scattered one at a time: copied whole when the
+    // innermost stride is 1, element by element at that stride otherwise.
     fn go<T: Elem>(shape: &[usize], b: &[i64], s: &[i64], sizes: &[usize], dy: &Tensor) -> KResult<Tensor> {
         let n: usize = shape.iter().product();
         let mut v = vec![T::zero(); n];
         let src = T::slice(dy);
         let st = strides(shape);
-        let r = sizes.len();
+        let Some((&inner, outer)) = sizes.split_last() else {
+            // A scalar: the one element.
+            v.iter_mut().zip(src).for_each(|(o, &x)| *o = x);
+            return Ok(tensor_of(shape.to_vec(), v));
+        };
+        if inner == 0 || src.is_empty() {
+            return Ok(tensor_of(shape.to_vec(), v));
+        }
+        let r = outer.len();
+        let step = s[r] * st[r] as i64;
         let mut idx = vec![0usize; r];
-        for &x in src {
-            let off: i64 = (0..r).map(|d| (b[d] + idx[d] as i64 * s[d]) * st[d] as i64).sum();
-            v[off as usize] = x;
-            next_index(&mut idx, sizes);
+        for row in src.chunks_exact(inner) {
+            let base: i64 = (0..=r).map(|d| (b[d] + idx.get(d).map_or(0, |&i| i as i64) * s[d]) * st[d] as i64).sum();
+            if step == 1 {
+                v[base as usize..][..inner].copy_from_slice(row);
+            } else {
+                for (k, &x) in row.iter().enumerate() {
+                    v[(base + k as i64 * step) as usize] = x;
+                }
+            }
+            next_index(&mut idx, outer);
         }
         Ok(tensor_of(shape.to_vec(), v))
     }
@@ -447,17 +464,28 @@ fn tile(t: &Tensor, multiples: &[i64]) -> KResult<Tensor> {
             KernelError::invalid(format!("Tile: multiples {multiples:?} of shape {:?} overflow", t.shape))
         })?;
     budget(t.dtype, &out_shape)?;
+    // Output rows (the innermost dimension) one at a time: the source row repeated.
     fn go<T: Elem>(t: &Tensor, out_shape: Vec<usize>) -> KResult<Tensor> {
         let x = T::slice(t);
         let st = strides(&t.shape);
         let n: usize = out_shape.iter().product();
+        let Some((&inner_out, outer)) = out_shape.split_last() else {
+            return Ok(tensor_of(out_shape, x.to_vec()));
+        };
+        if n == 0 {
+            return Ok(tensor_of(out_shape, Vec::<T>::new()));
+        }
+        let r = outer.len();
+        let inner = t.shape[r];
         let mut v = Vec::with_capacity(n);
-        let r = out_shape.len();
         let mut idx = vec![0usize; r];
-        for _ in 0..n {
-            let off: usize = (0..r).map(|d| (idx[d] % t.shape[d]) * st[d]).sum();
-            v.push(x[off]);
-            next_index(&mut idx, &out_shape);
+        for _ in 0..n / inner_out {
+            let base: usize = (0..r).map(|d| (idx[d] % t.shape[d]) * st[d]).sum();
+            let row = &x[base..][..inner];
+            for _ in 0..inner_out / inner {
+                v.extend_from_slice(row);
+            }
+            next_index(&mut idx, outer);
         }
         Ok(tensor_of(out_shape, v))
     }
@@ -2548,6 +2576,51 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.to_string(), "indices[1,1] = 7 is not in [0, 3)");
+    }
+
+    /// `StridedSliceGrad` scatters dy by rows (a whole-row copy at stride 1, a strided store
+    /// otherwise); `StridedSlice` of its result gives dy back and every other element is 0.
+    /// `Tile` repeats whole source rows; checked element by element against the definition.
+    #[test]
+    fn strided_slice_grads_and_tiles_by_rows_match_their_definitions() {
+        // (shape, begin, end, strides)
+        type Case<'a> = [&'a [i32]; 4];
+        let cases: [Case<'_>; 5] = [
+            [&[4, 6], &[3, 5], &[0, 0], &[-1, -2]],
+            [&[4, 6], &[1, 0], &[3, 6], &[1, 1]],
+            [&[5, 2, 7], &[0, 1, 1], &[5, 2, 6], &[2, 1, 1]],
+            [&[5, 2, 7], &[4, 0, 6], &[0, 2, 0], &[-3, 1, -3]],
+            [&[6], &[1], &[6], &[2]],
+        ];
+        for [shape, begin, end, strides] in cases {
+            let slice = run1(
+                &node("StridedSlice", &[]),
+                &[iota(shape.iter().map(|&d| d as usize).collect()), v(begin), v(end), v(strides)],
+            )
+            .unwrap();
+            let dy = Tensor::from_i32(slice.shape.clone(), (1..=slice.num_elements() as i32).collect()).unwrap();
+            let g =
+                run1(&node("StridedSliceGrad", &[]), &[v(shape), v(begin), v(end), v(strides), dy.clone()]).unwrap();
+            let back = run1(&node("StridedSlice", &[]), &[g.clone(), v(begin), v(end), v(strides)]).unwrap();
+            assert_eq!(back.as_i32().unwrap(), dy.as_i32().unwrap(), "{shape:?} {begin:?} {end:?} {strides:?}");
+            let (gs, ds) = (g.as_i32().unwrap(), dy.as_i32().unwrap());
+            assert_eq!(gs.iter().filter(|&&x| x != 0).count(), ds.len(), "{shape:?} {strides:?}: {gs:?}");
+            assert_eq!(gs.iter().sum::<i32>(), ds.iter().sum::<i32>());
+        }
+        for (shape, multiples) in [(vec![2, 3], [2, 3, 1]), (vec![3, 1, 2], [1, 2, 3]), (vec![1, 4, 1], [3, 1, 2])] {
+            let t = iota(shape.clone());
+            let m = &multiples[..shape.len()];
+            let out = run1(&node("Tile", &[]), &[t.clone(), v(m)]).unwrap();
+            let want: Vec<usize> = shape.iter().zip(m).map(|(&d, &k)| d * k as usize).collect();
+            assert_eq!(out.shape, want);
+            let st = strides(&shape);
+            let mut idx = vec![0usize; want.len()];
+            for &got in out.as_i32().unwrap() {
+                let off: usize = (0..idx.len()).map(|d| (idx[d] % shape[d]) * st[d]).sum();
+                assert_eq!(got, t.as_i32().unwrap()[off], "{shape:?} {m:?} at {idx:?}");
+                next_index(&mut idx, &want);
+            }
+        }
     }
 
     #[test]
