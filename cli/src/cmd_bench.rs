@@ -102,7 +102,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         Err(e) => {
             print_notes(&plain.notes);
             print_notes(report.fallback_notes());
-            print_notes(&report.interpreted_notes(&clustered.session.jit().function_status()));
+            print_notes(&report.interpreted_notes_beside(&clustered.session.jit().function_status(), &e.to_string()));
             return Err(e);
         }
     };

@@ -687,7 +687,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     let mut interpreted_said = Vec::new();
     for done in 1..=args.steps {
         let result = session.run(&request);
-        if result.is_err() {
+        if let Err(e) = &result {
             progress.finish();
             // The error alone, but for how this is not the program `run` meant to run
             // (unoptimized, unclustered, a cluster the interpreter ran: the failing node
@@ -699,7 +699,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
                 if done == 1 {
                     print_notes(r.fallback_notes());
                 }
-                let interpreted = r.interpreted_notes(&session.jit().function_status());
+                let interpreted = r.interpreted_notes_beside(&session.jit().function_status(), &e.to_string());
                 print_notes(&interpreted.into_iter().filter(|n| !interpreted_said.contains(n)).collect::<Vec<_>>());
             }
         }

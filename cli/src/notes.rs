@@ -68,6 +68,22 @@ impl ClusterReport {
         counts
     }
 
+    /// The interpreted-cluster notes a failing step adds to its error: those of clusters the
+    /// error does not name (a cluster that failed has its node and reason in the error, and
+    /// its compile was often declined for that very reason).
+    pub fn interpreted_notes_beside(&self, status: &BTreeMap<String, FunctionStatus>, error: &str) -> Vec<String> {
+        self.clusters
+            .iter()
+            .filter(|(cluster, _)| !error.contains(&format!("node '{cluster}'")))
+            .filter_map(|(cluster, function)| match status.get(function) {
+                Some(FunctionStatus::Interpreted { reason }) => {
+                    Some(format!("cluster '{cluster}' runs in the interpreter, not compiled: {reason}"))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// One line per interpreted cluster, naming the cluster and the reason
     /// (which names the node inside it).
     pub fn interpreted_notes(&self, status: &BTreeMap<String, FunctionStatus>) -> Vec<String> {

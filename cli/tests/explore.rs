@@ -159,6 +159,50 @@ fn feeds_and_gradient_descent() {
     assert_eq!(rw2, [0.0, 1.0]);
 }
 
+/// A seeded stateful random op (dropout's `RandomUniform`) takes its first run's values in
+/// `explore` and `verify`, the values `run`'s first step draws; an unseeded one is refused
+/// by name (its values differ on every run).
+#[test]
+fn seeded_random_ops_explore_as_run_draws_them() {
+    let path = case("seeded_dropout.graph");
+    let p = path.to_str().unwrap();
+    let args = ["--var", "X=[1,2,3,4]", "--fetch", "u:0,y:0", "--target", "w"];
+    let mut all = vec!["explore", p, "--json"];
+    all.extend(args);
+    let (code, stdout, stderr) = autoclust(&all, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let outcomes = v["outcomes"].as_array().unwrap();
+    assert_eq!(outcomes.len(), 1, "{stdout}");
+    let u = &outcomes[0]["fetches"]["u:0"]["data"];
+    let y: Vec<f64> =
+        outcomes[0]["fetches"]["y:0"]["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    let (code, stdout, stderr) = autoclust(&["run", p, "--fetch", "u:0", "--json"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let r: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(&r["fetches"]["u:0"]["data"], u, "{stdout}");
+    let u: Vec<f64> = u.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    assert!(u.iter().all(|&x| x > 0.0 && x < 1.0), "{u:?}");
+    for (k, (&yk, &uk)) in y.iter().zip(&u).enumerate() {
+        assert_eq!(yk as f32, (k as f32 + 1.0) * uk as f32, "y = X · u");
+    }
+    let mut verify = vec!["verify", p];
+    verify.extend(args);
+    let (code, stdout, stderr) = autoclust(&verify, &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.starts_with("verify: ok"), "{stdout}");
+    // Unseeded: refused, naming the node.
+    let dir = tempfile::tempdir().unwrap();
+    let unseeded = dir.path().join("g.graph");
+    let text = std::fs::read_to_string(&path).unwrap().replace(", seed = 7, seed2 = 3", "");
+    std::fs::write(&unseeded, text).unwrap();
+    let mut all = vec!["explore", unseeded.to_str().unwrap()];
+    all.extend(args);
+    let (code, _, stderr) = autoclust(&all, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.starts_with("error:") && stderr.contains("'u'") && stderr.contains("unseeded"), "{stderr}");
+}
+
 #[test]
 fn errors_name_the_node_and_exit_1() {
     let path = case("increments.graph");

@@ -31,6 +31,9 @@ impl PureEval for RuntimeKernels {
 /// on `library` ([`autoclust_runtime::run_call`]): what `explore`/`verify` evaluate with, so
 /// a graph whose loops and branches are pure (or clustered with them) is explored.
 ///
+/// Seeded stateful random ops (`RandomUniform` in a dropout) take their first run's values
+/// (`autoclust_runtime::kernels::random::first_run`); unseeded ones are refused.
+///
 /// Lookup tables (`StringLookup`, `IntegerLookup`, `TextVectorization`, vocabulary feature
 /// columns) are read from `tables`, which the caller fills before exploring (a SavedModel's
 /// initialisation op, run once as TensorFlow's loader runs it). A table the step only reads
@@ -87,6 +90,11 @@ impl PureEval for RuntimeCalls {
         }
         if autoclust_runtime::kernels::lookup::is_lookup_op(&node.op) {
             return self.lookup(node, inputs);
+        }
+        if autoclust_runtime::kernels::random::is_random_op(&node.op) {
+            // A seeded stateful random op (dropout's `RandomUniform`): its first run's values,
+            // as `run`'s first step draws them; each node runs once in the explored step.
+            return autoclust_runtime::kernels::random::first_run(node, inputs).map_err(|e| e.to_string());
         }
         RuntimeKernels.compute(node, inputs)
     }

@@ -461,8 +461,6 @@ fn random_index_shuffle(index: &Tensor, seed: &Tensor, max_index: &Tensor, round
     })
 }
 
-/// Prepares a random op's kernel around the node's generator in `states`, or `None` if
-/// `node` is not a random op.
 /// Attribute naming a random op's generator in the session's [`RandomStates`] when the node's
 /// name alone would not be unique (ops in function bodies: `function/node`).
 pub(crate) const RANDOM_KEY_ATTR: &str = "_autoclust_random_key";
@@ -518,6 +516,24 @@ pub(crate) fn accidental_hits(true_classes: &Tensor, sampled: &Tensor, num_true:
     Ok(o)
 }
 
+/// The outputs a seeded random op gives on its first run in a fresh session — what `run`'s
+/// first step computes, so `explore` and `verify` model one step with it. An op with
+/// `seed` and `seed2` both 0 draws from an operating-system-random stream, different on
+/// every run: refused.
+pub fn first_run(node: &Node, inputs: &[Tensor]) -> KResult<Vec<Tensor>> {
+    if attr_int_or(node, "seed", 0)? == 0 && attr_int_or(node, "seed2", 0)? == 0 {
+        return Err(KernelError::invalid(format!(
+            "{} is unseeded (seed and seed2 are 0), so its values differ on every run; explore and verify need \
+             it seeded (tf.random.set_seed, or the op's seed)",
+            node.op
+        )));
+    }
+    let f = prepare(node, &RandomStates::new())?.ok_or_else(|| KernelError::NoKernel(node.op.clone()))?;
+    Ok(f(inputs.iter().cloned().collect())?.into_vec())
+}
+
+/// Prepares a random op's kernel around the node's generator in `states`, or `None` if
+/// `node` is not a random op.
 pub(crate) fn prepare(node: &Node, states: &RandomStates) -> KResult<Option<PureFn>> {
     let key = node.attr(RANDOM_KEY_ATTR).and_then(|a| a.as_str()).unwrap_or(&node.name).to_string();
     let dist = match node.op.as_str() {
