@@ -72,23 +72,20 @@ impl ClusterReport {
     /// error does not name (a cluster that failed has its node and reason in the error, and
     /// its compile was often declined for that very reason).
     pub fn interpreted_notes_beside(&self, status: &BTreeMap<String, FunctionStatus>, error: &str) -> Vec<String> {
-        self.clusters
-            .iter()
-            .filter(|(cluster, _)| !error.contains(&format!("node '{cluster}'")))
-            .filter_map(|(cluster, function)| match status.get(function) {
-                Some(FunctionStatus::Interpreted { reason }) => {
-                    Some(format!("cluster '{cluster}' runs in the interpreter, not compiled: {reason}"))
-                }
-                _ => None,
-            })
-            .collect()
+        self.interpreted_where(status, |cluster| !error.contains(&format!("node '{cluster}'")))
     }
 
     /// One line per interpreted cluster, naming the cluster and the reason
     /// (which names the node inside it).
     pub fn interpreted_notes(&self, status: &BTreeMap<String, FunctionStatus>) -> Vec<String> {
+        self.interpreted_where(status, |_| true)
+    }
+
+    /// The notes of the interpreted clusters `keep` accepts (by cluster name).
+    fn interpreted_where(&self, status: &BTreeMap<String, FunctionStatus>, keep: impl Fn(&str) -> bool) -> Vec<String> {
         self.clusters
             .iter()
+            .filter(|(cluster, _)| keep(cluster))
             .filter_map(|(cluster, function)| match status.get(function) {
                 Some(FunctionStatus::Interpreted { reason }) => {
                     Some(format!("cluster '{cluster}' runs in the interpreter, not compiled: {reason}"))

@@ -146,32 +146,61 @@ pub(crate) fn record_call(program: usize, nested: bool, time: Duration, function
 /// recording starts afresh.
 pub fn take() -> Report {
     let rows = ROWS.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
-    let mut merged: HashMap<(String, usize, String, bool), Row> = HashMap::new();
-    for r in rows.into_values() {
-        let e = merged.entry((r.function.clone(), r.step, r.what.clone(), r.nested)).or_insert_with(|| Row {
-            calls: 0,
-            time: Duration::ZERO,
-            ..r.clone()
-        });
-        e.calls += r.calls;
-        e.time += r.time;
-    }
-    let mut rows: Vec<Row> = merged.into_values().collect();
-    rows.sort_by(|a, b| {
-        b.time.cmp(&a.time).then_with(|| (&a.function, a.step, a.nested).cmp(&(&b.function, b.step, b.nested)))
-    });
     let calls = CALLS.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
-    let mut merged: HashMap<(String, bool), Call> = HashMap::new();
-    for c in calls.into_values() {
-        let e = merged.entry((c.function.clone(), c.nested)).or_insert_with(|| Call {
-            calls: 0,
-            time: Duration::ZERO,
-            ..c.clone()
-        });
-        e.calls += c.calls;
-        e.time += c.time;
+    Report { rows: merged(rows.into_values()), calls: merged(calls.into_values()) }
+}
+
+/// A record [`take`] merges across programs by what it describes.
+trait Tally {
+    type Key: Ord + std::hash::Hash;
+    fn key(&self) -> Self::Key;
+    fn totals(&mut self) -> (&mut u64, &mut Duration);
+    fn time(&self) -> Duration;
+}
+
+impl Tally for Row {
+    type Key = (String, usize, String, bool);
+    fn key(&self) -> Self::Key {
+        (self.function.clone(), self.step, self.what.clone(), self.nested)
     }
-    let mut calls: Vec<Call> = merged.into_values().collect();
-    calls.sort_by(|a, b| b.time.cmp(&a.time).then_with(|| (&a.function, a.nested).cmp(&(&b.function, b.nested))));
-    Report { rows, calls }
+    fn totals(&mut self) -> (&mut u64, &mut Duration) {
+        (&mut self.calls, &mut self.time)
+    }
+    fn time(&self) -> Duration {
+        self.time
+    }
+}
+
+impl Tally for Call {
+    type Key = (String, bool);
+    fn key(&self) -> Self::Key {
+        (self.function.clone(), self.nested)
+    }
+    fn totals(&mut self) -> (&mut u64, &mut Duration) {
+        (&mut self.calls, &mut self.time)
+    }
+    fn time(&self) -> Duration {
+        self.time
+    }
+}
+
+/// `items` with those of one key added together, slowest first (ties by key).
+fn merged<T: Tally>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut by: HashMap<T::Key, T> = HashMap::new();
+    for mut x in items {
+        let key = x.key();
+        match by.get_mut(&key) {
+            Some(e) => {
+                let ((c, t), (xc, xt)) = (e.totals(), x.totals());
+                *c += *xc;
+                *t += *xt;
+            }
+            None => {
+                by.insert(key, x);
+            }
+        }
+    }
+    let mut out: Vec<(T::Key, T)> = by.into_iter().collect();
+    out.sort_by(|(ka, a), (kb, b)| b.time().cmp(&a.time()).then_with(|| ka.cmp(kb)));
+    out.into_iter().map(|(_, v)| v).collect()
 }

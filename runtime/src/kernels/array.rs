@@ -348,7 +348,8 @@ fn strided_slice_grad(
         let step = s[r] * st[r] as i64;
         let mut idx = vec![0usize; r];
         for row in src.chunks_exact(inner) {
-            let base: i64 = (0..=r).map(|d| (b[d] + idx.get(d).map_or(0, |&i| i as i64) * s[d]) * st[d] as i64).sum();
+            let outer_offset: i64 = (0..r).map(|d| (b[d] + idx[d] as i64 * s[d]) * st[d] as i64).sum();
+            let base = outer_offset + b[r] * st[r] as i64;
             if step == 1 {
                 v[base as usize..][..inner].copy_from_slice(row);
             } else {
