@@ -4,6 +4,10 @@
 //! compute the same values, so the later one is removed and its uses read
 //! the first. Graphs made by unrolling a computation (TF2 traces, the
 //! `scalar_10k` benchmark's ten identical chains) shrink by the repeat factor.
+//! Pure *calls* ([`crate::pure_calls`]: a `While`, `If` or `PartitionedCall`
+//! whose functions, transitively, hold only pure nodes) merge too when they
+//! call the same functions up to names — a Keras model called twice in a step
+//! traces each of its loops twice, under two names.
 //!
 //! Visited in topological order, so a merge makes the merged node's users
 //! candidates in turn (whole repeated chains collapse in one run).
@@ -14,7 +18,8 @@
 //! earliest start, so a user of the removed node sees the same value no
 //! earlier than it could before. A control user of the removed node waits for
 //! the kept one, which has the same control inputs. Never merged: stateful
-//! ops, resource ops other than reads (below), stateful random ops, calls, `Placeholder`s, v1 control flow
+//! ops, resource ops other than reads (below), stateful random ops, calls of
+//! impure functions, `Placeholder`s, v1 control flow
 //! other than a `Switch` of a value (module [`is_value_switch`]), and the
 //! nodes the request fetches, targets or feeds (they keep their names).
 //! Constants larger than [`MAX_CONST_ELEMENTS`] are not compared.
@@ -31,6 +36,7 @@ use std::collections::{HashMap, HashSet};
 use autoclust_graph::{effects, AttrValue, Graph, NodeId, Output, Successors};
 
 use crate::pass::PassContext;
+use crate::pure_calls::PureCalls;
 use crate::rewrite::{handles_resource, is_pure, pinned, Rewrite};
 
 /// Largest `Const` (in elements) compared with others.
@@ -72,6 +78,7 @@ fn no_effect_between(
     b: NodeId,
     fed: &HashSet<String>,
     checks: &mut ReadChecks,
+    pure_call: &[bool],
 ) -> bool {
     if checks.count >= MAX_READ_CHECKS {
         return false;
@@ -79,7 +86,7 @@ fn no_effect_between(
     checks.count += 1;
     // What each node may do to variables: the same for every pair, found once.
     if checks.reach.is_empty() {
-        checks.classify(graph, fed);
+        checks.classify(graph, fed, pure_call);
     }
     let mine = variable_key(graph.node(graph.node(a).inputs[0].node), fed)
         .map(|k| checks.var_ids.get(&k).copied().unwrap_or(u32::MAX));
@@ -148,7 +155,7 @@ struct ReadChecks {
 }
 
 impl ReadChecks {
-    fn classify(&mut self, graph: &Graph, fed: &HashSet<String>) {
+    fn classify(&mut self, graph: &Graph, fed: &HashSet<String>, pure_call: &[bool]) {
         let mut id_of = |k: (Vec<u8>, Vec<u8>)| {
             let next = self.var_ids.len() as u32;
             *self.var_ids.entry(k).or_insert(next)
@@ -156,8 +163,10 @@ impl ReadChecks {
         self.reach = graph
             .nodes()
             .iter()
-            .map(|n| {
+            .zip(pure_call)
+            .map(|(n, &pure_call)| {
                 let harmless = is_pure(graph, n)
+                    || pure_call
                     || matches!(
                         n.op.as_str(),
                         "ReadVariableOp"
@@ -235,11 +244,26 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
     let (mut inputs, mut controls) = (Vec::new(), Vec::new());
     let mut report = CseReport::default();
     let mut read_checks = ReadChecks::default();
+    // Pure calls, and their attributes with each function named by its class: their keys'.
+    let mut calls = PureCalls::new(&graph.library);
+    let pure_call: Vec<bool> = graph.nodes().iter().map(|n| calls.is_pure_call(n)).collect();
+    let mut canonical = CanonicalAttrs::default();
     for id in order {
         let node = graph.node(id);
         let read = node.op == "ReadVariableOp" && node.inputs.len() == 1 && !ctx.fed.contains(&node.name);
-        if pin[id.index()] || !(is_pure(graph, node) || is_value_switch(node) || read) {
+        if pin[id.index()] || !(is_pure(graph, node) || is_value_switch(node) || read || pure_call[id.index()]) {
             continue;
+        }
+        if pure_call[id.index()] {
+            // A call by a function's name keys on the function's class.
+            let op = match graph.library.function(&node.op) {
+                Some(_) => calls.class_of(&node.op).map(|c| format!("#fn{c}")),
+                None => Some(node.op.clone()),
+            };
+            match (op, calls.canonical_attrs(&node.attrs)) {
+                (Some(op), Some(attrs)) => canonical.insert(id, (op, attrs)),
+                _ => continue,
+            };
         }
         if node.op == "Const" {
             match node.attr("value") {
@@ -251,22 +275,23 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
         // control inputs, as text) are equal. The key's parts are hashed without writing
         // the text, so a node costs no allocation; it is spelled out only to confirm a
         // hash match.
-        let hash = key_hash(&state, graph, &rw, id, &mut inputs, &mut controls);
+        let hash = key_hash(&state, graph, &rw, &canonical, id, &mut inputs, &mut controls);
         let matching = match seen.get_mut(&hash) {
             None => None,
             Some(candidates) => {
-                let key = key_string(graph, &rw, id, &mut inputs, &mut controls);
+                let key = key_string(graph, &rw, &canonical, id, &mut inputs, &mut controls);
                 candidates
                     .iter_mut()
                     .position(|(c, text)| {
-                        *text.get_or_insert_with(|| key_string(graph, &rw, *c, &mut inputs, &mut controls)) == key
+                        *text.get_or_insert_with(|| key_string(graph, &rw, &canonical, *c, &mut inputs, &mut controls))
+                            == key
                     })
                     .map(|k| candidates[k].0)
             }
         };
         match matching {
             Some(first) => {
-                if read && !no_effect_between(graph, &succ, first, id, &ctx.fed, &mut read_checks) {
+                if read && !no_effect_between(graph, &succ, first, id, &ctx.fed, &mut read_checks, &pure_call) {
                     continue;
                 }
                 let used = succ.data[id.index()].iter().map(|&(_, port, _)| port as usize + 1).max().unwrap_or(1);
@@ -285,23 +310,37 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
     Ok((out, report))
 }
 
+/// A pure call's op and attributes with each function named by its class
+/// ([`PureCalls::canonical_attrs`]), by node: what its key holds instead of its own.
+type CanonicalAttrs = HashMap<NodeId, (String, Vec<(String, AttrValue)>)>;
+
 /// Writes node `id`'s merge key: op, device, attributes (internal `_` ones left out:
 /// `_class` colocation, `_has_manual_control_dependencies`, … do not change a pure
-/// node's value, and Grappler's dedup ignores them too), data inputs and sorted control
-/// inputs, each resolved through the edits so far (`inputs`, `controls`: scratch).
+/// node's value, and Grappler's dedup ignores them too; a pure call's functions by class),
+/// data inputs and sorted control inputs, each resolved through the edits so far
+/// (`inputs`, `controls`: scratch).
 fn write_key(
     out: &mut dyn std::fmt::Write,
     graph: &Graph,
     rw: &Rewrite,
+    canonical: &CanonicalAttrs,
     id: NodeId,
     inputs: &mut Vec<Output>,
     controls: &mut Vec<NodeId>,
 ) {
     let node = graph.node(id);
     resolve_key_inputs(graph, rw, id, inputs, controls);
-    let attrs = node.attrs.iter().filter(|(k, _)| !k.starts_with('_'));
     // Writing to a string cannot fail.
-    let _ = write!(out, "{}|{}|{:?}|{:?}|{:?}", node.op, node.device, DebugList(attrs), inputs, controls);
+    let _ = match canonical.get(&id) {
+        Some((op, attrs)) => {
+            let attrs = attrs.iter().map(|(k, v)| (k, v));
+            write!(out, "{}|{}|{:?}|{:?}|{:?}", op, node.device, DebugList(attrs), inputs, controls)
+        }
+        None => {
+            let attrs = node.attrs.iter().filter(|(k, _)| !k.starts_with('_'));
+            write!(out, "{}|{}|{:?}|{:?}|{:?}", node.op, node.device, DebugList(attrs), inputs, controls)
+        }
+    };
 }
 
 /// A hash of the key [`write_key`] writes: equal keys give equal hashes (the same op,
@@ -310,6 +349,7 @@ fn key_hash(
     state: &foldhash::fast::RandomState,
     graph: &Graph,
     rw: &Rewrite,
+    canonical: &CanonicalAttrs,
     id: NodeId,
     inputs: &mut Vec<Output>,
     controls: &mut Vec<NodeId>,
@@ -318,13 +358,22 @@ fn key_hash(
     let node = graph.node(id);
     resolve_key_inputs(graph, rw, id, inputs, controls);
     let mut h = state.build_hasher();
-    h.write(node.op.as_bytes());
+    let canonical = canonical.get(&id);
+    h.write(canonical.map_or(node.op.as_str(), |(op, _)| op.as_str()).as_bytes());
     h.write_u8(0xff);
     h.write(node.device.as_bytes());
     h.write_u8(0xff);
-    let attrs = node.attrs.iter().filter(|(k, _)| !k.starts_with('_'));
     // Writing to a hasher cannot fail.
-    let _ = std::fmt::Write::write_fmt(&mut HashWriter(&mut h), format_args!("{:?}", DebugList(attrs)));
+    let _ = match canonical {
+        Some((_, attrs)) => {
+            let attrs = attrs.iter().map(|(k, v)| (k, v));
+            std::fmt::Write::write_fmt(&mut HashWriter(&mut h), format_args!("{:?}", DebugList(attrs)))
+        }
+        None => {
+            let attrs = node.attrs.iter().filter(|(k, _)| !k.starts_with('_'));
+            std::fmt::Write::write_fmt(&mut HashWriter(&mut h), format_args!("{:?}", DebugList(attrs)))
+        }
+    };
     h.write_usize(inputs.len());
     for o in inputs.iter() {
         h.write_u32(o.node.0);
@@ -350,9 +399,16 @@ fn resolve_key_inputs(graph: &Graph, rw: &Rewrite, id: NodeId, inputs: &mut Vec<
     controls.dedup();
 }
 
-fn key_string(graph: &Graph, rw: &Rewrite, id: NodeId, inputs: &mut Vec<Output>, controls: &mut Vec<NodeId>) -> String {
+fn key_string(
+    graph: &Graph,
+    rw: &Rewrite,
+    canonical: &CanonicalAttrs,
+    id: NodeId,
+    inputs: &mut Vec<Output>,
+    controls: &mut Vec<NodeId>,
+) -> String {
     let mut key = String::new();
-    write_key(&mut key, graph, rw, id, inputs, controls);
+    write_key(&mut key, graph, rw, canonical, id, inputs, controls);
     key
 }
 
@@ -404,8 +460,8 @@ impl crate::pass::Pass for CsePass {
         "cse"
     }
     fn description(&self) -> &'static str {
-        "merge identical pure nodes (same op, attributes, inputs, control inputs); never stateful, resource, random \
-         or fetched nodes"
+        "merge identical pure nodes (same op, attributes, inputs, control inputs) and pure calls of functions equal \
+         up to names; never stateful, resource, random or fetched nodes"
     }
     fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, crate::pass::PassError> {
         let mut out = cse_owned(graph, ctx)?.0;

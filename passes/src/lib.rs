@@ -20,6 +20,7 @@ mod origins;
 pub mod pass;
 pub mod pipeline;
 pub mod prune;
+mod pure_calls;
 pub mod ref_variables;
 pub(crate) mod rewrite;
 pub mod safety;

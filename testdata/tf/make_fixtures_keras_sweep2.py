@@ -16,7 +16,8 @@ import numpy as np
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_fixtures_keras_sweep import start, train_fixture  # noqa: E402
+from make_fixtures_keras_sweep import check_captures, seed_states, start, train_fixture  # noqa: E402
+from make_fixtures_tf2 import captured_variables, write  # noqa: E402
 
 
 def spec(shape, dt, name):
@@ -202,7 +203,27 @@ def sweep2_bilstm_return_state_adagrad():
                   [spec([None, 6, 3], tf.float32, "x"), spec([None], tf.int32, "labels")], feeds)
 
 
+def sweep2_bilstm_tagger_called_twice():
+    """Inference: an Embedding + Bidirectional LSTM tagger called twice in one function (argmax tags and
+    softmax probabilities), as sweep 71 exported it: each call traces its own two `While` loops, whose
+    bodies differ only in their scope-prefixed names. `cse` merges the second call into the first
+    (`testdata/cse/pure_calls.graph`); the outputs must still be TensorFlow's."""
+    keras, L, rng = start(306)
+    m = keras.Sequential([keras.Input((5,), dtype="int32"), L.Embedding(30, 6),
+                          L.Bidirectional(L.LSTM(4, return_sequences=True)), L.TimeDistributed(L.Dense(3))])
+
+    @tf.function(input_signature=[spec([None, 5], tf.int32, "x")])
+    def infer(x):
+        return tf.argmax(m(x, training=False), -1, output_type=tf.int32), tf.nn.softmax(m(x, training=False))
+
+    cf = infer.get_concrete_function()
+    variables = captured_variables(cf, m.variables + seed_states(m))
+    check_captures("sweep2_bilstm_tagger_called_twice", cf, variables)
+    write("sweep2_bilstm_tagger_called_twice", cf, variables, {"x": rng.integers(0, 30, (3, 5)).astype(np.int32)}, 1)
+
+
 FIXTURES = [
+    sweep2_bilstm_tagger_called_twice,
     sweep2_gru_recurrent_dropout_sgd,
     sweep2_random_augment_adam,
     sweep2_spectral_norm_discretization_huber,
