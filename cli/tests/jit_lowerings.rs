@@ -635,6 +635,59 @@ fn functional_loops_and_branches_compile_and_match() {
     }
 }
 
+/// Two independent loops in one cluster (a bidirectional RNN's two directions): the plan
+/// runs them side by side in one concurrent region when the machine has more than one core
+/// — the steps that feed each loop first, then both loops, adjacent, before their users —
+/// and the values are the plain executor's and the definition's.
+#[test]
+fn independent_loops_run_side_by_side_in_one_region() {
+    let dir = tempfile::tempdir().unwrap();
+    let loops = FUNCTIONAL_CONTROL_FLOW.split("function yes").next().unwrap().split("function cond").nth(1).unwrap();
+    let src = format!(
+        "a = Placeholder() {{dtype = float32, shape = shape[4]}}\n\
+         b = Placeholder() {{dtype = float32, shape = shape[4]}}\n\
+         n = Placeholder() {{dtype = int32, shape = shape[]}}\n\
+         zero = Const() {{dtype = int32, value = int32[]{{0}}}}\n\
+         ea = Exp(a) {{T = float32}}\n\
+         xa = Mul(ea, ea) {{T = float32}}\n\
+         la = StatelessWhile(zero, xa, ea, n) {{T = [int32, float32, float32, int32], cond = @cond, body = @body}}\n\
+         ta = Tanh(la:1) {{T = float32}}\n\
+         eb = Exp(b) {{T = float32}}\n\
+         xb = Mul(eb, eb) {{T = float32}}\n\
+         lb = StatelessWhile(zero, xb, eb, n) {{T = [int32, float32, float32, int32], cond = @cond, body = @body}}\n\
+         tb = Tanh(lb:1) {{T = float32}}\n\
+         out = AddV2(ta, tb) {{T = float32}}\n\
+         function cond{loops}"
+    );
+    let g = write(&dir, "two_loops.graph", &src);
+    let (a, b) = ([0.1, 0.2, -0.3, 1.0], [2.0, -1.0, 0.5, 0.0]);
+    let (feed_a, feed_b) = (format!("a={}", nested(&a, &[4])), format!("b={}", nested(&b, &[4])));
+    let args = ["--feed", &feed_a, "--feed", &feed_b, "--feed", "n=30", "--fetch", "out:0"];
+    let (got, plain, _) = both_modes(&g, &args);
+    assert_same_bits(&got, &plain, &["out:0"]);
+    let want: Vec<f64> =
+        a.iter().zip(&b).map(|(x, y): (&f64, &f64)| (x / 2.0).exp().tanh() + (y / 2.0).exp().tanh()).collect();
+    assert_close(&got["out:0"].data, &want, 1e-6, "two newton loops");
+    let dump = dir.path().join("dump");
+    let d = dump.display().to_string();
+    let mut run = vec!["run", &g];
+    run.extend(args);
+    run.extend(["--dump-clif", &d]);
+    let out = autoclust(&run);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan = std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap();
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        let lines: Vec<&str> = plan.lines().collect();
+        let at =
+            |name: &str| lines.iter().position(|l| l.contains(&format!("While(@cond, @body) at {name} |"))).unwrap();
+        let (la, lb) = (at("la"), at("lb"));
+        assert_eq!(la.abs_diff(lb), 1, "the loops are adjacent: {plan}");
+        let region = |i: usize| lines[i].rsplit_once("| ").map(|(_, r)| r.to_string());
+        assert!(region(la).is_some_and(|r| r.starts_with("region")), "{plan}");
+        assert_eq!(region(la), region(lb), "{plan}");
+    }
+}
+
 /// A loop whose carried value grows (`ConcatV2` each iteration: TensorFlow needs a shape
 /// invariant for it, and XLA does not compile it) is declined by the compiler: the cluster
 /// runs in the interpreter and `run` says so, naming the loop; the values are the plain

@@ -543,17 +543,39 @@ pub(crate) fn build(
     }
     // Steps that may share a core wait until no other step is ready, so that runs of them
     // grow long enough (between host steps: a loop body's list pops) to form regions.
+    // Loops wait longest: independent loops (a bidirectional RNN's two directions) then
+    // become ready together and run side by side in one region, each on a core, as the
+    // plain executor runs them.
     let shares: Vec<bool> = steps.iter().map(|(_, s)| threads > 1 && region::may_share_core(s, &types)).collect();
-    let key = |si: usize, pos: usize| std::cmp::Reverse((shares[si], pos, si));
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(bool, usize, usize)>> =
+    let class: Vec<u8> = steps
+        .iter()
+        .zip(&shares)
+        .map(|((_, s), &sh)| match &s.kind {
+            StepKind::Kernel { op: KernelOp::While(_) } if sh => 2,
+            _ => u8::from(sh),
+        })
+        .collect();
+    let key = |si: usize, pos: usize| std::cmp::Reverse((class[si], pos, si));
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(u8, usize, usize)>> =
         steps.iter().enumerate().filter(|(si, _)| pending[*si] == 0).map(|(si, (pos, _))| key(si, *pos)).collect();
     let mut order = Vec::with_capacity(steps.len());
-    while let Some(std::cmp::Reverse((_, _, si))) = ready.pop() {
-        order.push(si);
-        for &u in &users[si] {
-            pending[u] -= 1;
-            if pending[u] == 0 {
-                ready.push(key(u, steps[u].0));
+    let mut batch = Vec::new();
+    while let Some(std::cmp::Reverse((c, _, si))) = ready.pop() {
+        batch.clear();
+        batch.push(si);
+        if c == 2 {
+            // Only loops are ready (they come last): take them all before their users.
+            while let Some(std::cmp::Reverse((_, _, sj))) = ready.pop() {
+                batch.push(sj);
+            }
+        }
+        for &si in &batch {
+            order.push(si);
+            for &u in &users[si] {
+                pending[u] -= 1;
+                if pending[u] == 0 {
+                    ready.push(key(u, steps[u].0));
+                }
             }
         }
     }
