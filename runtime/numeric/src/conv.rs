@@ -442,16 +442,29 @@ fn pointwise<T: ConvElem>(s: &ConvShape, pass: Pointwise, a: &[T], b: &[T], out:
 
 /// im2col of channels `c0..c0 + cg` of one image `x` (`[H, W, C]`): `[OH·OW, KH·KW·cg]`,
 /// zero where the tap is padding.
-fn im2col<T: ConvElem>(x: &[T], (c, c0, cg): (usize, usize, usize), win: &Window, col: &mut [T]) {
+fn im2col<T: ConvElem>(x: &[T], channels: (usize, usize, usize), win: &Window, col: &mut [T]) {
+    im2col_pixels(x, channels, win, 0..win.h.output * win.w.output, col);
+}
+
+/// The rows of [`im2col`] for output pixels `pixels` (row-major), into `col` from its start.
+fn im2col_pixels<T: ConvElem>(
+    x: &[T],
+    (c, c0, cg): (usize, usize, usize),
+    win: &Window,
+    pixels: std::ops::Range<usize>,
+    col: &mut [T],
+) {
     let (kh, kw) = (win.h.kernel, win.w.kernel);
     let row = kh * kw * cg;
     // All channels and adjacent taps: a window row whose taps all lie inside the input is one
     // contiguous run of `KW·C` values in both the input and the column row — one copy
     // instead of `KW` (each a library call for a few dozen values).
     let whole_rows = cg == c && win.w.dilation == 1;
-    for oy in 0..win.h.output {
-        for ox in 0..win.w.output {
-            let dst = &mut col[(oy * win.w.output + ox) * row..][..row];
+    let first = pixels.start;
+    for pix in pixels {
+        let (oy, ox) = (pix / win.w.output, pix % win.w.output);
+        {
+            let dst = &mut col[(pix - first) * row..][..row];
             for ky in 0..kh {
                 let iy = win.h.source(oy, ky);
                 if let (true, Some(iy), Some(ix0), Some(_)) =
@@ -619,15 +632,26 @@ pub fn conv2d<T: ConvElem>(s: &ConvShape, x: &[T], f: &[T], threads: usize) -> V
         });
         return out;
     }
+    // A few output channels (a segmentation head's one): the product is cheap beside the
+    // im2col copy, which is then made and read a block of pixels at a time, in cache — the
+    // same sums (blocks taken only where they do not depend on the row count).
+    let block = if g == 1 && o < NARROW_OUTPUT && crate::gemm::sums_alike_for_any_rows(row) {
+        (NARROW_BLOCK_FLOATS / row.max(1)).clamp(8, pixels.max(8))
+    } else {
+        pixels
+    };
     let scratch = if g > 1 { pixels * og } else { 0 };
-    over_images::<T>(n, pixels * row + scratch, threads, &|b, buf, t| {
-        let (col, tmp) = buf.split_at_mut(pixels * row);
+    over_images::<T>(n, block.min(pixels) * row + scratch, threads, &|b, buf, t| {
+        let (col, tmp) = buf.split_at_mut(block.min(pixels) * row);
         let xb = &x[b * h * w * c..][..h * w * c];
         // SAFETY: image b's output rows are its own.
         let y = unsafe { dst.slice(b * pixels * o, pixels * o) };
         if g == 1 {
-            im2col(xb, (c, 0, c), &s.win, col);
-            mm(pixels, row, o, col, row as isize, 1, f, o as isize, 1, y, t);
+            for p0 in (0..pixels).step_by(block) {
+                let rows = block.min(pixels - p0);
+                im2col_pixels(xb, (c, 0, c), &s.win, p0..p0 + rows, col);
+                mm(rows, row, o, col, row as isize, 1, f, o as isize, 1, &mut y[p0 * o..][..rows * o], t);
+            }
             return;
         }
         for grp in 0..g {
@@ -695,6 +719,12 @@ pub fn conv2d_backprop_input<T: ConvElem>(s: &ConvShape, f: &[T], dy: &[T], thre
 /// one chain ([`crate::gemm`]); deeper reductions are cut here and their partial products
 /// added by the caller, in a fixed order.
 const DEPTH: usize = crate::gemm::UNPACKED_MAX_K;
+
+/// Output channels below which a forward convolution makes its im2col rows a block at a time.
+const NARROW_OUTPUT: usize = 8;
+
+/// The floats of one such block of im2col rows (64 KiB: in L2 beside the image).
+const NARROW_BLOCK_FLOATS: usize = 16 * 1024;
 
 /// Sums `per_group`'s contributions over a batch of `n` images into `size` elements: the
 /// images are cut into at most [`FILTER_GRAD_GROUPS`] consecutive groups (a split fixed by
@@ -1251,6 +1281,51 @@ mod tests {
 
     /// The split over images (and the filter gradient's groups) never changes a bit: one
     /// thread and several give identical results, whatever the batch size.
+    /// A convolution with few output channels makes its im2col rows a block of pixels at a
+    /// time: the same bits as one im2col of the whole image and one product, and the
+    /// definition within float32 rounding (one output channel runs the one-column product).
+    #[test]
+    fn narrow_outputs_in_pixel_blocks_equal_the_whole_image_product() {
+        let attrs = WindowAttrs { strides: (1, 1), dilations: (1, 1), padding: Padding::Same };
+        for o in [1usize, 3] {
+            let (input, filter) = ([2usize, 40, 37, 5], [3usize, 3, 5, o]);
+            let s = ConvShape { input, filter, win: attrs.conv_window(input, filter).unwrap() };
+            let (pixels, row) = (s.pixels(), s.row());
+            assert!(pixels > NARROW_BLOCK_FLOATS / row, "several blocks");
+            let x = data(input.iter().product(), 11);
+            let f = data(filter.iter().product(), 12);
+            let got = conv2d(&s, &x, &f, 2);
+            let mut col = vec![0f32; pixels * row];
+            let mut want = vec![0f32; 2 * pixels * o];
+            for b in 0..2 {
+                let xb = &x[b * 40 * 37 * 5..][..40 * 37 * 5];
+                im2col(xb, (5, 0, 5), &s.win, &mut col);
+                mm(
+                    pixels,
+                    row,
+                    o,
+                    &col,
+                    row as isize,
+                    1,
+                    &f,
+                    o as isize,
+                    1,
+                    &mut want[b * pixels * o..][..pixels * o],
+                    1,
+                );
+                for (i, r) in col.chunks(row).enumerate() {
+                    for q in 0..o {
+                        let exact: f64 =
+                            r.iter().zip(f[q..].iter().step_by(o)).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
+                        let g = f64::from(got[(b * pixels + i) * o + q]);
+                        assert!((g - exact).abs() <= 1e-5 * exact.abs().max(1.0), "o={o} pixel {i}: {g} vs {exact}");
+                    }
+                }
+            }
+            assert_eq!(got, want, "o={o}");
+        }
+    }
+
     #[test]
     fn results_do_not_depend_on_the_thread_count() {
         let attrs = WindowAttrs { strides: (2, 1), dilations: (1, 1), padding: Padding::Same };

@@ -183,6 +183,12 @@ pub(crate) unsafe fn sgemm_tier(
     #[cfg(target_arch = "x86_64")]
     {
         let kc = if chunked { KC } else { k.max(1) };
+        if n == 1 {
+            // One column: eight rows at a time in the vector lanes (both tiers alike).
+            // SAFETY: forwarded; every tier has AVX2 and FMA.
+            unsafe { x86::gemv(m, k, a, rsa, csa, b, rsb, c, rsc, kc) };
+            return;
+        }
         let run = |scratch: *mut f32| match tier {
             // SAFETY: forwarded; the caller checked the host has the tier.
             Tier::Avx512 => unsafe { x86::sgemm_avx512(m, k, n, a, rsa, csa, b, rsb, csb, c, rsc, scratch, kc) },
@@ -584,6 +590,145 @@ mod x86 {
         }
     }
 
+    /// A one-column product `C[i] = Σ_p A[i, p]·B[p]` (a convolution with one output
+    /// channel, a `Dense(1)` head and its kernel's gradient), eight rows of C per vector — the
+    /// panel tiles would fill one lane of sixteen. Each lane sums its row by the invariant's
+    /// chain (one FMA per `p`, in order, `kc`-deep chunks added in order), so the result is
+    /// the tiles' bit for bit. A with contiguous columns (`rsa == 1`, a transposed operand:
+    /// the filter gradient's `colᵀ·dy`) is read eight rows per load; A with contiguous rows
+    /// (`csa == 1`: the forward im2col product) by 8×8 blocks transposed in registers; rows
+    /// left over (and other strides) by the scalar chain.
+    ///
+    /// # Safety
+    /// A is a valid `m×k` matrix, B holds `k` elements at stride `rsb`, C `m` at stride `rsc`;
+    /// the host has AVX2 and FMA.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn gemv(
+        m: usize,
+        k: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        c: *mut f32,
+        rsc: isize,
+        kc: usize,
+    ) {
+        let kc = kc.max(1);
+        let bp = |p: usize| unsafe { *b.offset(p as isize * rsb) };
+        let mut i = 0;
+        if rsa == 1 || csa == 1 {
+            let mut lanes = [0f32; 8];
+            while i + 8 <= m {
+                let ai = a.wrapping_offset(i as isize * rsa);
+                let mut sum = _mm256_setzero_ps();
+                let mut p0 = 0;
+                loop {
+                    let d = (k - p0).min(kc);
+                    let mut acc = _mm256_setzero_ps();
+                    let mut p = p0;
+                    if rsa == 1 {
+                        while p < p0 + d {
+                            // SAFETY: A[i..i+8, p], contiguous.
+                            let x = unsafe { _mm256_loadu_ps(ai.offset(p as isize * csa)) };
+                            acc = _mm256_fmadd_ps(x, _mm256_set1_ps(bp(p)), acc);
+                            p += 1;
+                        }
+                    } else {
+                        while p + 8 <= p0 + d {
+                            // SAFETY: rows i..i+8 of A, their elements p..p+8.
+                            let cols = unsafe { transposed8(ai.add(p), rsa) };
+                            for (q, x) in cols.into_iter().enumerate() {
+                                acc = _mm256_fmadd_ps(x, _mm256_set1_ps(bp(p + q)), acc);
+                            }
+                            p += 8;
+                        }
+                        while p < p0 + d {
+                            for (r, l) in lanes.iter_mut().enumerate() {
+                                // SAFETY: A[i + r, p].
+                                *l = unsafe { *ai.offset(r as isize * rsa + p as isize) };
+                            }
+                            let x = unsafe { _mm256_loadu_ps(lanes.as_ptr()) };
+                            acc = _mm256_fmadd_ps(x, _mm256_set1_ps(bp(p)), acc);
+                            p += 1;
+                        }
+                    }
+                    sum = if p0 == 0 { acc } else { _mm256_add_ps(sum, acc) };
+                    p0 += kc;
+                    if p0 >= k {
+                        break;
+                    }
+                }
+                // SAFETY: `lanes` holds eight floats.
+                unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), sum) };
+                for (r, &v) in lanes.iter().enumerate() {
+                    // SAFETY: C[i + r].
+                    unsafe { *c.offset((i + r) as isize * rsc) = v };
+                }
+                i += 8;
+            }
+        }
+        for i in i..m {
+            let ai = a.wrapping_offset(i as isize * rsa);
+            let mut sum = 0f32;
+            let mut p0 = 0;
+            loop {
+                let mut acc = 0f32;
+                for p in p0..(p0 + kc).min(k) {
+                    // SAFETY: A[i, p]; `mul_add` is one rounding, as the vector FMA.
+                    acc = unsafe { *ai.offset(p as isize * csa) }.mul_add(bp(p), acc);
+                }
+                sum = if p0 == 0 { acc } else { sum + acc };
+                p0 += kc;
+                if p0 >= k {
+                    break;
+                }
+            }
+            // SAFETY: C[i].
+            unsafe { *c.offset(i as isize * rsc) = sum };
+        }
+    }
+
+    /// Eight rows of eight consecutive floats (row `r` at `a + r·rs`), transposed: vector `q`
+    /// holds element `q` of each row, lane `r` row `r`'s.
+    ///
+    /// # Safety
+    /// The 64 floats lie inside one allocation; the host has AVX2.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn transposed8(a: *const f32, rs: isize) -> [__m256; 8] {
+        // SAFETY: forwarded.
+        let r: [__m256; 8] = std::array::from_fn(|k| unsafe { _mm256_loadu_ps(a.offset(k as isize * rs)) });
+        let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+        let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+        let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+        let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+        let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+        let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+        let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+        let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+        let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+        let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+        let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+        let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+        let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+        let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+        let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+        let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+        [
+            _mm256_permute2f128_ps::<0x20>(u0, u4),
+            _mm256_permute2f128_ps::<0x20>(u1, u5),
+            _mm256_permute2f128_ps::<0x20>(u2, u6),
+            _mm256_permute2f128_ps::<0x20>(u3, u7),
+            _mm256_permute2f128_ps::<0x31>(u0, u4),
+            _mm256_permute2f128_ps::<0x31>(u1, u5),
+            _mm256_permute2f128_ps::<0x31>(u2, u6),
+            _mm256_permute2f128_ps::<0x31>(u3, u7),
+        ]
+    }
+
     #[allow(clippy::too_many_arguments)]
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -711,6 +856,15 @@ mod tests {
             (64, 4 * KC, 64),
             // ... and a short product deeper than SHORT_MAX_K.
             (3, 1300, 17),
+            // One column (`gemv`): lane remainders, transpose-block remainders, chunks.
+            (3, 0, 1),
+            (7, 5, 1),
+            (8, 8, 1),
+            (37, 144, 1),
+            (784, 27, 1),
+            (19, 600, 1),
+            (70, 2 * KC + 5, 1),
+            (5, 1300, 1),
         ];
         for (m, k, n) in shapes {
             let (a, b) = (data(m * k, 1), data(k * n, 2));
