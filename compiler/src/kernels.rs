@@ -260,9 +260,7 @@ impl KernelOp {
                 let c = *x.shape.last().unwrap_or(&1);
                 let mut out = vec![0f32; v.len()];
                 if c > 0 {
-                    for (row, o) in v.chunks(c).zip(out.chunks_mut(c)) {
-                        softmax_row(row, o, *log);
-                    }
+                    softmax_rows(v, c, &mut out, *log);
                 }
                 Ok(vec![tensor_f32(x.shape.clone(), out)])
             }
@@ -755,23 +753,144 @@ fn concat_data(inputs: &[&Tensor], outer: usize, blocks: &[usize]) -> Result<Ten
     })
 }
 
-fn softmax_row(row: &[f32], out: &mut [f32], log: bool) {
-    let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut s = 0f32;
-    for (o, &x) in out.iter_mut().zip(row) {
-        let e = (x - m).exp();
-        *o = e;
-        s += e;
+/// Elements of a softmax worth splitting its rows across the team.
+const SOFTMAX_SPLIT: usize = 1 << 16;
+
+/// [`softmax_block`] over every `c`-wide row of `v` into `out`, blocks of rows split across
+/// the team when there are many (each row is computed alike wherever it runs).
+pub fn softmax_rows(v: &[f32], c: usize, out: &mut [f32], log: bool) {
+    let rows = v.len() / c.max(1);
+    if c == 0 || rows == 0 {
+        return;
     }
-    if log {
-        let ls = s.ln();
-        for (o, &x) in out.iter_mut().zip(row) {
-            *o = x - m - ls;
+    // Rows per block: a few thousand elements, so the exponential runs over whole tiles.
+    let per = (SOFTMAX_BLOCK / c).clamp(1, rows);
+    let blocks = rows.div_ceil(per);
+    if v.len() < SOFTMAX_SPLIT || blocks < 2 {
+        for (vb, ob) in v.chunks(per * c).zip(out.chunks_mut(per * c)) {
+            softmax_block(vb, c, ob, log);
         }
-    } else {
-        let inv = 1.0 / s;
+        return;
+    }
+    let dst = SendPtr(out.as_mut_ptr());
+    crate::team::run(blocks, &|k| {
+        let (r0, r1) = (k * per, ((k + 1) * per).min(rows));
+        let d = dst;
+        // SAFETY: part k writes rows r0..r1 of `out` only; the section ends before `out` is read.
+        let o = unsafe { std::slice::from_raw_parts_mut(d.0.add(r0 * c), (r1 - r0) * c) };
+        softmax_block(&v[r0 * c..r1 * c], c, o, log);
+    });
+}
+
+/// Elements of one block of [`softmax_rows`].
+const SOFTMAX_BLOCK: usize = 4096;
+
+/// A pointer the parts of one parallel section write disjoint ranges through.
+#[derive(Clone, Copy)]
+struct SendPtr(*mut f32);
+// SAFETY: see `softmax_rows`: disjoint ranges, joined before the buffer is used.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+
+/// The softmax (or log-softmax) of each `c`-wide row of `v`: `e = exp(x − max)` by the tile
+/// routine the fused loops' `Exp` uses (`tile_routines::map_wide`, over the whole block at
+/// once; libm without one), each row's `Σe` in eight interleaved partial sums, then
+/// `e · (1/Σe)` (or `x − max − ln Σe`). Row by row the same bits whatever the block.
+fn softmax_block(v: &[f32], c: usize, out: &mut [f32], log: bool) {
+    let mut maxes = Vec::with_capacity(v.len() / c);
+    for (row, o) in v.chunks(c).zip(out.chunks_mut(c)) {
+        let m = max_of(row);
+        maxes.push(m);
+        for (o, &x) in o.iter_mut().zip(row) {
+            *o = x - m;
+        }
+    }
+    if !crate::tile_routines::map_wide(crate::tile_routines::Wide::Exp, out) {
         for o in out.iter_mut() {
-            *o *= inv;
+            *o = o.exp();
         }
+    }
+    for ((row, o), &m) in v.chunks(c).zip(out.chunks_mut(c)).zip(&maxes) {
+        let s = sum_of(o);
+        if log {
+            let ls = s.ln();
+            for (o, &x) in o.iter_mut().zip(row) {
+                *o = x - m - ls;
+            }
+        } else {
+            let inv = 1.0 / s;
+            for o in o.iter_mut() {
+                *o *= inv;
+            }
+        }
+    }
+}
+
+/// One row's [`softmax_block`] (the cross-entropy kernels').
+fn softmax_row(row: &[f32], out: &mut [f32], log: bool) {
+    softmax_block(row, row.len().max(1), out, log);
+}
+
+/// The largest element (NaNs ignored, as `f32::max` does; −∞ for none), eight lanes at a time.
+fn max_of(x: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; 8];
+    let mut chunks = x.chunks_exact(8);
+    for ch in &mut chunks {
+        for (l, &v) in lanes.iter_mut().zip(ch) {
+            *l = l.max(v);
+        }
+    }
+    let m = chunks.remainder().iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    lanes.into_iter().fold(m, f32::max)
+}
+
+/// The sum of `x` in eight interleaved partial sums, then those in order (a fixed order: the
+/// same bits for the same row).
+fn sum_of(x: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let mut chunks = x.chunks_exact(8);
+    for ch in &mut chunks {
+        for (l, &v) in lanes.iter_mut().zip(ch) {
+            *l += v;
+        }
+    }
+    let tail: f32 = chunks.remainder().iter().sum();
+    lanes.into_iter().sum::<f32>() + tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Softmax and log-softmax rows, split across the team or not, in blocks of any size:
+    /// each row the same bits as alone, within float32 rounding of the float64 definition,
+    /// and TensorFlow's special values (a NaN row, an all −∞ row give NaN; a −∞ entry 0).
+    #[test]
+    fn softmax_rows_equal_each_row_alone_and_the_definition() {
+        for (rows, c) in [(3usize, 7usize), (1, 5000), (700, 33), (4100, 32), (2, 1)] {
+            let v: Vec<f32> = (0..rows * c).map(|i| ((i * 7919) % 1013) as f32 / 50.0 - 10.0).collect();
+            for log in [false, true] {
+                let mut got = vec![0f32; v.len()];
+                softmax_rows(&v, c, &mut got, log);
+                for (r, (row, g)) in v.chunks(c).zip(got.chunks(c)).enumerate() {
+                    let mut alone = vec![0f32; c];
+                    softmax_row(row, &mut alone, log);
+                    assert_eq!(g, &alone[..], "row {r} of {rows}x{c} log={log}");
+                    let m = row.iter().copied().fold(f64::NEG_INFINITY, |a, b| a.max(f64::from(b)));
+                    let s: f64 = row.iter().map(|&x| (f64::from(x) - m).exp()).sum();
+                    for (&x, &y) in row.iter().zip(g) {
+                        let want = if log { f64::from(x) - m - s.ln() } else { (f64::from(x) - m).exp() / s };
+                        assert!((f64::from(y) - want).abs() <= 2e-6 * want.abs().max(1.0), "{y} vs {want}");
+                    }
+                }
+            }
+        }
+        let mut out = [0f32; 3];
+        softmax_rows(&[1.0, f32::NAN, 2.0], 3, &mut out, false);
+        assert!(out.iter().all(|x| x.is_nan()), "{out:?}");
+        softmax_rows(&[f32::NEG_INFINITY; 3], 3, &mut out, false);
+        assert!(out.iter().all(|x| x.is_nan()), "{out:?}");
+        softmax_rows(&[0.0, f32::NEG_INFINITY, 0.0], 3, &mut out, false);
+        assert_eq!(out, [0.5, 0.0, 0.5]);
     }
 }

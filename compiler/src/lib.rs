@@ -89,6 +89,7 @@ pub mod profile;
 mod tile_routines;
 
 pub use constant_args::constant_args;
+pub use kernels::softmax_rows;
 pub use tile_routines::{map_wide, TileTier, Wide};
 
 use std::collections::HashMap;

@@ -164,7 +164,10 @@ pub fn read_safetensors(bytes: &[u8]) -> Result<Vec<(String, Tensor)>, TensorIoE
 /// tensor object `{"dtype", "shape", "data"}`; typed by `dtype`.
 pub fn tensor_from_json(text: &str, dtype: DType) -> Result<Tensor, TensorIoError> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| TensorIoError::Json(e.to_string()))?;
-    if let serde_json::Value::Object(obj) = &v {
+    // A lone `{"b64": "…"}` is a scalar string's element (TensorFlow Serving's form), not a
+    // tensor object.
+    let scalar_b64 = matches!(&v, serde_json::Value::Object(o) if o.len() == 1 && o.contains_key("b64"));
+    if let (serde_json::Value::Object(obj), false) = (&v, scalar_b64) {
         let dt = match obj.get("dtype").and_then(|d| d.as_str()) {
             Some(s) => DType::from_name(s).ok_or_else(|| TensorIoError::Value(format!("unknown dtype '{s}'")))?,
             None => dtype,
@@ -582,6 +585,10 @@ mod tests {
     #[test]
     fn bytes_that_are_not_text_travel_in_base64() {
         // A feed element in TensorFlow Serving's form; text elements stay JSON strings.
+        // A scalar fed as one `{"b64": …}` element.
+        let t = tensor_from_json(r#"{"b64": "CgsKBGxvc3M="}"#, DType::String).unwrap();
+        assert_eq!(t.shape, Vec::<usize>::new());
+        assert_eq!(t.as_strings().unwrap()[0], b"\n\x0b\n\x04loss");
         let t = tensor_from_json(r#"[{"b64": "CgsKBGxvc3M="}, "ok"]"#, DType::String).unwrap();
         assert_eq!(t.as_strings().unwrap()[0], b"\n\x0b\n\x04loss");
         // Not UTF-8: `data` is lossy, `data_b64` exact for every element.
