@@ -794,8 +794,8 @@ unsafe impl Sync for SendPtr {}
 
 /// The softmax (or log-softmax) of each `c`-wide row of `v`: `e = exp(x − max)` by the tile
 /// routine the fused loops' `Exp` uses (`tile_routines::map_wide`, over the whole block at
-/// once; libm without one), each row's `Σe` in eight interleaved partial sums, then
-/// `e · (1/Σe)` (or `x − max − ln Σe`). Row by row the same bits whatever the block.
+/// once; libm without one), each row's `Σe` in float64, then `e / Σe` (or `x − max − ln Σe`).
+/// Row by row the same bits whatever the block.
 fn softmax_block(v: &[f32], c: usize, out: &mut [f32], log: bool) {
     let mut maxes = Vec::with_capacity(v.len() / c);
     for (row, o) in v.chunks(c).zip(out.chunks_mut(c)) {
@@ -813,14 +813,17 @@ fn softmax_block(v: &[f32], c: usize, out: &mut [f32], log: bool) {
     for ((row, o), &m) in v.chunks(c).zip(out.chunks_mut(c)).zip(&maxes) {
         let s = sum_of(o);
         if log {
-            let ls = s.ln();
+            let ls = s.ln() as f32;
             for (o, &x) in o.iter_mut().zip(row) {
                 *o = x - m - ls;
             }
         } else {
-            let inv = 1.0 / s;
+            // Divided, not multiplied by 1/Σ: the row then sums to 1 within an ulp or two,
+            // and gradients that cancel exactly in theory (an attention key bias's, which
+            // Adam scales up to the learning rate) stay as small as TensorFlow's.
+            let s = s as f32;
             for o in o.iter_mut() {
-                *o *= inv;
+                *o /= s;
             }
         }
     }
@@ -844,18 +847,18 @@ fn max_of(x: &[f32]) -> f32 {
     lanes.into_iter().fold(m, f32::max)
 }
 
-/// The sum of `x` in eight interleaved partial sums, then those in order (a fixed order: the
-/// same bits for the same row).
-fn sum_of(x: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let mut chunks = x.chunks_exact(8);
+/// The sum of `x` in float64, in four interleaved partial sums, then those in order (a fixed
+/// order: the same bits for the same row).
+fn sum_of(x: &[f32]) -> f64 {
+    let mut lanes = [0f64; 4];
+    let mut chunks = x.chunks_exact(4);
     for ch in &mut chunks {
         for (l, &v) in lanes.iter_mut().zip(ch) {
-            *l += v;
+            *l += f64::from(v);
         }
     }
-    let tail: f32 = chunks.remainder().iter().sum();
-    lanes.into_iter().sum::<f32>() + tail
+    let tail: f64 = chunks.remainder().iter().map(|&v| f64::from(v)).sum();
+    lanes.into_iter().sum::<f64>() + tail
 }
 
 #[cfg(test)]
