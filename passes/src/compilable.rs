@@ -175,6 +175,8 @@ impl Compilability {
                 _ => refusal(graph, types, id, &known, &successors),
             })
             .collect();
+        let mut refusals: Vec<Option<NotCompilable>> = refusals;
+        exclude_outside_pass_throughs(graph, &mut refusals);
         Compilability { refusals, deadness }
     }
 
@@ -217,6 +219,32 @@ impl Compilability {
     }
     pub fn is_empty(&self) -> bool {
         self.refusals.is_empty()
+    }
+}
+
+/// Excludes each `Identity`/`Snapshot` whose data inputs and data consumers are all outside
+/// clusters (refused): it could join a cluster only through control edges, computing nothing
+/// there — and when its value's shape changes from step to step (a fetched
+/// `SparseToDense` of a decoder's output, sweep 72) it made the whole cluster it joined
+/// recompile per shape until it ran interpreted (megamorphic). Outside, it costs nothing.
+fn exclude_outside_pass_throughs(graph: &Graph, refusals: &mut [Option<NotCompilable>]) {
+    let candidate = |id: NodeId, refusals: &[Option<NotCompilable>]| {
+        let n = graph.node(id);
+        refusals[id.index()].is_none()
+            && matches!(n.op.as_str(), "Identity" | "Snapshot")
+            && !n.inputs.is_empty()
+            && n.inputs.iter().all(|o| refusals[o.node.index()].is_some())
+    };
+    if !graph.node_ids().any(|id| candidate(id, refusals)) {
+        return;
+    }
+    let succ = graph.successors();
+    for id in graph.node_ids() {
+        if candidate(id, refusals) && succ.data[id.index()].iter().all(|&(u, _, _)| refusals[u.index()].is_some()) {
+            refusals[id.index()] = Some(NotCompilable::Excluded {
+                why: "a pass-through between nodes outside clusters: nothing to compile".into(),
+            });
+        }
     }
 }
 

@@ -555,11 +555,17 @@ impl Pass for InlinePass {
         "inline"
     }
     fn description(&self) -> &'static str {
-        "replace PartitionedCall/StatefulPartitionedCall and library-function calls by their bodies (control \
-         inputs gate the body; the call's name stays as an IdentityN after the body's effects; _noinline kept unless the call is _XlaMustCompile)"
+        "replace PartitionedCall/StatefulPartitionedCall and library-function calls by their bodies, in the graph and \
+         in the loop and branch bodies it calls (control inputs gate the body; the call's name stays as an IdentityN \
+         after the body's effects; _noinline kept unless the call is _XlaMustCompile)"
     }
-    fn run(&self, graph: Graph, _ctx: &PassContext) -> Result<Graph, PassError> {
-        let (graph, _report) = crate::inline::inline_calls_owned(graph)?;
+    fn run(&self, graph: Graph, ctx: &PassContext) -> Result<Graph, PassError> {
+        let (mut graph, _report) = crate::inline::inline_calls_owned(graph)?;
+        // And inside the bodies of the loops and branches left: a loop body that calls its
+        // real body by name (`tf.nn.ctc_loss`'s scans) is compiled only without the call.
+        crate::function_bodies::optimize_bodies(&mut graph, ctx, "inline", |body, _| {
+            Ok(crate::inline::inline_calls(body)?.0)
+        });
         Ok(graph)
     }
 }
