@@ -688,6 +688,45 @@ fn independent_loops_run_side_by_side_in_one_region() {
     }
 }
 
+/// Two independent host compute kernels in one cluster (`Lgamma`: the interpreter's kernel,
+/// no loop lowering) run side by side in one concurrent region, as the plain executor runs
+/// them (sweep 72: a step of 3-D convolutions, `LRN` and `Dilation2D` ran clustered at 0.85×
+/// plain, one kernel after another), with the plain executor's bits.
+#[test]
+fn independent_host_kernels_share_a_region() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = "a = Placeholder() {dtype = float32, shape = shape[4096]}\n\
+               b = Placeholder() {dtype = float32, shape = shape[4096]}\n\
+               ea = Exp(a) {T = float32}\n\
+               eb = Exp(b) {T = float32}\n\
+               la = Lgamma(ea) {T = float32}\n\
+               lb = Lgamma(eb) {T = float32}\n\
+               out = AddV2(la, lb) {T = float32}\n";
+    let g = write(&dir, "host.graph", src);
+    let (a, b) = (data(4096, 1), data(4096, 2));
+    let (feed_a, feed_b) = (format!("a={}", nested(&a, &[4096])), format!("b={}", nested(&b, &[4096])));
+    let args = ["--feed", &feed_a, "--feed", &feed_b, "--fetch", "out:0"];
+    let (got, plain, _) = both_modes(&g, &args);
+    assert_same_bits(&got, &plain, &["out:0"]);
+    let dump = dir.path().join("dump");
+    let d = dump.display().to_string();
+    let mut run = vec!["run", &g];
+    run.extend(args);
+    run.extend(["--dump-clif", &d]);
+    let out = autoclust(&run);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan = std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap();
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        let region = |name: &str| {
+            plan.lines()
+                .find(|l| l.contains(&format!("Host(Lgamma) at {name} |")))
+                .and_then(|l| l.rsplit_once("| ").map(|(_, r)| r.to_string()))
+        };
+        assert!(region("la").is_some_and(|r| r.starts_with("region")), "{plan}");
+        assert_eq!(region("la"), region("lb"), "{plan}");
+    }
+}
+
 /// A loop whose carried value grows (`ConcatV2` each iteration: TensorFlow needs a shape
 /// invariant for it, and XLA does not compile it) is declined by the compiler: the cluster
 /// runs in the interpreter and `run` says so, naming the loop; the values are the plain

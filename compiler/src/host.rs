@@ -55,6 +55,14 @@ pub struct HostStep {
 }
 
 impl HostStep {
+    /// Whether the kernel only computes (one of `jit_ops::HOST_COMPUTE_OPS`: a 3-D
+    /// convolution, `LRN`, a linear-algebra op, …), taking no list it would update in place
+    /// and running no nested program: such a step may run beside others in a concurrent
+    /// region (`plan::region`).
+    pub(crate) fn computes_only(&self) -> bool {
+        autoclust_graph::jit_ops::HOST_COMPUTE_OPS.iter().any(|(op, _)| *op == self.op)
+    }
+
     /// Prepares `node`'s kernel with the compiler's host kernels.
     pub(crate) fn prepare(
         node: &Node,

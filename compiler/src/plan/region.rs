@@ -101,7 +101,9 @@ pub(super) fn may_share_core(step: &Step, types: &[(DType, Vec<usize>)]) -> bool
         StepKind::Fused { dims, ops, .. } => {
             small_cost(step, types).is_some() && dims.iter().product::<usize>() * ops.max(&1) < PARALLEL_WORK
         }
-        StepKind::Kernel { op: KernelOp::Host(_) } => false,
+        // A compute kernel (a 3-D convolution, `LRN`, …) beside independent ones, as the
+        // plain executor runs them; list ops take their operands and stay in order.
+        StepKind::Kernel { op: KernelOp::Host(h) } => h.computes_only(),
         // A loop's own parallel sections (its body's GEMMs) go to the region's crew.
         StepKind::Kernel { op: KernelOp::While(_) } => true,
         StepKind::Kernel { op: KernelOp::Conv { shape, .. } } => shape.macs() < crate::gemm::SPLIT_MACS_AWAKE,
@@ -124,6 +126,10 @@ fn cost_ns(step: &Step, types: &[(DType, Vec<usize>)]) -> usize {
         // A loop runs its body many times: worth a core of its own beside an independent
         // one (a bidirectional RNN's two directions), which the plain executor gives them.
         StepKind::Kernel { op: KernelOp::While(_) } => LOOP_NS,
+        // The interpreter's kernels: generic loops, about a nanosecond per element.
+        StepKind::Kernel { op: KernelOp::Host(_) } => {
+            1_000 + step.inputs.iter().chain(&step.outputs).map(|&v| elems(v)).sum::<usize>()
+        }
         StepKind::Kernel { .. } => 300 + step.inputs.iter().chain(&step.outputs).map(|&v| elems(v)).sum::<usize>() / 4,
         StepKind::Gemm { .. } => 300 + macs(step.inputs[0], step.inputs[1], step.outputs[0]) / 100,
         StepKind::Fused { dims, ops, gemm, .. } => {
