@@ -9,7 +9,8 @@
 //! the plain executor's) inter-op scheduler ran independent branches on both.
 //!
 //! What a region is: a maximal run of consecutive steps in plan order each of which
-//! [`may_share_core`] (no host step — those take their operands and run nested programs —
+//! [`may_share_core`] (no host step but those that only compute — the TensorList ops take
+//! their operands to update them in place —
 //! and nothing that would split itself: that keeps its team to itself and runs alone),
 //! kept only when its estimated work off the critical path is worth a parallel section
 //! ([`REGION_MIN_GAIN_NS`]). Steps outside regions run as before. A compiled `While` shares
