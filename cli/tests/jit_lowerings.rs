@@ -635,6 +635,18 @@ fn functional_loops_and_branches_compile_and_match() {
     }
 }
 
+/// `run`s `graph` with `args` and `--dump-clif`, and returns the plan of its first cluster.
+fn first_cluster_plan(dir: &tempfile::TempDir, graph: &str, args: &[&str]) -> String {
+    let dump = dir.path().join("dump");
+    let d = dump.display().to_string();
+    let mut run = vec!["run", graph];
+    run.extend(args);
+    run.extend(["--dump-clif", &d]);
+    let out = autoclust(&run);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap()
+}
+
 /// Two independent loops in one cluster (a bidirectional RNN's two directions): the plan
 /// runs them side by side in one concurrent region when the machine has more than one core
 /// — the steps that feed each loop first, then both loops, adjacent, before their users —
@@ -668,14 +680,7 @@ fn independent_loops_run_side_by_side_in_one_region() {
     let want: Vec<f64> =
         a.iter().zip(&b).map(|(x, y): (&f64, &f64)| (x / 2.0).exp().tanh() + (y / 2.0).exp().tanh()).collect();
     assert_close(&got["out:0"].data, &want, 1e-6, "two newton loops");
-    let dump = dir.path().join("dump");
-    let d = dump.display().to_string();
-    let mut run = vec!["run", &g];
-    run.extend(args);
-    run.extend(["--dump-clif", &d]);
-    let out = autoclust(&run);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let plan = std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap();
+    let plan = first_cluster_plan(&dir, &g, &args);
     if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
         let lines: Vec<&str> = plan.lines().collect();
         let at =
@@ -708,14 +713,7 @@ fn independent_host_kernels_share_a_region() {
     let args = ["--feed", &feed_a, "--feed", &feed_b, "--fetch", "out:0"];
     let (got, plain, _) = both_modes(&g, &args);
     assert_same_bits(&got, &plain, &["out:0"]);
-    let dump = dir.path().join("dump");
-    let d = dump.display().to_string();
-    let mut run = vec!["run", &g];
-    run.extend(args);
-    run.extend(["--dump-clif", &d]);
-    let out = autoclust(&run);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let plan = std::fs::read_to_string(dump.join("cluster_0_fn.plan")).unwrap();
+    let plan = first_cluster_plan(&dir, &g, &args);
     if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
         let region = |name: &str| {
             plan.lines()

@@ -25,6 +25,8 @@ use std::collections::HashMap;
 
 use autoclust_graph::{effects, registry, AttrValue, Attrs, DType, Library, ListValue, Node};
 
+use crate::rewrite::attrs_handle_resource;
+
 /// Nested function references followed before a function counts as impure (and
 /// gets no class): TensorFlow's function graphs nest a few levels; a recursive
 /// library never ends.
@@ -238,15 +240,6 @@ impl<'a> PureCalls<'a> {
         }
         Some(out)
     }
-}
-
-/// Whether an attribute types a value as a resource (a handle passes through the node).
-fn attrs_handle_resource(attrs: &Attrs) -> bool {
-    attrs.values().any(|a| match a {
-        AttrValue::Type(t) => matches!(t, DType::Resource),
-        AttrValue::List(ListValue::Type(ts)) => ts.iter().any(|t| matches!(t, DType::Resource)),
-        _ => false,
-    })
 }
 
 #[cfg(test)]

@@ -49,7 +49,12 @@ pub(crate) fn is_pure(graph: &Graph, node: &Node) -> bool {
 }
 
 pub(crate) fn handles_resource(node: &Node) -> bool {
-    node.attrs.values().any(|a| match a {
+    attrs_handle_resource(&node.attrs)
+}
+
+/// Whether an attribute types a value as a resource (a handle passes through the node).
+pub(crate) fn attrs_handle_resource(attrs: &autoclust_graph::Attrs) -> bool {
+    attrs.values().any(|a| match a {
         AttrValue::Type(t) => matches!(t, DType::Resource),
         AttrValue::List(autoclust_graph::ListValue::Type(ts)) => ts.iter().any(|t| matches!(t, DType::Resource)),
         _ => false,
