@@ -797,7 +797,7 @@ unsafe impl Sync for SendPtr {}
 /// once; libm without one), each row's `Σe` in float64, then `e / Σe` (or `x − max − ln Σe`).
 /// Row by row the same bits whatever the block.
 fn softmax_block(v: &[f32], c: usize, out: &mut [f32], log: bool) {
-    let mut maxes = Vec::with_capacity(v.len() / c);
+    let mut maxes: smallvec::SmallVec<[f32; 16]> = smallvec::SmallVec::with_capacity(v.len() / c);
     for (row, o) in v.chunks(c).zip(out.chunks_mut(c)) {
         let m = max_of(row);
         maxes.push(m);

@@ -246,7 +246,11 @@ pub(crate) fn cse_owned(owned: Graph, ctx: &PassContext) -> Result<(Graph, CseRe
     let mut read_checks = ReadChecks::default();
     // Pure calls, and their attributes with each function named by its class: their keys'.
     let mut calls = PureCalls::new(&graph.library);
-    let pure_call: Vec<bool> = graph.nodes().iter().map(|n| calls.is_pure_call(n)).collect();
+    let pure_call: Vec<bool> = if graph.library.functions.is_empty() {
+        vec![false; graph.len()]
+    } else {
+        graph.nodes().iter().map(|n| calls.is_pure_call(n)).collect()
+    };
     let mut canonical = CanonicalAttrs::default();
     for id in order {
         let node = graph.node(id);
@@ -328,19 +332,34 @@ fn write_key(
     inputs: &mut Vec<Output>,
     controls: &mut Vec<NodeId>,
 ) {
-    let node = graph.node(id);
     resolve_key_inputs(graph, rw, id, inputs, controls);
+    let (op, attrs) = key_op_attrs(graph, canonical, id);
     // Writing to a string cannot fail.
-    let _ = match canonical.get(&id) {
-        Some((op, attrs)) => {
-            let attrs = attrs.iter().map(|(k, v)| (k, v));
-            write!(out, "{}|{}|{:?}|{:?}|{:?}", op, node.device, DebugList(attrs), inputs, controls)
+    let _ = write!(out, "{}|{}|{:?}|{:?}|{:?}", op, graph.node(id).device, attrs, inputs, controls);
+}
+
+/// The op and attributes node `id`'s key holds: a pure call's canonical ones, else its own
+/// (internal `_` attributes left out).
+fn key_op_attrs<'a>(graph: &'a Graph, canonical: &'a CanonicalAttrs, id: NodeId) -> (&'a str, KeyAttrs<'a>) {
+    match canonical.get(&id) {
+        Some((op, attrs)) => (op, KeyAttrs::Canonical(attrs)),
+        None => (&graph.node(id).op, KeyAttrs::Own(&graph.node(id).attrs)),
+    }
+}
+
+/// A key's attributes, formatted as a list of (name, value) pairs.
+enum KeyAttrs<'a> {
+    Canonical(&'a [(String, AttrValue)]),
+    Own(&'a autoclust_graph::Attrs),
+}
+
+impl std::fmt::Debug for KeyAttrs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyAttrs::Canonical(a) => DebugList(a.iter().map(|(k, v)| (k, v))).fmt(f),
+            KeyAttrs::Own(a) => DebugList(a.iter().filter(|(k, _)| !k.starts_with('_'))).fmt(f),
         }
-        None => {
-            let attrs = node.attrs.iter().filter(|(k, _)| !k.starts_with('_'));
-            write!(out, "{}|{}|{:?}|{:?}|{:?}", node.op, node.device, DebugList(attrs), inputs, controls)
-        }
-    };
+    }
 }
 
 /// A hash of the key [`write_key`] writes: equal keys give equal hashes (the same op,
@@ -355,25 +374,15 @@ fn key_hash(
     controls: &mut Vec<NodeId>,
 ) -> u64 {
     use std::hash::{BuildHasher, Hasher};
-    let node = graph.node(id);
     resolve_key_inputs(graph, rw, id, inputs, controls);
     let mut h = state.build_hasher();
-    let canonical = canonical.get(&id);
-    h.write(canonical.map_or(node.op.as_str(), |(op, _)| op.as_str()).as_bytes());
+    let (op, attrs) = key_op_attrs(graph, canonical, id);
+    h.write(op.as_bytes());
     h.write_u8(0xff);
-    h.write(node.device.as_bytes());
+    h.write(graph.node(id).device.as_bytes());
     h.write_u8(0xff);
     // Writing to a hasher cannot fail.
-    let _ = match canonical {
-        Some((_, attrs)) => {
-            let attrs = attrs.iter().map(|(k, v)| (k, v));
-            std::fmt::Write::write_fmt(&mut HashWriter(&mut h), format_args!("{:?}", DebugList(attrs)))
-        }
-        None => {
-            let attrs = node.attrs.iter().filter(|(k, _)| !k.starts_with('_'));
-            std::fmt::Write::write_fmt(&mut HashWriter(&mut h), format_args!("{:?}", DebugList(attrs)))
-        }
-    };
+    let _ = std::fmt::Write::write_fmt(&mut HashWriter(&mut h), format_args!("{attrs:?}"));
     h.write_usize(inputs.len());
     for o in inputs.iter() {
         h.write_u32(o.node.0);
