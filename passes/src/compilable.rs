@@ -33,6 +33,8 @@ use autoclust_graph::{AttrValue, DType, Graph, Node, NodeId};
 
 use crate::deadness::DeadnessAnalysis;
 
+mod branch_shapes;
+
 /// Whether the JIT compiles `op` (given supported dtypes and static shapes): the one list
 /// in [`autoclust_graph::jit_ops`], which a compiler test holds to its lowering table.
 pub use autoclust_graph::jit_ops::{is_jit_op, is_variable_op};
@@ -499,6 +501,7 @@ fn control_flow_refusal_in(
                 let operands: Vec<bool> = (0..data.len()).map(|k| body_operands_known(n, &known, Some(&[k]))).collect();
                 let args = function_args_known(library, inner, &n.attrs, &operands);
                 control_flow_refusal_in(library, &n.attrs, &args, seen).is_some()
+                    || branch_shapes::branch_shape_conflict(library, inner, &n.attrs, &[]).is_some()
             } else {
                 library.function(inner).is_some()
                     || n.attrs.values().any(|a| a.is_func())
@@ -601,6 +604,11 @@ fn refusal(
         let operands: Vec<bool> = node.inputs.iter().map(|o| known[o.node.index()]).collect();
         if let Some(why) = control_flow_refusal(&graph.library, node, &operands) {
             return Some(why);
+        }
+        let operand_types: Vec<Option<(DType, autoclust_graph::Shape)>> =
+            node.inputs.iter().map(|&o| types.output(o).cloned()).collect();
+        if let Some(why) = branch_shapes::branch_shape_conflict(&graph.library, op, &node.attrs, &operand_types) {
+            return Some(NotCompilable::Excluded { why });
         }
     } else if graph.library.function(op).is_some() || node.attrs.values().any(|a| a.is_func()) {
         return Some(NotCompilable::FunctionCall);

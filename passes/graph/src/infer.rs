@@ -196,6 +196,9 @@ pub struct Seeds {
     /// The dtype and shape of the value of the variable a node names (a `VarHandleOp`
     /// or a resource `Placeholder`).
     pub variables: HashMap<NodeId, (DType, Vec<usize>)>,
+    /// The type of an opaque node's output (a function body's `_Arg`) known only in part
+    /// (`[?, 3]`); used where `outputs` has no seed for the node.
+    pub partial: HashMap<Output, (DType, Shape)>,
 }
 
 /// [`infer_partial`] with what a run knows ([`Seeds`]): a seeded output takes the fed
@@ -213,7 +216,7 @@ pub fn infer_partial_seeded(
     let order = graph.topo_order()?;
     let mut info = TypeInfo::empty(graph.len());
     let mut errors = Vec::new();
-    let seeded = !seeds.outputs.is_empty() || !seeds.variables.is_empty();
+    let seeded = !seeds.outputs.is_empty() || !seeds.variables.is_empty() || !seeds.partial.is_empty();
     for id in order {
         if let Err(e) = infer_node(graph, id, &mut info) {
             let node = graph.node(id);
@@ -318,6 +321,12 @@ impl TypeInfo {
                 .collect();
             if !fed.is_empty() {
                 self.set_outputs(id, fed);
+            } else {
+                let partial: Vec<(DType, Shape)> =
+                    (0..).map_while(|port| seeds.partial.get(&Output { node: id, port }).cloned()).collect();
+                if !partial.is_empty() {
+                    self.set_outputs(id, partial);
+                }
             }
         }
         for port in 0..self.slots[id.index()].1 {
