@@ -114,6 +114,13 @@ pub(crate) struct Rewrite {
     named: HashMap<Output, String>,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Redirections [`Rewrite::resolve`] followed on this thread: what a pass's tests count
+    /// to show it builds no chain of them (resolving through one per node is quadratic).
+    pub(crate) static RESOLVE_HOPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 impl Rewrite {
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()
@@ -160,6 +167,8 @@ impl Rewrite {
                 break;
             }
         }
+        #[cfg(test)]
+        RESOLVE_HOPS.with(|c| c.set(c.get() + hops as u64));
         o
     }
     pub fn remove(&mut self, id: NodeId, control_to: Vec<NodeId>) {
