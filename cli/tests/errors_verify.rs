@@ -81,3 +81,39 @@ fn attributes_contradicting_the_inputs_are_refused_in_both_modes() {
     }
     done(&p);
 }
+
+/// A `Const` whose value is not of its declared dtype, and a type attribute set to an integer:
+/// TensorFlow refuses both at import. They were declined by inference alone ("running
+/// unoptimized") and the plain executor printed an int32 tensor for a float32 node (sweep 73).
+#[test]
+fn malformed_attributes_are_refused_at_load_in_both_modes() {
+    let cases = [
+        (
+            "const_dtype.graph",
+            "c = Const() {dtype = float32, value = int32[2]{1, 1}}\n",
+            "c:0",
+            "1:1: node 'c': attribute 'value' of Const has dtype int32 but the node's dtype is float32",
+        ),
+        (
+            "attr_kind.graph",
+            "x = Const() {dtype = int32, value = int32[2]{1, 2}}\ny = AddV2(x, x) {T = 3}\n",
+            "y:0",
+            "2:1: node 'y': attribute 'T' of AddV2 must be a type",
+        ),
+    ];
+    for (name, body, fetch, needle) in cases {
+        let p = case(name, body);
+        for mode in [None, Some("--no-cluster")] {
+            let out = Command::new(env!("CARGO_BIN_EXE_autoclust"))
+                .args(["run", p.to_str().unwrap(), "--fetch", fetch])
+                .args(mode)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{name} {mode:?}: {stderr}");
+            assert!(stderr.starts_with("error:") && stderr.contains(needle), "{name} {mode:?}: {stderr}");
+            assert!(out.stdout.is_empty(), "{name} {mode:?}: no partial output");
+        }
+        done(&p);
+    }
+}

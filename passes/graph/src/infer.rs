@@ -124,6 +124,22 @@ pub fn check_arities(graph: &Graph) -> Result<(), VerifyError> {
 pub fn check_edge_dtypes(graph: &Graph) -> Result<(), VerifyError> {
     for node in graph.nodes() {
         let Some(schema) = registry::lookup(&node.op) else { continue };
+        // The attributes a known op sets must be of their kind (a `T` that is not a type),
+        // and a `Const`'s value of the dtype it declares: TensorFlow refuses both at import
+        // (sweep 73: such a node was declined by inference alone and the plain executor ran it).
+        // (Kinds only: a dtype outside the registry's allowed list is the kernels' to refuse.)
+        if let Some(spec) = schema.attrs.iter().find(|a| node.attr(a.name).is_some_and(|v| !a.kind.accepts(v))) {
+            return Err(bad_attr(node, spec.name, format!("must be {}", spec.kind.name())));
+        }
+        if node.op == "Const" {
+            if let (Some(d), Some((v, _))) =
+                (node.attr("dtype").and_then(AttrValue::as_type), node.attr("value").and_then(AttrValue::tensor_type))
+            {
+                if d != v {
+                    return Err(bad_attr(node, "value", format!("has dtype {v} but the node's dtype is {d}")));
+                }
+            }
+        }
         let Ok(in_types) = expand_args(node, schema, schema.inputs) else { continue };
         for (i, (&want, &o)) in in_types.iter().zip(&node.inputs).enumerate() {
             let got = attr_output_dtypes(graph.node(o.node)).and_then(|t| t.get(o.port as usize).copied());
