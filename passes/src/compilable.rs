@@ -450,6 +450,10 @@ pub fn control_flow_refusal(
     control_flow_refusal_in(library, &node.attrs, &args, &mut seen)
 }
 
+/// What a loop refused for reading a variable adds to its reason.
+const HOIST_HINT: &str = " (when the loop writes no variable, the hoist-loop-reads pass of `run`'s default \
+     pipeline reads it before the loop instead: `opt --passes default` shows that graph)";
+
 fn control_flow_refusal_in(
     library: &autoclust_graph::Library,
     attrs: &autoclust_graph::Attrs,
@@ -496,12 +500,18 @@ fn control_flow_refusal_in(
                     f.name, n.name
                 ));
             }
+            // Why a nested `While`/`If`/`Case` is refused, to say so in this one's reason.
+            let mut nested: Option<String> = None;
             let refused = if COMPILED_CONTROL_FLOW.contains(&inner) {
                 let data: Vec<&String> = n.inputs.iter().filter(|i| !i.starts_with('^')).collect();
                 let operands: Vec<bool> = (0..data.len()).map(|k| body_operands_known(n, &known, Some(&[k]))).collect();
                 let args = function_args_known(library, inner, &n.attrs, &operands);
-                control_flow_refusal_in(library, &n.attrs, &args, seen).is_some()
-                    || branch_shapes::branch_shape_conflict(library, inner, &n.attrs, &[]).is_some()
+                nested = match control_flow_refusal_in(library, &n.attrs, &args, seen) {
+                    Some(NotCompilable::Excluded { why }) => Some(why),
+                    Some(other) => Some(other.to_string()),
+                    None => branch_shapes::branch_shape_conflict(library, inner, &n.attrs, &[]),
+                };
+                nested.is_some()
             } else {
                 library.function(inner).is_some()
                     || n.attrs.values().any(|a| a.is_func())
@@ -564,12 +574,13 @@ fn control_flow_refusal_in(
             if refused {
                 // Only a loop's reads are hoisted (a branch's read runs only when its branch is
                 // taken: reading it before the `If` would read what the program may not).
-                let hint = if inner == "ReadVariableOp" && attrs.get("body").is_some() {
-                    " (when the loop writes no variable, the hoist-loop-reads pass of `run`'s default \
-                     pipeline reads it before the loop instead: `opt --passes default` shows that graph)"
-                } else {
-                    ""
-                };
+                let hint = if inner == "ReadVariableOp" && attrs.get("body").is_some() { HOIST_HINT } else { "" };
+                if let Some(nested) = nested {
+                    // The hoist-loop-reads hint is for a loop of the graph: the pass does not
+                    // rewrite loops nested in function bodies.
+                    let nested = nested.split(HOIST_HINT).next().unwrap_or_default();
+                    return why(format!("its function '{}' runs '{}' ({inner}), and {nested}", f.name, n.name));
+                }
                 return why(format!(
                     "its function '{}' runs '{}' ({inner}), which the JIT does not compile{hint}",
                     f.name, n.name
