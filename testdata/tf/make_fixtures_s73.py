@@ -1,7 +1,7 @@
 """Writes session 73's TensorFlow fixtures (run by hand, never by CI):
 
     TF_ENABLE_ONEDNN_OPTS=0 CUDA_VISIBLE_DEVICES=-1 /work/tfenv/bin/python \
-        testdata/tf/make_fixtures_s73.py [NAME...]
+        testdata/tf/make_fixtures_s73.py [--out DIR] [NAME...]
 
 Exported like the other TF2 generators (`make_fixtures_tf2.write`: the concrete function's graph,
 variables as captured resource placeholders, TensorFlow's outputs after each step). Cases: README.md.
@@ -15,6 +15,7 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_fixtures_keras_sweep import check_captures  # noqa: E402
+from make_fixtures_sweep4 import run_main  # noqa: E402
 from make_fixtures_tf2 import captured_variables, write  # noqa: E402
 
 
@@ -54,13 +55,5 @@ def s73_cond_branch_shapes():
 FIXTURES = [s73_cond_branch_shapes]
 
 
-def main():
-    """Writes every fixture, or only those named on the command line."""
-    print("TensorFlow", tf.__version__)
-    for f in FIXTURES:
-        if len(sys.argv) == 1 or f.__name__ in sys.argv[1:]:
-            f()
-
-
 if __name__ == "__main__":
-    main()
+    run_main(FIXTURES)
