@@ -447,18 +447,22 @@ pub fn control_flow_refusal(
 ) -> Option<NotCompilable> {
     let mut seen = std::collections::HashSet::new();
     let args = function_args_known(library, &node.op, &node.attrs, known_operands);
-    control_flow_refusal_in(library, &node.attrs, &args, &mut seen)
+    control_flow_refusal_in(library, &node.attrs, &args, &mut seen, false)
 }
 
 /// What a loop refused for reading a variable adds to its reason.
 const HOIST_HINT: &str = " (when the loop writes no variable, the hoist-loop-reads pass of `run`'s default \
      pipeline reads it before the loop instead: `opt --passes default` shows that graph)";
 
+/// [`control_flow_refusal`] of the node with `attrs`; `in_body` when that node is itself in a
+/// function body (the hoist-loop-reads hint is for a graph's loops: the pass does not
+/// rewrite loops nested in function bodies).
 fn control_flow_refusal_in(
     library: &autoclust_graph::Library,
     attrs: &autoclust_graph::Attrs,
     args_known: &[bool],
     seen: &mut std::collections::HashSet<(String, Vec<bool>)>,
+    in_body: bool,
 ) -> Option<NotCompilable> {
     let why = |why: String| Some(NotCompilable::Excluded { why });
     let functions = attrs.values().flat_map(|a| match a {
@@ -506,7 +510,7 @@ fn control_flow_refusal_in(
                 let data: Vec<&String> = n.inputs.iter().filter(|i| !i.starts_with('^')).collect();
                 let operands: Vec<bool> = (0..data.len()).map(|k| body_operands_known(n, &known, Some(&[k]))).collect();
                 let args = function_args_known(library, inner, &n.attrs, &operands);
-                nested = match control_flow_refusal_in(library, &n.attrs, &args, seen) {
+                nested = match control_flow_refusal_in(library, &n.attrs, &args, seen, true) {
                     Some(NotCompilable::Excluded { why }) => Some(why),
                     Some(other) => Some(other.to_string()),
                     None => branch_shapes::branch_shape_conflict(library, inner, &n.attrs, &[]),
@@ -574,11 +578,9 @@ fn control_flow_refusal_in(
             if refused {
                 // Only a loop's reads are hoisted (a branch's read runs only when its branch is
                 // taken: reading it before the `If` would read what the program may not).
-                let hint = if inner == "ReadVariableOp" && attrs.get("body").is_some() { HOIST_HINT } else { "" };
+                let hoistable = inner == "ReadVariableOp" && attrs.get("body").is_some() && !in_body;
+                let hint = if hoistable { HOIST_HINT } else { "" };
                 if let Some(nested) = nested {
-                    // The hoist-loop-reads hint is for a loop of the graph: the pass does not
-                    // rewrite loops nested in function bodies.
-                    let nested = nested.split(HOIST_HINT).next().unwrap_or_default();
                     return why(format!("its function '{}' runs '{}' ({inner}), and {nested}", f.name, n.name));
                 }
                 return why(format!(
