@@ -118,7 +118,8 @@ pub(crate) struct Program {
 /// An output a call may compute into the buffer of one of its arguments, when the caller
 /// donates that argument (passes the only reference to its buffer; XLA's input/output
 /// aliasing, jax's buffer donation): the argument (or a view of it) is last read by the
-/// fused loop that writes the output, with the output's own dtype and shape (of at least
+/// fused loop that writes the output — or is the tensor a TensorScatter writes its
+/// updates into (an embedding table's sparse update) —, with the output's own dtype and shape (of at least
 /// `POOL_MIN_BYTES`: smaller ones are cheaper to allocate) — so each
 /// element is read before the same element is written, and by nothing after —, it is no
 /// output itself, and no step after that loop can fail (a failed call must leave the
@@ -133,6 +134,10 @@ pub(crate) struct InPlace {
     out: ValueId,
     /// The argument's value and its views (they share its buffer).
     alias: Vec<ValueId>,
+    /// Later scatter steps whose indices are known when the output is computed: the only
+    /// steps after it that may fail, and only on their indices, which are checked before
+    /// the buffer is written ([`Program::donated_out`]).
+    prechecks: Vec<usize>,
 }
 
 /// A call's donated buffers, indexed like `Program::in_place`: the write pointer into the
@@ -148,6 +153,19 @@ fn in_place_pairs(
     last_use: &[Option<usize>],
 ) -> Vec<InPlace> {
     let mut pairs: Vec<InPlace> = Vec::new();
+    // The step computing each value (`None`: an argument or a constant), and the value a
+    // view's buffer belongs to.
+    let mut made_at: Vec<Option<usize>> = vec![None; types.len()];
+    let mut root: Vec<ValueId> = (0..types.len()).collect();
+    for (k, s) in steps.iter().enumerate() {
+        for &o in &s.outputs {
+            made_at[o] = Some(k);
+        }
+        if let (StepKind::View, Some(&o), Some(&i)) = (&s.kind, s.outputs.first(), s.inputs.first()) {
+            root[o] = root[i];
+        }
+    }
+    let buffer_of = |v: ValueId| root[v];
     for (arg, value) in args.iter().enumerate() {
         let Some(value) = *value else { continue };
         // The argument and its views (they share its buffer), in step order.
@@ -162,8 +180,20 @@ fn in_place_pairs(
         }
         let Some(si) = alias.iter().filter_map(|&v| last_use[v]).max() else { continue };
         let step = &steps[si];
-        let StepKind::Fused { ext, .. } = &step.kind else { continue };
-        let read: Vec<ValueId> = ext.iter().copied().filter(|v| alias.contains(v)).collect();
+        let read: Vec<ValueId> = match &step.kind {
+            StepKind::Fused { ext, .. } => ext.iter().copied().filter(|v| alias.contains(v)).collect(),
+            // A scatter reads each slice of its tensor (input 0) only to combine it with an
+            // update written to the same slice, and checks its indices before writing
+            // anything; its indices and updates must not share the buffer.
+            StepKind::Kernel { op: KernelOp::Scatter { .. } }
+                if step.inputs.len() == 3
+                    && alias.contains(&step.inputs[0])
+                    && !step.inputs[1..].iter().any(|v| alias.contains(v)) =>
+            {
+                vec![step.inputs[0]]
+            }
+            _ => continue,
+        };
         let Some(&first) = read.first() else { continue };
         let shape = &types[first].1;
         // Small buffers are cheaper to allocate than to donate (the caller locks variables).
@@ -173,19 +203,40 @@ fn in_place_pairs(
         if read.iter().any(|&v| &types[v].1 != shape) || types[value].0 != types[first].0 {
             continue;
         }
-        let fallible_after =
-            steps[si + 1..].iter().any(|s| matches!(&s.kind, StepKind::Kernel { op } if !op.infallible()));
+        // A later step that may fail would leave the argument written by a failed call —
+        // unless it is a scatter whose indices exist by now: they are checked first.
+        let mut prechecks = Vec::new();
+        let mut fallible_after = false;
+        for (k, s) in steps.iter().enumerate().skip(si + 1) {
+            let StepKind::Kernel { op } = &s.kind else { continue };
+            if op.infallible() {
+                continue;
+            }
+            let known = |v: ValueId| made_at[v].is_none_or(|m| m < si);
+            if matches!(op, KernelOp::Scatter { .. }) && s.inputs.len() == 3 && known(s.inputs[1]) {
+                prechecks.push(k);
+            } else {
+                fallible_after = true;
+                break;
+            }
+        }
         if fallible_after {
             continue;
         }
-        let out = step.outputs.iter().copied().find(|&o| {
-            types[o] == types[first]
-                && retvals.iter().filter(|&&r| r == o).count() == 1
-                && !pairs.iter().any(|p| p.out == o)
+        // The output, returned once (itself or through views of its type: an `Identity`
+        // after a scatter).
+        let found = step.outputs.iter().copied().find_map(|o| {
+            if types[o] != types[first] || pairs.iter().any(|p| p.out == o) {
+                return None;
+            }
+            let mut returned = retvals.iter().enumerate().filter(|&(_, &r)| buffer_of(r) == o && types[r] == types[o]);
+            match (returned.next(), returned.next()) {
+                (Some((j, _)), None) => Some((o, j)),
+                _ => None,
+            }
         });
-        if let Some(out) = out {
-            let retval = retvals.iter().position(|&r| r == out).expect("counted once");
-            pairs.push(InPlace { arg, retval, value, out, alias });
+        if let Some((out, retval)) = found {
+            pairs.push(InPlace { arg, retval, value, out, alias, prechecks });
         }
     }
     pairs
@@ -593,16 +644,19 @@ pub(crate) fn build(
             last_use[v] = Some(si);
         }
     }
-    let returned: std::collections::HashSet<ValueId> = retvals.iter().copied().collect();
+    let in_place = in_place_pairs(&steps, &args, &retvals, &types, &last_use);
+    // A donatable argument and its views stay until the call ends: a call that fails
+    // without writing it hands it back to the caller.
+    let kept: std::collections::HashSet<ValueId> =
+        retvals.iter().chain(in_place.iter().flat_map(|p| p.alias.iter())).copied().collect();
     let mut free_after = vec![Vec::new(); steps.len()];
     for (v, lu) in last_use.iter().enumerate() {
         if let Some(si) = lu {
-            if !returned.contains(&v) {
+            if !kept.contains(&v) {
                 free_after[*si].push(v);
             }
         }
     }
-    let in_place = in_place_pairs(&steps, &args, &retvals, &types, &last_use);
     let (pool_of, pool_count) = assign_pools(&steps, &types, &last_use, &retvals, &in_place);
     let pools = (0..pool_count).map(|_| BufferPool::default()).collect();
     let mut made_by: Vec<Option<usize>> = vec![None; types.len()];
@@ -1224,6 +1278,50 @@ impl Program {
         Some(Ok(t))
     }
 
+    /// TensorScatter into its tensor's own buffer, when the caller donated it (see
+    /// [`InPlace`]; a scatter into an embedding table then touches only the updated rows,
+    /// and the table is never copied). `None` when the donation is not taken here (the
+    /// pooled or plain kernel runs instead); an error before anything is written.
+    fn scatter_donated(
+        &self,
+        si: usize,
+        kind: crate::scatter::ScatterKind,
+        vals: &[Option<Tensor>],
+        donations: &Donated,
+        written: &mut bool,
+    ) -> Option<Result<Tensor, String>> {
+        if self.donates[si].is_empty() {
+            return None;
+        }
+        let step = &self.steps[si];
+        let o = step.outputs[0];
+        // First, while the argument's values hold the buffer's only references.
+        let Out::Donated(data, ptr) = self.donated_out(si, o, vals, donations)? else { return None };
+        let [x, indices, updates] = [0, 1, 2].map(|k| step.inputs.get(k).and_then(|&v| vals[v].as_ref()));
+        let (x, indices, updates) = (x?, indices?, updates?);
+        let (dtype, shape) = &self.types[o];
+        if data_ptr(x) != ptr || data_ptr(indices) == ptr || data_ptr(updates) == ptr {
+            return None;
+        }
+        if x.dtype != *dtype || updates.dtype != *dtype || &x.shape != shape {
+            return None;
+        }
+        let (offsets, slice) = match crate::scatter::scatter_rows(x, indices, updates) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        // SAFETY: `ptr` is the donated buffer of `x` (checked above), whose only references
+        // are the argument's values this step reads last (`donated_out`) and `data`; nothing
+        // else reads or writes it during the call, and `updates` does not share it.
+        let done =
+            unsafe { crate::scatter::scatter_in_buffer(ptr, *dtype, x.num_elements(), updates, &offsets, slice, kind) };
+        if !done {
+            return None;
+        }
+        *written = true;
+        Some(Ok(Tensor { dtype: *dtype, shape: shape.clone(), data }))
+    }
+
     /// The references the pool of in-place pair `k`'s output holds on `data`'s buffer (a
     /// buffer it handed out, now a variable's value), which a donating call drops.
     pub(crate) fn pool_refs(&self, k: usize, data: &TensorData) -> usize {
@@ -1383,6 +1481,13 @@ impl Program {
         let step = &self.steps[si];
         match &step.kind {
             StepKind::Kernel { op } => {
+                if let KernelOp::Scatter { kind } = op {
+                    if let Some(r) = self.scatter_donated(si, *kind, vals, donations, written) {
+                        return r
+                            .map(|t| vec![t])
+                            .map_err(|reason| CompileError::Runtime { node: step.name.clone(), reason });
+                    }
+                }
                 let ins: Vec<Tensor> =
                     step.inputs.iter().map(|&v| value(vals, v, &step.name)).collect::<Result<_, _>>()?;
                 let refs: Vec<&Tensor> = ins.iter().collect();
@@ -1450,7 +1555,17 @@ impl Program {
             data = Some(&t.data);
         }
         let data = data?;
-        (strong_count(data) == holders).then(|| Out::Donated(data.clone(), ptr))
+        if strong_count(data) != holders {
+            return None;
+        }
+        // The later scatters that could still fail must not (their indices, checked now).
+        for &ps in &self.in_place[k].prechecks {
+            let s = &self.steps[ps];
+            let indices = vals.get(s.inputs[1]).and_then(Option::as_ref)?;
+            let updates: usize = self.types[s.inputs[2]].1.iter().product();
+            crate::scatter::check_scatter(&self.types[s.inputs[0]].1, indices, updates).ok()?;
+        }
+        Some(Out::Donated(data.clone(), ptr))
     }
 
     /// Runs a fused loop; `product` is its GEMM prologue's output (a value of the step's

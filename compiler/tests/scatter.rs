@@ -288,3 +288,94 @@ fn repeated_scatter_steps_recycle_buffers_and_stay_exact() {
         }
     }
 }
+
+/// A scatter into a donated table (an embedding's sparse update written back to its
+/// variable) is computed in the table's own buffer: the output is the input's buffer, with
+/// the values the undonated call computes (duplicate indices included), for every kind and
+/// for two tables updated side by side on two threads; a table someone else still holds is
+/// never written, and an index out of range fails before anything is written, handing the
+/// table back as it was.
+#[test]
+fn scatter_into_a_donated_table_writes_in_place() {
+    let (rows, width, n) = (4096usize, 16usize, 64usize);
+    for op in KINDS {
+        let g = graph(vec![
+            arg("t0", 0, DType::Float32),
+            arg("t1", 1, DType::Float32),
+            arg("i", 2, DType::Int32),
+            arg("u", 3, DType::Float32),
+            arg("i1", 4, DType::Int32),
+            node("u1", "Neg", &["u"], vec![]),
+            node("s0", op, &["t0", "i", "u"], vec![]),
+            node("s1", op, &["t1", "i1", "u1"], vec![]),
+            ret("r0", "s0", 0),
+            ret("r1", "s1", 1),
+        ]);
+        let sig = [
+            (DType::Float32, vec![rows, width]),
+            (DType::Float32, vec![rows, width]),
+            (DType::Int32, vec![n, 1]),
+            (DType::Float32, vec![n, width]),
+            (DType::Int32, vec![n, 1]),
+        ];
+        let idx: Vec<i64> = (0..n as i64).map(|k| (k * 37) % 50).collect(); // duplicates
+                                                                            // `bad`: table 1's indices end out of range (table 0's are fine).
+        let inputs = |bad: bool| -> Vec<Tensor> {
+            let mut ix = idx.clone();
+            if bad {
+                ix[n - 1] = rows as i64;
+            }
+            vec![
+                f32t(&[rows, width], rand_f32(rows * width, 7, -1.0, 1.0)),
+                f32t(&[rows, width], rand_f32(rows * width, 8, -1.0, 1.0)),
+                index_tensor(DType::Int32, &[n, 1], &idx),
+                f32t(&[n, width], rand_f32(n * width, 9, -1.0, 1.0)),
+                index_tensor(DType::Int32, &[n, 1], &ix),
+            ]
+        };
+        let want = compiler().compile(&g, &sig).unwrap().call(&inputs(false)).unwrap();
+        let x = rand_f32(rows * width, 7, -1.0, 1.0);
+        let u = rand_f32(n * width, 9, -1.0, 1.0);
+        assert_eq!(want[0].as_f32().unwrap(), &reference(op, &x, &[rows, width], &idx, 1, &u)[..], "{op}");
+        for threads in [1, 2] {
+            let f = autoclust_compiler::Compiler::new(autoclust_compiler::CompilerOptions {
+                threads,
+                ..Default::default()
+            })
+            .compile(&g, &sig)
+            .unwrap();
+            let pairs = f.in_place_pairs();
+            assert_eq!(pairs, vec![(0, 0), (1, 1)], "{op}: both tables may be scattered in place");
+            for round in 0..4 {
+                let ins = inputs(false);
+                let at: Vec<usize> = ins[..2].iter().map(|t| t.as_f32().unwrap().as_ptr() as usize).collect();
+                // In rounds 2 and 3 someone else (a concurrent reader) holds table 1.
+                let held = (round >= 2).then(|| ins[1].clone());
+                let got = f.call_donating(ins, &pairs).unwrap_or_else(|(e, _)| panic!("{e}"));
+                for j in 0..2 {
+                    assert_eq!(got[j].as_f32().unwrap(), want[j].as_f32().unwrap(), "{op} output {j}");
+                    let out_at = got[j].as_f32().unwrap().as_ptr() as usize;
+                    if j == 1 && held.is_some() {
+                        assert_ne!(out_at, at[j], "{op}: a shared table is never written");
+                    } else {
+                        assert_eq!(out_at, at[j], "{op}: output {j} is its table's buffer ({threads} threads)");
+                    }
+                }
+                if let Some(h) = held {
+                    assert_eq!(h.as_f32().unwrap(), inputs(false)[1].as_f32().unwrap(), "{op}: held table intact");
+                }
+            }
+            // An index of the second scatter out of range: an error naming it, and both
+            // tables handed back unwritten (the first scatter checked the second's indices).
+            let (e, back) = f.call_donating(inputs(true), &pairs).expect_err("index out of range");
+            assert!(matches!(e, CompileError::Runtime { ref node, .. } if node == "s1"), "{e:?}");
+            let fresh = inputs(false);
+            let mut given: Vec<usize> = back.iter().map(|(i, _)| *i).collect();
+            given.sort();
+            assert_eq!(given, vec![0, 1], "{op}: both tables come back");
+            for (i, t) in &back {
+                assert_eq!(t.as_f32().unwrap(), fresh[*i].as_f32().unwrap(), "{op}: table {i} handed back intact");
+            }
+        }
+    }
+}

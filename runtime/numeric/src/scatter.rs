@@ -111,18 +111,43 @@ fn scatter_offsets(shape: &[usize], idx: &[i64], depth: usize) -> Result<Vec<usi
 /// Checks a TensorScatter's operands (tensor, indices `[..., K]`, updates) and returns the
 /// element offset of every updated slice and the slice length.
 pub fn scatter_rows(x: &Tensor, indices: &Tensor, updates: &Tensor) -> Result<(Vec<usize>, usize), String> {
-    let idx = indices.to_i64_vec().ok_or_else(|| err("indices must be int32 or int64"))?;
+    check_scatter(&x.shape, indices, updates.num_elements()).map_err(|e| match e {
+        ScatterMismatch::Updates => {
+            err(format!("updates {:?} do not match indices {:?} into {:?}", updates.shape, indices.shape, x.shape))
+        }
+        ScatterMismatch::Indices(e) => e,
+    })
+}
+
+/// Why [`check_scatter`] refused a scatter.
+#[derive(Debug)]
+pub enum ScatterMismatch {
+    /// The indices are not integers, too deep, or out of range (TensorFlow's message).
+    Indices(String),
+    /// The number of updates does not fit the indices.
+    Updates,
+}
+
+/// [`scatter_rows`] from the scattered tensor's shape and the number of update elements
+/// alone: what a scatter checks before it writes anything.
+pub fn check_scatter(
+    shape: &[usize],
+    indices: &Tensor,
+    updates: usize,
+) -> Result<(Vec<usize>, usize), ScatterMismatch> {
+    let idx = indices.to_i64_vec().ok_or_else(|| ScatterMismatch::Indices(err("indices must be int32 or int64")))?;
     let depth = indices.shape.last().copied().unwrap_or(0);
-    if depth > x.shape.len() {
-        return Err(err(format!("index depth {depth} exceeds rank {}", x.shape.len())));
+    if depth > shape.len() {
+        return Err(ScatterMismatch::Indices(err(format!("index depth {depth} exceeds rank {}", shape.len()))));
     }
-    let offsets = if idx.is_empty() { Vec::new() } else { scatter_offsets(&x.shape, &idx, depth)? };
-    let slice: usize = x.shape[depth..].iter().product();
-    if updates.num_elements() != offsets.len() * slice {
-        return Err(err(format!(
-            "updates {:?} do not match indices {:?} into {:?}",
-            updates.shape, indices.shape, x.shape
-        )));
+    let offsets = if idx.is_empty() {
+        Vec::new()
+    } else {
+        scatter_offsets(shape, &idx, depth).map_err(ScatterMismatch::Indices)?
+    };
+    let slice: usize = shape[depth..].iter().product();
+    if updates != offsets.len() * slice {
+        return Err(ScatterMismatch::Updates);
     }
     Ok((offsets, slice))
 }
@@ -195,6 +220,49 @@ pub fn scatter_into(
         DType::Float64 => arm!(F64),
         DType::Int32 => arm!(I32),
         DType::Int64 => arm!(I64),
+        _ => false,
+    }
+}
+
+/// Combines `updates` into a buffer that already holds the scattered tensor (`len`
+/// elements of `dtype` at `dst`): a TensorScatter computed in place, into a variable's
+/// buffer a compiled cluster was donated. `offsets` and `slice` come from
+/// [`scatter_rows`] on that tensor. Returns false (leaving the buffer untouched) for a
+/// dtype it does not handle or when `updates` is not of `dtype`.
+///
+/// # Safety
+/// `dst` must point to `len` initialised elements of `dtype` that nothing else reads or
+/// writes during the call (`updates` must not share the buffer).
+pub unsafe fn scatter_in_buffer(
+    dst: *mut u8,
+    dtype: DType,
+    len: usize,
+    updates: &Tensor,
+    offsets: &[usize],
+    slice: usize,
+    kind: ScatterKind,
+) -> bool {
+    if offsets.iter().any(|&o| o + slice > len) {
+        return false;
+    }
+    macro_rules! arm {
+        ($v:ident, $t:ty) => {
+            match &updates.data {
+                TensorData::$v(u) if u.len() == offsets.len() * slice => {
+                    // SAFETY: the caller guarantees `len` elements at `dst`, used by nothing else.
+                    let d = unsafe { std::slice::from_raw_parts_mut(dst as *mut $t, len) };
+                    scatter_in_place(d, u, offsets, slice, kind);
+                    true
+                }
+                _ => false,
+            }
+        };
+    }
+    match dtype {
+        DType::Float32 => arm!(F32, f32),
+        DType::Float64 => arm!(F64, f64),
+        DType::Int32 => arm!(I32, i32),
+        DType::Int64 => arm!(I64, i64),
         _ => false,
     }
 }
