@@ -9,9 +9,12 @@
 //! its half arguments on entry and narrows its half results on exit ([`Boundary`]). A
 //! rounded value is exactly a half value kept in a float32 lane, so the narrowing at the
 //! end is exact and the results are the interpreter's bits — TensorFlow's for the
-//! elementwise ops; reductions, softmax, cumulative sums and bfloat16 GEMMs accumulate in
+//! elementwise ops; reductions, softmax and bfloat16 GEMMs accumulate in
 //! float32 here where TensorFlow's Eigen kernels accumulate in the half type (an ulp or so
-//! per op, in an order that depends on TensorFlow's packet width and threads). The rounding is an elementwise
+//! per op, in an order that depends on TensorFlow's packet width and threads). Where the
+//! order is TensorFlow's plain loop, its bits are reproduced: a bfloat16 `BiasAddGrad` sums
+//! rows in order, rounding each partial sum (`ROUNDED_ROWS_ATTR`), and half `Cumsum`/
+//! `Cumprod` (a half running value) stay out of clusters for the interpreter's scan. The rounding is an elementwise
 //! op (`ROUND_OP`, [`crate::analyze::EwOp::RoundHalf`]) that fuses into the loops around it:
 //! a Keras `mixed_float16` step compiles into the same fused loops and GEMMs as in float32.
 //!
@@ -51,6 +54,11 @@ pub const ROUND_OP: &str = "_AutoclustRoundToHalf";
 /// samples TensorFlow draws from their own few bits (`Dist::UniformHalf`), not as float32
 /// samples rounded.
 pub const HALF_UNIFORM_ATTR: &str = "_autoclust_half_uniform";
+
+/// On a bfloat16 `BiasAddGrad` rewritten to float32: sum its rows in order, rounding each
+/// partial sum to bfloat16 (`KernelOp::BiasGradRounded`), as TensorFlow's kernel does
+/// (`autoclust_graph::half::bias_grad_rounds_rows`).
+pub const ROUNDED_ROWS_ATTR: &str = "_autoclust_rounded_rows";
 
 /// Ops whose half results are half values of their inputs (moved, picked, compared or
 /// clamped to a half value): no rounding after them.
@@ -234,6 +242,7 @@ pub fn widen(body: &Graph, inputs: &[(DType, Vec<usize>)]) -> Result<Option<Wide
         if let Some(why) = declined(&node) {
             return Err(CompileError::unsupported(&node, why));
         }
+
         if node.op == "Const" {
             let value = node
                 .attr("value")
@@ -261,6 +270,9 @@ pub fn widen(body: &Graph, inputs: &[(DType, Vec<usize>)]) -> Result<Option<Wide
         let op = node.op.as_str();
         if autoclust_graph::jit_ops::is_stateless_sampler(op) && op.contains("Uniform") && !op.contains("Int") {
             g.attrs_mut(id).insert(HALF_UNIFORM_ATTR.into(), AttrValue::Type(half));
+        }
+        if autoclust_graph::half::bias_grad_rounds_rows(&node) {
+            g.attrs_mut(id).insert(ROUNDED_ROWS_ATTR.into(), AttrValue::Type(half));
         }
         let mut b = Builder { g: &mut g, base: node.name.clone(), half, made: 0 };
         let out = Output { node: id, port: 0 };

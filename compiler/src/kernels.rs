@@ -88,6 +88,10 @@ pub enum KernelOp {
     /// `L2Loss`: Σx²/2 of a float tensor, summed in f64 in element order (the interpreter's
     /// kernel, so both modes agree bit for bit).
     L2Loss,
+    /// A bfloat16 `BiasAddGrad` (float32 lanes holding bfloat16 values, channels last): the
+    /// rows added in order, each partial sum rounded to `half`, as TensorFlow's kernel sums
+    /// (`autoclust_numeric::reduce::column_sums_rounded`, the interpreter's loop).
+    BiasGradRounded { half: DType },
     /// `Bitcast` to `to` (the same bytes as another type).
     Bitcast { to: DType },
     /// An integer bitwise binary op, operands broadcast to the output shape.
@@ -210,6 +214,7 @@ impl KernelOp {
                 | KernelOp::Einsum { .. }
                 | KernelOp::SpaceBatch(_)
                 | KernelOp::L2Loss
+                | KernelOp::BiasGradRounded { .. }
                 | KernelOp::InTopK { .. }
                 | KernelOp::ResizeBilinear { .. }
                 | KernelOp::ResizeNearest { .. }
@@ -571,6 +576,15 @@ impl KernelOp {
                     _ => return Err(err(format!("L2Loss of {}", x.dtype))),
                 };
                 Ok(vec![t])
+            }
+            KernelOp::BiasGradRounded { half } => {
+                let x = f32_of(inputs[0])?;
+                let cols = inputs[0].shape.last().copied().unwrap_or(1);
+                let half = *half;
+                let v = autoclust_numeric::reduce::column_sums_rounded(x, cols, |v| {
+                    autoclust_graph::half::round_to(v, half)
+                });
+                Ok(vec![tensor_f32(vec![cols], v)])
             }
             KernelOp::Bitcast { to } => Ok(vec![crate::reshuffle::bitcast(inputs[0], *to)?]),
             KernelOp::Bitwise { kind } => Ok(vec![kind.run(inputs[0], inputs[1], &out_shapes[0])?]),

@@ -200,3 +200,43 @@ fn a_bitcast_of_half_bytes_is_declined() {
         other => panic!("expected a decline, got {other:?}"),
     }
 }
+
+/// A bfloat16 `BiasAddGrad` sums its rows in order with every partial sum rounded to
+/// bfloat16, as TensorFlow 2.21's kernel does (its accumulator is bfloat16), so a compiled
+/// body gives TensorFlow's bits where a float32 sum rounded once is off by up to 5%
+/// (2,048 rows of values near 1: the partial sums reach 2^11, where bfloat16's step is 16);
+/// a float16 one is a float32 sum rounded once (TensorFlow accumulates float16 in float32).
+#[test]
+fn bfloat16_bias_grad_rounds_every_partial_sum() {
+    let (rows, cols) = (2048usize, 3usize);
+    let x = rand_f32(rows * cols, 5, 0.5, 1.5);
+    for half in [DType::BFloat16, DType::Float16] {
+        let g = graph(vec![
+            arg("x", 0, DType::Float32),
+            cast("h", "x", DType::Float32, half),
+            node("b", "BiasAddGrad", &["h"], vec![("T", ty(half)), ("data_format", AttrValue::S(b"NHWC".to_vec()))]),
+            cast("y", "b", half, DType::Float32),
+            ret("r", "y", 0),
+        ]);
+        let f = compiler().compile(&g, &[(DType::Float32, vec![rows, cols])]).unwrap();
+        let got = f.call(&[f32t(&[rows, cols], x.clone())]).unwrap()[0].as_f32().unwrap().to_vec();
+        let round = |v: f32| autoclust_graph::half::round_to(v, half);
+        let hx: Vec<f32> = x.iter().map(|&v| round(v)).collect();
+        let want: Vec<f32> = if half == DType::BFloat16 {
+            let mut acc = vec![0.0f32; cols];
+            for row in hx.chunks_exact(cols) {
+                for (a, &v) in acc.iter_mut().zip(row) {
+                    *a = round(*a + v);
+                }
+            }
+            acc
+        } else {
+            (0..cols).map(|c| round(hx.iter().skip(c).step_by(cols).sum::<f32>())).collect()
+        };
+        assert_eq!(got, want, "{half}");
+        if half == DType::BFloat16 {
+            let once: Vec<f32> = (0..cols).map(|c| round(hx.iter().skip(c).step_by(cols).sum::<f32>())).collect();
+            assert_ne!(got, once, "the rounding order matters here");
+        }
+    }
+}

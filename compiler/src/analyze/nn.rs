@@ -44,6 +44,11 @@ pub(super) fn analyze(node: &Node, ins: &[ValueInfo], out: &Outputs<'_>) -> Resu
             if node.attr("data_format").and_then(AttrValue::as_str).is_some_and(|f| f != "NHWC") {
                 return Err(CompileError::unsupported(node, "BiasAddGrad with data_format other than NHWC"));
             }
+            if let Some(half) =
+                node.attr(crate::half::ROUNDED_ROWS_ATTR).and_then(AttrValue::as_type).filter(|d| d.is_half())
+            {
+                return Ok(kernel(KernelOp::BiasGradRounded { half }, vec![0], vec![out.one(x.dtype)?]));
+            }
             let r = x.shape.len();
             let axes: Vec<usize> = (0..r - 1).collect();
             Ok(kernel(KernelOp::Reduce { kind: ReduceKind::Sum, axes }, vec![0], vec![out.one(x.dtype)?]))

@@ -266,6 +266,16 @@ pub fn round_to(x: f32, half: crate::DType) -> f32 {
     }
 }
 
+/// Whether a `BiasAddGrad` is one TensorFlow's CPU kernel sums in bfloat16 itself, row by
+/// row with each partial sum rounded (its accumulator type for bfloat16 is bfloat16; for
+/// float16 it is float32, one rounding at the end): `T = bfloat16` with channels last. Its
+/// NCHW form reduces in another order, close to a float32 sum (left as one).
+pub fn bias_grad_rounds_rows(node: &crate::Node) -> bool {
+    node.op == "BiasAddGrad"
+        && node.attr("T").and_then(crate::AttrValue::as_type) == Some(crate::DType::BFloat16)
+        && node.attr("data_format").and_then(crate::AttrValue::as_str).is_none_or(|f| f == "NHWC")
+}
+
 /// The program of `node` (with `inputs` data inputs) in the half type `half`, for the ops
 /// whose TensorFlow kernel is an expression of several half operations: `AddN` (left to
 /// right), `Sigmoid` (Eigen's `e / (1 + e)`, 1 where `e` overflows), `Elu`, `Selu`,

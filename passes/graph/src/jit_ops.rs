@@ -537,6 +537,11 @@ pub const JIT_FLOAT_ONLY_KERNELS: &[&str] = &[
 pub fn float_type_refusal(op: &str, t: Option<crate::DType>) -> Option<String> {
     let t = t?;
     let c = op_class(op);
+    // TensorFlow's scan keeps a half accumulator, rounded every step; the compiler
+    // computes half precision in float32 (the interpreter rounds as TensorFlow does).
+    if matches!(op, "Cumsum" | "Cumprod") && t.is_half() {
+        return Some(format!("{op} on {t}, which TensorFlow accumulates in {t}"));
+    }
     if c.float32_only && t != crate::DType::Float32 && !t.is_half() {
         return Some(format!("{op} on {t}"));
     }

@@ -47,6 +47,23 @@ pub fn cumulative<T: Copy>(
     v
 }
 
+/// The column sums of a row-major `[rows, cols]` matrix, added row by row with every
+/// partial sum passed through `round`: TensorFlow's bfloat16 `BiasAddGrad` (NHWC), whose
+/// CPU kernel keeps its accumulator in the element type (its `AccumulatorType` widens
+/// float16 to float32, not bfloat16), so each addition rounds to bfloat16.
+pub fn column_sums_rounded(x: &[f32], cols: usize, round: impl Fn(f32) -> f32) -> Vec<f32> {
+    let mut acc = vec![0.0f32; cols];
+    if cols == 0 {
+        return acc;
+    }
+    for row in x.chunks_exact(cols) {
+        for (a, &v) in acc.iter_mut().zip(row) {
+            *a = round(*a + v);
+        }
+    }
+    acc
+}
+
 /// TensorFlow's `InTopK`: whether each row's target class is among the `k` largest of its
 /// `c` predictions (ties counted in the target's favour: only strictly larger predictions
 /// push it out); false for a target out of range or a row with a non-finite prediction.

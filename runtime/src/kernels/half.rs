@@ -130,6 +130,28 @@ fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
             super::one(narrow(&super::linalg::cross(&widen(&inp[0])?, &widen(&inp[1])?, round)?, dtype)?)
         })));
     }
+    if matches!(node.op.as_str(), "Cumsum" | "Cumprod") {
+        return Ok(Some(half_scan(node, dtype)));
+    }
+    if node.op == "BiasAddGrad" && autoclust_graph::half::bias_grad_rounds_rows(node) {
+        // Rows added in order, each partial sum rounded to bfloat16 (TensorFlow 2.21's bits).
+        return Ok(Some(Box::new(move |inp: Inputs| {
+            super::arity(&inp, 1)?;
+            let x = &inp[0];
+            if x.dtype != dtype || x.rank() == 0 {
+                return Err(KernelError::invalid(format!("BiasAddGrad needs a {dtype} tensor of rank >= 1")));
+            }
+            let cols = *x.shape.last().expect("rank >= 1");
+            let wide = widen(x)?;
+            let v = autoclust_numeric::reduce::column_sums_rounded(
+                wide.as_f32().ok_or(KernelError::DType(wide.dtype))?,
+                cols,
+                |v| autoclust_graph::half::round_to(v, dtype),
+            );
+            let sums = Tensor::from_f32(vec![cols], v).map_err(|e| KernelError::invalid(e.to_string()))?;
+            super::one(narrow(&sums, dtype)?)
+        })));
+    }
     let n = node.attr("N").and_then(AttrValue::as_int).unwrap_or(0).max(0) as usize;
     let Some(program) = half_program(node, n, dtype) else { return Ok(None) };
     enum Run {
@@ -200,6 +222,40 @@ fn rounded_per_step(node: &Node) -> KResult<Option<PureFn>> {
     })))
 }
 
+/// `Cumsum`/`Cumprod` in float16/bfloat16 as TensorFlow's CPU scan computes them: the
+/// running value is a half number, rounded after every step (Eigen's scan keeps its
+/// accumulator in the element type), so 3,000 float16 ones sum to 2048 — where `2048 + 1`
+/// rounds back to 2048 — not to 3000. The JIT does not compile these (they stay out of
+/// clusters: `jit_ops::float_type_refusal`), so both modes give TensorFlow's bits.
+fn half_scan(node: &Node, dtype: DType) -> PureFn {
+    let prod = node.op == "Cumprod";
+    let exclusive = node.attr("exclusive").and_then(AttrValue::as_bool).unwrap_or(false);
+    let reverse = node.attr("reverse").and_then(AttrValue::as_bool).unwrap_or(false);
+    let to_bits = if dtype == DType::BFloat16 { f32_to_bf16 } else { f32_to_f16 };
+    let from_bits = if dtype == DType::BFloat16 { bf16_to_f32 } else { f16_to_f32 };
+    let round = move |x: f32| from_bits(to_bits(x));
+    Box::new(move |inp: Inputs| {
+        super::arity(&inp, 2)?;
+        if inp[0].dtype != dtype {
+            return Err(KernelError::DType(inp[0].dtype));
+        }
+        let t = widen(&inp[0])?;
+        if t.rank() == 0 {
+            return super::one(inp[0].clone());
+        }
+        let axis = super::norm_axis(super::int_scalar(&inp[1], "axis")?, t.rank(), "cumulative axis")?;
+        let dims = (t.shape[..axis].iter().product(), t.shape[axis], t.shape[axis + 1..].iter().product());
+        let x = t.as_f32().ok_or(KernelError::DType(t.dtype))?;
+        let v = if prod {
+            autoclust_numeric::reduce::cumulative(x, dims, 1.0, |a, b| round(a * b), exclusive, reverse)
+        } else {
+            autoclust_numeric::reduce::cumulative(x, dims, 0.0, |a, b| round(a + b), exclusive, reverse)
+        };
+        let wide = Tensor::from_f32(t.shape.clone(), v).map_err(|e| KernelError::invalid(e.to_string()))?;
+        super::one(narrow(&wide, dtype)?)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests_support::node;
@@ -225,6 +281,42 @@ mod tests {
                 out[0].to_le_bytes().unwrap().chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
             assert_eq!(got, want, "{dtype}");
         }
+    }
+
+    /// `Cumsum`/`Cumprod` in half precision accumulate in the half type, as TensorFlow
+    /// 2.21's CPU scan does (`tf.cumsum(tf.ones([3000], tf.float16))[-1]` is 2048, bfloat16
+    /// ones stop at 256; exclusive and reverse walk the same running value).
+    #[test]
+    fn half_scans_accumulate_in_the_half_type() {
+        let scan = |op: &str, dtype: DType, v: &[f32], exclusive: bool, reverse: bool| {
+            let t = narrow(&Tensor::from_f32(vec![v.len()], v.to_vec()).unwrap(), dtype).unwrap();
+            let k = super::super::prepare(&node(
+                op,
+                &[
+                    ("T", AttrValue::Type(dtype)),
+                    ("Tidx", AttrValue::Type(DType::Int32)),
+                    ("exclusive", AttrValue::B(exclusive)),
+                    ("reverse", AttrValue::B(reverse)),
+                ],
+            ))
+            .unwrap();
+            let out = k([t, Tensor::scalar_i32(0)].into_iter().collect()).unwrap();
+            assert_eq!(out[0].dtype, dtype);
+            widen(&out[0]).unwrap().as_f32().unwrap().to_vec()
+        };
+        let (f16, bf16) = (DType::Float16, DType::BFloat16);
+        let sums = scan("Cumsum", f16, &[1.0; 3000], false, false);
+        assert_eq!((sums[2046], sums[2047], sums[2048], sums[2999]), (2047.0, 2048.0, 2048.0, 2048.0));
+        assert_eq!(*scan("Cumsum", bf16, &[1.0; 600], false, false).last().unwrap(), 256.0);
+        assert_eq!(scan("Cumsum", f16, &[1.0, 2.0, 4.0], true, false), [0.0, 1.0, 3.0]);
+        assert_eq!(scan("Cumsum", f16, &[1.0, 2.0, 4.0], true, true), [6.0, 4.0, 0.0]);
+        // 1.01 in bfloat16 is 1.0078125; each product rounds to 8 significant bits.
+        let mut want = 1.0f32;
+        for _ in 0..300 {
+            want = autoclust_graph::half::bf16_to_f32(f32_to_bf16(want * bf16_to_f32(f32_to_bf16(1.01))));
+        }
+        assert_eq!(*scan("Cumprod", bf16, &[1.01; 300], false, false).last().unwrap(), want);
+        assert_ne!(want, bf16_to_f32(f32_to_bf16(bf16_to_f32(f32_to_bf16(1.01)).powi(300))));
     }
 
     /// A float16 `Mean` is TensorFlow's half sum over the count as a half value (TensorFlow
