@@ -234,13 +234,12 @@ impl KernelOp {
                 let shape = out_shapes[0].clone();
                 match &x.data {
                     TensorData::I32(v) => {
-                        let v: Vec<i64> = v.iter().map(|&e| i64::from(e)).collect();
-                        let r = reduce_int(&v, &x.shape, axes, *kind, true);
+                        let r = reduce_int(&v[..], &x.shape, axes, *kind, true);
                         let data = TensorData::I32(Arc::new(r.into_iter().map(|e| e as i32).collect()));
                         Ok(vec![Tensor { dtype: DType::Int32, shape, data }])
                     }
                     TensorData::I64(v) => {
-                        let data = TensorData::I64(Arc::new(reduce_int(v, &x.shape, axes, *kind, false)));
+                        let data = TensorData::I64(Arc::new(reduce_int(&v[..], &x.shape, axes, *kind, false)));
                         Ok(vec![Tensor { dtype: DType::Int64, shape, data }])
                     }
                     TensorData::F64(v) => {
@@ -253,10 +252,7 @@ impl KernelOp {
             KernelOp::BoolReduce { all, axes } => {
                 let x = inputs[0];
                 let TensorData::Bool(b) = &x.data else { return Err(err(format!("{} is not bool", x.dtype))) };
-                let v: Vec<f32> = b.iter().map(|&t| if t { 1.0 } else { 0.0 }).collect();
-                let kind = if *all { ReduceKind::Min } else { ReduceKind::Max };
-                let r = reduce(&v, &x.shape, axes, kind);
-                let data = TensorData::Bool(Arc::new(r.iter().map(|&m| m > 0.5).collect()));
+                let data = TensorData::Bool(Arc::new(autoclust_numeric::reduce::reduce_bool(b, &x.shape, axes, *all)));
                 Ok(vec![Tensor { dtype: DType::Bool, shape: out_shapes[0].clone(), data }])
             }
             KernelOp::Softmax { log } => {

@@ -7,8 +7,9 @@
 //!
 //! Little-endian (and byte-sized) numeric and bool dtypes are read, and
 //! numpy's fixed-width string arrays (`S<n>` bytes, `U<n>` UTF-32) as string
-//! tensors; Fortran-ordered, big-endian and object arrays are refused with an
-//! error naming the member.
+//! tensors; Fortran-ordered arrays (`np.save` of a transposed view) are
+//! rearranged into row-major order; big-endian and object arrays are refused
+//! with an error naming the member.
 
 use autoclust_graph::{DType, Tensor};
 
@@ -71,9 +72,11 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorIoError> {
     let header = std::str::from_utf8(header).map_err(|_| bad("header is not text"))?;
     let descr = header_field(header, "descr").ok_or_else(|| bad("header has no 'descr'"))?;
     let descr = descr.trim_matches(|c| c == '\'' || c == '"');
-    if header_field(header, "fortran_order") != Some("False") {
-        return Err(bad("Fortran-ordered arrays are not supported"));
-    }
+    let fortran = match header_field(header, "fortran_order") {
+        Some("False") => false,
+        Some("True") => true,
+        _ => return Err(bad("header has no 'fortran_order' of True or False")),
+    };
     let shape_text = header_field(header, "shape").ok_or_else(|| bad("header has no 'shape'"))?;
     let shape = shape_text
         .trim_start_matches('(')
@@ -84,6 +87,19 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorIoError> {
         .map(|s| s.trim_end_matches('L').parse::<usize>().map_err(|_| bad(format!("bad shape {shape_text}"))))
         .collect::<Result<Vec<usize>, _>>()?;
     let data = &bytes[start + header_len..];
+    // A Fortran-ordered array (what `np.save` writes for a transposed view) in row-major order.
+    let reordered;
+    let data = if fortran && shape.len() > 1 {
+        let width = element_width(descr)?;
+        let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| bad("shape too large"))?;
+        if n.checked_mul(width) != Some(data.len()) {
+            return Err(bad(format!("{} data bytes for shape {shape:?} of {descr}", data.len())));
+        }
+        reordered = fortran_to_row_major(data, &shape, width);
+        &reordered[..]
+    } else {
+        data
+    };
     if let Some(t) = string_array(descr, &shape, data)? {
         return Ok(t);
     }
@@ -94,6 +110,44 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorIoError> {
         return Err(bad(format!("{} data bytes for shape {shape:?} of {descr}", data.len())));
     }
     autoclust_graph_tensor(dtype, shape, data)
+}
+
+/// The bytes of one element of numpy dtype `descr` (numbers and `S<n>`/`U<n>` strings).
+fn element_width(descr: &str) -> Result<usize, TensorIoError> {
+    let kind = &descr[1.min(descr.len())..];
+    if let Some(n) = kind.strip_prefix('S') {
+        return n.parse().map_err(|_| bad(format!("dtype '{descr}' is not supported")));
+    }
+    if let Some(n) = kind.strip_prefix('U') {
+        let n: usize = n.parse().map_err(|_| bad(format!("dtype '{descr}' is not supported")))?;
+        return n.checked_mul(4).ok_or_else(|| bad("string width too large"));
+    }
+    Ok(dtype_of(descr)?.size_of().expect("numeric dtype"))
+}
+
+/// `data`, the elements (`width` bytes each) of an array of `shape` in column-major
+/// (Fortran) order, rearranged into row-major order.
+fn fortran_to_row_major(data: &[u8], shape: &[usize], width: usize) -> Vec<u8> {
+    let mut strides = Vec::with_capacity(shape.len());
+    let mut s = 1usize;
+    for &d in shape {
+        strides.push(s);
+        s *= d;
+    }
+    let mut out = Vec::with_capacity(data.len());
+    let mut idx = vec![0usize; shape.len()];
+    for _ in 0..s {
+        let at: usize = idx.iter().zip(&strides).map(|(i, s)| i * s).sum();
+        out.extend_from_slice(&data[at * width..(at + 1) * width]);
+        for (i, &n) in idx.iter_mut().zip(shape).rev() {
+            *i += 1;
+            if *i < n {
+                break;
+            }
+            *i = 0;
+        }
+    }
+    out
 }
 
 /// A numpy string array as a string tensor (`None` for other dtypes): `S<n>` (bytes, `n` per
@@ -289,7 +343,21 @@ mod tests {
         let s = read_npy(&npy("{'descr': '|b1', 'fortran_order': False, 'shape': (), }", &[1])).unwrap();
         assert_eq!((s.as_bool().unwrap(), s.shape.len()), (&[true][..], 0));
         let e = |h: &str, d: &[u8]| read_npy(&npy(h, d)).unwrap_err().to_string();
-        assert!(e("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }", &[0; 4]).contains("Fortran"));
+        // np.save of np.arange(6, dtype=np.int32).reshape(2, 3).T: shape (3, 2), column-major.
+        let f = read_npy(&npy(
+            "{'descr': '<i4', 'fortran_order': True, 'shape': (3, 2), }",
+            &[0, 1, 2, 3, 4, 5].iter().flat_map(|v: &i32| v.to_le_bytes()).collect::<Vec<u8>>(),
+        ))
+        .unwrap();
+        assert_eq!((f.shape.clone(), f.as_i32().unwrap()), (vec![3, 2], &[0, 3, 1, 4, 2, 5][..]));
+        // Column-major strings of shape (2, 2) ('|S1').
+        let fs = read_npy(&npy("{'descr': '|S1', 'fortran_order': True, 'shape': (2, 2), }", b"acbd")).unwrap();
+        let want = [b"a", b"b", b"c", b"d"].iter().map(|s| s.to_vec()).collect();
+        assert_eq!(fs, Tensor::from_strings(vec![2, 2], want).unwrap());
+        let f1 = read_npy(&npy("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }", &[0; 4])).unwrap();
+        assert_eq!(f1.shape, vec![1]);
+        assert!(e("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", &[0; 4]).contains("4 data bytes"));
+        assert!(e("{'descr': '<f4', 'fortran_order': 1, 'shape': (1,), }", &[0; 4]).contains("fortran_order"));
         assert!(e("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", &[0; 4]).contains("big-endian"));
         assert!(e("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", &[0; 8]).contains("not supported"));
         assert!(e("{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", &[0; 12]).contains("12 data bytes"));

@@ -222,12 +222,12 @@ pub fn reduce_f64(v: &[f64], shape: &[usize], axes: &[usize], kind: ReduceKind) 
         ReduceKind::Prod => 1.0,
         ReduceKind::Sum | ReduceKind::Mean => 0.0,
     };
-    let (mut out, count) = fold_in_order(v, shape, axes, init, |a, x| match kind {
-        ReduceKind::Sum | ReduceKind::Mean => a + x,
-        ReduceKind::Prod => a * x,
-        ReduceKind::Max => TfArith::maximum(a, x),
-        ReduceKind::Min => TfArith::minimum(a, x),
-    });
+    let (mut out, count) = match kind {
+        ReduceKind::Sum | ReduceKind::Mean => fold_in_order(v, shape, axes, init, |a, x| a + x),
+        ReduceKind::Prod => fold_in_order(v, shape, axes, init, |a, x| a * x),
+        ReduceKind::Max => fold_in_order(v, shape, axes, init, TfArith::maximum),
+        ReduceKind::Min => fold_in_order(v, shape, axes, init, TfArith::minimum),
+    };
     if kind == ReduceKind::Mean {
         let n = count as f64;
         for o in &mut out {
@@ -241,25 +241,35 @@ pub fn reduce_f64(v: &[f64], shape: &[usize], axes: &[usize], kind: ReduceKind) 
 /// compute it: sums and products wrap (in 32 bits when `bits32`), so their order never
 /// matters; `Mean` is the wrapped sum divided by the count, truncated (0 over no element);
 /// `Max`/`Min` of no element are the type's lowest/highest value.
-pub fn reduce_int(v: &[i64], shape: &[usize], axes: &[usize], kind: ReduceKind, bits32: bool) -> Vec<i64> {
-    let wrap = |x: i64| if bits32 { x as i32 as i64 } else { x };
+pub fn reduce_int<T: Copy + Into<i64>>(
+    v: &[T],
+    shape: &[usize],
+    axes: &[usize],
+    kind: ReduceKind,
+    bits32: bool,
+) -> Vec<i64> {
     let (lowest, highest) = if bits32 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
-    let init = match kind {
-        ReduceKind::Max => lowest,
-        ReduceKind::Min => highest,
-        ReduceKind::Prod => 1,
-        ReduceKind::Sum | ReduceKind::Mean => 0,
+    // One fold per kind (and width), so each inner loop is a plain integer loop.
+    let (mut out, count) = match (kind, bits32) {
+        (ReduceKind::Sum, true) => {
+            let (o, c) = fold_in_order(v, shape, axes, 0i32, |a, x: T| a.wrapping_add(x.into() as i32));
+            (o.into_iter().map(i64::from).collect(), c)
+        }
+        (ReduceKind::Prod, true) => {
+            let (o, c) = fold_in_order(v, shape, axes, 1i32, |a, x: T| a.wrapping_mul(x.into() as i32));
+            (o.into_iter().map(i64::from).collect(), c)
+        }
+        // A mean sums in 64 bits whatever the width (TensorFlow's `MeanReducer` casts int32 to
+        // int64 first), so an int32 sum past 2³¹ still gives the exact mean.
+        (ReduceKind::Sum | ReduceKind::Mean, _) => {
+            fold_in_order(v, shape, axes, 0i64, |a, x: T| a.wrapping_add(x.into()))
+        }
+        (ReduceKind::Prod, false) => fold_in_order(v, shape, axes, 1i64, |a, x: T| a.wrapping_mul(x.into())),
+        (ReduceKind::Max, _) => fold_in_order(v, shape, axes, lowest, |a, x: T| a.max(x.into())),
+        (ReduceKind::Min, _) => fold_in_order(v, shape, axes, highest, |a, x: T| a.min(x.into())),
     };
-    // A mean sums in 64 bits whatever the width (TensorFlow's `MeanReducer` casts int32 to
-    // int64 first), so an int32 sum past 2³¹ still gives the exact mean.
-    let (mut out, count) = fold_in_order(v, shape, axes, init, |a, x| match kind {
-        ReduceKind::Sum => wrap(a.wrapping_add(x)),
-        ReduceKind::Mean => a.wrapping_add(x),
-        ReduceKind::Prod => wrap(a.wrapping_mul(x)),
-        ReduceKind::Max => a.max(x),
-        ReduceKind::Min => a.min(x),
-    });
     if kind == ReduceKind::Mean {
+        let wrap = |x: i64| if bits32 { x as i32 as i64 } else { x };
         for o in &mut out {
             *o = if count == 0 { 0 } else { wrap(o.wrapping_div(count as i64)) };
         }
@@ -267,9 +277,71 @@ pub fn reduce_int(v: &[i64], shape: &[usize], axes: &[usize], kind: ReduceKind, 
     out
 }
 
+/// `Any` (`all` false) or `All` of a bool tensor over `axes`.
+pub fn reduce_bool(v: &[bool], shape: &[usize], axes: &[usize], all: bool) -> Vec<bool> {
+    if all {
+        fold_in_order(v, shape, axes, true, |a, x| a & x).0
+    } else {
+        fold_in_order(v, shape, axes, false, |a, x| a | x).0
+    }
+}
+
 /// Folds each element of `v` (row-major `shape`) into its output element (the `axes`
 /// removed), in input order, from `init`; returns the outputs and how many inputs each has.
-fn fold_in_order<T: Copy>(v: &[T], shape: &[usize], axes: &[usize], init: T, f: impl Fn(T, T) -> T) -> (Vec<T>, usize) {
+/// Reduced axes that form one run (`[outer, n, inner]` once adjacent dimensions of a kind
+/// and unit dimensions are merged: a row sum, a column sum, a bias gradient) take a direct
+/// loop — contiguous rows, or whole rows combined into a row of accumulators — and any
+/// other pattern an index walk; the order in which each output meets its inputs is the
+/// same either way.
+fn fold_in_order<T: Copy, A: Copy>(
+    v: &[T],
+    shape: &[usize],
+    axes: &[usize],
+    init: A,
+    f: impl Fn(A, T) -> A,
+) -> (Vec<A>, usize) {
+    let count: usize = axes.iter().map(|&a| shape[a]).product();
+    // Merged runs of (size, reduced), unit dimensions dropped.
+    let mut runs: Vec<(usize, bool)> = Vec::new();
+    for (d, &n) in shape.iter().enumerate() {
+        if n == 1 {
+            continue;
+        }
+        let red = axes.contains(&d);
+        match runs.last_mut() {
+            Some((m, r)) if *r == red => *m *= n,
+            _ => runs.push((n, red)),
+        }
+    }
+    let simple = match runs.as_slice() {
+        [] => Some((1, 1, 1)),
+        [(n, true)] => Some((1, *n, 1)),
+        [(k, false)] => Some((*k, 1, 1)),
+        [(k, false), (n, true)] => Some((*k, *n, 1)),
+        [(n, true), (i, false)] => Some((1, *n, *i)),
+        [(k, false), (n, true), (i, false)] => Some((*k, *n, *i)),
+        _ => None,
+    };
+    if let Some((outer, n, inner)) = simple {
+        let mut out = vec![init; outer * inner];
+        if v.is_empty() {
+            return (out, count);
+        }
+        if inner == 1 {
+            for (o, row) in out.iter_mut().zip(v.chunks_exact(n.max(1))) {
+                *o = row.iter().fold(*o, |a, &x| f(a, x));
+            }
+        } else {
+            for (acc, block) in out.chunks_exact_mut(inner).zip(v.chunks_exact(n * inner)) {
+                for row in block.chunks_exact(inner) {
+                    for (a, &x) in acc.iter_mut().zip(row) {
+                        *a = f(*a, x);
+                    }
+                }
+            }
+        }
+        return (out, count);
+    }
     let r = shape.len();
     let mut ostride = vec![0usize; r];
     let mut out_len = 1usize;
@@ -279,13 +351,21 @@ fn fold_in_order<T: Copy>(v: &[T], shape: &[usize], axes: &[usize], init: T, f: 
             out_len *= n;
         }
     }
-    let count: usize = axes.iter().map(|&a| shape[a]).product();
     let mut out = vec![init; out_len];
-    let mut idx = vec![0usize; r];
-    for &x in v {
-        let o: usize = idx.iter().zip(&ostride).map(|(i, s)| i * s).sum();
-        out[o] = f(out[o], x);
-        for (i, &n) in idx.iter_mut().zip(shape).rev() {
+    if v.is_empty() {
+        return (out, count);
+    }
+    // Walk the leading dimensions; the last one is a tight loop with a fixed output stride.
+    let last = shape[r - 1];
+    let last_stride = ostride[r - 1];
+    let mut idx = vec![0usize; r - 1];
+    for row in v.chunks_exact(last) {
+        let base: usize = idx.iter().zip(&ostride).map(|(i, s)| i * s).sum();
+        for (j, &x) in row.iter().enumerate() {
+            let o = base + j * last_stride;
+            out[o] = f(out[o], x);
+        }
+        for (i, &n) in idx.iter_mut().zip(&shape[..r - 1]).rev() {
             *i += 1;
             if *i < n {
                 break;
@@ -465,6 +545,53 @@ mod tests {
         assert_eq!(reduce_int(&v, &[4], &[0], ReduceKind::Sum, true), [2147483623]);
         assert_eq!(reduce_int(&v, &[4], &[0], ReduceKind::Mean, true), [1610612729]);
         assert_eq!(reduce_int(&[-7, 2], &[2], &[0], ReduceKind::Mean, true), [-2]);
+    }
+
+    /// The integer, float64 and bool reductions (direct loops for one reduced run, an index
+    /// walk otherwise) give, for every axis subset of shapes with unit and empty dimensions,
+    /// exactly what folding each element into its output by multi-index in input order gives.
+    #[test]
+    fn in_order_folds_match_the_definition_for_every_axis_subset() {
+        for shape in [vec![3usize, 1, 4, 5], vec![6, 7, 9], vec![5, 0, 3], vec![2, 3, 1, 2, 3], vec![4], vec![]] {
+            let n: usize = shape.iter().product();
+            let ints: Vec<i64> = (0..n).map(|i| ((i as i64 * 7919) % 1013 - 500) * 4_000_000).collect();
+            let floats: Vec<f64> = (0..n).map(|i| ((i * 7919 % 1013) as f64 - 500.0) / 3.0).collect();
+            let bools: Vec<bool> = (0..n).map(|i| i % 3 == 0 || i % 7 == 1).collect();
+            let r = shape.len();
+            for bits in 0..(1u32 << r) {
+                let axes: Vec<usize> = (0..r).filter(|&d| bits & (1 << d) != 0).collect();
+                let out_len: usize = (0..r).filter(|d| !axes.contains(d)).map(|d| shape[d]).product();
+                let def = |init: f64, f: &dyn Fn(f64, usize) -> f64| {
+                    let mut want = vec![init; out_len];
+                    let mut idx = vec![0usize; r];
+                    for i in 0..n {
+                        let o = (0..r).filter(|d| !axes.contains(d)).fold(0, |o, d| o * shape[d] + idx[d]);
+                        want[o] = f(want[o], i);
+                        next_index(&mut idx, &shape);
+                    }
+                    want
+                };
+                let at = format!("{shape:?} axes {axes:?}");
+                let i32s: Vec<i32> = ints.iter().map(|&x| x as i32).collect();
+                let sum32 = def(0.0, &|a, i| f64::from((a as i32).wrapping_add(i32s[i])));
+                let got = reduce_int(&i32s[..], &shape, &axes, ReduceKind::Sum, true);
+                assert_eq!(got, sum32.iter().map(|&x| x as i64).collect::<Vec<_>>(), "int32 sum {at}");
+                let max = def(i64::MIN as f64, &|a, i| (a as i64).max(ints[i]) as f64);
+                let got = reduce_int(&ints[..], &shape, &axes, ReduceKind::Max, false);
+                assert_eq!(got, max.iter().map(|&x| x as i64).collect::<Vec<_>>(), "int64 max {at}");
+                let sum = def(0.0, &|a, i| a + floats[i]);
+                let got = reduce_f64(&floats, &shape, &axes, ReduceKind::Sum);
+                assert_eq!(
+                    got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    sum.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    "float64 sum in input order {at}"
+                );
+                let any = def(0.0, &|a, i| if a > 0.0 || bools[i] { 1.0 } else { 0.0 });
+                let all = def(1.0, &|a, i| if a > 0.0 && bools[i] { 1.0 } else { 0.0 });
+                assert_eq!(reduce_bool(&bools, &shape, &axes, false), any.iter().map(|&x| x > 0.0).collect::<Vec<_>>());
+                assert_eq!(reduce_bool(&bools, &shape, &axes, true), all.iter().map(|&x| x > 0.0).collect::<Vec<_>>());
+            }
+        }
     }
 
     /// The eight-lane row fold agrees with a serial fold: exactly for Max/Min (NaN anywhere

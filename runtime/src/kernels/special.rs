@@ -172,8 +172,10 @@ pub(crate) fn igamma(a: f64, x: f64) -> f64 {
     if x.is_nan() || a.is_nan() || x < 0.0 || a <= 0.0 {
         return f64::NAN;
     }
+    // Both infinite: Eigen's series sees `a·ln x − x − lnΓ(a)` = NaN, which it takes for
+    // an underflow (0, TensorFlow 2.21's value).
     if a.is_infinite() {
-        return if x.is_infinite() { f64::NAN } else { 0.0 };
+        return 0.0;
     }
     if x.is_infinite() {
         return 1.0;
@@ -190,11 +192,13 @@ pub(crate) fn igammac(a: f64, x: f64) -> f64 {
     if x.is_nan() || a.is_nan() || x < 0.0 || a <= 0.0 {
         return f64::NAN;
     }
-    if a.is_infinite() {
-        return if x.is_infinite() { f64::NAN } else { 1.0 };
-    }
+    // Both infinite: Eigen's continued fraction returns 0 for an infinite x first (TensorFlow
+    // 2.21's value, so P and Q are both 0 there).
     if x.is_infinite() {
         return 0.0;
+    }
+    if a.is_infinite() {
+        return 1.0;
     }
     if x < 1.0 || x < a {
         return 1.0 - igamma_series(a, x);
@@ -408,6 +412,20 @@ pub(crate) fn zeta(x: f64, q: f64) -> f64 {
     if x < 1.0 {
         return f64::NAN;
     }
+    // The limits TensorFlow 2.21 gives: every term vanishes as q → ∞, and as x → ∞ only
+    // q⁻ˣ can stay (1 at q = 1, ∞ below).
+    if q == f64::INFINITY {
+        return 0.0;
+    }
+    if x == f64::INFINITY && q > 0.0 {
+        return if q > 1.0 {
+            0.0
+        } else if q == 1.0 {
+            1.0
+        } else {
+            f64::INFINITY
+        };
+    }
     if q <= 0.0 {
         if q == q.floor() {
             return if x == x.floor() && x % 2.0 == 0.0 { f64::INFINITY } else { f64::NAN };
@@ -597,6 +615,22 @@ mod tests {
             &[f64::NAN, f64::NAN, f64::NAN, 1.0],
             0.0,
         );
+        // Infinite arguments (TensorFlow 2.21): P and Q are both 0 at a = x = ∞.
+        let inf = f64::INFINITY;
+        each(
+            igamma,
+            &[2.0, inf, 2.0, inf, 0.5],
+            &[inf, 2.0, 3.0, inf, inf],
+            &[1.0, 0.0, 0.8008517265285442, 0.0, 1.0],
+            1e-12,
+        );
+        each(
+            igammac,
+            &[2.0, inf, 2.0, inf, 0.5],
+            &[inf, 2.0, 3.0, inf, inf],
+            &[0.0, 1.0, 0.1991482734714558, 0.0, 0.0],
+            1e-12,
+        );
     }
 
     #[test]
@@ -618,6 +652,16 @@ mod tests {
         each(zeta, &[2.0, 3.5, 1.0, 0.5, 10.0], &[1.0, 2.5, 1.0, 1.0, 0.7], &want, 1e-13);
         let want = [0.03648997397857645, 1.6449340668482266, -75.27253658872601, 0.007198198563125444, f64::NAN];
         each(polygamma, &[0.0, 1.0, 2.0, 3.0, 1.5], &[1.5, 1.0, 0.3, 7.0, 2.0], &want, 1e-13);
+        // Infinite arguments (TensorFlow 2.21): the limits, not NaN.
+        let inf = f64::INFINITY;
+        each(
+            zeta,
+            &[3.0, inf, 3.0, inf, 1.5, inf],
+            &[inf, 2.0, 3.0, inf, inf, 1.0],
+            &[0.0, 0.0, 0.077056903, 0.0, 0.0, 1.0],
+            1e-7,
+        );
+        each(polygamma, &[1.0, 2.0], &[inf, inf], &[0.0, -0.0], 0.0);
     }
 
     #[test]

@@ -820,9 +820,40 @@ fn push_element(t: &Tensor, i: usize, out: &mut Vec<u8>, quoted: bool) {
             }
             return;
         }
+        TensorData::Raw(b) => match raw_int_text(t.dtype, b, i) {
+            Some(text) => text,
+            None => "?".to_string(),
+        },
         _ => "?".to_string(),
     };
     out.extend_from_slice(text.as_bytes());
+}
+
+/// Whether TensorFlow prints `t` as one `?` per element: a list, or a raw type other than
+/// the narrow and unsigned integers (complex).
+fn irregular(t: &Tensor) -> bool {
+    match &t.data {
+        TensorData::List(_) => true,
+        TensorData::Raw(b) => t.num_elements() > 0 && raw_int_text(t.dtype, b, 0).is_none(),
+        _ => false,
+    }
+}
+
+/// Element `i` of a narrow or unsigned integer tensor (stored as little-endian bytes) in
+/// decimal, as TensorFlow prints them (`int8`/`uint8` as numbers, not characters); `None`
+/// for any other raw type (complex: TensorFlow's `?`).
+fn raw_int_text(dtype: DType, b: &[u8], i: usize) -> Option<String> {
+    let w = dtype.size_of()?;
+    let e = b.get(i * w..(i + 1) * w)?;
+    Some(match dtype {
+        DType::Int8 => (e[0] as i8).to_string(),
+        DType::UInt8 => e[0].to_string(),
+        DType::Int16 => i16::from_le_bytes([e[0], e[1]]).to_string(),
+        DType::UInt16 => u16::from_le_bytes([e[0], e[1]]).to_string(),
+        DType::UInt32 => u32::from_le_bytes(e.try_into().ok()?).to_string(),
+        DType::UInt64 => u64::from_le_bytes(e.try_into().ok()?).to_string(),
+        _ => return None,
+    })
 }
 
 /// `Tensor::SummarizeValue(max_entries, print_v2 = true)`, as bytes (strings are printed as
@@ -831,7 +862,7 @@ pub(crate) fn summarize_value(t: &Tensor, max_entries: i64) -> Vec<u8> {
     let n = t.num_elements();
     let limit = if max_entries < 0 { n } else { (max_entries as usize).min(n) };
     let mut out = Vec::new();
-    if matches!(t.data, TensorData::Raw(_) | TensorData::List(_)) {
+    if irregular(t) {
         // TensorFlow's irregular case: one `?` per element.
         if !t.shape.is_empty() {
             out.push(b'[');
@@ -1530,7 +1561,7 @@ fn regex_operand(t: &Tensor, full: bool) -> KResult<regex::bytes::Regex> {
 pub(crate) fn summarize_value_v1(t: &Tensor, max_entries: i64) -> Vec<u8> {
     let n = t.num_elements();
     let limit = if max_entries < 0 { n } else { (max_entries as usize).min(n) };
-    if matches!(t.data, TensorData::Raw(_) | TensorData::List(_)) {
+    if irregular(t) {
         return summarize_value(t, max_entries);
     }
     let mut out = Vec::new();
@@ -2220,6 +2251,24 @@ mod tests {
         assert_eq!(summary(&Tensor::zeros(DType::Float32, vec![2, 0]).unwrap(), 3), "[\n ...]");
         assert_eq!(summary(&Tensor::zeros(DType::Float32, vec![0]).unwrap(), 3), "[]");
         assert_eq!(summary(&Tensor::scalar_i32(3), 3), "3");
+        // Narrow and unsigned integers print as numbers (TensorFlow 2.21's `tf.print`).
+        let raw = |d: DType, v: &[i64]| {
+            let w = d.size_of().unwrap();
+            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()[..w].to_vec()).collect();
+            Tensor::from_raw(d, vec![2, 3], bytes).unwrap()
+        };
+        assert_eq!(summary(&raw(DType::Int8, &[1, -2, 100, -56, 3, -7]), 3), "[[1 -2 100]\n [-56 3 -7]]");
+        assert_eq!(summary(&raw(DType::UInt8, &[1, 254, 100, 200, 3, 249]), 3), "[[1 254 100]\n [200 3 249]]");
+        assert_eq!(summary(&raw(DType::UInt16, &[1, 65534, 100, 200, 3, 65529]), 3), "[[1 65534 100]\n [200 3 65529]]");
+        assert_eq!(
+            summary(&raw(DType::UInt64, &[1, -2, 100, 200, 3, -7]), 3),
+            "[[1 18446744073709551614 100]\n [200 3 18446744073709551609]]"
+        );
+        let as_i32 = Tensor::from_i32(vec![2, 3], vec![1, -2, 100, 200, 3, -7]).unwrap();
+        assert_eq!(
+            summarize_value_v1(&raw(DType::Int16, &[1, -2, 100, 200, 3, -7]), 9),
+            summarize_value_v1(&as_i32, 9)
+        );
     }
 
     #[test]
