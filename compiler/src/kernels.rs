@@ -512,7 +512,14 @@ impl KernelOp {
                     if T::IS_INT && b.iter().any(|&y| y.sub(y) == y) {
                         return Err(err("Integer division by zero"));
                     }
-                    Ok(broadcast_binary(a, sh[0], b, sh[1], sh[2], |x, y| kind.apply(x, y)))
+                    // One loop per kind (the kind is not re-examined per element).
+                    let (sa, sb, so) = (sh[0], sh[1], sh[2]);
+                    Ok(match kind {
+                        ModularKind::FloorDiv => broadcast_binary(a, sa, b, sb, so, |x, y| x.floordiv(y)),
+                        ModularKind::FloorMod => broadcast_binary(a, sa, b, sb, so, |x, y| x.floormod(y)),
+                        ModularKind::TruncateDiv => broadcast_binary(a, sa, b, sb, so, |x, y| x.truncdiv(y)),
+                        ModularKind::TruncateMod => broadcast_binary(a, sa, b, sb, so, |x, y| x.truncmod(y)),
+                    })
                 }
                 let (a, b) = (inputs[0], inputs[1]);
                 let sh = [&a.shape[..], &b.shape[..], &out_shapes[0][..]];

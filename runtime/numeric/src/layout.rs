@@ -51,6 +51,19 @@ pub fn broadcast_binary<T: Copy>(
     out: &[usize],
     f: impl Fn(T, T) -> T,
 ) -> Vec<T> {
+    let n: usize = out.iter().product();
+    // Same shapes, or a scalar operand: one flat loop.
+    if a.len() == n && b.len() == n {
+        return a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect();
+    }
+    if a.len() == n && b.len() == 1 {
+        let y = b[0];
+        return a.iter().map(|&x| f(x, y)).collect();
+    }
+    if a.len() == 1 && b.len() == n {
+        let x = a[0];
+        return b.iter().map(|&y| f(x, y)).collect();
+    }
     let strides = |shape: &[usize]| -> Vec<usize> {
         let lead = out.len() - shape.len();
         let mut st = vec![0usize; out.len()];
@@ -64,7 +77,6 @@ pub fn broadcast_binary<T: Copy>(
         st
     };
     let (sa, sb) = (strides(a_shape), strides(b_shape));
-    let n: usize = out.iter().product();
     let mut v = Vec::with_capacity(n);
     let mut idx = vec![0usize; out.len()];
     let (mut ia, mut ib) = (0usize, 0usize);

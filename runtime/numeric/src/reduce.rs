@@ -32,15 +32,30 @@ pub fn cumulative<T: Copy>(
     reverse: bool,
 ) -> Vec<T> {
     let mut v = vec![identity; x.len()];
-    for o in 0..outer {
-        for i in 0..inner {
+    if inner == 1 {
+        for o in 0..outer {
             let mut acc = identity;
             for k in 0..n {
-                let j = if reverse { n - 1 - k } else { k };
-                let at = (o * n + j) * inner + i;
+                let at = o * n + if reverse { n - 1 - k } else { k };
                 let next = combine(acc, x[at]);
                 v[at] = if exclusive { acc } else { next };
                 acc = next;
+            }
+        }
+        return v;
+    }
+    // A scan along an outer axis walks whole rows of `inner` elements (a row of running
+    // values), not one strided column at a time; each element still combines in scan order.
+    let mut acc = vec![identity; inner];
+    for o in 0..outer {
+        acc.fill(identity);
+        for k in 0..n {
+            let at = (o * n + if reverse { n - 1 - k } else { k }) * inner;
+            let (src, dst) = (&x[at..at + inner], &mut v[at..at + inner]);
+            for ((a, d), &e) in acc.iter_mut().zip(dst.iter_mut()).zip(src) {
+                let next = combine(*a, e);
+                *d = if exclusive { *a } else { next };
+                *a = next;
             }
         }
     }
@@ -590,6 +605,36 @@ mod tests {
                 let all = def(1.0, &|a, i| if a > 0.0 && bools[i] { 1.0 } else { 0.0 });
                 assert_eq!(reduce_bool(&bools, &shape, &axes, false), any.iter().map(|&x| x > 0.0).collect::<Vec<_>>());
                 assert_eq!(reduce_bool(&bools, &shape, &axes, true), all.iter().map(|&x| x > 0.0).collect::<Vec<_>>());
+            }
+        }
+    }
+
+    /// A scan along any axis (inner runs of 1 and of several elements), exclusive and/or
+    /// reversed, equals the running value along each line, combined in scan order.
+    #[test]
+    fn cumulative_matches_a_line_by_line_scan() {
+        for (outer, n, inner) in [(1usize, 5usize, 1usize), (3, 4, 1), (2, 5, 3), (1, 7, 16), (2, 0, 3), (3, 1, 2)] {
+            let x: Vec<f32> = (0..outer * n * inner).map(|i| ((i * 37 % 11) as f32 - 5.0) * 0.3 + 0.1).collect();
+            for (exclusive, reverse) in [(false, false), (true, false), (false, true), (true, true)] {
+                let got = cumulative(&x, (outer, n, inner), 0.0f32, |a, b| a + b, exclusive, reverse);
+                let mut want = vec![0.0f32; x.len()];
+                for o in 0..outer {
+                    for i in 0..inner {
+                        let mut acc = 0.0f32;
+                        let order: Vec<usize> = if reverse { (0..n).rev().collect() } else { (0..n).collect() };
+                        for j in order {
+                            let at = (o * n + j) * inner + i;
+                            let next = acc + x[at];
+                            want[at] = if exclusive { acc } else { next };
+                            acc = next;
+                        }
+                    }
+                }
+                assert_eq!(
+                    got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "{outer}x{n}x{inner} exclusive {exclusive} reverse {reverse}"
+                );
             }
         }
     }
