@@ -74,7 +74,9 @@ pub enum Mode {
 
 fn step(p: &Prepared) -> Result<Duration, CliError> {
     let start = Instant::now();
-    p.session.run(&p.request).map_err(|e| CliError::input(e.to_string()))?;
+    p.session.run(&p.request).map_err(|e| {
+        CliError::input(crate::cmd_run::in_user_terms(e, &p.session, &p.request, &p.fetch_names).to_string())
+    })?;
     Ok(start.elapsed())
 }
 

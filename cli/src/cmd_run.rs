@@ -584,6 +584,29 @@ pub fn clustered_session(
     Ok(Prepared { session, request, fetch_names, report: Some(report), notes: plain_notes })
 }
 
+/// A run error that names a fetched tensor by the name the request gave it: the clustered
+/// program fetches anchors (`_autoclust_fetch_K:0`), which the user never wrote.
+pub fn in_user_terms(
+    e: autoclust_runtime::RunError,
+    session: &Session,
+    request: &RunRequest,
+    fetch_names: &[String],
+) -> autoclust_runtime::RunError {
+    match e {
+        autoclust_runtime::RunError::BadRequest { name, message } => {
+            let g = session.graph();
+            let user = request
+                .fetches
+                .iter()
+                .zip(fetch_names)
+                .find(|(o, _)| format!("{}:{}", g.name(o.node), o.port) == name)
+                .map(|(_, u)| u.clone());
+            autoclust_runtime::RunError::BadRequest { name: user.unwrap_or(name), message }
+        }
+        other => other,
+    }
+}
+
 /// The plain executor standing in for the clustered path, with why.
 fn unclustered(mut plain: Prepared, notes: Vec<String>) -> Prepared {
     let total_nodes = plain.session.graph().len();
@@ -686,7 +709,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     // end, once.
     let mut interpreted_said = Vec::new();
     for done in 1..=args.steps {
-        let result = session.run(&request);
+        let result = session.run(&request).map_err(|e| in_user_terms(e, &session, &request, &fetch_names));
         if let Err(e) = &result {
             progress.finish();
             // The error alone, but for how this is not the program `run` meant to run

@@ -1340,3 +1340,26 @@ fn tf_sets_match_tensorflow_and_stay_unclustered() {
         assert!(text.contains(&format!("not compilable: {node}")), "{text}");
     }
 }
+
+/// A fetch on the untaken branch of a TF1 `cond` is an error naming that fetch, in both
+/// modes and in `bench` (the clustered program fetches an anchor, `_autoclust_fetch_K:0`,
+/// which the user never wrote).
+#[test]
+fn a_dead_fetch_is_named_as_the_user_wrote_it_in_both_modes() {
+    let tf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/tf");
+    let p = |f: &str| tf.join(f).to_string_lossy().into_owned();
+    let (g, feeds, vars) = (p("v1cf_cond.pbtxt"), p("v1cf_cond.feeds.safetensors"), p("v1cf_cond.vars.safetensors"));
+    for (cmd, mode) in [("run", None), ("run", Some("--no-cluster")), ("bench", None)] {
+        let mut args =
+            vec![cmd, &g, "--feeds", &feeds, "--vars", &vars, "--fetch", "y:0", "--fetch", "cond_1/add:0"];
+        if cmd == "bench" {
+            args.extend(["--steps", "2"]);
+        }
+        args.extend(mode);
+        let out = autoclust(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{cmd} {mode:?}: {err}");
+        assert!(err.contains("'cond_1/add:0'") && err.contains("dead"), "{cmd} {mode:?}: {err}");
+        assert!(!err.contains("_autoclust"), "{cmd} {mode:?}: {err}");
+    }
+}

@@ -105,6 +105,9 @@ pub(crate) struct Program {
     pool_of: Vec<u32>,
     /// The step index of each value's last use (`None`: never read by a step).
     last_use: Vec<Option<usize>>,
+    /// Whether each value is a donatable argument or one of its views (never moved into a
+    /// host step: a failed call hands it back).
+    donatable: Vec<bool>,
     /// Outputs that may be computed into an argument's buffer (see [`InPlace`]).
     pub(crate) in_place: Vec<InPlace>,
     /// Per step: the in-place pairs (indices into `in_place`) whose output it computes.
@@ -645,10 +648,17 @@ pub(crate) fn build(
         }
     }
     let in_place = in_place_pairs(&steps, &args, &retvals, &types, &last_use);
-    // A donatable argument and its views stay until the call ends: a call that fails
-    // without writing it hands it back to the caller.
-    let kept: std::collections::HashSet<ValueId> =
-        retvals.iter().chain(in_place.iter().flat_map(|p| p.alias.iter())).copied().collect();
+    // A donatable argument whose output's step has later scatters to check stays (with its
+    // views) until the call ends: should one of them fail, the call hands it back unwritten.
+    let kept: std::collections::HashSet<ValueId> = retvals
+        .iter()
+        .chain(in_place.iter().filter(|p| !p.prechecks.is_empty()).flat_map(|p| p.alias.iter()))
+        .copied()
+        .collect();
+    let mut donatable = vec![false; types.len()];
+    for v in in_place.iter().flat_map(|p| p.alias.iter()) {
+        donatable[*v] = true;
+    }
     let mut free_after = vec![Vec::new(); steps.len()];
     for (v, lu) in last_use.iter().enumerate() {
         if let Some(si) = lu {
@@ -686,6 +696,7 @@ pub(crate) fn build(
         pools,
         pool_of,
         last_use,
+        donatable,
         in_place,
         donates,
         regions,
@@ -1423,6 +1434,7 @@ impl Program {
                     let mut ins: Vec<Tensor> = Vec::with_capacity(step.inputs.len());
                     for (k, &v) in step.inputs.iter().enumerate() {
                         let last = self.last_use[v] == Some(si)
+                            && !self.donatable[v]
                             && !self.retvals.contains(&v)
                             && !step.inputs[k + 1..].contains(&v)
                             && !step.inputs[..k].contains(&v);
@@ -1548,7 +1560,9 @@ impl Program {
             if data_ptr(t) != ptr {
                 continue;
             }
-            if self.last_use[v] != Some(si) || self.retvals.contains(&v) {
+            // An alias still in the table but read only before this step (kept for a failed
+            // call to hand back) holds a reference too; one read later, or returned, forbids.
+            if self.last_use[v] > Some(si) || self.retvals.contains(&v) {
                 return None;
             }
             holders += 1;

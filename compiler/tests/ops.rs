@@ -1211,3 +1211,51 @@ fn operands_the_shape_functions_refuse_are_declined() {
     let out = f.call(&[f32t(&[1, 3], vec![1.0, 2.0, 3.0])]).unwrap();
     assert_eq!(out[0].shape, vec![3]);
 }
+
+/// A variable read through an `Identity` (as encapsulation writes a `ReadVariableOp`) that
+/// feeds a product, then updated `w − 0.1·g`: the view's last use is the product, before the
+/// update, and the update is still computed into the donated buffer — on one thread and on
+/// two — with the undonated values.
+#[test]
+fn a_variable_read_through_a_view_is_still_updated_in_place() {
+    let (n, b) = (128usize, 8usize);
+    let g = graph(vec![
+        arg("w", 0, DType::Float32),
+        arg("x", 1, DType::Float32),
+        arg("g", 2, DType::Float32),
+        node("r", "Identity", &["w"], vec![]),
+        node(
+            "y",
+            "MatMul",
+            &["x", "r"],
+            vec![("transpose_a", AttrValue::B(false)), ("transpose_b", AttrValue::B(false))],
+        ),
+        konst("lr", Tensor::scalar_f32(0.1)),
+        node("d", "Mul", &["g", "lr"], vec![]),
+        node("u", "Sub", &["w", "d"], vec![]),
+        ret("r0", "y", 0),
+        ret("r1", "u", 1),
+    ]);
+    let sig = [(DType::Float32, vec![n, n]), (DType::Float32, vec![b, n]), (DType::Float32, vec![n, n])];
+    let inputs = || {
+        vec![
+            f32t(&[n, n], rand_f32(n * n, 1, -1.0, 1.0)),
+            f32t(&[b, n], rand_f32(b * n, 2, -1.0, 1.0)),
+            f32t(&[n, n], rand_f32(n * n, 3, -1.0, 1.0)),
+        ]
+    };
+    let want = compiler().compile(&g, &sig).unwrap().call(&inputs()).unwrap();
+    for threads in [1, 2] {
+        let f = Compiler::new(CompilerOptions { threads, ..Default::default() }).compile(&g, &sig).unwrap();
+        let pairs = f.in_place_pairs();
+        assert_eq!(pairs, vec![(0, 1)], "{:?}", f.describe());
+        for _ in 0..3 {
+            let ins = inputs();
+            let at = ins[0].as_f32().unwrap().as_ptr() as usize;
+            let got = f.call_donating(ins, &pairs).unwrap_or_else(|(e, _)| panic!("{e}"));
+            assert_eq!(got[0].as_f32().unwrap(), want[0].as_f32().unwrap());
+            assert_eq!(got[1].as_f32().unwrap(), want[1].as_f32().unwrap());
+            assert_eq!(got[1].as_f32().unwrap().as_ptr() as usize, at, "updated in place ({threads} threads)");
+        }
+    }
+}

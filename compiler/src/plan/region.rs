@@ -471,12 +471,16 @@ impl Program {
         // A donation this step may take: the argument's entries leave the table, so the
         // step's own inputs hold the buffer's only references (`donated_out` checks that).
         // Otherwise the entries' references make `donated_out` decline.
-        // A donating step that may fail itself (a scatter) fails before it writes.
-        let own_fallible = u32::from(matches!(&step.kind, StepKind::Kernel { op } if !op.infallible()));
+        // Not in a region: a scatter, which may fail itself once its entries are gone, and a
+        // pair whose later scatters' indices would have to be checked (the step's own table
+        // here holds only its inputs).
         for &k in &self.donates[si] {
             let k = k as usize;
             if let Some(ptr) = donations.get(k).copied().flatten() {
-                if st.fallible_left == own_fallible && self.may_donate(r, st, k, ptr, &inputs) {
+                if st.fallible_left == 0
+                    && self.in_place[k].prechecks.is_empty()
+                    && self.may_donate(r, st, k, ptr, &inputs)
+                {
                     for &a in &self.in_place[k].alias {
                         st.vals[a] = None;
                     }
