@@ -1350,8 +1350,7 @@ fn a_dead_fetch_is_named_as_the_user_wrote_it_in_both_modes() {
     let p = |f: &str| tf.join(f).to_string_lossy().into_owned();
     let (g, feeds, vars) = (p("v1cf_cond.pbtxt"), p("v1cf_cond.feeds.safetensors"), p("v1cf_cond.vars.safetensors"));
     for (cmd, mode) in [("run", None), ("run", Some("--no-cluster")), ("bench", None)] {
-        let mut args =
-            vec![cmd, &g, "--feeds", &feeds, "--vars", &vars, "--fetch", "y:0", "--fetch", "cond_1/add:0"];
+        let mut args = vec![cmd, &g, "--feeds", &feeds, "--vars", &vars, "--fetch", "y:0", "--fetch", "cond_1/add:0"];
         if cmd == "bench" {
             args.extend(["--steps", "2"]);
         }

@@ -812,6 +812,19 @@ fn resolve_accesses(graph: &Graph) -> Result<(Vec<Variable>, Vec<Option<Access>>
                 why: "a TensorFlow 1 reference variable: explore models resource variables (VarHandleOp)".into(),
             });
         }
+        // A variable op outside TensorFlow's resource-op table (`ResourceCountUpTo`, TF1's
+        // `count_up_to`): named here, not as its handle "used as a value" later.
+        let op_name = n.op.as_str();
+        if autoclust_runtime::kernels::resource::has_resource_kernel(op_name)
+            && !autoclust_runtime::kernels::resource::is_resource_op(op_name)
+        {
+            return Err(SemanticsError::Unsupported {
+                node: n.name.clone(),
+                op: n.op.clone(),
+                why: "a read-modify-write of a variable outside TensorFlow's resource-op table (TF1's count_up_to)"
+                    .into(),
+            });
+        }
         let Some(kind) = effects::resource_kind(n, &graph.library) else { continue };
         let Some(op) = AccessOp::of(&n.op) else {
             let container = n.op.starts_with("Stack") || n.op.starts_with("TensorArray");

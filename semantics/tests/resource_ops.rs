@@ -410,3 +410,22 @@ r = ReadVariableOp(v1, ^w2) {dtype = float32}
     let verdict = verify(&g, &query(&["r"], &["a", "b"], Rmw::Split), &both, &init, &RuntimeKernels).unwrap();
     assert!(verdict.witness().is_some(), "the forced cluster should add an outcome");
 }
+
+/// A `ResourceCountUpTo` (TF1's `count_up_to`, outside TensorFlow's resource-op table) is
+/// declined naming it, not as its variable's handle "used as a value".
+#[test]
+fn count_up_to_is_declined_by_name() {
+    let g = autoclust_graph::text::parse(
+        r#"
+c = VarHandleOp() {container = "", dtype = int64, shape = shape[], shared_name = "c"}
+n = ResourceCountUpTo(c) {T = int64, limit = 5}
+"#,
+    )
+    .unwrap();
+    let init = inputs(&[("c", Tensor::scalar_i64(0))]);
+    let err = explore_graph(&g, &query(&["n:0"], &[], Rmw::Split), None, &init, &RuntimeKernels).unwrap_err();
+    assert!(
+        matches!(&err, SemanticsError::Unsupported { node, op, .. } if node == "n" && op == "ResourceCountUpTo"),
+        "{err}"
+    );
+}

@@ -240,10 +240,11 @@ fn half_scan(node: &Node, dtype: DType) -> PureFn {
             return Err(KernelError::DType(inp[0].dtype));
         }
         let t = widen(&inp[0])?;
+        // The axis is checked first, as the float kernel checks it (a scalar scans to itself).
+        let axis = super::norm_axis(super::int_scalar(&inp[1], "axis")?, t.rank().max(1), "cumulative axis")?;
         if t.rank() == 0 {
             return super::one(inp[0].clone());
         }
-        let axis = super::norm_axis(super::int_scalar(&inp[1], "axis")?, t.rank(), "cumulative axis")?;
         let dims = (t.shape[..axis].iter().product(), t.shape[axis], t.shape[axis + 1..].iter().product());
         let x = t.as_f32().ok_or(KernelError::DType(t.dtype))?;
         let v = if prod {
