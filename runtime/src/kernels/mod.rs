@@ -114,11 +114,28 @@ pub(crate) fn probe(op: &str) -> Node {
 
 /// Prepares the kernel of a stateless op.
 pub fn prepare(node: &Node) -> KResult<PureFn> {
+    if node.op == "ConjugateTranspose" {
+        return conjugate_transpose(node);
+    }
     // Data-movement ops on the dtypes their typed kernels lack run on element positions.
     // Integer arithmetic on the narrow integer types runs in int64.
     by_position::prepare(node, prepare_typed)
         .or_else(|| widen::prepare(node, prepare_typed))
         .unwrap_or_else(|| prepare_typed(node))
+}
+
+/// `ConjugateTranspose`: the `Transpose` kernel of the same attributes, then `Conj` when the
+/// elements are complex (TensorFlow's kernel is a plain transpose for real types).
+fn conjugate_transpose(node: &Node) -> KResult<PureFn> {
+    let mut t = node.clone();
+    t.op = "Transpose".into();
+    let transpose = prepare(&t)?;
+    let dtype = node.attr("T").and_then(AttrValue::as_type);
+    if !matches!(dtype, Some(DType::Complex64 | DType::Complex128)) {
+        return Ok(transpose);
+    }
+    let conj = prepare(&Node::unconnected(&node.name, "Conj", &[("T", AttrValue::Type(dtype.expect("complex")))]))?;
+    Ok(Box::new(move |inp: Inputs| conj(transpose(inp)?.into_iter().collect())))
 }
 
 /// The kernel of `node` for the dtypes it is written for.

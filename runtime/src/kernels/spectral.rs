@@ -1225,6 +1225,24 @@ mod tests {
         }
     }
 
+    /// `ConjugateTranspose` (`tf.linalg.adjoint`): transposed and conjugated for complex
+    /// elements, transposed only for real ones (TensorFlow 2.21's values).
+    #[test]
+    fn conjugate_transpose_conjugates_complex_elements_only() {
+        let perm = Tensor::from_i32(vec![2], vec![1, 0]).unwrap();
+        let run_ct = |dtype: DType, x: Tensor| {
+            let k =
+                super::super::prepare(&node("ConjugateTranspose", &[("T", dtype), ("Tperm", DType::Int32)])).unwrap();
+            k([x, perm.clone()].into_iter().collect()).unwrap().remove(0)
+        };
+        let z: Vec<C> = [(1., 2.), (3., 4.), (5., 6.), (7., 8.)].iter().map(|&(r, i)| C::new(r, i)).collect();
+        let out = run_ct(DType::Complex64, complex_tensor(DType::Complex64, vec![2, 2], &z).unwrap());
+        assert_eq!((out.dtype, out.shape.clone()), (DType::Complex64, vec![2, 2]));
+        assert_eq!(pairs(&out), vec![(1.0, -2.0), (5.0, -6.0), (3.0, -4.0), (7.0, -8.0)]);
+        let out = run_ct(DType::Float32, f32s(&[2, 2], &[1., 2., 3., 4.]));
+        assert_eq!(out.as_f32().unwrap(), &[1., 3., 2., 4.]);
+    }
+
     #[test]
     fn parts_abs_angle_and_arithmetic() {
         let a = complex_tensor(DType::Complex64, vec![2], &[C::new(3., 4.), C::new(-1., 0.)]).unwrap();

@@ -875,6 +875,16 @@ pub(super) static OPS: &[OpSchema] = &[
         &[tattr("T", None), tdef("Tperm", Int32, INDEX)],
         s::transpose,
     ),
+    // `tf.linalg.adjoint` / `transpose(conjugate=True)`: a Transpose whose complex
+    // elements are conjugated (a plain Transpose for real ones).
+    op(
+        "ConjugateTranspose",
+        OpFamily::Shape,
+        &[a("x", T), a("perm", ty("Tperm"))],
+        &[a("y", T)],
+        &[tattr("T", None), tdef("Tperm", Int32, INDEX)],
+        s::transpose,
+    ),
     valued(
         op(
             "ConcatV2",
