@@ -269,23 +269,7 @@ impl KernelOp {
                 let (logits, labels) = (f32_of(inputs[0])?, f32_of(inputs[1])?);
                 let shape = &inputs[0].shape;
                 let (b, c) = (shape[0], shape[1]);
-                let mut loss = vec![0f32; b];
-                let mut back = vec![0f32; b * c];
-                for r in 0..b {
-                    let row = &logits[r * c..(r + 1) * c];
-                    let lab = &labels[r * c..(r + 1) * c];
-                    let o = &mut back[r * c..(r + 1) * c];
-                    softmax_row(row, o, true);
-                    let mut l = 0f32;
-                    for k in 0..c {
-                        let logp = o[k];
-                        if lab[k] != 0.0 {
-                            l -= lab[k] * logp;
-                        }
-                        o[k] = logp.exp() - lab[k];
-                    }
-                    loss[r] = l;
-                }
+                let (loss, back) = softmax_xent(logits, c, labels);
                 Ok(vec![tensor_f32(vec![b], loss), tensor_f32(vec![b, c], back)])
             }
             KernelOp::SparseSoftmaxXent => {
@@ -293,22 +277,11 @@ impl KernelOp {
                 let labels = inputs[1].to_i64_vec().ok_or_else(|| err("labels must be int32 or int64"))?;
                 let shape = &inputs[0].shape;
                 let (b, c) = (shape[0], shape[1]);
-                let mut loss = vec![0f32; b];
-                let mut back = vec![0f32; b * c];
-                for r in 0..b {
-                    let row = &logits[r * c..(r + 1) * c];
-                    let o = &mut back[r * c..(r + 1) * c];
-                    let label = labels[r];
-                    if label < 0 || label as usize >= c {
-                        // TensorFlow's CPU kernel reports this as an error; so do we.
-                        return Err(err(format!("label {label} is not in [0, {c})")));
-                    }
-                    softmax_row(row, o, true);
-                    loss[r] = -o[label as usize];
-                    for (k, x) in o.iter_mut().enumerate() {
-                        *x = x.exp() - if k == label as usize { 1.0 } else { 0.0 };
-                    }
+                if let Some(&label) = labels.iter().find(|&&l| l < 0 || l as usize >= c) {
+                    // TensorFlow's CPU kernel reports this as an error; so do we.
+                    return Err(err(format!("label {label} is not in [0, {c})")));
                 }
+                let (loss, back) = sparse_softmax_xent(logits, c, &labels);
                 Ok(vec![tensor_f32(vec![b], loss), tensor_f32(vec![b, c], back)])
             }
             KernelOp::Strided { dims, strides, offset } => {
@@ -799,6 +772,52 @@ pub fn softmax_rows(v: &[f32], c: usize, out: &mut [f32], log: bool) {
     });
 }
 
+/// `SoftmaxCrossEntropyWithLogits` of float32 `[rows, c]` logits and labels: the log-softmax
+/// by blocks of rows ([`softmax_rows`], split across the team when large), each row's loss
+/// `−Σ y·log p` (terms of zero labels skipped) from it, then one vectorised exponential
+/// over the whole gradient `p − y`. The interpreter's float32 kernel calls this too.
+pub fn softmax_xent(logits: &[f32], c: usize, labels: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let rows = logits.len() / c.max(1);
+    let mut loss = vec![0f32; rows];
+    let mut back = vec![0f32; logits.len()];
+    softmax_rows(logits, c, &mut back, true);
+    for (r, l) in loss.iter_mut().enumerate() {
+        let (o, lab) = (&back[r * c..(r + 1) * c], &labels[r * c..(r + 1) * c]);
+        for (&logp, &y) in o.iter().zip(lab) {
+            if y != 0.0 {
+                *l -= y * logp;
+            }
+        }
+    }
+    exp_in_place(&mut back);
+    for (o, &y) in back.iter_mut().zip(labels) {
+        *o -= y;
+    }
+    (loss, back)
+}
+
+/// `SparseSoftmaxCrossEntropyWithLogits` of float32 `[rows, c]` logits and one class per
+/// row (each in `0..c`, checked by the caller): [`softmax_xent`] with one-hot labels.
+pub fn sparse_softmax_xent(logits: &[f32], c: usize, labels: &[i64]) -> (Vec<f32>, Vec<f32>) {
+    let mut back = vec![0f32; logits.len()];
+    softmax_rows(logits, c, &mut back, true);
+    let loss: Vec<f32> = labels.iter().enumerate().map(|(r, &k)| -back[r * c + k as usize]).collect();
+    exp_in_place(&mut back);
+    for (r, &k) in labels.iter().enumerate() {
+        back[r * c + k as usize] -= 1.0;
+    }
+    (loss, back)
+}
+
+/// `x ← eˣ` over `v` by the tile routine the fused loops' `Exp` uses (libm without one).
+fn exp_in_place(v: &mut [f32]) {
+    if !crate::tile_routines::map_wide(crate::tile_routines::Wide::Exp, v) {
+        for x in v.iter_mut() {
+            *x = x.exp();
+        }
+    }
+}
+
 /// Elements of one block of [`softmax_rows`].
 const SOFTMAX_BLOCK: usize = 4096;
 
@@ -847,6 +866,7 @@ fn softmax_block(v: &[f32], c: usize, out: &mut [f32], log: bool) {
 }
 
 /// One row's [`softmax_block`] (the cross-entropy kernels').
+#[cfg(test)]
 fn softmax_row(row: &[f32], out: &mut [f32], log: bool) {
     softmax_block(row, row.len().max(1), out, log);
 }

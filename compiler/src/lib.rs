@@ -89,7 +89,7 @@ pub mod profile;
 mod tile_routines;
 
 pub use constant_args::constant_args;
-pub use kernels::softmax_rows;
+pub use kernels::{softmax_rows, softmax_xent, sparse_softmax_xent};
 pub use tile_routines::{map_wide, TileTier, Wide};
 
 use std::collections::HashMap;
