@@ -139,13 +139,7 @@ fn fortran_to_row_major(data: &[u8], shape: &[usize], width: usize) -> Vec<u8> {
     for _ in 0..s {
         let at: usize = idx.iter().zip(&strides).map(|(i, s)| i * s).sum();
         out.extend_from_slice(&data[at * width..(at + 1) * width]);
-        for (i, &n) in idx.iter_mut().zip(shape).rev() {
-            *i += 1;
-            if *i < n {
-                break;
-            }
-            *i = 0;
-        }
+        autoclust_numeric::layout::next_index(&mut idx, shape);
     }
     out
 }

@@ -316,25 +316,13 @@ fn fold_in_order<T: Copy, A: Copy>(
     f: impl Fn(A, T) -> A,
 ) -> (Vec<A>, usize) {
     let count: usize = axes.iter().map(|&a| shape[a]).product();
-    // Merged runs of (size, reduced), unit dimensions dropped.
-    let mut runs: Vec<(usize, bool)> = Vec::new();
-    for (d, &n) in shape.iter().enumerate() {
-        if n == 1 {
-            continue;
-        }
-        let red = axes.contains(&d);
-        match runs.last_mut() {
-            Some((m, r)) if *r == red => *m *= n,
-            _ => runs.push((n, red)),
-        }
-    }
-    let simple = match runs.as_slice() {
+    let simple = match reduce_runs(shape, axes).as_slice() {
         [] => Some((1, 1, 1)),
-        [(n, true)] => Some((1, *n, 1)),
-        [(k, false)] => Some((*k, 1, 1)),
-        [(k, false), (n, true)] => Some((*k, *n, 1)),
-        [(n, true), (i, false)] => Some((1, *n, *i)),
-        [(k, false), (n, true), (i, false)] => Some((*k, *n, *i)),
+        [(true, n)] => Some((1, *n, 1)),
+        [(false, k)] => Some((*k, 1, 1)),
+        [(false, k), (true, n)] => Some((*k, *n, 1)),
+        [(true, n), (false, i)] => Some((1, *n, *i)),
+        [(false, k), (true, n), (false, i)] => Some((*k, *n, *i)),
         _ => None,
     };
     if let Some((outer, n, inner)) = simple {
@@ -380,15 +368,26 @@ fn fold_in_order<T: Copy, A: Copy>(
             let o = base + j * last_stride;
             out[o] = f(out[o], x);
         }
-        for (i, &n) in idx.iter_mut().zip(&shape[..r - 1]).rev() {
-            *i += 1;
-            if *i < n {
-                break;
-            }
-            *i = 0;
-        }
+        crate::layout::next_index(&mut idx, &shape[..r - 1]);
     }
     (out, count)
+}
+
+/// `shape` collapsed into runs of reduced (`true`) and kept dimensions with their element
+/// counts, adjacent dimensions of a kind merged and size-1 dimensions dropped.
+fn reduce_runs(shape: &[usize], axes: &[usize]) -> Vec<(bool, usize)> {
+    let mut runs: Vec<(bool, usize)> = Vec::new();
+    for (d, &n) in shape.iter().enumerate() {
+        if n == 1 {
+            continue;
+        }
+        let red = axes.contains(&d);
+        match runs.last_mut() {
+            Some((r, m)) if *r == red => *m *= n,
+            _ => runs.push((red, n)),
+        }
+    }
+    runs
 }
 
 /// Reduces `axes` of a row-major float32 tensor of `shape`, accumulating in f64.
@@ -402,17 +401,7 @@ fn fold_in_order<T: Copy, A: Copy>(
 /// accumulator per part, combined in part order (a reassociation of the sum only).
 pub fn reduce(v: &[f32], shape: &[usize], axes: &[usize], kind: ReduceKind) -> Vec<f32> {
     // Collapse into runs of kept (K) / reduced (R) dimensions, dropping size-1 dims.
-    let mut runs: Vec<(bool, usize)> = Vec::new();
-    for (d, &n) in shape.iter().enumerate() {
-        if n == 1 {
-            continue;
-        }
-        let red = axes.contains(&d);
-        match runs.last_mut() {
-            Some((r, m)) if *r == red => *m *= n,
-            _ => runs.push((red, n)),
-        }
-    }
+    let runs = reduce_runs(shape, axes);
     let reduced: usize = axes.iter().map(|&a| shape[a]).product();
     let out_len: usize = v
         .len()
