@@ -55,6 +55,12 @@ fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
+/// Whether `path` names an existing file that is not a regular file (a device such as
+/// `/dev/null`, a FIFO, a socket): written in place, never replaced by a rename.
+fn is_special(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
 /// The name errors use for a path.
 fn shown(path: &Path) -> String {
     if is_stdin(path) {
@@ -221,6 +227,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
             .and_then(|()| out.flush())
             .map_err(|e| CliError::input(format!("<stdout>: cannot write: {e}")));
     }
+    if is_special(path) {
+        // `/dev/null`, a FIFO, a terminal: written in place (a rename would replace the
+        // device node itself with a regular file).
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(|e| CliError::input(format!("{}: cannot write: {e}", path.display())));
+    }
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let file_name = path.file_name().ok_or_else(|| CliError::input(format!("{}: not a file path", path.display())))?;
     let tmp = dir.join(format!(".{}.tmp{}", file_name.to_string_lossy(), std::process::id()));
@@ -249,7 +264,7 @@ pub fn write_all_atomic(files: &[(&Path, &[u8])]) -> Result<(), CliError> {
         }
     };
     for &(path, bytes) in files {
-        if is_stdin(path) {
+        if is_stdin(path) || is_special(path) {
             continue;
         }
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -275,7 +290,7 @@ pub fn write_all_atomic(files: &[(&Path, &[u8])]) -> Result<(), CliError> {
             return Err(CliError::input(format!("{}: cannot write: {e}", path.display())));
         }
     }
-    for &(path, bytes) in files.iter().filter(|(p, _)| is_stdin(p)) {
+    for &(path, bytes) in files.iter().filter(|(p, _)| is_stdin(p) || is_special(p)) {
         write_atomic(path, bytes)?;
     }
     Ok(())

@@ -1362,3 +1362,49 @@ fn a_dead_fetch_is_named_as_the_user_wrote_it_in_both_modes() {
         assert!(!err.contains("_autoclust"), "{cmd} {mode:?}: {err}");
     }
 }
+
+/// An output path that is not a regular file — a FIFO here, `/dev/null` for a user who wants
+/// no output — is written in place: the atomic write's rename would replace the device or
+/// FIFO with a regular file (`--out /dev/null` run as root replaced the machine's
+/// `/dev/null`).
+#[test]
+fn a_fifo_or_device_output_is_written_in_place_not_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let g = testdata("affine.graph");
+    let dir = tempfile::tempdir().unwrap();
+    let vars = dir.path().join("v.safetensors");
+    std::fs::write(
+        &vars,
+        write_safetensors(&[
+            ("w".into(), Tensor::from_f32(vec![2, 2], vec![1.0, 0.0, 0.0, -1.0]).unwrap()),
+            ("b".into(), Tensor::from_f32(vec![2], vec![0.5, 0.5]).unwrap()),
+        ])
+        .unwrap(),
+    )
+    .unwrap();
+    let fifo = dir.path().join("out.safetensors");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let out = autoclust(&[
+        "run",
+        g.to_str().unwrap(),
+        "--vars",
+        vars.to_str().unwrap(),
+        "--feed",
+        "x=[[2.0, 3.0]]",
+        "--fetch",
+        "y",
+        "--out",
+        fifo.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Checked before joining: a reader of a FIFO that was replaced would wait forever.
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO is still a FIFO");
+    let bytes = reader.join().unwrap();
+    let got = read_safetensors(&bytes).unwrap();
+    assert_eq!(got[0].1.as_f32().unwrap(), &[2.5, -2.5]);
+}
