@@ -21,7 +21,10 @@ use autoclust_graph::{AttrValue, Node};
 
 use crate::gemm::{gemm, gemm_strided, GemmElem};
 
+mod volume;
 mod winograd;
+
+pub use volume::{conv3d, conv3d_backprop_filter, conv3d_backprop_input, VolumeShape};
 
 /// Why a window op's attributes or operands are refused.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,8 +3,11 @@
 //! shape function allows), `Conv3DBackpropInputV2`, `Conv3DBackpropFilterV2`, `MaxPool3D`,
 //! `MaxPool3DGrad`, `AvgPool3D` and `AvgPool3DGrad`, float32 and float64.
 //!
-//! Direct loops over the window taps (volumes are small in the graphs that use them; the
-//! compiler does not lower these ops, so a cluster never holds them). Geometry follows
+//! The convolutions are `autoclust_numeric::conv::conv3d` and its gradients (vol2col and the
+//! shared GEMM, as the 2-D ones: a direct loop over the taps in float64 ran 6–8× slower than
+//! TensorFlow); float32 computes in float32, as TensorFlow's kernels do. The pooling ops are
+//! direct loops over the window taps. The compiler does not lower these ops (they are host
+//! compute steps of a cluster's plan). Geometry follows
 //! TensorFlow's `GetWindowedOutputSize`: `VALID` has no padding and
 //! `⌈(in − k_eff + 1) / stride⌉` outputs, `SAME` has `⌈in / stride⌉` outputs with the padding
 //! split evenly (the extra element after). Pooling never reads padding: a max is over the
@@ -14,8 +17,10 @@
 
 use autoclust_graph::{AttrValue, DType, Node, Tensor};
 
-use super::{arity, one, shape_values, Inputs, PureFn};
+use super::elementwise::Float;
+use super::{arity, dispatch_float, one, shape_values, tensor_of, Inputs, PureFn};
 use crate::error::{KResult, KernelError};
+use autoclust_numeric::conv::{self as shared, ConvElem, VolumeShape};
 
 /// One spatial axis of a 3-D window op: the 2-D ops' axis ([`Axis::windowed`]).
 use autoclust_numeric::conv::Axis;
@@ -135,54 +140,22 @@ fn spatial_count(ax: &[Axis; 3]) -> (usize, usize) {
     (ax.iter().map(|a| a.input).product(), ax.iter().map(|a| a.output).product())
 }
 
-/// A convolution's geometry: input `[N,D,H,W,C]`, filter `[KD,KH,KW,C/G,O]`.
-struct Conv {
-    n: usize,
-    c: usize,
-    cg: usize,
-    o: usize,
-    og: usize,
-    ax: [Axis; 3],
-}
-
-impl Conv {
-    fn new(a: &Attrs, input: [usize; 5], filter: [usize; 5]) -> KResult<Conv> {
-        let (c, cg, o) = (input[4], filter[3], filter[4]);
-        if cg == 0 || !c.is_multiple_of(cg) || c == 0 {
-            return Err(KernelError::invalid(format!(
-                "input depth must be evenly divisible by filter depth: {c} vs {cg}"
-            )));
-        }
-        let groups = c / cg;
-        if !o.is_multiple_of(groups) {
-            return Err(KernelError::invalid(format!(
-                "output depth must be evenly divisible by number of groups: {o} vs {groups}"
-            )));
-        }
-        let ax = a.axes([input[1], input[2], input[3]], [filter[0], filter[1], filter[2]])?;
-        Ok(Conv { n: input[0], c, cg, o, og: o / groups, ax })
+/// A convolution's geometry, input `[N,D,H,W,C]` by filter `[KD,KH,KW,C/G,O]`, with the
+/// depths TensorFlow's shape function checks: the filter's in-depth divides the input's and
+/// the group count divides the output depth.
+fn volume_shape(a: &Attrs, input: [usize; 5], filter: [usize; 5]) -> KResult<VolumeShape> {
+    let (c, cg, o) = (input[4], filter[3], filter[4]);
+    if cg == 0 || !c.is_multiple_of(cg) || c == 0 {
+        return Err(KernelError::invalid(format!("input depth must be evenly divisible by filter depth: {c} vs {cg}")));
     }
-
-    fn output(&self) -> Vec<usize> {
-        vec![self.n, self.ax[0].output, self.ax[1].output, self.ax[2].output, self.o]
+    let groups = c / cg;
+    if !o.is_multiple_of(groups) {
+        return Err(KernelError::invalid(format!(
+            "output depth must be evenly divisible by number of groups: {o} vs {groups}"
+        )));
     }
-
-    /// Calls `f(x index, filter index, output index)` for every product of the convolution.
-    fn products(&self, mut f: impl FnMut(usize, usize, usize)) {
-        let (ins, outs) = spatial_count(&self.ax);
-        let Conv { c, cg, o, og, .. } = *self;
-        for b in 0..self.n {
-            taps(&self.ax, |op, ip, tap| {
-                let (xb, yb) = ((b * ins + ip) * c, (b * outs + op) * o);
-                for oc in 0..o {
-                    let xg = xb + oc / og * cg;
-                    for ic in 0..cg {
-                        f(xg + ic, (tap * cg + ic) * o + oc, yb + oc);
-                    }
-                }
-            });
-        }
-    }
+    let ax = a.axes([input[1], input[2], input[3]], [filter[0], filter[1], filter[2]])?;
+    Ok(VolumeShape { input, filter, ax })
 }
 
 fn check_out_backprop(dy: &Tensor, want: &[usize]) -> KResult<()> {
@@ -208,37 +181,38 @@ fn sizes5(t: &Tensor, what: &str, dtype: DType) -> KResult<[usize; 5]> {
     <[usize; 5]>::try_from(v).map_err(|v| KernelError::invalid(format!("{what} must have 5 elements, got {v:?}")))
 }
 
-fn conv3d(a: &Attrs, x: &Tensor, f: &Tensor) -> KResult<Tensor> {
-    let dtype = same_float(x, f)?;
-    let s = Conv::new(a, dims5(&x.shape, "input")?, dims5(&f.shape, "filter")?)?;
-    let out_shape = s.output();
-    let len = super::budget(dtype, &out_shape)?;
-    let (xv, fv) = (floats(x)?, floats(f)?);
-    let mut out = vec![0.0; len];
-    s.products(|xi, fi, oi| out[oi] += xv[xi] * fv[fi]);
-    float_tensor(dtype, out_shape, out)
+fn conv3d<T: Float + ConvElem>(a: &Attrs, x: &Tensor, f: &Tensor) -> KResult<Tensor> {
+    super::check_native(x)?;
+    super::check_native(f)?;
+    let s = volume_shape(a, dims5(&x.shape, "input")?, dims5(&f.shape, "filter")?)?;
+    // Padding and dilation can make the output and the column buffer far larger than the
+    // operands: both checked before anything is allocated.
+    super::budget(T::DTYPE, &s.output())?;
+    super::budget(T::DTYPE, &s.column_shape())?;
+    let out = shared::conv3d(&s, T::slice(x), T::slice(f), rayon::current_num_threads());
+    Ok(tensor_of(s.output().to_vec(), out))
 }
 
-fn conv3d_backprop_input(a: &Attrs, sizes: &Tensor, f: &Tensor, dy: &Tensor) -> KResult<Tensor> {
-    let dtype = same_float(f, dy)?;
-    let input = sizes5(sizes, "input_sizes", dtype)?;
-    let s = Conv::new(a, input, dims5(&f.shape, "filter")?)?;
+fn conv3d_backprop_input<T: Float + ConvElem>(a: &Attrs, sizes: &Tensor, f: &Tensor, dy: &Tensor) -> KResult<Tensor> {
+    super::check_native(f)?;
+    super::check_native(dy)?;
+    let input = sizes5(sizes, "input_sizes", T::DTYPE)?;
+    let s = volume_shape(a, input, dims5(&f.shape, "filter")?)?;
     check_out_backprop(dy, &s.output())?;
-    let (fv, g) = (floats(f)?, floats(dy)?);
-    let mut dx = vec![0.0; input.iter().product()];
-    s.products(|xi, fi, oi| dx[xi] += g[oi] * fv[fi]);
-    float_tensor(dtype, input.to_vec(), dx)
+    super::budget(T::DTYPE, &s.column_shape())?;
+    let dx = shared::conv3d_backprop_input(&s, T::slice(f), T::slice(dy), rayon::current_num_threads());
+    Ok(tensor_of(input.to_vec(), dx))
 }
 
-fn conv3d_backprop_filter(a: &Attrs, x: &Tensor, sizes: &Tensor, dy: &Tensor) -> KResult<Tensor> {
-    let dtype = same_float(x, dy)?;
-    let filter = sizes5(sizes, "filter_sizes", dtype)?;
-    let s = Conv::new(a, dims5(&x.shape, "input")?, filter)?;
+fn conv3d_backprop_filter<T: Float + ConvElem>(a: &Attrs, x: &Tensor, sizes: &Tensor, dy: &Tensor) -> KResult<Tensor> {
+    super::check_native(x)?;
+    super::check_native(dy)?;
+    let filter = sizes5(sizes, "filter_sizes", T::DTYPE)?;
+    let s = volume_shape(a, dims5(&x.shape, "input")?, filter)?;
     check_out_backprop(dy, &s.output())?;
-    let (xv, g) = (floats(x)?, floats(dy)?);
-    let mut df = vec![0.0; filter.iter().product()];
-    s.products(|xi, fi, oi| df[fi] += xv[xi] * g[oi]);
-    float_tensor(dtype, filter.to_vec(), df)
+    super::budget(T::DTYPE, &s.column_shape())?;
+    let df = shared::conv3d_backprop_filter(&s, T::slice(x), T::slice(dy), rayon::current_num_threads());
+    Ok(tensor_of(filter.to_vec(), df))
 }
 
 /// A pooling op's geometry over input `[N,D,H,W,C]`.
@@ -355,15 +329,18 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
     let f: PureFn = match op {
         "Conv3D" => Box::new(move |inp: Inputs| {
             arity(&inp, 2)?;
-            one(conv3d(&a, &inp[0], &inp[1])?)
+            same_float(&inp[0], &inp[1])?;
+            one(dispatch_float!(inp[0].dtype, conv3d(&a, &inp[0], &inp[1]))?)
         }),
         "Conv3DBackpropInputV2" => Box::new(move |inp: Inputs| {
             arity(&inp, 3)?;
-            one(conv3d_backprop_input(&a, &inp[0], &inp[1], &inp[2])?)
+            same_float(&inp[1], &inp[2])?;
+            one(dispatch_float!(inp[1].dtype, conv3d_backprop_input(&a, &inp[0], &inp[1], &inp[2]))?)
         }),
         "Conv3DBackpropFilterV2" => Box::new(move |inp: Inputs| {
             arity(&inp, 3)?;
-            one(conv3d_backprop_filter(&a, &inp[0], &inp[1], &inp[2])?)
+            same_float(&inp[0], &inp[2])?;
+            one(dispatch_float!(inp[0].dtype, conv3d_backprop_filter(&a, &inp[0], &inp[1], &inp[2]))?)
         }),
         "MaxPool3D" => Box::new(move |inp: Inputs| {
             arity(&inp, 1)?;
