@@ -8,9 +8,10 @@
 //! (real, imaginary) pairs, as TensorFlow lays it out; element-moving kernels move it like
 //! any raw dtype. Every transform computes in float64 and rounds once to the output type, so
 //! a `complex64` result is within an ulp or two of the exact transform (TensorFlow's float
-//! transform is within a few ulps of it too). Lengths that are powers of two use an
-//! iterative radix-2 transform, products of 2, 3, 5 and 7 a recursive mixed-radix one, and
-//! every other length Bluestein's chirp-z identity over a power-of-two convolution. The inverse transforms are normalised by the transformed
+//! transform is within a few ulps of it too). Lengths whose prime factors are 2, 3, 5 and 7
+//! (powers of two, audio frames) use a self-sorting (Stockham) mixed-radix transform with
+//! radix-4/2/3/5 butterflies, and every other length Bluestein's chirp-z identity over a
+//! power-of-two convolution. Plans (twiddle tables) are kept for the lengths used last. The inverse transforms are normalised by the transformed
 //! element count, as TensorFlow's are.
 //!
 //! `RFFT*` crops or zero-pads each transformed dimension of its real input to `fft_length`
@@ -250,24 +251,46 @@ struct Fft {
 enum Kind {
     /// n ≤ 1: the identity.
     Trivial,
-    /// A power of two: the twiddles `e^{-2πik/n}`, `k < n/2`.
-    Radix2(Vec<C>),
-    /// A product of the primes 2, 3, 5 and 7 (audio frames: 400, 480, 16000 = 2⁷·5³): the
-    /// factors, outermost first, and the twiddles `e^{-2πik/n}`, `k < n` ([`mixed_radix`]).
-    MixedRadix { factors: Vec<usize>, tw: Vec<C> },
+    /// A product of the primes 2, 3, 5 and 7 (powers of two; audio frames: 400, 480,
+    /// 16000 = 2⁷·5³): the radices, outermost first, and the twiddles `e^{-2πik/n}`, `k < n`
+    /// ([`stockham`]).
+    Smooth { radices: Vec<usize>, tw: Vec<C> },
     /// Any other length: Bluestein's chirp `e^{-πik²/n}` and the transform of its
     /// conjugate, wrapped into a power-of-two length `m ≥ 2n − 1`.
     Bluestein { chirp: Vec<C>, kernel: Vec<C>, inner: Box<Fft> },
+}
+
+/// The plans made most recently, newest last: a graph transforms the same lengths on every
+/// step (an STFT's frames), and a plan's twiddle table costs `n` sines and cosines.
+static PLANS: std::sync::Mutex<Vec<std::sync::Arc<Fft>>> = std::sync::Mutex::new(Vec::new());
+
+/// How many plans [`PLANS`] keeps.
+const KEPT_PLANS: usize = 8;
+
+/// The plan for length `n`, from [`PLANS`] or made (and kept).
+fn plan(n: usize) -> std::sync::Arc<Fft> {
+    let mut kept = PLANS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(i) = kept.iter().position(|p| p.n == n) {
+        let p = kept.remove(i);
+        kept.push(p.clone());
+        return p;
+    }
+    drop(kept);
+    let p = std::sync::Arc::new(Fft::new(n));
+    let mut kept = PLANS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if kept.len() >= KEPT_PLANS {
+        kept.remove(0);
+    }
+    kept.push(p.clone());
+    p
 }
 
 impl Fft {
     fn new(n: usize) -> Fft {
         let kind = if n <= 1 {
             Kind::Trivial
-        } else if n.is_power_of_two() {
-            Kind::Radix2((0..n / 2).map(|k| C::cis(-2.0 * PI * k as f64 / n as f64)).collect())
-        } else if let Some(factors) = small_prime_factors(n) {
-            Kind::MixedRadix { factors, tw: (0..n).map(|k| C::cis(-2.0 * PI * k as f64 / n as f64)).collect() }
+        } else if let Some(radices) = radices(n) {
+            Kind::Smooth { radices, tw: (0..n).map(|k| C::cis(-2.0 * PI * k as f64 / n as f64)).collect() }
         } else {
             let m = (2 * n - 1).next_power_of_two();
             // k² mod 2n keeps the angle's argument small (and exact) for large k.
@@ -298,11 +321,7 @@ impl Fft {
         }
         match &self.kind {
             Kind::Trivial => {}
-            Kind::Radix2(tw) => radix2(buf, tw),
-            Kind::MixedRadix { factors, tw } => {
-                let input = buf.to_vec();
-                mixed_radix(&input, 0, 1, buf, factors, tw);
-            }
+            Kind::Smooth { radices, tw } => stockham(buf, radices, tw),
             Kind::Bluestein { chirp, kernel, inner } => {
                 let m = kernel.len();
                 let mut a = vec![C::ZERO; m];
@@ -323,74 +342,130 @@ impl Fft {
     }
 }
 
-/// `n`'s prime factors when all are 2, 3, 5 or 7 (largest first, so the widest butterflies
-/// run on the longest sub-transforms' outputs once); `None` otherwise.
-fn small_prime_factors(mut n: usize) -> Option<Vec<usize>> {
-    let mut factors = Vec::new();
-    for p in [7, 5, 3, 2] {
+/// The radices of a transform of length `n` when its prime factors are all 2, 3, 5 or 7:
+/// fours while they divide, then a two, threes, fives and sevens; `None` otherwise.
+fn radices(mut n: usize) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for p in [4, 2, 3, 5, 7] {
         while n.is_multiple_of(p) {
-            factors.push(p);
+            out.push(p);
             n /= p;
         }
     }
-    (n == 1).then_some(factors)
+    (n == 1).then_some(out)
 }
 
-/// The recursive mixed-radix decimation-in-time transform of the `out.len()` elements
-/// `x[off], x[off + stride], …` into `out`: with `n = p·m` (`p` the first factor), the `p`
-/// interleaved subsequences `x[r], x[r + p], …` are transformed into `out[r·m..(r+1)·m]`, then
-/// `X[k + q·m] = Σ_r W_n^{rk} · W_p^{rq} · Y_r[k]`. `tw` holds `e^{-2πij/N}` for the whole
-/// length `N`, so every twiddle is one exact table entry (`W_n^j = tw[j·N/n mod N]`).
-fn mixed_radix(x: &[C], off: usize, stride: usize, out: &mut [C], factors: &[usize], tw: &[C]) {
-    let n = out.len();
-    let Some((&p, rest)) = factors.split_first() else {
-        out[0] = x[off];
-        return;
-    };
-    let m = n / p;
-    for r in 0..p {
-        mixed_radix(x, off + r * stride, stride * p, &mut out[r * m..(r + 1) * m], rest, tw);
-    }
-    let big = tw.len();
-    let (to_n, to_p) = (big / n, big / p);
-    let mut t = [C::ZERO; 7];
-    for k in 0..m {
-        for r in 0..p {
-            t[r] = out[r * m + k].mul(tw[(r * k * to_n) % big]);
-        }
-        for q in 0..p {
-            let mut sum = t[0];
-            for (r, &v) in t.iter().enumerate().take(p).skip(1) {
-                sum = sum.add(v.mul(tw[(r * q % p) * to_p]));
-            }
-            out[q * m + k] = sum;
-        }
-    }
-}
-
-/// The iterative decimation-in-time radix-2 transform (bit-reversed input order).
-fn radix2(buf: &mut [C], tw: &[C]) {
+/// The self-sorting (Stockham) mixed-radix decimation-in-frequency transform of `buf` in
+/// place, through one scratch buffer. With `S` sub-transforms of length `L = n / S` done
+/// so far, element `t` of sub-transform `q` at `[t·S + q]`, a radix-`p` stage (`L = p·m`)
+/// splits each into `p` of length `m`: for `t < m` and `k < p`,
+/// `y[(t·p + k)·S + q] = W_L^{tk} · Σ_j x[(t + j·m)·S + q] · W_p^{jk}`, the new sub-transform
+/// `q + S·k` — `X[p·k₁ + k] = DFT_m(y_k)[k₁]`. After the last stage (`L = 1`) element `[q]`
+/// is `X[q]`: the output is in natural order with no bit reversal, and every twiddle
+/// `W_L^{tk} = W_n^{t·k·S}` is one exact entry of the `n`-entry table `tw` (`t·k·S < n`).
+/// The innermost loop runs over `q`, contiguous in both buffers.
+fn stockham(buf: &mut [C], radices: &[usize], tw: &[C]) {
     let n = buf.len();
-    let bits = n.trailing_zeros();
-    for i in 0..n {
-        let j = i.reverse_bits() >> (usize::BITS - bits);
-        if i < j {
-            buf.swap(i, j);
-        }
-    }
-    let mut len = 2;
-    while len <= n {
-        let step = n / len;
-        for start in (0..n).step_by(len) {
-            for k in 0..len / 2 {
-                let w = tw[k * step];
-                let (a, b) = (buf[start + k], buf[start + k + len / 2].mul(w));
-                buf[start + k] = a.add(b);
-                buf[start + k + len / 2] = a.sub(b);
+    let mut scratch = vec![C::ZERO; n];
+    let (mut x, mut y): (&mut [C], &mut [C]) = (buf, &mut scratch);
+    let mut s = 1;
+    let mut in_buf = true;
+    for &p in radices {
+        let m = n / (s * p);
+        match p {
+            2 => stage(x, y, s, m, tw, |a: [C; 2]| [a[0].add(a[1]), a[0].sub(a[1])]),
+            4 => stage(x, y, s, m, tw, |a: [C; 4]| {
+                let (s02, d02, s13, d13) = (a[0].add(a[2]), a[0].sub(a[2]), a[1].add(a[3]), a[1].sub(a[3]));
+                // −i·d13
+                let r = C::new(d13.im, -d13.re);
+                [s02.add(s13), d02.add(r), s02.sub(s13), d02.sub(r)]
+            }),
+            3 => stage(x, y, s, m, tw, dft3),
+            5 => stage(x, y, s, m, tw, dft5),
+            _ => {
+                let w = roots::<7>();
+                stage(x, y, s, m, tw, |a| dft_small(a, &w))
             }
         }
-        len *= 2;
+        std::mem::swap(&mut x, &mut y);
+        in_buf = !in_buf;
+        s *= p;
     }
+    if !in_buf {
+        // The last stage wrote the scratch buffer (now `x`); `y` is `buf`.
+        y.copy_from_slice(x);
+    }
+}
+
+/// One radix-`P` stage of [`stockham`]: `S = s` sub-transforms, each split into `P` of
+/// length `m`, `butterfly` the `P`-point DFT.
+#[inline(always)]
+fn stage<const P: usize>(x: &[C], y: &mut [C], s: usize, m: usize, tw: &[C], butterfly: impl Fn([C; P]) -> [C; P]) {
+    let n = m * P * s;
+    assert!(x.len() == n && y.len() == n && tw.len() == n, "a Stockham stage's buffers have the transform's length");
+    for t in 0..m {
+        // W_L^{tk} = W_n^{t·k·s}: t·k·s ≤ (m − 1)(P − 1)s < n.
+        let w: [C; P] = std::array::from_fn(|k| tw[t * k * s]);
+        for q in 0..s {
+            // SAFETY: (t + j·m)·s + q < (m + (P − 1)·m)·s = n and (t·P + k)·s + q < n for
+            // t < m, j, k < P, q < s; both buffers hold n elements (asserted above).
+            unsafe {
+                let a: [C; P] = std::array::from_fn(|j| *x.get_unchecked((t + j * m) * s + q));
+                let z = butterfly(a);
+                for (k, zk) in z.into_iter().enumerate() {
+                    *y.get_unchecked_mut((t * P + k) * s + q) = if t == 0 || k == 0 { zk } else { zk.mul(w[k]) };
+                }
+            }
+        }
+    }
+}
+
+/// The 3-point DFT: `z₀ = a₀ + (a₁ + a₂)`, `z₁,₂ = a₀ − (a₁ + a₂)/2 ∓ i·(√3/2)(a₁ − a₂)`.
+#[inline(always)]
+fn dft3(a: [C; 3]) -> [C; 3] {
+    const S: f64 = 0.866_025_403_784_438_6; // sin(2π/3)
+    let (t1, t3) = (a[1].add(a[2]), a[1].sub(a[2]).scale(S));
+    let t2 = a[0].sub(t1.scale(0.5));
+    // ∓i·t3
+    let r = C::new(t3.im, -t3.re);
+    [a[0].add(t1), t2.add(r), t2.sub(r)]
+}
+
+/// The 5-point DFT by its symmetric sums: with `t₁ = a₁ + a₄`, `t₂ = a₂ + a₃`,
+/// `t₃ = a₁ − a₄`, `t₄ = a₂ − a₃`, `z₁,₄ = a₀ + c₁t₁ + c₂t₂ ∓ i(s₁t₃ + s₂t₄)` and
+/// `z₂,₃ = a₀ + c₂t₁ + c₁t₂ ∓ i(s₂t₃ − s₁t₄)` (`c_k = cos 2πk/5`, `s_k = sin 2πk/5`).
+#[inline(always)]
+fn dft5(a: [C; 5]) -> [C; 5] {
+    const C1: f64 = 0.309_016_994_374_947_45; // cos(2π/5)
+    const C2: f64 = -0.809_016_994_374_947_5; // cos(4π/5)
+    const S1: f64 = 0.951_056_516_295_153_6; // sin(2π/5)
+    const S2: f64 = 0.587_785_252_292_473_1; // sin(4π/5)
+    let (t1, t2, t3, t4) = (a[1].add(a[4]), a[2].add(a[3]), a[1].sub(a[4]), a[2].sub(a[3]));
+    let b1 = a[0].add(t1.scale(C1)).add(t2.scale(C2));
+    let b2 = a[0].add(t1.scale(C2)).add(t2.scale(C1));
+    let d1 = t3.scale(S1).add(t4.scale(S2));
+    let d2 = t3.scale(S2).sub(t4.scale(S1));
+    // −i·d
+    let (r1, r2) = (C::new(d1.im, -d1.re), C::new(d2.im, -d2.re));
+    [a[0].add(t1).add(t2), b1.add(r1), b2.add(r2), b2.sub(r2), b1.sub(r1)]
+}
+
+/// `W_P^j = e^{-2πij/P}`, `j < P`.
+fn roots<const P: usize>() -> [C; P] {
+    std::array::from_fn(|j| C::cis(-2.0 * PI * j as f64 / P as f64))
+}
+
+/// The `P`-point DFT by its definition (radix 7: `P²` products on `P` elements), `w` the
+/// [`roots`].
+#[inline(always)]
+fn dft_small<const P: usize>(a: [C; P], w: &[C; P]) -> [C; P] {
+    std::array::from_fn(|k| {
+        let mut sum = a[0];
+        for (j, &aj) in a.iter().enumerate().skip(1) {
+            sum = sum.add(aj.mul(w[j * k % P]));
+        }
+        sum
+    })
 }
 
 /// Elements from which a batch of transforms is split over the rayon pool's threads.
@@ -405,7 +480,7 @@ fn transform_axis(data: &mut [C], shape: &[usize], axis: usize, inverse: bool) {
     }
     let inner: usize = shape[axis + 1..].iter().product();
     let outer: usize = shape[..axis].iter().product();
-    let plan = Fft::new(n);
+    let plan = plan(n);
     if inner == 1 {
         // Contiguous lines, transformed where they lie (each line alone: the split does not
         // change a result).
@@ -542,7 +617,7 @@ fn real_rows_fft(x: &[f64], n: usize) -> Vec<C> {
     use rayon::prelude::*;
     let half = n / 2 + 1;
     let rows = x.len() / n;
-    let plan = Fft::new(n);
+    let plan = plan(n);
     let mut out = vec![C::ZERO; rows * half];
     let pair = |line: &mut Vec<C>, (o, xs): (&mut [C], &[f64])| {
         line.clear();
@@ -589,7 +664,7 @@ fn inverse_real_fft(t: &Tensor, lengths: &[usize], out: DType) -> KResult<Tensor
     let s = 1.0 / count.max(1) as f64;
     let mut result = Vec::with_capacity(out_shape.iter().product());
     if row > 0 {
-        let plan = Fft::new(row);
+        let plan = plan(row);
         let half = row / 2 + 1;
         let mut line = vec![C::ZERO; row];
         for spectrum in v.chunks(half) {
@@ -831,7 +906,21 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "IRFFT3D" => real_transform(3, true),
         "Real" => part_of(|c| c.re),
         "Imag" => part_of(|c| c.im),
-        "ComplexAbs" => part_of(|c| c.re.hypot(c.im)),
+        // A complex64's parts are float32: their squares cannot overflow or underflow in
+        // float64, so the plain square root of the sum is exact to one rounding (and the
+        // float32 result TensorFlow's `hypotf` gives), at a fraction of `hypot`'s cost.
+        "ComplexAbs" => {
+            let out = tout(real_of(t.unwrap_or(DType::Complex64)));
+            Box::new(move |inp: Inputs| {
+                arity(&inp, 1)?;
+                let f: fn(C) -> f64 = if inp[0].dtype == DType::Complex64 {
+                    |c| (c.re * c.re + c.im * c.im).sqrt()
+                } else {
+                    |c| c.re.hypot(c.im)
+                };
+                one(part(&inp[0], out, f)?)
+            })
+        }
         "Angle" => part_of(|c| c.im.atan2(c.re)),
         "Conj" => Box::new(|inp: Inputs| {
             arity(&inp, 1)?;
@@ -1057,14 +1146,12 @@ mod tests {
         for n in (0usize..=70).chain([96, 100, 127, 128, 143, 257, 400, 512, 1000, 2100]) {
             let expected = match n {
                 0 | 1 => "trivial",
-                n if n.is_power_of_two() => "radix 2",
-                n if small_prime_factors(n).is_some() => "mixed",
+                n if radices(n).is_some() => "smooth",
                 _ => "bluestein",
             };
             let kind = match Fft::new(n).kind {
                 Kind::Trivial => "trivial",
-                Kind::Radix2(_) => "radix 2",
-                Kind::MixedRadix { .. } => "mixed",
+                Kind::Smooth { .. } => "smooth",
                 Kind::Bluestein { .. } => "bluestein",
             };
             assert_eq!(kind, expected, "n = {n}");
