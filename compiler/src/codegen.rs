@@ -1262,13 +1262,16 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
             let z = f.c(0.0);
             f.sel(inside, a[0], z)
         }
+        // TensorFlow multiplies the gradient by the mask (`dy · (0 < x < 6)`), so a NaN or
+        // infinite gradient where the mask is 0 stays NaN (a select would hide it).
         EwOp::Relu6Grad => {
-            let z = f.c(0.0);
+            let (z, one) = (f.c(0.0), f.c(1.0));
             let six = f.c(6.0);
             let pos = f.b.ins().fcmp(FloatCC::GreaterThan, a[1], z);
             let below = f.b.ins().fcmp(FloatCC::LessThan, a[1], six);
             let inside = f.b.ins().band(pos, below);
-            f.sel(inside, a[0], z)
+            let mask = f.sel(inside, one, z);
+            f.b.ins().fmul(a[0], mask)
         }
         // `x < 0 ? 0 : x` (one maxps; NaN passes through), then + 0 turns −0 into +0 as
         // TensorFlow's vectorised max(x, 0) does.
@@ -1283,10 +1286,12 @@ fn float_op(f: &mut FMath<'_, '_>, m: &Member, a: &[Value], adt: &[DType], vecto
             let d = f.b.ins().fsub(a[0], a[1]);
             f.b.ins().fmul(d, d)
         }
+        // `dy · (x > 0)`, TensorFlow's product (see `Relu6Grad`).
         EwOp::ReluGrad => {
-            let z = f.c(0.0);
+            let (z, one) = (f.c(0.0), f.c(1.0));
             let pos = f.b.ins().fcmp(FloatCC::GreaterThan, a[1], z);
-            f.sel(pos, a[0], z)
+            let mask = f.sel(pos, one, z);
+            f.b.ins().fmul(a[0], mask)
         }
         EwOp::TanhGrad => {
             let one = f.c(1.0);
@@ -1538,9 +1543,10 @@ fn f64_op(b: &mut FunctionBuilder<'_>, m: &Member, a: &[Value], adt: &[DType]) -
             b.ins().fmax(a[0], z)
         }
         EwOp::ReluGrad => {
-            let z = c(b, 0.0);
+            let (z, one) = (c(b, 0.0), c(b, 1.0));
             let pos = b.ins().fcmp(FloatCC::GreaterThan, a[1], z);
-            b.ins().select(pos, a[0], z)
+            let mask = b.ins().select(pos, one, z);
+            b.ins().fmul(a[0], mask)
         }
         EwOp::TanhGrad => {
             let one = c(b, 1.0);

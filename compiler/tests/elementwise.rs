@@ -549,6 +549,48 @@ fn maximum_minimum_relu_with_constants_propagate_nan() {
     same(got[3].as_f32().unwrap(), &x.iter().map(|&v| nan_max(v, nan_max(v, 0.5))).collect::<Vec<_>>(), "max-nan");
 }
 
+/// `ReluGrad` and `Relu6Grad` are TensorFlow's products `dy · (x > 0)` and
+/// `dy · (0 < x < 6)`: a NaN or infinite gradient where the mask is 0 gives NaN (sweep 75: a
+/// select hid a NaN pixel's gradient from most of a MobileNet's variables), a negative one
+/// −0 — compiled in float32 (vector loop and tail) and float64 alike.
+#[test]
+fn relu_grads_multiply_by_the_mask_as_tensorflow() {
+    let dys = [f32::NAN, f32::INFINITY, -2.0, f32::INFINITY, 2.0, f32::NEG_INFINITY, 3.0, -1.0, 5.0];
+    let xs = [-1.0, 0.0, -1.0, 7.0, f32::NAN, 6.0, 1.0, 3.0, -0.0];
+    let n = dys.len();
+    let want = |six: bool| -> Vec<f32> {
+        dys.iter().zip(&xs).map(|(&g, &x)| g * if x > 0.0 && (!six || x < 6.0) { 1.0 } else { 0.0 }).collect()
+    };
+    let same = |g: &[f32], w: &[f32], what: &str| {
+        for (a, b) in g.iter().zip(w) {
+            assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()), "{what}: {g:?} vs {w:?}");
+        }
+    };
+    let g = graph(vec![
+        arg("dy", 0, DType::Float32),
+        arg("x", 1, DType::Float32),
+        node("r", "ReluGrad", &["dy", "x"], vec![]),
+        node("r6", "Relu6Grad", &["dy", "x"], vec![]),
+        ret("o0", "r", 0),
+        ret("o1", "r6", 1),
+    ]);
+    let f = compiler().compile(&g, &[(DType::Float32, vec![n]), (DType::Float32, vec![n])]).unwrap();
+    let got = f.call(&[f32t(&[n], dys.to_vec()), f32t(&[n], xs.to_vec())]).unwrap();
+    same(got[0].as_f32().unwrap(), &want(false), "ReluGrad");
+    same(got[1].as_f32().unwrap(), &want(true), "Relu6Grad");
+    let g = graph(vec![
+        arg("dy", 0, DType::Float64),
+        arg("x", 1, DType::Float64),
+        node("r", "ReluGrad", &["dy", "x"], vec![]),
+        ret("o0", "r", 0),
+    ]);
+    let f = compiler().compile(&g, &[(DType::Float64, vec![n]), (DType::Float64, vec![n])]).unwrap();
+    let f64t = |v: &[f32]| Tensor::from_f64(vec![n], v.iter().map(|&q| f64::from(q)).collect()).unwrap();
+    let got = f.call(&[f64t(&dys), f64t(&xs)]).unwrap();
+    let got: Vec<f32> = got[0].as_f64().unwrap().iter().map(|&q| q as f32).collect();
+    same(&got, &want(false), "ReluGrad f64");
+}
+
 /// The vector loop runs 8 f32x4 copies per iteration for chains of 4+ ops, then single
 /// vectors, then scalars: every length around those steps (and a length large enough to
 /// be split across threads at an odd boundary) must match the reference.

@@ -275,6 +275,10 @@ fn tensor_attr_from_proto(t: &pb::TensorProto, name: &str, ctx: Ctx<'_>) -> Resu
 /// is protobuf's (`Err(None)`: not a `TensorProto`) or the converter's message.
 pub fn tensor_from_proto_bytes(bytes: &[u8]) -> Result<Tensor, Option<String>> {
     use protobuf::Message;
+    if crate::wire::first_incomplete_field(bytes).is_some() {
+        // Cut short: TensorFlow's parser refuses it (rust-protobuf would read a shorter tensor).
+        return Err(None);
+    }
     let mut input = protobuf::CodedInputStream::from_bytes(bytes);
     input.set_recursion_limit(autoclust_graph::limits::MAX_MESSAGE_DEPTH as u32);
     let proto =

@@ -139,6 +139,12 @@ pub fn parse_pb(bytes: &[u8]) -> Result<Graph, GraphDefError> {
 ///
 /// [`MAX_ATTR_DEPTH`]: autoclust_graph::limits::MAX_ATTR_DEPTH
 fn decode_pb(bytes: &[u8]) -> Result<GraphDef, GraphDefError> {
+    if let Some(at) = wire::first_incomplete_field(bytes) {
+        return Err(GraphDefError::Binary(format!(
+            "truncated or corrupt: the field at byte {at} runs past the end of the {} bytes",
+            bytes.len()
+        )));
+    }
     let mut input = protobuf::CodedInputStream::from_bytes(bytes);
     input.set_recursion_limit(MAX_MESSAGE_DEPTH as u32);
     let gd = GraphDef::parse_from(&mut input).and_then(|gd| input.check_eof().map(|()| gd));

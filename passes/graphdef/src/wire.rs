@@ -89,10 +89,34 @@ impl<'a> Wire<'a> {
     }
 }
 
+/// The byte offset of the first top-level field of `bytes` that runs past their end, if
+/// any: a truncated file. rust-protobuf reads a length-delimited field that declares more
+/// bytes than remain as ending where the buffer ends (only at the top level: a nested
+/// message's overrun crosses its parent's limit, which it rejects); protobuf's own parser,
+/// TensorFlow's, rejects the file. Groups (wire types 3 and 4, never in a `GraphDef`) end
+/// the check: what follows them is left to rust-protobuf.
+pub(crate) fn first_incomplete_field(bytes: &[u8]) -> Option<usize> {
+    let mut w = Wire::new(bytes);
+    while !w.done() {
+        let start = w.pos;
+        let Some((_, wt)) = w.tag() else { return Some(start) };
+        if wt == 3 || wt == 4 {
+            return None;
+        }
+        if w.skip(wt).is_none() {
+            return Some(start);
+        }
+    }
+    None
+}
+
 /// Decodes `bytes` as rust-protobuf would a message of type `M`, nested `depth` levels
 /// below the `GraphDef` (a stricter limit than the full decode's, so a message near it is
 /// left to the full decode, which names the limit).
 fn nested<M: Message>(bytes: &[u8], depth: u32) -> Option<M> {
+    if first_incomplete_field(bytes).is_some() {
+        return None;
+    }
     let mut input = protobuf::CodedInputStream::from_bytes(bytes);
     input.set_recursion_limit((MAX_MESSAGE_DEPTH as u32).checked_sub(depth + 1)?);
     let m = M::parse_from(&mut input).ok()?;
@@ -200,6 +224,28 @@ versions { producer: 1882 min_consumer: 12 }
 "#,
         )
         .expect("parses")
+    }
+
+    /// A file cut anywhere but between two top-level fields is an error, never a smaller
+    /// graph (rust-protobuf alone read a field cut short as ending at the file's end: a
+    /// node without its attributes, a `Const` without its value).
+    #[test]
+    fn a_truncated_file_is_an_error() {
+        let bytes = proto_from_graph(&sample()).write_to_bytes().unwrap();
+        let mut boundaries = vec![0];
+        let mut w = Wire::new(&bytes);
+        while !w.done() {
+            let (_, wt) = w.tag().unwrap();
+            w.skip(wt).unwrap();
+            boundaries.push(w.pos);
+        }
+        for cut in 0..bytes.len() {
+            let got = crate::parse_pb(&bytes[..cut]);
+            if boundaries.contains(&cut) {
+                continue;
+            }
+            assert!(got.is_err(), "a file cut at byte {cut} of {} was read", bytes.len());
+        }
     }
 
     #[test]

@@ -178,10 +178,12 @@ fn activation_grad<T: Float>(g: Grad, a: &Tensor, b: &Tensor) -> KResult<Tensor>
     let half = T::from_f64(0.5);
     match g {
         // (gradients, features)
-        Grad::Relu => zip_map::<T, T, T>(a, b, |dy, x| if x > T::zero() { dy } else { T::zero() }),
+        // TensorFlow multiplies by the mask (`dy · (x > 0)`): a NaN or infinite gradient
+        // where the mask is 0 gives NaN, as TensorFlow's does (a select would hide it).
+        Grad::Relu => zip_map::<T, T, T>(a, b, move |dy, x| dy.mul(if x > T::zero() { one } else { T::zero() })),
         Grad::Relu6 => {
             let six = T::from_f64(6.0);
-            zip_map::<T, T, T>(a, b, move |dy, x| if x > T::zero() && x < six { dy } else { T::zero() })
+            zip_map::<T, T, T>(a, b, move |dy, x| dy.mul(if x > T::zero() && x < six { one } else { T::zero() }))
         }
         Grad::LeakyRelu(alpha) => {
             let alpha = T::from_f32(alpha);
@@ -435,6 +437,18 @@ mod tests {
         let x = Tensor::from_f32(vec![3], vec![-1.0, 0.0, 0.5]).unwrap();
         let r = run1(&node("ReluGrad", &[]), &[dy.clone(), x.clone()]).unwrap();
         assert_eq!(r.as_f32().unwrap(), &[0.0, 0.0, 3.0]);
+        // TensorFlow 2.21: `dy · (x > 0)` (and `· (x < 6)`), so NaN and ±inf gradients at
+        // masked positions are NaN, and a negative one there −0.
+        let dy2 = Tensor::from_f32(vec![5], vec![f32::NAN, f32::INFINITY, -2.0, f32::INFINITY, 2.0]).unwrap();
+        let x2 = Tensor::from_f32(vec![5], vec![-1.0, 0.0, -1.0, 7.0, f32::NAN]).unwrap();
+        let bits = |t: &Tensor| {
+            t.as_f32().unwrap().iter().map(|v| if v.is_nan() { u32::MAX } else { v.to_bits() }).collect::<Vec<_>>()
+        };
+        let want = |v: [f32; 5]| bits(&Tensor::from_f32(vec![5], v.to_vec()).unwrap());
+        let r = run1(&node("ReluGrad", &[]), &[dy2.clone(), x2.clone()]).unwrap();
+        assert_eq!(bits(&r), want([f32::NAN, f32::NAN, -0.0, f32::INFINITY, 0.0]));
+        let r = run1(&node("Relu6Grad", &[]), &[dy2, x2]).unwrap();
+        assert_eq!(bits(&r), want([f32::NAN, f32::NAN, -0.0, f32::NAN, 0.0]));
         // (gradients, features) and (gradients, outputs) forms of Keras's activations.
         let alpha = [("alpha", autoclust_graph::AttrValue::F(0.1))];
         let r = run1(&node("LeakyReluGrad", &alpha), &[dy.clone(), x.clone()]).unwrap();
