@@ -664,3 +664,24 @@ fn call_chains_deeper_than_the_limit_are_refused_at_load() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("\"data\": [-2.0]"), "{args:?}");
     }
 }
+
+/// A TF2 loop (made by TensorFlow: `tf.TensorArray(dynamic_size=True)` written 10⁸ times with
+/// 8 KB) grows its list past `--max-tensor-bytes` long before `--max-loop-iterations`: the
+/// element that crosses the budget fails, naming the `TensorListSetItem`, in both modes
+/// (sweep 75: only the final `TensorListStack` was checked, and the list grew until the
+/// allocator aborted the process).
+#[test]
+fn a_list_growing_every_iteration_stops_at_the_tensor_budget() {
+    let graph = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/run/tensor_array_grows_every_iteration.pbtxt");
+    for mode in [&[][..], &["--no-cluster"][..]] {
+        let mut args =
+            vec!["run", graph, "--feed", "x=[1,2]", "--fetch", "Identity:0", "--max-tensor-bytes", "1000000"];
+        args.extend_from_slice(mode);
+        let out = bin().args(&args).output().unwrap();
+        let e = refused(&format!("{mode:?}"), &out);
+        assert!(
+            e.contains("node 'while/TensorArrayV2Write/TensorListSetItem' (TensorListSetItem): tensor float32[126, 2000] needs 1008000 bytes"),
+            "{mode:?}: {e}"
+        );
+    }
+}

@@ -192,6 +192,7 @@ impl TensorArray {
             )));
         }
         let i = self.index(i, true)?;
+        crate::kernels::collection_budget(self.items.len(), &v)?;
         let shape: Vec<i64> = v.shape.iter().map(|&d| d as i64).collect();
         if let Some(es) = &self.element_shape {
             let fits = es.len() == shape.len() && es.iter().zip(&shape).all(|(&a, &b)| a < 0 || a == b);
@@ -257,6 +258,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<StatefulFn>> {
                 if s.max_size >= 0 && s.items.len() as i64 >= s.max_size {
                     return Err(KernelError::invalid(format!("the stack is full (max_size {})", s.max_size)));
                 }
+                crate::kernels::collection_budget(s.items.len() + 1, &v)?;
                 s.items.push(v.clone());
                 Ok(())
             })?;

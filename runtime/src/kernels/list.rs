@@ -271,6 +271,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 )));
             }
             let item = inp.pop().expect("three inputs");
+            super::collection_budget(len.max(i as usize + 1), &item)?;
             let mut list = into_list(inp.swap_remove(0), "input_handle")?;
             if i as usize >= list.len() {
                 list.resize(slots(i as u64 + 1)?);
@@ -282,6 +283,7 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             arity(&inp, 2)?;
             check_element(list_of(&inp[0], "input_handle")?, &inp[1])?;
             let item = inp.pop().expect("two inputs");
+            super::collection_budget(list_of(&inp[0], "input_handle")?.len() + 1, &item)?;
             let mut list = into_list(inp.pop().expect("two inputs"), "input_handle")?;
             list.push(item);
             one(Tensor::from_list(list))

@@ -384,6 +384,17 @@ pub(crate) fn budget(dtype: DType, shape: &[usize]) -> KResult<usize> {
     Ok(autoclust_graph::limits::tensor_elements(dtype, shape)?)
 }
 
+/// Checks that a collection of `count` elements like `item` (a TensorList, a TensorArray, a
+/// stack) fits the tensor budget as the tensor stacking it would be (`--max-tensor-bytes`):
+/// a loop that appends to a list every iteration fails at the element that crosses the
+/// budget, naming its node, instead of growing until the allocator aborts the process.
+pub(crate) fn collection_budget(count: usize, item: &Tensor) -> KResult<()> {
+    let mut shape = Vec::with_capacity(item.rank() + 1);
+    shape.push(count);
+    shape.extend_from_slice(&item.shape);
+    budget(item.dtype, &shape).map(drop)
+}
+
 pub(crate) fn tensor_of<T: Elem>(shape: Vec<usize>, v: Vec<T>) -> Tensor {
     debug_assert_eq!(shape.iter().product::<usize>(), v.len());
     Tensor { dtype: T::DTYPE, shape, data: T::wrap(v) }
