@@ -60,6 +60,9 @@ pub fn graph_from_proto(mut gd: pb::GraphDef, spans: &[Span]) -> Result<Graph, G
 /// Builds a graph from nodes already converted and the rest of their `GraphDef` (its library
 /// and versions; its `node` field is ignored).
 pub(crate) fn graph_from_nodes(raw: Vec<RawNode>, gd: pb::GraphDef) -> Result<Graph, GraphDefError> {
+    for n in &raw {
+        check_node_name(n)?;
+    }
     let library = match gd.library.into_option() {
         Some(lib) => library_from_proto(lib)?,
         None => Library::default(),
@@ -70,6 +73,20 @@ pub(crate) fn graph_from_nodes(raw: Vec<RawNode>, gd: pb::GraphDef) -> Result<Gr
         bad_consumers: v.bad_consumers,
     });
     Ok(Graph::from_raw(raw, library, versions)?)
+}
+
+/// Refuses the node names TensorFlow's importer refuses and no input could name: the empty
+/// name and names holding control characters (`"x\0y"`). TensorFlow's stricter character
+/// set is not enforced: autoclust's own programs name nodes `_autoclust_…`.
+fn check_node_name(n: &RawNode) -> Result<(), GraphDefError> {
+    let why = if n.name.is_empty() {
+        "it is empty"
+    } else if n.name.chars().any(char::is_control) {
+        "it holds a control character"
+    } else {
+        return Ok(());
+    };
+    Err(GraphDefError::NodeName { name: n.name.clone(), why, span: n.span })
 }
 
 pub(crate) fn node_from_proto(n: pb::NodeDef, span: Option<Span>) -> Result<RawNode, GraphDefError> {

@@ -48,6 +48,10 @@ pub enum GraphDefError {
     /// An attribute value autoclust cannot represent (a bad tensor, …).
     #[error("{}node '{node}': attribute '{attr}': {message}", at(.span))]
     Attr { node: String, attr: String, message: String, span: Option<Span> },
+    /// A node name TensorFlow's importer refuses: empty, or holding a control character
+    /// (it could never be written back or named by an input).
+    #[error("{}node {name:?}: invalid node name ({why})", at(.span))]
+    NodeName { name: String, why: &'static str, span: Option<Span> },
     /// Names that do not resolve: duplicates, unknown inputs.
     #[error(transparent)]
     Graph(#[from] GraphError),
@@ -59,7 +63,7 @@ impl GraphDefError {
         match self {
             GraphDefError::Text(t) => Some(t.span),
             GraphDefError::Binary(_) => None,
-            GraphDefError::Attr { span, .. } => *span,
+            GraphDefError::Attr { span, .. } | GraphDefError::NodeName { span, .. } => *span,
             GraphDefError::Graph(g) => g.span(),
         }
     }
@@ -172,6 +176,34 @@ pub fn to_pb(graph: &Graph) -> Vec<u8> {
 mod tests {
     use super::*;
     use autoclust_graph::{AttrValue, DType, ListValue};
+
+    /// Names TensorFlow's importer refuses are errors naming the node's line (sweep 75:
+    /// `""` and `"x\0y"` were read and written back by `convert`), in both formats.
+    #[test]
+    fn empty_and_control_character_names_are_refused() {
+        for (text, why) in
+            [(r#"node { name: "" op: "NoOp" }"#, "empty"), (r#"node { name: "x\000y" op: "NoOp" }"#, "control")]
+        {
+            let e = parse_pbtxt(text).unwrap_err();
+            assert!(e.to_string().starts_with("1:1: node ") && e.to_string().contains(why), "{e}");
+            let bad = Graph::from_raw(
+                vec![autoclust_graph::RawNode {
+                    name: if why == "empty" { String::new() } else { "x\0y".into() },
+                    op: "NoOp".into(),
+                    inputs: vec![],
+                    attrs: Default::default(),
+                    device: String::new(),
+                    span: None,
+                }],
+                Default::default(),
+                None,
+            )
+            .unwrap();
+            let e = parse_pb(&to_pb(&bad)).unwrap_err();
+            assert!(e.to_string().contains(why), "{e}");
+        }
+        assert!(parse_pbtxt(r#"node { name: "a.b/c-d_e>f" op: "NoOp" }"#).is_ok());
+    }
 
     #[test]
     fn reads_hand_written_liberties() {
