@@ -3,13 +3,15 @@
 //!
 //! What it transforms: a `While`/`StatelessWhile` whose condition and body (and everything
 //! they call) write no resource, and a loop-carried resource handle `k` that the body returns
-//! unchanged and uses only as the operand of `ReadVariableOp`s (in the body or the condition).
-//! Then:
+//! unchanged and uses only as the operand of `ReadVariableOp`s (in the body or the condition)
+//! or as the handle of `ResourceGather`s (an embedding lookup in a decode loop). Then:
 //! - a `ReadVariableOp` of the loop's handle operand `k` is added before the loop — gated by
 //!   the loop's control inputs and by the producers of all its operands, so it runs where
 //!   the loop could first run — and becomes operand `k` instead of the handle;
 //! - the loop gets copies of its functions in which argument and result `k` have the
-//!   variable's dtype and each `ReadVariableOp` of argument `k` is an `Identity` of it;
+//!   variable's dtype and each `ReadVariableOp` of argument `k` is an `Identity` of it, each
+//!   `ResourceGather` a `GatherV2` of it (a gather of the variable's value, read atomically:
+//!   the same value the hoisted read gives, below);
 //! - the loop's consumers of output `k` (the unchanged handle) read the handle operand itself.
 //!
 //! Keras' LSTM/GRU loops read their kernels this way every iteration; afterwards the loop
@@ -70,12 +72,21 @@ fn plain_function<'g>(graph: &'g Graph, id: NodeId, attr: &str) -> Option<&'g Fu
     }
 }
 
-/// How a function body uses argument `arg`: the `ReadVariableOp`s of it, the `Identity`s
-/// forwarding it (only to the function's results: their outputs, spelled `node` or
-/// `node:output:0`, feed no node), and whether anything else uses it.
-fn uses_of(f: &FunctionDef, arg: &str) -> (Vec<usize>, Vec<usize>, bool) {
+/// How a function body uses argument `arg`: the `ReadVariableOp`s and `ResourceGather`s
+/// of it (as the handle operand), the `Identity`s forwarding it (only to the function's
+/// results: their outputs, spelled `node` or `node:output:0`, feed no node), and whether
+/// anything else uses it.
+struct Uses {
+    reads: Vec<usize>,
+    gathers: Vec<usize>,
+    forwards: Vec<usize>,
+    other: bool,
+}
+
+fn uses_of(f: &FunctionDef, arg: &str) -> Uses {
     let mut names: Vec<String> = vec![arg.to_string()];
     let mut reads = Vec::new();
+    let mut gathers = Vec::new();
     let mut forwards = Vec::new();
     let mut other = false;
     let mut k = 0;
@@ -87,6 +98,7 @@ fn uses_of(f: &FunctionDef, arg: &str) -> (Vec<usize>, Vec<usize>, bool) {
             let data_uses = n.inputs.iter().filter(|s| *s == &name).count();
             match n.op.as_str() {
                 "ReadVariableOp" if pos == 0 && data_uses == 1 && k == 1 => reads.push(i),
+                "ResourceGather" if pos == 0 && data_uses == 1 && k == 1 => gathers.push(i),
                 "Identity" if pos == 0 && data_uses == 1 && k == 1 => {
                     forwards.push(i);
                     names.push(n.name.clone());
@@ -96,7 +108,7 @@ fn uses_of(f: &FunctionDef, arg: &str) -> (Vec<usize>, Vec<usize>, bool) {
             }
         }
     }
-    (reads, forwards, other)
+    Uses { reads, gathers, forwards, other }
 }
 
 /// Whether result `k` of `body` is argument `k` (directly or through forwarding `Identity`s).
@@ -125,19 +137,53 @@ fn read_dtype(f: &FunctionDef, reads: &[usize]) -> Option<Option<DType>> {
     Some(dtype)
 }
 
-/// `f` with argument (and, for the body, result) `k` of type `dtype` and its reads made
-/// `Identity`s.
-fn retyped(f: &FunctionDef, k: usize, dtype: DType, reads: &[usize], forwards: &[usize], body: bool) -> FunctionDef {
+/// `f` with argument (and, for the body, result) `k` of type `dtype`, its reads made
+/// `Identity`s and its gathers `GatherV2`s of the value: `ResourceGather(h, i)` with
+/// `batch_dims = b` is `GatherV2(read(h), i, b)` with `batch_dims = b` (the axis a new
+/// `Const` of the function).
+fn retyped(f: &FunctionDef, k: usize, dtype: DType, uses: &Uses, body: bool) -> FunctionDef {
     let mut g = f.clone();
     g.signature.inputs[k].dtype = Some(dtype);
     if body {
         g.signature.outputs[k].dtype = Some(dtype);
     }
-    for &i in reads.iter().chain(forwards) {
+    let private = |name: &String| name.starts_with('_') && name != "_output_shapes" && name != "_class";
+    for &i in uses.reads.iter().chain(&uses.forwards) {
         let n: &mut RawNode = &mut g.nodes[i];
         n.op = "Identity".into();
-        n.attrs.retain(|name, _| name.starts_with('_') && name != "_output_shapes" && name != "_class");
+        n.attrs.retain(|name, _| private(name));
         n.attrs.insert("T".into(), AttrValue::Type(dtype));
+    }
+    let mut taken: HashSet<String> = g.nodes.iter().map(|n| n.name.clone()).collect();
+    for &i in &uses.gathers {
+        let n = &g.nodes[i];
+        let batch_dims = n.attrs.get("batch_dims").and_then(AttrValue::as_int).unwrap_or(0);
+        let tindices = n.attrs.get("Tindices").cloned().unwrap_or(AttrValue::Type(DType::Int32));
+        let axis = fresh_name(&format!("{}/axis", n.name), &mut taken);
+        let mut attrs = autoclust_graph::Attrs::default();
+        attrs.insert("dtype".into(), AttrValue::Type(DType::Int32));
+        let value = autoclust_graph::Tensor::scalar_i32(i32::try_from(batch_dims).unwrap_or(i32::MAX));
+        attrs.insert("value".into(), AttrValue::Tensor(value));
+        let konst = RawNode {
+            name: axis.clone(),
+            op: "Const".into(),
+            inputs: vec![],
+            attrs,
+            device: n.device.clone(),
+            span: None,
+        };
+        let n: &mut RawNode = &mut g.nodes[i];
+        n.op = "GatherV2".into();
+        n.attrs.retain(|name, _| private(name));
+        n.attrs.insert("Tparams".into(), AttrValue::Type(dtype));
+        n.attrs.insert("Tindices".into(), tindices);
+        n.attrs.insert("Taxis".into(), AttrValue::Type(DType::Int32));
+        n.attrs.insert("batch_dims".into(), AttrValue::I(batch_dims));
+        // The data inputs (handle, indices) stay; the axis goes after them, before any
+        // control input.
+        let data = n.inputs.iter().take_while(|s| !s.starts_with('^')).count();
+        n.inputs.insert(data, format!("{axis}:output:0"));
+        g.nodes.push(konst);
     }
     g
 }
@@ -163,12 +209,13 @@ fn hoist(graph: &mut Graph, id: NodeId) -> Result<usize, PassError> {
     let mut replaced: Vec<(usize, DType)> = Vec::new();
     let handles: Vec<usize> = (0..types.len()).filter(|&k| types[k] == DType::Resource).collect();
     for k in handles {
-        let (body_reads, forwards, body_other) = uses_of(&body, &body.signature.inputs[k].name.clone());
-        let (cond_reads, cond_forwards, cond_other) = uses_of(&cond, &cond.signature.inputs[k].name.clone());
-        if body_other || cond_other || !cond_forwards.is_empty() || !returns_arg(&body, k, &forwards) {
+        let bu = uses_of(&body, &body.signature.inputs[k].name.clone());
+        let cu = uses_of(&cond, &cond.signature.inputs[k].name.clone());
+        if bu.other || cu.other || !cu.forwards.is_empty() || !returns_arg(&body, k, &bu.forwards) {
             continue;
         }
-        let (Some(bd), Some(cd)) = (read_dtype(&body, &body_reads), read_dtype(&cond, &cond_reads)) else {
+        let both = |u: &Uses| u.reads.iter().chain(&u.gathers).copied().collect::<Vec<_>>();
+        let (Some(bd), Some(cd)) = (read_dtype(&body, &both(&bu)), read_dtype(&cond, &both(&cu))) else {
             continue;
         };
         let dtype = match (bd, cd) {
@@ -176,8 +223,8 @@ fn hoist(graph: &mut Graph, id: NodeId) -> Result<usize, PassError> {
             (Some(a), _) | (None, Some(a)) => a,
             (None, None) => continue,
         };
-        body = retyped(&body, k, dtype, &body_reads, &forwards, true);
-        cond = retyped(&cond, k, dtype, &cond_reads, &[], false);
+        body = retyped(&body, k, dtype, &bu, true);
+        cond = retyped(&cond, k, dtype, &cu, false);
         types[k] = dtype;
         replaced.push((k, dtype));
     }

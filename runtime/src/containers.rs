@@ -191,8 +191,12 @@ impl TensorArray {
                 self.dtype, v.dtype
             )));
         }
+        let grows = i >= 0 && i as usize >= self.items.len();
         let i = self.index(i, true)?;
-        crate::kernels::collection_budget(self.items.len(), &v)?;
+        if grows {
+            // A dynamic TensorArray growing: as `TensorListSetItem` (`kernels::list`).
+            crate::kernels::collection_budget(self.items.len(), &v)?;
+        }
         let shape: Vec<i64> = v.shape.iter().map(|&d| d as i64).collect();
         if let Some(es) = &self.element_shape {
             let fits = es.len() == shape.len() && es.iter().zip(&shape).all(|(&a, &b)| a < 0 || a == b);

@@ -131,6 +131,13 @@ fn read_meta_graph(dir: &Path) -> Result<(MetaGraphDef, String), SavedModelError
     let bytes =
         std::fs::read(&pb_path).map_err(|e| SavedModelError::Io { path: shown.clone(), message: e.to_string() })?;
     let proto_err = |message: String| SavedModelError::Proto { path: shown.clone(), message };
+    if let Some(at) = crate::wire::first_incomplete_field(&bytes) {
+        // Cut short: rust-protobuf would read a smaller model (`wire::first_incomplete_field`).
+        return Err(proto_err(format!(
+            "truncated or corrupt: the field at byte {at} runs past the end of the {} bytes",
+            bytes.len()
+        )));
+    }
     let sm = SavedModelProto::parse_from_bytes(&bytes).map_err(|e| proto_err(e.to_string()))?;
     let mut metas = sm.meta_graphs;
     if metas.is_empty() {

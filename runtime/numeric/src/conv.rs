@@ -1,4 +1,5 @@
-//! 2-D convolutions in NHWC — the window geometry, the attribute parsing and the
+//! Convolutions: the 3-D ones (NDHWC) in [`volume`]'s, by the same lowering; here the 2-D
+//! ones in NHWC — the window geometry, the attribute parsing and the
 //! `Conv2D`/`Conv2DBackpropInput`/`Conv2DBackpropFilter` arithmetic that compiled clusters
 //! (the compiler's `KernelOp::Conv`) and the interpreter's kernels
 //! (`runtime/src/kernels/conv.rs`, `pool.rs`) share, so both compute the same numbers.
@@ -21,7 +22,7 @@ use autoclust_graph::{AttrValue, Node};
 
 use crate::gemm::{gemm, gemm_strided, GemmElem};
 
-mod volume;
+pub mod volume;
 mod winograd;
 
 pub use volume::{conv3d, conv3d_backprop_filter, conv3d_backprop_input, VolumeShape};

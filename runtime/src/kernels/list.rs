@@ -271,7 +271,12 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 )));
             }
             let item = inp.pop().expect("three inputs");
-            super::collection_budget(len.max(i as usize + 1), &item)?;
+            if i as usize >= len {
+                // Growing (a dynamic-size TensorArray's write): the list as the tensor
+                // stacking it must fit the budget. A write within a reserved length is not
+                // checked: most slots of a large reservation may never be set.
+                super::collection_budget(i as usize + 1, &item)?;
+            }
             let mut list = into_list(inp.swap_remove(0), "input_handle")?;
             if i as usize >= list.len() {
                 list.resize(slots(i as u64 + 1)?);

@@ -10,7 +10,7 @@
 //! a `complex64` result is within an ulp or two of the exact transform (TensorFlow's float
 //! transform is within a few ulps of it too). Lengths whose prime factors are 2, 3, 5 and 7
 //! (powers of two, audio frames) use a self-sorting (Stockham) mixed-radix transform with
-//! radix-4/2/3/5 butterflies, and every other length Bluestein's chirp-z identity over a
+//! radix-4/2/3/5 butterflies (radix 7 by its definition), and every other length Bluestein's chirp-z identity over a
 //! power-of-two convolution. Plans (twiddle tables) are kept for the lengths used last. The inverse transforms are normalised by the transformed
 //! element count, as TensorFlow's are.
 //!
@@ -267,6 +267,10 @@ static PLANS: std::sync::Mutex<Vec<std::sync::Arc<Fft>>> = std::sync::Mutex::new
 /// How many plans [`PLANS`] keeps.
 const KEPT_PLANS: usize = 8;
 
+/// The longest transform whose plan is kept (its tables ~100 bytes per point: a few MB; a
+/// longer one's plan lives for its call only).
+const KEPT_PLAN_MAX_LEN: usize = 1 << 16;
+
 /// The plan for length `n`, from [`PLANS`] or made (and kept).
 fn plan(n: usize) -> std::sync::Arc<Fft> {
     let mut kept = PLANS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -277,6 +281,9 @@ fn plan(n: usize) -> std::sync::Arc<Fft> {
     }
     drop(kept);
     let p = std::sync::Arc::new(Fft::new(n));
+    if n > KEPT_PLAN_MAX_LEN {
+        return p;
+    }
     let mut kept = PLANS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if kept.len() >= KEPT_PLANS {
         kept.remove(0);
@@ -907,14 +914,22 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
         "Real" => part_of(|c| c.re),
         "Imag" => part_of(|c| c.im),
         // A complex64's parts are float32: their squares cannot overflow or underflow in
-        // float64, so the plain square root of the sum is exact to one rounding (and the
-        // float32 result TensorFlow's `hypotf` gives), at a fraction of `hypot`'s cost.
+        // float64, so the plain square root of the sum is exact to one rounding (glibc's
+        // `hypotf` computes finite arguments this way), at a fraction of `hypot`'s cost.
         "ComplexAbs" => {
             let out = tout(real_of(t.unwrap_or(DType::Complex64)));
             Box::new(move |inp: Inputs| {
                 arity(&inp, 1)?;
                 let f: fn(C) -> f64 = if inp[0].dtype == DType::Complex64 {
-                    |c| (c.re * c.re + c.im * c.im).sqrt()
+                    // An infinite part makes the magnitude infinite even beside a NaN, as
+                    // `hypotf` says (the square root of the sum would be NaN).
+                    |c| {
+                        if c.re.is_infinite() || c.im.is_infinite() {
+                            f64::INFINITY
+                        } else {
+                            (c.re * c.re + c.im * c.im).sqrt()
+                        }
+                    }
                 } else {
                     |c| c.re.hypot(c.im)
                 };

@@ -123,8 +123,8 @@ fn taps(ax: &[Axis; 3], mut f: impl FnMut(usize, usize, usize)) {
                         let Some(ih) = h.source(oh, kh) else { continue };
                         for kw in w.inside(ow) {
                             let Some(iw) = w.source(ow, kw) else { continue };
-                            // The tap index (a filter's taps are a real tensor's; a pooling
-                            // window's may be huge, and pooling ignores it).
+                            // The tap index (a pooling window's may be huge, and pooling
+                            // ignores it).
                             let tap =
                                 kd.wrapping_mul(h.kernel).wrapping_add(kh).wrapping_mul(w.kernel).wrapping_add(kw);
                             f(o, (id * h.input + ih) * w.input + iw, tap);
@@ -199,7 +199,7 @@ fn conv3d_backprop_input<T: Float + ConvElem>(a: &Attrs, sizes: &Tensor, f: &Ten
     let input = sizes5(sizes, "input_sizes", T::DTYPE)?;
     let s = volume_shape(a, input, dims5(&f.shape, "filter")?)?;
     check_out_backprop(dy, &s.output())?;
-    super::budget(T::DTYPE, &s.column_shape())?;
+    super::budget(T::DTYPE, &s.input_gradient_column_shape())?;
     let dx = shared::conv3d_backprop_input(&s, T::slice(f), T::slice(dy), rayon::current_num_threads());
     Ok(tensor_of(input.to_vec(), dx))
 }

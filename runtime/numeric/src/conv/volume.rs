@@ -64,11 +64,19 @@ impl VolumeShape {
         (BLOCK_ELEMENTS / self.row().max(1)).max(8).min(self.voxels().max(1))
     }
 
-    /// The shape of one block of the column matrix, `[rows, KD·KH·KW·C/G]` (saturating, for a
-    /// size check before anything is allocated).
+    /// The shape of one block of the column matrix the forward pass and the filter gradient
+    /// make, `[rows, KD·KH·KW·C/G]` (saturating, for a size check before anything is
+    /// allocated; rows as [`VolumeShape::block`] takes them).
     pub fn column_shape(&self) -> [usize; 2] {
         let row = self.filter[..4].iter().fold(1usize, |p, &d| p.saturating_mul(d));
-        [(BLOCK_ELEMENTS / row.max(1)).max(8), row]
+        let voxels = self.ax.iter().fold(1usize, |p, a| p.saturating_mul(a.output));
+        [(BLOCK_ELEMENTS / row.max(1)).max(8).min(voxels.max(1)), row]
+    }
+
+    /// [`VolumeShape::column_shape`] of the input gradient's computation: the transposed
+    /// convolution's (rows of `KD·KH·KW·O`) when it takes that road.
+    pub fn input_gradient_column_shape(&self) -> [usize; 2] {
+        self.transposed().map_or_else(|| self.column_shape(), |t| t.column_shape())
     }
 }
 
@@ -233,6 +241,10 @@ pub fn conv3d_backprop_input<T: ConvElem>(s: &VolumeShape, f: &[T], dy: &[T], th
     let (g, cg) = (s.groups(), s.filter[3]);
     let og = o / g;
     let (voxels, image, row, block) = (s.voxels(), s.image(), s.row(), s.block());
+    if o == 0 {
+        // No output channel: nothing reaches the input.
+        return vec![T::default(); s.input[0] * s.image()];
+    }
     if let Some(t) = s.transposed() {
         let [kd, kh, kw, _, _] = s.filter;
         let taps = kd * kh * kw;
