@@ -361,6 +361,11 @@ mod tests {
         std::fs::write(dir.join("saved_model.pb"), b"\xff\xff\xff").unwrap();
         let e = load_saved_model(&dir).unwrap_err().to_string();
         assert!(e.contains("saved_model.pb: not a SavedModel"), "{e}");
+        // Cut short (a partial download): an error, not a smaller model.
+        let pb = std::fs::read(fixture("dense2/saved_model.pb")).unwrap();
+        std::fs::write(dir.join("saved_model.pb"), &pb[..pb.len() - 3]).unwrap();
+        let e = load_saved_model(&dir).unwrap_err().to_string();
+        assert!(e.contains("saved_model.pb: not a SavedModel") && e.contains("truncated"), "{e}");
         std::fs::copy(fixture("dense2/saved_model.pb"), dir.join("saved_model.pb")).unwrap();
         let e = load_saved_model(&dir).unwrap_err().to_string();
         assert!(e.contains("variables.index: cannot read"), "{e}");

@@ -1354,6 +1354,19 @@ mod tests {
             assert_eq!(r.dtype, DType::Float32);
             assert_eq!(r.as_f32().unwrap(), &want[..], "{op}");
         }
+        // An infinite part makes the magnitude infinite beside a NaN (hypotf), and float32
+        // extremes neither overflow nor underflow on the way.
+        let edge = [C::new(f64::INFINITY, f64::NAN), C::new(f64::NAN, f64::NEG_INFINITY), C::new(f64::NAN, 1.0)];
+        let e = complex_tensor(DType::Complex64, vec![3], &edge).unwrap();
+        let r = run(&node("ComplexAbs", &[("T", DType::Complex64)]), vec![e]);
+        let r = r.as_f32().unwrap();
+        assert!(r[0] == f32::INFINITY && r[1] == f32::INFINITY && r[2].is_nan(), "{r:?}");
+        let big = complex_tensor(DType::Complex64, vec![2], &[C::new(3e38, 3e38), C::new(3e-45, 4e-45)]).unwrap();
+        let r = run(&node("ComplexAbs", &[("T", DType::Complex64)]), vec![big]);
+        assert_eq!(
+            r.as_f32().unwrap(),
+            &[(3e38f64 * 2f64.sqrt()) as f32, (3e-45f32 as f64).hypot(4e-45f32 as f64) as f32]
+        );
         let angle = run(&node("Angle", &[("T", DType::Complex64)]), vec![a.clone()]);
         assert_eq!(angle.as_f32().unwrap(), &[(4f64).atan2(3.0) as f32, std::f32::consts::PI]);
         let b = complex_tensor(DType::Complex64, vec![], &[C::new(0., 1.)]).unwrap();
