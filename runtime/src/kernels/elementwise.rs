@@ -812,33 +812,32 @@ pub fn cast(t: &Tensor, dst: DType) -> KResult<Tensor> {
     // The small integers (`uint8` images, `int8`/`int16`/`uint16`/`uint32`/`uint64`) are held
     // as raw bytes: through int64 (or the float value), wrapping as C++'s conversions do.
     if let Some(bits) = small_int(dst) {
-        let wide =
-            match small_int(t.dtype) {
-                Some(_) => small_int_values(t)?,
-                None => {
-                    super::check_native(t)?;
-                    match t.to_f64_vec() {
-                        Some(v) if t.dtype.is_float() => {
-                            let from_f64 = t.dtype == DType::Float64;
-                            let packet = CAST_PACKET.iter().find(|(d, _)| *d == dst).map_or(1, |&(_, p)| p);
-                            let vector = v.len() / packet * packet;
-                            v.into_iter()
-                                .enumerate()
-                                .map(|(i, x)| {
-                                    if i < vector {
-                                        float_to_int(x, from_f64, dst)
-                                    } else {
-                                        float_to_int_scalar(x, dst)
-                                    }
-                                })
-                                .collect()
-                        }
-                        _ => cast(t, DType::Int64)?.as_i64().expect("int64").to_vec(),
-                    }
+        let width = bits.0 / 8;
+        let n = t.num_elements();
+        let bytes = if small_int(t.dtype).is_some() {
+            narrow_bytes(small_int_values(t)?.into_iter(), width, n)
+        } else {
+            super::check_native(t)?;
+            let from_f64 = t.dtype == DType::Float64;
+            let packet = CAST_PACKET.iter().find(|(d, _)| *d == dst).map_or(1, |&(_, p)| p);
+            let vector = n / packet * packet;
+            let convert = |i: usize, x: f64| {
+                if i < vector {
+                    float_to_int(x, from_f64, dst)
+                } else {
+                    float_to_int_scalar(x, dst)
                 }
             };
-        let width = bits.0 / 8;
-        let bytes: Vec<u8> = wide.iter().flat_map(|&x| x.to_le_bytes()[..width].to_vec()).collect();
+            // Straight from the source's own elements to the narrow bytes (no float64 or
+            // int64 copy of the tensor: a uint8 image cast was 20 ns per element).
+            match &t.data {
+                TensorData::F32(v) => {
+                    narrow_bytes(v.iter().enumerate().map(|(i, &x)| convert(i, f64::from(x))), width, n)
+                }
+                TensorData::F64(v) => narrow_bytes(v.iter().enumerate().map(|(i, &x)| convert(i, x)), width, n),
+                _ => narrow_bytes(cast(t, DType::Int64)?.as_i64().expect("int64").iter().copied(), width, n),
+            }
+        };
         return Tensor::from_raw(dst, t.shape.clone(), bytes).map_err(|e| KernelError::invalid(e.to_string()));
     }
     // A uint64 past i64::MAX is a large number, not its bits read as a negative int64.
@@ -847,6 +846,14 @@ pub fn cast(t: &Tensor, dst: DType) -> KResult<Tensor> {
         return Ok(match dst {
             DType::Float32 => tensor_of(t.shape.clone(), bits.map(|x| x as f32).collect()),
             _ => tensor_of(t.shape.clone(), bits.map(|x| x as f64).collect()),
+        });
+    }
+    // A uint8 image (or another small integer) to float: each value is exact in both.
+    if let (Some(_), DType::Float32 | DType::Float64) = (small_int(t.dtype), dst) {
+        let v = small_int_values(t)?;
+        return Ok(match dst {
+            DType::Float32 => tensor_of(t.shape.clone(), v.into_iter().map(|x| x as f32).collect()),
+            _ => tensor_of(t.shape.clone(), v.into_iter().map(|x| x as f64).collect()),
         });
     }
     if small_int(t.dtype).is_some() {
@@ -948,6 +955,19 @@ pub(crate) fn float_to_int_scalar(x: f64, dst: DType) -> i64 {
     }
 }
 
+/// The low `width` bytes of each of the `n` values, little-endian: a small integer
+/// tensor's buffer (C++'s wrapping conversion).
+fn narrow_bytes(values: impl Iterator<Item = i64>, width: usize, n: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(n * width);
+    match width {
+        1 => bytes.extend(values.map(|x| x as u8)),
+        2 => values.for_each(|x| bytes.extend_from_slice(&(x as u16).to_le_bytes())),
+        4 => values.for_each(|x| bytes.extend_from_slice(&(x as u32).to_le_bytes())),
+        _ => values.for_each(|x| bytes.extend_from_slice(&x.to_le_bytes()[..width])),
+    }
+    bytes
+}
+
 /// The bit width and signedness of a small integer dtype held as raw bytes.
 fn small_int(d: DType) -> Option<(usize, bool)> {
     match d {
@@ -966,6 +986,11 @@ fn small_int_values(t: &Tensor) -> KResult<Vec<i64>> {
     let (bits, signed) = small_int(t.dtype).ok_or(KernelError::DType(t.dtype))?;
     let TensorData::Raw(bytes) = &t.data else { return Err(KernelError::DType(t.dtype)) };
     let width = bits / 8;
+    match (width, signed) {
+        (1, false) => return Ok(bytes.iter().map(|&b| i64::from(b)).collect()),
+        (1, true) => return Ok(bytes.iter().map(|&b| i64::from(b as i8)).collect()),
+        _ => {}
+    }
     Ok(bytes
         .chunks_exact(width)
         .map(|c| {
