@@ -38,6 +38,8 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 let out = (h as usize, w as usize);
                 budget(DType::Float32, &[dims.0, out.0, out.1, dims.3])?;
                 let v = if bicubic {
+                    // Its buffer of every input row interpolated at the output columns.
+                    budget(DType::Float32, &[dims.1, out.1, dims.3])?;
                     resize_bicubic(&img, dims, out, align, half)
                 } else {
                     resize_area(&img, dims, out, align)
@@ -433,22 +435,39 @@ fn interpolate(w: &[f32; 4], v: [f32; 4]) -> f32 {
     v[0] * w[0] + v[1] * w[1] + v[2] * w[2] + v[3] * w[3]
 }
 
+/// `ResizeBicubic`: each output is the 4×4 taps' rows interpolated along x, then those four
+/// values along y — TensorFlow's order of operations. Separably: every input row's x
+/// interpolation at every output column is made once per image (each output row reuses four
+/// of them: ~2.5× fewer operations than per output, in cache) and output rows are shared
+/// between the cores; the values are the per-output computation's, bit for bit.
 fn resize_bicubic(img: &[f32], (n, h, w, c): Dims, (oh, ow): (usize, usize), align: bool, half: bool) -> Vec<f32> {
+    use rayon::prelude::*;
     let table = coefficients(if half { -0.5 } else { -0.75 });
     let (sy, sx) = (resize_scale(h, oh, align), resize_scale(w, ow, align));
     let xs: Vec<_> = (0..ow).map(|x| cubic_taps(&table, sx, x, w, half)).collect();
-    let mut out = Vec::with_capacity(n * oh * ow * c);
+    let ys: Vec<_> = (0..oh).map(|y| cubic_taps(&table, sy, y, h, half)).collect();
+    let mut out = vec![0f32; n * oh * ow * c];
+    let row_out = ow * c;
+    if row_out == 0 || h == 0 {
+        return out;
+    }
+    let mut across = vec![0f32; h * row_out];
     for b in 0..n {
-        for y in 0..oh {
-            let (yi, yw) = cubic_taps(&table, sy, y, h, half);
-            for (xi, xw) in &xs {
-                for ch in 0..c {
-                    let at = |r: usize, col: usize| img[((b * h + r) * w + col) * c + ch];
-                    let rows = yi.map(|r| interpolate(xw, xi.map(|col| at(r, col))));
-                    out.push(interpolate(&yw, rows));
+        let image = &img[b * h * w * c..][..h * w * c];
+        across.par_chunks_mut(row_out).enumerate().for_each(|(r, dst)| {
+            let row = &image[r * w * c..][..w * c];
+            for ((xi, xw), d) in xs.iter().zip(dst.chunks_exact_mut(c)) {
+                for (ch, v) in d.iter_mut().enumerate() {
+                    *v = interpolate(xw, xi.map(|col| row[col * c + ch]));
                 }
             }
-        }
+        });
+        out[b * oh * row_out..][..oh * row_out].par_chunks_mut(row_out).zip(&ys).for_each(|(dst, (yi, yw))| {
+            let rows = yi.map(|r| &across[r * row_out..][..row_out]);
+            for (k, v) in dst.iter_mut().enumerate() {
+                *v = interpolate(yw, rows.map(|row| row[k]));
+            }
+        });
     }
     out
 }
