@@ -114,8 +114,9 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
                 let p = rows.min(cols);
                 let (u_cols, v_cols) = if full { (rows, cols) } else { (p, p) };
                 let (mut ss, mut us, mut vs) = (Vec::new(), Vec::new(), Vec::new());
-                for a in m.matrices() {
-                    let f = svd(a, rows, cols, u_cols, v_cols);
+                // Each matrix on one core (its sweeps ~10·rows·cols² multiply-adds).
+                let cost = rows.saturating_mul(cols).saturating_mul(p).saturating_mul(10);
+                for f in per_matrix(m.count(), cost, |i| Ok(svd(m.matrix(i), rows, cols, u_cols, v_cols)))? {
                     ss.extend(f.s);
                     us.extend(f.u);
                     vs.extend(f.v);
@@ -335,12 +336,14 @@ fn svd(a: &[f64], rows: usize, cols: usize, u_cols: usize, v_cols: usize) -> Svd
     // Columns of A and of V, each contiguous.
     let mut w: Vec<Vec<f64>> = (0..n).map(|j| (0..m).map(|i| a[i * n + j]).collect()).collect();
     let mut v: Vec<Vec<f64>> = (0..n).map(|j| (0..n).map(|i| f64::from(u8::from(i == j))).collect()).collect();
-    let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
     for _sweep in 0..60 {
         let mut rotated = false;
+        // Each column's squared norm, exact at the start of a sweep and then updated by
+        // each rotation (`α − tγ`, `β + tγ`): one dot product per pair instead of three.
+        let mut norms: Vec<f64> = w.iter().map(|c| dot4(c, c)).collect();
         for p in 0..n {
             for q in p + 1..n {
-                let (alpha, beta, gamma) = (dot(&w[p], &w[p]), dot(&w[q], &w[q]), dot(&w[p], &w[q]));
+                let (alpha, beta, gamma) = (norms[p], norms[q], dot4(&w[p], &w[q]));
                 if gamma == 0.0 || gamma.abs() <= 1e-15 * (alpha * beta).sqrt() {
                     continue;
                 }
@@ -350,6 +353,8 @@ fn svd(a: &[f64], rows: usize, cols: usize, u_cols: usize, v_cols: usize) -> Svd
                 let t = if zeta == 0.0 { 1.0 } else { t };
                 let c = 1.0 / (1.0 + t * t).sqrt();
                 let s = c * t;
+                norms[p] = alpha - t * gamma;
+                norms[q] = beta + t * gamma;
                 for cols in [&mut w, &mut v] {
                     let (lo, hi) = cols.split_at_mut(q);
                     for (x, y) in lo[p].iter_mut().zip(hi[0].iter_mut()) {
@@ -364,7 +369,7 @@ fn svd(a: &[f64], rows: usize, cols: usize, u_cols: usize, v_cols: usize) -> Svd
             break;
         }
     }
-    let norms: Vec<f64> = w.iter().map(|c| dot(c, c).sqrt()).collect();
+    let norms: Vec<f64> = w.iter().map(|c| dot4(c, c).sqrt()).collect();
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&x, &y| norms[y].total_cmp(&norms[x]).then(x.cmp(&y)));
     let s: Vec<f64> = order.iter().map(|&j| norms[j]).collect();
@@ -391,6 +396,19 @@ fn svd(a: &[f64], rows: usize, cols: usize, u_cols: usize, v_cols: usize) -> Svd
         out
     };
     Svd { s, u: row_major(&ucols, m, u_cols), v: row_major(&vcols, n, v_cols) }
+}
+
+/// `Σ xᵢyᵢ` in four interleaved partial sums (vectorised; added pairwise at the end).
+fn dot4(x: &[f64], y: &[f64]) -> f64 {
+    let split = x.len().min(y.len()) / 4 * 4;
+    let mut acc = [0.0f64; 4];
+    for (a, b) in x[..split].chunks_exact(4).zip(y[..split].chunks_exact(4)) {
+        for k in 0..4 {
+            acc[k] += a[k] * b[k];
+        }
+    }
+    let tail: f64 = x[split..].iter().zip(&y[split..]).map(|(a, b)| a * b).sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
 /// Extends orthonormal `cols` (vectors of length `len`) to `want` of them by Gram–Schmidt
