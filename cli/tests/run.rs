@@ -79,12 +79,10 @@ fn variables_in_a_container_round_trip_by_their_shown_name() {
     }
 }
 
-#[test]
-fn outputs_are_safetensors() {
-    let g = testdata("affine.graph");
-    let dir = tempfile::tempdir().unwrap();
-    let vars = dir.path().join("v.safetensors");
-    let feeds = dir.path().join("f.safetensors");
+/// `affine.graph`'s variables (`w` = diag(1, −1), `b` = [0.5, 0.5]) written to
+/// `dir/v.safetensors`; returns the path.
+fn affine_vars(dir: &std::path::Path) -> std::path::PathBuf {
+    let vars = dir.join("v.safetensors");
     std::fs::write(
         &vars,
         write_safetensors(&[
@@ -94,6 +92,15 @@ fn outputs_are_safetensors() {
         .unwrap(),
     )
     .unwrap();
+    vars
+}
+
+#[test]
+fn outputs_are_safetensors() {
+    let g = testdata("affine.graph");
+    let dir = tempfile::tempdir().unwrap();
+    let vars = affine_vars(dir.path());
+    let feeds = dir.path().join("f.safetensors");
     std::fs::write(
         &feeds,
         write_safetensors(&[("x".into(), Tensor::from_f32(vec![1, 2], vec![2.0, 3.0]).unwrap())]).unwrap(),
@@ -1372,16 +1379,7 @@ fn a_fifo_or_device_output_is_written_in_place_not_replaced() {
     use std::os::unix::fs::FileTypeExt;
     let g = testdata("affine.graph");
     let dir = tempfile::tempdir().unwrap();
-    let vars = dir.path().join("v.safetensors");
-    std::fs::write(
-        &vars,
-        write_safetensors(&[
-            ("w".into(), Tensor::from_f32(vec![2, 2], vec![1.0, 0.0, 0.0, -1.0]).unwrap()),
-            ("b".into(), Tensor::from_f32(vec![2], vec![0.5, 0.5]).unwrap()),
-        ])
-        .unwrap(),
-    )
-    .unwrap();
+    let vars = affine_vars(dir.path());
     let fifo = dir.path().join("out.safetensors");
     let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
     assert!(made.success());
