@@ -91,6 +91,32 @@ fn slice(t: &Tensor, begin: &[i64], size: &[i64]) -> KResult<Tensor> {
     dispatch_all!(t.dtype, go(t, begin, &ones, &sizes))
 }
 
+/// XLA's `DynamicSlice`/`DynamicUpdateSlice` start indices: one per dimension of `shape`, each
+/// clamped to `0..=dim − size` so the window of `size` lies inside (a size larger than its
+/// dimension is an error, as XLA's shape check).
+fn xla_clamped_starts(shape: &[usize], starts: &[i64], size: &[i64]) -> KResult<Vec<i64>> {
+    if starts.len() != shape.len() || size.len() != shape.len() {
+        return Err(KernelError::invalid(format!(
+            "{} start indices and {} sizes for an operand of rank {}",
+            starts.len(),
+            size.len(),
+            shape.len()
+        )));
+    }
+    shape
+        .iter()
+        .zip(starts.iter().zip(size))
+        .enumerate()
+        .map(|(i, (&d, (&b, &s)))| {
+            let d = d as i64;
+            if s < 0 || s > d {
+                return Err(KernelError::invalid(format!("size {s} of dimension {i} does not fit its {d} elements")));
+            }
+            Ok(b.clamp(0, d - s))
+        })
+        .collect()
+}
+
 /// StridedSlice masks.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SliceMasks {
@@ -1599,6 +1625,28 @@ pub(crate) fn prepare(node: &Node) -> KResult<Option<PureFn>> {
             arity(&inp, 1)?;
             one(where_true(&inp[0])?)
         }),
+        "XlaDynamicSlice" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            let size = int_values(&inp[2], "size_indices")?;
+            let begin = xla_clamped_starts(&inp[0].shape, &int_values(&inp[1], "start_indices")?, &size)?;
+            one(slice(&inp[0], &begin, &size)?)
+        }),
+        "XlaDynamicUpdateSlice" => Box::new(|inp: Inputs| {
+            arity(&inp, 3)?;
+            let (input, update) = (&inp[0], &inp[1]);
+            if input.dtype != update.dtype {
+                return Err(KernelError::invalid(format!(
+                    "update is {} but the input is {}",
+                    update.dtype, input.dtype
+                )));
+            }
+            let size: Vec<i64> = update.shape.iter().map(|&d| d as i64).collect();
+            let begin = xla_clamped_starts(&input.shape, &int_values(&inp[2], "indices")?, &size)?;
+            let end: Vec<i64> = begin.iter().zip(&size).map(|(b, s)| b + s).collect();
+            let (pos, slice) =
+                slice_positions(&input.shape, &begin, &end, &vec![1; begin.len()], SliceMasks::default())?;
+            one(assign_slice(input, &pos, &slice, update)?)
+        }),
         "Slice" => Box::new(|inp: Inputs| {
             arity(&inp, 3)?;
             one(slice(&inp[0], &int_values(&inp[1], "begin")?, &int_values(&inp[2], "size")?)?)
@@ -2456,6 +2504,15 @@ mod tests {
 
     #[test]
     fn slices() {
+        // tf2xla's dynamic slices clamp their starts into the operand (TensorFlow 2.21's CPU
+        // session: xla.dynamic_slice(iota([3,4]), [2, -1], [2, 2]) is [[4, 5], [8, 9]]).
+        let s = run1(&node("XlaDynamicSlice", &[]), &[iota(vec![3, 4]), v(&[2, -1]), v(&[2, 2])]).unwrap();
+        assert_eq!(s.as_i32().unwrap(), &[4, 5, 8, 9]);
+        assert!(run1(&node("XlaDynamicSlice", &[]), &[iota(vec![3, 4]), v(&[0, 0]), v(&[4, 1])]).is_err());
+        // xla.dynamic_update_slice(iota([2,3]), [[-1,-2]], [5, 2]) is [[0,1,2],[3,-1,-2]].
+        let up = Tensor::from_i32(vec![1, 2], vec![-1, -2]).unwrap();
+        let s = run1(&node("XlaDynamicUpdateSlice", &[]), &[iota(vec![2, 3]), up, v(&[5, 2])]).unwrap();
+        assert_eq!(s.as_i32().unwrap(), &[0, 1, 2, 3, -1, -2]);
         let s = run1(&node("Slice", &[]), &[iota(vec![3, 4]), v(&[1, 1]), v(&[2, -1])]).unwrap();
         assert_eq!((s.shape.clone(), s.as_i32().unwrap().to_vec()), (vec![2, 3], vec![5, 6, 7, 9, 10, 11]));
         assert!(run1(&node("Slice", &[]), &[iota(vec![3, 4]), v(&[2, 0]), v(&[2, 1])]).is_err());

@@ -942,6 +942,24 @@ pub(super) static OPS: &[OpSchema] = &[
         ),
         s::value_slice,
     ),
+    // TensorFlow's tf2xla ops (`tf.compiler.tf2xla.python.xla`), which its CPU session also
+    // runs: start indices clamped so the slice lies inside the operand, as XLA's.
+    op(
+        "XlaDynamicSlice",
+        OpFamily::Shape,
+        &[a("input", T), a("start_indices", ty("Tindices")), a("size_indices", ty("Tindices"))],
+        &[a("output", T)],
+        &[tattr("T", None), tattr("Tindices", Some(INDEX))],
+        s::xla_dynamic_slice,
+    ),
+    op(
+        "XlaDynamicUpdateSlice",
+        OpFamily::Shape,
+        &[a("input", T), a("update", T), a("indices", ty("Tindices"))],
+        &[a("output", T)],
+        &[tattr("T", None), tattr("Tindices", Some(INDEX))],
+        s::same_as_0,
+    ),
     valued(
         op(
             "StridedSlice",

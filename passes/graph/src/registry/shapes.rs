@@ -1005,6 +1005,27 @@ pub(super) fn slice(c: &InferCtx<'_>) -> Shapes {
     one(Shape::with_dims(out))
 }
 
+/// `XlaDynamicSlice(input, start_indices, size_indices)`: the sizes (XLA clamps the starts
+/// so the slice lies inside the input, which each size must fit).
+pub(super) fn xla_dynamic_slice(c: &InferCtx<'_>) -> Shapes {
+    let input = c.shape(0);
+    let Some(size) = c.value(2) else {
+        return one(input.rank().map_or_else(Shape::unknown, |r| Shape::with_dims(vec![None; r])));
+    };
+    if input.rank().is_some_and(|r| r != size.len()) {
+        return Err(format!("size_indices has {} elements but the input has rank {:?}", size.len(), input.rank()));
+    }
+    for (i, s) in size.iter().enumerate() {
+        let dim = input.dims.as_ref().and_then(|d| d[i]);
+        if let Some(s) = *s {
+            if s < 0 || dim.is_some_and(|d| s > d) {
+                return Err(format!("size {s} of dimension {i} does not fit the input {input}"));
+            }
+        }
+    }
+    one(Shape::with_dims(size.to_vec()))
+}
+
 pub(super) fn value_slice(c: &InferCtx<'_>) -> Values {
     let (Some(v), Some(b), Some(s)) = (c.value(0), c.scalar_value(1), c.scalar_value(2)) else { return Vec::new() };
     if !int_output(c) || c.shape(0).rank() != Some(1) || b < 0 {
