@@ -184,6 +184,13 @@ impl Common {
             }
             specs.push((name, names));
         }
+        if let Some(cycle) = contraction_cycle(graph, &specs) {
+            return Err(bad(format!(
+                "the clustering cannot be built: contracting its clusters makes a cycle ({}); \
+                 a cluster runs as one step, so nothing outside it may run between two of its nodes",
+                cycle.join(" -> ")
+            )));
+        }
         Ok(Box::new(move |g: &Graph| {
             Ok(specs
                 .iter()
@@ -396,4 +403,76 @@ fn short_tensor(t: &Tensor) -> String {
         }
     }
     json
+}
+
+/// A cycle of the graph with each of `clusters` contracted to one vertex (loop back edges
+/// `NextIteration → Merge` dropped, as every order here drops them), as the names along it
+/// (a cluster by its name), or `None` when the contraction is acyclic — the condition every
+/// clustering autoclust builds keeps, which a clustering given by file must keep too.
+fn contraction_cycle(graph: &Graph, clusters: &[(String, Vec<String>)]) -> Option<Vec<String>> {
+    let n = graph.len();
+    // Vertex of each node: its cluster (numbered after the nodes) or itself.
+    let mut vertex: Vec<usize> = (0..n).collect();
+    for (k, (_, nodes)) in clusters.iter().enumerate() {
+        for name in nodes {
+            if let Some(id) = graph.find(name) {
+                vertex[id.index()] = n + k;
+            }
+        }
+    }
+    let total = n + clusters.len();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); total];
+    let mut indegree = vec![0usize; total];
+    for id in graph.node_ids() {
+        let node = graph.node(id);
+        let sources = node.inputs.iter().map(|o| o.node).chain(node.control_inputs.iter().copied());
+        for src in sources {
+            let (a, b) = (vertex[src.index()], vertex[id.index()]);
+            if a != b && !graph.is_back_edge(src, id) {
+                succ[a].push(b);
+                indegree[b] += 1;
+            }
+        }
+    }
+    let mut ready: Vec<usize> = (0..total).filter(|&v| indegree[v] == 0).collect();
+    let mut left = indegree.clone();
+    while let Some(v) = ready.pop() {
+        for &w in &succ[v] {
+            left[w] -= 1;
+            if left[w] == 0 {
+                ready.push(w);
+            }
+        }
+    }
+    // Every vertex still waiting has a waiting predecessor: walk back until one repeats.
+    let start = (0..total).find(|&v| left[v] > 0)?;
+    let mut pred: Vec<Vec<usize>> = vec![Vec::new(); total];
+    for (v, ws) in succ.iter().enumerate() {
+        for &w in ws {
+            if left[v] > 0 && left[w] > 0 {
+                pred[w].push(v);
+            }
+        }
+    }
+    let mut seen: HashMap<usize, usize> = HashMap::new();
+    let mut path = vec![start];
+    let mut v = start;
+    loop {
+        seen.insert(v, path.len() - 1);
+        v = *pred[v].first()?;
+        if let Some(&at) = seen.get(&v) {
+            let mut cycle: Vec<usize> = path[at..].to_vec();
+            cycle.reverse();
+            cycle.push(cycle[0]);
+            let name = |v: usize| {
+                if v >= n {
+                    format!("cluster '{}'", clusters[v - n].0)
+                } else {
+                    format!("node '{}'", graph.name(autoclust_graph::NodeId(v as u32)))
+                }
+            };
+            return Some(cycle.into_iter().map(name).collect());
+        }
+        path.push(v);
+    }
 }

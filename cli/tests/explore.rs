@@ -147,6 +147,44 @@ fn verify_catches_a_clustering_that_ignores_safety() {
     }
 }
 
+/// A clustering given by file that cannot be built — contracting a cluster makes a cycle
+/// with a node outside it — is refused naming the cycle, by `verify` and `explore
+/// --clustered` alike (sweep 75b: `verify` said "ok" for TensorFlow's own clusters of a Keras
+/// step, which are cyclic once Grappler's renamed nodes are gone, and failed internally on a
+/// v1 cond).
+#[test]
+fn a_cyclic_clustering_from_a_file_is_refused_naming_the_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("g.graph");
+    std::fs::write(
+        &graph,
+        "x = Placeholder() {dtype = float32, shape = shape[2]}\n\
+         a = Neg(x) {T = float32}\n\
+         b = Abs(a) {T = float32}\n\
+         out = Neg(b) {T = float32}\n",
+    )
+    .unwrap();
+    let clusters = dir.path().join("clusters.json");
+    std::fs::write(&clusters, r#"{"clusters": [{"name": "c", "nodes": ["a", "out"]}]}"#).unwrap();
+    let (g, c) = (graph.to_str().unwrap(), clusters.to_str().unwrap());
+    for args in [
+        vec!["verify", g, "--feed", "x=[1,2]", "--fetch", "out", "--clusters", c],
+        vec!["explore", g, "--clustered", "--feed", "x=[1,2]", "--fetch", "out", "--clusters", c],
+    ] {
+        let (code, stdout, stderr) = autoclust(&args, &[]);
+        assert_eq!(code, 1, "{args:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("clusters.json: the clustering cannot be built")
+                && stderr.contains("(cluster 'c' -> node 'b' -> cluster 'c')"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // {a, b} is a legal cluster of the same chain.
+    std::fs::write(&clusters, r#"{"clusters": [{"name": "c", "nodes": ["a", "b"]}]}"#).unwrap();
+    let (code, stdout, stderr) = autoclust(&["verify", g, "--feed", "x=[1,2]", "--fetch", "out", "--clusters", c], &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+}
+
 #[test]
 fn feeds_and_gradient_descent() {
     let args = ["--var", "w=1.0", "--var", "step=0", "--feed", "x=2.0", "--atomic-rmw", "--fetch", "rw2:0"];
