@@ -122,6 +122,20 @@ impl Axis {
         lo.min(hi)..hi
     }
 
+    /// The axis of the forward convolution that computes this one's input gradient (see
+    /// `ConvShape::transposed`): input and output swapped, padding `K − 1 − pad` before —
+    /// for unit strides and dilations and a padding less than the window only.
+    fn transposed(&self) -> Option<Axis> {
+        (self.stride == 1 && self.dilation == 1 && self.pad_before < self.kernel).then_some(Axis {
+            input: self.output,
+            kernel: self.kernel,
+            stride: 1,
+            dilation: 1,
+            pad_before: self.kernel - 1 - self.pad_before,
+            output: self.input,
+        })
+    }
+
     /// The input index tap `k` of output `o` reads, if it is not padding.
     #[inline]
     pub fn source(&self, o: usize, k: usize) -> Option<usize> {
@@ -361,20 +375,10 @@ impl ConvShape {
     /// `K − 1 − pad` before, output `[N, H, W, C]`. Input pixel `i` receives `dy[i − k + pad]`
     /// times tap `k`, which is tap `K − 1 − k` of an output `i` reading `dy[i + k' − (K − 1 − pad)]`.
     fn transposed(&self) -> Option<ConvShape> {
-        let flip = |a: &Axis| {
-            (a.stride == 1 && a.dilation == 1 && a.pad_before < a.kernel).then_some(Axis {
-                input: a.output,
-                kernel: a.kernel,
-                stride: 1,
-                dilation: 1,
-                pad_before: a.kernel - 1 - a.pad_before,
-                output: a.input,
-            })
-        };
         if self.groups() != 1 || self.is_pointwise() {
             return None;
         }
-        let win = Window { h: flip(&self.win.h)?, w: flip(&self.win.w)? };
+        let win = Window { h: self.win.h.transposed()?, w: self.win.w.transposed()? };
         let [n, _, _, c] = self.input;
         let [kh, kw, _, o] = self.filter;
         Some(ConvShape { input: [n, self.win.h.output, self.win.w.output, o], filter: [kh, kw, o, c], win })

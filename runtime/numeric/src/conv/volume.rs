@@ -89,21 +89,11 @@ impl VolumeShape {
     /// One product `KD·KH·KW·O` deep per block instead of an `O`-deep one whose `KD·KH·KW`
     /// sums col2vol scatters into every input voxel.
     fn transposed(&self) -> Option<VolumeShape> {
-        let flip = |a: &Axis| {
-            (a.stride == 1 && a.dilation == 1 && a.pad_before < a.kernel).then_some(Axis {
-                input: a.output,
-                kernel: a.kernel,
-                stride: 1,
-                dilation: 1,
-                pad_before: a.kernel - 1 - a.pad_before,
-                output: a.input,
-            })
-        };
         if self.groups() != 1 {
             return None;
         }
         let [d, h, w] = &self.ax;
-        let ax = [flip(d)?, flip(h)?, flip(w)?];
+        let ax = [d.transposed()?, h.transposed()?, w.transposed()?];
         let [n, _, _, _, c] = self.input;
         let [kd, kh, kw, _, o] = self.filter;
         Some(VolumeShape { input: [n, ax[0].input, ax[1].input, ax[2].input, o], filter: [kd, kh, kw, o, c], ax })
